@@ -1,0 +1,45 @@
+# The two commands of the README:  `make demo`  and  `make test`.
+# Both set everything up first (virtual environment, Python packages, SimGrid, Chromium).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+APT    := DEBIAN_FRONTEND=noninteractive apt-get -y -q
+
+.PHONY: setup system-deps demo test lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $@
+
+# SimGrid (the flow model's peer, Debian's python3-simgrid for /usr/bin/python3) and Chromium
+# (the report's browser test). Installed only when missing; needs root or sudo.
+system-deps:
+	@missing=""; \
+	/usr/bin/python3 -c 'import simgrid' 2>/dev/null || missing="$$missing python3-simgrid"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing" >&2; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -q >/dev/null && $$SUDO $(APT) install $$missing >/dev/null; \
+	fi
+
+setup: $(VENV)/.installed system-deps
+
+demo: setup
+	$(BIN)/topoopt demo
+
+# pytest's exit code 5 (no tests collected) is a failure here, never a silent pass.
+test: setup
+	@$(BIN)/python -m pytest; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi; \
+	exit $$rc
+
+lint: setup
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) dist build .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""solvers: choose optical circuits and collective routing jointly (OR-Tools)."""

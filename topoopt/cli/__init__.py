@@ -1,0 +1,1 @@
+"""The ``topoopt`` command line (typer). Thin: parse, one library call, render."""

@@ -1,0 +1,112 @@
+"""Figures of a Workload's traffic: the server matrix heatmap and the class breakdown."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from traffic.expand import PairTraffic
+from traffic.workload import CLASSES
+
+__all__ = ["server_heatmap", "class_bars", "format_bytes"]
+
+
+def format_bytes(b: float) -> str:
+    """Bytes with a decimal prefix, e.g. ``1.5 GB``.
+
+    >>> format_bytes(1.5e9)
+    '1.5 GB'
+    >>> format_bytes(0)
+    '0 B'
+    """
+    if b <= 0:
+        return "0 B"
+    units = ["B", "kB", "MB", "GB", "TB", "PB", "EB"]
+    k = min(int(math.log10(b) // 3), len(units) - 1)
+    return f"{b / 10 ** (3 * k):.3g} {units[k]}"
+
+
+def server_heatmap(pairs: PairTraffic, max_cells: int = 256, title: str | None = None) -> go.Figure:
+    """Heatmap of a server-level pair matrix, log colour scale.
+
+    Hover shows source, destination, bytes and the classes that contribute. Clusters with more
+    than ``max_cells`` servers are shown in blocks of consecutive servers (said in the title).
+
+    Parameters
+    ----------
+    pairs : PairTraffic
+        Server-level pairs (``expand(..., level="server")``).
+    max_cells : int
+        Largest number of rows/columns drawn.
+    """
+    n = pairs.n
+    block = max(1, math.ceil(n / max_cells))
+    nb = math.ceil(n / block)
+    s, d = pairs.src // block, pairs.dst // block
+    flat = s * nb + d
+    total = np.bincount(flat, weights=pairs.bytes, minlength=nb * nb).reshape(nb, nb)
+    mask = np.zeros(nb * nb, dtype=np.int64)
+    np.bitwise_or.at(mask, flat, (1 << pairs.cls.astype(np.int64)))
+    mask = mask.reshape(nb, nb)
+    names = (
+        np.array(
+            [
+                ", ".join(CLASSES[c] for c in range(len(CLASSES)) if m >> c & 1)
+                for m in range(1 << len(CLASSES))
+            ],
+            dtype=object,
+        )
+        if nb * nb > 0
+        else np.array([], dtype=object)
+    )
+    with np.errstate(divide="ignore"):
+        z = np.where(total > 0, np.log10(np.where(total > 0, total, 1.0)), np.nan)
+    labels = np.vectorize(format_bytes, otypes=[object])(total)
+    custom = np.stack([labels, names[mask]], axis=-1)
+    axis = np.arange(nb) * block
+    finite = z[np.isfinite(z)]
+    lo, hi = (math.floor(finite.min()), math.ceil(finite.max())) if finite.size else (0, 1)
+    ticks = list(range(lo, hi + 1))
+    unit = "server" if block == 1 else f"servers (blocks of {block})"
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=axis,
+            y=axis,
+            customdata=custom,
+            colorscale="Viridis",
+            zmin=lo,
+            zmax=hi,
+            colorbar={
+                "title": {"text": "bytes"},
+                "tickvals": ticks,
+                "ticktext": [format_bytes(10.0**t) for t in ticks],
+            },
+            hovertemplate=(
+                "source %{y}<br>destination %{x}<br>%{customdata[0]}<br>"
+                "classes: %{customdata[1]}<extra></extra>"
+            ),
+        )
+    )
+    fig.update_layout(
+        title=title or f"Traffic per iteration between {unit} (log scale)",
+        xaxis={"title": f"destination {unit}"},
+        yaxis={"title": f"source {unit}", "autorange": "reversed", "scaleanchor": "x"},
+        height=650,
+    )
+    return fig
+
+
+def class_bars(table: pd.DataFrame, title: str = "Bytes per iteration by class") -> go.Figure:
+    """Grouped bars of intra- and inter-server bytes per class (from ``class_table``)."""
+    fig = go.Figure()
+    for col, name in (
+        ("intra_server_bytes", "intra-server"),
+        ("inter_server_bytes", "inter-server"),
+    ):
+        fig.add_bar(x=table["class"], y=table[col], name=name)
+    fig.update_layout(barmode="group", title=title, yaxis={"title": "bytes", "type": "log"})
+    return fig

@@ -1,0 +1,309 @@
+"""The Workload: the traffic of one training iteration, kept symbolic.
+
+A :class:`Workload` is a tuple of :class:`Demand` families. One family stands for many identical
+collectives (or transfers) that differ only in their group: ``groups`` is an integer array with one
+row per group of global GPU ranks, so that 2,048 tensor-parallel groups of 8 are one object and one
+``(2048, 8)`` array, not 2,048 Python objects. Expansion into GPU- or server-level pair matrices
+(:mod:`traffic.expand`) is vectorised over the rows.
+
+Sizes follow the nccl-tests convention (``S``): the buffer size for all-reduce, the output size for
+all-gather, the input size for reduce-scatter, one rank's whole send buffer for all-to-all, the
+message for broadcast and send. ``count`` is how many times the family runs per iteration (layers x
+micro-batches x ...). Units: bytes; "per iteration" means one optimizer step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from traffic.errors import InputError
+
+__all__ = [
+    "OPS",
+    "CLASSES",
+    "PHASES",
+    "Demand",
+    "TaskGraph",
+    "Workload",
+    "wire_bytes_per_collective",
+]
+
+OPS = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "broadcast", "send")
+"""Collective kinds. ``send`` groups are ``[source, destination]`` pairs."""
+
+CLASSES = ("tp", "cp", "pp", "dp", "ep", "embedding", "mp")
+"""Traffic classes: tensor, context, pipeline, data (also ZeRO/FSDP), expert parallel, embedding,
+and ``mp``: a model-parallel transfer whose kind the source does not say (imported traces)."""
+
+PHASES = ("forward", "backward", "optimizer")
+"""Phases of an iteration, in order."""
+
+
+def wire_bytes_per_collective(op: str, g: int, size: float) -> float:
+    """Bytes all members of one group put on the wire together for one collective.
+
+    Bandwidth-optimal algorithms (ring, direct, double binary tree, hierarchical, and
+    halving-doubling on a power-of-two group) all send exactly this much:
+
+    ============== =============== ================================
+    op             per rank        per group (this function)
+    ============== =============== ================================
+    all-reduce     2(g-1)/g * S    2(g-1) * S
+    reduce-scatter (g-1)/g * S     (g-1) * S
+    all-gather     (g-1)/g * S     (g-1) * S
+    all-to-all     (g-1)/g * S     (g-1) * S
+    broadcast      S (non-leaves)  (g-1) * S
+    send           S               S
+    ============== =============== ================================
+
+    Examples
+    --------
+    >>> wire_bytes_per_collective("all-reduce", 8, 1024)
+    14336.0
+    >>> wire_bytes_per_collective("send", 2, 10)
+    10.0
+    """
+    if op == "send":
+        return float(size)
+    if op == "all-reduce":
+        return 2.0 * (g - 1) * size
+    if op in ("reduce-scatter", "all-gather", "all-to-all", "broadcast"):
+        return float(g - 1) * size
+    raise InputError("op", op, f"one of {', '.join(OPS)}")
+
+
+@dataclass(frozen=True, eq=False)
+class Demand:
+    """A family of identical collectives or transfers, one per row of ``groups``.
+
+    Parameters
+    ----------
+    op : str
+        One of :data:`OPS`.
+    groups : numpy.ndarray
+        ``int64`` array of shape ``(G, g)``: global GPU ranks of each group. For ``send`` each row
+        is ``[source, destination]``; for ``broadcast`` the first member is the root.
+    size : float
+        ``S`` in bytes (nccl-tests convention), per collective.
+    cls : str
+        Traffic class, one of :data:`CLASSES`.
+    phase : str
+        One of :data:`PHASES`.
+    count : int
+        Times each group runs this collective per iteration (e.g. layers x micro-batches x 4).
+    mutable : bool
+        True when the algorithm may choose who talks to whom (ring all-reduce: any ring order
+        does); false for a fixed pair pattern (pipeline sends, embedding all-to-all).
+    name : str
+        Human-readable label, e.g. ``"tp all-reduce (attention + mlp)"``.
+    peer_bytes : numpy.ndarray, optional
+        For non-uniform all-to-all only: ``(g, g)`` bytes member ``i`` sends member ``j`` per
+        collective (zero diagonal). When given, ``size`` must equal the largest row sum
+        (one rank's whole send buffer).
+    stage : int, optional
+        Pipeline stage the family belongs to, when it belongs to one (used by the iteration model).
+    """
+
+    op: str
+    groups: np.ndarray
+    size: float
+    cls: str
+    phase: str
+    count: int = 1
+    mutable: bool = True
+    name: str = ""
+    peer_bytes: np.ndarray | None = None
+    stage: int | None = None
+
+    def __post_init__(self) -> None:
+        groups = np.asarray(self.groups, dtype=np.int64)
+        if groups.ndim == 1:
+            groups = groups.reshape(1, -1)
+        object.__setattr__(self, "groups", groups)
+        where = f"demand {self.name!r}" if self.name else "demand"
+        if self.op not in OPS:
+            raise InputError(f"{where}.op", self.op, f"one of {', '.join(OPS)}")
+        if self.cls not in CLASSES:
+            raise InputError(f"{where}.cls", self.cls, f"one of {', '.join(CLASSES)}")
+        if self.phase not in PHASES:
+            raise InputError(f"{where}.phase", self.phase, f"one of {', '.join(PHASES)}")
+        if groups.ndim != 2 or groups.shape[1] < 1:
+            raise InputError(f"{where}.groups", groups.shape, "a 2-D array (groups x members)")
+        if self.op == "send" and groups.shape[1] != 2:
+            raise InputError(f"{where}.groups", groups.shape, "rows [source, destination]")
+        if groups.size and groups.min() < 0:
+            raise InputError(f"{where}.groups", int(groups.min()), "non-negative ranks")
+        if not np.isfinite(self.size) or self.size < 0:
+            raise InputError(f"{where}.size", self.size, "a finite number of bytes >= 0")
+        if int(self.count) != self.count or self.count < 0:
+            raise InputError(f"{where}.count", self.count, "an integer >= 0")
+        object.__setattr__(self, "count", int(self.count))
+        if self.peer_bytes is not None:
+            pb = np.asarray(self.peer_bytes, dtype=np.float64)
+            g = groups.shape[1]
+            if self.op != "all-to-all" or pb.shape != (g, g):
+                raise InputError(f"{where}.peer_bytes", pb.shape, f"a ({g}, {g}) all-to-all matrix")
+            if (pb < 0).any() or np.any(np.diag(pb) != 0):
+                raise InputError(
+                    f"{where}.peer_bytes", "negative or diagonal", "zero diagonal, >= 0"
+                )
+            object.__setattr__(self, "peer_bytes", pb)
+
+    @property
+    def n_groups(self) -> int:
+        """Number of groups (rows)."""
+        return int(self.groups.shape[0])
+
+    @property
+    def group_size(self) -> int:
+        """Members per group (``g``)."""
+        return int(self.groups.shape[1])
+
+    def wire_bytes(self) -> float:
+        """Bytes on the wire per iteration for the whole family (all groups, all repeats).
+
+        Bandwidth-optimal algorithms; intra-server bytes included.
+        """
+        if self.peer_bytes is not None:
+            per = float(self.peer_bytes.sum())
+        else:
+            per = wire_bytes_per_collective(self.op, self.group_size, self.size)
+        if self.group_size == 1:
+            per = 0.0
+        return per * self.n_groups * self.count
+
+
+@dataclass(frozen=True, eq=False)
+class TaskGraph:
+    """The dependency graph of one iteration's compute and communication tasks.
+
+    Arrays are aligned by task index. ``kind`` is one of ``forward``, ``backward``, ``update``,
+    ``comm`` (intra-server), ``barrier``, ``transfer`` (a network transfer between servers) and
+    ``all-reduce``. ``device`` is the server id for compute tasks; ``demand`` maps a communication
+    task to ``(demand index, row)`` in the Workload, ``-1`` for compute tasks.
+
+    Attributes
+    ----------
+    task_id : numpy.ndarray   (int64, the source file's ids)
+    kind : numpy.ndarray      (str)
+    server : numpy.ndarray    (int64; -1 when not tied to one server)
+    runtime_s : numpy.ndarray (float64 seconds)
+    size_bytes : numpy.ndarray (float64 bytes; 0 for compute)
+    edges : numpy.ndarray     (int64, shape (E, 2), task indices: [before, after])
+    demand : numpy.ndarray    (int64, shape (T, 2): [demand index, row] or [-1, -1])
+    """
+
+    task_id: np.ndarray
+    kind: np.ndarray
+    server: np.ndarray
+    runtime_s: np.ndarray
+    size_bytes: np.ndarray
+    edges: np.ndarray
+    demand: np.ndarray
+
+    @property
+    def n_tasks(self) -> int:
+        return int(self.task_id.shape[0])
+
+
+@dataclass(frozen=True, eq=False)
+class Workload:
+    """The traffic of one training iteration.
+
+    Parameters
+    ----------
+    gpus : int
+        Number of GPUs (ranks ``0 .. gpus-1``).
+    gpus_per_server : int
+        GPUs per server; server of rank ``r`` is ``r // gpus_per_server``.
+    demands : tuple of Demand
+    name : str
+        Where the workload came from (plan or file name).
+    parameters : int, optional
+        Model parameter count, when the source is a plan.
+    conventions : Mapping
+        Every counting choice made (recompute, SP re-gather, gradient dtype, ...), echoed in the
+        output so that a reader knows what was counted.
+    info : Mapping
+        Other facts about the source (e.g. micro-batches, per-stage FLOPs) for later stages.
+    taskgraph : TaskGraph, optional
+        The iteration's dependency graph, when the source provides one (imported task graphs).
+    """
+
+    gpus: int
+    gpus_per_server: int
+    demands: tuple[Demand, ...]
+    name: str = ""
+    parameters: int | None = None
+    conventions: Mapping[str, Any] = field(default_factory=dict)
+    info: Mapping[str, Any] = field(default_factory=dict)
+    taskgraph: TaskGraph | None = None
+
+    def __post_init__(self) -> None:
+        if int(self.gpus) != self.gpus or self.gpus < 1:
+            raise InputError("workload.gpus", self.gpus, "a positive integer")
+        if int(self.gpus_per_server) != self.gpus_per_server or self.gpus_per_server < 1:
+            raise InputError("workload.gpus_per_server", self.gpus_per_server, "a positive integer")
+        if self.gpus % self.gpus_per_server:
+            raise InputError(
+                "workload.gpus", self.gpus, f"a multiple of gpus_per_server={self.gpus_per_server}"
+            )
+        object.__setattr__(self, "demands", tuple(self.demands))
+        for d in self.demands:
+            if d.groups.size and d.groups.max() >= self.gpus:
+                raise InputError(
+                    f"demand {d.name!r}.groups", int(d.groups.max()), f"ranks < {self.gpus}"
+                )
+
+    @property
+    def servers(self) -> int:
+        """Number of servers."""
+        return self.gpus // self.gpus_per_server
+
+    def server_of(self, ranks: np.ndarray) -> np.ndarray:
+        """Server index of each rank."""
+        return np.asarray(ranks, dtype=np.int64) // self.gpus_per_server
+
+    def select(self, classes: Iterable[str] | None = None, phases: Iterable[str] | None = None):
+        """A Workload with only the demands of the given classes and phases."""
+        cs = set(classes) if classes is not None else set(CLASSES)
+        ps = set(phases) if phases is not None else set(PHASES)
+        keep = tuple(d for d in self.demands if d.cls in cs and d.phase in ps)
+        return replace(self, demands=keep)
+
+    def bytes_by_class(self) -> dict[str, float]:
+        """Wire bytes per iteration by class, summed over all GPUs (bandwidth-optimal)."""
+        out: dict[str, float] = {}
+        for d in self.demands:
+            out[d.cls] = out.get(d.cls, 0.0) + d.wire_bytes()
+        return out
+
+    def total_wire_bytes(self) -> float:
+        """Wire bytes per iteration over all demands."""
+        return float(sum(d.wire_bytes() for d in self.demands))
+
+    def summary(self):
+        """A pandas DataFrame with one row per demand family."""
+        import pandas as pd
+
+        rows = [
+            {
+                "name": d.name,
+                "op": d.op,
+                "class": d.cls,
+                "phase": d.phase,
+                "groups": d.n_groups,
+                "group_size": d.group_size,
+                "size_bytes": d.size,
+                "count": d.count,
+                "mutable": d.mutable,
+                "stage": d.stage,
+                "wire_bytes": d.wire_bytes(),
+            }
+            for d in self.demands
+        ]
+        return pd.DataFrame(rows)
