@@ -29,7 +29,7 @@ def load_workload(source: str | os.PathLike) -> Workload:
         Unknown plan name, unreadable or malformed file, invalid plan.
     """
     from traffic.build import workload_from_plan
-    from traffic.plan import embedded_plan_path, embedded_plans, load_plan
+    from traffic.plan import embedded_plan_names, embedded_plan_path, load_plan
 
     path = Path(source)
     suffix = path.suffix.lower()
@@ -45,7 +45,7 @@ def load_workload(source: str | os.PathLike) -> Workload:
         raise InputError(
             "PLAN", str(source), f"a file ending in {', '.join(PLAN_SUFFIXES + TRACE_SUFFIXES)}"
         )
-    names = embedded_plans()
+    names = embedded_plan_names()
     if str(source) not in names:
         raise InputError(
             "PLAN", str(source), f"a plan or .fbuf file, or an embedded plan: {', '.join(names)}"

@@ -1,0 +1,166 @@
+"""Plan -> Workload: the symbolic traffic of one training iteration.
+
+:func:`workload_from_plan` dispatches on the model kind: transformers go through
+:mod:`traffic.models.megatron` (+ context parallel, MoE, ZeRO/FSDP), recommendation models through
+:mod:`traffic.models.recsys` and the rest through :mod:`traffic.models.data_parallel`. The
+Workload carries the model's parameter count, every counting convention used
+(``Workload.conventions``) and facts for the iteration model (``Workload.info``): micro-batches
+``m``, layers per stage, parameters per GPU per stage and the forward FLOPs per GPU per
+micro-batch of each stage (:func:`traffic.models.megatron.forward_flops`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from traffic.models import megatron
+from traffic.models.context_parallel import cp_demands
+from traffic.models.data_parallel import data_parallel_demands
+from traffic.models.moe import moe_demands
+from traffic.models.recsys import dims_per_gpu, mlp_parameters, recsys_demands, recsys_parameters
+from traffic.models.sharded_dp import sharded_demands
+from traffic.placement import rank_grids
+from traffic.plan import Plan, check_plan, load_plan
+from traffic.workload import Demand, Workload
+
+__all__ = ["workload_from_plan"]
+
+
+def _conventions(plan: Plan) -> dict[str, Any]:
+    par, opt, m = plan.parallelism, plan.options, plan.model
+    c: dict[str, Any] = {
+        "size_convention": "nccl-tests (all-reduce buffer, all-gather output, "
+        "reduce-scatter input, all-to-all whole send buffer)",
+        "model_kind": m.kind,
+        "order": par.order,
+        "micro_batches": plan.micro_batches,
+        "global_batch": plan.global_batch,
+        "grad_reduce_dtype": opt.grad_reduce_dtype,
+        "grad_reduce_bytes": megatron.reduce_bytes(plan),
+        "sharding": par.fsdp or (f"zero{par.zero}" if par.zero else None),
+        "distributed_optimizer": par.distributed_optimizer,
+        "defer_grad_sync": opt.defer_grad_sync,
+    }
+    if m.kind == "transformer":
+        c.update(
+            recompute=par.recompute,
+            sequence_parallel=par.sp and par.tp > 1,
+            sp_regather=opt.sp_regather,
+            tied_embeddings=plan.tied,
+            edge_extras=opt.edge_extras,
+            pp_scatter_gather=opt.pp_scatter_gather,
+            vocab_pad_multiple=opt.vocab_pad_multiple,
+            padded_vocab=megatron.padded_vocab(int(m.vocab), par.tp, opt.vocab_pad_multiple),
+            dp_group="dp-cp",
+            tp_blocks="2 per dense layer; 1 + shared_experts per MoE layer",
+            vpp=par.vpp,
+        )
+        if m.is_moe:
+            c.update(
+                moe_routing="capacity" if opt.capacity_factor is not None else "dropless",
+                capacity_factor=opt.capacity_factor,
+                expert_load="uniform" if opt.expert_load is None else list(opt.expert_load),
+                expert_grid="etp-ep-edp-pp",
+            )
+        if par.fsdp == "hybrid_shard":
+            c["hybrid_shard_size"] = opt.hybrid_shard_size or "GPUs of a server"
+    elif m.kind == "recsys":
+        c.update(embedding_sharding="table-wise, round-robin", mlp_sync="all-reduce")
+    return c
+
+
+def _transformer(plan: Plan) -> tuple[list[Demand], int, dict[str, Any]]:
+    par = plan.parallelism
+    m = plan.model
+    dense, expert = rank_grids(par.tp, par.pp, plan.dp, par.cp, par.ep, par.etp, par.order)
+    demands = megatron.tp_demands(plan, dense)
+    demands += cp_demands(plan, dense)
+    demands += moe_demands(plan, expert)
+    demands += megatron.pp_demands(plan, dense)
+    sharded = par.zero or par.fsdp
+    if sharded:
+        rb = megatron.reduce_bytes(plan)
+        params = megatron.stage_parameters(plan)
+        for i in range(par.pp):
+            demands += sharded_demands(
+                plan, dense.groups("dp-cp", pp=i), params[i].dense, i, "dp", rb
+            )
+            if params[i].expert:
+                demands += sharded_demands(
+                    plan, expert.groups("dp", pp=i), params[i].expert, i, "expert dp", rb
+                )
+        demands += megatron.embedding_demands(plan, dense)
+    else:
+        demands += megatron.dp_demands(plan, dense, expert if m.is_moe else None)
+    lay = megatron.stage_layout(m, par.pp, par.vpp)
+    sp = megatron.stage_parameters(plan)
+    info = {
+        "micro_batches": plan.micro_batches,
+        "layers_per_stage": list(lay.layers),
+        "moe_layers_per_stage": list(lay.moe),
+        "parameters_per_gpu_per_stage": [p.dense + p.expert for p in sp],
+        "forward_flops_per_microbatch_per_gpu": megatron.forward_flops(plan),
+        "flops_formula": "per layer 2*(b*s/cp)*W/t + 4*b*(s/cp)*s*heads*head_dim/t "
+        "(GPT: 24bsh^2 + 4bs^2h); last stage + 2*b*(s/cp)*h*V/t",
+    }
+    return demands, megatron.model_parameters(m, plan.tied), info
+
+
+def workload_from_plan(plan: Plan | Mapping[str, Any] | str | Path, name: str = "") -> Workload:
+    """Build the :class:`~traffic.workload.Workload` of one iteration of a plan.
+
+    Parameters
+    ----------
+    plan : Plan, Mapping, str or pathlib.Path
+        A validated plan, or anything :func:`~traffic.plan.load_plan` accepts.
+    name : str, optional
+        Workload name; defaults to the plan's file name or model name.
+
+    Examples
+    --------
+    >>> w = workload_from_plan("gpt3-175b")
+    >>> w.gpus, w.servers, w.info["micro_batches"], w.info["layers_per_stage"][0]
+    (1024, 128, 192, 6)
+    >>> sorted(w.bytes_by_class())
+    ['dp', 'embedding', 'pp', 'tp']
+    """
+    if not isinstance(plan, Plan):
+        plan = load_plan(plan)
+    else:
+        check_plan(plan)
+    m, par = plan.model, plan.parallelism
+    if m.kind == "transformer":
+        demands, params, info = _transformer(plan)
+    else:
+        dense, _ = rank_grids(1, 1, plan.gpus, order=par.order)
+        info = {"micro_batches": plan.micro_batches, "layers_per_stage": [], "stages": 1}
+        b = par.micro_batch_size
+        if m.kind == "recsys":
+            demands = recsys_demands(plan, dense)
+            params = recsys_parameters(m)
+            dims = dims_per_gpu(m, plan.gpus)
+            info.update(
+                embedding_dims_per_gpu=dims.tolist() if dims.size <= 4096 else None,
+                forward_flops_per_microbatch_per_gpu=[2.0 * b * mlp_parameters(m)],
+                flops_formula="2 * b * MLP parameters (embedding lookups and interaction "
+                "not counted)",
+            )
+        else:
+            demands = data_parallel_demands(plan, dense)
+            params = int(m.parameters)
+            info.update(
+                forward_flops_per_microbatch_per_gpu=[b * float(m.forward_flops_per_sample)],
+                flops_formula="b * forward_flops_per_sample",
+            )
+    label = name or plan.source or m.name
+    return Workload(
+        gpus=plan.gpus,
+        gpus_per_server=plan.cluster.gpus_per_server,
+        demands=tuple(demands),
+        name=label,
+        parameters=int(params),
+        conventions=_conventions(plan),
+        info=info,
+    )

@@ -1,0 +1,118 @@
+"""Recommendation models (DLRM, NCF): table-wise sharded embeddings plus data-parallel MLPs.
+
+Tables are dealt round-robin to the ``N`` GPUs (table ``k`` on GPU ``k mod N``), each GPU holding
+the whole of its tables. Per micro-batch of ``b`` samples per GPU, the forward pass is one
+all-to-all where GPU ``i`` sends every other GPU ``j`` the pooled vectors of ``j``'s samples for
+its own tables, ``b * D_i * beta_act`` bytes with ``D_i`` the summed width of GPU ``i``'s tables;
+the backward pass sends the gradients of those vectors back (the transpose). The MLPs are data
+parallel: one all-reduce of their gradients per iteration over all GPUs. Embedding gradients stay
+on the table's GPU (no sync).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from traffic.models.megatron import reduce_bytes
+from traffic.placement import RankGrid
+from traffic.plan import Plan
+from traffic.workload import Demand
+from traffic.zoo import ModelSpec
+
+__all__ = ["table_dims", "dims_per_gpu", "mlp_parameters", "recsys_parameters", "recsys_demands"]
+
+
+def table_dims(model: ModelSpec) -> np.ndarray:
+    """Width of every table, in order (``count`` repeats expanded)."""
+    return np.array([t.dim for t in model.tables for _ in range(t.count)], dtype=np.int64)
+
+
+def dims_per_gpu(model: ModelSpec, gpus: int) -> np.ndarray:
+    """``D_i``: summed width of the tables on GPU ``i`` (round-robin placement).
+
+    Examples
+    --------
+    >>> from traffic.zoo import get_model
+    >>> dims_per_gpu(get_model("ncf"), 3).tolist()
+    [192, 64, 128]
+    """
+    dims = table_dims(model)
+    return np.bincount(np.arange(dims.size) % gpus, weights=dims, minlength=gpus).astype(np.int64)
+
+
+def mlp_parameters(model: ModelSpec) -> int:
+    """Weights and biases of the MLPs (``w_i * w_{i+1} + w_{i+1}`` per layer)."""
+    return int(sum(a * z + z for mlp in model.mlps for a, z in zip(mlp[:-1], mlp[1:], strict=True)))
+
+
+def recsys_parameters(model: ModelSpec) -> int:
+    """Embedding rows x widths plus MLP parameters.
+
+    Examples
+    --------
+    >>> from traffic.zoo import get_model
+    >>> recsys_parameters(get_model("dlrm")) - 64 * 10**7 * 128
+    4139393
+    """
+    emb = sum(t.rows * t.dim * t.count for t in model.tables)
+    return int(emb) + mlp_parameters(model)
+
+
+def recsys_demands(plan: Plan, grid: RankGrid) -> list[Demand]:
+    """Embedding all-to-all (forward, backward) and MLP gradient all-reduce."""
+    n = plan.gpus
+    b = plan.parallelism.micro_batch_size
+    beta = plan.precision.activation_bytes
+    nmb = plan.micro_batches
+    dims = dims_per_gpu(plan.model, n)
+    group = grid.groups("dp")
+    out: list[Demand] = []
+    if n > 1:
+        if np.all(dims == dims[0]):
+            size = float(n * b * dims[0] * beta)
+            for ph in ("forward", "backward"):
+                out.append(
+                    Demand(
+                        "all-to-all",
+                        group,
+                        size,
+                        "embedding",
+                        ph,
+                        nmb,
+                        False,
+                        "embedding all-to-all",
+                        stage=0,
+                    )
+                )
+        else:
+            pb = np.repeat((b * dims * beta).astype(np.float64)[:, None], n, axis=1)
+            np.fill_diagonal(pb, 0.0)
+            for ph, mat in (("forward", pb), ("backward", pb.T.copy())):
+                out.append(
+                    Demand(
+                        "all-to-all",
+                        group,
+                        float(mat.sum(axis=1).max()),
+                        "embedding",
+                        ph,
+                        nmb,
+                        False,
+                        "embedding all-to-all",
+                        peer_bytes=mat,
+                        stage=0,
+                    )
+                )
+        out.append(
+            Demand(
+                "all-reduce",
+                group,
+                mlp_parameters(plan.model) * reduce_bytes(plan),
+                "dp",
+                "backward",
+                1,
+                True,
+                "mlp gradient all-reduce",
+                stage=0,
+            )
+        )
+    return out

@@ -1,0 +1,528 @@
+"""Plan files: the parallelization plan of a training job, validated.
+
+A plan has four required sections and one optional one; unknown fields are errors::
+
+    model: gpt3-175b          # a zoo name, or a mapping of shape fields (optionally `base: NAME`)
+    parallelism: {tp: 8, pp: 16, dp: 8, ep: 1, etp: 1, cp: 1, sp: false, vpp: 1,
+                  micro_batch_size: 1, global_batch_size: 1536, recompute: none,
+                  zero: 0, fsdp: null, distributed_optimizer: false, order: tp-cp-ep-dp-pp}
+    precision: {activation_bytes: 2, gradient_bytes: 2, parameter_bytes: 2}
+    cluster: {servers: 128, gpus_per_server: 8}
+    options: {...}            # counting conventions, see :class:`Options`
+
+:func:`load_plan` reads YAML or JSON (or takes a mapping), validates every field with pydantic and
+then checks the relations between fields (:func:`check_plan`). Every problem is reported as one
+:class:`~traffic.errors.InputError` naming the field, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+)
+
+from traffic.errors import InputError
+from traffic.placement import DIMENSIONS, parse_order
+from traffic.zoo import ZOO, ModelSpec, zoo_names
+
+__all__ = [
+    "Cluster",
+    "Options",
+    "Parallelism",
+    "Plan",
+    "Precision",
+    "check_plan",
+    "load_plan",
+    "embedded_plan_path",
+    "embedded_plan_names",
+]
+
+_STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
+_BYTES = Field(default=2, ge=1, le=8)
+
+
+class Parallelism(BaseModel):
+    """Parallel degrees and training schedule.
+
+    ``dp`` defaults to ``GPUs / (tp * pp * cp)``; ``global_batch_size`` defaults to the model's
+    ``global_batch``. ``zero`` (0..3) and ``fsdp`` are alternatives to each other and to
+    ``distributed_optimizer`` (which is ZeRO-1 as Megatron implements it).
+    """
+
+    model_config = _STRICT
+
+    tp: PositiveInt = 1
+    pp: PositiveInt = 1
+    dp: PositiveInt | None = None
+    ep: PositiveInt = 1
+    etp: PositiveInt = 1
+    cp: PositiveInt = 1
+    sp: bool = False
+    vpp: PositiveInt = 1
+    micro_batch_size: PositiveInt = 1
+    global_batch_size: PositiveInt | None = None
+    recompute: Literal["none", "selective", "full"] = "none"
+    zero: Literal[0, 1, 2, 3] = 0
+    fsdp: Literal["full_shard", "shard_grad_op", "hybrid_shard"] | None = None
+    distributed_optimizer: bool = False
+    order: str = "tp-cp-ep-dp-pp"
+
+    @field_validator("order")
+    @classmethod
+    def _order(cls, v: str) -> str:
+        try:
+            parse_order(v)
+        except InputError as e:
+            raise ValueError(e.allowed) from None
+        return v
+
+
+class Precision(BaseModel):
+    """Bytes per element of activations, gradients and parameters (1..8)."""
+
+    model_config = _STRICT
+
+    activation_bytes: int = _BYTES
+    gradient_bytes: int = _BYTES
+    parameter_bytes: int = _BYTES
+
+
+class Cluster(BaseModel):
+    """Servers and GPUs per server; GPU ``r`` sits on server ``r // gpus_per_server``."""
+
+    model_config = _STRICT
+
+    servers: PositiveInt
+    gpus_per_server: PositiveInt
+
+
+class Options(BaseModel):
+    """Counting conventions. Each is echoed in ``Workload.conventions``.
+
+    Attributes
+    ----------
+    sp_regather : bool, default True
+        With sequence parallelism, Megatron's backward re-gathers each linear layer's input for
+        the weight gradient: 6 all-gathers + 4 reduce-scatters per layer per micro-batch (False:
+        4 + 4).
+    grad_reduce_dtype : {"gradient", "fp32", "bf16", "fp16"}, default "gradient"
+        Element type of the data-parallel gradient reduction: ``gradient`` uses
+        ``precision.gradient_bytes``; Megatron-LM's default for bf16 training is ``fp32``.
+    tied_embeddings : bool or None, default None
+        Override the model's tying of input and output embeddings.
+    edge_extras : bool, default True
+        Count the vocab-parallel embedding (1 all-reduce forward; with SP a reduce-scatter forward
+        and an all-gather backward), the LM-head input (1 all-reduce backward; with SP an
+        all-gather forward, a reduce-scatter backward and, with ``sp_regather``, a re-gather) and
+        the 3 fp32 cross-entropy all-reduces of ``b*s`` elements.
+    pp_scatter_gather : bool, default False
+        SC'21 scatter/gather for pipeline sends without SP: each TP rank sends ``1/t`` of the
+        activation and the receiving stage all-gathers it over its TP group.
+    vocab_pad_multiple : int, default 128
+        Megatron pads the vocabulary to a multiple of ``vocab_pad_multiple * tp``.
+    capacity_factor : float or None, default None
+        MoE token capacity factor; None means dropless.
+    expert_load : list of float or None, default None
+        Relative load of each expert (length ``experts``); None means uniform routing.
+    defer_grad_sync : bool, default False
+        ZeRO-2/3 and FSDP: reduce gradients once per iteration (``no_sync`` during gradient
+        accumulation) instead of every micro-batch.
+    hybrid_shard_size : int or None, default None
+        FSDP ``hybrid_shard`` shard group size; None means the data-parallel peers on one server.
+    """
+
+    model_config = _STRICT
+
+    sp_regather: bool = True
+    grad_reduce_dtype: Literal["gradient", "fp32", "bf16", "fp16"] = "gradient"
+    tied_embeddings: bool | None = None
+    edge_extras: bool = True
+    pp_scatter_gather: bool = False
+    vocab_pad_multiple: PositiveInt = 128
+    capacity_factor: PositiveFloat | None = None
+    expert_load: tuple[float, ...] | None = None
+    defer_grad_sync: bool = False
+    hybrid_shard_size: PositiveInt | None = None
+
+    @field_validator("expert_load", mode="before")
+    @classmethod
+    def _load(cls, v: Any) -> Any:
+        if isinstance(v, list):
+            v = tuple(v)
+        if isinstance(v, tuple):
+            ok = all(isinstance(x, int | float) and not isinstance(x, bool) and x >= 0 for x in v)
+            if not ok or not v or sum(v) <= 0:
+                raise ValueError("a list of non-negative loads, one per expert, not all zero")
+            return tuple(float(x) for x in v)
+        return v
+
+
+class Plan(BaseModel):
+    """A validated parallelization plan (see the module docstring).
+
+    Examples
+    --------
+    >>> plan = load_plan({"model": "gpt3-175b", "parallelism": {"tp": 8, "pp": 16, "dp": 8},
+    ...                   "cluster": {"servers": 128, "gpus_per_server": 8}})
+    >>> plan.model.layers, plan.global_batch, plan.micro_batches
+    (96, 1536, 192)
+    """
+
+    model_config = _STRICT
+
+    model: ModelSpec
+    parallelism: Parallelism
+    precision: Precision = Precision()
+    cluster: Cluster
+    options: Options = Options()
+    _source: str = PrivateAttr(default="")
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _resolve_model(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            if v not in ZOO:
+                raise ValueError("one of " + ", ".join(zoo_names()))
+            return {"name": v, **ZOO[v]}
+        if isinstance(v, Mapping):
+            d = dict(v)
+            base = d.pop("base", None)
+            if base is not None:
+                if not isinstance(base, str) or base not in ZOO:
+                    raise ValueError("model.base must be one of " + ", ".join(zoo_names()))
+                merged = {"name": base, **ZOO[base]}
+                merged.update(d)
+                for key in ("kv_heads", "head_dim", "ffn", "moe_ffn"):
+                    # shape-derived defaults follow the overridden shape unless the base set them
+                    if key not in d and key not in ZOO[base]:
+                        merged.pop(key, None)
+                if "name" not in d:
+                    merged["name"] = f"{base} (modified)" if d else base
+                return merged
+            return d
+        return v
+
+    @property
+    def gpus(self) -> int:
+        """Number of GPUs: ``servers * gpus_per_server``."""
+        return self.cluster.servers * self.cluster.gpus_per_server
+
+    @property
+    def dp(self) -> int:
+        """Data-parallel size (given, or ``GPUs / (tp * pp * cp)``)."""
+        par = self.parallelism
+        if par.dp is not None:
+            return par.dp
+        return self.gpus // (par.tp * par.pp * par.cp)
+
+    @property
+    def global_batch(self) -> int:
+        """Global batch (sequences or samples) per iteration."""
+        gb = self.parallelism.global_batch_size or self.model.global_batch
+        return int(gb) if gb is not None else 0
+
+    @property
+    def micro_batches(self) -> int:
+        """``m = B / (b * d)``: micro-batches per pipeline per iteration."""
+        return self.global_batch // (self.parallelism.micro_batch_size * self.dp)
+
+    @property
+    def tied(self) -> bool:
+        """Whether input and output embeddings are tied (model value unless overridden)."""
+        o = self.options.tied_embeddings
+        return self.model.tied_embeddings if o is None else o
+
+    @property
+    def source(self) -> str:
+        """File name the plan came from ("" for a mapping)."""
+        return self._source
+
+
+def _loc_model(loc: tuple) -> type[BaseModel] | None:
+    cls: Any = Plan
+    for part in loc[:-1]:
+        if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
+            return None
+        if isinstance(part, int):
+            continue
+        f = cls.model_fields.get(part)
+        if f is None:
+            return None
+        ann = f.annotation
+        cands = [a for a in getattr(ann, "__args__", (ann,)) if isinstance(a, type)]
+        nxt = [a for a in cands if issubclass(a, BaseModel)]
+        if not nxt and hasattr(ann, "__args__"):
+            for a in ann.__args__:
+                inner = [x for x in getattr(a, "__args__", ()) if isinstance(x, type)]
+                nxt += [x for x in inner if issubclass(x, BaseModel)]
+        cls = nxt[0] if nxt else None
+    return cls if isinstance(cls, type) and issubclass(cls, BaseModel) else None
+
+
+def _from_validation_error(err: ValidationError, prefix: str = "") -> InputError:
+    first = err.errors(include_url=False)[0]
+    loc = tuple(first["loc"])
+    field = ".".join(str(p) for p in loc) or "plan"
+    if prefix:
+        field = f"{prefix}.{field}" if loc else prefix
+    msg = first["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    value = first.get("input")
+    if first["type"] == "extra_forbidden":
+        owner = _loc_model(loc)
+        known = ", ".join(owner.model_fields) if owner is not None else "the documented fields"
+        msg = f"no such field; known fields: {known}"
+        value = loc[-1] if loc else value
+    elif first["type"] == "missing":
+        msg = "a required field"
+        value = None
+    return InputError(field, value, msg)
+
+
+def check_plan(plan: Plan) -> Plan:
+    """Check the relations between fields; return the plan unchanged.
+
+    Raises
+    ------
+    InputError
+        For the first violated relation: degrees whose product is not the GPU count, heads or
+        layers not divisible, experts not divisible by ``ep``, batch not divisible, options that
+        contradict each other, fields required by the model kind, ...
+    """
+    m, par, opt = plan.model, plan.parallelism, plan.options
+    gpus = plan.gpus
+    t, p, cp = par.tp, par.pp, par.cp
+    if par.dp is None:
+        if gpus % (t * p * cp):
+            raise InputError(
+                "parallelism", f"tp*pp*cp = {t * p * cp}", f"a divisor of the GPU count {gpus}"
+            )
+    elif t * p * par.dp * cp != gpus:
+        raise InputError(
+            "parallelism",
+            f"tp*pp*dp*cp = {t}*{p}*{par.dp}*{cp} = {t * p * par.dp * cp}",
+            f"equal to the GPU count servers*gpus_per_server = {gpus}",
+        )
+    d = plan.dp
+    explicit = par.order.split("-")
+    for name in DIMENSIONS:
+        size = {"tp": t, "pp": p, "dp": d, "cp": cp, "ep": par.ep}[name]
+        if name not in explicit and size > 1:
+            raise InputError("parallelism.order", par.order, f"an order that names {name}")
+    if par.zero and par.fsdp:
+        raise InputError("parallelism.fsdp", par.fsdp, f"null when zero = {par.zero} (pick one)")
+    if par.distributed_optimizer and (par.zero or par.fsdp):
+        raise InputError(
+            "parallelism.distributed_optimizer", True, "false when zero or fsdp is set (pick one)"
+        )
+    gb = plan.global_batch
+    if gb == 0:
+        raise InputError(
+            "parallelism.global_batch_size", None, "a positive integer (the model has no default)"
+        )
+    b = par.micro_batch_size
+    if gb % (b * d):
+        raise InputError(
+            "parallelism.global_batch_size",
+            gb,
+            f"a multiple of micro_batch_size*dp = {b}*{d} = {b * d}",
+        )
+    if m.kind != "transformer":
+        for name in ("tp", "pp", "cp", "ep", "etp", "vpp"):
+            if getattr(par, name) != 1:
+                raise InputError(
+                    f"parallelism.{name}", getattr(par, name), f"1 for a {m.kind} model"
+                )
+        if par.sp:
+            raise InputError("parallelism.sp", True, f"false for a {m.kind} model")
+        if m.kind == "recsys":
+            if not m.tables:
+                raise InputError("model.tables", [], "at least one table")
+            if par.zero or par.fsdp or par.distributed_optimizer:
+                raise InputError(
+                    "parallelism.zero" if par.zero else "parallelism.fsdp",
+                    par.zero or par.fsdp or "distributed_optimizer",
+                    "no sharded data parallelism for a recsys model (embeddings are sharded)",
+                )
+        if m.kind == "data_parallel" and m.parameters is None:
+            raise InputError("model.parameters", None, "a positive integer for data_parallel")
+        _check_hybrid(plan)
+        return plan
+    for name in ("layers", "hidden", "heads", "vocab", "seq_len"):
+        if getattr(m, name) is None:
+            raise InputError(f"model.{name}", None, "a positive integer (required)")
+    if m.head_dim is None:
+        raise InputError("model.head_dim", None, f"given, since hidden {m.hidden} % heads != 0")
+    if m.heads % m.kv_heads:
+        raise InputError("model.kv_heads", m.kv_heads, f"a divisor of heads = {m.heads}")
+    if m.heads % t:
+        raise InputError("parallelism.tp", t, f"a divisor of the model's heads = {m.heads}")
+    if m.kv_heads % t:
+        raise InputError("parallelism.tp", t, f"a divisor of the model's kv_heads = {m.kv_heads}")
+    if m.ffn % t:
+        raise InputError("parallelism.tp", t, f"a divisor of the model's ffn = {m.ffn}")
+    if par.vpp > 1 and p == 1:
+        raise InputError("parallelism.vpp", par.vpp, "1 when pp = 1 (interleaving needs pp > 1)")
+    if m.layers % (p * par.vpp):
+        raise InputError(
+            "model.layers",
+            m.layers,
+            f"a multiple of pp*vpp = {p}*{par.vpp} = {p * par.vpp}",
+        )
+    if m.seq_len % cp:
+        raise InputError("model.seq_len", m.seq_len, f"a multiple of cp = {cp}")
+    if par.sp and t > 1 and (m.seq_len // cp) % t:
+        raise InputError(
+            "model.seq_len", m.seq_len, f"a multiple of cp*tp = {cp * t} with sequence parallelism"
+        )
+    if m.dense_layers > m.layers:
+        raise InputError("model.dense_layers", m.dense_layers, f"at most layers = {m.layers}")
+    if m.top_k > m.experts:
+        raise InputError("model.top_k", m.top_k, f"at most experts = {m.experts}")
+    if not m.is_moe and (par.ep > 1 or par.etp > 1):
+        name = "ep" if par.ep > 1 else "etp"
+        raise InputError(f"parallelism.{name}", getattr(par, name), "1 for a dense model")
+    if m.experts % par.ep:
+        raise InputError(
+            "parallelism.ep", par.ep, f"a divisor of the model's experts = {m.experts}"
+        )
+    if m.is_moe:
+        if (t * cp * d) % (par.etp * par.ep):
+            raise InputError(
+                "parallelism.ep",
+                par.ep,
+                f"etp*ep dividing tp*cp*dp = {t * cp * d} (the ranks of one stage)",
+            )
+        if m.shared_experts and m.moe_ffn % t:
+            raise InputError("parallelism.tp", t, f"a divisor of moe_ffn = {m.moe_ffn}")
+        if m.moe_ffn % par.etp:
+            raise InputError("parallelism.etp", par.etp, f"a divisor of moe_ffn = {m.moe_ffn}")
+        if (b * m.seq_len) % (t * cp):
+            raise InputError(
+                "parallelism.micro_batch_size",
+                b,
+                f"a value making b*seq_len divisible by tp*cp = {t * cp} (tokens per GPU)",
+            )
+    if opt.expert_load is not None and len(opt.expert_load) != m.experts:
+        raise InputError(
+            "options.expert_load", len(opt.expert_load), f"{m.experts} loads (one per expert)"
+        )
+    _check_hybrid(plan)
+    return plan
+
+
+def _check_hybrid(plan: Plan) -> None:
+    par, opt = plan.parallelism, plan.options
+    if opt.hybrid_shard_size is not None and par.fsdp != "hybrid_shard":
+        raise InputError("options.hybrid_shard_size", opt.hybrid_shard_size, "null unless hybrid")
+    if par.fsdp == "hybrid_shard" and opt.hybrid_shard_size is not None:
+        n = plan.dp * par.cp
+        if n % opt.hybrid_shard_size:
+            raise InputError(
+                "options.hybrid_shard_size",
+                opt.hybrid_shard_size,
+                f"a divisor of the data-parallel group size {n}",
+            )
+
+
+def _parse_text(text: str, name: str) -> Any:
+    if name.lower().endswith(".json"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            where = f"line {e.lineno} column {e.colno}"
+            raise InputError(name, where, f"valid JSON ({e.msg})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1} column {mark.column + 1}" if mark else "unknown line"
+        problem = getattr(e, "problem", None) or "syntax error"
+        raise InputError(name, where, f"valid YAML ({problem})") from None
+
+
+def load_plan(source: str | Path | Mapping[str, Any]) -> Plan:
+    """Read and validate a plan from a YAML/JSON file or a mapping.
+
+    Parameters
+    ----------
+    source : str, pathlib.Path or Mapping
+        A file path (``.json`` is parsed as JSON, anything else as YAML, which also reads JSON),
+        the name of an embedded plan (see :func:`embedded_plan_names`), or the plan as a mapping.
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    InputError
+        One line naming the field, the value and what is allowed; for a syntax error the field is
+        the file name and the value says the line.
+
+    Examples
+    --------
+    >>> load_plan("gpt3-175b").parallelism.tp
+    8
+    """
+    name = ""
+    if isinstance(source, Mapping):
+        data: Any = dict(source)
+    else:
+        path = Path(source)
+        if not path.exists() and isinstance(source, str) and source in embedded_plan_names():
+            path = embedded_plan_path(source)
+        name = path.name
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError("plan", str(source), "an existing plan file") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise InputError("plan", str(source), f"a readable UTF-8 file ({e})") from None
+        data = _parse_text(text, name)
+    if not isinstance(data, Mapping):
+        raise InputError(
+            name or "plan", type(data).__name__, "a mapping with model, parallelism..."
+        )
+    try:
+        plan = Plan.model_validate(dict(data))
+    except ValidationError as e:
+        raise _from_validation_error(e) from None
+    plan._source = name
+    return check_plan(plan)
+
+
+_PLANS_DIR = Path(__file__).resolve().parent / "plans"
+
+
+def embedded_plan_names() -> list[str]:
+    """Names (file stems) of the example plans shipped in ``traffic/plans``."""
+    return sorted(p.stem for p in _PLANS_DIR.glob("*.yaml"))
+
+
+def embedded_plan_path(name: str) -> Path:
+    """Path of an embedded example plan, by stem (``"gpt3-175b"``) or file name.
+
+    Examples
+    --------
+    >>> embedded_plan_path("dlrm").name
+    'dlrm.yaml'
+    """
+    stem = name[:-5] if name.endswith(".yaml") else name
+    if stem not in embedded_plan_names():
+        raise InputError("plan", name, "one of " + ", ".join(embedded_plan_names()))
+    return _PLANS_DIR / f"{stem}.yaml"
