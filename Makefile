@@ -30,7 +30,7 @@ system-deps:
 setup: $(VENV)/.installed system-deps
 
 demo: setup
-	$(BIN)/topoopt demo
+	$(BIN)/topoopt demo --force
 
 # pytest's exit code 5 (no tests collected) is a failure here, never a silent pass.
 test: setup

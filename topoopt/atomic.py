@@ -39,6 +39,9 @@ def atomic_write_with(path: str | os.PathLike, writer: Callable[[Path], None]) -
     tmp_path = Path(tmp)
     try:
         writer(tmp_path)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_path, 0o666 & ~umask)
         os.replace(tmp_path, p)
     except BaseException:
         tmp_path.unlink(missing_ok=True)
