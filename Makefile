@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-APT    := DEBIAN_FRONTEND=noninteractive apt-get -y -q
+APT    := env DEBIAN_FRONTEND=noninteractive apt-get -y -q
 
 .PHONY: setup system-deps demo test lint clean
 
