@@ -1,0 +1,122 @@
+"""SimGrid peer: run a netsim JSON case through SimGrid's max-min network model.
+
+Run by Debian's ``/usr/bin/python3`` (which has ``python3-simgrid`` 3.32), as a separate process::
+
+    /usr/bin/python3 tests/peers/simgrid_peer.py CASE.json OUT.json
+
+CASE.json is the netsim format of :mod:`topoopt.flowsim.netsim_json` without ``after``
+(``{"links": [{"id", "capacity", "latency"}], "flows": [{"id", "bytes", "start", "paths":
+[{"links", "weight"}]}]}``). OUT.json gets ``{"flows": [{"id", "finish"}], "wall_s", "version"}``.
+
+How the case is mapped onto SimGrid (pure max-min, as in docs' flow-model notes):
+
+- engine options: network/model CM02, crosstraffic 0, TCP-gamma 0, bandwidth- and latency-factor
+  1, weight-S 0, and the timing precision (``surf/precision`` in 3.32) 1e-13 s;
+- one SHARED link per case link (bandwidth = capacity, latency as given; compare with 0);
+- every path of a flow is one communication of ``weight * bytes`` bytes (must be whole bytes:
+  SimGrid takes integer sizes) started with ``Comm.sendto_async`` at the flow's start time by one
+  controller actor; a flow's finish is the latest finish of its communications;
+- SimGrid routes per (source, destination) host pair, so every distinct link list gets its own
+  ordered pair of hosts in one Full zone with exactly that route: ``m`` hosts give ``m(m-1)``
+  pairs, with ``m`` the smallest that covers the distinct routes. Hosts only name routes; they
+  add no links.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+
+import simgrid as sg
+
+CFG = [
+    "--cfg=network/model:CM02",
+    "--cfg=network/crosstraffic:0",
+    "--cfg=network/TCP-gamma:0",
+    "--cfg=network/bandwidth-factor:1",
+    "--cfg=network/latency-factor:1",
+    "--cfg=network/weight-S:0",
+    "--cfg=surf/precision:1e-13",
+    "--log=root.thresh:critical",
+]
+
+
+def run(case: dict) -> dict:
+    t0 = time.perf_counter()
+    engine = sg.Engine(["simgrid_peer", *CFG])
+    zone = sg.NetZone.create_full_zone("case")
+    links = {}
+    for i, link in enumerate(case["links"]):
+        sl = zone.create_link(f"l{i}", float(link["capacity"]))
+        sl.set_latency(float(link.get("latency", 0.0)))
+        sl.set_sharing_policy(sg.Link.SharingPolicy.SHARED, None)
+        links[json.dumps(link["id"])] = sl.seal()
+    comms = []  # (start, flow index, route key, bytes)
+    routes: dict[tuple, int] = {}
+    for f, flow in enumerate(case["flows"]):
+        if flow.get("after"):
+            raise SystemExit(f"flows[{f}].after: the SimGrid peer does not take dependencies")
+        paths = flow["paths"]
+        for p in paths:
+            w = float(p.get("weight", 1.0 if len(paths) == 1 else math.nan))
+            nbytes = w * float(flow["bytes"])
+            if abs(nbytes - round(nbytes)) > 1e-9 * max(1.0, nbytes):
+                raise SystemExit(f"flows[{f}]: sub-flow of {nbytes} bytes is not whole bytes")
+            key = tuple(json.dumps(x) for x in p["links"])
+            routes.setdefault(key, len(routes))
+            comms.append((float(flow.get("start", 0.0)), f, key, int(round(nbytes))))
+    m = 2
+    while m * (m - 1) < len(routes):
+        m += 1
+    hosts = [zone.create_host(f"h{i}", 1e9).seal() for i in range(m)]
+    pair = {}
+    for key, k in routes.items():
+        a, b = divmod(k, m - 1)
+        b += b >= a
+        pair[key] = (hosts[a], hosts[b])
+        zone.add_route(
+            hosts[a].netpoint,
+            hosts[b].netpoint,
+            None,
+            None,
+            [sg.LinkInRoute(links[x]) for x in key],
+            False,
+        )
+    zone.seal()
+    comms.sort(key=lambda c: c[0])
+    started = []
+
+    def controller():
+        for start, f, key, nbytes in comms:
+            if start > sg.Engine.clock:
+                sg.this_actor.sleep_until(start)
+            src, dst = pair[key]
+            started.append((f, sg.Comm.sendto_async(src, dst, nbytes)))
+        sg.Comm.wait_all([c for _, c in started])
+
+    sg.Actor.create("controller", hosts[0], controller)
+    engine.run()
+    finish = [0.0] * len(case["flows"])
+    for f, c in started:
+        finish[f] = max(finish[f], c.finish_time)
+    return {
+        "flows": [{"id": fl["id"], "finish": finish[i]} for i, fl in enumerate(case["flows"])],
+        "wall_s": time.perf_counter() - t0,
+        "version": sg.simgrid_version if hasattr(sg, "simgrid_version") else "unknown",
+    }
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) != 3:
+        raise SystemExit("usage: simgrid_peer.py CASE.json OUT.json")
+    with open(argv[1]) as fh:
+        case = json.load(fh)
+    out = run(case)
+    with open(argv[2], "w") as fh:
+        json.dump(out, fh)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

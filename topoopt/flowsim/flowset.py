@@ -1,0 +1,371 @@
+"""The input of the flow-level model: links, flows, weighted paths and dependencies, as arrays.
+
+A :class:`FlowSet` holds everything :func:`topoopt.flowsim.simulate` needs, in compressed-sparse-row
+(CSR) form like :class:`topoopt.paths.PathSet`:
+
+- links ``l = 0 .. L-1`` have ``capacity[l]`` (bytes/s) and ``latency[l]`` (s);
+- flows ``f = 0 .. F-1`` have ``size[f]`` (bytes) and an earliest ``start[f]`` (s);
+- the sub-flows (paths) of flow ``f`` are ``flow_ptr[f] : flow_ptr[f+1]``; path ``p`` crosses the
+  directed links ``path_links[path_ptr[p] : path_ptr[p+1]]`` and carries ``weight[p] * size[f]``
+  bytes (the weights of a flow sum to 1);
+- flow ``f`` may start only after the flows ``deps[dep_ptr[f] : dep_ptr[f+1]]`` have finished.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from topoopt.paths import PathSet
+from traffic.errors import InputError
+
+__all__ = ["FlowSet", "WEIGHT_TOLERANCE"]
+
+WEIGHT_TOLERANCE = 1e-9
+"""How far the path weights of one flow may sum away from 1."""
+
+
+def _first_bad(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+@dataclass(frozen=True, eq=False)
+class FlowSet:
+    """Links, flows, their weighted paths and their dependencies (all SI units).
+
+    Attributes
+    ----------
+    capacity : numpy.ndarray
+        ``float64 (L,)``: capacity of each directed link, bytes/s (positive, finite).
+    latency : numpy.ndarray
+        ``float64 (L,)``: latency of each link, seconds (non-negative).
+    size : numpy.ndarray
+        ``float64 (F,)``: bytes of each flow (non-negative).
+    start : numpy.ndarray
+        ``float64 (F,)``: earliest start of each flow, seconds (non-negative).
+    flow_ptr : numpy.ndarray
+        ``int64 (F+1,)``: paths of flow ``f`` are ``flow_ptr[f]:flow_ptr[f+1]`` (at least one).
+    path_ptr : numpy.ndarray
+        ``int64 (P+1,)``: links of path ``p`` are ``path_links[path_ptr[p]:path_ptr[p+1]]``.
+    path_links : numpy.ndarray
+        ``int64``: link ids in path order (a path is non-empty and crosses a link at most once).
+    weight : numpy.ndarray
+        ``float64 (P,)``: fraction of its flow each path carries (positive; per flow sum 1).
+    dep_ptr, deps : numpy.ndarray, optional
+        ``int64``: flow ``f`` waits for flows ``deps[dep_ptr[f]:dep_ptr[f+1]]``; acyclic.
+        Default: no dependencies.
+
+    Raises
+    ------
+    InputError
+        On any inconsistent shape, value or a dependency cycle.
+
+    Examples
+    --------
+    Two flows over one 100 B/s link, the second one after the first:
+
+    >>> fs = FlowSet.single_path([100.0], [0.0], size=[50.0, 50.0], start=[0.0, 0.0],
+    ...                          paths=[[0], [0]], after=[[], [0]])
+    >>> fs.n_flows, fs.n_paths, fs.n_links
+    (2, 2, 1)
+    >>> fs.path_bytes().tolist()
+    [50.0, 50.0]
+    """
+
+    capacity: np.ndarray
+    latency: np.ndarray
+    size: np.ndarray
+    start: np.ndarray
+    flow_ptr: np.ndarray
+    path_ptr: np.ndarray
+    path_links: np.ndarray
+    weight: np.ndarray
+    dep_ptr: np.ndarray | None = None
+    deps: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        for name in ("capacity", "latency", "size", "start", "weight"):
+            set_(self, name, np.ascontiguousarray(getattr(self, name), np.float64).reshape(-1))
+        for name in ("flow_ptr", "path_ptr", "path_links"):
+            set_(self, name, np.ascontiguousarray(getattr(self, name), np.int64).reshape(-1))
+        n_f = self.size.shape[0]
+        if self.dep_ptr is None:
+            set_(self, "dep_ptr", np.zeros(n_f + 1, np.int64))
+            set_(self, "deps", np.zeros(0, np.int64))
+        set_(self, "dep_ptr", np.ascontiguousarray(self.dep_ptr, np.int64).reshape(-1))
+        set_(self, "deps", np.ascontiguousarray(self.deps, np.int64).reshape(-1))
+        self._validate()
+
+    # ------------------------------------------------------------------ checks
+    def _validate(self) -> None:
+        n_l, n_f, n_p = self.n_links, self.n_flows, self.n_paths
+        if self.latency.shape != (n_l,):
+            raise InputError("links.latency", self.latency.shape, f"shape ({n_l},)")
+        bad = ~(np.isfinite(self.capacity) & (self.capacity > 0))
+        if bad.any():
+            i = _first_bad(bad)
+            raise InputError(f"links[{i}].capacity", self.capacity[i], "a positive finite bytes/s")
+        bad = ~(np.isfinite(self.latency) & (self.latency >= 0))
+        if bad.any():
+            i = _first_bad(bad)
+            raise InputError(f"links[{i}].latency", self.latency[i], "a finite number >= 0 s")
+        if self.start.shape != (n_f,):
+            raise InputError("flows.start", self.start.shape, f"shape ({n_f},)")
+        bad = ~(np.isfinite(self.size) & (self.size >= 0))
+        if bad.any():
+            i = _first_bad(bad)
+            raise InputError(f"flows[{i}].bytes", self.size[i], "a finite number >= 0")
+        bad = ~(np.isfinite(self.start) & (self.start >= 0))
+        if bad.any():
+            i = _first_bad(bad)
+            raise InputError(f"flows[{i}].start", self.start[i], "a finite number >= 0 s")
+        fp = self.flow_ptr
+        if fp.shape != (n_f + 1,) or fp[0] != 0 or fp[-1] != n_p:
+            raise InputError("flows.flow_ptr", fp.shape, f"shape ({n_f + 1},) from 0 to {n_p}")
+        bad = np.diff(fp) < 1
+        if bad.any():
+            i = _first_bad(bad)
+            raise InputError(f"flows[{i}].paths", [], "at least one path")
+        pp = self.path_ptr
+        if pp.shape != (n_p + 1,) or pp[0] != 0 or pp[-1] != self.path_links.shape[0]:
+            raise InputError("flows.path_ptr", pp.shape, f"shape ({n_p + 1},) ending at nnz")
+        bad = np.diff(pp) < 1
+        if bad.any():
+            p = _first_bad(bad)
+            raise InputError(f"{self._path_name(p)}.links", [], "a non-empty list of link ids")
+        pl = self.path_links
+        bad = (pl < 0) | (pl >= n_l)
+        if bad.any():
+            e = _first_bad(bad)
+            p = int(np.searchsorted(pp, e, side="right") - 1)
+            raise InputError(f"{self._path_name(p)}.links", int(pl[e]), f"link ids 0..{n_l - 1}")
+        path_of = np.repeat(np.arange(n_p, dtype=np.int64), np.diff(pp))
+        key = np.sort(path_of * max(n_l, 1) + pl)
+        dup = key[1:] == key[:-1]
+        if dup.any():
+            k = int(key[1:][dup][0])
+            raise InputError(
+                f"{self._path_name(k // max(n_l, 1))}.links",
+                k % max(n_l, 1),
+                "each link at most once per path",
+            )
+        bad = ~(np.isfinite(self.weight) & (self.weight > 0))
+        if bad.any():
+            p = _first_bad(bad)
+            raise InputError(f"{self._path_name(p)}.weight", self.weight[p], "a number > 0")
+        sums = np.add.reduceat(self.weight, fp[:-1]) if n_f else np.zeros(0)
+        bad = np.abs(sums - 1.0) > WEIGHT_TOLERANCE
+        if bad.any():
+            i = _first_bad(bad)
+            raise InputError(
+                f"flows[{i}].paths.weight",
+                float(sums[i]),
+                f"weights summing to 1 (within {WEIGHT_TOLERANCE:g})",
+            )
+        self._validate_deps()
+
+    def _validate_deps(self) -> None:
+        n_f = self.n_flows
+        dp, d = self.dep_ptr, self.deps
+        if dp.shape != (n_f + 1,) or dp[0] != 0 or dp[-1] != d.shape[0]:
+            raise InputError("flows.dep_ptr", dp.shape, f"shape ({n_f + 1},) ending at n_deps")
+        owner = np.repeat(np.arange(n_f, dtype=np.int64), np.diff(dp))
+        bad = (d < 0) | (d >= n_f)
+        if bad.any():
+            e = _first_bad(bad)
+            raise InputError(f"flows[{owner[e]}].after", int(d[e]), f"flow indices 0..{n_f - 1}")
+        bad = d == owner
+        if bad.any():
+            e = _first_bad(bad)
+            raise InputError(f"flows[{owner[e]}].after", int(d[e]), "other flows than itself")
+        cyc = self.dependency_cycle()
+        if cyc:
+            raise InputError(
+                f"flows[{cyc[0]}].after", cyc + [cyc[0]], "an acyclic dependency graph"
+            )
+
+    def _path_name(self, p: int) -> str:
+        f = int(np.searchsorted(self.flow_ptr, p, side="right") - 1)
+        return f"flows[{f}].paths[{p - int(self.flow_ptr[f])}]"
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def n_links(self) -> int:
+        return int(self.capacity.shape[0])
+
+    @property
+    def n_flows(self) -> int:
+        return int(self.size.shape[0])
+
+    @property
+    def n_paths(self) -> int:
+        return int(self.weight.shape[0])
+
+    # ------------------------------------------------------------------ derived arrays
+    def path_flow(self) -> np.ndarray:
+        """Flow index of every path (sub-flow)."""
+        return np.repeat(np.arange(self.n_flows, dtype=np.int64), np.diff(self.flow_ptr))
+
+    def path_bytes(self) -> np.ndarray:
+        """Bytes each sub-flow carries: ``weight[p] * size[flow of p]``."""
+        return self.weight * self.size[self.path_flow()]
+
+    def path_latency(self) -> np.ndarray:
+        """Sum of the link latencies along each path, seconds."""
+        if self.n_paths == 0:
+            return np.zeros(0)
+        return np.add.reduceat(self.latency[self.path_links], self.path_ptr[:-1])
+
+    def incidence(self) -> sp.csr_matrix:
+        """Sparse ``(P, L)`` sub-flow x link incidence matrix (1 where path ``p`` crosses ``l``)."""
+        data = np.ones(self.path_links.shape[0])
+        return sp.csr_matrix(
+            (data, self.path_links, self.path_ptr), shape=(self.n_paths, self.n_links)
+        )
+
+    def dependents(self) -> tuple[np.ndarray, np.ndarray]:
+        """Reverse dependency CSR ``(ptr, flows)``: flows waiting on ``f`` are
+        ``flows[ptr[f]:ptr[f+1]]``."""
+        owner = np.repeat(np.arange(self.n_flows, dtype=np.int64), np.diff(self.dep_ptr))
+        order = np.argsort(self.deps, kind="stable")
+        counts = np.bincount(self.deps, minlength=self.n_flows)
+        ptr = np.zeros(self.n_flows + 1, np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        return ptr, owner[order]
+
+    def dependency_cycle(self) -> list[int]:
+        """A dependency cycle as a list of flow indices, or ``[]`` if the graph is acyclic.
+
+        Kahn's algorithm, one numpy step per topological level.
+        """
+        n_f = self.n_flows
+        if self.deps.shape[0] == 0:
+            return []
+        indeg = np.diff(self.dep_ptr).copy()
+        rptr, rflows = self.dependents()
+        frontier = np.flatnonzero(indeg == 0)
+        while frontier.size:
+            hit = rflows[_gather_rows(rptr, frontier)]
+            np.subtract.at(indeg, hit, 1)
+            frontier = np.unique(hit[indeg[hit] == 0])
+        left = np.flatnonzero(indeg > 0)
+        if left.size == 0:
+            return []
+        # Walk predecessors inside the blocked set until a flow repeats: that is a cycle.
+        blocked = np.zeros(n_f, bool)
+        blocked[left] = True
+        seen: dict[int, int] = {}
+        walk: list[int] = []
+        f = int(left[0])
+        while f not in seen:
+            seen[f] = len(walk)
+            walk.append(f)
+            preds = self.deps[self.dep_ptr[f] : self.dep_ptr[f + 1]]
+            f = int(preds[blocked[preds]][0])
+        return walk[seen[f] :][::-1]
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def single_path(
+        cls,
+        capacity,
+        latency,
+        *,
+        size,
+        start,
+        paths: list[list[int]],
+        after: list[list[int]] | None = None,
+    ) -> FlowSet:
+        """Build a FlowSet where every flow has exactly one path (given as a list of link ids).
+
+        Examples
+        --------
+        >>> FlowSet.single_path([1.0, 1.0], [0.0, 0.0], size=[1.0], start=[0.0],
+        ...                     paths=[[0, 1]]).path_links.tolist()
+        [0, 1]
+        """
+        n_f = len(paths)
+        lens = np.array([len(p) for p in paths], np.int64)
+        path_ptr = np.zeros(n_f + 1, np.int64)
+        np.cumsum(lens, out=path_ptr[1:])
+        links = np.concatenate([np.asarray(p, np.int64) for p in paths]) if n_f else []
+        dep_ptr = deps = None
+        if after is not None:
+            dl = np.array([len(a) for a in after], np.int64)
+            dep_ptr = np.zeros(len(after) + 1, np.int64)
+            np.cumsum(dl, out=dep_ptr[1:])
+            deps = np.concatenate([np.asarray(a, np.int64) for a in after]) if after else []
+        return cls(
+            capacity=capacity,
+            latency=latency,
+            size=size,
+            start=start,
+            flow_ptr=np.arange(n_f + 1),
+            path_ptr=path_ptr,
+            path_links=links,
+            weight=np.ones(n_f),
+            dep_ptr=dep_ptr,
+            deps=deps,
+        )
+
+    @classmethod
+    def from_pathset(
+        cls,
+        paths: PathSet,
+        commodity: np.ndarray,
+        size: np.ndarray,
+        start: np.ndarray,
+        capacity: np.ndarray,
+        latency: np.ndarray,
+    ) -> FlowSet:
+        """Flows routed by a :class:`~topoopt.paths.PathSet`: flow ``f`` uses all weighted paths of
+        commodity ``commodity[f]`` (vectorised gather of the CSR rows).
+
+        Examples
+        --------
+        >>> ps = PathSet(src=[0], dst=[1], commodity_ptr=[0, 2], path_ptr=[0, 1, 3],
+        ...              path_links=[0, 1, 2], weight=[0.5, 0.5])
+        >>> fs = FlowSet.from_pathset(ps, [0, 0], [8.0, 4.0], [0.0, 1.0], [1.0] * 3, [0.0] * 3)
+        >>> fs.path_bytes().tolist()
+        [4.0, 4.0, 2.0, 2.0]
+        """
+        commodity = np.asarray(commodity, np.int64)
+        bad = (commodity < 0) | (commodity >= paths.n_commodities)
+        if bad.any():
+            i = _first_bad(bad)
+            raise InputError(
+                f"flows[{i}].commodity", int(commodity[i]), f"0..{paths.n_commodities - 1}"
+            )
+        cp = paths.commodity_ptr
+        n_per = cp[commodity + 1] - cp[commodity]
+        sel = _gather_rows(cp, commodity)
+        plen = paths.path_ptr[sel + 1] - paths.path_ptr[sel]
+        links = paths.path_links[_gather_rows(paths.path_ptr, sel)]
+        flow_ptr = np.zeros(commodity.shape[0] + 1, np.int64)
+        np.cumsum(n_per, out=flow_ptr[1:])
+        path_ptr = np.zeros(sel.shape[0] + 1, np.int64)
+        np.cumsum(plen, out=path_ptr[1:])
+        return cls(
+            capacity=capacity,
+            latency=latency,
+            size=size,
+            start=start,
+            flow_ptr=flow_ptr,
+            path_ptr=path_ptr,
+            path_links=links,
+            weight=paths.weight[sel],
+        )
+
+
+def _gather_rows(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Concatenated element indices ``ptr[r]:ptr[r+1]`` of the given CSR rows (vectorised)."""
+    rows = np.asarray(rows, np.int64)
+    lens = ptr[rows + 1] - ptr[rows]
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    offs = np.repeat(ptr[rows] - (np.cumsum(lens) - lens), lens)
+    return offs + np.arange(total, dtype=np.int64)
