@@ -1,0 +1,146 @@
+"""Routing: path validity, ECMP counts against closed forms and brute force, splits, explicit."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from topoopt.fabrics import (
+    direct_connect,
+    expander,
+    explicit_paths,
+    fat_tree,
+    hybrid,
+    path_nodes,
+    routes,
+    server_pairs,
+)
+from topoopt.fabrics.metrics import server_hops
+from topoopt.fabrics.routing import shortest_path_counts
+from traffic.errors import InputError
+
+
+def check_paths(f, ps):
+    """Every path is a contiguous walk from its source to its destination, weights sum to 1."""
+    comm = ps.path_commodity()
+    for p in range(ps.n_paths):
+        lk = ps.path_links[ps.path_ptr[p] : ps.path_ptr[p + 1]]
+        assert f.src[lk[0]] == ps.src[comm[p]] and f.dst[lk[-1]] == ps.dst[comm[p]]
+        assert np.all(f.dst[lk[:-1]] == f.src[lk[1:]])
+    sums = np.add.reduceat(ps.weight, ps.commodity_ptr[:-1])
+    assert np.allclose(sums, 1.0)
+
+
+def test_fat_tree_ecmp_path_counts():
+    k = 6
+    f = fat_tree(k)
+    ps = routes(f, "ecmp")
+    check_paths(f, ps)
+    counts = np.diff(ps.commodity_ptr)
+    per_edge, per_pod = k // 2, k * k // 4
+    same_edge = ps.src // per_edge == ps.dst // per_edge
+    same_pod = ps.src // per_pod == ps.dst // per_pod
+    assert np.all(counts[same_edge] == 1)
+    assert np.all(counts[same_pod & ~same_edge] == k // 2)
+    assert np.all(counts[~same_pod] == (k // 2) ** 2)
+    hops = ps.path_lengths()[ps.commodity_ptr[:-1]]
+    assert np.all(hops[same_edge] == 2) and np.all(hops[~same_pod] == 6)
+    # all paths of a commodity are distinct
+    for c in range(0, ps.n_commodities, 37):
+        seqs = {
+            tuple(ps.path_links[ps.path_ptr[p] : ps.path_ptr[p + 1]])
+            for p in range(ps.commodity_ptr[c], ps.commodity_ptr[c + 1])
+        }
+        assert len(seqs) == counts[c]
+
+
+def test_ecmp_matches_networkx_all_shortest_paths():
+    f = expander(12, 3, seed=3)
+    g = nx.Graph()
+    g.add_edges_from(zip(f.src.tolist(), f.dst.tolist(), strict=True))
+    ps = routes(f, "ecmp")
+    check_paths(f, ps)
+    for c in range(ps.n_commodities):
+        s, t = int(ps.src[c]), int(ps.dst[c])
+        ref = {tuple(p) for p in nx.all_shortest_paths(g, s, t)}
+        got = {
+            tuple(path_nodes(f, ps, p).tolist())
+            for p in range(ps.commodity_ptr[c], ps.commodity_ptr[c + 1])
+        }
+        assert got == ref
+
+
+def test_sigma_counts_against_networkx():
+    f = direct_connect(16, 4)
+    dist, sigma = shortest_path_counts(f, np.arange(16))
+    g = nx.Graph(list(zip(f.src.tolist(), f.dst.tolist(), strict=True)))
+    for t in range(0, 16, 5):
+        for u in range(16):
+            assert sigma[t, u] == sum(1 for _ in nx.all_shortest_paths(g, u, t))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_k_limited_ecmp(k):
+    f = fat_tree(4)
+    full = routes(f, "ecmp")
+    ps = routes(f, "ecmp", k=k)
+    check_paths(f, ps)
+    assert np.array_equal(np.diff(ps.commodity_ptr), np.minimum(np.diff(full.commodity_ptr), k))
+    assert np.allclose(
+        ps.weight, 1.0 / np.repeat(np.diff(ps.commodity_ptr), np.diff(ps.commodity_ptr))
+    )
+    # inter-pod with k=2: the two paths use distinct aggregation switches (evenly spread ranks)
+    c = int(ps.index(np.array([0]), np.array([15]), f.n_nodes)[0])
+    if k == 2:
+        aggs = {
+            int(path_nodes(f, ps, p)[2])
+            for p in range(ps.commodity_ptr[c], ps.commodity_ptr[c + 1])
+        }
+        assert len(aggs) == 2
+
+
+def test_shortest_random_is_seeded_and_shortest():
+    f = expander(20, 4, seed=1)
+    a = routes(f, "shortest", seed=7)
+    b = routes(f, "shortest", seed=7)
+    check_paths(f, a)
+    assert np.array_equal(a.path_links, b.path_links)
+    hops = server_hops(f)
+    assert np.array_equal(a.path_lengths(), hops[a.src, a.dst])
+
+
+def test_host_forwarding_uses_only_circuits():
+    f = hybrid(16, 2, radix=8, oversubscription=3.0)
+    ps = routes(f, "host-forwarding")
+    check_paths(f, ps)
+    assert np.all(f.link_kind[ps.path_links] == "optical")
+    both = routes(f, "ecmp", k=2)
+    assert both.path_lengths().max() <= ps.path_lengths().max()
+
+
+def test_explicit_paths_and_errors():
+    f = direct_connect(4, 2, [(0, 1), (1, 2), (2, 3), (3, 0)])
+    ps = explicit_paths(f, [[1, 2], [0, 1, 2], [0, 3, 2]], [1.0, 3.0, 1.0])
+    assert ps.src.tolist() == [1, 0] and ps.dst.tolist() == [2, 2]
+    assert ps.weight.tolist() == [1.0, 0.75, 0.25]
+    check_paths(f, ps)
+    with pytest.raises(InputError, match=r"paths\[0\]"):
+        explicit_paths(f, [[0, 2]])
+    with pytest.raises(InputError, match="method"):
+        routes(f, "magic")
+
+
+def test_disconnected_fabric_raises():
+    f = direct_connect(4, 1, [(0, 1), (2, 3)])
+    with pytest.raises(InputError, match="connected"):
+        routes(f)
+    with pytest.raises(InputError, match="connected"):
+        f.check_connected()
+
+
+def test_self_pair_and_pairs_argument():
+    f = fat_tree(4)
+    ps = routes(f, pairs=[[3, 3], [0, 5]])
+    assert ps.path_lengths().tolist()[0] == 0 and ps.n_commodities == 2
+    assert server_pairs(4).shape == (12, 2)

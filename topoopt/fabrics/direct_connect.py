@@ -1,0 +1,302 @@
+"""Optical direct-connect fabrics: n servers x d ports joined by circuits, hosts forward traffic.
+
+Port ``i`` of every server is patched into optical device ``i`` (a patch panel, reconfigured in
+minutes, or an optical circuit switch, ~10 ms), so the circuits form a multigraph of maximum degree
+``d`` over the servers (parallel circuits allowed). Traffic between servers that share no circuit
+is forwarded by intermediate hosts over several circuits (see :mod:`topoopt.fabrics.routing`).
+This is the fabric the TopoOpt solvers design.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from topoopt.fabrics.fabric import (
+    DEFAULT_LINK_LATENCY,
+    Fabric,
+    build_fabric,
+    check_float,
+    check_int,
+)
+from topoopt.fabrics.ideal import DEFAULT_PORT_BANDWIDTH
+from topoopt.fabrics.torus import DEFAULT_OCS_DELAY
+from traffic.errors import InputError
+
+__all__ = [
+    "DEVICES",
+    "DEFAULT_PATCH_PANEL_DELAY",
+    "direct_connect",
+    "normalise_circuits",
+    "load_circuits",
+    "circulant_circuits",
+    "geometric_strides",
+    "reconfiguration_delay_for",
+]
+
+DEVICES = ("patch-panel", "ocs")
+"""Optical devices realising the circuits."""
+
+DEFAULT_PATCH_PANEL_DELAY = 300.0
+"""Reconfiguration time of a (robotic) patch panel, seconds: "minutes", taken as 5 min."""
+
+
+def reconfiguration_delay_for(device: str, delay: float | None = None) -> float:
+    """Reconfiguration delay of ``device`` in seconds (``delay`` overrides the default).
+
+    >>> reconfiguration_delay_for("ocs"), reconfiguration_delay_for("patch-panel")
+    (0.01, 300.0)
+    """
+    if device not in DEVICES:
+        raise InputError("device", device, f"one of {', '.join(DEVICES)}")
+    if delay is not None:
+        return check_float("reconfiguration_delay", delay, 0.0, strict=False)
+    return DEFAULT_OCS_DELAY if device == "ocs" else DEFAULT_PATCH_PANEL_DELAY
+
+
+def normalise_circuits(circuits: Any, servers: int, degree: int | None = None) -> np.ndarray:
+    """Circuits as an ``(m, 3)`` int array of ``(u, v, count)`` with ``u < v``, merged, sorted.
+
+    Parameters
+    ----------
+    circuits : array_like, iterable of tuples, or networkx graph
+        ``(u, v)`` or ``(u, v, count)`` rows, or a (multi)graph over servers ``0..n-1`` (an edge
+        attribute ``count`` multiplies an edge; parallel edges of a multigraph add up).
+    servers : int
+        Number of servers.
+    degree : int, optional
+        Ports per server; each server's circuit count must not exceed it.
+
+    Examples
+    --------
+    >>> normalise_circuits([(1, 0), (0, 1, 2), (2, 1)], 3, degree=4).tolist()
+    [[0, 1, 3], [1, 2, 1]]
+    """
+    rows: list[tuple[int, int, int]] = []
+    if hasattr(circuits, "edges") and hasattr(circuits, "is_multigraph"):
+        for u, v, data in circuits.edges(data=True):
+            rows.append((u, v, data.get("count", 1)))
+        arr = np.asarray(rows, dtype=object).reshape(-1, 3)
+    else:
+        if isinstance(circuits, np.ndarray):
+            arr = circuits
+        else:
+            rows = [tuple(r) for r in circuits]
+            if any(len(r) not in (2, 3) for r in rows):
+                raise InputError("circuits", "a malformed row", "rows of (u, v) or (u, v, count)")
+            arr = np.asarray([r + (1,) * (3 - len(r)) for r in rows], dtype=object)
+        if arr.size == 0:
+            arr = np.zeros((0, 3), np.int64)
+        if arr.ndim != 2 or arr.shape[1] not in (2, 3):
+            raise InputError("circuits", f"shape {arr.shape}", "rows of (u, v) or (u, v, count)")
+        if arr.shape[1] == 2:
+            arr = np.column_stack([arr, np.ones(arr.shape[0], np.int64)])
+    try:
+        f = np.asarray(arr, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError("circuits", "non-numeric entry", "integer server ids and counts") from None
+    if not np.all(np.isfinite(f)) or np.any(f != np.round(f)):
+        raise InputError("circuits", "non-integer entry", "integer server ids and counts")
+    a = f.astype(np.int64)
+    u, v, c = a[:, 0], a[:, 1], a[:, 2]
+    bad = (u < 0) | (u >= servers) | (v < 0) | (v >= servers)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError("circuits", f"({u[i]}, {v[i]})", f"server ids 0..{servers - 1}")
+    if np.any(u == v):
+        i = int(np.flatnonzero(u == v)[0])
+        raise InputError("circuits", f"({u[i]}, {v[i]})", "a circuit between two servers")
+    if np.any(c < 1):
+        raise InputError("circuits.count", int(c.min()), "an integer >= 1")
+    lo, hi = np.minimum(u, v), np.maximum(u, v)
+    key = lo * servers + hi
+    uniq, inv = np.unique(key, return_inverse=True)
+    cnt = np.bincount(inv.reshape(-1), weights=c, minlength=uniq.shape[0]).astype(np.int64)
+    out = np.column_stack([uniq // servers, uniq % servers, cnt]).astype(np.int64)
+    if degree is not None:
+        deg = np.bincount(out[:, 0], out[:, 2], servers)
+        deg += np.bincount(out[:, 1], out[:, 2], servers)
+        over = np.flatnonzero(deg > degree)
+        if over.size:
+            i = int(over[0])
+            raise InputError(
+                f"circuits.server[{i}]", int(deg[i]), f"at most {degree} circuits (the degree)"
+            )
+    return out
+
+
+def load_circuits(path: str | Path) -> np.ndarray:
+    """Read circuits from a file: JSON (``[[u, v, count], ...]`` or ``{"circuits": [...]}``) or
+    text/CSV with one ``u v [count]`` row per line (commas or spaces; ``#`` comments and a header
+    line allowed). Returns the raw ``(m, 3)`` rows; validate with :func:`normalise_circuits`.
+    """
+    p = Path(path)
+    text = p.read_text(encoding="utf-8")
+    if p.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            bad = f"invalid JSON ({exc.msg})"
+            raise InputError(str(p), bad, "a JSON list of circuits") from None
+        if isinstance(data, dict):
+            data = data.get("circuits")
+        if not isinstance(data, list):
+            raise InputError(str(p), type(data).__name__, 'a list or {"circuits": [...]}')
+        rows = [list(r) + [1] * (3 - len(r)) if isinstance(r, list) else r for r in data]
+    else:
+        rows = []
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            parts = line.replace(",", " ").split()
+            if not all(t.lstrip("-").isdigit() for t in parts):
+                if not rows and lineno == 1:
+                    continue  # header
+                raise InputError(f"{p}:{lineno}", line, "integers u v [count]")
+            if len(parts) not in (2, 3):
+                raise InputError(f"{p}:{lineno}", line, "2 or 3 integers u v [count]")
+            rows.append([int(t) for t in parts] + [1] * (3 - len(parts)))
+    try:
+        arr = np.asarray(rows, dtype=np.int64).reshape(-1, 3)
+    except (TypeError, ValueError):
+        raise InputError(str(p), "malformed rows", "rows of 2 or 3 integers") from None
+    return arr
+
+
+def geometric_strides(servers: int, k: int) -> list[int]:
+    """Pick ``k`` ring strides by the geometric rule of the released TopoOpt code.
+
+    Candidates are the strides ``p`` in ``1..n-1`` with ``gcd(p, n) = 1`` (each a single ring
+    over all ``n`` servers), ascending; ``ratio = (max/min)^(1/k)``; starting from the smallest,
+    repeatedly take the smallest unused candidate ``>=`` a running value that is multiplied by
+    ``ratio`` after each pick.
+
+    Examples
+    --------
+    >>> geometric_strides(16, 4), geometric_strides(128, 3)
+    ([1, 3, 5, 9], [1, 7, 27])
+    """
+    n = check_int("servers", servers, minimum=2)
+    k = check_int("strides", k)
+    cand = [p for p in range(1, n) if math.gcd(p, n) == 1]
+    if k > len(cand):
+        raise InputError("degree", 2 * k, f"at most {2 * len(cand)} for {n} servers")
+    ratio = (cand[-1] / cand[0]) ** (1.0 / k)
+    chosen: list[int] = []
+    value = float(cand[0])
+    for _ in range(k):
+        pick = next((p for p in cand if p >= value - 1e-9 and p not in chosen), None)
+        if pick is None:
+            pick = next(p for p in cand if p not in chosen)
+        chosen.append(pick)
+        value *= ratio
+    return chosen
+
+
+def circulant_circuits(servers: int, strides: Iterable[int]) -> np.ndarray:
+    """Circuits ``(i, i + p mod n, 1)`` for every server ``i`` and stride ``p`` (2 ports each).
+
+    >>> circulant_circuits(4, [1]).tolist()
+    [[0, 1, 1], [1, 2, 1], [2, 3, 1], [3, 0, 1]]
+    """
+    n = check_int("servers", servers, minimum=2)
+    rows = []
+    for p in strides:
+        p = int(p)
+        if p % n == 0:
+            raise InputError("strides", p, f"not a multiple of {n}")
+        i = np.arange(n)
+        rows.append(np.column_stack([i, (i + p) % n, np.ones(n, np.int64)]))
+    return np.concatenate(rows) if rows else np.zeros((0, 3), np.int64)
+
+
+def direct_connect(
+    servers: int,
+    degree: int,
+    circuits: Any = None,
+    port_bandwidth: float = DEFAULT_PORT_BANDWIDTH,
+    *,
+    device: str = "patch-panel",
+    reconfiguration_delay: float | None = None,
+    gpus_per_server: int = 1,
+    intra_server_bandwidth: float | None = None,
+    latency: float = DEFAULT_LINK_LATENCY,
+    family: str = "direct-connect",
+    extra_params: dict | None = None,
+) -> Fabric:
+    """Optical direct-connect fabric of ``servers`` servers with ``degree`` ports each.
+
+    Parameters
+    ----------
+    servers : int
+        Number of servers ``n``.
+    degree : int
+        Optical ports per server ``d``.
+    circuits : array_like, iterable, networkx graph or None
+        The circuits (see :func:`normalise_circuits`); a bundle of ``count`` parallel circuits is
+        one cable of capacity ``count * port_bandwidth``. Default: the TopoOpt circulant graph of
+        ``d // 2`` :func:`geometric_strides` (an odd port stays unused).
+    port_bandwidth : float
+        Bytes/s of one port (one circuit), each direction.
+    device : {"patch-panel", "ocs"}
+        Device realising the circuits: ``d`` devices of ``n`` ports each, device ``i`` holding
+        port ``i`` of every server.
+    reconfiguration_delay : float, optional
+        Seconds to rewire (default 10 ms for an OCS, 300 s for a patch panel).
+
+    Returns
+    -------
+    Fabric
+        Nodes: ``n`` servers then ``d`` optical devices (no links: they are transparent).
+
+    Examples
+    --------
+    >>> f = direct_connect(12, 4)
+    >>> f.n_physical_links, f.reconfiguration_delay, f.params["strides"]
+    (24, 300.0, [1, 5])
+    >>> direct_connect(4, 1, [(0, 1), (0, 2)])
+    Traceback (most recent call last):
+    ...
+    traffic.errors.InputError: circuits.server[0]: got 2; allowed: at most 1 circuits (the degree)
+    """
+    n = check_int("servers", servers)
+    d = check_int("degree", degree)
+    b = check_float("port_bandwidth", port_bandwidth)
+    delay = reconfiguration_delay_for(device, reconfiguration_delay)
+    params: dict[str, Any] = {"servers": n, "degree": d, "port_bandwidth": b, "device": device}
+    if circuits is None:
+        if n < 2 or d < 2:
+            raise InputError("circuits", None, "given explicitly when servers < 2 or degree < 2")
+        strides = geometric_strides(n, d // 2)
+        params["strides"] = strides
+        circuits = circulant_circuits(n, strides)
+    circ = normalise_circuits(circuits, n, d)
+    params["circuits"] = int(circ[:, 2].sum())
+    params.update(extra_params or {})
+    kind = np.array(["server"] * n + [device] * d)
+    return build_fabric(
+        family,
+        params,
+        kind,
+        np.r_[np.zeros(n), np.ones(d)],
+        np.r_[np.full(n, d), np.full(d, n)],
+        circ[:, 0],
+        circ[:, 1],
+        b,
+        "optical",
+        multiplicity=circ[:, 2],
+        latency=latency,
+        server_ports=d,
+        server_optical_ports=d,
+        port_bandwidth=b,
+        optical_port_bandwidth=b,
+        gpus_per_server=gpus_per_server,
+        intra_server_bandwidth=intra_server_bandwidth,
+        reconfiguration_delay=delay,
+    )

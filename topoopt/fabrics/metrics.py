@@ -1,0 +1,238 @@
+"""Fabric metrics: bisection bandwidth and diameter in server hops.
+
+Bisection bandwidth is the minimum, over partitions of the servers into halves ``S`` and ``T``
+(``|S| = floor(n/2)``), of the maximum flow from ``S`` to ``T`` (switches may sit on either side),
+in bytes/s in one direction. Methods:
+
+- ``closed-form``: per family where known (all host ports filled, balanced halves):
+
+  ============== ========================================================================
+  ideal          ``floor(n/2) d B``
+  fat-tree       ``(k/2) u_e u_a B`` (pod-aligned halves; ``= N B / 2`` without
+                 oversubscription, ``u_e = ceil((k/2)/R_e)``, ``u_a = ceil((k/2)/R_a)``)
+  leaf-spine     ``(L/2) min(h, u) B`` for ``L`` even leaves of ``h`` hosts, ``u`` uplinks;
+                 one leaf: ``floor(n/2) B``
+  rail-optimized ``G`` times the leaf-spine figure (``G`` rails)
+  torus/tpu-v4   ``2 (n / d_max) c`` with ``d_max`` the largest size (even), ``c`` the
+                 capacity to one neighbour (untwisted)
+  ============== ========================================================================
+
+- ``exact``: every balanced partition, one max-flow each (servers <= 20);
+- ``upper-bound``: the best of a few candidate partitions (spectral split, index halves, seeded
+  random halves), each exact by max-flow; an upper bound on the bisection.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+
+from topoopt.fabrics.fabric import Fabric
+from traffic.errors import InputError
+
+__all__ = [
+    "Bisection",
+    "bisection",
+    "bisection_bandwidth",
+    "closed_form_bisection",
+    "cut_bandwidth",
+    "server_hops",
+    "diameter",
+]
+
+
+@dataclass(frozen=True)
+class Bisection:
+    """A bisection bandwidth (bytes/s, one direction) and how it was obtained."""
+
+    bandwidth: float
+    method: str
+
+
+def closed_form_bisection(fabric: Fabric) -> float | None:
+    """The family's closed-form bisection bandwidth, or None when no closed form applies.
+
+    Examples
+    --------
+    >>> from topoopt.fabrics import fat_tree
+    >>> closed_form_bisection(fat_tree(4, port_bandwidth=1.0))
+    8.0
+    """
+    p, n = fabric.params, fabric.n_servers
+    fam = fabric.family
+    if n < 2:
+        return 0.0
+    if fam == "ideal":
+        return (n // 2) * p["degree"] * p["port_bandwidth"]
+    if fam == "fat-tree":
+        k = p["k"]
+        if n != k**3 // 4:
+            return None
+        u_e = math.ceil(k / 2 / p["oversubscription"])
+        u_a = math.ceil(k / 2 / p["agg_oversubscription"])
+        return (k // 2) * u_e * u_a * p["port_bandwidth"]
+    if fam in ("leaf-spine", "rail-optimized"):
+        rails = p.get("gpus_per_server", 1)
+        b = p["port_bandwidth"]
+        leaves_total = int(np.count_nonzero(fabric.node_layer == 1))
+        groups = leaves_total // rails
+        if groups == 1:
+            return (n // 2) * rails * b
+        h = -(-n // groups)
+        if n != groups * h or groups % 2:
+            return None
+        u = math.ceil(h / p["oversubscription"])
+        return (groups // 2) * rails * min(h, u) * b
+    if fam in ("torus", "tpu-v4"):
+        if p.get("twist") is not None:
+            return None
+        dims = p["dims"]
+        dmax = max(dims)
+        if dmax % 2 or dmax < 2:
+            return None
+        neighbour = int(np.prod(dims[: dims.index(dmax)]))  # server at unit coordinate
+        lid = fabric.link_ids([0], [neighbour])[0]
+        c = float(fabric.capacity[lid]) if dmax > 2 else float(fabric.capacity[lid]) / 2
+        return 2 * (n // dmax) * c
+    return None
+
+
+def _flow_graph(fabric: Fabric) -> tuple[sp.csr_matrix, float]:
+    """Integer capacity matrix (in units of ``unit`` bytes/s) with 2 extra nodes: source, sink."""
+    per = fabric.capacity / fabric.multiplicity
+    unit = float(per.min()) if per.size else 1.0
+    scaled = fabric.capacity / unit
+    if np.any(np.abs(scaled - np.round(scaled)) > 1e-9 * np.maximum(1, scaled)):
+        unit /= 1000.0
+        scaled = fabric.capacity / unit
+    n = fabric.n_nodes
+    cap = sp.csr_matrix(
+        (np.round(scaled).astype(np.int64), (fabric.src, fabric.dst)), shape=(n + 2, n + 2)
+    )
+    return cap, unit
+
+
+def cut_bandwidth(fabric: Fabric, side: np.ndarray, _graph=None) -> float:
+    """Max flow (bytes/s) from the servers in ``side`` to all other servers (switches free).
+
+    >>> from topoopt.fabrics import ideal
+    >>> cut_bandwidth(ideal(4, 2, 1.0), np.array([0]))
+    2.0
+    """
+    cap, unit = _flow_graph(fabric) if _graph is None else _graph
+    n, s = fabric.n_nodes, fabric.n_servers
+    side = np.asarray(side, np.int64)
+    mask = np.zeros(s, bool)
+    mask[side] = True
+    other = np.flatnonzero(~mask)
+    big = int(cap.sum()) + 1
+    rows = np.r_[np.full(side.size, n), other]
+    cols = np.r_[side, np.full(other.size, n + 1)]
+    extra = sp.csr_matrix((np.full(rows.size, big), (rows, cols)), shape=cap.shape)
+    g = (cap + extra).tocsr()
+    g.indices = g.indices.astype(np.int32)
+    g.indptr = g.indptr.astype(np.int32)
+    g.data = g.data.astype(np.int32) if big < 2**31 else g.data
+    return float(csgraph.maximum_flow(g, n, n + 1).flow_value) * unit
+
+
+def _exact(fabric: Fabric) -> float:
+    s = fabric.n_servers
+    half = s // 2
+    graph = _flow_graph(fabric)
+    best = math.inf
+    if s % 2 == 0:
+        combos = ((0,) + c for c in itertools.combinations(range(1, s), half - 1))
+    else:
+        combos = itertools.combinations(range(s), half)
+    for c in combos:
+        best = min(best, cut_bandwidth(fabric, np.array(c), graph))
+    return best
+
+
+def _upper_bound(fabric: Fabric, seed: int = 0, tries: int = 4) -> float:
+    s = fabric.n_servers
+    half = s // 2
+    graph = _flow_graph(fabric)
+    cands = [np.arange(half)]
+    # spectral split: Fiedler vector of the server-to-server hop-1 Laplacian (switches included)
+    a = fabric.adjacency()
+    a = sp.csr_matrix((np.ones(a.nnz), a.indices, a.indptr), shape=a.shape)
+    lap = csgraph.laplacian(((a + a.T) > 0).astype(np.float64))
+    if lap.shape[0] > 3:
+        try:
+            _, vec = eigsh(lap.tocsc(), k=2, sigma=-1e-3, which="LM")
+            cands.append(np.argsort(vec[:s, -1], kind="stable")[:half])
+        except (ArpackNoConvergence, RuntimeError, ValueError):
+            pass  # the spectral candidate is optional; the others remain
+    rng = np.random.default_rng(seed)
+    for _ in range(tries):
+        cands.append(rng.permutation(s)[:half])
+    return min(cut_bandwidth(fabric, c, graph) for c in cands)
+
+
+def bisection(fabric: Fabric, method: str = "auto", *, seed: int = 0) -> Bisection:
+    """Bisection bandwidth of ``fabric`` (bytes/s, one direction).
+
+    Parameters
+    ----------
+    method : {"auto", "closed-form", "exact", "upper-bound"}
+        ``auto``: the closed form when the family has one, else exact for <= 16 servers, else an
+        upper bound.
+
+    Examples
+    --------
+    >>> from topoopt.fabrics import torus
+    >>> bisection(torus("4x4", port_bandwidth=1.0))
+    Bisection(bandwidth=8.0, method='closed-form')
+    >>> bisection(torus("4x4", port_bandwidth=1.0), "exact").bandwidth
+    8.0
+    """
+    if method not in ("auto", "closed-form", "exact", "upper-bound"):
+        raise InputError("method", method, "auto, closed-form, exact or upper-bound")
+    if method in ("auto", "closed-form"):
+        cf = closed_form_bisection(fabric)
+        if cf is not None:
+            return Bisection(float(cf), "closed-form")
+        if method == "closed-form":
+            raise InputError("method", method, f"exact or upper-bound for {fabric.family}")
+        method = "exact" if fabric.n_servers <= 16 else "upper-bound"
+    if method == "exact":
+        if fabric.n_servers > 20:
+            raise InputError("method", "exact", "upper-bound for more than 20 servers")
+        return Bisection(_exact(fabric), "exact")
+    return Bisection(_upper_bound(fabric, seed), "upper-bound")
+
+
+def bisection_bandwidth(fabric: Fabric, method: str = "auto") -> float:
+    """Bisection bandwidth in bytes/s (see :func:`bisection`)."""
+    return bisection(fabric, method).bandwidth
+
+
+def server_hops(fabric: Fabric, kinds: tuple[str, ...] | None = None) -> np.ndarray:
+    """``(n, n)`` hop counts between servers (links crossed, switches included)."""
+    a = fabric.adjacency(kinds)
+    rows = np.arange(fabric.n_servers)
+    d = csgraph.shortest_path(a, directed=True, unweighted=True, indices=rows)
+    return np.atleast_2d(d)[:, : fabric.n_servers]
+
+
+def diameter(fabric: Fabric, kinds: tuple[str, ...] | None = None) -> int:
+    """Largest server-to-server hop count (links crossed).
+
+    Raises :class:`InputError` when some server cannot reach another.
+
+    >>> from topoopt.fabrics import fat_tree
+    >>> diameter(fat_tree(4))
+    6
+    """
+    d = server_hops(fabric, kinds)
+    if not np.all(np.isfinite(d)):
+        fabric.check_connected(kinds)
+    return int(d.max()) if d.size else 0

@@ -1,0 +1,389 @@
+"""Routing on fabrics: shortest paths with ECMP, dimension order, host forwarding, explicit paths.
+
+Every function returns a :class:`topoopt.paths.PathSet` over the fabric's directed link ids.
+
+Shortest paths count hops. For a set of destinations ``T``, breadth-first search on the reversed
+graph (:func:`scipy.sparse.csgraph.shortest_path`) gives ``dist[t, u]``, the hops from ``u`` to
+``t``; the number of shortest paths ``sigma[t, u]`` follows level by level,
+
+.. math:: \\sigma_t(u) = \\sum_{v:\\,(u,v)\\in E,\\ d_t(v) = d_t(u) - 1} \\sigma_t(v),
+          \\quad \\sigma_t(t) = 1,
+
+as one sparse product per level. Path number ``r`` (``0 <= r < sigma``) of a commodity is then
+*unranked* hop by hop: at node ``u`` the successors on shortest paths are taken in link-id order,
+and the path enters the first successor whose cumulative count exceeds ``r``. All paths advance
+together (vectorised, in chunks), so all server pairs of a 1,024-server fabric take seconds.
+
+ECMP with ``k`` paths takes the ranks ``floor(i * sigma / k)``, ``i < k``: evenly spread over the
+path order, so on a fat-tree they use distinct aggregation switches first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from topoopt.fabrics.fabric import Fabric
+from topoopt.paths import PathSet
+from traffic.errors import InputError
+
+__all__ = [
+    "METHODS",
+    "routes",
+    "shortest_path_counts",
+    "server_pairs",
+    "dimension_order_routes",
+    "explicit_paths",
+    "path_nodes",
+]
+
+METHODS = ("ecmp", "shortest", "dimension-order", "host-forwarding")
+"""Routing methods of :func:`routes`."""
+
+
+def server_pairs(n_servers: int) -> np.ndarray:
+    """All ordered pairs of distinct servers, ``(n(n-1), 2)``, source-major.
+
+    >>> server_pairs(3).tolist()
+    [[0, 1], [0, 2], [1, 0], [1, 2], [2, 0], [2, 1]]
+    """
+    s = np.repeat(np.arange(n_servers), n_servers)
+    d = np.tile(np.arange(n_servers), n_servers)
+    keep = s != d
+    return np.column_stack([s[keep], d[keep]])
+
+
+def _pairs(fabric: Fabric, pairs) -> tuple[np.ndarray, np.ndarray]:
+    if pairs is None:
+        p = server_pairs(fabric.n_servers)
+    else:
+        p = np.asarray(pairs, dtype=np.int64)
+        if p.size == 0:
+            p = p.reshape(0, 2)
+        if p.ndim != 2 or p.shape[1] != 2:
+            raise InputError("pairs", f"shape {p.shape}", "an (K, 2) array of node ids")
+        bad = (p < 0) | (p >= fabric.n_nodes)
+        if bad.any():
+            raise InputError("pairs", int(p[bad][0]), f"node ids 0..{fabric.n_nodes - 1}")
+    return p[:, 0].copy(), p[:, 1].copy()
+
+
+def _link_subset(fabric: Fabric, kinds) -> np.ndarray:
+    if kinds is None:
+        return np.arange(fabric.n_links)
+    kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    return np.flatnonzero(np.isin(fabric.link_kind, kinds))
+
+
+def shortest_path_counts(
+    fabric: Fabric, targets: np.ndarray, kinds: Sequence[str] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Hop distances and shortest-path counts from every node to each target.
+
+    Parameters
+    ----------
+    fabric : Fabric
+    targets : array_like of int
+        Destination node ids.
+    kinds : sequence of str, optional
+        Use only links of these kinds.
+
+    Returns
+    -------
+    dist : numpy.ndarray
+        ``(len(targets), N)`` float hops from node ``u`` to ``targets[i]`` (``inf`` if none).
+    sigma : numpy.ndarray
+        ``(len(targets), N)`` float number of shortest paths (0 where unreachable).
+
+    Examples
+    --------
+    >>> from topoopt.fabrics import fat_tree
+    >>> dist, sigma = shortest_path_counts(fat_tree(4), [15])
+    >>> int(dist[0, 0]), int(sigma[0, 0])
+    (6, 4)
+    """
+    links = _link_subset(fabric, kinds)
+    n = fabric.n_nodes
+    targets = np.asarray(targets, np.int64)
+    a = sp.csr_matrix((np.ones(links.size), (fabric.src[links], fabric.dst[links])), shape=(n, n))
+    if targets.size == 0:
+        return np.zeros((0, n)), np.zeros((0, n))
+    dist = csgraph.shortest_path(a.T.tocsr(), directed=True, unweighted=True, indices=targets)
+    dist = np.atleast_2d(dist)
+    sigma = np.zeros_like(dist)
+    sigma[np.arange(targets.size), targets] = 1.0
+    finite = np.isfinite(dist)
+    top = int(dist[finite].max()) if finite.any() else 0
+    for level in range(1, top + 1):
+        prev = np.where(dist == level - 1, sigma, 0.0)
+        reach = (a @ prev.T).T  # reach[t, u] = sum over out-neighbours v of u of prev[t, v]
+        at = dist == level
+        sigma[at] = reach[at]
+    return dist, sigma
+
+
+def _unrank(
+    fabric: Fabric,
+    links: np.ndarray,
+    dist: np.ndarray,
+    sigma: np.ndarray,
+    ti: np.ndarray,
+    start: np.ndarray,
+    rank: np.ndarray,
+    length: np.ndarray,
+) -> np.ndarray:
+    """Links of the paths with the given ranks; returns the flat link array (path-major)."""
+    n = fabric.n_nodes
+    order = links[np.lexsort((links, fabric.src[links]))]
+    out_src = fabric.src[order]
+    out_ptr = np.searchsorted(out_src, np.arange(n + 1))
+    out_deg = np.diff(out_ptr)
+    out_dst = fabric.dst[order]
+    ptr = np.zeros(length.size + 1, np.int64)
+    np.cumsum(length, out=ptr[1:])
+    flat = np.empty(int(ptr[-1]), np.int64)
+    cur = start.astype(np.int64).copy()
+    r = rank.astype(np.float64).copy()
+    for step in range(int(length.max()) if length.size else 0):
+        active = np.flatnonzero(length > step)
+        # paths at the same (target, node) share their successor counts: expand each group once
+        gkey, inv = np.unique(ti[active] * n + cur[active], return_inverse=True)
+        inv = inv.reshape(-1)
+        gt, gu = gkey // n, gkey % n
+        dg = out_deg[gu]
+        seg = np.zeros(gkey.size + 1, np.int64)
+        np.cumsum(dg, out=seg[1:])
+        rows = np.repeat(np.arange(gkey.size), dg)
+        cand = out_ptr[gu][rows] + (np.arange(rows.size) - seg[rows])
+        v = out_dst[cand]
+        t_rows = gt[rows]
+        on_path = dist[t_rows, v] == dist[gt, gu][rows] - 1
+        cnt = np.where(on_path, sigma[t_rows, v], 0.0)
+        cum = np.cumsum(cnt)
+        within = cum - np.r_[0.0, cum][seg[rows]]
+        # first successor of the path's group whose cumulative count exceeds the path's rank:
+        # one global search with the group index as the high-order part of the key
+        big = float(within.max()) + 1.0 if within.size else 1.0
+        if big * gkey.size >= 2.0**52:
+            raise InputError("k", None, "fewer equal-cost paths (counts exceed float precision)")
+        pick = np.searchsorted(rows * big + within, inv * big + r[active], side="right")
+        r[active] -= within[pick] - cnt[pick]
+        flat[ptr[active] + step] = order[cand[pick]]
+        cur[active] = v[pick]
+    return flat
+
+
+def routes(
+    fabric: Fabric,
+    method: str = "ecmp",
+    pairs: np.ndarray | None = None,
+    k: int | None = None,
+    *,
+    kinds: Sequence[str] | None = None,
+    seed: int | None = None,
+    max_paths: int = 50_000_000,
+) -> PathSet:
+    """Routes between node pairs (default: all ordered server pairs) as a :class:`PathSet`.
+
+    Parameters
+    ----------
+    fabric : Fabric
+    method : {"ecmp", "shortest", "dimension-order", "host-forwarding"}
+        ``ecmp``: all shortest paths (or ``k`` of them), equal split. ``shortest``: one shortest
+        path, the first in link order, or a uniformly random one when ``seed`` is given (the
+        released TopoOpt routing). ``dimension-order``: see :func:`dimension_order_routes`.
+        ``host-forwarding``: ECMP over optical circuits only, servers forwarding.
+    pairs : array_like, optional
+        ``(K, 2)`` source/destination node ids; a pair ``(u, u)`` gets one empty path.
+    k : int, optional
+        Keep at most ``k`` equal-cost paths per pair (``ecmp``/``host-forwarding``).
+    kinds : sequence of str, optional
+        Route over links of these kinds only (e.g. ``("optical",)``).
+    seed : int, optional
+        Random shortest-path choice for ``shortest``.
+    max_paths : int
+        Refuse to enumerate more paths than this (pass ``k``).
+
+    Returns
+    -------
+    PathSet
+
+    Raises
+    ------
+    InputError
+        Unknown method, a pair without a path (disconnected fabric), too many paths.
+
+    Examples
+    --------
+    >>> from topoopt.fabrics import fat_tree
+    >>> ps = routes(fat_tree(4), "ecmp", pairs=[[0, 15], [0, 1]])
+    >>> np.diff(ps.commodity_ptr).tolist(), ps.weight[:2].tolist()
+    ([4, 1], [0.25, 0.25])
+    """
+    if method not in METHODS:
+        raise InputError("method", method, f"one of {', '.join(METHODS)}")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1):
+        raise InputError("k", k, "a positive integer or None (all equal-cost paths)")
+    if method == "dimension-order":
+        return dimension_order_routes(fabric, pairs)
+    if method == "host-forwarding":
+        kinds = ("optical",)
+        if not np.any(fabric.link_kind == "optical"):
+            raise InputError("method", method, "a fabric with optical circuits")
+    src, dst = _pairs(fabric, pairs)
+    links = _link_subset(fabric, kinds)
+    targets, ti = np.unique(dst, return_inverse=True)
+    ti = ti.reshape(-1)
+    dist, sigma = shortest_path_counts(fabric, targets, kinds)
+    length = dist[ti, src]
+    count = sigma[ti, src]
+    bad = ~np.isfinite(length)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            "fabric",
+            f"no path from node {int(src[i])} to node {int(dst[i])} ({fabric.family})",
+            "a connected fabric where routes are requested",
+        )
+    length = length.astype(np.int64)
+    if method == "shortest":
+        npath = np.ones(src.size, np.int64)
+        if seed is None:
+            rank = np.zeros(src.size)
+        else:
+            rng = np.random.default_rng(seed)
+            rank = np.floor(rng.random(src.size) * count)
+    else:
+        npath = count if k is None else np.minimum(count, k)
+        if float(npath.sum()) > max_paths:
+            raise InputError("k", k, f"a limit keeping the path count under {max_paths:,}")
+        npath = npath.astype(np.int64)
+        cptr = np.zeros(src.size + 1, np.int64)
+        np.cumsum(npath, out=cptr[1:])
+        comm = np.repeat(np.arange(src.size), npath)
+        i = np.arange(comm.size) - cptr[comm]
+        rank = np.floor(i * count[comm] / npath[comm])
+        length_p = length[comm]
+        flat = _unrank(fabric, links, dist, sigma, ti[comm], src[comm], rank, length_p)
+        pptr = np.zeros(comm.size + 1, np.int64)
+        np.cumsum(length_p, out=pptr[1:])
+        return PathSet(src, dst, cptr, pptr, flat, 1.0 / npath[comm])
+    flat = _unrank(fabric, links, dist, sigma, ti, src, rank, length)
+    ptr = np.zeros(src.size + 1, np.int64)
+    np.cumsum(length, out=ptr[1:])
+    return PathSet(src, dst, np.arange(src.size + 1), ptr, flat, np.ones(src.size))
+
+
+def dimension_order_routes(fabric: Fabric, pairs: np.ndarray | None = None) -> PathSet:
+    """Dimension-order routing on an untwisted torus: dimension 0 first, then 1, then 2.
+
+    In each dimension of size ``d`` the route goes the short way round, ``delta = (t - s) mod d``
+    steps forward when ``delta <= d/2`` (a tie goes forward), else ``d - delta`` steps back.
+
+    Examples
+    --------
+    >>> from topoopt.fabrics import torus
+    >>> f = torus("4x4")
+    >>> path_nodes(f, dimension_order_routes(f, [[0, 10]]), 0).tolist()
+    [0, 1, 2, 6, 10]
+    """
+    if fabric.coords is None or fabric.params.get("twist") is not None:
+        raise InputError(
+            "method", "dimension-order", f"an untwisted torus (got {fabric.family}); use ecmp"
+        )
+    src, dst = _pairs(fabric, pairs)
+    if np.any(src >= fabric.n_servers) or np.any(dst >= fabric.n_servers):
+        raise InputError("pairs", "non-server node", "server ids on a torus")
+    dims = np.asarray(fabric.params["dims"], np.int64)
+    cs, ct = fabric.coords[src], fabric.coords[dst]
+    delta = (ct - cs) % dims
+    fwd = delta <= dims // 2
+    steps = np.where(fwd, delta, dims - delta)
+    length = steps.sum(axis=1)
+    ptr = np.zeros(src.size + 1, np.int64)
+    np.cumsum(length, out=ptr[1:])
+    flat = np.empty(int(ptr[-1]), np.int64)
+    pos = ptr[:-1].copy()
+    cur = cs.copy()
+    mult = np.cumprod(np.r_[1, dims[:-1]])
+    for i in range(dims.size):
+        for s in range(int(steps[:, i].max()) if src.size else 0):
+            act = np.flatnonzero(steps[:, i] > s)
+            a = cur[act] @ mult
+            cur[act, i] = (cur[act, i] + np.where(fwd[act, i], 1, -1)) % dims[i]
+            b = cur[act] @ mult
+            lid = fabric.link_ids(a, b)
+            if np.any(lid < 0):
+                raise InputError("fabric", "missing torus link", "a complete torus")
+            flat[pos[act]] = lid
+            pos[act] += 1
+    return PathSet(src, dst, np.arange(src.size + 1), ptr, flat, np.ones(src.size))
+
+
+def explicit_paths(
+    fabric: Fabric,
+    node_paths: Sequence[Sequence[int]],
+    weights: Sequence[float] | None = None,
+) -> PathSet:
+    """A PathSet from explicit node sequences (what the solvers output).
+
+    Paths are grouped by ``(first node, last node)``; commodities are ordered by first
+    appearance. Weights are normalised to sum to 1 per commodity (default: equal split).
+
+    Examples
+    --------
+    >>> from topoopt.fabrics import direct_connect
+    >>> f = direct_connect(4, 2, [(0, 1), (1, 2), (2, 3), (3, 0)])
+    >>> ps = explicit_paths(f, [[0, 1, 2], [0, 3, 2]], [3, 1])
+    >>> ps.n_commodities, ps.weight.tolist()
+    (1, [0.75, 0.25])
+    """
+    paths = [np.asarray(p, np.int64).reshape(-1) for p in node_paths]
+    if any(p.size < 1 for p in paths):
+        raise InputError("paths", "an empty path", "node sequences of at least one node")
+    w = np.ones(len(paths)) if weights is None else np.asarray(weights, np.float64)
+    if w.shape != (len(paths),) or not np.all(np.isfinite(w)) or np.any(w <= 0):
+        raise InputError("weights", "bad weights", f"{len(paths)} positive finite numbers")
+    ends = np.array([[p[0], p[-1]] for p in paths], np.int64).reshape(-1, 2)
+    key = ends[:, 0] * fabric.n_nodes + ends[:, 1]
+    uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    rank = np.empty(uniq.size, np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(uniq.size)
+    comm = rank[inv.reshape(-1)]
+    order = np.argsort(comm, kind="stable")
+    links = []
+    for j in order:
+        p = paths[j]
+        lid = fabric.link_ids(p[:-1], p[1:])
+        if np.any(lid < 0):
+            h = int(np.flatnonzero(lid < 0)[0])
+            raise InputError(f"paths[{j}]", f"hop {int(p[h])}->{int(p[h + 1])}", "fabric links")
+        links.append(lid)
+    lengths = np.array([x.size for x in links], np.int64)
+    pptr = np.zeros(len(paths) + 1, np.int64)
+    np.cumsum(lengths, out=pptr[1:])
+    per = np.bincount(comm, minlength=uniq.size)
+    cptr = np.zeros(uniq.size + 1, np.int64)
+    np.cumsum(per, out=cptr[1:])
+    wsum = np.bincount(comm, weights=w, minlength=uniq.size)
+    csrc = np.empty(uniq.size, np.int64)
+    cdst = np.empty(uniq.size, np.int64)
+    csrc[comm], cdst[comm] = ends[:, 0], ends[:, 1]
+    flat = np.concatenate(links) if links else np.zeros(0, np.int64)
+    return PathSet(csrc, cdst, cptr, pptr, flat, (w / wsum[comm])[order])
+
+
+def path_nodes(fabric: Fabric, paths: PathSet, p: int) -> np.ndarray:
+    """Node sequence of path ``p`` of ``paths`` (source first).
+
+    >>> from topoopt.fabrics import ideal
+    >>> f = ideal(3)
+    >>> path_nodes(f, routes(f, pairs=[[0, 2]]), 0).tolist()
+    [0, 3, 2]
+    """
+    c = int(np.searchsorted(paths.commodity_ptr, p, side="right") - 1)
+    lk = paths.path_links[paths.path_ptr[p] : paths.path_ptr[p + 1]]
+    return np.r_[paths.src[c], fabric.dst[lk]]
