@@ -1,0 +1,958 @@
+"""Iteration time: one training iteration's compute and communication as flows on a network.
+
+:func:`simulate_iteration` turns a Workload into a task graph of compute and communication,
+expresses every task as flows (:mod:`topoopt.flowsim.network`: compute = a flow of ``T`` bytes on a
+private 1 byte/s device link; communication = flows on intra-server links and fabric routes), and
+simulates it under max-min fair sharing (:func:`topoopt.flowsim.simulate`).
+
+Plan-derived workloads (:func:`traffic.build.workload_from_plan`)
+---------------------------------------------------------------------
+*Cells.* Ranks joined by a blocking collective (below) form a *cell*: the GPUs that compute in
+lockstep (a tensor-parallel group; with EP or an all-to-all spanning replicas, all of them). A
+cell is one device: its members run the same kernels at the same time, so one device flow per
+task is exact for all of them. Each rank's pipeline stage comes from the demands' ``stage``.
+
+*Compute.* Forward of one micro-batch on stage ``i``: ``F_i / (peak * efficiency)``
+(:mod:`topoopt.flowsim.roofline`, ``F_i`` = ``info["forward_flops_per_microbatch_per_gpu"][i]``);
+backward twice that, three times with full recomputation; with ``v`` virtual stages a chunk takes
+``1/v`` of it. Optimizer: memory-bound Adam over the stage's parameters per GPU.
+
+*Schedule.* Each cell runs its stage's 1F1B order (``min(p-i-1, m)`` warm-up forwards, then
+one-forward-one-backward, then the cool-down backwards); with ``v > 1`` Megatron's interleaved
+order (warm-up ``2(p-i-1) + (v-1)p`` chunk-forwards, micro-batches in groups of ``p`` per chunk,
+``m`` a multiple of ``p``). A device's tasks are chained in that order. The forward of
+micro-batch ``j`` on chunk ``c`` waits for the pipeline send from chunk ``c-1``; the backward for
+the send from chunk ``c+1`` (the last chunk's backward follows its own forward).
+
+*Blocking communication* (TP/SP/CP collectives, EP and other all-to-alls, pipeline
+scatter-gather re-assembly, and every forward-phase collective) is on the critical path of its
+stage: a family of ``count`` collectives per iteration contributes ``count // (m v)`` of them to
+each of the stage's ``m v`` compute tasks of its phase (the remainder to the last one), run after
+the compute task and before the device's next task. Aggregation: the per-layer collectives of one
+(stage, micro-batch, phase) are one comm task. When a collective's group lies inside one server
+the task is a device flow of the time those collectives take alone on the intra-server links
+(computed once per layout by simulating them): exact when nothing else uses those GPUs' intra
+links meanwhile (true unless pipeline sends or data-parallel rings also stay inside the server,
+which then are not slowed by it); per layer, interleaving compute and collective instead of
+running them back to back gives the same sum. Groups spanning servers run as real flows.
+
+*Pipeline sends* of every replica are real flows on the fabric. The ``t`` ranks of a cell that
+send to the ``t`` ranks of the next stage's cell on the same pair of servers are one flow of
+``t`` times the bytes (routes are per server pair, so the ``t`` flows share every path).
+
+*Gradient synchronisation* (data-parallel and tied-embedding all-reduces or reduce-scatters of
+the backward phase) is bucketed: ``n = ceil(S_total / bucket_bytes)`` equal buckets. The last
+backward task of each device is split into ``n`` equal pieces (gradients appear at a uniform
+rate) and bucket ``k`` of a group starts when its members have produced it and the group's
+bucket ``k-1`` is done (one NCCL stream per group). Groups whose members all sit on distinct
+servers and that cover the same servers and cells are merged into one group of multiplied bytes,
+as the sends. The optimizer step of a cell waits for its last backward task and all buckets of
+its groups; optimizer-phase collectives (parameter all-gathers) follow the optimizer.
+
+*Merging exactness.* Merging ``k`` identical flows into one flow of ``k`` times the bytes is
+exact under max-min fairness when every network flow is merged by the same factor (the
+allocation of the merged system is the original one scaled by ``k``); the result reports the
+factors (``info["merge_factors"]``) and whether they are uniform (``info["merge_exact"]``).
+
+Imported TopoOpt task graphs (:func:`traffic.taskgraph.read_taskgraph`)
+-----------------------------------------------------------------------
+Every task is kept: forward/backward/update tasks are their runtime on the server's device link
+(tasks of one server ready at once share it, processor-sharing); ``comm`` tasks (intra-server
+copies) their runtime on a second per-server device link; barriers are instantaneous; transfers
+are flows between their servers; all-reduces are collective flows of their group followed by a
+barrier. Successor edges become dependencies.
+
+Definitions (:class:`IterationResult`)
+--------------------------------------
+``iteration_s``: makespan. ``compute_s``: makespan with every communication flow instantaneous
+(zero bytes on the null link): the compute critical path with an infinitely fast network.
+``exposed_comm_s = iteration_s - compute_s``. ``exposed_by_class[c] = iteration_s -`` the makespan
+with class ``c``'s communication instantaneous (the others as they are). ``comm_s``: length of the
+union of the intervals during which some communication task is in flight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from math import ceil
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from topoopt.fabrics.fabric import Fabric
+from topoopt.flowsim.collectives import (
+    ALGORITHMS,
+    MODES,
+    demand_rows,
+    expand_demand,
+    flow_template,
+    members_per_server,
+)
+from topoopt.flowsim.network import FlowBuilder, Network
+from topoopt.flowsim.roofline import A100, RooflineParams, compute_time, optimizer_time
+from topoopt.flowsim.simulator import SimResult, simulate
+from topoopt.paths import PathSet
+from traffic.errors import InputError
+from traffic.workload import CLASSES, Demand, Workload
+
+__all__ = [
+    "IterationResult",
+    "pipeline_order",
+    "simulate_iteration",
+    "TIMELINE_COLUMNS",
+]
+
+TIMELINE_COLUMNS = (
+    "task",
+    "kind",
+    "cell",
+    "stage",
+    "micro_batch",
+    "phase",
+    "class",
+    "start_s",
+    "finish_s",
+)
+"""Columns of :attr:`IterationResult.timeline`."""
+
+_PHASE_NAMES = ("forward", "backward")
+
+
+# ------------------------------------------------------------------------------------------------
+# Result
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class IterationResult:
+    """One simulated training iteration (seconds, bytes; definitions in the module docstring).
+
+    Attributes
+    ----------
+    iteration_s : float
+        Iteration time.
+    compute_s : float
+        Iteration time with an infinitely fast network (compute critical path).
+    comm_s : float
+        Time during which some communication is in flight (union of intervals).
+    exposed_comm_s : float
+        ``iteration_s - compute_s``.
+    exposed_by_class : dict
+        Class -> ``iteration_s`` minus the iteration time with that class instantaneous.
+    links : pandas.DataFrame
+        Per fabric and intra-server link: ``link``, ``kind``, ``src``, ``dst``, ``bytes``,
+        ``capacity``, ``utilisation`` (bytes / (capacity * iteration_s)).
+    timeline : pandas.DataFrame
+        One row per task, columns :data:`TIMELINE_COLUMNS` (for a Gantt chart).
+    sim : SimResult
+        The full simulation (per-flow times, link bytes, load series).
+    info : dict
+        Sizes and modelling facts (flows, tasks, cells, merge factors, ...).
+    """
+
+    iteration_s: float
+    compute_s: float
+    comm_s: float
+    exposed_comm_s: float
+    exposed_by_class: dict
+    links: pd.DataFrame
+    timeline: pd.DataFrame
+    sim: SimResult
+    info: dict = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------------------
+# Schedules
+# ------------------------------------------------------------------------------------------------
+
+
+def pipeline_order(p: int, m: int, stage: int, v: int = 1) -> np.ndarray:
+    """The 1F1B (``v = 1``) or interleaved 1F1B (``v > 1``) task order of one pipeline stage.
+
+    Returns an ``(2 m v, 3)`` int array of ``(phase, micro-batch, chunk)`` rows, phase 0 forward
+    and 1 backward, chunk the device's local chunk ``0..v-1`` (global chunk ``chunk * p +
+    stage``).
+
+    Examples
+    --------
+    >>> pipeline_order(2, 3, 0)[:, :2].tolist()
+    [[0, 0], [0, 1], [1, 0], [0, 2], [1, 1], [1, 2]]
+    >>> pipeline_order(2, 3, 1)[:, :2].tolist()
+    [[0, 0], [1, 0], [0, 1], [1, 1], [0, 2], [1, 2]]
+    """
+    if v > 1 and m % p:
+        raise InputError("micro_batches", m, f"a multiple of pp={p} with interleaving (vpp={v})")
+    total = m * v
+    k = np.arange(total)
+    mb = (k // (p * v)) * p + k % p
+    chunk_f = (k // p) % v
+    chunk_b = v - 1 - chunk_f
+    if v == 1:
+        mb = k
+        warm = min(p - stage - 1, m)
+    else:
+        warm = min(2 * (p - stage - 1) + (v - 1) * p, total)
+    fwd = np.column_stack([np.zeros(total, np.int64), mb, chunk_f])
+    bwd = np.column_stack([np.ones(total, np.int64), mb, chunk_b])
+    rows = [fwd[:warm]]
+    steady = total - warm
+    inter = np.empty((2 * steady, 3), np.int64)
+    inter[0::2] = fwd[warm:]
+    inter[1::2] = bwd[:steady]
+    rows += [inter, bwd[steady:]]
+    return np.concatenate(rows)
+
+
+# ------------------------------------------------------------------------------------------------
+# Task records
+# ------------------------------------------------------------------------------------------------
+
+
+class _Tasks:
+    """Logical tasks as contiguous flow-id ranges ``lo:hi`` with labels."""
+
+    def __init__(self):
+        self.parts: list[dict] = []
+
+    def add(self, kind, cls, phase, lo, hi, *, cell=-1, stage=-1, mb=-1, name=""):
+        lo = np.asarray(lo, np.int64).ravel()
+        n = lo.shape[0]
+
+        def b(x, dtype=object):
+            return np.broadcast_to(np.asarray(x, dtype=dtype), (n,))
+
+        self.parts.append(
+            {
+                "task": b(name),
+                "kind": b(kind),
+                "cell": b(cell, np.int64),
+                "stage": b(stage, np.int64),
+                "micro_batch": b(mb, np.int64),
+                "phase": b(phase),
+                "class": b(cls),
+                "lo": lo,
+                "hi": b(hi, np.int64),
+            }
+        )
+
+    def frame(self, sim: SimResult) -> pd.DataFrame:
+        if not self.parts:
+            return pd.DataFrame(columns=list(TIMELINE_COLUMNS))
+        cols = {k: np.concatenate([p[k] for p in self.parts]) for k in self.parts[0]}
+        lo, hi = cols.pop("lo"), cols.pop("hi")
+        keep = hi > lo
+        cols = {k: v[keep] for k, v in cols.items()}
+        lo, hi = lo[keep], hi[keep]
+        # starts: min over the range; finishes: max over the range (ranges are contiguous)
+        order = np.argsort(lo, kind="stable")
+        st = np.empty(lo.shape[0])
+        fi = np.empty(lo.shape[0])
+        flat_ids = _ranges(lo[order], hi[order])
+        cuts = np.concatenate([[0], np.cumsum(hi[order] - lo[order])[:-1]])
+        st[order] = np.minimum.reduceat(sim.start[flat_ids], cuts)
+        fi[order] = np.maximum.reduceat(sim.finish[flat_ids], cuts)
+        cols["start_s"] = st
+        cols["finish_s"] = fi
+        df = pd.DataFrame(cols)
+        for c in ("cell", "stage", "micro_batch"):
+            df[c] = df[c].astype(np.int64)
+        return df[list(TIMELINE_COLUMNS)].sort_values(["start_s", "cell"], kind="stable")
+
+
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    lens = hi - lo
+    total = int(lens.sum())
+    return np.arange(total, dtype=np.int64) + np.repeat(lo - (np.cumsum(lens) - lens), lens)
+
+
+def _union_length(start: np.ndarray, finish: np.ndarray) -> float:
+    """Total length of the union of intervals ``[start, finish]``."""
+    keep = finish > start
+    s, f = start[keep], finish[keep]
+    if s.size == 0:
+        return 0.0
+    order = np.argsort(s, kind="stable")
+    s, f = s[order], f[order]
+    reach = np.maximum.accumulate(f)
+    new = np.r_[True, s[1:] > reach[:-1]]
+    g_start = s[new]
+    g_end = np.maximum.reduceat(f, np.flatnonzero(new))
+    return float((g_end - g_start).sum())
+
+
+# ------------------------------------------------------------------------------------------------
+# Plan-derived workloads
+# ------------------------------------------------------------------------------------------------
+
+
+def _blocking(d: Demand) -> bool:
+    if d.op == "send":
+        return False
+    if d.phase == "forward" or d.op == "all-to-all":
+        return True
+    return d.cls not in ("dp", "embedding")
+
+
+class _PipelineModel:
+    def __init__(self, w: Workload, net: Network, gpu, bucket_bytes, algorithm, mode):
+        self.w, self.net, self.algorithm, self.mode = w, net, algorithm, mode
+        info, conv = w.info, w.conventions
+        flops = info.get("forward_flops_per_microbatch_per_gpu")
+        if not flops:
+            raise InputError(
+                "workload",
+                w.name or "unnamed",
+                "a plan-derived Workload (info with forward_flops_per_microbatch_per_gpu) or an "
+                "imported task graph",
+            )
+        self.p = p = len(flops)
+        self.m = m = int(info.get("micro_batches", 1))
+        self.v = v = int(conv.get("vpp", 1) or 1)
+        if p == 1:
+            self.v = v = 1
+        t_f = np.asarray(compute_time(np.asarray(flops, float), gpu)).reshape(-1)
+        mult = 3.0 if conv.get("recompute") == "full" else 2.0
+        self.t_f, self.t_b = t_f / v, mult * t_f / v
+        self.bucket_bytes = bucket_bytes
+        self._stages_and_cells()
+        params = info.get("parameters_per_gpu_per_stage")
+        if not params:
+            gb = float(conv.get("grad_reduce_bytes", 2) or 2)
+            params = [0.0] * p
+            for d in w.demands:
+                if d.cls == "dp" and d.phase == "backward" and d.op != "all-to-all":
+                    params[d.stage or 0] += d.size * d.count / gb
+        self.t_opt = np.asarray(optimizer_time(np.asarray(params, float), gpu)).reshape(-1)
+        self.orders = [pipeline_order(p, m, i, v) for i in range(p)]
+        self.n_slots = 2 * m * v
+        self._classify()
+        self._iso_cache: dict = {}
+
+    # -------------------------------------------------------------- structure
+    def _stages_and_cells(self):
+        w = self.w
+        R = w.gpus
+        stage = np.full(R, -1, np.int64)
+        # the source of a send and the members of a blocking collective are on the demand's
+        # stage; other families (e.g. the tied-embedding group of the first and last stage) only
+        # fill ranks left unknown
+        later = []
+        for d in w.demands:
+            if d.stage is None:
+                continue
+            if d.op == "send":
+                stage[d.groups[:, 0]] = d.stage
+            elif _blocking(d):
+                stage[d.groups.ravel()] = d.stage
+            else:
+                later.append(d)
+        for d in later:
+            r = d.groups.ravel()
+            stage[r[stage[r] < 0]] = d.stage
+        if self.p == 1:
+            stage[stage < 0] = 0
+        if np.any(stage < 0):
+            r = int(np.flatnonzero(stage < 0)[0])
+            raise InputError("workload.demands", f"rank {r} in no stage", "stages for all ranks")
+        a, b = [np.arange(R)], [np.arange(R)]
+        for d in w.demands:
+            if _blocking(d) and d.group_size > 1 and d.count > 0:
+                g = d.groups
+                a.append(np.repeat(g[:, 0], g.shape[1] - 1))
+                b.append(g[:, 1:].ravel())
+        a, b = np.concatenate(a), np.concatenate(b)
+        adj = sp.csr_matrix((np.ones(a.shape[0]), (a, b)), shape=(R, R))
+        _, lab = csgraph.connected_components(adj, directed=False)
+        # relabel cells by their smallest rank
+        first = np.full(lab.max() + 1, R, np.int64)
+        np.minimum.at(first, lab, np.arange(R))
+        rank_order = np.argsort(first, kind="stable")
+        relabel = np.empty_like(rank_order)
+        relabel[rank_order] = np.arange(rank_order.shape[0])
+        cell = relabel[lab]
+        self.cell_of = cell
+        self.n_cells = C = int(cell.max()) + 1
+        cst = np.full(C, -1, np.int64)
+        cst[cell] = stage
+        if np.any(cst[cell] != stage):
+            raise InputError(
+                "workload.demands", "a blocking collective across stages", "groups in one stage"
+            )
+        self.cell_stage = cst
+        self.rank_stage = stage
+
+    def _classify(self):
+        w = self.w
+        self.blocking, self.sync, self.after_opt, self.sends = [], [], [], {}
+        for idx, d in enumerate(w.demands):
+            if d.group_size <= 1 or d.count == 0 or d.n_groups == 0:
+                continue
+            if d.op == "send":
+                a = int(self.rank_stage[d.groups[0, 0]])
+                z = int(self.rank_stage[d.groups[0, 1]])
+                self.sends.setdefault((d.phase, a, z), []).append(idx)
+            elif _blocking(d):
+                self.blocking.append(idx)
+            elif d.phase == "optimizer":
+                self.after_opt.append(idx)
+            else:
+                self.sync.append(idx)
+        # pieces of the last backward task per stage: the largest bucket count of its stage
+        self.n_buckets = {}
+        pieces = np.ones(self.p, np.int64)
+        for idx in self.sync:
+            d = w.demands[idx]
+            nb = max(1, ceil(d.size * d.count / self.bucket_bytes))
+            self.n_buckets[idx] = nb
+            st = np.unique(self.cell_stage[self.cell_of[d.groups.ravel()]])
+            pieces[st] = np.maximum(pieces[st], nb)
+        self.pieces = pieces
+
+    # -------------------------------------------------------------- blocking durations
+    def _isolated(self, idx: int, r: int, reps: int) -> float:
+        """Seconds ``reps`` collectives of row ``r`` of demand ``idx`` (inside one server) take
+        alone; cached by the members' local GPU indices."""
+        gps = self.w.gpus_per_server
+        local = demand_rows(self.w, idx)[r] % gps
+        key = (idx, reps, tuple(local.tolist()))
+        if key not in self._iso_cache:
+            cf = expand_demand(
+                self.w, idx, algorithm=self.algorithm, mode=self.mode, rows=[r], repeats=reps
+            )
+            if cf.n_flows == 0:
+                self._iso_cache[key] = 0.0
+            else:
+                # the same group on server 0: only the local indices matter inside a server
+                cf = replace(cf, src=cf.src % gps, dst=cf.dst % gps)
+                fb = FlowBuilder(self.net)
+                cf.add_to(fb)
+                self._iso_cache[key] = simulate(fb.build(), record_series=False).makespan
+        return self._iso_cache[key]
+
+    # -------------------------------------------------------------- build
+    def build(self, instant: frozenset):
+        w, net, m, v, p, S = self.w, self.net, self.m, self.v, self.p, self.n_slots
+        fb, tasks = FlowBuilder(net), _Tasks()
+        C = self.n_cells
+        dev = fb.device_link(fb.new_devices(C))
+        gps = w.gpus_per_server
+        merge = []  # merge factors of network flows
+        Cst = np.full((C, S), -1, np.int64)  # first flow of each compute task
+        Cen = np.full((C, S), -1, np.int64)  # last flow of each compute task
+        K = np.full((C, S), -1, np.int64)
+        Pmax = int(self.pieces.max())
+        Pid = np.full((C, Pmax), -1, np.int64)
+        slot_of = np.zeros((p, 2, v, m), np.int64)
+        for i in range(p):
+            o = self.orders[i]
+            slot_of[i, o[:, 0], o[:, 2], o[:, 1]] = np.arange(S)
+        cross_rows: list = []
+        # ---- compute tasks, stage by stage (all cells of a stage at once)
+        for i in range(p):
+            cs = np.flatnonzero(self.cell_stage == i)
+            if cs.size == 0:
+                continue
+            o = self.orders[i]
+            dur = np.where(o[:, 0] == 0, self.t_f[i], self.t_b[i])
+            nc, P = cs.size, int(self.pieces[i])
+            ids = fb.add_links(np.repeat(dev[cs], S - 1), np.tile(dur[:-1], nc)).reshape(nc, S - 1)
+            Cst[cs, : S - 1] = ids
+            Cen[cs, : S - 1] = ids
+            pid = fb.add_links(np.repeat(dev[cs], P), np.full(nc * P, dur[-1] / P)).reshape(nc, P)
+            Pid[cs, :P] = pid
+            Cst[cs, S - 1] = pid[:, 0]
+            Cen[cs, S - 1] = pid[:, -1]
+            if P > 1:
+                fb.add_deps(pid[:, 1:], pid[:, :-1])
+            ph = np.where(o[:, 0] == 0, "forward", "backward")
+            for j in range(S):
+                tasks.add(
+                    "compute",
+                    "compute",
+                    ph[j],
+                    Cst[cs, j],
+                    Cen[cs, j] + 1,
+                    cell=cs,
+                    stage=i,
+                    mb=o[j, 1],
+                    name=f"{ph[j][0].upper()}{o[j, 1]}c{o[j, 2]}",
+                )
+            # ---- blocking comm per (cell, slot): isolated durations or real flows
+            kdur = np.zeros((nc, S))
+            is_last = np.zeros(S, bool)
+            for ph_code in (0, 1):
+                sl = np.flatnonzero(o[:, 0] == ph_code)
+                is_last[sl[-1]] = True
+            labels = set()
+            for idx in self.blocking:
+                d = w.demands[idx]
+                ph_code = _PHASE_NAMES.index(d.phase) if d.phase in _PHASE_NAMES else 1
+                rows = demand_rows(w, idx)
+                rcell = self.cell_of[rows[:, 0]]
+                base, rem = divmod(d.count, m * v)
+                sl = np.flatnonzero(o[:, 0] == ph_code)
+                for ci, c in enumerate(cs):
+                    my = np.flatnonzero(rcell == c)
+                    if my.size == 0:
+                        continue
+                    labels.add(d.cls)
+                    for r in my:
+                        row = rows[r]
+                        srv = row // gps
+                        if np.all(srv == srv[0]):
+                            if d.cls in instant:
+                                continue
+                            d_reg = self._isolated(idx, r, base) if base else 0.0
+                            d_last = self._isolated(idx, r, base + rem) if base + rem else 0.0
+                            kdur[ci, sl] += d_reg
+                            kdur[ci, sl[-1]] += d_last - d_reg
+                        else:
+                            cross_rows.append((idx, r, c, sl, base, rem))
+            cls_label = "+".join(sorted(labels)) or "none"
+            kid = fb.add_links(np.repeat(dev[cs], S), kdur.ravel()).reshape(nc, S)
+            K[cs] = kid
+            fb.add_deps(kid, Cen[cs])
+            fb.add_deps(Cst[cs, 1:], kid[:, :-1])
+            for j in range(S):
+                tasks.add(
+                    "comm",
+                    cls_label,
+                    ph[j],
+                    kid[:, j],
+                    kid[:, j] + 1,
+                    cell=cs,
+                    stage=i,
+                    mb=o[j, 1],
+                    name=f"blocking {cls_label}",
+                )
+        # ---- blocking groups that span servers: real flows between compute and its comm task
+        for idx, r, c, sl, base, rem in cross_rows:
+            d = w.demands[idx]
+            for k, j in enumerate(sl):
+                reps = base + (rem if k == sl.size - 1 else 0)
+                if reps == 0:
+                    continue
+                cf = expand_demand(
+                    w, idx, algorithm=self.algorithm, mode=self.mode, rows=[r], repeats=reps
+                )
+                ids = cf.add_to(fb, after=[Cen[c, j]], instantaneous=d.cls in instant)
+                fb.add_deps(np.full(ids.size, K[c, j]), ids)
+                i = int(self.cell_stage[c])
+                tasks.add(
+                    "comm",
+                    d.cls,
+                    d.phase,
+                    ids[0],
+                    ids[-1] + 1,
+                    cell=c,
+                    stage=i,
+                    mb=int(self.orders[i][j, 1]),
+                    name=d.name,
+                )
+        # ---- pipeline: sends between chunks, and the turn at the last chunk
+        for b in range(p * v - 1):
+            a, z = b % p, (b + 1) % p
+            ca, cz = b // p, (b + 1) // p
+            for phase, s_st, s_ch, d_st, d_ch, s_ph, d_ph in (
+                ("forward", a, ca, z, cz, 0, 0),
+                ("backward", z, cz, a, ca, 1, 1),
+            ):
+                src_slot = slot_of[s_st, s_ph, s_ch]  # (m,)
+                dst_slot = slot_of[d_st, d_ph, d_ch]
+                if s_st == d_st:
+                    cs = np.flatnonzero(self.cell_stage == s_st)
+                    fb.add_deps(Cst[cs][:, dst_slot], K[cs][:, src_slot])
+                    continue
+                idxs = self.sends.get((phase, s_st, d_st))
+                if not idxs:
+                    raise InputError(
+                        "workload.demands",
+                        f"no pipeline send {phase} {s_st}->{d_st}",
+                        "pp send demands for every stage boundary",
+                    )
+                for idx in idxs:
+                    d = w.demands[idx]
+                    src, dst = d.groups[:, 0], d.groups[:, 1]
+                    u_src, u_dst, u_mult = _merge_pairs(src, dst, self.cell_of, gps)
+                    merge.append(u_mult[(u_src // gps) != (u_dst // gps)])
+                    U = u_src.size
+                    ids = fb.add_ranks(
+                        np.tile(u_src, m),
+                        np.tile(u_dst, m),
+                        np.tile(u_mult * d.size, m),
+                        instantaneous="pp" in instant or d.cls in instant,
+                    ).reshape(m, U)
+                    sc, dc = self.cell_of[u_src], self.cell_of[u_dst]
+                    fb.add_deps(ids, K[sc[None, :], src_slot[:, None]])
+                    fb.add_deps(Cst[dc[None, :], dst_slot[:, None]], ids)
+                    tasks.add(
+                        "send",
+                        d.cls,
+                        phase,
+                        ids.ravel(),
+                        ids.ravel() + 1,
+                        cell=np.tile(sc, m),
+                        stage=s_st,
+                        mb=np.repeat(np.arange(m), U),
+                        name=d.name,
+                    )
+        last = np.flatnonzero(self.cell_stage == p - 1)
+        turn_f = slot_of[p - 1, 0, v - 1]
+        turn_b = slot_of[p - 1, 1, v - 1]
+        fb.add_deps(Cst[last][:, turn_b], K[last][:, turn_f])
+        # ---- gradient sync buckets
+        opt_after: list[tuple[np.ndarray, np.ndarray]] = []
+        final = {}
+        for idx in self.sync:
+            cells, R = self._sync(fb, tasks, idx, instant, Pid, merge, start=None)
+            opt_after.append((cells, R))
+            final[idx] = R
+        # ---- optimizer
+        opt = fb.add_links(dev, self.t_opt[self.cell_stage])
+        fb.add_deps(opt, K[:, S - 1])
+        for cells, R in opt_after:
+            fb.add_deps(opt[cells.ravel()], np.repeat(R, cells.shape[1]))
+        tasks.add(
+            "optimizer",
+            "compute",
+            "optimizer",
+            opt,
+            opt + 1,
+            cell=np.arange(C),
+            stage=self.cell_stage,
+            name="optimizer step",
+        )
+        for idx in self.after_opt:
+            self._sync(fb, tasks, idx, instant, Pid, merge, start=opt)
+        return fb, tasks, merge
+
+    def _sync(self, fb, tasks, idx, instant, Pid, merge, start):
+        """Bucketed collective of one family; returns (member cells per merged row, final
+        barrier per merged row)."""
+        w, gps = self.w, self.w.gpus_per_server
+        d = w.demands[idx]
+        rows = demand_rows(w, idx)
+        cells = self.cell_of[rows]
+        servers = rows // gps
+        distinct = np.all(np.diff(np.sort(servers, axis=1), axis=1) != 0, axis=1)
+        key = np.concatenate([servers, cells], axis=1)
+        key[~distinct, 0] = -1 - np.flatnonzero(~distinct)  # never merge these
+        _, first, inv, mult = np.unique(
+            key, axis=0, return_index=True, return_inverse=True, return_counts=True
+        )
+        inv = inv.reshape(-1)
+        urows, ucells = rows[first], cells[first]
+        merge.append(mult[distinct[first]])
+        U = urows.shape[0]
+        total = d.size * d.count
+        nb = self.n_buckets.get(idx, 1) if start is None else 1
+        k = members_per_server(urows, gps) if self.algorithm == "hierarchical" else None
+        t = flow_template(
+            d.op,
+            d.group_size,
+            total / nb,
+            self.algorithm,
+            mode=self.mode if d.op != "all-to-all" else "fluid",
+            members_per_server=k,
+            peer_bytes=d.peer_bytes,
+        )
+        nt = t.n_flows
+        blocks = U * nb
+        src = np.repeat(urows[:, t.src], nb, axis=0).ravel()
+        dst = np.repeat(urows[:, t.dst], nb, axis=0).ravel()
+        size = (np.repeat(mult, nb)[:, None] * t.bytes[None, :]).ravel()
+        off = np.arange(blocks) * nt
+        lens = np.tile(np.diff(t.dep_ptr), blocks)
+        ptr = np.zeros(blocks * nt + 1, np.int64)
+        np.cumsum(lens, out=ptr[1:])
+        base = fb.n
+        deps = (t.deps[None, :] + off[:, None]).ravel() + base
+        inst = d.cls in instant
+        ids = fb.add_ranks(src, dst, size, after=deps, after_ptr=ptr, instantaneous=inst)
+        ids = ids.reshape(blocks, nt)
+        Q = fb.add_links(fb.net.null_link, np.zeros(blocks)).reshape(U, nb)
+        R = fb.add_links(fb.net.null_link, np.zeros(blocks)).reshape(U, nb)
+        free = np.diff(t.dep_ptr) == 0
+        fb.add_deps(ids[:, free], np.repeat(Q.ravel(), int(free.sum())).reshape(blocks, -1))
+        fb.add_deps(np.repeat(R.ravel(), nt).reshape(blocks, nt), ids)
+        if nb > 1:
+            fb.add_deps(Q[:, 1:], R[:, :-1])
+        g = d.group_size
+        if start is None:
+            st = self.cell_stage[ucells]  # (U, g)
+            P = self.pieces[st]
+            b = np.arange(nb)
+            piece = np.ceil((b[None, None, :] + 1) * P[:, :, None] / nb).astype(np.int64) - 1
+            dep = Pid[ucells[:, :, None], piece]  # (U, g, nb)
+            fb.add_deps(np.broadcast_to(Q[:, None, :], (U, g, nb)), dep)
+        else:
+            fb.add_deps(np.repeat(Q[:, :1], g, axis=1), start[ucells])
+        tasks.add(
+            "sync",
+            d.cls,
+            d.phase,
+            ids[:, 0],
+            ids[:, -1] + 1,
+            cell=np.repeat(ucells[:, 0], nb),
+            stage=np.repeat(self.cell_stage[ucells[:, 0]], nb),
+            name=d.name,
+        )
+        return ucells, R[:, -1]
+
+
+def _merge_pairs(src, dst, cell_of, gps):
+    """Merge send rows with equal (source cell, source server, destination server) when the two
+    servers differ; returns representative source/destination ranks and multiplicities."""
+    ss, ds = src // gps, dst // gps
+    inter = ss != ds
+    key = np.column_stack([cell_of[src], ss, ds, np.where(inter, -1, src)])
+    _, first, counts = np.unique(key, axis=0, return_index=True, return_counts=True)
+    return src[first], dst[first], counts
+
+
+# ------------------------------------------------------------------------------------------------
+# Imported task graphs
+# ------------------------------------------------------------------------------------------------
+
+
+class _TaskGraphModel:
+    def __init__(self, w: Workload, net: Network, algorithm: str, mode: str):
+        self.w, self.net, self.algorithm, self.mode = w, net, algorithm, mode
+
+    def build(self, instant: frozenset):
+        w, net = self.w, self.net
+        tg = w.taskgraph
+        fb, tasks = FlowBuilder(net), _Tasks()
+        T = tg.n_tasks
+        ns = w.servers
+        dev = fb.device_link(fb.new_devices(2 * ns))
+        tail = np.full(T, -1, np.int64)
+        head_lo = np.full(T, -1, np.int64)
+        head_hi = np.full(T, -1, np.int64)
+        kind = tg.kind
+        server = np.maximum(tg.server, 0)
+        comp = np.flatnonzero(np.isin(kind, ("forward", "backward", "update")))
+        ids = fb.add_links(dev[server[comp]], tg.runtime_s[comp])
+        tail[comp] = ids
+        tasks.add("compute", "compute", kind[comp], ids, ids + 1, cell=server[comp], name="task")
+        cm = np.flatnonzero(kind == "comm")
+        ids = fb.add_links(dev[ns + server[cm]], tg.runtime_s[cm])
+        tail[cm] = ids
+        tasks.add("comm", "intra", "comm", ids, ids + 1, cell=server[cm], name="comm")
+        br = np.flatnonzero(kind == "barrier")
+        ids = fb.add_links(np.full(br.size, net.null_link), np.zeros(br.size))
+        tail[br] = ids
+        tr = np.flatnonzero(kind == "transfer")
+        if tr.size:
+            dm = tg.demand[tr]
+            src = np.array([w.demands[f].groups[r, 0] for f, r in dm.tolist()], np.int64)
+            dst = np.array([w.demands[f].groups[r, 1] for f, r in dm.tolist()], np.int64)
+            ids = fb.add_ranks(src, dst, tg.size_bytes[tr], instantaneous="mp" in instant)
+            tail[tr] = ids
+            tasks.add(
+                "send",
+                "mp",
+                "transfer",
+                ids,
+                ids + 1,
+                cell=src // w.gpus_per_server,
+                name="transfer",
+            )
+        single = tail >= 0
+        head_lo[single] = tail[single]
+        head_hi[single] = tail[single] + 1
+        ar = np.flatnonzero(kind == "all-reduce")
+        heads: dict[int, np.ndarray] = {}  # all-reduce task -> its flows without internal deps
+        for t in ar.tolist():
+            f, r = tg.demand[t]
+            if f < 0:  # a one-server all-reduce: no traffic
+                tail[t] = head_lo[t] = fb.add_barrier([])
+                head_hi[t] = head_lo[t] + 1
+                continue
+            d = w.demands[f]
+            cf = expand_demand(
+                w,
+                int(f),
+                algorithm=self.algorithm,
+                mode=self.mode,
+                rows=[int(r)],
+                repeats=1,
+                size=float(tg.size_bytes[t]),
+            )
+            ids = cf.add_to(fb, instantaneous=d.cls in instant)
+            free = ids[np.diff(cf.dep_ptr) == 0]
+            bar = fb.add_barrier(ids)
+            tail[t] = bar
+            # heads: flows without internal dependencies, contiguous from the first one
+            head_lo[t], head_hi[t] = ids[0], ids[0] + 1
+            heads[t] = free
+            tasks.add("sync", d.cls, d.phase, ids[0], bar + 1, name=d.name)
+        e = tg.edges
+        if e.size:
+            u, vv = e[:, 0], e[:, 1]
+            is_ar = np.isin(vv, ar)
+            fb.add_deps(head_lo[vv[~is_ar]], tail[u[~is_ar]])
+            for uu, v1 in zip(u[is_ar].tolist(), vv[is_ar].tolist(), strict=True):
+                h = heads.get(v1)
+                if h is None:
+                    fb.add_deps([head_lo[v1]], [tail[uu]])
+                else:
+                    fb.add_deps(h, np.full(h.size, tail[uu]))
+        return fb, tasks, []
+
+
+# ------------------------------------------------------------------------------------------------
+# Entry point
+# ------------------------------------------------------------------------------------------------
+
+
+def _classes(w: Workload) -> list[str]:
+    present = {d.cls for d in w.demands if d.group_size > 1 and d.count > 0}
+    return [c for c in CLASSES if c in present]
+
+
+def simulate_iteration(
+    workload: Workload,
+    fabric: Fabric,
+    *,
+    algorithm: str = "ring",
+    mode: str = "fluid",
+    routing: PathSet | None = None,
+    gpu: RooflineParams = A100,
+    bucket_bytes: float = 25e6,
+    intra_bandwidth: float | None = None,
+    exposed_by_class: bool = True,
+    record_series: bool = True,
+) -> IterationResult:
+    """Simulate one training iteration of ``workload`` on ``fabric``.
+
+    Parameters
+    ----------
+    workload : Workload
+        From a plan (:func:`traffic.build.workload_from_plan`) or an imported task graph.
+    fabric : Fabric
+        At least ``workload.servers`` servers.
+    algorithm : str
+        Collective algorithm (:data:`topoopt.flowsim.collectives.ALGORITHMS`).
+    mode : {"fluid", "steps"}
+        Collective flow model (:mod:`topoopt.flowsim.collectives`).
+    routing : PathSet, optional
+        Server-pair routes overriding the fabric's ECMP routes (e.g. a solver's).
+    gpu : RooflineParams
+        Compute throughput (default: A100 bf16 at 50 % of peak).
+    bucket_bytes : float
+        Gradient bucket size (default 25 MB as PyTorch DDP / Megatron).
+    intra_bandwidth : float, optional
+        Bytes/s of each GPU's intra-server link (default: the fabric's, else NVLink 3).
+    exposed_by_class : bool
+        Also simulate each class instantaneous to get ``exposed_by_class``.
+    record_series : bool
+        Keep link load series in ``sim``.
+
+    Returns
+    -------
+    IterationResult
+
+    Raises
+    ------
+    InputError
+        Unknown algorithm or mode, bad ``bucket_bytes``, a workload with more servers than the
+        fabric, a workload that is neither plan-derived nor an imported task graph.
+
+    Examples
+    --------
+    >>> from traffic.build import workload_from_plan
+    >>> from topoopt.fabrics import ideal
+    >>> w = workload_from_plan("vgg16-dp")
+    >>> r = simulate_iteration(w, ideal(w.servers, gpus_per_server=w.gpus_per_server))
+    >>> r.iteration_s >= r.compute_s > 0
+    True
+    """
+    if algorithm not in ALGORITHMS:
+        raise InputError("algorithm", algorithm, f"one of {', '.join(ALGORITHMS)}")
+    if mode not in MODES:
+        raise InputError("mode", mode, f"one of {', '.join(MODES)}")
+    if not (
+        isinstance(bucket_bytes, int | float) and np.isfinite(bucket_bytes) and bucket_bytes > 0
+    ):
+        raise InputError("bucket_bytes", bucket_bytes, "a positive number of bytes")
+    if not isinstance(gpu, RooflineParams):
+        raise InputError("gpu", type(gpu).__name__, "a RooflineParams")
+    net = Network(fabric, workload.gpus_per_server, intra_bandwidth, routing=routing)
+    net.check_workload(workload.gpus, workload.gpus_per_server)
+    if workload.taskgraph is not None:
+        model = _TaskGraphModel(workload, net, algorithm, mode)
+    else:
+        model = _PipelineModel(workload, net, gpu, bucket_bytes, algorithm, mode)
+    classes = _classes(workload)
+
+    def run(instant, series=False):
+        fb, tasks, merge = model.build(frozenset(instant))
+        fs = fb.build()
+        return simulate(fs, record_series=series), tasks, merge, fb
+
+    sim, tasks, merge, fb = run((), record_series)
+    iteration = float(sim.makespan)
+    compute = float(run(classes)[0].makespan)
+    by_class = {}
+    if exposed_by_class:
+        for c in classes:
+            by_class[c] = iteration - float(run([c])[0].makespan)
+    timeline = tasks.frame(sim)
+    is_comm = ~timeline["kind"].isin(["compute", "optimizer"]).to_numpy()
+    comm = _union_length(
+        timeline["start_s"].to_numpy()[is_comm], timeline["finish_s"].to_numpy()[is_comm]
+    )
+    n_net = net.null_link
+    cap = net.capacity(0)[:n_net]
+    kinds = net.link_kind(0)[:n_net]
+    lsrc = np.concatenate([fabric.src, np.arange(net.n_gpu_slots) // net.gpus_per_server])
+    ldst = np.concatenate([fabric.dst, np.arange(net.n_gpu_slots) // net.gpus_per_server])
+    lb = sim.link_bytes[:n_net]
+    links = pd.DataFrame(
+        {
+            "link": np.arange(n_net),
+            "kind": kinds.astype(str),
+            "src": lsrc,
+            "dst": ldst,
+            "bytes": lb,
+            "capacity": cap,
+            "utilisation": lb / (cap * iteration) if iteration > 0 else np.zeros(n_net),
+        }
+    )
+    factors = np.concatenate(merge) if merge else np.zeros(0, np.int64)
+    uniq = sorted({int(x) for x in np.unique(factors)}) if factors.size else []
+    info = {
+        "flows": int(sim.finish.shape[0]),
+        "tasks": int(len(timeline)),
+        "events": int(sim.n_events),
+        "merge_factors": uniq,
+        "merge_exact": len(uniq) <= 1,
+        "algorithm": algorithm,
+        "mode": mode,
+        "gpu": gpu.name,
+        "bucket_bytes": float(bucket_bytes),
+    }
+    if isinstance(model, _PipelineModel):
+        info.update(
+            cells=model.n_cells,
+            stages=model.p,
+            micro_batches=model.m,
+            vpp=model.v,
+            forward_s_per_stage=(model.t_f * model.v).tolist(),
+            backward_s_per_stage=(model.t_b * model.v).tolist(),
+            optimizer_s_per_stage=model.t_opt.tolist(),
+        )
+    return IterationResult(
+        iteration_s=iteration,
+        compute_s=compute,
+        comm_s=comm,
+        exposed_comm_s=iteration - compute,
+        exposed_by_class=by_class,
+        links=links,
+        timeline=timeline,
+        sim=sim,
+        info=info,
+    )

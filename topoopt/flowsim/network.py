@@ -1,0 +1,403 @@
+"""The network a simulation runs on: fabric links, intra-server links, a null link, device links.
+
+A :class:`Network` extends a :class:`~topoopt.fabrics.Fabric` with the links the flow model needs
+besides the fabric's own, numbered after them:
+
+========================= ================================== =====================================
+link ids                  what                               capacity, latency
+========================= ================================== =====================================
+``0 .. Lf-1``             the fabric's directed links        the fabric's
+``Lf + r`` (``r < R``)    NVLink-like egress of GPU ``r``    ``intra_bandwidth``, ``intra_latency``
+``Lf + R``                the *null* link                    1 byte/s, 0 s
+``Lf + R + 1 + c``        the private link of device ``c``   1 byte/s, 0 s
+========================= ================================== =====================================
+
+with ``R = n_servers * gpus_per_server`` GPU slots.
+
+- **Intra-server transfers.** A transfer between two GPUs of one server crosses the egress link of
+  its source GPU, never the fabric. One link per GPU models an NVSwitch-style server, where every
+  GPU sends at its own NVLink bandwidth whatever the others do; a collective inside a server is
+  then one flow per member on that member's egress link. When the fabric gives no
+  ``intra_server_bandwidth`` the default is :data:`DEFAULT_INTRA_BANDWIDTH` (300e9 bytes/s per
+  direction, the NVLink 3 bandwidth of one A100 GPU: 12 links x 25 GB/s).
+- **Network transfers.** Endpoints are servers (``rank // gpus_per_server``); the routes are a
+  :class:`~topoopt.paths.PathSet` over server pairs, computed once per set of needed pairs with
+  :func:`topoopt.fabrics.routes` (or taken from an override, e.g. a solver's), then indexed with
+  vectorised look-ups.
+- **Compute as flows.** A compute task of duration ``T`` seconds is a flow of ``T`` bytes on a
+  private link of capacity 1 byte/s that only its device uses; the device's tasks are serialised
+  by dependencies, so such a flow takes exactly ``T`` once its dependencies are done.
+- **Barriers and instantaneous transfers.** A zero-byte flow on the null link (latency 0) finishes
+  the instant its dependencies do: it joins dependencies (a barrier), and it stands for a transfer
+  that the model declares instantaneous (an infinitely fast network).
+
+:class:`FlowBuilder` accumulates flows route by route and task by task, then turns them into one
+:class:`~topoopt.flowsim.FlowSet` (:meth:`FlowBuilder.build`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from topoopt.fabrics.fabric import Fabric
+from topoopt.flowsim.flowset import FlowSet
+from topoopt.paths import PathSet
+from traffic.errors import InputError
+
+__all__ = ["DEFAULT_INTRA_BANDWIDTH", "Network", "FlowBuilder"]
+
+DEFAULT_INTRA_BANDWIDTH = 300e9
+"""Bytes/s of one GPU's NVLink egress when the fabric gives none (A100, NVLink 3: 12 x 25 GB/s)."""
+
+
+def _rows(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Concatenated ranges ``ptr[r]:ptr[r+1]`` of the given CSR rows (vectorised)."""
+    rows = np.asarray(rows, np.int64)
+    lens = ptr[rows + 1] - ptr[rows]
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    offs = np.repeat(ptr[rows] - (np.cumsum(lens) - lens), lens)
+    return np.arange(total, dtype=np.int64) + offs
+
+
+@dataclass(frozen=True, eq=False)
+class Network:
+    """A fabric plus intra-server, null and device links (see the module docstring).
+
+    Parameters
+    ----------
+    fabric : Fabric
+    gpus_per_server : int, optional
+        GPUs per server of the workload (default: the fabric's); rank ``r`` is on server
+        ``r // gpus_per_server``.
+    intra_bandwidth : float, optional
+        Bytes/s of each GPU's intra-server egress link (default: the fabric's
+        ``intra_server_bandwidth``, else :data:`DEFAULT_INTRA_BANDWIDTH`).
+    intra_latency : float
+        Seconds per intra-server transfer (default 0: NVLink latency is sub-microsecond).
+    routing : PathSet, optional
+        Routes over server pairs (node ids of the fabric) to use instead of the fabric's.
+    method : str
+        Routing method of :func:`topoopt.fabrics.routes` when ``routing`` is None.
+
+    Examples
+    --------
+    >>> from topoopt.fabrics import ideal
+    >>> net = Network(ideal(2, port_bandwidth=1e9), gpus_per_server=2, intra_bandwidth=5e9)
+    >>> net.n_fabric_links, net.intra_link([0, 3]).tolist(), net.null_link
+    (4, [4, 7], 8)
+    """
+
+    fabric: Fabric
+    gpus_per_server: int | None = None
+    intra_bandwidth: float | None = None
+    intra_latency: float = 0.0
+    routing: PathSet | None = None
+    method: str = "ecmp"
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        gps = self.fabric.gpus_per_server if self.gpus_per_server is None else self.gpus_per_server
+        if isinstance(gps, bool) or not isinstance(gps, int | np.integer) or gps < 1:
+            raise InputError("gpus_per_server", gps, "a positive integer")
+        object.__setattr__(self, "gpus_per_server", int(gps))
+        bw = self.intra_bandwidth
+        if bw is None:
+            bw = self.fabric.intra_server_bandwidth or DEFAULT_INTRA_BANDWIDTH
+        if not (np.isfinite(bw) and bw > 0):
+            raise InputError("intra_bandwidth", bw, "a positive finite number of bytes/s")
+        object.__setattr__(self, "intra_bandwidth", float(bw))
+        lat = float(self.intra_latency)
+        if not (np.isfinite(lat) and lat >= 0):
+            raise InputError("intra_latency", self.intra_latency, "a finite number >= 0 s")
+        object.__setattr__(self, "intra_latency", lat)
+        if self.routing is not None and not isinstance(self.routing, PathSet):
+            raise InputError("routing", type(self.routing).__name__, "a PathSet or None")
+
+    # ------------------------------------------------------------------ link ids
+    @property
+    def n_fabric_links(self) -> int:
+        return self.fabric.n_links
+
+    @property
+    def n_gpu_slots(self) -> int:
+        """GPU slots (``n_servers * gpus_per_server``), one intra link each."""
+        return self.fabric.n_servers * self.gpus_per_server
+
+    @property
+    def null_link(self) -> int:
+        """Id of the null link (zero-byte flows on it are instantaneous)."""
+        return self.n_fabric_links + self.n_gpu_slots
+
+    @property
+    def first_device_link(self) -> int:
+        """Id of the private link of device 0."""
+        return self.null_link + 1
+
+    def intra_link(self, ranks) -> np.ndarray:
+        """Intra-server egress link of each GPU rank."""
+        r = np.asarray(ranks, np.int64)
+        return self.n_fabric_links + r
+
+    def server_of(self, ranks) -> np.ndarray:
+        """Server of each rank."""
+        return np.asarray(ranks, np.int64) // self.gpus_per_server
+
+    def capacity(self, n_devices: int = 0) -> np.ndarray:
+        """Capacity of every link, bytes/s (``n_devices`` device links at the end)."""
+        return np.concatenate(
+            [
+                self.fabric.capacity,
+                np.full(self.n_gpu_slots, self.intra_bandwidth),
+                np.ones(1 + n_devices),
+            ]
+        )
+
+    def latency(self, n_devices: int = 0) -> np.ndarray:
+        """Latency of every link, seconds."""
+        return np.concatenate(
+            [
+                self.fabric.latency,
+                np.full(self.n_gpu_slots, self.intra_latency),
+                np.zeros(1 + n_devices),
+            ]
+        )
+
+    def link_kind(self, n_devices: int = 0) -> np.ndarray:
+        """Kind of every link: the fabric's kinds, then ``intra``, ``null`` and ``device``."""
+        return np.concatenate(
+            [
+                self.fabric.link_kind.astype(object),
+                np.full(self.n_gpu_slots, "intra", object),
+                np.array(["null"], object),
+                np.full(n_devices, "device", object),
+            ]
+        )
+
+    def check_workload(self, gpus: int, gpus_per_server: int) -> None:
+        """Raise :class:`InputError` unless a workload of ``gpus`` GPUs fits this network."""
+        if gpus_per_server != self.gpus_per_server:
+            raise InputError(
+                "workload.gpus_per_server",
+                gpus_per_server,
+                f"the network's gpus_per_server={self.gpus_per_server}",
+            )
+        servers = -(-gpus // gpus_per_server)
+        if servers > self.fabric.n_servers:
+            raise InputError(
+                "workload.servers",
+                servers,
+                f"at most the fabric's {self.fabric.n_servers} servers ({self.fabric.family})",
+            )
+
+    # ------------------------------------------------------------------ routes
+    def pair_routes(self, src: np.ndarray, dst: np.ndarray) -> tuple[PathSet, np.ndarray]:
+        """Routes for server pairs: a PathSet and the commodity index of each pair.
+
+        The fabric is routed once for all distinct pairs asked (cached per pair set); with a
+        ``routing`` override, the pairs are looked up in it.
+        """
+        src = np.asarray(src, np.int64)
+        dst = np.asarray(dst, np.int64)
+        n = self.fabric.n_nodes
+        if self.routing is not None:
+            ps = self.routing
+            idx = ps.index(src, dst, n)
+            if np.any(idx < 0):
+                i = int(np.flatnonzero(idx < 0)[0])
+                raise InputError(
+                    "routing",
+                    f"no path for server pair ({int(src[i])}, {int(dst[i])})",
+                    "a PathSet covering every server pair the workload uses",
+                )
+            return ps, idx
+        key = src * n + dst
+        uniq, inv = np.unique(key, return_inverse=True)
+        ck = ("routes", self.method, uniq.tobytes())
+        if ck not in self._cache:
+            from topoopt.fabrics.routing import routes
+
+            pairs = np.column_stack([uniq // n, uniq % n])
+            self._cache.clear()
+            self._cache[ck] = routes(self.fabric, self.method, pairs=pairs)
+        return self._cache[ck], inv.reshape(-1).astype(np.int64)
+
+
+class FlowBuilder:
+    """Accumulate flows (on server-pair routes or on single links) and their dependencies.
+
+    Every ``add_*`` call returns the ids of the new flows. Dependencies are given per flow as a
+    CSR pair ``(after_ptr, after)`` of flow ids, or as one id list shared by all the new flows,
+    or later with :meth:`add_deps`; they may name flows added later and must be acyclic (checked
+    by :meth:`build`). :meth:`build` returns the :class:`~topoopt.flowsim.FlowSet`.
+
+    Examples
+    --------
+    >>> from topoopt.fabrics import ideal
+    >>> net = Network(ideal(2, port_bandwidth=100.0, latency=0.0))
+    >>> fb = FlowBuilder(net)
+    >>> dev = fb.new_devices(1)
+    >>> a = fb.add_links(fb.device_link(dev), [2.0])           # 2 s of compute
+    >>> b = fb.add_ranks([0], [1], [300.0], after=a)            # then 300 B from server 0 to 1
+    >>> from topoopt.flowsim import simulate
+    >>> simulate(fb.build()).finish.tolist()
+    [2.0, 5.0]
+    """
+
+    def __init__(self, network: Network):
+        self.net = network
+        self.n = 0
+        self.n_devices = 0
+        self._link: list[np.ndarray] = []  # link id, or -1 for a server-pair flow
+        self._src: list[np.ndarray] = []  # server pair (only for link == -1)
+        self._dst: list[np.ndarray] = []
+        self._size: list[np.ndarray] = []
+        self._owner: list[np.ndarray] = []  # dependency edges: owner waits for dep
+        self._deps: list[np.ndarray] = []
+
+    # ------------------------------------------------------------------ devices
+    def new_devices(self, k: int) -> np.ndarray:
+        """Reserve ``k`` private device links; returns their device indices."""
+        out = np.arange(self.n_devices, self.n_devices + k, dtype=np.int64)
+        self.n_devices += k
+        return out
+
+    def device_link(self, devices) -> np.ndarray:
+        """Link id of each device."""
+        return self.net.first_device_link + np.asarray(devices, np.int64)
+
+    # ------------------------------------------------------------------ adding
+    def _push(self, link, src, dst, size, after_ptr, after) -> np.ndarray:
+        size = np.asarray(size, np.float64).reshape(-1)
+        k = size.shape[0]
+        link = np.broadcast_to(np.asarray(link, np.int64), (k,))
+        if after_ptr is None:
+            shared = np.zeros(0, np.int64) if after is None else np.asarray(after, np.int64)
+            shared = shared.reshape(-1)
+            lens = np.full(k, shared.shape[0], np.int64)
+            deps = np.tile(shared, k)
+        else:
+            after_ptr = np.asarray(after_ptr, np.int64)
+            lens = np.diff(after_ptr)
+            deps = np.asarray(after, np.int64).reshape(-1)[after_ptr[0] : after_ptr[-1]]
+        ids = np.arange(self.n, self.n + k, dtype=np.int64)
+        self._link.append(np.array(link))
+        self._src.append(np.broadcast_to(np.asarray(src, np.int64), (k,)).copy())
+        self._dst.append(np.broadcast_to(np.asarray(dst, np.int64), (k,)).copy())
+        self._size.append(size)
+        self._owner.append(np.repeat(ids, lens))
+        self._deps.append(deps)
+        self.n += k
+        return ids
+
+    def add_deps(self, flows, after) -> None:
+        """Make each ``flows[i]`` wait for ``after[i]`` too (ids of flows added or to be added;
+        checked when the FlowSet is built)."""
+        f = np.asarray(flows, np.int64).ravel()
+        a = np.asarray(after, np.int64).ravel()
+        if f.shape != a.shape:
+            raise InputError("after", a.shape, f"one dependency per flow, shape {f.shape}")
+        self._owner.append(f)
+        self._deps.append(a)
+
+    def add_links(self, links, size, *, after=None, after_ptr=None) -> np.ndarray:
+        """Flows on single links (intra, null or device links), ``size`` bytes each."""
+        size = np.asarray(size, np.float64).reshape(-1)
+        links = np.broadcast_to(np.asarray(links, np.int64), size.shape)
+        return self._push(links, -1, -1, size, after_ptr, after)
+
+    def add_barrier(self, after) -> int:
+        """One zero-byte flow on the null link that finishes when all of ``after`` have."""
+        return int(self.add_links(self.net.null_link, [0.0], after=after)[0])
+
+    def add_ranks(
+        self, src_rank, dst_rank, size, *, after=None, after_ptr=None, instantaneous=False
+    ) -> np.ndarray:
+        """Transfers between GPU ranks: on the source GPU's intra link inside a server, on the
+        fabric route between their servers otherwise; on the null link with zero bytes when
+        ``instantaneous``."""
+        s = np.asarray(src_rank, np.int64).reshape(-1)
+        d = np.asarray(dst_rank, np.int64).reshape(-1)
+        size = np.broadcast_to(np.asarray(size, np.float64), s.shape).copy()
+        if instantaneous:
+            return self._push(
+                np.full(s.shape, self.net.null_link), -1, -1, np.zeros(s.shape), after_ptr, after
+            )
+        ss, ds = self.net.server_of(s), self.net.server_of(d)
+        intra = ss == ds
+        link = np.where(intra, self.net.intra_link(s), -1)
+        return self._push(
+            link, np.where(intra, -1, ss), np.where(intra, -1, ds), size, after_ptr, after
+        )
+
+    # ------------------------------------------------------------------ output
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The accumulated per-flow arrays (``link``, ``src``, ``dst``, ``size``) and deps CSR."""
+
+        def cat(parts, dtype):
+            return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
+
+        owner, deps = cat(self._owner, np.int64), cat(self._deps, np.int64)
+        if deps.size and (deps.min() < 0 or deps.max() >= self.n):
+            bad = int(deps.min()) if deps.min() < 0 else int(deps.max())
+            raise InputError("after", bad, f"ids of flows of this builder (0..{self.n - 1})")
+        order = np.argsort(owner, kind="stable")
+        ptr = np.zeros(self.n + 1, np.int64)
+        np.cumsum(np.bincount(owner, minlength=self.n), out=ptr[1:])
+        return {
+            "link": cat(self._link, np.int64),
+            "src": cat(self._src, np.int64),
+            "dst": cat(self._dst, np.int64),
+            "size": cat(self._size, np.float64),
+            "dep_ptr": ptr,
+            "deps": deps[order],
+        }
+
+    def build(self, start: float = 0.0) -> FlowSet:
+        """One FlowSet with every flow added so far (all released at ``start`` at the earliest).
+
+        Server-pair flows take every weighted path of their pair's route; link flows have the one
+        single-link path.
+        """
+        a = self.arrays()
+        net = self.net
+        n_f = a["size"].shape[0]
+        on_pair = a["link"] < 0
+        n_paths = np.ones(n_f, np.int64)
+        pair_idx = np.flatnonzero(on_pair)
+        if pair_idx.size:
+            ps, comm = net.pair_routes(a["src"][pair_idx], a["dst"][pair_idx])
+            cp = ps.commodity_ptr
+            n_paths[pair_idx] = cp[comm + 1] - cp[comm]
+            sel = _rows(cp, comm)  # path ids of the pair flows, flow-major
+        flow_ptr = np.zeros(n_f + 1, np.int64)
+        np.cumsum(n_paths, out=flow_ptr[1:])
+        n_p = int(flow_ptr[-1])
+        path_len = np.ones(n_p, np.int64)
+        weight = np.ones(n_p)
+        pair_path_pos = _rows(flow_ptr, pair_idx)  # positions of the pair flows' paths
+        if pair_idx.size:
+            path_len[pair_path_pos] = ps.path_ptr[sel + 1] - ps.path_ptr[sel]
+            weight[pair_path_pos] = ps.weight[sel]
+        path_ptr = np.zeros(n_p + 1, np.int64)
+        np.cumsum(path_len, out=path_ptr[1:])
+        links = np.empty(int(path_ptr[-1]), np.int64)
+        link_flows = np.flatnonzero(~on_pair)
+        links[path_ptr[flow_ptr[link_flows]]] = a["link"][link_flows]
+        if pair_idx.size:
+            links[_rows(path_ptr, pair_path_pos)] = ps.path_links[_rows(ps.path_ptr, sel)]
+        return FlowSet(
+            capacity=net.capacity(self.n_devices),
+            latency=net.latency(self.n_devices),
+            size=a["size"],
+            start=np.full(n_f, float(start)),
+            flow_ptr=flow_ptr,
+            path_ptr=path_ptr,
+            path_links=links,
+            weight=weight,
+            dep_ptr=a["dep_ptr"],
+            deps=a["deps"],
+        )
