@@ -6,7 +6,7 @@ broadcast over all rows of the family's ``groups`` array with one fancy-indexing
 expansion costs O(pairs) numpy work and no Python loop over groups.
 
 Ring orders: members of all-reduce, reduce-scatter and all-gather groups are taken in ascending
-rank order unless an explicit order is given. Since ``server = rank // gpus_per_server``, ascending
+rank order unless an explicit order is given (``orders``, or a family marked ``ordered``). Since ``server = rank // gpus_per_server``, ascending
 order keeps each server's members contiguous in the ring, as NCCL orders its rings. Broadcast,
 send and all-to-all use the group as given (root first; fixed pairs).
 
@@ -345,7 +345,7 @@ def expand(
                 np.sort(rows, axis=1), np.sort(d.groups, axis=1)
             ):
                 raise InputError(f"orders[{idx}]", rows.shape, "a permutation of each group row")
-        elif d.op in _ORDERED_OPS:
+        elif d.op in _ORDERED_OPS and not d.ordered:
             rows = np.sort(rows, axis=1)
         k = _members_per_server(rows, gps) if algorithm == "hierarchical" else None
         ts, td, tb = collective_template(d.op, d.group_size, d.size, algorithm, d.peer_bytes, k)

@@ -106,6 +106,11 @@ class Demand:
         (one rank's whole send buffer).
     stage : int, optional
         Pipeline stage the family belongs to, when it belongs to one (used by the iteration model).
+    ordered : bool
+        True when each row already lists the members in the order the collective uses them (a
+        ring order chosen by a solver); False (default) lets expansion use ascending rank order
+        for all-reduce, reduce-scatter and all-gather (NCCL-like: each server's members
+        contiguous).
     """
 
     op: str
@@ -118,6 +123,7 @@ class Demand:
     name: str = ""
     peer_bytes: np.ndarray | None = None
     stage: int | None = None
+    ordered: bool = False
 
     def __post_init__(self) -> None:
         groups = np.asarray(self.groups, dtype=np.int64)

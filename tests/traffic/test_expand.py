@@ -182,3 +182,11 @@ def test_bytes_conserved_demand_to_gpu_to_server(
     assert gm.sum() == pytest.approx(expected, rel=1e-12, abs=1e-6)
     assert sm.sum() == pytest.approx(expected, rel=1e-12, abs=1e-6)
     assert sm.shape == (gpus // gps, gpus // gps)
+
+
+def test_ordered_family_keeps_its_row_order():
+    groups = np.array([[0, 2, 1, 3]])
+    w = Workload(4, 1, (Demand("all-reduce", groups, S, "dp", "backward", ordered=True),))
+    m = gpu_matrix(w).toarray()
+    assert m[0, 2] == m[2, 1] == m[1, 3] == m[3, 0] == 1500.0
+    assert np.count_nonzero(m) == 4

@@ -408,7 +408,8 @@ def _select(workload: Workload, classes, phases, demands) -> list[int]:
 
 def demand_rows(workload: Workload, idx: int, orders: Mapping[int, np.ndarray] | None = None):
     """Member rows of demand ``idx`` in the order its collective uses them (ascending rank for
-    all-reduce, reduce-scatter and all-gather unless ``orders`` gives one)."""
+    all-reduce, reduce-scatter and all-gather unless ``orders`` gives one or the family is
+    ``ordered``)."""
     d = workload.demands[idx]
     if orders is not None and idx in orders:
         rows = np.asarray(orders[idx], np.int64)
@@ -417,7 +418,7 @@ def demand_rows(workload: Workload, idx: int, orders: Mapping[int, np.ndarray] |
         ):
             raise InputError(f"orders[{idx}]", rows.shape, "a permutation of each group row")
         return rows
-    if d.op in _ORDERED:
+    if d.op in _ORDERED and not d.ordered:
         return np.sort(d.groups, axis=1)
     return d.groups
 
