@@ -24,6 +24,16 @@ from traffic.errors import InputError
 __all__ = ["PathSet"]
 
 
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(lo[i], hi[i])`` for all ``i``, vectorised."""
+    lens = hi - lo
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    starts = np.repeat(lo - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
+    return starts + np.arange(total)
+
+
 @dataclass(frozen=True, eq=False)
 class PathSet:
     """Weighted paths for a set of commodities (ordered node pairs), in CSR form.
@@ -105,6 +115,46 @@ class PathSet:
         path_bytes = np.asarray(commodity_bytes, np.float64)[self.path_commodity()] * self.weight
         link_bytes = np.repeat(path_bytes, self.path_lengths())
         return np.bincount(self.path_links, weights=link_bytes, minlength=n_links)
+
+    def take(self, commodities: np.ndarray) -> PathSet:
+        """The sub-PathSet of the given commodity indices (in that order)."""
+        k = np.asarray(commodities, np.int64).ravel()
+        n_paths = np.diff(self.commodity_ptr)[k]
+        path_ids = _ranges(self.commodity_ptr[k], self.commodity_ptr[k + 1])
+        lens = np.diff(self.path_ptr)[path_ids]
+        link_ids = _ranges(self.path_ptr[path_ids], self.path_ptr[path_ids + 1])
+        return PathSet(
+            src=self.src[k],
+            dst=self.dst[k],
+            commodity_ptr=np.concatenate([[0], np.cumsum(n_paths)]),
+            path_ptr=np.concatenate([[0], np.cumsum(lens)]),
+            path_links=self.path_links[link_ids],
+            weight=self.weight[path_ids],
+        )
+
+    @staticmethod
+    def concat(parts: list[PathSet]) -> PathSet:
+        """One PathSet holding the commodities of ``parts`` in order (same link numbering)."""
+        parts = list(parts)
+        c_off = np.cumsum([0] + [p.n_paths for p in parts[:-1]])
+        l_off = np.cumsum([0] + [p.path_links.shape[0] for p in parts[:-1]])
+        return PathSet(
+            src=np.concatenate([p.src for p in parts]),
+            dst=np.concatenate([p.dst for p in parts]),
+            commodity_ptr=np.concatenate(
+                [[0]] + [p.commodity_ptr[1:] + o for p, o in zip(parts, c_off, strict=True)]
+            ),
+            path_ptr=np.concatenate(
+                [[0]] + [p.path_ptr[1:] + o for p, o in zip(parts, l_off, strict=True)]
+            ),
+            path_links=np.concatenate([p.path_links for p in parts]),
+            weight=np.concatenate([p.weight for p in parts]),
+        )
+
+    def with_fallback(self, fallback: PathSet, n_nodes: int) -> PathSet:
+        """These commodities, plus those of ``fallback`` whose pair is not here."""
+        missing = self.index(fallback.src, fallback.dst, n_nodes) < 0
+        return PathSet.concat([self, fallback.take(np.flatnonzero(missing))])
 
     def mean_hops(self) -> np.ndarray:
         """Weighted mean hop count of each commodity."""

@@ -239,7 +239,15 @@ def test_bad_input():
         Network(ideal(8), gpus_per_server=2).check_workload(16, 4)
     with pytest.raises(InputError, match="intra_bandwidth"):
         Network(ideal(2), intra_bandwidth=-1.0)
+    with pytest.raises(InputError, match="routing"):
+        Network(ideal(2), routing="ecmp")
+
+
+def test_partial_routing_override_falls_back_to_fabric_routes():
     from topoopt.fabrics import routes
 
-    with pytest.raises(InputError, match="routing"):
-        communication_time(w, ideal(4, gpus_per_server=4), routing=routes(ideal(4), pairs=[[0, 1]]))
+    w = mixed_workload()
+    fab = ideal(4, gpus_per_server=4)
+    full = communication_time(w, fab)
+    partial = communication_time(w, fab, routing=routes(fab, pairs=[[0, 1]]))
+    assert partial.total_s == pytest.approx(full.total_s, rel=1e-12)

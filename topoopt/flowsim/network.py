@@ -79,9 +79,10 @@ class Network:
     intra_latency : float
         Seconds per intra-server transfer (default 0: NVLink latency is sub-microsecond).
     routing : PathSet, optional
-        Routes over server pairs (node ids of the fabric) to use instead of the fabric's.
+        Routes over server pairs (node ids of the fabric) to use instead of the fabric's; pairs
+        it does not cover are routed with ``method``.
     method : str
-        Routing method of :func:`topoopt.fabrics.routes` when ``routing`` is None.
+        Routing method of :func:`topoopt.fabrics.routes` for pairs ``routing`` does not cover.
 
     Examples
     --------
@@ -198,7 +199,8 @@ class Network:
         """Routes for server pairs: a PathSet and the commodity index of each pair.
 
         The fabric is routed once for all distinct pairs asked (cached per pair set); with a
-        ``routing`` override, the pairs are looked up in it.
+        ``routing`` override, the pairs are looked up in it, and pairs it does not cover are
+        routed with ``method`` (cached, so a solver's routing only needs the pairs it chose).
         """
         src = np.asarray(src, np.int64)
         dst = np.asarray(dst, np.int64)
@@ -207,12 +209,23 @@ class Network:
             ps = self.routing
             idx = ps.index(src, dst, n)
             if np.any(idx < 0):
-                i = int(np.flatnonzero(idx < 0)[0])
-                raise InputError(
-                    "routing",
-                    f"no path for server pair ({int(src[i])}, {int(dst[i])})",
-                    "a PathSet covering every server pair the workload uses",
-                )
+                # pairs the override does not cover are routed with ``method``
+                ck = ("override", self.method, id(ps))
+                missing = np.unique((src * n + dst)[idx < 0])
+                cached = self._cache.get(ck)
+                if cached is not None:
+                    still = cached.index(missing // n, missing % n, n) < 0
+                    missing = missing[still]
+                    ps = cached
+                if missing.size:
+                    from topoopt.fabrics.routing import routes
+
+                    extra = routes(
+                        self.fabric, self.method, pairs=np.column_stack([missing // n, missing % n])
+                    )
+                    ps = PathSet.concat([ps, extra])
+                self._cache[ck] = ps
+                idx = ps.index(src, dst, n)
             return ps, idx
         key = src * n + dst
         uniq, inv = np.unique(key, return_inverse=True)
