@@ -31,7 +31,8 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-stdout = Console(soft_wrap=True)
+# Tables keep their columns when stdout is a pipe or a file (rich would assume 80 columns).
+stdout = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 stderr = Console(stderr=True, soft_wrap=True)
 
 
