@@ -19,7 +19,7 @@ after_traffic = sorted(k for k in sys.modules if k.split(".")[0] in {"topoopt", 
 import topoopt
 core = ["topoopt"] + [
     m.name for m in pkgutil.walk_packages(topoopt.__path__, "topoopt.")
-    if not m.name.startswith(("topoopt.cli", "topoopt.report"))
+    if not m.name.startswith(("topoopt.cli", "topoopt.report", "topoopt.studies"))
 ]
 for m in core:
     importlib.import_module(m)

@@ -20,8 +20,8 @@ def demo_command(
     force: Annotated[bool, typer.Option(help="Overwrite an existing report")] = False,
 ) -> None:
     """Run the end-to-end demo on embedded plans and write topoopt-demo.html."""
-    from topoopt.report.demo import run_demo
     from topoopt.report.traffic_figures import format_bytes
+    from topoopt.studies.demo import run_demo
 
     prepare_output(out, force)
     result = run_demo()

@@ -1,0 +1,298 @@
+"""The result of every optical-design solver: circuits, rings, routing, and how good it is.
+
+A :class:`Design` is independent of any fabric's link numbering: its routing is a list of paths
+written as server-node sequences (:class:`NodePaths`, CSR arrays), one set of paths per server
+pair that carries traffic, the same in every phase. :meth:`Design.phase_routings` turns it into
+the per-phase :class:`solvers.congestion.PhaseRouting` (link-id paths) that
+:func:`solvers.congestion.evaluate_routing` reads, and :meth:`Design.to_json` /
+:meth:`Design.from_json` read and write ``design.json``.
+
+Units: bytes/s for ``link_bandwidth``, seconds for ``objective_s``, ``lower_bound_s``,
+``wall_s``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from solvers.congestion import (
+    PhaseRouting,
+    RingSet,
+    canonical_circuits,
+    circuit_degrees,
+    circuit_links,
+    link_lookup,
+)
+from solvers.problem import DesignProblem
+from topoopt.paths import PathSet
+from traffic.errors import InputError
+
+__all__ = ["NodePaths", "Design"]
+
+
+@dataclass(frozen=True, eq=False)
+class NodePaths:
+    """Weighted paths between server pairs, as server-node sequences (CSR).
+
+    Attributes
+    ----------
+    src, dst : numpy.ndarray
+        ``int64 (K,)``: commodity ``k`` is the ordered server pair ``(src[k], dst[k])``.
+    commodity_ptr : numpy.ndarray
+        ``int64 (K+1,)``: paths of commodity ``k`` are ``commodity_ptr[k]:commodity_ptr[k+1]``.
+    path_ptr : numpy.ndarray
+        ``int64 (P+1,)``: path ``p`` visits ``nodes[path_ptr[p]:path_ptr[p+1]]`` (source first,
+        destination last, so a path of ``h`` hops has ``h + 1`` nodes).
+    nodes : numpy.ndarray
+        ``int64`` server ids.
+    weight : numpy.ndarray
+        ``float64 (P,)``: fraction of the commodity on each path (sum 1 per commodity).
+
+    Examples
+    --------
+    >>> p = NodePaths.from_lists([0], [2], [[([0, 1, 2], 1.0)]])
+    >>> p.path_lengths().tolist(), p.to_lists()
+    ([2], [[([0, 1, 2], 1.0)]])
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    commodity_ptr: np.ndarray
+    path_ptr: np.ndarray
+    nodes: np.ndarray
+    weight: np.ndarray
+
+    def __post_init__(self) -> None:
+        for name in ("src", "dst", "commodity_ptr", "path_ptr", "nodes"):
+            object.__setattr__(self, name, np.ascontiguousarray(getattr(self, name), np.int64))
+        object.__setattr__(self, "weight", np.ascontiguousarray(self.weight, np.float64))
+        k, p = self.src.shape[0], self.weight.shape[0]
+        if self.dst.shape != (k,) or self.commodity_ptr.shape != (k + 1,):
+            raise InputError("routing.commodity_ptr", self.commodity_ptr.shape, f"({k + 1},)")
+        if self.commodity_ptr[-1] != p or self.path_ptr.shape != (p + 1,):
+            raise InputError("routing.path_ptr", self.path_ptr.shape, f"({p + 1},)")
+        if self.path_ptr[-1] != self.nodes.shape[0]:
+            raise InputError("routing.nodes", self.nodes.shape, "path_ptr[-1] nodes")
+        if p and np.any(np.diff(self.path_ptr) < 2):
+            raise InputError("routing.path_ptr", "a path of < 2 nodes", "paths of >= 1 hop")
+
+    @classmethod
+    def empty(cls) -> NodePaths:
+        z = np.zeros(0, np.int64)
+        return cls(z, z, np.zeros(1, np.int64), np.zeros(1, np.int64), z, np.zeros(0))
+
+    @classmethod
+    def from_lists(cls, src, dst, paths: list[list[tuple[list[int], float]]]) -> NodePaths:
+        """Build from per-commodity lists of ``(nodes, weight)``."""
+        cptr = np.zeros(len(paths) + 1, np.int64)
+        cptr[1:] = np.cumsum([len(pl) for pl in paths]) if paths else []
+        flat = [(list(nodes), float(w)) for pl in paths for nodes, w in pl]
+        pptr = np.zeros(len(flat) + 1, np.int64)
+        pptr[1:] = np.cumsum([len(n) for n, _ in flat]) if flat else []
+        nodes = np.concatenate([np.asarray(n, np.int64) for n, _ in flat]) if flat else []
+        return cls(src, dst, cptr, pptr, np.asarray(nodes, np.int64), [w for _, w in flat])
+
+    def to_lists(self) -> list[list[tuple[list[int], float]]]:
+        """Per-commodity lists of ``(nodes, weight)``."""
+        out = []
+        for k in range(self.n_commodities):
+            out.append(
+                [
+                    (
+                        self.nodes[self.path_ptr[p] : self.path_ptr[p + 1]].tolist(),
+                        float(self.weight[p]),
+                    )
+                    for p in range(self.commodity_ptr[k], self.commodity_ptr[k + 1])
+                ]
+            )
+        return out
+
+    @property
+    def n_commodities(self) -> int:
+        return int(self.src.shape[0])
+
+    @property
+    def n_paths(self) -> int:
+        return int(self.weight.shape[0])
+
+    def path_lengths(self) -> np.ndarray:
+        """Hops of every path."""
+        return np.diff(self.path_ptr) - 1
+
+    def path_commodity(self) -> np.ndarray:
+        """Commodity of every path."""
+        return np.repeat(np.arange(self.n_commodities), np.diff(self.commodity_ptr))
+
+    def hops(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(u, v)`` of every hop of every path, in path order (vectorised)."""
+        last = np.zeros(self.nodes.shape[0], bool)
+        last[self.path_ptr[1:] - 1] = True
+        idx = np.flatnonzero(~last)
+        return self.nodes[idx], self.nodes[idx + 1]
+
+    def to_pathset(self, link_src: np.ndarray, link_dst: np.ndarray, n: int) -> PathSet:
+        """The same paths over directed link ids (``link_src``/``link_dst`` of a link table).
+
+        Raises
+        ------
+        InputError
+            If a hop joins two servers with no link between them.
+        """
+        u, v = self.hops()
+        ids = link_lookup(link_src, link_dst, n)(u, v)
+        if np.any(ids < 0):
+            bad = int(np.flatnonzero(ids < 0)[0])
+            raise InputError("routing", f"hop {int(u[bad])}->{int(v[bad])}", "hops over circuits")
+        return PathSet(
+            self.src,
+            self.dst,
+            self.commodity_ptr,
+            self.path_ptr - np.arange(self.path_ptr.shape[0]),
+            ids,
+            self.weight,
+        )
+
+    def to_dict(self) -> dict[str, list]:
+        return {
+            "src": self.src.tolist(),
+            "dst": self.dst.tolist(),
+            "commodity_ptr": self.commodity_ptr.tolist(),
+            "path_ptr": self.path_ptr.tolist(),
+            "nodes": self.nodes.tolist(),
+            "weight": self.weight.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> NodePaths:
+        try:
+            return cls(
+                *(d[k] for k in ("src", "dst", "commodity_ptr", "path_ptr", "nodes")), d["weight"]
+            )
+        except KeyError as exc:
+            raise InputError(
+                "design.routing", f"missing {exc.args[0]!r}", "the NodePaths keys"
+            ) from None
+
+
+@dataclass(frozen=True, eq=False)
+class Design:
+    """An optical design: the circuits, the rings of mutable groups, the routing, the scores.
+
+    Attributes
+    ----------
+    servers : int
+    degree : int
+        Ports per server.
+    link_bandwidth : float
+        Bytes/s of one circuit, each direction.
+    circuits : numpy.ndarray
+        ``int64 (E, 3)`` rows ``[u, v, count]``, ``u < v``, sorted and merged.
+    rings : tuple of dict
+        One per directed ring: ``{"phase": name, "group": index in that phase,
+        "members": sorted servers, "order": servers in ring order, "stride": int or None,
+        "weight": fraction of the group's bytes, "virtual": bool (steps forwarded by hosts)}``.
+    routing : NodePaths
+        Paths of every server pair that carries bytes (fixed traffic and ring steps).
+    solver, status : str
+    objective_s, lower_bound_s, gap, wall_s : float
+    info : dict
+        Solver-specific facts (degree split, strides, seeds, ...), JSON-ready.
+    """
+
+    servers: int
+    degree: int
+    link_bandwidth: float
+    circuits: np.ndarray
+    rings: tuple[dict, ...]
+    routing: NodePaths
+    solver: str
+    status: str
+    objective_s: float
+    lower_bound_s: float
+    gap: float
+    wall_s: float
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = int(self.servers)
+        object.__setattr__(self, "circuits", canonical_circuits(self.circuits, n))
+        object.__setattr__(self, "rings", tuple(self.rings))
+        deg = self.port_usage()
+        if np.any(deg > self.degree):
+            i = int(np.argmax(deg))
+            raise InputError(f"circuits (server {i})", int(deg[i]), f"<= {self.degree} ports")
+
+    def port_usage(self) -> np.ndarray:
+        """Ports used at each server."""
+        return circuit_degrees(self.circuits, self.servers)
+
+    def phase_routings(self, problem: DesignProblem) -> tuple[PhaseRouting, ...]:
+        """Per-phase rings and link-id paths for :func:`solvers.congestion.evaluate_routing`."""
+        src, dst, _ = circuit_links(self.circuits, self.link_bandwidth)
+        paths = self.routing.to_pathset(src, dst, self.servers)
+        out = []
+        for ph in problem.phases:
+            mine = [r for r in self.rings if r["phase"] == ph.name]
+            rings = RingSet.from_lists([(r["group"], r["weight"], r["order"]) for r in mine])
+            out.append(PhaseRouting(rings, paths))
+        return tuple(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "servers": int(self.servers),
+            "degree": int(self.degree),
+            "link_bandwidth": float(self.link_bandwidth),
+            "circuits": self.circuits.tolist(),
+            "rings": [dict(r) for r in self.rings],
+            "routing": self.routing.to_dict(),
+            "solver": self.solver,
+            "status": self.status,
+            "objective_s": float(self.objective_s),
+            "lower_bound_s": float(self.lower_bound_s),
+            "gap": float(self.gap),
+            "wall_s": float(self.wall_s),
+            "info": dict(self.info),
+        }
+
+    def to_json(self) -> str:
+        """``design.json`` text (one JSON document)."""
+        return json.dumps(self.to_dict(), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> Design:
+        """Read ``design.json`` text.
+
+        Raises
+        ------
+        InputError
+            Not JSON, or a key is missing.
+        """
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError("design.json", str(exc), "a JSON document") from None
+        try:
+            return cls(
+                servers=int(d["servers"]),
+                degree=int(d["degree"]),
+                link_bandwidth=float(d["link_bandwidth"]),
+                circuits=np.asarray(d["circuits"], np.int64).reshape(-1, 3),
+                rings=tuple(d["rings"]),
+                routing=NodePaths.from_dict(d["routing"]),
+                solver=str(d["solver"]),
+                status=str(d["status"]),
+                objective_s=float(d["objective_s"]),
+                lower_bound_s=float(d["lower_bound_s"]),
+                gap=float(d["gap"]),
+                wall_s=float(d["wall_s"]),
+                info=d.get("info", {}),
+            )
+        except KeyError as exc:
+            raise InputError(
+                "design.json", f"missing {exc.args[0]!r}", "a design document"
+            ) from None

@@ -1,0 +1,171 @@
+"""From a :class:`~solvers.design.Design` to what the flow model simulates.
+
+A design is judged by the flow model, not by the optimizer's own objective. Three pieces turn it
+into a simulation input:
+
+- :func:`design_fabric`: the direct-connect fabric of its circuits (parallel circuits bundled);
+- :func:`design_routing`: its weighted server paths as a :class:`~topoopt.paths.PathSet` over that
+  fabric's directed links (pairs it does not route fall back to the fabric's own routes in the
+  flow model);
+- :func:`design_workload`: the Workload with every mutable ordered collective (all-reduce,
+  reduce-scatter, all-gather) re-written to follow the design's rings. A group with ``r`` rings of
+  weights ``w_1..w_r`` becomes ``r`` families of size ``w_k * S`` whose rows list the members in
+  ring ``k``'s server order (each server's GPUs contiguous, ascending rank), marked ``ordered``.
+  Bytes are conserved: ``sum_k w_k = 1``.
+
+:func:`simulate_design` chains them into :func:`topoopt.flowsim.iteration.simulate_iteration`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+
+import numpy as np
+
+from solvers.design import Design
+from solvers.problem import DesignProblem
+from topoopt.fabrics.direct_connect import direct_connect
+from topoopt.fabrics.fabric import Fabric
+from topoopt.paths import PathSet
+from traffic.errors import InputError
+from traffic.workload import Demand, Workload
+
+__all__ = ["design_fabric", "design_routing", "design_workload", "simulate_design"]
+
+_ORDERED_OPS = ("all-reduce", "reduce-scatter", "all-gather")
+
+
+def design_fabric(
+    design: Design,
+    *,
+    gpus_per_server: int = 1,
+    device: str = "patch-panel",
+    intra_server_bandwidth: float | None = None,
+    latency: float | None = None,
+) -> Fabric:
+    """The direct-connect fabric of ``design`` (``degree`` ports of ``link_bandwidth``)."""
+    kw = {} if latency is None else {"latency": latency}
+    return direct_connect(
+        design.servers,
+        design.degree,
+        circuits=design.circuits,
+        port_bandwidth=design.link_bandwidth,
+        device=device,
+        gpus_per_server=gpus_per_server,
+        intra_server_bandwidth=intra_server_bandwidth,
+        **kw,
+    )
+
+
+def design_routing(design: Design, fabric: Fabric) -> PathSet:
+    """The design's server paths on ``fabric``'s directed link ids."""
+    if fabric.n_servers != design.servers:
+        raise InputError("fabric.servers", fabric.n_servers, f"{design.servers} (the design's)")
+    return design.routing.to_pathset(fabric.src, fabric.dst, fabric.n_nodes)
+
+
+def _ring_table(design: Design, problem: DesignProblem):
+    """(phase, sorted server tuple) -> list of (server order, weight)."""
+    groups = {}
+    for ph in problem.phases:
+        for k in range(ph.n_groups):
+            groups[(ph.name, k)] = tuple(int(x) for x in np.sort(ph.group(k)))
+    table: dict[tuple[str, tuple[int, ...]], list] = defaultdict(list)
+    for r in design.rings:
+        key = (r["phase"], int(r["group"]))
+        if key not in groups:
+            continue
+        table[(r["phase"], groups[key])].append(
+            (np.asarray(r["order"], np.int64), float(r["weight"]))
+        )
+    return table
+
+
+def design_workload(workload: Workload, design: Design, problem: DesignProblem) -> Workload:
+    """The Workload whose ordered collectives follow the design's rings (module docstring).
+
+    Parameters
+    ----------
+    workload : Workload
+        The GPU-level workload the design was made for.
+    design : Design
+    problem : DesignProblem
+        The server-level problem the design solved (its phases name the rings' groups).
+
+    Returns
+    -------
+    Workload
+        Same demands, with each mutable all-reduce / reduce-scatter / all-gather family split
+        into one ``ordered`` family per ring (groups without rings in the design are kept).
+    """
+    if workload.servers != design.servers:
+        raise InputError("workload.servers", workload.servers, f"{design.servers} (the design's)")
+    table = _ring_table(design, problem)
+    single = [ph.name for ph in problem.phases] == ["iteration"]
+    gps = workload.gpus_per_server
+    n = design.servers
+    out: list[Demand] = []
+    for d in workload.demands:
+        if not (d.mutable and d.op in _ORDERED_OPS and d.group_size > 1 and d.n_groups):
+            out.append(d)
+            continue
+        phase = "iteration" if single else d.phase
+        rows = np.sort(d.groups, axis=1)
+        servers = rows // gps
+        keys = [tuple(np.unique(s).tolist()) for s in servers]
+        by_key: dict[tuple[int, ...], list[int]] = defaultdict(list)
+        for i, k in enumerate(keys):
+            by_key[k].append(i)
+        plain: list[int] = []
+        for key, idx in by_key.items():
+            rings = table.get((phase, key))
+            if not rings:
+                plain.extend(idx)
+                continue
+            sub_rows = rows[idx]
+            sub_srv = servers[idx]
+            for j, (order, weight) in enumerate(rings):
+                pos = np.full(n, n, np.int64)
+                pos[order] = np.arange(order.shape[0])
+                sort_key = pos[sub_srv] * (workload.gpus + 1) + sub_rows
+                ordered_rows = np.take_along_axis(sub_rows, np.argsort(sort_key, axis=1), axis=1)
+                out.append(
+                    replace(
+                        d,
+                        groups=ordered_rows,
+                        size=d.size * weight,
+                        ordered=True,
+                        name=f"{d.name} [ring {j + 1}/{len(rings)}]",
+                    )
+                )
+        if plain:
+            out.append(replace(d, groups=rows[np.sort(plain)]))
+    return replace(workload, demands=tuple(out))
+
+
+def simulate_design(
+    workload: Workload,
+    design: Design,
+    problem: DesignProblem,
+    *,
+    device: str = "patch-panel",
+    intra_server_bandwidth: float | None = None,
+    **kwargs,
+):
+    """Simulate one iteration of ``workload`` on ``design`` with the flow model.
+
+    Keyword arguments go to :func:`topoopt.flowsim.iteration.simulate_iteration`.
+    """
+    from topoopt.flowsim.iteration import simulate_iteration
+
+    fabric = design_fabric(
+        design,
+        gpus_per_server=workload.gpus_per_server,
+        device=device,
+        intra_server_bandwidth=intra_server_bandwidth,
+    )
+    routing = design_routing(design, fabric)
+    return simulate_iteration(
+        design_workload(workload, design, problem), fabric, routing=routing, **kwargs
+    )

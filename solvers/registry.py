@@ -1,0 +1,60 @@
+"""The solvers by name: one call, ``solve(problem, name, ...)``, for the CLI and the studies."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from solvers.design import Design
+from solvers.problem import DesignProblem
+from traffic.errors import InputError
+
+__all__ = ["SOLVERS", "solve"]
+
+SOLVERS = ("topoopt", "topoopt-released", "expander", "joint")
+"""Solver names accepted by :func:`solve`."""
+
+
+def solve(
+    problem: DesignProblem,
+    name: str = "joint",
+    *,
+    time_limit_s: float = 60.0,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> Design:
+    """Design the optical circuits of ``problem`` with solver ``name``.
+
+    Parameters
+    ----------
+    problem : DesignProblem
+    name : str
+        One of :data:`SOLVERS`: ``topoopt`` (the paper's TopologyFinder), ``topoopt-released``
+        (the released code: all ports to AllReduce rings), ``expander`` (random regular,
+        seeded), ``joint`` (our optimizer, warm-started from ``topoopt``).
+    time_limit_s : float
+        Wall-clock limit of the ``joint`` optimizer (the baselines are one-shot).
+    seed : int
+        Seed of every random choice.
+    progress : callable, optional
+        Receives one-line progress messages (incumbent, bound) during long solves.
+    """
+    if name == "topoopt" or name == "topoopt-released":
+        from solvers.topoopt_method import topoopt_design
+
+        return topoopt_design(problem, name, seed=seed)
+    if name == "expander":
+        from solvers.expander_design import expander_design
+
+        return expander_design(problem, seed=seed)
+    if name == "joint":
+        from solvers.joint import joint_design
+
+        def report(incumbent_s: float, bound_s: float) -> None:
+            if progress is not None:
+                progress(
+                    f"joint: incumbent {incumbent_s * 1e3:.4g} ms, "
+                    f"lower bound {bound_s * 1e3:.4g} ms"
+                )
+
+        return joint_design(problem, time_limit_s=time_limit_s, seed=seed, progress=report)
+    raise InputError("solver", name, f"one of {', '.join(SOLVERS)}")

@@ -1,0 +1,907 @@
+"""Routing on a fixed fabric: the min max-utilisation multi-commodity flow LP, per phase.
+
+Formulation (one phase; arc-based, commodities aggregated by source)
+--------------------------------------------------------------------
+Data: directed links ``l = (a_l, b_l)`` with capacity ``cap_l`` (bytes/s); fixed pair demand
+``D_st`` (bytes); ring groups ``G`` with per-member ring bytes ``R_G`` and candidate directed
+rings ``c in C_G`` (ring ``c`` puts ``R_G`` on each of its successor pairs; ``m_{c,st}`` counts
+its steps ``s -> t``). Variables: ``T >= 0`` (seconds), ``f_{s,l} >= 0`` bytes from source ``s``
+on link ``l``, ``lambda_c >= 0`` the fraction of group ``G``'s bytes on ring ``c``.
+
+.. code-block:: text
+
+    min  T + eps * sum f                      (eps: tie-break towards short routes, <= 1e-5 T)
+    (1) sum_{l: a_l = v} f_{s,l} - sum_{l: b_l = v} f_{s,l}
+          - sum_c R_G(c) lambda_c ([v = s] sum_t m_{c,st} - m_{c,sv})
+          = [v = s] sum_t D_st - D_sv                        for every source s, node v
+    (2) sum_{c in C_G} lambda_c = 1                           for every ring group G
+    (3) sum_s f_{s,l} - cap_l T <= 0                          for every link l
+    f_{s,l} = 0 when a_l != s does not relay (no host forwarding through it)
+
+Aggregating by source keeps the LP at ``sources x links`` columns (131k for 128 servers of
+degree 8). Small LPs go to GLOP (simplex, exact), large ones to PDLP (first-order). Each source's
+flow is then decomposed greedily into weighted paths (fewest hops first), and the time is
+recomputed from the paths that are returned. The LP's dual bound (less the tie-break) is a proven
+lower bound for the phase on this fabric with these ring candidates. A design carries one routing
+for all phases: :func:`share_paths` re-optimises the path fractions jointly over the phases.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from solvers.congestion import (
+    PhaseRouting,
+    RingSet,
+    canonical_circuits,
+    circuit_links,
+    link_lookup,
+    phase_pairs,
+)
+from solvers.problem import DesignProblem, PhaseTraffic
+from topoopt.paths import PathSet
+from traffic.errors import InputError
+
+__all__ = [
+    "LP_SOLVERS",
+    "MatrixResult",
+    "solve_matrix_program",
+    "RoutingResult",
+    "route_phase",
+    "min_hop_paths",
+    "SharedRouting",
+    "share_paths",
+    "merge_paths",
+    "route_circuits",
+    "route_fabric",
+    "default_ring_candidates",
+]
+
+LP_SOLVERS = ("glop", "pdlp", "highs", "scip", "cp-sat")
+
+
+def _solver_type(name: str):
+    from ortools.math_opt.python import mathopt
+
+    table = {
+        "glop": mathopt.SolverType.GLOP,
+        "pdlp": mathopt.SolverType.PDLP,
+        "highs": mathopt.SolverType.HIGHS,
+        "scip": mathopt.SolverType.GSCIP,
+        "cp-sat": mathopt.SolverType.CP_SAT,
+    }
+    if name not in table:
+        raise InputError("solver", name, f"one of {', '.join(LP_SOLVERS)}")
+    return table[name]
+
+
+@dataclass(frozen=True, eq=False)
+class MatrixResult:
+    """Outcome of :func:`solve_matrix_program`.
+
+    Attributes
+    ----------
+    status : str
+        ``optimal``, ``feasible`` (a limit stopped a MIP with an incumbent), ``infeasible``,
+        ``unbounded``, ``limit`` (no solution) or ``error``.
+    x : numpy.ndarray or None
+        Primal values.
+    duals : numpy.ndarray or None
+        Row duals (MathOpt sign convention; LPs only).
+    objective : float
+        Primal objective (``inf`` without a solution).
+    bound : float
+        Best proven bound on the objective (``-inf`` when unknown).
+    solver : str
+    wall_s : float
+    """
+
+    status: str
+    x: np.ndarray | None
+    duals: np.ndarray | None
+    objective: float
+    bound: float
+    solver: str
+    wall_s: float
+
+
+def solve_matrix_program(
+    c: np.ndarray,
+    a: sp.spmatrix,
+    row_lb: np.ndarray,
+    row_ub: np.ndarray,
+    var_lb: np.ndarray,
+    var_ub: np.ndarray,
+    integers: np.ndarray | None = None,
+    solver: str = "glop",
+    time_limit: float = 60.0,
+    threads: int = 1,
+    seed: int = 0,
+    hint: np.ndarray | None = None,
+    relative_gap: float | None = None,
+    lp_tolerance: float | None = None,
+) -> MatrixResult:
+    """Minimise ``c @ x`` s.t. ``row_lb <= A x <= row_ub``, ``var_lb <= x <= var_ub`` on MathOpt.
+
+    The model is handed to MathOpt as a ``ModelProto`` built from the numpy arrays (no Python
+    object per variable), so LPs with 10^5 columns build in well under a second. ``integers``
+    marks integer columns, ``hint`` is a MIP starting point, ``relative_gap`` the MIP gap and
+    ``lp_tolerance`` PDLP's optimality tolerance (absolute and relative).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> r = solve_matrix_program(np.array([1.0, 1.0]), sp.csr_matrix([[1.0, 2.0]]),
+    ...     np.array([4.0]), np.array([np.inf]), np.zeros(2), np.full(2, np.inf))
+    >>> r.status, round(r.objective, 6)
+    ('optimal', 2.0)
+    """
+    from ortools.math_opt import model_pb2
+    from ortools.math_opt.core.python import solver as core
+    from ortools.math_opt.python import (
+        callback,
+        init_arguments,
+        model_parameters,
+        parameters,
+    )
+
+    stype = _solver_type(solver)
+    t0 = time.perf_counter()
+    a = sp.csr_matrix(a, dtype=np.float64)
+    a.sum_duplicates()
+    a.eliminate_zeros()
+    m, nv = a.shape
+    proto = model_pb2.ModelProto()
+    v = proto.variables
+    v.ids.extend(range(nv))
+    v.lower_bounds.extend(np.asarray(var_lb, np.float64).tolist())
+    v.upper_bounds.extend(np.asarray(var_ub, np.float64).tolist())
+    ints = np.zeros(nv, bool) if integers is None else np.asarray(integers, bool)
+    v.integers.extend(ints.tolist())
+    cc = np.asarray(c, np.float64)
+    nz = np.flatnonzero(cc)
+    proto.objective.linear_coefficients.ids.extend(nz.tolist())
+    proto.objective.linear_coefficients.values.extend(cc[nz].tolist())
+    lc = proto.linear_constraints
+    lc.ids.extend(range(m))
+    lc.lower_bounds.extend(np.asarray(row_lb, np.float64).tolist())
+    lc.upper_bounds.extend(np.asarray(row_ub, np.float64).tolist())
+    coo = a.tocoo()
+    order = np.lexsort((coo.col, coo.row))
+    mat = proto.linear_constraint_matrix
+    mat.row_ids.extend(coo.row[order].tolist())
+    mat.column_ids.extend(coo.col[order].tolist())
+    mat.coefficients.extend(coo.data[order].tolist())
+
+    kw = {"time_limit": timedelta(seconds=max(float(time_limit), 0.01)), "threads": threads}
+    if stype.name not in ("GLOP", "PDLP"):
+        kw["random_seed"] = int(seed)
+    if relative_gap is not None:
+        kw["relative_gap_tolerance"] = float(relative_gap)
+    if lp_tolerance is not None and stype.name == "PDLP":
+        from ortools.pdlp import solvers_pb2
+
+        pd = solvers_pb2.PrimalDualHybridGradientParams()
+        crit = pd.termination_criteria.simple_optimality_criteria
+        crit.eps_optimal_absolute = float(lp_tolerance)
+        crit.eps_optimal_relative = float(lp_tolerance)
+        kw["pdlp"] = pd
+    params = parameters.SolveParameters(**kw)
+    mparams = model_parameters.ModelSolveParameters()
+    mp = mparams.to_proto()
+    if hint is not None and ints.any():
+        h = mp.solution_hints.add()
+        h.variable_values.ids.extend(range(nv))
+        h.variable_values.values.extend(np.asarray(hint, np.float64).tolist())
+    try:
+        res = core.solve(
+            proto,
+            stype.value,
+            init_arguments.StreamableSolverInitArguments().to_proto(),
+            params.to_proto(),
+            mp,
+            None,
+            callback.CallbackRegistration().to_proto(),
+            None,
+            None,
+        )
+    except Exception as exc:  # solver refused the model (e.g. solver not in this build)
+        return MatrixResult("error: " + str(exc)[:200], None, None, np.inf, -np.inf, solver, 0.0)
+    wall = time.perf_counter() - t0
+    reason = res.termination.reason
+    # TerminationReasonProto: 1 optimal, 2 infeasible, 3 unbounded, 4 inf-or-unb, 5 imprecise,
+    # 9 feasible (limit), 10 no solution found (limit), 11 numerical error, 12 other error
+    status = {1: "optimal", 2: "infeasible", 3: "unbounded", 4: "infeasible", 5: "feasible"}.get(
+        reason, "feasible" if reason == 9 else ("limit" if reason == 10 else "error")
+    )
+    x = duals = None
+    obj = np.inf
+    if res.solutions and res.solutions[0].HasField("primal_solution"):
+        ps = res.solutions[0].primal_solution
+        x = np.zeros(nv)
+        x[np.asarray(ps.variable_values.ids, np.int64)] = np.asarray(ps.variable_values.values)
+        obj = float(cc @ x)
+        if res.solutions[0].HasField("dual_solution"):
+            ds = res.solutions[0].dual_solution
+            duals = np.zeros(m)
+            duals[np.asarray(ds.dual_values.ids, np.int64)] = np.asarray(ds.dual_values.values)
+    elif status in ("optimal", "feasible"):
+        status = "limit"
+    bound = float(res.termination.objective_bounds.dual_bound)
+    if status == "optimal" and not ints.any():
+        bound = obj if not np.isfinite(bound) else bound
+    return MatrixResult(status, x, duals, obj, bound, solver, wall)
+
+
+@dataclass(frozen=True, eq=False)
+class RoutingResult:
+    """One routed phase.
+
+    Attributes
+    ----------
+    time_s : float
+        Max over links of load / capacity under the returned paths (recomputed), seconds.
+    lower_bound_s : float
+        Proven lower bound on the time of any routing of this phase on these links with these
+        ring candidates (the LP's dual bound, less the tie-breaking term).
+    status : str
+        The LP's termination (``optimal``, ``feasible``, ...) or ``trivial`` (no traffic).
+    paths : PathSet
+        Weighted paths over the given link ids, one commodity per node pair with traffic.
+    rings : RingSet
+        The rings chosen, with their LP weights (empty without ring groups).
+    link_loads : numpy.ndarray
+        Bytes on each link under ``paths``.
+    solver : str
+    wall_s : float
+    """
+
+    time_s: float
+    lower_bound_s: float
+    status: str
+    paths: PathSet
+    rings: RingSet
+    link_loads: np.ndarray
+    solver: str
+    wall_s: float
+
+    @property
+    def routing(self) -> PhaseRouting:
+        return PhaseRouting(self.rings, self.paths)
+
+
+def _tree_paths(pred_row: np.ndarray, lid, s: int, targets: np.ndarray) -> list[np.ndarray]:
+    """Link-id paths from ``s`` to each target along a shortest-path tree (vectorised walk)."""
+    cur = targets.copy()
+    alive = cur != s
+    hops, owner, level = [], [], []
+    lv = 0
+    while alive.any():
+        idx = np.flatnonzero(alive)
+        prev = pred_row[cur[idx]]
+        hops.append(lid(prev, cur[idx]))
+        owner.append(idx)
+        level.append(np.full(idx.size, lv))
+        cur[idx] = prev
+        alive[idx] = prev != s
+        lv += 1
+    out = [np.zeros(0, np.int64)] * targets.size
+    if hops:
+        h, o, lvl = np.concatenate(hops), np.concatenate(owner), np.concatenate(level)
+        order = np.lexsort((-lvl, o))
+        h, o = h[order], o[order]
+        b = np.searchsorted(o, np.arange(targets.size + 1))
+        out = [h[b[i] : b[i + 1]] for i in range(targets.size)]
+    return out
+
+
+def min_hop_paths(
+    n_nodes: int,
+    link_src: np.ndarray,
+    link_dst: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    forward: np.ndarray | None = None,
+) -> list[np.ndarray | None]:
+    """One fewest-hop path (link ids) per ``(src, dst)``; None where unreachable.
+
+    ``forward`` marks nodes allowed to relay (default all). Deterministic: scipy's BFS order.
+
+    Examples
+    --------
+    >>> s = np.array([0, 1, 1, 2]); d = np.array([1, 0, 2, 1])
+    >>> [p.tolist() for p in min_hop_paths(3, s, d, np.array([0]), np.array([2]))]
+    [[0, 2]]
+    """
+    fwd = np.ones(n_nodes, bool) if forward is None else np.asarray(forward, bool)
+    head = np.where(fwd[link_dst], link_dst, link_dst + n_nodes)
+    size = 2 * n_nodes
+    g = sp.csr_matrix((np.ones(link_src.size), (link_src, head)), shape=(size, size))
+    lid = link_lookup(link_src, head, size)
+    src = np.asarray(src, np.int64)
+    dst = np.asarray(dst, np.int64)
+    tgt = np.where(fwd[dst], dst, dst + n_nodes)
+    out: list[np.ndarray | None] = [None] * src.size
+    for s in np.unique(src):
+        mine = np.flatnonzero(src == s)
+        dist, pred = csgraph.shortest_path(
+            g, directed=True, unweighted=True, indices=int(s), return_predecessors=True
+        )
+        ok = mine[np.isfinite(dist[tgt[mine]])]
+        for i, p in zip(ok, _tree_paths(pred, lid, int(s), tgt[ok]), strict=True):
+            out[i] = p
+    return out
+
+
+def _decompose_source(s, f, sinks, need, n_nodes, link_src, head, size, lid, cap_tol):
+    """Greedy path decomposition of source ``s``'s aggregated flow ``f`` (bytes per link).
+
+    Repeatedly takes the fewest-hop path to each unmet sink inside the links still carrying flow,
+    and moves ``min(need, residual on the path)`` onto it. Returns ``{sink: [(links, bytes)]}``
+    and the bytes left unplaced per sink (numerical noise of the LP).
+    """
+    res = f.copy()
+    res[res < cap_tol] = 0.0
+    need = need.copy()
+    got: dict[int, list[tuple[np.ndarray, float]]] = {int(t): [] for t in sinks}
+    for _ in range(4 * size):
+        todo = np.flatnonzero(need > cap_tol)
+        if todo.size == 0:
+            break
+        pos = res > 0
+        g = sp.csr_matrix((np.ones(int(pos.sum())), (link_src[pos], head[pos])), shape=(size, size))
+        dist, pred = csgraph.shortest_path(
+            g, directed=True, unweighted=True, indices=int(s), return_predecessors=True
+        )
+        reach = todo[np.isfinite(dist[sinks[todo]])]
+        if reach.size == 0:
+            break
+        moved = False
+        for i, p in zip(reach, _tree_paths(pred, lid, int(s), sinks[reach]), strict=True):
+            amt = min(need[i], float(res[p].min()))
+            if amt <= cap_tol:
+                continue
+            res[p] -= amt
+            res[p[res[p] < cap_tol]] = 0.0
+            need[i] -= amt
+            got[int(sinks[i])].append((p, amt))
+            moved = True
+        if not moved:
+            break
+    return got, need
+
+
+def _build_pathset(src, dst, plist) -> PathSet:
+    """PathSet from per-commodity ``[(links, bytes)]`` lists (duplicate paths merged)."""
+    cptr, pptr, seq, wts = [0], [0], [], []
+    for pl in plist:
+        merged: dict[bytes, list] = {}
+        for links, amt in pl:
+            key = np.asarray(links, np.int64).tobytes()
+            if key in merged:
+                merged[key][1] += amt
+            else:
+                merged[key] = [np.asarray(links, np.int64), amt]
+        tot = sum(a for _, a in merged.values())
+        for links, amt in merged.values():
+            seq.append(links)
+            wts.append(amt / tot if tot > 0 else 1.0 / len(merged))
+            pptr.append(pptr[-1] + links.size)
+        cptr.append(len(wts))
+    flat = np.concatenate(seq) if seq else np.zeros(0, np.int64)
+    return PathSet(np.asarray(src), np.asarray(dst), np.asarray(cptr), np.asarray(pptr), flat,
+                   np.asarray(wts))  # fmt: skip
+
+
+def default_ring_candidates(phase: PhaseTraffic) -> list[list[np.ndarray]]:
+    """One ring per group in ascending member order, plus its reverse (what NCCL would use)."""
+    return [[phase.group(g), phase.group(g)[::-1].copy()] for g in range(phase.n_groups)]
+
+
+def _auto_solver(n_vars: int) -> str:
+    return "glop" if n_vars <= 30_000 else "pdlp"
+
+
+def route_phase(
+    n_nodes: int,
+    link_src: np.ndarray,
+    link_dst: np.ndarray,
+    capacity: np.ndarray,
+    phase: PhaseTraffic | None = None,
+    pair_src: np.ndarray | None = None,
+    pair_dst: np.ndarray | None = None,
+    pair_bytes: np.ndarray | None = None,
+    ring_candidates: list[list[np.ndarray]] | None = None,
+    forward: np.ndarray | None = None,
+    solver: str = "auto",
+    time_limit: float = 60.0,
+) -> RoutingResult:
+    """Route one phase on directed links, minimising the max over links of load / capacity.
+
+    Parameters
+    ----------
+    n_nodes : int
+        Nodes of the fabric (servers first).
+    link_src, link_dst, capacity : numpy.ndarray
+        Directed links (unique ``(src, dst)`` pairs; bundle parallel links) and bytes/s.
+    phase : PhaseTraffic, optional
+        Traffic of the phase (fixed matrix and ring groups). Alternatively give pair demand
+        directly with ``pair_src``, ``pair_dst``, ``pair_bytes``.
+    ring_candidates : list of list of numpy.ndarray, optional
+        Candidate directed ring orders per ring group of ``phase`` (default
+        :func:`default_ring_candidates`); the LP chooses their mixture.
+    forward : numpy.ndarray of bool, optional
+        Nodes allowed to relay traffic (default: all).
+    solver : str
+        ``auto`` (GLOP for small LPs, PDLP for large ones), ``glop`` or ``pdlp``.
+    time_limit : float
+        Seconds for the LP.
+
+    Returns
+    -------
+    RoutingResult
+
+    Raises
+    ------
+    InputError
+        When a pair with traffic (or a candidate ring step) cannot be routed: a disconnected
+        fabric.
+
+    Examples
+    --------
+    A 4-cycle 0-1-2-3-0 of 1 byte/s links; 0 sends 2 bytes to 2: two 2-hop paths, 1 byte each.
+
+    >>> s = np.array([0, 1, 1, 2, 2, 3, 3, 0]); d = np.array([1, 0, 2, 1, 3, 2, 0, 3])
+    >>> r = route_phase(4, s, d, np.ones(8), pair_src=np.array([0]), pair_dst=np.array([2]),
+    ...                 pair_bytes=np.array([2.0]))
+    >>> round(r.time_s, 6), r.paths.n_paths, sorted(np.round(r.paths.weight, 6).tolist())
+    (1.0, 2, [0.5, 0.5])
+    """
+    t0 = time.perf_counter()
+    link_src = np.asarray(link_src, np.int64)
+    link_dst = np.asarray(link_dst, np.int64)
+    cap = np.asarray(capacity, np.float64)
+    L = link_src.size
+    if L and np.any(cap <= 0):
+        raise InputError("links.capacity", float(cap.min()), "bytes/s > 0")
+    if L and np.unique(link_src * n_nodes + link_dst).size != L:
+        raise InputError("links", "duplicate directed pair", "one link per (src, dst); bundle them")
+    fwd = np.ones(n_nodes, bool) if forward is None else np.asarray(forward, bool)
+
+    # ---- data: fixed pairs and candidate rings
+    if phase is not None:
+        fx = phase.fixed.tocoo()
+        fs, fd, fb = fx.row.astype(np.int64), fx.col.astype(np.int64), fx.data.astype(float)
+        cands = ring_candidates if ring_candidates is not None else default_ring_candidates(phase)
+        gbytes = phase.ring_bytes
+        groups = [g for g in range(phase.n_groups) if gbytes[g] > 0]
+    else:
+        fs = np.asarray(pair_src, np.int64)
+        fd = np.asarray(pair_dst, np.int64)
+        fb = np.asarray(pair_bytes, np.float64)
+        cands, gbytes, groups = [], np.zeros(0), []
+    keep = (fb > 0) & (fs != fd)
+    fs, fd, fb = fs[keep], fd[keep], fb[keep]
+    ring_group: list[int] = []
+    ring_orders: list[np.ndarray] = []
+    for g in groups:
+        if not cands[g]:
+            raise InputError(f"ring_candidates[{g}]", "empty", "at least one ring per group")
+        for order in cands[g]:
+            ring_group.append(g)
+            ring_orders.append(np.asarray(order, np.int64))
+    C = len(ring_orders)
+    gidx = {g: i for i, g in enumerate(groups)}
+    G = len(groups)
+    step_s = np.concatenate([o for o in ring_orders]) if C else np.zeros(0, np.int64)
+    step_t = np.concatenate([np.roll(o, -1) for o in ring_orders]) if C else np.zeros(0, np.int64)
+    step_c = np.repeat(np.arange(C), [o.size for o in ring_orders]).astype(np.int64)
+    empty_paths = PathSet(*(np.zeros(0),) * 2, np.zeros(1), np.zeros(1), np.zeros(0), np.zeros(0))
+    if fs.size == 0 and C == 0:
+        return RoutingResult(
+            0.0, 0.0, "trivial", empty_paths, RingSet.empty(), np.zeros(L), "none", 0.0
+        )
+    if L == 0:
+        raise InputError("fabric", "no links", "a connected fabric where routes are requested")
+    # connectivity: every pair with traffic (and every candidate ring step) must be routable
+    want_s = np.concatenate([fs, step_s])
+    want_t = np.concatenate([fd, step_t])
+    pk = np.unique(want_s * n_nodes + want_t)
+    mh = min_hop_paths(n_nodes, link_src, link_dst, pk // n_nodes, pk % n_nodes, fwd)
+    for i, p in enumerate(mh):
+        if p is None:
+            raise InputError(
+                "fabric",
+                f"server {int(pk[i] // n_nodes)} cannot reach server {int(pk[i] % n_nodes)}",
+                "a connected fabric where routes are requested",
+            )
+
+    # ---- model. Columns: f[s, l] (source-major) | lambda_c | T.  Rows: (1) | (2) | (3)
+    sources = np.unique(want_s)
+    S = sources.size
+    spos = np.searchsorted(sources, np.arange(n_nodes)).clip(0, S - 1)
+    U = max(float(fb.max()) if fb.size else 0.0, float(gbytes.max()) if G else 0.0)
+    cap0 = float(cap.max())
+    nf = S * L
+    nv = nf + C + 1
+    col = np.arange(nf)
+    cs, cl = col // L, col % L
+    # (1) conservation of source s at node v: out - in - sum_c coeff lambda_c = fixed supply
+    r1_out = cs * n_nodes + link_src[cl]
+    r1_in = cs * n_nodes + link_dst[cl]
+    rows = [r1_out, r1_in]
+    cols = [col, col]
+    vals = [np.ones(nf), -np.ones(nf)]
+    rhs1 = np.zeros(S * n_nodes)
+    np.add.at(rhs1, spos[fs] * n_nodes + fs, fb / U)
+    np.add.at(rhs1, spos[fs] * n_nodes + fd, -fb / U)
+    if C:
+        coef = gbytes[np.asarray(ring_group)[step_c]] / U
+        # ring step s->t: supply +coef at (s, s), demand -coef at (s, t)
+        rows += [spos[step_s] * n_nodes + step_s, spos[step_s] * n_nodes + step_t]
+        cols += [nf + step_c, nf + step_c]
+        vals += [-coef, coef]
+        # (2) convexity
+        rows.append(S * n_nodes + np.array([gidx[g] for g in ring_group]))
+        cols.append(nf + np.arange(C))
+        vals.append(np.ones(C))
+    # (3) link capacity: sum_s f[s, l] - cap_l / cap0 * T <= 0
+    r3 = S * n_nodes + G
+    rows += [r3 + cl, r3 + np.arange(L)]
+    cols += [col, np.full(L, nv - 1)]
+    vals += [np.ones(nf), -cap / cap0]
+    A = sp.csr_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(S * n_nodes + G + L, nv),
+    )
+    row_lb = np.concatenate([rhs1, np.ones(G), np.full(L, -np.inf)])
+    row_ub = np.concatenate([rhs1, np.ones(G), np.zeros(L)])
+    var_ub = np.full(nv, np.inf)
+    # non-forwarding nodes never relay: f[s, l] = 0 on links leaving v != s
+    relay_ban = (~fwd[link_src[cl]]) & (link_src[cl] != sources[cs])
+    var_ub[:nf][relay_ban] = 0.0
+    eps = 1e-5 / L  # tie-break towards short routes: adds at most 1e-5 * T
+    cvec = np.zeros(nv)
+    cvec[:nf] = eps
+    cvec[-1] = 1.0
+    name = _auto_solver(nv) if solver == "auto" else solver
+    res = solve_matrix_program(
+        cvec, A, row_lb, row_ub, np.zeros(nv), var_ub, solver=name, time_limit=time_limit
+    )
+    if res.x is None:
+        raise RuntimeError(f"routing LP ({name}) ended without a solution: {res.status}")
+    T0 = U / cap0
+    lb = max(float(res.bound), 0.0) / (1.0 + 1e-5) * T0 if np.isfinite(res.bound) else 0.0
+
+    # ---- read off: ring weights
+    lam = np.maximum(res.x[nf : nf + C], 0.0)
+    rings_out = []
+    for g in groups:
+        idx = [r for r in range(C) if ring_group[r] == g]
+        lv = np.where(lam[idx] > 1e-6, lam[idx], 0.0)
+        if lv.sum() <= 0:
+            lv = np.zeros(len(idx))
+            lv[0] = 1.0
+        lv = lv / lv.sum()
+        rings_out += [
+            (g, float(lv[j]), ring_orders[r].tolist()) for j, r in enumerate(idx) if lv[j]
+        ]
+    rings = RingSet.from_lists(rings_out)
+    # ---- paths: decompose each source's flow; leftovers (LP noise) go on fewest-hop paths
+    if phase is not None:
+        ps, pt, pb = phase_pairs(phase, rings, n_nodes)
+    else:
+        key = fs * n_nodes + fd
+        uk, inv = np.unique(key, return_inverse=True)
+        ps, pt, pb = uk // n_nodes, uk % n_nodes, np.bincount(inv, weights=fb)
+    flows = np.maximum(res.x[:nf], 0.0).reshape(S, L) * U
+    head = np.where(fwd[link_dst], link_dst, link_dst + n_nodes)
+    size = 2 * n_nodes
+    lid = link_lookup(link_src, head, size)
+    plists: list[list] = [[] for _ in range(ps.size)]
+    tol = 1e-9 * U
+    for s in np.unique(ps):
+        mine = np.flatnonzero(ps == s)
+        sinks = np.where(fwd[pt[mine]], pt[mine], pt[mine] + n_nodes)
+        got, left = _decompose_source(
+            int(s), flows[spos[s]], sinks, pb[mine], n_nodes, link_src, head, size, lid, tol
+        )
+        for j, i in enumerate(mine):
+            plists[i] = list(got[int(sinks[j])])
+            if left[j] > tol or not plists[i]:
+                plists[i].append((mh[int(np.searchsorted(pk, ps[i] * n_nodes + pt[i]))], left[j]))
+    paths = _build_pathset(ps, pt, plists)
+    loads = paths.link_loads(pb, L)
+    tval = float((loads / cap).max())
+    return RoutingResult(
+        tval, min(lb, tval), res.status, paths, rings, loads, name, time.perf_counter() - t0
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class SharedRouting:
+    """All phases routed with one set of paths (the same fractions in every phase).
+
+    Attributes
+    ----------
+    paths : PathSet
+        One commodity per node pair with traffic in any phase.
+    rings : tuple of RingSet
+        Per phase.
+    phase_times : numpy.ndarray
+        Seconds per phase under ``paths`` (recomputed).
+    phase_lower_bounds : numpy.ndarray
+        Per-phase LP bounds (valid for any routing, shared or not).
+    status : str
+    solver : str
+    wall_s : float
+    """
+
+    paths: PathSet
+    rings: tuple[RingSet, ...]
+    phase_times: np.ndarray
+    phase_lower_bounds: np.ndarray
+    status: str
+    solver: str
+    wall_s: float
+
+    @property
+    def time_s(self) -> float:
+        return float(self.phase_times.sum())
+
+    @property
+    def lower_bound_s(self) -> float:
+        return float(self.phase_lower_bounds.sum())
+
+    def routings(self) -> tuple[PhaseRouting, ...]:
+        return tuple(PhaseRouting(r, self.paths) for r in self.rings)
+
+
+def share_paths(
+    n_nodes: int,
+    link_src: np.ndarray,
+    capacity: np.ndarray,
+    phases: list[PhaseTraffic],
+    results: list[RoutingResult],
+    solver: str = "auto",
+    time_limit: float = 60.0,
+) -> SharedRouting:
+    """One routing for every phase: the best path fractions over the per-phase LPs' paths.
+
+    .. code-block:: text
+
+        min  sum_p T_p
+        (4) sum_{q in Q_k} y_q = 1                                 for every node pair k
+        (5) sum_k D^p_k sum_{q in Q_k : l in q} y_q - cap_l T_p <= 0  for every phase p, link l
+
+    ``Q_k`` is the union of the paths the per-phase routings use for ``k``; ``D^p_k`` the bytes of
+    ``k`` in phase ``p`` with the phase's ring weights fixed. Never worse than using any one
+    phase's fractions everywhere.
+    """
+    t0 = time.perf_counter()
+    L = np.asarray(link_src).size
+    cap = np.asarray(capacity, np.float64)
+    P = len(phases)
+    # commodities: union over phases
+    dem = []
+    for ph, r in zip(phases, results, strict=True):
+        dem.append(phase_pairs(ph, r.rings, n_nodes))
+    allk = np.unique(np.concatenate([s * n_nodes + t for s, t, _ in dem] + [np.zeros(0, np.int64)]))
+    K = allk.size
+    if K == 0:
+        empty = results[0].paths if results else None
+        return SharedRouting(empty, tuple(r.rings for r in results), np.zeros(P), np.zeros(P),
+                             "trivial", "none", 0.0)  # fmt: skip
+    Dk = np.zeros((P, K))
+    for p, (s, t, b) in enumerate(dem):
+        Dk[p, np.searchsorted(allk, s * n_nodes + t)] = b
+    cand: list[dict[bytes, np.ndarray]] = [dict() for _ in range(K)]
+    for r in results:
+        ps = r.paths
+        kk = np.searchsorted(allk, ps.src * n_nodes + ps.dst)
+        for c in range(ps.n_commodities):
+            for q in range(ps.commodity_ptr[c], ps.commodity_ptr[c + 1]):
+                links = ps.path_links[ps.path_ptr[q] : ps.path_ptr[q + 1]]
+                cand[kk[c]].setdefault(links.tobytes(), links)
+    qk = np.concatenate([np.full(len(c), k) for k, c in enumerate(cand)])
+    qlinks = [v for c in cand for v in c.values()]
+    Q = len(qlinks)
+    qlen = np.array([x.size for x in qlinks])
+    flat = np.concatenate(qlinks)
+    U = float(Dk.max())
+    cap0 = float(cap.max())
+    rows = [qk]
+    cols = [np.arange(Q)]
+    vals = [np.ones(Q)]
+    qrep = np.repeat(np.arange(Q), qlen)
+    for p in range(P):
+        coef = Dk[p, qk[qrep]] / U
+        nz = coef > 0
+        rows.append(K + p * L + flat[nz])
+        cols.append(qrep[nz])
+        vals.append(coef[nz])
+        rows.append(K + p * L + np.arange(L))
+        cols.append(np.full(L, Q + p))
+        vals.append(-cap / cap0)
+    nv = Q + P
+    A = sp.csr_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(K + P * L, nv)
+    )
+    cvec = np.zeros(nv)
+    cvec[Q:] = 1.0
+    cvec[:Q] = 1e-6 * qlen / max(qlen.max(), 1) / K  # prefer short paths among equals
+    row_lb = np.concatenate([np.ones(K), np.full(P * L, -np.inf)])
+    row_ub = np.concatenate([np.ones(K), np.zeros(P * L)])
+    name = _auto_solver(nv) if solver == "auto" else solver
+    res = solve_matrix_program(
+        cvec, A, row_lb, row_ub, np.zeros(nv), np.full(nv, np.inf), solver=name,
+        time_limit=time_limit,
+    )  # fmt: skip
+    y = np.maximum(res.x[:Q], 0.0) if res.x is not None else None
+    plists: list[list] = [[] for _ in range(K)]
+    if y is not None:
+        tot = np.bincount(qk, weights=y, minlength=K)
+        for q in range(Q):
+            if y[q] > 1e-7 * max(tot[qk[q]], 1e-300):
+                plists[qk[q]].append((qlinks[q], float(y[q])))
+    for k in range(K):
+        if not plists[k]:  # LP failed: first candidate
+            plists[k].append((next(iter(cand[k].values())), 1.0))
+    paths = _build_pathset(allk // n_nodes, allk % n_nodes, plists)
+    times = np.array([float((paths.link_loads(Dk[p], L) / cap).max()) for p in range(P)])
+    lbs = np.array([r.lower_bound_s for r in results])
+    return SharedRouting(paths, tuple(r.rings for r in results), times, lbs, res.status, name,
+                         time.perf_counter() - t0)  # fmt: skip
+
+
+def merge_paths(
+    n_nodes: int,
+    link_src: np.ndarray,
+    capacity: np.ndarray,
+    phases: list[PhaseTraffic],
+    results: list[RoutingResult],
+) -> SharedRouting:
+    """One routing for every phase without an LP: each node pair keeps the paths of one phase.
+
+    Tried: every pair in the phase where it is most critical (largest bytes / phase time), and,
+    for each phase ``p``, phase ``p``'s paths wherever ``p`` has the pair; the best total (times
+    recomputed) is returned.
+
+    The cheap alternative to :func:`share_paths` for large instances.
+    """
+    t0 = time.perf_counter()
+    L = np.asarray(link_src).size
+    cap = np.asarray(capacity, np.float64)
+    P = len(phases)
+    dem = [phase_pairs(ph, r.rings, n_nodes) for ph, r in zip(phases, results, strict=True)]
+    allk = np.unique(np.concatenate([s * n_nodes + t for s, t, _ in dem] + [np.zeros(0, np.int64)]))
+    K = allk.size
+    score = np.full((P, K), -1.0)
+    Dk = np.zeros((P, K))
+    for p, ((s, t, b), r) in enumerate(zip(dem, results, strict=True)):
+        k = np.searchsorted(allk, s * n_nodes + t)
+        Dk[p, k] = b
+        score[p, k] = b / max(r.time_s, 1e-300)
+    present = score >= 0
+    owners = [np.argmax(score, axis=0)]  # per pair: the phase where it is most critical
+    for p in range(P):  # or: phase p's routing wherever p has the pair
+        owners.append(np.where(present[p], p, owners[0]))
+    best = None
+    for owner in owners:
+        plists: list[list] = [[] for _ in range(K)]
+        for p, r in enumerate(results):
+            ps = r.paths
+            kk = np.searchsorted(allk, ps.src * n_nodes + ps.dst)
+            for c in np.flatnonzero(owner[kk] == p):
+                for q in range(ps.commodity_ptr[c], ps.commodity_ptr[c + 1]):
+                    links = ps.path_links[ps.path_ptr[q] : ps.path_ptr[q + 1]]
+                    plists[kk[c]].append((links, float(ps.weight[q])))
+        paths = _build_pathset(allk // n_nodes, allk % n_nodes, plists)
+        times = np.array([float((paths.link_loads(Dk[p], L) / cap).max()) for p in range(P)])
+        if best is None or times.sum() < best[1].sum():
+            best = (paths, times)
+    paths, times = best
+    lbs = np.array([r.lower_bound_s for r in results])
+    return SharedRouting(paths, tuple(r.rings for r in results), times, lbs, "merged", "none",
+                         time.perf_counter() - t0)  # fmt: skip
+
+
+def route_circuits(
+    problem: DesignProblem,
+    circuits,
+    ring_candidates: list[list[list[np.ndarray]]] | None = None,
+    solver: str = "auto",
+    time_limit: float = 60.0,
+    max_shared_columns: int = 20_000,
+) -> SharedRouting:
+    """Route every phase of ``problem`` on a circuit design (host forwarding allowed).
+
+    Each phase is routed by :func:`route_phase`; with several phases the paths are then shared (a
+    design carries one routing): the better of :func:`merge_paths` and, when the per-phase
+    routings have at most ``max_shared_columns`` paths in all, :func:`share_paths`. Link ids are
+    those of :func:`solvers.congestion.circuit_links` on the canonical circuits.
+    ``ring_candidates[p][g]`` lists candidate orders for group ``g`` of phase ``p``.
+
+    Examples
+    --------
+    A triangle of 1 byte/s circuits; 3 bytes from 0 to 2 split 2 direct / 1 via server 1.
+
+    >>> import scipy.sparse as sp
+    >>> from solvers.problem import DesignProblem, PhaseTraffic
+    >>> ph = PhaseTraffic("p", [0], [], [], sp.csr_matrix(([3.0], ([0], [2])), shape=(3, 3)))
+    >>> prob = DesignProblem(3, 2, 1.0, (ph,))
+    >>> round(route_circuits(prob, [[0, 1, 1], [1, 2, 1], [0, 2, 1]]).time_s, 6)
+    1.5
+    """
+    t0 = time.perf_counter()
+    c = canonical_circuits(circuits, problem.n)
+    src, dst, cap = circuit_links(c, problem.link_bandwidth)
+    results = []
+    for i, ph in enumerate(problem.phases):
+        left = time_limit - (time.perf_counter() - t0)
+        share = max(left / (problem.n_phases - i + 1), 0.5)
+        cands = ring_candidates[i] if ring_candidates is not None else None
+        results.append(
+            route_phase(problem.n, src, dst, cap, phase=ph, ring_candidates=cands, solver=solver,
+                        time_limit=share)
+        )  # fmt: skip
+    if len(results) == 1:
+        r = results[0]
+        return SharedRouting(r.paths, (r.rings,), np.array([r.time_s]),
+                             np.array([r.lower_bound_s]), r.status, r.solver, r.wall_s)  # fmt: skip
+    merged = merge_paths(problem.n, src, cap, list(problem.phases), results)
+    left = time_limit - (time.perf_counter() - t0)
+    n_cols = sum(r.paths.n_paths for r in results)
+    if n_cols > max_shared_columns or left < 1.0:
+        return merged
+    shared = share_paths(problem.n, src, cap, list(problem.phases), results, solver, left)
+    return shared if shared.time_s <= merged.time_s else merged
+
+
+def route_fabric(
+    fabric,
+    problem: DesignProblem,
+    host_forwarding: bool | None = None,
+    solver: str = "auto",
+    time_limit: float = 60.0,
+) -> list[RoutingResult]:
+    """Route every phase of ``problem`` on a :class:`topoopt.fabrics.fabric.Fabric`.
+
+    Parameters
+    ----------
+    fabric : Fabric
+        Any fabric (fat-tree, torus, hybrid, direct-connect); server ``i`` is node ``i``.
+    problem : DesignProblem
+        Its ``n`` must equal ``fabric.n_servers`` (degree and bandwidth are not used).
+    host_forwarding : bool, optional
+        May servers relay traffic? Default: yes when the fabric has optical circuits or no
+        switches (direct-connect, torus), no otherwise (fat-trees).
+
+    Returns
+    -------
+    list of RoutingResult
+        One per phase; path link ids are the fabric's.
+    """
+    if problem.n != fabric.n_servers:
+        raise InputError("problem.n", problem.n, f"the fabric's {fabric.n_servers} servers")
+    if host_forwarding is None:
+        host_forwarding = bool(np.any(fabric.link_kind == "optical")) or fabric.n_switches == 0
+    fwd = np.ones(fabric.n_nodes, bool)
+    if not host_forwarding:
+        fwd[: fabric.n_servers] = False
+    t0 = time.perf_counter()
+    out = []
+    for i, ph in enumerate(problem.phases):
+        left = time_limit - (time.perf_counter() - t0)
+        share = max(left / (problem.n_phases - i), 0.5)
+        out.append(
+            route_phase(fabric.n_nodes, fabric.src, fabric.dst, fabric.capacity, phase=ph,
+                        forward=fwd, solver=solver, time_limit=share)
+        )  # fmt: skip
+    return out

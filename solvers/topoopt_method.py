@@ -1,0 +1,550 @@
+"""The TopoOpt baseline (NSDI 2023): TopologyFinder, as the paper and as the released code do it.
+
+Pipeline (``shared/reference/topoopt-method.md``), each step a public function:
+
+1. :func:`degree_split` -- ``d_AR = round(d * T_AR / (T_AR + T_MP))`` made even and at least 2
+   (the +-1 connectivity ring), ``d_MP = d - d_AR``. Variant ``topoopt-released``: ``d_AR = d``
+   (even part), ``d_MP = 0``.
+2. :func:`allreduce_rings` -- the heaviest ring groups of the heaviest group size get dedicated
+   rings: candidate strides by :func:`solvers.strides.totient_perms` over the group positions,
+   chosen by :func:`solvers.strides.select_permutations` (geometric rule); plus the +-1 ring over
+   all servers (which is the group's stride 1 when the group is all servers). Each stride ``p``
+   is two directed rings (``+p`` and ``-p``), 2 ports per member. Every other group gets a
+   *virtual ring* (its members in order, both directions) whose steps are forwarded over the
+   AllReduce circuits; on a circulant the step is decomposed by :func:`coin_change` over
+   ``{+-p}``.
+3. :func:`mp_matchings` -- ``d_MP`` rounds of maximum-weight perfect matching (Edmonds'
+   blossom, networkx) on the remaining symmetric MP demand; each matched pair gets a circuit and
+   its demand is discounted ``T_ij <- T_ij * c / (c + 1)``, ``c`` the MP circuits now between
+   ``i`` and ``j``.
+4. :func:`sample_shortest_paths` -- MP routing: ``k`` shortest paths per pair (paper; drawn
+   from the shortest-path DAG with a seed, duplicates merged, equal split) or one random shortest
+   path (released code).
+5. :func:`finish_design` -- recompute the objective with
+   :func:`solvers.congestion.evaluate_routing` and the ideal-switch lower bound.
+
+:func:`topoopt_design` chains them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import shortest_path
+
+from solvers.congestion import canonical_circuits, evaluate_routing
+from solvers.design import Design, NodePaths
+from solvers.problem import DesignProblem
+from solvers.strides import select_permutations, totient_perms
+from solvers.traffic_input import TopoOptTraffic, topoopt_traffic
+from traffic.errors import InputError
+
+__all__ = [
+    "VARIANTS",
+    "degree_split",
+    "coin_change",
+    "ring_circuits",
+    "allreduce_rings",
+    "mp_matchings",
+    "hop_distances",
+    "sample_shortest_paths",
+    "ideal_lower_bound",
+    "finish_design",
+    "topoopt_design",
+]
+
+VARIANTS = ("topoopt", "topoopt-released")
+"""``topoopt``: the paper's TopologyFinder; ``topoopt-released``: the public artifact's."""
+
+
+# --------------------------------------------------------------------------- 1. degree split
+def degree_split(t_ar: float, t_mp: float, d: int, variant: str = "topoopt") -> tuple[int, int]:
+    """Ports for AllReduce rings and for MP matchings.
+
+    Paper: ``d_AR`` is the even number in ``[2, d]`` nearest to ``d * T_AR / (T_AR + T_MP)``
+    (ties to the larger), at least 2 so that the +-1 ring keeps the graph connected; with no MP
+    traffic it is the largest even number ``<= d``. ``d_MP = d - d_AR``, except that ports are
+    not given to matchings when there is no MP traffic (an odd ``d`` then leaves one idle).
+    Released code: ``d_AR`` = largest even ``<= d``, ``d_MP = 0``.
+
+    Examples
+    --------
+    >>> degree_split(3.0, 1.0, 8)
+    (6, 2)
+    >>> degree_split(0.0, 5.0, 8)
+    (2, 6)
+    >>> degree_split(1.0, 1.0, 8, "topoopt-released")
+    (8, 0)
+    """
+    if isinstance(d, bool) or int(d) != d or d < 2:
+        raise InputError("degree", d, "an integer >= 2 (the +-1 ring needs 2 ports)")
+    if variant not in VARIANTS:
+        raise InputError("variant", variant, f"one of {', '.join(VARIANTS)}")
+    if t_ar < 0 or t_mp < 0:
+        raise InputError("traffic", (t_ar, t_mp), "bytes >= 0")
+    d = int(d)
+    top = d - d % 2
+    if variant == "topoopt-released" or t_mp == 0:
+        return top, 0
+    raw = d * t_ar / (t_ar + t_mp) if t_ar + t_mp > 0 else 0.0
+    evens = np.arange(2, top + 1, 2)
+    d_ar = int(evens[np.argmin(np.abs(evens - raw) - 1e-9 * evens)])
+    return d_ar, d - d_ar
+
+
+# --------------------------------------------------------------------------- 2. rings
+def coin_change(target: int, coins: list[int], n: int) -> list[int]:
+    """Shortest signed decomposition of ``target`` (mod ``n``) into coins ``{+-p}``.
+
+    Exact: BFS over ``Z_n`` from 0 (each coin, either sign, is one hop), then the path back.
+    The coins are returned in the order walked (their sum is ``target`` mod ``n``).
+
+    Raises
+    ------
+    InputError
+        If ``target`` is not reachable (the coins and ``n`` share a factor that ``target``
+        does not).
+
+    Examples
+    --------
+    >>> coin_change(6, [1, 5], 12)
+    [1, 5]
+    >>> coin_change(11, [1, 5], 12)
+    [-1]
+    >>> coin_change(0, [1], 8)
+    []
+    """
+    if n < 1 or not coins:
+        raise InputError("coins", coins, "at least one coin and n >= 1")
+    target %= n
+    moves = sorted({int(c) % n for c in coins} | {(-int(c)) % n for c in coins} - {0})
+    signed = {}
+    for c in coins:
+        signed.setdefault(int(c) % n, int(c))
+        signed.setdefault((-int(c)) % n, -int(c))
+    prev = np.full(n, -1, dtype=np.int64)
+    move = np.zeros(n, dtype=np.int64)
+    prev[0] = 0
+    queue = deque([0])
+    while queue and prev[target] < 0:
+        x = queue.popleft()
+        for m in moves:
+            y = (x + m) % n
+            if prev[y] < 0:
+                prev[y], move[y] = x, m
+                queue.append(y)
+    if prev[target] < 0:
+        raise InputError("target", target, f"a value reachable with coins {coins} mod {n}")
+    out = []
+    x = target
+    while x != 0:
+        out.append(signed[int(move[x])])
+        x = int(prev[x])
+    return out[::-1]
+
+
+def ring_circuits(order: np.ndarray) -> np.ndarray:
+    """Circuits ``[u, v, 1]`` of one bidirectional ring visiting ``order`` (a 2-ring: count 2).
+
+    Examples
+    --------
+    >>> ring_circuits(np.array([0, 2, 1])).tolist()
+    [[0, 2, 1], [2, 1, 1], [1, 0, 1]]
+    >>> ring_circuits(np.array([3, 5])).tolist()
+    [[3, 5, 2]]
+    """
+    order = np.asarray(order, np.int64)
+    if order.size < 2:
+        return np.zeros((0, 3), np.int64)
+    if order.size == 2:
+        return np.array([[order[0], order[1], 2]], np.int64)
+    return np.stack([order, np.roll(order, -1), np.ones(order.size, np.int64)], axis=1)
+
+
+def _positions_ring(members: np.ndarray, p: int) -> np.ndarray:
+    """Members in the order ``i -> i + p`` over positions (a single cycle when gcd(p, g) = 1)."""
+    g = members.size
+    return members[(np.arange(g) * p) % g]
+
+
+def allreduce_rings(traffic: TopoOptTraffic, d_ar: int) -> tuple[np.ndarray, list[dict], dict]:
+    """AllReduce circuits and rings (see the module docstring, step 2).
+
+    Parameters
+    ----------
+    traffic : TopoOptTraffic
+    d_ar : int
+        Even number of ports per server for AllReduce rings (including the +-1 ring).
+
+    Returns
+    -------
+    circuits : numpy.ndarray
+        ``[u, v, count]`` rows.
+    rings : list of dict
+        One per group: ``{"group", "members", "strides", "virtual"}``; ``strides`` are the
+        position strides of its dedicated rings (empty for a virtual ring).
+    info : dict
+        ``{"strides": ..., "group_size": ..., "circulant": bool}`` (``circulant``: the
+        AllReduce circuits are ``C_n(strides)`` over servers ``0..n-1``).
+    """
+    n = traffic.n
+    k_ar = d_ar // 2
+    parts: list[np.ndarray] = []
+    rings: list[dict] = []
+    weight = traffic.ar_weight()
+    order = np.argsort(-weight, kind="stable")
+    dedicated: dict[int, list[int]] = {}
+    info: dict = {"strides": [], "group_size": None, "circulant": True}
+    free = np.full(n, k_ar, dtype=np.int64)  # AllReduce strides still free at each server
+    if order.size:
+        top = traffic.groups[int(order[0])]
+        g = top.size
+        info["group_size"] = int(g)
+        all_servers = g == n
+        if not all_servers:
+            parts.append(ring_circuits(np.arange(n)))
+            free -= 1
+            info["strides"] = [1]
+        k_group = int(min(k_ar - (0 if all_servers else 1), totient_perms(g).size))
+        if k_group > 0:
+            strides = select_permutations(totient_perms(g), k_group)
+            for j in order.tolist():
+                members = traffic.groups[j]
+                if members.size != g or np.any(free[members] < k_group):
+                    continue
+                free[members] -= k_group
+                dedicated[j] = strides
+                for p in strides:
+                    parts.append(ring_circuits(_positions_ring(members, p)))
+            if all_servers:
+                info["strides"] = [int(p) for p in strides]
+            else:
+                info["circulant"] = False
+    else:
+        parts.append(ring_circuits(np.arange(n)))
+        info["strides"] = [1]
+    for j in range(len(traffic.groups)):
+        rings.append(
+            {
+                "group": j,
+                "members": traffic.groups[j],
+                "strides": dedicated.get(j, []),
+                "virtual": j not in dedicated,
+            }
+        )
+    circuits = np.vstack(parts) if parts else np.zeros((0, 3), np.int64)
+    return canonical_circuits(circuits, n), rings, info
+
+
+# --------------------------------------------------------------------------- 3. matchings
+def mp_matchings(mp: sp.spmatrix, ports: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Iterated maximum-weight perfect matchings on the MP demand (step 3).
+
+    Each round runs Edmonds' blossom (:func:`networkx.max_weight_matching`) on the pairs with
+    remaining demand (weights ``T_ij + T_ji``); because all weights are non-negative, completing
+    that matching by pairing the unmatched servers in index order gives a maximum-weight
+    *perfect* matching of the complete graph. Each matched pair gets one circuit and its demand
+    becomes ``T_ij * c / (c + 1)`` (``c``: MP circuits now between the pair).
+
+    Returns
+    -------
+    circuits : numpy.ndarray
+        ``[u, v, count]`` rows (``u < v``).
+    remaining : numpy.ndarray
+        Dense ``(n, n)`` symmetric demand after the last discount.
+
+    Raises
+    ------
+    InputError
+        If ``n`` is odd and ``ports > 0`` (no perfect matching exists).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> T = sp.csr_matrix(([8.0, 6.0, 1.0], ([0, 2, 0], [1, 3, 2])), shape=(4, 4))
+    >>> c, rest = mp_matchings(T, 1, 4)
+    >>> c.tolist(), float(rest[0, 1]), float(rest[2, 3]), float(rest[0, 2])
+    ([[0, 1, 1], [2, 3, 1]], 4.0, 3.0, 1.0)
+    """
+    if ports > 0 and n % 2:
+        raise InputError("servers", n, "an even number of servers when ports go to MP matchings")
+    w = np.asarray(sp.csr_matrix(mp).todense(), dtype=np.float64)
+    w = w + w.T
+    np.fill_diagonal(w, 0.0)
+    count = np.zeros((n, n), dtype=np.int64)
+    rows: list[tuple[int, int]] = []
+    for _ in range(int(ports)):
+        iu, ju = np.nonzero(np.triu(w, 1) > 0)
+        graph = nx.Graph()
+        graph.add_nodes_from(range(n))
+        graph.add_weighted_edges_from(
+            zip(iu.tolist(), ju.tolist(), w[iu, ju].tolist(), strict=True)
+        )
+        matching = nx.max_weight_matching(graph, maxcardinality=False)
+        pairs = [(min(a, b), max(a, b)) for a, b in matching]
+        matched = {x for pr in pairs for x in pr}
+        loose = [x for x in range(n) if x not in matched]
+        pairs += [(loose[i], loose[i + 1]) for i in range(0, len(loose), 2)]
+        for a, b in sorted(pairs):
+            count[a, b] += 1
+            count[b, a] += 1
+            c = count[a, b]
+            w[a, b] *= c / (c + 1)
+            w[b, a] = w[a, b]
+            rows.append((a, b))
+    circuits = np.array([[a, b, 1] for a, b in rows], dtype=np.int64).reshape(-1, 3)
+    return canonical_circuits(circuits, n), w
+
+
+# --------------------------------------------------------------------------- 4. routing
+def hop_distances(circuits: np.ndarray, n: int) -> np.ndarray:
+    """All-pairs hop counts of the circuit graph (``inf`` where disconnected)."""
+    c = np.asarray(circuits, np.int64).reshape(-1, 3)
+    adj = sp.coo_matrix((np.ones(c.shape[0]), (c[:, 0], c[:, 1])), shape=(n, n)).tocsr()
+    return shortest_path(adj, directed=False, unweighted=True)
+
+
+def _neighbour_table(circuits: np.ndarray, n: int) -> np.ndarray:
+    c = np.asarray(circuits, np.int64).reshape(-1, 3)
+    u = np.concatenate([c[:, 0], c[:, 1]])
+    v = np.concatenate([c[:, 1], c[:, 0]])
+    order = np.lexsort((v, u))
+    u, v = u[order], v[order]
+    deg = np.bincount(u, minlength=n)
+    table = np.full((n, max(int(deg.max(initial=0)), 1)), -1, dtype=np.int64)
+    start = np.concatenate([[0], np.cumsum(deg)[:-1]])
+    table[u, np.arange(u.size) - start[u]] = v
+    return table
+
+
+def sample_shortest_paths(
+    circuits: np.ndarray,
+    n: int,
+    src: np.ndarray,
+    dst: np.ndarray,
+    k: int = 1,
+    seed: int = 0,
+    dist: np.ndarray | None = None,
+) -> NodePaths:
+    """Up to ``k`` shortest paths per pair, drawn from the shortest-path DAG (seeded).
+
+    Each of the ``k`` draws walks from the source, at every hop choosing uniformly at random
+    among the neighbours one hop closer to the destination; identical draws are merged and the
+    commodity is split equally over the distinct paths. All pairs walk together (vectorised).
+    With ``k = 1`` this is the released code's "one shortest path chosen at random".
+
+    Raises
+    ------
+    InputError
+        If a pair is disconnected.
+    """
+    src = np.asarray(src, np.int64)
+    dst = np.asarray(dst, np.int64)
+    if dist is None:
+        dist = hop_distances(circuits, n)
+    if src.size and not np.all(np.isfinite(dist[src, dst])):
+        bad = int(np.flatnonzero(~np.isfinite(dist[src, dst]))[0])
+        raise InputError("routing", f"{int(src[bad])}->{int(dst[bad])}", "connected servers")
+    table = _neighbour_table(circuits, n)
+    rng = np.random.default_rng(seed)
+    hops = dist[src, dst].astype(np.int64) if src.size else np.zeros(0, np.int64)
+    hmax = int(hops.max(initial=0))
+    draws = []
+    for _ in range(max(int(k), 1)):
+        walk = np.full((src.size, hmax + 1), -1, dtype=np.int64)
+        walk[:, 0] = src
+        cur = src.copy()
+        for step in range(1, hmax + 1):
+            live = hops >= step
+            idx = np.flatnonzero(live)
+            cand = table[cur[idx]]
+            ok = cand >= 0
+            want = dist[cur[idx], dst[idx]] - 1
+            ok &= dist[np.where(ok, cand, 0), dst[idx, None]] == want[:, None]
+            keys = np.where(ok, rng.random(cand.shape), -1.0)
+            nxt = cand[np.arange(idx.size), np.argmax(keys, axis=1)]
+            cur[idx] = nxt
+            walk[idx, step] = nxt
+        draws.append(walk)
+    stack = np.stack(draws, axis=1)  # (K, k, hmax+1)
+    paths: list[list[tuple[list[int], float]]] = []
+    for i in range(src.size):
+        uniq = np.unique(stack[i, :, : hops[i] + 1], axis=0)
+        paths.append([(row.tolist(), 1.0 / uniq.shape[0]) for row in uniq])
+    return NodePaths.from_lists(src, dst, paths)
+
+
+# --------------------------------------------------------------------------- 5. scores
+def ideal_lower_bound(problem: DesignProblem) -> float:
+    """Ideal-switch bound: per phase, the busiest server's bytes out or in over ``d * B``."""
+    n, cap = problem.n, problem.degree * problem.link_bandwidth
+    return float(
+        sum(
+            max(ph.out_bytes(n).max(initial=0), ph.in_bytes(n).max(initial=0))
+            for ph in problem.phases
+        )
+        / cap
+    )
+
+
+def finish_design(
+    problem: DesignProblem,
+    circuits: np.ndarray,
+    rings: list[dict],
+    routing: NodePaths,
+    solver: str,
+    t0: float,
+    info: dict,
+) -> Design:
+    """Score a design with :func:`solvers.congestion.evaluate_routing` and package it."""
+    design = Design(
+        problem.n,
+        problem.degree,
+        problem.link_bandwidth,
+        circuits,
+        tuple(rings),
+        routing,
+        solver,
+        "feasible",
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        info,
+    )
+    ev = evaluate_routing(problem, design.circuits, design.phase_routings(problem))
+    if not ev.feasible:
+        raise InputError("design", "; ".join(ev.violations), "a feasible design")
+    lb = ideal_lower_bound(problem)
+    gap = (ev.objective - lb) / ev.objective if ev.objective > 0 else 0.0
+    return Design(
+        problem.n,
+        problem.degree,
+        problem.link_bandwidth,
+        design.circuits,
+        tuple(rings),
+        routing,
+        solver,
+        "feasible",
+        ev.objective,
+        lb,
+        gap,
+        time.perf_counter() - t0,
+        info,
+    )
+
+
+def _phase_rings(traffic: TopoOptTraffic, rings: list[dict]) -> list[dict]:
+    """Directed rings per phase group: ``+p`` and ``-p`` of each stride, equal weights."""
+    out = []
+    for r in rings:
+        members = r["members"]
+        strides = r["strides"] if r["strides"] else [1]
+        orders = []
+        for p in strides:
+            fwd = _positions_ring(members, int(p))
+            orders += [(int(p), fwd), (-int(p), np.concatenate([fwd[:1], fwd[1:][::-1]]))]
+        for phase, gi in traffic.refs[r["group"]]:
+            for p, o in orders:
+                out.append(
+                    {
+                        "phase": phase,
+                        "group": int(gi),
+                        "members": members.tolist(),
+                        "order": o.tolist(),
+                        "stride": p,
+                        "weight": 1.0 / len(orders),
+                        "virtual": bool(r["virtual"]),
+                    }
+                )
+    return out
+
+
+def topoopt_design(
+    problem: DesignProblem, variant: str = "topoopt", k_paths: int = 4, seed: int = 0
+) -> Design:
+    """The TopoOpt baseline design of ``problem`` (module docstring, steps 1-5).
+
+    Parameters
+    ----------
+    problem : DesignProblem
+    variant : {"topoopt", "topoopt-released"}
+    k_paths : int
+        Paths per MP pair for ``topoopt`` (the released variant uses one).
+    seed : int
+        Seed of the random shortest-path draws.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from traffic.workload import Demand, Workload
+    >>> w = Workload(gpus=8, gpus_per_server=1, demands=(
+    ...     Demand("all-reduce", np.arange(8).reshape(1, 8), 1e6, "dp", "backward"),))
+    >>> p = DesignProblem.from_workload(w, degree=4, link_bandwidth=1e9)
+    >>> d = topoopt_design(p)
+    >>> d.info["strides"], d.port_usage().tolist() == [4] * 8
+    ([1, 3], True)
+    """
+    t0 = time.perf_counter()
+    if variant not in VARIANTS:
+        raise InputError("variant", variant, f"one of {', '.join(VARIANTS)}")
+    if isinstance(k_paths, bool) or int(k_paths) != k_paths or k_paths < 1:
+        raise InputError("k_paths", k_paths, "an integer >= 1")
+    n, d = problem.n, problem.degree
+    if d < 2:
+        raise InputError("degree", d, "an integer >= 2 (the +-1 ring needs 2 ports)")
+    if n < 3:
+        raise InputError("servers", n, "at least 3 servers (a ring)")
+    traffic = topoopt_traffic(problem)
+    d_ar, d_mp = degree_split(traffic.t_ar(), traffic.t_mp(), d, variant)
+    ar_circ, groups, ar_info = allreduce_rings(traffic, d_ar)
+    mp_circ, _ = mp_matchings(traffic.mp, d_mp, n)
+    circuits = canonical_circuits(np.vstack([ar_circ, mp_circ]), n)
+    rings = _phase_rings(traffic, groups)
+    dist_all = hop_distances(circuits, n)
+    # commodities: MP pairs (k shortest paths) and ring steps (direct, or virtual-ring routes)
+    mp = traffic.mp.tocoo()
+    mp_key = set((mp.row.astype(np.int64) * n + mp.col).tolist())
+    k = k_paths if variant == "topoopt" else 1
+    mp_src, mp_dst = mp.row.astype(np.int64), mp.col.astype(np.int64)
+    step_paths: dict[int, list[int]] = {}
+    ar_dist = None
+    for r in rings:
+        o = r["order"]
+        for a, b in zip(o, o[1:] + o[:1], strict=True):
+            key = a * n + b
+            if key in mp_key or key in step_paths:
+                continue
+            if dist_all[a, b] == 1 and not r["virtual"]:
+                step_paths[key] = [a, b]
+            elif ar_info["circulant"] and ar_info["strides"]:
+                walk = [a]
+                for c in coin_change(b - a, ar_info["strides"], n):
+                    walk.append((walk[-1] + c) % n)
+                step_paths[key] = walk
+            else:
+                if ar_dist is None:
+                    ar_dist = hop_distances(ar_circ, n)
+                one = sample_shortest_paths(ar_circ, n, [a], [b], 1, seed, ar_dist)
+                step_paths[key] = one.to_lists()[0][0][0]
+    mp_paths = sample_shortest_paths(circuits, n, mp_src, mp_dst, k, seed, dist_all).to_lists()
+    keys = sorted(step_paths)
+    src = np.concatenate([mp_src, np.array(keys, np.int64) // n])
+    dst = np.concatenate([mp_dst, np.array(keys, np.int64) % n])
+    routing = NodePaths.from_lists(src, dst, mp_paths + [[(step_paths[x], 1.0)] for x in keys])
+    info = {
+        "variant": variant,
+        "d_ar": d_ar,
+        "d_mp": d_mp,
+        "t_ar_bytes": traffic.t_ar(),
+        "t_mp_bytes": traffic.t_mp(),
+        "strides": ar_info["strides"],
+        "ring_group_size": ar_info["group_size"],
+        "k_paths": k,
+        "seed": seed,
+    }
+    return finish_design(problem, circuits, rings, routing, variant, t0, info)

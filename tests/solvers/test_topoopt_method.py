@@ -1,0 +1,243 @@
+"""The TopoOpt baseline (TopologyFinder) and the expander baseline.
+
+Invariants first (ports, rings are single cycles over their group, perfect matchings, routing
+feasible and re-scored by solvers.congestion), then hand-computed values (the c/(c+1) discount
+on 4 servers, the degree split) and brute force (coin change).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from solvers.congestion import evaluate_routing
+from solvers.design import Design, NodePaths
+from solvers.expander_design import expander_design, random_regular_circuits
+from solvers.problem import DesignProblem
+from solvers.topoopt_method import (
+    coin_change,
+    degree_split,
+    mp_matchings,
+    sample_shortest_paths,
+    topoopt_design,
+)
+from traffic.errors import InputError
+from traffic.workload import Demand, Workload
+
+
+def workload(n: int, gps: int = 2, mp_size: float = 1e8, ar_size: float = 4e8) -> Workload:
+    """DP all-reduce over all servers, PP sends along servers, EP all-to-all in 4-server groups."""
+    dp = np.arange(n * gps).reshape(n, gps).T
+    pp = np.stack([np.arange(0, (n - 1) * gps, gps), np.arange(gps, n * gps, gps)], axis=1)
+    ep = np.arange(n * gps).reshape(-1, 4 * gps)[:, ::gps]
+    return Workload(
+        gpus=n * gps,
+        gpus_per_server=gps,
+        demands=(
+            Demand("all-reduce", dp, ar_size, "dp", "backward"),
+            Demand("all-reduce", dp[:, : n // 2], ar_size / 4, "dp", "optimizer"),
+            Demand("send", pp, mp_size / 10, "pp", "forward", count=4, mutable=False),
+            Demand("all-to-all", ep, mp_size, "ep", "forward", count=2, mutable=False),
+        ),
+    )
+
+
+def problem(n=16, d=8, **kw) -> DesignProblem:
+    return DesignProblem.from_workload(workload(n, **kw), degree=d, link_bandwidth=12.5e9)
+
+
+def check_design(p: DesignProblem, design: Design) -> None:
+    """Invariants shared by every baseline."""
+    assert np.all(design.port_usage() <= p.degree)
+    # every ring is a single cycle over exactly its group's servers
+    for r in design.rings:
+        ph = next(x for x in p.phases if x.name == r["phase"])
+        order = r["order"]
+        assert sorted(order) == ph.group(r["group"]).tolist()
+        assert len(set(order)) == len(order)
+    # every routed path walks over circuits, from its source to its destination
+    adj = {(int(u), int(v)) for u, v, _ in design.circuits} | {
+        (int(v), int(u)) for u, v, _ in design.circuits
+    }
+    for k, plist in enumerate(design.routing.to_lists()):
+        assert abs(sum(w for _, w in plist) - 1) < 1e-9
+        for nodes, _ in plist:
+            assert nodes[0] == design.routing.src[k] and nodes[-1] == design.routing.dst[k]
+            assert all((a, b) in adj for a, b in itertools.pairwise(nodes))
+    ev = evaluate_routing(p, design.circuits, design.phase_routings(p))
+    assert ev.feasible, ev.violations
+    assert design.objective_s == pytest.approx(ev.objective)
+    assert design.lower_bound_s <= design.objective_s * (1 + 1e-12)
+    back = Design.from_json(design.to_json())
+    assert np.array_equal(back.circuits, design.circuits) and back.rings == tuple(
+        {**r} for r in design.rings
+    )
+    assert back.objective_s == design.objective_s
+
+
+@pytest.mark.parametrize("variant", ["topoopt", "topoopt-released"])
+@pytest.mark.parametrize("n, d, mp_size", [(16, 8, 1e8), (16, 6, 4e9), (12, 5, 4e9), (8, 4, 0.0)])
+def test_baseline_invariants(variant, n, d, mp_size):
+    p = (
+        problem(n, d, mp_size=mp_size)
+        if mp_size
+        else DesignProblem.from_workload(
+            workload(n).select(classes=["dp"]), degree=d, link_bandwidth=12.5e9
+        )
+    )
+    design = topoopt_design(p, variant, k_paths=3, seed=1)
+    check_design(p, design)
+    assert design.info["d_ar"] + design.info["d_mp"] <= d
+    if variant == "topoopt-released":
+        assert design.info["d_mp"] == 0
+
+
+def test_ring_strides_are_the_geometric_rule_on_all_servers():
+    p = DesignProblem.from_workload(
+        workload(16).select(classes=["dp"]), degree=8, link_bandwidth=1e9
+    )
+    design = topoopt_design(p, "topoopt-released")
+    assert design.info["strides"] == [1, 3, 5, 9]
+    # the circuits are exactly C_16(1, 3, 5, 9): 4 rings, every server uses 8 ports
+    want = nx.circulant_graph(16, [1, 3, 5, 9])
+    got = nx.Graph([(int(u), int(v)) for u, v, _ in design.circuits])
+    assert nx.utils.graphs_equal(want, got) and np.all(design.port_usage() == 8)
+    # the full-group rings are single cycles i -> i + p (and reversed), weight 1/8 each
+    rings = [r for r in design.rings if r["phase"] == "backward"]
+    assert len(rings) == 8 and all(r["weight"] == pytest.approx(1 / 8) for r in rings)
+    fwd = {r["stride"]: r["order"] for r in rings}
+    assert fwd[5] == [(5 * i) % 16 for i in range(16)]
+
+
+def test_degree_split_by_hand():
+    # T_AR = 3, T_MP = 1, d = 8: 8 * 3/4 = 6 -> (6, 2); 8 * 1/2 = 4 -> (4, 4)
+    assert degree_split(3.0, 1.0, 8) == (6, 2)
+    assert degree_split(1.0, 1.0, 8) == (4, 4)
+    # 8 * 0.4 = 3.2 -> nearest even 4 ; 5 * 0.9 = 4.5 -> 4 (d=5 leaves 1 port for MP)
+    assert degree_split(2.0, 3.0, 8) == (4, 4)
+    assert degree_split(9.0, 1.0, 5) == (4, 1)
+    # at least the +-1 ring; no MP traffic -> no matchings
+    assert degree_split(0.0, 1.0, 6) == (2, 4)
+    assert degree_split(1.0, 0.0, 7) == (6, 0)
+    with pytest.raises(InputError, match="degree: got 1"):
+        degree_split(1.0, 1.0, 1)
+
+
+def test_matching_discount_on_four_servers_by_hand():
+    # T01 = 10, T23 = 10, T02 = 6, T13 = 6. Port 1: {01, 23} (20 > 12), discount 1/2 -> 5, 5.
+    # Port 2: {02, 13} (12 > 10) -- the discount changes the choice. Port 3: 02, 13 now 3, 3
+    # and 01, 23 still 5, 5 -> {01, 23} again, c = 2: 5 * 2/3.
+    t = sp.csr_matrix(([10.0, 10.0, 6.0, 6.0], ([0, 2, 0, 1], [1, 3, 2, 3])), shape=(4, 4))
+    c1, w1 = mp_matchings(t, 1, 4)
+    assert c1.tolist() == [[0, 1, 1], [2, 3, 1]]
+    assert (w1[0, 1], w1[2, 3], w1[0, 2]) == (5.0, 5.0, 6.0)
+    c2, w2 = mp_matchings(t, 2, 4)
+    assert c2.tolist() == [[0, 1, 1], [0, 2, 1], [1, 3, 1], [2, 3, 1]]
+    assert (w2[0, 1], w2[0, 2], w2[1, 3]) == (5.0, 3.0, 3.0)
+    c3, w3 = mp_matchings(t, 3, 4)
+    assert c3.tolist() == [[0, 1, 2], [0, 2, 1], [1, 3, 1], [2, 3, 2]]
+    assert w3[0, 1] == pytest.approx(10 / 3) and w3[2, 3] == pytest.approx(10 / 3)
+
+
+@pytest.mark.parametrize("n, ports", [(6, 1), (10, 3), (16, 5)])
+def test_matchings_are_perfect_and_maximum(n, ports):
+    rng = np.random.default_rng(n)
+    dense = rng.integers(0, 5, (n, n)).astype(float) * (rng.random((n, n)) < 0.4)
+    np.fill_diagonal(dense, 0)
+    circuits, _ = mp_matchings(sp.csr_matrix(dense), ports, n)
+    deg = np.bincount(circuits[:, 0], circuits[:, 2], n) + np.bincount(
+        circuits[:, 1], circuits[:, 2], n
+    )
+    assert np.all(deg == ports)  # one perfect matching per port
+    # first round is a maximum-weight perfect matching: compare with brute force on n = 6
+    if n == 6:
+        w = dense + dense.T
+        first, _ = mp_matchings(sp.csr_matrix(dense), 1, n)
+        got = sum(w[u, v] for u, v, _ in first)
+        best = 0.0
+        for perm in itertools.permutations(range(n)):
+            pairs = [(perm[i], perm[i + 1]) for i in range(0, n, 2)]
+            best = max(best, sum(w[a, b] for a, b in pairs))
+        assert got == best
+
+
+def test_odd_servers_with_matching_ports_is_an_input_error():
+    with pytest.raises(InputError, match="servers: got 7"):
+        mp_matchings(sp.csr_matrix(np.ones((7, 7))), 1, 7)
+    w = Workload(
+        gpus=7,
+        gpus_per_server=1,
+        demands=(
+            Demand("all-reduce", np.arange(7).reshape(1, 7), 1e6, "dp", "backward"),
+            Demand("send", np.array([[0, 3], [1, 5]]), 1e9, "pp", "forward", mutable=False),
+        ),
+    )
+    p = DesignProblem.from_workload(w, degree=8, link_bandwidth=1e9)
+    assert topoopt_design(p, "topoopt-released").info["d_mp"] == 0  # no matching: fine
+    with pytest.raises(InputError, match="servers: got 7"):
+        topoopt_design(p, "topoopt")
+
+
+def brute_coin(target: int, coins: list[int], n: int, limit: int = 8) -> int:
+    signed = sorted({c for p in coins for c in (p, -p)})
+    for length in range(limit + 1):
+        for combo in itertools.combinations_with_replacement(signed, length):
+            if sum(combo) % n == target % n:
+                return length
+    return -1
+
+
+@pytest.mark.parametrize("n, coins", [(12, [1, 5]), (16, [1, 3, 5]), (30, [1, 7]), (17, [2, 3])])
+def test_coin_change_is_shortest(n, coins):
+    for target in range(n):
+        got = coin_change(target, coins, n)
+        assert sum(got) % n == target
+        assert all(abs(c) in coins for c in got)
+        assert len(got) == brute_coin(target, coins, n)
+
+
+def test_coin_change_unreachable():
+    with pytest.raises(InputError, match="target: got 1"):
+        coin_change(1, [2], 8)
+
+
+def test_bad_degrees():
+    with pytest.raises(InputError, match="degree: got 1"):
+        topoopt_design(problem(8, 1))
+    # a design using more ports than the servers have
+    with pytest.raises(InputError, match="server 0"):
+        Design(4, 2, 1e9, [[0, 1, 2], [0, 2, 1]], (), NodePaths.empty(), "x", "x", 0, 0, 0, 0)
+    with pytest.raises(InputError, match="degree: got 8"):
+        random_regular_circuits(8, 8)
+
+
+def test_k_shortest_paths_are_shortest_and_distinct():
+    circuits = np.array([[u, (u + 1) % 8, 1] for u in range(8)] + [[0, 4, 1]])  # ring + chord
+    paths = sample_shortest_paths(circuits, 8, [0, 2], [4, 6], k=6, seed=0)
+    lists = paths.to_lists()
+    assert [p[0] for p in lists[0]] == [[0, 4]]  # the chord is the only shortest path
+    # 2 -> 6: lengths 4 via 3-4-5 or via 1-0-(7 or 4)... all shortest paths have 3 hops
+    g = nx.Graph([(int(u), int(v)) for u, v, _ in circuits])
+    want = sorted(nx.all_shortest_paths(g, 2, 6))
+    got = sorted(nodes for nodes, _ in lists[1])
+    assert set(map(tuple, got)) <= set(map(tuple, want)) and len(got) == len(set(map(tuple, got)))
+    assert sum(w for _, w in lists[1]) == pytest.approx(1.0)
+
+
+def test_expander_baseline():
+    p = problem(16, 4)
+    design = expander_design(p, seed=3)
+    check_design(p, design)
+    assert np.all(design.port_usage() == 4)
+    again = expander_design(p, seed=3)
+    assert np.array_equal(again.circuits, design.circuits)  # seeded
+
+
+def test_seeded_and_deterministic():
+    p = problem(16, 6, mp_size=4e9)
+    a, b = topoopt_design(p, seed=5), topoopt_design(p, seed=5)
+    assert a.to_json().split('"wall_s"')[0] == b.to_json().split('"wall_s"')[0]

@@ -1,0 +1,92 @@
+"""``topoopt design PLAN``: choose optical circuits, rings and routing for a plan."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from topoopt.cli.common import (
+    emit_json,
+    handle_errors,
+    prepare_output,
+    stdout,
+    write_output_text,
+)
+from topoopt.units import gbps_to_bytes_per_s
+
+__all__ = ["register", "design_command"]
+
+
+class Solver(StrEnum):
+    topoopt = "topoopt"
+    topoopt_released = "topoopt-released"
+    expander = "expander"
+    joint = "joint"
+
+
+class FabricKind(StrEnum):
+    optical = "optical"
+
+
+@handle_errors
+def design_command(
+    plan: Annotated[str, typer.Argument(help="Plan file, embedded plan name, or .fbuf")],
+    fabric: Annotated[FabricKind, typer.Option(help="What to design")] = FabricKind.optical,
+    degree: Annotated[int, typer.Option(help="Optical ports per server")] = 8,
+    link_gbps: Annotated[float, typer.Option(help="Bandwidth of one port, Gbps")] = 100.0,
+    solver: Annotated[Solver, typer.Option(help="Optimizer")] = Solver.joint,
+    time_limit: Annotated[float, typer.Option(help="Seconds the joint optimizer may use")] = 60.0,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = 0,
+    out: Annotated[Path | None, typer.Option(help="Write design.json here")] = None,
+    html: Annotated[Path | None, typer.Option(help="Draw the design (plotly HTML)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the design as JSON")] = False,
+    force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
+) -> None:
+    """Design the circuit topology and routing; report objective, lower bound and gap."""
+    from solvers.problem import DesignProblem
+    from solvers.registry import solve
+    from traffic.load import load_workload
+
+    prepare_output(out, force)
+    prepare_output(html, force)
+    workload = load_workload(plan)
+    problem = DesignProblem.from_workload(
+        workload, degree=degree, link_bandwidth=gbps_to_bytes_per_s(link_gbps)
+    )
+    design = solve(
+        problem,
+        solver.value,
+        time_limit_s=time_limit,
+        seed=seed,
+        progress=lambda m: print(m, file=sys.stderr),
+    )
+    if out is not None:
+        write_output_text(out, design.to_json() + "\n")
+    if html is not None:
+        from topoopt.report.design_figures import design_page
+
+        write_output_text(html, design_page(design, problem, title=f"{workload.name}: design"))
+    if as_json:
+        emit_json(design.to_dict())
+        return
+    t = Table(title=f"{workload.name}: {solver.value} design, {degree} x {link_gbps:g} Gbps")
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    t.add_row("servers", str(design.servers))
+    t.add_row("circuits", str(int(design.circuits[:, 2].sum())) if len(design.circuits) else "0")
+    t.add_row("rings", str(len(design.rings)))
+    t.add_row("status", design.status)
+    t.add_row("objective (ms)", f"{design.objective_s * 1e3:.4f}")
+    t.add_row("lower bound (ms)", f"{design.lower_bound_s * 1e3:.4f}")
+    t.add_row("gap", f"{design.gap:.2%}")
+    t.add_row("wall (s)", f"{design.wall_s:.2f}")
+    stdout.print(t)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("design")(design_command)

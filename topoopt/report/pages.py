@@ -1,0 +1,66 @@
+"""Whole report pages (self-contained HTML) assembled from the figure functions."""
+
+from __future__ import annotations
+
+from topoopt.report.compare_figures import (
+    iteration_gantt,
+    ratio_bars,
+    time_vs_capex,
+    utilisation_cdf,
+)
+from topoopt.report.design_figures import circuit_graph, optimizer_trace
+from topoopt.report.html import page_html
+
+__all__ = ["compare_figures", "compare_page"]
+
+
+def compare_figures(res, prefix: str = "compare") -> list:
+    """``(div_id, figure)`` pairs of one comparison (see :mod:`topoopt.studies.compare`)."""
+    figs = [
+        (f"{prefix}-time-vs-capex", time_vs_capex(res.table)),
+        (f"{prefix}-ratios", ratio_bars(res.table)),
+        (
+            f"{prefix}-utilisation",
+            utilisation_cdf({k: v.links for k, v in res.iterations.items()}),
+        ),
+    ]
+    best = min(
+        (r for r in res.runs if r.design is not None),
+        key=lambda r: res.iterations[r.name].iteration_s,
+        default=None,
+    )
+    if best is not None:
+        figs.append(
+            (
+                f"{prefix}-circuits",
+                circuit_graph(
+                    best.design.servers,
+                    best.design.circuits,
+                    rings=best.design.rings,
+                    title=f"Circuits of the {best.name} design",
+                ),
+            )
+        )
+        trace = best.design.info.get("trace") if isinstance(best.design.info, dict) else None
+        if trace:
+            figs.append((f"{prefix}-optimizer", optimizer_trace(trace)))
+        figs.append(
+            (
+                f"{prefix}-timeline",
+                iteration_gantt(
+                    res.iterations[best.name].timeline,
+                    title=f"Iteration timeline on the {best.name} design",
+                ),
+            )
+        )
+    return figs
+
+
+def compare_page(res, title: str) -> str:
+    """The self-contained HTML report of one comparison."""
+    p = res.params
+    intro = (
+        f"{p['workload']}: {p['gpus']} GPUs on {p['servers']} servers, {p['degree']} ports x "
+        f"{p['link_bandwidth'] * 8 / 1e9:g} Gbps per server."
+    )
+    return page_html(compare_figures(res), title, intro=intro)

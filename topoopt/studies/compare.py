@@ -1,0 +1,296 @@
+"""``topoopt compare``: one workload, many fabrics, judged by the flow model at known cost.
+
+Every fabric gets the same servers and the same per-server bandwidth ``degree x link_bandwidth``
+(the ideal switch, the fat-trees' NICs, the optical ports). For each: the simulated iteration
+(:func:`topoopt.flowsim.iteration.simulate_iteration`), the communication alone
+(:func:`topoopt.flowsim.collectives.communication_time`, phases in sequence), capex and power
+(:func:`topoopt.fabrics.cost.cost`), performance per dollar and the ratio to the ideal switch.
+
+Fabric names (:data:`FABRICS`):
+
+``ideal``
+    One non-blocking switch, ``degree x B`` per server: the bound.
+``fat-tree``
+    Full-bisection leaf-spine, one NIC of ``degree x B`` per server.
+``fat-tree-oversub``
+    The same with ``oversubscription`` (default 4:1) at the leaves.
+``fat-tree-cost-equivalent``
+    Full-bisection leaf-spine whose NIC bandwidth is chosen so that its capex equals the
+    ``topoopt`` optical design's (TopoOpt's "cost-equivalent fat-tree").
+``torus``
+    A 2-D (``degree`` < 6) or 3-D torus of ``B`` links, dimension sizes as equal as possible,
+    ``degree / (2 D)`` links per dimension, ECMP routing.
+``expander``
+    Random ``degree``-regular direct-connect (seeded), ECMP over circuits with host forwarding.
+``topoopt``, ``topoopt-released``, ``joint``
+    Optical direct-connect designs by the solvers (:mod:`solvers.registry`), with their rings
+    and routing.
+``hybrid``
+    Leaf-spine (oversubscribed ``oversubscription``:1, ``degree/2 x B`` NICs) plus an optical
+    layer of ``degree/2`` ports per server wired as the geometric circulant, ECMP over both.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from topoopt.fabrics.cost import cost as fabric_cost
+from topoopt.fabrics.cost import cost_equivalent_fat_tree
+from topoopt.fabrics.expander import expander
+from topoopt.fabrics.fabric import Fabric
+from topoopt.fabrics.fat_tree import leaf_spine
+from topoopt.fabrics.hybrid import hybrid
+from topoopt.fabrics.ideal import ideal
+from topoopt.fabrics.torus import torus
+from topoopt.flowsim.collectives import communication_time
+from topoopt.flowsim.iteration import IterationResult, simulate_iteration
+from topoopt.paths import PathSet
+from traffic.errors import InputError
+from traffic.workload import Workload
+
+__all__ = ["FABRICS", "FabricRun", "CompareResult", "build_fabric", "compare", "torus_dims"]
+
+FABRICS = (
+    "ideal",
+    "fat-tree",
+    "fat-tree-oversub",
+    "fat-tree-cost-equivalent",
+    "torus",
+    "expander",
+    "topoopt",
+    "topoopt-released",
+    "joint",
+    "hybrid",
+)
+DESIGNED = ("topoopt", "topoopt-released", "joint")
+
+
+@dataclass
+class FabricRun:
+    """One fabric of a comparison, ready to simulate."""
+
+    name: str
+    fabric: Fabric
+    workload: Workload
+    routing: PathSet | None = None
+    design: Any = None
+    capex_usd: float = 0.0
+    power_w: float = 0.0
+    note: str = ""
+
+
+@dataclass
+class CompareResult:
+    """The comparison table and everything behind it (for figures)."""
+
+    table: pd.DataFrame
+    runs: list[FabricRun]
+    iterations: dict[str, IterationResult]
+    comm: dict[str, Any]
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def torus_dims(servers: int, ndims: int) -> tuple[int, ...]:
+    """Dimension sizes with product ``servers``, as equal as possible (largest first).
+
+    >>> torus_dims(128, 3), torus_dims(16, 2), torus_dims(12, 2)
+    ((8, 4, 4), (4, 4), (4, 3))
+    """
+    best = None
+    for combo in _factorisations(servers, ndims):
+        spread = max(combo) - min(combo)
+        if best is None or spread < best[0]:
+            best = (spread, tuple(sorted(combo, reverse=True)))
+    if best is None:
+        raise InputError("servers", servers, f"a number with a {ndims}-D factorisation")
+    return best[1]
+
+
+def _factorisations(n: int, k: int):
+    if k == 1:
+        yield (n,)
+        return
+    for f in range(1, n + 1):
+        if n % f == 0:
+            for rest in _factorisations(n // f, k - 1):
+                yield (f, *rest)
+
+
+def _price(fabric: Fabric, prices) -> tuple[float, float]:
+    r = fabric_cost(fabric, prices)
+    return r.capex_usd, r.power_w
+
+
+def build_fabric(
+    name: str,
+    workload: Workload,
+    degree: int,
+    link_bandwidth: float,
+    *,
+    oversubscription: float = 4.0,
+    seed: int = 0,
+    time_limit_s: float = 30.0,
+    prices=None,
+    designs: dict[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> FabricRun:
+    """Build the fabric ``name`` (see the module docstring) for ``workload``'s servers."""
+    n, gps = workload.servers, workload.gpus_per_server
+    B, d = float(link_bandwidth), int(degree)
+    designs = {} if designs is None else designs
+    common = {"gpus_per_server": gps}
+    if name == "ideal":
+        fab = ideal(n, d, B, **common)
+    elif name == "fat-tree":
+        fab = leaf_spine(n, 1.0, port_bandwidth=d * B, **common)
+    elif name == "fat-tree-oversub":
+        fab = leaf_spine(n, oversubscription, port_bandwidth=d * B, **common)
+    elif name == "fat-tree-cost-equivalent":
+        ref = designs.get("topoopt") or build_fabric(
+            "topoopt", workload, d, B, seed=seed, prices=prices, designs=designs
+        )
+        eq = cost_equivalent_fat_tree(
+            ref.capex_usd, n, vary="bandwidth", port_bandwidth=d * B, prices=prices, **common
+        )
+        fab = eq.fabric
+    elif name == "torus":
+        nd = 2 if d < 6 else 3
+        per = max(1, d // (2 * nd))
+        fab = torus(torus_dims(n, nd), B, links_per_dim=per, **common)
+    elif name == "expander":
+        fab = expander(n, d, seed, B, **common)
+    elif name == "hybrid":
+        if d < 2:
+            raise InputError("degree", d, "at least 2 for a hybrid (half electrical, half optical)")
+        fab = hybrid(
+            n,
+            d // 2,
+            oversubscription=oversubscription,
+            port_bandwidth=(d - d // 2) * B,
+            optical_port_bandwidth=B,
+            **common,
+        )
+    elif name in DESIGNED:
+        from solvers.problem import DesignProblem
+        from solvers.realise import design_fabric, design_routing, design_workload
+        from solvers.registry import solve
+
+        problem = DesignProblem.from_workload(workload, degree=d, link_bandwidth=B)
+        design = solve(problem, name, time_limit_s=time_limit_s, seed=seed, progress=progress)
+        fab = design_fabric(design, gpus_per_server=gps)
+        run = FabricRun(
+            name,
+            fab,
+            design_workload(workload, design, problem),
+            design_routing(design, fab),
+            design,
+        )
+        run.capex_usd, run.power_w = _price(fab, prices)
+        designs[name] = run
+        return run
+    else:
+        raise InputError("fabric", name, f"one of {', '.join(FABRICS)}")
+    run = FabricRun(name, fab, workload)
+    run.capex_usd, run.power_w = _price(fab, prices)
+    return run
+
+
+def compare(
+    workload: Workload,
+    fabrics: Sequence[str] = FABRICS,
+    degree: int = 8,
+    link_bandwidth: float = 12.5e9,
+    *,
+    oversubscription: float = 4.0,
+    seed: int = 0,
+    time_limit_s: float = 30.0,
+    prices=None,
+    progress: Callable[[str], None] | None = None,
+) -> CompareResult:
+    """Simulate ``workload`` on each fabric; one row per fabric (module docstring).
+
+    Returns
+    -------
+    CompareResult
+        ``table`` columns: ``fabric``, ``iteration_s``, ``comm_s``, ``exposed_comm_s``,
+        ``capex_usd``, ``power_w``, ``iterations_per_s_per_musd`` (throughput per million USD of
+        network), ``ratio_to_ideal`` (iteration time over the ideal switch's), ``build_s``,
+        ``simulate_s``, plus the solver's ``objective_s``, ``lower_bound_s`` and ``gap`` for
+        designed fabrics.
+    """
+    say = progress or (lambda _m: None)
+    names = list(dict.fromkeys(fabrics))
+    for nm in names:
+        if nm not in FABRICS:
+            raise InputError("fabrics", nm, f"a comma-separated list of {', '.join(FABRICS)}")
+    if "ideal" not in names:
+        names.insert(0, "ideal")
+    designs: dict[str, Any] = {}
+    rows, runs, its, comms = [], [], {}, {}
+    for k, nm in enumerate(names):
+        say(f"[{k + 1}/{len(names)}] {nm}: building")
+        t0 = time.perf_counter()
+        run = designs.get(nm) or build_fabric(
+            nm,
+            workload,
+            degree,
+            link_bandwidth,
+            oversubscription=oversubscription,
+            seed=seed,
+            time_limit_s=time_limit_s,
+            prices=prices,
+            designs=designs,
+            progress=progress,
+        )
+        t1 = time.perf_counter()
+        say(f"[{k + 1}/{len(names)}] {nm}: simulating")
+        it = simulate_iteration(
+            run.workload, run.fabric, routing=run.routing, exposed_by_class=False
+        )
+        cm = communication_time(run.workload, run.fabric, routing=run.routing)
+        t2 = time.perf_counter()
+        runs.append(run)
+        its[nm], comms[nm] = it, cm
+        row = {
+            "fabric": nm,
+            "iteration_s": it.iteration_s,
+            "comm_s": cm.total_s,
+            "exposed_comm_s": it.exposed_comm_s,
+            "capex_usd": run.capex_usd,
+            "power_w": run.power_w,
+            "build_s": t1 - t0,
+            "simulate_s": t2 - t1,
+        }
+        if run.design is not None:
+            row.update(
+                objective_s=run.design.objective_s,
+                lower_bound_s=run.design.lower_bound_s,
+                gap=run.design.gap,
+                solver_status=run.design.status,
+            )
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    ideal_t = float(table.loc[table["fabric"] == "ideal", "iteration_s"].iloc[0])
+    table["ratio_to_ideal"] = table["iteration_s"] / ideal_t
+    with np.errstate(divide="ignore"):
+        table["iterations_per_s_per_musd"] = np.where(
+            table["capex_usd"] > 0, 1e6 / (table["iteration_s"] * table["capex_usd"]), math.inf
+        )
+    params = {
+        "degree": degree,
+        "link_bandwidth": link_bandwidth,
+        "oversubscription": oversubscription,
+        "seed": seed,
+        "time_limit_s": time_limit_s,
+        "servers": workload.servers,
+        "gpus": workload.gpus,
+        "workload": workload.name,
+    }
+    return CompareResult(table, runs, its, comms, params)

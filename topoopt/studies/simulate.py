@@ -1,0 +1,85 @@
+"""What ``topoopt simulate`` computes: one plan on one fabric or design."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from topoopt.flowsim.collectives import communication_time
+from topoopt.flowsim.iteration import simulate_iteration
+from topoopt.studies.compare import build_fabric
+from traffic.errors import InputError
+from traffic.load import load_workload
+
+__all__ = ["simulate_plan"]
+
+
+def simulate_plan(
+    plan: str,
+    *,
+    design: str | Path | None = None,
+    fabric: str | None = None,
+    degree: int = 8,
+    link_bandwidth: float = 12.5e9,
+    oversubscription: float = 4.0,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Simulate ``plan`` on a design file or a fabric kind.
+
+    Returns
+    -------
+    dict
+        ``iteration_s``, ``compute_s``, ``comm_s`` (communication alone, phases in sequence),
+        ``exposed_comm_s``, ``exposed_comm_s_by_class`` (iteration time minus the time with that
+        class instantaneous), ``comm_s_by_class`` (each class's communication alone),
+        ``fabric``, ``workload``, ``servers``, ``gpus``.
+    """
+    workload = load_workload(plan)
+    if design is not None:
+        from solvers.design import Design
+        from solvers.problem import DesignProblem
+        from solvers.realise import design_fabric, design_routing, design_workload
+
+        path = Path(design)
+        if not path.is_file():
+            raise InputError("--design", str(design), "an existing design.json file")
+        d = Design.from_json(path.read_text())
+        if d.servers != workload.servers:
+            raise InputError(
+                "--design", f"{d.servers} servers", f"a design for {workload.servers} servers"
+            )
+        problem = DesignProblem.from_workload(workload, d.degree, d.link_bandwidth)
+        fab = design_fabric(d, gpus_per_server=workload.gpus_per_server)
+        w, routing, label = design_workload(workload, d, problem), design_routing(d, fab), d.solver
+    else:
+        run = build_fabric(
+            fabric,
+            workload,
+            degree,
+            link_bandwidth,
+            oversubscription=oversubscription,
+            seed=seed,
+            progress=progress,
+        )
+        fab, w, routing, label = run.fabric, run.workload, run.routing, fabric
+    if progress:
+        progress(f"simulating {workload.name} on {label}")
+    it = simulate_iteration(w, fab, routing=routing, exposed_by_class=True)
+    comm = communication_time(w, fab, routing=routing)
+    by_class = {}
+    for cls in sorted({x.cls for x in w.demands}):
+        by_class[cls] = communication_time(w.select(classes=[cls]), fab, routing=routing).total_s
+    return {
+        "workload": workload.name,
+        "fabric": label,
+        "servers": workload.servers,
+        "gpus": workload.gpus,
+        "iteration_s": it.iteration_s,
+        "compute_s": it.compute_s,
+        "comm_s": comm.total_s,
+        "exposed_comm_s": it.exposed_comm_s,
+        "exposed_comm_s_by_class": dict(it.exposed_by_class),
+        "comm_s_by_class": by_class,
+    }
