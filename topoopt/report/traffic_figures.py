@@ -93,8 +93,13 @@ def server_heatmap(pairs: PairTraffic, max_cells: int = 256, title: str | None =
     )
     fig.update_layout(
         title=title or f"Traffic per iteration between {unit} (log scale)",
-        xaxis={"title": f"destination {unit}"},
-        yaxis={"title": f"source {unit}", "autorange": "reversed", "scaleanchor": "x"},
+        xaxis={"title": f"destination {unit}", "constrain": "domain"},
+        yaxis={
+            "title": f"source {unit}",
+            "autorange": "reversed",
+            "scaleanchor": "x",
+            "constrain": "domain",
+        },
         height=650,
     )
     return fig
@@ -108,5 +113,9 @@ def class_bars(table: pd.DataFrame, title: str = "Bytes per iteration by class")
         ("inter_server_bytes", "inter-server"),
     ):
         fig.add_bar(x=table["class"], y=table[col], name=name)
-    fig.update_layout(barmode="group", title=title, yaxis={"title": "bytes", "type": "log"})
+    fig.update_layout(
+        barmode="group",
+        title=title,
+        yaxis={"title": "bytes", "type": "log", "exponentformat": "SI"},
+    )
     return fig
