@@ -13,7 +13,7 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.p
 
 def test_there_are_notebooks():
     names = {p.stem for p in NOTEBOOKS}
-    assert "traffic_analysis" in names
+    assert {"traffic_analysis", "topology_design", "fabric_comparison"} <= names
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
