@@ -1,23 +1,26 @@
 """Benchmark: topoopt's max-min flow simulator against SimGrid on the same flow sets.
 
-Random traffic (uniform random source/destination pairs, all flows starting at once) on:
+Random traffic (uniform random source/destination pairs) on:
 
 - a k=8 fat-tree (128 hosts, 12.5 GB/s links, ECMP: a random aggregation and core switch per flow),
 - a 1,024-server degree-8 direct-connect graph (random regular, seeded; one BFS shortest path),
-- a k=16 fat-tree (1,024 hosts) with 100,000 flows (ours only: SimGrid needs minutes there).
+- a k=16 fat-tree (1,024 hosts) with 100,000 flows (ours only: SimGrid needs many minutes there).
 
-Two kinds of flow sizes: ``equal`` (every flow 100 MB: flows with equal rates end together, so
-events are batched) and ``random`` (1..1000 MB uniform: nearly one event per flow). SimGrid runs
-as a separate process (``/usr/bin/python3 tests/peers/simgrid_peer.py``); the table prints both
-wall times (ours: simulation only; SimGrid: platform build + run, inside the peer), their ratio
-and the largest relative difference of finish times. Peak memory (max RSS) of this process is
-printed at the end.
+Flow sizes: ``equal`` (every flow 100 MB: flows with equal rates end together, so events are
+batched) or ``random`` (1..1000 MB uniform, whole MB: about one completion event per flow). Starts:
+``0`` (all flows at once) or staggered uniformly over ``[0, T]`` seconds (one arrival event per
+flow). SimGrid runs as a separate process (``/usr/bin/python3 tests/peers/simgrid_peer.py``); the
+table prints both wall times (ours: simulation only, compiled kernels already loaded; SimGrid:
+platform build + run, inside the peer), their ratio and the largest relative difference of
+finish times. At the end: the one-off time to load (or compile) the numba kernels, and the peak
+memory (max RSS) of this process and of the SimGrid processes.
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_flowsim.py            # full table
-    .venv/bin/python benchmarks/bench_flowsim.py --quick    # 1,000-flow rows + 10,000 equal
+    .venv/bin/python benchmarks/bench_flowsim.py            # full table (~10 min on 2 cores)
+    .venv/bin/python benchmarks/bench_flowsim.py --quick    # small rows (~1 min)
     .venv/bin/python benchmarks/bench_flowsim.py --no-simgrid
+    .venv/bin/python benchmarks/bench_flowsim.py --rows "fat-tree k=16:100000:random:0"
 """
 
 from __future__ import annotations
@@ -109,7 +112,9 @@ def direct_connect_paths(n_nodes: int, degree: int, src, dst, seed: int):
     return len(arcs), ptr, m[use]
 
 
-def flow_set(fabric: str, n_flows: int, sizes: str, seed: int = 0) -> FlowSet:
+def flow_set(fabric: str, n_flows: int, sizes: str, seed: int = 0, stagger: float = 0.0) -> FlowSet:
+    """Random flows on ``fabric`` ("fat-tree k=K" or "direct 1024 d=8"); sizes "equal" or
+    "random"; starts uniform over ``[0, stagger]`` seconds (all 0 if ``stagger`` is 0)."""
     rng = np.random.default_rng(seed)
     if fabric.startswith("fat-tree"):
         k = int(fabric.split("k=")[1])
@@ -123,11 +128,12 @@ def flow_set(fabric: str, n_flows: int, sizes: str, seed: int = 0) -> FlowSet:
         dst = (src + rng.integers(1, n_hosts, n_flows)) % n_hosts
         n_links, ptr, links = direct_connect_paths(n_hosts, 8, src, dst, seed)
     size = np.full(n_flows, 1e8) if sizes == "equal" else rng.integers(1, 1001, n_flows) * 1e6
+    start = rng.uniform(0.0, stagger, n_flows) if stagger > 0 else np.zeros(n_flows)
     return FlowSet(
         capacity=np.full(n_links, LINK_BPS),
         latency=np.zeros(n_links),
         size=size,
-        start=np.zeros(n_flows),
+        start=start,
         flow_ptr=np.arange(n_flows + 1),
         path_ptr=ptr,
         path_links=links,
@@ -144,7 +150,7 @@ def netsim_doc(fs: FlowSet) -> dict:
             {
                 "id": f,
                 "bytes": float(fs.size[f]),
-                "start": 0.0,
+                "start": float(fs.start[f]),
                 "paths": [{"links": links[ptr[f] : ptr[f + 1]], "weight": 1.0}],
             }
             for f in range(fs.n_flows)
@@ -166,31 +172,52 @@ def run_simgrid(fs: FlowSet) -> tuple[float, np.ndarray]:
     return res["wall_s"], np.array([f["finish"] for f in res["flows"]])
 
 
+FULL_ROWS = [
+    # fabric, flows, sizes, stagger (s), with SimGrid
+    ("fat-tree k=8", 1_000, "equal", 0.0, True),
+    ("fat-tree k=8", 1_000, "random", 0.0, True),
+    ("fat-tree k=8", 1_000, "random", 0.5, True),
+    ("direct 1024 d=8", 1_000, "random", 0.0, True),
+    ("fat-tree k=8", 10_000, "equal", 0.0, True),
+    ("fat-tree k=8", 10_000, "random", 0.0, True),
+    ("fat-tree k=8", 10_000, "random", 2.0, True),
+    ("direct 1024 d=8", 10_000, "equal", 0.0, True),
+    ("direct 1024 d=8", 10_000, "random", 0.0, False),
+    ("fat-tree k=16", 100_000, "equal", 0.0, False),
+    ("fat-tree k=16", 100_000, "equal", 2.0, False),
+    ("fat-tree k=16", 10_000, "random", 0.0, False),
+]
+QUICK_ROWS = [r for r in FULL_ROWS if r[1] == 1_000] + [
+    ("fat-tree k=8", 10_000, "equal", 0.0, True)
+]
+
+
+def parse_row(text: str) -> tuple[str, int, str, float, bool]:
+    """``"fabric:flows:sizes:stagger[:simgrid]"``, e.g. ``"fat-tree k=8:10000:random:0:sg"``."""
+    parts = text.split(":")
+    return parts[0], int(parts[1]), parts[2], float(parts[3]), parts[4:] == ["sg"]
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small rows only")
     ap.add_argument("--no-simgrid", action="store_true", help="skip the SimGrid runs")
+    ap.add_argument("--rows", nargs="*", help='custom rows "fabric:flows:sizes:stagger[:sg]"')
     args = ap.parse_args(argv)
-    rows = [
-        ("fat-tree k=8", 1_000, "equal", True),
-        ("fat-tree k=8", 1_000, "random", True),
-        ("fat-tree k=8", 10_000, "equal", True),
-        ("direct 1024 d=8", 1_000, "random", True),
-    ]
-    if not args.quick:
-        rows += [
-            ("direct 1024 d=8", 10_000, "equal", True),
-            ("fat-tree k=8", 10_000, "random", True),
-            ("fat-tree k=16", 100_000, "equal", False),
-        ]
+    rows = QUICK_ROWS if args.quick else FULL_ROWS
+    if args.rows:
+        rows = [parse_row(r) for r in args.rows]
+    t0 = time.perf_counter()
+    simulate(flow_set("fat-tree k=4", 20, "random", stagger=0.1))  # load / compile the kernels
+    warm = time.perf_counter() - t0
     head = (
-        f"{'fabric':<16} {'flows':>7} {'sizes':>6} {'events':>7} {'ours s':>8} "
+        f"{'fabric':<16} {'flows':>7} {'sizes':>6} {'starts':>7} {'events':>7} {'ours s':>8} "
         f"{'simgrid s':>9} {'ratio':>7} {'max rel diff':>12}"
     )
     print(head)
     print("-" * len(head))
-    for fabric, n, sizes, with_sg in rows:
-        fs = flow_set(fabric, n, sizes)
+    for fabric, n, sizes, stagger, with_sg in rows:
+        fs = flow_set(fabric, n, sizes, stagger=stagger)
         t0 = time.perf_counter()
         res = simulate(fs, record_series=False)
         ours = time.perf_counter() - t0
@@ -200,13 +227,16 @@ def main(argv: list[str] | None = None) -> None:
             sg_s = f"{wall:.2f}"
             ratio = f"{wall / ours:.1f}x"
             diff = f"{np.max(np.abs(finish - res.finish) / finish):.1e}"
+        starts = "0" if stagger == 0 else f"U0-{stagger:g}"
         print(
-            f"{fabric:<16} {n:>7} {sizes:>6} {res.n_events:>7} {ours:>8.2f} "
+            f"{fabric:<16} {n:>7} {sizes:>6} {starts:>7} {res.n_events:>7} {ours:>8.2f} "
             f"{sg_s:>9} {ratio:>7} {diff:>12}",
             flush=True,
         )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
-    print(f"peak memory of this process (max RSS): {peak:.2f} GB")
+    peak_sg = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024**2
+    print(f"kernel load/compile (once per process): {warm:.2f} s")
+    print(f"peak memory (max RSS): this process {peak:.2f} GB, SimGrid peer {peak_sg:.2f} GB")
 
 
 if __name__ == "__main__":

@@ -14,8 +14,10 @@ its unfrozen flows has a smaller share elsewhere (``s[l] <= m[f]`` for every unf
 its links), so nothing can freeze a local bottleneck's flows below ``s[l]``: they all end at exactly
 ``s[l]``. Every round freezes all flows of all local bottlenecks at once (the global minimum is
 always one), so the number of rounds is the depth of the bottleneck dependency chain, not the
-number of distinct rates; every round is a handful of vectorised numpy passes over the remaining
-incidence entries.
+number of distinct rates; every round is four linear passes (compiled with numba,
+:func:`topoopt.flowsim._kernels.fill_kernel`) over the remaining incidence entries. The simulator
+switches to one bottleneck link at a time from a heap once rounds freeze few flows
+(:func:`topoopt.flowsim._kernels.fill_hybrid`); both give the same rates.
 
 Warm start (used by :mod:`topoopt.flowsim.simulator`): if the flows frozen so far are exactly those
 progressive filling freezes below some level (e.g. after flows leave, all flows whose rate is below
@@ -28,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from topoopt.flowsim._kernels import fill_kernel, fill_workspace
 from traffic.errors import InputError
 
 __all__ = ["max_min_rates", "fill_rates"]
@@ -69,46 +72,18 @@ def fill_rates(
     >>> rates.tolist(), left.tolist()
     ([5.0, 5.0, 5.0], [0.0, 0.0])
     """
-    rows = np.asarray(rows, np.int64)
-    rem = np.array(capacity, dtype=np.float64, copy=True)
-    n_links = rem.shape[0]
+    ptr = np.ascontiguousarray(ptr, np.int64)
+    links = np.ascontiguousarray(links, np.int64)
+    rows = np.ascontiguousarray(rows, np.int64).reshape(-1)
+    rem = np.array(capacity, dtype=np.float64, copy=True).reshape(-1)
     out = np.empty(rows.shape[0], np.float64)
     if rows.shape[0] == 0:
         return out, rem, 0
-    lens = ptr[rows + 1] - ptr[rows]
-    starts = np.cumsum(lens) - lens
-    e_col = links[np.repeat(ptr[rows] - starts, lens) + np.arange(int(lens.sum()))]
-    local = np.arange(rows.shape[0])
-    cnt = np.bincount(e_col, minlength=n_links).astype(np.float64)
-    share = np.empty(n_links, np.float64)
-    bottleneck = np.empty(n_links, bool)
-    rounds = 0
-    while True:
-        rounds += 1
-        share.fill(np.inf)
-        np.divide(rem, cnt, out=share, where=cnt > 0)
-        s_e = share[e_col]
-        m = np.minimum.reduceat(s_e, starts)
-        m_e = np.repeat(m, lens)
-        bottleneck.fill(True)
-        bottleneck[e_col[m_e < s_e]] = False
-        frozen = np.logical_or.reduceat(bottleneck[e_col], starts)
-        if frozen.all():
-            out[local] = m
-            rem -= np.bincount(e_col, weights=m_e, minlength=n_links)
-            break
-        out[local[frozen]] = m[frozen]
-        fe = np.repeat(frozen, lens)
-        fcol = e_col[fe]
-        rem -= np.bincount(fcol, weights=m_e[fe], minlength=n_links)
-        cnt -= np.bincount(fcol, minlength=n_links)
-        np.maximum(rem, 0.0, out=rem)
-        keep = ~frozen
-        local, lens = local[keep], lens[keep]
-        e_col = e_col[~fe]
-        starts = np.cumsum(lens) - lens
+    n_entries = int((ptr[rows + 1] - ptr[rows]).sum())
+    work = fill_workspace(rem.shape[0], n_entries, rows.shape[0])
+    rounds = fill_kernel(ptr, links, rows, rem, out, *work)
     np.maximum(rem, 0.0, out=rem)
-    return out, rem, rounds
+    return out, rem, int(rounds)
 
 
 def max_min_rates(incidence: sp.spmatrix | sp.sparray, capacity: np.ndarray) -> np.ndarray:

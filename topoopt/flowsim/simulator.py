@@ -21,10 +21,40 @@ The result (:class:`SimResult`) has per-flow and per-sub-flow start and finish t
 link, the makespan (latest finish), and a compact piecewise-constant record of link loads: only the
 links whose load changes at an event are recorded.
 
-Performance: every event is a handful of vectorised numpy passes. After completions, only the
-sub-flows whose rate was at least the smallest rate of a completing sub-flow are re-filled (the
-others provably keep their rates, see :mod:`topoopt.flowsim.max_min`); arrivals re-fill everything
-that is active.
+Performance and exactness
+-------------------------
+The event loop is compiled (:func:`topoopt.flowsim._kernels.simulate_kernel`); each event costs
+a pass over the active sub-flows plus a re-fill of only the sub-flows whose rate can change, by
+rounds of local bottlenecks while they freeze many flows at once and then one bottleneck link at
+a time from a heap (:func:`topoopt.flowsim._kernels.fill_hybrid`). Which sub-flows are kept:
+
+1. *Level lemma.* Remove a sub-flow ``d`` of max-min rate ``r_d`` and compare the two
+   progressive fillings below level ``r_d``. None of ``d``'s links fills below ``r_d`` with ``d``
+   present (``d`` would freeze there), and without ``d`` they have even more room. Every other
+   link carries the same sub-flows, so, by induction over the levels, the same links fill at the
+   same levels below ``r_d`` in both fillings and freeze the same sub-flows at the same rates:
+   every sub-flow with ``r_f < r_d`` keeps ``r_f`` exactly, and no other one ends below ``r_d``.
+   Several simultaneous completions: apply it one at a time (the smallest ``r_d`` bounds all).
+2. *Arrivals.* Adding ``a`` is removing it from the new allocation, so (by 1.) the sub-flows
+   whose old rate is below ``a``'s *new* rate ``r'_a`` are the same as those whose new rate is,
+   with the same rates. On ``a``'s bottleneck link ``b`` (full, ``a`` largest on it) every other
+   sub-flow thus has new rate ``min(old rate, r'_a)``: ``r'_a`` is the water level ``x_b``
+   solving ``sum_f min(r_f, x) + x = cap_b`` over the old rates ``r_f`` on ``b``, and on every
+   other link of ``a`` the same sum at ``r'_a`` is at most the capacity, so
+   ``r'_a = min over a's links of x_l``: the threshold is known before the re-fill. Several
+   arrivals at once, or together with completions: every sub-flow without a rate yet is counted
+   uncapped (``x`` each) in every link's sum; by induction over adding them one at a time, each
+   arrival's rate is at least that smaller level, which is still a valid threshold.
+3. *Re-fill.* With ``r0`` the smallest of these thresholds, the sub-flows with ``r_f < r0`` are
+   exactly those progressive filling freezes below ``r0`` in the new allocation, at the same
+   rates. Filling the others on the capacity they leave gives the new allocation: at any level
+   ``x < r0`` each link still has room (``cap - kept >= r0 * n_unfrozen > x * n_unfrozen``),
+   so nothing freezes early, and above ``r0`` the two fillings are the same process.
+
+Kept means ``r_f < r0 * (1 - 1e-9)``: sub-flows whose rate equals the threshold up to rounding are
+re-filled (re-filling more than needed is always exact). Per-link loads are updated incrementally
+and recomputed from the kept rates every 256 events and whenever everything is re-filled.
+Measured in ``benchmarks/bench_flowsim.py`` against SimGrid.
 """
 
 from __future__ import annotations
@@ -33,8 +63,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topoopt.flowsim.flowset import FlowSet, _gather_rows
-from topoopt.flowsim.max_min import fill_rates
+from topoopt.flowsim._kernels import simulate_kernel
+from topoopt.flowsim.flowset import FlowSet
 from traffic.errors import InputError
 
 __all__ = ["SimResult", "simulate"]
@@ -62,7 +92,8 @@ class SimResult:
     n_events : int
         Number of distinct event times processed.
     fill_rounds : int
-        Total progressive-filling rounds over all events.
+        Total progressive-filling steps over all events: rounds of local bottlenecks plus, once
+        rounds stall, single bottleneck links taken from the heap.
     """
 
     start: np.ndarray
@@ -124,196 +155,50 @@ def simulate(flows: FlowSet, *, rtol: float = 1e-12, record_series: bool = True)
     """
     if not (np.isfinite(rtol) and 0 <= rtol < 1e-3):
         raise InputError("rtol", rtol, "a relative tolerance in [0, 1e-3)")
-    return _Run(flows, rtol, record_series).run()
-
-
-class _Run:
-    """State of one simulation (arrays over sub-flows P, flows F and links L)."""
-
-    def __init__(self, fs: FlowSet, rtol: float, record: bool):
-        self.fs, self.rtol, self.record = fs, rtol, record
-        n_f, n_p, n_l = fs.n_flows, fs.n_paths, fs.n_links
-        self.pflow = fs.path_flow()
-        self.pbytes = fs.path_bytes()
-        self.plat = fs.path_latency()
-        self.ptr, self.links = fs.path_ptr, fs.path_links
-        self.cap = fs.capacity
-        self.rate = np.zeros(n_p)
-        self.t_ref = np.zeros(n_p)
-        self.rem_ref = self.pbytes.copy()
-        self.fin_est = np.full(n_p, np.inf)
-        self.active = np.zeros(n_p, bool)
-        self.load = np.zeros(n_l)
-        self.path_start = np.full(n_p, np.nan)
-        self.path_last = np.full(n_p, np.nan)
-        self.n_left = np.diff(fs.flow_ptr).copy()
-        self.dep_left = np.diff(fs.dep_ptr).copy()
-        self.rdep_ptr, self.rdep = fs.dependents()
-        self.release = np.full(n_f, np.inf)
-        self.finish = np.full(n_f, np.nan)
-        free = np.flatnonzero(self.dep_left == 0)
-        self.release[free] = fs.start[free]
-        self.queue = free[np.argsort(fs.start[free], kind="stable")]
-        self.queue_t = self.release[self.queue]
-        self.qpos = 0
-        self.buffer = np.zeros(0, np.int64)  # released dependent flows not started yet
-        self.series: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self.n_events = 0
-        self.rounds = 0
-
-    # ------------------------------------------------------------------ helpers
-    def _next_arrival(self) -> float:
-        t = np.inf
-        if self.qpos < self.queue.shape[0]:
-            t = self.queue_t[self.qpos]
-        if self.buffer.shape[0]:
-            t = min(t, float(self.release[self.buffer].min()))
-        return float(t)
-
-    def _finish_flows(self, done_paths: np.ndarray) -> None:
-        """Account finished sub-flows; finish flows whose sub-flows are all done; release their
-        dependents."""
-        if done_paths.shape[0] == 0:
-            return
-        fl = self.pflow[done_paths]
-        np.subtract.at(self.n_left, fl, 1)
-        fl = np.unique(fl)
-        done = fl[self.n_left[fl] == 0]
-        if done.shape[0] == 0:
-            return
-        fp = self.fs.flow_ptr
-        ends = self.path_last + self.plat
-        sel = _gather_rows(fp, done)
-        lens = fp[done + 1] - fp[done]
-        self.finish[done] = np.maximum.reduceat(ends[sel], np.cumsum(lens) - lens)
-        waiting = self.rdep[_gather_rows(self.rdep_ptr, done)]
-        if waiting.shape[0] == 0:
-            return
-        np.subtract.at(self.dep_left, waiting, 1)
-        ready = np.unique(waiting[self.dep_left[waiting] == 0])
-        if ready.shape[0] == 0:
-            return
-        dp = self.fs.dep_ptr
-        dl = dp[ready + 1] - dp[ready]
-        dep_fin = np.maximum.reduceat(
-            self.finish[self.fs.deps[_gather_rows(dp, ready)]], np.cumsum(dl) - dl
-        )
-        self.release[ready] = np.maximum(self.fs.start[ready], dep_fin)
-        self.buffer = np.concatenate([self.buffer, ready])
-
-    def _take_arrivals(self, t: float, cut: float) -> np.ndarray:
-        """Start every flow released by ``cut``; return its non-empty sub-flows."""
-        fresh = []
-        while True:
-            q0 = self.qpos
-            q1 = int(np.searchsorted(self.queue_t, cut, side="right"))
-            new = self.queue[q0:q1] if q1 > q0 else np.zeros(0, np.int64)
-            self.qpos = max(q0, q1)
-            if self.buffer.shape[0]:
-                due = self.release[self.buffer] <= cut
-                if due.any():
-                    new = np.concatenate([new, self.buffer[due]])
-                    self.buffer = self.buffer[~due]
-            if new.shape[0] == 0:
-                break
-            paths = _gather_rows(self.fs.flow_ptr, new)
-            self.path_start[paths] = t
-            empty = self.pbytes[paths] <= 0
-            self.path_last[paths[empty]] = t
-            fresh.append(paths[~empty])
-            self._finish_flows(paths[empty])
-        return np.concatenate(fresh) if fresh else np.zeros(0, np.int64)
-
-    # ------------------------------------------------------------------ main loop
-    def run(self) -> SimResult:
-        fs = self.fs
-        while True:
-            t_c = float(self.fin_est.min()) if self.fin_est.shape[0] else np.inf
-            t_a = self._next_arrival()
-            t = min(t_c, t_a)
-            if not np.isfinite(t):
-                break
-            self.n_events += 1
-            cut = t + self.rtol * abs(t)
-            done = np.flatnonzero(self.fin_est <= cut) if t_c <= cut else np.zeros(0, np.int64)
-            r0 = np.inf
-            if done.shape[0]:
-                r0 = float(self.rate[done].min())
-                self.path_last[done] = t
-                self._retire(done)
-                self._finish_flows(done)
-            fresh = self._take_arrivals(t, cut)
-            if fresh.shape[0]:
-                r0 = 0.0
-            self._refill(t, r0, fresh)
-        link_bytes = np.bincount(
-            self.links, weights=np.repeat(self.pbytes, np.diff(self.ptr)), minlength=fs.n_links
-        )
-        if self.series:
-            st, sl, sv = (np.concatenate(x) for x in zip(*self.series, strict=True))
-        else:
-            st, sl, sv = np.zeros(0), np.zeros(0, np.int64), np.zeros(0)
-        makespan = float(np.max(self.finish)) if fs.n_flows else 0.0
-        return SimResult(
-            start=self.release.copy(),
-            finish=self.finish,
-            path_start=self.path_start,
-            path_last_byte=self.path_last,
-            path_finish=self.path_last + self.plat,
-            link_bytes=link_bytes,
-            capacity=fs.capacity,
-            series_time=st,
-            series_link=sl,
-            series_load=sv,
-            makespan=makespan,
-            n_events=self.n_events,
-            fill_rounds=self.rounds,
-        )
-
-    def _retire(self, done: np.ndarray) -> None:
-        ent = _gather_rows(self.ptr, done)
-        lens = self.ptr[done + 1] - self.ptr[done]
-        self.load -= np.bincount(
-            self.links[ent], weights=np.repeat(self.rate[done], lens), minlength=self.fs.n_links
-        )
-        self.active[done] = False
-        self.fin_est[done] = np.inf
-        self.rate[done] = 0.0
-        if self.record:
-            self._touched = np.unique(self.links[ent])
-
-    def _refill(self, t: float, r0: float, fresh: np.ndarray) -> None:
-        touched = getattr(self, "_touched", None)
-        self._touched = None
-        if fresh.shape[0]:
-            self.active[fresh] = True
-            self.t_ref[fresh] = t
-        if r0 == 0.0:
-            rows = np.flatnonzero(self.active)
-        elif np.isfinite(r0):
-            rows = np.flatnonzero(self.active & (self.rate >= r0))
-        else:
-            rows = np.zeros(0, np.int64)
-        if rows.shape[0]:
-            lens = self.ptr[rows + 1] - self.ptr[rows]
-            ent = _gather_rows(self.ptr, rows)
-            e_links = self.links[ent]
-            old = self.rate[rows]
-            kept = self.load - np.bincount(
-                e_links, weights=np.repeat(old, lens), minlength=self.fs.n_links
-            )
-            if rows.shape[0] == int(self.active.sum()):
-                kept[:] = 0.0
-            new, left, rounds = fill_rates(self.ptr, self.links, rows, self.cap - kept)
-            self.rounds += rounds
-            self.load = self.cap - left
-            # Bytes sent at the old rate since the last change, then the new finish estimate.
-            self.rem_ref[rows] -= old * (t - self.t_ref[rows])
-            self.t_ref[rows] = t
-            self.rate[rows] = new
-            self.fin_est[rows] = t + self.rem_ref[rows] / new
-            if self.record:
-                touched = e_links if touched is None else np.concatenate([touched, e_links])
-        if self.record and touched is not None and touched.shape[0]:
-            ls = np.unique(touched)
-            self.series.append((np.full(ls.shape[0], t), ls, self.load[ls].copy()))
+    fs = flows
+    rdep_ptr, rdep = fs.dependents()
+    plat = fs.path_latency()
+    # link -> sub-flows crossing it (CSR), for the arrival thresholds
+    order = np.argsort(fs.path_links, kind="stable")
+    lp_paths = np.repeat(np.arange(fs.n_paths, dtype=np.int64), np.diff(fs.path_ptr))[order]
+    lp_ptr = np.zeros(fs.n_links + 1, np.int64)
+    np.cumsum(np.bincount(fs.path_links, minlength=fs.n_links), out=lp_ptr[1:])
+    out = simulate_kernel(
+        fs.capacity,
+        fs.path_ptr,
+        fs.path_links,
+        fs.path_flow(),
+        fs.path_bytes(),
+        plat,
+        fs.flow_ptr,
+        fs.start,
+        fs.dep_ptr,
+        fs.deps,
+        rdep_ptr,
+        rdep,
+        lp_ptr,
+        lp_paths,
+        float(rtol),
+        bool(record_series),
+    )
+    release, finish, path_start, path_last, st, sl, sv, n_events, rounds, _ = out
+    link_bytes = np.bincount(
+        fs.path_links,
+        weights=np.repeat(fs.path_bytes(), np.diff(fs.path_ptr)),
+        minlength=fs.n_links,
+    )
+    return SimResult(
+        start=release,
+        finish=finish,
+        path_start=path_start,
+        path_last_byte=path_last,
+        path_finish=path_last + plat,
+        link_bytes=link_bytes,
+        capacity=fs.capacity,
+        series_time=st,
+        series_link=sl,
+        series_load=sv,
+        makespan=float(np.max(finish)) if fs.n_flows else 0.0,
+        n_events=int(n_events),
+        fill_rounds=int(rounds),
+    )

@@ -1,0 +1,1085 @@
+"""The optical layer of a hybrid fabric, designed given its electrical part, routed over both.
+
+A hybrid fabric (:func:`topoopt.fabrics.hybrid.add_optical_layer`) keeps an electrical packet
+fabric (leaf-spine or fat-tree, possibly oversubscribed) and gives every server ``d`` optical
+ports of ``B_o`` bytes/s whose circuits join servers directly. :func:`hybrid_design` chooses the
+circuits and one weighted routing of all traffic over both layers: the routing decides which
+bytes take a circuit, which take the switches, and which mix them (a host forwards between a
+circuit and its NIC).
+
+Formulation
+-----------
+Data: the electrical links ``E`` (fixed capacities), servers ``u`` with electrical NIC bandwidth
+``B_e(u)``, per phase ``p`` the fixed pair bytes ``D^p_st`` and ring groups ``G`` with per-member
+ring bytes ``R_G``. Decisions: integer circuit counts ``x_uv``; ring orders; per server pair
+``k`` a distribution ``y_q`` over walks ``q`` on the combined fabric (one routing for every
+phase, as a design carries one). With the rings fixed, ``D^p_k`` is the pair's bytes in phase
+``p`` (fixed + ring steps).
+
+.. code-block:: text
+
+    min  sum_p T_p
+    (1) sum_v x_uv <= d                                        for every server u
+    (2) x_uv <= pair_cap                                       for every pair {u, v}
+    (3) sum_{q in Q_k} y_q = 1,  y >= 0                         for every server pair k
+    (4) sum_k D^p_k sum_{q in Q_k, q ni l} y_q <= cap_l T_p     for every phase p, link l
+        cap_l = B_o x_uv on the circuit link u -> v, the electrical capacity elsewhere
+
+The objective is the congestion model of :mod:`solvers.congestion` on the combined fabric.
+
+Method
+------
+For fixed circuits, :func:`route_hybrid` solves (3)-(4) as a path LP (GLOP) over candidate
+walks: the electrical ECMP paths, the direct circuit, two-circuit walks, and mixed walks (a
+circuit to a neighbour then the switches, or the switches to a neighbour then its circuit);
+on small fabrics the per-phase arc LP (:func:`solvers.routing_lp.route_phase`, host forwarding
+allowed, candidate rings along the circuits plus ascending order and its reverse) chooses the
+rings and adds its optimal walks to the candidates, so the shared routing is then the best mix of
+per-phase optima. On large fabrics the rings follow circuits where a Hamiltonian cycle of
+circuits exists, else ascending order; both options are routed and the better kept.
+
+The circuits (constraints (1)-(2)) are searched:
+
+1. route the electrical fabric alone; each pair's *bottleneck weight* is its bytes over the
+   phase time, times the largest utilisation (load / capacity / phase time) on its paths: the
+   pairs that load the electrical bottleneck most;
+2. candidates: greedy b-matching (circuits one at a time on the heaviest pair with free ports,
+   weight discounted ``c / (c + 1)`` after its ``c``-th circuit; or at most one circuit per
+   pair, "spread") on the bottleneck weights and on the plain demand; the geometric circulant
+   circuits (what :func:`topoopt.fabrics.hybrid.hybrid` builds by default) and the TopoOpt
+   method's circuits (:func:`solvers.topoopt_method.topoopt_design` with ``d`` ports) as
+   baselines; each routed with :func:`route_hybrid`;
+3. degree-preserving local search from the best until the time limit: for a heavy pair ``(a,
+   c)`` without enough circuits, the least used circuits ``(a, b)`` and ``(c, e)`` become
+   ``(a, c)`` and ``(b, e)``; re-routed, kept when the objective drops.
+
+The result is the best design evaluated, so it is never worse than either baseline.
+
+Lower bound (valid for any circuits and routing): per phase the larger of
+
+- server bound: ``max_u max(out_u, in_u) / (B_e(u) + d B_o)`` (forwarding only adds load);
+- edge-switch cut bound: for each electrical switch with servers ``S`` below it, the bytes that
+  must leave (enter) ``S`` -- fixed bytes across the cut, plus ``R_G`` for every ring group
+  with members on both sides (a ring crosses a cut at least once each way) -- over the switch's
+  uplink capacity plus ``|S| d B_o``.
+
+Units: bytes, bytes/s, seconds.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers.congestion import (
+    RingSet,
+    canonical_circuits,
+    circuit_degrees,
+    phase_pairs,
+)
+from solvers.design import NodePaths
+from solvers.problem import DesignProblem, PhaseTraffic
+from solvers.routing_lp import route_phase, solve_matrix_program
+from topoopt.fabrics.direct_connect import circulant_circuits, geometric_strides
+from topoopt.fabrics.fabric import Fabric
+from topoopt.fabrics.fat_tree import fat_tree, leaf_spine
+from topoopt.fabrics.hybrid import add_optical_layer
+from topoopt.fabrics.routing import routes
+from topoopt.paths import PathSet
+from traffic.errors import InputError
+
+__all__ = [
+    "ELECTRICAL_FAMILIES",
+    "HybridDesign",
+    "HybridRouting",
+    "build_electrical",
+    "electrical_spec",
+    "hybrid_lower_bound",
+    "route_hybrid",
+    "evaluate_hybrid",
+    "baseline_circuits",
+    "hybrid_design",
+]
+
+ELECTRICAL_FAMILIES = ("leaf-spine", "fat-tree")
+"""Electrical families a :class:`HybridDesign` can rebuild."""
+
+_SPEC_KEYS = {
+    "leaf-spine": (
+        "servers", "oversubscription", "radix", "leaf_hosts", "spine_radix", "port_bandwidth",
+        "gpus_per_server", "intra_server_bandwidth", "latency",
+    ),
+    "fat-tree": (
+        "k", "servers", "oversubscription", "agg_oversubscription", "port_bandwidth",
+        "gpus_per_server", "intra_server_bandwidth", "latency",
+    ),
+}  # fmt: skip
+
+Progress = Callable[[float, float], None]
+
+
+# --------------------------------------------------------------------------- electrical part
+def build_electrical(spec: Mapping[str, Any]) -> Fabric:
+    """Build the electrical fabric described by ``spec`` (``{"family": ..., **builder kwargs}``).
+
+    Examples
+    --------
+    >>> f = build_electrical({"family": "leaf-spine", "servers": 8, "oversubscription": 4.0,
+    ...                       "leaf_hosts": 4})
+    >>> f.n_servers, f.n_switches
+    (8, 3)
+    """
+    if not isinstance(spec, Mapping) or "family" not in spec:
+        raise InputError("electrical", spec, "a mapping with a 'family' key")
+    family = spec["family"]
+    if family not in _SPEC_KEYS:
+        raise InputError("electrical.family", family, f"one of {', '.join(ELECTRICAL_FAMILIES)}")
+    kw = {k: v for k, v in spec.items() if k != "family" and v is not None}
+    bad = sorted(set(kw) - set(_SPEC_KEYS[family]))
+    if bad:
+        raise InputError(f"electrical.{bad[0]}", kw[bad[0]], f"one of {_SPEC_KEYS[family]}")
+    if family == "leaf-spine":
+        return leaf_spine(**kw)
+    return fat_tree(**kw)
+
+
+def electrical_spec(fabric: Fabric) -> dict[str, Any]:
+    """The spec :func:`build_electrical` rebuilds ``fabric`` from (checked by rebuilding it).
+
+    Raises
+    ------
+    InputError
+        When ``fabric`` is not a leaf-spine or fat-tree that the builders reproduce exactly.
+    """
+    if fabric.family not in _SPEC_KEYS:
+        raise InputError("electrical", fabric.family, f"one of {', '.join(ELECTRICAL_FAMILIES)}")
+    lat = np.unique(fabric.latency)
+    if lat.size > 1:
+        raise InputError("electrical.latency", "non-uniform", "one latency on every link")
+    spec: dict[str, Any] = {"family": fabric.family}
+    for k in _SPEC_KEYS[fabric.family]:
+        if k in fabric.params:
+            spec[k] = fabric.params[k]
+    spec["gpus_per_server"] = int(fabric.gpus_per_server)
+    spec["intra_server_bandwidth"] = fabric.intra_server_bandwidth
+    spec["latency"] = float(lat[0]) if lat.size else 1e-6
+    if fabric.family == "leaf-spine":
+        n = fabric.n_servers
+        e = fabric.src < n
+        leaf_of = np.full(n, -1)
+        leaf_of[fabric.src[e]] = fabric.dst[e]
+        spec["leaf_hosts"] = int(np.count_nonzero(leaf_of == leaf_of[0]))
+        spines = np.flatnonzero(fabric.node_layer == 2)
+        if spines.size and int(fabric.node_ports[spines[0]]) != int(spec["radix"]):
+            spec["spine_radix"] = int(fabric.node_ports[spines[0]])
+    rebuilt = build_electrical(spec)
+    same = rebuilt.n_nodes == fabric.n_nodes and rebuilt.n_links == fabric.n_links
+    same = same and all(
+        np.array_equal(getattr(rebuilt, a), getattr(fabric, a))
+        for a in ("src", "dst", "capacity", "latency", "node_ports")
+    )
+    if not same:
+        raise InputError(
+            "electrical", fabric.family, "a fabric built by leaf_spine/fat_tree (or pass a spec)"
+        )
+    return spec
+
+
+# --------------------------------------------------------------------------- the design object
+def _rings_of(problem: DesignProblem, ring_sets, have: set[int]) -> list[dict]:
+    out = []
+    n = problem.n
+    for ph, rs in zip(problem.phases, ring_sets, strict=True):
+        for r in range(rs.n_rings):
+            o = rs.order(r)
+            steps = (o * n + np.roll(o, -1)).tolist()
+            out.append(
+                {
+                    "phase": ph.name,
+                    "group": int(rs.group[r]),
+                    "members": ph.group(int(rs.group[r])).tolist(),
+                    "order": o.tolist(),
+                    "stride": None,
+                    "weight": float(rs.weight[r]),
+                    "virtual": bool(any(s not in have for s in steps)),
+                }
+            )
+    return out
+
+
+def _node_paths(paths: PathSet, link_dst: np.ndarray) -> NodePaths:
+    lens = paths.path_lengths()
+    pptr = np.zeros(paths.n_paths + 1, np.int64)
+    pptr[1:] = np.cumsum(lens + 1)
+    nodes = np.empty(int(pptr[-1]), np.int64)
+    nodes[pptr[:-1]] = paths.src[paths.path_commodity()]
+    mask = np.ones(nodes.size, bool)
+    mask[pptr[:-1]] = False
+    nodes[mask] = link_dst[paths.path_links]
+    return NodePaths(paths.src, paths.dst, paths.commodity_ptr, pptr, nodes, paths.weight)
+
+
+@dataclass(frozen=True, eq=False)
+class HybridDesign:
+    """An optical layer over a given electrical fabric, its rings, its routing and its scores.
+
+    Attributes
+    ----------
+    servers : int
+    degree : int
+        Optical ports per server.
+    link_bandwidth : float
+        Bytes/s of one optical port (one circuit, each direction).
+    circuits : numpy.ndarray
+        ``int64 (E, 3)`` rows ``[u, v, count]``, canonical.
+    rings : tuple of dict
+        As :attr:`solvers.design.Design.rings`.
+    routing : NodePaths
+        Weighted walks of every server pair with traffic, as node sequences on the combined
+        fabric (servers, then switches: the electrical fabric's node ids).
+    electrical : dict
+        The electrical fabric's spec (:func:`build_electrical`).
+    solver, status : str
+    objective_s, lower_bound_s, gap, wall_s : float
+    device : str
+        Optical device kind (``"ocs"`` or ``"patch-panel"``).
+    info : dict
+    """
+
+    servers: int
+    degree: int
+    link_bandwidth: float
+    circuits: np.ndarray
+    rings: tuple[dict, ...]
+    routing: NodePaths
+    electrical: Mapping[str, Any]
+    solver: str
+    status: str
+    objective_s: float
+    lower_bound_s: float
+    gap: float
+    wall_s: float
+    device: str = "ocs"
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "circuits", canonical_circuits(self.circuits, int(self.servers)))
+        object.__setattr__(self, "rings", tuple(self.rings))
+        object.__setattr__(self, "electrical", dict(self.electrical))
+        deg = self.port_usage()
+        if deg.size and deg.max() > self.degree:
+            i = int(np.argmax(deg))
+            raise InputError(f"circuits (server {i})", int(deg[i]), f"<= {self.degree} ports")
+
+    def port_usage(self) -> np.ndarray:
+        """Optical ports used at each server."""
+        return circuit_degrees(self.circuits, self.servers)
+
+    def electrical_fabric(self) -> Fabric:
+        """The electrical part alone."""
+        return build_electrical(self.electrical)
+
+    def fabric(self) -> Fabric:
+        """The combined fabric (rebuilt deterministically from the spec and the circuits)."""
+        return _combined(self.electrical_fabric(), self.degree, self.circuits,
+                         self.link_bandwidth, self.device)  # fmt: skip
+
+    def routing_pathset(self, fabric: Fabric | None = None) -> PathSet:
+        """The routing as a :class:`PathSet` on ``fabric`` (default :meth:`fabric`)."""
+        f = self.fabric() if fabric is None else fabric
+        return self.routing.to_pathset(f.src, f.dst, f.n_nodes)
+
+    def phase_rings(self, problem: DesignProblem) -> tuple[RingSet, ...]:
+        """The rings of each phase of ``problem``."""
+        out = []
+        for ph in problem.phases:
+            mine = [r for r in self.rings if r["phase"] == ph.name]
+            out.append(RingSet.from_lists([(r["group"], r["weight"], r["order"]) for r in mine]))
+        return tuple(out)
+
+    def evaluate(self, problem: DesignProblem) -> np.ndarray:
+        """Per-phase times recomputed on :meth:`fabric` (see :func:`evaluate_hybrid`)."""
+        f = self.fabric()
+        return evaluate_hybrid(problem, f, self.routing_pathset(f), self.phase_rings(problem))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "servers": int(self.servers),
+            "degree": int(self.degree),
+            "link_bandwidth": float(self.link_bandwidth),
+            "circuits": self.circuits.tolist(),
+            "rings": [dict(r) for r in self.rings],
+            "routing": self.routing.to_dict(),
+            "solver": self.solver,
+            "status": self.status,
+            "objective_s": float(self.objective_s),
+            "lower_bound_s": float(self.lower_bound_s),
+            "gap": float(self.gap),
+            "wall_s": float(self.wall_s),
+            "electrical": dict(self.electrical),
+            "device": self.device,
+            "info": dict(self.info),
+        }
+
+    def to_json(self) -> str:
+        """``design.json`` text: :class:`solvers.design.Design`'s keys plus ``electrical``."""
+        return json.dumps(self.to_dict(), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> HybridDesign:
+        """Read ``design.json`` text written by :meth:`to_json`.
+
+        Raises
+        ------
+        InputError
+            Not JSON, or a key is missing.
+        """
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError("design.json", str(exc), "a JSON document") from None
+        try:
+            return cls(
+                servers=int(d["servers"]),
+                degree=int(d["degree"]),
+                link_bandwidth=float(d["link_bandwidth"]),
+                circuits=np.asarray(d["circuits"], np.int64).reshape(-1, 3),
+                rings=tuple(d["rings"]),
+                routing=NodePaths.from_dict(d["routing"]),
+                electrical=d["electrical"],
+                solver=str(d["solver"]),
+                status=str(d["status"]),
+                objective_s=float(d["objective_s"]),
+                lower_bound_s=float(d["lower_bound_s"]),
+                gap=float(d["gap"]),
+                wall_s=float(d["wall_s"]),
+                device=str(d.get("device", "ocs")),
+                info=d.get("info", {}),
+            )
+        except KeyError as exc:
+            raise InputError(
+                "design.json", f"missing {exc.args[0]!r}", "a hybrid design document"
+            ) from None
+
+
+def _combined(electrical: Fabric, d: int, circuits, b_opt: float, device: str) -> Fabric:
+    c = canonical_circuits(circuits, electrical.n_servers)
+    if d == 0:  # no optical layer: the electrical fabric itself
+        return electrical
+    lat = float(electrical.latency[0]) if electrical.n_links else 1e-6
+    return add_optical_layer(electrical, d, c, b_opt, device=device, latency=lat)
+
+
+# --------------------------------------------------------------------------- bounds
+def hybrid_lower_bound(
+    problem: DesignProblem, electrical: Fabric, optical_degree: int, optical_bandwidth: float
+) -> np.ndarray:
+    """Per-phase lower bounds (seconds) valid for any circuits and routing (module docstring).
+
+    Examples
+    --------
+    8 servers on two leaves of 4 with one uplink each (4:1); each server sends 1 GB across:
+    the cut bound ``4 GB / (1 + 4 d) GB/s`` beats the server bound ``1 / (1 + d)``.
+
+    >>> import scipy.sparse as sp
+    >>> D = sp.csr_matrix((np.full(8, 1e9), (np.arange(8), (np.arange(8) + 4) % 8)), (8, 8))
+    >>> p = DesignProblem(8, 1, 1e9, (PhaseTraffic("p", [0], [], [], D),))
+    >>> e = leaf_spine(8, 4.0, leaf_hosts=4, port_bandwidth=1e9)
+    >>> hybrid_lower_bound(p, e, 2, 1e9).round(6).tolist()
+    [0.444444]
+    """
+    n = problem.n
+    d, bo = int(optical_degree), float(optical_bandwidth)
+    out_cap = np.bincount(electrical.src, electrical.capacity, electrical.n_nodes)[:n]
+    in_cap = np.bincount(electrical.dst, electrical.capacity, electrical.n_nodes)[:n]
+    # edge switches and their servers
+    hs = electrical.src < n
+    edge_of = np.full(n, -1, np.int64)
+    edge_of[electrical.src[hs]] = electrical.dst[hs]
+    edges = np.unique(edge_of[edge_of >= 0])
+    member = sp.csr_matrix(
+        (np.ones(n), (np.arange(n), np.searchsorted(edges, np.maximum(edge_of, 0)))),
+        shape=(n, edges.size),
+    )
+    member = member.multiply((edge_of >= 0)[:, None]).tocsr()
+    size = np.asarray(member.sum(axis=0)).ravel()
+    up = np.isin(electrical.src, edges) & (electrical.dst >= n)
+    down = np.isin(electrical.dst, edges) & (electrical.src >= n)
+    up_cap = np.bincount(np.searchsorted(edges, electrical.src[up]), electrical.capacity[up],
+                         edges.size)  # fmt: skip
+    down_cap = np.bincount(np.searchsorted(edges, electrical.dst[down]),
+                           electrical.capacity[down], edges.size)  # fmt: skip
+    out = []
+    for ph in problem.phases:
+        t_srv = max(
+            (ph.out_bytes(n) / (out_cap + d * bo)).max(initial=0.0),
+            (ph.in_bytes(n) / (in_cap + d * bo)).max(initial=0.0),
+        )
+        D = ph.fixed
+        inside = np.asarray((member.T @ D @ member).diagonal()).ravel()
+        leave = np.asarray(member.T @ D.sum(axis=1)).ravel() - inside
+        enter = np.asarray(member.T @ D.sum(axis=0).T).ravel() - inside
+        for g in range(ph.n_groups):
+            cnt = np.bincount(np.searchsorted(edges, edge_of[ph.group(g)]), minlength=edges.size)
+            split = (cnt > 0) & (cnt < ph.group(g).size)
+            leave += ph.ring_bytes[g] * split
+            enter += ph.ring_bytes[g] * split
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_out = np.where(leave > 0, leave / (up_cap + size * d * bo), 0.0)
+            t_in = np.where(enter > 0, enter / (down_cap + size * d * bo), 0.0)
+        t_cut = float(max(t_out.max(initial=0.0), t_in.max(initial=0.0)))
+        out.append(max(float(t_srv), t_cut))
+    return np.asarray(out)
+
+
+# --------------------------------------------------------------------------- routing
+@dataclass(frozen=True, eq=False)
+class HybridRouting:
+    """One routing of every phase on a combined fabric.
+
+    Attributes
+    ----------
+    paths : PathSet
+        Walks on the fabric's link ids, one commodity per server pair with traffic.
+    rings : tuple of RingSet
+        Per phase.
+    phase_times : numpy.ndarray
+        Seconds per phase under ``paths`` (recomputed from the loads).
+    status, solver : str
+    """
+
+    paths: PathSet
+    rings: tuple[RingSet, ...]
+    phase_times: np.ndarray
+    status: str
+    solver: str
+
+    @property
+    def time_s(self) -> float:
+        return float(self.phase_times.sum())
+
+
+def evaluate_hybrid(
+    problem: DesignProblem, fabric: Fabric, paths: PathSet, rings: tuple[RingSet, ...]
+) -> np.ndarray:
+    """Per-phase congestion times (seconds) of ``paths`` and ``rings`` on ``fabric``.
+
+    Raises
+    ------
+    InputError
+        A pair with traffic has no path, or a path is not a walk from its source to its
+        destination on the fabric, or its weights do not sum to one.
+    """
+    nn, L = fabric.n_nodes, fabric.n_links
+    pl = paths.path_links
+    if pl.size and (pl.min() < 0 or pl.max() >= L):
+        raise InputError("routing", "a link id outside the fabric", f"ids 0..{L - 1}")
+    comm = paths.path_commodity()
+    first, last = pl[paths.path_ptr[:-1]], pl[paths.path_ptr[1:] - 1]
+    inner = np.ones(pl.size, bool)
+    inner[paths.path_ptr[1:] - 1] = False
+    idx = np.flatnonzero(inner)
+    if (
+        np.any(paths.path_lengths() == 0)
+        or np.any(fabric.src[first] != paths.src[comm])
+        or np.any(fabric.dst[last] != paths.dst[comm])
+        or np.any(fabric.dst[pl[idx]] != fabric.src[pl[idx + 1]])
+    ):
+        raise InputError("routing", "a path that is not a walk", "walks from source to destination")
+    wsum = np.bincount(comm, paths.weight, paths.n_commodities)
+    if np.any(np.abs(wsum - 1.0) > 1e-6) or np.any(paths.weight < -1e-9):
+        raise InputError("routing.weight", "not a distribution", "weights >= 0 summing to 1")
+    times = []
+    for ph, rs in zip(problem.phases, rings, strict=True):
+        s, t, b = phase_pairs(ph, rs, problem.n)
+        k = paths.index(s, t, nn)
+        if np.any(k < 0):
+            i = int(np.flatnonzero(k < 0)[0])
+            raise InputError("routing", f"no path for {int(s[i])}->{int(t[i])}", "every pair")
+        cb = np.bincount(k, b, paths.n_commodities)
+        times.append(float((paths.link_loads(cb, L) / fabric.capacity).max(initial=0.0)))
+    return np.asarray(times)
+
+
+def _optical_neighbours(fabric: Fabric) -> list[np.ndarray]:
+    n = fabric.n_servers
+    o = fabric.link_kind == "optical"
+    order = np.argsort(fabric.src[o], kind="stable")
+    s, t = fabric.src[o][order], fabric.dst[o][order]
+    ptr = np.searchsorted(s, np.arange(n + 1))
+    return [t[ptr[u] : ptr[u + 1]] for u in range(n)]
+
+
+def _paths_of(ps: PathSet) -> list[list[np.ndarray]]:
+    out = []
+    for k in range(ps.n_commodities):
+        out.append(
+            [
+                ps.path_links[ps.path_ptr[q] : ps.path_ptr[q + 1]]
+                for q in range(ps.commodity_ptr[k], ps.commodity_ptr[k + 1])
+            ]
+        )
+    return out
+
+
+def _candidate_paths(
+    fabric: Fabric, pair_src: np.ndarray, pair_dst: np.ndarray, k_ecmp: int, max_via: int
+) -> list[list[np.ndarray]]:
+    """Candidate walks (link ids) per server pair (module docstring, "Method")."""
+    nn = fabric.n_nodes
+    K = pair_src.size
+    cands: list[list[np.ndarray]] = [[] for _ in range(K)]
+    has_e = bool(np.any(fabric.link_kind == "electrical"))
+    el: dict[int, list[np.ndarray]] = {}
+    nb = _optical_neighbours(fabric)
+    vias: list[tuple[int, str, int]] = []  # (pair index, "ce" or "ec", neighbour)
+    for i, (u, v) in enumerate(zip(pair_src.tolist(), pair_dst.tolist(), strict=True)):
+        for w in nb[u][:max_via].tolist():
+            if w != v:
+                vias.append((i, "ce", w))
+        for w in nb[v][:max_via].tolist():
+            if w != u:
+                vias.append((i, "ec", w))
+    if has_e:
+        need = set((pair_src * nn + pair_dst).tolist())
+        for i, kind, w in vias:
+            u, v = int(pair_src[i]), int(pair_dst[i])
+            need.add(w * nn + v if kind == "ce" else u * nn + w)
+        keys = np.array(sorted(need), np.int64)
+        k_of = np.where(np.isin(keys, pair_src * nn + pair_dst), k_ecmp, 1)
+        for kk in np.unique(k_of):
+            sel = keys[k_of == kk]
+            ps = routes(fabric, "ecmp", np.column_stack([sel // nn, sel % nn]), k=int(kk),
+                        kinds=("electrical",))  # fmt: skip
+            for key, plist in zip(sel.tolist(), _paths_of(ps), strict=True):
+                el[key] = plist
+    lid = fabric.link_ids
+    for i, (u, v) in enumerate(zip(pair_src.tolist(), pair_dst.tolist(), strict=True)):
+        cands[i] += el.get(u * nn + v, [])
+        direct = int(lid([u], [v])[0])
+        if direct >= 0 and fabric.link_kind[direct] == "optical":
+            cands[i].append(np.array([direct], np.int64))
+        common = np.intersect1d(nb[u], nb[v])[:max_via]
+        for w in common.tolist():
+            cands[i].append(lid([u, w], [w, v]).astype(np.int64))
+    for i, kind, w in vias:
+        u, v = int(pair_src[i]), int(pair_dst[i])
+        if kind == "ce":
+            head = lid([u], [w]).astype(np.int64)
+            tails = el.get(w * nn + v, [])
+            cands[i] += [np.concatenate([head, t]) for t in tails]
+        else:
+            tail = lid([w], [v]).astype(np.int64)
+            heads = el.get(u * nn + w, [])
+            cands[i] += [np.concatenate([h, tail]) for h in heads]
+    return cands
+
+
+def _ring_options(problem: DesignProblem, circuits: np.ndarray) -> list[list[list[np.ndarray]]]:
+    """Per phase, per group: candidate rings (along circuits first, then ascending/reverse)."""
+    from solvers.joint.rings import circuit_rings
+
+    out = []
+    for ph in problem.phases:
+        groups = []
+        for g in range(ph.n_groups):
+            m = ph.group(g)
+            along = circuit_rings(m, circuits, problem.n, limit=4) if circuits.size else []
+            plain = [m.copy(), np.concatenate([m[:1], m[1:][::-1]])] if m.size > 2 else [m.copy()]
+            uniq: dict[bytes, np.ndarray] = {}
+            for r in along + plain:
+                uniq.setdefault(np.asarray(r, np.int64).tobytes(), np.asarray(r, np.int64))
+            groups.append(list(uniq.values()))
+        out.append(groups)
+    return out
+
+
+def _equal_rings(ph: PhaseTraffic, orders: list[np.ndarray]) -> RingSet:
+    return RingSet.from_lists(
+        [(g, 1.0 / len(orders[g]), o.tolist()) for g in range(ph.n_groups) for o in orders[g]]
+    )
+
+
+def _path_lp(
+    fabric: Fabric,
+    problem: DesignProblem,
+    rings: tuple[RingSet, ...],
+    extra: list[dict[int, list[np.ndarray]]],
+    k_ecmp: int,
+    max_via: int,
+    time_limit: float,
+) -> HybridRouting:
+    """The path LP (constraints (3)-(4)) over the candidate walks, rings fixed."""
+    nn, L = fabric.n_nodes, fabric.n_links
+    n = problem.n
+    dem = [phase_pairs(ph, rs, n) for ph, rs in zip(problem.phases, rings, strict=True)]
+    keys = np.unique(np.concatenate([s * nn + t for s, t, _ in dem] + [np.zeros(0, np.int64)]))
+    K, P = keys.size, problem.n_phases
+    if K == 0:
+        empty = PathSet(np.zeros(0), np.zeros(0), np.zeros(1), np.zeros(1), np.zeros(0),
+                        np.zeros(0))  # fmt: skip
+        return HybridRouting(empty, rings, np.zeros(P), "trivial", "none")
+    Dk = np.zeros((P, K))
+    for p, (s, t, b) in enumerate(dem):
+        Dk[p, np.searchsorted(keys, s * nn + t)] = b
+    cands = _candidate_paths(fabric, keys // nn, keys % nn, k_ecmp, max_via)
+    for ex in extra:
+        for key, plist in ex.items():
+            i = int(np.searchsorted(keys, key))
+            if i < K and keys[i] == key:
+                cands[i] += plist
+    qlinks: list[np.ndarray] = []
+    qk: list[int] = []
+    for i, plist in enumerate(cands):
+        seen: set[bytes] = set()
+        for q in plist:
+            b = q.tobytes()
+            if b not in seen:
+                seen.add(b)
+                qlinks.append(q)
+                qk.append(i)
+        if not seen:
+            raise InputError("fabric", f"no route {keys[i] // nn}->{keys[i] % nn}",
+                             "a connected fabric")  # fmt: skip
+    qk_a = np.asarray(qk, np.int64)
+    Q = qk_a.size
+    qlen = np.array([q.size for q in qlinks])
+    flat = np.concatenate(qlinks)
+    qrep = np.repeat(np.arange(Q), qlen)
+    U = float(Dk.max())
+    cap = fabric.capacity
+    cap0 = float(cap.max())
+    rows, cols, vals = [qk_a], [np.arange(Q)], [np.ones(Q)]
+    for p in range(P):  # (4)
+        coef = Dk[p, qk_a[qrep]] / U
+        nz = coef > 0
+        rows += [K + p * L + flat[nz], K + p * L + np.arange(L)]
+        cols += [qrep[nz], np.full(L, Q + p)]
+        vals += [coef[nz], -cap / cap0]
+    A = sp.csr_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(K + P * L, Q + P),
+    )
+    c = np.zeros(Q + P)
+    c[Q:] = 1.0
+    c[:Q] = 1e-6 * qlen / qlen.max() / K  # tie-break: fewer hops among equals
+    res = solve_matrix_program(
+        c, A, np.r_[np.ones(K), np.full(P * L, -np.inf)], np.r_[np.ones(K), np.zeros(P * L)],
+        np.zeros(Q + P), np.full(Q + P, np.inf), solver="glop", time_limit=time_limit,
+    )  # fmt: skip
+    if res.x is None:
+        y = np.zeros(Q)
+        first = np.searchsorted(qk_a, np.arange(K))
+        y[first] = 1.0
+        status = "fallback: " + res.status
+    else:
+        y = np.maximum(res.x[:Q], 0.0)
+        status = res.status
+    tot = np.bincount(qk_a, y, K)
+    keep = y > 1e-7 * tot[qk_a]
+    y = np.where(keep, y, 0.0)
+    tot = np.bincount(qk_a, y, K)
+    sel = np.flatnonzero(keep)
+    cptr = np.zeros(K + 1, np.int64)
+    cptr[1:] = np.cumsum(np.bincount(qk_a[sel], minlength=K))
+    pptr = np.zeros(sel.size + 1, np.int64)
+    pptr[1:] = np.cumsum(qlen[sel])
+    paths = PathSet(keys // nn, keys % nn, cptr, pptr,
+                    np.concatenate([qlinks[q] for q in sel]), y[sel] / tot[qk_a[sel]])  # fmt: skip
+    times = np.array([float((paths.link_loads(Dk[p], L) / cap).max()) for p in range(P)])
+    return HybridRouting(paths, rings, times, status, "glop")
+
+
+def route_hybrid(
+    problem: DesignProblem,
+    fabric: Fabric,
+    time_limit: float = 60.0,
+    arc_lp_max_columns: int = 30_000,
+    k_ecmp: int = 8,
+    max_via: int = 8,
+) -> HybridRouting:
+    """Route every phase of ``problem`` on ``fabric`` with one shared routing (module docstring).
+
+    Parameters
+    ----------
+    problem : DesignProblem
+        ``problem.n`` must equal ``fabric.n_servers``.
+    fabric : Fabric
+        Any fabric with servers first; circuits are its ``optical`` links.
+    time_limit : float
+        Seconds for the LPs.
+    arc_lp_max_columns : int
+        Run the per-phase arc LP (rings chosen by the LP, optimal walks added as candidates) when
+        sources x links is at most this.
+    k_ecmp, max_via : int
+        Electrical ECMP paths per pair; circuit neighbours tried for mixed walks.
+
+    Returns
+    -------
+    HybridRouting
+
+    Examples
+    --------
+    Two servers on one leaf (1 byte/s NICs) and one 1 byte/s circuit: 2 bytes from 0 to 1 split
+    evenly, 1 s.
+
+    >>> import scipy.sparse as sp
+    >>> ph = PhaseTraffic("p", [0], [], [], sp.csr_matrix(([2.0], ([0], [1])), shape=(2, 2)))
+    >>> prob = DesignProblem(2, 1, 1.0, (ph,))
+    >>> f = add_optical_layer(leaf_spine(2, port_bandwidth=1.0), 1, [[0, 1, 1]], 1.0)
+    >>> round(route_hybrid(prob, f).time_s, 6)
+    1.0
+    """
+    t0 = time.perf_counter()
+    if problem.n != fabric.n_servers:
+        raise InputError("problem.n", problem.n, f"the fabric's {fabric.n_servers} servers")
+    opt = fabric.link_kind == "optical"
+    circ = np.column_stack([fabric.src[opt], fabric.dst[opt], fabric.multiplicity[opt]])
+    circ = canonical_circuits(circ[circ[:, 0] < circ[:, 1]], problem.n)
+    options = _ring_options(problem, circ)
+    fwd = np.ones(fabric.n_nodes, bool)
+    if not opt.any():
+        fwd[: fabric.n_servers] = fabric.n_switches == 0
+    n_src = max([np.unique(np.r_[ph.fixed.tocoo().row, ph.group_servers]).size
+                 for ph in problem.phases] + [0])  # fmt: skip
+    if n_src * fabric.n_links <= arc_lp_max_columns:
+        results = []
+        for ph, cands in zip(problem.phases, options, strict=True):
+            left = max(time_limit - (time.perf_counter() - t0), 1.0) / max(problem.n_phases, 1)
+            results.append(
+                route_phase(fabric.n_nodes, fabric.src, fabric.dst, fabric.capacity, phase=ph,
+                            ring_candidates=cands or None, forward=fwd, solver="glop",
+                            time_limit=left)
+            )  # fmt: skip
+        nn = fabric.n_nodes
+        extra = []
+        for r in results:
+            ps = r.paths
+            extra.append(dict(zip((ps.src * nn + ps.dst).tolist(), _paths_of(ps), strict=True)))
+        rings = tuple(r.rings for r in results)
+        left = max(time_limit - (time.perf_counter() - t0), 1.0)
+        return _path_lp(fabric, problem, rings, extra, k_ecmp, max_via, left)
+    # large: rings along circuits where they exist, else ascending/reverse; keep the better
+    best = None
+    along_first = tuple(
+        _equal_rings(ph, [[c for c in cands if _follows(c, circ, problem.n)] or cands[-2:]
+                          for cands in groups])
+        for ph, groups in zip(problem.phases, options, strict=True)
+    )  # fmt: skip
+    plain = tuple(
+        _equal_rings(ph, [cands[-2:] for cands in groups])
+        for ph, groups in zip(problem.phases, options, strict=True)
+    )
+    for rings in (along_first, plain) if circ.size else (plain,):
+        left = max(time_limit - (time.perf_counter() - t0), 1.0)
+        r = _path_lp(fabric, problem, rings, [], k_ecmp, max_via, left)
+        if best is None or r.time_s < best.time_s - 1e-12 * max(best.time_s, 1e-300):
+            best = r
+    return best
+
+
+def _follows(order: np.ndarray, circuits: np.ndarray, n: int) -> bool:
+    if order.size < 3 or circuits.size == 0:
+        return False
+    have = set((circuits[:, 0] * n + circuits[:, 1]).tolist())
+    a, b = order, np.roll(order, -1)
+    return all(k in have for k in (np.minimum(a, b) * n + np.maximum(a, b)).tolist())
+
+
+# --------------------------------------------------------------------------- circuits
+def baseline_circuits(
+    problem: DesignProblem, optical_degree: int, optical_bandwidth: float, seed: int = 0
+) -> dict[str, np.ndarray]:
+    """The two baselines' circuits: ``circulant`` (geometric strides, as
+    :func:`topoopt.fabrics.hybrid.hybrid` builds) and ``topoopt`` (TopoOpt's TopologyFinder with
+    ``optical_degree`` ports). A baseline that does not apply (fewer than 2 ports, too few
+    servers, an odd server count where TopoOpt needs perfect matchings) is left out."""
+    n, d = problem.n, int(optical_degree)
+    out: dict[str, np.ndarray] = {}
+    if d >= 2 and n >= 3:
+        out["circulant"] = canonical_circuits(circulant_circuits(n, geometric_strides(n, d // 2)),
+                                              n)  # fmt: skip
+        from solvers.topoopt_method import topoopt_design
+
+        try:
+            sub = problem.with_options(degree=d, link_bandwidth=optical_bandwidth)
+            out["topoopt"] = topoopt_design(sub, seed=seed).circuits
+        except InputError:
+            pass
+    return out
+
+
+def _greedy_b_matching(weight: np.ndarray, d: int, pair_cap: int) -> np.ndarray:
+    """Circuits one at a time on the heaviest pair with free ports (weight discounted
+    ``c / (c + 1)`` after its ``c``-th circuit); ties by pair index. Deterministic."""
+    n = weight.shape[0]
+    w = np.triu(weight + weight.T, 1)
+    iu, ju = np.nonzero(w > 0)
+    heap = [(-float(w[i, j]), int(i), int(j)) for i, j in zip(iu, ju, strict=True)]
+    heapq.heapify(heap)
+    free = np.full(n, d, np.int64)
+    count: dict[tuple[int, int], int] = {}
+    while heap:
+        negw, i, j = heapq.heappop(heap)
+        c = count.get((i, j), 0)
+        if free[i] == 0 or free[j] == 0 or c >= pair_cap:
+            continue
+        count[(i, j)] = c + 1
+        free[i] -= 1
+        free[j] -= 1
+        heapq.heappush(heap, (negw * (c + 1) / (c + 2), i, j))
+    rows = [[i, j, c] for (i, j), c in sorted(count.items())]
+    return canonical_circuits(np.asarray(rows, np.int64).reshape(-1, 3), n)
+
+
+def _pair_weights(
+    problem: DesignProblem, fabric: Fabric, routing: HybridRouting, bottleneck: bool
+) -> np.ndarray:
+    """Dense ``(n, n)``: per pair, bytes / phase time, times (if ``bottleneck``) the largest
+    utilisation its walks meet (weighted by the walk fractions), summed over phases."""
+    n, nn, L = problem.n, fabric.n_nodes, fabric.n_links
+    ps = routing.paths
+    W = np.zeros((n, n))
+    for ph, rs, T in zip(problem.phases, routing.rings, routing.phase_times, strict=True):
+        if T <= 0:
+            continue
+        s, t, b = phase_pairs(ph, rs, n)
+        if not bottleneck:
+            np.add.at(W, (s, t), b / T)
+            continue
+        k = ps.index(s, t, nn)
+        loads = ps.link_loads(np.bincount(k, b, ps.n_commodities), L)
+        util = loads / fabric.capacity / T
+        pmax = np.maximum.reduceat(util[ps.path_links], ps.path_ptr[:-1]) if ps.n_paths else []
+        share = np.bincount(ps.path_commodity(), ps.weight * pmax, ps.n_commodities)
+        np.add.at(W, (s, t), b / T * share[k] ** 2)
+    return W
+
+
+def _circuit_use(fabric: Fabric, problem: DesignProblem, routing: HybridRouting) -> dict:
+    """Max over phases and both directions of load / capacity / phase time, per circuit pair."""
+    L = fabric.n_links
+    ps = routing.paths
+    use = np.zeros(L)
+    for ph, rs, T in zip(problem.phases, routing.rings, routing.phase_times, strict=True):
+        if T <= 0:
+            continue
+        s, t, b = phase_pairs(ph, rs, problem.n)
+        k = ps.index(s, t, fabric.n_nodes)
+        use = np.maximum(use, ps.link_loads(np.bincount(k, b, ps.n_commodities), L)
+                         / fabric.capacity / T)  # fmt: skip
+    opt = np.flatnonzero((fabric.link_kind == "optical") & (fabric.src < fabric.dst))
+    out = {}
+    for lid in opt.tolist():
+        u, v = int(fabric.src[lid]), int(fabric.dst[lid])
+        out[(u, v)] = float(max(use[lid], use[lid ^ 1]))
+    return out
+
+
+# --------------------------------------------------------------------------- the solver
+def _check(problem, electrical, optical_degree, optical_bandwidth, time_limit_s):
+    if isinstance(electrical, Fabric):
+        spec = electrical_spec(electrical)
+        efab = electrical
+    else:
+        spec = dict(electrical) if isinstance(electrical, Mapping) else electrical
+        efab = build_electrical(spec)
+    if efab.n_servers != problem.n:
+        raise InputError("electrical.servers", efab.n_servers, f"{problem.n} (the problem's)")
+    if isinstance(optical_degree, bool) or not isinstance(optical_degree, int | np.integer):
+        raise InputError("optical_degree", optical_degree, "an integer >= 0")
+    if optical_degree < 0:
+        raise InputError("optical_degree", optical_degree, "an integer >= 0")
+    b = problem.link_bandwidth if optical_bandwidth is None else optical_bandwidth
+    try:
+        b = float(b)
+    except (TypeError, ValueError):
+        raise InputError("optical_bandwidth", optical_bandwidth, "bytes/s > 0") from None
+    if not math.isfinite(b) or b <= 0:
+        raise InputError("optical_bandwidth", optical_bandwidth, "a finite number of bytes/s > 0")
+    try:
+        tl = float(time_limit_s)
+    except (TypeError, ValueError):
+        raise InputError("time_limit_s", time_limit_s, "seconds > 0") from None
+    if not math.isfinite(tl) or tl <= 0:
+        raise InputError("time_limit_s", time_limit_s, "a finite number of seconds > 0")
+    return spec, efab, int(optical_degree), b, tl
+
+
+def hybrid_design(
+    problem: DesignProblem,
+    electrical: Fabric | Mapping[str, Any],
+    optical_degree: int,
+    optical_bandwidth: float | None = None,
+    time_limit_s: float = 60.0,
+    seed: int = 0,
+    progress: Progress | None = None,
+    *,
+    device: str = "ocs",
+) -> HybridDesign:
+    """Design the optical layer over ``electrical`` and route everything (module docstring).
+
+    Parameters
+    ----------
+    problem : DesignProblem
+        The traffic (its ``degree`` and ``link_bandwidth`` are not used: see below).
+    electrical : Fabric or mapping
+        A leaf-spine / fat-tree built by :mod:`topoopt.fabrics.fat_tree`, or its spec for
+        :func:`build_electrical`.
+    optical_degree : int
+        Optical ports per server ``d`` (0: electrical only).
+    optical_bandwidth : float, optional
+        Bytes/s of one optical port (default ``problem.link_bandwidth``).
+    time_limit_s : float
+        Wall-clock limit; the baselines are always evaluated, local search stops at the limit.
+    seed : int
+        Seed of the TopoOpt baseline's random path draws.
+    progress : callable, optional
+        ``progress(incumbent_s, bound_s)`` after each improvement.
+    device : str
+        Optical device of the combined fabric (``"ocs"`` or ``"patch-panel"``).
+
+    Returns
+    -------
+    HybridDesign
+        ``info`` holds the objective of the electrical fabric alone and of each baseline.
+
+    Examples
+    --------
+    >>> from traffic.workload import Demand, Workload
+    >>> w = Workload(8, 1, (Demand("all-to-all", np.arange(8)[None], 8e6, "mp", "forward",
+    ...                            mutable=False),))
+    >>> p = DesignProblem.from_workload(w, degree=2, link_bandwidth=1e9)
+    >>> e = leaf_spine(8, 4.0, leaf_hosts=4, port_bandwidth=1e9)
+    >>> d = hybrid_design(p, e, 2, time_limit_s=5)
+    >>> d.objective_s <= min(d.info["baselines_s"].values()) + 1e-12, int(d.port_usage().max()) <= 2
+    (True, True)
+    """
+    t0 = time.perf_counter()
+    spec, efab, d, b_opt, limit = _check(problem, electrical, optical_degree, optical_bandwidth,
+                                         time_limit_s)  # fmt: skip
+    deadline = t0 + limit
+    n = problem.n
+    pair_cap = d if problem.max_parallel is None else min(problem.max_parallel, d)
+    lb = float(hybrid_lower_bound(problem, efab, d, b_opt).sum())
+
+    def left() -> float:
+        return max(deadline - time.perf_counter(), 1.0)
+
+    # 1. the electrical fabric alone
+    routed_e = route_hybrid(problem, efab, left())
+    info: dict[str, Any] = {"electrical_only_s": routed_e.time_s, "baselines_s": {},
+                            "candidates_s": {}, "moves_tried": 0, "moves_kept": 0}  # fmt: skip
+    candidates: dict[str, np.ndarray] = {}
+    if d > 0:
+        candidates.update(baseline_circuits(problem, d, b_opt, seed))
+        for name, bott in (("matching-bottleneck", True), ("matching-demand", False)):
+            W = _pair_weights(problem, efab, routed_e, bott)
+            candidates[name] = _greedy_b_matching(W, d, pair_cap)
+            if pair_cap > 1:  # spread: one circuit per pair, so more pairs get a direct hop
+                candidates[name + "-spread"] = _greedy_b_matching(W, d, 1)
+    else:
+        candidates["none"] = np.zeros((0, 3), np.int64)
+    best_name, best_c, best = None, None, None
+    for name, c in candidates.items():
+        f = _combined(efab, d, c, b_opt, device) if d else efab
+        r = route_hybrid(problem, f, left()) if d else routed_e
+        if name in ("circulant", "topoopt"):
+            info["baselines_s"][name] = r.time_s
+        info["candidates_s"][name] = r.time_s
+        if best is None or r.time_s < best[1].time_s:
+            best_name, best_c, best = name, canonical_circuits(c, n), (f, r)
+            if progress is not None:
+                progress(r.time_s, lb)
+    info["start"] = best_name
+    # 3. degree-preserving local search
+    tried: set[bytes] = {best_c.tobytes()}
+    improved = d > 0
+    while improved and time.perf_counter() < deadline:
+        improved = False
+        f, r = best
+        use = _circuit_use(f, problem, r)
+        W = _pair_weights(problem, f, r, True)
+        W = np.triu(W + W.T, 1)
+        cnt = np.zeros((n, n), np.int64)
+        cnt[best_c[:, 0], best_c[:, 1]] = best_c[:, 2]
+        W = np.where(cnt < pair_cap, W / (cnt + 1.0), 0.0)
+        order = np.argsort(-W, axis=None, kind="stable")[:16]
+        for flat in order.tolist():
+            if time.perf_counter() >= deadline:
+                break
+            a, c = divmod(flat, n)
+            if W[a, c] <= 0:
+                break
+            move = _swap_in(best_c, a, c, use, n, d)
+            if move is None or move.tobytes() in tried:
+                continue
+            tried.add(move.tobytes())
+            info["moves_tried"] += 1
+            f2 = _combined(efab, d, move, b_opt, device)
+            r2 = route_hybrid(problem, f2, left())
+            if r2.time_s < best[1].time_s * (1 - 1e-9):
+                best_c, best = move, (f2, r2)
+                info["moves_kept"] += 1
+                improved = True
+                if progress is not None:
+                    progress(r2.time_s, lb)
+                break
+    f, r = best
+    obj = float(evaluate_hybrid(problem, f, r.paths, r.rings).sum())
+    have = set((best_c[:, 0] * n + best_c[:, 1]).tolist()) | set(
+        (best_c[:, 1] * n + best_c[:, 0]).tolist()
+    )
+    lbv = min(lb, obj)
+    gap = (obj - lbv) / obj if obj > 0 else 0.0
+    info.update({"lower_bound": "server + edge-switch cut", "path_lp_status": r.status,
+                 "seed": seed, "time_limit_s": limit})  # fmt: skip
+    return HybridDesign(
+        servers=n, degree=d, link_bandwidth=b_opt, circuits=best_c,
+        rings=tuple(_rings_of(problem, r.rings, have)), routing=_node_paths(r.paths, f.dst),
+        electrical=spec, solver="hybrid", status="optimal" if gap <= 1e-6 else "feasible",
+        objective_s=obj, lower_bound_s=lbv, gap=gap, wall_s=time.perf_counter() - t0,
+        device=device, info=info,
+    )  # fmt: skip
+
+
+def _swap_in(circuits: np.ndarray, a: int, c: int, use: dict, n: int, d: int):
+    """Circuits with one more ``(a, c)``: a free port is used, else the least used circuits
+    ``(a, b)`` and ``(c, e)`` become ``(a, c)`` and ``(b, e)``. None when impossible."""
+    deg = circuit_degrees(circuits, n)
+    rows = {(int(u), int(v)): int(k) for u, v, k in circuits.tolist()}
+
+    def least(x: int, avoid: int):
+        mine = [(use.get(p, 0.0), p) for p in rows if x in p and avoid not in p]
+        return min(mine)[1] if mine else None
+
+    drop = []
+    other = []
+    for x, y in ((a, c), (c, a)):
+        if deg[x] < d:
+            continue
+        p = least(x, y)
+        if p is None:
+            return None
+        drop.append(p)
+        other.append(p[0] if p[1] == x else p[1])
+    for p in drop:
+        rows[p] -= 1
+    key = (min(a, c), max(a, c))
+    rows[key] = rows.get(key, 0) + 1
+    if len(other) == 2 and other[0] != other[1]:
+        k2 = (min(other), max(other))
+        rows[k2] = rows.get(k2, 0) + 1
+    out = np.asarray([[u, v, k] for (u, v), k in rows.items() if k > 0], np.int64).reshape(-1, 3)
+    out = canonical_circuits(out, n)
+    if circuit_degrees(out, n).max(initial=0) > d:
+        return None
+    return out

@@ -1,0 +1,675 @@
+"""Compiled (numba) loops of the flow model: progressive filling and the event loop.
+
+These are the hot paths behind :func:`topoopt.flowsim.max_min.fill_rates` and
+:func:`topoopt.flowsim.simulator.simulate`; the semantics and the exactness argument are in those
+modules' docstrings. Everything here works on flat ``int64`` / ``float64`` arrays (CSR incidence,
+no Python objects) and allocates its work arrays once per call.
+
+- :func:`fill_kernel`: one progressive filling of a set of sub-flows on given link capacities,
+  freezing every flow of every *local bottleneck* link per round (the algorithm of
+  :mod:`topoopt.flowsim.max_min`), four linear passes over the remaining incidence per round.
+- :func:`fill_heap_kernel`: the same filling one bottleneck link at a time, links in a heap keyed
+  by fair share (cheaper once the remaining flows sit on a long chain of distinct levels), and
+  :func:`fill_hybrid`, rounds first and the heap once rounds stall.
+- :func:`simulate_kernel`: the whole event loop (completions, arrivals from a release-time heap,
+  dependencies, the partial re-fill after each event, the link-load change log).
+
+Examples
+--------
+>>> import numpy as np
+>>> ptr = np.array([0, 2, 3, 4]); links = np.array([0, 1, 0, 1])
+>>> rem = np.array([10.0, 10.0]); out = np.empty(3)
+>>> w = fill_workspace(2, 4, 3)
+>>> fill_kernel(ptr, links, np.arange(3), rem, out, *w)
+1
+>>> out.tolist(), rem.tolist()
+([5.0, 5.0, 5.0], [0.0, 0.0])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = [
+    "HYBRID_STOP",
+    "REFILL_MARGIN",
+    "RESYNC_EVERY",
+    "fill_heap_kernel",
+    "fill_hybrid",
+    "fill_kernel",
+    "fill_workspace",
+    "heap_workspace",
+    "simulate_kernel",
+]
+
+REFILL_MARGIN = 1e-9
+"""Relative margin under the proven threshold below which sub-flows keep their rates: a sub-flow
+is kept only if its rate is below ``threshold * (1 - REFILL_MARGIN)``, so rounding in rates that
+are mathematically equal to the threshold never keeps a flow that may change."""
+
+RESYNC_EVERY = 256
+"""Every this many events the per-link load is recomputed from the active sub-flows' rates (the
+incremental update otherwise accumulates rounding)."""
+
+
+@njit(cache=True)
+def fill_workspace(n_links, n_entries, n_rows):
+    """Work arrays for :func:`fill_kernel`: ``(cnt, share, bott, ecol, fstart, flen, floc, fm,
+    tl)``
+    for at most ``n_entries`` incidence entries of ``n_rows`` flows on ``n_links`` links."""
+    return (
+        np.zeros(n_links, np.int64),
+        np.empty(n_links, np.float64),
+        np.zeros(n_links, np.bool_),
+        np.empty(max(n_entries, 1), np.int64),
+        np.empty(max(n_rows, 1), np.int64),
+        np.empty(max(n_rows, 1), np.int64),
+        np.empty(max(n_rows, 1), np.int64),
+        np.empty(max(n_rows, 1), np.float64),
+        np.empty(max(n_links, 1), np.int64),
+    )
+
+
+@njit(cache=True, error_model="numpy")
+def fill_kernel(ptr, links, rows, rem, out, cnt, share, bott, ecol, fstart, flen, floc, fm, tl):
+    """Max-min fair rates of the sub-flows ``rows`` on the capacities ``rem`` (bytes/s).
+
+    Writes the rate of ``rows[i]`` to ``out[i]``, subtracts the allocation from ``rem`` (clipped
+    at 0) and returns the number of rounds. ``cnt`` must be all zero on entry and is all zero on
+    return; the other work arrays (from :func:`fill_workspace`) are scratch.
+    """
+    rounds, nf = _rounds(ptr, links, rows, rem, out, cnt, share, bott, ecol, fstart, flen, floc,
+                         fm, tl, 0.0)  # fmt: skip
+    return rounds
+
+
+@njit(cache=True, error_model="numpy")
+def _rounds(ptr, links, rows, rem, out, cnt, share, bott, ecol, fstart, flen, floc, fm, tl, stop):
+    """Rounds of progressive filling of ``rows`` (see :func:`fill_kernel`) until every flow is
+    frozen, or until a round freezes less than the fraction ``stop`` of the flows it started
+    with. Returns ``(rounds, nf)``: the ``nf`` flows left unfrozen are ``rows[floc[:nf]]``, with
+    ``cnt`` still counting them and ``rem`` the capacity left for them.
+
+    A round: every link's share ``rem / cnt`` over its unfrozen flows; every unfrozen flow's
+    smallest share ``m``; a link is a local bottleneck when no unfrozen flow on it has a smaller
+    ``m``; every flow on a local bottleneck is frozen at its ``m``. The link with the smallest
+    share is always a local bottleneck, so every round freezes at least one flow.
+    """
+    n = rows.shape[0]
+    ne = 0
+    n_tl = 0
+    for i in range(n):
+        f = rows[i]
+        fstart[i] = ne
+        floc[i] = i
+        for e in range(ptr[f], ptr[f + 1]):
+            lk = links[e]
+            ecol[ne] = lk
+            ne += 1
+            if cnt[lk] == 0:
+                tl[n_tl] = lk
+                n_tl += 1
+            cnt[lk] += 1
+        flen[i] = ne - fstart[i]
+    nf = n
+    rounds = 0
+    while nf > 0:
+        rounds += 1
+        w = 0
+        for k in range(n_tl):
+            lk = tl[k]
+            if cnt[lk] > 0:
+                share[lk] = rem[lk] / cnt[lk]
+                bott[lk] = True
+                tl[w] = lk
+                w += 1
+        n_tl = w
+        for i in range(nf):
+            s = fstart[i]
+            mm = np.inf
+            for j in range(s, s + flen[i]):
+                v = share[ecol[j]]
+                if v < mm:
+                    mm = v
+            fm[i] = mm
+        for i in range(nf):
+            mm = fm[i]
+            s = fstart[i]
+            for j in range(s, s + flen[i]):
+                if mm < share[ecol[j]]:
+                    bott[ecol[j]] = False
+        w = 0
+        we = 0
+        for i in range(nf):
+            s = fstart[i]
+            ln = flen[i]
+            frozen = False
+            for j in range(s, s + ln):
+                if bott[ecol[j]]:
+                    frozen = True
+                    break
+            if frozen:
+                mm = fm[i]
+                out[floc[i]] = mm
+                for j in range(s, s + ln):
+                    lk = ecol[j]
+                    r = rem[lk] - mm
+                    rem[lk] = r if r > 0.0 else 0.0
+                    cnt[lk] -= 1
+            else:
+                floc[w] = floc[i]
+                fstart[w] = we
+                flen[w] = ln
+                for j in range(ln):
+                    ecol[we + j] = ecol[s + j]
+                w += 1
+                we += ln
+        stalled = w > nf * (1.0 - stop)
+        nf = w
+        ne = we
+        if stalled and nf > 0:
+            break
+    return rounds, nf
+
+
+@njit(cache=True)
+def heap_workspace(n_links, n_entries, n_rows):
+    """Work arrays for :func:`fill_heap_kernel` (``n_entries`` incidence entries of ``n_rows``
+    flows on ``n_links`` links at most)."""
+    ne = max(n_entries, 1)
+    nr = max(n_rows, 1)
+    return (
+        np.zeros(n_links, np.int64),  # cnt
+        np.full(n_links, -1, np.int64),  # lidx: position of a link in tl, -1 if untouched
+        np.empty(n_links, np.int64),  # tl: touched links
+        np.empty(n_links + 1, np.int64),  # lptr
+        np.empty(ne, np.int64),  # ladj: local flows per touched link
+        np.empty(ne, np.int64),  # ecol
+        np.empty(nr + 1, np.int64),  # fptr
+        np.zeros(nr, np.bool_),  # frozen
+        np.empty(ne + n_links),  # heap keys
+        np.empty(ne + n_links, np.int64),  # heap links
+        np.full(n_links, -1, np.int64),  # cursor
+    )
+
+
+@njit(cache=True, error_model="numpy")
+def fill_heap_kernel(
+    ptr, links, rows, rem, out, cnt, lidx, tl, lptr, ladj, ecol, fptr, frozen, hk, hl, cursor
+):
+    """Max-min fair rates of the sub-flows ``rows`` on the capacities ``rem``, one bottleneck
+    link at a time (same result as :func:`fill_kernel`, ``O(E log E)`` for ``E`` entries).
+
+    Links sit in a heap keyed by their fair share ``rem / cnt`` over unfrozen flows. The link with
+    the smallest share saturates first: all its unfrozen flows freeze at that share, which is
+    subtracted from their other links, whose shares can only grow (a frozen flow takes no more
+    than any of its links' shares). So a heap key is never above its link's current share: a link
+    reaching the top with a stale (smaller) key goes back in with its current share, and a link
+    reaching the top with its current share has the smallest share of all. Writes ``out``,
+    updates ``rem`` (clipped at 0), returns the number of saturated links. ``cnt`` and ``lidx``
+    are restored (all 0 / all -1) on return.
+    """
+    n = rows.shape[0]
+    ne = 0
+    n_tl = 0
+    fptr[0] = 0
+    for i in range(n):
+        f = rows[i]
+        frozen[i] = False
+        for e in range(ptr[f], ptr[f + 1]):
+            lk = links[e]
+            ecol[ne] = lk
+            ne += 1
+            if cnt[lk] == 0:
+                lidx[lk] = n_tl
+                tl[n_tl] = lk
+                n_tl += 1
+            cnt[lk] += 1
+        fptr[i + 1] = ne
+    lptr[0] = 0
+    for k in range(n_tl):
+        lptr[k + 1] = lptr[k] + cnt[tl[k]]
+    for k in range(n_tl):
+        cursor[tl[k]] = lptr[k]
+    for i in range(n):
+        for j in range(fptr[i], fptr[i + 1]):
+            lk = ecol[j]
+            ladj[cursor[lk]] = i
+            cursor[lk] += 1
+    hs = 0
+    for k in range(n_tl):
+        lk = tl[k]
+        hs = _lheap_push(hk, hl, hs, rem[lk] / cnt[lk], lk)
+    steps = 0
+    while hs > 0:
+        key = hk[0]
+        lk = hl[0]
+        hs = _lheap_pop(hk, hl, hs)
+        c = cnt[lk]
+        if c == 0:
+            continue
+        level = rem[lk] / c
+        if key < level:
+            # Stale (the share grew since the push): back in at its current share.
+            hs = _lheap_push(hk, hl, hs, level, lk)
+            continue
+        steps += 1
+        k = lidx[lk]
+        for q in range(lptr[k], lptr[k + 1]):
+            i = ladj[q]
+            if frozen[i]:
+                continue
+            frozen[i] = True
+            out[i] = level
+            for j in range(fptr[i], fptr[i + 1]):
+                m = ecol[j]
+                r = rem[m] - level
+                rem[m] = r if r > 0.0 else 0.0
+                cnt[m] -= 1
+    for k in range(n_tl):
+        lidx[tl[k]] = -1
+    return steps
+
+
+@njit(cache=True)
+def _lheap_push(hk, hl, size, key, val):
+    i = size
+    while i > 0:
+        parent = (i - 1) >> 1
+        if hk[parent] <= key:
+            break
+        hk[i] = hk[parent]
+        hl[i] = hl[parent]
+        i = parent
+    hk[i] = key
+    hl[i] = val
+    return size + 1
+
+
+@njit(cache=True)
+def _lheap_pop(hk, hl, size):
+    size -= 1
+    key = hk[size]
+    val = hl[size]
+    i = 0
+    while True:
+        a = 2 * i + 1
+        if a >= size:
+            break
+        if a + 1 < size and hk[a + 1] < hk[a]:
+            a += 1
+        if hk[a] >= key:
+            break
+        hk[i] = hk[a]
+        hl[i] = hl[a]
+        i = a
+    hk[i] = key
+    hl[i] = val
+    return size
+
+
+HYBRID_STOP = 0.1
+"""The simulator's filling switches from rounds (:func:`fill_kernel`) to the bottleneck heap
+(:func:`fill_heap_kernel`) once a round freezes less than this fraction of the unfrozen flows:
+rounds are cheapest while they freeze many flows at once (few levels), the heap once the
+remaining flows sit on a long chain of distinct bottleneck levels."""
+
+
+@njit(cache=True, error_model="numpy")
+def fill_hybrid(ptr, links, rows, rem, out, rw, hw, rows2, out2):
+    """Rounds first, then the heap on the flows still unfrozen (both exact: each resumes from the
+    unfrozen flows and the capacity left to them). Returns the number of rounds plus heap steps.
+    ``rw`` and ``hw`` are :func:`fill_workspace` and :func:`heap_workspace` tuples; ``rows2`` and
+    ``out2`` scratch of ``len(rows)``."""
+    cnt, share, bott, ecol, fstart, flen, floc, fm, tl = rw
+    rounds, nf = _rounds(ptr, links, rows, rem, out, cnt, share, bott, ecol, fstart, flen, floc,
+                         fm, tl, HYBRID_STOP)  # fmt: skip
+    if nf == 0:
+        return rounds
+    for i in range(nf):
+        rows2[i] = rows[floc[i]]
+        for e in range(ptr[rows2[i]], ptr[rows2[i] + 1]):
+            cnt[links[e]] -= 1
+    rounds += fill_heap_kernel(ptr, links, rows2[:nf], rem, out2, *hw)
+    for i in range(nf):
+        out[floc[i]] = out2[i]
+    return rounds
+
+
+# ---------------------------------------------------------------------- release-time heap
+@njit(cache=True)
+def _heap_push(hk, hv, size, key, val):
+    i = size
+    hk[i] = key
+    hv[i] = val
+    while i > 0:
+        parent = (i - 1) // 2
+        if hk[parent] > hk[i] or (hk[parent] == hk[i] and hv[parent] > hv[i]):
+            hk[parent], hk[i] = hk[i], hk[parent]
+            hv[parent], hv[i] = hv[i], hv[parent]
+            i = parent
+        else:
+            break
+    return size + 1
+
+
+@njit(cache=True)
+def _heap_pop(hk, hv, size):
+    val = hv[0]
+    size -= 1
+    hk[0] = hk[size]
+    hv[0] = hv[size]
+    i = 0
+    while True:
+        a = 2 * i + 1
+        b = a + 1
+        m = i
+        if a < size and (hk[a] < hk[m] or (hk[a] == hk[m] and hv[a] < hv[m])):
+            m = a
+        if b < size and (hk[b] < hk[m] or (hk[b] == hk[m] and hv[b] < hv[m])):
+            m = b
+        if m == i:
+            break
+        hk[m], hk[i] = hk[i], hk[m]
+        hv[m], hv[i] = hv[i], hv[m]
+        i = m
+    return val, size
+
+
+# ---------------------------------------------------------------------- event loop
+@njit(cache=True)
+def _path_done(
+    p, pflow, n_left, flow_ptr, path_last, plat, finish, rdep_ptr, rdep, dep_left, dep_ptr, deps,
+    start, release, hk, hv, hsize,
+):  # fmt: skip
+    """Account one finished sub-flow; finish its flow when it was the last; release dependents
+    (push them on the heap). Returns the new heap size."""
+    f = pflow[p]
+    n_left[f] -= 1
+    if n_left[f] > 0:
+        return hsize
+    end = -np.inf
+    for q in range(flow_ptr[f], flow_ptr[f + 1]):
+        v = path_last[q] + plat[q]
+        if v > end:
+            end = v
+    finish[f] = end
+    for k in range(rdep_ptr[f], rdep_ptr[f + 1]):
+        g = rdep[k]
+        dep_left[g] -= 1
+        if dep_left[g] == 0:
+            rel = start[g]
+            for j in range(dep_ptr[g], dep_ptr[g + 1]):
+                v = finish[deps[j]]
+                if v > rel:
+                    rel = v
+            release[g] = rel
+            hsize = _heap_push(hk, hv, hsize, rel, g)
+    return hsize
+
+
+@njit(cache=True)
+def _grow(a, need):
+    if need <= a.shape[0]:
+        return a
+    b = np.empty(max(need, 2 * a.shape[0]), a.dtype)
+    b[: a.shape[0]] = a
+    return b
+
+
+@njit(cache=True, error_model="numpy")
+def simulate_kernel(
+    cap, path_ptr, path_links, pflow, pbytes, plat, flow_ptr, start, dep_ptr, deps, rdep_ptr,
+    rdep, lp_ptr, lp_paths, rtol, record,
+):  # fmt: skip
+    """Run the event loop of :func:`topoopt.flowsim.simulator.simulate` on flat arrays.
+
+    Returns ``(release, finish, path_start, path_last, series_time, series_link, series_load,
+    n_events, fill_rounds, refilled)`` where ``refilled`` counts the sub-flow re-fills done.
+    """
+    n_p = pbytes.shape[0]
+    n_f = start.shape[0]
+    n_l = cap.shape[0]
+    n_e = path_links.shape[0]
+    rate = np.zeros(n_p)
+    t_ref = np.zeros(n_p)
+    rem_ref = pbytes.copy()
+    fin = np.full(n_p, np.inf)
+    act = np.empty(max(n_p, 1), np.int64)
+    n_act = 0
+    load = np.zeros(n_l)
+    nact = np.zeros(n_l, np.int64)
+    resid = np.zeros(n_l)
+    path_start = np.full(n_p, np.nan)
+    path_last = np.full(n_p, np.nan)
+    n_left = flow_ptr[1:] - flow_ptr[:-1]
+    dep_left = dep_ptr[1:] - dep_ptr[:-1]
+    release = np.full(n_f, np.inf)
+    finish = np.full(n_f, np.nan)
+    hk = np.empty(max(n_f, 1))
+    hv = np.empty(max(n_f, 1), np.int64)
+    hsize = 0
+    for f in range(n_f):
+        if dep_left[f] == 0:
+            release[f] = start[f]
+            hsize = _heap_push(hk, hv, hsize, start[f], f)
+    hw = heap_workspace(n_l, n_e, n_p)
+    rw = fill_workspace(n_l, n_e, n_p)
+    rows2 = np.empty(max(n_p, 1), np.int64)
+    out2 = np.empty(max(n_p, 1))
+    rows = np.empty(max(n_p, 1), np.int64)
+    newr = np.empty(max(n_p, 1))
+    done = np.empty(max(n_p, 1), np.int64)
+    mark = np.full(n_l, -1, np.int64)
+    xmark = np.full(n_l, -1, np.int64)
+    smark = np.full(n_l, -1, np.int64)
+    slinks = np.empty(max(n_l, 1), np.int64)
+    wbuf = np.empty(max(n_p, 1))
+    touched = np.empty(n_l, np.int64)
+    st = np.empty(16)
+    sl = np.empty(16, np.int64)
+    sv = np.empty(16)
+    ns = 0
+    n_events = 0
+    rounds = 0
+    refilled = 0
+    t_now = 0.0
+    while True:
+        t_c = np.inf
+        for i in range(n_act):
+            v = fin[act[i]]
+            if v < t_c:
+                t_c = v
+        t_a = hk[0] if hsize > 0 else np.inf
+        t = min(t_c, t_a)
+        if t == np.inf:
+            break
+        if t < t_now:
+            t = t_now  # a finish estimate rounded just below the current time
+        t_now = t
+        n_events += 1
+        cut = t + rtol * abs(t)
+        r0 = np.inf
+        n_t = 0
+        # ---- completions: retire, then finish flows and release dependents
+        n_done = 0
+        if t_c <= cut:
+            i = 0
+            while i < n_act:
+                p = act[i]
+                if fin[p] <= cut:
+                    done[n_done] = p
+                    n_done += 1
+                    n_act -= 1
+                    act[i] = act[n_act]
+                else:
+                    i += 1
+            for k in range(n_done):
+                p = done[k]
+                rp = rate[p]
+                if rp < r0:
+                    r0 = rp
+                path_last[p] = t
+                for e in range(path_ptr[p], path_ptr[p + 1]):
+                    lk = path_links[e]
+                    load[lk] -= rp
+                    nact[lk] -= 1
+                    if record and mark[lk] != n_events:
+                        mark[lk] = n_events
+                        touched[n_t] = lk
+                        n_t += 1
+                rate[p] = 0.0
+                fin[p] = np.inf
+            for k in range(n_done):
+                hsize = _path_done(
+                    done[k], pflow, n_left, flow_ptr, path_last, plat, finish, rdep_ptr, rdep,
+                    dep_left, dep_ptr, deps, start, release, hk, hv, hsize,
+                )  # fmt: skip
+        # ---- arrivals released by `cut` (zero-byte sub-flows finish on the spot)
+        n_old = n_act
+        while hsize > 0 and hk[0] <= cut:
+            f, hsize = _heap_pop(hk, hv, hsize)
+            for p in range(flow_ptr[f], flow_ptr[f + 1]):
+                path_start[p] = t
+                if pbytes[p] <= 0.0:
+                    path_last[p] = t
+                    hsize = _path_done(
+                        p, pflow, n_left, flow_ptr, path_last, plat, finish, rdep_ptr, rdep,
+                        dep_left, dep_ptr, deps, start, release, hk, hv, hsize,
+                    )  # fmt: skip
+                else:
+                    act[n_act] = p
+                    n_act += 1
+                    t_ref[p] = t
+                    rate[p] = 0.0
+                    for e in range(path_ptr[p], path_ptr[p + 1]):
+                        nact[path_links[e]] += 1
+        if n_act > n_old:
+            # Threshold for arrivals (simulator docstring, point 2): on each link of an arriving
+            # sub-flow, the water level x at which the sub-flows already there, capped at their
+            # old rates, plus every sub-flow with no rate yet, uncapped, fill the link.
+            for i in range(n_old, n_act):
+                p = act[i]
+                for e in range(path_ptr[p], path_ptr[p + 1]):
+                    lk = path_links[e]
+                    if xmark[lk] == n_events:
+                        continue
+                    xmark[lk] = n_events
+                    v = _water_level(lk, cap[lk], nact[lk], lp_ptr, lp_paths, rate, wbuf)
+                    if v < r0:
+                        r0 = v
+        if r0 == np.inf:
+            if record and n_t > 0:
+                st, sl, sv, ns = _log(st, sl, sv, ns, t, touched, n_t, load)
+            continue
+        # ---- re-fill: every sub-flow whose rate may change (the others provably keep theirs)
+        thr = r0 * (1.0 - REFILL_MARGIN)
+        n_rows = 0
+        for i in range(n_old):
+            p = act[i]
+            if rate[p] >= thr:
+                rows[n_rows] = p
+                n_rows += 1
+        for i in range(n_old, n_act):
+            rows[n_rows] = act[i]
+            n_rows += 1
+        if n_rows == 0:
+            if record and n_t > 0:
+                st, sl, sv, ns = _log(st, sl, sv, ns, t, touched, n_t, load)
+            continue
+        refilled += n_rows
+        # Links of the re-filled sub-flows (each once), and their load without them.
+        n_sl = 0
+        resync = n_rows == n_act or n_events % RESYNC_EVERY == 0
+        for k in range(n_rows):
+            p = rows[k]
+            rp = rate[p]
+            for e in range(path_ptr[p], path_ptr[p + 1]):
+                lk = path_links[e]
+                if not resync:
+                    load[lk] -= rp
+                if smark[lk] != n_events:
+                    smark[lk] = n_events
+                    slinks[n_sl] = lk
+                    n_sl += 1
+        if resync:
+            # Recompute the load of the kept sub-flows from scratch (no accumulated rounding).
+            load[:] = 0.0
+            for i in range(n_old):
+                p = act[i]
+                if rate[p] < thr:
+                    rp = rate[p]
+                    for e in range(path_ptr[p], path_ptr[p + 1]):
+                        load[path_links[e]] += rp
+        for k in range(n_sl):
+            lk = slinks[k]
+            v = cap[lk] - load[lk]
+            resid[lk] = v if v > 0.0 else 0.0
+            if record and mark[lk] != n_events:
+                mark[lk] = n_events
+                touched[n_t] = lk
+                n_t += 1
+        rounds += fill_hybrid(
+            path_ptr, path_links, rows[:n_rows], resid, newr, rw, hw, rows2, out2
+        )  # fmt: skip
+        for k in range(n_sl):
+            lk = slinks[k]
+            load[lk] = cap[lk] - resid[lk]
+        for k in range(n_rows):
+            p = rows[k]
+            rem_ref[p] -= rate[p] * (t - t_ref[p])
+            t_ref[p] = t
+            r = newr[k]
+            rate[p] = r
+            fin[p] = t + rem_ref[p] / r if r > 0.0 else np.inf
+        if record and n_t > 0:
+            st, sl, sv, ns = _log(st, sl, sv, ns, t, touched, n_t, load)
+    return (
+        release,
+        finish,
+        path_start,
+        path_last,
+        st[:ns].copy(),
+        sl[:ns].copy(),
+        sv[:ns].copy(),
+        n_events,
+        rounds,
+        refilled,
+    )
+
+
+@njit(cache=True)
+def _water_level(lk, capacity, n_active, lp_ptr, lp_paths, rate, wbuf):
+    """Level ``x`` solving ``sum_f min(rate_f, x) + k x = capacity`` on link ``lk``: ``f`` over
+    its sub-flows with a rate (> 0), ``k`` the other active ones (``n_active`` in all)."""
+    m = 0
+    for q in range(lp_ptr[lk], lp_ptr[lk + 1]):
+        r = rate[lp_paths[q]]
+        if r > 0.0:
+            wbuf[m] = r
+            m += 1
+    left = capacity
+    n = n_active
+    if m > 0:
+        caps = np.sort(wbuf[:m])
+        for i in range(m):
+            if caps[i] * n >= left:
+                break
+            left -= caps[i]
+            n -= 1
+    return left / n
+
+
+@njit(cache=True)
+def _log(st, sl, sv, ns, t, touched, n_t, load):
+    """Append ``(t, link, load)`` for the touched links (sorted) to the change log, growing
+    its arrays when needed; returns ``(st, sl, sv, ns)``."""
+    st, sl, sv = _grow(st, ns + n_t), _grow(sl, ns + n_t), _grow(sv, ns + n_t)
+    ls = np.sort(touched[:n_t])
+    for k in range(n_t):
+        st[ns] = t
+        sl[ns] = ls[k]
+        sv[ns] = load[ls[k]]
+        ns += 1
+    return st, sl, sv, ns
