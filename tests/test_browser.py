@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -45,15 +44,9 @@ def _divs(text: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("demo") / "topoopt-demo.html"
-    r = subprocess.run(
-        [sys.executable, "-m", "topoopt.cli", "demo", "--out", str(out)],
-        capture_output=True,
-        text=True,
-    )
-    assert r.returncode == 0, r.stderr
-    return out
+def report(demo_run) -> Path:
+    assert demo_run.proc.returncode == 0, demo_run.proc.stderr[-3000:]
+    return demo_run.report
 
 
 def _chromium(args, tmp_path):

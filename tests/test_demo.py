@@ -6,31 +6,49 @@ import json
 import subprocess
 import sys
 
+import pytest
 
-def test_demo_json_and_report(tmp_path):
-    out = tmp_path / "demo.html"
-    r = subprocess.run(
-        [sys.executable, "-m", "topoopt.cli", "demo", "--out", str(out), "--json"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
-    assert r.returncode == 0, r.stderr
+from topoopt.studies.demo import DEMO_DEGREES, DEMO_FABRICS, DEMO_PLANS
+
+
+def test_demo_json_table_and_report(demo_run):
+    r = demo_run.proc
+    assert r.returncode == 0, r.stderr[-3000:]
     doc = json.loads(r.stdout)  # stdout is exactly one JSON document
-    plans = {row["plan"]: row for row in doc["traffic"]}
-    assert set(plans) == {"dlrm", "gpt3-175b"}
-    assert plans["gpt3-175b"]["gpus"] == 1024
+    assert {row["plan"] for row in doc["traffic"]} == set(DEMO_PLANS)
+    rows = doc["rows"]
+    assert len(rows) == len(DEMO_PLANS) * len(DEMO_DEGREES) * len(DEMO_FABRICS)
+    for plan in DEMO_PLANS:
+        for d in DEMO_DEGREES:
+            sub = {x["fabric"]: x for x in rows if x["plan"] == plan and x["degree"] == d}
+            assert set(sub) == set(DEMO_FABRICS)
+            ideal = sub["ideal"]["iteration_s"]
+            assert sub["ideal"]["ratio_to_ideal"] == 1.0
+            for name, row in sub.items():
+                # nothing beats the ideal switch of the same per-server bandwidth
+                assert row["iteration_s"] >= ideal * (1 - 1e-9), (plan, d, name)
+                assert row["iteration_s"] >= row["exposed_comm_s"] >= 0
+                assert row["ratio_to_ideal"] == pytest.approx(row["iteration_s"] / ideal)
+            assert sub["joint"]["objective_s"] <= sub["topoopt"]["objective_s"] * (1 + 1e-9)
+            assert sub["joint"]["lower_bound_s"] <= sub["joint"]["objective_s"] * (1 + 1e-9)
+            # the cost-equivalent fat-tree costs what the TopoOpt design costs
+            assert sub["fat-tree-cost-equivalent"]["capex_usd"] == pytest.approx(
+                sub["topoopt"]["capex_usd"], rel=0.02
+            )
     assert "traffic of dlrm" in r.stderr  # progress goes to stderr
-    html = out.read_text()
-    assert html.count("Plotly.newPlot") == 4 and 'id="dlrm-heatmap"' in html
-    assert oct(out.stat().st_mode & 0o777) != "0o600"
-    # a second run refuses to overwrite without --force, and leaves the file alone
-    r2 = subprocess.run(
-        [sys.executable, "-m", "topoopt.cli", "demo", "--out", str(out)],
+    html = demo_run.report.read_text()
+    assert html.count("Plotly.newPlot") >= 2 * len(DEMO_PLANS) + 4 * len(DEMO_DEGREES)
+    assert oct(demo_run.report.stat().st_mode & 0o777) != "0o600"
+
+
+def test_demo_refuses_to_overwrite(demo_run):
+    before = demo_run.report.read_bytes()
+    r = subprocess.run(
+        [sys.executable, "-m", "topoopt.cli", "demo", "--out", str(demo_run.report)],
         capture_output=True,
         text=True,
-        cwd=tmp_path,
+        cwd=demo_run.folder,
     )
-    assert r2.returncode == 2 and r2.stderr.count("\n") == 1 and "--force" in r2.stderr
-    assert out.read_text() == html
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.html"]
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--force" in r.stderr
+    assert demo_run.report.read_bytes() == before
+    assert sorted(p.name for p in demo_run.folder.iterdir()) == ["demo.html"]

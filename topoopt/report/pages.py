@@ -14,14 +14,21 @@ from topoopt.report.html import page_html
 __all__ = ["compare_figures", "compare_page"]
 
 
-def compare_figures(res, prefix: str = "compare") -> list:
-    """``(div_id, figure)`` pairs of one comparison (see :mod:`topoopt.studies.compare`)."""
+def compare_figures(res, prefix: str = "compare", label: str = "") -> list:
+    """``(div_id, figure)`` pairs of one comparison (see :mod:`topoopt.studies.compare`);
+    ``label`` prefixes every title."""
+    lab = f"{label}: " if label else ""
     figs = [
-        (f"{prefix}-time-vs-capex", time_vs_capex(res.table)),
-        (f"{prefix}-ratios", ratio_bars(res.table)),
+        (
+            f"{prefix}-time-vs-capex",
+            time_vs_capex(res.table, title=f"{lab}iteration time vs network capex"),
+        ),
+        (f"{prefix}-ratios", ratio_bars(res.table, title=f"{lab}ratio to the ideal switch")),
         (
             f"{prefix}-utilisation",
-            utilisation_cdf({k: v.links for k, v in res.iterations.items()}),
+            utilisation_cdf(
+                {k: v.links for k, v in res.iterations.items()}, title=f"{lab}link utilisation"
+            ),
         ),
     ]
     best = min(
@@ -37,19 +44,24 @@ def compare_figures(res, prefix: str = "compare") -> list:
                     best.design.servers,
                     best.design.circuits,
                     rings=best.design.rings,
-                    title=f"Circuits of the {best.name} design",
+                    title=f"{lab}circuits of the {best.name} design",
                 ),
             )
         )
         trace = best.design.info.get("trace") if isinstance(best.design.info, dict) else None
         if trace:
-            figs.append((f"{prefix}-optimizer", optimizer_trace(trace)))
+            figs.append(
+                (
+                    f"{prefix}-optimizer",
+                    optimizer_trace(trace, title=f"{lab}optimizer objective and bound"),
+                )
+            )
         figs.append(
             (
                 f"{prefix}-timeline",
                 iteration_gantt(
                     res.iterations[best.name].timeline,
-                    title=f"Iteration timeline on the {best.name} design",
+                    title=f"{lab}iteration timeline on the {best.name} design",
                 ),
             )
         )

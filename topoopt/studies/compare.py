@@ -11,7 +11,8 @@ Fabric names (:data:`FABRICS`):
 ``ideal``
     One non-blocking switch, ``degree x B`` per server: the bound.
 ``fat-tree``
-    Full-bisection leaf-spine, one NIC of ``degree x B`` per server.
+    Full-bisection leaf-spine, one NIC of ``degree x B`` per server, :func:`leaf_hosts`
+    servers per leaf.
 ``fat-tree-oversub``
     The same with ``oversubscription`` (default 4:1) at the leaves.
 ``fat-tree-cost-equivalent``
@@ -55,7 +56,15 @@ from topoopt.paths import PathSet
 from traffic.errors import InputError
 from traffic.workload import Workload
 
-__all__ = ["FABRICS", "FabricRun", "CompareResult", "build_fabric", "compare", "torus_dims"]
+__all__ = [
+    "FABRICS",
+    "FabricRun",
+    "CompareResult",
+    "build_fabric",
+    "compare",
+    "leaf_hosts",
+    "torus_dims",
+]
 
 FABRICS = (
     "ideal",
@@ -123,6 +132,16 @@ def _factorisations(n: int, k: int):
                 yield (f, *rest)
 
 
+def leaf_hosts(servers: int) -> int:
+    """Servers per leaf switch of the compared leaf-spines: 16, or half the servers when fewer,
+    so that traffic crosses the spine (and an oversubscription bites) at every cluster size.
+
+    >>> leaf_hosts(128), leaf_hosts(16), leaf_hosts(3)
+    (16, 8, 2)
+    """
+    return max(2, min(16, servers // 2))
+
+
 def _price(fabric: Fabric, prices) -> tuple[float, float]:
     r = fabric_cost(fabric, prices)
     return r.capex_usd, r.power_w
@@ -149,9 +168,11 @@ def build_fabric(
     if name == "ideal":
         fab = ideal(n, d, B, **common)
     elif name == "fat-tree":
-        fab = leaf_spine(n, 1.0, port_bandwidth=d * B, **common)
+        fab = leaf_spine(n, 1.0, leaf_hosts=leaf_hosts(n), port_bandwidth=d * B, **common)
     elif name == "fat-tree-oversub":
-        fab = leaf_spine(n, oversubscription, port_bandwidth=d * B, **common)
+        fab = leaf_spine(
+            n, oversubscription, leaf_hosts=leaf_hosts(n), port_bandwidth=d * B, **common
+        )
     elif name == "fat-tree-cost-equivalent":
         ref = designs.get("topoopt") or build_fabric(
             "topoopt", workload, d, B, seed=seed, prices=prices, designs=designs
@@ -213,6 +234,7 @@ def compare(
     time_limit_s: float = 30.0,
     prices=None,
     progress: Callable[[str], None] | None = None,
+    on_fabric_done: Callable[[str], None] | None = None,
 ) -> CompareResult:
     """Simulate ``workload`` on each fabric; one row per fabric (module docstring).
 
@@ -224,6 +246,9 @@ def compare(
         network), ``ratio_to_ideal`` (iteration time over the ideal switch's), ``build_s``,
         ``simulate_s``, plus the solver's ``objective_s``, ``lower_bound_s`` and ``gap`` for
         designed fabrics.
+
+    ``progress`` receives one-line messages; ``on_fabric_done(name)`` is called after each
+    fabric (for progress bars).
     """
     say = progress or (lambda _m: None)
     names = list(dict.fromkeys(fabrics))
@@ -276,6 +301,8 @@ def compare(
                 solver_status=run.design.status,
             )
         rows.append(row)
+        if on_fabric_done is not None:
+            on_fabric_done(nm)
     table = pd.DataFrame(rows)
     ideal_t = float(table.loc[table["fabric"] == "ideal", "iteration_s"].iloc[0])
     table["ratio_to_ideal"] = table["iteration_s"] / ideal_t

@@ -6,9 +6,17 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from topoopt.cli.common import emit_json, handle_errors, prepare_output, stdout, write_output_text
+from topoopt.cli.common import (
+    emit_json,
+    handle_errors,
+    prepare_output,
+    stderr,
+    stdout,
+    write_output_text,
+)
 
 __all__ = ["register", "demo_command"]
 
@@ -16,32 +24,65 @@ __all__ = ["register", "demo_command"]
 @handle_errors
 def demo_command(
     out: Annotated[Path, typer.Option(help="The HTML report")] = Path("topoopt-demo.html"),
+    time_limit: Annotated[float, typer.Option(help="Seconds per joint optimization")] = 10.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     force: Annotated[bool, typer.Option(help="Overwrite an existing report")] = False,
 ) -> None:
-    """Run the end-to-end demo on embedded plans and write topoopt-demo.html."""
-    from topoopt.report.traffic_figures import format_bytes
-    from topoopt.studies.demo import run_demo
+    """Run the end-to-end demo (DLRM on 16 servers and GPT-3 175B on 32 servers, 4 and 8 optical
+    ports of 100 Gbps per server) and write a self-contained report."""
+    from topoopt.studies.demo import DEMO_DEGREES, DEMO_FABRICS, DEMO_PLANS, run_demo
 
     prepare_output(out, force)
-    result = run_demo()
+    total = len(DEMO_PLANS) * (1 + len(DEMO_DEGREES) * len(DEMO_FABRICS))
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=False,
+    ) as bar:
+        task = bar.add_task("demo", total=total)
+
+        def step(msg: str) -> None:
+            bar.update(task, advance=1, description=msg)
+
+        result = run_demo(time_limit_s=time_limit, progress=lambda m: bar.log(m), on_step=step)
     write_output_text(out, result.html())
+    cmp = result.comparison
     if as_json:
-        emit_json({"report": str(out), "traffic": result.traffic.to_dict(orient="records")})
-        return
-    table = Table(title="Traffic per iteration (ring all-reduce)")
-    for col in ("plan", "GPUs", "servers", "total", "inter-server", "intra-server"):
-        table.add_column(col, justify="left" if col == "plan" else "right")
-    for _, r in result.traffic.iterrows():
-        table.add_row(
-            r["plan"],
-            str(int(r["gpus"])),
-            str(int(r["servers"])),
-            format_bytes(r["total_bytes"]),
-            format_bytes(r["inter_server_bytes"]),
-            format_bytes(r["intra_server_bytes"]),
+        emit_json(
+            {
+                "report": str(out),
+                "traffic": result.traffic.to_dict(orient="records"),
+                "rows": cmp.to_dict(orient="records"),
+            }
         )
-    stdout.print(table)
+        return
+    t = Table(title="Simulated iteration per fabric (flow model); x ideal = over the ideal switch")
+    for head in (
+        "plan",
+        "ports",
+        "fabric",
+        "iteration ms",
+        "comm ms",
+        "exposed ms",
+        "capex M$",
+        "x ideal",
+    ):
+        t.add_column(head, justify="left" if head in ("plan", "fabric") else "right", no_wrap=True)
+    for _, r in cmp.iterrows():
+        t.add_row(
+            str(r["plan"]),
+            str(int(r["degree"])),
+            str(r["fabric"]),
+            f"{r['iteration_s'] * 1e3:.2f}",
+            f"{r['comm_s'] * 1e3:.2f}",
+            f"{r['exposed_comm_s'] * 1e3:.2f}",
+            f"{r['capex_usd'] / 1e6:.3f}",
+            f"{r['ratio_to_ideal']:.3f}",
+        )
+    stdout.print(t)
     stdout.print(f"report: {out}")
 
 
