@@ -25,8 +25,11 @@ def test_demo_json_table_and_report(demo_run):
             ideal = sub["ideal"]["iteration_s"]
             assert sub["ideal"]["ratio_to_ideal"] == 1.0
             for name, row in sub.items():
-                # nothing beats the ideal switch of the same per-server bandwidth
-                assert row["iteration_s"] >= ideal * (1 - 1e-9), (plan, d, name)
+                # nothing beats the ideal switch of the same per-server bandwidth by more than a
+                # scheduling anomaly (max-min sharing does not minimise a dependent schedule's
+                # makespan: a non-blocking fat-tree was seen 0.02 % faster on GPT-3)
+                assert row["iteration_s"] >= ideal * (1 - 1e-3), (plan, d, name)
+                assert row["comm_s"] >= sub["ideal"]["comm_s"] * (1 - 1e-9), (plan, d, name)
                 assert row["iteration_s"] >= row["exposed_comm_s"] >= 0
                 assert row["ratio_to_ideal"] == pytest.approx(row["iteration_s"] / ideal)
             assert sub["joint"]["objective_s"] <= sub["topoopt"]["objective_s"] * (1 + 1e-9)
