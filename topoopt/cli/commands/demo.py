@@ -28,8 +28,7 @@ def demo_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     force: Annotated[bool, typer.Option(help="Overwrite an existing report")] = False,
 ) -> None:
-    """Run the end-to-end demo (DLRM on 16 servers and GPT-3 175B on 32 servers, 4 and 8 optical
-    ports of 100 Gbps per server) and write a self-contained report."""
+    """Run the end-to-end demo on embedded plans; write a self-contained report."""
     from topoopt.studies.demo import DEMO_DEGREES, DEMO_FABRICS, DEMO_PLANS, run_demo
 
     prepare_output(out, force)
