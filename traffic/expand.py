@@ -6,9 +6,10 @@ broadcast over all rows of the family's ``groups`` array with one fancy-indexing
 expansion costs O(pairs) numpy work and no Python loop over groups.
 
 Ring orders: members of all-reduce, reduce-scatter and all-gather groups are taken in ascending
-rank order unless an explicit order is given (``orders``, or a family marked ``ordered``). Since ``server = rank // gpus_per_server``, ascending
-order keeps each server's members contiguous in the ring, as NCCL orders its rings. Broadcast,
-send and all-to-all use the group as given (root first; fixed pairs).
+rank order unless an explicit order is given (``orders``, or a family marked ``ordered``).
+Since ``server = rank // gpus_per_server``, ascending order keeps each server's members
+contiguous in the ring, as NCCL orders its rings. Broadcast, send and all-to-all use the group
+as given (root first; fixed pairs).
 
 Algorithms and their templates (``S`` the nccl-tests size, ``g`` the group size):
 
