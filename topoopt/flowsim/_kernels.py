@@ -35,9 +35,13 @@ __all__ = [
     "HYBRID_STOP",
     "REFILL_MARGIN",
     "RESYNC_EVERY",
+    "classes_kernel",
     "fill_heap_kernel",
+    "fill_heap_mult",
     "fill_hybrid",
+    "fill_hybrid_mult",
     "fill_kernel",
+    "fill_kernel_mult",
     "fill_workspace",
     "heap_workspace",
     "simulate_kernel",
@@ -79,17 +83,35 @@ def fill_kernel(ptr, links, rows, rem, out, cnt, share, bott, ecol, fstart, flen
     at 0) and returns the number of rounds. ``cnt`` must be all zero on entry and is all zero on
     return; the other work arrays (from :func:`fill_workspace`) are scratch.
     """
-    rounds, nf = _rounds(ptr, links, rows, rem, out, cnt, share, bott, ecol, fstart, flen, floc,
-                         fm, tl, 0.0)  # fmt: skip
+    mult = np.ones(ptr.shape[0] - 1, np.int64)
+    rounds, nf = _rounds(ptr, links, rows, mult, rem, out, cnt, share, bott, ecol, fstart, flen,
+                         floc, fm, tl, 0.0)  # fmt: skip
     return rounds
 
 
 @njit(cache=True, error_model="numpy")
-def _rounds(ptr, links, rows, rem, out, cnt, share, bott, ecol, fstart, flen, floc, fm, tl, stop):
+def fill_kernel_mult(
+    ptr, links, rows, mult, rem, out, cnt, share, bott, ecol, fstart, flen, floc, fm, tl
+):
+    """:func:`fill_kernel` where row ``f`` stands for ``mult[f]`` identical sub-flows (a class):
+    it counts ``mult[f]`` times on each of its links (a link's share is ``rem / sum of the
+    multiplicities of its unfrozen rows``), every member gets the rate written to ``out`` and
+    the class takes ``mult[f]`` times that rate from ``rem``. ``cnt`` holds summed
+    multiplicities (all zero on entry and on return)."""
+    rounds, nf = _rounds(ptr, links, rows, mult, rem, out, cnt, share, bott, ecol, fstart, flen,
+                         floc, fm, tl, 0.0)  # fmt: skip
+    return rounds
+
+
+@njit(cache=True, error_model="numpy")
+def _rounds(
+    ptr, links, rows, mult, rem, out, cnt, share, bott, ecol, fstart, flen, floc, fm, tl, stop
+):
     """Rounds of progressive filling of ``rows`` (see :func:`fill_kernel`) until every flow is
     frozen, or until a round freezes less than the fraction ``stop`` of the flows it started
     with. Returns ``(rounds, nf)``: the ``nf`` flows left unfrozen are ``rows[floc[:nf]]``, with
-    ``cnt`` still counting them and ``rem`` the capacity left for them.
+    ``cnt`` still counting them and ``rem`` the capacity left for them. Row ``f`` counts
+    ``mult[f]`` times (see :func:`fill_kernel_mult`).
 
     A round: every link's share ``rem / cnt`` over its unfrozen flows; every unfrozen flow's
     smallest share ``m``; a link is a local bottleneck when no unfrozen flow on it has a smaller
@@ -110,7 +132,7 @@ def _rounds(ptr, links, rows, rem, out, cnt, share, bott, ecol, fstart, flen, fl
             if cnt[lk] == 0:
                 tl[n_tl] = lk
                 n_tl += 1
-            cnt[lk] += 1
+            cnt[lk] += mult[f]
         flen[i] = ne - fstart[i]
     nf = n
     rounds = 0
@@ -152,11 +174,13 @@ def _rounds(ptr, links, rows, rem, out, cnt, share, bott, ecol, fstart, flen, fl
             if frozen:
                 mm = fm[i]
                 out[floc[i]] = mm
+                mf = mult[rows[floc[i]]]
+                take = mm * mf
                 for j in range(s, s + ln):
                     lk = ecol[j]
-                    r = rem[lk] - mm
+                    r = rem[lk] - take
                     rem[lk] = r if r > 0.0 else 0.0
-                    cnt[lk] -= 1
+                    cnt[lk] -= mf
             else:
                 floc[w] = floc[i]
                 fstart[w] = we
@@ -191,13 +215,15 @@ def heap_workspace(n_links, n_entries, n_rows):
         np.empty(ne + n_links),  # heap keys
         np.empty(ne + n_links, np.int64),  # heap links
         np.full(n_links, -1, np.int64),  # cursor
+        np.zeros(n_links, np.int64),  # wcnt: summed multiplicities of unfrozen rows per link
     )
 
 
 @njit(cache=True, error_model="numpy")
 def fill_heap_kernel(
-    ptr, links, rows, rem, out, cnt, lidx, tl, lptr, ladj, ecol, fptr, frozen, hk, hl, cursor
-):
+    ptr, links, rows, rem, out, cnt, lidx, tl, lptr, ladj, ecol, fptr, frozen, hk, hl, cursor,
+    wcnt,
+):  # fmt: skip
     """Max-min fair rates of the sub-flows ``rows`` on the capacities ``rem``, one bottleneck
     link at a time (same result as :func:`fill_kernel`, ``O(E log E)`` for ``E`` entries).
 
@@ -207,9 +233,24 @@ def fill_heap_kernel(
     than any of its links' shares). So a heap key is never above its link's current share: a link
     reaching the top with a stale (smaller) key goes back in with its current share, and a link
     reaching the top with its current share has the smallest share of all. Writes ``out``,
-    updates ``rem`` (clipped at 0), returns the number of saturated links. ``cnt`` and ``lidx``
-    are restored (all 0 / all -1) on return.
+    updates ``rem`` (clipped at 0), returns the number of saturated links. ``cnt``, ``wcnt`` and
+    ``lidx`` are restored (all 0 / all -1) on return.
     """
+    mult = np.ones(ptr.shape[0] - 1, np.int64)
+    return fill_heap_mult(
+        ptr, links, rows, mult, rem, out, cnt, lidx, tl, lptr, ladj, ecol, fptr, frozen, hk, hl,
+        cursor, wcnt,
+    )  # fmt: skip
+
+
+@njit(cache=True, error_model="numpy")
+def fill_heap_mult(
+    ptr, links, rows, mult, rem, out, cnt, lidx, tl, lptr, ladj, ecol, fptr, frozen, hk, hl,
+    cursor, wcnt,
+):  # fmt: skip
+    """:func:`fill_heap_kernel` where row ``f`` stands for ``mult[f]`` identical sub-flows (see
+    :func:`fill_kernel_mult`): shares are ``rem / wcnt`` with ``wcnt`` the summed multiplicities
+    of a link's unfrozen rows (``cnt`` counts rows, for the adjacency)."""
     n = rows.shape[0]
     ne = 0
     n_tl = 0
@@ -226,6 +267,7 @@ def fill_heap_kernel(
                 tl[n_tl] = lk
                 n_tl += 1
             cnt[lk] += 1
+            wcnt[lk] += mult[f]
         fptr[i + 1] = ne
     lptr[0] = 0
     for k in range(n_tl):
@@ -240,13 +282,13 @@ def fill_heap_kernel(
     hs = 0
     for k in range(n_tl):
         lk = tl[k]
-        hs = _lheap_push(hk, hl, hs, rem[lk] / cnt[lk], lk)
+        hs = _lheap_push(hk, hl, hs, rem[lk] / wcnt[lk], lk)
     steps = 0
     while hs > 0:
         key = hk[0]
         lk = hl[0]
         hs = _lheap_pop(hk, hl, hs)
-        c = cnt[lk]
+        c = wcnt[lk]
         if c == 0:
             continue
         level = rem[lk] / c
@@ -262,11 +304,14 @@ def fill_heap_kernel(
                 continue
             frozen[i] = True
             out[i] = level
+            mf = mult[rows[i]]
+            take = level * mf
             for j in range(fptr[i], fptr[i + 1]):
                 m = ecol[j]
-                r = rem[m] - level
+                r = rem[m] - take
                 rem[m] = r if r > 0.0 else 0.0
                 cnt[m] -= 1
+                wcnt[m] -= mf
     for k in range(n_tl):
         lidx[tl[k]] = -1
     return steps
@@ -322,16 +367,24 @@ def fill_hybrid(ptr, links, rows, rem, out, rw, hw, rows2, out2):
     unfrozen flows and the capacity left to them). Returns the number of rounds plus heap steps.
     ``rw`` and ``hw`` are :func:`fill_workspace` and :func:`heap_workspace` tuples; ``rows2`` and
     ``out2`` scratch of ``len(rows)``."""
+    mult = np.ones(ptr.shape[0] - 1, np.int64)
+    return fill_hybrid_mult(ptr, links, rows, mult, rem, out, rw, hw, rows2, out2)
+
+
+@njit(cache=True, error_model="numpy")
+def fill_hybrid_mult(ptr, links, rows, mult, rem, out, rw, hw, rows2, out2):
+    """:func:`fill_hybrid` where row ``f`` stands for ``mult[f]`` identical sub-flows (see
+    :func:`fill_kernel_mult`)."""
     cnt, share, bott, ecol, fstart, flen, floc, fm, tl = rw
-    rounds, nf = _rounds(ptr, links, rows, rem, out, cnt, share, bott, ecol, fstart, flen, floc,
-                         fm, tl, HYBRID_STOP)  # fmt: skip
+    rounds, nf = _rounds(ptr, links, rows, mult, rem, out, cnt, share, bott, ecol, fstart, flen,
+                         floc, fm, tl, HYBRID_STOP)  # fmt: skip
     if nf == 0:
         return rounds
     for i in range(nf):
         rows2[i] = rows[floc[i]]
         for e in range(ptr[rows2[i]], ptr[rows2[i] + 1]):
-            cnt[links[e]] -= 1
-    rounds += fill_heap_kernel(ptr, links, rows2[:nf], rem, out2, *hw)
+            cnt[links[e]] -= mult[rows2[i]]
+    rounds += fill_heap_mult(ptr, links, rows2[:nf], mult, rem, out2, *hw)
     for i in range(nf):
         out[floc[i]] = out2[i]
     return rounds
@@ -421,9 +474,13 @@ def _grow(a, need):
 @njit(cache=True, error_model="numpy")
 def simulate_kernel(
     cap, path_ptr, path_links, pflow, pbytes, plat, flow_ptr, start, dep_ptr, deps, rdep_ptr,
-    rdep, lp_ptr, lp_paths, rtol, record,
+    rdep, lp_ptr, lp_paths, rtol, record, pmult,
 ):  # fmt: skip
     """Run the event loop of :func:`topoopt.flowsim.simulator.simulate` on flat arrays.
+
+    Sub-flow ``p`` stands for ``pmult[p]`` identical sub-flows (its flow's multiplicity):
+    ``pbytes[p]`` and its rate are a member's; link counts, loads and the filling count it
+    ``pmult[p]`` times.
 
     Returns ``(release, finish, path_start, path_last, series_time, series_link, series_load,
     n_events, fill_rounds, refilled)`` where ``refilled`` counts the sub-flow re-fills done.
@@ -466,6 +523,7 @@ def simulate_kernel(
     smark = np.full(n_l, -1, np.int64)
     slinks = np.empty(max(n_l, 1), np.int64)
     wbuf = np.empty(max(n_p, 1))
+    mbuf = np.empty(max(n_p, 1), np.int64)
     touched = np.empty(n_l, np.int64)
     st = np.empty(16)
     sl = np.empty(16, np.int64)
@@ -511,10 +569,11 @@ def simulate_kernel(
                 if rp < r0:
                     r0 = rp
                 path_last[p] = t
+                mp = pmult[p]
                 for e in range(path_ptr[p], path_ptr[p + 1]):
                     lk = path_links[e]
-                    load[lk] -= rp
-                    nact[lk] -= 1
+                    load[lk] -= rp * mp
+                    nact[lk] -= mp
                     if record and mark[lk] != n_events:
                         mark[lk] = n_events
                         touched[n_t] = lk
@@ -544,7 +603,7 @@ def simulate_kernel(
                     t_ref[p] = t
                     rate[p] = 0.0
                     for e in range(path_ptr[p], path_ptr[p + 1]):
-                        nact[path_links[e]] += 1
+                        nact[path_links[e]] += pmult[p]
         if n_act > n_old:
             # Threshold for arrivals (simulator docstring, point 2): on each link of an arriving
             # sub-flow, the water level x at which the sub-flows already there, capped at their
@@ -556,7 +615,9 @@ def simulate_kernel(
                     if xmark[lk] == n_events:
                         continue
                     xmark[lk] = n_events
-                    v = _water_level(lk, cap[lk], nact[lk], lp_ptr, lp_paths, rate, wbuf)
+                    v = _water_level(
+                        lk, cap[lk], nact[lk], lp_ptr, lp_paths, rate, pmult, wbuf, mbuf
+                    )
                     if v < r0:
                         r0 = v
         if r0 == np.inf:
@@ -584,7 +645,7 @@ def simulate_kernel(
         resync = n_rows == n_act or n_events % RESYNC_EVERY == 0
         for k in range(n_rows):
             p = rows[k]
-            rp = rate[p]
+            rp = rate[p] * pmult[p]
             for e in range(path_ptr[p], path_ptr[p + 1]):
                 lk = path_links[e]
                 if not resync:
@@ -599,7 +660,7 @@ def simulate_kernel(
             for i in range(n_old):
                 p = act[i]
                 if rate[p] < thr:
-                    rp = rate[p]
+                    rp = rate[p] * pmult[p]
                     for e in range(path_ptr[p], path_ptr[p + 1]):
                         load[path_links[e]] += rp
         for k in range(n_sl):
@@ -610,8 +671,8 @@ def simulate_kernel(
                 mark[lk] = n_events
                 touched[n_t] = lk
                 n_t += 1
-        rounds += fill_hybrid(
-            path_ptr, path_links, rows[:n_rows], resid, newr, rw, hw, rows2, out2
+        rounds += fill_hybrid_mult(
+            path_ptr, path_links, rows[:n_rows], pmult, resid, newr, rw, hw, rows2, out2
         )  # fmt: skip
         for k in range(n_sl):
             lk = slinks[k]
@@ -640,24 +701,30 @@ def simulate_kernel(
 
 
 @njit(cache=True)
-def _water_level(lk, capacity, n_active, lp_ptr, lp_paths, rate, wbuf):
-    """Level ``x`` solving ``sum_f min(rate_f, x) + k x = capacity`` on link ``lk``: ``f`` over
-    its sub-flows with a rate (> 0), ``k`` the other active ones (``n_active`` in all)."""
+def _water_level(lk, capacity, n_active, lp_ptr, lp_paths, rate, pmult, wbuf, mbuf):
+    """Level ``x`` solving ``sum_f m_f min(rate_f, x) + k x = capacity`` on link ``lk``: ``f``
+    over its sub-flows with a rate (> 0), ``m_f`` their multiplicities, ``k`` the other active
+    ones (``n_active`` counted with multiplicity in all). A class of ``m`` members at one rate
+    is ``m`` equal entries of the sorted scan, which all cap or all stay uncapped together."""
     m = 0
     for q in range(lp_ptr[lk], lp_ptr[lk + 1]):
-        r = rate[lp_paths[q]]
+        p = lp_paths[q]
+        r = rate[p]
         if r > 0.0:
             wbuf[m] = r
+            mbuf[m] = pmult[p]
             m += 1
     left = capacity
     n = n_active
     if m > 0:
-        caps = np.sort(wbuf[:m])
+        order = np.argsort(wbuf[:m])
         for i in range(m):
-            if caps[i] * n >= left:
+            c = wbuf[order[i]]
+            if c * n >= left:
                 break
-            left -= caps[i]
-            n -= 1
+            k = mbuf[order[i]]
+            left -= c * k
+            n -= k
     return left / n
 
 
@@ -673,3 +740,105 @@ def _log(st, sl, sv, ns, t, touched, n_t, load):
         sv[ns] = load[ls[k]]
         ns += 1
     return st, sl, sv, ns
+
+
+# ---------------------------------------------------------------------- classes of identical flows
+@njit(cache=True)
+def _mix(h, v):
+    """One step of a 64-bit hash (splitmix-style), wrapping."""
+    x = (h ^ v) * np.uint64(0x9E3779B97F4A7C15)
+    x ^= x >> np.uint64(31)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    return x ^ (x >> np.uint64(29))
+
+
+@njit(cache=True)
+def classes_kernel(base, dep_ptr, deps, rdep_ptr, rdep):
+    """Classes of identical flows, in topological order (see
+    :func:`topoopt.flowsim.flowset.identical_classes`).
+
+    ``base`` is ``int64 (F, K)``: what two flows of one class share besides their dependencies.
+    Flows are visited in a topological order of the dependency graph (Kahn); a flow joins the
+    class whose base row equals its own and whose sorted, deduplicated dependency classes equal
+    its own, found through an open-addressing hash table and compared exactly (hash collisions
+    only cost a probe). Returns ``(class_of, n_visited)``; ``n_visited < F`` means a cycle.
+    """
+    n_f = base.shape[0]
+    n_k = base.shape[1]
+    class_of = np.full(n_f, -1, np.int64)
+    indeg = dep_ptr[1:] - dep_ptr[:-1]
+    queue = np.empty(max(n_f, 1), np.int64)
+    qh = 0
+    qt = 0
+    for f in range(n_f):
+        if indeg[f] == 0:
+            queue[qt] = f
+            qt += 1
+    size = 1
+    while size < 2 * n_f + 2:
+        size *= 2
+    mask = np.uint64(size - 1)
+    table = np.full(size, -1, np.int64)
+    c_rep = np.empty(max(n_f, 1), np.int64)
+    c_hash = np.empty(max(n_f, 1), np.uint64)
+    c_ptr = np.zeros(n_f + 1, np.int64)
+    c_deps = np.empty(max(deps.shape[0], 1), np.int64)
+    tmp = np.empty(max(deps.shape[0], 1), np.int64)
+    n_c = 0
+    while qh < qt:
+        f = queue[qh]
+        qh += 1
+        k = 0
+        for j in range(dep_ptr[f], dep_ptr[f + 1]):
+            tmp[k] = class_of[deps[j]]
+            k += 1
+        if k > 1:
+            tmp[:k] = np.sort(tmp[:k])
+            w = 1
+            for j in range(1, k):
+                if tmp[j] != tmp[w - 1]:
+                    tmp[w] = tmp[j]
+                    w += 1
+            k = w
+        h = np.uint64(k)
+        for j in range(n_k):
+            h = _mix(h, np.uint64(base[f, j]))
+        for j in range(k):
+            h = _mix(h, np.uint64(tmp[j]))
+        slot = h & mask
+        found = -1
+        while table[slot] >= 0:
+            c = table[slot]
+            if c_hash[c] == h and c_ptr[c + 1] - c_ptr[c] == k:
+                same = True
+                r = c_rep[c]
+                for j in range(n_k):
+                    if base[r, j] != base[f, j]:
+                        same = False
+                        break
+                if same:
+                    for j in range(k):
+                        if c_deps[c_ptr[c] + j] != tmp[j]:
+                            same = False
+                            break
+                if same:
+                    found = c
+                    break
+            slot = (slot + np.uint64(1)) & mask
+        if found < 0:
+            found = n_c
+            table[slot] = n_c
+            c_rep[n_c] = f
+            c_hash[n_c] = h
+            for j in range(k):
+                c_deps[c_ptr[n_c] + j] = tmp[j]
+            c_ptr[n_c + 1] = c_ptr[n_c] + k
+            n_c += 1
+        class_of[f] = found
+        for j in range(rdep_ptr[f], rdep_ptr[f + 1]):
+            g = rdep[j]
+            indeg[g] -= 1
+            if indeg[g] == 0:
+                queue[qt] = g
+                qt += 1
+    return class_of, qt

@@ -57,8 +57,8 @@ import pandas as pd
 
 from topoopt.fabrics.fabric import Fabric
 from topoopt.flowsim.flowset import FlowSet
-from topoopt.flowsim.network import FlowBuilder, Network
-from topoopt.flowsim.simulator import SimResult, simulate
+from topoopt.flowsim.network import FlowBuilder, Network, simulate_builder
+from topoopt.flowsim.simulator import SimResult
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 from traffic.expand import ALGORITHMS, collective_template
@@ -607,6 +607,7 @@ def communication_time(
     orders: Mapping[int, np.ndarray] | None = None,
     intra_bandwidth: float | None = None,
     record_series: bool = False,
+    aggregate: bool = True,
 ) -> CommunicationTime:
     """Simulate the communication of one iteration alone: all demands of each phase released
     together as flows, phases (forward, backward, optimizer) one after the other.
@@ -627,6 +628,10 @@ def communication_time(
         GPU intra-server egress bytes/s (default: the fabric's, else NVLink 3).
     record_series : bool
         Keep the piecewise-constant link loads.
+    aggregate : bool
+        Simulate identical flows (same server pair, bytes, dependencies) as one flow with a
+        multiplicity (:meth:`FlowBuilder.build_classes`; exact, only faster). ``sim`` is per
+        flow either way; ``sim.simulated_flows`` is what the event loop ran.
 
     Returns
     -------
@@ -657,7 +662,7 @@ def communication_time(
         parts.append(cf)
         rows.append((ph, ids, cf.total_bytes()))
         t_bar.append(prev)
-    sim = simulate(fb.build(), record_series=record_series)
+    sim = simulate_builder(fb, aggregate=aggregate, record_series=record_series)
     out_rows, t0 = [], 0.0
     for (ph, _ids, b), bar in zip(rows, t_bar, strict=True):
         t1 = float(sim.finish[bar])

@@ -8,7 +8,11 @@ A :class:`FlowSet` holds everything :func:`topoopt.flowsim.simulate` needs, in c
 - the sub-flows (paths) of flow ``f`` are ``flow_ptr[f] : flow_ptr[f+1]``; path ``p`` crosses the
   directed links ``path_links[path_ptr[p] : path_ptr[p+1]]`` and carries ``weight[p] * size[f]``
   bytes (the weights of a flow sum to 1);
-- flow ``f`` may start only after the flows ``deps[dep_ptr[f] : dep_ptr[f+1]]`` have finished.
+- flow ``f`` may start only after the flows ``deps[dep_ptr[f] : dep_ptr[f+1]]`` have finished;
+- flow ``f`` stands for ``multiplicity[f]`` identical flows (default 1): a *class* of flows with
+  the same paths, weights, size, start and dependencies, simulated as one (exact, see
+  :mod:`topoopt.flowsim.simulator`). :meth:`FlowSet.aggregate` finds such classes and
+  :meth:`FlowSet.expand` turns each class back into its members.
 """
 
 from __future__ import annotations
@@ -18,10 +22,17 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from topoopt.flowsim._kernels import classes_kernel
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 
-__all__ = ["FlowSet", "WEIGHT_TOLERANCE"]
+__all__ = [
+    "FlowSet",
+    "WEIGHT_TOLERANCE",
+    "class_dependencies",
+    "class_representatives",
+    "identical_classes",
+]
 
 WEIGHT_TOLERANCE = 1e-9
 """How far the path weights of one flow may sum away from 1."""
@@ -56,6 +67,9 @@ class FlowSet:
     dep_ptr, deps : numpy.ndarray, optional
         ``int64``: flow ``f`` waits for flows ``deps[dep_ptr[f]:dep_ptr[f+1]]``; acyclic.
         Default: no dependencies.
+    multiplicity : numpy.ndarray, optional
+        ``int64 (F,)``: flow ``f`` stands for ``multiplicity[f] >= 1`` identical flows (default:
+        all ones). ``size`` is the bytes of one member.
 
     Raises
     ------
@@ -84,6 +98,7 @@ class FlowSet:
     weight: np.ndarray
     dep_ptr: np.ndarray | None = None
     deps: np.ndarray | None = None
+    multiplicity: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -97,6 +112,7 @@ class FlowSet:
             set_(self, "deps", np.zeros(0, np.int64))
         set_(self, "dep_ptr", np.ascontiguousarray(self.dep_ptr, np.int64).reshape(-1))
         set_(self, "deps", np.ascontiguousarray(self.deps, np.int64).reshape(-1))
+        set_(self, "multiplicity", _check_multiplicity(self.multiplicity, n_f))
         self._validate()
 
     # ------------------------------------------------------------------ checks
@@ -210,8 +226,17 @@ class FlowSet:
         return np.repeat(np.arange(self.n_flows, dtype=np.int64), np.diff(self.flow_ptr))
 
     def path_bytes(self) -> np.ndarray:
-        """Bytes each sub-flow carries: ``weight[p] * size[flow of p]``."""
+        """Bytes each sub-flow carries: ``weight[p] * size[flow of p]`` (one member's)."""
         return self.weight * self.size[self.path_flow()]
+
+    def path_multiplicity(self) -> np.ndarray:
+        """``int64 (P,)``: multiplicity of the flow of every sub-flow."""
+        return self.multiplicity[self.path_flow()]
+
+    @property
+    def n_members(self) -> int:
+        """Number of flows counted with multiplicity (the flows of :meth:`expand`)."""
+        return int(self.multiplicity.sum())
 
     def path_latency(self) -> np.ndarray:
         """Sum of the link latencies along each path, seconds."""
@@ -266,6 +291,153 @@ class FlowSet:
             preds = self.deps[self.dep_ptr[f] : self.dep_ptr[f + 1]]
             f = int(preds[blocked[preds]][0])
         return walk[seen[f] :][::-1]
+
+    # ------------------------------------------------------------------ classes
+    def expand(self) -> tuple[FlowSet, np.ndarray]:
+        """Every class of ``multiplicity[f]`` flows as that many separate flows.
+
+        Returns ``(flows, class_of)``: the members of class ``f`` are the flows ``i`` with
+        ``class_of[i] == f`` (consecutive, in class order); a member waits for every member of
+        each class its class waits for.
+
+        Examples
+        --------
+        >>> fs = FlowSet.single_path([10.0], [0.0], size=[5.0, 5.0], start=[0.0, 0.0],
+        ...                          paths=[[0], [0]], after=[[], [0]])
+        >>> fs = fs.with_multiplicity([2, 1])
+        >>> big, class_of = fs.expand()
+        >>> class_of.tolist(), big.deps.tolist()
+        ([0, 0, 1], [0, 1])
+        """
+        m = self.multiplicity
+        class_of = np.repeat(np.arange(self.n_flows, dtype=np.int64), m)
+        first = np.zeros(self.n_flows + 1, np.int64)
+        np.cumsum(m, out=first[1:])
+        paths = _gather_rows(self.flow_ptr, class_of)
+        n_paths = np.diff(self.flow_ptr)[class_of]
+        flow_ptr = np.zeros(class_of.shape[0] + 1, np.int64)
+        np.cumsum(n_paths, out=flow_ptr[1:])
+        plen = np.diff(self.path_ptr)[paths]
+        path_ptr = np.zeros(paths.shape[0] + 1, np.int64)
+        np.cumsum(plen, out=path_ptr[1:])
+        # dependencies: every member of each class its class waits for
+        owner = np.repeat(np.arange(self.n_flows, dtype=np.int64), np.diff(self.dep_ptr))
+        cls_n = np.bincount(owner, weights=m[self.deps], minlength=self.n_flows).astype(np.int64)
+        cls_ptr = np.zeros(self.n_flows + 1, np.int64)
+        np.cumsum(cls_n, out=cls_ptr[1:])
+        cls_deps = _gather_rows(first, self.deps)
+        dep_ptr = np.zeros(class_of.shape[0] + 1, np.int64)
+        np.cumsum(cls_n[class_of], out=dep_ptr[1:])
+        deps = cls_deps[_gather_rows(cls_ptr, class_of)]
+        return (
+            FlowSet(
+                capacity=self.capacity,
+                latency=self.latency,
+                size=self.size[class_of],
+                start=self.start[class_of],
+                flow_ptr=flow_ptr,
+                path_ptr=path_ptr,
+                path_links=self.path_links[_gather_rows(self.path_ptr, paths)],
+                weight=self.weight[paths],
+                dep_ptr=dep_ptr,
+                deps=deps,
+            ),
+            class_of,
+        )
+
+    def with_multiplicity(self, multiplicity) -> FlowSet:
+        """The same flows with another multiplicity per flow."""
+        return FlowSet(
+            capacity=self.capacity,
+            latency=self.latency,
+            size=self.size,
+            start=self.start,
+            flow_ptr=self.flow_ptr,
+            path_ptr=self.path_ptr,
+            path_links=self.path_links,
+            weight=self.weight,
+            dep_ptr=self.dep_ptr,
+            deps=self.deps,
+            multiplicity=multiplicity,
+        )
+
+    def merge(self, class_of: np.ndarray) -> FlowSet:
+        """One flow per class of ``class_of`` (``int64 (F,)``, classes ``0..C-1``, each used),
+        with the summed multiplicity of its members.
+
+        The first member of each class represents it (paths, weights, size, start); its
+        dependencies become their classes (deduplicated). Exact only when the members of each
+        class are identical flows with the same dependency classes, as :func:`identical_classes`
+        guarantees; this is not checked here.
+        """
+        class_of = np.asarray(class_of, np.int64).reshape(-1)
+        if class_of.shape != (self.n_flows,):
+            raise InputError("class_of", class_of.shape, f"shape ({self.n_flows},)")
+        n_c = int(class_of.max()) + 1 if class_of.size else 0
+        if class_of.size and (class_of.min() < 0 or np.bincount(class_of).min() == 0):
+            raise InputError("class_of", "gaps or negatives", f"every class 0..{n_c - 1} used")
+        rep = class_representatives(class_of, n_c)
+        mult = np.bincount(class_of, weights=self.multiplicity, minlength=n_c).astype(np.int64)
+        paths = _gather_rows(self.flow_ptr, rep)
+        flow_ptr = np.zeros(n_c + 1, np.int64)
+        np.cumsum(np.diff(self.flow_ptr)[rep], out=flow_ptr[1:])
+        path_ptr = np.zeros(paths.shape[0] + 1, np.int64)
+        np.cumsum(np.diff(self.path_ptr)[paths], out=path_ptr[1:])
+        dep_ptr, deps = class_dependencies(class_of, rep, self.dep_ptr, self.deps)
+        return FlowSet(
+            capacity=self.capacity,
+            latency=self.latency,
+            size=self.size[rep],
+            start=self.start[rep],
+            flow_ptr=flow_ptr,
+            path_ptr=path_ptr,
+            path_links=self.path_links[_gather_rows(self.path_ptr, paths)],
+            weight=self.weight[paths],
+            dep_ptr=dep_ptr,
+            deps=deps,
+            multiplicity=mult,
+        )
+
+    def route_keys(self) -> np.ndarray:
+        """``int64 (F,)``: equal for two flows exactly when their weighted paths are equal
+        (same paths, same links in the same order, same weights, in the same order)."""
+        n_p = self.n_paths
+        if self.n_flows == 0:
+            return np.zeros(0, np.int64)
+        plen = np.diff(self.path_ptr)
+        width = int(plen.max())
+        rows = np.full((n_p, width + 1), -1, np.int64)
+        rows[:, 0] = self.weight.view(np.int64)
+        col = np.arange(self.path_links.shape[0]) - np.repeat(self.path_ptr[:-1], plen)
+        rows[np.repeat(np.arange(n_p), plen), col + 1] = self.path_links
+        _, path_id = np.unique(rows, axis=0, return_inverse=True)
+        npf = np.diff(self.flow_ptr)
+        fw = int(npf.max())
+        frow = np.full((self.n_flows, fw), -1, np.int64)
+        fcol = np.arange(n_p) - np.repeat(self.flow_ptr[:-1], npf)
+        frow[np.repeat(np.arange(self.n_flows), npf), fcol] = path_id.reshape(-1)
+        _, key = np.unique(frow, axis=0, return_inverse=True)
+        return key.reshape(-1).astype(np.int64)
+
+    def aggregate(self) -> tuple[FlowSet, np.ndarray]:
+        """Merge identical flows into classes with multiplicity (exact; see
+        :func:`identical_classes`). Returns ``(flows, class_of)``: flow ``i`` of this set is
+        simulated as flow ``class_of[i]`` of the result.
+
+        Examples
+        --------
+        Three equal flows on one link, the third one after the first two:
+
+        >>> fs = FlowSet.single_path([10.0], [0.0], size=[5.0] * 3, start=[0.0] * 3,
+        ...                          paths=[[0], [0], [0]], after=[[], [], [0, 1]])
+        >>> small, class_of = fs.aggregate()
+        >>> class_of.tolist(), small.multiplicity.tolist(), small.deps.tolist()
+        ([0, 0, 1], [2, 1], [0])
+        """
+        class_of = identical_classes(
+            self.route_keys(), self.size, self.start, self.dep_ptr, self.deps
+        )
+        return self.merge(class_of), class_of
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -358,6 +530,97 @@ class FlowSet:
             path_links=links,
             weight=paths.weight[sel],
         )
+
+
+def _check_multiplicity(mult, n_f: int) -> np.ndarray:
+    if mult is None:
+        return np.ones(n_f, np.int64)
+    raw = np.asarray(mult)
+    if raw.shape != (n_f,):
+        raise InputError("flows.multiplicity", raw.shape, f"shape ({n_f},)")
+    if raw.dtype.kind not in "iuf" or raw.dtype == np.bool_:
+        raise InputError("flows.multiplicity", str(raw.dtype), "integers >= 1")
+    bad = (
+        ~np.isfinite(raw) | (raw < 1) | (raw != np.floor(raw)) if raw.dtype.kind == "f" else raw < 1
+    )
+    if bad.any():
+        i = _first_bad(bad)
+        raise InputError(f"flows[{i}].multiplicity", raw[i].item(), "an integer >= 1")
+    return np.ascontiguousarray(raw, np.int64)
+
+
+def identical_classes(
+    route: np.ndarray,
+    size: np.ndarray,
+    start: np.ndarray,
+    dep_ptr: np.ndarray,
+    deps: np.ndarray,
+) -> np.ndarray:
+    """Classes of identical flows: same route key, size, start, and the same *classes* of
+    dependencies. Returns ``class_of`` (``int64 (F,)``, classes numbered by first member).
+
+    Computed in one pass over a topological order of the (acyclic) dependency graph, so the
+    classes of a flow's dependencies are known when it is visited
+    (:func:`topoopt.flowsim._kernels.classes_kernel`).
+
+    Why merging is exact: by induction over the topological order, members of one class are
+    released at the same time (``max(start, finish of the dependency classes)``, and every member
+    of a class finishes at the same time), cross the same weighted paths with the same bytes, so
+    in the max-min allocation (unique, hence symmetric under swapping two of them) they get the
+    same rate at every instant and finish together. A flow waiting on only some members of a
+    class therefore waits exactly as long as one waiting on the whole class, so dependents need
+    not agree on which members they wait for: their dependency lists name classes.
+
+    Flows that already have a multiplicity merge like any other (their multiplicities add up).
+
+    Examples
+    --------
+    >>> identical_classes([0, 0, 1, 0], [5.0] * 4, [0.0] * 4, [0, 0, 0, 0, 1], [0]).tolist()
+    [0, 0, 1, 2]
+    """
+    route = np.asarray(route, np.int64).reshape(-1)
+    n_f = route.shape[0]
+    size = np.asarray(size, np.float64).reshape(-1)
+    start = np.asarray(start, np.float64).reshape(-1)
+    dep_ptr = np.asarray(dep_ptr, np.int64).reshape(-1)
+    deps = np.asarray(deps, np.int64).reshape(-1)
+    base = np.column_stack([route, size.view(np.int64), start.view(np.int64)])
+    owner = np.repeat(np.arange(n_f, dtype=np.int64), np.diff(dep_ptr))
+    rptr = np.zeros(n_f + 1, np.int64)
+    np.cumsum(np.bincount(deps, minlength=n_f), out=rptr[1:])
+    rflows = owner[np.argsort(deps, kind="stable")]
+    class_of, visited = classes_kernel(base, dep_ptr, deps, rptr, rflows)
+    if visited < n_f:
+        i = _first_bad(class_of < 0)
+        raise InputError(f"flows[{i}].after", "a dependency cycle", "an acyclic dependency graph")
+    # renumber classes by first member
+    _, first, inv = np.unique(class_of, return_index=True, return_inverse=True)
+    rank = np.empty(first.shape[0], np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.shape[0])
+    return rank[inv.reshape(-1)]
+
+
+def class_representatives(class_of: np.ndarray, n_classes: int) -> np.ndarray:
+    """``int64 (C,)``: the first flow of each class."""
+    class_of = np.asarray(class_of, np.int64)
+    rep = np.full(n_classes, -1, np.int64)
+    rep[class_of[::-1]] = np.arange(class_of.shape[0] - 1, -1, -1, dtype=np.int64)
+    return rep
+
+
+def class_dependencies(
+    class_of: np.ndarray, rep: np.ndarray, dep_ptr: np.ndarray, deps: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Dependency CSR between classes: class ``c`` waits for the classes of the dependencies of
+    its representative ``rep[c]`` (sorted, each once)."""
+    n_c = rep.shape[0]
+    base = max(n_c, 1)
+    n_dep = np.diff(dep_ptr)[rep]
+    owner = np.repeat(np.arange(n_c, dtype=np.int64), n_dep)
+    key = np.unique(owner * base + class_of[deps[_gather_rows(dep_ptr, rep)]])
+    ptr = np.zeros(n_c + 1, np.int64)
+    np.cumsum(np.bincount(key // base, minlength=n_c), out=ptr[1:])
+    return ptr, key % base
 
 
 def _gather_rows(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -90,9 +90,9 @@ from topoopt.flowsim.collectives import (
     flow_template,
     members_per_server,
 )
-from topoopt.flowsim.network import FlowBuilder, Network
+from topoopt.flowsim.network import FlowBuilder, Network, simulate_builder
 from topoopt.flowsim.roofline import A100, RooflineParams, compute_time, optimizer_time
-from topoopt.flowsim.simulator import SimResult, simulate
+from topoopt.flowsim.simulator import SimResult
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 from traffic.workload import CLASSES, Demand, Workload
@@ -296,6 +296,8 @@ def _blocking(d: Demand) -> bool:
 
 
 class _PipelineModel:
+    aggregate = True  # simulate identical flows as classes (simulate_iteration's switch)
+
     def __init__(self, w: Workload, net: Network, gpu, bucket_bytes, algorithm, mode):
         self.w, self.net, self.algorithm, self.mode = w, net, algorithm, mode
         info, conv = w.info, w.conventions
@@ -428,7 +430,8 @@ class _PipelineModel:
                 cf = replace(cf, src=cf.src % gps, dst=cf.dst % gps)
                 fb = FlowBuilder(self.net)
                 cf.add_to(fb)
-                self._iso_cache[key] = simulate(fb.build(), record_series=False).makespan
+                sim = simulate_builder(fb, aggregate=self.aggregate, record_series=False)
+                self._iso_cache[key] = sim.makespan
         return self._iso_cache[key]
 
     # -------------------------------------------------------------- build
@@ -825,6 +828,7 @@ def simulate_iteration(
     intra_bandwidth: float | None = None,
     exposed_by_class: bool = True,
     record_series: bool = True,
+    aggregate: bool = True,
 ) -> IterationResult:
     """Simulate one training iteration of ``workload`` on ``fabric``.
 
@@ -850,6 +854,11 @@ def simulate_iteration(
         Also simulate each class instantaneous to get ``exposed_by_class``.
     record_series : bool
         Keep link load series in ``sim``.
+    aggregate : bool
+        Simulate identical flows (same route, bytes and dependencies, e.g. the GPU pairs of two
+        servers in an all-to-all) as one flow with a multiplicity
+        (:func:`topoopt.flowsim.network.simulate_builder`): exact, only faster. ``sim`` is per
+        flow either way; ``info["simulated_flows"]`` counts what the event loop ran.
 
     Returns
     -------
@@ -886,12 +895,16 @@ def simulate_iteration(
         model = _TaskGraphModel(workload, net, algorithm, mode)
     else:
         model = _PipelineModel(workload, net, gpu, bucket_bytes, algorithm, mode)
+        model.aggregate = aggregate
     classes = _classes(workload)
+
+    if not isinstance(aggregate, bool):
+        raise InputError("aggregate", aggregate, "True or False")
 
     def run(instant, series=False):
         fb, tasks, merge = model.build(frozenset(instant))
-        fs = fb.build()
-        return simulate(fs, record_series=series), tasks, merge, fb
+        sim = simulate_builder(fb, aggregate=aggregate, record_series=series)
+        return sim, tasks, merge, fb
 
     sim, tasks, merge, fb = run((), record_series)
     iteration = float(sim.makespan)
@@ -926,6 +939,7 @@ def simulate_iteration(
     uniq = sorted({int(x) for x in np.unique(factors)}) if factors.size else []
     info = {
         "flows": int(sim.finish.shape[0]),
+        "simulated_flows": int(sim.simulated_flows),
         "tasks": int(len(timeline)),
         "events": int(sim.n_events),
         "merge_factors": uniq,

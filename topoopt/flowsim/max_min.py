@@ -23,6 +23,11 @@ Warm start (used by :mod:`topoopt.flowsim.simulator`): if the flows frozen so fa
 progressive filling freezes below some level (e.g. after flows leave, all flows whose rate is below
 the smallest rate of a leaving flow keep their rates), filling can resume from them: pass their
 left-over capacity as ``capacity`` and only the other flows as ``rows``.
+
+Multiplicity: a flow may stand for ``m`` identical flows (same links). Progressive filling of the
+expanded problem freezes all ``m`` copies together (they cross the same links), so counting the
+flow ``m`` times in every link's number of unfrozen flows, and taking ``m`` times its rate from
+each link when it freezes, is the same filling step by step; each member gets the rate returned.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from topoopt.flowsim._kernels import fill_kernel, fill_workspace
+from topoopt.flowsim._kernels import fill_kernel_mult, fill_workspace
 from traffic.errors import InputError
 
 __all__ = ["max_min_rates", "fill_rates"]
@@ -41,6 +46,7 @@ def fill_rates(
     links: np.ndarray,
     rows: np.ndarray,
     capacity: np.ndarray,
+    multiplicity: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Max-min fair rates of the flows ``rows`` given the capacity left for them.
 
@@ -53,11 +59,14 @@ def fill_rates(
         ``int64`` indices of the flows to allocate (the unfrozen flows).
     capacity : numpy.ndarray
         ``float64 (L,)`` capacity left for these flows on each link, bytes/s (>= 0).
+    multiplicity : numpy.ndarray, optional
+        ``int64``, one per flow of the CSR (not per row): flow ``f`` stands for
+        ``multiplicity[f] >= 1`` identical flows (default 1).
 
     Returns
     -------
     rates : numpy.ndarray
-        ``float64``, rate of each flow of ``rows`` (same order), bytes/s.
+        ``float64``, rate of each flow of ``rows`` (same order; every member's), bytes/s.
     residual : numpy.ndarray
         ``float64 (L,)`` capacity left after allocating ``rates`` (clipped at 0).
     rounds : int
@@ -79,14 +88,32 @@ def fill_rates(
     out = np.empty(rows.shape[0], np.float64)
     if rows.shape[0] == 0:
         return out, rem, 0
+    mult = _multiplicity(multiplicity, ptr.shape[0] - 1)
     n_entries = int((ptr[rows + 1] - ptr[rows]).sum())
     work = fill_workspace(rem.shape[0], n_entries, rows.shape[0])
-    rounds = fill_kernel(ptr, links, rows, rem, out, *work)
+    rounds = fill_kernel_mult(ptr, links, rows, mult, rem, out, *work)
     np.maximum(rem, 0.0, out=rem)
     return out, rem, int(rounds)
 
 
-def max_min_rates(incidence: sp.spmatrix | sp.sparray, capacity: np.ndarray) -> np.ndarray:
+def _multiplicity(multiplicity, n: int) -> np.ndarray:
+    if multiplicity is None:
+        return np.ones(n, np.int64)
+    m = np.asarray(multiplicity)
+    if m.shape != (n,):
+        raise InputError("multiplicity", m.shape, f"one integer >= 1 per flow, shape ({n},)")
+    if m.dtype.kind not in "iuf" or m.dtype == np.bool_:
+        raise InputError("multiplicity", str(m.dtype), "integers >= 1")
+    bad = ~(np.isfinite(m) & (m >= 1) & (m == np.floor(m)))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"multiplicity[{i}]", m[i].item(), "an integer >= 1")
+    return np.ascontiguousarray(m, np.int64)
+
+
+def max_min_rates(
+    incidence: sp.spmatrix | sp.sparray, capacity: np.ndarray, multiplicity=None
+) -> np.ndarray:
     """Max-min fair rate of every flow (row) of a flow x link incidence matrix.
 
     Parameters
@@ -96,6 +123,8 @@ def max_min_rates(incidence: sp.spmatrix | sp.sparray, capacity: np.ndarray) -> 
         least one non-zero.
     capacity : array_like, shape ``(L,)``
         Link capacities, bytes/s (positive, finite).
+    multiplicity : array_like, optional
+        ``(F,)`` integers >= 1: row ``f`` stands for that many identical flows (default 1).
 
     Returns
     -------
@@ -132,5 +161,7 @@ def max_min_rates(incidence: sp.spmatrix | sp.sparray, capacity: np.ndarray) -> 
         i = int(np.flatnonzero(lens == 0)[0])
         raise InputError(f"incidence row {i}", "no link", "every flow crosses at least one link")
     ptr = inc.indptr.astype(np.int64)
-    rates, _, _ = fill_rates(ptr, inc.indices.astype(np.int64), np.arange(inc.shape[0]), cap)
+    rates, _, _ = fill_rates(
+        ptr, inc.indices.astype(np.int64), np.arange(inc.shape[0]), cap, multiplicity
+    )
     return rates

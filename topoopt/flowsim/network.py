@@ -32,7 +32,16 @@ with ``R = n_servers * gpus_per_server`` GPU slots.
   that the model declares instantaneous (an infinitely fast network).
 
 :class:`FlowBuilder` accumulates flows route by route and task by task, then turns them into one
-:class:`~topoopt.flowsim.FlowSet` (:meth:`FlowBuilder.build`).
+:class:`~topoopt.flowsim.FlowSet` (:meth:`FlowBuilder.build`), or into one where identical flows
+are merged into classes with a multiplicity (:meth:`FlowBuilder.build_classes`).
+
+- **Aggregation.** Rank-level collectives on many servers are mostly copies: every GPU pair
+  between two servers carries the same bytes on the same server-pair route, released at the same
+  time after the same flows. Flows with the same route (the same link for single-link flows, the
+  same server pair's weighted paths otherwise), the same size and the same dependency classes are
+  one class of the flow model (:func:`~topoopt.flowsim.flowset.identical_classes`; exact, as
+  argued in :mod:`topoopt.flowsim.simulator`). Intra-server flows of different GPUs use
+  different egress links, device tasks different device links: they never merge.
 """
 
 from __future__ import annotations
@@ -42,11 +51,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from topoopt.fabrics.fabric import Fabric
-from topoopt.flowsim.flowset import FlowSet
+from topoopt.flowsim.flowset import (
+    FlowSet,
+    class_dependencies,
+    class_representatives,
+    identical_classes,
+)
+from topoopt.flowsim.simulator import SimResult, expand_classes, simulate
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 
-__all__ = ["DEFAULT_INTRA_BANDWIDTH", "Network", "FlowBuilder"]
+__all__ = ["DEFAULT_INTRA_BANDWIDTH", "Network", "FlowBuilder", "simulate_builder"]
 
 DEFAULT_INTRA_BANDWIDTH = 300e9
 """Bytes/s of one GPU's NVLink egress when the fabric gives none (A100, NVLink 3: 12 x 25 GB/s)."""
@@ -375,7 +390,49 @@ class FlowBuilder:
         Server-pair flows take every weighted path of their pair's route; link flows have the one
         single-link path.
         """
+        return self._flowset(self.arrays(), start)
+
+    def build_classes(self, start: float = 0.0) -> tuple[FlowSet, np.ndarray]:
+        """Like :meth:`build`, with identical flows merged into one flow with multiplicity.
+
+        Returns ``(flows, class_of)``: the flow with builder id ``i`` is simulated as flow
+        ``class_of[i]`` of ``flows`` (turn results back into per-flow ones with
+        :func:`topoopt.flowsim.simulator.expand_classes`). Identical: same route (same link, or
+        same server pair), same bytes, same dependency classes (module docstring).
+
+        Examples
+        --------
+        Four GPUs per server; all 16 flows from server 0's GPUs to server 1's are one class:
+
+        >>> from topoopt.fabrics import ideal
+        >>> net = Network(ideal(2, port_bandwidth=100.0, latency=0.0), gpus_per_server=4)
+        >>> fb = FlowBuilder(net)
+        >>> src, dst = [x.ravel() for x in np.meshgrid(range(4), range(4, 8), indexing="ij")]
+        >>> ids = fb.add_ranks(src, dst, 25.0)
+        >>> fs, class_of = fb.build_classes()
+        >>> fs.n_flows, fs.multiplicity.tolist(), class_of.tolist() == [0] * 16
+        (1, [16], True)
+        """
         a = self.arrays()
+        net = self.net
+        route = a["link"].copy()
+        pair = np.flatnonzero(route < 0)
+        if pair.size:
+            _, comm = net.pair_routes(a["src"][pair], a["dst"][pair])
+            route[pair] = net.first_device_link + self.n_devices + comm
+        n_f = route.shape[0]
+        class_of = identical_classes(
+            route, a["size"], np.full(n_f, float(start)), a["dep_ptr"], a["deps"]
+        )
+        n_c = int(class_of.max()) + 1 if n_f else 0
+        rep = class_representatives(class_of, n_c)
+        dep_ptr, deps = class_dependencies(class_of, rep, a["dep_ptr"], a["deps"])
+        merged = {k: a[k][rep] for k in ("link", "src", "dst", "size")}
+        merged.update(dep_ptr=dep_ptr, deps=deps)
+        mult = np.bincount(class_of, minlength=n_c)
+        return self._flowset(merged, start, mult), class_of
+
+    def _flowset(self, a: dict, start: float, multiplicity=None) -> FlowSet:
         net = self.net
         n_f = a["size"].shape[0]
         on_pair = a["link"] < 0
@@ -413,4 +470,32 @@ class FlowBuilder:
             weight=weight,
             dep_ptr=a["dep_ptr"],
             deps=a["deps"],
+            multiplicity=multiplicity,
         )
+
+
+def simulate_builder(
+    builder: FlowBuilder, *, aggregate: bool = True, record_series: bool = True, start=0.0
+) -> SimResult:
+    """Simulate every flow of a :class:`FlowBuilder`, per builder flow id.
+
+    With ``aggregate``, identical flows are simulated as one class with a multiplicity
+    (:meth:`FlowBuilder.build_classes`) and the result is expanded back to every flow
+    (:func:`topoopt.flowsim.simulator.expand_classes`): the same result as without, up to
+    rounding.
+
+    Examples
+    --------
+    >>> from topoopt.fabrics import ideal
+    >>> fb = FlowBuilder(Network(ideal(2, port_bandwidth=100.0, latency=0.0), gpus_per_server=2))
+    >>> ids = fb.add_ranks([0, 1], [2, 3], 100.0)
+    >>> sim = simulate_builder(fb)
+    >>> sim.finish.tolist(), sim.simulated_flows
+    ([2.0, 2.0], 1)
+    """
+    if not isinstance(aggregate, bool):
+        raise InputError("aggregate", aggregate, "True or False")
+    if not aggregate:
+        return simulate(builder.build(start), record_series=record_series)
+    flows, class_of = builder.build_classes(start)
+    return expand_classes(simulate(flows, record_series=record_series), flows, class_of)

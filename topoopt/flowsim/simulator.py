@@ -16,6 +16,21 @@ Semantics
   of (last-byte time + path latency)``. A zero-byte (sub-)flow's last byte is at its start, so it
   finishes at ``start + path latency``.
 - **Dependencies.** A flow starts at ``max(start, finish of every flow in after)``.
+- **Multiplicity.** A flow of multiplicity ``m`` (``FlowSet.multiplicity``) stands for ``m``
+  identical flows (same paths and weights, size, start and dependencies). It is simulated as one
+  flow whose every sub-flow counts ``m`` times on each of its links: a link's fair share is its
+  remaining capacity over the summed multiplicities of its unfrozen sub-flows, each member gets
+  that rate and the class takes ``m`` times it; loads and ``link_bytes`` count ``m`` members;
+  ``start``/``finish`` are every member's. This is exact, not an approximation: the ``m``
+  copies of a flow in the expanded problem are interchangeable (swapping two of them maps the
+  problem onto itself), and the max-min fair allocation is unique, so it gives them equal rates
+  at every instant; with equal bytes and equal release times they finish together, so every
+  dependent sees the same finish whichever member it waits on. Progressive filling of the
+  expanded problem therefore freezes all copies at once, at the level where one of their links
+  fills, and counting each class ``m`` times in the link counts and capacity taken is that same
+  filling step by step (the heap, rounds and water-level thresholds below only ever use the
+  counts and the capacity taken). By induction over the events, the aggregated run processes
+  the same events at the same times with the same per-member rates as the expanded one.
 
 The result (:class:`SimResult`) has per-flow and per-sub-flow start and finish times, bytes per
 link, the makespan (latest finish), and a compact piecewise-constant record of link loads: only the
@@ -67,7 +82,7 @@ from topoopt.flowsim._kernels import simulate_kernel
 from topoopt.flowsim.flowset import FlowSet
 from traffic.errors import InputError
 
-__all__ = ["SimResult", "simulate"]
+__all__ = ["SimResult", "expand_classes", "simulate"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,11 +92,12 @@ class SimResult:
     Attributes
     ----------
     start, finish : numpy.ndarray
-        ``(F,)`` start (after dependencies) and finish (including path latency) of each flow.
+        ``(F,)`` start (after dependencies) and finish (including path latency) of each flow
+        (of every member, for a flow with multiplicity).
     path_start, path_last_byte, path_finish : numpy.ndarray
         ``(P,)`` per sub-flow: start, time its last byte is transmitted, finish (+ latency).
     link_bytes : numpy.ndarray
-        ``(L,)`` bytes carried by each link.
+        ``(L,)`` bytes carried by each link (every member of a flow with multiplicity).
     capacity : numpy.ndarray
         ``(L,)`` link capacities (to turn loads into utilisation).
     series_time, series_link, series_load : numpy.ndarray
@@ -94,6 +110,9 @@ class SimResult:
     fill_rounds : int
         Total progressive-filling steps over all events: rounds of local bottlenecks plus, once
         rounds stall, single bottleneck links taken from the heap.
+    simulated_flows : int
+        Number of flows the event loop ran (classes of identical flows count once; see
+        :func:`expand_classes`). -1 when not recorded.
     """
 
     start: np.ndarray
@@ -109,6 +128,7 @@ class SimResult:
     makespan: float
     n_events: int
     fill_rounds: int
+    simulated_flows: int = -1
 
     def link_load(self, link: int) -> tuple[np.ndarray, np.ndarray]:
         """Piecewise-constant load of one link: ``(times, loads)``; the load is ``loads[i]``
@@ -180,11 +200,12 @@ def simulate(flows: FlowSet, *, rtol: float = 1e-12, record_series: bool = True)
         lp_paths,
         float(rtol),
         bool(record_series),
+        fs.path_multiplicity(),
     )
     release, finish, path_start, path_last, st, sl, sv, n_events, rounds, _ = out
     link_bytes = np.bincount(
         fs.path_links,
-        weights=np.repeat(fs.path_bytes(), np.diff(fs.path_ptr)),
+        weights=np.repeat(fs.path_bytes() * fs.path_multiplicity(), np.diff(fs.path_ptr)),
         minlength=fs.n_links,
     )
     return SimResult(
@@ -201,4 +222,49 @@ def simulate(flows: FlowSet, *, rtol: float = 1e-12, record_series: bool = True)
         makespan=float(np.max(finish)) if fs.n_flows else 0.0,
         n_events=int(n_events),
         fill_rounds=int(rounds),
+        simulated_flows=fs.n_flows,
+    )
+
+
+def expand_classes(result: SimResult, flows: FlowSet, class_of: np.ndarray) -> SimResult:
+    """The result of a simulation of merged flows, per original flow.
+
+    ``flows`` is the simulated :class:`FlowSet` and flow ``i`` of the original set was merged into
+    flow ``class_of[i]`` of it (as by :meth:`FlowSet.aggregate` or
+    :meth:`topoopt.flowsim.network.FlowBuilder.build_classes`). Per-flow and per-sub-flow times
+    are the class's (every member's; the paths of a member are its class's, in order); link
+    bytes and loads are already every member's.
+
+    Examples
+    --------
+    >>> fs = FlowSet.single_path([10.0], [0.0], size=[5.0] * 3, start=[0.0] * 3,
+    ...                          paths=[[0], [0], [0]])
+    >>> small, class_of = fs.aggregate()
+    >>> res = expand_classes(simulate(small), small, class_of)
+    >>> res.finish.tolist(), res.link_bytes.tolist(), res.simulated_flows
+    ([1.5, 1.5, 1.5], [15.0], 1)
+    """
+    class_of = np.asarray(class_of, np.int64).reshape(-1)
+    if class_of.size and (class_of.min() < 0 or class_of.max() >= flows.n_flows):
+        raise InputError("class_of", int(class_of.max()), f"flow ids 0..{flows.n_flows - 1}")
+    lens = np.diff(flows.flow_ptr)[class_of]
+    total = int(lens.sum())
+    paths = np.repeat(flows.flow_ptr[class_of] - (np.cumsum(lens) - lens), lens) + np.arange(
+        total, dtype=np.int64
+    )
+    return SimResult(
+        start=result.start[class_of],
+        finish=result.finish[class_of],
+        path_start=result.path_start[paths],
+        path_last_byte=result.path_last_byte[paths],
+        path_finish=result.path_finish[paths],
+        link_bytes=result.link_bytes,
+        capacity=result.capacity,
+        series_time=result.series_time,
+        series_link=result.series_link,
+        series_load=result.series_load,
+        makespan=result.makespan,
+        n_events=result.n_events,
+        fill_rounds=result.fill_rounds,
+        simulated_flows=result.simulated_flows,
     )
