@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from solvers.design import Design
 from solvers.problem import DesignProblem
@@ -37,6 +39,11 @@ def solve(
         Seed of every random choice.
     progress : callable, optional
         Receives one-line progress messages (incumbent, bound) during long solves.
+
+    Returns
+    -------
+    Design
+        For ``joint``, ``info["trace"]`` lists the incumbent and the bound over wall time.
     """
     if name == "topoopt" or name == "topoopt-released":
         from solvers.topoopt_method import topoopt_design
@@ -49,12 +56,30 @@ def solve(
     if name == "joint":
         from solvers.joint import joint_design
 
+        trace: list[dict] = []
+        t0 = time.perf_counter()
+
         def report(incumbent_s: float, bound_s: float) -> None:
+            trace.append(
+                {
+                    "t": time.perf_counter() - t0,
+                    "objective_s": float(incumbent_s),
+                    "lower_bound_s": float(bound_s),
+                }
+            )
             if progress is not None:
                 progress(
                     f"joint: incumbent {incumbent_s * 1e3:.4g} ms, "
                     f"lower bound {bound_s * 1e3:.4g} ms"
                 )
 
-        return joint_design(problem, time_limit_s=time_limit_s, seed=seed, progress=report)
+        design = joint_design(problem, time_limit_s=time_limit_s, seed=seed, progress=report)
+        trace.append(
+            {
+                "t": design.wall_s,
+                "objective_s": design.objective_s,
+                "lower_bound_s": design.lower_bound_s,
+            }
+        )
+        return replace(design, info={**dict(design.info), "trace": trace})
     raise InputError("solver", name, f"one of {', '.join(SOLVERS)}")

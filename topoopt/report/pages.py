@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from topoopt.report.compare_figures import (
     iteration_gantt,
     ratio_bars,
@@ -11,7 +13,25 @@ from topoopt.report.compare_figures import (
 from topoopt.report.design_figures import circuit_graph, optimizer_trace
 from topoopt.report.html import page_html
 
-__all__ = ["compare_figures", "compare_page"]
+__all__ = ["circuit_utilisation", "compare_figures", "compare_page"]
+
+
+def circuit_utilisation(circuits, links) -> np.ndarray:
+    """Utilisation over the iteration of each circuit row ``[u, v, count]`` (the busier
+    direction), from a simulation's per-link table (``src``, ``dst``, ``utilisation``)."""
+    c = np.asarray(circuits, np.int64).reshape(-1, 3)
+    n = int(max(c[:, :2].max() + 1, 1)) if len(c) else 1
+    net = links[(links["src"] < n) & (links["dst"] < n)]
+    lo = np.minimum(net["src"].to_numpy(), net["dst"].to_numpy())
+    hi = np.maximum(net["src"].to_numpy(), net["dst"].to_numpy())
+    key = lo * n + hi
+    ckey = c[:, 0] * n + c[:, 1]
+    order = np.argsort(ckey)
+    pos = np.searchsorted(ckey[order], key)
+    ok = (pos < len(ckey)) & (ckey[order][np.clip(pos, 0, len(ckey) - 1)] == key)
+    out = np.zeros(len(ckey))
+    np.maximum.at(out, order[pos[ok]], net["utilisation"].to_numpy()[ok])
+    return out
 
 
 def compare_figures(res, prefix: str = "compare", label: str = "") -> list:
@@ -43,6 +63,7 @@ def compare_figures(res, prefix: str = "compare", label: str = "") -> list:
                 circuit_graph(
                     best.design.servers,
                     best.design.circuits,
+                    circuit_utilisation(best.design.circuits, res.iterations[best.name].links),
                     rings=best.design.rings,
                     title=f"{lab}circuits of the {best.name} design",
                 ),

@@ -29,8 +29,14 @@ def format_bytes(b: float) -> str:
     return f"{b / 10 ** (3 * k):.3g} {units[k]}"
 
 
+def _grid(n_blocks: int, flat: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    return np.bincount(flat, weights=weights, minlength=n_blocks * n_blocks).reshape(
+        n_blocks, n_blocks
+    )
+
+
 def server_heatmap(pairs: PairTraffic, max_cells: int = 256, title: str | None = None) -> go.Figure:
-    """Heatmap of a server-level pair matrix, log colour scale.
+    """Heatmap of a server-level pair matrix, log colour scale, with a menu to show one class.
 
     Hover shows source, destination, bytes and the classes that contribute. Clusters with more
     than ``max_cells`` servers are shown in blocks of consecutive servers (said in the title).
@@ -45,52 +51,69 @@ def server_heatmap(pairs: PairTraffic, max_cells: int = 256, title: str | None =
     n = pairs.n
     block = max(1, math.ceil(n / max_cells))
     nb = math.ceil(n / block)
-    s, d = pairs.src // block, pairs.dst // block
-    flat = s * nb + d
-    total = np.bincount(flat, weights=pairs.bytes, minlength=nb * nb).reshape(nb, nb)
+    flat = (pairs.src // block) * nb + pairs.dst // block
+    total = _grid(nb, flat, pairs.bytes)
     mask = np.zeros(nb * nb, dtype=np.int64)
     np.bitwise_or.at(mask, flat, (1 << pairs.cls.astype(np.int64)))
     mask = mask.reshape(nb, nb)
-    names = (
-        np.array(
-            [
-                ", ".join(CLASSES[c] for c in range(len(CLASSES)) if m >> c & 1)
-                for m in range(1 << len(CLASSES))
-            ],
-            dtype=object,
-        )
-        if nb * nb > 0
-        else np.array([], dtype=object)
+    names = np.array(
+        [
+            ", ".join(CLASSES[c] for c in range(len(CLASSES)) if m >> c & 1)
+            for m in range(1 << len(CLASSES))
+        ],
+        dtype=object,
     )
-    with np.errstate(divide="ignore"):
-        z = np.where(total > 0, np.log10(np.where(total > 0, total, 1.0)), np.nan)
-    labels = np.vectorize(format_bytes, otypes=[object])(total)
-    custom = np.stack([labels, names[mask]], axis=-1)
-    axis = np.arange(nb) * block
-    finite = z[np.isfinite(z)]
-    lo, hi = (math.floor(finite.min()), math.ceil(finite.max())) if finite.size else (0, 1)
+    views = [("all classes", total, names[mask])]
+    present = np.unique(pairs.cls)
+    if present.size > 1:
+        for c in present:
+            sel = pairs.cls == c
+            views.append((CLASSES[c], _grid(nb, flat[sel], pairs.bytes[sel]), None))
+    positive = total[total > 0]
+    lo = math.floor(math.log10(positive.min())) if positive.size else 0
+    hi = math.ceil(math.log10(positive.max())) if positive.size else 1
     ticks = list(range(lo, hi + 1))
+    axis = np.arange(nb) * block
     unit = "server" if block == 1 else f"servers (blocks of {block})"
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=axis,
-            y=axis,
-            customdata=custom,
-            colorscale="Viridis",
-            zmin=lo,
-            zmax=hi,
-            colorbar={
-                "title": {"text": "bytes"},
-                "tickvals": ticks,
-                "ticktext": [format_bytes(10.0**t) for t in ticks],
-            },
-            hovertemplate=(
-                "source %{y}<br>destination %{x}<br>%{customdata[0]}<br>"
-                "classes: %{customdata[1]}<extra></extra>"
-            ),
+    fmt = np.vectorize(format_bytes, otypes=[object])
+    fig = go.Figure()
+    for k, (label, grid, cls_names) in enumerate(views):
+        z = np.where(grid > 0, np.log10(np.where(grid > 0, grid, 1.0)), np.nan)
+        who = cls_names if cls_names is not None else np.full(grid.shape, label, dtype=object)
+        fig.add_trace(
+            go.Heatmap(
+                z=z,
+                x=axis,
+                y=axis,
+                customdata=np.stack([fmt(grid), who], axis=-1),
+                colorscale="Viridis",
+                zmin=lo,
+                zmax=hi,
+                visible=k == 0,
+                name=label,
+                colorbar={
+                    "title": {"text": "bytes"},
+                    "tickvals": ticks,
+                    "ticktext": [format_bytes(10.0**t) for t in ticks],
+                },
+                hovertemplate=(
+                    "source %{y}<br>destination %{x}<br>%{customdata[0]}<br>"
+                    "classes: %{customdata[1]}<extra></extra>"
+                ),
+            )
         )
-    )
+    if len(views) > 1:
+        buttons = [
+            {
+                "label": label,
+                "method": "update",
+                "args": [{"visible": [j == k for j in range(len(views))]}],
+            }
+            for k, (label, _, _) in enumerate(views)
+        ]
+        fig.update_layout(
+            updatemenus=[{"buttons": buttons, "direction": "down", "x": 1.0, "y": 1.12}]
+        )
     fig.update_layout(
         title=title or f"Traffic per iteration between {unit} (log scale)",
         xaxis={"title": f"destination {unit}", "constrain": "domain"},
