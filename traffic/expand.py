@@ -58,6 +58,7 @@ __all__ = [
     "ALGORITHMS",
     "PairTraffic",
     "collective_template",
+    "members_per_server",
     "expand",
     "gpu_matrix",
     "server_matrix",
@@ -223,18 +224,26 @@ def collective_template(
     return _ring(g, per)
 
 
-def _members_per_server(rows: np.ndarray, gps: int) -> int | None:
-    """``k`` if every (sorted) row has exactly ``k`` contiguous members on each of its servers."""
+def members_per_server(rows: np.ndarray, gpus_per_server: int) -> int | None:
+    """``k`` if every row has exactly ``k > 1`` consecutive members on each of its distinct
+    servers (the shape the hierarchical algorithm needs), else None.
+
+    >>> members_per_server(np.array([[0, 1, 2, 3]]), 2)
+    2
+    >>> members_per_server(np.array([[0, 2, 4, 6]]), 2) is None
+    True
+    """
+    rows = np.asarray(rows, np.int64)
     g = rows.shape[1]
-    servers = rows // gps
-    for k in range(min(gps, g), 0, -1):
+    servers = rows // gpus_per_server
+    for k in range(min(gpus_per_server, g), 1, -1):
         if g % k:
             continue
         blocks = servers.reshape(rows.shape[0], g // k, k)
-        same_inside = (blocks == blocks[:, :, :1]).all()
-        distinct = g // k == 1 or (np.diff(blocks[:, :, 0], axis=1) != 0).all()
+        same_inside = bool((blocks == blocks[:, :, :1]).all())
+        distinct = g // k == 1 or bool((np.diff(np.sort(blocks[:, :, 0], axis=1)) != 0).all())
         if same_inside and distinct:
-            return k if k > 1 else None
+            return k
     return None
 
 
@@ -348,7 +357,7 @@ def expand(
                 raise InputError(f"orders[{idx}]", rows.shape, "a permutation of each group row")
         elif d.op in _ORDERED_OPS and not d.ordered:
             rows = np.sort(rows, axis=1)
-        k = _members_per_server(rows, gps) if algorithm == "hierarchical" else None
+        k = members_per_server(rows, gps) if algorithm == "hierarchical" else None
         ts, td, tb = collective_template(d.op, d.group_size, d.size, algorithm, d.peer_bytes, k)
         if ts.size == 0:
             continue

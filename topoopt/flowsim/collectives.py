@@ -61,7 +61,7 @@ from topoopt.flowsim.network import FlowBuilder, Network, simulate_builder
 from topoopt.flowsim.simulator import SimResult
 from topoopt.paths import PathSet
 from traffic.errors import InputError
-from traffic.expand import ALGORITHMS, collective_template
+from traffic.expand import ALGORITHMS, collective_template, members_per_server
 from traffic.workload import CLASSES, PHASES, Workload
 
 __all__ = [
@@ -282,28 +282,6 @@ def flow_template(
                 return t
     s, d, b = collective_template(op, g, size, algorithm, peer_bytes, None)
     return _no_deps(s, d, b * reps)
-
-
-def members_per_server(rows: np.ndarray, gpus_per_server: int) -> int | None:
-    """``k`` if every row has exactly ``k > 1`` contiguous members on each of its servers.
-
-    >>> members_per_server(np.array([[0, 1, 2, 3]]), 2)
-    2
-    >>> members_per_server(np.array([[0, 2, 4, 6]]), 2) is None
-    True
-    """
-    rows = np.asarray(rows, np.int64)
-    g = rows.shape[1]
-    servers = rows // gpus_per_server
-    for k in range(min(gpus_per_server, g), 1, -1):
-        if g % k:
-            continue
-        blocks = servers.reshape(rows.shape[0], g // k, k)
-        same_inside = bool((blocks == blocks[:, :, :1]).all())
-        distinct = g // k == 1 or bool((np.diff(np.sort(blocks[:, :, 0], axis=1)) != 0).all())
-        if same_inside and distinct:
-            return k
-    return None
 
 
 @dataclass(frozen=True, eq=False)
