@@ -21,7 +21,7 @@ Units: bytes per iteration and bytes/s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -169,6 +169,8 @@ class DesignProblem:
         Cap on parallel circuits between one server pair (default: ``degree``).
     name : str
         Where the problem came from.
+    workload : Workload, optional
+        The GPU-level Workload behind the problem (set by :meth:`from_workload`).
 
     Examples
     --------
@@ -189,6 +191,7 @@ class DesignProblem:
     phases: tuple[PhaseTraffic, ...]
     max_parallel: int | None = None
     name: str = ""
+    workload: Workload | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.n, bool) or int(self.n) != self.n or self.n < 2:
@@ -288,4 +291,4 @@ class DesignProblem:
             ph = PhaseTraffic(name, ptr, flat, rb, fixed)
             if ph.total_bytes() > 0:
                 phases.append(ph)
-        return cls(n, degree, link_bandwidth, tuple(phases), max_parallel, workload.name)
+        return cls(n, degree, link_bandwidth, tuple(phases), max_parallel, workload.name, workload)

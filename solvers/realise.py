@@ -103,6 +103,10 @@ def design_workload(workload: Workload, design: Design, problem: DesignProblem) 
         raise InputError("workload.servers", workload.servers, f"{design.servers} (the design's)")
     table = _ring_table(design, problem)
     single = [ph.name for ph in problem.phases] == ["iteration"]
+    if workload.taskgraph is not None:  # tasks refer to (family, row): rebuild both together
+        from solvers.realise_taskgraph import ring_taskgraph_workload
+
+        return ring_taskgraph_workload(workload, table, single)
     gps = workload.gpus_per_server
     n = design.servers
     out: list[Demand] = []

@@ -179,7 +179,9 @@ def solve_matrix_program(
     mat.column_ids.extend(coo.col[order].tolist())
     mat.coefficients.extend(coo.data[order].tolist())
 
-    kw = {"time_limit": timedelta(seconds=max(float(time_limit), 0.01)), "threads": threads}
+    kw = {"time_limit": timedelta(seconds=max(float(time_limit), 0.01))}
+    if stype.name != "HIGHS":  # HiGHS takes its thread count from globals only
+        kw["threads"] = threads
     if stype.name not in ("GLOP", "PDLP"):
         kw["random_seed"] = int(seed)
     if relative_gap is not None:

@@ -14,8 +14,9 @@ Pipeline (``shared/reference/topoopt-method.md``), each step a public function:
    AllReduce circuits; on a circulant the step is decomposed by :func:`coin_change` over
    ``{+-p}``.
 3. :func:`mp_matchings` -- ``d_MP`` rounds of maximum-weight perfect matching (Edmonds'
-   blossom, networkx) on the remaining symmetric MP demand; each matched pair gets a circuit and
-   its demand is discounted ``T_ij <- T_ij * c / (c + 1)``, ``c`` the MP circuits now between
+   blossom, rustworkx; above 256 servers over each server's 32 heaviest partners) on the
+   remaining symmetric MP demand; each matched pair gets a circuit and its demand is discounted
+   ``T_ij <- T_ij * c / (c + 1)``, ``c`` the MP circuits now between
    ``i`` and ``j``.
 4. :func:`sample_shortest_paths` -- MP routing: ``k`` shortest paths per pair (paper; drawn
    from the shortest-path DAG with a seed, duplicates merged, equal split) or one random shortest
@@ -49,6 +50,11 @@ __all__ = [
     "coin_change",
     "ring_circuits",
     "allreduce_rings",
+    "MATCHERS",
+    "EXACT_MATCHING_SERVERS",
+    "MATCHING_PARTNERS",
+    "candidate_pairs",
+    "max_weight_matching",
     "mp_matchings",
     "hop_distances",
     "sample_shortest_paths",
@@ -241,14 +247,145 @@ def allreduce_rings(traffic: TopoOptTraffic, d_ar: int) -> tuple[np.ndarray, lis
 
 
 # --------------------------------------------------------------------------- 3. matchings
-def mp_matchings(mp: sp.spmatrix, ports: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+MATCHERS = ("rustworkx", "networkx")
+"""Blossom implementations of :func:`max_weight_matching`: ``rustworkx`` (compiled, default) and
+``networkx`` (pure Python; the reference the tests compare against)."""
+
+EXACT_MATCHING_SERVERS = 256
+"""Up to this many servers the matchings run on the complete demand graph (exact); above, on
+each server's :data:`MATCHING_PARTNERS` heaviest partners (see :func:`candidate_pairs`)."""
+
+MATCHING_PARTNERS = 32
+"""Candidate partners per server when the demand graph is sparsified."""
+
+
+def candidate_pairs(w: np.ndarray, partners: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs ``i < j`` with positive weight the blossom sees.
+
+    ``partners=None``: every positive pair (the complete demand graph). Otherwise the union over
+    servers of each server's ``partners`` heaviest positive pairs (ties to the nearest partner
+    after it in cyclic index order).
+
+    Examples
+    --------
+    >>> w = np.array([[0, 3, 1, 0], [3, 0, 2, 5], [1, 2, 0, 4], [0, 5, 4, 0]], float)
+    >>> [x.tolist() for x in candidate_pairs(w, None)]
+    [[0, 0, 1, 1, 2], [1, 2, 2, 3, 3]]
+    >>> [x.tolist() for x in candidate_pairs(w, 1)]
+    [[0, 1, 2], [1, 3, 3]]
+    """
+    n = w.shape[0]
+    if partners is None or partners >= n - 1:
+        iu, ju = np.nonzero(np.triu(w, 1) > 0)
+        return iu.astype(np.int64), ju.astype(np.int64)
+    k = int(partners)
+    # ties go to the nearest partners in cyclic index order (i+1, i+2, ...): on uniform demand the
+    # candidates form a circulant band instead of all pointing at the lowest-numbered servers
+    shift = (np.arange(n)[None, :] - np.arange(n)[:, None]) % n
+    top = np.lexsort((shift, -w), axis=1)[:, :k]
+    r = np.repeat(np.arange(n, dtype=np.int64), k)
+    c = top.ravel().astype(np.int64)
+    ok = w[r, c] > 0
+    r, c = r[ok], c[ok]
+    key = np.unique(np.minimum(r, c) * n + np.maximum(r, c))
+    return key // n, key % n
+
+
+def max_weight_matching(
+    n: int, iu: np.ndarray, ju: np.ndarray, weight: np.ndarray, matcher: str = "rustworkx"
+) -> list[tuple[int, int]]:
+    """A maximum-weight matching (not necessarily perfect) of the graph ``(iu, ju, weight)``.
+
+    ``rustworkx`` takes integer weights: they are scaled to ``2**40 / max(weight)`` and
+    rounded, so matchings whose weights differ by less than ``max(weight) * 2**-40`` tie.
+
+    Examples
+    --------
+    >>> iu, ju = np.array([0, 1, 2]), np.array([1, 2, 3])
+    >>> sorted(max_weight_matching(4, iu, ju, np.array([1.0, 3.0, 1.0])))
+    [(1, 2)]
+    >>> sorted(max_weight_matching(4, iu, ju, np.array([2.0, 3.0, 2.0]), matcher="networkx"))
+    [(0, 1), (2, 3)]
+    """
+    if matcher not in MATCHERS:
+        raise InputError("matcher", matcher, f"one of {', '.join(MATCHERS)}")
+    if iu.size == 0:
+        return []
+    if matcher == "networkx":
+        graph = nx.Graph()
+        graph.add_nodes_from(range(n))
+        graph.add_weighted_edges_from(
+            zip(iu.tolist(), ju.tolist(), np.asarray(weight, float).tolist(), strict=True)
+        )
+        pairs = nx.max_weight_matching(graph, maxcardinality=False)
+    else:
+        import rustworkx as rx
+
+        wi = np.rint(np.asarray(weight, float) * (2.0**40 / float(np.max(weight))))
+        graph = rx.PyGraph()
+        graph.add_nodes_from(range(n))
+        graph.add_edges_from(
+            list(zip(iu.tolist(), ju.tolist(), wi.astype(np.int64).tolist(), strict=True))
+        )
+        pairs = rx.max_weight_matching(graph, max_cardinality=False, weight_fn=int)
+    return sorted((min(a, b), max(a, b)) for a, b in pairs)
+
+
+def _complete(pairs: list[tuple[int, int]], w: np.ndarray, n: int) -> list[tuple[int, int]]:
+    """Complete a matching to a perfect one: loose servers by heaviest pair first, then in
+    index order (with the complete demand graph all loose pairs weigh zero, so this is the
+    index order)."""
+    matched = np.zeros(n, bool)
+    for a, b in pairs:
+        matched[a] = matched[b] = True
+    loose = np.flatnonzero(~matched)
+    out = list(pairs)
+    if loose.size:
+        sub = np.triu(w[np.ix_(loose, loose)], 1)
+        ia, ib = np.nonzero(sub > 0)
+        order = np.lexsort((ib, ia, -sub[ia, ib]))
+        taken = np.zeros(loose.size, bool)
+        for x, y in zip(ia[order].tolist(), ib[order].tolist(), strict=True):
+            if not taken[x] and not taken[y]:
+                taken[x] = taken[y] = True
+                out.append((int(loose[x]), int(loose[y])))
+        rest = loose[~taken].tolist()
+        out += [(rest[i], rest[i + 1]) for i in range(0, len(rest), 2)]
+    return sorted(out)
+
+
+def mp_matchings(
+    mp: sp.spmatrix,
+    ports: int,
+    n: int,
+    partners: int | None | str = "auto",
+    matcher: str = "rustworkx",
+) -> tuple[np.ndarray, np.ndarray]:
     """Iterated maximum-weight perfect matchings on the MP demand (step 3).
 
-    Each round runs Edmonds' blossom (:func:`networkx.max_weight_matching`) on the pairs with
-    remaining demand (weights ``T_ij + T_ji``); because all weights are non-negative, completing
-    that matching by pairing the unmatched servers in index order gives a maximum-weight
-    *perfect* matching of the complete graph. Each matched pair gets one circuit and its demand
-    becomes ``T_ij * c / (c + 1)`` (``c``: MP circuits now between the pair).
+    Each round runs Edmonds' blossom (:func:`max_weight_matching`) on the pairs with remaining
+    demand (weights ``T_ij + T_ji``); because all weights are non-negative, completing that
+    matching by pairing the unmatched servers gives a maximum-weight *perfect* matching of the
+    complete graph. Each matched pair gets one circuit and its demand becomes
+    ``T_ij * c / (c + 1)`` (``c``: MP circuits now between ``i`` and ``j``).
+
+    Parameters
+    ----------
+    mp : scipy.sparse matrix
+        ``(n, n)`` MP bytes.
+    ports : int
+        Matching rounds (MP ports per server).
+    n : int
+        Servers.
+    partners : int, None or "auto"
+        Candidate edges: ``None`` the complete demand graph (exact, the paper's method);
+        an integer ``k`` each server's ``k`` heaviest partners (:func:`candidate_pairs`), the
+        matching then completed heaviest loose pair first; ``"auto"`` (default): exact up to
+        :data:`EXACT_MATCHING_SERVERS` servers, else ``k =`` :data:`MATCHING_PARTNERS`. The
+        sparsified blossom is exact whenever the optimum uses only candidate edges, which is the
+        usual case (``benchmarks/design/README.md`` measures it at n = 128).
+    matcher : {"rustworkx", "networkx"}
+        Blossom implementation.
 
     Returns
     -------
@@ -272,24 +409,21 @@ def mp_matchings(mp: sp.spmatrix, ports: int, n: int) -> tuple[np.ndarray, np.nd
     """
     if ports > 0 and n % 2:
         raise InputError("servers", n, "an even number of servers when ports go to MP matchings")
+    if partners == "auto":
+        partners = None if n <= EXACT_MATCHING_SERVERS else MATCHING_PARTNERS
+    elif partners is not None and (
+        isinstance(partners, bool) or not isinstance(partners, (int, np.integer)) or partners < 1
+    ):
+        raise InputError("partners", partners, "an integer >= 1, None or 'auto'")
     w = np.asarray(sp.csr_matrix(mp).todense(), dtype=np.float64)
     w = w + w.T
     np.fill_diagonal(w, 0.0)
     count = np.zeros((n, n), dtype=np.int64)
     rows: list[tuple[int, int]] = []
     for _ in range(int(ports)):
-        iu, ju = np.nonzero(np.triu(w, 1) > 0)
-        graph = nx.Graph()
-        graph.add_nodes_from(range(n))
-        graph.add_weighted_edges_from(
-            zip(iu.tolist(), ju.tolist(), w[iu, ju].tolist(), strict=True)
-        )
-        matching = nx.max_weight_matching(graph, maxcardinality=False)
-        pairs = [(min(a, b), max(a, b)) for a, b in matching]
-        matched = {x for pr in pairs for x in pr}
-        loose = [x for x in range(n) if x not in matched]
-        pairs += [(loose[i], loose[i + 1]) for i in range(0, len(loose), 2)]
-        for a, b in sorted(pairs):
+        iu, ju = candidate_pairs(w, partners)
+        pairs = _complete(max_weight_matching(n, iu, ju, w[iu, ju], matcher), w, n)
+        for a, b in pairs:
             count[a, b] += 1
             count[b, a] += 1
             c = count[a, b]
@@ -370,12 +504,54 @@ def sample_shortest_paths(
             cur[idx] = nxt
             walk[idx, step] = nxt
         draws.append(walk)
-    stack = np.stack(draws, axis=1)  # (K, k, hmax+1)
-    paths: list[list[tuple[list[int], float]]] = []
-    for i in range(src.size):
-        uniq = np.unique(stack[i, :, : hops[i] + 1], axis=0)
-        paths.append([(row.tolist(), 1.0 / uniq.shape[0]) for row in uniq])
-    return NodePaths.from_lists(src, dst, paths)
+    return _merge_draws(np.stack(draws, axis=1), src, dst, hops)
+
+
+def _merge_draws(stack: np.ndarray, src: np.ndarray, dst: np.ndarray, hops: np.ndarray):
+    """Distinct draws per commodity, in lexicographic node order, equal weights (vectorised).
+
+    ``stack`` is ``(K, k, H)``: draw ``j`` of commodity ``i`` visits ``stack[i, j, :hops[i]+1]``
+    (``-1`` after). All draws of one commodity have the same length, so sorting whole rows sorts
+    the paths themselves.
+    """
+    K, k, H = stack.shape
+    if K == 0:
+        z = np.zeros(0, np.int64)
+        return NodePaths(z, z, np.zeros(1, np.int64), np.zeros(1, np.int64), z, np.zeros(0))
+    flat = stack.reshape(K * k, H)
+    comm = np.repeat(np.arange(K, dtype=np.int64), k)
+    base = int(flat.max(initial=0)) + 2
+    if (K + 1) * float(base) ** H < 2.0**62:  # one integer key per row, same order
+        key = comm.copy()
+        for c in range(H):
+            key = key * base + (flat[:, c] + 1)
+        order = np.argsort(key, kind="stable")
+    else:
+        order = np.lexsort(tuple(flat[:, c] for c in range(H - 1, -1, -1)) + (comm,))
+    rows, rc = flat[order], comm[order]
+    keep = np.ones(rows.shape[0], bool)
+    keep[1:] = (rc[1:] != rc[:-1]) | np.any(rows[1:] != rows[:-1], axis=1)
+    rows, rc = rows[keep], rc[keep]
+    counts = np.bincount(rc, minlength=K)
+    cptr = np.zeros(K + 1, np.int64)
+    np.cumsum(counts, out=cptr[1:])
+    lens = hops[rc] + 1
+    pptr = np.zeros(rows.shape[0] + 1, np.int64)
+    np.cumsum(lens, out=pptr[1:])
+    nodes = rows[np.arange(H)[None, :] < lens[:, None]]
+    return NodePaths(src, dst, cptr, pptr, nodes, 1.0 / counts[rc])
+
+
+def _concat_paths(a: NodePaths, b: NodePaths) -> NodePaths:
+    """Commodities of ``a`` then those of ``b``."""
+    return NodePaths(
+        np.concatenate([a.src, b.src]),
+        np.concatenate([a.dst, b.dst]),
+        np.concatenate([a.commodity_ptr, a.commodity_ptr[-1] + b.commodity_ptr[1:]]),
+        np.concatenate([a.path_ptr, a.path_ptr[-1] + b.path_ptr[1:]]),
+        np.concatenate([a.nodes, b.nodes]),
+        np.concatenate([a.weight, b.weight]),
+    )
 
 
 # --------------------------------------------------------------------------- 5. scores
@@ -465,7 +641,11 @@ def _phase_rings(traffic: TopoOptTraffic, rings: list[dict]) -> list[dict]:
 
 
 def topoopt_design(
-    problem: DesignProblem, variant: str = "topoopt", k_paths: int = 4, seed: int = 0
+    problem: DesignProblem,
+    variant: str = "topoopt",
+    k_paths: int = 4,
+    seed: int = 0,
+    matching_partners: int | None | str = "auto",
 ) -> Design:
     """The TopoOpt baseline design of ``problem`` (module docstring, steps 1-5).
 
@@ -477,6 +657,8 @@ def topoopt_design(
         Paths per MP pair for ``topoopt`` (the released variant uses one).
     seed : int
         Seed of the random shortest-path draws.
+    matching_partners : int, None or "auto"
+        Candidate edges of the MP matchings (``partners`` of :func:`mp_matchings`).
 
     Examples
     --------
@@ -502,7 +684,7 @@ def topoopt_design(
     traffic = topoopt_traffic(problem)
     d_ar, d_mp = degree_split(traffic.t_ar(), traffic.t_mp(), d, variant)
     ar_circ, groups, ar_info = allreduce_rings(traffic, d_ar)
-    mp_circ, _ = mp_matchings(traffic.mp, d_mp, n)
+    mp_circ, _ = mp_matchings(traffic.mp, d_mp, n, partners=matching_partners)
     circuits = canonical_circuits(np.vstack([ar_circ, mp_circ]), n)
     rings = _phase_rings(traffic, groups)
     dist_all = hop_distances(circuits, n)
@@ -531,11 +713,12 @@ def topoopt_design(
                     ar_dist = hop_distances(ar_circ, n)
                 one = sample_shortest_paths(ar_circ, n, [a], [b], 1, seed, ar_dist)
                 step_paths[key] = one.to_lists()[0][0][0]
-    mp_paths = sample_shortest_paths(circuits, n, mp_src, mp_dst, k, seed, dist_all).to_lists()
-    keys = sorted(step_paths)
-    src = np.concatenate([mp_src, np.array(keys, np.int64) // n])
-    dst = np.concatenate([mp_dst, np.array(keys, np.int64) % n])
-    routing = NodePaths.from_lists(src, dst, mp_paths + [[(step_paths[x], 1.0)] for x in keys])
+    mp_paths = sample_shortest_paths(circuits, n, mp_src, mp_dst, k, seed, dist_all)
+    keys = np.array(sorted(step_paths), np.int64)
+    steps = NodePaths.from_lists(
+        keys // n, keys % n, [[(step_paths[x], 1.0)] for x in keys.tolist()]
+    )
+    routing = _concat_paths(mp_paths, steps)
     info = {
         "variant": variant,
         "d_ar": d_ar,
@@ -546,5 +729,6 @@ def topoopt_design(
         "ring_group_size": ar_info["group_size"],
         "k_paths": k,
         "seed": seed,
+        "matching_partners": matching_partners,
     }
     return finish_design(problem, circuits, rings, routing, variant, t0, info)

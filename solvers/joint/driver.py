@@ -19,9 +19,17 @@ Each step is a public function; :func:`joint_design` chains them under one time 
    incumbent as a hint and as the bound ``M``).
 6. :func:`solvers.bounds.lower_bound` -- ideal switch and LP relaxation; the gap is
    ``(objective - bound) / objective``.
+7. :func:`solvers.joint.flow_select.select_by_flow` -- when the problem knows its Workload, the
+   finalists (the best routed candidates and both baselines, smallest objective first) are
+   simulated by the flow model and the one with the shortest communication wins among those no
+   slower than ``topoopt`` in communication or iteration time and no worse in the objective.
+   The ``topoopt`` design is simulated right after the warm start (time-boxed to a quarter of
+   the limit; if it cannot finish, the objective decides) and time for about four more
+   simulations is kept back from steps 3-5. Each routing LP gets 60% of the time left, its path
+   decomposition comes on top.
 
-Above ``lp_max_servers`` servers (default 256) the routing LP is not run; the result is the
-best baseline, re-scored, with its free ports filled.
+Above ``lp_max_servers`` servers (default 256) the routing LP is not run; the finalists are the
+baselines and the best of them with its free ports filled.
 """
 
 from __future__ import annotations
@@ -40,6 +48,8 @@ from solvers.congestion import (
 )
 from solvers.design import Design, NodePaths
 from solvers.joint.exact_mip import exact_design
+from solvers.joint.flow_select import FlowScore, select_by_flow
+from solvers.joint.flow_select import score as flow_score
 from solvers.joint.local_search import fill_free_ports, improve_by_swaps
 from solvers.joint.rings import circuit_rings, hamiltonian_cycles, stride_rings
 from solvers.problem import DesignProblem
@@ -58,9 +68,13 @@ __all__ = [
     "route_design",
     "to_design",
     "joint_design",
+    "SELECT_BY",
 ]
 
 Progress = Callable[[float, float], None]
+
+SELECT_BY = ("flow", "objective")
+"""How :func:`joint_design` picks its result among the finalists."""
 
 
 def check_problem(problem: DesignProblem) -> None:
@@ -275,14 +289,20 @@ def to_design(
     )  # fmt: skip
 
 
-def _rebound(design: Design, lb: float, t0: float, info: dict) -> Design:
+def _rebound(design: Design, lb: float, t0: float, info: dict, keep_info: bool = False) -> Design:
+    """``design`` as the joint optimizer's result: solver ``joint``, bound, gap and wall time.
+
+    ``keep_info``: the design is the optimizer's own (its info is replaced by ``info``);
+    otherwise it is a baseline, whose info is kept under ``baseline_info``."""
     obj = design.objective_s
     lb = min(max(lb, design.lower_bound_s), obj)
     gap = (obj - lb) / obj if obj > 0 else 0.0
+    status = design.status if keep_info and design.status == "optimal" else "feasible"
+    status = "optimal" if gap <= 1e-6 else status
+    extra = dict(info) if keep_info else {**info, "baseline_info": dict(design.info)}
     return Design(
         design.servers, design.degree, design.link_bandwidth, design.circuits, design.rings,
-        design.routing, "joint", "optimal" if gap <= 1e-6 else "feasible", obj, lb, gap,
-        time.perf_counter() - t0, {**info, "baseline_info": dict(design.info)},
+        design.routing, "joint", status, obj, lb, gap, time.perf_counter() - t0, extra,
     )  # fmt: skip
 
 
@@ -295,6 +315,7 @@ def joint_design(
     exact_max_servers: int = 8,
     lp_max_servers: int = 256,
     local_search: bool = True,
+    select_by: str = "flow",
 ) -> Design:
     """The joint optimizer (module docstring): best design found within ``time_limit_s`` seconds.
 
@@ -316,6 +337,12 @@ def joint_design(
         Route with the LP (and search) up to this many servers.
     local_search : bool
         Run the swap search.
+    select_by : {"flow", "objective"}
+        ``flow`` (default): when ``problem.workload`` is known, the finalists (the best routed
+        candidates and the baselines) are simulated by the flow model and the one with the
+        shortest communication time wins (:mod:`solvers.joint.flow_select`; the ``topoopt``
+        baseline is simulated right after the warm start and time is kept for the others).
+        ``objective``: the smallest congestion objective wins.
 
     Returns
     -------
@@ -336,22 +363,82 @@ def joint_design(
     """
     t0 = time.perf_counter()
     time_limit = float(time_limit_s)
-    deadline = t0 + time_limit
+    end = t0 + time_limit
     check_problem(problem)
+    if select_by not in SELECT_BY:
+        raise InputError("select_by", select_by, f"one of {', '.join(SELECT_BY)}")
     info: dict = {"seed": int(seed), "threads": int(threads), "steps": []}
     bases = warm_start(problem, seed)
     base = bases[0]
     info["baseline"] = {b.solver: b.objective_s for b in bases}
     inc_obj = base.objective_s
-    inc: tuple | None = None  # (circuits, routed, name, proven)
+    inc: tuple | None = None  # (circuits, routed, name, proven, util)
+    pool: list[tuple] = []  # every routed candidate: (objective, order, name, circuits, routed)
     bound_s = base.lower_bound_s
+    n = problem.n
+
+    # ---- flow-model judging: simulate the topoopt baseline now, keep time for the finalists
+    workload = problem.workload if select_by == "flow" else None
+    known: dict[str, FlowScore] = {}
+    reserve = 0.0
+    if workload is not None and problem.n_phases:
+        topo = next(b for b in bases if b.solver == "topoopt")
+        left = end - time.perf_counter()
+        known["topoopt"] = flow_score(topo.solver, topo, problem, workload, 0.25 * left)
+        if np.isfinite(known["topoopt"].comm_s):
+            reserve = min(0.4 * time_limit, 4 * 1.3 * known["topoopt"].wall_s)
+        else:  # the flow model is too slow for this limit: judge by the objective
+            info["steps"].append(
+                "flow model skipped (topoopt's simulation exceeded 1/4 of the limit)"
+            )
+            workload = None
+    deadline = end - reserve  # the optimizer's own deadline
 
     def report():
         if progress is not None:
             progress(inc_obj, bound_s)
 
+    def remaining():
+        return deadline - time.perf_counter()
+
+    def finish(lb: float) -> Design:
+        """Finalists (best routed candidates, then the baselines), judged; the winner packaged."""
+        finalists: list[tuple[str, Design, tuple | None]] = []
+        if inc is not None:
+            finalists.append((inc[2], None, inc))
+        for val, _, name, c, routed in sorted(pool, key=lambda x: (x[0], x[1])):
+            if len(finalists) >= 3 or val >= base.objective_s * (1 + 0.5):
+                break
+            if inc is not None and name == inc[2]:
+                continue
+            finalists.append((name, None, (c, routed, name, False, None)))
+        finalists += [(b.solver, b, None) for b in bases]
+        built = []
+        for name, design, entry in finalists:
+            if design is None:
+                c, routed, nm, proven, _ = entry
+                design = to_design(problem, c, routed, lb, "joint", t0, info, proven=proven)
+            built.append((name, design))
+        # simulate the most promising first (smallest objective; stable for equal ones)
+        built.sort(key=lambda x: x[1].objective_s)
+        pick = 0
+        if workload is not None and problem.n_phases:
+            pick, scores = select_by_flow(built, problem, workload, end, known)
+            info["flow_comm_s"] = {sc.name: sc.comm_s for sc in scores}
+            info["flow_iteration_s"] = {sc.name: sc.iteration_s for sc in scores}
+            info["flow_wall_s"] = {sc.name: sc.wall_s for sc in scores}
+            info["selected_by"] = "flow model (communication, no slower than topoopt)"
+        else:
+            info["selected_by"] = "optimizer objective"
+        name, chosen = built[pick]
+        info["winner"] = name
+        if chosen.solver == "joint":
+            if inc is not None and name == inc[2]:
+                info["routing_solver"] = inc[1].solver
+            return _rebound(chosen, lb, t0, info, keep_info=True)
+        return _rebound(chosen, lb, t0, info)
+
     report()
-    n = problem.n
     if problem.n_phases == 0 or n > lp_max_servers:
         info["steps"].append("baseline only (routing LP not run above lp_max_servers)")
         filled = fill_free_ports(
@@ -368,14 +455,13 @@ def joint_design(
             if ev.feasible and ev.objective <= base.objective_s:
                 base = Design(
                     n, problem.degree, problem.link_bandwidth, filled, base.rings, base.routing,
-                    base.solver, base.status, ev.objective, base.lower_bound_s, 0.0, 0.0,
-                    base.info,
+                    f"{base.solver} + free ports", base.status, ev.objective, base.lower_bound_s,
+                    0.0, 0.0, base.info,
                 )  # fmt: skip
+                bases = [base, *bases]
         b = lower_bound(problem, use_lp=False)
-        return _rebound(base, b.lower_bound_s, t0, {**info, "bound_method": b.method})
-
-    def remaining():
-        return deadline - time.perf_counter()
+        info["bound_method"] = b.method
+        return finish(max(bound_s, b.lower_bound_s))
 
     # ---- bound first (cheap unless the LP relaxation is small enough to run)
     b = lower_bound(problem, use_lp=True, time_limit=max(min(0.2 * remaining(), 30.0), 1.0))
@@ -384,12 +470,12 @@ def joint_design(
     report()
     if inc_obj <= bound_s * (1 + 1e-9):
         info["steps"].append("baseline meets the lower bound: optimal")
-        return _rebound(base, bound_s, t0, info)
+        return finish(bound_s)
 
     # ---- candidates: the baselines' circuits and the other splits, each routed by the LP
     tried = []
     others = [(f"{x.solver} circuits", x.circuits) for x in bases[1:]]
-    others += candidate_circuits(problem, deadline=t0 + 0.3 * time_limit)
+    others += candidate_circuits(problem, deadline=t0 + 0.3 * (deadline - t0))
     scored = sorted(
         ((quick_score(problem, c), i, name, c) for i, (name, c) in enumerate(others)),
         key=lambda x: (x[0], x[1]),
@@ -405,9 +491,12 @@ def joint_design(
         if remaining() < max(1.5 * last, 0.5):
             break
         ts = time.perf_counter()
-        routed, val, util = route_design(problem, c, remaining(), extra=base)
+        # the LP gets 60% of what is left: decomposing its flow into paths comes on top
+        routed, val, util = route_design(problem, c, 0.6 * remaining(), extra=base)
         last = time.perf_counter() - ts
         tried.append({"candidate": name, "objective_s": val, "wall_s": last})
+        if np.isfinite(val):
+            pool.append((val, len(pool), name, canonical_circuits(c, n), routed))
         if val < inc_obj * (1 - 1e-12):
             inc_obj = val
             inc = (canonical_circuits(c, n), routed, name, False, util)
@@ -441,7 +530,7 @@ def joint_design(
     if local_search and not optimal and inc is not None and remaining() > 2 * max(last, 0.2):
 
         def evaluate(c):
-            _, val, u = route_design(problem, c, remaining(), extra=base)
+            _, val, u = route_design(problem, c, 0.6 * remaining(), extra=base)
             return val, u
 
         def improved(c, v):
@@ -463,7 +552,4 @@ def joint_design(
 
     if inc is None:
         info["steps"].append("baseline kept (no candidate improved on it)")
-        return _rebound(base, bound_s, t0, info)
-    info["winner"] = inc[2]
-    info["routing_solver"] = inc[1].solver
-    return to_design(problem, inc[0], inc[1], bound_s, "joint", t0, info, proven=inc[3])
+    return finish(bound_s)

@@ -268,3 +268,23 @@ def test_large_cluster_fallback_is_never_worse_than_the_baseline():
         assert ev.feasible and ev.objective == pytest.approx(d.objective_s, rel=1e-9)
         assert d.objective_s <= base * (1 + 1e-9)
         assert d.lower_bound_s <= d.objective_s
+
+
+def test_select_by_is_checked():
+    _, problem = next(iter(workload_problems()))
+    with pytest.raises(InputError, match="select_by: got 'fastest'"):
+        joint_design(problem, time_limit_s=5, select_by="fastest")
+
+
+def test_hand_made_workload_is_judged_by_communication_alone():
+    # a Workload without a compute model: the finalists are compared on communication only and
+    # the result is never slower than topoopt's design there (recomputed independently)
+    from solvers.joint.flow_select import flow_times
+
+    _, problem = next(iter(workload_problems()))
+    d = joint_design(problem, time_limit_s=20)
+    base = topoopt_design(problem, "topoopt")
+    jc, ji = flow_times(d, problem, problem.workload)
+    bc, _ = flow_times(base, problem, problem.workload)
+    assert np.isnan(ji) and jc <= bc * (1 + 1e-9)
+    assert set(d.info["flow_comm_s"]) >= {"topoopt", d.info["winner"]}

@@ -16,6 +16,7 @@ from solvers.routing_lp import (
     route_fabric,
     route_phase,
     share_paths,
+    solve_matrix_program,
 )
 from topoopt.fabrics import leaf_spine
 from traffic.errors import InputError
@@ -174,3 +175,19 @@ def test_shared_paths_two_phases():
     ev = evaluate_routing(prob, c, merged.routings())
     assert ev.feasible and ev.objective == pytest.approx(merged.time_s, rel=1e-12)
     assert merged.time_s >= again.time_s * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("solver", ["glop", "pdlp", "highs"])
+def test_matrix_program_solvers_agree_with_scipy(solver):
+    # min c x s.t. A x >= b, 0 <= x <= 5; scipy's HiGHS (linprog) is the independent reference
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 4, (6, 8)).astype(float)
+    b = rng.integers(1, 6, 6).astype(float)
+    c = rng.integers(1, 9, 8).astype(float)
+    ref = linprog(c, A_ub=-a, b_ub=-b, bounds=[(0, 5)] * 8, method="highs")
+    got = solve_matrix_program(
+        c, sp.csr_matrix(a), b, np.full(6, np.inf), np.zeros(8), np.full(8, 5.0), solver=solver
+    )
+    assert got.status == "optimal"
+    assert got.objective == pytest.approx(ref.fun, rel=1e-4)
+    assert np.all(a @ got.x >= b - 1e-4)

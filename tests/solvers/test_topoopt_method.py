@@ -19,8 +19,10 @@ from solvers.design import Design, NodePaths
 from solvers.expander_design import expander_design, random_regular_circuits
 from solvers.problem import DesignProblem
 from solvers.topoopt_method import (
+    candidate_pairs,
     coin_change,
     degree_split,
+    max_weight_matching,
     mp_matchings,
     sample_shortest_paths,
     topoopt_design,
@@ -241,3 +243,111 @@ def test_seeded_and_deterministic():
     p = problem(16, 6, mp_size=4e9)
     a, b = topoopt_design(p, seed=5), topoopt_design(p, seed=5)
     assert a.to_json().split('"wall_s"')[0] == b.to_json().split('"wall_s"')[0]
+
+
+# --------------------------------------------------------------------------- matchings at scale
+def _brute_max_weight_matching(w: np.ndarray) -> float:
+    """Best matching weight (not necessarily perfect) by enumeration over pairings."""
+    n = w.shape[0]
+
+    def best(free: tuple[int, ...]) -> float:
+        if len(free) < 2:
+            return 0.0
+        a, rest = free[0], free[1:]
+        out = best(rest)  # a unmatched
+        for i, b in enumerate(rest):
+            out = max(out, w[a, b] + best(rest[:i] + rest[i + 1 :]))
+        return out
+
+    return best(tuple(range(n)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_both_blossoms_reach_the_brute_force_optimum(seed):
+    rng = np.random.default_rng(seed)
+    n = 8
+    w = np.triu(rng.random((n, n)) * (rng.random((n, n)) < 0.6), 1)
+    w = w + w.T
+    iu, ju = np.nonzero(np.triu(w, 1) > 0)
+    want = _brute_max_weight_matching(w)
+    for matcher in ("rustworkx", "networkx"):
+        pairs = max_weight_matching(n, iu, ju, w[iu, ju], matcher)
+        nodes = [x for pr in pairs for x in pr]
+        assert len(nodes) == len(set(nodes))  # a matching
+        assert sum(w[a, b] for a, b in pairs) == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("n, ports", [(12, 3), (20, 4)])
+def test_matchers_agree_on_weight_round_by_round(n, ports):
+    # the two blossoms may break ties differently, but every round's matching weighs the same
+    rng = np.random.default_rng(n)
+    dense = rng.integers(1, 50, (n, n)).astype(float)
+    np.fill_diagonal(dense, 0)
+    w0 = dense + dense.T
+    a, _ = mp_matchings(sp.csr_matrix(dense), 1, n, matcher="rustworkx")
+    b, _ = mp_matchings(sp.csr_matrix(dense), 1, n, matcher="networkx")
+    assert sum(w0[u, v] for u, v, _ in a) == sum(w0[u, v] for u, v, _ in b)
+    c, _ = mp_matchings(sp.csr_matrix(dense), ports, n)
+    deg = np.bincount(c[:, 0], c[:, 2], n) + np.bincount(c[:, 1], c[:, 2], n)
+    assert np.all(deg == ports)
+
+
+def test_candidate_pairs_keep_each_servers_heaviest_partners():
+    rng = np.random.default_rng(5)
+    n, k = 30, 4
+    w = rng.random((n, n))
+    w = w + w.T
+    np.fill_diagonal(w, 0)
+    iu, ju = candidate_pairs(w, k)
+    kept = set(zip(iu.tolist(), ju.tolist(), strict=True))
+    assert all(a < b for a, b in kept)
+    for v in range(n):  # every server's k heaviest partners are candidates (independent sort)
+        for u in sorted(range(n), key=lambda x: -w[v, x])[:k]:
+            assert (min(u, v), max(u, v)) in kept
+    assert len(kept) <= n * k
+    assert len(list(zip(*candidate_pairs(w, None), strict=True))) == n * (n - 1) // 2
+
+
+def test_sparsified_matchings_are_perfect_and_match_the_exact_ones_on_random_demand():
+    # above EXACT_MATCHING_SERVERS the blossom sees each server's heaviest partners only; on
+    # random dense demand the optimum uses heavy pairs, so the weight is the exact one
+    rng = np.random.default_rng(2)
+    n = 40
+    dense = rng.random((n, n))
+    np.fill_diagonal(dense, 0)
+    w0 = dense + dense.T
+    exact, _ = mp_matchings(sp.csr_matrix(dense), 1, n, partners=None)
+    sparse, _ = mp_matchings(sp.csr_matrix(dense), 1, n, partners=8)
+    assert sum(w0[u, v] for u, v, _ in sparse) == pytest.approx(
+        sum(w0[u, v] for u, v, _ in exact), rel=1e-9
+    )
+    c, _ = mp_matchings(sp.csr_matrix(dense), 3, n, partners=2)
+    deg = np.bincount(c[:, 0], c[:, 2], n) + np.bincount(c[:, 1], c[:, 2], n)
+    assert np.all(deg == 3)  # completion keeps every round perfect
+
+
+def test_matching_options_are_checked():
+    t = sp.csr_matrix(np.ones((4, 4)))
+    with pytest.raises(InputError, match="partners"):
+        mp_matchings(t, 1, 4, partners=0)
+    with pytest.raises(InputError, match="matcher"):
+        mp_matchings(t, 1, 4, matcher="hungarian")
+
+
+def test_path_draws_merge_duplicates_like_a_per_pair_unique():
+    # the vectorised merge equals numpy.unique over each pair's draws (second implementation)
+    rng = np.random.default_rng(0)
+    n = 24
+    c = np.array([[i, (i + s) % n, 1] for i in range(n) for s in (1, 5)], np.int64)
+    src = rng.integers(0, n, 200)
+    dst = (src + rng.integers(1, n, 200)) % n
+    got = sample_shortest_paths(c, n, src, dst, k=4, seed=7)
+    from solvers.topoopt_method import hop_distances
+
+    dist = hop_distances(c, n)
+    lists = got.to_lists()
+    for i in range(src.size):
+        paths = [tuple(p) for p, _ in lists[i]]
+        assert paths == sorted(set(paths))  # distinct, lexicographic
+        assert all(len(p) - 1 == dist[src[i], dst[i]] for p in paths)  # shortest
+        assert sum(wt for _, wt in lists[i]) == pytest.approx(1.0)

@@ -1,0 +1,197 @@
+"""The joint optimizer's last step: judge the finalists with the flow model, keep the fastest.
+
+The optimizer's own objective (:mod:`solvers.congestion`: per phase, the most congested link)
+ranks candidates quickly, but a design is judged by the flow model: max-min fair flows, ring
+collectives as chained steps, phases in sequence. Two designs with nearly equal congestion can
+differ in simulated time, and the congestion winner is sometimes slower. So the driver keeps a
+few finalists (its best routed candidates and the TopoOpt baselines) and
+:func:`select_by_flow` simulates each one (communication alone,
+:func:`topoopt.flowsim.collectives.communication_time`, and the whole iteration,
+:func:`topoopt.flowsim.iteration.simulate_iteration`, on the realised design,
+:mod:`solvers.realise`), in the order given, while the deadline allows, and returns the one with
+the shortest communication among those no slower than the ``topoopt`` baseline in either time
+(and no worse in the optimizer's objective). The baseline is always simulated, so the choice is
+never slower than it in the flow model.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import time
+from dataclasses import dataclass
+
+from solvers.design import Design
+from solvers.problem import DesignProblem
+from traffic.workload import Workload
+
+__all__ = ["FlowScore", "flow_times", "score", "select_by_flow"]
+
+
+@dataclass(frozen=True)
+class FlowScore:
+    """Simulated times of one finalist: communication alone and the whole iteration (seconds),
+    and the wall time the two simulations took."""
+
+    name: str
+    comm_s: float
+    iteration_s: float
+    wall_s: float
+
+
+def flow_times(design: Design, problem: DesignProblem, workload: Workload) -> tuple[float, float]:
+    """``(communication_s, iteration_s)`` the flow model gives ``design``.
+
+    ``iteration_s`` is NaN when the workload has no compute model (neither a plan's per-GPU
+    FLOPs nor a task graph).
+
+    The design is realised as the design benchmark does it (:func:`solvers.realise.design_fabric`,
+    :func:`~solvers.realise.design_routing`, :func:`~solvers.realise.design_workload`); then
+    :func:`topoopt.flowsim.collectives.communication_time` runs every phase's flows alone and
+    :func:`topoopt.flowsim.iteration.simulate_iteration` the whole iteration with compute.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from traffic.workload import Demand, Workload
+    >>> from solvers.topoopt_method import topoopt_design
+    >>> w = Workload(gpus=4, gpus_per_server=1, demands=(
+    ...     Demand("all-reduce", np.arange(4).reshape(1, 4), 4e6, "dp", "backward"),))
+    >>> p = DesignProblem.from_workload(w, degree=2, link_bandwidth=1e9)
+    >>> comm, it = flow_times(topoopt_design(p), p, w)
+    >>> round(comm * 1e3, 3)  # two directed rings of 2 MB: 2*(4-1)/4 * 2 MB / (1 GB/s) + latency
+    3.001
+    >>> it  # a hand-made Workload has no compute model
+    nan
+    """
+    from solvers.realise import design_fabric, design_routing, design_workload
+    from topoopt.flowsim.collectives import communication_time
+    from topoopt.flowsim.iteration import simulate_iteration
+
+    fabric = design_fabric(design, gpus_per_server=workload.gpus_per_server)
+    routing = design_routing(design, fabric)
+    realised = design_workload(workload, design, problem)
+    comm = float(communication_time(realised, fabric, routing=routing).total_s)
+    if workload.taskgraph is None and "forward_flops_per_microbatch_per_gpu" not in workload.info:
+        return comm, math.nan  # no compute model: the iteration cannot be simulated
+    it = simulate_iteration(realised, fabric, routing=routing, exposed_by_class=False)
+    return comm, float(it.iteration_s)
+
+
+def _child(conn, design, problem, workload) -> None:
+    try:
+        conn.send(flow_times(design, problem, workload))
+    except Exception as e:  # reported to the parent, which re-raises it
+        conn.send(e)
+    finally:
+        conn.close()
+
+
+def score(
+    name: str,
+    design: Design,
+    problem: DesignProblem,
+    workload: Workload,
+    timeout: float | None = None,
+) -> FlowScore:
+    """:func:`flow_times` of ``design`` as a :class:`FlowScore` (with its wall time).
+
+    With ``timeout`` (seconds) the simulation runs in a forked child process that is killed when
+    the time is up; the score is then ``inf`` (a flow simulation cannot be interrupted
+    otherwise, and on a large all-to-all it can take far longer than a solver's limit).
+    """
+    t = time.perf_counter()
+    if timeout is None:
+        comm, it = flow_times(design, problem, workload)
+        return FlowScore(name, comm, it, time.perf_counter() - t)
+    if timeout <= 0:
+        return FlowScore(name, math.inf, math.inf, 0.0)
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(child, design, problem, workload), daemon=True)
+    proc.start()
+    child.close()
+    got = parent.recv() if parent.poll(timeout) else None
+    if got is None:
+        proc.kill()
+    proc.join()
+    parent.close()
+    if isinstance(got, Exception):
+        raise got
+    comm, it = got if got is not None else (math.inf, math.inf)
+    return FlowScore(name, comm, it, time.perf_counter() - t)
+
+
+def select_by_flow(
+    finalists: list[tuple[str, Design]],
+    problem: DesignProblem,
+    workload: Workload,
+    deadline: float,
+    known: dict[str, FlowScore] | None = None,
+    reference: str = "topoopt",
+) -> tuple[int, list[FlowScore]]:
+    """Simulate the finalists in order while time allows; pick the fastest admissible one.
+
+    A finalist is admissible when neither its communication time, nor its iteration time, nor
+    its optimizer objective exceeds the ``reference`` finalist's (so the reference itself always
+    is, and the choice loses to it neither in the flow model nor in the optimizer's own
+    objective); among admissible finalists the
+    shortest communication time wins (ties: shorter iteration, then the earlier finalist).
+    Without a compute model (NaN iteration times) only communication is compared.
+
+    Parameters
+    ----------
+    finalists : list of (name, Design)
+        In priority order; the reference must be among them.
+    problem : DesignProblem
+    workload : Workload
+        The GPU-level workload behind ``problem``.
+    deadline : float
+        ``time.perf_counter()`` seconds. Each finalist not yet scored gets a fair share of the
+        time left (time left / finalists still to simulate) and is stopped (score ``inf``) when
+        its share runs out; the reference is always simulated (pass its score in ``known`` to
+        time-box it).
+    known : dict, optional
+        Scores already computed, by finalist name (not simulated again).
+    reference : str
+        Name of the finalist no choice may be slower than.
+
+    Returns
+    -------
+    best : int
+        Index into ``finalists`` of the choice.
+    scores : list of FlowScore
+        One per finalist simulated or known, in finalist order.
+    """
+    known = dict(known or {})
+    names = [nm for nm, _ in finalists]
+    if reference not in names:
+        raise ValueError(f"reference finalist {reference!r} missing from {names}")
+    if reference not in known:
+        ref_design = finalists[names.index(reference)][1]
+        known[reference] = score(reference, ref_design, problem, workload)
+    ref = known[reference]
+    ref_obj = finalists[names.index(reference)][1].objective_s
+    scores: list[FlowScore] = []
+    best = names.index(reference)
+    best_key = (ref.comm_s, 0.0 if math.isnan(ref.iteration_s) else ref.iteration_s, best)
+    todo = sum(1 for nm in names if nm not in known)
+    for i, (name, design) in enumerate(finalists):
+        if name in known:
+            sc = known[name]
+        else:
+            # a fair share of the time left: one slow simulation cannot starve the others
+            share = (deadline - time.perf_counter()) / todo
+            todo -= 1
+            if share < 0.1:
+                continue
+            sc = score(name, design, problem, workload, timeout=share)
+        scores.append(sc)
+        tol = 1 + 1e-9
+        it_ok = math.isnan(ref.iteration_s) or sc.iteration_s <= ref.iteration_s * tol
+        obj_ok = design.objective_s <= ref_obj * tol
+        if sc.comm_s <= ref.comm_s * tol and it_ok and obj_ok:
+            key = (sc.comm_s, 0.0 if math.isnan(sc.iteration_s) else sc.iteration_s, i)
+            if key < best_key:
+                best, best_key = i, key
+    return best, scores
