@@ -149,3 +149,33 @@ def test_json_parses_and_progress_goes_to_stderr(tmp_path):
     r = cli("strides", "64", "4", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["status"] == "optimal"
+
+
+def test_hybrid_design_and_simulation(tmp_path):
+    out, html = tmp_path / "hybrid.json", tmp_path / "hybrid.html"
+    r = cli(
+        "design",
+        "dlrm",
+        "--fabric",
+        "hybrid",
+        "--degree",
+        "2",
+        "--oversubscription",
+        "4",
+        "--time-limit",
+        "5",
+        "--out",
+        out,
+        "--html",
+        html,
+        "--json",
+    )
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["electrical"]["family"] == "leaf-spine" and doc["degree"] == 2
+    assert doc["lower_bound_s"] <= doc["objective_s"]
+    assert 'id="design-circuits"' in html.read_text()
+    r = cli("simulate", "dlrm", "--design", out, "--json")
+    assert r.returncode == 0, r.stderr
+    sim = json.loads(r.stdout)
+    assert sim["fabric"] == "hybrid" and sim["iteration_s"] >= sim["compute_s"] > 0

@@ -45,14 +45,26 @@ def simulate_plan(
         path = Path(design)
         if not path.is_file():
             raise InputError("--design", str(design), "an existing design.json file")
-        d = Design.from_json(path.read_text())
+        text = path.read_text()
+        hybrid = '"electrical"' in text
+        if hybrid:
+            from solvers.hybrid_design import HybridDesign
+
+            d = HybridDesign.from_json(text)
+        else:
+            d = Design.from_json(text)
         if d.servers != workload.servers:
             raise InputError(
                 "--design", f"{d.servers} servers", f"a design for {workload.servers} servers"
             )
         problem = DesignProblem.from_workload(workload, d.degree, d.link_bandwidth)
-        fab = design_fabric(d, gpus_per_server=workload.gpus_per_server)
-        w, routing, label = design_workload(workload, d, problem), design_routing(d, fab), d.solver
+        if hybrid:
+            fab = d.fabric()
+            routing = d.routing_pathset(fab)
+        else:
+            fab = design_fabric(d, gpus_per_server=workload.gpus_per_server)
+            routing = design_routing(d, fab)
+        w, label = design_workload(workload, d, problem), d.solver
     else:
         run = build_fabric(
             fabric,

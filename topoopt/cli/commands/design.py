@@ -31,6 +31,12 @@ class Solver(StrEnum):
 
 class FabricKind(StrEnum):
     optical = "optical"
+    hybrid = "hybrid"
+
+
+class Electrical(StrEnum):
+    leaf_spine = "leaf-spine"
+    fat_tree = "fat-tree"
 
 
 @handle_errors
@@ -42,6 +48,15 @@ def design_command(
     solver: Annotated[Solver, typer.Option(help="Optimizer")] = Solver.joint,
     time_limit: Annotated[float, typer.Option(help="Seconds the joint optimizer may use")] = 60.0,
     seed: Annotated[int, typer.Option(help="Seed of every random choice")] = 0,
+    electrical: Annotated[
+        Electrical, typer.Option(help="Hybrid: the electrical fabric under the optical layer")
+    ] = Electrical.leaf_spine,
+    oversubscription: Annotated[
+        float, typer.Option(help="Hybrid: oversubscription of the electrical fabric")
+    ] = 4.0,
+    electrical_gbps: Annotated[
+        float | None, typer.Option(help="Hybrid: electrical NIC bandwidth (default --link-gbps)")
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Write design.json here")] = None,
     html: Annotated[Path | None, typer.Option(help="Draw the design (plotly HTML)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the design as JSON")] = False,
@@ -58,19 +73,33 @@ def design_command(
     problem = DesignProblem.from_workload(
         workload, degree=degree, link_bandwidth=gbps_to_bytes_per_s(link_gbps)
     )
-    design = solve(
-        problem,
-        solver.value,
-        time_limit_s=time_limit,
-        seed=seed,
-        progress=lambda m: print(m, file=sys.stderr),
-    )
+    if fabric == FabricKind.hybrid:
+        design = _hybrid(
+            problem,
+            workload,
+            degree,
+            link_gbps,
+            electrical.value,
+            oversubscription,
+            electrical_gbps,
+            time_limit,
+            seed,
+        )
+    else:
+        design = solve(
+            problem,
+            solver.value,
+            time_limit_s=time_limit,
+            seed=seed,
+            progress=lambda m: print(m, file=sys.stderr),
+        )
     if out is not None:
         write_output_text(out, design.to_json() + "\n")
     if html is not None:
         from topoopt.report.design_figures import design_page
 
-        write_output_text(html, design_page(design, problem, title=f"{workload.name}: design"))
+        scored = problem if fabric == FabricKind.optical else None  # loads: optical designs only
+        write_output_text(html, design_page(design, scored, title=f"{workload.name}: design"))
     if as_json:
         emit_json(design.to_dict())
         return
@@ -86,6 +115,45 @@ def design_command(
     t.add_row("gap", f"{design.gap:.2%}")
     t.add_row("wall (s)", f"{design.wall_s:.2f}")
     stdout.print(t)
+
+
+def _hybrid(
+    problem,
+    workload,
+    degree,
+    link_gbps,
+    electrical,
+    oversubscription,
+    electrical_gbps,
+    time_limit,
+    seed,
+):
+    """The optical layer of a hybrid fabric designed over the given electrical fabric."""
+    from solvers.hybrid_design import hybrid_design
+    from topoopt.fabrics.fat_tree import fat_tree, leaf_spine
+    from topoopt.studies.compare import leaf_hosts
+
+    n, gps = workload.servers, workload.gpus_per_server
+    b_el = gbps_to_bytes_per_s(link_gbps if electrical_gbps is None else electrical_gbps)
+    if electrical == "leaf-spine":
+        elec = leaf_spine(
+            n, oversubscription, leaf_hosts=leaf_hosts(n), port_bandwidth=b_el, gpus_per_server=gps
+        )
+    else:
+        k = 2
+        while k**3 // 4 < n:
+            k += 2
+        elec = fat_tree(
+            k, n, oversubscription=oversubscription, port_bandwidth=b_el, gpus_per_server=gps
+        )
+
+    def report(incumbent_s: float, bound_s: float) -> None:
+        print(
+            f"hybrid: incumbent {incumbent_s * 1e3:.4g} ms, lower bound {bound_s * 1e3:.4g} ms",
+            file=sys.stderr,
+        )
+
+    return hybrid_design(problem, elec, degree, time_limit_s=time_limit, seed=seed, progress=report)
 
 
 def register(app: typer.Typer) -> None:
