@@ -74,7 +74,7 @@ def run_demo(
     degrees: Sequence[int] = DEMO_DEGREES,
     fabrics: Sequence[str] = DEMO_FABRICS,
     link_bandwidth: float = DEMO_LINK_BANDWIDTH,
-    time_limit_s: float = 10.0,
+    time_limit_s: float = 20.0,
     progress: Callable[[str], None] | None = None,
     on_step: Callable[[str], None] | None = None,
 ) -> DemoResult:

@@ -24,7 +24,7 @@ __all__ = ["register", "demo_command"]
 @handle_errors
 def demo_command(
     out: Annotated[Path, typer.Option(help="The HTML report")] = Path("topoopt-demo.html"),
-    time_limit: Annotated[float, typer.Option(help="Seconds per joint optimization")] = 10.0,
+    time_limit: Annotated[float, typer.Option(help="Seconds per joint optimization")] = 20.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     force: Annotated[bool, typer.Option(help="Overwrite an existing report")] = False,
 ) -> None:
