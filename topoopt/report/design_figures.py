@@ -115,8 +115,9 @@ def circuit_graph(
         title=title,
         xaxis={"visible": False},
         yaxis={"visible": False, "scaleanchor": "x"},
-        height=650,
+        height=700,
         showlegend=True,
+        legend={"orientation": "h", "yanchor": "top", "y": -0.02, "x": 0.0},
     )
     return fig
 
