@@ -243,21 +243,7 @@ class Design:
         return tuple(out)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "servers": int(self.servers),
-            "degree": int(self.degree),
-            "link_bandwidth": float(self.link_bandwidth),
-            "circuits": self.circuits.tolist(),
-            "rings": [dict(r) for r in self.rings],
-            "routing": self.routing.to_dict(),
-            "solver": self.solver,
-            "status": self.status,
-            "objective_s": float(self.objective_s),
-            "lower_bound_s": float(self.lower_bound_s),
-            "gap": float(self.gap),
-            "wall_s": float(self.wall_s),
-            "info": dict(self.info),
-        }
+        return design_document(self)
 
     def to_json(self) -> str:
         """``design.json`` text (one JSON document)."""
@@ -272,27 +258,59 @@ class Design:
         InputError
             Not JSON, or a key is missing.
         """
-        try:
-            d = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError("design.json", str(exc), "a JSON document") from None
-        try:
-            return cls(
-                servers=int(d["servers"]),
-                degree=int(d["degree"]),
-                link_bandwidth=float(d["link_bandwidth"]),
-                circuits=np.asarray(d["circuits"], np.int64).reshape(-1, 3),
-                rings=tuple(d["rings"]),
-                routing=NodePaths.from_dict(d["routing"]),
-                solver=str(d["solver"]),
-                status=str(d["status"]),
-                objective_s=float(d["objective_s"]),
-                lower_bound_s=float(d["lower_bound_s"]),
-                gap=float(d["gap"]),
-                wall_s=float(d["wall_s"]),
-                info=d.get("info", {}),
-            )
-        except KeyError as exc:
-            raise InputError(
-                "design.json", f"missing {exc.args[0]!r}", "a design document"
-            ) from None
+        fields, _ = parse_design_document(text, "a design document")
+        return cls(**fields)
+
+
+def design_document(design) -> dict[str, Any]:
+    """The ``design.json`` keys every design type shares (servers ... wall_s, info)."""
+    return {
+        "servers": int(design.servers),
+        "degree": int(design.degree),
+        "link_bandwidth": float(design.link_bandwidth),
+        "circuits": design.circuits.tolist(),
+        "rings": [dict(r) for r in design.rings],
+        "routing": design.routing.to_dict(),
+        "solver": design.solver,
+        "status": design.status,
+        "objective_s": float(design.objective_s),
+        "lower_bound_s": float(design.lower_bound_s),
+        "gap": float(design.gap),
+        "wall_s": float(design.wall_s),
+        "info": dict(design.info),
+    }
+
+
+def parse_design_document(text: str, what: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The shared fields of ``design.json`` text as constructor keywords, and the whole document.
+
+    Raises
+    ------
+    InputError
+        Not JSON, or a shared key is missing (``what`` names the expected document).
+    """
+    try:
+        d = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError("design.json", str(exc), "a JSON document") from None
+    if not isinstance(d, dict):
+        raise InputError("design.json", type(d).__name__, what)
+    try:
+        fields = {
+            "servers": int(d["servers"]),
+            "degree": int(d["degree"]),
+            "link_bandwidth": float(d["link_bandwidth"]),
+            "circuits": np.asarray(d["circuits"], np.int64).reshape(-1, 3),
+            "rings": tuple(d["rings"]),
+            "routing": NodePaths.from_dict(d["routing"]),
+            "solver": str(d["solver"]),
+            "status": str(d["status"]),
+            "objective_s": float(d["objective_s"]),
+            "lower_bound_s": float(d["lower_bound_s"]),
+            "gap": float(d["gap"]),
+            "wall_s": float(d["wall_s"]),
+            "info": d.get("info", {}),
+        }
+    except KeyError as exc:
+        raise InputError("design.json", f"missing {exc.args[0]!r}", what) from None
+    return fields, d

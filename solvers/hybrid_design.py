@@ -85,7 +85,7 @@ from solvers.congestion import (
     circuit_degrees,
     phase_pairs,
 )
-from solvers.design import NodePaths
+from solvers.design import NodePaths, design_document, parse_design_document
 from solvers.problem import DesignProblem, PhaseTraffic
 from solvers.routing_lp import route_phase, solve_matrix_program
 from topoopt.fabrics.direct_connect import circulant_circuits, geometric_strides
@@ -312,21 +312,9 @@ class HybridDesign:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "servers": int(self.servers),
-            "degree": int(self.degree),
-            "link_bandwidth": float(self.link_bandwidth),
-            "circuits": self.circuits.tolist(),
-            "rings": [dict(r) for r in self.rings],
-            "routing": self.routing.to_dict(),
-            "solver": self.solver,
-            "status": self.status,
-            "objective_s": float(self.objective_s),
-            "lower_bound_s": float(self.lower_bound_s),
-            "gap": float(self.gap),
-            "wall_s": float(self.wall_s),
+            **design_document(self),
             "electrical": dict(self.electrical),
             "device": self.device,
-            "info": dict(self.info),
         }
 
     def to_json(self) -> str:
@@ -342,32 +330,10 @@ class HybridDesign:
         InputError
             Not JSON, or a key is missing.
         """
-        try:
-            d = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError("design.json", str(exc), "a JSON document") from None
-        try:
-            return cls(
-                servers=int(d["servers"]),
-                degree=int(d["degree"]),
-                link_bandwidth=float(d["link_bandwidth"]),
-                circuits=np.asarray(d["circuits"], np.int64).reshape(-1, 3),
-                rings=tuple(d["rings"]),
-                routing=NodePaths.from_dict(d["routing"]),
-                electrical=d["electrical"],
-                solver=str(d["solver"]),
-                status=str(d["status"]),
-                objective_s=float(d["objective_s"]),
-                lower_bound_s=float(d["lower_bound_s"]),
-                gap=float(d["gap"]),
-                wall_s=float(d["wall_s"]),
-                device=str(d.get("device", "ocs")),
-                info=d.get("info", {}),
-            )
-        except KeyError as exc:
-            raise InputError(
-                "design.json", f"missing {exc.args[0]!r}", "a hybrid design document"
-            ) from None
+        fields, d = parse_design_document(text, "a hybrid design document")
+        if "electrical" not in d:
+            raise InputError("design.json", "missing 'electrical'", "a hybrid design document")
+        return cls(**fields, electrical=d["electrical"], device=str(d.get("device", "ocs")))
 
 
 def _combined(electrical: Fabric, d: int, circuits, b_opt: float, device: str) -> Fabric:
