@@ -1,6 +1,7 @@
 """The compiled kernels against independent plain-Python implementations.
 
-- the three compiled fillings (rounds, bottleneck heap, rounds-then-heap) against textbook
+- the two compiled fillings (rounds of local bottlenecks; one bottleneck link at a time, the
+  simulator's re-fill) against textbook
   progressive filling one water level at a time, on random instances with warm-start capacities
   and many ties;
 - the event loop (partial re-fills after completions and arrivals, batched events, load
@@ -17,11 +18,9 @@ import pytest
 from topoopt.flowsim import FlowSet, simulate
 from topoopt.flowsim._kernels import (
     RESYNC_EVERY,
-    fill_heap_kernel,
-    fill_hybrid,
     fill_kernel,
+    fill_links_mult,
     fill_workspace,
-    heap_workspace,
 )
 
 
@@ -134,21 +133,12 @@ def run_fill(kind, ptr, links, rows, cap):
         work = fill_workspace(n_l, n_e, n_rows)
         steps = fill_kernel(ptr, links, rows, rem, out, *work)
         assert not work[0].any()  # link counts restored
-    elif kind == "heap":
-        work = heap_workspace(n_l, n_e, n_rows)
-        steps = fill_heap_kernel(ptr, links, rows, rem, out, *work)
-        assert not work[0].any() and (work[1] == -1).all()
     else:
-        rw = fill_workspace(n_l, n_e, n_rows)
-        hw = heap_workspace(n_l, n_e, n_rows)
-        steps = fill_hybrid(
-            ptr, links, rows, rem, out, rw, hw, np.empty(n_rows, np.int64), np.empty(n_rows)
-        )
-        assert not rw[0].any() and not hw[0].any()
+        steps = fill_links_mult(ptr, links, rows, np.ones(ptr.shape[0] - 1, np.int64), rem, out)
     return out, rem, steps
 
 
-KINDS = ["rounds", "heap", "hybrid"]
+KINDS = ["rounds", "links"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -186,9 +176,9 @@ def test_fillings_on_a_subset_with_left_over_capacity(kind, seed):
     )
 
 
-def test_hybrid_switches_to_the_heap_on_a_chain_of_levels():
-    # Flow i crosses link i (capacity i+1) and link i+1: every round of local bottlenecks freezes
-    # one flow (link 0 first, then the next level...), so the rounds stall and the heap finishes.
+def test_fillings_on_a_chain_of_levels():
+    # Flow i crosses link i (capacity 1 + i/2) and link i+1: every round of local bottlenecks
+    # freezes one flow (link 0 first, then the next level...), every link saturates in turn.
     n = 40
     paths = [[i, i + 1] for i in range(n)]
     cap = np.array([1.0 + 0.5 * i for i in range(n + 1)])

@@ -14,12 +14,10 @@ from test_simgrid_agreement import make_case, run_peer
 from topoopt.fabrics import expander, ideal
 from topoopt.flowsim import FlowSet, simulate
 from topoopt.flowsim._kernels import (
-    fill_heap_mult,
-    fill_hybrid_mult,
     fill_kernel,
     fill_kernel_mult,
+    fill_links_mult,
     fill_workspace,
-    heap_workspace,
 )
 from topoopt.flowsim.collectives import collective_flows, communication_time
 from topoopt.flowsim.flowset import identical_classes
@@ -217,7 +215,7 @@ def expanded_rows(ptr, links, mult):
     return eptr, np.concatenate(paths).astype(np.int64), rows
 
 
-@pytest.mark.parametrize("kind", ["rounds", "heap", "hybrid"])
+@pytest.mark.parametrize("kind", ["rounds", "links"])
 @pytest.mark.parametrize("seed", range(12))
 def test_weighted_fillings_equal_expanded_filling(kind, seed):
     rng = np.random.default_rng(300 + seed)
@@ -234,17 +232,8 @@ def test_weighted_fillings_equal_expanded_filling(kind, seed):
         work = fill_workspace(n_l, n_e, rows.shape[0])
         fill_kernel_mult(ptr, links, rows, mult, rem, out, *work)
         assert not work[0].any()
-    elif kind == "heap":
-        work = heap_workspace(n_l, n_e, rows.shape[0])
-        fill_heap_mult(ptr, links, rows, mult, rem, out, *work)
-        assert not work[0].any() and not work[-1].any() and (work[1] == -1).all()
     else:
-        rw, hw = fill_workspace(n_l, n_e, rows.shape[0]), heap_workspace(n_l, n_e, rows.shape[0])
-        n = rows.shape[0]
-        fill_hybrid_mult(
-            ptr, links, rows, mult, rem, out, rw, hw, np.empty(n, np.int64), np.empty(n)
-        )
-        assert not rw[0].any() and not hw[0].any() and not hw[-1].any()
+        fill_links_mult(ptr, links, rows, mult, rem, out)
     # the same rows expanded into copies, unweighted
     eptr, elinks, owner = expanded_rows(ptr, links, mult)
     erows = np.flatnonzero(np.isin(owner, rows)).astype(np.int64)

@@ -8,11 +8,14 @@ no Python objects) and allocates its work arrays once per call.
 - :func:`fill_kernel`: one progressive filling of a set of sub-flows on given link capacities,
   freezing every flow of every *local bottleneck* link per round (the algorithm of
   :mod:`topoopt.flowsim.max_min`), four linear passes over the remaining incidence per round.
-- :func:`fill_heap_kernel`: the same filling one bottleneck link at a time, links in a heap keyed
-  by fair share (cheaper once the remaining flows sit on a long chain of distinct levels), and
-  :func:`fill_hybrid`, rounds first and the heap once rounds stall.
+- :func:`fill_links_mult`: the same filling one bottleneck link at a time, links taken in order
+  of their fair share (sorted once, stale ones re-queued in a heap), a bottleneck's flows found
+  in its list of flows; the simulator's re-fill (:func:`_refill`) on its own.
 - :func:`simulate_kernel`: the whole event loop (completions, arrivals from a release-time heap,
-  dependencies, the partial re-fill after each event, the link-load change log).
+  dependencies, the partial re-fill after each event, the link-load change log). It keeps the
+  list of active sub-flows of every link up to date (insert on arrival, swap-remove on
+  completion), so a re-fill costs the links and incidence entries of the re-filled sub-flows
+  plus the lists of the links that saturate, and builds no incidence of its own.
 
 Examples
 --------
@@ -32,18 +35,13 @@ import numpy as np
 from numba import njit
 
 __all__ = [
-    "HYBRID_STOP",
     "REFILL_MARGIN",
     "RESYNC_EVERY",
     "classes_kernel",
-    "fill_heap_kernel",
-    "fill_heap_mult",
-    "fill_hybrid",
-    "fill_hybrid_mult",
     "fill_kernel",
     "fill_kernel_mult",
+    "fill_links_mult",
     "fill_workspace",
-    "heap_workspace",
     "simulate_kernel",
 ]
 
@@ -198,126 +196,6 @@ def _rounds(
 
 
 @njit(cache=True)
-def heap_workspace(n_links, n_entries, n_rows):
-    """Work arrays for :func:`fill_heap_kernel` (``n_entries`` incidence entries of ``n_rows``
-    flows on ``n_links`` links at most)."""
-    ne = max(n_entries, 1)
-    nr = max(n_rows, 1)
-    return (
-        np.zeros(n_links, np.int64),  # cnt
-        np.full(n_links, -1, np.int64),  # lidx: position of a link in tl, -1 if untouched
-        np.empty(n_links, np.int64),  # tl: touched links
-        np.empty(n_links + 1, np.int64),  # lptr
-        np.empty(ne, np.int64),  # ladj: local flows per touched link
-        np.empty(ne, np.int64),  # ecol
-        np.empty(nr + 1, np.int64),  # fptr
-        np.zeros(nr, np.bool_),  # frozen
-        np.empty(ne + n_links),  # heap keys
-        np.empty(ne + n_links, np.int64),  # heap links
-        np.full(n_links, -1, np.int64),  # cursor
-        np.zeros(n_links, np.int64),  # wcnt: summed multiplicities of unfrozen rows per link
-    )
-
-
-@njit(cache=True, error_model="numpy")
-def fill_heap_kernel(
-    ptr, links, rows, rem, out, cnt, lidx, tl, lptr, ladj, ecol, fptr, frozen, hk, hl, cursor,
-    wcnt,
-):  # fmt: skip
-    """Max-min fair rates of the sub-flows ``rows`` on the capacities ``rem``, one bottleneck
-    link at a time (same result as :func:`fill_kernel`, ``O(E log E)`` for ``E`` entries).
-
-    Links sit in a heap keyed by their fair share ``rem / cnt`` over unfrozen flows. The link with
-    the smallest share saturates first: all its unfrozen flows freeze at that share, which is
-    subtracted from their other links, whose shares can only grow (a frozen flow takes no more
-    than any of its links' shares). So a heap key is never above its link's current share: a link
-    reaching the top with a stale (smaller) key goes back in with its current share, and a link
-    reaching the top with its current share has the smallest share of all. Writes ``out``,
-    updates ``rem`` (clipped at 0), returns the number of saturated links. ``cnt``, ``wcnt`` and
-    ``lidx`` are restored (all 0 / all -1) on return.
-    """
-    mult = np.ones(ptr.shape[0] - 1, np.int64)
-    return fill_heap_mult(
-        ptr, links, rows, mult, rem, out, cnt, lidx, tl, lptr, ladj, ecol, fptr, frozen, hk, hl,
-        cursor, wcnt,
-    )  # fmt: skip
-
-
-@njit(cache=True, error_model="numpy")
-def fill_heap_mult(
-    ptr, links, rows, mult, rem, out, cnt, lidx, tl, lptr, ladj, ecol, fptr, frozen, hk, hl,
-    cursor, wcnt,
-):  # fmt: skip
-    """:func:`fill_heap_kernel` where row ``f`` stands for ``mult[f]`` identical sub-flows (see
-    :func:`fill_kernel_mult`): shares are ``rem / wcnt`` with ``wcnt`` the summed multiplicities
-    of a link's unfrozen rows (``cnt`` counts rows, for the adjacency)."""
-    n = rows.shape[0]
-    ne = 0
-    n_tl = 0
-    fptr[0] = 0
-    for i in range(n):
-        f = rows[i]
-        frozen[i] = False
-        for e in range(ptr[f], ptr[f + 1]):
-            lk = links[e]
-            ecol[ne] = lk
-            ne += 1
-            if cnt[lk] == 0:
-                lidx[lk] = n_tl
-                tl[n_tl] = lk
-                n_tl += 1
-            cnt[lk] += 1
-            wcnt[lk] += mult[f]
-        fptr[i + 1] = ne
-    lptr[0] = 0
-    for k in range(n_tl):
-        lptr[k + 1] = lptr[k] + cnt[tl[k]]
-    for k in range(n_tl):
-        cursor[tl[k]] = lptr[k]
-    for i in range(n):
-        for j in range(fptr[i], fptr[i + 1]):
-            lk = ecol[j]
-            ladj[cursor[lk]] = i
-            cursor[lk] += 1
-    hs = 0
-    for k in range(n_tl):
-        lk = tl[k]
-        hs = _lheap_push(hk, hl, hs, rem[lk] / wcnt[lk], lk)
-    steps = 0
-    while hs > 0:
-        key = hk[0]
-        lk = hl[0]
-        hs = _lheap_pop(hk, hl, hs)
-        c = wcnt[lk]
-        if c == 0:
-            continue
-        level = rem[lk] / c
-        if key < level:
-            # Stale (the share grew since the push): back in at its current share.
-            hs = _lheap_push(hk, hl, hs, level, lk)
-            continue
-        steps += 1
-        k = lidx[lk]
-        for q in range(lptr[k], lptr[k + 1]):
-            i = ladj[q]
-            if frozen[i]:
-                continue
-            frozen[i] = True
-            out[i] = level
-            mf = mult[rows[i]]
-            take = level * mf
-            for j in range(fptr[i], fptr[i + 1]):
-                m = ecol[j]
-                r = rem[m] - take
-                rem[m] = r if r > 0.0 else 0.0
-                cnt[m] -= 1
-                wcnt[m] -= mf
-    for k in range(n_tl):
-        lidx[tl[k]] = -1
-    return steps
-
-
-@njit(cache=True)
 def _lheap_push(hk, hl, size, key, val):
     i = size
     while i > 0:
@@ -354,40 +232,53 @@ def _lheap_pop(hk, hl, size):
     return size
 
 
-HYBRID_STOP = 0.1
-"""The simulator's filling switches from rounds (:func:`fill_kernel`) to the bottleneck heap
-(:func:`fill_heap_kernel`) once a round freezes less than this fraction of the unfrozen flows:
-rounds are cheapest while they freeze many flows at once (few levels), the heap once the
-remaining flows sit on a long chain of distinct bottleneck levels."""
-
-
 @njit(cache=True, error_model="numpy")
-def fill_hybrid(ptr, links, rows, rem, out, rw, hw, rows2, out2):
-    """Rounds first, then the heap on the flows still unfrozen (both exact: each resumes from the
-    unfrozen flows and the capacity left to them). Returns the number of rounds plus heap steps.
-    ``rw`` and ``hw`` are :func:`fill_workspace` and :func:`heap_workspace` tuples; ``rows2`` and
-    ``out2`` scratch of ``len(rows)``."""
-    mult = np.ones(ptr.shape[0] - 1, np.int64)
-    return fill_hybrid_mult(ptr, links, rows, mult, rem, out, rw, hw, rows2, out2)
+def fill_links_mult(ptr, links, rows, mult, rem, out):
+    """Max-min fair rates of the sub-flows ``rows`` on the capacities ``rem``, one bottleneck
+    link at a time: the simulator's re-fill (:func:`_refill`) on its own, with the link lists
+    built here. Same result as :func:`fill_kernel_mult` (row ``f`` counts ``mult[f]`` times);
+    writes ``out``, updates ``rem`` (clipped at 0), returns the number of saturated links.
 
-
-@njit(cache=True, error_model="numpy")
-def fill_hybrid_mult(ptr, links, rows, mult, rem, out, rw, hw, rows2, out2):
-    """:func:`fill_hybrid` where row ``f`` stands for ``mult[f]`` identical sub-flows (see
-    :func:`fill_kernel_mult`)."""
-    cnt, share, bott, ecol, fstart, flen, floc, fm, tl = rw
-    rounds, nf = _rounds(ptr, links, rows, mult, rem, out, cnt, share, bott, ecol, fstart, flen,
-                         floc, fm, tl, HYBRID_STOP)  # fmt: skip
-    if nf == 0:
-        return rounds
-    for i in range(nf):
-        rows2[i] = rows[floc[i]]
-        for e in range(ptr[rows2[i]], ptr[rows2[i] + 1]):
-            cnt[links[e]] -= mult[rows2[i]]
-    rounds += fill_heap_mult(ptr, links, rows2[:nf], mult, rem, out2, *hw)
-    for i in range(nf):
-        out[floc[i]] = out2[i]
-    return rounds
+    Links are taken in order of their share ``rem / count`` over unfrozen rows. The link with
+    the smallest share saturates first: all its unfrozen rows freeze at that share, which is
+    subtracted from their other links, whose shares can only grow (a frozen row takes no more
+    than any of its links' shares). So a link's recorded key is never above its current share:
+    a link reached with a stale (smaller) key goes into a heap at its current share, and a link
+    reached with its current share has the smallest share of all.
+    """
+    n_l = rem.shape[0]
+    n_p = ptr.shape[0] - 1
+    alen = np.zeros(n_l, np.int64)
+    seen = np.zeros(n_l, np.bool_)
+    slinks = np.empty(n_l, np.int64)
+    n_sl = 0
+    for i in range(rows.shape[0]):
+        for e in range(ptr[rows[i]], ptr[rows[i] + 1]):
+            lk = links[e]
+            alen[lk] += 1
+            if not seen[lk]:
+                seen[lk] = True
+                slinks[n_sl] = lk
+                n_sl += 1
+    lp_ptr = np.zeros(n_l + 1, np.int64)
+    for lk in range(n_l):
+        lp_ptr[lk + 1] = lp_ptr[lk] + alen[lk]
+    alen[:] = 0
+    adj_p = np.empty(max(lp_ptr[n_l], 1), np.int64)
+    for i in range(rows.shape[0]):
+        for e in range(ptr[rows[i]], ptr[rows[i] + 1]):
+            lk = links[e]
+            adj_p[lp_ptr[lk] + alen[lk]] = rows[i]
+            alen[lk] += 1
+    newr = np.zeros(max(n_p, 1))
+    steps = _refill(
+        ptr, links, rows, rows.shape[0], mult, rem, newr, slinks, n_sl, lp_ptr, alen, adj_p,
+        np.zeros(max(n_p, 1), np.bool_), np.zeros(n_l, np.int64), np.empty(max(n_l, 1)),
+        np.empty(max(n_l, 1), np.int64),
+    )  # fmt: skip
+    for i in range(rows.shape[0]):
+        out[i] = newr[rows[i]]
+    return steps
 
 
 # ---------------------------------------------------------------------- release-time heap
@@ -474,13 +365,14 @@ def _grow(a, need):
 @njit(cache=True, error_model="numpy")
 def simulate_kernel(
     cap, path_ptr, path_links, pflow, pbytes, plat, flow_ptr, start, dep_ptr, deps, rdep_ptr,
-    rdep, lp_ptr, lp_paths, rtol, record, pmult,
+    rdep, lp_ptr, rtol, record, pmult,
 ):  # fmt: skip
     """Run the event loop of :func:`topoopt.flowsim.simulator.simulate` on flat arrays.
 
     Sub-flow ``p`` stands for ``pmult[p]`` identical sub-flows (its flow's multiplicity):
     ``pbytes[p]`` and its rate are a member's; link counts, loads and the filling count it
-    ``pmult[p]`` times.
+    ``pmult[p]`` times. ``lp_ptr[l]`` is where link ``l``'s slots start in the list of its
+    active sub-flows (``lp_ptr[l+1] - lp_ptr[l]`` = the number of sub-flows crossing it).
 
     Returns ``(release, finish, path_start, path_last, series_time, series_link, series_load,
     n_events, fill_rounds, refilled)`` where ``refilled`` counts the sub-flow re-fills done.
@@ -511,12 +403,19 @@ def simulate_kernel(
         if dep_left[f] == 0:
             release[f] = start[f]
             hsize = _heap_push(hk, hv, hsize, start[f], f)
-    hw = heap_workspace(n_l, n_e, n_p)
-    rw = fill_workspace(n_l, n_e, n_p)
-    rows2 = np.empty(max(n_p, 1), np.int64)
-    out2 = np.empty(max(n_p, 1))
+    # Active sub-flows per link (slots lp_ptr[l] .. lp_ptr[l] + alen[l]), kept up to date on
+    # arrivals and completions by swap-removal: the re-fill walks a bottleneck link's list
+    # instead of building an incidence of the re-filled sub-flows at every event.
+    alen = np.zeros(n_l, np.int64)
+    adj_p = np.empty(max(n_e, 1), np.int64)
+    adj_e = np.empty(max(n_e, 1), np.int64)
+    apos = np.empty(max(n_e, 1), np.int64)
+    inset = np.zeros(max(n_p, 1), np.bool_)
+    wc = np.zeros(n_l, np.int64)
+    lhk = np.empty(max(n_l, 1))
+    lhl = np.empty(max(n_l, 1), np.int64)
     rows = np.empty(max(n_p, 1), np.int64)
-    newr = np.empty(max(n_p, 1))
+    newr = np.zeros(max(n_p, 1))
     done = np.empty(max(n_p, 1), np.int64)
     mark = np.full(n_l, -1, np.int64)
     xmark = np.full(n_l, -1, np.int64)
@@ -580,6 +479,7 @@ def simulate_kernel(
                         n_t += 1
                 rate[p] = 0.0
                 fin[p] = np.inf
+                _adj_remove(p, path_ptr, path_links, lp_ptr, alen, adj_p, adj_e, apos)
             for k in range(n_done):
                 hsize = _path_done(
                     done[k], pflow, n_left, flow_ptr, path_last, plat, finish, rdep_ptr, rdep,
@@ -604,6 +504,7 @@ def simulate_kernel(
                     rate[p] = 0.0
                     for e in range(path_ptr[p], path_ptr[p + 1]):
                         nact[path_links[e]] += pmult[p]
+                    _adj_insert(p, path_ptr, path_links, lp_ptr, alen, adj_p, adj_e, apos)
         if n_act > n_old:
             # Threshold for arrivals (simulator docstring, point 2): on each link of an arriving
             # sub-flow, the water level x at which the sub-flows already there, capped at their
@@ -616,7 +517,7 @@ def simulate_kernel(
                         continue
                     xmark[lk] = n_events
                     v = _water_level(
-                        lk, cap[lk], nact[lk], lp_ptr, lp_paths, rate, pmult, wbuf, mbuf
+                        lk, cap[lk], nact[lk], lp_ptr, alen, adj_p, rate, pmult, wbuf, mbuf
                     )
                     if v < r0:
                         r0 = v
@@ -671,8 +572,9 @@ def simulate_kernel(
                 mark[lk] = n_events
                 touched[n_t] = lk
                 n_t += 1
-        rounds += fill_hybrid_mult(
-            path_ptr, path_links, rows[:n_rows], pmult, resid, newr, rw, hw, rows2, out2
+        rounds += _refill(
+            path_ptr, path_links, rows, n_rows, pmult, resid, newr, slinks, n_sl, lp_ptr, alen,
+            adj_p, inset, wc, lhk, lhl,
         )  # fmt: skip
         for k in range(n_sl):
             lk = slinks[k]
@@ -681,7 +583,7 @@ def simulate_kernel(
             p = rows[k]
             rem_ref[p] -= rate[p] * (t - t_ref[p])
             t_ref[p] = t
-            r = newr[k]
+            r = newr[p]
             rate[p] = r
             fin[p] = t + rem_ref[p] / r if r > 0.0 else np.inf
         if record and n_t > 0:
@@ -701,14 +603,108 @@ def simulate_kernel(
 
 
 @njit(cache=True)
-def _water_level(lk, capacity, n_active, lp_ptr, lp_paths, rate, pmult, wbuf, mbuf):
+def _adj_insert(p, path_ptr, path_links, lp_ptr, alen, adj_p, adj_e, apos):
+    """Append sub-flow ``p`` to the active list of each of its links."""
+    for e in range(path_ptr[p], path_ptr[p + 1]):
+        lk = path_links[e]
+        s = lp_ptr[lk] + alen[lk]
+        adj_p[s] = p
+        adj_e[s] = e
+        apos[e] = s
+        alen[lk] += 1
+
+
+@njit(cache=True)
+def _adj_remove(p, path_ptr, path_links, lp_ptr, alen, adj_p, adj_e, apos):
+    """Remove sub-flow ``p`` from the active list of each of its links (swap with the last)."""
+    for e in range(path_ptr[p], path_ptr[p + 1]):
+        lk = path_links[e]
+        last = lp_ptr[lk] + alen[lk] - 1
+        s = apos[e]
+        if s != last:
+            adj_p[s] = adj_p[last]
+            adj_e[s] = adj_e[last]
+            apos[adj_e[s]] = s
+        alen[lk] -= 1
+
+
+@njit(cache=True, error_model="numpy")
+def _refill(
+    path_ptr, path_links, rows, n_rows, pmult, resid, newr, slinks, n_sl, lp_ptr, alen, adj_p,
+    inset, wc, hk, hl,
+):  # fmt: skip
+    """Progressive filling of the sub-flows ``rows[:n_rows]`` on the capacities ``resid`` left
+    by the others, one bottleneck link at a time (the algorithm of :func:`fill_links_mult`):
+    the flows of a bottleneck link are found in its list ``adj_p[lp_ptr[l] : lp_ptr[l] +
+    alen[l]]``, skipping those not being re-filled. ``slinks[:n_sl]`` are the links of the
+    re-filled sub-flows (each once); sub-flow ``p`` counts ``pmult[p]`` times. Writes
+    ``newr[p]`` for each re-filled ``p``; returns the number of bottleneck links saturated.
+    ``inset`` and ``wc`` must be all False / 0 on entry and are so on return; ``hk``, ``hl``
+    (one slot per link) are scratch."""
+    for k in range(n_rows):
+        p = rows[k]
+        inset[p] = True
+        mf = pmult[p]
+        for e in range(path_ptr[p], path_ptr[p + 1]):
+            wc[path_links[e]] += mf
+    # Links in order of their initial share; a link found stale (its share grew since) goes
+    # into a heap at its current share. Each link has one entry (in the sorted rest or in the
+    # heap) whose key is at most its current share, so the smaller of the two fronts is the
+    # link with the smallest share whenever its key is current.
+    keys = np.empty(n_sl)
+    for k in range(n_sl):
+        lk = slinks[k]
+        keys[k] = resid[lk] / wc[lk]
+    order = np.argsort(keys)
+    hs = 0
+    i = 0
+    steps = 0
+    while True:
+        if i < n_sl and (hs == 0 or keys[order[i]] <= hk[0]):
+            key = keys[order[i]]
+            lk = slinks[order[i]]
+            i += 1
+        elif hs > 0:
+            key = hk[0]
+            lk = hl[0]
+            hs = _lheap_pop(hk, hl, hs)
+        else:
+            break
+        c = wc[lk]
+        if c == 0:
+            continue
+        level = resid[lk] / c
+        if key < level:
+            hs = _lheap_push(hk, hl, hs, level, lk)
+            continue
+        steps += 1
+        base = lp_ptr[lk]
+        for s in range(base, base + alen[lk]):
+            p = adj_p[s]
+            if not inset[p]:
+                continue
+            inset[p] = False
+            newr[p] = level
+            mf = pmult[p]
+            take = level * mf
+            for e in range(path_ptr[p], path_ptr[p + 1]):
+                m = path_links[e]
+                r = resid[m] - take
+                resid[m] = r if r > 0.0 else 0.0
+                wc[m] -= mf
+    return steps
+
+
+@njit(cache=True)
+def _water_level(lk, capacity, n_active, lp_ptr, alen, adj_p, rate, pmult, wbuf, mbuf):
     """Level ``x`` solving ``sum_f m_f min(rate_f, x) + k x = capacity`` on link ``lk``: ``f``
-    over its sub-flows with a rate (> 0), ``m_f`` their multiplicities, ``k`` the other active
-    ones (``n_active`` counted with multiplicity in all). A class of ``m`` members at one rate
-    is ``m`` equal entries of the sorted scan, which all cap or all stay uncapped together."""
+    over its active sub-flows (``adj_p[lp_ptr[lk] : lp_ptr[lk] + alen[lk]]``) with a rate
+    (> 0), ``m_f`` their multiplicities, ``k`` the other active ones (``n_active`` counted with
+    multiplicity in all). A class of ``m`` members at one rate is ``m`` equal entries of the
+    sorted scan, which all cap or all stay uncapped together."""
     m = 0
-    for q in range(lp_ptr[lk], lp_ptr[lk + 1]):
-        p = lp_paths[q]
+    for q in range(lp_ptr[lk], lp_ptr[lk] + alen[lk]):
+        p = adj_p[q]
         r = rate[p]
         if r > 0.0:
             wbuf[m] = r

@@ -39,9 +39,10 @@ links whose load changes at an event are recorded.
 Performance and exactness
 -------------------------
 The event loop is compiled (:func:`topoopt.flowsim._kernels.simulate_kernel`); each event costs
-a pass over the active sub-flows plus a re-fill of only the sub-flows whose rate can change, by
-rounds of local bottlenecks while they freeze many flows at once and then one bottleneck link at
-a time from a heap (:func:`topoopt.flowsim._kernels.fill_hybrid`). Which sub-flows are kept:
+a pass over the active sub-flows plus a re-fill of only the sub-flows whose rate can change, one
+bottleneck link at a time (links in order of fair share; a bottleneck's sub-flows are read from
+the list of active sub-flows each link keeps, updated on arrivals and completions). Which
+sub-flows are kept:
 
 1. *Level lemma.* Remove a sub-flow ``d`` of max-min rate ``r_d`` and compare the two
    progressive fillings below level ``r_d``. None of ``d``'s links fills below ``r_d`` with ``d``
@@ -108,8 +109,8 @@ class SimResult:
     n_events : int
         Number of distinct event times processed.
     fill_rounds : int
-        Total progressive-filling steps over all events: rounds of local bottlenecks plus, once
-        rounds stall, single bottleneck links taken from the heap.
+        Total progressive-filling steps over all events: the bottleneck links saturated by the
+        re-fills.
     simulated_flows : int
         Number of flows the event loop ran (classes of identical flows count once; see
         :func:`expand_classes`). -1 when not recorded.
@@ -178,9 +179,7 @@ def simulate(flows: FlowSet, *, rtol: float = 1e-12, record_series: bool = True)
     fs = flows
     rdep_ptr, rdep = fs.dependents()
     plat = fs.path_latency()
-    # link -> sub-flows crossing it (CSR), for the arrival thresholds
-    order = np.argsort(fs.path_links, kind="stable")
-    lp_paths = np.repeat(np.arange(fs.n_paths, dtype=np.int64), np.diff(fs.path_ptr))[order]
+    # room per link for the list of its active sub-flows
     lp_ptr = np.zeros(fs.n_links + 1, np.int64)
     np.cumsum(np.bincount(fs.path_links, minlength=fs.n_links), out=lp_ptr[1:])
     out = simulate_kernel(
@@ -197,7 +196,6 @@ def simulate(flows: FlowSet, *, rtol: float = 1e-12, record_series: bool = True)
         rdep_ptr,
         rdep,
         lp_ptr,
-        lp_paths,
         float(rtol),
         bool(record_series),
         fs.path_multiplicity(),
