@@ -54,6 +54,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from topoopt.fabrics.direct_connect import select_permutations
 from traffic.errors import InputError
 
 __all__ = [
@@ -139,54 +140,6 @@ def totient_perms(n: int, g: int | None = None) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     p = np.arange(1, g, dtype=np.int64)
     return (n // g) * p[np.gcd(p, g) == 1]
-
-
-def select_permutations(candidates: Sequence[int], k: int) -> list[int]:
-    """Pick ``k`` strides from ``candidates`` by TopoOpt's geometric rule (SelectPermutations).
-
-    As in the released code: sort the candidates ascending; ``ratio = (max/min)^(1/k)``; start
-    the running value at the smallest candidate; ``k`` times, take the smallest unused candidate
-    ``>=`` the running value, then multiply the running value by ``ratio``. (When no unused
-    candidate is ``>=`` the running value, which the rule never meets for ``k <= phi/2``, the
-    largest unused candidate is taken.) Strides ``p`` and ``n - p`` are distinct candidates, so
-    for large ``k`` the rule may pick a ring and its reverse (a double ring).
-
-    Parameters
-    ----------
-    candidates : sequence of int
-        Candidate strides (e.g. :func:`totient_perms`).
-    k : int
-        Number of strides to pick, ``1 <= k <= len(candidates)``.
-
-    Returns
-    -------
-    list of int
-        The chosen strides, in the order picked (ascending).
-
-    Examples
-    --------
-    >>> select_permutations(totient_perms(128), 4)
-    [1, 5, 13, 39]
-    >>> select_permutations(totient_perms(16), 4)
-    [1, 3, 5, 9]
-    """
-    cand = sorted({int(c) for c in candidates})
-    if not cand or cand[0] < 1:
-        raise InputError("candidates", list(candidates)[:8], "a non-empty list of positive strides")
-    if isinstance(k, bool) or int(k) != k or not 1 <= k <= len(cand):
-        raise InputError("k", k, f"an integer in [1, {len(cand)}] (the number of candidates)")
-    ratio = (cand[-1] / cand[0]) ** (1.0 / k)
-    value = float(cand[0])
-    used: set[int] = set()
-    chosen: list[int] = []
-    for _ in range(int(k)):
-        pick = next((c for c in cand if c not in used and c >= value - 1e-9), None)
-        if pick is None:
-            pick = max(c for c in cand if c not in used)
-        used.add(pick)
-        chosen.append(pick)
-        value *= ratio
-    return chosen
 
 
 def _check_degree(d: int, field: str = "d") -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ __all__ = [
     "load_circuits",
     "circulant_circuits",
     "geometric_strides",
+    "select_permutations",
     "reconfiguration_delay_for",
 ]
 
@@ -169,13 +170,60 @@ def load_circuits(path: str | Path) -> np.ndarray:
     return arr
 
 
+def select_permutations(candidates: Sequence[int], k: int) -> list[int]:
+    """Pick ``k`` strides from ``candidates`` by TopoOpt's geometric rule (SelectPermutations).
+
+    As in the released code: sort the candidates ascending; ``ratio = (max/min)^(1/k)``; start
+    the running value at the smallest candidate; ``k`` times, take the smallest unused candidate
+    ``>=`` the running value, then multiply the running value by ``ratio``. (When no unused
+    candidate is ``>=`` the running value, which the rule never meets for ``k <= phi/2``, the
+    largest unused candidate is taken.) Strides ``p`` and ``n - p`` are distinct candidates, so
+    for large ``k`` the rule may pick a ring and its reverse (a double ring).
+
+    Parameters
+    ----------
+    candidates : sequence of int
+        Candidate strides (e.g. every ``p`` coprime with ``n``, TopoOpt's TotientPerms).
+    k : int
+        Number of strides to pick, ``1 <= k <= len(candidates)``.
+
+    Returns
+    -------
+    list of int
+        The chosen strides, in the order picked (ascending).
+
+    Examples
+    --------
+    >>> cands = [p for p in range(1, 128) if math.gcd(p, 128) == 1]
+    >>> select_permutations(cands, 4)
+    [1, 5, 13, 39]
+    >>> select_permutations([1, 3, 5, 7, 9, 11, 13, 15], 4)
+    [1, 3, 5, 9]
+    """
+    cand = sorted({int(c) for c in candidates})
+    if not cand or cand[0] < 1:
+        raise InputError("candidates", list(candidates)[:8], "a non-empty list of positive strides")
+    if isinstance(k, bool) or int(k) != k or not 1 <= k <= len(cand):
+        raise InputError("k", k, f"an integer in [1, {len(cand)}] (the number of candidates)")
+    ratio = (cand[-1] / cand[0]) ** (1.0 / k)
+    value = float(cand[0])
+    used: set[int] = set()
+    chosen: list[int] = []
+    for _ in range(int(k)):
+        pick = next((c for c in cand if c not in used and c >= value - 1e-9), None)
+        if pick is None:
+            pick = max(c for c in cand if c not in used)
+        used.add(pick)
+        chosen.append(pick)
+        value *= ratio
+    return chosen
+
+
 def geometric_strides(servers: int, k: int) -> list[int]:
     """Pick ``k`` ring strides by the geometric rule of the released TopoOpt code.
 
     Candidates are the strides ``p`` in ``1..n-1`` with ``gcd(p, n) = 1`` (each a single ring
-    over all ``n`` servers), ascending; ``ratio = (max/min)^(1/k)``; starting from the smallest,
-    repeatedly take the smallest unused candidate ``>=`` a running value that is multiplied by
-    ``ratio`` after each pick.
+    over all ``n`` servers); :func:`select_permutations` picks ``k`` of them.
 
     Examples
     --------
@@ -187,16 +235,7 @@ def geometric_strides(servers: int, k: int) -> list[int]:
     cand = [p for p in range(1, n) if math.gcd(p, n) == 1]
     if k > len(cand):
         raise InputError("degree", 2 * k, f"at most {2 * len(cand)} for {n} servers")
-    ratio = (cand[-1] / cand[0]) ** (1.0 / k)
-    chosen: list[int] = []
-    value = float(cand[0])
-    for _ in range(k):
-        pick = next((p for p in cand if p >= value - 1e-9 and p not in chosen), None)
-        if pick is None:
-            pick = next(p for p in cand if p not in chosen)
-        chosen.append(pick)
-        value *= ratio
-    return chosen
+    return select_permutations(cand, k)
 
 
 def circulant_circuits(servers: int, strides: Iterable[int]) -> np.ndarray:
