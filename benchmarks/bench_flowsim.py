@@ -12,8 +12,10 @@ batched) or ``random`` (1..1000 MB uniform, whole MB: about one completion event
 flow). SimGrid runs as a separate process (``/usr/bin/python3 tests/peers/simgrid_peer.py``); the
 table prints both wall times (ours: simulation only, compiled kernels already loaded; SimGrid:
 platform build + run, inside the peer), their ratio and the largest relative difference of
-finish times. At the end: the one-off time to load (or compile) the numba kernels, and the peak
-memory (max RSS) of this process and of the SimGrid processes.
+finish times; ``re-fills`` is the number of sub-flow rates the simulator recomputed over all
+events (its work; an upper bound on the rate changes, which every exact event-driven max-min
+simulator must make). At the end: the one-off time to load (or compile) the numba kernels, and
+the peak memory (max RSS) of this process and of the SimGrid processes.
 
 Usage::
 
@@ -211,8 +213,8 @@ def main(argv: list[str] | None = None) -> None:
     simulate(flow_set("fat-tree k=4", 20, "random", stagger=0.1))  # load / compile the kernels
     warm = time.perf_counter() - t0
     head = (
-        f"{'fabric':<16} {'flows':>7} {'sizes':>6} {'starts':>7} {'events':>7} {'ours s':>8} "
-        f"{'simgrid s':>9} {'ratio':>7} {'max rel diff':>12}"
+        f"{'fabric':<16} {'flows':>7} {'sizes':>6} {'starts':>7} {'events':>7} {'re-fills':>9} "
+        f"{'ours s':>8} {'simgrid s':>9} {'ratio':>7} {'max rel diff':>12}"
     )
     print(head)
     print("-" * len(head))
@@ -229,8 +231,8 @@ def main(argv: list[str] | None = None) -> None:
             diff = f"{np.max(np.abs(finish - res.finish) / finish):.1e}"
         starts = "0" if stagger == 0 else f"U0-{stagger:g}"
         print(
-            f"{fabric:<16} {n:>7} {sizes:>6} {starts:>7} {res.n_events:>7} {ours:>8.2f} "
-            f"{sg_s:>9} {ratio:>7} {diff:>12}",
+            f"{fabric:<16} {n:>7} {sizes:>6} {starts:>7} {res.n_events:>7} {res.refills:>9.2e} "
+            f"{ours:>8.2f} {sg_s:>9} {ratio:>7} {diff:>12}",
             flush=True,
         )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2

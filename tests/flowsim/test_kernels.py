@@ -323,3 +323,23 @@ def test_arrival_rate_is_the_water_level_over_old_rates(seed):
     assert new[-1] == pytest.approx(min(levels), rel=1e-9)
     below = old < new[-1] * (1 - 1e-9)
     np.testing.assert_allclose(new[:-1][below], old[below], rtol=1e-12)
+
+
+def test_refills_count_only_the_sub_flows_whose_rate_can_change():
+    """Link 0 (10 B/s): X, Y; link 1 (2 B/s): Y, Z; link 2 (0.5 B/s): W alone.
+
+    t = 0: all four are filled (Y = Z = 1, X = 9, W = 0.5). Z (1 B) ends at t = 1: only the
+    sub-flows at rate >= 1 (X, Y) are re-filled (Y = 2, X = 8); W (0.5) keeps its rate. X (27 B,
+    9 sent) ends at 1 + 18 / 8 = 3.25 and Y (100 B) at 3.25 + (100 - 1 - 4.5) / 2 = 50.5, and
+    W at 200: nothing else is at or above their rates, so nothing more is re-filled: 4 + 2.
+    """
+    fs = FlowSet.single_path(
+        [10.0, 2.0, 0.5],
+        [0.0, 0.0, 0.0],
+        size=[27.0, 100.0, 1.0, 100.0],
+        start=[0.0] * 4,
+        paths=[[0], [0, 1], [1], [2]],
+    )
+    res = simulate(fs)
+    np.testing.assert_allclose(res.finish, [3.25, 50.5, 1.0, 200.0], rtol=1e-12)
+    assert res.refills == 6

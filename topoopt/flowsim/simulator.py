@@ -114,6 +114,9 @@ class SimResult:
     simulated_flows : int
         Number of flows the event loop ran (classes of identical flows count once; see
         :func:`expand_classes`). -1 when not recorded.
+    refills : int
+        Sub-flow rates recomputed over all events (the re-fills; a measure of the work done,
+        at least the number of rate changes). -1 when not recorded.
     """
 
     start: np.ndarray
@@ -130,6 +133,7 @@ class SimResult:
     n_events: int
     fill_rounds: int
     simulated_flows: int = -1
+    refills: int = -1
 
     def link_load(self, link: int) -> tuple[np.ndarray, np.ndarray]:
         """Piecewise-constant load of one link: ``(times, loads)``; the load is ``loads[i]``
@@ -200,7 +204,7 @@ def simulate(flows: FlowSet, *, rtol: float = 1e-12, record_series: bool = True)
         bool(record_series),
         fs.path_multiplicity(),
     )
-    release, finish, path_start, path_last, st, sl, sv, n_events, rounds, _ = out
+    release, finish, path_start, path_last, st, sl, sv, n_events, rounds, refills = out
     link_bytes = np.bincount(
         fs.path_links,
         weights=np.repeat(fs.path_bytes() * fs.path_multiplicity(), np.diff(fs.path_ptr)),
@@ -221,6 +225,7 @@ def simulate(flows: FlowSet, *, rtol: float = 1e-12, record_series: bool = True)
         n_events=int(n_events),
         fill_rounds=int(rounds),
         simulated_flows=fs.n_flows,
+        refills=int(refills),
     )
 
 
@@ -265,4 +270,5 @@ def expand_classes(result: SimResult, flows: FlowSet, class_of: np.ndarray) -> S
         n_events=result.n_events,
         fill_rounds=result.fill_rounds,
         simulated_flows=result.simulated_flows,
+        refills=result.refills,
     )
