@@ -213,9 +213,13 @@ def _lheap_push(hk, hl, size, key, val):
 @njit(cache=True)
 def _lheap_pop(hk, hl, size):
     size -= 1
-    key = hk[size]
-    val = hl[size]
-    i = 0
+    _lheap_sift(hk, hl, size, 0, hk[size], hl[size])
+    return size
+
+
+@njit(cache=True)
+def _lheap_sift(hk, hl, size, i, key, val):
+    """Put ``(key, val)`` at slot ``i`` of the heap ``hk[:size]`` and sift it down."""
     while True:
         a = 2 * i + 1
         if a >= size:
@@ -229,7 +233,6 @@ def _lheap_pop(hk, hl, size):
         i = a
     hk[i] = key
     hl[i] = val
-    return size
 
 
 @njit(cache=True, error_model="numpy")
@@ -647,29 +650,22 @@ def _refill(
         mf = pmult[p]
         for e in range(path_ptr[p], path_ptr[p + 1]):
             wc[path_links[e]] += mf
-    # Links in order of their initial share; a link found stale (its share grew since) goes
-    # into a heap at its current share. Each link has one entry (in the sorted rest or in the
-    # heap) whose key is at most its current share, so the smaller of the two fronts is the
-    # link with the smallest share whenever its key is current.
-    keys = np.empty(n_sl)
+    # Links in a heap keyed by share, built in linear time; a link popped with a stale key (its
+    # share grew since) goes back in at its current share. The filling stops as soon as every
+    # re-filled sub-flow is frozen: the links left in the heap then carry none of them.
     for k in range(n_sl):
         lk = slinks[k]
-        keys[k] = resid[lk] / wc[lk]
-    order = np.argsort(keys)
-    hs = 0
-    i = 0
+        hk[k] = resid[lk] / wc[lk]
+        hl[k] = lk
+    hs = n_sl
+    for k in range(hs // 2 - 1, -1, -1):
+        _lheap_sift(hk, hl, hs, k, hk[k], hl[k])
+    left = n_rows
     steps = 0
-    while True:
-        if i < n_sl and (hs == 0 or keys[order[i]] <= hk[0]):
-            key = keys[order[i]]
-            lk = slinks[order[i]]
-            i += 1
-        elif hs > 0:
-            key = hk[0]
-            lk = hl[0]
-            hs = _lheap_pop(hk, hl, hs)
-        else:
-            break
+    while hs > 0 and left > 0:
+        key = hk[0]
+        lk = hl[0]
+        hs = _lheap_pop(hk, hl, hs)
         c = wc[lk]
         if c == 0:
             continue
@@ -684,6 +680,7 @@ def _refill(
             if not inset[p]:
                 continue
             inset[p] = False
+            left -= 1
             newr[p] = level
             mf = pmult[p]
             take = level * mf
@@ -697,11 +694,17 @@ def _refill(
 
 @njit(cache=True)
 def _water_level(lk, capacity, n_active, lp_ptr, alen, adj_p, rate, pmult, wbuf, mbuf):
-    """Level ``x`` solving ``sum_f m_f min(rate_f, x) + k x = capacity`` on link ``lk``: ``f``
-    over its active sub-flows (``adj_p[lp_ptr[lk] : lp_ptr[lk] + alen[lk]]``) with a rate
-    (> 0), ``m_f`` their multiplicities, ``k`` the other active ones (``n_active`` counted with
-    multiplicity in all). A class of ``m`` members at one rate is ``m`` equal entries of the
-    sorted scan, which all cap or all stay uncapped together."""
+    """A lower bound, exact up to rounding when the iteration converges, of the level ``x``
+    solving ``sum_f m_f min(rate_f, x) + k x = capacity`` on link ``lk``: ``f`` over its active
+    sub-flows (``adj_p[lp_ptr[lk] : lp_ptr[lk] + alen[lk]]``) with a rate (> 0), ``m_f`` their
+    multiplicities, ``k`` the other active ones (``n_active`` counted with multiplicity in all).
+
+    Fixed-point iteration from below: with ``x`` a level at most the solution, every sub-flow
+    with ``rate_f < x`` is capped at ``rate_f`` in the solution too, so ``x' = (capacity -
+    capped rates) / (uncapped count)`` is again at most the solution and at least ``x``; it
+    stops when no new sub-flow is capped (then ``x`` is the solution) or after 16 passes (then
+    ``x`` is a valid, smaller threshold: the simulator only needs a lower bound, see point 2 of
+    its docstring). Linear per pass, where sorting the rates would cost ``m log m``."""
     m = 0
     for q in range(lp_ptr[lk], lp_ptr[lk] + alen[lk]):
         p = adj_p[q]
@@ -712,16 +715,23 @@ def _water_level(lk, capacity, n_active, lp_ptr, alen, adj_p, rate, pmult, wbuf,
             m += 1
     left = capacity
     n = n_active
-    if m > 0:
-        order = np.argsort(wbuf[:m])
+    x = left / n
+    for _ in range(16):
+        w = 0
         for i in range(m):
-            c = wbuf[order[i]]
-            if c * n >= left:
-                break
-            k = mbuf[order[i]]
-            left -= c * k
-            n -= k
-    return left / n
+            c = wbuf[i]
+            if c < x:
+                left -= c * mbuf[i]
+                n -= mbuf[i]
+            else:
+                wbuf[w] = c
+                mbuf[w] = mbuf[i]
+                w += 1
+        if w == m:
+            break
+        m = w
+        x = left / n
+    return x
 
 
 @njit(cache=True)
