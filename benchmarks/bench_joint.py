@@ -13,7 +13,9 @@ objective, lower bound, gap, wall time and ratio to the baseline (the congestion
 :mod:`solvers.congestion`; the flow-model comparison is the design benchmark's job,
 ``benchmarks/design/run.py``). ``joint`` picks its result among its finalists by the flow
 model's communication time (``--select-by flow``, the default; never worse than ``topoopt`` in
-the objective either) or by the objective alone (``--select-by objective``).
+the objective either) or by the objective alone (``--select-by objective``). ``--work-limit``
+sets joint's deterministic work budget; ``--repeat 2`` solves each case twice (the rows must be
+identical but for wall times).
 
 Usage::
 
@@ -78,10 +80,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--time-limit", type=float, default=None, help="override the per-size limit")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--select-by", default="flow", choices=["flow", "objective"])
+    ap.add_argument("--work-limit", type=float, default=None, help="joint's work limit (units)")
+    ap.add_argument("--repeat", type=int, default=1, help="solve each case this many times")
     args = ap.parse_args(argv)
     head = (
         f"{'workload':<16}{'n':>6}{'d':>3}{'topoopt_s':>12}{'topo_wall':>10}{'joint_s':>12}"
-        f"{'bound_s':>12}{'gap':>8}{'wall_s':>8}{'limit':>7}{'joint/topo':>11}  status"
+        f"{'bound_s':>12}{'gap':>8}{'wall_s':>8}{'limit':>7}{'work':>7}{'joint/topo':>11}"
+        f"  stopped_by det  status"
     )
     print(head)
     for n in args.sizes:
@@ -99,16 +104,20 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"  [{time.perf_counter() - t0:7.1f} s] incumbent {inc:.6g} s, "
                       f"bound {bound:.6g} s", file=sys.stderr)  # fmt: skip
 
-            d = joint_design(
-                p, time_limit_s=limit, seed=args.seed, progress=progress, select_by=args.select_by
-            )
-            print(
-                f"{w.name:<16}{n:>6}{args.degree:>3}{base.objective_s:>12.6f}{base_wall:>10.2f}"
-                f"{d.objective_s:>12.6f}{d.lower_bound_s:>12.6f}{d.gap:>8.3f}{d.wall_s:>8.1f}"
-                f"{limit:>7.0f}{d.objective_s / base.objective_s:>11.4f}  {d.status}"
-                f" ({d.info.get('winner', 'baseline')})",
-                flush=True,
-            )
+            for _ in range(args.repeat):
+                d = joint_design(
+                    p, time_limit_s=limit, seed=args.seed, progress=progress,
+                    select_by=args.select_by, work_limit=args.work_limit,
+                )  # fmt: skip
+                print(
+                    f"{w.name:<16}{n:>6}{args.degree:>3}{base.objective_s:>12.6f}"
+                    f"{base_wall:>10.2f}{d.objective_s:>12.6f}{d.lower_bound_s:>12.6f}"
+                    f"{d.gap:>8.3f}{d.wall_s:>8.1f}{limit:>7.0f}{d.info['work_used']:>7.1f}"
+                    f"{d.objective_s / base.objective_s:>11.4f}  {d.info['stopped_by']:<11}"
+                    f"{'yes' if d.info['deterministic'] else 'no':<4} {d.status}"
+                    f" ({d.info.get('winner', 'baseline')})",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -129,12 +129,19 @@ def hop_count_bound(problem: DesignProblem) -> np.ndarray:
     return np.asarray(out)
 
 
-def _phase_lp(problem: DesignProblem, ph: PhaseTraffic, solver: str, time_limit: float):
+def _phase_lp(
+    problem: DesignProblem,
+    ph: PhaseTraffic,
+    solver: str,
+    time_limit: float,
+    iteration_limit: int | None = None,
+):
+    """``(bound_s, solver name, columns, MatrixResult or None)`` of one phase's relaxation."""
     n, d, B = problem.n, problem.degree, problem.link_bandwidth
     out_b, in_b = ph.out_bytes(n), ph.in_bytes(n)
     U = float(max(out_b.max(), in_b.max()))
     if U <= 0:
-        return 0.0, "trivial", 0
+        return 0.0, "trivial", 0, None
     T0 = U / (d * B)
     fx = ph.fixed.tocoo()
     sources = np.unique(fx.row).astype(np.int64)
@@ -228,10 +235,11 @@ def _phase_lp(problem: DesignProblem, ph: PhaseTraffic, solver: str, time_limit:
         np.full(nv, np.inf),
         solver=name,
         time_limit=time_limit,
+        iteration_limit=iteration_limit if name == "pdlp" else None,
     )
     if res.status != "optimal" or not np.isfinite(res.bound):
-        return 0.0, f"{name}:{res.status}", nv
-    return max(res.bound, 0.0) * T0, name, nv
+        return 0.0, f"{name}:{res.status}", nv, res
+    return max(res.bound, 0.0) * T0, name, nv, res
 
 
 def lp_relaxation_bound(
@@ -239,21 +247,34 @@ def lp_relaxation_bound(
     solver: str = "auto",
     time_limit: float = 60.0,
     max_columns: int = 400_000,
+    iteration_limit: int | None = None,
+    stats: dict | None = None,
 ) -> tuple[np.ndarray | None, str]:
     """Per-phase fractional-circuit LP bounds, seconds (see the module docstring).
 
     Returns ``(None, reason)`` when the LP would exceed ``max_columns`` or a solve did not
-    finish; otherwise ``(per-phase seconds, solver names)``.
+    finish; otherwise ``(per-phase seconds, solver names)``. ``time_limit`` is a wall-clock cap
+    on the whole call (each phase's LP gets what is left); ``iteration_limit`` bounds PDLP
+    deterministically (GLOP solves to optimality). ``stats``, when given, receives ``work``
+    (deterministic work units, :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`) and ``limit``
+    (``time`` when the cap stopped a solve).
     """
     n = problem.n
     t0 = time.perf_counter()
+    stats = {} if stats is None else stats
+    stats.setdefault("work", 0.0)
+    stats.setdefault("limit", "")
     cols = sum(np.unique(ph.fixed.tocoo().row).size * n * (n - 1) + n * n for ph in problem.phases)
     if cols > max_columns:
         return None, f"skipped ({cols} columns > {max_columns})"
     out, names = [], []
-    for i, ph in enumerate(problem.phases):
-        left = max((time_limit - (time.perf_counter() - t0)) / (problem.n_phases - i), 0.5)
-        val, name, _ = _phase_lp(problem, ph, solver, left)
+    for ph in problem.phases:
+        left = max(time_limit - (time.perf_counter() - t0), 0.01)
+        val, name, _, res = _phase_lp(problem, ph, solver, left, iteration_limit)
+        if res is not None:
+            stats["work"] += res.work
+            if res.limit and stats["limit"] != "time":
+                stats["limit"] = res.limit
         if ":" in name:
             return None, f"not solved ({name})"
         out.append(val)
@@ -278,6 +299,11 @@ class Bounds:
     method : str
         Which bound won and how the LP went.
     wall_s : float
+    work : float
+        Deterministic work units of the LP relaxation (0 when not run).
+    limit : str
+        ``time`` when the wall-clock cap stopped the LP (the bound then depends on the clock),
+        another limit's name, or ``""``.
     """
 
     ideal_s: np.ndarray
@@ -286,6 +312,8 @@ class Bounds:
     lower_bound_s: float
     method: str
     wall_s: float
+    work: float = 0.0
+    limit: str = ""
 
 
 def lower_bound(
@@ -294,8 +322,12 @@ def lower_bound(
     solver: str = "auto",
     time_limit: float = 60.0,
     max_columns: int = 400_000,
+    iteration_limit: int | None = None,
 ) -> Bounds:
     """The highest of the ideal-switch, hop-counting and LP-relaxation bounds.
+
+    ``time_limit`` is a wall-clock cap on the LP relaxation, ``iteration_limit`` a deterministic
+    limit on its PDLP solves (see :func:`lp_relaxation_bound`).
 
     Examples
     --------
@@ -313,8 +345,11 @@ def lower_bound(
     t0 = time.perf_counter()
     ideal = ideal_switch_bound(problem)
     lp, how = (None, "not requested")
+    stats: dict = {"work": 0.0, "limit": ""}
     if use_lp:
-        lp, how = lp_relaxation_bound(problem, solver, time_limit, max_columns)
+        lp, how = lp_relaxation_bound(
+            problem, solver, time_limit, max_columns, iteration_limit, stats
+        )
     hops = hop_count_bound(problem)
     ti, th = float(ideal.sum()), float(hops.sum())
     tl = float(lp.sum()) if lp is not None else -np.inf
@@ -325,4 +360,6 @@ def lower_bound(
         method = f"hop counting (lp: {how})"
     else:
         method = f"ideal switch (lp: {how})"
-    return Bounds(ideal, hops, lp, best, method, time.perf_counter() - t0)
+    return Bounds(
+        ideal, hops, lp, best, method, time.perf_counter() - t0, stats["work"], stats["limit"]
+    )

@@ -7,6 +7,10 @@ the per-phase :class:`solvers.congestion.PhaseRouting` (link-id paths) that
 :func:`solvers.congestion.evaluate_routing` reads, and :meth:`Design.to_json` /
 :meth:`Design.from_json` read and write ``design.json``.
 
+Designs of a problem with reserved or pre-wired ports (:mod:`solvers.problem`) record them
+(``reserved_ports``, ``prewired``); :func:`check_ports` checks a design against them and
+:func:`merge_prewired` adds the pre-wired circuits to a construction.
+
 Units: bytes/s for ``link_bandwidth``, seconds for ``objective_s``, ``lower_bound_s``,
 ``wall_s``.
 """
@@ -15,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -32,7 +36,15 @@ from solvers.problem import DesignProblem
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 
-__all__ = ["NodePaths", "Design"]
+__all__ = [
+    "NodePaths",
+    "Design",
+    "design_document",
+    "parse_design_document",
+    "merge_prewired",
+    "check_ports",
+    "with_port_options",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -202,6 +214,10 @@ class Design:
     objective_s, lower_bound_s, gap, wall_s : float
     info : dict
         Solver-specific facts (degree split, strides, seeds, ...), JSON-ready.
+    reserved_ports : numpy.ndarray, optional
+        ``int64 (n,)`` ports per server the problem reserved (``None``: no option given).
+    prewired : numpy.ndarray, optional
+        ``int64 (k, 3)`` pre-wired circuits of the problem (``None``: no option given).
     """
 
     servers: int
@@ -217,10 +233,19 @@ class Design:
     gap: float
     wall_s: float
     info: Mapping[str, Any] = field(default_factory=dict)
+    reserved_ports: np.ndarray | None = None
+    prewired: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = int(self.servers)
         object.__setattr__(self, "circuits", canonical_circuits(self.circuits, n))
+        if self.reserved_ports is not None:
+            r = np.asarray(self.reserved_ports, np.int64).reshape(-1)
+            if r.shape != (n,):
+                raise InputError("reserved_ports", f"{r.size} values", f"{n} values")
+            object.__setattr__(self, "reserved_ports", r)
+        if self.prewired is not None:
+            object.__setattr__(self, "prewired", canonical_circuits(self.prewired, n))
         object.__setattr__(self, "rings", tuple(self.rings))
         deg = self.port_usage()
         if np.any(deg > self.degree):
@@ -263,8 +288,9 @@ class Design:
 
 
 def design_document(design) -> dict[str, Any]:
-    """The ``design.json`` keys every design type shares (servers ... wall_s, info)."""
-    return {
+    """The ``design.json`` keys every design type shares (servers ... wall_s, info), plus
+    ``reserved_ports`` and ``prewired`` when the design records them."""
+    doc = {
         "servers": int(design.servers),
         "degree": int(design.degree),
         "link_bandwidth": float(design.link_bandwidth),
@@ -279,6 +305,11 @@ def design_document(design) -> dict[str, Any]:
         "wall_s": float(design.wall_s),
         "info": dict(design.info),
     }
+    for key in ("reserved_ports", "prewired"):
+        value = getattr(design, key, None)
+        if value is not None:
+            doc[key] = np.asarray(value).tolist()
+    return doc
 
 
 def parse_design_document(text: str, what: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -313,4 +344,103 @@ def parse_design_document(text: str, what: str) -> tuple[dict[str, Any], dict[st
         }
     except KeyError as exc:
         raise InputError("design.json", f"missing {exc.args[0]!r}", what) from None
+    for key, shape in (("reserved_ports", (-1,)), ("prewired", (-1, 3))):
+        if d.get(key) is not None:
+            try:
+                fields[key] = np.asarray(d[key], np.int64).reshape(shape)
+            except (TypeError, ValueError):
+                allowed = "a list of integers" if key == "reserved_ports" else "[u, v, count] rows"
+                raise InputError(f"design.json {key}", d[key], allowed) from None
     return fields, d
+
+
+def merge_prewired(circuits, problem: DesignProblem) -> np.ndarray:
+    """``circuits`` (a construction on the free ports) plus the problem's pre-wired circuits.
+
+    Counts add up; on a pre-wired pair the sum is cut back to ``max(pair_cap, c)`` (``c`` the
+    construction's own count), so the pre-wired count is always kept and no pair goes above
+    both the cap and what the construction itself asked for. The ports this frees are left for
+    :func:`solvers.joint.local_search.fill_free_ports`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from solvers.problem import DesignProblem, PhaseTraffic
+    >>> ph = PhaseTraffic("p", [0], [], [], sp.csr_matrix((4, 4)))
+    >>> p = DesignProblem(4, 3, 1.0, (ph,), max_parallel=1, prewired=[[0, 1, 1]])
+    >>> merge_prewired([[0, 1, 1], [1, 2, 1]], p).tolist()
+    [[0, 1, 1], [1, 2, 1]]
+    """
+    n = problem.n
+    c = canonical_circuits(circuits, n)
+    pre = problem.prewired_circuits()
+    if not pre.size:
+        return c
+    both = canonical_circuits(np.vstack([c, pre]), n)
+    own = {(u, v): k for u, v, k in c.tolist()}
+    wired = {(u, v) for u, v, _ in pre.tolist()}
+    cap = problem.pair_cap
+    for r, (u, v, k) in enumerate(both.tolist()):
+        if (u, v) in wired:
+            both[r, 2] = min(k, max(cap, own.get((u, v), 0)))
+    return both
+
+
+def check_ports(design, problem: DesignProblem) -> None:
+    """Raise :class:`InputError` when ``design`` breaks ``problem``'s port options.
+
+    ``design`` is a :class:`Design` (or anything with ``circuits``) or a circuit array. Checked:
+    every server uses at most ``degree - reserved`` ports, and every pre-wired pair has at
+    least its pre-wired count.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> from solvers.problem import DesignProblem, PhaseTraffic
+    >>> ph = PhaseTraffic("p", [0], [], [], sp.csr_matrix((4, 4)))
+    >>> p = DesignProblem(4, 2, 1.0, (ph,), reserved=[1, 0, 0, 0], prewired=[[1, 2, 1]])
+    >>> check_ports([[1, 2, 1], [0, 3, 1]], p)
+    >>> for bad in ([[0, 1, 1], [0, 3, 1], [1, 2, 1]], [[0, 3, 1]]):
+    ...     try:
+    ...         check_ports(bad, p)
+    ...     except InputError as exc:
+    ...         print(exc.field, exc.value)
+    circuits (server 0) 2
+    circuits (pre-wired pair 1-2) 0
+    """
+    n = problem.n
+    circuits = getattr(design, "circuits", design)
+    c = canonical_circuits(circuits, n)
+    used = circuit_degrees(c, n)
+    usable = problem.usable_ports()
+    if np.any(used > usable):
+        i = int(np.argmax(used - usable))
+        raise InputError(
+            f"circuits (server {i})",
+            int(used[i]),
+            f"at most {int(usable[i])} usable ports "
+            f"(degree {problem.degree} - reserved {problem.degree - int(usable[i])})",
+        )
+    pre = problem.prewired_circuits()
+    if pre.size:
+        have = {(int(u), int(v)): int(k) for u, v, k in c}
+        for u, v, k in pre.tolist():
+            if have.get((u, v), 0) < k:
+                raise InputError(
+                    f"circuits (pre-wired pair {u}-{v})",
+                    have.get((u, v), 0),
+                    f"at least the {k} pre-wired circuit(s)",
+                )
+
+
+def with_port_options(design: Design, problem: DesignProblem) -> Design:
+    """``design`` checked by :func:`check_ports` and recording ``problem``'s port options.
+
+    A problem without options returns ``design`` unchanged.
+    """
+    if problem.reserved is None and problem.prewired is None:
+        return design
+    check_ports(design, problem)
+    reserved = problem.reserved if problem.reserved is not None else np.zeros(problem.n, int)
+    return replace(design, reserved_ports=reserved, prewired=problem.prewired_circuits())

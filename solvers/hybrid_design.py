@@ -19,13 +19,26 @@ phase, as a design carries one). With the rings fixed, ``D^p_k`` is the pair's b
 .. code-block:: text
 
     min  sum_p T_p
-    (1) sum_v x_uv <= d                                        for every server u
+    (1) sum_v x_uv <= d - r_u                                  for every server u
     (2) x_uv <= pair_cap                                       for every pair {u, v}
     (3) sum_{q in Q_k} y_q = 1,  y >= 0                         for every server pair k
     (4) sum_k D^p_k sum_{q in Q_k, q ni l} y_q <= cap_l T_p     for every phase p, link l
         cap_l = B_o x_uv on the circuit link u -> v, the electrical capacity elsewhere
+    (5) x_uv >= w_uv                                           for every pre-wired pair {u, v}
 
 The objective is the congestion model of :mod:`solvers.congestion` on the combined fabric.
+
+Reserved and pre-wired ports
+----------------------------
+The port options of :class:`solvers.problem.DesignProblem` (``reserved``, ``prewired``) apply to
+the *optical* ports: ``d`` is the ``optical_degree`` argument (not ``problem.degree``), server
+``u`` may wire ``usable_u = d - r_u`` optical ports (``r_u`` = ``problem.reserved[u]``, 0 when
+``None``), and the pre-wired circuits ``w_uv`` count against them (constraint (5)); what is left
+to the search is ``free_u = usable_u - sum_v w_uv``. :func:`hybrid_design` refuses
+(:class:`InputError` naming the field) ``r_u > d`` and a server whose pre-wired circuits exceed
+its usable optical ports (a pre-wired pair then fits ``pair_cap`` too). The electrical NICs are not
+affected. A design of a problem with options records them (``reserved_ports``, ``prewired``
+in ``design.json``, as optical designs do); without options the search is unchanged.
 
 Method
 ------
@@ -45,23 +58,29 @@ The circuits (constraints (1)-(2)) are searched:
    pairs that load the electrical bottleneck most;
 2. candidates: greedy b-matching (circuits one at a time on the heaviest pair with free ports,
    weight discounted ``c / (c + 1)`` after its ``c``-th circuit; or at most one circuit per
-   pair, "spread") on the bottleneck weights and on the plain demand; the geometric circulant
-   circuits (what :func:`topoopt.fabrics.hybrid.hybrid` builds by default) and the TopoOpt
-   method's circuits (:func:`solvers.topoopt_method.topoopt_design` with ``d`` ports) as
-   baselines; each routed with :func:`route_hybrid`;
+   pair, "spread") on the bottleneck weights and on the plain demand, started from the
+   pre-wired circuits (their counts enter the discount and the pair cap) on the per-server free
+   ports; the geometric circulant circuits (what :func:`topoopt.fabrics.hybrid.hybrid` builds by
+   default; with port options: built on the uniform ``min_u free_u``, then the pre-wired
+   circuits added and the ports still free filled by demand) and the TopoOpt method's circuits
+   (:func:`solvers.topoopt_method.topoopt_design` with ``d`` ports, which honours the options)
+   as baselines; each routed with :func:`route_hybrid`;
 3. degree-preserving local search from the best until the time limit: for a heavy pair ``(a,
-   c)`` without enough circuits, the least used circuits ``(a, b)`` and ``(c, e)`` become
-   ``(a, c)`` and ``(b, e)``; re-routed, kept when the objective drops.
+   c)`` without enough circuits, a free port is used, else the least used circuits ``(a, b)``
+   and ``(c, e)`` become ``(a, c)`` and ``(b, e)`` (never taking a pre-wired pair below its
+   count, nor a server above ``usable_u`` or a pair above ``pair_cap``); re-routed, kept when
+   the objective drops.
 
 The result is the best design evaluated, so it is never worse than either baseline.
 
 Lower bound (valid for any circuits and routing): per phase the larger of
 
-- server bound: ``max_u max(out_u, in_u) / (B_e(u) + d B_o)`` (forwarding only adds load);
+- server bound: ``max_u max(out_u, in_u) / (B_e(u) + usable_u B_o)`` (forwarding only adds
+  load);
 - edge-switch cut bound: for each electrical switch with servers ``S`` below it, the bytes that
   must leave (enter) ``S`` -- fixed bytes across the cut, plus ``R_G`` for every ring group
   with members on both sides (a ring crosses a cut at least once each way) -- over the switch's
-  uplink capacity plus ``|S| d B_o``.
+  uplink capacity plus ``sum_{u in S} usable_u B_o``.
 
 Units: bytes, bytes/s, seconds.
 """
@@ -252,6 +271,18 @@ class HybridDesign:
     device : str
         Optical device kind (``"ocs"`` or ``"patch-panel"``).
     info : dict
+    reserved_ports : numpy.ndarray, optional
+        ``int64 (servers,)`` optical ports held back at each server, when the problem had port
+        options (module docstring); ``None`` otherwise.
+    prewired : numpy.ndarray, optional
+        ``int64 (k, 3)`` canonical pre-wired circuits the design keeps, when the problem had
+        port options; ``None`` otherwise.
+
+    Raises
+    ------
+    InputError
+        A server uses more than ``degree - reserved`` optical ports, or a pre-wired pair has
+        fewer circuits than pre-wired.
     """
 
     servers: int
@@ -269,15 +300,42 @@ class HybridDesign:
     wall_s: float
     device: str = "ocs"
     info: Mapping[str, Any] = field(default_factory=dict)
+    reserved_ports: np.ndarray | None = None
+    prewired: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "circuits", canonical_circuits(self.circuits, int(self.servers)))
+        n = int(self.servers)
+        object.__setattr__(self, "circuits", canonical_circuits(self.circuits, n))
         object.__setattr__(self, "rings", tuple(self.rings))
         object.__setattr__(self, "electrical", dict(self.electrical))
         deg = self.port_usage()
         if deg.size and deg.max() > self.degree:
             i = int(np.argmax(deg))
             raise InputError(f"circuits (server {i})", int(deg[i]), f"<= {self.degree} ports")
+        if self.reserved_ports is not None:
+            r = np.asarray(self.reserved_ports, np.int64).reshape(-1)
+            if r.size != n:
+                raise InputError("reserved_ports", f"{r.size} values", f"{n} values")
+            object.__setattr__(self, "reserved_ports", r)
+            if deg.size and np.any(deg > self.degree - r):
+                i = int(np.argmax(deg - (self.degree - r)))
+                raise InputError(
+                    f"circuits (server {i})",
+                    int(deg[i]),
+                    f"at most {self.degree - int(r[i])} usable optical ports "
+                    f"(degree {self.degree} - reserved {int(r[i])})",
+                )
+        if self.prewired is not None:
+            pre = canonical_circuits(self.prewired, n)
+            object.__setattr__(self, "prewired", pre)
+            have = {(int(u), int(v)): int(k) for u, v, k in self.circuits.tolist()}
+            for u, v, k in pre.tolist():
+                if have.get((u, v), 0) < k:
+                    raise InputError(
+                        f"circuits (pre-wired pair {u}-{v})",
+                        have.get((u, v), 0),
+                        f"at least the {k} pre-wired circuit(s)",
+                    )
 
     def port_usage(self) -> np.ndarray:
         """Optical ports used at each server."""
@@ -336,6 +394,48 @@ class HybridDesign:
         return cls(**fields, electrical=d["electrical"], device=str(d.get("device", "ocs")))
 
 
+def _port_options(problem: DesignProblem, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Usable optical ports per server (``d - reserved``) and the pre-wired circuits, checked
+    against the optical degree ``d`` (module docstring).
+
+    A pre-wired pair then also fits ``pair_cap = min(max_parallel, d)``: the problem already
+    holds it to ``max_parallel``, and a count above ``d >= usable`` fails the server check.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> ph = PhaseTraffic("p", [0], [], [], sp.csr_matrix((4, 4)))
+    >>> p = DesignProblem(4, 4, 1.0, (ph,), reserved=[1, 0, 0, 0], prewired=[[0, 1, 1]])
+    >>> usable, pre = _port_options(p, 2)
+    >>> usable.tolist(), pre.tolist()
+    ([1, 2, 2, 2], [[0, 1, 1]])
+    >>> try:
+    ...     _port_options(p.with_options(prewired=[[0, 1, 2]]), 2)
+    ... except InputError as exc:
+    ...     print(exc.field, exc.value)
+    prewired (server 0) 2 ports
+    """
+    n = problem.n
+    reserved = np.zeros(n, np.int64) if problem.reserved is None else problem.reserved
+    if np.any(reserved > d):
+        i = int(np.argmax(reserved))
+        raise InputError(
+            f"reserved (server {i})", int(reserved[i]), f"at most optical_degree = {d} ports"
+        )
+    usable = (d - reserved).astype(np.int64)
+    pre = problem.prewired_circuits()
+    used = problem.prewired_degrees()
+    if np.any(used > usable):
+        i = int(np.argmax(used - usable))
+        raise InputError(
+            f"prewired (server {i})",
+            f"{int(used[i])} ports",
+            f"at most the {int(usable[i])} usable optical ports "
+            f"(optical_degree {d} - reserved {int(reserved[i])})",
+        )
+    return usable, pre
+
+
 def _combined(electrical: Fabric, d: int, circuits, b_opt: float, device: str) -> Fabric:
     c = canonical_circuits(circuits, electrical.n_servers)
     if d == 0:  # no optical layer: the electrical fabric itself
@@ -349,6 +449,9 @@ def hybrid_lower_bound(
     problem: DesignProblem, electrical: Fabric, optical_degree: int, optical_bandwidth: float
 ) -> np.ndarray:
     """Per-phase lower bounds (seconds) valid for any circuits and routing (module docstring).
+
+    Server ``u`` counts ``max(optical_degree - reserved_u, 0)`` optical ports
+    (``problem.reserved``).
 
     Examples
     --------
@@ -364,6 +467,9 @@ def hybrid_lower_bound(
     """
     n = problem.n
     d, bo = int(optical_degree), float(optical_bandwidth)
+    ports = np.full(n, float(d))
+    if problem.reserved is not None:
+        ports = np.maximum(d - problem.reserved, 0).astype(np.float64)
     out_cap = np.bincount(electrical.src, electrical.capacity, electrical.n_nodes)[:n]
     in_cap = np.bincount(electrical.dst, electrical.capacity, electrical.n_nodes)[:n]
     # edge switches and their servers
@@ -376,7 +482,7 @@ def hybrid_lower_bound(
         shape=(n, edges.size),
     )
     member = member.multiply((edge_of >= 0)[:, None]).tocsr()
-    size = np.asarray(member.sum(axis=0)).ravel()
+    opt_ports = member.T @ ports  # optical ports below each edge switch
     up = np.isin(electrical.src, edges) & (electrical.dst >= n)
     down = np.isin(electrical.dst, edges) & (electrical.src >= n)
     up_cap = np.bincount(np.searchsorted(edges, electrical.src[up]), electrical.capacity[up],
@@ -386,8 +492,8 @@ def hybrid_lower_bound(
     out = []
     for ph in problem.phases:
         t_srv = max(
-            (ph.out_bytes(n) / (out_cap + d * bo)).max(initial=0.0),
-            (ph.in_bytes(n) / (in_cap + d * bo)).max(initial=0.0),
+            (ph.out_bytes(n) / (out_cap + ports * bo)).max(initial=0.0),
+            (ph.in_bytes(n) / (in_cap + ports * bo)).max(initial=0.0),
         )
         D = ph.fixed
         inside = np.asarray((member.T @ D @ member).diagonal()).ravel()
@@ -399,8 +505,8 @@ def hybrid_lower_bound(
             leave += ph.ring_bytes[g] * split
             enter += ph.ring_bytes[g] * split
         with np.errstate(divide="ignore", invalid="ignore"):
-            t_out = np.where(leave > 0, leave / (up_cap + size * d * bo), 0.0)
-            t_in = np.where(enter > 0, enter / (down_cap + size * d * bo), 0.0)
+            t_out = np.where(leave > 0, leave / (up_cap + opt_ports * bo), 0.0)
+            t_in = np.where(enter > 0, enter / (down_cap + opt_ports * bo), 0.0)
         t_cut = float(max(t_out.max(initial=0.0), t_in.max(initial=0.0)))
         out.append(max(float(t_srv), t_cut))
     return np.asarray(out)
@@ -761,18 +867,68 @@ def _follows(order: np.ndarray, circuits: np.ndarray, n: int) -> bool:
 
 
 # --------------------------------------------------------------------------- circuits
+def _plain_demand(problem: DesignProblem) -> sp.csr_matrix:
+    """``(n, n)`` bytes over all phases: fixed bytes plus the ring steps in ascending order."""
+    n = problem.n
+    total = sp.csr_matrix((n, n))
+    for ph in problem.phases:
+        s, t, b = [ph.fixed.tocoo().row], [ph.fixed.tocoo().col], [ph.fixed.tocoo().data]
+        for g in range(ph.n_groups):
+            m = ph.group(g)
+            s.append(m)
+            t.append(np.roll(m, -1))
+            b.append(np.full(m.size, float(ph.ring_bytes[g])))
+        total = total + sp.csr_matrix(
+            (np.concatenate(b), (np.concatenate(s), np.concatenate(t))), shape=(n, n)
+        )
+    return total.tocsr()
+
+
 def baseline_circuits(
-    problem: DesignProblem, optical_degree: int, optical_bandwidth: float, seed: int = 0
+    problem: DesignProblem,
+    optical_degree: int,
+    optical_bandwidth: float,
+    seed: int = 0,
+    demand: sp.spmatrix | None = None,
 ) -> dict[str, np.ndarray]:
     """The two baselines' circuits: ``circulant`` (geometric strides, as
     :func:`topoopt.fabrics.hybrid.hybrid` builds) and ``topoopt`` (TopoOpt's TopologyFinder with
     ``optical_degree`` ports). A baseline that does not apply (fewer than 2 ports, too few
-    servers, an odd server count where TopoOpt needs perfect matchings) is left out."""
+    servers, an odd server count where TopoOpt needs perfect matchings) is left out.
+
+    With reserved or pre-wired ports (module docstring) the circulant is built on the uniform
+    free degree ``min_u free_u``, the pre-wired circuits are added
+    (:func:`solvers.design.merge_prewired`) and the ports still free are filled by ``demand``
+    (default: fixed bytes plus ascending ring steps of every phase) with
+    :func:`solvers.joint.local_search.fill_free_ports`; TopoOpt honours the options itself.
+
+    Examples
+    --------
+    >>> ph = PhaseTraffic("p", [0], [], [], sp.csr_matrix((6, 6)))
+    >>> p = DesignProblem(6, 2, 1.0, (ph,), prewired=[[0, 3, 1]])
+    >>> c = baseline_circuits(p, 2, 1.0)["circulant"]
+    >>> c.tolist()  # free degree 1: no ring; 0-3 kept, free ports filled (no demand: lowest pair)
+    [[0, 1, 1], [0, 3, 1], [1, 2, 1], [2, 3, 1], [4, 5, 2]]
+    """
     n, d = problem.n, int(optical_degree)
     out: dict[str, np.ndarray] = {}
     if d >= 2 and n >= 3:
-        out["circulant"] = canonical_circuits(circulant_circuits(n, geometric_strides(n, d // 2)),
-                                              n)  # fmt: skip
+        if problem.has_port_options:
+            from solvers.design import merge_prewired
+            from solvers.joint.local_search import fill_free_ports
+
+            sub = problem.with_options(degree=d, link_bandwidth=optical_bandwidth)
+            pair_cap = sub.pair_cap
+            usable, _ = _port_options(problem, d)
+            fd = int((usable - problem.prewired_degrees()).min())
+            strides = geometric_strides(n, fd // 2) if fd >= 2 else []
+            c = merge_prewired(canonical_circuits(circulant_circuits(n, strides), n), sub)
+            dem = _plain_demand(problem) if demand is None else demand
+            out["circulant"] = fill_free_ports(c, n, usable, dem, pair_cap)
+        else:
+            out["circulant"] = canonical_circuits(
+                circulant_circuits(n, geometric_strides(n, d // 2)), n
+            )
         from solvers.topoopt_method import topoopt_design
 
         try:
@@ -783,16 +939,40 @@ def baseline_circuits(
     return out
 
 
-def _greedy_b_matching(weight: np.ndarray, d: int, pair_cap: int) -> np.ndarray:
+def _greedy_b_matching(
+    weight: np.ndarray, d: int | np.ndarray, pair_cap: int, start: np.ndarray | None = None
+) -> np.ndarray:
     """Circuits one at a time on the heaviest pair with free ports (weight discounted
-    ``c / (c + 1)`` after its ``c``-th circuit); ties by pair index. Deterministic."""
+    ``c / (c + 1)`` after its ``c``-th circuit); ties by pair index. Deterministic.
+
+    ``d``: ports per server (one number or ``(n,)``); ``start``: circuits already there (the
+    pre-wired ones), kept, counted against ``d`` and ``pair_cap`` and in the discount.
+
+    Examples
+    --------
+    One port each; server 0 wants 1 most, then 1-3, then 2-3. Pre-wiring 0-2 takes 0's port:
+
+    >>> w = np.zeros((4, 4))
+    >>> w[0, 1], w[1, 3], w[2, 3] = 4.0, 2.0, 1.0
+    >>> _greedy_b_matching(w, 1, 1).tolist()
+    [[0, 1, 1], [2, 3, 1]]
+    >>> _greedy_b_matching(w, 1, 1, start=np.array([[2, 0, 1]])).tolist()
+    [[0, 2, 1], [1, 3, 1]]
+    """
     n = weight.shape[0]
     w = np.triu(weight + weight.T, 1)
-    iu, ju = np.nonzero(w > 0)
-    heap = [(-float(w[i, j]), int(i), int(j)) for i, j in zip(iu, ju, strict=True)]
-    heapq.heapify(heap)
-    free = np.full(n, d, np.int64)
     count: dict[tuple[int, int], int] = {}
+    free = np.broadcast_to(np.asarray(d, np.int64), (n,)).copy()
+    if start is not None and len(start):
+        start = canonical_circuits(start, n)
+        count = {(int(u), int(v)): int(k) for u, v, k in start.tolist()}
+        free -= circuit_degrees(start, n).astype(np.int64)
+    iu, ju = np.nonzero(w > 0)
+    heap = [
+        (-float(w[i, j]) / (count.get((int(i), int(j)), 0) + 1), int(i), int(j))
+        for i, j in zip(iu, ju, strict=True)
+    ]
+    heapq.heapify(heap)
     while heap:
         negw, i, j = heapq.heappop(heap)
         c = count.get((i, j), 0)
@@ -896,7 +1076,9 @@ def hybrid_design(
     Parameters
     ----------
     problem : DesignProblem
-        The traffic (its ``degree`` and ``link_bandwidth`` are not used: see below).
+        The traffic (its ``degree`` and ``link_bandwidth`` are not used: see below). Its
+        ``reserved`` and ``prewired`` ports apply to the ``optical_degree`` optical ports
+        (module docstring, "Reserved and pre-wired ports").
     electrical : Fabric or mapping
         A leaf-spine / fat-tree built by :mod:`topoopt.fabrics.fat_tree`, or its spec for
         :func:`build_electrical`.
@@ -916,7 +1098,15 @@ def hybrid_design(
     Returns
     -------
     HybridDesign
-        ``info`` holds the objective of the electrical fabric alone and of each baseline.
+        ``info`` holds the objective of the electrical fabric alone and of each baseline. With
+        port options it contains the pre-wired circuits, uses at most ``optical_degree -
+        reserved_u`` ports at each server and records both (``reserved_ports``, ``prewired``).
+
+    Raises
+    ------
+    InputError
+        A bad argument; reserved ports above ``optical_degree``; pre-wired circuits above the
+        usable optical ports of a server.
 
     Examples
     --------
@@ -935,6 +1125,7 @@ def hybrid_design(
     deadline = t0 + limit
     n = problem.n
     pair_cap = d if problem.max_parallel is None else min(problem.max_parallel, d)
+    usable, pre = _port_options(problem, d)
     lb = float(hybrid_lower_bound(problem, efab, d, b_opt).sum())
 
     def left() -> float:
@@ -949,9 +1140,9 @@ def hybrid_design(
         candidates.update(baseline_circuits(problem, d, b_opt, seed))
         for name, bott in (("matching-bottleneck", True), ("matching-demand", False)):
             W = _pair_weights(problem, efab, routed_e, bott)
-            candidates[name] = _greedy_b_matching(W, d, pair_cap)
+            candidates[name] = _greedy_b_matching(W, usable, pair_cap, pre)
             if pair_cap > 1:  # spread: one circuit per pair, so more pairs get a direct hop
-                candidates[name + "-spread"] = _greedy_b_matching(W, d, 1)
+                candidates[name + "-spread"] = _greedy_b_matching(W, usable, 1, pre)
     else:
         candidates["none"] = np.zeros((0, 3), np.int64)
     best_name, best_c, best = None, None, None
@@ -985,7 +1176,7 @@ def hybrid_design(
             a, c = divmod(flat, n)
             if W[a, c] <= 0:
                 break
-            move = _swap_in(best_c, a, c, use, n, d)
+            move = _swap_in(best_c, a, c, use, n, usable, pre, pair_cap)
             if move is None or move.tobytes() in tried:
                 continue
             tried.add(move.tobytes())
@@ -1008,29 +1199,67 @@ def hybrid_design(
     gap = (obj - lbv) / obj if obj > 0 else 0.0
     info.update({"lower_bound": "server + edge-switch cut", "path_lp_status": r.status,
                  "seed": seed, "time_limit_s": limit})  # fmt: skip
+    options: dict[str, Any] = {}
+    if problem.reserved is not None or problem.prewired is not None:
+        options["reserved_ports"] = d - usable
+        options["prewired"] = pre
+        info["prewired_circuits"] = int(pre[:, 2].sum()) if pre.size else 0
     return HybridDesign(
         servers=n, degree=d, link_bandwidth=b_opt, circuits=best_c,
         rings=tuple(_rings_of(problem, r.rings, have)), routing=_node_paths(r.paths, f.dst),
         electrical=spec, solver="hybrid", status="optimal" if gap <= 1e-6 else "feasible",
         objective_s=obj, lower_bound_s=lbv, gap=gap, wall_s=time.perf_counter() - t0,
-        device=device, info=info,
+        device=device, info=info, **options,
     )  # fmt: skip
 
 
-def _swap_in(circuits: np.ndarray, a: int, c: int, use: dict, n: int, d: int):
+def _swap_in(
+    circuits: np.ndarray,
+    a: int,
+    c: int,
+    use: dict,
+    n: int,
+    d: int | np.ndarray,
+    floor: np.ndarray | None = None,
+    pair_cap: int | None = None,
+):
     """Circuits with one more ``(a, c)``: a free port is used, else the least used circuits
-    ``(a, b)`` and ``(c, e)`` become ``(a, c)`` and ``(b, e)``. None when impossible."""
+    ``(a, b)`` and ``(c, e)`` become ``(a, c)`` and ``(b, e)``. None when impossible.
+
+    ``d``: ports per server (one number or ``(n,)``); ``floor``: rows ``[u, v, count]`` (the
+    pre-wired circuits) no pair is taken below; ``pair_cap``: most circuits on one pair.
+
+    Examples
+    --------
+    The 4-cycle 0-2-1-3 with two ports each; to add 0-1 the least used circuits at 0 and 1 make
+    room, unless 0-2 is pre-wired (then 0-3 and 1-2 become 0-1 and 2-3):
+
+    >>> c = np.array([[0, 2, 1], [1, 2, 1], [1, 3, 1], [0, 3, 1]])
+    >>> use = {(0, 2): 0.1, (0, 3): 0.5, (1, 2): 0.2, (1, 3): 0.4}
+    >>> _swap_in(c, 0, 1, use, 4, 2).tolist()
+    [[0, 1, 1], [0, 3, 1], [1, 3, 1]]
+    >>> _swap_in(c, 0, 1, use, 4, 2, floor=np.array([[0, 2, 1]])).tolist()
+    [[0, 1, 1], [0, 2, 1], [1, 3, 1], [2, 3, 1]]
+    """
     deg = circuit_degrees(circuits, n)
+    dd = np.broadcast_to(np.asarray(d, np.int64), (n,))
     rows = {(int(u), int(v)): int(k) for u, v, k in circuits.tolist()}
+    keep = {}
+    if floor is not None and len(floor):
+        keep = {(int(u), int(v)): int(k) for u, v, k in np.asarray(floor).reshape(-1, 3)}
 
     def least(x: int, avoid: int):
-        mine = [(use.get(p, 0.0), p) for p in rows if x in p and avoid not in p]
+        mine = [
+            (use.get(p, 0.0), p)
+            for p in rows
+            if x in p and avoid not in p and rows[p] > keep.get(p, 0)
+        ]
         return min(mine)[1] if mine else None
 
     drop = []
     other = []
     for x, y in ((a, c), (c, a)):
-        if deg[x] < d:
+        if deg[x] < dd[x]:
             continue
         p = least(x, y)
         if p is None:
@@ -1046,6 +1275,8 @@ def _swap_in(circuits: np.ndarray, a: int, c: int, use: dict, n: int, d: int):
         rows[k2] = rows.get(k2, 0) + 1
     out = np.asarray([[u, v, k] for (u, v), k in rows.items() if k > 0], np.int64).reshape(-1, 3)
     out = canonical_circuits(out, n)
-    if circuit_degrees(out, n).max(initial=0) > d:
+    if np.any(circuit_degrees(out, n) > dd):
+        return None
+    if pair_cap is not None and out.size and out[:, 2].max() > pair_cap:
         return None
     return out

@@ -16,11 +16,35 @@ structure):
   as a sparse ``(n, n)`` server byte matrix with a zero diagonal (intra-server bytes never reach
   the optical ports).
 
+Ports reserved or pre-wired (issue #5, section 2)
+-------------------------------------------------
+Two options restrict which optical ports the optimizer may wire:
+
+- ``reserved``: ports per server held back from the optimizer (management or storage NICs,
+  broken ports): ``None`` (none), one integer for every server, or an integer array of length
+  ``n``. Server ``i`` then has ``usable_i = degree - reserved_i`` ports
+  (:meth:`DesignProblem.usable_ports`).
+- ``prewired``: circuits that already exist and must stay (cables the operator will not move),
+  an integer array ``(k, 3)`` of rows ``[u, v, count]`` with ``u != v`` and ``count >= 1``,
+  stored canonical (``u < v``, one row per pair, sorted; rows given as ``[v, u, c]`` or repeated
+  are merged). They use a port at both ends (counted against ``usable``), carry traffic like
+  any circuit, and every design a solver returns contains them: its count on each pre-wired
+  pair is at least the pre-wired count (:func:`solvers.design.check_ports`). A pre-wired pair
+  above :attr:`DesignProblem.pair_cap` is an error.
+
+What is left for the optimizer at server ``i`` is ``free_i = usable_i - prewired degree_i``
+(:meth:`DesignProblem.free_ports`). Both default to ``None``: the problem is then exactly the
+one without options (``usable_i = degree``, nothing pre-wired). A CSV (``u,v,count``) or JSON
+list of pre-wired circuits is read by :func:`read_prewired`.
+
 Units: bytes per iteration and bytes/s.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -30,7 +54,7 @@ from traffic.errors import InputError
 from traffic.expand import expand
 from traffic.workload import PHASES, Workload
 
-__all__ = ["RING_OPS", "PhaseTraffic", "DesignProblem", "ring_factor"]
+__all__ = ["RING_OPS", "PhaseTraffic", "DesignProblem", "ring_factor", "read_prewired"]
 
 RING_OPS = ("all-reduce", "reduce-scatter", "all-gather")
 """Collectives whose ring order is a design variable when the demand is ``mutable``."""
@@ -171,6 +195,19 @@ class DesignProblem:
         Where the problem came from.
     workload : Workload, optional
         The GPU-level Workload behind the problem (set by :meth:`from_workload`).
+    reserved : int or array_like of int, optional
+        Ports per server held back from the optimizer (one value for all, or ``n`` values);
+        stored as an ``int64 (n,)`` array, or ``None`` (see the module docstring).
+    prewired : array_like, optional
+        Circuits ``[u, v, count]`` that exist and must stay; stored canonical ``int64 (k, 3)``
+        (see the module docstring).
+
+    Raises
+    ------
+    InputError
+        On a bad field: ``reserved`` negative or above ``degree``, a pre-wired server out of
+        range, a self loop, a non-integer or negative count, a pre-wired pair above
+        ``pair_cap``, or a server whose pre-wired circuits exceed its usable ports.
 
     Examples
     --------
@@ -183,6 +220,12 @@ class DesignProblem:
     (4, ['backward'], [0, 1, 2, 3])
     >>> float(p.phases[0].ring_bytes[0])  # two GPU groups x 2*(4-1)/4 * 1e6
     3000000.0
+
+    One reserved port everywhere and one cable that must stay between servers 1 and 3:
+
+    >>> q = DesignProblem.from_workload(w, 3, 1e9, reserved=1, prewired=[[3, 1, 1]])
+    >>> q.prewired.tolist(), q.usable_ports().tolist(), q.free_ports().tolist(), q.free_degree
+    ([[1, 3, 1]], [2, 2, 2, 2], [2, 1, 2, 1], 1)
     """
 
     n: int
@@ -192,6 +235,8 @@ class DesignProblem:
     max_parallel: int | None = None
     name: str = ""
     workload: Workload | None = field(default=None, repr=False)
+    reserved: np.ndarray | None = None
+    prewired: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.n, bool) or int(self.n) != self.n or self.n < 2:
@@ -221,6 +266,65 @@ class DesignProblem:
                 raise InputError(
                     f"phase {ph.name}.groups", int(ph.group_servers.max()), f"0..{self.n - 1}"
                 )
+        if self.reserved is not None:
+            object.__setattr__(
+                self, "reserved", _check_reserved(self.reserved, self.n, self.degree)
+            )
+        if self.prewired is not None:
+            pre = _canonical_prewired(self.prewired, self.n)
+            object.__setattr__(self, "prewired", pre)
+            if pre.size and pre[:, 2].max() > self.pair_cap:
+                r = int(np.argmax(pre[:, 2]))
+                raise InputError(
+                    f"prewired (pair {int(pre[r, 0])}-{int(pre[r, 1])})",
+                    int(pre[r, 2]),
+                    f"at most pair_cap = {self.pair_cap} circuits per pair",
+                )
+            used, usable = self.prewired_degrees(), self.usable_ports()
+            if np.any(used > usable):
+                i = int(np.argmax(used - usable))
+                raise InputError(
+                    f"prewired (server {i})",
+                    f"{int(used[i])} ports",
+                    f"at most the {int(usable[i])} usable ports "
+                    f"(degree {self.degree} - reserved {self.degree - int(usable[i])})",
+                )
+
+    @property
+    def has_port_options(self) -> bool:
+        """True when some port is reserved or some circuit pre-wired."""
+        return bool(
+            (self.reserved is not None and self.reserved.any())
+            or (self.prewired is not None and self.prewired.size)
+        )
+
+    def usable_ports(self) -> np.ndarray:
+        """``int64 (n,)``: ports the designs may use at each server (``degree - reserved``)."""
+        if self.reserved is None:
+            return np.full(self.n, self.degree, np.int64)
+        return self.degree - self.reserved
+
+    def prewired_degrees(self) -> np.ndarray:
+        """``int64 (n,)``: ports the pre-wired circuits take at each server."""
+        c = self.prewired
+        if c is None or not c.size:
+            return np.zeros(self.n, np.int64)
+        return (
+            np.bincount(c[:, 0], c[:, 2], self.n) + np.bincount(c[:, 1], c[:, 2], self.n)
+        ).astype(np.int64)
+
+    def free_ports(self) -> np.ndarray:
+        """``int64 (n,)``: ports left for the optimizer (usable minus pre-wired)."""
+        return self.usable_ports() - self.prewired_degrees()
+
+    @property
+    def free_degree(self) -> int:
+        """``min_i free_i``: the uniform degree a regular construction can use on top."""
+        return int(self.free_ports().min())
+
+    def prewired_circuits(self) -> np.ndarray:
+        """The pre-wired circuits, ``int64 (k, 3)`` (empty when there are none)."""
+        return np.zeros((0, 3), np.int64) if self.prewired is None else self.prewired.copy()
 
     @property
     def pair_cap(self) -> int:
@@ -243,6 +347,8 @@ class DesignProblem:
         link_bandwidth: float,
         max_parallel: int | None = None,
         split_phases: bool = True,
+        reserved=None,
+        prewired=None,
     ) -> DesignProblem:
         """Lift a GPU-level Workload to the server-level design problem.
 
@@ -257,6 +363,8 @@ class DesignProblem:
             Cap on parallel circuits per server pair.
         split_phases : bool
             One phase per workload phase (default), or everything in one phase ``"iteration"``.
+        reserved, prewired : optional
+            Ports reserved and circuits pre-wired (see the class and the module docstring).
         """
         n = workload.servers
         gps = workload.gpus_per_server
@@ -291,4 +399,132 @@ class DesignProblem:
             ph = PhaseTraffic(name, ptr, flat, rb, fixed)
             if ph.total_bytes() > 0:
                 phases.append(ph)
-        return cls(n, degree, link_bandwidth, tuple(phases), max_parallel, workload.name, workload)
+        return cls(
+            n, degree, link_bandwidth, tuple(phases), max_parallel, workload.name, workload,
+            reserved, prewired,
+        )  # fmt: skip
+
+
+def _integers(value, field_name: str, what: str) -> np.ndarray:
+    """``value`` as an int64 array, refusing booleans, non-numbers and non-integers."""
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError):
+        raise InputError(field_name, value, what) from None
+    if a.dtype == bool or a.dtype.kind not in "iuf":
+        raise InputError(field_name, value, what)
+    if a.dtype.kind == "f" and (not np.all(np.isfinite(a)) or np.any(a != np.round(a))):
+        bad = a[~np.isfinite(a) | (a != np.round(a))].ravel()[0]
+        raise InputError(field_name, float(bad), what)
+    return a.astype(np.int64)
+
+
+def _check_reserved(value, n: int, degree: int) -> np.ndarray:
+    """``reserved`` as ``int64 (n,)`` in ``0..degree``."""
+    allowed = f"integers 0..{degree} (one for all servers or {n} values)"
+    if isinstance(value, bool):
+        raise InputError("reserved", value, allowed)
+    a = _integers(value, "reserved", allowed)
+    if a.ndim == 0:
+        a = np.full(n, int(a), np.int64)
+    if a.shape != (n,):
+        raise InputError("reserved", f"shape {a.shape}", allowed)
+    if a.min() < 0 or a.max() > degree:
+        i = int(np.argmax((a < 0) | (a > degree)))
+        raise InputError(f"reserved (server {i})", int(a[i]), allowed)
+    return a
+
+
+def _canonical_prewired(value, n: int) -> np.ndarray:
+    """Pre-wired rows as canonical ``int64 (k, 3)``: ``u < v``, merged, sorted, no zero count."""
+    allowed = "rows [u, v, count] of integers"
+    a = _integers(value, "prewired", allowed)
+    if a.size == 0:
+        return np.zeros((0, 3), np.int64)
+    if a.ndim != 2 or a.shape[1] != 3:
+        raise InputError("prewired", f"shape {a.shape}", allowed + " (shape (k, 3))")
+    ends = a[:, :2]
+    if ends.min() < 0 or ends.max() >= n:
+        r = int(np.flatnonzero(np.any((ends < 0) | (ends >= n), axis=1))[0])
+        bad = int(ends[r][(ends[r] < 0) | (ends[r] >= n)][0])
+        raise InputError(f"prewired (row {r})", bad, f"server ids 0..{n - 1}")
+    if np.any(a[:, 0] == a[:, 1]):
+        r = int(np.flatnonzero(a[:, 0] == a[:, 1])[0])
+        raise InputError(f"prewired (row {r})", a[r].tolist(), "u != v (no self loop)")
+    if a[:, 2].min() < 0:
+        r = int(np.argmin(a[:, 2]))
+        raise InputError(f"prewired (row {r}) count", int(a[r, 2]), "an integer >= 0")
+    u, v = np.minimum(a[:, 0], a[:, 1]), np.maximum(a[:, 0], a[:, 1])
+    key, inv = np.unique(u * n + v, return_inverse=True)
+    cnt = np.bincount(inv, weights=a[:, 2], minlength=key.size).astype(np.int64)
+    out = np.stack([key // n, key % n, cnt], axis=1)
+    return out[out[:, 2] > 0]
+
+
+def read_prewired(text: str, name: str = "prewired") -> np.ndarray:
+    r"""Pre-wired circuits from CSV text (header ``u,v,count``) or a JSON list of ``[u, v, count]``.
+
+    The format is guessed from the first non-blank character (``[``: JSON). Rows are returned as
+    given (``int64 (k, 3)``); :class:`DesignProblem` checks them against the cluster.
+
+    Raises
+    ------
+    InputError
+        Naming the file (``name``), the line or item, and what is wrong.
+
+    Examples
+    --------
+    >>> read_prewired("u,v,count\n0,1,1\n2,3,2\n").tolist()
+    [[0, 1, 1], [2, 3, 2]]
+    >>> read_prewired("[[0, 1, 1]]").tolist()
+    [[0, 1, 1]]
+    >>> read_prewired("u,v,count\n0,1,x\n")
+    Traceback (most recent call last):
+    ...
+    traffic.errors.InputError: prewired line 2 count: got 'x'; allowed: an integer >= 0
+    """
+    body = text.strip()
+    rows: list[list[int]] = []
+
+    def integer(raw, where: str, col: str) -> int:
+        if isinstance(raw, bool):
+            raise InputError(f"{name} {where} {col}", raw, "an integer >= 0")
+        if isinstance(raw, int):
+            val = raw
+        elif isinstance(raw, str) and raw.strip().lstrip("+-").isdigit():
+            val = int(raw.strip())
+        else:
+            raise InputError(f"{name} {where} {col}", raw, "an integer >= 0")
+        if val < 0:
+            raise InputError(f"{name} {where} {col}", val, "an integer >= 0")
+        return val
+
+    if body.startswith("["):
+        try:
+            doc = json.loads(body)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                name, f"bad JSON ({exc.msg}, line {exc.lineno})", "a JSON list"
+            ) from None
+        for i, item in enumerate(doc):
+            if not isinstance(item, list) or len(item) != 3:
+                raise InputError(f"{name} item {i}", item, "a list [u, v, count]")
+            cols = ("u", "v", "count")
+            rows.append([integer(x, f"item {i}", c) for x, c in zip(item, cols, strict=True)])
+    else:
+        reader = csv.reader(io.StringIO(body))
+        header = next(reader, None)
+        if header is None or [h.strip().lower() for h in header] != ["u", "v", "count"]:
+            raise InputError(f"{name} line 1", ",".join(header or []), "the header u,v,count")
+        for line, row in enumerate(reader, start=2):
+            if not row or not "".join(row).strip():
+                continue
+            if len(row) != 3:
+                raise InputError(f"{name} line {line}", ",".join(row), "three fields u,v,count")
+            rows.append(
+                [
+                    integer(x, f"line {line}", c)
+                    for x, c in zip(row, ("u", "v", "count"), strict=True)
+                ]
+            )
+    return np.asarray(rows, np.int64).reshape(-1, 3)

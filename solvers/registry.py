@@ -23,6 +23,7 @@ def solve(
     time_limit_s: float = 60.0,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    work_limit: float | None = None,
 ) -> Design:
     """Design the optical circuits of ``problem`` with solver ``name``.
 
@@ -34,11 +35,16 @@ def solve(
         (the released code: all ports to AllReduce rings), ``expander`` (random regular,
         seeded), ``joint`` (our optimizer, warm-started from ``topoopt``).
     time_limit_s : float
-        Wall-clock limit of the ``joint`` optimizer (the baselines are one-shot).
+        Wall-clock cap of the ``joint`` optimizer (the baselines are one-shot); when it cuts the
+        search the design says so (``info["deterministic"]`` False).
     seed : int
         Seed of every random choice.
     progress : callable, optional
         Receives one-line progress messages (incumbent, bound) during long solves.
+    work_limit : float, optional
+        Deterministic work budget of the ``joint`` search, in work units (about a second of one
+        core each; default :data:`solvers.joint.driver.DEFAULT_WORK_LIMIT`). The same problem,
+        seed and work limit give the same design on any machine.
 
     Returns
     -------
@@ -73,7 +79,9 @@ def solve(
                     f"lower bound {bound_s * 1e3:.4g} ms"
                 )
 
-        design = joint_design(problem, time_limit_s=time_limit_s, seed=seed, progress=report)
+        design = joint_design(
+            problem, time_limit_s=time_limit_s, seed=seed, progress=report, work_limit=work_limit
+        )
         trace.append(
             {
                 "t": design.wall_s,

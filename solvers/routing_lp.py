@@ -29,11 +29,12 @@ for all phases: :func:`share_paths` re-optimises the path fractions jointly over
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 from scipy.sparse import csgraph
 
 from solvers.congestion import (
@@ -64,6 +65,18 @@ __all__ = [
 ]
 
 LP_SOLVERS = ("glop", "pdlp", "highs", "scip", "cp-sat")
+
+WORK_PER_NNZ_ITERATION = {"glop": 2e-9, "pdlp": 7e-9}
+"""Work units per constraint-matrix nonzero per LP iteration, by solver. One work unit is
+about one second of one core of the reference machine (2 cores, measured on the routing LPs of
+128 servers: PDLP 5-8 ns, GLOP's dual simplex about 2 ns per nonzero and iteration). Work counts
+are deterministic (iterations do not depend on the clock), so limits on work reproduce."""
+
+WORK_PER_NNZ = 1e-6
+"""Work units per nonzero for building a model and reading off its solution."""
+
+WORK_PER_FLOW_COLUMN = 2e-6
+"""Work units per flow column (source x link) for decomposing a routing LP's flow into paths."""
 
 
 def _solver_type(name: str):
@@ -100,6 +113,15 @@ class MatrixResult:
         Best proven bound on the objective (``-inf`` when unknown).
     solver : str
     wall_s : float
+    limit : str
+        The limit that stopped the solve (``time``, ``iteration``, ``node``, ...), or ``""``
+        when none did. Only ``time`` makes a result depend on the machine's speed.
+    iterations : int
+        Simplex + barrier + first-order iterations (deterministic for a given thread count).
+    nodes : int
+        Branch-and-bound nodes (MIPs).
+    nnz : int
+        Nonzeros of the constraint matrix.
     """
 
     status: str
@@ -109,6 +131,22 @@ class MatrixResult:
     bound: float
     solver: str
     wall_s: float
+    limit: str = ""
+    iterations: int = 0
+    nodes: int = 0
+    nnz: int = 0
+
+    @property
+    def work(self) -> float:
+        """Deterministic work of the solve, in work units (:data:`WORK_PER_NNZ_ITERATION`)."""
+        per = WORK_PER_NNZ_ITERATION.get(self.solver, WORK_PER_NNZ_ITERATION["pdlp"])
+        return self.nnz * (per * max(self.iterations, 1) + WORK_PER_NNZ)
+
+    @property
+    def timed_out(self) -> bool:
+        """True when the wall-clock limit stopped the solve (the result is then not
+        reproducible on another machine or under another load)."""
+        return self.limit == "time"
 
 
 def solve_matrix_program(
@@ -126,6 +164,8 @@ def solve_matrix_program(
     hint: np.ndarray | None = None,
     relative_gap: float | None = None,
     lp_tolerance: float | None = None,
+    iteration_limit: int | None = None,
+    node_limit: int | None = None,
 ) -> MatrixResult:
     """Minimise ``c @ x`` s.t. ``row_lb <= A x <= row_ub``, ``var_lb <= x <= var_ub`` on MathOpt.
 
@@ -133,6 +173,12 @@ def solve_matrix_program(
     object per variable), so LPs with 10^5 columns build in well under a second. ``integers``
     marks integer columns, ``hint`` is a MIP starting point, ``relative_gap`` the MIP gap and
     ``lp_tolerance`` PDLP's optimality tolerance (absolute and relative).
+
+    Deterministic limits: ``iteration_limit`` (simplex / PDLP iterations) and ``node_limit``
+    (branch-and-bound nodes). ``time_limit`` (seconds; ``inf`` for none) is a wall-clock cap: a
+    result it stopped has ``limit == "time"`` and depends on the machine's speed. A single-thread
+    simplex solved to optimality, PDLP under an iteration limit and SCIP under a node limit
+    give the same answer on every run for the same ``threads``.
 
     Examples
     --------
@@ -179,7 +225,13 @@ def solve_matrix_program(
     mat.column_ids.extend(coo.col[order].tolist())
     mat.coefficients.extend(coo.data[order].tolist())
 
-    kw = {"time_limit": timedelta(seconds=max(float(time_limit), 0.01))}
+    kw: dict = {}
+    if np.isfinite(time_limit):
+        kw["time_limit"] = timedelta(seconds=max(float(time_limit), 0.01))
+    if iteration_limit is not None:
+        kw["iteration_limit"] = int(iteration_limit)
+    if node_limit is not None:
+        kw["node_limit"] = int(node_limit)
     if stype.name != "HIGHS":  # HiGHS takes its thread count from globals only
         kw["threads"] = threads
     if stype.name not in ("GLOP", "PDLP"):
@@ -218,9 +270,9 @@ def solve_matrix_program(
     wall = time.perf_counter() - t0
     reason = res.termination.reason
     # TerminationReasonProto: 1 optimal, 2 infeasible, 3 unbounded, 4 inf-or-unb, 5 imprecise,
-    # 9 feasible (limit), 10 no solution found (limit), 11 numerical error, 12 other error
+    # 9 feasible (limit), 6 no solution found (limit), 7 numerical error, 8 other error
     status = {1: "optimal", 2: "infeasible", 3: "unbounded", 4: "infeasible", 5: "feasible"}.get(
-        reason, "feasible" if reason == 9 else ("limit" if reason == 10 else "error")
+        reason, "feasible" if reason == 9 else ("limit" if reason == 6 else "error")
     )
     x = duals = None
     obj = np.inf
@@ -238,7 +290,19 @@ def solve_matrix_program(
     bound = float(res.termination.objective_bounds.dual_bound)
     if status == "optimal" and not ints.any():
         bound = obj if not np.isfinite(bound) else bound
-    return MatrixResult(status, x, duals, obj, bound, solver, wall)
+    limit = _LIMITS.get(res.termination.limit, "other") if reason in (6, 9) else ""
+    st = res.solve_stats
+    iters = int(st.simplex_iterations + st.barrier_iterations + st.first_order_iterations)
+    return MatrixResult(
+        status, x, duals, obj, bound, solver, wall, limit, iters, int(st.node_count), int(a.nnz)
+    )
+
+
+_LIMITS = {
+    1: "undetermined", 2: "iteration", 3: "time", 4: "node", 5: "solution", 6: "memory",
+    7: "objective", 8: "norm", 9: "interrupted", 10: "slow progress", 12: "cutoff",
+}  # fmt: skip
+"""MathOpt ``LimitProto`` values by name."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -262,6 +326,12 @@ class RoutingResult:
         Bytes on each link under ``paths``.
     solver : str
     wall_s : float
+    work : float
+        Deterministic work units spent (LP iterations and model sizes, see
+        :data:`WORK_PER_NNZ_ITERATION`).
+    limit : str
+        The LP limit that stopped the solve (``time`` makes the result machine-dependent), or
+        ``""``.
     """
 
     time_s: float
@@ -272,6 +342,8 @@ class RoutingResult:
     link_loads: np.ndarray
     solver: str
     wall_s: float
+    work: float = 0.0
+    limit: str = ""
 
     @property
     def routing(self) -> PhaseRouting:
@@ -341,42 +413,127 @@ def min_hop_paths(
     return out
 
 
-def _decompose_source(s, f, sinks, need, n_nodes, link_src, head, size, lid, cap_tol):
-    """Greedy path decomposition of source ``s``'s aggregated flow ``f`` (bytes per link).
+@njit(cache=True)
+def _decompose_kernel(s, res, out_ptr, out_link, tail, head, sinks, need, tol, max_rounds):
+    """Compiled core of :func:`_decompose_source` (one source; ``res`` and ``need`` are updated).
 
-    Repeatedly takes the fewest-hop path to each unmet sink inside the links still carrying flow,
-    and moves ``min(need, residual on the path)`` onto it. Returns ``{sink: [(links, bytes)]}``
-    and the bytes left unplaced per sink (numerical noise of the LP).
+    ``out_ptr``/``out_link``: CSR of each node's outgoing links (ascending link id); ``tail``,
+    ``head``: each link's end nodes. Returns ``(sink index, bytes, path start)`` per path and the
+    concatenated link ids of the paths (each path from ``s`` to its sink).
     """
-    res = f.copy()
-    res[res < cap_tol] = 0.0
-    need = need.copy()
-    got: dict[int, list[tuple[np.ndarray, float]]] = {int(t): [] for t in sinks}
-    for _ in range(4 * size):
-        todo = np.flatnonzero(need > cap_tol)
-        if todo.size == 0:
+    size = out_ptr.size - 1
+    K = sinks.size
+    cap = 4 * K + 16
+    p_sink = np.empty(cap, np.int64)
+    p_amt = np.empty(cap, np.float64)
+    p_ptr = np.zeros(cap + 1, np.int64)
+    links = np.empty(8 * cap, np.int64)
+    n_p = 0
+    pred = np.full(size, -1, np.int64)  # link into each node on the BFS tree
+    seen = np.zeros(size, np.bool_)
+    queue = np.empty(size, np.int64)
+    walk = np.empty(size, np.int64)
+    for _ in range(max_rounds):
+        left = 0
+        for i in range(K):
+            if need[i] > tol:
+                left += 1
+        if left == 0:
             break
-        pos = res > 0
-        g = sp.csr_matrix((np.ones(int(pos.sum())), (link_src[pos], head[pos])), shape=(size, size))
-        dist, pred = csgraph.shortest_path(
-            g, directed=True, unweighted=True, indices=int(s), return_predecessors=True
-        )
-        reach = todo[np.isfinite(dist[sinks[todo]])]
-        if reach.size == 0:
-            break
+        # BFS from s over links still carrying flow (fewest hops; ascending link id order)
+        seen[:] = False
+        pred[:] = -1
+        seen[s] = True
+        queue[0] = s
+        qh, qt = 0, 1
+        while qh < qt:
+            v = queue[qh]
+            qh += 1
+            for j in range(out_ptr[v], out_ptr[v + 1]):
+                lk = out_link[j]
+                w = head[lk]
+                if res[lk] > 0.0 and not seen[w]:
+                    seen[w] = True
+                    pred[w] = lk
+                    queue[qt] = w
+                    qt += 1
         moved = False
-        for i, p in zip(reach, _tree_paths(pred, lid, int(s), sinks[reach]), strict=True):
-            amt = min(need[i], float(res[p].min()))
-            if amt <= cap_tol:
+        for i in range(K):
+            t = sinks[i]
+            if need[i] <= tol or not seen[t] or t == s:
                 continue
-            res[p] -= amt
-            res[p[res[p] < cap_tol]] = 0.0
+            # walk the tree back from t; the path's bottleneck
+            hops = 0
+            v = t
+            amt = need[i]
+            while v != s:
+                lk = pred[v]
+                walk[hops] = lk
+                hops += 1
+                if res[lk] < amt:
+                    amt = res[lk]
+                v = tail[lk]
+            if amt <= tol:
+                continue
+            if n_p == cap:  # grow the path buffers
+                cap *= 2
+                p_sink = _grow_int(p_sink, cap)
+                p_amt = _grow_float(p_amt, cap)
+                p_ptr = _grow_int(p_ptr, cap + 1)
+            start = p_ptr[n_p]
+            if start + hops > links.size:
+                links = _grow_int(links, 2 * (start + hops))
+            for h in range(hops):
+                lk = walk[hops - 1 - h]
+                links[start + h] = lk
+                res[lk] -= amt
+                if res[lk] < tol:
+                    res[lk] = 0.0
+            p_sink[n_p] = i
+            p_amt[n_p] = amt
+            p_ptr[n_p + 1] = start + hops
+            n_p += 1
             need[i] -= amt
-            got[int(sinks[i])].append((p, amt))
             moved = True
         if not moved:
             break
-    return got, need
+    return p_sink[:n_p], p_amt[:n_p], p_ptr[: n_p + 1], links[: p_ptr[n_p]]
+
+
+@njit(cache=True)
+def _grow_int(a, size):
+    b = np.empty(size, np.int64)
+    b[: a.size] = a
+    return b
+
+
+@njit(cache=True)
+def _grow_float(a, size):
+    b = np.empty(size, np.float64)
+    b[: a.size] = a
+    return b
+
+
+def _decompose_source(s, f, sinks, need, out_ptr, out_link, link_src, head, cap_tol):
+    """Greedy path decomposition of source ``s``'s aggregated flow ``f`` (bytes per link).
+
+    Repeatedly takes the fewest-hop path (BFS over the links still carrying flow, links in
+    ascending id order) to each unmet sink, in sink order, and moves
+    ``min(need, residual on the path)`` onto it; stops when every sink is served or no path
+    moves anything. Returns ``{sink: [(links, bytes)]}`` and the bytes left unplaced per sink
+    (numerical noise of the LP). The loop is compiled (:func:`_decompose_kernel`).
+    """
+    res = np.where(f < cap_tol, 0.0, f).astype(np.float64)
+    left = np.asarray(need, np.float64).copy()
+    snk = np.asarray(sinks, np.int64)
+    max_rounds = 4 * (out_ptr.size - 1)
+    p_sink, p_amt, p_ptr, links = _decompose_kernel(
+        int(s), res, out_ptr, out_link, link_src, head, snk, left, float(cap_tol), max_rounds
+    )
+    got: dict[int, list[tuple[np.ndarray, float]]] = {int(t): [] for t in snk}
+    for j in range(p_sink.size):
+        got[int(snk[p_sink[j]])].append((links[p_ptr[j] : p_ptr[j + 1]], float(p_amt[j])))
+    return got, left
 
 
 def _build_pathset(src, dst, plist) -> PathSet:
@@ -423,6 +580,8 @@ def route_phase(
     forward: np.ndarray | None = None,
     solver: str = "auto",
     time_limit: float = 60.0,
+    iteration_limit: int | None = None,
+    lp_tolerance: float | None = None,
 ) -> RoutingResult:
     """Route one phase on directed links, minimising the max over links of load / capacity.
 
@@ -443,7 +602,11 @@ def route_phase(
     solver : str
         ``auto`` (GLOP for small LPs, PDLP for large ones), ``glop`` or ``pdlp``.
     time_limit : float
-        Seconds for the LP.
+        Wall-clock cap on the LP, seconds (``inf``: none).
+    iteration_limit : int, optional
+        PDLP's iteration limit (a deterministic limit; GLOP always solves to optimality).
+    lp_tolerance : float, optional
+        PDLP's relative and absolute optimality tolerance (default PDLP's own, 1e-6).
 
     Returns
     -------
@@ -574,8 +737,9 @@ def route_phase(
     cvec[-1] = 1.0
     name = _auto_solver(nv) if solver == "auto" else solver
     res = solve_matrix_program(
-        cvec, A, row_lb, row_ub, np.zeros(nv), var_ub, solver=name, time_limit=time_limit
-    )
+        cvec, A, row_lb, row_ub, np.zeros(nv), var_ub, solver=name, time_limit=time_limit,
+        iteration_limit=iteration_limit if name == "pdlp" else None, lp_tolerance=lp_tolerance,
+    )  # fmt: skip
     if res.x is None:
         raise RuntimeError(f"routing LP ({name}) ended without a solution: {res.status}")
     T0 = U / cap0
@@ -605,14 +769,16 @@ def route_phase(
     flows = np.maximum(res.x[:nf], 0.0).reshape(S, L) * U
     head = np.where(fwd[link_dst], link_dst, link_dst + n_nodes)
     size = 2 * n_nodes
-    lid = link_lookup(link_src, head, size)
+    out_link = np.argsort(link_src, kind="stable").astype(np.int64)
+    out_ptr = np.zeros(size + 1, np.int64)
+    out_ptr[1:] = np.cumsum(np.bincount(link_src, minlength=size))
     plists: list[list] = [[] for _ in range(ps.size)]
     tol = 1e-9 * U
     for s in np.unique(ps):
         mine = np.flatnonzero(ps == s)
         sinks = np.where(fwd[pt[mine]], pt[mine], pt[mine] + n_nodes)
         got, left = _decompose_source(
-            int(s), flows[spos[s]], sinks, pb[mine], n_nodes, link_src, head, size, lid, tol
+            int(s), flows[spos[s]], sinks, pb[mine], out_ptr, out_link, link_src, head, tol
         )
         for j, i in enumerate(mine):
             plists[i] = list(got[int(sinks[j])])
@@ -621,9 +787,11 @@ def route_phase(
     paths = _build_pathset(ps, pt, plists)
     loads = paths.link_loads(pb, L)
     tval = float((loads / cap).max())
+    work = res.work + WORK_PER_FLOW_COLUMN * nf
     return RoutingResult(
-        tval, min(lb, tval), res.status, paths, rings, loads, name, time.perf_counter() - t0
-    )
+        tval, min(lb, tval), res.status, paths, rings, loads, name, time.perf_counter() - t0,
+        work, res.limit,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False)
@@ -643,6 +811,11 @@ class SharedRouting:
     status : str
     solver : str
     wall_s : float
+    work : float
+        Deterministic work units of every LP behind it (see :class:`RoutingResult`).
+    limit : str
+        ``time`` when the wall-clock cap stopped (or skipped) any of its LPs, else the first
+        other limit hit, else ``""``.
     """
 
     paths: PathSet
@@ -652,6 +825,8 @@ class SharedRouting:
     status: str
     solver: str
     wall_s: float
+    work: float = 0.0
+    limit: str = ""
 
     @property
     def time_s(self) -> float:
@@ -673,6 +848,8 @@ def share_paths(
     results: list[RoutingResult],
     solver: str = "auto",
     time_limit: float = 60.0,
+    iteration_limit: int | None = None,
+    lp_tolerance: float | None = None,
 ) -> SharedRouting:
     """One routing for every phase: the best path fractions over the per-phase LPs' paths.
 
@@ -743,7 +920,8 @@ def share_paths(
     name = _auto_solver(nv) if solver == "auto" else solver
     res = solve_matrix_program(
         cvec, A, row_lb, row_ub, np.zeros(nv), np.full(nv, np.inf), solver=name,
-        time_limit=time_limit,
+        time_limit=time_limit, iteration_limit=iteration_limit if name == "pdlp" else None,
+        lp_tolerance=lp_tolerance,
     )  # fmt: skip
     y = np.maximum(res.x[:Q], 0.0) if res.x is not None else None
     plists: list[list] = [[] for _ in range(K)]
@@ -759,7 +937,7 @@ def share_paths(
     times = np.array([float((paths.link_loads(Dk[p], L) / cap).max()) for p in range(P)])
     lbs = np.array([r.lower_bound_s for r in results])
     return SharedRouting(paths, tuple(r.rings for r in results), times, lbs, res.status, name,
-                         time.perf_counter() - t0)  # fmt: skip
+                         time.perf_counter() - t0, res.work, res.limit)  # fmt: skip
 
 
 def merge_paths(
@@ -821,6 +999,8 @@ def route_circuits(
     solver: str = "auto",
     time_limit: float = 60.0,
     max_shared_columns: int = 20_000,
+    iteration_limit: int | None = None,
+    lp_tolerance: float | None = None,
 ) -> SharedRouting:
     """Route every phase of ``problem`` on a circuit design (host forwarding allowed).
 
@@ -829,6 +1009,10 @@ def route_circuits(
     routings have at most ``max_shared_columns`` paths in all, :func:`share_paths`. Link ids are
     those of :func:`solvers.congestion.circuit_links` on the canonical circuits.
     ``ring_candidates[p][g]`` lists candidate orders for group ``g`` of phase ``p``.
+
+    Every decision here is deterministic: ``time_limit`` (seconds) is only a wall-clock cap on
+    the whole call (each LP gets what is left of it; a result it cut has ``limit == "time"``),
+    ``iteration_limit`` and ``lp_tolerance`` go to every PDLP solve (:func:`route_phase`).
 
     Examples
     --------
@@ -845,25 +1029,41 @@ def route_circuits(
     c = canonical_circuits(circuits, problem.n)
     src, dst, cap = circuit_links(c, problem.link_bandwidth)
     results = []
+    lp = {"iteration_limit": iteration_limit, "lp_tolerance": lp_tolerance}
     for i, ph in enumerate(problem.phases):
-        left = time_limit - (time.perf_counter() - t0)
-        share = max(left / (problem.n_phases - i + 1), 0.5)
+        left = max(time_limit - (time.perf_counter() - t0), 0.01)
         cands = ring_candidates[i] if ring_candidates is not None else None
         results.append(
             route_phase(problem.n, src, dst, cap, phase=ph, ring_candidates=cands, solver=solver,
-                        time_limit=share)
+                        time_limit=left, **lp)
         )  # fmt: skip
+    work = sum(r.work for r in results)
+    limit = _first_limit([r.limit for r in results])
     if len(results) == 1:
         r = results[0]
         return SharedRouting(r.paths, (r.rings,), np.array([r.time_s]),
-                             np.array([r.lower_bound_s]), r.status, r.solver, r.wall_s)  # fmt: skip
+                             np.array([r.lower_bound_s]), r.status, r.solver, r.wall_s, work,
+                             limit)  # fmt: skip
     merged = merge_paths(problem.n, src, cap, list(problem.phases), results)
-    left = time_limit - (time.perf_counter() - t0)
+    merged = replace(merged, work=work, limit=limit)
     n_cols = sum(r.paths.n_paths for r in results)
-    if n_cols > max_shared_columns or left < 1.0:
+    if n_cols > max_shared_columns:
         return merged
-    shared = share_paths(problem.n, src, cap, list(problem.phases), results, solver, left)
-    return shared if shared.time_s <= merged.time_s else merged
+    left = time_limit - (time.perf_counter() - t0)
+    if left <= 0:  # the cap cut the call short: the result depends on the clock
+        return replace(merged, limit="time")
+    shared = share_paths(problem.n, src, cap, list(problem.phases), results, solver, left, **lp)
+    work += shared.work
+    limit = _first_limit([limit, shared.limit])
+    best = shared if shared.time_s <= merged.time_s else merged
+    return replace(best, work=work, limit=limit)
+
+
+def _first_limit(limits: list[str]) -> str:
+    """``time`` if any limit is (the clock decided), else the first non-empty one."""
+    if "time" in limits:
+        return "time"
+    return next((x for x in limits if x), "")
 
 
 def route_fabric(

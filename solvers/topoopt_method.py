@@ -25,6 +25,17 @@ Pipeline (``shared/reference/topoopt-method.md``), each step a public function:
    :func:`solvers.congestion.evaluate_routing` and the ideal-switch lower bound.
 
 :func:`topoopt_design` chains them.
+
+Reserved and pre-wired ports (our adaptation; the paper has no such option): TopologyFinder
+needs the same degree at every server, so steps 1-3 run on ``d_free = min_i free_i`` ports
+(``free_i = degree - reserved_i - pre-wired ports_i``,
+:meth:`solvers.problem.DesignProblem.free_ports`); the pre-wired circuits are then added
+(:func:`solvers.design.merge_prewired`) and every port still free is filled by
+:func:`solvers.joint.local_search.fill_free_ports` (joining components first, then heaviest MP
+and ring-step bytes first). With ``d_free < 2`` no ring fits on the free ports: the design is
+the pre-wired circuits plus the filled ports and every ring group runs a virtual ring (members
+in order) routed on shortest paths. A design that leaves two servers with traffic disconnected
+is refused (:func:`require_connected`).
 """
 
 from __future__ import annotations
@@ -38,7 +49,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
 from solvers.congestion import canonical_circuits, evaluate_routing
-from solvers.design import Design, NodePaths
+from solvers.design import Design, NodePaths, merge_prewired, with_port_options
 from solvers.problem import DesignProblem
 from solvers.strides import select_permutations, totient_perms
 from solvers.traffic_input import TopoOptTraffic, topoopt_traffic
@@ -61,6 +72,7 @@ __all__ = [
     "ideal_lower_bound",
     "finish_design",
     "topoopt_design",
+    "require_connected",
 ]
 
 VARIANTS = ("topoopt", "topoopt-released")
@@ -556,8 +568,21 @@ def _concat_paths(a: NodePaths, b: NodePaths) -> NodePaths:
 
 # --------------------------------------------------------------------------- 5. scores
 def ideal_lower_bound(problem: DesignProblem) -> float:
-    """Ideal-switch bound: per phase, the busiest server's bytes out or in over ``d * B``."""
+    """Ideal-switch bound: per phase, the busiest server's bytes out or in over ``d * B``.
+
+    With reserved ports, server ``i`` has ``degree - reserved_i`` ports: its bytes are divided
+    by ``(degree - reserved_i) * B`` (``inf`` when it has traffic and no usable port).
+    """
     n, cap = problem.n, problem.degree * problem.link_bandwidth
+    if problem.reserved is not None and problem.reserved.any():
+        per = problem.usable_ports() * problem.link_bandwidth
+        total = 0.0
+        for ph in problem.phases:
+            byts = np.maximum(ph.out_bytes(n), ph.in_bytes(n))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = np.where(byts > 0, byts / per, 0.0)
+            total += float(t.max(initial=0.0))
+        return total
     return float(
         sum(
             max(ph.out_bytes(n).max(initial=0), ph.in_bytes(n).max(initial=0))
@@ -597,7 +622,7 @@ def finish_design(
         raise InputError("design", "; ".join(ev.violations), "a feasible design")
     lb = ideal_lower_bound(problem)
     gap = (ev.objective - lb) / ev.objective if ev.objective > 0 else 0.0
-    return Design(
+    done = Design(
         problem.n,
         problem.degree,
         problem.link_bandwidth,
@@ -612,6 +637,7 @@ def finish_design(
         time.perf_counter() - t0,
         info,
     )
+    return with_port_options(done, problem)
 
 
 def _phase_rings(traffic: TopoOptTraffic, rings: list[dict]) -> list[dict]:
@@ -677,16 +703,42 @@ def topoopt_design(
     if isinstance(k_paths, bool) or int(k_paths) != k_paths or k_paths < 1:
         raise InputError("k_paths", k_paths, "an integer >= 1")
     n, d = problem.n, problem.degree
+    options = problem.has_port_options
     if d < 2:
         raise InputError("degree", d, "an integer >= 2 (the +-1 ring needs 2 ports)")
     if n < 3:
         raise InputError("servers", n, "at least 3 servers (a ring)")
     traffic = topoopt_traffic(problem)
-    d_ar, d_mp = degree_split(traffic.t_ar(), traffic.t_mp(), d, variant)
-    ar_circ, groups, ar_info = allreduce_rings(traffic, d_ar)
-    mp_circ, _ = mp_matchings(traffic.mp, d_mp, n, partners=matching_partners)
-    circuits = canonical_circuits(np.vstack([ar_circ, mp_circ]), n)
+    d_build = problem.free_degree if options else d
+    if d_build >= 2:
+        d_ar, d_mp = degree_split(traffic.t_ar(), traffic.t_mp(), d_build, variant)
+        ar_circ, groups, ar_info = allreduce_rings(traffic, d_ar)
+        mp_circ, _ = mp_matchings(traffic.mp, d_mp, n, partners=matching_partners)
+        circuits = canonical_circuits(np.vstack([ar_circ, mp_circ]), n)
+    else:  # no ring fits on the free ports: pre-wired + filled ports, virtual rings
+        d_ar = d_mp = 0
+        ar_circ = np.zeros((0, 3), np.int64)
+        groups = [
+            {"group": j, "members": m, "strides": [], "virtual": True}
+            for j, m in enumerate(traffic.groups)
+        ]
+        ar_info = {"strides": [], "group_size": None, "circulant": False}
+        circuits = ar_circ
     rings = _phase_rings(traffic, groups)
+    filled = 0
+    if options:
+        from solvers.joint.local_search import fill_free_ports
+
+        circuits = merge_prewired(circuits, problem)
+        before = int(circuits[:, 2].sum())
+        circuits = fill_free_ports(
+            circuits, n, problem.usable_ports(), _step_demand(problem, traffic, rings),
+            problem.pair_cap, connect=True,
+        )  # fmt: skip
+        filled = int(circuits[:, 2].sum()) - before
+        require_connected(problem, circuits)
+        if not ar_circ.size:
+            ar_circ = circuits  # virtual rings are forwarded over whatever circuits there are
     dist_all = hop_distances(circuits, n)
     # commodities: MP pairs (k shortest paths) and ring steps (direct, or virtual-ring routes)
     mp = traffic.mp.tocoo()
@@ -731,4 +783,51 @@ def topoopt_design(
         "seed": seed,
         "matching_partners": matching_partners,
     }
+    if options:
+        info["d_free"] = d_build
+        info["prewired_circuits"] = int(problem.prewired_circuits()[:, 2].sum())
+        info["free_ports_filled"] = filled
     return finish_design(problem, circuits, rings, routing, variant, t0, info)
+
+
+def require_connected(problem: DesignProblem, circuits: np.ndarray) -> None:
+    """Raise :class:`InputError` when two servers with traffic are in different components of
+    ``circuits`` (what too many reserved ports or pre-wired circuits can leave)."""
+    from scipy.sparse.csgraph import connected_components
+
+    n = problem.n
+    c = np.asarray(circuits, np.int64).reshape(-1, 3)
+    adj = sp.coo_matrix((np.ones(c.shape[0]), (c[:, 0], c[:, 1])), shape=(n, n))
+    _, label = connected_components(adj, directed=False)
+    busy = np.zeros(n, bool)
+    for ph in problem.phases:
+        busy |= (ph.out_bytes(n) > 0) | (ph.in_bytes(n) > 0)
+    idx = np.flatnonzero(busy)
+    if idx.size and np.any(label[idx] != label[idx[0]]):
+        b = int(idx[np.flatnonzero(label[idx] != label[idx[0]])[0]])
+        raise InputError(
+            "reserved/prewired ports",
+            f"servers {int(idx[0])} and {b} left disconnected (d_free = {problem.free_degree})",
+            "enough free ports for a connected design (reserve fewer ports or pre-wire fewer "
+            "circuits)",
+        )
+
+
+def _step_demand(problem: DesignProblem, traffic: TopoOptTraffic, rings: list[dict]):
+    """Symmetric-enough demand that ranks pairs for filling free ports: MP bytes plus the
+    bytes of every ring step (``ring_bytes * weight`` of each directed ring)."""
+    n = problem.n
+    rows, cols, vals = [], [], []
+    ring_bytes = {ph.name: ph.ring_bytes for ph in problem.phases}
+    for r in rings:
+        o = np.asarray(r["order"], np.int64)
+        b = float(ring_bytes[r["phase"]][r["group"]]) * float(r["weight"])
+        rows.append(o)
+        cols.append(np.roll(o, -1))
+        vals.append(np.full(o.size, b))
+    if not rows:
+        return traffic.mp
+    steps = sp.csr_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)
+    )
+    return sp.csr_matrix(traffic.mp + steps)

@@ -1,6 +1,7 @@
 """The joint optimizer's anytime pipeline: check, warm start, improve, route, bound, Design.
 
-Each step is a public function; :func:`joint_design` chains them under one time limit.
+Each step is a public function; :func:`joint_design` chains them under a deterministic work
+limit, with the wall-clock time limit only as a safety cap (see "Determinism" below).
 
 1. :func:`check_problem` -- raise :class:`InputError` on a problem no design can serve.
 2. :func:`warm_start` -- the TopoOpt baselines (``topoopt`` and ``topoopt-released``,
@@ -23,10 +24,22 @@ Each step is a public function; :func:`joint_design` chains them under one time 
    finalists (the best routed candidates and both baselines, smallest objective first) are
    simulated by the flow model and the one with the shortest communication wins among those no
    slower than ``topoopt`` in communication or iteration time and no worse in the objective.
-   The ``topoopt`` design is simulated right after the warm start (time-boxed to a quarter of
-   the limit; if it cannot finish, the objective decides) and time for about four more
-   simulations is kept back from steps 3-5. Each routing LP gets 60% of the time left, its path
-   decomposition comes on top.
+   The ``topoopt`` design is simulated right after the warm start; the flow model is used
+   only when the problem has at most :data:`FLOW_MAX_PAIRS` server pairs with traffic.
+
+Determinism
+-----------
+No decision depends on the clock. Steps 3-5 run while the work spent (:class:`WorkMeter`:
+deterministic work units from LP nonzeros x iterations and model sizes,
+:data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`) is below ``work_limit``
+(:data:`DEFAULT_WORK_LIMIT`); the routing LPs are GLOP solved to optimality or PDLP to
+:data:`ROUTING_LP_TOLERANCE` within :data:`LP_ITERATION_LIMIT` iterations; the bound's PDLP is
+iteration-limited too; the exact MIP runs under :data:`EXACT_NODE_LIMIT` nodes; every finalist is
+simulated to the end. The same problem, seed, thread count and work limit therefore give the same
+design on any machine and under any load. ``time_limit_s`` caps the wall clock (the search keeps
+time for about four flow simulations after the first one): when it cuts a step the best design
+so far is returned with ``info["deterministic"] = False`` and ``info["stopped_by"] = "time
+limit"``; otherwise ``stopped_by`` is ``"optimal"``, ``"work limit"`` or ``"done"``.
 
 Above ``lp_max_servers`` servers (default 256) the routing LP is not run; the finalists are the
 baselines and the best of them with its free ports filled.
@@ -34,6 +47,7 @@ baselines and the best of them with its free ports filled.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -46,7 +60,7 @@ from solvers.congestion import (
     evaluate_routing,
     ring_steps,
 )
-from solvers.design import Design, NodePaths
+from solvers.design import Design, NodePaths, merge_prewired
 from solvers.joint.exact_mip import exact_design
 from solvers.joint.flow_select import FlowScore, select_by_flow
 from solvers.joint.flow_select import score as flow_score
@@ -68,13 +82,42 @@ __all__ = [
     "route_design",
     "to_design",
     "joint_design",
+    "WorkMeter",
+    "default_work_limit",
+    "flow_model_pairs",
     "SELECT_BY",
+    "DEFAULT_WORK_LIMIT",
+    "LP_ITERATION_LIMIT",
+    "ROUTING_LP_TOLERANCE",
+    "EXACT_NODE_LIMIT",
+    "FLOW_MAX_PAIRS",
 ]
 
 Progress = Callable[[float, float], None]
 
 SELECT_BY = ("flow", "objective")
 """How :func:`joint_design` picks its result among the finalists."""
+
+DEFAULT_WORK_LIMIT = 20.0
+"""Default work limit of :func:`joint_design`, in work units (about a second of one core of the
+reference machine each, :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`). At 128 servers of
+degree 8 a routing costs 2-8 units (PDLP iterations x nonzeros), so about 3-8 candidates and
+swaps are routed, and the search with its flow-model judging fits the 60 s default time limit
+on 2 cores; small clusters route every candidate and run the swap search to its end."""
+
+LP_ITERATION_LIMIT = 20_000
+"""Deterministic iteration limit of every PDLP solve of the search (routing and bound LPs)."""
+
+ROUTING_LP_TOLERANCE = 1e-3
+"""PDLP's relative and absolute optimality tolerance for the candidates' routing LPs (the
+objective is recomputed from the decomposed paths, so the tolerance only affects the ranking)."""
+
+EXACT_NODE_LIMIT = 20_000
+"""Branch-and-bound node limit of the exact MIP (deterministic for a given thread count)."""
+
+FLOW_MAX_PAIRS = 50_000
+"""Largest :func:`flow_model_pairs` for which the finalists are judged by the flow model (above,
+a simulation takes about as long as the whole time limit; the objective decides)."""
 
 
 def check_problem(problem: DesignProblem) -> None:
@@ -83,6 +126,19 @@ def check_problem(problem: DesignProblem) -> None:
         raise InputError("degree", problem.degree, "at least 2 ports (a connected design)")
     if problem.n < 3:
         raise InputError("servers", problem.n, "at least 3 servers")
+    if problem.has_port_options:  # a server with traffic needs a usable port
+        n = problem.n
+        busy = np.zeros(n, bool)
+        for ph in problem.phases:
+            busy |= (ph.out_bytes(n) > 0) | (ph.in_bytes(n) > 0)
+        dead = np.flatnonzero(busy & (problem.usable_ports() < 1))
+        if dead.size:
+            i = int(dead[0])
+            raise InputError(
+                f"reserved (server {i})",
+                int(problem.degree - problem.usable_ports()[i]),
+                f"fewer than its {problem.degree} ports (it sends or receives traffic)",
+            )
 
 
 def warm_start(problem: DesignProblem, seed: int = 0) -> list[Design]:
@@ -94,10 +150,25 @@ def warm_start(problem: DesignProblem, seed: int = 0) -> list[Design]:
 def candidate_circuits(
     problem: DesignProblem, deadline: float, stride_time: float = 5.0
 ) -> list[tuple[str, np.ndarray]]:
-    """Circuit sets to route and compare (module docstring, step 3), cheapest first."""
+    """Circuit sets to route and compare (module docstring, step 3), cheapest first.
+
+    With reserved or pre-wired ports the constructions use ``d_free = min_i free_i`` ports
+    (:meth:`DesignProblem.free_ports`), the pre-wired circuits are added and the ports left
+    are filled up to ``degree - reserved_i`` (components joined first).
+    """
     n, d = problem.n, problem.degree
+    options = problem.has_port_options
+    budget = problem.usable_ports() if options else d
+    if options:
+        d = problem.free_degree
     traffic = topoopt_traffic(problem)
     mp = traffic.mp
+
+    def fill(c: np.ndarray) -> np.ndarray:
+        if options:
+            c = merge_prewired(c, problem)
+        return fill_free_ports(c, n, budget, mp, problem.pair_cap, connect=options)
+
     out: list[tuple[str, np.ndarray]] = []
     top = d - d % 2
     for d_ar in range(top, 1, -2):
@@ -109,7 +180,7 @@ def candidate_circuits(
         if d_mp and mp.nnz:
             parts.append(mp_matchings(mp, d_mp, n)[0])
         c = canonical_circuits(np.vstack(parts), n)
-        out.append((f"split d_ar={d_ar}", fill_free_ports(c, n, d, mp, problem.pair_cap)))
+        out.append((f"split d_ar={d_ar}", fill(c)))
     # all-server ring group (or no group): optimal mean-hop circulant for the ring ports
     whole = any(g.size == n for g in traffic.groups) or not traffic.groups
     left = deadline - time.perf_counter()
@@ -129,7 +200,7 @@ def candidate_circuits(
             c = canonical_circuits(np.vstack(parts), n)
             out.append(
                 (f"best strides {list(res.strides)} + {d - d_ar} MP ports",
-                 fill_free_ports(c, n, d, mp, problem.pair_cap))
+                 fill(c))
             )  # fmt: skip
             left = deadline - time.perf_counter()
             if left <= 1.0:
@@ -204,16 +275,25 @@ def quick_score(problem: DesignProblem, circuits: np.ndarray) -> float:
 def route_design(
     problem: DesignProblem,
     circuits: np.ndarray,
-    time_limit: float,
+    time_limit: float = math.inf,
     extra: Design | None = None,
     exact: bool = False,
+    iteration_limit: int = LP_ITERATION_LIMIT,
+    lp_tolerance: float = ROUTING_LP_TOLERANCE,
 ) -> tuple[SharedRouting, float, np.ndarray]:
     """Route ``circuits`` with the LP; returns the routing, its exact objective and per-link
-    utilisation (load / capacity / phase time, max over phases). ``inf`` when disconnected."""
+    utilisation (load / capacity / phase time, max over phases). ``inf`` when disconnected.
+
+    Deterministic: GLOP solves small LPs to optimality, PDLP stops at ``lp_tolerance`` or
+    ``iteration_limit``; ``time_limit`` (seconds) is a wall-clock cap only (the routing's
+    ``limit`` is ``"time"`` when it cut a solve). The routing's ``work`` counts the LP work."""
     c = canonical_circuits(circuits, problem.n)
     cands = ring_candidates_for(problem, c, extra, exact)
     try:
-        routed = route_circuits(problem, c, cands, time_limit=max(time_limit, 1.0))
+        routed = route_circuits(
+            problem, c, cands, time_limit=time_limit, iteration_limit=iteration_limit,
+            lp_tolerance=lp_tolerance,
+        )  # fmt: skip
     except InputError:
         return None, np.inf, np.zeros(2 * c.shape[0])
     ev = evaluate_routing(problem, c, routed.routings(), keep_loads=True)
@@ -306,6 +386,48 @@ def _rebound(design: Design, lb: float, t0: float, info: dict, keep_info: bool =
     )  # fmt: skip
 
 
+class WorkMeter:
+    """Deterministic work spent by :func:`joint_design` against its work limit.
+
+    ``used`` grows by each step's deterministic work (LP nonzeros x iterations and model sizes,
+    :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`); a step is only started while
+    ``used < limit``.
+    ``stopped`` records that the limit kept a step from running.
+    """
+
+    def __init__(self, limit: float) -> None:
+        self.limit = float(limit)
+        self.used = 0.0
+        self.stopped = False
+
+    def charge(self, work: float) -> None:
+        self.used += float(work)
+
+    def allows(self) -> bool:
+        if self.used < self.limit:
+            return True
+        self.stopped = True
+        return False
+
+
+def default_work_limit(problem: DesignProblem) -> float:
+    """The work limit of :func:`joint_design` when none is given: :data:`DEFAULT_WORK_LIMIT`."""
+    del problem  # one figure for every size: each step's work already scales with the size
+    return DEFAULT_WORK_LIMIT
+
+
+def flow_model_pairs(problem: DesignProblem) -> int:
+    """Server pairs with traffic summed over phases (fixed pairs + ring members): the size that
+    decides, deterministically, whether :func:`joint_design` judges finalists by the flow model
+    (at most :data:`FLOW_MAX_PAIRS`)."""
+    return int(
+        sum(
+            ph.fixed.nnz + sum(ph.group(g).size for g in range(ph.n_groups))
+            for ph in problem.phases
+        )
+    )
+
+
 def joint_design(
     problem: DesignProblem,
     time_limit_s: float = 60.0,
@@ -316,19 +438,22 @@ def joint_design(
     lp_max_servers: int = 256,
     local_search: bool = True,
     select_by: str = "flow",
+    work_limit: float | None = None,
 ) -> Design:
-    """The joint optimizer (module docstring): best design found within ``time_limit_s`` seconds.
+    """The joint optimizer (module docstring): the best design found within a work limit.
 
     Parameters
     ----------
     problem : DesignProblem
     time_limit_s : float
-        Seconds for the whole pipeline; the best design so far is returned when it runs out
-        (the baseline warm start always completes first).
+        Wall-clock cap, seconds, always honoured: when it runs out the best design so far is
+        returned (the baseline warm start always completes first) with
+        ``info["deterministic"] = False``.
     seed : int
         Seed of the baseline's path draws (everything else is deterministic).
     threads : int
-        Solver threads (the MIP; the LPs run single-threaded).
+        Solver threads (the MIP; the LPs run single-threaded). The result is reproducible for a
+        given ``(seed, threads)``.
     progress : callable, optional
         ``progress(incumbent_s, bound_s)`` on every new incumbent or bound.
     exact_max_servers : int
@@ -338,17 +463,29 @@ def joint_design(
     local_search : bool
         Run the swap search.
     select_by : {"flow", "objective"}
-        ``flow`` (default): when ``problem.workload`` is known, the finalists (the best routed
-        candidates and the baselines) are simulated by the flow model and the one with the
-        shortest communication time wins (:mod:`solvers.joint.flow_select`; the ``topoopt``
-        baseline is simulated right after the warm start and time is kept for the others).
-        ``objective``: the smallest congestion objective wins.
+        ``flow`` (default): when ``problem.workload`` is known and has at most
+        :data:`FLOW_MAX_PAIRS` server pairs with traffic (:func:`flow_model_pairs`), the
+        finalists (the best routed candidates and the baselines) are simulated by the flow model
+        and the one with the shortest communication time wins
+        (:mod:`solvers.joint.flow_select`). ``objective``: the smallest congestion objective
+        wins.
+    work_limit : float, optional
+        Deterministic budget of the search in work units (about one second of one core of the
+        reference machine each; :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`), default
+        :data:`DEFAULT_WORK_LIMIT`. Candidates are routed, and swaps evaluated, while the work
+        spent is below the limit; the work of a step is counted from its LP sizes and
+        iterations, never from the clock, so the same problem, seed, thread count and work
+        limit give the same design on any machine and under any load (as long as the wall-clock
+        cap does not cut the search first). 0 keeps the baselines.
 
     Returns
     -------
     Design
         ``solver="joint"``, with status, objective, lower bound, gap and wall time; ``info``
-        records the baseline objective, the candidate that won and the steps run.
+        records the baseline objective, the candidate that won, the steps run, ``work_limit``,
+        ``work_used``, ``stopped_by`` (``"optimal"``, ``"work limit"``, ``"time limit"`` or
+        ``"done"``: every candidate and swap tried) and ``deterministic`` (False only when the
+        wall-clock cap cut a step).
 
     Examples
     --------
@@ -360,6 +497,8 @@ def joint_design(
     >>> d = joint_design(p, time_limit_s=20)
     >>> d.status, round(d.objective_s / d.lower_bound_s, 6)
     ('optimal', 1.0)
+    >>> d.info["stopped_by"], d.info["deterministic"]
+    ('optimal', True)
     """
     t0 = time.perf_counter()
     time_limit = float(time_limit_s)
@@ -367,7 +506,14 @@ def joint_design(
     check_problem(problem)
     if select_by not in SELECT_BY:
         raise InputError("select_by", select_by, f"one of {', '.join(SELECT_BY)}")
-    info: dict = {"seed": int(seed), "threads": int(threads), "steps": []}
+    if not np.isfinite(time_limit) or time_limit <= 0:
+        raise InputError("time_limit_s", time_limit_s, "a finite number of seconds > 0")
+    wl = default_work_limit(problem) if work_limit is None else float(work_limit)
+    if not np.isfinite(wl) or wl < 0:
+        raise InputError("work_limit", work_limit, "a finite number of work units >= 0")
+    meter = WorkMeter(wl)
+    capped: list[str] = []  # steps the wall-clock cap cut (non-empty: not deterministic)
+    info: dict = {"seed": int(seed), "threads": int(threads), "work_limit": wl, "steps": []}
     bases = warm_start(problem, seed)
     base = bases[0]
     info["baseline"] = {b.solver: b.objective_s for b in bases}
@@ -377,29 +523,40 @@ def joint_design(
     bound_s = base.lower_bound_s
     n = problem.n
 
-    # ---- flow-model judging: simulate the topoopt baseline now, keep time for the finalists
+    # ---- flow-model judging: decided by the problem's size, never by the clock
     workload = problem.workload if select_by == "flow" else None
     known: dict[str, FlowScore] = {}
     reserve = 0.0
     if workload is not None and problem.n_phases:
-        topo = next(b for b in bases if b.solver == "topoopt")
-        left = end - time.perf_counter()
-        known["topoopt"] = flow_score(topo.solver, topo, problem, workload, 0.25 * left)
-        if np.isfinite(known["topoopt"].comm_s):
-            reserve = min(0.4 * time_limit, 4 * 1.3 * known["topoopt"].wall_s)
-        else:  # the flow model is too slow for this limit: judge by the objective
+        pairs = flow_model_pairs(problem)
+        if pairs > FLOW_MAX_PAIRS:
             info["steps"].append(
-                "flow model skipped (topoopt's simulation exceeded 1/4 of the limit)"
+                f"flow model skipped ({pairs} server pairs with traffic > {FLOW_MAX_PAIRS})"
             )
             workload = None
-    deadline = end - reserve  # the optimizer's own deadline
+        else:
+            topo = next(b for b in bases if b.solver == "topoopt")
+            known["topoopt"] = flow_score(
+                topo.solver, topo, problem, workload, end - time.perf_counter()
+            )
+            if known["topoopt"].timed_out:
+                capped.append("flow model of topoopt")
+                workload = None
+            else:  # the wall-clock cap keeps time for about four more simulations
+                reserve = min(0.4 * time_limit, 4 * 1.3 * known["topoopt"].wall_s)
+    search_end = end - reserve  # the search's wall-clock cap
 
     def report():
         if progress is not None:
             progress(inc_obj, bound_s)
 
-    def remaining():
-        return deadline - time.perf_counter()
+    def cap_left(step: str) -> float | None:
+        """Seconds the search may still use; None (and the step recorded) when the cap is up."""
+        left = search_end - time.perf_counter()
+        if left <= 0:
+            capped.append(step)
+            return None
+        return left
 
     def finish(lb: float) -> Design:
         """Finalists (best routed candidates, then the baselines), judged; the winner packaged."""
@@ -407,7 +564,7 @@ def joint_design(
         if inc is not None:
             finalists.append((inc[2], None, inc))
         for val, _, name, c, routed in sorted(pool, key=lambda x: (x[0], x[1])):
-            if len(finalists) >= 3 or val >= base.objective_s * (1 + 0.5):
+            if len(finalists) >= 2 or val >= base.objective_s * (1 + 0.5):
                 break
             if inc is not None and name == inc[2]:
                 continue
@@ -419,11 +576,15 @@ def joint_design(
                 c, routed, nm, proven, _ = entry
                 design = to_design(problem, c, routed, lb, "joint", t0, info, proven=proven)
             built.append((name, design))
-        # simulate the most promising first (smallest objective; stable for equal ones)
-        built.sort(key=lambda x: x[1].objective_s)
+        built.sort(key=lambda x: x[1].objective_s)  # smallest objective first; stable
         pick = 0
         if workload is not None and problem.n_phases:
+            # simulate the cheapest first (fewest routing paths, then smallest objective): if
+            # the wall-clock cap stops a long simulation, the quick ones have been judged
+            built.sort(key=lambda x: (x[1].routing.weight.size, x[1].objective_s))
             pick, scores = select_by_flow(built, problem, workload, end, known)
+            if any(sc.timed_out for sc in scores):
+                capped.append("flow model of the finalists")
             info["flow_comm_s"] = {sc.name: sc.comm_s for sc in scores}
             info["flow_iteration_s"] = {sc.name: sc.iteration_s for sc in scores}
             info["flow_wall_s"] = {sc.name: sc.wall_s for sc in scores}
@@ -432,6 +593,17 @@ def joint_design(
             info["selected_by"] = "optimizer objective"
         name, chosen = built[pick]
         info["winner"] = name
+        info["work_used"] = round(meter.used, 6)
+        if capped:
+            info["stopped_by"] = "time limit"
+            info["time_limit_cut"] = list(dict.fromkeys(capped))
+        elif chosen.objective_s <= lb * (1 + 1e-6) or (inc is not None and inc[3]):
+            info["stopped_by"] = "optimal"
+        elif meter.stopped:
+            info["stopped_by"] = "work limit"
+        else:
+            info["stopped_by"] = "done"
+        info["deterministic"] = not capped
         if chosen.solver == "joint":
             if inc is not None and name == inc[2]:
                 info["routing_solver"] = inc[1].solver
@@ -442,7 +614,7 @@ def joint_design(
     if problem.n_phases == 0 or n > lp_max_servers:
         info["steps"].append("baseline only (routing LP not run above lp_max_servers)")
         filled = fill_free_ports(
-            base.circuits, n, problem.degree, topoopt_traffic(problem).mp, problem.pair_cap
+            base.circuits, n, problem.usable_ports(), topoopt_traffic(problem).mp, problem.pair_cap
         )
         added = int(filled[:, 2].sum() - base.circuits[:, 2].sum())
         info["free_ports_filled"] = added
@@ -463,8 +635,16 @@ def joint_design(
         info["bound_method"] = b.method
         return finish(max(bound_s, b.lower_bound_s))
 
-    # ---- bound first (cheap unless the LP relaxation is small enough to run)
-    b = lower_bound(problem, use_lp=True, time_limit=max(min(0.2 * remaining(), 30.0), 1.0))
+    # ---- bound first (the LP relaxation when small enough; GLOP exact, PDLP iteration-capped)
+    left = cap_left("lower bound")
+    if left is not None:
+        b = lower_bound(problem, use_lp=True, time_limit=left, iteration_limit=LP_ITERATION_LIMIT)
+        if b.limit == "time":
+            capped.append("lower bound")
+    else:
+        b = lower_bound(problem, use_lp=False)
+    meter.charge(b.work)
+    info["bound_work"] = b.work
     bound_s = max(bound_s, b.lower_bound_s)
     info["bound_method"] = b.method
     report()
@@ -472,29 +652,43 @@ def joint_design(
         info["steps"].append("baseline meets the lower bound: optimal")
         return finish(bound_s)
 
+    def route(c, step: str, exact: bool = False):
+        """``route_design`` under the wall-clock cap, its work charged; None when the cap is up."""
+        left = cap_left(step)
+        if left is None:
+            return None
+        routed, val, util = route_design(problem, c, left, extra=base, exact=exact)
+        if routed is not None:
+            meter.charge(routed.work)
+            if routed.limit == "time":
+                capped.append(step)
+        return routed, val, util
+
     # ---- candidates: the baselines' circuits and the other splits, each routed by the LP
     tried = []
     others = [(f"{x.solver} circuits", x.circuits) for x in bases[1:]]
-    others += candidate_circuits(problem, deadline=t0 + 0.3 * (deadline - t0))
+    others += candidate_circuits(problem, deadline=math.inf)
     scored = sorted(
         ((quick_score(problem, c), i, name, c) for i, (name, c) in enumerate(others)),
         key=lambda x: (x[0], x[1]),
     )
     cands = [(f"{base.solver} circuits", base.circuits)] + [(nm, c) for _, _, nm, c in scored]
-    last = 0.0
     seen: set[bytes] = set()
     for name, c in cands:
         key = canonical_circuits(c, n).tobytes()
         if key in seen:
             continue
         seen.add(key)
-        if remaining() < max(1.5 * last, 0.5):
+        if not meter.allows():
             break
+        before = meter.used
         ts = time.perf_counter()
-        # the LP gets 60% of what is left: decomposing its flow into paths comes on top
-        routed, val, util = route_design(problem, c, 0.6 * remaining(), extra=base)
-        last = time.perf_counter() - ts
-        tried.append({"candidate": name, "objective_s": val, "wall_s": last})
+        got = route(c, f"routing {name}")
+        if got is None:
+            break
+        routed, val, util = got
+        tried.append({"candidate": name, "objective_s": val, "work": meter.used - before,
+                      "wall_s": time.perf_counter() - ts})  # fmt: skip
         if np.isfinite(val):
             pool.append((val, len(pool), name, canonical_circuits(c, n), routed))
         if val < inc_obj * (1 - 1e-12):
@@ -505,50 +699,68 @@ def joint_design(
                 break
     info["candidates"] = tried
 
-    # ---- exact MIP for tiny clusters
-    if n <= exact_max_servers and remaining() > 1.0 and inc_obj > bound_s * (1 + 1e-9):
-        hint = inc[0] if inc is not None else base.circuits
-        ex = exact_design(
-            problem, inc_obj, time_limit=max(remaining() - 1.0, 0.5), threads=threads, seed=seed,
-            hint_circuits=hint,
-        )  # fmt: skip
-        info["exact"] = {"status": ex.status, "objective_s": ex.objective_s, "bound_s": ex.bound_s}
-        if ex.status == "optimal":
-            bound_s = max(bound_s, ex.bound_s * (1 - 1e-6))
-        if ex.circuits is not None:
-            routed, val, util = route_design(
-                problem, ex.circuits, max(remaining(), 1.0), extra=base, exact=True
-            )
-            if val < inc_obj * (1 - 1e-9) or (inc is None and val <= inc_obj * (1 + 1e-9)):
-                inc_obj = val
-                proven = ex.status == "optimal" and val <= ex.objective_s * (1 + 1e-6)
-                inc = (ex.circuits, routed, "exact MIP", proven, util)
-        report()
+    # ---- exact MIP for tiny clusters (SCIP under a node limit)
+    if n <= exact_max_servers and inc_obj > bound_s * (1 + 1e-9) and meter.allows():
+        left = cap_left("exact MIP")
+        if left is not None:
+            hint = inc[0] if inc is not None else base.circuits
+            ex = exact_design(
+                problem, inc_obj, time_limit=left, threads=threads, seed=seed,
+                hint_circuits=hint, node_limit=EXACT_NODE_LIMIT,
+            )  # fmt: skip
+            info["exact"] = {"status": ex.status, "objective_s": ex.objective_s,
+                             "bound_s": ex.bound_s, "limit": ex.limit}  # fmt: skip
+            if ex.limit == "time":
+                capped.append("exact MIP")
+            elif ex.limit:
+                meter.stopped = True
+            if ex.status == "optimal":
+                bound_s = max(bound_s, ex.bound_s * (1 - 1e-6))
+            got = None
+            if ex.circuits is not None:
+                got = route(ex.circuits, "routing the exact MIP's design", exact=True)
+            if got is not None:
+                routed, val, util = got
+                if val < inc_obj * (1 - 1e-9) or (inc is None and val <= inc_obj * (1 + 1e-9)):
+                    inc_obj = val
+                    proven = ex.status == "optimal" and val <= ex.objective_s * (1 + 1e-6)
+                    inc = (ex.circuits, routed, "exact MIP", proven, util)
+            report()
 
     # ---- local search on the incumbent
     optimal = inc_obj <= bound_s * (1 + 1e-9)
-    if local_search and not optimal and inc is not None and remaining() > 2 * max(last, 0.2):
+    if local_search and not optimal and inc is not None:
 
         def evaluate(c):
-            _, val, u = route_design(problem, c, 0.6 * remaining(), extra=base)
-            return val, u
+            got = route(c, "swap search")
+            last["eval"] = got
+            return (np.inf, None) if got is None else got[1:]
 
         def improved(c, v):
             nonlocal inc_obj
             inc_obj = v
+            last["best"] = last["eval"]
             report()
 
-        margin = max(last, 0.2)
+        last: dict = {}
+
+        def keep_going() -> bool:
+            if not meter.allows():
+                return False
+            if time.perf_counter() >= search_end:
+                capped.append("swap search")
+                return False
+            return True
+
         best_c, best_v, evals = improve_by_swaps(
             inc[0], n, problem.pair_cap, evaluate, (inc_obj, inc[4]),
-            deadline=deadline - margin, on_improve=improved,
+            on_improve=improved, floor=problem.prewired_circuits(), keep_going=keep_going,
         )  # fmt: skip
         info["local_search_evaluations"] = evals
-        if best_v < inc[1].time_s * (1 - 1e-9) and not np.array_equal(best_c, inc[0]):
-            routed, val, util = route_design(problem, best_c, max(remaining(), 1.0), extra=base)
-            if val <= best_v * (1 + 1e-9):
-                inc = (best_c, routed, inc[2] + " + swaps", False, util)
-                inc_obj = val
+        if "best" in last and not np.array_equal(best_c, inc[0]):
+            routed, val, util = last["best"]
+            inc = (best_c, routed, inc[2] + " + swaps", False, util)
+            inc_obj = val
 
     if inc is None:
         info["steps"].append("baseline kept (no candidate improved on it)")

@@ -26,11 +26,16 @@ of its group's bytes ring ``c`` carries; ``f^p_{s,a} >= 0`` bytes from source ``
     (7) w_{p,e,k} <= T_p                                        } w = T_p y exactly, y binary
     (8) w_{p,e,k} >= T_p - M (1 - y_{e,k})                     /
     (9) T_p <= M                                                (valid: T_p <= sum T <= M)
+    (10) sum_k k y_{e,k} >= P_e                                every pre-wired pair e
 
 (5) is the bilinear ``load <= B x_e T_p`` made exact by the unary expansion of ``x_e``. This is
 the whole joint problem (circuits, any weighted mixture of rings, any multi-path routing with
 host forwarding) for the congestion objective of :mod:`solvers.congestion`; it is solved on
 MathOpt with SCIP (``GSCIP``) and proves optimality on clusters of up to about 8 servers.
+
+Reserved and pre-wired ports (:mod:`solvers.problem`): the right-hand side of (1) is server
+``u``'s usable ports ``d_u = degree - reserved_u`` instead of ``d``, and (10) keeps at least the
+``P_e`` pre-wired circuits on every pre-wired pair (``P_e <= K`` is checked by the problem).
 """
 
 from __future__ import annotations
@@ -70,6 +75,8 @@ class ExactResult:
         ``optimal``, ``feasible`` or ``limit``/``infeasible``.
     solver : str
     wall_s : float
+    limit : str
+        The limit that stopped the MIP (``node``, ``time``, ...) or ``""``.
     """
 
     circuits: np.ndarray | None
@@ -80,6 +87,7 @@ class ExactResult:
     status: str
     solver: str
     wall_s: float
+    limit: str = ""
 
 
 def exact_design(
@@ -90,6 +98,7 @@ def exact_design(
     threads: int = 1,
     seed: int = 0,
     hint_circuits: np.ndarray | None = None,
+    node_limit: int | None = None,
 ) -> ExactResult:
     """Solve the joint MIP (module docstring) for a small cluster.
 
@@ -107,6 +116,9 @@ def exact_design(
         Passed to the solver (deterministic for a given pair).
     hint_circuits : numpy.ndarray, optional
         A starting design (rows ``[u, v, count]``).
+    node_limit : int, optional
+        Branch-and-bound nodes (a deterministic limit; ``time_limit`` is then a wall-clock cap,
+        and ``limit`` of the result says which one stopped the search).
 
     Examples
     --------
@@ -119,9 +131,18 @@ def exact_design(
     >>> r = exact_design(DesignProblem(3, 2, 1.0, (PhaseTraffic("p", [0], [], [], D),)), 2.0)
     >>> r.status, round(r.objective_s, 6), r.circuits.tolist()
     ('optimal', 0.666667, [[0, 1, 1], [0, 2, 1], [1, 2, 1]])
+
+    With one of server 0's ports reserved and a cable 1-2 that must stay, no triangle fits:
+    a path, and the long way round carries a whole transfer, 1 s.
+
+    >>> q = DesignProblem(3, 2, 1.0, (PhaseTraffic("p", [0], [], [], D),), reserved=[1, 0, 0],
+    ...                   prewired=[[1, 2, 1]])
+    >>> r = exact_design(q, 2.0)
+    >>> r.status, round(r.objective_s, 6), [1, 2, 1] in r.circuits.tolist()
+    ('optimal', 1.0, True)
     """
     t0 = time.perf_counter()
-    n, d, B = problem.n, problem.degree, problem.link_bandwidth
+    n, B = problem.n, problem.link_bandwidth
     if n > MAX_EXACT_SERVERS:
         raise InputError("servers", n, f"at most {MAX_EXACT_SERVERS} for the exact MIP")
     if not np.isfinite(upper_bound_s) or upper_bound_s <= 0:
@@ -188,13 +209,21 @@ def exact_design(
     for ends in (iu, iv):
         add(r + np.repeat(ends, K), ycol.ravel(), np.tile(kk, E))
     rlb.append(np.full(n, -np.inf))
-    rub.append(np.full(n, float(d)))
+    rub.append(problem.usable_ports().astype(np.float64))  # d, or d - reserved_u
     r += n
     # (2) one count per pair
     add(r + np.repeat(np.arange(E), K), ycol.ravel(), np.ones(E * K))
     rlb.append(np.full(E, -np.inf))
     rub.append(np.ones(E))
     r += E
+    # (10) pre-wired pairs keep their circuits
+    pre = problem.prewired_circuits()
+    if pre.size:
+        e_pre = np.searchsorted(iu * n + iv, pre[:, 0] * n + pre[:, 1])
+        add(r + np.repeat(np.arange(e_pre.size), K), ycol[e_pre].ravel(), np.tile(kk, e_pre.size))
+        rlb.append(pre[:, 2].astype(np.float64))
+        rub.append(np.full(e_pre.size, np.inf))
+        r += e_pre.size
     for p, ph in enumerate(problem.phases):
         lam0, sources, f0 = phase_blocks[p]
         cands = cands_all[p]
@@ -276,7 +305,7 @@ def exact_design(
     res = solve_matrix_program(
         c, A, np.concatenate(rlb), np.concatenate(rub), var_lb, var_ub, integers=integers,
         solver=solver, time_limit=time_limit, threads=threads, seed=seed, hint=hint,
-        relative_gap=1e-6,
+        relative_gap=1e-6, node_limit=node_limit,
     )  # fmt: skip
     circuits = None
     weights = []
@@ -302,4 +331,5 @@ def exact_design(
         res.status,
         solver,
         time.perf_counter() - t0,
+        res.limit,
     )

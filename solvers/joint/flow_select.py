@@ -31,12 +31,14 @@ __all__ = ["FlowScore", "flow_times", "score", "select_by_flow"]
 @dataclass(frozen=True)
 class FlowScore:
     """Simulated times of one finalist: communication alone and the whole iteration (seconds),
-    and the wall time the two simulations took."""
+    the wall time the two simulations took, and whether a wall-clock timeout stopped them (the
+    times are then ``inf``)."""
 
     name: str
     comm_s: float
     iteration_s: float
     wall_s: float
+    timed_out: bool = False
 
 
 def flow_times(design: Design, problem: DesignProblem, workload: Workload) -> tuple[float, float]:
@@ -105,7 +107,7 @@ def score(
         comm, it = flow_times(design, problem, workload)
         return FlowScore(name, comm, it, time.perf_counter() - t)
     if timeout <= 0:
-        return FlowScore(name, math.inf, math.inf, 0.0)
+        return FlowScore(name, math.inf, math.inf, 0.0, True)
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(child, design, problem, workload), daemon=True)
@@ -119,7 +121,7 @@ def score(
     if isinstance(got, Exception):
         raise got
     comm, it = got if got is not None else (math.inf, math.inf)
-    return FlowScore(name, comm, it, time.perf_counter() - t)
+    return FlowScore(name, comm, it, time.perf_counter() - t, got is None)
 
 
 def select_by_flow(
@@ -130,7 +132,7 @@ def select_by_flow(
     known: dict[str, FlowScore] | None = None,
     reference: str = "topoopt",
 ) -> tuple[int, list[FlowScore]]:
-    """Simulate the finalists in order while time allows; pick the fastest admissible one.
+    """Simulate every finalist; pick the fastest admissible one.
 
     A finalist is admissible when neither its communication time, nor its iteration time, nor
     its optimizer objective exceeds the ``reference`` finalist's (so the reference itself always
@@ -147,10 +149,11 @@ def select_by_flow(
     workload : Workload
         The GPU-level workload behind ``problem``.
     deadline : float
-        ``time.perf_counter()`` seconds. Each finalist not yet scored gets a fair share of the
-        time left (time left / finalists still to simulate) and is stopped (score ``inf``) when
-        its share runs out; the reference is always simulated (pass its score in ``known`` to
-        time-box it).
+        ``time.perf_counter()`` seconds: a wall-clock cap only. Every finalist is simulated to
+        the end (the choice does not depend on the machine's speed) unless the cap comes first;
+        a simulation the cap stops scores ``inf`` with ``timed_out`` set, and finalists after
+        it are not simulated. The reference is always simulated (pass its score in ``known`` to
+        cap it).
     known : dict, optional
         Scores already computed, by finalist name (not simulated again).
     reference : str
@@ -175,17 +178,15 @@ def select_by_flow(
     scores: list[FlowScore] = []
     best = names.index(reference)
     best_key = (ref.comm_s, 0.0 if math.isnan(ref.iteration_s) else ref.iteration_s, best)
-    todo = sum(1 for nm in names if nm not in known)
     for i, (name, design) in enumerate(finalists):
         if name in known:
             sc = known[name]
         else:
-            # a fair share of the time left: one slow simulation cannot starve the others
-            share = (deadline - time.perf_counter()) / todo
-            todo -= 1
-            if share < 0.1:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                scores.append(FlowScore(name, math.inf, math.inf, 0.0, True))
                 continue
-            sc = score(name, design, problem, workload, timeout=share)
+            sc = score(name, design, problem, workload, timeout=left)
         scores.append(sc)
         tol = 1 + 1e-9
         it_ok = math.isnan(ref.iteration_s) or sc.iteration_s <= ref.iteration_s * tol

@@ -12,28 +12,48 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from solvers.congestion import canonical_circuits, circuit_degrees
 
 __all__ = ["fill_free_ports", "swap_candidates", "improve_by_swaps"]
 
 
-def fill_free_ports(circuits, n: int, d: int, demand: sp.spmatrix, pair_cap: int) -> np.ndarray:
+def fill_free_ports(
+    circuits,
+    n: int,
+    d: int | np.ndarray,
+    demand: sp.spmatrix,
+    pair_cap: int,
+    connect: bool = False,
+) -> np.ndarray:
     """Add circuits between servers with free ports, heaviest symmetric demand first.
+
+    ``d`` is the port budget: one number for every server, or ``(n,)`` per-server budgets
+    (``degree - reserved`` when ports are reserved). Ties go to the lowest ``(a, b)``.
+    ``connect``: while the circuit graph has several components, the next circuit joins two of
+    them (preferring joins after which the merged component still has a free port, then the
+    heaviest demand); used when the circuits to fill are not connected to begin with (pre-wired
+    circuits with few free ports).
 
     Examples
     --------
     >>> import scipy.sparse as sp
     >>> fill_free_ports([[0, 1, 1]], 4, 1, sp.csr_matrix((4, 4)), 1).tolist()
     [[0, 1, 1], [2, 3, 1]]
+    >>> fill_free_ports([[0, 1, 1]], 4, [1, 2, 1, 2], sp.csr_matrix((4, 4)), 1).tolist()
+    [[0, 1, 1], [1, 2, 1]]
+    >>> fill_free_ports([[0, 1, 1], [2, 3, 1]], 4, 2, sp.csr_matrix((4, 4)), 1, True).tolist()
+    [[0, 1, 1], [0, 2, 1], [1, 3, 1], [2, 3, 1]]
     """
     c = canonical_circuits(circuits, n)
-    free = d - circuit_degrees(c, n)
+    free = np.maximum(np.asarray(d, np.int64) - circuit_degrees(c, n), 0)
     if free.sum() < 2:
         return c
     dem = sp.csr_matrix(demand)
@@ -52,6 +72,8 @@ def fill_free_ports(circuits, n: int, d: int, demand: sp.spmatrix, pair_cap: int
                 ok[ia, ib] = False
         if not ok.any():
             break
+        if connect:
+            ok = _joining(ok, idx, free, n, c, added)
         score = np.where(ok, w, -np.inf)
         flat = int(np.argmax(score))  # first maximum: lowest (a, b) among ties
         a, b = int(idx[flat // idx.size]), int(idx[flat % idx.size])
@@ -64,6 +86,24 @@ def fill_free_ports(circuits, n: int, d: int, demand: sp.spmatrix, pair_cap: int
     return canonical_circuits(np.vstack([c, np.asarray(added, np.int64)]), n)
 
 
+def _joining(ok, idx, free, n, c, added) -> np.ndarray:
+    """``ok`` restricted to pairs that join two components of ``c + added`` (those after which
+    the merged component keeps a free port first); ``ok`` itself when none joins."""
+    allc = np.vstack([c, np.asarray(added, np.int64).reshape(-1, 3)])
+    adj = sp.coo_matrix((np.ones(allc.shape[0]), (allc[:, 0], allc[:, 1])), shape=(n, n))
+    k, label = connected_components(adj, directed=False)
+    if k == 1:
+        return ok
+    lab = label[idx]
+    cross = ok & (lab[:, None] != lab[None, :])
+    if not cross.any():
+        return ok
+    comp_free = np.bincount(label, weights=free, minlength=k)
+    keeps = comp_free[lab][:, None] + comp_free[lab][None, :] - 2 > 0
+    best = cross & keeps
+    return best if best.any() else cross
+
+
 def swap_candidates(
     circuits: np.ndarray,
     n: int,
@@ -71,11 +111,22 @@ def swap_candidates(
     pair_cap: int,
     limit: int = 6,
     hot: tuple[int, int] | None = None,
+    floor: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """Degree-preserving 2-swaps that add a circuit on the hottest pair (module docstring).
 
     ``link_util`` is load / capacity of each directed link of :func:`circuit_links` order
-    (``2c`` is ``u -> v`` of row ``c``). ``hot`` overrides the target pair.
+    (``2c`` is ``u -> v`` of row ``c``). ``hot`` overrides the target pair. ``floor``: rows
+    ``[u, v, count]`` (the pre-wired circuits) no swap may take a pair below.
+
+    Examples
+    --------
+    Servers 0 and 1 are hot; circuit 0-2 is pre-wired, so only 0-3 can make room at server 0:
+
+    >>> c = np.array([[0, 1, 1], [0, 2, 1], [0, 3, 1], [1, 2, 1], [1, 3, 1], [2, 3, 1]])
+    >>> util = np.repeat([1.0, 0.1, 0.2, 0.3, 0.4, 0.5], 2)
+    >>> [x.tolist() for x in swap_candidates(c, 4, util, 2, floor=np.array([[0, 2, 1]]))]
+    [[[0, 1, 2], [0, 2, 1], [1, 3, 1], [2, 3, 2]]]
     """
     c = canonical_circuits(circuits, n)
     E = c.shape[0]
@@ -92,6 +143,10 @@ def swap_candidates(
         return []
     at_u = [i for i in range(E) if u in (c[i, 0], c[i, 1]) and v not in (c[i, 0], c[i, 1])]
     at_v = [i for i in range(E) if v in (c[i, 0], c[i, 1]) and u not in (c[i, 0], c[i, 1])]
+    if floor is not None and len(floor):
+        keep = {(int(a), int(b)): int(k) for a, b, k in np.asarray(floor).reshape(-1, 3)}
+        at_u = [i for i in at_u if c[i, 2] > keep.get((int(c[i, 0]), int(c[i, 1])), 0)]
+        at_v = [i for i in at_v if c[i, 2] > keep.get((int(c[i, 0]), int(c[i, 1])), 0)]
     at_u.sort(key=lambda i: (util[i], i))
     at_v.sort(key=lambda i: (util[i], i))
     out = []
@@ -120,26 +175,46 @@ def improve_by_swaps(
     pair_cap: int,
     evaluate: Callable[[np.ndarray], tuple[float, np.ndarray]],
     current: tuple[float, np.ndarray],
-    deadline: float,
+    deadline: float = math.inf,
     max_rounds: int = 50,
     on_improve: Callable[[np.ndarray, float], None] | None = None,
+    floor: np.ndarray | None = None,
+    keep_going: Callable[[], bool] | None = None,
 ) -> tuple[np.ndarray, float, int]:
     """First-improvement local search over :func:`swap_candidates`.
 
     ``evaluate(circuits) -> (objective, directed link utilisation)`` (``inf`` when infeasible);
-    ``current`` is the value and utilisation of ``circuits``. Stops at ``deadline``
-    (``time.perf_counter()`` seconds) or when no move improves. Returns the best circuits, their
-    objective and the number of evaluations.
+    ``current`` is the value and utilisation of ``circuits``. Stops when no move improves,
+    after ``max_rounds`` improvements, when ``keep_going()`` (asked before every evaluation; a
+    deterministic budget such as the driver's work limit) returns False, or at ``deadline``
+    (``time.perf_counter()`` seconds, a wall-clock cap). Returns the best circuits, their
+    objective and the number of evaluations. ``floor``: pre-wired circuits no swap removes
+    (see :func:`swap_candidates`).
+
+    Examples
+    --------
+    A 4-cycle with two ports per server, its circuit 0-1 the hottest; the evaluator prefers
+    two circuits on 0-1. One swap (0-2 and 1-3 become 0-1 and 2-3) finds it:
+
+    >>> def evaluate(c):
+    ...     return (1.0 if [0, 1, 2] in c.tolist() else 2.0), np.ones(2 * len(c))
+    >>> ring = [[0, 1, 1], [0, 2, 1], [1, 3, 1], [2, 3, 1]]
+    >>> util = np.repeat([1.0, 0.1, 0.1, 0.1], 2)
+    >>> c, v, k = improve_by_swaps(ring, 4, 2, evaluate, (2.0, util))
+    >>> c.tolist(), v, k
+    ([[0, 1, 2], [2, 3, 2]], 1.0, 1)
+    >>> improve_by_swaps(ring, 4, 2, evaluate, (2.0, util), keep_going=lambda: False)[2]
+    0
     """
     best_c = canonical_circuits(circuits, n)
     best_v, util = current
     evals = 0
     for _ in range(max_rounds):
-        if time.perf_counter() >= deadline:
+        if time.perf_counter() >= deadline or (keep_going is not None and not keep_going()):
             break
         improved = False
-        for cand in swap_candidates(best_c, n, util, pair_cap):
-            if time.perf_counter() >= deadline:
+        for cand in swap_candidates(best_c, n, util, pair_cap, floor=floor):
+            if time.perf_counter() >= deadline or (keep_going is not None and not keep_going()):
                 break
             v, u2 = evaluate(cand)
             evals += 1

@@ -48,6 +48,13 @@ def design_command(
     solver: Annotated[Solver, typer.Option(help="Optimizer")] = Solver.joint,
     time_limit: Annotated[float, typer.Option(help="Seconds the joint optimizer may use")] = 60.0,
     seed: Annotated[int, typer.Option(help="Seed of every random choice")] = 0,
+    work_limit: Annotated[
+        float | None,
+        typer.Option(
+            help="Joint: deterministic work budget (units of about 1 core-second; default 20); "
+            "the same plan, seed and work limit give the same design on any machine"
+        ),
+    ] = None,
     electrical: Annotated[
         Electrical, typer.Option(help="Hybrid: the electrical fabric under the optical layer")
     ] = Electrical.leaf_spine,
@@ -57,21 +64,42 @@ def design_command(
     electrical_gbps: Annotated[
         float | None, typer.Option(help="Hybrid: electrical NIC bandwidth (default --link-gbps)")
     ] = None,
+    reserve_ports: Annotated[
+        int | None,
+        typer.Option(help="Optical ports per server held back from the optimizer (every server)"),
+    ] = None,
+    prewired: Annotated[
+        Path | None,
+        typer.Option(
+            help="Circuits that must stay: CSV with header u,v,count, or a JSON list of [u,v,count]"
+        ),
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Write design.json here")] = None,
     html: Annotated[Path | None, typer.Option(help="Draw the design (plotly HTML)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the design as JSON")] = False,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
 ) -> None:
     """Design the circuit topology and routing; report objective, lower bound and gap."""
-    from solvers.problem import DesignProblem
+    from solvers.design import with_port_options
+    from solvers.problem import DesignProblem, read_prewired
     from solvers.registry import solve
+    from traffic.errors import InputError
     from traffic.load import load_workload
 
     prepare_output(out, force)
     prepare_output(html, force)
+    if reserve_ports is not None and not 0 <= reserve_ports <= degree:
+        raise InputError("--reserve-ports", reserve_ports, f"an integer 0..{degree} (--degree)")
+    wired = None
+    if prewired is not None:
+        wired = read_prewired(prewired.read_text(encoding="utf-8"), name=str(prewired))
     workload = load_workload(plan)
     problem = DesignProblem.from_workload(
-        workload, degree=degree, link_bandwidth=gbps_to_bytes_per_s(link_gbps)
+        workload,
+        degree=degree,
+        link_bandwidth=gbps_to_bytes_per_s(link_gbps),
+        reserved=reserve_ports,
+        prewired=wired,
     )
     if fabric == FabricKind.hybrid:
         design = _hybrid(
@@ -92,7 +120,9 @@ def design_command(
             time_limit_s=time_limit,
             seed=seed,
             progress=lambda m: print(m, file=sys.stderr),
+            work_limit=work_limit,
         )
+        design = with_port_options(design, problem)
     if out is not None:
         write_output_text(out, design.to_json() + "\n")
     if html is not None:
@@ -109,6 +139,10 @@ def design_command(
     t.add_row("servers", str(design.servers))
     t.add_row("circuits", str(int(design.circuits[:, 2].sum())) if len(design.circuits) else "0")
     t.add_row("rings", str(len(design.rings)))
+    if problem.reserved is not None:
+        t.add_row("reserved ports", str(int(problem.reserved.sum())))
+    if problem.prewired is not None:
+        t.add_row("pre-wired circuits", str(int(problem.prewired_circuits()[:, 2].sum())))
     t.add_row("status", design.status)
     t.add_row("objective (ms)", f"{design.objective_s * 1e3:.4f}")
     t.add_row("lower bound (ms)", f"{design.lower_bound_s * 1e3:.4f}")
