@@ -237,6 +237,9 @@ def test_every_solver_keeps_prewired_and_reserved(designs, wname, solver):
     if solver != "joint":
         assert d.lower_bound_s == pytest.approx(want, rel=1e-12)
     assert d.objective_s >= want * (1 - 1e-9)
+    # every solver's design records the options (design.json carries them)
+    assert d.reserved_ports.tolist() == RESERVED
+    assert np.array_equal(d.prewired, p.prewired_circuits())
 
 
 def test_joint_is_no_worse_than_topoopt_with_options(designs):

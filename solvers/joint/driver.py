@@ -31,15 +31,20 @@ Determinism
 -----------
 No decision depends on the clock. Steps 3-5 run while the work spent (:class:`WorkMeter`:
 deterministic work units from LP nonzeros x iterations and model sizes,
-:data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`) is below ``work_limit``
-(:data:`DEFAULT_WORK_LIMIT`); the routing LPs are GLOP solved to optimality or PDLP to
-:data:`ROUTING_LP_TOLERANCE` within :data:`LP_ITERATION_LIMIT` iterations; the bound's PDLP is
-iteration-limited too; the exact MIP runs under :data:`EXACT_NODE_LIMIT` nodes; every finalist is
-simulated to the end. The same problem, seed, thread count and work limit therefore give the same
-design on any machine and under any load. ``time_limit_s`` caps the wall clock (the search keeps
-time for about four flow simulations after the first one): when it cuts a step the best design
-so far is returned with ``info["deterministic"] = False`` and ``info["stopped_by"] = "time
-limit"``; otherwise ``stopped_by`` is ``"optimal"``, ``"work limit"`` or ``"done"``.
+:data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`) plus the forecast of the next routing (the
+last one's work) is within ``work_limit`` (:data:`DEFAULT_WORK_LIMIT`); the routing LPs are GLOP
+solved to optimality or PDLP to :data:`ROUTING_LP_TOLERANCE` within :data:`LP_ITERATION_LIMIT`
+iterations; the bound's PDLP is iteration-limited too; the exact MIP runs under
+:data:`EXACT_NODE_LIMIT` nodes; the flow-model judging (the ``topoopt`` baseline, then the
+finalists in order) shares :data:`FLOW_WORK_SHARE` times as many work units, counted in the flow
+model's sub-flow re-fills (:data:`WORK_PER_REFILL`): a simulation that needs more stops there
+and its finalist is not chosen (if the baseline's own simulation does not fit, the objective
+decides). The same problem, seed, thread count and work
+limit therefore give the same design on any machine and under any load. ``time_limit_s`` caps
+the wall clock (the search keeps time for about four flow simulations after the first one): when
+it cuts a step the best design so far is returned with ``info["deterministic"] = False`` and
+``info["stopped_by"] = "time limit"``; otherwise ``stopped_by`` is ``"optimal"``, ``"work
+limit"`` or ``"done"``.
 
 Above ``lp_max_servers`` servers (default 256) the routing LP is not run; the finalists are the
 baselines and the best of them with its free ports filled.
@@ -60,7 +65,7 @@ from solvers.congestion import (
     evaluate_routing,
     ring_steps,
 )
-from solvers.design import Design, NodePaths, merge_prewired
+from solvers.design import Design, NodePaths, merge_prewired, with_port_options
 from solvers.joint.exact_mip import exact_design
 from solvers.joint.flow_select import FlowScore, select_by_flow
 from solvers.joint.flow_select import score as flow_score
@@ -91,6 +96,8 @@ __all__ = [
     "ROUTING_LP_TOLERANCE",
     "EXACT_NODE_LIMIT",
     "FLOW_MAX_PAIRS",
+    "WORK_PER_REFILL",
+    "FLOW_WORK_SHARE",
 ]
 
 Progress = Callable[[float, float], None]
@@ -104,6 +111,15 @@ reference machine each, :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`). At 1
 degree 8 a routing costs 2-8 units (PDLP iterations x nonzeros), so about 3-8 candidates and
 swaps are routed, and the search with its flow-model judging fits the 60 s default time limit
 on 2 cores; small clusters route every candidate and run the swap search to its end."""
+
+WORK_PER_REFILL = 1e-7
+"""Work units per sub-flow re-fill of the flow model (about 100 ns each on the reference machine;
+:attr:`topoopt.flowsim.simulator.SimResult.refills`)."""
+
+FLOW_WORK_SHARE = 0.5
+"""The flow-model judging of the finalists gets ``FLOW_WORK_SHARE * work_limit`` work units on
+top of the search's ``work_limit``: ``FLOW_WORK_SHARE * work_limit / WORK_PER_REFILL`` re-fills
+shared by the ``topoopt`` baseline's simulation and then the finalists' (10^8 by default)."""
 
 LP_ITERATION_LIMIT = 20_000
 """Deterministic iteration limit of every PDLP solve of the search (routing and bound LPs)."""
@@ -390,21 +406,26 @@ class WorkMeter:
     """Deterministic work spent by :func:`joint_design` against its work limit.
 
     ``used`` grows by each step's deterministic work (LP nonzeros x iterations and model sizes,
-    :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`); a step is only started while
-    ``used < limit``.
+    :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`); a routing is only started while the
+    work used plus the last routing's work (its forecast) is within ``limit``.
     ``stopped`` records that the limit kept a step from running.
     """
 
     def __init__(self, limit: float) -> None:
         self.limit = float(limit)
         self.used = 0.0
+        self.last = 0.0
         self.stopped = False
 
-    def charge(self, work: float) -> None:
+    def charge(self, work: float, step: bool = False) -> None:
+        """Add ``work``; ``step``: it was a routing (the forecast of the next one's work)."""
         self.used += float(work)
+        if step:
+            self.last = float(work)
 
     def allows(self) -> bool:
-        if self.used < self.limit:
+        """True while the next routing, forecast to cost as much as the last one, fits."""
+        if self.used < self.limit and self.used + self.last <= self.limit:
             return True
         self.stopped = True
         return False
@@ -527,6 +548,8 @@ def joint_design(
     workload = problem.workload if select_by == "flow" else None
     known: dict[str, FlowScore] = {}
     reserve = 0.0
+    flow_budget = int(FLOW_WORK_SHARE * wl / WORK_PER_REFILL)  # re-fills for the flow model
+    flow_used = 0
     if workload is not None and problem.n_phases:
         pairs = flow_model_pairs(problem)
         if pairs > FLOW_MAX_PAIRS:
@@ -537,10 +560,17 @@ def joint_design(
         else:
             topo = next(b for b in bases if b.solver == "topoopt")
             known["topoopt"] = flow_score(
-                topo.solver, topo, problem, workload, end - time.perf_counter()
+                topo.solver, topo, problem, workload, end - time.perf_counter(), flow_budget
             )
+            flow_used = known["topoopt"].refills
             if known["topoopt"].timed_out:
                 capped.append("flow model of topoopt")
+                workload = None
+            elif known["topoopt"].over_budget:
+                info["steps"].append(
+                    "flow model skipped (topoopt's simulation needs more than the flow work "
+                    f"limit of {flow_budget} re-fills)"
+                )
                 workload = None
             else:  # the wall-clock cap keeps time for about four more simulations
                 reserve = min(0.4 * time_limit, 4 * 1.3 * known["topoopt"].wall_s)
@@ -582,9 +612,15 @@ def joint_design(
             # simulate the cheapest first (fewest routing paths, then smallest objective): if
             # the wall-clock cap stops a long simulation, the quick ones have been judged
             built.sort(key=lambda x: (x[1].routing.weight.size, x[1].objective_s))
-            pick, scores = select_by_flow(built, problem, workload, end, known)
+            pick, scores = select_by_flow(
+                built, problem, workload, end, known, max_refills=flow_budget - flow_used
+            )
             if any(sc.timed_out for sc in scores):
                 capped.append("flow model of the finalists")
+            over = [sc.name for sc in scores if sc.over_budget]
+            if over:
+                info["flow_over_budget"] = over
+            info["flow_refills"] = {sc.name: sc.refills for sc in scores}
             info["flow_comm_s"] = {sc.name: sc.comm_s for sc in scores}
             info["flow_iteration_s"] = {sc.name: sc.iteration_s for sc in scores}
             info["flow_wall_s"] = {sc.name: sc.wall_s for sc in scores}
@@ -607,8 +643,8 @@ def joint_design(
         if chosen.solver == "joint":
             if inc is not None and name == inc[2]:
                 info["routing_solver"] = inc[1].solver
-            return _rebound(chosen, lb, t0, info, keep_info=True)
-        return _rebound(chosen, lb, t0, info)
+            return with_port_options(_rebound(chosen, lb, t0, info, keep_info=True), problem)
+        return with_port_options(_rebound(chosen, lb, t0, info), problem)
 
     report()
     if problem.n_phases == 0 or n > lp_max_servers:
@@ -659,7 +695,7 @@ def joint_design(
             return None
         routed, val, util = route_design(problem, c, left, extra=base, exact=exact)
         if routed is not None:
-            meter.charge(routed.work)
+            meter.charge(routed.work, step=True)
             if routed.limit == "time":
                 capped.append(step)
         return routed, val, util

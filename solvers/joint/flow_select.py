@@ -12,6 +12,12 @@ few finalists (its best routed candidates and the TopoOpt baselines) and
 the shortest communication among those no slower than the ``topoopt`` baseline in either time
 (and no worse in the optimizer's objective). The baseline is always simulated, so the choice is
 never slower than it in the flow model.
+
+Work limit: the simulations can be given a budget of sub-flow re-fills (the flow model's
+deterministic measure of work, :class:`topoopt.flowsim.simulator.WorkLimitExceeded`), shared
+by the finalists in order; a finalist whose simulation needs more than what is left is not
+judged (``over_budget``), and neither are the ones after it. The same inputs therefore select
+the same design on any machine; the wall-clock deadline is only a cap on top.
 """
 
 from __future__ import annotations
@@ -31,18 +37,26 @@ __all__ = ["FlowScore", "flow_times", "score", "select_by_flow"]
 @dataclass(frozen=True)
 class FlowScore:
     """Simulated times of one finalist: communication alone and the whole iteration (seconds),
-    the wall time the two simulations took, and whether a wall-clock timeout stopped them (the
-    times are then ``inf``)."""
+    the wall time the two simulations took, whether a wall-clock timeout stopped them, whether
+    the work limit did (the times are then ``inf``), and the sub-flow re-fills they used."""
 
     name: str
     comm_s: float
     iteration_s: float
     wall_s: float
     timed_out: bool = False
+    over_budget: bool = False
+    refills: int = 0
 
 
-def flow_times(design: Design, problem: DesignProblem, workload: Workload) -> tuple[float, float]:
-    """``(communication_s, iteration_s)`` the flow model gives ``design``.
+def flow_times(
+    design: Design,
+    problem: DesignProblem,
+    workload: Workload,
+    max_refills: int | None = None,
+) -> tuple[float, float, int]:
+    """``(communication_s, iteration_s, refills)`` the flow model gives ``design``, and the
+    sub-flow re-fills the simulations took (their deterministic work).
 
     ``iteration_s`` is NaN when the workload has no compute model (neither a plan's per-GPU
     FLOPs nor a task graph).
@@ -50,7 +64,9 @@ def flow_times(design: Design, problem: DesignProblem, workload: Workload) -> tu
     The design is realised as the design benchmark does it (:func:`solvers.realise.design_fabric`,
     :func:`~solvers.realise.design_routing`, :func:`~solvers.realise.design_workload`); then
     :func:`topoopt.flowsim.collectives.communication_time` runs every phase's flows alone and
-    :func:`topoopt.flowsim.iteration.simulate_iteration` the whole iteration with compute.
+    :func:`topoopt.flowsim.iteration.simulate_iteration` the whole iteration with compute
+    (no link-load series is recorded). With ``max_refills`` the two simulations share that work
+    limit (:class:`topoopt.flowsim.simulator.WorkLimitExceeded` when it is not enough).
 
     Examples
     --------
@@ -60,7 +76,7 @@ def flow_times(design: Design, problem: DesignProblem, workload: Workload) -> tu
     >>> w = Workload(gpus=4, gpus_per_server=1, demands=(
     ...     Demand("all-reduce", np.arange(4).reshape(1, 4), 4e6, "dp", "backward"),))
     >>> p = DesignProblem.from_workload(w, degree=2, link_bandwidth=1e9)
-    >>> comm, it = flow_times(topoopt_design(p), p, w)
+    >>> comm, it, refills = flow_times(topoopt_design(p), p, w)
     >>> round(comm * 1e3, 3)  # two directed rings of 2 MB: 2*(4-1)/4 * 2 MB / (1 GB/s) + latency
     3.001
     >>> it  # a hand-made Workload has no compute model
@@ -73,16 +89,29 @@ def flow_times(design: Design, problem: DesignProblem, workload: Workload) -> tu
     fabric = design_fabric(design, gpus_per_server=workload.gpus_per_server)
     routing = design_routing(design, fabric)
     realised = design_workload(workload, design, problem)
-    comm = float(communication_time(realised, fabric, routing=routing).total_s)
+    c = communication_time(realised, fabric, routing=routing, max_refills=max_refills)
+    comm, used = float(c.total_s), int(c.sim.refills)
     if workload.taskgraph is None and "forward_flops_per_microbatch_per_gpu" not in workload.info:
-        return comm, math.nan  # no compute model: the iteration cannot be simulated
-    it = simulate_iteration(realised, fabric, routing=routing, exposed_by_class=False)
-    return comm, float(it.iteration_s)
+        return comm, math.nan, used  # no compute model: the iteration cannot be simulated
+    from topoopt.flowsim.simulator import WorkLimitExceeded
 
-
-def _child(conn, design, problem, workload) -> None:
     try:
-        conn.send(flow_times(design, problem, workload))
+        it = simulate_iteration(
+            realised,
+            fabric,
+            routing=routing,
+            exposed_by_class=False,
+            record_series=False,
+            max_refills=None if max_refills is None else max_refills - used,
+        )
+    except WorkLimitExceeded as e:  # the work of both simulations against the caller's limit
+        raise WorkLimitExceeded(used + e.refills, max_refills) from None
+    return comm, float(it.iteration_s), used + int(it.info["refills"])
+
+
+def _child(conn, design, problem, workload, max_refills) -> None:
+    try:
+        conn.send(flow_times(design, problem, workload, max_refills))
     except Exception as e:  # reported to the parent, which re-raises it
         conn.send(e)
     finally:
@@ -95,22 +124,33 @@ def score(
     problem: DesignProblem,
     workload: Workload,
     timeout: float | None = None,
+    max_refills: int | None = None,
 ) -> FlowScore:
     """:func:`flow_times` of ``design`` as a :class:`FlowScore` (with its wall time).
 
     With ``timeout`` (seconds) the simulation runs in a forked child process that is killed when
     the time is up; the score is then ``inf`` (a flow simulation cannot be interrupted
-    otherwise, and on a large all-to-all it can take far longer than a solver's limit).
+    otherwise, and on a large all-to-all it can take far longer than a solver's limit). With
+    ``max_refills`` the simulations stop deterministically once they need more sub-flow
+    re-fills; the score is then ``inf`` with ``over_budget`` set and ``refills`` the work done.
     """
+    from topoopt.flowsim.simulator import WorkLimitExceeded
+
     t = time.perf_counter()
     if timeout is None:
-        comm, it = flow_times(design, problem, workload)
-        return FlowScore(name, comm, it, time.perf_counter() - t)
+        try:
+            comm, it, used = flow_times(design, problem, workload, max_refills)
+        except WorkLimitExceeded as e:
+            wall = time.perf_counter() - t
+            return FlowScore(name, math.inf, math.inf, wall, over_budget=True, refills=e.refills)
+        return FlowScore(name, comm, it, time.perf_counter() - t, refills=used)
     if timeout <= 0:
         return FlowScore(name, math.inf, math.inf, 0.0, True)
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, design, problem, workload), daemon=True)
+    proc = ctx.Process(
+        target=_child, args=(child, design, problem, workload, max_refills), daemon=True
+    )
     proc.start()
     child.close()
     got = parent.recv() if parent.poll(timeout) else None
@@ -118,10 +158,15 @@ def score(
         proc.kill()
     proc.join()
     parent.close()
+    wall = time.perf_counter() - t
+    if isinstance(got, WorkLimitExceeded):
+        return FlowScore(name, math.inf, math.inf, wall, over_budget=True, refills=got.refills)
     if isinstance(got, Exception):
         raise got
-    comm, it = got if got is not None else (math.inf, math.inf)
-    return FlowScore(name, comm, it, time.perf_counter() - t, got is None)
+    if got is None:
+        return FlowScore(name, math.inf, math.inf, wall, True)
+    comm, it, used = got
+    return FlowScore(name, comm, it, wall, refills=used)
 
 
 def select_by_flow(
@@ -131,6 +176,7 @@ def select_by_flow(
     deadline: float,
     known: dict[str, FlowScore] | None = None,
     reference: str = "topoopt",
+    max_refills: int | None = None,
 ) -> tuple[int, list[FlowScore]]:
     """Simulate every finalist; pick the fastest admissible one.
 
@@ -158,6 +204,10 @@ def select_by_flow(
         Scores already computed, by finalist name (not simulated again).
     reference : str
         Name of the finalist no choice may be slower than.
+    max_refills : int, optional
+        Work limit (sub-flow re-fills) shared by the finalists simulated here, in order: one
+        that needs more than what is left scores ``inf`` with ``over_budget`` set, and the
+        ones after it are not simulated (also ``over_budget``). Deterministic.
 
     Returns
     -------
@@ -178,15 +228,21 @@ def select_by_flow(
     scores: list[FlowScore] = []
     best = names.index(reference)
     best_key = (ref.comm_s, 0.0 if math.isnan(ref.iteration_s) else ref.iteration_s, best)
+    budget = max_refills
     for i, (name, design) in enumerate(finalists):
         if name in known:
             sc = known[name]
+        elif budget is not None and budget <= 0:
+            scores.append(FlowScore(name, math.inf, math.inf, 0.0, over_budget=True))
+            continue
         else:
             left = deadline - time.perf_counter()
             if left <= 0:
                 scores.append(FlowScore(name, math.inf, math.inf, 0.0, True))
                 continue
-            sc = score(name, design, problem, workload, timeout=left)
+            sc = score(name, design, problem, workload, timeout=left, max_refills=budget)
+            if budget is not None:
+                budget = 0 if sc.over_budget else budget - sc.refills
         scores.append(sc)
         tol = 1 + 1e-9
         it_ok = math.isnan(ref.iteration_s) or sc.iteration_s <= ref.iteration_s * tol

@@ -22,6 +22,7 @@ from topoopt.flowsim._kernels import (
     fill_links_mult,
     fill_workspace,
 )
+from traffic.errors import InputError
 
 
 # ---------------------------------------------------------------------- references
@@ -343,3 +344,25 @@ def test_refills_count_only_the_sub_flows_whose_rate_can_change():
     res = simulate(fs)
     np.testing.assert_allclose(res.finish, [3.25, 50.5, 1.0, 200.0], rtol=1e-12)
     assert res.refills == 6
+
+
+def test_work_limit_stops_a_simulation_deterministically():
+    """The case above needs 6 re-fills: a limit of 6 runs it to the end, 5 stops it (at the
+    completion of Z, the 4 + 2 re-fills), whatever the machine."""
+    from topoopt.flowsim import WorkLimitExceeded
+
+    fs = FlowSet.single_path(
+        [10.0, 2.0, 0.5],
+        [0.0, 0.0, 0.0],
+        size=[27.0, 100.0, 1.0, 100.0],
+        start=[0.0] * 4,
+        paths=[[0], [0, 1], [1], [2]],
+    )
+    assert simulate(fs, max_refills=6).refills == 6
+    with pytest.raises(WorkLimitExceeded) as err:
+        simulate(fs, max_refills=5)
+    assert (err.value.refills, err.value.limit) == (6, 5)
+    with pytest.raises(WorkLimitExceeded):
+        simulate(fs, max_refills=3)  # the first event alone needs 4
+    with pytest.raises(InputError, match="max_refills"):
+        simulate(fs, max_refills=-1)

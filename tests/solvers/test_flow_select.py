@@ -71,17 +71,53 @@ def test_time_boxed_score_equals_the_direct_one_and_expires(dlrm_problem):
     d = topoopt_design(p)
     direct = flow_times(d, p, w)
     boxed = score("topoopt", d, p, w, timeout=120.0)
-    assert (boxed.comm_s, boxed.iteration_s) == pytest.approx(direct, rel=1e-12)
+    assert (boxed.comm_s, boxed.iteration_s) == pytest.approx(direct[:2], rel=1e-12)
+    assert boxed.refills == direct[2] > 0
     expired = score("topoopt", d, p, w, timeout=1e-4)
     assert math.isinf(expired.comm_s)
+
+
+@pytest.mark.parametrize("timeout", [None, 120.0])
+def test_work_limited_score_is_all_or_nothing(dlrm_problem, timeout):
+    """With exactly the re-fills the two simulations need, the score is the unlimited one; with
+    one fewer it is over budget (in the forked child too: the exception crosses the pipe)."""
+    w, p = dlrm_problem
+    d = topoopt_design(p)
+    comm, it, used = flow_times(d, p, w)
+    fits = score("topoopt", d, p, w, timeout=timeout, max_refills=used)
+    assert (fits.comm_s, fits.iteration_s, fits.refills) == (comm, it, used)
+    assert not fits.over_budget
+    short = score("topoopt", d, p, w, timeout=timeout, max_refills=used - 1)
+    assert short.over_budget and not short.timed_out and math.isinf(short.comm_s)
+    assert short.refills == used  # the iteration's last simulation stopped at its last event
+
+
+def test_select_by_flow_shares_the_work_limit_in_order(dlrm_problem):
+    """The reference fits; the next finalist gets what is left and the one after it nothing."""
+    w, p = dlrm_problem
+    ref = topoopt_design(p)
+    other = topoopt_design(p, "topoopt-released")
+    ref_score = score("topoopt", ref, p, w)
+    _, _, other_used = flow_times(other, p, w)
+    finalists = [("a", other), ("topoopt", ref), ("b", other)]
+    far = time.perf_counter() + 600
+    best, scores = select_by_flow(
+        finalists, p, w, far, {"topoopt": ref_score}, max_refills=other_used
+    )
+    assert [sc.over_budget for sc in scores] == [False, False, True]
+    best2, scores2 = select_by_flow(
+        finalists, p, w, far, {"topoopt": ref_score}, max_refills=other_used - 1
+    )
+    assert [sc.over_budget for sc in scores2] == [True, False, True]
+    assert best2 == 1  # only the reference was judged
 
 
 def test_joint_is_never_slower_than_topoopt_in_the_flow_model(dlrm_problem):
     w, p = dlrm_problem
     d = joint_design(p, time_limit_s=20, seed=0)
     base = topoopt_design(p, "topoopt", seed=0)
-    jc, ji = flow_times(d, p, w)
-    bc, bi = flow_times(base, p, w)
+    jc, ji, _ = flow_times(d, p, w)
+    bc, bi, _ = flow_times(base, p, w)
     assert jc <= bc * (1 + 1e-9) and ji <= bi * (1 + 1e-9)
     assert d.info["selected_by"].startswith("flow model")
     assert d.info["flow_comm_s"][d.info["winner"]] == pytest.approx(jc, rel=1e-12)

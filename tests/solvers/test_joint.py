@@ -284,7 +284,7 @@ def test_hand_made_workload_is_judged_by_communication_alone():
     _, problem = next(iter(workload_problems()))
     d = joint_design(problem, time_limit_s=20)
     base = topoopt_design(problem, "topoopt")
-    jc, ji = flow_times(d, problem, problem.workload)
-    bc, _ = flow_times(base, problem, problem.workload)
+    jc, ji, _ = flow_times(d, problem, problem.workload)
+    bc, _, _ = flow_times(base, problem, problem.workload)
     assert np.isnan(ji) and jc <= bc * (1 + 1e-9)
     assert set(d.info["flow_comm_s"]) >= {"topoopt", d.info["winner"]}

@@ -9,6 +9,13 @@
 
 from topoopt.flowsim.flowset import FlowSet
 from topoopt.flowsim.max_min import fill_rates, max_min_rates
-from topoopt.flowsim.simulator import SimResult, simulate
+from topoopt.flowsim.simulator import SimResult, WorkLimitExceeded, simulate
 
-__all__ = ["FlowSet", "SimResult", "fill_rates", "max_min_rates", "simulate"]
+__all__ = [
+    "FlowSet",
+    "SimResult",
+    "WorkLimitExceeded",
+    "fill_rates",
+    "max_min_rates",
+    "simulate",
+]

@@ -368,7 +368,7 @@ def _grow(a, need):
 @njit(cache=True, error_model="numpy")
 def simulate_kernel(
     cap, path_ptr, path_links, pflow, pbytes, plat, flow_ptr, start, dep_ptr, deps, rdep_ptr,
-    rdep, lp_ptr, rtol, record, pmult,
+    rdep, lp_ptr, rtol, record, pmult, max_refills,
 ):  # fmt: skip
     """Run the event loop of :func:`topoopt.flowsim.simulator.simulate` on flat arrays.
 
@@ -379,6 +379,8 @@ def simulate_kernel(
 
     Returns ``(release, finish, path_start, path_last, series_time, series_link, series_load,
     n_events, fill_rounds, refilled)`` where ``refilled`` counts the sub-flow re-fills done.
+    With ``max_refills >= 0`` the loop stops as soon as more re-fills than that are needed
+    (``refilled > max_refills`` on return; the other results are then incomplete).
     """
     n_p = pbytes.shape[0]
     n_f = start.shape[0]
@@ -544,6 +546,8 @@ def simulate_kernel(
                 st, sl, sv, ns = _log(st, sl, sv, ns, t, touched, n_t, load)
             continue
         refilled += n_rows
+        if 0 <= max_refills < refilled:
+            break  # over the work limit: the caller reports it (nothing returned is complete)
         # Links of the re-filled sub-flows (each once), and their load without them.
         n_sl = 0
         resync = n_rows == n_act or n_events % RESYNC_EVERY == 0

@@ -586,6 +586,7 @@ def communication_time(
     intra_bandwidth: float | None = None,
     record_series: bool = False,
     aggregate: bool = True,
+    max_refills: int | None = None,
 ) -> CommunicationTime:
     """Simulate the communication of one iteration alone: all demands of each phase released
     together as flows, phases (forward, backward, optimizer) one after the other.
@@ -610,6 +611,9 @@ def communication_time(
         Simulate identical flows (same server pair, bytes, dependencies) as one flow with a
         multiplicity (:meth:`FlowBuilder.build_classes`; exact, only faster). ``sim`` is per
         flow either way; ``sim.simulated_flows`` is what the event loop ran.
+    max_refills : int, optional
+        Work limit (:func:`topoopt.flowsim.simulator.simulate`; raises
+        :class:`~topoopt.flowsim.simulator.WorkLimitExceeded`).
 
     Returns
     -------
@@ -640,7 +644,9 @@ def communication_time(
         parts.append(cf)
         rows.append((ph, ids, cf.total_bytes()))
         t_bar.append(prev)
-    sim = simulate_builder(fb, aggregate=aggregate, record_series=record_series)
+    sim = simulate_builder(
+        fb, aggregate=aggregate, record_series=record_series, max_refills=max_refills
+    )
     out_rows, t0 = [], 0.0
     for (ph, _ids, b), bar in zip(rows, t_bar, strict=True):
         t1 = float(sim.finish[bar])

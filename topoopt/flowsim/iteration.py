@@ -92,7 +92,7 @@ from topoopt.flowsim.collectives import (
 )
 from topoopt.flowsim.network import FlowBuilder, Network, simulate_builder
 from topoopt.flowsim.roofline import A100, RooflineParams, compute_time, optimizer_time
-from topoopt.flowsim.simulator import SimResult
+from topoopt.flowsim.simulator import SimResult, WorkLimitExceeded
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 from traffic.workload import CLASSES, Demand, Workload
@@ -829,6 +829,7 @@ def simulate_iteration(
     exposed_by_class: bool = True,
     record_series: bool = True,
     aggregate: bool = True,
+    max_refills: int | None = None,
 ) -> IterationResult:
     """Simulate one training iteration of ``workload`` on ``fabric``.
 
@@ -859,6 +860,10 @@ def simulate_iteration(
         servers in an all-to-all) as one flow with a multiplicity
         (:func:`topoopt.flowsim.network.simulate_builder`): exact, only faster. ``sim`` is per
         flow either way; ``info["simulated_flows"]`` counts what the event loop ran.
+    max_refills : int, optional
+        Work limit shared by the iteration's simulations (with compute, compute alone, one per
+        class): :class:`~topoopt.flowsim.simulator.WorkLimitExceeded` once they need more
+        sub-flow re-fills in all (:func:`topoopt.flowsim.simulator.simulate`).
 
     Returns
     -------
@@ -901,9 +906,16 @@ def simulate_iteration(
     if not isinstance(aggregate, bool):
         raise InputError("aggregate", aggregate, "True or False")
 
+    used = [0]  # sub-flow re-fills of the simulations so far (their work)
+
     def run(instant, series=False):
         fb, tasks, merge = model.build(frozenset(instant))
-        sim = simulate_builder(fb, aggregate=aggregate, record_series=series)
+        limit = None if max_refills is None else max_refills - used[0]
+        try:
+            sim = simulate_builder(fb, aggregate=aggregate, record_series=series, max_refills=limit)
+        except WorkLimitExceeded as e:  # report the work of all the simulations so far
+            raise WorkLimitExceeded(used[0] + e.refills, max_refills) from None
+        used[0] += sim.refills
         return sim, tasks, merge, fb
 
     sim, tasks, merge, fb = run((), record_series)
@@ -942,6 +954,7 @@ def simulate_iteration(
         "simulated_flows": int(sim.simulated_flows),
         "tasks": int(len(timeline)),
         "events": int(sim.n_events),
+        "refills": int(used[0]),
         "merge_factors": uniq,
         "merge_exact": len(uniq) <= 1,
         "algorithm": algorithm,

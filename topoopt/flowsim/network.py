@@ -475,14 +475,19 @@ class FlowBuilder:
 
 
 def simulate_builder(
-    builder: FlowBuilder, *, aggregate: bool = True, record_series: bool = True, start=0.0
+    builder: FlowBuilder,
+    *,
+    aggregate: bool = True,
+    record_series: bool = True,
+    start=0.0,
+    max_refills: int | None = None,
 ) -> SimResult:
     """Simulate every flow of a :class:`FlowBuilder`, per builder flow id.
 
     With ``aggregate``, identical flows are simulated as one class with a multiplicity
     (:meth:`FlowBuilder.build_classes`) and the result is expanded back to every flow
     (:func:`topoopt.flowsim.simulator.expand_classes`): the same result as without, up to
-    rounding.
+    rounding. ``max_refills``: the work limit of :func:`topoopt.flowsim.simulator.simulate`.
 
     Examples
     --------
@@ -496,6 +501,7 @@ def simulate_builder(
     if not isinstance(aggregate, bool):
         raise InputError("aggregate", aggregate, "True or False")
     if not aggregate:
-        return simulate(builder.build(start), record_series=record_series)
+        return simulate(builder.build(start), record_series=record_series, max_refills=max_refills)
     flows, class_of = builder.build_classes(start)
-    return expand_classes(simulate(flows, record_series=record_series), flows, class_of)
+    sim = simulate(flows, record_series=record_series, max_refills=max_refills)
+    return expand_classes(sim, flows, class_of)

@@ -83,7 +83,26 @@ from topoopt.flowsim._kernels import simulate_kernel
 from topoopt.flowsim.flowset import FlowSet
 from traffic.errors import InputError
 
-__all__ = ["SimResult", "expand_classes", "simulate"]
+__all__ = ["SimResult", "WorkLimitExceeded", "expand_classes", "simulate"]
+
+
+class WorkLimitExceeded(RuntimeError):
+    """A simulation needed more sub-flow re-fills than its ``max_refills`` allowed.
+
+    ``refills`` is how many it had done when it stopped. The work of the event loop is counted
+    in re-fills (sub-flow rates recomputed), which depend only on the input: stopping on them,
+    unlike stopping on the clock, gives the same outcome on any machine.
+    """
+
+    def __init__(self, refills: int, limit: int) -> None:
+        super().__init__(
+            f"flow simulation stopped after {refills} sub-flow re-fills (limit {limit})"
+        )
+        self.refills = int(refills)
+        self.limit = int(limit)
+
+    def __reduce__(self):
+        return (WorkLimitExceeded, (self.refills, self.limit))
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,7 +171,13 @@ class SimResult:
         return times, loads / self.capacity[int(link)]
 
 
-def simulate(flows: FlowSet, *, rtol: float = 1e-12, record_series: bool = True) -> SimResult:
+def simulate(
+    flows: FlowSet,
+    *,
+    rtol: float = 1e-12,
+    record_series: bool = True,
+    max_refills: int | None = None,
+) -> SimResult:
     """Simulate a :class:`FlowSet` under max-min fair sharing (semantics in the module docstring).
 
     Parameters
@@ -163,10 +188,18 @@ def simulate(flows: FlowSet, *, rtol: float = 1e-12, record_series: bool = True)
         Relative time tolerance under which completions and arrivals are merged into one event.
     record_series : bool, optional
         Record the piecewise-constant link loads (``SimResult.series_*``).
+    max_refills : int, optional
+        Work limit: raise :class:`WorkLimitExceeded` as soon as more sub-flow re-fills than this
+        are needed (deterministic, unlike a time limit).
 
     Returns
     -------
     SimResult
+
+    Raises
+    ------
+    WorkLimitExceeded
+        Over ``max_refills``.
 
     Examples
     --------
@@ -180,6 +213,11 @@ def simulate(flows: FlowSet, *, rtol: float = 1e-12, record_series: bool = True)
     """
     if not (np.isfinite(rtol) and 0 <= rtol < 1e-3):
         raise InputError("rtol", rtol, "a relative tolerance in [0, 1e-3)")
+    limit = -1
+    if max_refills is not None:
+        if isinstance(max_refills, bool) or int(max_refills) != max_refills or max_refills < 0:
+            raise InputError("max_refills", max_refills, "an integer >= 0 (or None)")
+        limit = int(max_refills)
     fs = flows
     rdep_ptr, rdep = fs.dependents()
     plat = fs.path_latency()
@@ -203,8 +241,11 @@ def simulate(flows: FlowSet, *, rtol: float = 1e-12, record_series: bool = True)
         float(rtol),
         bool(record_series),
         fs.path_multiplicity(),
+        limit,
     )
     release, finish, path_start, path_last, st, sl, sv, n_events, rounds, refills = out
+    if 0 <= limit < refills:
+        raise WorkLimitExceeded(refills, limit)
     link_bytes = np.bincount(
         fs.path_links,
         weights=np.repeat(fs.path_bytes() * fs.path_multiplicity(), np.diff(fs.path_ptr)),
