@@ -827,7 +827,7 @@ def simulate_iteration(
     bucket_bytes: float = 25e6,
     intra_bandwidth: float | None = None,
     exposed_by_class: bool = True,
-    record_series: bool = True,
+    record_series: bool = False,
     aggregate: bool = True,
     max_refills: int | None = None,
 ) -> IterationResult:
@@ -854,7 +854,10 @@ def simulate_iteration(
     exposed_by_class : bool
         Also simulate each class instantaneous to get ``exposed_by_class``.
     record_series : bool
-        Keep link load series in ``sim``.
+        Keep the piecewise-constant link load series in ``sim`` (off by default: it has an
+        entry per link whose load an event changes, which on a large all-to-all with split
+        routes is ~10^8 entries and doubles the simulation time; ``links`` has every link's
+        bytes and mean utilisation either way).
     aggregate : bool
         Simulate identical flows (same route, bytes and dependencies, e.g. the GPU pairs of two
         servers in an all-to-all) as one flow with a multiplicity
