@@ -65,13 +65,17 @@ The circuits (constraints (1)-(2)) are searched:
    circuits added and the ports still free filled by demand) and the TopoOpt method's circuits
    (:func:`solvers.topoopt_method.topoopt_design` with ``d`` ports, which honours the options)
    as baselines; each routed with :func:`route_hybrid`;
-3. degree-preserving local search from the best until the time limit: for a heavy pair ``(a,
-   c)`` without enough circuits, a free port is used, else the least used circuits ``(a, b)``
-   and ``(c, e)`` become ``(a, c)`` and ``(b, e)`` (never taking a pre-wired pair below its
-   count, nor a server above ``usable_u`` or a pair above ``pair_cap``); re-routed, kept when
-   the objective drops.
+3. degree-preserving local search from the best until no move among the 16 heaviest pairs
+   improves (a local optimum): for a heavy pair ``(a, c)`` without enough circuits, a free port
+   is used, else the least used circuits ``(a, b)`` and ``(c, e)`` become ``(a, c)`` and
+   ``(b, e)`` (never taking a pre-wired pair below its count, nor a server above ``usable_u``
+   or a pair above ``pair_cap``); re-routed, kept when the objective drops.
 
-The result is the best design evaluated, so it is never worse than either baseline.
+The result is the best design evaluated, so it is never worse than either baseline. Every LP is
+GLOP solved to optimality and the search stops at a local optimum, so the result depends only
+on the inputs and the seed; the time limit is a cap on the wall clock, and when it stops the
+search ``info["deterministic"]`` is False (``info["stopped_by"]``: ``"time limit"`` or
+``"local optimum"``).
 
 Lower bound (valid for any circuits and routing): per phase the larger of
 
@@ -1160,7 +1164,11 @@ def hybrid_design(
     # 3. degree-preserving local search
     tried: set[bytes] = {best_c.tobytes()}
     improved = d > 0
-    while improved and time.perf_counter() < deadline:
+    cut = False  # the wall-clock limit stopped the search (the only non-deterministic stop)
+    while improved:
+        if time.perf_counter() >= deadline:
+            cut = True
+            break
         improved = False
         f, r = best
         use = _circuit_use(f, problem, r)
@@ -1172,6 +1180,7 @@ def hybrid_design(
         order = np.argsort(-W, axis=None, kind="stable")[:16]
         for flat in order.tolist():
             if time.perf_counter() >= deadline:
+                cut = True
                 break
             a, c = divmod(flat, n)
             if W[a, c] <= 0:
@@ -1198,7 +1207,9 @@ def hybrid_design(
     lbv = min(lb, obj)
     gap = (obj - lbv) / obj if obj > 0 else 0.0
     info.update({"lower_bound": "server + edge-switch cut", "path_lp_status": r.status,
-                 "seed": seed, "time_limit_s": limit})  # fmt: skip
+                 "seed": seed, "time_limit_s": limit,
+                 "stopped_by": "time limit" if cut else "local optimum",
+                 "deterministic": not cut})  # fmt: skip
     options: dict[str, Any] = {}
     if problem.reserved is not None or problem.prewired is not None:
         options["reserved_ports"] = d - usable

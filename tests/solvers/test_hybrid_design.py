@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -214,6 +215,24 @@ def test_deterministic(mixed):
         x.pop("wall_s")
         x["info"].pop("time_limit_s")
     assert a == b
+    assert a["info"]["deterministic"] and a["info"]["stopped_by"] == "local optimum"
+
+
+def test_time_limit_cut_is_reported(mixed, monkeypatch):
+    """A clock that has always run out: the search stops before its first move and says so."""
+    import solvers.hybrid_design as hd
+
+    _, p, e, _ = mixed
+    real = time.perf_counter
+    calls = iter(range(10**6))
+
+    def clock():  # the start time is real; every later reading is an hour on
+        return real() + (3600.0 if next(calls) > 0 else 0.0)
+
+    monkeypatch.setattr(hd.time, "perf_counter", clock)
+    des = hd.hybrid_design(p, e, 2, time_limit_s=20)
+    assert not des.info["deterministic"] and des.info["stopped_by"] == "time limit"
+    assert des.info["moves_tried"] == 0
 
 
 # --------------------------------------------------------------------------- bounds and specs
