@@ -32,7 +32,7 @@ from solvers.congestion import (
     circuit_links,
     link_lookup,
 )
-from solvers.problem import DesignProblem
+from solvers.problem import DesignProblem, check_within_ports
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 
@@ -44,6 +44,7 @@ __all__ = [
     "merge_prewired",
     "check_ports",
     "with_port_options",
+    "check_prewired_present",
 ]
 
 
@@ -413,25 +414,32 @@ def check_ports(design, problem: DesignProblem) -> None:
     circuits = getattr(design, "circuits", design)
     c = canonical_circuits(circuits, n)
     used = circuit_degrees(c, n)
-    usable = problem.usable_ports()
-    if np.any(used > usable):
-        i = int(np.argmax(used - usable))
-        raise InputError(
-            f"circuits (server {i})",
-            int(used[i]),
-            f"at most {int(usable[i])} usable ports "
-            f"(degree {problem.degree} - reserved {problem.degree - int(usable[i])})",
-        )
-    pre = problem.prewired_circuits()
-    if pre.size:
-        have = {(int(u), int(v)): int(k) for u, v, k in c}
-        for u, v, k in pre.tolist():
-            if have.get((u, v), 0) < k:
-                raise InputError(
-                    f"circuits (pre-wired pair {u}-{v})",
-                    have.get((u, v), 0),
-                    f"at least the {k} pre-wired circuit(s)",
-                )
+    check_within_ports("circuits", used, problem.usable_ports(), problem.degree)
+    check_prewired_present(c, problem.prewired_circuits())
+
+
+def check_prewired_present(circuits: np.ndarray, prewired: np.ndarray) -> None:
+    """Raise :class:`InputError` when a canonical ``[u, v, count]`` circuit list has fewer
+    circuits on some pre-wired pair than ``prewired`` (canonical too) requires.
+
+    Examples
+    --------
+    >>> check_prewired_present(np.array([[0, 1, 2]]), np.array([[0, 1, 1]]))
+    >>> check_prewired_present(np.array([[0, 1, 1]]), np.array([[1, 2, 1]]))
+    Traceback (most recent call last):
+    ...
+    traffic.errors.InputError: circuits (pre-wired pair 1-2): got 0; allowed: at least the 1 pre-wired circuit(s)
+    """  # noqa: E501
+    if not prewired.size:
+        return
+    have = {(int(u), int(v)): int(k) for u, v, k in np.asarray(circuits).tolist()}
+    for u, v, k in prewired.tolist():
+        if have.get((u, v), 0) < k:
+            raise InputError(
+                f"circuits (pre-wired pair {u}-{v})",
+                have.get((u, v), 0),
+                f"at least the {k} pre-wired circuit(s)",
+            )
 
 
 def with_port_options(design: Design, problem: DesignProblem) -> Design:

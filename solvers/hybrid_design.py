@@ -108,8 +108,13 @@ from solvers.congestion import (
     circuit_degrees,
     phase_pairs,
 )
-from solvers.design import NodePaths, design_document, parse_design_document
-from solvers.problem import DesignProblem, PhaseTraffic
+from solvers.design import (
+    NodePaths,
+    check_prewired_present,
+    design_document,
+    parse_design_document,
+)
+from solvers.problem import DesignProblem, PhaseTraffic, check_within_ports
 from solvers.routing_lp import route_phase, solve_matrix_program
 from topoopt.fabrics.direct_connect import circulant_circuits, geometric_strides
 from topoopt.fabrics.fabric import Fabric
@@ -321,25 +326,13 @@ class HybridDesign:
             if r.size != n:
                 raise InputError("reserved_ports", f"{r.size} values", f"{n} values")
             object.__setattr__(self, "reserved_ports", r)
-            if deg.size and np.any(deg > self.degree - r):
-                i = int(np.argmax(deg - (self.degree - r)))
-                raise InputError(
-                    f"circuits (server {i})",
-                    int(deg[i]),
-                    f"at most {self.degree - int(r[i])} usable optical ports "
-                    f"(degree {self.degree} - reserved {int(r[i])})",
-                )
+            if deg.size:
+                usable = self.degree - r
+                check_within_ports("circuits", deg, usable, self.degree, ports="optical ports")
         if self.prewired is not None:
             pre = canonical_circuits(self.prewired, n)
             object.__setattr__(self, "prewired", pre)
-            have = {(int(u), int(v)): int(k) for u, v, k in self.circuits.tolist()}
-            for u, v, k in pre.tolist():
-                if have.get((u, v), 0) < k:
-                    raise InputError(
-                        f"circuits (pre-wired pair {u}-{v})",
-                        have.get((u, v), 0),
-                        f"at least the {k} pre-wired circuit(s)",
-                    )
+            check_prewired_present(self.circuits, pre)
 
     def port_usage(self) -> np.ndarray:
         """Optical ports used at each server."""
@@ -428,15 +421,10 @@ def _port_options(problem: DesignProblem, d: int) -> tuple[np.ndarray, np.ndarra
         )
     usable = (d - reserved).astype(np.int64)
     pre = problem.prewired_circuits()
-    used = problem.prewired_degrees()
-    if np.any(used > usable):
-        i = int(np.argmax(used - usable))
-        raise InputError(
-            f"prewired (server {i})",
-            f"{int(used[i])} ports",
-            f"at most the {int(usable[i])} usable optical ports "
-            f"(optical_degree {d} - reserved {int(reserved[i])})",
-        )
+    check_within_ports(
+        "prewired", problem.prewired_degrees(), usable, d, "ports", "optical ports",
+        "optical_degree",
+    )  # fmt: skip
     return usable, pre
 
 

@@ -54,7 +54,14 @@ from traffic.errors import InputError
 from traffic.expand import expand
 from traffic.workload import PHASES, Workload
 
-__all__ = ["RING_OPS", "PhaseTraffic", "DesignProblem", "ring_factor", "read_prewired"]
+__all__ = [
+    "RING_OPS",
+    "PhaseTraffic",
+    "DesignProblem",
+    "check_within_ports",
+    "ring_factor",
+    "read_prewired",
+]
 
 RING_OPS = ("all-reduce", "reduce-scatter", "all-gather")
 """Collectives whose ring order is a design variable when the demand is ``mutable``."""
@@ -280,15 +287,9 @@ class DesignProblem:
                     int(pre[r, 2]),
                     f"at most pair_cap = {self.pair_cap} circuits per pair",
                 )
-            used, usable = self.prewired_degrees(), self.usable_ports()
-            if np.any(used > usable):
-                i = int(np.argmax(used - usable))
-                raise InputError(
-                    f"prewired (server {i})",
-                    f"{int(used[i])} ports",
-                    f"at most the {int(usable[i])} usable ports "
-                    f"(degree {self.degree} - reserved {self.degree - int(usable[i])})",
-                )
+            check_within_ports(
+                "prewired", self.prewired_degrees(), self.usable_ports(), self.degree, "ports"
+            )
 
     @property
     def has_port_options(self) -> bool:
@@ -403,6 +404,36 @@ class DesignProblem:
             n, degree, link_bandwidth, tuple(phases), max_parallel, workload.name, workload,
             reserved, prewired,
         )  # fmt: skip
+
+
+def check_within_ports(
+    field_name: str,
+    used: np.ndarray,
+    usable: np.ndarray,
+    degree: int,
+    unit: str = "",
+    ports: str = "ports",
+    degree_name: str = "degree",
+) -> None:
+    """Raise :class:`InputError` naming the first server whose ``used`` ports exceed ``usable``
+    (``degree - reserved``); ``unit`` is appended to the value shown, ``ports`` names them.
+
+    Examples
+    --------
+    >>> check_within_ports("prewired", np.array([1, 3]), np.array([2, 2]), 3, "ports")
+    Traceback (most recent call last):
+    ...
+    traffic.errors.InputError: prewired (server 1): got '3 ports'; allowed: at most the 2 usable ports (degree 3 - reserved 1)
+    """  # noqa: E501
+    if np.any(used > usable):
+        i = int(np.argmax(used - usable))
+        shown = f"{int(used[i])} {unit}" if unit else int(used[i])
+        raise InputError(
+            f"{field_name} (server {i})",
+            shown,
+            f"at most the {int(usable[i])} usable {ports} "
+            f"({degree_name} {degree} - reserved {degree - int(usable[i])})",
+        )
 
 
 def _integers(value, field_name: str, what: str) -> np.ndarray:

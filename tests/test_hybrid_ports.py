@@ -7,12 +7,11 @@ ports, the pre-wired circuits count against them and stay in every design.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from test_ports_options import cli
 
 from solvers.hybrid_design import (
     HybridDesign,
@@ -358,12 +357,6 @@ def test_bad_options_name_the_field():
 
 
 # --------------------------------------------------------------------------- CLI
-def cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "topoopt.cli", *map(str, args)], capture_output=True, text=True
-    )
-
-
 def test_cli_hybrid_with_reserved_and_prewired(tmp_path):
     f = tmp_path / "f.csv"
     f.write_text("u,v,count\n0,1,1\n9,2,1\n")

@@ -326,6 +326,17 @@ def test_arrival_rate_is_the_water_level_over_old_rates(seed):
     np.testing.assert_allclose(new[:-1][below], old[below], rtol=1e-12)
 
 
+def four_flows() -> FlowSet:
+    """X on link 0, Y on links 0 and 1, Z on link 1, W on link 2 (10, 2 and 0.5 B/s)."""
+    return FlowSet.single_path(
+        [10.0, 2.0, 0.5],
+        [0.0, 0.0, 0.0],
+        size=[27.0, 100.0, 1.0, 100.0],
+        start=[0.0] * 4,
+        paths=[[0], [0, 1], [1], [2]],
+    )
+
+
 def test_refills_count_only_the_sub_flows_whose_rate_can_change():
     """Link 0 (10 B/s): X, Y; link 1 (2 B/s): Y, Z; link 2 (0.5 B/s): W alone.
 
@@ -334,14 +345,7 @@ def test_refills_count_only_the_sub_flows_whose_rate_can_change():
     9 sent) ends at 1 + 18 / 8 = 3.25 and Y (100 B) at 3.25 + (100 - 1 - 4.5) / 2 = 50.5, and
     W at 200: nothing else is at or above their rates, so nothing more is re-filled: 4 + 2.
     """
-    fs = FlowSet.single_path(
-        [10.0, 2.0, 0.5],
-        [0.0, 0.0, 0.0],
-        size=[27.0, 100.0, 1.0, 100.0],
-        start=[0.0] * 4,
-        paths=[[0], [0, 1], [1], [2]],
-    )
-    res = simulate(fs)
+    res = simulate(four_flows())
     np.testing.assert_allclose(res.finish, [3.25, 50.5, 1.0, 200.0], rtol=1e-12)
     assert res.refills == 6
 
@@ -351,13 +355,7 @@ def test_work_limit_stops_a_simulation_deterministically():
     completion of Z, the 4 + 2 re-fills), whatever the machine."""
     from topoopt.flowsim import WorkLimitExceeded
 
-    fs = FlowSet.single_path(
-        [10.0, 2.0, 0.5],
-        [0.0, 0.0, 0.0],
-        size=[27.0, 100.0, 1.0, 100.0],
-        start=[0.0] * 4,
-        paths=[[0], [0, 1], [1], [2]],
-    )
+    fs = four_flows()
     assert simulate(fs, max_refills=6).refills == 6
     with pytest.raises(WorkLimitExceeded) as err:
         simulate(fs, max_refills=5)
