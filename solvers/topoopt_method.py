@@ -726,9 +726,14 @@ def topoopt_design(
         circuits = ar_circ
     rings = _phase_rings(traffic, groups)
     filled = 0
-    if options:
+    over_cap = circuits.size and int(circuits[:, 2].max()) > problem.pair_cap
+    if options or over_cap:
         from solvers.joint.local_search import fill_free_ports
 
+        # the construction stacks circuits on a pair (rings and matchings on the same pair, the
+        # c/(c+1) discount); with a per-pair cap they are cut back and the ports refilled
+        circuits = circuits.copy()
+        circuits[:, 2] = np.minimum(circuits[:, 2], problem.pair_cap)
         circuits = merge_prewired(circuits, problem)
         before = int(circuits[:, 2].sum())
         circuits = fill_free_ports(

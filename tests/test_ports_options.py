@@ -430,3 +430,33 @@ def test_cli_malformed_prewired_exits_2_without_output(tmp_path, content, field)
     assert r.returncode == 2 and r.stdout == ""
     assert len(r.stderr.strip().splitlines()) == 1 and field in r.stderr
     assert not out.exists()
+
+
+def test_cli_max_parallel_caps_every_pair(tmp_path):
+    """--max-parallel 1: no pair gets two circuits (dlrm's TopoOpt design stacks them on 16
+    servers of degree 4 otherwise); 0 is refused with one line and exit 2."""
+    free = cli("design", "dlrm", "--degree", "4", "--solver", "topoopt", "--json")
+    assert free.returncode == 0, free.stderr
+    assert max(k for _, _, k in json.loads(free.stdout)["circuits"]) > 1
+    capped = cli("design", "dlrm", "--degree", "4", "--solver", "topoopt", "--max-parallel", "1",
+                 "--json")  # fmt: skip
+    assert capped.returncode == 0, capped.stderr
+    doc = json.loads(capped.stdout)
+    assert max(k for _, _, k in doc["circuits"]) == 1
+    assert_respects_ports(doc["circuits"], doc["servers"], 4, [0] * doc["servers"], [])
+    out = tmp_path / "x.json"
+    bad = cli("design", "dlrm", "--max-parallel", "0", "--out", out)
+    assert bad.returncode == 2 and not out.exists()
+    assert bad.stderr.count("\n") == 1 and "max_parallel" in bad.stderr
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_every_solver_honours_the_pair_cap(solver):
+    """max_parallel = 1 on a problem whose TopoOpt design stacks circuits: no pair above 1, every
+    port still in use where the degree allows, and the routing re-scores to the objective."""
+    p = DesignProblem.from_workload(dlrm_like(), 4, 1e9, max_parallel=1)
+    d = solve(p, solver, time_limit_s=30, seed=0, work_limit=2)
+    assert int(d.circuits[:, 2].max()) == 1
+    assert_respects_ports(d.circuits, 16, 4, [0] * 16, [])
+    ev = evaluate_routing(p, d.circuits, d.phase_routings(p))
+    assert ev.feasible and ev.objective == pytest.approx(d.objective_s, rel=1e-9)

@@ -64,6 +64,10 @@ def design_command(
     electrical_gbps: Annotated[
         float | None, typer.Option(help="Hybrid: electrical NIC bandwidth (default --link-gbps)")
     ] = None,
+    max_parallel: Annotated[
+        int | None,
+        typer.Option(help="Cap on parallel circuits between two servers (default: --degree)"),
+    ] = None,
     reserve_ports: Annotated[
         int | None,
         typer.Option(help="Optical ports per server held back from the optimizer (every server)"),
@@ -98,6 +102,7 @@ def design_command(
         workload,
         degree=degree,
         link_bandwidth=gbps_to_bytes_per_s(link_gbps),
+        max_parallel=max_parallel,
         reserved=reserve_ports,
         prewired=wired,
     )
