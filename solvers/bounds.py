@@ -51,7 +51,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.problem import DesignProblem, PhaseTraffic
-from solvers.routing_lp import solve_matrix_program
+from solvers.routing_lp import WORK_PER_NNZ, WORK_PER_NNZ_ITERATION, solve_matrix_program
 
 __all__ = [
     "Bounds",
@@ -135,8 +135,13 @@ def _phase_lp(
     solver: str,
     time_limit: float,
     iteration_limit: int | None = None,
+    work_limit: float | None = None,
 ):
-    """``(bound_s, solver name, columns, MatrixResult or None)`` of one phase's relaxation."""
+    """``(bound_s, solver name, columns, MatrixResult or None)`` of one phase's relaxation.
+
+    ``work_limit`` (work units) caps the solver's iterations at what that much work allows for
+    this LP's size (:data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`); the LP is skipped when
+    not even one iteration fits."""
     n, d, B = problem.n, problem.degree, problem.link_bandwidth
     out_b, in_b = ph.out_bytes(n), ph.in_bytes(n)
     U = float(max(out_b.max(), in_b.max()))
@@ -226,6 +231,13 @@ def _phase_lp(
     c = np.zeros(nv)
     c[cT] = 1.0
     name = ("glop" if nv <= 40_000 else "pdlp") if solver == "auto" else solver
+    its = iteration_limit if name == "pdlp" else None
+    if work_limit is not None:
+        per = WORK_PER_NNZ_ITERATION.get(name, WORK_PER_NNZ_ITERATION["pdlp"])
+        fit = int((work_limit / max(A.nnz, 1) - WORK_PER_NNZ) / per)
+        if fit < 1:
+            return 0.0, f"{name}:skipped (work limit)", nv, None
+        its = fit if its is None else min(its, fit)
     res = solve_matrix_program(
         c,
         A,
@@ -235,7 +247,7 @@ def _phase_lp(
         np.full(nv, np.inf),
         solver=name,
         time_limit=time_limit,
-        iteration_limit=iteration_limit if name == "pdlp" else None,
+        iteration_limit=its,
     )
     if res.status != "optimal" or not np.isfinite(res.bound):
         return 0.0, f"{name}:{res.status}", nv, res
@@ -249,13 +261,15 @@ def lp_relaxation_bound(
     max_columns: int = 400_000,
     iteration_limit: int | None = None,
     stats: dict | None = None,
+    work_limit: float | None = None,
 ) -> tuple[np.ndarray | None, str]:
     """Per-phase fractional-circuit LP bounds, seconds (see the module docstring).
 
     Returns ``(None, reason)`` when the LP would exceed ``max_columns`` or a solve did not
     finish; otherwise ``(per-phase seconds, solver names)``. ``time_limit`` is a wall-clock cap
     on the whole call (each phase's LP gets what is left); ``iteration_limit`` bounds PDLP
-    deterministically (GLOP solves to optimality). ``stats``, when given, receives ``work``
+    deterministically (GLOP solves to optimality); ``work_limit`` (work units, over all phases)
+    caps the iterations of either solver deterministically. ``stats``, when given, receives ``work``
     (deterministic work units, :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`) and ``limit``
     (``time`` when the cap stopped a solve).
     """
@@ -270,7 +284,8 @@ def lp_relaxation_bound(
     out, names = [], []
     for ph in problem.phases:
         left = max(time_limit - (time.perf_counter() - t0), 0.01)
-        val, name, _, res = _phase_lp(problem, ph, solver, left, iteration_limit)
+        wl = None if work_limit is None else work_limit - stats["work"]
+        val, name, _, res = _phase_lp(problem, ph, solver, left, iteration_limit, wl)
         if res is not None:
             stats["work"] += res.work
             if res.limit and stats["limit"] != "time":
@@ -323,11 +338,13 @@ def lower_bound(
     time_limit: float = 60.0,
     max_columns: int = 400_000,
     iteration_limit: int | None = None,
+    work_limit: float | None = None,
 ) -> Bounds:
     """The highest of the ideal-switch, hop-counting and LP-relaxation bounds.
 
     ``time_limit`` is a wall-clock cap on the LP relaxation, ``iteration_limit`` a deterministic
-    limit on its PDLP solves (see :func:`lp_relaxation_bound`).
+    limit on its PDLP solves and ``work_limit`` on all its solves, in work units (see
+    :func:`lp_relaxation_bound`).
 
     Examples
     --------
@@ -348,7 +365,7 @@ def lower_bound(
     stats: dict = {"work": 0.0, "limit": ""}
     if use_lp:
         lp, how = lp_relaxation_bound(
-            problem, solver, time_limit, max_columns, iteration_limit, stats
+            problem, solver, time_limit, max_columns, iteration_limit, stats, work_limit
         )
     hops = hop_count_bound(problem)
     ti, th = float(ideal.sum()), float(hops.sum())

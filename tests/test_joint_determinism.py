@@ -24,7 +24,7 @@ import pytest
 
 from solvers.congestion import circuit_degrees, evaluate_routing
 from solvers.design import design_document
-from solvers.joint.driver import joint_design
+from solvers.joint.driver import BOUND_WORK_SHARE, joint_design
 from solvers.problem import DesignProblem
 from solvers.registry import solve
 from traffic.workload import Demand, Workload
@@ -145,16 +145,22 @@ def test_work_limit_decides_how_far_the_search_goes(problem, reference):
     assert none.objective_s == pytest.approx(
         min(none.info["baseline"].values()), rel=1e-9
     )  # a baseline, no routed candidate
-    # the bound and half a routing's worth of work: exactly one candidate is routed (a step
-    # starts while work is left), then the limit stops the search
-    bound = reference.info["bound_work"]
-    first = reference.info["candidates"][0]["work"]
-    one = joint_design(problem, time_limit_s=120.0, work_limit=bound + first / 2)
+    # a limit of half the first routing's work: the LP bound gets at most its share of it, the
+    # first candidate is routed (a routing starts while the work used plus the last routing's
+    # fits, and none ran yet), and then the limit stops the search
+    limit = reference.info["candidates"][0]["work"] / 2
+    one = joint_design(problem, time_limit_s=120.0, work_limit=limit)
     assert [c["candidate"] for c in one.info["candidates"]] == [
         reference.info["candidates"][0]["candidate"]
     ]
+    assert one.info["candidates"][0]["work"] == pytest.approx(
+        reference.info["candidates"][0]["work"], rel=1e-12
+    )
     assert one.info["stopped_by"] == "work limit"
-    assert one.info["work_used"] == pytest.approx(bound + first, abs=1e-6)  # rounded to 1e-6
+    assert one.info["bound_work"] <= BOUND_WORK_SHARE * limit + 1e-9
+    assert one.info["work_used"] == pytest.approx(
+        one.info["bound_work"] + one.info["candidates"][0]["work"], abs=1e-6
+    )  # rounded to 1e-6
 
 
 def test_registry_passes_the_work_limit(problem):

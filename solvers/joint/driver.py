@@ -98,6 +98,7 @@ __all__ = [
     "FLOW_MAX_PAIRS",
     "WORK_PER_REFILL",
     "FLOW_WORK_SHARE",
+    "BOUND_WORK_SHARE",
 ]
 
 Progress = Callable[[float, float], None]
@@ -115,6 +116,10 @@ on 2 cores; small clusters route every candidate and run the swap search to its 
 WORK_PER_REFILL = 1e-7
 """Work units per sub-flow re-fill of the flow model (about 100 ns each on the reference machine;
 :attr:`topoopt.flowsim.simulator.SimResult.refills`)."""
+
+BOUND_WORK_SHARE = 0.25
+"""At most this share of ``work_limit`` goes to the LP-relaxation bound (its solves are
+iteration-capped accordingly; when it does not finish, the ideal-switch and hop bounds stand)."""
 
 FLOW_WORK_SHARE = 0.5
 """The flow-model judging of the finalists gets ``FLOW_WORK_SHARE * work_limit`` work units on
@@ -674,7 +679,10 @@ def joint_design(
     # ---- bound first (the LP relaxation when small enough; GLOP exact, PDLP iteration-capped)
     left = cap_left("lower bound")
     if left is not None:
-        b = lower_bound(problem, use_lp=True, time_limit=left, iteration_limit=LP_ITERATION_LIMIT)
+        b = lower_bound(
+            problem, use_lp=True, time_limit=left, iteration_limit=LP_ITERATION_LIMIT,
+            work_limit=BOUND_WORK_SHARE * wl,
+        )  # fmt: skip
         if b.limit == "time":
             capped.append("lower bound")
     else:
