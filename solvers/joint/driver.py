@@ -117,7 +117,7 @@ WORK_PER_REFILL = 1e-7
 """Work units per sub-flow re-fill of the flow model (about 100 ns each on the reference machine;
 :attr:`topoopt.flowsim.simulator.SimResult.refills`)."""
 
-BOUND_WORK_SHARE = 0.25
+BOUND_WORK_SHARE = 0.1
 """At most this share of ``work_limit`` goes to the LP-relaxation bound (its solves are
 iteration-capped accordingly; when it does not finish, the ideal-switch and hop bounds stand)."""
 
