@@ -44,6 +44,8 @@ __all__ = [
     "merge_prewired",
     "check_ports",
     "with_port_options",
+    "node_paths",
+    "ring_records",
     "check_prewired_present",
 ]
 
@@ -452,3 +454,41 @@ def with_port_options(design: Design, problem: DesignProblem) -> Design:
     check_ports(design, problem)
     reserved = problem.reserved if problem.reserved is not None else np.zeros(problem.n, int)
     return replace(design, reserved_ports=reserved, prewired=problem.prewired_circuits())
+
+
+def node_paths(paths: PathSet, link_dst: np.ndarray) -> NodePaths:
+    """A link-level :class:`~topoopt.paths.PathSet` as server-level :class:`NodePaths` (each
+    path's source, then the head of each of its links, ``link_dst``)."""
+    lens = paths.path_lengths()
+    pptr = np.zeros(paths.n_paths + 1, np.int64)
+    pptr[1:] = np.cumsum(lens + 1)
+    nodes = np.empty(int(pptr[-1]), np.int64)
+    nodes[pptr[:-1]] = paths.src[paths.path_commodity()]
+    mask = np.ones(nodes.size, bool)
+    mask[pptr[:-1]] = False
+    nodes[mask] = link_dst[paths.path_links]
+    return NodePaths(paths.src, paths.dst, paths.commodity_ptr, pptr, nodes, paths.weight)
+
+
+def ring_records(problem: DesignProblem, ring_sets, have: set[int]) -> list[dict]:
+    """design.json ``rings`` entries of one :class:`~solvers.congestion.RingSet` per phase;
+    ``have`` holds ``u * n + v`` for every circuit direction, so a ring with a step that has
+    no circuit is marked ``virtual`` (it is forwarded over other circuits)."""
+    out = []
+    n = problem.n
+    for ph, rs in zip(problem.phases, ring_sets, strict=True):
+        for r in range(rs.n_rings):
+            o = rs.order(r)
+            steps = (o * n + np.roll(o, -1)).tolist()
+            out.append(
+                {
+                    "phase": ph.name,
+                    "group": int(rs.group[r]),
+                    "members": ph.group(int(rs.group[r])).tolist(),
+                    "order": o.tolist(),
+                    "stride": None,
+                    "weight": float(rs.weight[r]),
+                    "virtual": bool(any(x not in have for x in steps)),
+                }
+            )
+    return out

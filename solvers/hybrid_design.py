@@ -112,7 +112,9 @@ from solvers.design import (
     NodePaths,
     check_prewired_present,
     design_document,
+    node_paths,
     parse_design_document,
+    ring_records,
 )
 from solvers.problem import DesignProblem, PhaseTraffic, check_within_ports
 from solvers.routing_lp import route_phase, solve_matrix_program
@@ -222,39 +224,6 @@ def electrical_spec(fabric: Fabric) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- the design object
-def _rings_of(problem: DesignProblem, ring_sets, have: set[int]) -> list[dict]:
-    out = []
-    n = problem.n
-    for ph, rs in zip(problem.phases, ring_sets, strict=True):
-        for r in range(rs.n_rings):
-            o = rs.order(r)
-            steps = (o * n + np.roll(o, -1)).tolist()
-            out.append(
-                {
-                    "phase": ph.name,
-                    "group": int(rs.group[r]),
-                    "members": ph.group(int(rs.group[r])).tolist(),
-                    "order": o.tolist(),
-                    "stride": None,
-                    "weight": float(rs.weight[r]),
-                    "virtual": bool(any(s not in have for s in steps)),
-                }
-            )
-    return out
-
-
-def _node_paths(paths: PathSet, link_dst: np.ndarray) -> NodePaths:
-    lens = paths.path_lengths()
-    pptr = np.zeros(paths.n_paths + 1, np.int64)
-    pptr[1:] = np.cumsum(lens + 1)
-    nodes = np.empty(int(pptr[-1]), np.int64)
-    nodes[pptr[:-1]] = paths.src[paths.path_commodity()]
-    mask = np.ones(nodes.size, bool)
-    mask[pptr[:-1]] = False
-    nodes[mask] = link_dst[paths.path_links]
-    return NodePaths(paths.src, paths.dst, paths.commodity_ptr, pptr, nodes, paths.weight)
-
-
 @dataclass(frozen=True, eq=False)
 class HybridDesign:
     """An optical layer over a given electrical fabric, its rings, its routing and its scores.
@@ -1205,7 +1174,7 @@ def hybrid_design(
         info["prewired_circuits"] = int(pre[:, 2].sum()) if pre.size else 0
     return HybridDesign(
         servers=n, degree=d, link_bandwidth=b_opt, circuits=best_c,
-        rings=tuple(_rings_of(problem, r.rings, have)), routing=_node_paths(r.paths, f.dst),
+        rings=tuple(ring_records(problem, r.rings, have)), routing=node_paths(r.paths, f.dst),
         electrical=spec, solver="hybrid", status="optimal" if gap <= 1e-6 else "feasible",
         objective_s=obj, lower_bound_s=lbv, gap=gap, wall_s=time.perf_counter() - t0,
         device=device, info=info, **options,

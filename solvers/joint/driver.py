@@ -63,9 +63,8 @@ from solvers.congestion import (
     canonical_circuits,
     circuit_links,
     evaluate_routing,
-    ring_steps,
 )
-from solvers.design import Design, NodePaths, merge_prewired, with_port_options
+from solvers.design import Design, merge_prewired, node_paths, ring_records, with_port_options
 from solvers.joint.exact_mip import exact_design
 from solvers.joint.flow_select import FlowScore, select_by_flow
 from solvers.joint.flow_select import score as flow_score
@@ -75,7 +74,6 @@ from solvers.problem import DesignProblem
 from solvers.routing_lp import SharedRouting, min_hop_paths, route_circuits
 from solvers.topoopt_method import allreduce_rings, mp_matchings, topoopt_design
 from solvers.traffic_input import topoopt_traffic
-from topoopt.paths import PathSet
 from traffic.errors import InputError
 
 __all__ = [
@@ -328,20 +326,6 @@ def route_design(
     return routed, ev.objective, util
 
 
-def _node_paths(paths: PathSet, link_dst: np.ndarray) -> NodePaths:
-    lens = paths.path_lengths()
-    P = paths.n_paths
-    pptr = np.zeros(P + 1, np.int64)
-    pptr[1:] = np.cumsum(lens + 1)
-    nodes = np.empty(int(pptr[-1]), np.int64)
-    starts = pptr[:-1]
-    nodes[starts] = paths.src[paths.path_commodity()]
-    mask = np.ones(nodes.size, bool)
-    mask[starts] = False
-    nodes[mask] = link_dst[paths.path_links]
-    return NodePaths(paths.src, paths.dst, paths.commodity_ptr, pptr, nodes, paths.weight)
-
-
 def to_design(
     problem: DesignProblem,
     circuits: np.ndarray,
@@ -356,25 +340,8 @@ def to_design(
     c = canonical_circuits(circuits, problem.n)
     src, dst, _ = circuit_links(c, problem.link_bandwidth)
     have = set((src * problem.n + dst).tolist())
-    rings = []
-    for ph, rs in zip(problem.phases, routed.rings, strict=True):
-        s, t, _ = ring_steps(ph, rs)
-        for r in range(rs.n_rings):
-            o = rs.order(r)
-            steps = o * problem.n + np.roll(o, -1)
-            rings.append(
-                {
-                    "phase": ph.name,
-                    "group": int(rs.group[r]),
-                    "members": ph.group(int(rs.group[r])).tolist(),
-                    "order": o.tolist(),
-                    "stride": None,
-                    "weight": float(rs.weight[r]),
-                    "virtual": bool(any(x not in have for x in steps.tolist())),
-                }
-            )
-        del s, t
-    routing = _node_paths(routed.paths, dst)
+    rings = ring_records(problem, routed.rings, have)
+    routing = node_paths(routed.paths, dst)
     ev = evaluate_routing(problem, c, routed.routings())
     if not ev.feasible:
         raise RuntimeError(
