@@ -11,7 +11,9 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
+from solvers.problem import DesignProblem
 from topoopt.cli.app import app
+from traffic.load import load_workload
 
 runner = CliRunner()
 COMMANDS = ["traffic", "fabric", "netsim", "strides", "design", "simulate", "compare", "demo"]
@@ -113,7 +115,17 @@ def test_json_parses_and_progress_goes_to_stderr(tmp_path):
         "wall_s",
     ):
         assert key in doc
-    assert doc["lower_bound_s"] <= doc["objective_s"]
+    # the bound is at least the ideal switch's (written out here), the gap is (objective - bound)
+    # / objective
+    prob = DesignProblem.from_workload(load_workload("dlrm"), 4, 12.5e9)
+    n = prob.n
+    ideal = sum(
+        max(ph.out_bytes(n).max(), ph.in_bytes(n).max()) / (4 * 12.5e9) for ph in prob.phases
+    )
+    assert doc["lower_bound_s"] >= ideal * (1 - 1e-9)
+    assert doc["gap"] == pytest.approx(
+        (doc["objective_s"] - doc["lower_bound_s"]) / doc["objective_s"], abs=1e-12
+    )
     assert "joint:" in r.stderr or "wrote" in r.stderr
     assert json.loads(design.read_text())["objective_s"] == doc["objective_s"]
 
@@ -173,7 +185,9 @@ def test_hybrid_design_and_simulation(tmp_path):
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["electrical"]["family"] == "leaf-spine" and doc["degree"] == 2
-    assert doc["lower_bound_s"] <= doc["objective_s"]
+    assert doc["gap"] == pytest.approx(
+        (doc["objective_s"] - doc["lower_bound_s"]) / doc["objective_s"], abs=1e-12
+    )
     assert 'id="design-circuits"' in html.read_text()
     r = cli("simulate", "dlrm", "--design", out, "--json")
     assert r.returncode == 0, r.stderr

@@ -228,12 +228,12 @@ def test_every_solver_keeps_prewired_and_reserved(designs, wname, solver):
     ev = evaluate_routing(p, d.circuits, d.phase_routings(p))
     assert ev.feasible, ev.violations
     assert ev.objective == pytest.approx(d.objective_s, rel=1e-9)
-    assert d.lower_bound_s <= d.objective_s * (1 + 1e-9)
     # the ideal switch with each server's usable ports, written out here
     want = 0.0
     for ph in p.phases:
         out_b, in_b = ph.out_bytes(16), ph.in_bytes(16)
         want += max(max(out_b[i], in_b[i]) / ((4 - RESERVED[i]) * 1e9) for i in range(16))
+    assert d.lower_bound_s >= want * (1 - 1e-9)  # at least the ideal switch
     if solver != "joint":
         assert d.lower_bound_s == pytest.approx(want, rel=1e-12)
     assert d.objective_s >= want * (1 - 1e-9)
@@ -301,7 +301,7 @@ def test_fill_free_ports_respects_per_server_budgets():
         ):
             used = degrees(c, n)
             assert all(used[i] <= budget[i] for i in range(n))
-            assert (c[:, 2] <= cap).all() if c.size else True
+            assert c.size == 0 or (c[:, 2] <= cap).all()
             # maximal: no two servers with a free port and a pair under the cap are left
             count = {(int(u), int(v)): int(k) for u, v, k in c}
             free = [i for i in range(n) if used[i] < budget[i]]
