@@ -9,13 +9,16 @@ no Python objects) and allocates its work arrays once per call.
   freezing every flow of every *local bottleneck* link per round (the algorithm of
   :mod:`topoopt.flowsim.max_min`), four linear passes over the remaining incidence per round.
 - :func:`fill_links_mult`: the same filling one bottleneck link at a time, links taken in order
-  of their fair share (sorted once, stale ones re-queued in a heap), a bottleneck's flows found
-  in its list of flows; the simulator's re-fill (:func:`_refill`) on its own.
+  of their fair share from a heap (a link met with a stale share goes back in), a bottleneck's
+  flows found in its list of flows; the simulator's re-fill (:func:`_refill_slots`) on its own.
 - :func:`simulate_kernel`: the whole event loop (completions, arrivals from a release-time heap,
-  dependencies, the partial re-fill after each event, the link-load change log). It keeps the
-  list of active sub-flows of every link up to date (insert on arrival, swap-remove on
-  completion), so a re-fill costs the links and incidence entries of the re-filled sub-flows
-  plus the lists of the links that saturate, and builds no incidence of its own.
+  dependencies, the partial re-fill after each event, the link-load change log). The active
+  sub-flows sit in slots ``0 .. n_act - 1`` (links, multiplicity, rate, bytes left, reference
+  time and finish estimate side by side; a completion moves the last slot into the freed one),
+  so the per-event scans read contiguous memory. Every link keeps the list of the slots
+  crossing it (insert on arrival, swap-remove on completion), so a re-fill costs the links of
+  the re-filled sub-flows plus the lists of the links that saturate, and builds no incidence of
+  its own; a sub-flow's new rate and finish estimate are written when it freezes.
 
 Examples
 --------
@@ -238,49 +241,62 @@ def _lheap_sift(hk, hl, size, i, key, val):
 @njit(cache=True, error_model="numpy")
 def fill_links_mult(ptr, links, rows, mult, rem, out):
     """Max-min fair rates of the sub-flows ``rows`` on the capacities ``rem``, one bottleneck
-    link at a time: the simulator's re-fill (:func:`_refill`) on its own, with the link lists
-    built here. Same result as :func:`fill_kernel_mult` (row ``f`` counts ``mult[f]`` times);
-    writes ``out``, updates ``rem`` (clipped at 0), returns the number of saturated links.
+    link at a time: the simulator's re-fill (:func:`_refill_slots`) on its own, with the slots
+    and link lists built here. Same result as :func:`fill_kernel_mult` (row ``f`` counts
+    ``mult[f]`` times); writes ``out``, updates ``rem`` (clipped at 0), returns the number of
+    saturated links.
 
     Links are taken in order of their share ``rem / count`` over unfrozen rows. The link with
     the smallest share saturates first: all its unfrozen rows freeze at that share, which is
     subtracted from their other links, whose shares can only grow (a frozen row takes no more
-    than any of its links' shares). So a link's recorded key is never above its current share:
-    a link reached with a stale (smaller) key goes into a heap at its current share, and a link
-    reached with its current share has the smallest share of all.
+    than any of its links' shares). So a link's recorded key is never above its current share,
+    and a link on top of the heap whose current share is at most every other key has the
+    smallest share of all; otherwise it goes back in at its current share.
     """
     n_l = rem.shape[0]
-    n_p = ptr.shape[0] - 1
+    n = rows.shape[0]
+    width = 1
+    for i in range(n):
+        w = ptr[rows[i] + 1] - ptr[rows[i]]
+        if w > width:
+            width = w
+    s_links = np.empty((max(n, 1), width), np.int32)
+    s_nl = np.empty(max(n, 1), np.int64)
+    s_mult = np.empty(max(n, 1), np.int64)
+    s_f = np.zeros((max(n, 1), 4))
+    s_in = np.ones(max(n, 1), np.bool_)
     alen = np.zeros(n_l, np.int64)
-    seen = np.zeros(n_l, np.bool_)
-    slinks = np.empty(n_l, np.int64)
+    wc = np.zeros(n_l, np.int64)
+    slinks = np.empty(max(n_l, 1), np.int64)
     n_sl = 0
-    for i in range(rows.shape[0]):
-        for e in range(ptr[rows[i]], ptr[rows[i] + 1]):
-            lk = links[e]
+    for i in range(n):
+        f = rows[i]
+        s_nl[i] = ptr[f + 1] - ptr[f]
+        s_mult[i] = mult[f]
+        for j in range(s_nl[i]):
+            lk = links[ptr[f] + j]
+            s_links[i, j] = lk
             alen[lk] += 1
-            if not seen[lk]:
-                seen[lk] = True
+            if wc[lk] == 0:
                 slinks[n_sl] = lk
                 n_sl += 1
+            wc[lk] += mult[f]
     lp_ptr = np.zeros(n_l + 1, np.int64)
     for lk in range(n_l):
         lp_ptr[lk + 1] = lp_ptr[lk] + alen[lk]
     alen[:] = 0
-    adj_p = np.empty(max(lp_ptr[n_l], 1), np.int64)
-    for i in range(rows.shape[0]):
-        for e in range(ptr[rows[i]], ptr[rows[i] + 1]):
-            lk = links[e]
-            adj_p[lp_ptr[lk] + alen[lk]] = rows[i]
+    adj_s = np.empty(max(lp_ptr[n_l], 1), np.int64)
+    for i in range(n):
+        for j in range(s_nl[i]):
+            lk = s_links[i, j]
+            adj_s[lp_ptr[lk] + alen[lk]] = i
             alen[lk] += 1
-    newr = np.zeros(max(n_p, 1))
-    steps = _refill(
-        ptr, links, rows, rows.shape[0], mult, rem, newr, slinks, n_sl, lp_ptr, alen, adj_p,
-        np.zeros(max(n_p, 1), np.bool_), np.zeros(n_l, np.int64), np.empty(max(n_l, 1)),
-        np.empty(max(n_l, 1), np.int64),
+    steps = _refill_slots(
+        s_links, s_nl, s_mult, s_f, s_in, n, 0.0, rem, slinks, n_sl, lp_ptr, alen, adj_s, wc,
+        np.empty(max(n_l, 1)), np.empty(max(n_l, 1), np.int64),
     )  # fmt: skip
-    for i in range(rows.shape[0]):
-        out[i] = newr[rows[i]]
+    for i in range(n):
+        out[i] = s_f[i, 0]
     return steps
 
 
@@ -377,6 +393,10 @@ def simulate_kernel(
     ``pmult[p]`` times. ``lp_ptr[l]`` is where link ``l``'s slots start in the list of its
     active sub-flows (``lp_ptr[l+1] - lp_ptr[l]`` = the number of sub-flows crossing it).
 
+    The active sub-flows live in slots ``0 .. n_act - 1`` (``act[i]`` is the sub-flow in slot
+    ``i``; ``s_f[i]`` its rate, bytes left at its reference time, that time and its finish
+    estimate); a completion moves the last slot into the freed one.
+
     Returns ``(release, finish, path_start, path_last, series_time, series_link, series_load,
     n_events, fill_rounds, refilled)`` where ``refilled`` counts the sub-flow re-fills done.
     With ``max_refills >= 0`` the loop stops as soon as more re-fills than that are needed
@@ -386,11 +406,19 @@ def simulate_kernel(
     n_f = start.shape[0]
     n_l = cap.shape[0]
     n_e = path_links.shape[0]
-    rate = np.zeros(n_p)
-    t_ref = np.zeros(n_p)
-    rem_ref = pbytes.copy()
-    fin = np.full(n_p, np.inf)
+    width = 1
+    for p in range(n_p):
+        w = path_ptr[p + 1] - path_ptr[p]
+        if w > width:
+            width = w
+    # ---- slot arrays (slot i holds active sub-flow act[i])
     act = np.empty(max(n_p, 1), np.int64)
+    s_links = np.empty((max(n_p, 1), width), np.int32)  # its links
+    s_slot = np.empty((max(n_p, 1), width), np.int64)  # where each sits in that link's list
+    s_nl = np.empty(max(n_p, 1), np.int64)  # how many links
+    s_mult = np.empty(max(n_p, 1), np.int64)
+    s_f = np.empty((max(n_p, 1), 4))  # rate, bytes left at t_ref, t_ref, finish estimate
+    s_in = np.zeros(max(n_p, 1), np.bool_)  # being re-filled
     n_act = 0
     load = np.zeros(n_l)
     nact = np.zeros(n_l, np.int64)
@@ -408,23 +436,17 @@ def simulate_kernel(
         if dep_left[f] == 0:
             release[f] = start[f]
             hsize = _heap_push(hk, hv, hsize, start[f], f)
-    # Active sub-flows per link (slots lp_ptr[l] .. lp_ptr[l] + alen[l]), kept up to date on
-    # arrivals and completions by swap-removal: the re-fill walks a bottleneck link's list
-    # instead of building an incidence of the re-filled sub-flows at every event.
+    # Active sub-flows per link (slots lp_ptr[l] .. lp_ptr[l] + alen[l], holding slot numbers
+    # and the index of the link in that slot's path), kept up to date by swap-removal.
     alen = np.zeros(n_l, np.int64)
-    adj_p = np.empty(max(n_e, 1), np.int64)
-    adj_e = np.empty(max(n_e, 1), np.int64)
-    apos = np.empty(max(n_e, 1), np.int64)
-    inset = np.zeros(max(n_p, 1), np.bool_)
+    adj_s = np.empty(max(n_e, 1), np.int64)
+    adj_j = np.empty(max(n_e, 1), np.int64)
     wc = np.zeros(n_l, np.int64)
     lhk = np.empty(max(n_l, 1))
     lhl = np.empty(max(n_l, 1), np.int64)
-    rows = np.empty(max(n_p, 1), np.int64)
-    newr = np.zeros(max(n_p, 1))
     done = np.empty(max(n_p, 1), np.int64)
     mark = np.full(n_l, -1, np.int64)
     xmark = np.full(n_l, -1, np.int64)
-    smark = np.full(n_l, -1, np.int64)
     slinks = np.empty(max(n_l, 1), np.int64)
     wbuf = np.empty(max(n_p, 1))
     mbuf = np.empty(max(n_p, 1), np.int64)
@@ -440,7 +462,7 @@ def simulate_kernel(
     while True:
         t_c = np.inf
         for i in range(n_act):
-            v = fin[act[i]]
+            v = s_f[i, 3]
             if v < t_c:
                 t_c = v
         t_a = hk[0] if hsize > 0 else np.inf
@@ -454,37 +476,44 @@ def simulate_kernel(
         cut = t + rtol * abs(t)
         r0 = np.inf
         n_t = 0
-        # ---- completions: retire, then finish flows and release dependents
+        # ---- completions: retire (the last slot moves into the freed one), then finish flows
+        # and release dependents
         n_done = 0
         if t_c <= cut:
             i = 0
             while i < n_act:
-                p = act[i]
-                if fin[p] <= cut:
-                    done[n_done] = p
-                    n_done += 1
-                    n_act -= 1
-                    act[i] = act[n_act]
-                else:
+                if s_f[i, 3] > cut:
                     i += 1
-            for k in range(n_done):
-                p = done[k]
-                rp = rate[p]
+                    continue
+                p = act[i]
+                done[n_done] = p
+                n_done += 1
+                rp = s_f[i, 0]
                 if rp < r0:
                     r0 = rp
                 path_last[p] = t
-                mp = pmult[p]
-                for e in range(path_ptr[p], path_ptr[p + 1]):
-                    lk = path_links[e]
+                mp = s_mult[i]
+                for j in range(s_nl[i]):
+                    lk = s_links[i, j]
                     load[lk] -= rp * mp
                     nact[lk] -= mp
                     if record and mark[lk] != n_events:
                         mark[lk] = n_events
                         touched[n_t] = lk
                         n_t += 1
-                rate[p] = 0.0
-                fin[p] = np.inf
-                _adj_remove(p, path_ptr, path_links, lp_ptr, alen, adj_p, adj_e, apos)
+                    # swap-remove slot i from the link's list
+                    last = lp_ptr[lk] + alen[lk] - 1
+                    s = s_slot[i, j]
+                    if s != last:
+                        q = adj_s[last]
+                        jq = adj_j[last]
+                        adj_s[s] = q
+                        adj_j[s] = jq
+                        s_slot[q, jq] = s
+                    alen[lk] -= 1
+                n_act -= 1
+                if i != n_act:
+                    _move_slot(n_act, i, act, s_links, s_slot, s_nl, s_mult, s_f, adj_s)
             for k in range(n_done):
                 hsize = _path_done(
                     done[k], pflow, n_left, flow_ptr, path_last, plat, finish, rdep_ptr, rdep,
@@ -502,27 +531,38 @@ def simulate_kernel(
                         p, pflow, n_left, flow_ptr, path_last, plat, finish, rdep_ptr, rdep,
                         dep_left, dep_ptr, deps, start, release, hk, hv, hsize,
                     )  # fmt: skip
-                else:
-                    act[n_act] = p
-                    n_act += 1
-                    t_ref[p] = t
-                    rate[p] = 0.0
-                    for e in range(path_ptr[p], path_ptr[p + 1]):
-                        nact[path_links[e]] += pmult[p]
-                    _adj_insert(p, path_ptr, path_links, lp_ptr, alen, adj_p, adj_e, apos)
+                    continue
+                i = n_act
+                n_act += 1
+                act[i] = p
+                s_f[i, 0] = 0.0
+                s_f[i, 1] = pbytes[p]
+                s_f[i, 2] = t
+                s_f[i, 3] = np.inf
+                mp = pmult[p]
+                s_mult[i] = mp
+                s_nl[i] = path_ptr[p + 1] - path_ptr[p]
+                for j in range(s_nl[i]):
+                    lk = path_links[path_ptr[p] + j]
+                    s_links[i, j] = lk
+                    nact[lk] += mp
+                    s = lp_ptr[lk] + alen[lk]
+                    adj_s[s] = i
+                    adj_j[s] = j
+                    s_slot[i, j] = s
+                    alen[lk] += 1
         if n_act > n_old:
             # Threshold for arrivals (simulator docstring, point 2): on each link of an arriving
             # sub-flow, the water level x at which the sub-flows already there, capped at their
             # old rates, plus every sub-flow with no rate yet, uncapped, fill the link.
             for i in range(n_old, n_act):
-                p = act[i]
-                for e in range(path_ptr[p], path_ptr[p + 1]):
-                    lk = path_links[e]
+                for j in range(s_nl[i]):
+                    lk = s_links[i, j]
                     if xmark[lk] == n_events:
                         continue
                     xmark[lk] = n_events
                     v = _water_level(
-                        lk, cap[lk], nact[lk], lp_ptr, alen, adj_p, rate, pmult, wbuf, mbuf
+                        lk, cap[lk], nact[lk], lp_ptr, alen, adj_s, s_f[:, 0], s_mult, wbuf, mbuf
                     )
                     if v < r0:
                         r0 = v
@@ -530,17 +570,26 @@ def simulate_kernel(
             if record and n_t > 0:
                 st, sl, sv, ns = _log(st, sl, sv, ns, t, touched, n_t, load)
             continue
-        # ---- re-fill: every sub-flow whose rate may change (the others provably keep theirs)
+        # ---- re-fill: every sub-flow whose rate may change (the others provably keep theirs);
+        # its load comes off its links, which are counted for the filling
         thr = r0 * (1.0 - REFILL_MARGIN)
         n_rows = 0
-        for i in range(n_old):
-            p = act[i]
-            if rate[p] >= thr:
-                rows[n_rows] = p
-                n_rows += 1
-        for i in range(n_old, n_act):
-            rows[n_rows] = act[i]
+        n_sl = 0
+        for i in range(n_act):
+            if i < n_old and s_f[i, 0] < thr:
+                continue
             n_rows += 1
+            s_in[i] = True
+            mf = s_mult[i]
+            rp = s_f[i, 0] * mf
+            for j in range(s_nl[i]):
+                lk = s_links[i, j]
+                load[lk] -= rp
+                c = wc[lk]
+                if c == 0:
+                    slinks[n_sl] = lk
+                    n_sl += 1
+                wc[lk] = c + mf
         if n_rows == 0:
             if record and n_t > 0:
                 st, sl, sv, ns = _log(st, sl, sv, ns, t, touched, n_t, load)
@@ -548,29 +597,14 @@ def simulate_kernel(
         refilled += n_rows
         if 0 <= max_refills < refilled:
             break  # over the work limit: the caller reports it (nothing returned is complete)
-        # Links of the re-filled sub-flows (each once), and their load without them.
-        n_sl = 0
-        resync = n_rows == n_act or n_events % RESYNC_EVERY == 0
-        for k in range(n_rows):
-            p = rows[k]
-            rp = rate[p] * pmult[p]
-            for e in range(path_ptr[p], path_ptr[p + 1]):
-                lk = path_links[e]
-                if not resync:
-                    load[lk] -= rp
-                if smark[lk] != n_events:
-                    smark[lk] = n_events
-                    slinks[n_sl] = lk
-                    n_sl += 1
-        if resync:
+        if n_rows == n_act or n_events % RESYNC_EVERY == 0:
             # Recompute the load of the kept sub-flows from scratch (no accumulated rounding).
             load[:] = 0.0
             for i in range(n_old):
-                p = act[i]
-                if rate[p] < thr:
-                    rp = rate[p] * pmult[p]
-                    for e in range(path_ptr[p], path_ptr[p + 1]):
-                        load[path_links[e]] += rp
+                if not s_in[i]:
+                    rp = s_f[i, 0] * s_mult[i]
+                    for j in range(s_nl[i]):
+                        load[s_links[i, j]] += rp
         for k in range(n_sl):
             lk = slinks[k]
             v = cap[lk] - load[lk]
@@ -579,20 +613,13 @@ def simulate_kernel(
                 mark[lk] = n_events
                 touched[n_t] = lk
                 n_t += 1
-        rounds += _refill(
-            path_ptr, path_links, rows, n_rows, pmult, resid, newr, slinks, n_sl, lp_ptr, alen,
-            adj_p, inset, wc, lhk, lhl,
+        rounds += _refill_slots(
+            s_links, s_nl, s_mult, s_f, s_in, n_rows, t, resid, slinks, n_sl, lp_ptr, alen,
+            adj_s, wc, lhk, lhl,
         )  # fmt: skip
         for k in range(n_sl):
             lk = slinks[k]
             load[lk] = cap[lk] - resid[lk]
-        for k in range(n_rows):
-            p = rows[k]
-            rem_ref[p] -= rate[p] * (t - t_ref[p])
-            t_ref[p] = t
-            r = newr[p]
-            rate[p] = r
-            fin[p] = t + rem_ref[p] / r if r > 0.0 else np.inf
         if record and n_t > 0:
             st, sl, sv, ns = _log(st, sl, sv, ns, t, touched, n_t, load)
     return (
@@ -610,53 +637,39 @@ def simulate_kernel(
 
 
 @njit(cache=True)
-def _adj_insert(p, path_ptr, path_links, lp_ptr, alen, adj_p, adj_e, apos):
-    """Append sub-flow ``p`` to the active list of each of its links."""
-    for e in range(path_ptr[p], path_ptr[p + 1]):
-        lk = path_links[e]
-        s = lp_ptr[lk] + alen[lk]
-        adj_p[s] = p
-        adj_e[s] = e
-        apos[e] = s
-        alen[lk] += 1
-
-
-@njit(cache=True)
-def _adj_remove(p, path_ptr, path_links, lp_ptr, alen, adj_p, adj_e, apos):
-    """Remove sub-flow ``p`` from the active list of each of its links (swap with the last)."""
-    for e in range(path_ptr[p], path_ptr[p + 1]):
-        lk = path_links[e]
-        last = lp_ptr[lk] + alen[lk] - 1
-        s = apos[e]
-        if s != last:
-            adj_p[s] = adj_p[last]
-            adj_e[s] = adj_e[last]
-            apos[adj_e[s]] = s
-        alen[lk] -= 1
+def _move_slot(a, b, act, s_links, s_slot, s_nl, s_mult, s_f, adj_s):
+    """Move the active sub-flow in slot ``a`` to slot ``b`` (its link lists follow)."""
+    act[b] = act[a]
+    s_nl[b] = s_nl[a]
+    s_mult[b] = s_mult[a]
+    for c in range(4):
+        s_f[b, c] = s_f[a, c]
+    for j in range(s_nl[a]):
+        s_links[b, j] = s_links[a, j]
+        s = s_slot[a, j]
+        s_slot[b, j] = s
+        adj_s[s] = b
 
 
 @njit(cache=True, error_model="numpy")
-def _refill(
-    path_ptr, path_links, rows, n_rows, pmult, resid, newr, slinks, n_sl, lp_ptr, alen, adj_p,
-    inset, wc, hk, hl,
+def _refill_slots(
+    s_links, s_nl, s_mult, s_f, s_in, n_rows, t, resid, slinks, n_sl, lp_ptr, alen, adj_s, wc,
+    hk, hl,
 ):  # fmt: skip
-    """Progressive filling of the sub-flows ``rows[:n_rows]`` on the capacities ``resid`` left
-    by the others, one bottleneck link at a time (the algorithm of :func:`fill_links_mult`):
-    the flows of a bottleneck link are found in its list ``adj_p[lp_ptr[l] : lp_ptr[l] +
-    alen[l]]``, skipping those not being re-filled. ``slinks[:n_sl]`` are the links of the
-    re-filled sub-flows (each once); sub-flow ``p`` counts ``pmult[p]`` times. Writes
-    ``newr[p]`` for each re-filled ``p``; returns the number of bottleneck links saturated.
-    ``inset`` and ``wc`` must be all False / 0 on entry and are so on return; ``hk``, ``hl``
-    (one slot per link) are scratch."""
-    for k in range(n_rows):
-        p = rows[k]
-        inset[p] = True
-        mf = pmult[p]
-        for e in range(path_ptr[p], path_ptr[p + 1]):
-            wc[path_links[e]] += mf
-    # Links in a heap keyed by share, built in linear time; a link popped with a stale key (its
-    # share grew since) goes back in at its current share. The filling stops as soon as every
-    # re-filled sub-flow is frozen: the links left in the heap then carry none of them.
+    """Progressive filling of the ``n_rows`` slots marked in ``s_in`` on the capacities
+    ``resid`` left by the others, one bottleneck link at a time (the algorithm of
+    :func:`fill_links_mult`): the slots of a bottleneck link are found in its list
+    ``adj_s[lp_ptr[l] : lp_ptr[l] + alen[l]]``, skipping those not being re-filled.
+    ``slinks[:n_sl]`` are the links of the marked slots (each once) and ``wc`` counts the
+    marked slots on each link (with multiplicity ``s_mult``); both come back cleared
+    (``s_in`` all False, ``wc`` all 0). A slot frozen at level ``x`` at time ``t`` gets its bytes
+    left brought to ``t`` at its old rate, then rate ``x`` and its new finish estimate.
+    ``hk``, ``hl`` (one slot per link) are scratch. Returns the number of bottleneck links
+    saturated."""
+    # Links in a heap keyed by share, built in linear time; a link met on top with a stale key
+    # (its share grew since) is taken if its share is still the smallest key, else sifted back
+    # in at its current share. The filling stops as soon as every re-filled sub-flow is frozen:
+    # the links left in the heap then carry none of them.
     for k in range(n_sl):
         lk = slinks[k]
         hk[k] = resid[lk] / wc[lk]
@@ -667,32 +680,44 @@ def _refill(
     left = n_rows
     steps = 0
     while hs > 0 and left > 0:
-        key = hk[0]
         lk = hl[0]
-        hs = _lheap_pop(hk, hl, hs)
         c = wc[lk]
         if c == 0:
+            hs = _lheap_pop(hk, hl, hs)
             continue
         level = resid[lk] / c
-        if key < level:
-            hs = _lheap_push(hk, hl, hs, level, lk)
-            continue
+        if hk[0] < level:
+            # Stale key: the link's share grew. Unless it is still the smallest (no child
+            # key below it), it goes back in at its current share (one sift-down).
+            nxt = hk[1] if hs > 1 else np.inf
+            if hs > 2 and hk[2] < nxt:
+                nxt = hk[2]
+            if nxt < level:
+                _lheap_sift(hk, hl, hs, 0, level, lk)
+                continue
+        hs = _lheap_pop(hk, hl, hs)
         steps += 1
         base = lp_ptr[lk]
         for s in range(base, base + alen[lk]):
-            p = adj_p[s]
-            if not inset[p]:
+            i = adj_s[s]
+            if not s_in[i]:
                 continue
-            inset[p] = False
+            s_in[i] = False
             left -= 1
-            newr[p] = level
-            mf = pmult[p]
+            mf = s_mult[i]
             take = level * mf
-            for e in range(path_ptr[p], path_ptr[p + 1]):
-                m = path_links[e]
-                r = resid[m] - take
-                resid[m] = r if r > 0.0 else 0.0
+            for j in range(s_nl[i]):
+                m = s_links[i, j]
+                resid[m] = max(resid[m] - take, 0.0)
                 wc[m] -= mf
+            rem = s_f[i, 1] - s_f[i, 0] * (t - s_f[i, 2])
+            s_f[i, 0] = level
+            s_f[i, 1] = rem
+            s_f[i, 2] = t
+            s_f[i, 3] = t + rem / level if level > 0.0 else np.inf
+            if c == mf:
+                break  # the link's last unfrozen re-filled slot
+            c -= mf
     return steps
 
 
