@@ -231,8 +231,19 @@ def random_flowset(rng, n_links, n_flows, *, multipath, zero, deps, latency, sta
     )
 
 
+@pytest.fixture(params=["default", "heap only", "rounds first"])
+def refill_path(request, monkeypatch):
+    """The simulator's re-fill as configured (rounds of local bottlenecks only when sparse),
+    one bottleneck link at a time always, and rounds first always: each must be exact."""
+    import topoopt.flowsim.simulator as simulator
+
+    density = {"default": simulator.ROUNDS_DENSITY, "heap only": 0.0, "rounds first": np.inf}
+    monkeypatch.setattr(simulator, "ROUNDS_DENSITY", density[request.param])
+    return request.param
+
+
 @pytest.mark.parametrize("seed", range(24))
-def test_event_loop_matches_from_scratch_simulation(seed):
+def test_event_loop_matches_from_scratch_simulation(seed, refill_path):
     rng = np.random.default_rng(2000 + seed)
     fs = random_flowset(
         rng,
@@ -253,7 +264,7 @@ def test_event_loop_matches_from_scratch_simulation(seed):
     assert lean.series_time.shape == (0,)
 
 
-def test_event_loop_over_many_events_with_load_resyncs():
+def test_event_loop_over_many_events_with_load_resyncs(refill_path):
     """More events than RESYNC_EVERY, one completion at a time, on a few shared links."""
     rng = np.random.default_rng(77)
     n = 2 * RESYNC_EVERY + 50

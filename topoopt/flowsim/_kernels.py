@@ -40,6 +40,7 @@ from numba import njit
 __all__ = [
     "REFILL_MARGIN",
     "RESYNC_EVERY",
+    "ROUNDS_DENSITY",
     "classes_kernel",
     "fill_kernel",
     "fill_kernel_mult",
@@ -56,6 +57,16 @@ are mathematically equal to the threshold never keeps a flow that may change."""
 RESYNC_EVERY = 256
 """Every this many events the per-link load is recomputed from the active sub-flows' rates (the
 incremental update otherwise accumulates rounding)."""
+
+ROUNDS_DENSITY = 1.0
+"""The simulator's re-fill starts with rounds of local bottlenecks (:func:`_rounds_slots`, a few
+linear passes) when it re-fills fewer than this many sub-flows per link they cross: then each
+round freezes most of them, where the bottleneck-at-a-time heap would pop nearly every link
+for a few sub-flows. Denser re-fills go straight to the heap (:func:`_refill_slots`)."""
+
+ROUNDS_MIN_FRACTION = 0.1
+"""Rounds stop (the heap takes the rest) once a round freezes less than this fraction of the
+sub-flows left, so a chain of bottlenecks does not cost a pass per link."""
 
 
 @njit(cache=True)
@@ -285,7 +296,7 @@ def fill_links_mult(ptr, links, rows, mult, rem, out):
     for lk in range(n_l):
         lp_ptr[lk + 1] = lp_ptr[lk] + alen[lk]
     alen[:] = 0
-    adj_s = np.empty(max(lp_ptr[n_l], 1), np.int64)
+    adj_s = np.empty(max(lp_ptr[n_l], 1), np.int32)
     for i in range(n):
         for j in range(s_nl[i]):
             lk = s_links[i, j]
@@ -384,7 +395,7 @@ def _grow(a, need):
 @njit(cache=True, error_model="numpy")
 def simulate_kernel(
     cap, path_ptr, path_links, pflow, pbytes, plat, flow_ptr, start, dep_ptr, deps, rdep_ptr,
-    rdep, lp_ptr, rtol, record, pmult, max_refills,
+    rdep, lp_ptr, rtol, record, pmult, max_refills, rounds_density,
 ):  # fmt: skip
     """Run the event loop of :func:`topoopt.flowsim.simulator.simulate` on flat arrays.
 
@@ -395,12 +406,15 @@ def simulate_kernel(
 
     The active sub-flows live in slots ``0 .. n_act - 1`` (``act[i]`` is the sub-flow in slot
     ``i``; ``s_f[i]`` its rate, bytes left at its reference time, that time and its finish
-    estimate); a completion moves the last slot into the freed one.
+    estimate); a completion moves the last slot into the freed one. Slot numbers, links and
+    list positions are ``int32`` (fewer than 2**31 incidence entries).
 
     Returns ``(release, finish, path_start, path_last, series_time, series_link, series_load,
     n_events, fill_rounds, refilled)`` where ``refilled`` counts the sub-flow re-fills done.
     With ``max_refills >= 0`` the loop stops as soon as more re-fills than that are needed
-    (``refilled > max_refills`` on return; the other results are then incomplete).
+    (``refilled > max_refills`` on return; the other results are then incomplete). A re-fill of
+    fewer than ``rounds_density`` sub-flows per link crossed starts with rounds of local
+    bottlenecks (see :data:`ROUNDS_DENSITY`; 0 never, ``inf`` always: same rates either way).
     """
     n_p = pbytes.shape[0]
     n_f = start.shape[0]
@@ -414,7 +428,7 @@ def simulate_kernel(
     # ---- slot arrays (slot i holds active sub-flow act[i])
     act = np.empty(max(n_p, 1), np.int64)
     s_links = np.empty((max(n_p, 1), width), np.int32)  # its links
-    s_slot = np.empty((max(n_p, 1), width), np.int64)  # where each sits in that link's list
+    s_slot = np.empty((max(n_p, 1), width), np.int32)  # where each sits in that link's list
     s_nl = np.empty(max(n_p, 1), np.int64)  # how many links
     s_mult = np.empty(max(n_p, 1), np.int64)
     s_f = np.empty((max(n_p, 1), 4))  # rate, bytes left at t_ref, t_ref, finish estimate
@@ -439,9 +453,14 @@ def simulate_kernel(
     # Active sub-flows per link (slots lp_ptr[l] .. lp_ptr[l] + alen[l], holding slot numbers
     # and the index of the link in that slot's path), kept up to date by swap-removal.
     alen = np.zeros(n_l, np.int64)
-    adj_s = np.empty(max(n_e, 1), np.int64)
-    adj_j = np.empty(max(n_e, 1), np.int64)
+    adj_s = np.empty(max(n_e, 1), np.int32)
+    adj_j = np.empty(max(n_e, 1), np.int32)
     wc = np.zeros(n_l, np.int64)
+    rows = np.empty(max(n_p, 1), np.int64)
+    wlinks = np.empty(max(n_l, 1), np.int64)
+    share = np.empty(max(n_l, 1))
+    bott = np.zeros(max(n_l, 1), np.bool_)
+    fm = np.empty(max(n_p, 1))
     lhk = np.empty(max(n_l, 1))
     lhl = np.empty(max(n_l, 1), np.int64)
     done = np.empty(max(n_p, 1), np.int64)
@@ -578,6 +597,7 @@ def simulate_kernel(
         for i in range(n_act):
             if i < n_old and s_f[i, 0] < thr:
                 continue
+            rows[n_rows] = i
             n_rows += 1
             s_in[i] = True
             mf = s_mult[i]
@@ -613,8 +633,17 @@ def simulate_kernel(
                 mark[lk] = n_events
                 touched[n_t] = lk
                 n_t += 1
+        wlinks[:n_sl] = slinks[:n_sl]
+        n_wl = n_sl
+        n_un = n_rows
+        if n_rows < rounds_density * n_sl:
+            nr, n_un, n_wl = _rounds_slots(
+                rows, n_rows, s_links, s_nl, s_mult, s_f, s_in, t, resid, wc, wlinks, n_sl,
+                share, bott, fm,
+            )  # fmt: skip
+            rounds += nr
         rounds += _refill_slots(
-            s_links, s_nl, s_mult, s_f, s_in, n_rows, t, resid, slinks, n_sl, lp_ptr, alen,
+            s_links, s_nl, s_mult, s_f, s_in, n_un, t, resid, wlinks, n_wl, lp_ptr, alen,
             adj_s, wc, lhk, lhl,
         )  # fmt: skip
         for k in range(n_sl):
@@ -634,6 +663,80 @@ def simulate_kernel(
         rounds,
         refilled,
     )
+
+
+@njit(cache=True, error_model="numpy")
+def _rounds_slots(
+    rows, n_rows, s_links, s_nl, s_mult, s_f, s_in, t, resid, wc, slinks, n_sl, share, bott, fm
+):  # fmt: skip
+    """Rounds of local-bottleneck filling (the algorithm of :func:`fill_kernel`) of the slots
+    ``rows[:n_rows]`` (marked in ``s_in``, counted in ``wc``) on the capacities ``resid``, their
+    links ``slinks[:n_sl]``: every round freezes all the slots of every link whose share is the
+    smallest share of each of its slots' links, writing rate and finish estimate as
+    :func:`_refill_slots` does. Stops when all are frozen or a round freezes less than
+    ``ROUNDS_MIN_FRACTION`` of those left. Returns ``(rounds, n_rows, n_sl)``: the slots still
+    unfrozen are ``rows[:n_rows]`` (still marked and counted), the links still carrying one are
+    ``slinks[:n_sl]``, ready for :func:`_refill_slots`. ``share``, ``bott`` (per link) and ``fm``
+    (per row) are scratch."""
+    rounds = 0
+    while n_rows > 0:
+        for k in range(n_sl):
+            lk = slinks[k]
+            share[lk] = resid[lk] / wc[lk]
+            bott[lk] = True
+        for k in range(n_rows):
+            i = rows[k]
+            mm = np.inf
+            for j in range(s_nl[i]):
+                v = share[s_links[i, j]]
+                if v < mm:
+                    mm = v
+            fm[k] = mm
+        for k in range(n_rows):
+            i = rows[k]
+            mm = fm[k]
+            for j in range(s_nl[i]):
+                lk = s_links[i, j]
+                if mm < share[lk]:
+                    bott[lk] = False
+        w = 0
+        for k in range(n_rows):
+            i = rows[k]
+            frozen = False
+            for j in range(s_nl[i]):
+                if bott[s_links[i, j]]:
+                    frozen = True
+                    break
+            if not frozen:
+                rows[w] = i
+                w += 1
+                continue
+            level = fm[k]
+            s_in[i] = False
+            mf = s_mult[i]
+            take = level * mf
+            for j in range(s_nl[i]):
+                m = s_links[i, j]
+                resid[m] = max(resid[m] - take, 0.0)
+                wc[m] -= mf
+            rem = s_f[i, 1] - s_f[i, 0] * (t - s_f[i, 2])
+            s_f[i, 0] = level
+            s_f[i, 1] = rem
+            s_f[i, 2] = t
+            s_f[i, 3] = t + rem / level if level > 0.0 else np.inf
+        rounds += 1
+        froze = n_rows - w
+        n_rows = w
+        v = 0
+        for k in range(n_sl):
+            lk = slinks[k]
+            if wc[lk] > 0:
+                slinks[v] = lk
+                v += 1
+        n_sl = v
+        if froze < ROUNDS_MIN_FRACTION * (n_rows + froze):
+            break
+    return rounds, n_rows, n_sl
 
 
 @njit(cache=True)

@@ -41,8 +41,10 @@ Performance and exactness
 The event loop is compiled (:func:`topoopt.flowsim._kernels.simulate_kernel`); each event costs
 a pass over the active sub-flows plus a re-fill of only the sub-flows whose rate can change, one
 bottleneck link at a time (links in order of fair share; a bottleneck's sub-flows are read from
-the list of active sub-flows each link keeps, updated on arrivals and completions). Which
-sub-flows are kept:
+the list of active sub-flows each link keeps, updated on arrivals and completions). A sparse
+re-fill (fewer sub-flows than links they cross) first runs rounds of local bottlenecks, the
+filling of :mod:`topoopt.flowsim.max_min`, and leaves the heap what they do not freeze quickly.
+Which sub-flows are kept:
 
 1. *Level lemma.* Remove a sub-flow ``d`` of max-min rate ``r_d`` and compare the two
    progressive fillings below level ``r_d``. None of ``d``'s links fills below ``r_d`` with ``d``
@@ -79,7 +81,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topoopt.flowsim._kernels import simulate_kernel
+from topoopt.flowsim._kernels import ROUNDS_DENSITY, simulate_kernel
 from topoopt.flowsim.flowset import FlowSet
 from traffic.errors import InputError
 
@@ -242,6 +244,7 @@ def simulate(
         bool(record_series),
         fs.path_multiplicity(),
         limit,
+        ROUNDS_DENSITY,
     )
     release, finish, path_start, path_last, st, sl, sv, n_events, rounds, refills = out
     if 0 <= limit < refills:
