@@ -20,7 +20,6 @@ from topoopt.flowsim._kernels import (
     RESYNC_EVERY,
     fill_kernel,
     fill_links_mult,
-    fill_workspace,
 )
 from traffic.errors import InputError
 
@@ -127,13 +126,9 @@ def random_instance(rng, n_links, n_flows, max_hops, caps=(1.0, 2.0, 3.0, 5.0, 7
 
 
 def run_fill(kind, ptr, links, rows, cap):
-    n_l, n_rows = cap.shape[0], rows.shape[0]
-    rem, out = cap.astype(float).copy(), np.empty(n_rows)
-    n_e = int(links.shape[0])
+    rem, out = cap.astype(float).copy(), np.empty(rows.shape[0])
     if kind == "rounds":
-        work = fill_workspace(n_l, n_e, n_rows)
-        steps = fill_kernel(ptr, links, rows, rem, out, *work)
-        assert not work[0].any()  # link counts restored
+        steps = fill_kernel(ptr, links, rows, rem, out)
     else:
         steps = fill_links_mult(ptr, links, rows, np.ones(ptr.shape[0] - 1, np.int64), rem, out)
     return out, rem, steps

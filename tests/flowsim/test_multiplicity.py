@@ -17,7 +17,6 @@ from topoopt.flowsim._kernels import (
     fill_kernel,
     fill_kernel_mult,
     fill_links_mult,
-    fill_workspace,
 )
 from topoopt.flowsim.collectives import collective_flows, communication_time
 from topoopt.flowsim.flowset import identical_classes
@@ -227,18 +226,15 @@ def test_weighted_fillings_equal_expanded_filling(kind, seed):
     mult = rng.integers(1, 5, n_f).astype(np.int64)
     rows = np.sort(rng.choice(n_f, int(rng.integers(1, n_f + 1)), False)).astype(np.int64)
     rem, out = cap.copy(), np.empty(rows.shape[0])
-    n_e = int(links.shape[0])
     if kind == "rounds":
-        work = fill_workspace(n_l, n_e, rows.shape[0])
-        fill_kernel_mult(ptr, links, rows, mult, rem, out, *work)
-        assert not work[0].any()
+        fill_kernel_mult(ptr, links, rows, mult, rem, out)
     else:
         fill_links_mult(ptr, links, rows, mult, rem, out)
     # the same rows expanded into copies, unweighted
     eptr, elinks, owner = expanded_rows(ptr, links, mult)
     erows = np.flatnonzero(np.isin(owner, rows)).astype(np.int64)
     erem, eout = cap.copy(), np.empty(erows.shape[0])
-    fill_kernel(eptr, elinks, erows, erem, eout, *fill_workspace(n_l, len(elinks), len(erows)))
+    fill_kernel(eptr, elinks, erows, erem, eout)
     expect = eout[np.searchsorted(owner[erows], rows)]
     np.testing.assert_allclose(out, expect, rtol=1e-12)
     np.testing.assert_allclose(rem, erem, rtol=1e-9, atol=1e-9)

@@ -7,7 +7,8 @@ no Python objects) and allocates its work arrays once per call.
 
 - :func:`fill_kernel`: one progressive filling of a set of sub-flows on given link capacities,
   freezing every flow of every *local bottleneck* link per round (the algorithm of
-  :mod:`topoopt.flowsim.max_min`), four linear passes over the remaining incidence per round.
+  :mod:`topoopt.flowsim.max_min`), four linear passes over the remaining flows per round
+  (:func:`_rounds_slots`, which also starts the simulator's sparse re-fills).
 - :func:`fill_links_mult`: the same filling one bottleneck link at a time, links taken in order
   of their fair share from a heap (a link met with a stale share goes back in), a bottleneck's
   flows found in its list of flows; the simulator's re-fill (:func:`_refill_slots`) on its own.
@@ -25,8 +26,7 @@ Examples
 >>> import numpy as np
 >>> ptr = np.array([0, 2, 3, 4]); links = np.array([0, 1, 0, 1])
 >>> rem = np.array([10.0, 10.0]); out = np.empty(3)
->>> w = fill_workspace(2, 4, 3)
->>> fill_kernel(ptr, links, np.arange(3), rem, out, *w)
+>>> fill_kernel(ptr, links, np.arange(3), rem, out)
 1
 >>> out.tolist(), rem.tolist()
 ([5.0, 5.0, 5.0], [0.0, 0.0])
@@ -45,7 +45,6 @@ __all__ = [
     "fill_kernel",
     "fill_kernel_mult",
     "fill_links_mult",
-    "fill_workspace",
     "simulate_kernel",
 ]
 
@@ -69,144 +68,69 @@ ROUNDS_MIN_FRACTION = 0.1
 sub-flows left, so a chain of bottlenecks does not cost a pass per link."""
 
 
-@njit(cache=True)
-def fill_workspace(n_links, n_entries, n_rows):
-    """Work arrays for :func:`fill_kernel`: ``(cnt, share, bott, ecol, fstart, flen, floc, fm,
-    tl)``
-    for at most ``n_entries`` incidence entries of ``n_rows`` flows on ``n_links`` links."""
-    return (
-        np.zeros(n_links, np.int64),
-        np.empty(n_links, np.float64),
-        np.zeros(n_links, np.bool_),
-        np.empty(max(n_entries, 1), np.int64),
-        np.empty(max(n_rows, 1), np.int64),
-        np.empty(max(n_rows, 1), np.int64),
-        np.empty(max(n_rows, 1), np.int64),
-        np.empty(max(n_rows, 1), np.float64),
-        np.empty(max(n_links, 1), np.int64),
-    )
-
-
 @njit(cache=True, error_model="numpy")
-def fill_kernel(ptr, links, rows, rem, out, cnt, share, bott, ecol, fstart, flen, floc, fm, tl):
-    """Max-min fair rates of the sub-flows ``rows`` on the capacities ``rem`` (bytes/s).
+def fill_kernel(ptr, links, rows, rem, out):
+    """Max-min fair rates of the sub-flows ``rows`` on the capacities ``rem`` (bytes/s), by
+    rounds of local bottlenecks (:func:`_rounds_slots` run to the end).
 
     Writes the rate of ``rows[i]`` to ``out[i]``, subtracts the allocation from ``rem`` (clipped
-    at 0) and returns the number of rounds. ``cnt`` must be all zero on entry and is all zero on
-    return; the other work arrays (from :func:`fill_workspace`) are scratch.
+    at 0) and returns the number of rounds.
     """
-    mult = np.ones(ptr.shape[0] - 1, np.int64)
-    rounds, nf = _rounds(ptr, links, rows, mult, rem, out, cnt, share, bott, ecol, fstart, flen,
-                         floc, fm, tl, 0.0)  # fmt: skip
-    return rounds
+    return fill_kernel_mult(ptr, links, rows, np.ones(ptr.shape[0] - 1, np.int64), rem, out)
 
 
 @njit(cache=True, error_model="numpy")
-def fill_kernel_mult(
-    ptr, links, rows, mult, rem, out, cnt, share, bott, ecol, fstart, flen, floc, fm, tl
-):
+def fill_kernel_mult(ptr, links, rows, mult, rem, out):
     """:func:`fill_kernel` where row ``f`` stands for ``mult[f]`` identical sub-flows (a class):
     it counts ``mult[f]`` times on each of its links (a link's share is ``rem / sum of the
     multiplicities of its unfrozen rows``), every member gets the rate written to ``out`` and
-    the class takes ``mult[f]`` times that rate from ``rem``. ``cnt`` holds summed
-    multiplicities (all zero on entry and on return)."""
-    rounds, nf = _rounds(ptr, links, rows, mult, rem, out, cnt, share, bott, ecol, fstart, flen,
-                         floc, fm, tl, 0.0)  # fmt: skip
+    the class takes ``mult[f]`` times that rate from ``rem``."""
+    n = rows.shape[0]
+    s_links, s_nl, s_mult, s_f, s_in, wc, slinks, n_sl = _slots_of(ptr, links, rows, mult, rem)
+    order = np.arange(max(n, 1))
+    n_l = rem.shape[0]
+    rounds, _, _ = _rounds_slots(
+        order, n, s_links, s_nl, s_mult, s_f, s_in, 0.0, rem, wc, slinks, n_sl,
+        np.empty(max(n_l, 1)), np.zeros(max(n_l, 1), np.bool_), np.empty(max(n, 1)), 0.0,
+    )  # fmt: skip
+    for i in range(n):
+        out[i] = s_f[i, 0]
     return rounds
 
 
-@njit(cache=True, error_model="numpy")
-def _rounds(
-    ptr, links, rows, mult, rem, out, cnt, share, bott, ecol, fstart, flen, floc, fm, tl, stop
-):
-    """Rounds of progressive filling of ``rows`` (see :func:`fill_kernel`) until every flow is
-    frozen, or until a round freezes less than the fraction ``stop`` of the flows it started
-    with. Returns ``(rounds, nf)``: the ``nf`` flows left unfrozen are ``rows[floc[:nf]]``, with
-    ``cnt`` still counting them and ``rem`` the capacity left for them. Row ``f`` counts
-    ``mult[f]`` times (see :func:`fill_kernel_mult`).
-
-    A round: every link's share ``rem / cnt`` over its unfrozen flows; every unfrozen flow's
-    smallest share ``m``; a link is a local bottleneck when no unfrozen flow on it has a smaller
-    ``m``; every flow on a local bottleneck is frozen at its ``m``. The link with the smallest
-    share is always a local bottleneck, so every round freezes at least one flow.
-    """
+@njit(cache=True)
+def _slots_of(ptr, links, rows, mult, rem):
+    """Slots (the layout of :func:`simulate_kernel`) for the sub-flows ``rows`` of the CSR
+    incidence ``ptr``, ``links``, all marked for filling at rate 0 with nothing left to send:
+    ``(s_links, s_nl, s_mult, s_f, s_in, wc, slinks, n_sl)`` with ``wc`` their count per link
+    (with multiplicity ``mult``) and ``slinks[:n_sl]`` the links they cross (each once)."""
+    n_l = rem.shape[0]
     n = rows.shape[0]
-    ne = 0
-    n_tl = 0
+    width = 1
+    for i in range(n):
+        w = ptr[rows[i] + 1] - ptr[rows[i]]
+        if w > width:
+            width = w
+    s_links = np.empty((max(n, 1), width), np.int32)
+    s_nl = np.empty(max(n, 1), np.int64)
+    s_mult = np.empty(max(n, 1), np.int64)
+    s_f = np.zeros((max(n, 1), 4))
+    s_in = np.ones(max(n, 1), np.bool_)
+    wc = np.zeros(n_l, np.int64)
+    slinks = np.empty(max(n_l, 1), np.int64)
+    n_sl = 0
     for i in range(n):
         f = rows[i]
-        fstart[i] = ne
-        floc[i] = i
-        for e in range(ptr[f], ptr[f + 1]):
-            lk = links[e]
-            ecol[ne] = lk
-            ne += 1
-            if cnt[lk] == 0:
-                tl[n_tl] = lk
-                n_tl += 1
-            cnt[lk] += mult[f]
-        flen[i] = ne - fstart[i]
-    nf = n
-    rounds = 0
-    while nf > 0:
-        rounds += 1
-        w = 0
-        for k in range(n_tl):
-            lk = tl[k]
-            if cnt[lk] > 0:
-                share[lk] = rem[lk] / cnt[lk]
-                bott[lk] = True
-                tl[w] = lk
-                w += 1
-        n_tl = w
-        for i in range(nf):
-            s = fstart[i]
-            mm = np.inf
-            for j in range(s, s + flen[i]):
-                v = share[ecol[j]]
-                if v < mm:
-                    mm = v
-            fm[i] = mm
-        for i in range(nf):
-            mm = fm[i]
-            s = fstart[i]
-            for j in range(s, s + flen[i]):
-                if mm < share[ecol[j]]:
-                    bott[ecol[j]] = False
-        w = 0
-        we = 0
-        for i in range(nf):
-            s = fstart[i]
-            ln = flen[i]
-            frozen = False
-            for j in range(s, s + ln):
-                if bott[ecol[j]]:
-                    frozen = True
-                    break
-            if frozen:
-                mm = fm[i]
-                out[floc[i]] = mm
-                mf = mult[rows[floc[i]]]
-                take = mm * mf
-                for j in range(s, s + ln):
-                    lk = ecol[j]
-                    r = rem[lk] - take
-                    rem[lk] = r if r > 0.0 else 0.0
-                    cnt[lk] -= mf
-            else:
-                floc[w] = floc[i]
-                fstart[w] = we
-                flen[w] = ln
-                for j in range(ln):
-                    ecol[we + j] = ecol[s + j]
-                w += 1
-                we += ln
-        stalled = w > nf * (1.0 - stop)
-        nf = w
-        ne = we
-        if stalled and nf > 0:
-            break
-    return rounds, nf
+        s_nl[i] = ptr[f + 1] - ptr[f]
+        s_mult[i] = mult[f]
+        for j in range(s_nl[i]):
+            lk = links[ptr[f] + j]
+            s_links[i, j] = lk
+            if wc[lk] == 0:
+                slinks[n_sl] = lk
+                n_sl += 1
+            wc[lk] += mult[f]
+    return s_links, s_nl, s_mult, s_f, s_in, wc, slinks, n_sl
 
 
 @njit(cache=True)
@@ -266,32 +190,11 @@ def fill_links_mult(ptr, links, rows, mult, rem, out):
     """
     n_l = rem.shape[0]
     n = rows.shape[0]
-    width = 1
-    for i in range(n):
-        w = ptr[rows[i] + 1] - ptr[rows[i]]
-        if w > width:
-            width = w
-    s_links = np.empty((max(n, 1), width), np.int32)
-    s_nl = np.empty(max(n, 1), np.int64)
-    s_mult = np.empty(max(n, 1), np.int64)
-    s_f = np.zeros((max(n, 1), 4))
-    s_in = np.ones(max(n, 1), np.bool_)
+    s_links, s_nl, s_mult, s_f, s_in, wc, slinks, n_sl = _slots_of(ptr, links, rows, mult, rem)
     alen = np.zeros(n_l, np.int64)
-    wc = np.zeros(n_l, np.int64)
-    slinks = np.empty(max(n_l, 1), np.int64)
-    n_sl = 0
     for i in range(n):
-        f = rows[i]
-        s_nl[i] = ptr[f + 1] - ptr[f]
-        s_mult[i] = mult[f]
         for j in range(s_nl[i]):
-            lk = links[ptr[f] + j]
-            s_links[i, j] = lk
-            alen[lk] += 1
-            if wc[lk] == 0:
-                slinks[n_sl] = lk
-                n_sl += 1
-            wc[lk] += mult[f]
+            alen[s_links[i, j]] += 1
     lp_ptr = np.zeros(n_l + 1, np.int64)
     for lk in range(n_l):
         lp_ptr[lk + 1] = lp_ptr[lk] + alen[lk]
@@ -639,7 +542,7 @@ def simulate_kernel(
         if n_rows < rounds_density * n_sl:
             nr, n_un, n_wl = _rounds_slots(
                 rows, n_rows, s_links, s_nl, s_mult, s_f, s_in, t, resid, wc, wlinks, n_sl,
-                share, bott, fm,
+                share, bott, fm, ROUNDS_MIN_FRACTION,
             )  # fmt: skip
             rounds += nr
         rounds += _refill_slots(
@@ -665,19 +568,42 @@ def simulate_kernel(
     )
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _freeze(i, level, t, s_links, s_nl, s_mult, s_f, s_in, resid, wc):
+    """Freeze re-filled slot ``i`` at rate ``level`` at time ``t``: it leaves the set
+    (``s_in``), takes ``level`` times its multiplicity from each of its links (``resid``,
+    clipped at 0) and leaves their counts ``wc``; its bytes left are brought to ``t`` at its old
+    rate, then it gets the new rate and finish estimate. Returns its multiplicity."""
+    s_in[i] = False
+    mf = s_mult[i]
+    take = level * mf
+    for j in range(s_nl[i]):
+        m = s_links[i, j]
+        resid[m] = max(resid[m] - take, 0.0)
+        wc[m] -= mf
+    rem = s_f[i, 1] - s_f[i, 0] * (t - s_f[i, 2])
+    s_f[i, 0] = level
+    s_f[i, 1] = rem
+    s_f[i, 2] = t
+    s_f[i, 3] = t + rem / level if level > 0.0 else np.inf
+    return mf
+
+
 @njit(cache=True, error_model="numpy")
 def _rounds_slots(
-    rows, n_rows, s_links, s_nl, s_mult, s_f, s_in, t, resid, wc, slinks, n_sl, share, bott, fm
+    rows, n_rows, s_links, s_nl, s_mult, s_f, s_in, t, resid, wc, slinks, n_sl, share, bott, fm,
+    min_frac,
 ):  # fmt: skip
     """Rounds of local-bottleneck filling (the algorithm of :func:`fill_kernel`) of the slots
     ``rows[:n_rows]`` (marked in ``s_in``, counted in ``wc``) on the capacities ``resid``, their
     links ``slinks[:n_sl]``: every round freezes all the slots of every link whose share is the
     smallest share of each of its slots' links, writing rate and finish estimate as
-    :func:`_refill_slots` does. Stops when all are frozen or a round freezes less than
-    ``ROUNDS_MIN_FRACTION`` of those left. Returns ``(rounds, n_rows, n_sl)``: the slots still
-    unfrozen are ``rows[:n_rows]`` (still marked and counted), the links still carrying one are
-    ``slinks[:n_sl]``, ready for :func:`_refill_slots`. ``share``, ``bott`` (per link) and ``fm``
-    (per row) are scratch."""
+    :func:`_refill_slots` does. Stops when all are frozen or a round freezes less than the
+    fraction ``min_frac`` of those left (with 0, only when all are: every round freezes at
+    least the slots of the link with the smallest share). Returns ``(rounds, n_rows, n_sl)``:
+    the slots still unfrozen are ``rows[:n_rows]`` (still marked and counted), the links still
+    carrying one are ``slinks[:n_sl]``, ready for :func:`_refill_slots`. ``share``, ``bott``
+    (per link) and ``fm`` (per row) are scratch."""
     rounds = 0
     while n_rows > 0:
         for k in range(n_sl):
@@ -711,19 +637,7 @@ def _rounds_slots(
                 rows[w] = i
                 w += 1
                 continue
-            level = fm[k]
-            s_in[i] = False
-            mf = s_mult[i]
-            take = level * mf
-            for j in range(s_nl[i]):
-                m = s_links[i, j]
-                resid[m] = max(resid[m] - take, 0.0)
-                wc[m] -= mf
-            rem = s_f[i, 1] - s_f[i, 0] * (t - s_f[i, 2])
-            s_f[i, 0] = level
-            s_f[i, 1] = rem
-            s_f[i, 2] = t
-            s_f[i, 3] = t + rem / level if level > 0.0 else np.inf
+            _freeze(i, fm[k], t, s_links, s_nl, s_mult, s_f, s_in, resid, wc)
         rounds += 1
         froze = n_rows - w
         n_rows = w
@@ -734,7 +648,7 @@ def _rounds_slots(
                 slinks[v] = lk
                 v += 1
         n_sl = v
-        if froze < ROUNDS_MIN_FRACTION * (n_rows + froze):
+        if froze < min_frac * (n_rows + froze):
             break
     return rounds, n_rows, n_sl
 
@@ -805,19 +719,8 @@ def _refill_slots(
             i = adj_s[s]
             if not s_in[i]:
                 continue
-            s_in[i] = False
             left -= 1
-            mf = s_mult[i]
-            take = level * mf
-            for j in range(s_nl[i]):
-                m = s_links[i, j]
-                resid[m] = max(resid[m] - take, 0.0)
-                wc[m] -= mf
-            rem = s_f[i, 1] - s_f[i, 0] * (t - s_f[i, 2])
-            s_f[i, 0] = level
-            s_f[i, 1] = rem
-            s_f[i, 2] = t
-            s_f[i, 3] = t + rem / level if level > 0.0 else np.inf
+            mf = _freeze(i, level, t, s_links, s_nl, s_mult, s_f, s_in, resid, wc)
             if c == mf:
                 break  # the link's last unfrozen re-filled slot
             c -= mf

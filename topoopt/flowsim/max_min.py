@@ -15,9 +15,10 @@ its links), so nothing can freeze a local bottleneck's flows below ``s[l]``: the
 ``s[l]``. Every round freezes all flows of all local bottlenecks at once (the global minimum is
 always one), so the number of rounds is the depth of the bottleneck dependency chain, not the
 number of distinct rates; every round is four linear passes (compiled with numba,
-:func:`topoopt.flowsim._kernels.fill_kernel`) over the remaining incidence entries. The simulator
-re-fills one bottleneck link at a time instead (:func:`topoopt.flowsim._kernels.fill_links_mult`,
-cheaper when few flows share a level); both give the same rates.
+:func:`topoopt.flowsim._kernels.fill_kernel`) over the remaining flows. The simulator re-fills
+one bottleneck link at a time instead (:func:`topoopt.flowsim._kernels.fill_links_mult`, cheaper
+when few flows share a level), after a few rounds when the re-fill is sparse; all give the same
+rates.
 
 Warm start (used by :mod:`topoopt.flowsim.simulator`): if the flows frozen so far are exactly those
 progressive filling freezes below some level (e.g. after flows leave, all flows whose rate is below
@@ -35,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from topoopt.flowsim._kernels import fill_kernel_mult, fill_workspace
+from topoopt.flowsim._kernels import fill_kernel_mult
 from traffic.errors import InputError
 
 __all__ = ["max_min_rates", "fill_rates"]
@@ -89,9 +90,7 @@ def fill_rates(
     if rows.shape[0] == 0:
         return out, rem, 0
     mult = _multiplicity(multiplicity, ptr.shape[0] - 1)
-    n_entries = int((ptr[rows + 1] - ptr[rows]).sum())
-    work = fill_workspace(rem.shape[0], n_entries, rows.shape[0])
-    rounds = fill_kernel_mult(ptr, links, rows, mult, rem, out, *work)
+    rounds = fill_kernel_mult(ptr, links, rows, mult, rem, out)
     np.maximum(rem, 0.0, out=rem)
     return out, rem, int(rounds)
 
