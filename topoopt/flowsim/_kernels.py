@@ -134,21 +134,6 @@ def _slots_of(ptr, links, rows, mult, rem):
 
 
 @njit(cache=True)
-def _lheap_push(hk, hl, size, key, val):
-    i = size
-    while i > 0:
-        parent = (i - 1) >> 1
-        if hk[parent] <= key:
-            break
-        hk[i] = hk[parent]
-        hl[i] = hl[parent]
-        i = parent
-    hk[i] = key
-    hl[i] = val
-    return size + 1
-
-
-@njit(cache=True)
 def _lheap_pop(hk, hl, size):
     size -= 1
     _lheap_sift(hk, hl, size, 0, hk[size], hl[size])
@@ -157,18 +142,25 @@ def _lheap_pop(hk, hl, size):
 
 @njit(cache=True)
 def _lheap_sift(hk, hl, size, i, key, val):
-    """Put ``(key, val)`` at slot ``i`` of the heap ``hk[:size]`` and sift it down."""
+    """Put ``(key, val)`` at slot ``i`` of the 4-ary min-heap ``hk[:size]`` (children of ``i``:
+    ``4i + 1 .. 4i + 4``; half the depth of a binary heap) and sift it down."""
     while True:
-        a = 2 * i + 1
+        a = 4 * i + 1
         if a >= size:
             break
-        if a + 1 < size and hk[a + 1] < hk[a]:
-            a += 1
-        if hk[a] >= key:
+        m = a
+        mk = hk[a]
+        e = min(a + 4, size)
+        for b in range(a + 1, e):
+            v = hk[b]
+            if v < mk:
+                mk = v
+                m = b
+        if mk >= key:
             break
-        hk[i] = hk[a]
-        hl[i] = hl[a]
-        i = a
+        hk[i] = mk
+        hl[i] = hl[m]
+        i = m
     hk[i] = key
     hl[i] = val
 
@@ -692,7 +684,7 @@ def _refill_slots(
         hk[k] = resid[lk] / wc[lk]
         hl[k] = lk
     hs = n_sl
-    for k in range(hs // 2 - 1, -1, -1):
+    for k in range((hs - 2) // 4, -1, -1):
         _lheap_sift(hk, hl, hs, k, hk[k], hl[k])
     left = n_rows
     steps = 0
@@ -706,9 +698,10 @@ def _refill_slots(
         if hk[0] < level:
             # Stale key: the link's share grew. Unless it is still the smallest (no child
             # key below it), it goes back in at its current share (one sift-down).
-            nxt = hk[1] if hs > 1 else np.inf
-            if hs > 2 and hk[2] < nxt:
-                nxt = hk[2]
+            nxt = np.inf
+            for b in range(1, min(5, hs)):
+                if hk[b] < nxt:
+                    nxt = hk[b]
             if nxt < level:
                 _lheap_sift(hk, hl, hs, 0, level, lk)
                 continue

@@ -221,6 +221,8 @@ def simulate(
             raise InputError("max_refills", max_refills, "an integer >= 0 (or None)")
         limit = int(max_refills)
     fs = flows
+    if fs.path_links.shape[0] >= 2**31:  # the kernel's slot and list indices are int32
+        raise InputError("flows.paths", fs.path_links.shape[0], "fewer than 2**31 link entries")
     rdep_ptr, rdep = fs.dependents()
     plat = fs.path_latency()
     # room per link for the list of its active sub-flows
