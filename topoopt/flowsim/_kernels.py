@@ -17,9 +17,10 @@ no Python objects) and allocates its work arrays once per call.
   sub-flows sit in slots ``0 .. n_act - 1`` (links, multiplicity, rate, bytes left, reference
   time and finish estimate side by side; a completion moves the last slot into the freed one),
   so the per-event scans read contiguous memory. Every link keeps the list of the slots
-  crossing it (insert on arrival, swap-remove on completion), so a re-fill costs the links of
-  the re-filled sub-flows plus the lists of the links that saturate, and builds no incidence of
-  its own; a sub-flow's new rate and finish estimate are written when it freezes.
+  crossing it (insert on arrival, swap-remove on completion), the sub-flows that last froze on
+  it first, so a re-fill costs the links of the re-filled sub-flows plus about as many list
+  entries, and builds no incidence of its own; a sub-flow's new rate and finish estimate are
+  written when it freezes.
 
 Examples
 --------
@@ -199,7 +200,8 @@ def fill_links_mult(ptr, links, rows, mult, rem, out):
             alen[lk] += 1
     steps = _refill_slots(
         s_links, s_nl, s_mult, s_f, s_in, n, 0.0, rem, slinks, n_sl, lp_ptr, alen, adj_s, wc,
-        np.empty(max(n_l, 1)), np.empty(max(n_l, 1), np.int64),
+        np.empty(max(n_l, 1)), np.empty(max(n_l, 1), np.int64), np.empty(1, np.int64),
+        np.empty(1, np.int64), adj_s, np.empty((1, 1), np.int32), False,
     )  # fmt: skip
     for i in range(n):
         out[i] = s_f[i, 0]
@@ -328,6 +330,7 @@ def simulate_kernel(
     s_mult = np.empty(max(n_p, 1), np.int64)
     s_f = np.empty((max(n_p, 1), 4))  # rate, bytes left at t_ref, t_ref, finish estimate
     s_in = np.zeros(max(n_p, 1), np.bool_)  # being re-filled
+    s_bj = np.full(max(n_p, 1), -1, np.int64)  # which of its links it last froze on (-1: none)
     n_act = 0
     load = np.zeros(n_l)
     nact = np.zeros(n_l, np.int64)
@@ -348,6 +351,7 @@ def simulate_kernel(
     # Active sub-flows per link (slots lp_ptr[l] .. lp_ptr[l] + alen[l], holding slot numbers
     # and the index of the link in that slot's path), kept up to date by swap-removal.
     alen = np.zeros(n_l, np.int64)
+    gsz = np.zeros(n_l, np.int64)
     adj_s = np.empty(max(n_e, 1), np.int32)
     adj_j = np.empty(max(n_e, 1), np.int32)
     wc = np.zeros(n_l, np.int64)
@@ -415,9 +419,14 @@ def simulate_kernel(
                         mark[lk] = n_events
                         touched[n_t] = lk
                         n_t += 1
-                    # swap-remove slot i from the link's list
-                    last = lp_ptr[lk] + alen[lk] - 1
+                    # swap-remove slot i from the link's list (out of its group first)
                     s = s_slot[i, j]
+                    if s_bj[i] == j:
+                        q = lp_ptr[lk] + gsz[lk] - 1
+                        _swap_entries(s, q, adj_s, adj_j, s_slot)
+                        gsz[lk] -= 1
+                        s = q
+                    last = lp_ptr[lk] + alen[lk] - 1
                     if s != last:
                         q = adj_s[last]
                         jq = adj_j[last]
@@ -427,7 +436,7 @@ def simulate_kernel(
                     alen[lk] -= 1
                 n_act -= 1
                 if i != n_act:
-                    _move_slot(n_act, i, act, s_links, s_slot, s_nl, s_mult, s_f, adj_s)
+                    _move_slot(n_act, i, act, s_links, s_slot, s_nl, s_mult, s_f, s_bj, adj_s)
             for k in range(n_done):
                 hsize = _path_done(
                     done[k], pflow, n_left, flow_ptr, path_last, plat, finish, rdep_ptr, rdep,
@@ -453,6 +462,7 @@ def simulate_kernel(
                 s_f[i, 1] = pbytes[p]
                 s_f[i, 2] = t
                 s_f[i, 3] = np.inf
+                s_bj[i] = -1
                 mp = pmult[p]
                 s_mult[i] = mp
                 s_nl[i] = path_ptr[p + 1] - path_ptr[p]
@@ -539,7 +549,7 @@ def simulate_kernel(
             rounds += nr
         rounds += _refill_slots(
             s_links, s_nl, s_mult, s_f, s_in, n_un, t, resid, wlinks, n_wl, lp_ptr, alen,
-            adj_s, wc, lhk, lhl,
+            adj_s, wc, lhk, lhl, s_bj, gsz, adj_j, s_slot, True,
         )  # fmt: skip
         for k in range(n_sl):
             lk = slinks[k]
@@ -646,9 +656,10 @@ def _rounds_slots(
 
 
 @njit(cache=True)
-def _move_slot(a, b, act, s_links, s_slot, s_nl, s_mult, s_f, adj_s):
+def _move_slot(a, b, act, s_links, s_slot, s_nl, s_mult, s_f, s_bj, adj_s):
     """Move the active sub-flow in slot ``a`` to slot ``b`` (its link lists follow)."""
     act[b] = act[a]
+    s_bj[b] = s_bj[a]
     s_nl[b] = s_nl[a]
     s_mult[b] = s_mult[a]
     for c in range(4):
@@ -660,10 +671,25 @@ def _move_slot(a, b, act, s_links, s_slot, s_nl, s_mult, s_f, adj_s):
         adj_s[s] = b
 
 
+@njit(cache=True, inline="always")
+def _swap_entries(a, b, adj_s, adj_j, s_slot):
+    """Swap entries ``a`` and ``b`` of the link lists (their slots' back pointers follow)."""
+    ia = adj_s[a]
+    ja = adj_j[a]
+    ib = adj_s[b]
+    jb = adj_j[b]
+    adj_s[a] = ib
+    adj_j[a] = jb
+    adj_s[b] = ia
+    adj_j[b] = ja
+    s_slot[ib, jb] = a
+    s_slot[ia, ja] = b
+
+
 @njit(cache=True, error_model="numpy")
 def _refill_slots(
     s_links, s_nl, s_mult, s_f, s_in, n_rows, t, resid, slinks, n_sl, lp_ptr, alen, adj_s, wc,
-    hk, hl,
+    hk, hl, s_bj, gsz, adj_j, s_slot, track,
 ):  # fmt: skip
     """Progressive filling of the ``n_rows`` slots marked in ``s_in`` on the capacities
     ``resid`` left by the others, one bottleneck link at a time (the algorithm of
@@ -674,7 +700,13 @@ def _refill_slots(
     (``s_in`` all False, ``wc`` all 0). A slot frozen at level ``x`` at time ``t`` gets its bytes
     left brought to ``t`` at its old rate, then rate ``x`` and its new finish estimate.
     ``hk``, ``hl`` (one slot per link) are scratch. Returns the number of bottleneck links
-    saturated."""
+    saturated.
+
+    With ``track``, a slot frozen on link ``l`` joins ``l``'s *group*, the first ``gsz[l]``
+    entries of ``l``'s list (``s_bj[i]`` = which of its links it is grouped on, -1 for none;
+    ``adj_j`` and ``s_slot`` are the back pointers the swaps keep right). Bottlenecks change
+    little from one event to the next, so the walk of a saturating link finds the slots it
+    freezes first and stops at the last one: order within a list only affects speed."""
     # Links in a heap keyed by share, built in linear time; a link met on top with a stale key
     # (its share grew since) is taken if its share is still the smallest key, else sifted back
     # in at its current share. The filling stops as soon as every re-filled sub-flow is frozen:
@@ -714,6 +746,17 @@ def _refill_slots(
                 continue
             left -= 1
             mf = _freeze(i, level, t, s_links, s_nl, s_mult, s_f, s_in, resid, wc)
+            if track and s_bj[i] != adj_j[s]:
+                # i now freezes on lk: it joins lk's group (the front of lk's list, where the
+                # next walks look first) and leaves its old one
+                jo = s_bj[i]
+                if jo >= 0:
+                    m = s_links[i, jo]
+                    _swap_entries(s_slot[i, jo], lp_ptr[m] + gsz[m] - 1, adj_s, adj_j, s_slot)
+                    gsz[m] -= 1
+                s_bj[i] = adj_j[s]
+                _swap_entries(s, base + gsz[lk], adj_s, adj_j, s_slot)
+                gsz[lk] += 1
             if c == mf:
                 break  # the link's last unfrozen re-filled slot
             c -= mf
