@@ -2,8 +2,8 @@
 
 These are the hot paths behind :func:`topoopt.flowsim.max_min.fill_rates` and
 :func:`topoopt.flowsim.simulator.simulate`; the semantics and the exactness argument are in those
-modules' docstrings. Everything here works on flat ``int64`` / ``float64`` arrays (CSR incidence,
-no Python objects) and allocates its work arrays once per call.
+modules' docstrings. Everything here works on flat ``int32`` / ``int64`` / ``float64`` arrays
+(CSR incidence, slots, no Python objects) and allocates its work arrays once per call.
 
 - :func:`fill_kernel`: one progressive filling of a set of sub-flows on given link capacities,
   freezing every flow of every *local bottleneck* link per round (the algorithm of
