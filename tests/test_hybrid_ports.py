@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from test_ports_options import cli
+from test_ports_options import PREWIRED, RESERVED, cli, design_with_options, dlrm_like, gpt_like
 
 from solvers.hybrid_design import (
     HybridDesign,
@@ -31,27 +31,6 @@ from traffic.workload import Demand, Workload
 B = 1e9  # bytes/s of every electrical and optical port
 S = 1e9  # bytes
 N = 16
-RESERVED = [1, 0, 0, 2, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0]
-PREWIRED = [[0, 8, 1], [2, 3, 1], [4, 12, 2], [15, 7, 1]]
-
-
-def dlrm_like(n=N, g=2):
-    r = np.arange(n * g).reshape(n, g).T.copy()
-    return Workload(gpus=n * g, gpus_per_server=g, name="dlrm-like", demands=(
-        Demand("all-to-all", r, 4e6, "embedding", "forward", mutable=False),
-        Demand("all-reduce", r, 20e6, "dp", "backward"),
-    ))  # fmt: skip
-
-
-def gpt_like(n=N, g=2, stages=4):
-    r = np.arange(n * g).reshape(stages, n // stages, g)
-    sends = np.stack([r[:-1].ravel(), r[1:].ravel()], axis=1)
-    dp = r.transpose(0, 2, 1).reshape(-1, n // stages).copy()
-    return Workload(gpus=n * g, gpus_per_server=g, name="gpt-like", demands=(
-        Demand("send", sends, 8e6, "pp", "forward", mutable=False, count=4),
-        Demand("send", sends[:, ::-1].copy(), 8e6, "pp", "backward", mutable=False, count=4),
-        Demand("all-reduce", dp, 30e6, "dp", "backward"),
-    ))  # fmt: skip
 
 
 def electrical(n=N, leaf=4):
@@ -361,16 +340,10 @@ def test_bad_options_name_the_field():
 
 # --------------------------------------------------------------------------- CLI
 def test_cli_hybrid_with_reserved_and_prewired(tmp_path):
-    f = tmp_path / "f.csv"
-    f.write_text("u,v,count\n0,1,1\n9,2,1\n")
-    out = tmp_path / "design.json"
-    r = cli("design", "dlrm", "--fabric", "hybrid", "--degree", "2", "--time-limit", "5",
-            "--reserve-ports", "1", "--prewired", f, "--out", out, "--json")  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
+    f, out, doc = design_with_options(tmp_path, "--fabric", "hybrid", "--degree", "2",
+                                      "--time-limit", "5")  # fmt: skip
     n = doc["servers"]
     assert doc["electrical"]["family"] == "leaf-spine" and doc["degree"] == 2
-    assert doc["reserved_ports"] == [1] * n and doc["prewired"] == [[0, 1, 1], [2, 9, 1]]
     assert_ports(doc["circuits"], n, usable(2, 1, n), [[0, 1, 1], [2, 9, 1]], pair_cap=2)
     # at least the server bound written out here: every server's busiest phase direction over
     # its NIC plus its one usable optical port (100 Gbps each)
@@ -380,7 +353,6 @@ def test_cli_hybrid_with_reserved_and_prewired(tmp_path):
         for ph in prob.phases
     )
     assert server > 0 and doc["lower_bound_s"] >= server * (1 - 1e-9)
-    assert json.loads(out.read_text())["prewired"] == doc["prewired"]
     r = cli("simulate", "dlrm", "--design", out, "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["fabric"] == "hybrid"

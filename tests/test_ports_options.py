@@ -398,18 +398,27 @@ def cli(*args):
     )
 
 
-def test_cli_design_with_reserved_and_prewired(tmp_path):
+def design_with_options(tmp_path, *args):
+    """``topoopt design dlrm ARGS --reserve-ports 1 --prewired f.csv --out design.json --json``
+    with circuits 0-1 and 9-2 pre-wired: checks that it succeeds and that stdout and the file
+    record the options; returns ``(csv path, design.json path, stdout document)``."""
     f = tmp_path / "f.csv"
     f.write_text("u,v,count\n0,1,1\n9,2,1\n")
     out = tmp_path / "design.json"
-    r = cli("design", "dlrm", "--degree", "4", "--solver", "joint", "--time-limit", "5",
-            "--reserve-ports", "1", "--prewired", f, "--out", out, "--json")  # fmt: skip
+    r = cli("design", "dlrm", *args, "--reserve-ports", "1", "--prewired", f, "--out", out,
+            "--json")  # fmt: skip
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    n = doc["servers"]
-    assert doc["reserved_ports"] == [1] * n and doc["prewired"] == [[0, 1, 1], [2, 9, 1]]
-    assert_respects_ports(doc["circuits"], n, 4, 1, [[0, 1, 1], [2, 9, 1]])
+    assert doc["reserved_ports"] == [1] * doc["servers"]
+    assert doc["prewired"] == [[0, 1, 1], [2, 9, 1]]
     assert json.loads(out.read_text())["prewired"] == doc["prewired"]
+    return f, out, doc
+
+
+def test_cli_design_with_reserved_and_prewired(tmp_path):
+    _, _, doc = design_with_options(tmp_path, "--degree", "4", "--solver", "joint",
+                                    "--time-limit", "5")  # fmt: skip
+    assert_respects_ports(doc["circuits"], doc["servers"], 4, 1, [[0, 1, 1], [2, 9, 1]])
     j = tmp_path / "f.json"
     j.write_text("[[0, 1, 1]]")
     r = cli("design", "dlrm", "--degree", "4", "--solver", "topoopt", "--prewired", j, "--json")
