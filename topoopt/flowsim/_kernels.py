@@ -538,17 +538,21 @@ def simulate_kernel(
                 mark[lk] = n_events
                 touched[n_t] = lk
                 n_t += 1
-        wlinks[:n_sl] = slinks[:n_sl]
+        # links for the heap: all of them, or (after rounds, which compact their list) those
+        # still carrying an unfrozen sub-flow; `slinks` stays whole for the load update below
+        heap_links = slinks
         n_wl = n_sl
         n_un = n_rows
         if n_rows < rounds_density * n_sl:
+            wlinks[:n_sl] = slinks[:n_sl]
+            heap_links = wlinks
             nr, n_un, n_wl = _rounds_slots(
                 rows, n_rows, s_links, s_nl, s_mult, s_f, s_in, t, resid, wc, wlinks, n_sl,
                 share, bott, fm, ROUNDS_MIN_FRACTION,
             )  # fmt: skip
             rounds += nr
         rounds += _refill_slots(
-            s_links, s_nl, s_mult, s_f, s_in, n_un, t, resid, wlinks, n_wl, lp_ptr, alen,
+            s_links, s_nl, s_mult, s_f, s_in, n_un, t, resid, heap_links, n_wl, lp_ptr, alen,
             adj_s, wc, lhk, lhl, s_bj, gsz, adj_j, s_slot, True,
         )  # fmt: skip
         for k in range(n_sl):
