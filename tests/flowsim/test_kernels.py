@@ -226,14 +226,17 @@ def random_flowset(rng, n_links, n_flows, *, multipath, zero, deps, latency, sta
     )
 
 
-@pytest.fixture(params=["default", "heap only", "rounds first"])
+@pytest.fixture(params=["default", "heap only", "rounds first", "heap only, sorted each event"])
 def refill_path(request, monkeypatch):
     """The simulator's re-fill as configured (rounds of local bottlenecks only when sparse),
-    one bottleneck link at a time always, and rounds first always: each must be exact."""
+    one bottleneck link at a time always, rounds first always, and one bottleneck at a time
+    with the slots re-sorted by group at every event: each must be exact."""
     import topoopt.flowsim.simulator as simulator
 
-    density = {"default": simulator.ROUNDS_DENSITY, "heap only": 0.0, "rounds first": np.inf}
-    monkeypatch.setattr(simulator, "ROUNDS_DENSITY", density[request.param])
+    density = {"default": simulator.ROUNDS_DENSITY, "rounds first": np.inf}
+    monkeypatch.setattr(simulator, "ROUNDS_DENSITY", density.get(request.param, 0.0))
+    if request.param.endswith("sorted each event"):
+        monkeypatch.setattr(simulator, "SORT_WORK", 0)
     return request.param
 
 

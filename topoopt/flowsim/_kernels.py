@@ -42,6 +42,7 @@ __all__ = [
     "REFILL_MARGIN",
     "RESYNC_EVERY",
     "ROUNDS_DENSITY",
+    "SORT_WORK",
     "classes_kernel",
     "fill_kernel",
     "fill_kernel_mult",
@@ -67,6 +68,12 @@ for a few sub-flows. Denser re-fills go straight to the heap (:func:`_refill_slo
 ROUNDS_MIN_FRACTION = 0.1
 """Rounds stop (the heap takes the rest) once a round freezes less than this fraction of the
 sub-flows left, so a chain of bottlenecks does not cost a pass per link."""
+
+SORT_WORK = 32
+"""The event loop re-sorts its slots by group (:func:`_sort_slots`) once it has re-filled this
+many sub-flows per active one since the last sort. A sort costs about one pass over the slots;
+it puts the sub-flows that freeze on one link next to each other in memory, which a
+bottleneck's walk then reads in order (they leave their group rarely, so the order lasts)."""
 
 
 @njit(cache=True, error_model="numpy")
@@ -292,7 +299,7 @@ def _grow(a, need):
 @njit(cache=True, error_model="numpy")
 def simulate_kernel(
     cap, path_ptr, path_links, pflow, pbytes, plat, flow_ptr, start, dep_ptr, deps, rdep_ptr,
-    rdep, lp_ptr, rtol, record, pmult, max_refills, rounds_density,
+    rdep, lp_ptr, rtol, record, pmult, max_refills, rounds_density, sort_work,
 ):  # fmt: skip
     """Run the event loop of :func:`topoopt.flowsim.simulator.simulate` on flat arrays.
 
@@ -312,6 +319,9 @@ def simulate_kernel(
     (``refilled > max_refills`` on return; the other results are then incomplete). A re-fill of
     fewer than ``rounds_density`` sub-flows per link crossed starts with rounds of local
     bottlenecks (see :data:`ROUNDS_DENSITY`; 0 never, ``inf`` always: same rates either way).
+    The slots are re-sorted by group once ``sort_work`` re-fills per active sub-flow have been
+    done since the last sort (see :data:`SORT_WORK`; 0 at every event: the order only affects
+    speed).
     """
     n_p = pbytes.shape[0]
     n_f = start.shape[0]
@@ -369,6 +379,15 @@ def simulate_kernel(
     wbuf = np.empty(max(n_p, 1))
     mbuf = np.empty(max(n_p, 1), np.int64)
     touched = np.empty(n_l, np.int64)
+    # buffers of the slot sort
+    perm = np.empty(max(n_p, 1), np.int64)
+    gstart = np.empty(n_l + 1, np.int64)
+    b_act = np.empty_like(act)
+    b_links = np.empty_like(s_links)
+    b_slot = np.empty_like(s_slot)
+    b_f = np.empty_like(s_f)
+    b_i = np.empty_like(s_nl)
+    sorted_at = 0
     st = np.empty(16)
     sl = np.empty(16, np.int64)
     sv = np.empty(16)
@@ -378,6 +397,12 @@ def simulate_kernel(
     refilled = 0
     t_now = 0.0
     while True:
+        if refilled - sorted_at > sort_work * n_act:
+            sorted_at = refilled
+            _sort_slots(
+                n_act, n_l, act, s_links, s_slot, s_nl, s_mult, s_f, s_bj, adj_s, perm, gstart,
+                b_act, b_links, b_slot, b_f, b_i,
+            )  # fmt: skip
         t_c = np.inf
         for i in range(n_act):
             v = s_f[i, 3]
@@ -673,6 +698,48 @@ def _move_slot(a, b, act, s_links, s_slot, s_nl, s_mult, s_f, s_bj, adj_s):
         s = s_slot[a, j]
         s_slot[b, j] = s
         adj_s[s] = b
+
+
+@njit(cache=True)
+def _sort_slots(
+    n_act, n_l, act, s_links, s_slot, s_nl, s_mult, s_f, s_bj, adj_s, perm, gstart, b_act,
+    b_links, b_slot, b_f, b_i,
+):  # fmt: skip
+    """Renumber the active slots so that the sub-flows of each group (those that last froze on
+    one link; :func:`_refill_slots`) are consecutive, groups in link order, ungrouped sub-flows
+    last (a counting sort, stable); the link lists follow (``adj_s``). Run between events (no
+    slot marked for a re-fill). ``perm``, ``gstart`` and the ``b_*`` arrays are scratch of the
+    slot arrays' sizes."""
+    gstart[:] = 0
+    for i in range(n_act):
+        g = s_links[i, s_bj[i]] if s_bj[i] >= 0 else n_l
+        gstart[g] += 1
+    acc = 0
+    for g in range(n_l + 1):
+        c = gstart[g]
+        gstart[g] = acc
+        acc += c
+    for i in range(n_act):
+        g = s_links[i, s_bj[i]] if s_bj[i] >= 0 else n_l
+        perm[i] = gstart[g]  # old slot i -> new slot
+        gstart[g] += 1
+    for i in range(n_act):
+        k = perm[i]
+        b_act[k] = act[i]
+        for c in range(4):
+            b_f[k, c] = s_f[i, c]
+        for j in range(s_nl[i]):
+            b_links[k, j] = s_links[i, j]
+            b_slot[k, j] = s_slot[i, j]
+            adj_s[s_slot[i, j]] = k
+    act[:n_act] = b_act[:n_act]
+    s_f[:n_act] = b_f[:n_act]
+    s_links[:n_act] = b_links[:n_act]
+    s_slot[:n_act] = b_slot[:n_act]
+    for arr in (s_nl, s_mult, s_bj):
+        for i in range(n_act):
+            b_i[perm[i]] = arr[i]
+        arr[:n_act] = b_i[:n_act]
 
 
 @njit(cache=True, inline="always")

@@ -81,7 +81,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topoopt.flowsim._kernels import ROUNDS_DENSITY, simulate_kernel
+from topoopt.flowsim._kernels import ROUNDS_DENSITY, SORT_WORK, simulate_kernel
 from topoopt.flowsim.flowset import FlowSet
 from traffic.errors import InputError
 
@@ -247,6 +247,7 @@ def simulate(
         fs.path_multiplicity(),
         limit,
         ROUNDS_DENSITY,
+        SORT_WORK,
     )
     release, finish, path_start, path_last, st, sl, sv, n_events, rounds, refills = out
     if 0 <= limit < refills:
