@@ -172,6 +172,22 @@ def test_fillings_on_a_subset_with_left_over_capacity(kind, seed):
     )
 
 
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("seed", range(12))
+def test_fillings_order_shares_a_hair_apart_and_far_apart(kind, seed):
+    """Capacities within 1e-5 of each other (many links in one bucket of the re-fill's queue:
+    the smallest share must still go first) or spread over 40 factors of 2 (more than its
+    buckets: coarser buckets, and the heap for shares that grow past them)."""
+    rng = np.random.default_rng(900 + seed)
+    paths, _, ptr, links = random_instance(rng, 12, 40, 4)
+    if seed % 2 == 0:
+        cap = 1.0 + rng.uniform(0.0, 1e-5, 12)
+    else:
+        cap = 10.0 ** rng.uniform(-6.0, 6.0, 12)
+    out, _, _ = run_fill(kind, ptr, links, np.arange(40, dtype=np.int64), cap)
+    np.testing.assert_allclose(out, level_filling(paths, cap.tolist()), rtol=1e-12)
+
+
 def test_fillings_on_a_chain_of_levels():
     # Flow i crosses link i (capacity 1 + i/2) and link i+1: every round of local bottlenecks
     # freezes one flow (link 0 first, then the next level...), every link saturates in turn.

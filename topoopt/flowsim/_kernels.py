@@ -207,8 +207,9 @@ def fill_links_mult(ptr, links, rows, mult, rem, out):
             alen[lk] += 1
     steps = _refill_slots(
         s_links, s_nl, s_mult, s_f, s_in, n, 0.0, rem, slinks, n_sl, lp_ptr, alen, adj_s, wc,
-        np.empty(max(n_l, 1)), np.empty(max(n_l, 1), np.int64), np.empty(1, np.int64),
-        np.empty(1, np.int64), adj_s, np.empty((1, 1), np.int32), False,
+        np.empty(max(n_l, 1)), np.empty(max(n_l, 1), np.int64), np.empty(N_BUCKETS, np.int64),
+        np.empty(max(n_l, 1), np.int64), np.empty(1, np.int64), np.empty(1, np.int64), adj_s,
+        np.empty((1, 1), np.int32), False,
     )  # fmt: skip
     for i in range(n):
         out[i] = s_f[i, 0]
@@ -372,6 +373,8 @@ def simulate_kernel(
     fm = np.empty(max(n_p, 1))
     lhk = np.empty(max(n_l, 1))
     lhl = np.empty(max(n_l, 1), np.int64)
+    bhead = np.empty(N_BUCKETS, np.int64)
+    bnext = np.empty(max(n_l, 1), np.int64)
     done = np.empty(max(n_p, 1), np.int64)
     mark = np.full(n_l, -1, np.int64)
     xmark = np.full(n_l, -1, np.int64)
@@ -578,7 +581,7 @@ def simulate_kernel(
             rounds += nr
         rounds += _refill_slots(
             s_links, s_nl, s_mult, s_f, s_in, n_un, t, resid, heap_links, n_wl, lp_ptr, alen,
-            adj_s, wc, lhk, lhl, s_bj, gsz, adj_j, s_slot, True,
+            adj_s, wc, lhk, lhl, bhead, bnext, s_bj, gsz, adj_j, s_slot, True,
         )  # fmt: skip
         for k in range(n_sl):
             lk = slinks[k]
@@ -757,10 +760,51 @@ def _swap_entries(a, b, adj_s, adj_j, s_slot):
     s_slot[ia, ja] = b
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _saturate(
+    lk, level, c, t, s_links, s_nl, s_mult, s_f, s_in, resid, lp_ptr, alen, adj_s, wc, s_bj, gsz,
+    adj_j, s_slot, track,
+):  # fmt: skip
+    """Saturate link ``lk`` at ``level``: freeze its ``c`` (with multiplicity) unfrozen marked
+    slots, found in its list (:func:`_refill_slots`). Returns how many slots froze."""
+    base = lp_ptr[lk]
+    n = 0
+    for s in range(base, base + alen[lk]):
+        i = adj_s[s]
+        if not s_in[i]:
+            continue
+        n += 1
+        mf = _freeze(i, level, t, s_links, s_nl, s_mult, s_f, s_in, resid, wc)
+        if track and s_bj[i] != adj_j[s]:
+            # i now freezes on lk: it joins lk's group (the front of lk's list, where the next
+            # walks look first) and leaves its old one
+            jo = s_bj[i]
+            if jo >= 0:
+                m = s_links[i, jo]
+                _swap_entries(s_slot[i, jo], lp_ptr[m] + gsz[m] - 1, adj_s, adj_j, s_slot)
+                gsz[m] -= 1
+            s_bj[i] = adj_j[s]
+            _swap_entries(s, base + gsz[lk], adj_s, adj_j, s_slot)
+            gsz[lk] += 1
+        if c == mf:
+            break  # the link's last unfrozen re-filled slot
+        c -= mf
+    return n
+
+
+BUCKET_BITS = 10
+"""The re-fill's bucket queue (:func:`_refill_slots`) splits each factor of 2 of fair shares
+into ``2**BUCKET_BITS`` buckets (fewer when the shares span more than :data:`N_BUCKETS` of
+them)."""
+
+N_BUCKETS = 8192
+"""Buckets of the re-fill's queue; shares beyond them go to a heap."""
+
+
 @njit(cache=True, error_model="numpy")
 def _refill_slots(
     s_links, s_nl, s_mult, s_f, s_in, n_rows, t, resid, slinks, n_sl, lp_ptr, alen, adj_s, wc,
-    hk, hl, s_bj, gsz, adj_j, s_slot, track,
+    hk, hl, bhead, bnext, s_bj, gsz, adj_j, s_slot, track,
 ):  # fmt: skip
     """Progressive filling of the ``n_rows`` slots marked in ``s_in`` on the capacities
     ``resid`` left by the others, one bottleneck link at a time (the algorithm of
@@ -770,27 +814,109 @@ def _refill_slots(
     marked slots on each link (with multiplicity ``s_mult``); both come back cleared
     (``s_in`` all False, ``wc`` all 0). A slot frozen at level ``x`` at time ``t`` gets its bytes
     left brought to ``t`` at its old rate, then rate ``x`` and its new finish estimate.
-    ``hk``, ``hl`` (one slot per link) are scratch. Returns the number of bottleneck links
-    saturated.
+    ``hk``, ``hl``, ``bnext`` (one slot per link) and ``bhead`` (:data:`N_BUCKETS`) are
+    scratch. Returns the number of bottleneck links saturated.
+
+    The links wait in a *bucket queue* by fair share: the bits of a non-negative double,
+    read as an integer, grow with its value, so their top bits (sign, exponent and
+    :data:`BUCKET_BITS` of mantissa, fewer if the shares span too many buckets) number
+    buckets in order of share. A link sits in the bucket of its recorded share, which is never
+    above its current one (shares only grow during a filling: a frozen slot takes no more
+    than any of its links' shares). The lowest non-empty bucket is scanned: each link's
+    current share is computed, links whose share has left the bucket move up, links with no
+    marked slot left drop out, and the smallest of the rest is the smallest share of all (every
+    other bucket's links have shares at least their bucket's bottom): that link saturates.
+    Links whose shares lie beyond the last bucket are then taken from a 4-ary heap
+    (``hk``, ``hl``), with the same rule for stale keys. Either way the filling stops as soon as
+    every marked slot is frozen.
 
     With ``track``, a slot frozen on link ``l`` joins ``l``'s *group*, the first ``gsz[l]``
     entries of ``l``'s list (``s_bj[i]`` = which of its links it is grouped on, -1 for none;
     ``adj_j`` and ``s_slot`` are the back pointers the swaps keep right). Bottlenecks change
     little from one event to the next, so the walk of a saturating link finds the slots it
     freezes first and stops at the last one: order within a list only affects speed."""
-    # Links in a heap keyed by share, built in linear time; a link met on top with a stale key
-    # (its share grew since) is taken if its share is still the smallest key, else sifted back
-    # in at its current share. The filling stops as soon as every re-filled sub-flow is frozen:
-    # the links left in the heap then carry none of them.
+    left = n_rows
+    steps = 0
+    if n_sl == 0 or left == 0:
+        return 0
+    # bucket numbering: share bits >> shift, offset so that the smallest share is in bucket 0
+    bits = hk.view(np.int64)
+    lo = np.int64(0x7FFFFFFFFFFFFFFF)
+    hi = np.int64(0)
     for k in range(n_sl):
         lk = slinks[k]
         hk[k] = resid[lk] / wc[lk]
-        hl[k] = lk
-    hs = n_sl
+        b = bits[k]
+        if b < lo:
+            lo = b
+        if b > hi and b < np.int64(0x7FF0000000000000):
+            hi = b
+    shift = 52 - BUCKET_BITS
+    while (hi >> shift) - (lo >> shift) >= N_BUCKETS - 1 and shift < 62:
+        shift += 1
+    qlo = lo >> shift
+    nb = N_BUCKETS - 1  # bucket nb - 1: shares beyond the numbered range
+    for b in range(nb):
+        bhead[b] = -1
+    for k in range(n_sl):
+        lk = slinks[k]
+        b = min((bits[k] >> shift) - qlo, nb - 1)
+        bnext[lk] = bhead[b]
+        bhead[b] = lk
+    b = 0
+    fb = np.empty(1)
+    fbits = fb.view(np.int64)
+    while left > 0 and b < nb - 1:
+        if bhead[b] < 0:
+            b += 1
+            continue
+        # scan bucket b: move links whose share grew out of it, drop links with nothing left,
+        # keep the smallest share aside
+        best = -1
+        bestv = np.inf
+        lk = bhead[b]
+        bhead[b] = -1
+        while lk >= 0:
+            nxt = bnext[lk]
+            c = wc[lk]
+            if c > 0:
+                v = resid[lk] / c
+                fb[0] = v
+                q = min((fbits[0] >> shift) - qlo, nb - 1)
+                if q > b:
+                    bnext[lk] = bhead[q]
+                    bhead[q] = lk
+                elif best < 0 or v < bestv:
+                    if best >= 0:
+                        bnext[best] = bhead[b]
+                        bhead[b] = best
+                    best = lk
+                    bestv = v
+                else:
+                    bnext[lk] = bhead[b]
+                    bhead[b] = lk
+            lk = nxt
+        if best < 0:
+            continue
+        steps += 1
+        left -= _saturate(
+            best, bestv, wc[best], t, s_links, s_nl, s_mult, s_f, s_in, resid, lp_ptr, alen,
+            adj_s, wc, s_bj, gsz, adj_j, s_slot, track,
+        )  # fmt: skip
+    if left == 0:
+        return steps
+    # the rest from a heap (built in linear time): a link met on top with a stale key is taken
+    # if its share is still the smallest key, else sifted back in at its current share
+    hs = 0
+    lk = bhead[nb - 1]
+    while lk >= 0:
+        if wc[lk] > 0:
+            hk[hs] = resid[lk] / wc[lk]
+            hl[hs] = lk
+            hs += 1
+        lk = bnext[lk]
     for k in range((hs - 2) // 4, -1, -1):
         _lheap_sift(hk, hl, hs, k, hk[k], hl[k])
-    left = n_rows
-    steps = 0
     while hs > 0 and left > 0:
         lk = hl[0]
         c = wc[lk]
@@ -799,8 +925,6 @@ def _refill_slots(
             continue
         level = resid[lk] / c
         if hk[0] < level:
-            # Stale key: the link's share grew. Unless it is still the smallest (no child
-            # key below it), it goes back in at its current share (one sift-down).
             nxt = np.inf
             for b in range(1, min(5, hs)):
                 if hk[b] < nxt:
@@ -810,27 +934,10 @@ def _refill_slots(
                 continue
         hs = _lheap_pop(hk, hl, hs)
         steps += 1
-        base = lp_ptr[lk]
-        for s in range(base, base + alen[lk]):
-            i = adj_s[s]
-            if not s_in[i]:
-                continue
-            left -= 1
-            mf = _freeze(i, level, t, s_links, s_nl, s_mult, s_f, s_in, resid, wc)
-            if track and s_bj[i] != adj_j[s]:
-                # i now freezes on lk: it joins lk's group (the front of lk's list, where the
-                # next walks look first) and leaves its old one
-                jo = s_bj[i]
-                if jo >= 0:
-                    m = s_links[i, jo]
-                    _swap_entries(s_slot[i, jo], lp_ptr[m] + gsz[m] - 1, adj_s, adj_j, s_slot)
-                    gsz[m] -= 1
-                s_bj[i] = adj_j[s]
-                _swap_entries(s, base + gsz[lk], adj_s, adj_j, s_slot)
-                gsz[lk] += 1
-            if c == mf:
-                break  # the link's last unfrozen re-filled slot
-            c -= mf
+        left -= _saturate(
+            lk, level, c, t, s_links, s_nl, s_mult, s_f, s_in, resid, lp_ptr, alen, adj_s, wc,
+            s_bj, gsz, adj_j, s_slot, track,
+        )  # fmt: skip
     return steps
 
 
