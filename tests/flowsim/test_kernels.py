@@ -1,7 +1,7 @@
 """The compiled kernels against independent plain-Python implementations.
 
-- the two compiled fillings (rounds of local bottlenecks; one bottleneck link at a time, the
-  simulator's re-fill) against textbook
+- the two compiled fillings (rounds of local bottlenecks; one bottleneck link at a time, as the
+  simulator re-fills) against textbook
   progressive filling one water level at a time, on random instances with warm-start capacities
   and many ties;
 - the event loop (partial re-fills after completions and arrivals, batched events, load
@@ -242,22 +242,19 @@ def random_flowset(rng, n_links, n_flows, *, multipath, zero, deps, latency, sta
     )
 
 
-@pytest.fixture(params=["default", "heap only", "rounds first", "heap only, sorted each event"])
-def refill_path(request, monkeypatch):
-    """The simulator's re-fill as configured (rounds of local bottlenecks only when sparse),
-    one bottleneck link at a time always, rounds first always, and one bottleneck at a time
-    with the slots re-sorted by group at every event: each must be exact."""
+@pytest.fixture(params=["default", "tiny row space"])
+def row_space(request, monkeypatch):
+    """The event loop with its default room for group rows, and with the least it accepts, so
+    that rows are dropped and built again from their members all the time."""
     import topoopt.flowsim.simulator as simulator
 
-    density = {"default": simulator.ROUNDS_DENSITY, "rounds first": np.inf}
-    monkeypatch.setattr(simulator, "ROUNDS_DENSITY", density.get(request.param, 0.0))
-    if request.param.endswith("sorted each event"):
-        monkeypatch.setattr(simulator, "SORT_WORK", 0)
+    if request.param == "tiny row space":
+        monkeypatch.setattr(simulator, "ROW_SPACE", 1)
     return request.param
 
 
 @pytest.mark.parametrize("seed", range(24))
-def test_event_loop_matches_from_scratch_simulation(seed, refill_path):
+def test_event_loop_matches_from_scratch_simulation(seed, row_space):
     rng = np.random.default_rng(2000 + seed)
     fs = random_flowset(
         rng,
@@ -278,7 +275,7 @@ def test_event_loop_matches_from_scratch_simulation(seed, refill_path):
     assert lean.series_time.shape == (0,)
 
 
-def test_event_loop_over_many_events_with_load_resyncs(refill_path):
+def test_event_loop_over_many_events_with_load_resyncs(row_space):
     """More events than RESYNC_EVERY, one completion at a time, on a few shared links."""
     rng = np.random.default_rng(77)
     n = 2 * RESYNC_EVERY + 50

@@ -8,19 +8,19 @@ modules' docstrings. Everything here works on flat ``int32`` / ``int64`` / ``flo
 - :func:`fill_kernel`: one progressive filling of a set of sub-flows on given link capacities,
   freezing every flow of every *local bottleneck* link per round (the algorithm of
   :mod:`topoopt.flowsim.max_min`), four linear passes over the remaining flows per round
-  (:func:`_rounds_slots`, which also starts the simulator's sparse re-fills).
+  (:func:`_rounds_slots`).
 - :func:`fill_links_mult`: the same filling one bottleneck link at a time, links taken in order
-  of their fair share from a heap (a link met with a stale share goes back in), a bottleneck's
-  flows found in its list of flows; the simulator's re-fill (:func:`_refill_slots`) on its own.
+  of their fair share from the *link queue* (:func:`_lq_next`: buckets on the bits of the
+  shares, a heap past them), a bottleneck's flows found in its list of flows.
 - :func:`simulate_kernel`: the whole event loop (completions, arrivals from a release-time heap,
-  dependencies, the partial re-fill after each event, the link-load change log). The active
-  sub-flows sit in slots ``0 .. n_act - 1`` (links, multiplicity, rate, bytes left, reference
-  time and finish estimate side by side; a completion moves the last slot into the freed one),
-  so the per-event scans read contiguous memory. Every link keeps the list of the slots
-  crossing it (insert on arrival, swap-remove on completion), the sub-flows that last froze on
-  it first, so a re-fill costs the links of the re-filled sub-flows plus about as many list
-  entries, and builds no incidence of its own; a sub-flow's new rate and finish estimate are
-  written when it freezes.
+  dependencies, the partial re-fill after each event, the link-load change log). Every active
+  sub-flow belongs to the *group* of the link it last froze on and has the group's rate; a
+  group carries its members' bytes sent as one piecewise-linear *service* and the links they
+  cross with their counts (its *row*). Bottlenecks change little from one event to the next
+  (on the 100,000-flow benchmark about 10 sub-flows per event change group, out of tens of
+  thousands re-filled), so a re-fill unfreezes and freezes whole groups through their rows,
+  finds the next completion per group, and touches single sub-flows only when they arrive,
+  finish or change group.
 
 Examples
 --------
@@ -41,8 +41,6 @@ from numba import njit
 __all__ = [
     "REFILL_MARGIN",
     "RESYNC_EVERY",
-    "ROUNDS_DENSITY",
-    "SORT_WORK",
     "classes_kernel",
     "fill_kernel",
     "fill_kernel_mult",
@@ -58,22 +56,6 @@ are mathematically equal to the threshold never keeps a flow that may change."""
 RESYNC_EVERY = 256
 """Every this many events the per-link load is recomputed from the active sub-flows' rates (the
 incremental update otherwise accumulates rounding)."""
-
-ROUNDS_DENSITY = 1.0
-"""The simulator's re-fill starts with rounds of local bottlenecks (:func:`_rounds_slots`, a few
-linear passes) when it re-fills fewer than this many sub-flows per link they cross: then each
-round freezes most of them, where the bottleneck-at-a-time heap would pop nearly every link
-for a few sub-flows. Denser re-fills go straight to the heap (:func:`_refill_slots`)."""
-
-ROUNDS_MIN_FRACTION = 0.1
-"""Rounds stop (the heap takes the rest) once a round freezes less than this fraction of the
-sub-flows left, so a chain of bottlenecks does not cost a pass per link."""
-
-SORT_WORK = 32
-"""The event loop re-sorts its slots by group (:func:`_sort_slots`) once it has re-filled this
-many sub-flows per active one since the last sort. A sort costs about one pass over the slots;
-it puts the sub-flows that freeze on one link next to each other in memory, which a
-bottleneck's walk then reads in order (they leave their group rarely, so the order lasts)."""
 
 
 @njit(cache=True, error_model="numpy")
@@ -97,9 +79,9 @@ def fill_kernel_mult(ptr, links, rows, mult, rem, out):
     s_links, s_nl, s_mult, s_f, s_in, wc, slinks, n_sl = _slots_of(ptr, links, rows, mult, rem)
     order = np.arange(max(n, 1))
     n_l = rem.shape[0]
-    rounds, _, _ = _rounds_slots(
+    rounds = _rounds_slots(
         order, n, s_links, s_nl, s_mult, s_f, s_in, 0.0, rem, wc, slinks, n_sl,
-        np.empty(max(n_l, 1)), np.zeros(max(n_l, 1), np.bool_), np.empty(max(n, 1)), 0.0,
+        np.empty(max(n_l, 1)), np.zeros(max(n_l, 1), np.bool_), np.empty(max(n, 1)),
     )  # fmt: skip
     for i in range(n):
         out[i] = s_f[i, 0]
@@ -173,20 +155,193 @@ def _lheap_sift(hk, hl, size, i, key, val):
     hl[i] = val
 
 
+BUCKET_BITS = 10
+"""The link queue (:func:`_lq_next`) splits each factor of 2 of fair shares into
+``2**BUCKET_BITS`` buckets (fewer when the shares span more than :data:`N_BUCKETS` of them)."""
+
+N_BUCKETS = 8192
+"""Buckets of the link queue; shares beyond them go to a heap."""
+
+LQ_CROWD = 4096
+"""A bucket found holding more links than this hands the rest of the filling to the heap."""
+
+
+@njit(cache=True, error_model="numpy")
+def _lq_init(slinks, n_sl, fw, hk, hl, bhead, bnext, lq):
+    """Put the links ``slinks[:n_sl]`` in the link queue by their fair shares: free capacity
+    ``fw[l, 0]`` over unfrozen count ``fw[l, 1]`` (> 0) (:func:`_lq_next`). ``hk``, ``hl``,
+    ``bnext`` (one slot per link),
+    ``bhead`` (:data:`N_BUCKETS`) and ``lq`` (8) hold the queue."""
+    bits = hk.view(np.int64)
+    lo = np.int64(0x7FFFFFFFFFFFFFFF)
+    hi = np.int64(0)
+    for k in range(n_sl):
+        lk = slinks[k]
+        hk[k] = fw[lk, 0] / fw[lk, 1]
+        b = bits[k]
+        if b < lo:
+            lo = b
+        if b > hi and b < np.int64(0x7FF0000000000000):
+            hi = b
+    # the shares now span at most half the buckets (and about 2 per link: a sparse filling
+    # does not walk thousands of empty buckets); the other half is room for shares to grow
+    span = min(N_BUCKETS // 2 - 1, 2 * n_sl + 32)
+    shift = 52 - BUCKET_BITS
+    while (hi >> shift) - (lo >> shift) >= span and shift < 62:
+        shift += 1
+    qlo = lo >> shift
+    nb = max(2 * ((hi >> shift) - qlo + 1), 2) + 1  # bucket nb - 1: shares past the others
+    bhead[:nb] = -1
+    for k in range(n_sl):
+        lk = slinks[k]
+        b = min((bits[k] >> shift) - qlo, nb - 1)
+        bnext[lk] = bhead[b]
+        bhead[b] = lk
+    lq[0] = 0  # current bucket
+    lq[1] = shift
+    lq[2] = qlo
+    lq[3] = nb
+    lq[4] = 0  # 0: buckets, 1: heap
+    lq[5] = 0  # heap size
+    lq[6] = 0  # links tied at the smallest share (bucket phase)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _lq_next(fw, hk, hl, bhead, bnext, lq, fb, fbits):
+    """The link with the smallest fair share ``fw[l, 0] / fw[l, 1]`` among the queued links that
+    still have an unfrozen sub-flow (``fw[l, 1] > 0``; taken out of the queue), or -1 if there
+    is none. Shares may only have grown since a link was queued (a filling freezes a sub-flow at
+    no more than any of its links' shares). ``fb`` is a float64 scratch of one, ``fbits`` its
+    int64 view.
+
+    The links wait in buckets of shares: the bits of a non-negative double, read as an integer,
+    grow with its value, so their top bits (sign, exponent and :data:`BUCKET_BITS` of mantissa,
+    fewer if the shares span too many buckets) number buckets in order of share. A link sits in
+    the bucket of its recorded share, never above its current one. The lowest non-empty bucket
+    is scanned: each link's current share is computed, links whose share has left the bucket
+    move up, links with nothing unfrozen drop out, and the smallest of the rest is the smallest
+    share of all (every other bucket's links have shares at least their bucket's bottom).
+    The links tied at that share are taken next, each while its share has not grown, before
+    the bucket is scanned again. Links past the last bucket, or every link left once a bucket
+    turns out to hold more than :data:`LQ_CROWD` (each take would rescan it), are then taken
+    from a 4-ary heap, where a link met on top with a stale key is taken if its share is still
+    the smallest key, else sifted back in at it."""
+    if lq[4] == 0:
+        shift = lq[1]
+        qlo = lq[2]
+        nb = lq[3]
+        # links that tied for the smallest share at the last scan (hl[:lq[6]], the share hk[0]):
+        # one still at that share is still the smallest (shares only grow); one whose share
+        # grew goes back to its bucket
+        while lq[6] > 0:
+            lq[6] -= 1
+            lk = hl[lq[6]]
+            c = fw[lk, 1]
+            if c == 0:
+                continue
+            v = fw[lk, 0] / c
+            if v == hk[0]:
+                return lk
+            fb[0] = v
+            q = min((fbits[0] >> shift) - qlo, nb - 1)
+            bnext[lk] = bhead[q]
+            bhead[q] = lk
+        b = lq[0]
+        while b < nb - 1:
+            if bhead[b] < 0:
+                b += 1
+                continue
+            nt = 0
+            bestv = np.inf
+            lk = bhead[b]
+            bhead[b] = -1
+            seen = 0
+            while lk >= 0:
+                seen += 1
+                nxt = bnext[lk]
+                c = fw[lk, 1]
+                if c > 0:
+                    v = fw[lk, 0] / c
+                    fb[0] = v
+                    q = min((fbits[0] >> shift) - qlo, nb - 1)
+                    if q > b:
+                        bnext[lk] = bhead[q]
+                        bhead[q] = lk
+                    elif nt == 0 or v < bestv:
+                        for k in range(nt):
+                            bnext[hl[k]] = bhead[b]
+                            bhead[b] = hl[k]
+                        hl[0] = lk
+                        nt = 1
+                        bestv = v
+                    elif v == bestv:
+                        hl[nt] = lk
+                        nt += 1
+                    else:
+                        bnext[lk] = bhead[b]
+                        bhead[b] = lk
+                lk = nxt
+            if seen > LQ_CROWD:
+                # a crowded bucket (shares closer than a bucket but not equal): rescanning it
+                # at every take would cost its size squared, so the heap takes all links left
+                for k in range(nt):
+                    bnext[hl[k]] = bhead[b]
+                    bhead[b] = hl[k]
+                break
+            if nt > 0:
+                lq[0] = b
+                hk[0] = bestv
+                lq[6] = nt - 1
+                return hl[nt - 1]
+        lq[0] = b
+        hs = 0
+        for bb in range(b, nb):
+            lk = bhead[bb]
+            while lk >= 0:
+                if fw[lk, 1] > 0:
+                    hk[hs] = fw[lk, 0] / fw[lk, 1]
+                    hl[hs] = lk
+                    hs += 1
+                lk = bnext[lk]
+        for k in range((hs - 2) // 4, -1, -1):
+            _lheap_sift(hk, hl, hs, k, hk[k], hl[k])
+        lq[4] = 1
+        lq[5] = hs
+    hs = lq[5]
+    while hs > 0:
+        lk = hl[0]
+        c = fw[lk, 1]
+        if c == 0:
+            hs = _lheap_pop(hk, hl, hs)
+            continue
+        level = fw[lk, 0] / c
+        if hk[0] < level:
+            nxt = np.inf
+            for b in range(1, min(5, hs)):
+                if hk[b] < nxt:
+                    nxt = hk[b]
+            if nxt < level:
+                _lheap_sift(hk, hl, hs, 0, level, lk)
+                continue
+        hs = _lheap_pop(hk, hl, hs)
+        lq[5] = hs
+        return lk
+    lq[5] = 0
+    return -1
+
+
 @njit(cache=True, error_model="numpy")
 def fill_links_mult(ptr, links, rows, mult, rem, out):
     """Max-min fair rates of the sub-flows ``rows`` on the capacities ``rem``, one bottleneck
-    link at a time: the simulator's re-fill (:func:`_refill_slots`) on its own, with the slots
-    and link lists built here. Same result as :func:`fill_kernel_mult` (row ``f`` counts
+    link at a time, as the simulator re-fills (there by groups), with the slots and link lists
+    built here. Same result as :func:`fill_kernel_mult` (row ``f`` counts
     ``mult[f]`` times); writes ``out``, updates ``rem`` (clipped at 0), returns the number of
     saturated links.
 
-    Links are taken in order of their share ``rem / count`` over unfrozen rows. The link with
-    the smallest share saturates first: all its unfrozen rows freeze at that share, which is
-    subtracted from their other links, whose shares can only grow (a frozen row takes no more
-    than any of its links' shares). So a link's recorded key is never above its current share,
-    and a link on top of the heap whose current share is at most every other key has the
-    smallest share of all; otherwise it goes back in at its current share.
+    Links are taken in order of their share ``rem / count`` over unfrozen rows (the link
+    queue, :func:`_lq_next`). The link with the smallest share saturates first: all its
+    unfrozen rows freeze at that share, which is subtracted from their other links, whose shares
+    can only grow (a frozen row takes no more than any of its links' shares).
     """
     n_l = rem.shape[0]
     n = rows.shape[0]
@@ -205,12 +360,36 @@ def fill_links_mult(ptr, links, rows, mult, rem, out):
             lk = s_links[i, j]
             adj_s[lp_ptr[lk] + alen[lk]] = i
             alen[lk] += 1
-    steps = _refill_slots(
-        s_links, s_nl, s_mult, s_f, s_in, n, 0.0, rem, slinks, n_sl, lp_ptr, alen, adj_s, wc,
-        np.empty(max(n_l, 1)), np.empty(max(n_l, 1), np.int64), np.empty(N_BUCKETS, np.int64),
-        np.empty(max(n_l, 1), np.int64), np.empty(1, np.int64), np.empty(1, np.int64), adj_s,
-        np.empty((1, 1), np.int32), False,
-    )  # fmt: skip
+    hk = np.empty(max(n_l, 1))
+    hl = np.empty(max(n_l, 1), np.int64)
+    bhead = np.empty(N_BUCKETS, np.int64)
+    bnext = np.empty(max(n_l, 1), np.int64)
+    lq = np.zeros(8, np.int64)
+    fb = np.empty(1)
+    fbits = fb.view(np.int64)
+    fw = np.empty((n_l, 2))
+    fw[:, 0] = rem
+    fw[:, 1] = wc
+    _lq_init(slinks, n_sl, fw, hk, hl, bhead, bnext, lq)
+    left = n
+    steps = 0
+    while left > 0:
+        lk = _lq_next(fw, hk, hl, bhead, bnext, lq, fb, fbits)
+        if lk < 0:
+            break
+        c = fw[lk, 1]
+        level = fw[lk, 0] / c
+        steps += 1
+        for s in range(lp_ptr[lk], lp_ptr[lk] + alen[lk]):
+            i = adj_s[s]
+            if not s_in[i]:
+                continue
+            left -= 1
+            mf = _freeze(i, level, 0.0, s_links, s_nl, s_mult, s_f, s_in, fw[:, 0], fw[:, 1])
+            if c == mf:
+                break  # the link's last unfrozen slot
+            c -= mf
+    rem[:] = fw[:, 0]
     for i in range(n):
         out[i] = s_f[i, 0]
     return steps
@@ -257,7 +436,7 @@ def _heap_pop(hk, hv, size):
 
 
 # ---------------------------------------------------------------------- event loop
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _path_done(
     p, pflow, n_left, flow_ptr, path_last, plat, finish, rdep_ptr, rdep, dep_left, dep_ptr, deps,
     start, release, hk, hv, hsize,
@@ -300,7 +479,7 @@ def _grow(a, need):
 @njit(cache=True, error_model="numpy")
 def simulate_kernel(
     cap, path_ptr, path_links, pflow, pbytes, plat, flow_ptr, start, dep_ptr, deps, rdep_ptr,
-    rdep, lp_ptr, rtol, record, pmult, max_refills, rounds_density, sort_work,
+    rdep, lp_ptr, rtol, record, pmult, max_refills, row_space,
 ):  # fmt: skip
     """Run the event loop of :func:`topoopt.flowsim.simulator.simulate` on flat arrays.
 
@@ -310,19 +489,23 @@ def simulate_kernel(
     active sub-flows (``lp_ptr[l+1] - lp_ptr[l]`` = the number of sub-flows crossing it).
 
     The active sub-flows live in slots ``0 .. n_act - 1`` (``act[i]`` is the sub-flow in slot
-    ``i``; ``s_f[i]`` its rate, bytes left at its reference time, that time and its finish
-    estimate); a completion moves the last slot into the freed one. Slot numbers, links and
-    list positions are ``int32`` (fewer than 2**31 incidence entries).
+    ``i``); a completion moves the last slot into the freed one. Slot numbers, links and list
+    positions are ``int32`` (fewer than 2**31 incidence entries). Every active sub-flow belongs
+    to the *group* of the link it last froze on (``s_bj[i]``: which of its links; -1 only for an
+    arrival before its first filling) and gets the group's rate. A group keeps its members at
+    the front of its link's list, the links its members cross with their counts (its *row*,
+    rebuilt when its members change), and its *service* ``V(t)``: the bytes each member has
+    sent since a reference point, piecewise linear in ``t`` (``gV``, ``gT``, ``gshare``). A
+    member's ``s_tg[i]`` is the service at which it has sent everything, so its bytes left are
+    ``s_tg[i] - V(t)`` and nothing per member changes while its group keeps its members.
 
     Returns ``(release, finish, path_start, path_last, series_time, series_link, series_load,
-    n_events, fill_rounds, refilled)`` where ``refilled`` counts the sub-flow re-fills done.
+    n_events, fill_steps, refilled)`` where ``refilled`` counts the sub-flow re-fills done.
     With ``max_refills >= 0`` the loop stops as soon as more re-fills than that are needed
-    (``refilled > max_refills`` on return; the other results are then incomplete). A re-fill of
-    fewer than ``rounds_density`` sub-flows per link crossed starts with rounds of local
-    bottlenecks (see :data:`ROUNDS_DENSITY`; 0 never, ``inf`` always: same rates either way).
-    The slots are re-sorted by group once ``sort_work`` re-fills per active sub-flow have been
-    done since the last sort (see :data:`SORT_WORK`; 0 at every event: the order only affects
-    speed).
+    (``refilled > max_refills`` on return; the other results are then incomplete).
+    ``row_space`` entries hold the groups' rows (0: four per incidence entry and sixteen per
+    link; at least the two per incidence entry that the largest row may need); when they run
+    out every row is built again on its next use.
     """
     n_p = pbytes.shape[0]
     n_f = start.shape[0]
@@ -339,13 +522,40 @@ def simulate_kernel(
     s_slot = np.empty((max(n_p, 1), width), np.int32)  # where each sits in that link's list
     s_nl = np.empty(max(n_p, 1), np.int64)  # how many links
     s_mult = np.empty(max(n_p, 1), np.int64)
-    s_f = np.empty((max(n_p, 1), 4))  # rate, bytes left at t_ref, t_ref, finish estimate
-    s_in = np.zeros(max(n_p, 1), np.bool_)  # being re-filled
-    s_bj = np.full(max(n_p, 1), -1, np.int64)  # which of its links it last froze on (-1: none)
+    s_tg = np.empty(max(n_p, 1))  # service target in its group (bytes left if ungrouped)
+    s_in = np.zeros(max(n_p, 1), np.bool_)  # an ungrouped arrival being filled
+    s_bj = np.full(max(n_p, 1), -1, np.int64)  # which of its links is its group's (-1: none)
     n_act = 0
-    load = np.zeros(n_l)
+    # ---- links, and the group of each link
+    # free capacity (capacity - load), and the unfrozen sub-flows during a filling (0 between)
+    fw = np.zeros((n_l, 2))
+    fw[:, 0] = cap
     nact = np.zeros(n_l, np.int64)
-    resid = np.zeros(n_l)
+    alen = np.zeros(n_l, np.int64)
+    adj_s = np.empty(max(n_e, 1), np.int32)
+    adj_j = np.empty(max(n_e, 1), np.int32)
+    gsz = np.zeros(n_l, np.int64)  # members (list entries)
+    gcnt = np.zeros(n_l, np.int64)  # members with multiplicity
+    gshare = np.zeros(n_l)  # the members' rate
+    gV = np.zeros(n_l)  # service at time gT
+    gT = np.zeros(n_l)
+    gmin = np.full(n_l, np.inf)  # smallest member target (valid if gmin_ok)
+    gmin_ok = np.ones(n_l, np.bool_)
+    gnext = np.full(n_l, np.inf)  # next member finish
+    gin = np.full(n_l, -1, np.int64)  # event whose filling re-fills the group
+    gfz = np.full(n_l, -1, np.int64)  # event whose filling has frozen it
+    glist = np.empty(max(n_l, 1), np.int64)  # non-empty groups
+    gpos = np.full(n_l, -1, np.int64)
+    n_g = np.zeros(1, np.int64)
+    # rows: links r_link[a : a + n] with counts r_cnt, (a, n, room) = rmeta[g] (valid if r_ok)
+    rmeta = np.zeros((n_l, 3), np.int64)
+    r_ok = np.zeros(n_l, np.bool_)
+    r_size = 4 * n_e + 16 * n_l + 16 if row_space <= 0 else max(row_space, 2 * n_e + 16)
+    r_link = np.empty(r_size, np.int32)
+    r_cnt = np.empty(r_size)
+    r_end = np.zeros(1, np.int64)
+    r_tmp = np.zeros(n_l, np.int64)
+    # ---- release heap, results
     path_start = np.full(n_p, np.nan)
     path_last = np.full(n_p, np.nan)
     n_left = flow_ptr[1:] - flow_ptr[:-1]
@@ -359,56 +569,45 @@ def simulate_kernel(
         if dep_left[f] == 0:
             release[f] = start[f]
             hsize = _heap_push(hk, hv, hsize, start[f], f)
-    # Active sub-flows per link (slots lp_ptr[l] .. lp_ptr[l] + alen[l], holding slot numbers
-    # and the index of the link in that slot's path), kept up to date by swap-removal.
-    alen = np.zeros(n_l, np.int64)
-    gsz = np.zeros(n_l, np.int64)
-    adj_s = np.empty(max(n_e, 1), np.int32)
-    adj_j = np.empty(max(n_e, 1), np.int32)
-    wc = np.zeros(n_l, np.int64)
-    rows = np.empty(max(n_p, 1), np.int64)
-    wlinks = np.empty(max(n_l, 1), np.int64)
-    share = np.empty(max(n_l, 1))
-    bott = np.zeros(max(n_l, 1), np.bool_)
-    fm = np.empty(max(n_p, 1))
+    # ---- scratch
+    gwork = np.empty(max(n_l, 1), np.int64)
+    slinks = np.empty(n_l + 1, np.int64)  # one spare: written before it is known to be new
     lhk = np.empty(max(n_l, 1))
     lhl = np.empty(max(n_l, 1), np.int64)
     bhead = np.empty(N_BUCKETS, np.int64)
     bnext = np.empty(max(n_l, 1), np.int64)
+    lq = np.zeros(8, np.int64)
+    fb = np.empty(1)
     done = np.empty(max(n_p, 1), np.int64)
     mark = np.full(n_l, -1, np.int64)
     xmark = np.full(n_l, -1, np.int64)
-    slinks = np.empty(max(n_l, 1), np.int64)
     wbuf = np.empty(max(n_p, 1))
     mbuf = np.empty(max(n_p, 1), np.int64)
     touched = np.empty(n_l, np.int64)
-    # buffers of the slot sort
-    perm = np.empty(max(n_p, 1), np.int64)
-    gstart = np.empty(n_l + 1, np.int64)
-    b_act = np.empty_like(act)
-    b_links = np.empty_like(s_links)
-    b_slot = np.empty_like(s_slot)
-    b_f = np.empty_like(s_f)
-    b_i = np.empty_like(s_nl)
-    sorted_at = 0
     st = np.empty(16)
     sl = np.empty(16, np.int64)
     sv = np.empty(16)
     ns = 0
     n_events = 0
-    rounds = 0
+    steps = 0
     refilled = 0
     t_now = 0.0
     while True:
-        if refilled - sorted_at > sort_work * n_act:
-            sorted_at = refilled
-            _sort_slots(
-                n_act, n_l, act, s_links, s_slot, s_nl, s_mult, s_f, s_bj, adj_s, perm, gstart,
-                b_act, b_links, b_slot, b_f, b_i,
-            )  # fmt: skip
+        # ---- next event: the earliest member finish of any group, or the next release
         t_c = np.inf
-        for i in range(n_act):
-            v = s_f[i, 3]
+        for k in range(n_g[0]):
+            g = glist[k]
+            if not gmin_ok[g]:
+                v = np.inf
+                for q in range(lp_ptr[g], lp_ptr[g] + gsz[g]):
+                    x = s_tg[adj_s[q]]
+                    if x < v:
+                        v = x
+                gmin[g] = v
+                gmin_ok[g] = True
+            sh = gshare[g]
+            v = gT[g] + (gmin[g] - gV[g]) / sh if sh > 0.0 else np.inf
+            gnext[g] = v
             if v < t_c:
                 t_c = v
         t_a = hk[0] if hsize > 0 else np.inf
@@ -419,41 +618,55 @@ def simulate_kernel(
             t = t_now  # a finish estimate rounded just below the current time
         t_now = t
         n_events += 1
+        ev = n_events
         cut = t + rtol * abs(t)
         r0 = np.inf
         n_t = 0
-        # ---- completions: retire (the last slot moves into the freed one), then finish flows
-        # and release dependents
+        # ---- completions: every member of a group due by `cut`, retired from the highest slot
+        # down (the last slot moves into the freed one), then flows finished and dependents
+        # released
         n_done = 0
         if t_c <= cut:
-            i = 0
-            while i < n_act:
-                if s_f[i, 3] > cut:
-                    i += 1
+            for k in range(n_g[0]):
+                g = glist[k]
+                if gnext[g] > cut:
                     continue
+                sh = gshare[g]
+                for q in range(lp_ptr[g], lp_ptr[g] + gsz[g]):
+                    i = adj_s[q]
+                    if gT[g] + (s_tg[i] - gV[g]) / sh <= cut:
+                        done[n_done] = i
+                        n_done += 1
+            for k in range(1, n_done):  # slots from the highest down (insertion sort)
+                v = done[k]
+                q = k
+                while q > 0 and done[q - 1] < v:
+                    done[q] = done[q - 1]
+                    q -= 1
+                done[q] = v
+            for k in range(n_done):
+                i = done[k]
                 p = act[i]
-                done[n_done] = p
-                n_done += 1
-                rp = s_f[i, 0]
+                done[k] = p
+                g = s_links[i, s_bj[i]]
+                rp = gshare[g]
                 if rp < r0:
                     r0 = rp
                 path_last[p] = t
+                _leave(i, g, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j, lp_ptr,
+                       gsz, gcnt, rmeta, r_ok, r_link, r_cnt, gmin, gmin_ok, glist, gpos,
+                       n_g)  # fmt: skip
                 mp = s_mult[i]
                 for j in range(s_nl[i]):
                     lk = s_links[i, j]
-                    load[lk] -= rp * mp
+                    fw[lk, 0] += rp * mp
                     nact[lk] -= mp
-                    if record and mark[lk] != n_events:
-                        mark[lk] = n_events
+                    if record and mark[lk] != ev:
+                        mark[lk] = ev
                         touched[n_t] = lk
                         n_t += 1
-                    # swap-remove slot i from the link's list (out of its group first)
+                    # swap-remove slot i from the link's list (it is in no group's front)
                     s = s_slot[i, j]
-                    if s_bj[i] == j:
-                        q = lp_ptr[lk] + gsz[lk] - 1
-                        _swap_entries(s, q, adj_s, adj_j, s_slot)
-                        gsz[lk] -= 1
-                        s = q
                     last = lp_ptr[lk] + alen[lk] - 1
                     if s != last:
                         q = adj_s[last]
@@ -464,7 +677,7 @@ def simulate_kernel(
                     alen[lk] -= 1
                 n_act -= 1
                 if i != n_act:
-                    _move_slot(n_act, i, act, s_links, s_slot, s_nl, s_mult, s_f, s_bj, adj_s)
+                    _move_slot(n_act, i, act, s_links, s_slot, s_nl, s_mult, s_tg, s_bj, adj_s)
             for k in range(n_done):
                 hsize = _path_done(
                     done[k], pflow, n_left, flow_ptr, path_last, plat, finish, rdep_ptr, rdep,
@@ -472,8 +685,10 @@ def simulate_kernel(
                 )  # fmt: skip
         # ---- arrivals released by `cut` (zero-byte sub-flows finish on the spot)
         n_old = n_act
+        n_rel = 0
         while hsize > 0 and hk[0] <= cut:
             f, hsize = _heap_pop(hk, hv, hsize)
+            n_rel += 1
             for p in range(flow_ptr[f], flow_ptr[f + 1]):
                 path_start[p] = t
                 if pbytes[p] <= 0.0:
@@ -486,10 +701,7 @@ def simulate_kernel(
                 i = n_act
                 n_act += 1
                 act[i] = p
-                s_f[i, 0] = 0.0
-                s_f[i, 1] = pbytes[p]
-                s_f[i, 2] = t
-                s_f[i, 3] = np.inf
+                s_tg[i] = pbytes[p]
                 s_bj[i] = -1
                 mp = pmult[p]
                 s_mult[i] = mp
@@ -510,84 +722,182 @@ def simulate_kernel(
             for i in range(n_old, n_act):
                 for j in range(s_nl[i]):
                     lk = s_links[i, j]
-                    if xmark[lk] == n_events:
+                    if xmark[lk] == ev:
                         continue
-                    xmark[lk] = n_events
-                    v = _water_level(
-                        lk, cap[lk], nact[lk], lp_ptr, alen, adj_s, s_f[:, 0], s_mult, wbuf, mbuf
-                    )
+                    xmark[lk] = ev
+                    v = _water_level(lk, cap[lk], nact[lk], lp_ptr, alen, adj_s, s_links, s_bj,
+                                     gshare, s_mult, wbuf, mbuf)  # fmt: skip
                     if v < r0:
                         r0 = v
+        if n_done + n_rel == 0:
+            raise RuntimeError("flow model: an event with nothing to complete or start (a bug)")
         if r0 == np.inf:
             if record and n_t > 0:
-                st, sl, sv, ns = _log(st, sl, sv, ns, t, touched, n_t, load)
+                st, sl, sv, ns = _log(st, sl, sv, ns, t, touched, n_t, cap, fw)
             continue
-        # ---- re-fill: every sub-flow whose rate may change (the others provably keep theirs);
-        # its load comes off its links, which are counted for the filling
+        # ---- re-fill every group at or above the threshold and every arrival (the others
+        # provably keep their rates), and every group on a link they cross (re-filling more is
+        # exact; the level lemma leaves none there but rounding might): their load comes off
+        # their links, which count them for the filling
         thr = r0 * (1.0 - REFILL_MARGIN)
-        n_rows = 0
         n_sl = 0
-        for i in range(n_act):
-            if i < n_old and s_f[i, 0] < thr:
-                continue
-            rows[n_rows] = i
-            n_rows += 1
+        n_w = 0
+        left = 0
+        n_rows = 0
+        for k in range(n_g[0]):
+            g = glist[k]
+            if gshare[g] >= thr:
+                gin[g] = ev
+                gwork[n_w] = g
+                n_w += 1
+        for i in range(n_old, n_act):
             s_in[i] = True
             mf = s_mult[i]
-            rp = s_f[i, 0] * mf
+            left += mf
+            n_rows += 1
             for j in range(s_nl[i]):
                 lk = s_links[i, j]
-                load[lk] -= rp
-                c = wc[lk]
-                if c == 0:
-                    slinks[n_sl] = lk
-                    n_sl += 1
-                wc[lk] = c + mf
-        if n_rows == 0:
-            if record and n_t > 0:
-                st, sl, sv, ns = _log(st, sl, sv, ns, t, touched, n_t, load)
-            continue
+                c = fw[lk, 1]
+                slinks[n_sl] = lk  # kept if first touched (no branch to mispredict)
+                n_sl += c == 0.0
+                fw[lk, 1] = c + mf
+        n_chk = 0  # slinks[:n_chk] have their groups re-filled
+        while True:
+            while n_w > 0:
+                n_w -= 1
+                g = gwork[n_w]
+                left += gcnt[g]
+                n_rows += gsz[g]
+                rp = gshare[g]
+                a = rmeta[g, 0]
+                if not r_ok[g]:
+                    a = _row(
+                        g, rmeta, r_ok, r_link, r_cnt, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links,
+                        s_nl, s_mult,
+                    )  # fmt: skip
+                for k in range(a, a + rmeta[g, 1]):
+                    lk = r_link[k]
+                    cn = r_cnt[k]
+                    c = fw[lk, 1]
+                    slinks[n_sl] = lk  # kept if first touched (no branch to mispredict)
+                    n_sl += c == 0.0
+                    fw[lk, 0] += rp * cn
+                    fw[lk, 1] = c + cn
+            for k in range(n_chk, n_sl):
+                lk = slinks[k]
+                if gsz[lk] > 0 and gin[lk] != ev:
+                    gin[lk] = ev
+                    gwork[n_w] = lk
+                    n_w += 1
+            n_chk = n_sl
+            if n_w == 0:
+                break
         refilled += n_rows
         if 0 <= max_refills < refilled:
             break  # over the work limit: the caller reports it (nothing returned is complete)
-        if n_rows == n_act or n_events % RESYNC_EVERY == 0:
-            # Recompute the load of the kept sub-flows from scratch (no accumulated rounding).
-            load[:] = 0.0
-            for i in range(n_old):
-                if not s_in[i]:
-                    rp = s_f[i, 0] * s_mult[i]
-                    for j in range(s_nl[i]):
-                        load[s_links[i, j]] += rp
+        if n_rows == n_act or ev % RESYNC_EVERY == 0:
+            # Recompute the load of the kept groups from scratch (no accumulated rounding).
+            fw[:, 0] = cap
+            for k in range(n_g[0]):
+                g = glist[k]
+                if gin[g] != ev:
+                    rp = gshare[g]
+                    a = rmeta[g, 0]
+                    if not r_ok[g]:
+                        a = _row(
+                            g, rmeta, r_ok, r_link, r_cnt, r_end, r_tmp, lp_ptr, gsz, adj_s,
+                            s_links, s_nl, s_mult,
+                        )  # fmt: skip
+                    for q in range(a, a + rmeta[g, 1]):
+                        fw[r_link[q], 0] -= rp * r_cnt[q]
         for k in range(n_sl):
             lk = slinks[k]
-            v = cap[lk] - load[lk]
-            resid[lk] = v if v > 0.0 else 0.0
-            if record and mark[lk] != n_events:
-                mark[lk] = n_events
+            if not fw[lk, 0] > 0.0:
+                fw[lk, 0] = 0.0
+            if record and mark[lk] != ev:
+                mark[lk] = ev
                 touched[n_t] = lk
                 n_t += 1
-        # links for the heap: all of them, or (after rounds, which compact their list) those
-        # still carrying an unfrozen sub-flow; `slinks` stays whole for the load update below
-        heap_links = slinks
-        n_wl = n_sl
-        n_un = n_rows
-        if n_rows < rounds_density * n_sl:
-            wlinks[:n_sl] = slinks[:n_sl]
-            heap_links = wlinks
-            nr, n_un, n_wl = _rounds_slots(
-                rows, n_rows, s_links, s_nl, s_mult, s_f, s_in, t, resid, wc, wlinks, n_sl,
-                share, bott, fm, ROUNDS_MIN_FRACTION,
-            )  # fmt: skip
-            rounds += nr
-        rounds += _refill_slots(
-            s_links, s_nl, s_mult, s_f, s_in, n_un, t, resid, heap_links, n_wl, lp_ptr, alen,
-            adj_s, wc, lhk, lhl, bhead, bnext, s_bj, gsz, adj_j, s_slot, True,
-        )  # fmt: skip
-        for k in range(n_sl):
-            lk = slinks[k]
-            load[lk] = cap[lk] - resid[lk]
+        # ---- progressive filling, one bottleneck link at a time (the link queue): a group
+        # saturating on its own link freezes through its row; sub-flows of other groups (or
+        # arrivals) unfrozen on it are frozen one by one and join its group
+        fbits = fb.view(np.int64)
+        _lq_init(slinks, n_sl, fw, lhk, lhl, bhead, bnext, lq)
+        while left > 0:
+            lk = _lq_next(fw, lhk, lhl, bhead, bnext, lq, fb, fbits)
+            if lk < 0:
+                break
+            c = fw[lk, 1]
+            x = fw[lk, 0] / c
+            steps += 1
+            own = 0
+            if gsz[lk] > 0:
+                own = gcnt[lk]
+                a = rmeta[lk, 0]
+                if not r_ok[lk]:
+                    a = _row(
+                        lk, rmeta, r_ok, r_link, r_cnt, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links,
+                        s_nl, s_mult,
+                    )  # fmt: skip
+                for k in range(a, a + rmeta[lk, 1]):
+                    m = r_link[k]
+                    cn = r_cnt[k]
+                    fw[m, 0] = max(fw[m, 0] - x * cn, 0.0)
+                    fw[m, 1] -= cn
+                gV[lk] += gshare[lk] * (t - gT[lk])
+                gT[lk] = t
+            gfz[lk] = ev
+            gshare[lk] = x
+            left -= own
+            # the others from the back of the list, where arrivals are (one that joins swaps
+            # with the first entry behind the group, which is looked at next)
+            need = c - own
+            q = lp_ptr[lk] + alen[lk] - 1
+            while need > 0 and q >= lp_ptr[lk] + gsz[lk]:
+                i = adj_s[q]
+                jo = s_bj[i]
+                if jo < 0:
+                    if not s_in[i]:
+                        q -= 1
+                        continue
+                    s_in[i] = False
+                    rem = s_tg[i]
+                else:
+                    go = s_links[i, jo]
+                    if gin[go] != ev or gfz[go] == ev:
+                        q -= 1
+                        continue
+                    rem = s_tg[i] - (gV[go] + gshare[go] * (t - gT[go]))
+                    _leave(i, go, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j,
+                           lp_ptr, gsz, gcnt, rmeta, r_ok, r_link, r_cnt, gmin, gmin_ok, glist,
+                           gpos, n_g)  # fmt: skip
+                mf = s_mult[i]
+                for j in range(s_nl[i]):
+                    m = s_links[i, j]
+                    fw[m, 0] = max(fw[m, 0] - x * mf, 0.0)
+                    fw[m, 1] -= mf
+                if gsz[lk] == 0:
+                    gV[lk] = 0.0
+                    gT[lk] = t
+                    gmin[lk] = np.inf
+                    gmin_ok[lk] = True
+                    gpos[lk] = n_g[0]
+                    glist[n_g[0]] = lk
+                    n_g[0] += 1
+                s_tg[i] = gV[lk] + rem
+                if s_tg[i] < gmin[lk]:
+                    gmin[lk] = s_tg[i]
+                s_bj[i] = adj_j[q]
+                _swap_entries(q, lp_ptr[lk] + gsz[lk], adj_s, adj_j, s_slot)
+                gsz[lk] += 1
+                gcnt[lk] += mf
+                _row_add(i, lk, 1.0, rmeta, r_ok, r_link, r_cnt, s_links, s_nl, s_mult)
+                need -= mf
+                left -= mf
+            if fw[lk, 1] != 0.0:
+                raise RuntimeError("flow model: a filled link kept unfrozen sub-flows (a bug)")
         if record and n_t > 0:
-            st, sl, sv, ns = _log(st, sl, sv, ns, t, touched, n_t, load)
+            st, sl, sv, ns = _log(st, sl, sv, ns, t, touched, n_t, cap, fw)
     return (
         release,
         finish,
@@ -597,9 +907,103 @@ def simulate_kernel(
         sl[:ns].copy(),
         sv[:ns].copy(),
         n_events,
-        rounds,
+        steps,
         refilled,
     )
+
+
+@njit(cache=True)
+def _row(g, rmeta, r_ok, r_link, r_cnt, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links, s_nl, s_mult):
+    """Where group ``g``'s row starts in ``r_link`` / ``r_cnt`` (the links its members cross,
+    each once, with their members counted with multiplicity; ``rmeta[g] = (start, length,
+    room)``), built from its members if it is not (``r_ok``). A row is built at the end of the
+    arrays with room to grow by half; when they are full, every row is dropped (built again on
+    its next use). Members joining or leaving update a built row (:func:`_row_add`)."""
+    if r_ok[g]:
+        return rmeta[g, 0]
+    need = 0
+    for q in range(lp_ptr[g], lp_ptr[g] + gsz[g]):
+        need += s_nl[adj_s[q]]
+    room = need + need // 2 + 8
+    if r_end[0] + room > r_link.shape[0]:
+        r_ok[:] = False
+        r_end[0] = 0
+    a = r_end[0]
+    e = a
+    for q in range(lp_ptr[g], lp_ptr[g] + gsz[g]):
+        i = adj_s[q]
+        mf = s_mult[i]
+        for j in range(s_nl[i]):
+            m = s_links[i, j]
+            if r_tmp[m] == 0:
+                r_link[e] = m
+                e += 1
+            r_tmp[m] += mf
+    for k in range(a, e):
+        m = r_link[k]
+        r_cnt[k] = r_tmp[m]
+        r_tmp[m] = 0
+    rmeta[g, 0] = a
+    rmeta[g, 1] = e - a
+    rmeta[g, 2] = room
+    r_ok[g] = True
+    r_end[0] = a + room
+    return a
+
+
+@njit(cache=True, inline="always")
+def _row_add(i, g, sign, rmeta, r_ok, r_link, r_cnt, s_links, s_nl, s_mult):
+    """Add (``sign`` 1) or take away (-1) slot ``i``'s links in group ``g``'s row, if built; a
+    link whose count drops to 0 leaves the row (the last entry takes its place). A row with no
+    room left is dropped instead (built again on its next use)."""
+    if not r_ok[g]:
+        return
+    a = rmeta[g, 0]
+    n = rmeta[g, 1]
+    mf = sign * s_mult[i]
+    for j in range(s_nl[i]):
+        m = s_links[i, j]
+        k = a
+        while k < a + n and r_link[k] != m:
+            k += 1
+        if k < a + n:
+            c = r_cnt[k] + mf
+            if c == 0.0:
+                n -= 1
+                r_link[k] = r_link[a + n]
+                r_cnt[k] = r_cnt[a + n]
+            else:
+                r_cnt[k] = c
+        elif n < rmeta[g, 2]:
+            r_link[a + n] = m
+            r_cnt[a + n] = mf
+            n += 1
+        else:
+            r_ok[g] = False
+            return
+    rmeta[g, 1] = n
+
+
+@njit(cache=True, inline="always")
+def _leave(i, g, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j, lp_ptr, gsz, gcnt,
+           rmeta, r_ok, r_link, r_cnt, gmin, gmin_ok, glist, gpos, n_g):  # fmt: skip
+    """Take slot ``i`` out of group ``g`` (out of the front of ``g``'s list, just behind it, and
+    out of its row)."""
+    jo = s_bj[i]
+    _swap_entries(s_slot[i, jo], lp_ptr[g] + gsz[g] - 1, adj_s, adj_j, s_slot)
+    gsz[g] -= 1
+    gcnt[g] -= s_mult[i]
+    s_bj[i] = -1
+    _row_add(i, g, -1.0, rmeta, r_ok, r_link, r_cnt, s_links, s_nl, s_mult)
+    if s_tg[i] <= gmin[g]:
+        gmin_ok[g] = False
+    if gsz[g] == 0:
+        k = gpos[g]
+        h = glist[n_g[0] - 1]
+        glist[k] = h
+        gpos[h] = k
+        gpos[g] = -1
+        n_g[0] -= 1
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -626,18 +1030,13 @@ def _freeze(i, level, t, s_links, s_nl, s_mult, s_f, s_in, resid, wc):
 @njit(cache=True, error_model="numpy")
 def _rounds_slots(
     rows, n_rows, s_links, s_nl, s_mult, s_f, s_in, t, resid, wc, slinks, n_sl, share, bott, fm,
-    min_frac,
 ):  # fmt: skip
     """Rounds of local-bottleneck filling (the algorithm of :func:`fill_kernel`) of the slots
     ``rows[:n_rows]`` (marked in ``s_in``, counted in ``wc``) on the capacities ``resid``, their
     links ``slinks[:n_sl]``: every round freezes all the slots of every link whose share is the
-    smallest share of each of its slots' links, writing rate and finish estimate as
-    :func:`_refill_slots` does. Stops when all are frozen or a round freezes less than the
-    fraction ``min_frac`` of those left (with 0, only when all are: every round freezes at
-    least the slots of the link with the smallest share). Returns ``(rounds, n_rows, n_sl)``:
-    the slots still unfrozen are ``rows[:n_rows]`` (still marked and counted), the links still
-    carrying one are ``slinks[:n_sl]``, ready for :func:`_refill_slots`. ``share``, ``bott``
-    (per link) and ``fm`` (per row) are scratch."""
+    smallest share of each of its slots' links (:func:`_freeze`), until all are frozen (every
+    round freezes at least the slots of the link with the smallest share). Returns the number
+    of rounds. ``share``, ``bott`` (per link) and ``fm`` (per row) are scratch."""
     rounds = 0
     while n_rows > 0:
         for k in range(n_sl):
@@ -673,7 +1072,6 @@ def _rounds_slots(
                 continue
             _freeze(i, fm[k], t, s_links, s_nl, s_mult, s_f, s_in, resid, wc)
         rounds += 1
-        froze = n_rows - w
         n_rows = w
         v = 0
         for k in range(n_sl):
@@ -682,67 +1080,22 @@ def _rounds_slots(
                 slinks[v] = lk
                 v += 1
         n_sl = v
-        if froze < min_frac * (n_rows + froze):
-            break
-    return rounds, n_rows, n_sl
+    return rounds
 
 
-@njit(cache=True)
-def _move_slot(a, b, act, s_links, s_slot, s_nl, s_mult, s_f, s_bj, adj_s):
+@njit(cache=True, inline="always")
+def _move_slot(a, b, act, s_links, s_slot, s_nl, s_mult, s_tg, s_bj, adj_s):
     """Move the active sub-flow in slot ``a`` to slot ``b`` (its link lists follow)."""
     act[b] = act[a]
     s_bj[b] = s_bj[a]
     s_nl[b] = s_nl[a]
     s_mult[b] = s_mult[a]
-    for c in range(4):
-        s_f[b, c] = s_f[a, c]
+    s_tg[b] = s_tg[a]
     for j in range(s_nl[a]):
         s_links[b, j] = s_links[a, j]
         s = s_slot[a, j]
         s_slot[b, j] = s
         adj_s[s] = b
-
-
-@njit(cache=True)
-def _sort_slots(
-    n_act, n_l, act, s_links, s_slot, s_nl, s_mult, s_f, s_bj, adj_s, perm, gstart, b_act,
-    b_links, b_slot, b_f, b_i,
-):  # fmt: skip
-    """Renumber the active slots so that the sub-flows of each group (those that last froze on
-    one link; :func:`_refill_slots`) are consecutive, groups in link order, ungrouped sub-flows
-    last (a counting sort, stable); the link lists follow (``adj_s``). Run between events (no
-    slot marked for a re-fill). ``perm``, ``gstart`` and the ``b_*`` arrays are scratch of the
-    slot arrays' sizes."""
-    gstart[:] = 0
-    for i in range(n_act):
-        g = s_links[i, s_bj[i]] if s_bj[i] >= 0 else n_l
-        gstart[g] += 1
-    acc = 0
-    for g in range(n_l + 1):
-        c = gstart[g]
-        gstart[g] = acc
-        acc += c
-    for i in range(n_act):
-        g = s_links[i, s_bj[i]] if s_bj[i] >= 0 else n_l
-        perm[i] = gstart[g]  # old slot i -> new slot
-        gstart[g] += 1
-    for i in range(n_act):
-        k = perm[i]
-        b_act[k] = act[i]
-        for c in range(4):
-            b_f[k, c] = s_f[i, c]
-        for j in range(s_nl[i]):
-            b_links[k, j] = s_links[i, j]
-            b_slot[k, j] = s_slot[i, j]
-            adj_s[s_slot[i, j]] = k
-    act[:n_act] = b_act[:n_act]
-    s_f[:n_act] = b_f[:n_act]
-    s_links[:n_act] = b_links[:n_act]
-    s_slot[:n_act] = b_slot[:n_act]
-    for arr in (s_nl, s_mult, s_bj):
-        for i in range(n_act):
-            b_i[perm[i]] = arr[i]
-        arr[:n_act] = b_i[:n_act]
 
 
 @njit(cache=True, inline="always")
@@ -760,193 +1113,15 @@ def _swap_entries(a, b, adj_s, adj_j, s_slot):
     s_slot[ia, ja] = b
 
 
-@njit(cache=True, error_model="numpy", inline="always")
-def _saturate(
-    lk, level, c, t, s_links, s_nl, s_mult, s_f, s_in, resid, lp_ptr, alen, adj_s, wc, s_bj, gsz,
-    adj_j, s_slot, track,
-):  # fmt: skip
-    """Saturate link ``lk`` at ``level``: freeze its ``c`` (with multiplicity) unfrozen marked
-    slots, found in its list (:func:`_refill_slots`). Returns how many slots froze."""
-    base = lp_ptr[lk]
-    n = 0
-    for s in range(base, base + alen[lk]):
-        i = adj_s[s]
-        if not s_in[i]:
-            continue
-        n += 1
-        mf = _freeze(i, level, t, s_links, s_nl, s_mult, s_f, s_in, resid, wc)
-        if track and s_bj[i] != adj_j[s]:
-            # i now freezes on lk: it joins lk's group (the front of lk's list, where the next
-            # walks look first) and leaves its old one
-            jo = s_bj[i]
-            if jo >= 0:
-                m = s_links[i, jo]
-                _swap_entries(s_slot[i, jo], lp_ptr[m] + gsz[m] - 1, adj_s, adj_j, s_slot)
-                gsz[m] -= 1
-            s_bj[i] = adj_j[s]
-            _swap_entries(s, base + gsz[lk], adj_s, adj_j, s_slot)
-            gsz[lk] += 1
-        if c == mf:
-            break  # the link's last unfrozen re-filled slot
-        c -= mf
-    return n
-
-
-BUCKET_BITS = 10
-"""The re-fill's bucket queue (:func:`_refill_slots`) splits each factor of 2 of fair shares
-into ``2**BUCKET_BITS`` buckets (fewer when the shares span more than :data:`N_BUCKETS` of
-them)."""
-
-N_BUCKETS = 8192
-"""Buckets of the re-fill's queue; shares beyond them go to a heap."""
-
-
-@njit(cache=True, error_model="numpy")
-def _refill_slots(
-    s_links, s_nl, s_mult, s_f, s_in, n_rows, t, resid, slinks, n_sl, lp_ptr, alen, adj_s, wc,
-    hk, hl, bhead, bnext, s_bj, gsz, adj_j, s_slot, track,
-):  # fmt: skip
-    """Progressive filling of the ``n_rows`` slots marked in ``s_in`` on the capacities
-    ``resid`` left by the others, one bottleneck link at a time (the algorithm of
-    :func:`fill_links_mult`): the slots of a bottleneck link are found in its list
-    ``adj_s[lp_ptr[l] : lp_ptr[l] + alen[l]]``, skipping those not being re-filled.
-    ``slinks[:n_sl]`` are the links of the marked slots (each once) and ``wc`` counts the
-    marked slots on each link (with multiplicity ``s_mult``); both come back cleared
-    (``s_in`` all False, ``wc`` all 0). A slot frozen at level ``x`` at time ``t`` gets its bytes
-    left brought to ``t`` at its old rate, then rate ``x`` and its new finish estimate.
-    ``hk``, ``hl``, ``bnext`` (one slot per link) and ``bhead`` (:data:`N_BUCKETS`) are
-    scratch. Returns the number of bottleneck links saturated.
-
-    The links wait in a *bucket queue* by fair share: the bits of a non-negative double,
-    read as an integer, grow with its value, so their top bits (sign, exponent and
-    :data:`BUCKET_BITS` of mantissa, fewer if the shares span too many buckets) number
-    buckets in order of share. A link sits in the bucket of its recorded share, which is never
-    above its current one (shares only grow during a filling: a frozen slot takes no more
-    than any of its links' shares). The lowest non-empty bucket is scanned: each link's
-    current share is computed, links whose share has left the bucket move up, links with no
-    marked slot left drop out, and the smallest of the rest is the smallest share of all (every
-    other bucket's links have shares at least their bucket's bottom): that link saturates.
-    Links whose shares lie beyond the last bucket are then taken from a 4-ary heap
-    (``hk``, ``hl``), with the same rule for stale keys. Either way the filling stops as soon as
-    every marked slot is frozen.
-
-    With ``track``, a slot frozen on link ``l`` joins ``l``'s *group*, the first ``gsz[l]``
-    entries of ``l``'s list (``s_bj[i]`` = which of its links it is grouped on, -1 for none;
-    ``adj_j`` and ``s_slot`` are the back pointers the swaps keep right). Bottlenecks change
-    little from one event to the next, so the walk of a saturating link finds the slots it
-    freezes first and stops at the last one: order within a list only affects speed."""
-    left = n_rows
-    steps = 0
-    if n_sl == 0 or left == 0:
-        return 0
-    # bucket numbering: share bits >> shift, offset so that the smallest share is in bucket 0
-    bits = hk.view(np.int64)
-    lo = np.int64(0x7FFFFFFFFFFFFFFF)
-    hi = np.int64(0)
-    for k in range(n_sl):
-        lk = slinks[k]
-        hk[k] = resid[lk] / wc[lk]
-        b = bits[k]
-        if b < lo:
-            lo = b
-        if b > hi and b < np.int64(0x7FF0000000000000):
-            hi = b
-    shift = 52 - BUCKET_BITS
-    while (hi >> shift) - (lo >> shift) >= N_BUCKETS - 1 and shift < 62:
-        shift += 1
-    qlo = lo >> shift
-    nb = N_BUCKETS - 1  # bucket nb - 1: shares beyond the numbered range
-    for b in range(nb):
-        bhead[b] = -1
-    for k in range(n_sl):
-        lk = slinks[k]
-        b = min((bits[k] >> shift) - qlo, nb - 1)
-        bnext[lk] = bhead[b]
-        bhead[b] = lk
-    b = 0
-    fb = np.empty(1)
-    fbits = fb.view(np.int64)
-    while left > 0 and b < nb - 1:
-        if bhead[b] < 0:
-            b += 1
-            continue
-        # scan bucket b: move links whose share grew out of it, drop links with nothing left,
-        # keep the smallest share aside
-        best = -1
-        bestv = np.inf
-        lk = bhead[b]
-        bhead[b] = -1
-        while lk >= 0:
-            nxt = bnext[lk]
-            c = wc[lk]
-            if c > 0:
-                v = resid[lk] / c
-                fb[0] = v
-                q = min((fbits[0] >> shift) - qlo, nb - 1)
-                if q > b:
-                    bnext[lk] = bhead[q]
-                    bhead[q] = lk
-                elif best < 0 or v < bestv:
-                    if best >= 0:
-                        bnext[best] = bhead[b]
-                        bhead[b] = best
-                    best = lk
-                    bestv = v
-                else:
-                    bnext[lk] = bhead[b]
-                    bhead[b] = lk
-            lk = nxt
-        if best < 0:
-            continue
-        steps += 1
-        left -= _saturate(
-            best, bestv, wc[best], t, s_links, s_nl, s_mult, s_f, s_in, resid, lp_ptr, alen,
-            adj_s, wc, s_bj, gsz, adj_j, s_slot, track,
-        )  # fmt: skip
-    if left == 0:
-        return steps
-    # the rest from a heap (built in linear time): a link met on top with a stale key is taken
-    # if its share is still the smallest key, else sifted back in at its current share
-    hs = 0
-    lk = bhead[nb - 1]
-    while lk >= 0:
-        if wc[lk] > 0:
-            hk[hs] = resid[lk] / wc[lk]
-            hl[hs] = lk
-            hs += 1
-        lk = bnext[lk]
-    for k in range((hs - 2) // 4, -1, -1):
-        _lheap_sift(hk, hl, hs, k, hk[k], hl[k])
-    while hs > 0 and left > 0:
-        lk = hl[0]
-        c = wc[lk]
-        if c == 0:
-            hs = _lheap_pop(hk, hl, hs)
-            continue
-        level = resid[lk] / c
-        if hk[0] < level:
-            nxt = np.inf
-            for b in range(1, min(5, hs)):
-                if hk[b] < nxt:
-                    nxt = hk[b]
-            if nxt < level:
-                _lheap_sift(hk, hl, hs, 0, level, lk)
-                continue
-        hs = _lheap_pop(hk, hl, hs)
-        steps += 1
-        left -= _saturate(
-            lk, level, c, t, s_links, s_nl, s_mult, s_f, s_in, resid, lp_ptr, alen, adj_s, wc,
-            s_bj, gsz, adj_j, s_slot, track,
-        )  # fmt: skip
-    return steps
-
-
 @njit(cache=True)
-def _water_level(lk, capacity, n_active, lp_ptr, alen, adj_p, rate, pmult, wbuf, mbuf):
+def _water_level(
+    lk, capacity, n_active, lp_ptr, alen, adj_s, s_links, s_bj, gshare, s_mult, wbuf, mbuf
+):  # fmt: skip
     """A lower bound, exact up to rounding when the iteration converges, of the level ``x``
     solving ``sum_f m_f min(rate_f, x) + k x = capacity`` on link ``lk``: ``f`` over its active
-    sub-flows (``adj_p[lp_ptr[lk] : lp_ptr[lk] + alen[lk]]``) with a rate (> 0), ``m_f`` their
-    multiplicities, ``k`` the other active ones (``n_active`` counted with multiplicity in all).
+    sub-flows (the slots ``adj_s[lp_ptr[lk] : lp_ptr[lk] + alen[lk]]``, each at its group's rate
+    ``gshare``) with a rate (> 0), ``m_f`` their multiplicities, ``k`` the other active ones
+    (``n_active`` counted with multiplicity in all).
 
     Fixed-point iteration from below: with ``x`` a level at most the solution, every sub-flow
     with ``rate_f < x`` is capped at ``rate_f`` in the solution too, so ``x' = (capacity -
@@ -956,11 +1131,13 @@ def _water_level(lk, capacity, n_active, lp_ptr, alen, adj_p, rate, pmult, wbuf,
     its docstring). Linear per pass, where sorting the rates would cost ``m log m``."""
     m = 0
     for q in range(lp_ptr[lk], lp_ptr[lk] + alen[lk]):
-        p = adj_p[q]
-        r = rate[p]
+        i = adj_s[q]
+        if s_bj[i] < 0:
+            continue
+        r = gshare[s_links[i, s_bj[i]]]
         if r > 0.0:
             wbuf[m] = r
-            mbuf[m] = pmult[p]
+            mbuf[m] = s_mult[i]
             m += 1
     left = capacity
     n = n_active
@@ -984,15 +1161,16 @@ def _water_level(lk, capacity, n_active, lp_ptr, alen, adj_p, rate, pmult, wbuf,
 
 
 @njit(cache=True)
-def _log(st, sl, sv, ns, t, touched, n_t, load):
-    """Append ``(t, link, load)`` for the touched links (sorted) to the change log, growing
+def _log(st, sl, sv, ns, t, touched, n_t, cap, fw):
+    """Append ``(t, link, load)`` for the touched links (sorted) to the change log (the load is
+    the capacity less the free capacity ``fw[:, 0]``), growing
     its arrays when needed; returns ``(st, sl, sv, ns)``."""
     st, sl, sv = _grow(st, ns + n_t), _grow(sl, ns + n_t), _grow(sv, ns + n_t)
     ls = np.sort(touched[:n_t])
     for k in range(n_t):
         st[ns] = t
         sl[ns] = ls[k]
-        sv[ns] = load[ls[k]]
+        sv[ns] = cap[ls[k]] - fw[ls[k], 0]
         ns += 1
     return st, sl, sv, ns
 

@@ -16,9 +16,8 @@ its links), so nothing can freeze a local bottleneck's flows below ``s[l]``: the
 always one), so the number of rounds is the depth of the bottleneck dependency chain, not the
 number of distinct rates; every round is four linear passes (compiled with numba,
 :func:`topoopt.flowsim._kernels.fill_kernel`) over the remaining flows. The simulator re-fills
-one bottleneck link at a time instead (:func:`topoopt.flowsim._kernels.fill_links_mult`, cheaper
-when few flows share a level), after a few rounds when the re-fill is sparse; all give the same
-rates.
+one bottleneck link at a time instead (as :func:`topoopt.flowsim._kernels.fill_links_mult`
+does, cheaper when few flows share a level); both give the same rates.
 
 Warm start (used by :mod:`topoopt.flowsim.simulator`): if the flows frozen so far are exactly those
 progressive filling freezes below some level (e.g. after flows leave, all flows whose rate is below

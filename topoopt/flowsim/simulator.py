@@ -28,7 +28,7 @@ Semantics
   dependent sees the same finish whichever member it waits on. Progressive filling of the
   expanded problem therefore freezes all copies at once, at the level where one of their links
   fills, and counting each class ``m`` times in the link counts and capacity taken is that same
-  filling step by step (the heap, rounds and water-level thresholds below only ever use the
+  filling step by step (the link order, group rows and water-level thresholds below only use the
   counts and the capacity taken). By induction over the events, the aggregated run processes
   the same events at the same times with the same per-member rates as the expanded one.
 
@@ -38,12 +38,18 @@ links whose load changes at an event are recorded.
 
 Performance and exactness
 -------------------------
-The event loop is compiled (:func:`topoopt.flowsim._kernels.simulate_kernel`); each event costs
-a pass over the active sub-flows plus a re-fill of only the sub-flows whose rate can change, one
-bottleneck link at a time (links in order of fair share; a bottleneck's sub-flows are read from
-the list of active sub-flows each link keeps, updated on arrivals and completions). A sparse
-re-fill (fewer sub-flows than links they cross) first runs rounds of local bottlenecks, the
-filling of :mod:`topoopt.flowsim.max_min`, and leaves the heap what they do not freeze quickly.
+The event loop is compiled (:func:`topoopt.flowsim._kernels.simulate_kernel`); each event
+re-fills only the sub-flows whose rate can change, by progressive filling one bottleneck link at
+a time (links in order of fair share). The sub-flows are kept in *groups*, one per link: those
+that last froze on it, all at the rate it gave them. When a link fills, its group freezes as a
+whole: the share times the group's count on each link it crosses comes off that link's room,
+which is the same filling as freezing its members one by one. Other unfrozen sub-flows on the
+link (arrivals, or members of groups whose link has not filled yet) are found in the list of
+active sub-flows each link keeps, frozen one by one, and join the group. A group's members share
+one record of bytes sent, so a group whose rate changes costs its links, not its members, and
+the next completion is found per group. A group is re-filled or kept as a whole (its members
+have one rate), and a group on a link that a re-filled sub-flow crosses is re-filled too
+(re-filling more than needed is exact; the level lemma below leaves none there, rounding might).
 Which sub-flows are kept:
 
 1. *Level lemma.* Remove a sub-flow ``d`` of max-min rate ``r_d`` and compare the two
@@ -81,11 +87,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topoopt.flowsim._kernels import ROUNDS_DENSITY, SORT_WORK, simulate_kernel
+from topoopt.flowsim._kernels import simulate_kernel
 from topoopt.flowsim.flowset import FlowSet
 from traffic.errors import InputError
 
 __all__ = ["SimResult", "WorkLimitExceeded", "expand_classes", "simulate"]
+
+ROW_SPACE = 0
+"""Entries the event loop keeps for its groups' rows (``0``: its default, see
+:func:`topoopt.flowsim._kernels.simulate_kernel`); the tests make it small to rebuild rows
+often."""
 
 
 class WorkLimitExceeded(RuntimeError):
@@ -246,8 +257,7 @@ def simulate(
         bool(record_series),
         fs.path_multiplicity(),
         limit,
-        ROUNDS_DENSITY,
-        SORT_WORK,
+        ROW_SPACE,
     )
     release, finish, path_start, path_last, st, sl, sv, n_events, rounds, refills = out
     if 0 <= limit < refills:
