@@ -17,6 +17,7 @@ import pytest
 
 from topoopt.flowsim import FlowSet, simulate
 from topoopt.flowsim._kernels import (
+    LQ_CROWD,
     RESYNC_EVERY,
     fill_kernel,
     fill_links_mult,
@@ -186,6 +187,28 @@ def test_fillings_order_shares_a_hair_apart_and_far_apart(kind, seed):
         cap = 10.0 ** rng.uniform(-6.0, 6.0, 12)
     out, _, _ = run_fill(kind, ptr, links, np.arange(40, dtype=np.int64), cap)
     np.testing.assert_allclose(out, level_filling(paths, cap.tolist()), rtol=1e-12)
+
+
+@pytest.mark.parametrize(("spread", "n_one"), [(0.0, 3000), (1e-7, 4500)])
+def test_links_filling_with_thousands_of_links_at_one_share(spread, n_one):
+    """Thousands of links whose shares are equal (ties, taken in a batch) or within 1e-7 of
+    each other (one bucket holding more than ``LQ_CROWD`` links: the heap takes over), beside a
+    mesh of links with various shares: the same rates as the rounds filling."""
+    assert (n_one > LQ_CROWD) if spread else (n_one < LQ_CROWD)
+    rng = np.random.default_rng(31)
+    n_links = n_one + 1500  # the first n_one carry one flow each, the others two-link flows
+    cap = np.concatenate([1.0 + spread * rng.random(n_one), rng.choice([0.7, 1.3, 2.0], 1500)])
+    mesh = np.arange(n_one, n_links)
+    paths = [[i] for i in range(n_one)]
+    paths += [sorted(rng.choice(mesh, 2, replace=False).tolist()) for _ in range(2000)]
+    ptr = np.zeros(len(paths) + 1, np.int64)
+    np.cumsum([len(p) for p in paths], out=ptr[1:])
+    links = np.concatenate([np.asarray(p, np.int64) for p in paths])
+    rows = np.arange(len(paths), dtype=np.int64)
+    by_links, _, _ = run_fill("links", ptr, links, rows, cap)
+    by_rounds, _, _ = run_fill("rounds", ptr, links, rows, cap)
+    np.testing.assert_allclose(by_links, by_rounds, rtol=1e-12)
+    assert by_links.min() < by_links.max()  # not all one level: the order mattered
 
 
 def test_fillings_on_a_chain_of_levels():
