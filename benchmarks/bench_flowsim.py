@@ -19,7 +19,7 @@ the peak memory (max RSS) of this process and of the SimGrid processes.
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_flowsim.py            # full table (~10 min on 2 cores)
+    .venv/bin/python benchmarks/bench_flowsim.py            # full table (~12 min on 2 cores)
     .venv/bin/python benchmarks/bench_flowsim.py --quick    # small rows (~1 min)
     .venv/bin/python benchmarks/bench_flowsim.py --no-simgrid
     .venv/bin/python benchmarks/bench_flowsim.py --rows "fat-tree k=16:100000:random:0"
@@ -188,6 +188,7 @@ FULL_ROWS = [
     ("fat-tree k=16", 100_000, "equal", 0.0, False),
     ("fat-tree k=16", 100_000, "equal", 2.0, False),
     ("fat-tree k=16", 10_000, "random", 0.0, False),
+    ("fat-tree k=16", 100_000, "random", 0.0, False),  # the 100,000-flow row (~1 min)
 ]
 QUICK_ROWS = [r for r in FULL_ROWS if r[1] == 1_000] + [
     ("fat-tree k=8", 10_000, "equal", 0.0, True)

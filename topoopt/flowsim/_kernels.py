@@ -547,12 +547,11 @@ def simulate_kernel(
     glist = np.empty(max(n_l, 1), np.int64)  # non-empty groups
     gpos = np.full(n_l, -1, np.int64)
     n_g = np.zeros(1, np.int64)
-    # rows: links r_link[a : a + n] with counts r_cnt, (a, n, room) = rmeta[g] (valid if r_ok)
+    # rows: (link, count) in rw[a : a + n], (a, n, room) = rmeta[g] (valid if r_ok)
     rmeta = np.zeros((n_l, 3), np.int64)
     r_ok = np.zeros(n_l, np.bool_)
     r_size = 4 * n_e + 16 * n_l + 16 if row_space <= 0 else max(row_space, 2 * n_e + 16)
-    r_link = np.empty(r_size, np.int32)
-    r_cnt = np.empty(r_size)
+    rw = np.empty((r_size, 2), np.int32)
     r_end = np.zeros(1, np.int64)
     r_tmp = np.zeros(n_l, np.int64)
     # ---- release heap, results
@@ -654,7 +653,7 @@ def simulate_kernel(
                     r0 = rp
                 path_last[p] = t
                 _leave(i, g, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j, lp_ptr,
-                       gsz, gcnt, rmeta, r_ok, r_link, r_cnt, gmin, gmin_ok, glist, gpos,
+                       gsz, gcnt, rmeta, r_ok, rw, gmin, gmin_ok, glist, gpos,
                        n_g)  # fmt: skip
                 mp = s_mult[i]
                 for j in range(s_nl[i]):
@@ -758,8 +757,9 @@ def simulate_kernel(
             for j in range(s_nl[i]):
                 lk = s_links[i, j]
                 c = fw[lk, 1]
-                slinks[n_sl] = lk  # kept if first touched (no branch to mispredict)
-                n_sl += c == 0.0
+                if c == 0.0:
+                    slinks[n_sl] = lk
+                    n_sl += 1
                 fw[lk, 1] = c + mf
         n_chk = 0  # slinks[:n_chk] have their groups re-filled
         while True:
@@ -772,15 +772,16 @@ def simulate_kernel(
                 a = rmeta[g, 0]
                 if not r_ok[g]:
                     a = _row(
-                        g, rmeta, r_ok, r_link, r_cnt, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links,
+                        g, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links,
                         s_nl, s_mult,
                     )  # fmt: skip
                 for k in range(a, a + rmeta[g, 1]):
-                    lk = r_link[k]
-                    cn = r_cnt[k]
+                    lk = rw[k, 0]
+                    cn = rw[k, 1]
                     c = fw[lk, 1]
-                    slinks[n_sl] = lk  # kept if first touched (no branch to mispredict)
-                    n_sl += c == 0.0
+                    if c == 0.0:
+                        slinks[n_sl] = lk
+                        n_sl += 1
                     fw[lk, 0] += rp * cn
                     fw[lk, 1] = c + cn
             for k in range(n_chk, n_sl):
@@ -805,11 +806,11 @@ def simulate_kernel(
                     a = rmeta[g, 0]
                     if not r_ok[g]:
                         a = _row(
-                            g, rmeta, r_ok, r_link, r_cnt, r_end, r_tmp, lp_ptr, gsz, adj_s,
+                            g, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s,
                             s_links, s_nl, s_mult,
                         )  # fmt: skip
                     for q in range(a, a + rmeta[g, 1]):
-                        fw[r_link[q], 0] -= rp * r_cnt[q]
+                        fw[rw[q, 0], 0] -= rp * rw[q, 1]
         for k in range(n_sl):
             lk = slinks[k]
             if not fw[lk, 0] > 0.0:
@@ -836,12 +837,12 @@ def simulate_kernel(
                 a = rmeta[lk, 0]
                 if not r_ok[lk]:
                     a = _row(
-                        lk, rmeta, r_ok, r_link, r_cnt, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links,
+                        lk, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links,
                         s_nl, s_mult,
                     )  # fmt: skip
                 for k in range(a, a + rmeta[lk, 1]):
-                    m = r_link[k]
-                    cn = r_cnt[k]
+                    m = rw[k, 0]
+                    cn = rw[k, 1]
                     fw[m, 0] = max(fw[m, 0] - x * cn, 0.0)
                     fw[m, 1] -= cn
                 gV[lk] += gshare[lk] * (t - gT[lk])
@@ -869,7 +870,7 @@ def simulate_kernel(
                         continue
                     rem = s_tg[i] - (gV[go] + gshare[go] * (t - gT[go]))
                     _leave(i, go, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j,
-                           lp_ptr, gsz, gcnt, rmeta, r_ok, r_link, r_cnt, gmin, gmin_ok, glist,
+                           lp_ptr, gsz, gcnt, rmeta, r_ok, rw, gmin, gmin_ok, glist,
                            gpos, n_g)  # fmt: skip
                 mf = s_mult[i]
                 for j in range(s_nl[i]):
@@ -891,7 +892,7 @@ def simulate_kernel(
                 _swap_entries(q, lp_ptr[lk] + gsz[lk], adj_s, adj_j, s_slot)
                 gsz[lk] += 1
                 gcnt[lk] += mf
-                _row_add(i, lk, 1.0, rmeta, r_ok, r_link, r_cnt, s_links, s_nl, s_mult)
+                _row_add(i, lk, 1, rmeta, r_ok, rw, s_links, s_nl, s_mult)
                 need -= mf
                 left -= mf
             if fw[lk, 1] != 0.0:
@@ -913,19 +914,18 @@ def simulate_kernel(
 
 
 @njit(cache=True)
-def _row(g, rmeta, r_ok, r_link, r_cnt, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links, s_nl, s_mult):
-    """Where group ``g``'s row starts in ``r_link`` / ``r_cnt`` (the links its members cross,
+def _row(g, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links, s_nl, s_mult):
+    """Where group ``g``'s row starts in ``rw`` (``(link, count)``: the links its members cross,
     each once, with their members counted with multiplicity; ``rmeta[g] = (start, length,
-    room)``), built from its members if it is not (``r_ok``). A row is built at the end of the
-    arrays with room to grow by half; when they are full, every row is dropped (built again on
+    room)``), built from its members if it is not (``r_ok``). A row is built at the end of
+    ``rw`` with room to grow by half; when that is full, every row is dropped (built again on
     its next use). Members joining or leaving update a built row (:func:`_row_add`)."""
     if r_ok[g]:
         return rmeta[g, 0]
     need = 0
     for q in range(lp_ptr[g], lp_ptr[g] + gsz[g]):
         need += s_nl[adj_s[q]]
-    room = need + need // 2 + 8
-    if r_end[0] + room > r_link.shape[0]:
+    if r_end[0] + need + need // 2 + 8 > rw.shape[0]:
         r_ok[:] = False
         r_end[0] = 0
     a = r_end[0]
@@ -936,13 +936,16 @@ def _row(g, rmeta, r_ok, r_link, r_cnt, r_end, r_tmp, lp_ptr, gsz, adj_s, s_link
         for j in range(s_nl[i]):
             m = s_links[i, j]
             if r_tmp[m] == 0:
-                r_link[e] = m
+                rw[e, 0] = m
                 e += 1
             r_tmp[m] += mf
     for k in range(a, e):
-        m = r_link[k]
-        r_cnt[k] = r_tmp[m]
+        m = rw[k, 0]
+        if r_tmp[m] > 2147483647:
+            raise RuntimeError("flow model: more than 2**31 sub-flows of one group on a link")
+        rw[k, 1] = r_tmp[m]
         r_tmp[m] = 0
+    room = (e - a) + (e - a) // 2 + 8  # its length is at most `need`: this fits
     rmeta[g, 0] = a
     rmeta[g, 1] = e - a
     rmeta[g, 2] = room
@@ -952,7 +955,7 @@ def _row(g, rmeta, r_ok, r_link, r_cnt, r_end, r_tmp, lp_ptr, gsz, adj_s, s_link
 
 
 @njit(cache=True, inline="always")
-def _row_add(i, g, sign, rmeta, r_ok, r_link, r_cnt, s_links, s_nl, s_mult):
+def _row_add(i, g, sign, rmeta, r_ok, rw, s_links, s_nl, s_mult):
     """Add (``sign`` 1) or take away (-1) slot ``i``'s links in group ``g``'s row, if built; a
     link whose count drops to 0 leaves the row (the last entry takes its place). A row with no
     room left is dropped instead (built again on its next use)."""
@@ -964,19 +967,19 @@ def _row_add(i, g, sign, rmeta, r_ok, r_link, r_cnt, s_links, s_nl, s_mult):
     for j in range(s_nl[i]):
         m = s_links[i, j]
         k = a
-        while k < a + n and r_link[k] != m:
+        while k < a + n and rw[k, 0] != m:
             k += 1
         if k < a + n:
-            c = r_cnt[k] + mf
-            if c == 0.0:
+            c = rw[k, 1] + mf
+            if c == 0:
                 n -= 1
-                r_link[k] = r_link[a + n]
-                r_cnt[k] = r_cnt[a + n]
+                rw[k, 0] = rw[a + n, 0]
+                rw[k, 1] = rw[a + n, 1]
             else:
-                r_cnt[k] = c
+                rw[k, 1] = c
         elif n < rmeta[g, 2]:
-            r_link[a + n] = m
-            r_cnt[a + n] = mf
+            rw[a + n, 0] = m
+            rw[a + n, 1] = mf
             n += 1
         else:
             r_ok[g] = False
@@ -986,7 +989,7 @@ def _row_add(i, g, sign, rmeta, r_ok, r_link, r_cnt, s_links, s_nl, s_mult):
 
 @njit(cache=True, inline="always")
 def _leave(i, g, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j, lp_ptr, gsz, gcnt,
-           rmeta, r_ok, r_link, r_cnt, gmin, gmin_ok, glist, gpos, n_g):  # fmt: skip
+           rmeta, r_ok, rw, gmin, gmin_ok, glist, gpos, n_g):  # fmt: skip
     """Take slot ``i`` out of group ``g`` (out of the front of ``g``'s list, just behind it, and
     out of its row)."""
     jo = s_bj[i]
@@ -994,7 +997,7 @@ def _leave(i, g, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j, lp_ptr
     gsz[g] -= 1
     gcnt[g] -= s_mult[i]
     s_bj[i] = -1
-    _row_add(i, g, -1.0, rmeta, r_ok, r_link, r_cnt, s_links, s_nl, s_mult)
+    _row_add(i, g, -1, rmeta, r_ok, rw, s_links, s_nl, s_mult)
     if s_tg[i] <= gmin[g]:
         gmin_ok[g] = False
     if gsz[g] == 0:
