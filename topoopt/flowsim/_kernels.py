@@ -897,6 +897,8 @@ def simulate_kernel(
                 left -= mf
             if fw[lk, 1] != 0.0:
                 raise RuntimeError("flow model: a filled link kept unfrozen sub-flows (a bug)")
+        if left != 0:
+            raise RuntimeError("flow model: a filling ended with sub-flows unfrozen (a bug)")
         if record and n_t > 0:
             st, sl, sv, ns = _log(st, sl, sv, ns, t, touched, n_t, cap, fw)
     return (
