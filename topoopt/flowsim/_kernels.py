@@ -76,24 +76,21 @@ def fill_kernel_mult(ptr, links, rows, mult, rem, out):
     multiplicities of its unfrozen rows``), every member gets the rate written to ``out`` and
     the class takes ``mult[f]`` times that rate from ``rem``."""
     n = rows.shape[0]
-    s_links, s_nl, s_mult, s_f, s_in, wc, slinks, n_sl = _slots_of(ptr, links, rows, mult, rem)
+    s_links, s_nl, s_mult, s_in, wc, slinks, n_sl = _slots_of(ptr, links, rows, mult, rem)
     order = np.arange(max(n, 1))
     n_l = rem.shape[0]
-    rounds = _rounds_slots(
-        order, n, s_links, s_nl, s_mult, s_f, s_in, 0.0, rem, wc, slinks, n_sl,
+    return _rounds_slots(
+        order, n, s_links, s_nl, s_mult, out, s_in, rem, wc, slinks, n_sl,
         np.empty(max(n_l, 1)), np.zeros(max(n_l, 1), np.bool_), np.empty(max(n, 1)),
     )  # fmt: skip
-    for i in range(n):
-        out[i] = s_f[i, 0]
-    return rounds
 
 
 @njit(cache=True)
 def _slots_of(ptr, links, rows, mult, rem):
-    """Slots (the layout of :func:`simulate_kernel`) for the sub-flows ``rows`` of the CSR
-    incidence ``ptr``, ``links``, all marked for filling at rate 0 with nothing left to send:
-    ``(s_links, s_nl, s_mult, s_f, s_in, wc, slinks, n_sl)`` with ``wc`` their count per link
-    (with multiplicity ``mult``) and ``slinks[:n_sl]`` the links they cross (each once)."""
+    """Slots for the sub-flows ``rows`` of the CSR incidence ``ptr``, ``links`` (slot ``i``:
+    row ``rows[i]``'s links, their number and its multiplicity), all marked for filling:
+    ``(s_links, s_nl, s_mult, s_in, wc, slinks, n_sl)`` with ``wc`` their count per link (with
+    multiplicity ``mult``) and ``slinks[:n_sl]`` the links they cross (each once)."""
     n_l = rem.shape[0]
     n = rows.shape[0]
     width = 1
@@ -104,7 +101,6 @@ def _slots_of(ptr, links, rows, mult, rem):
     s_links = np.empty((max(n, 1), width), np.int32)
     s_nl = np.empty(max(n, 1), np.int64)
     s_mult = np.empty(max(n, 1), np.int64)
-    s_f = np.zeros((max(n, 1), 4))
     s_in = np.ones(max(n, 1), np.bool_)
     wc = np.zeros(n_l, np.int64)
     slinks = np.empty(max(n_l, 1), np.int64)
@@ -120,7 +116,7 @@ def _slots_of(ptr, links, rows, mult, rem):
                 slinks[n_sl] = lk
                 n_sl += 1
             wc[lk] += mult[f]
-    return s_links, s_nl, s_mult, s_f, s_in, wc, slinks, n_sl
+    return s_links, s_nl, s_mult, s_in, wc, slinks, n_sl
 
 
 @njit(cache=True)
@@ -345,7 +341,7 @@ def fill_links_mult(ptr, links, rows, mult, rem, out):
     """
     n_l = rem.shape[0]
     n = rows.shape[0]
-    s_links, s_nl, s_mult, s_f, s_in, wc, slinks, n_sl = _slots_of(ptr, links, rows, mult, rem)
+    s_links, s_nl, s_mult, s_in, wc, slinks, n_sl = _slots_of(ptr, links, rows, mult, rem)
     alen = np.zeros(n_l, np.int64)
     for i in range(n):
         for j in range(s_nl[i]):
@@ -385,13 +381,11 @@ def fill_links_mult(ptr, links, rows, mult, rem, out):
             if not s_in[i]:
                 continue
             left -= 1
-            mf = _freeze(i, level, 0.0, s_links, s_nl, s_mult, s_f, s_in, fw[:, 0], fw[:, 1])
+            mf = _freeze(i, level, s_links, s_nl, s_mult, out, s_in, fw[:, 0], fw[:, 1])
             if c == mf:
                 break  # the link's last unfrozen slot
             c -= mf
     rem[:] = fw[:, 0]
-    for i in range(n):
-        out[i] = s_f[i, 0]
     return steps
 
 
@@ -1012,11 +1006,10 @@ def _leave(i, g, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j, lp_ptr
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _freeze(i, level, t, s_links, s_nl, s_mult, s_f, s_in, resid, wc):
-    """Freeze re-filled slot ``i`` at rate ``level`` at time ``t``: it leaves the set
+def _freeze(i, level, s_links, s_nl, s_mult, rate, s_in, resid, wc):
+    """Freeze slot ``i`` at rate ``level`` (written to ``rate[i]``): it leaves the set
     (``s_in``), takes ``level`` times its multiplicity from each of its links (``resid``,
-    clipped at 0) and leaves their counts ``wc``; its bytes left are brought to ``t`` at its old
-    rate, then it gets the new rate and finish estimate. Returns its multiplicity."""
+    clipped at 0) and leaves their counts ``wc``. Returns its multiplicity."""
     s_in[i] = False
     mf = s_mult[i]
     take = level * mf
@@ -1024,17 +1017,13 @@ def _freeze(i, level, t, s_links, s_nl, s_mult, s_f, s_in, resid, wc):
         m = s_links[i, j]
         resid[m] = max(resid[m] - take, 0.0)
         wc[m] -= mf
-    rem = s_f[i, 1] - s_f[i, 0] * (t - s_f[i, 2])
-    s_f[i, 0] = level
-    s_f[i, 1] = rem
-    s_f[i, 2] = t
-    s_f[i, 3] = t + rem / level if level > 0.0 else np.inf
+    rate[i] = level
     return mf
 
 
 @njit(cache=True, error_model="numpy")
 def _rounds_slots(
-    rows, n_rows, s_links, s_nl, s_mult, s_f, s_in, t, resid, wc, slinks, n_sl, share, bott, fm,
+    rows, n_rows, s_links, s_nl, s_mult, rate, s_in, resid, wc, slinks, n_sl, share, bott, fm,
 ):  # fmt: skip
     """Rounds of local-bottleneck filling (the algorithm of :func:`fill_kernel`) of the slots
     ``rows[:n_rows]`` (marked in ``s_in``, counted in ``wc``) on the capacities ``resid``, their
@@ -1075,7 +1064,7 @@ def _rounds_slots(
                 rows[w] = i
                 w += 1
                 continue
-            _freeze(i, fm[k], t, s_links, s_nl, s_mult, s_f, s_in, resid, wc)
+            _freeze(i, fm[k], s_links, s_nl, s_mult, rate, s_in, resid, wc)
         rounds += 1
         n_rows = w
         v = 0
