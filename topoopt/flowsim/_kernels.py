@@ -153,7 +153,8 @@ def _lheap_sift(hk, hl, size, i, key, val):
 
 BUCKET_BITS = 10
 """The link queue (:func:`_lq_next`) splits each factor of 2 of fair shares into
-``2**BUCKET_BITS`` buckets (fewer when the shares span more than :data:`N_BUCKETS` of them)."""
+``2**BUCKET_BITS`` buckets, fewer when the shares would span more than about two buckets per
+link queued or half of :data:`N_BUCKETS` (the other half is room for shares to grow)."""
 
 N_BUCKETS = 8192
 """Buckets of the link queue; shares beyond them go to a heap."""
@@ -162,12 +163,26 @@ LQ_CROWD = 4096
 """A bucket found holding more links than this hands the rest of the filling to the heap."""
 
 
+@njit(cache=True)
+def _lq_arrays(n_l):
+    """The arrays of a link queue for ``n_l`` links: ``(hk, hl, bhead, bnext, lq, fb)``
+    (:func:`_lq_init`, :func:`_lq_next`)."""
+    return (
+        np.empty(max(n_l, 1)),
+        np.empty(max(n_l, 1), np.int64),
+        np.empty(N_BUCKETS, np.int64),
+        np.empty(max(n_l, 1), np.int64),
+        np.zeros(8, np.int64),
+        np.empty(1),
+    )
+
+
 @njit(cache=True, error_model="numpy")
 def _lq_init(slinks, n_sl, fw, hk, hl, bhead, bnext, lq):
     """Put the links ``slinks[:n_sl]`` in the link queue by their fair shares: free capacity
     ``fw[l, 0]`` over unfrozen count ``fw[l, 1]`` (> 0) (:func:`_lq_next`). ``hk``, ``hl``,
-    ``bnext`` (one slot per link),
-    ``bhead`` (:data:`N_BUCKETS`) and ``lq`` (8) hold the queue."""
+    ``bnext`` (one slot per link), ``bhead`` (:data:`N_BUCKETS`) and ``lq`` (8) hold the queue
+    (:func:`_lq_arrays`)."""
     bits = hk.view(np.int64)
     lo = np.int64(0x7FFFFFFFFFFFFFFF)
     hi = np.int64(0)
@@ -356,12 +371,7 @@ def fill_links_mult(ptr, links, rows, mult, rem, out):
             lk = s_links[i, j]
             adj_s[lp_ptr[lk] + alen[lk]] = i
             alen[lk] += 1
-    hk = np.empty(max(n_l, 1))
-    hl = np.empty(max(n_l, 1), np.int64)
-    bhead = np.empty(N_BUCKETS, np.int64)
-    bnext = np.empty(max(n_l, 1), np.int64)
-    lq = np.zeros(8, np.int64)
-    fb = np.empty(1)
+    hk, hl, bhead, bnext, lq, fb = _lq_arrays(n_l)
     fbits = fb.view(np.int64)
     fw = np.empty((n_l, 2))
     fw[:, 0] = rem
@@ -488,7 +498,7 @@ def simulate_kernel(
     to the *group* of the link it last froze on (``s_bj[i]``: which of its links; -1 only for an
     arrival before its first filling) and gets the group's rate. A group keeps its members at
     the front of its link's list, the links its members cross with their counts (its *row*,
-    rebuilt when its members change), and its *service* ``V(t)``: the bytes each member has
+    updated as members join and leave), and its *service* ``V(t)``: the bytes each member has
     sent since a reference point, piecewise linear in ``t`` (``gV``, ``gT``, ``gshare``). A
     member's ``s_tg[i]`` is the service at which it has sent everything, so its bytes left are
     ``s_tg[i] - V(t)`` and nothing per member changes while its group keeps its members.
@@ -536,8 +546,7 @@ def simulate_kernel(
     gmin = np.full(n_l, np.inf)  # smallest member target (valid if gmin_ok)
     gmin_ok = np.ones(n_l, np.bool_)
     gnext = np.full(n_l, np.inf)  # next member finish
-    gin = np.full(n_l, -1, np.int64)  # event whose filling re-fills the group
-    gfz = np.full(n_l, -1, np.int64)  # event whose filling has frozen it
+    gin = np.full(n_l, -1, np.int64)  # event whose filling re-fills it (-1 once frozen)
     glist = np.empty(max(n_l, 1), np.int64)  # non-empty groups
     gpos = np.full(n_l, -1, np.int64)
     n_g = np.zeros(1, np.int64)
@@ -564,13 +573,8 @@ def simulate_kernel(
             hsize = _heap_push(hk, hv, hsize, start[f], f)
     # ---- scratch
     gwork = np.empty(max(n_l, 1), np.int64)
-    slinks = np.empty(n_l + 1, np.int64)  # one spare: written before it is known to be new
-    lhk = np.empty(max(n_l, 1))
-    lhl = np.empty(max(n_l, 1), np.int64)
-    bhead = np.empty(N_BUCKETS, np.int64)
-    bnext = np.empty(max(n_l, 1), np.int64)
-    lq = np.zeros(8, np.int64)
-    fb = np.empty(1)
+    slinks = np.empty(max(n_l, 1), np.int64)
+    lhk, lhl, bhead, bnext, lq, fb = _lq_arrays(n_l)
     done = np.empty(max(n_p, 1), np.int64)
     mark = np.full(n_l, -1, np.int64)
     xmark = np.full(n_l, -1, np.int64)
@@ -841,7 +845,7 @@ def simulate_kernel(
                     fw[m, 1] -= cn
                 gV[lk] += gshare[lk] * (t - gT[lk])
                 gT[lk] = t
-            gfz[lk] = ev
+            gin[lk] = -1
             gshare[lk] = x
             left -= own
             # the others from the back of the list, where arrivals are (one that joins swaps
@@ -859,7 +863,7 @@ def simulate_kernel(
                     rem = s_tg[i]
                 else:
                     go = s_links[i, jo]
-                    if gin[go] != ev or gfz[go] == ev:
+                    if gin[go] != ev:
                         q -= 1
                         continue
                     rem = s_tg[i] - (gV[go] + gshare[go] * (t - gT[go]))
