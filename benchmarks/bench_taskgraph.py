@@ -19,7 +19,7 @@ from traffic.taskgraph import build_workload, parse_taskgraph, read_taskgraph
 
 __all__ = ["main"]
 
-DEFAULT_DIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "topoopt-taskgraphs"
+DEFAULT_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "topoopt-taskgraphs"
 
 
 def _best(fn, repeat: int) -> tuple[float, object]:

@@ -16,7 +16,7 @@ Plan workloads are built at any server count ``n`` (``n`` a multiple of 16 for G
     expert groups spanning 8 servers (order ``tp-cp-dp-ep-pp``: the expert ranks of a group are
     ``n / 8`` servers apart), data parallel over the rest.
 
-Task graphs: the seven TopoOpt artifact graphs in ``shared/data/topoopt-taskgraphs`` at their own
+Task graphs: the seven TopoOpt artifact graphs in ``tests/data/topoopt-taskgraphs`` at their own
 server counts (``tg-<model>-<n>``).
 
 ``MP_HEAVY`` names the workloads the acceptance's geometric mean runs over (DLRM, CANDLE with
@@ -165,19 +165,11 @@ def plan_workload(name: str, servers: int) -> Workload:
 
 
 def taskgraph_dir() -> Path:
-    """Folder of the shared TopoOpt task graphs (``TOPOOPT_TASKGRAPHS`` overrides)."""
+    """The TopoOpt task graphs in ``tests/data`` (``TOPOOPT_TASKGRAPHS`` overrides)."""
     env = os.environ.get("TOPOOPT_TASKGRAPHS")
     if env:
         return Path(env)
-    here = Path(__file__).resolve()
-    for up in here.parents:
-        cand = up / "shared" / "data" / "topoopt-taskgraphs"
-        if cand.is_dir():
-            return cand
-        cand = up.parent / "shared" / "data" / "topoopt-taskgraphs"
-        if cand.is_dir():
-            return cand
-    return Path("/work/shared/data/topoopt-taskgraphs")
+    return Path(__file__).resolve().parents[2] / "tests" / "data" / "topoopt-taskgraphs"
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from traffic.workload import Demand, Workload
 
 FAST = 1e24  # bytes/s: an infinitely fast network
 GPU = RooflineParams(peak_flops=1e12, efficiency=1.0, memory_bandwidth=1e12)
-TASKGRAPHS = Path(__file__).resolve().parents[3] / "shared" / "data" / "topoopt-taskgraphs"
+TASKGRAPHS = Path(__file__).resolve().parents[1] / "data" / "topoopt-taskgraphs"
 
 
 def pipeline_workload(p: int, m: int, flops: float, send: float, vpp: int = 1) -> Workload:

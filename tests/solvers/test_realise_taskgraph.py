@@ -22,7 +22,7 @@ from topoopt.flowsim.collectives import communication_time
 from topoopt.flowsim.iteration import simulate_iteration
 from traffic.workload import Demand, TaskGraph, Workload
 
-TASKGRAPHS = Path(__file__).resolve().parents[3] / "shared" / "data" / "topoopt-taskgraphs"
+TASKGRAPHS = Path(__file__).resolve().parents[1] / "data" / "topoopt-taskgraphs"
 
 
 def small_taskgraph() -> Workload:

@@ -28,7 +28,7 @@ from traffic.errors import InputError
 from traffic.taskgraph import build_workload, parse_taskgraph, read_taskgraph
 from traffic.workload import Workload
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "topoopt-taskgraphs"
+DATA = Path(__file__).resolve().parents[1] / "data" / "topoopt-taskgraphs"
 NAMES = [
     "100candle_16.fbuf",
     "100candle_32.fbuf",
@@ -149,12 +149,12 @@ def imported(name: str) -> Workload:
 
 
 # ------------------------------------------------------------------------------------------
-# The seven shared files.
+# The seven TopoOpt files shipped in tests/data.
 # ------------------------------------------------------------------------------------------
 
 
 def test_shared_data_folder_is_present():
-    assert DATA.is_dir(), f"missing shared data folder {DATA}"
+    assert DATA.is_dir(), f"missing task-graph folder {DATA}"
     assert sorted(p.name for p in DATA.glob("*.fbuf")) == NAMES
 
 

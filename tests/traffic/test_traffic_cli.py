@@ -18,7 +18,7 @@ from traffic.expand import server_matrix
 from traffic.load import load_workload
 
 ROOT = Path(__file__).resolve().parents[2]
-FBUF = ROOT.parent / "shared" / "data" / "topoopt-taskgraphs" / "100dlrm_16.fbuf"
+FBUF = ROOT / "tests" / "data" / "topoopt-taskgraphs" / "100dlrm_16.fbuf"
 runner = CliRunner()
 
 
