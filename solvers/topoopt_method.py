@@ -65,6 +65,7 @@ __all__ = [
     "EXACT_MATCHING_SERVERS",
     "MATCHING_PARTNERS",
     "candidate_pairs",
+    "tie_break_weights",
     "max_weight_matching",
     "mp_matchings",
     "hop_distances",
@@ -303,19 +304,59 @@ def candidate_pairs(w: np.ndarray, partners: int | None) -> tuple[np.ndarray, np
     return key // n, key % n
 
 
-def max_weight_matching(
-    n: int, iu: np.ndarray, ju: np.ndarray, weight: np.ndarray, matcher: str = "rustworkx"
-) -> list[tuple[int, int]]:
-    """A maximum-weight matching (not necessarily perfect) of the graph ``(iu, ju, weight)``.
+def tie_break_weights(weight: np.ndarray, circuits: np.ndarray, n: int) -> np.ndarray:
+    """Integer blossom weights: the demand first, two tie-breaks after it (lexicographic).
 
-    ``rustworkx`` takes integer weights: they are scaled to ``2**40 / max(weight)`` and
-    rounded, so matchings whose weights differ by less than ``max(weight) * 2**-40`` tie.
+    ``key = q * M + s`` with ``q = rint(weight * 2**b / max(weight))`` (the demand, ``b <= 40``
+    bits so that the keys fit in 62 bits) and ``s = (weight > 0) * (n//2 + 1) + (circuits == 0)``;
+    ``M = (n//2) * (n//2 + 2) + 1`` exceeds the largest sum of ``s`` over a matching, so a
+    matching of maximum key has maximum (quantised) demand, then the most pairs with demand,
+    then the most pairs that have no MP circuit yet. Every such matching is a maximum-weight
+    matching of the paper's problem: the tie-breaks only choose among its optima (the paper and
+    the released code leave ties to the blossom implementation).
+
+    Examples
+    --------
+    >>> key = tie_break_weights(np.array([2.0, 2.0, 0.0, 0.0]), np.array([1, 0, 0, 1]), 4)
+    >>> (key // 9).tolist() == [2**40, 2**40, 0, 0], (key % 9).tolist()  # M = 9 for n = 4
+    (True, [3, 4, 1, 0])
+    """
+    weight = np.asarray(weight, np.float64)
+    half = int(n) // 2
+    m = half * (half + 2) + 1
+    bits = min(40, 62 - int(np.ceil(np.log2(m + 1))))
+    top = float(weight.max(initial=0.0))
+    q = (
+        np.rint(weight * (2.0**bits / top)).astype(np.int64)
+        if top > 0
+        else np.zeros(weight.size, np.int64)
+    )
+    s = (weight > 0).astype(np.int64) * (half + 1) + (np.asarray(circuits) == 0)
+    return q * m + s
+
+
+def max_weight_matching(
+    n: int,
+    iu: np.ndarray,
+    ju: np.ndarray,
+    weight: np.ndarray,
+    matcher: str = "rustworkx",
+    perfect: bool = False,
+) -> list[tuple[int, int]]:
+    """A maximum-weight matching of the graph ``(iu, ju, weight)``.
+
+    Integer weights are used exactly. ``rustworkx`` takes integer weights only: float weights are
+    scaled to ``2**40 / max(weight)`` and rounded, so matchings whose weights differ by less
+    than ``max(weight) * 2**-40`` tie. ``perfect=True``: the heaviest among the matchings of
+    maximum cardinality (a maximum-weight perfect matching when the graph has one).
 
     Examples
     --------
     >>> iu, ju = np.array([0, 1, 2]), np.array([1, 2, 3])
     >>> sorted(max_weight_matching(4, iu, ju, np.array([1.0, 3.0, 1.0])))
     [(1, 2)]
+    >>> sorted(max_weight_matching(4, iu, ju, np.array([1.0, 3.0, 1.0]), perfect=True))
+    [(0, 1), (2, 3)]
     >>> sorted(max_weight_matching(4, iu, ju, np.array([2.0, 3.0, 2.0]), matcher="networkx"))
     [(0, 1), (2, 3)]
     """
@@ -323,46 +364,52 @@ def max_weight_matching(
         raise InputError("matcher", matcher, f"one of {', '.join(MATCHERS)}")
     if iu.size == 0:
         return []
+    weight = np.asarray(weight)
+    exact = np.issubdtype(weight.dtype, np.integer)
     if matcher == "networkx":
+        wl = weight.tolist() if exact else np.asarray(weight, float).tolist()
         graph = nx.Graph()
         graph.add_nodes_from(range(n))
-        graph.add_weighted_edges_from(
-            zip(iu.tolist(), ju.tolist(), np.asarray(weight, float).tolist(), strict=True)
-        )
-        pairs = nx.max_weight_matching(graph, maxcardinality=False)
+        graph.add_weighted_edges_from(zip(iu.tolist(), ju.tolist(), wl, strict=True))
+        pairs = nx.max_weight_matching(graph, maxcardinality=perfect)
     else:
         import rustworkx as rx
 
-        wi = np.rint(np.asarray(weight, float) * (2.0**40 / float(np.max(weight))))
+        if exact:
+            wi = weight.astype(np.int64)
+        else:
+            top = float(np.max(weight))
+            scale = 2.0**40 / top if top > 0 else 0.0
+            wi = np.rint(np.asarray(weight, float) * scale).astype(np.int64)
         graph = rx.PyGraph()
         graph.add_nodes_from(range(n))
-        graph.add_edges_from(
-            list(zip(iu.tolist(), ju.tolist(), wi.astype(np.int64).tolist(), strict=True))
-        )
-        pairs = rx.max_weight_matching(graph, max_cardinality=False, weight_fn=int)
+        graph.add_edges_from(list(zip(iu.tolist(), ju.tolist(), wi.tolist(), strict=True)))
+        pairs = rx.max_weight_matching(graph, max_cardinality=perfect, weight_fn=int)
     return sorted((min(a, b), max(a, b)) for a, b in pairs)
 
 
-def _complete(pairs: list[tuple[int, int]], w: np.ndarray, n: int) -> list[tuple[int, int]]:
-    """Complete a matching to a perfect one: loose servers by heaviest pair first, then in
-    index order (with the complete demand graph all loose pairs weigh zero, so this is the
-    index order)."""
+def _complete(
+    pairs: list[tuple[int, int]], w: np.ndarray, count: np.ndarray
+) -> list[tuple[int, int]]:
+    """Complete a matching to a perfect one (only the sparsified blossom leaves servers loose):
+    loose servers by heaviest remaining demand first, then pairs with the fewest MP circuits,
+    then index order."""
+    n = w.shape[0]
     matched = np.zeros(n, bool)
     for a, b in pairs:
         matched[a] = matched[b] = True
     loose = np.flatnonzero(~matched)
     out = list(pairs)
     if loose.size:
-        sub = np.triu(w[np.ix_(loose, loose)], 1)
-        ia, ib = np.nonzero(sub > 0)
-        order = np.lexsort((ib, ia, -sub[ia, ib]))
+        ia, ib = np.triu_indices(loose.size, 1)
+        sub_w = w[loose[ia], loose[ib]]
+        sub_c = count[loose[ia], loose[ib]]
+        order = np.lexsort((ib, ia, sub_c, -sub_w))
         taken = np.zeros(loose.size, bool)
         for x, y in zip(ia[order].tolist(), ib[order].tolist(), strict=True):
             if not taken[x] and not taken[y]:
                 taken[x] = taken[y] = True
                 out.append((int(loose[x]), int(loose[y])))
-        rest = loose[~taken].tolist()
-        out += [(rest[i], rest[i + 1]) for i in range(0, len(rest), 2)]
     return sorted(out)
 
 
@@ -433,8 +480,13 @@ def mp_matchings(
     count = np.zeros((n, n), dtype=np.int64)
     rows: list[tuple[int, int]] = []
     for _ in range(int(ports)):
-        iu, ju = candidate_pairs(w, partners)
-        pairs = _complete(max_weight_matching(n, iu, ju, w[iu, ju], matcher), w, n)
+        if partners is None:  # the complete graph: every pair, ties broken inside the blossom
+            iu, ju = np.triu_indices(n, 1)
+            iu, ju = iu.astype(np.int64), ju.astype(np.int64)
+        else:
+            iu, ju = candidate_pairs(w, partners)
+        key = tie_break_weights(w[iu, ju], count[iu, ju], n)
+        pairs = _complete(max_weight_matching(n, iu, ju, key, matcher, perfect=True), w, count)
         for a, b in pairs:
             count[a, b] += 1
             count[b, a] += 1

@@ -22,6 +22,7 @@ from solvers.topoopt_method import (
     candidate_pairs,
     coin_change,
     degree_split,
+    hop_distances,
     max_weight_matching,
     mp_matchings,
     sample_shortest_paths,
@@ -351,3 +352,55 @@ def test_path_draws_merge_duplicates_like_a_per_pair_unique():
         assert paths == sorted(set(paths))  # distinct, lexicographic
         assert all(len(p) - 1 == dist[src[i], dst[i]] for p in paths)  # shortest
         assert sum(wt for _, wt in lists[i]) == pytest.approx(1.0)
+
+
+def two_tier_demand(n: int = 16) -> np.ndarray:
+    """DLRM's embedding all-to-all on 16 servers: the first half holds the tables (2 units between
+    each pair of them), every table server sends 1 unit to every other server."""
+    h = n // 2
+    t = np.zeros((n, n))
+    t[:h, :] = 1.0
+    t[:, :h] = 1.0
+    t[:h, :h] = 2.0
+    np.fill_diagonal(t, 0.0)
+    return t
+
+
+@pytest.mark.parametrize("matcher", ["rustworkx", "networkx"])
+def test_matchings_wire_no_pair_without_demand_when_an_optimum_avoids_it(matcher):
+    # Issue 13: on this demand every perfect matching covering the table servers with fresh pairs
+    # weighs the same (each table server contributes 2 units), so round after round the blossom
+    # could pair servers 8-15 among themselves (no demand) and stack circuits there: 7 parallel
+    # circuits on 8-9, 10-11, ... at 8 ports. Among the maximum-weight matchings the tie-break
+    # takes the pairs with demand, so no circuit is wasted and the cut gets circuits.
+    t = two_tier_demand()
+    w0 = t + t.T
+    for ports in (1, 4, 6):
+        c, _ = mp_matchings(sp.csr_matrix(t), ports, 16, matcher=matcher)
+        assert np.all(w0[c[:, 0], c[:, 1]] > 0)  # every MP circuit carries demand
+        assert c[:, 2].max() == 1  # fresh pairs exist, so none is stacked
+        cross = c[(c[:, 0] < 8) != (c[:, 1] < 8), 2].sum()
+        assert cross == 8 * ports  # servers 8-15 can only be matched across the cut
+    first, _ = mp_matchings(sp.csr_matrix(t), 1, 16, matcher=matcher)
+    # still a maximum-weight one: 8 cross pairs of 1 + 1 units, as 4 table pairs of 2 + 2 would
+    assert sum(w0[u, v] for u, v, _ in first) == 16.0
+
+
+def test_more_ports_nest_the_topology_when_the_allreduce_share_is_unchanged():
+    # What the paper's TopologyFinder guarantees with more ports: the MP matchings are built
+    # round by round, so with the same d_AR (same rings) the design at d is contained in the
+    # design at d' > d; hop distances can then only shrink. Nothing is promised about the
+    # routed time (the paths change), see docs/topoopt-baseline.md.
+    w = workload(16, mp_size=4e9)
+    designs = {
+        d: topoopt_design(DesignProblem.from_workload(w, degree=d, link_bandwidth=12.5e9))
+        for d in (4, 6, 8)
+    }
+    assert {d: x.info["d_ar"] for d, x in designs.items()} == {4: 2, 6: 2, 8: 2}
+    for small, big in ((4, 6), (6, 8)):
+        a = {(u, v): k for u, v, k in designs[small].circuits.tolist()}
+        b = {(u, v): k for u, v, k in designs[big].circuits.tolist()}
+        assert all(b.get(pair, 0) >= k for pair, k in a.items())
+        ha = hop_distances(designs[small].circuits, 16)
+        hb = hop_distances(designs[big].circuits, 16)
+        assert np.all(hb <= ha) and np.isfinite(ha).all()
