@@ -27,17 +27,27 @@ def table_dims(model: ModelSpec) -> np.ndarray:
     return np.array([t.dim for t in model.tables for _ in range(t.count)], dtype=np.int64)
 
 
-def dims_per_gpu(model: ModelSpec, gpus: int) -> np.ndarray:
-    """``D_i``: summed width of the tables on GPU ``i`` (round-robin placement).
+def dims_per_gpu(model: ModelSpec, gpus: int, table_gpus: np.ndarray | None = None) -> np.ndarray:
+    """``D_i``: summed width of the tables on GPU ``i``.
+
+    ``table_gpus`` gives the GPU of each table (in :func:`table_dims` order); the default is
+    round-robin, table ``k`` on GPU ``k mod gpus``.
 
     Examples
     --------
     >>> from traffic.zoo import get_model
     >>> dims_per_gpu(get_model("ncf"), 3).tolist()
     [192, 64, 128]
+    >>> dims_per_gpu(get_model("ncf"), 3, np.array([2, 2, 2, 2])).tolist()
+    [0, 0, 384]
     """
     dims = table_dims(model)
-    return np.bincount(np.arange(dims.size) % gpus, weights=dims, minlength=gpus).astype(np.int64)
+    where = np.arange(dims.size) % gpus if table_gpus is None else np.asarray(table_gpus)
+    if where.shape != dims.shape or np.any(where < 0) or np.any(where >= gpus):
+        from traffic.errors import InputError
+
+        raise InputError("table_gpus", where.tolist()[:8], f"{dims.size} GPU ids in [0, {gpus})")
+    return np.bincount(where, weights=dims, minlength=gpus).astype(np.int64)
 
 
 def mlp_parameters(model: ModelSpec) -> int:
@@ -58,13 +68,18 @@ def recsys_parameters(model: ModelSpec) -> int:
     return int(emb) + mlp_parameters(model)
 
 
-def recsys_demands(plan: Plan, grid: RankGrid) -> list[Demand]:
-    """Embedding all-to-all (forward, backward) and MLP gradient all-reduce."""
+def recsys_demands(
+    plan: Plan, grid: RankGrid, table_gpus: np.ndarray | None = None
+) -> list[Demand]:
+    """Embedding all-to-all (forward, backward) and MLP gradient all-reduce.
+
+    ``table_gpus``: the GPU of each table (default round-robin, see :func:`dims_per_gpu`).
+    """
     n = plan.gpus
     b = plan.parallelism.micro_batch_size
     beta = plan.precision.activation_bytes
     nmb = plan.micro_batches
-    dims = dims_per_gpu(plan.model, n)
+    dims = dims_per_gpu(plan.model, n, table_gpus)
     group = grid.groups("dp")
     out: list[Demand] = []
     if n > 1:
