@@ -28,7 +28,8 @@ Fabric names (:data:`FABRICS`):
     and routing.
 ``hybrid``
     Leaf-spine (oversubscribed ``oversubscription``:1, ``degree/2 x B`` NICs) plus an optical
-    layer of ``degree/2`` ports per server wired as the geometric circulant, ECMP over both.
+    layer of ``degree/2`` ports per server wired as the geometric circulant, every pair's bytes
+    split over both layers by one LP routing (:func:`solvers.hybrid_design.route_hybrid`).
 """
 
 from __future__ import annotations
@@ -198,6 +199,25 @@ def build_fabric(
             optical_port_bandwidth=B,
             **common,
         )
+        # hop-count ECMP would put all of a circuit pair's bytes on its one circuit (1 hop)
+        # and none on the NIC (2 hops): the optical ports then cap neighbour traffic whatever
+        # the NIC speed (issue 13). One LP routing over both layers splits every pair.
+        from types import SimpleNamespace
+
+        from solvers.design import ring_records
+        from solvers.hybrid_design import route_hybrid
+        from solvers.problem import DesignProblem
+        from solvers.realise import design_workload
+
+        problem = DesignProblem.from_workload(workload, degree=d // 2, link_bandwidth=B)
+        routed = route_hybrid(problem, fab, time_limit_s)
+        opt = fab.link_kind == "optical"
+        have = set((fab.src[opt] * n + fab.dst[opt]).tolist())
+        rings = SimpleNamespace(servers=n, rings=ring_records(problem, routed.rings, have))
+        run = FabricRun(name, fab, design_workload(workload, rings, problem), routed.paths)
+        run.note = "routed by solvers.hybrid_design.route_hybrid (both layers)"
+        run.capex_usd, run.power_w = _price(fab, prices)
+        return run
     elif name in DESIGNED:
         from solvers.problem import DesignProblem
         from solvers.realise import design_fabric, design_routing, design_workload
