@@ -21,7 +21,7 @@ from topoopt.units import gbps_to_bytes_per_s
 
 __all__ = ["register", "compare_command"]
 
-DEFAULT_FABRICS = "ideal,fat-tree,fat-tree-oversub,torus,expander,topoopt,joint"
+DEFAULT_FABRICS = "ideal,fat-tree,fat-tree-oversub,torus,expander,topoopt,topoopt-best,joint"
 
 
 @handle_errors
