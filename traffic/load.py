@@ -15,12 +15,14 @@ PLAN_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def load_workload(source: str | os.PathLike) -> Workload:
-    """Read a Workload from a plan file (YAML/JSON), an embedded plan name, or a task graph.
+    """Read a Workload from a plan file (YAML/JSON), an embedded plan name, a TopoOpt task graph
+    or a folder of Chakra execution traces.
 
     Parameters
     ----------
     source : str or path
         ``*.yaml``, ``*.yml`` or ``*.json``: a plan file; ``*.fbuf``: a TopoOpt task graph;
+        a folder: Chakra traces ``NAME.<rank>.et`` (:func:`traffic.chakra.read_chakra`);
         otherwise the name of an embedded plan (``traffic/plans/NAME.yaml``).
 
     Raises
@@ -32,6 +34,10 @@ def load_workload(source: str | os.PathLike) -> Workload:
     from traffic.plan import embedded_plan_names, embedded_plan_path, load_plan
 
     path = Path(source)
+    if path.is_dir():
+        from traffic.chakra import read_chakra
+
+        return read_chakra(path)
     suffix = path.suffix.lower()
     if suffix in TRACE_SUFFIXES:
         from traffic.taskgraph import read_taskgraph

@@ -10,7 +10,7 @@ import pandas as pd
 from traffic.expand import PairTraffic, expand
 from traffic.workload import CLASSES, Workload
 
-__all__ = ["traffic_summary", "class_table", "pair_frame"]
+__all__ = ["traffic_summary", "class_table", "pair_frame", "demand_list"]
 
 
 def class_table(workload: Workload, pairs: PairTraffic) -> pd.DataFrame:
@@ -44,7 +44,9 @@ def traffic_summary(workload: Workload, algorithm: str = "ring") -> dict[str, An
         ``gpus``, ``servers``, ``gpus_per_server``, ``parameters``, ``algorithm``,
         ``bytes_by_class`` (class -> wire bytes per iteration summed over all GPUs),
         ``bytes_per_gpu_by_class``, ``total_bytes``, ``inter_server_bytes``,
-        ``intra_server_bytes``, ``demands`` (number of families), ``conventions``.
+        ``intra_server_bytes``, ``demand_families`` (their number), ``demands`` (one entry per
+        family: ``op``, ``size`` (bytes, nccl-tests ``S``), ``group_size``, ``groups``, ``count``
+        (per group per iteration), ``class``, ``phase``, ``name``), ``conventions``.
     """
     pairs = expand(workload, algorithm, "server")
     table = class_table(workload, pairs)
@@ -61,7 +63,8 @@ def traffic_summary(workload: Workload, algorithm: str = "ring") -> dict[str, An
         "total_bytes": float(pairs.bytes.sum()),
         "inter_server_bytes": float(pairs.bytes[~intra].sum()),
         "intra_server_bytes": float(pairs.bytes[intra].sum()),
-        "demands": len(workload.demands),
+        "demand_families": len(workload.demands),
+        "demands": demand_list(workload),
         "conventions": dict(workload.conventions),
     }
 
@@ -77,3 +80,26 @@ def pair_frame(pairs: PairTraffic) -> pd.DataFrame:
             "bytes": coo.data[order],
         }
     )
+
+
+def demand_list(workload: Workload) -> list[dict[str, Any]]:
+    """One record per demand family, for diffing against other tools.
+
+    >>> from traffic.workload import Demand, Workload
+    >>> w = Workload(4, 2, (Demand("all-reduce", [[0, 1], [2, 3]], 8.0, "dp", "backward", 3),))
+    >>> demand_list(w)[0]["count"], demand_list(w)[0]["group_size"], demand_list(w)[0]["groups"]
+    (3, 2, 2)
+    """
+    return [
+        {
+            "op": d.op,
+            "size": float(d.size),
+            "group_size": d.group_size,
+            "groups": d.n_groups,
+            "count": d.count,
+            "class": d.cls,
+            "phase": d.phase,
+            "name": d.name,
+        }
+        for d in workload.demands
+    ]

@@ -189,8 +189,11 @@ class TaskGraph:
 
     Arrays are aligned by task index. ``kind`` is one of ``forward``, ``backward``, ``update``,
     ``comm`` (intra-server), ``barrier``, ``transfer`` (a network transfer between servers) and
-    ``all-reduce``. ``device`` is the server id for compute tasks; ``demand`` maps a communication
-    task to ``(demand index, row)`` in the Workload, ``-1`` for compute tasks.
+    ``all-reduce`` or ``collective`` (any collective of a Demand: all-reduce, all-gather, ...).
+    ``server`` is the server id for compute tasks; ``demand`` maps a communication task to
+    ``(demand index, row)`` in the Workload, ``-1`` for compute tasks. ``device``, when given,
+    names the resource each compute task occupies (tasks on one device share it; default: one
+    device per server, as TopoOpt's task graphs represent a server by one device).
 
     Attributes
     ----------
@@ -201,6 +204,7 @@ class TaskGraph:
     size_bytes : numpy.ndarray (float64 bytes; 0 for compute)
     edges : numpy.ndarray     (int64, shape (E, 2), task indices: [before, after])
     demand : numpy.ndarray    (int64, shape (T, 2): [demand index, row] or [-1, -1])
+    device : numpy.ndarray, optional (int64 device id per task; -1 for non-compute tasks)
     """
 
     task_id: np.ndarray
@@ -210,6 +214,7 @@ class TaskGraph:
     size_bytes: np.ndarray
     edges: np.ndarray
     demand: np.ndarray
+    device: np.ndarray | None = None
 
     @property
     def n_tasks(self) -> int:

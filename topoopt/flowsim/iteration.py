@@ -730,18 +730,21 @@ class _TaskGraphModel:
         fb, tasks = FlowBuilder(net), _Tasks()
         T = tg.n_tasks
         ns = w.servers
-        dev = fb.device_link(fb.new_devices(2 * ns))
         tail = np.full(T, -1, np.int64)
         head_lo = np.full(T, -1, np.int64)
         head_hi = np.full(T, -1, np.int64)
         kind = tg.kind
         server = np.maximum(tg.server, 0)
+        # compute devices: one per server (TopoOpt task graphs) unless the graph names its own
+        cdev = server if tg.device is None else np.maximum(np.asarray(tg.device, np.int64), 0)
+        nd = ns if tg.device is None else int(cdev.max(initial=0)) + 1
+        dev = fb.device_link(fb.new_devices(nd + ns))
         comp = np.flatnonzero(np.isin(kind, ("forward", "backward", "update")))
-        ids = fb.add_links(dev[server[comp]], tg.runtime_s[comp])
+        ids = fb.add_links(dev[cdev[comp]], tg.runtime_s[comp])
         tail[comp] = ids
         tasks.add("compute", "compute", kind[comp], ids, ids + 1, cell=server[comp], name="task")
         cm = np.flatnonzero(kind == "comm")
-        ids = fb.add_links(dev[ns + server[cm]], tg.runtime_s[cm])
+        ids = fb.add_links(dev[nd + server[cm]], tg.runtime_s[cm])
         tail[cm] = ids
         tasks.add("comm", "intra", "comm", ids, ids + 1, cell=server[cm], name="comm")
         br = np.flatnonzero(kind == "barrier")
@@ -766,7 +769,7 @@ class _TaskGraphModel:
         single = tail >= 0
         head_lo[single] = tail[single]
         head_hi[single] = tail[single] + 1
-        ar = np.flatnonzero(kind == "all-reduce")
+        ar = np.flatnonzero((kind == "all-reduce") | (kind == "collective"))
         heads: dict[int, np.ndarray] = {}  # all-reduce task -> its flows without internal deps
         for t in ar.tolist():
             f, r = tg.demand[t]

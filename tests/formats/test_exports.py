@@ -1,0 +1,191 @@
+"""SimAI workload text, ASTRA-sim inputs, GraphML and the `demands` list of `traffic --json`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+from traffic import load_workload
+from traffic.errors import InputError
+from traffic.simai import parse_simai, simai_workload
+
+
+CLS = ("tp", "ep", "embedding")
+DATA = Path(__file__).parents[1] / "data" / "topoopt-taskgraphs"
+
+
+def run(cwd, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "topoopt.cli", *args], capture_output=True, text=True, cwd=cwd
+    )
+
+
+# ---- SimAI ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("plan", ["gpt3-175b", "mixtral-8x7b"])
+def test_plan_to_simai_parses_back_with_the_plans_collectives(plan):
+    w = load_workload(plan)
+    wl = parse_simai(simai_workload(w))
+    m = w.info["micro_batches"]
+    h = wl.header
+    tp = max(d.group_size for d in w.demands if d.cls == "tp")
+    assert (h["model_parallel_NPU_group"], h["ga"], h["all_gpus"]) == (tp, m, w.gpus)
+    assert h["pp"] == len({d.stage for d in w.demands})
+    assert h["pp_comm"] == max(d.size for d in w.demands if d.cls == "pp")
+    # every per-micro-batch collective of a stage appears count/m times, in its slot, with S
+    for stage in range(h["pp"]):
+        lines = [x for x in wl.lines if x.name.startswith(f"stage{stage}_")]
+        for slot, phase in (("fwd", "forward"), ("ig", "backward")):
+            got = Counter(
+                (getattr(x, f"{slot}_type"), getattr(x, f"{slot}_bytes"))
+                for x in lines
+                if getattr(x, f"{slot}_type") != "NONE"
+            )
+            want = Counter()
+            for d in w.demands:
+                per_mb = d.count % m == 0 and d.group_size > 1
+                if d.stage == stage and d.phase == phase and d.cls in CLS and per_mb:
+                    kind = {"all-reduce": "ALLREDUCE", "all-gather": "ALLGATHER"}.get(d.op)
+                    kind = (
+                        kind or {"reduce-scatter": "REDUCESCATTER", "all-to-all": "ALLTOALL"}[d.op]
+                    )
+                    kind += "_EP" if d.cls == "ep" else ""
+                    want[(kind, round(d.size))] += d.count // m
+            assert got == want, (stage, slot)
+        # once per iteration (gradient synchronisation, tied embeddings): weight-gradient slot
+        wg = Counter((x.wg_type, x.wg_bytes) for x in lines if x.wg_type != "NONE")
+        once = [
+            d
+            for d in w.demands
+            if d.stage == stage
+            and d.cls != "pp"
+            and d.group_size > 1
+            and (d.cls == "dp" or d.phase == "optimizer" or d.count % m)
+        ]
+        assert sum(wg.values()) == sum(d.count for d in once)
+        assert sum(b * c for (_, b), c in wg.items()) == sum(round(d.size) * d.count for d in once)
+
+
+def test_simai_refuses_task_graphs_and_context_parallel(tmp_path):
+    w = load_workload(DATA / "100vgg_16.fbuf")
+    with pytest.raises(InputError, match="plan"):
+        simai_workload(w)
+    with pytest.raises(InputError, match="CP"):
+        simai_workload(load_workload("llama3-70b-cp"))
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("X\n", "lines"),
+        ("HYBRID_TRANSFORMER_FWD_IN_BCKWD ga: 1\n0\n", "model_parallel_NPU_group"),
+        (
+            "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 1 ep: 1 pp: 1 ga: 1 "
+            "all_gpus: 2\n2\nl\t-1\t1\tNONE\t0\t1\tNONE\t0\t1\tNONE\t0\t100\n",
+            "number of layer lines",
+        ),
+        (
+            "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 1 ep: 1 pp: 1 ga: 1 "
+            "all_gpus: 2\n1\nl\t-1\t1\tBOGUS\t0\t1\tNONE\t0\t1\tNONE\t0\t100\n",
+            "BOGUS",
+        ),
+        (
+            "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: x ep: 1\n0\n",
+            "an integer",
+        ),
+    ],
+)
+def test_simai_parser_errors_name_the_line(text, match):
+    with pytest.raises(InputError, match=match):
+        parse_simai(text)
+
+
+# ---- ASTRA-sim ----------------------------------------------------------------------------------
+
+
+def test_astra_sim_export_writes_a_complete_input_set(tmp_path):
+    r = run(
+        tmp_path,
+        *("export", "vgg16-dp", "--format", "astra-sim", "--fabric", "torus", "--dims", "4x4"),
+        *("--link-gbps", "200", "--out", "as", "--json"),
+    )
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    # 8 GPUs per server (Switch) x a 4 x 4 torus of servers (two Rings of 25 GB/s links)
+    assert [(d["topology"], d["npus_count"]) for d in doc["dimensions"]] == [
+        ("Switch", 8),
+        ("Ring", 4),
+        ("Ring", 4),
+    ]
+    assert doc["dimensions"][1]["bandwidth_GBps"] == pytest.approx(25.0)
+    net = (tmp_path / "as" / "network.yml").read_text()
+    assert net.splitlines()[0] == "topology: [ Switch, Ring, Ring ]"
+    assert "npus_count: [ 8, 4, 4 ]" in net
+    system = json.loads((tmp_path / "as" / "system.json").read_text())
+    assert system["all-reduce-implementation"] == ["ring"] * 3
+    assert len(list((tmp_path / "as" / "workload").glob("trace.*.et"))) == 128
+    assert "comm-group-configuration" in (tmp_path / "as" / "NOTE.md").read_text()
+    r = run(
+        tmp_path, "export", "vgg16-dp", "--format", "astra-sim", "--fabric", "torus", "--out", "x"
+    )
+    assert r.returncode == 2 and "--dims" in r.stderr and not (tmp_path / "x").exists()
+
+
+# ---- GraphML ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "family, build, nodes, edges",
+    [
+        ("fat-tree", lambda f: f.fat_tree(4), 16 + 20, 48),
+        ("torus", lambda f: f.torus((4, 4)), 16, 32),
+        ("direct", lambda f: f.direct_connect(8, 4, device="ocs"), 8 + 4, 8 * 4 // 2),
+    ],
+)
+def test_graphml_loads_in_networkx_with_the_right_counts(tmp_path, family, build, nodes, edges):
+    import topoopt.fabrics as fabrics
+    from topoopt.exports import write_graphml
+
+    fab = build(fabrics)
+    p = tmp_path / f"{family}.graphml"
+    write_graphml(fab, p)
+    g = nx.read_graphml(p)
+    assert g.number_of_nodes() == fab.n_nodes == nodes
+    assert g.number_of_edges() == fab.n_cables
+    types = Counter(d["type"] for _, d in g.nodes(data=True))
+    assert types["host"] == fab.n_servers
+    if family == "direct":  # 4 OCSes (one per port), unlinked; 2 strides x 8 = 16 circuits
+        assert types["ocs"] == 4
+        assert sum(d["count"] for *_, d in g.edges(data=True)) == edges
+    else:
+        assert g.number_of_edges() == edges
+    # circuit counts: summed over edges they give the physical link count
+    assert sum(d["count"] for *_, d in g.edges(data=True)) == fab.n_physical_links
+    cap = sum(d["capacity"] for *_, d in g.edges(data=True))
+    assert cap == pytest.approx(float(fab.capacity.sum()) / 2)
+
+
+# ---- traffic --json demands ---------------------------------------------------------------------
+
+
+def test_traffic_json_lists_demands_that_add_up(tmp_path):
+    from traffic.workload import wire_bytes_per_collective
+
+    r = run(tmp_path, "traffic", "mixtral-8x7b", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    total = {}
+    for d in doc["demands"]:
+        assert set(d) >= {"op", "size", "group_size", "count", "class", "phase"}
+        per = wire_bytes_per_collective(d["op"], d["group_size"], d["size"])
+        per = 0.0 if d["group_size"] == 1 else per
+        total[d["class"]] = total.get(d["class"], 0.0) + per * d["groups"] * d["count"]
+    for k, v in doc["bytes_by_class"].items():
+        assert total[k] == pytest.approx(v, rel=1e-9)
