@@ -240,7 +240,12 @@ def test_gradient_buckets_overlap_with_the_last_backward():
     assert bucket < 0.01
     assert r.compute_s == pytest.approx(0.04 + 0.08, rel=1e-9)
     assert r.exposed_comm_s == pytest.approx(bucket, rel=1e-9)
-    assert r.comm_s == pytest.approx(n * bucket, rel=1e-9)
+    # the critical path: forward, the 8 backward pieces, the last bucket (the others overlap)
+    assert r.comm_s == pytest.approx(bucket, rel=1e-9)
+    assert r.comm_by_class == pytest.approx({"dp": bucket}, rel=1e-9)
+    assert r.info["critical_path_compute_s"] == pytest.approx(0.12, rel=1e-9)
+    # some communication is in flight during all n buckets
+    assert r.comm_busy_s == pytest.approx(n * bucket, rel=1e-9)
 
 
 def test_tp_collectives_block_their_stage():

@@ -64,11 +64,29 @@ barrier. Successor edges become dependencies.
 
 Definitions (:class:`IterationResult`)
 --------------------------------------
+All four are measured on the simulated iteration.
+
 ``iteration_s``: makespan. ``compute_s``: makespan with every communication flow instantaneous
 (zero bytes on the null link): the compute critical path with an infinitely fast network.
 ``exposed_comm_s = iteration_s - compute_s``. ``exposed_by_class[c] = iteration_s -`` the makespan
-with class ``c``'s communication instantaneous (the others as they are). ``comm_s``: length of the
-union of the intervals during which some communication task is in flight.
+with class ``c``'s communication instantaneous (the others as they are).
+
+``comm_s``: communication on the critical path. The critical path (:func:`critical_path`) runs
+back from the flow that finishes last, each time to the dependency that finished last (the one
+the flow waited for), preferring a compute flow on ties; its flows follow each other without gap
+from time 0, so ``iteration_s = C + comm_s`` with ``C`` the seconds of compute on it and
+``comm_s`` the seconds of its transfers and collectives (network flows, intra-server
+collectives, gradient buckets; barriers take no time). ``comm_by_class`` splits it by class.
+``comm_busy_s``: length of the union of the intervals during which some communication task is in
+flight anywhere (``comm_s <= comm_busy_s``: the critical path's communication intervals are
+disjoint and inside that union).
+
+*exposed <= comm.* For plan-derived workloads a device's tasks are chained, so a compute flow
+never shares its device link and takes its nominal time; the critical path's compute flows are a
+chain of the task graph, which the compute-only run also contains with the same durations, so
+``C <= compute_s`` and ``exposed_comm_s = iteration_s - compute_s <= iteration_s - C = comm_s``.
+(Imported task graphs share a server's device among the tasks ready at once, so there ``C`` is
+elapsed time and the inequality is checked, not implied.)
 """
 
 from __future__ import annotations
@@ -136,7 +154,8 @@ class IterationResult:
     compute_s : float
         Iteration time with an infinitely fast network (compute critical path).
     comm_s : float
-        Time during which some communication is in flight (union of intervals).
+        Communication on the critical path: seconds of the iteration's critical path spent in
+        transfers and collectives (``exposed_comm_s <= comm_s <= comm_busy_s``).
     exposed_comm_s : float
         ``iteration_s - compute_s``.
     exposed_by_class : dict
@@ -149,7 +168,11 @@ class IterationResult:
     sim : SimResult
         The full simulation (per-flow times, link bytes, load series).
     info : dict
-        Sizes and modelling facts (flows, tasks, cells, merge factors, ...).
+        Sizes and modelling facts (flows, tasks, cells, merge factors, critical path, ...).
+    comm_busy_s : float
+        Time during which some communication is in flight anywhere (union of intervals).
+    comm_by_class : dict
+        Class -> seconds of ``comm_s`` (a blocking task shared by classes split pro rata).
     """
 
     iteration_s: float
@@ -161,6 +184,8 @@ class IterationResult:
     timeline: pd.DataFrame
     sim: SimResult
     info: dict = field(default_factory=dict)
+    comm_busy_s: float = 0.0
+    comm_by_class: dict = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -211,31 +236,71 @@ def pipeline_order(p: int, m: int, stage: int, v: int = 1) -> np.ndarray:
 
 
 class _Tasks:
-    """Logical tasks as contiguous flow-id ranges ``lo:hi`` with labels."""
+    """Logical tasks as contiguous flow-id ranges ``lo:hi`` with labels.
+
+    ``add`` runs once per task group (16,000 times per build on GPT-3 over 32 servers), so it
+    only records its arguments; :attr:`parts` turns them into columns in one pass when read."""
+
+    _LABELS = (("task", object), ("kind", object), ("cell", np.int64), ("stage", np.int64),
+               ("micro_batch", np.int64), ("phase", object), ("class", object))  # fmt: skip
+    _SCALARS = (str, int, np.integer, np.str_)
 
     def __init__(self):
-        self.parts: list[dict] = []
+        self._parts: list[dict] = []
+        self._pending: list[tuple] = []
+        # flows shared by several classes: (flow ids, class -> seconds of each flow)
+        self.splits: list[tuple[np.ndarray, dict]] = []
 
     def add(self, kind, cls, phase, lo, hi, *, cell=-1, stage=-1, mb=-1, name=""):
         lo = np.asarray(lo, np.int64).ravel()
-        n = lo.shape[0]
+        self._pending.append((lo, (name, kind, cell, stage, mb, phase, cls, hi)))
 
-        def b(x, dtype=object):
-            return np.broadcast_to(np.asarray(x, dtype=dtype), (n,))
+    @property
+    def parts(self) -> list[dict]:
+        """Column dicts (``task``, ``kind``, ..., ``lo``, ``hi``; one row per task)."""
+        if self._pending:
+            self._parts.append(self._columns(self._pending))
+            self._pending = []
+        return self._parts
 
-        self.parts.append(
-            {
-                "task": b(name),
-                "kind": b(kind),
-                "cell": b(cell, np.int64),
-                "stage": b(stage, np.int64),
-                "micro_batch": b(mb, np.int64),
-                "phase": b(phase),
-                "class": b(cls),
-                "lo": lo,
-                "hi": b(hi, np.int64),
-            }
-        )
+    def _columns(self, pending: list[tuple]) -> dict:
+        n = np.array([lo.shape[0] for lo, _ in pending], np.int64)
+        start = np.cumsum(n) - n
+        total = int(n.sum())
+        out = {}
+        for j, (key, dtype) in enumerate((*self._LABELS, ("hi", np.int64))):
+            vals = [v[j] for _, v in pending]
+            col = np.empty(total, dtype)
+            sc = [i for i, x in enumerate(vals) if isinstance(x, self._SCALARS)]
+            if sc:
+                si = np.asarray(sc, np.int64)
+                col[_ranges(start[si], start[si] + n[si])] = np.repeat(
+                    np.array([vals[i] for i in sc], dtype), n[si]
+                )
+            if len(sc) < len(vals):
+                for i in sorted(set(range(len(vals))) - set(sc)):
+                    a, b = int(start[i]), int(start[i] + n[i])
+                    col[a:b] = np.broadcast_to(np.asarray(vals[i], dtype), (b - a,))
+            if key == "hi":
+                out["lo"] = np.concatenate([lo for lo, _ in pending])
+            out[key] = col
+        return out
+
+    def flow_labels(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per flow id ``0..n-1``: whether it is compute (device work of a compute or optimizer
+        task) and its task's class (``""`` for flows of no task: barriers)."""
+        compute = np.zeros(n, bool)
+        cls = np.full(n, "", dtype=object)
+        for p in self.parts:
+            lo, hi = p["lo"], p["hi"]
+            keep = hi > lo
+            if not keep.any():
+                continue
+            ids = _ranges(lo[keep], hi[keep])
+            rep = np.repeat(np.arange(lo.shape[0])[keep], (hi - lo)[keep])
+            compute[ids] = np.isin(p["kind"][rep], ("compute", "optimizer"))
+            cls[ids] = p["class"][rep]
+        return compute, cls
 
     def frame(self, sim: SimResult) -> pd.DataFrame:
         if not self.parts:
@@ -280,6 +345,81 @@ def _union_length(start: np.ndarray, finish: np.ndarray) -> float:
     g_start = s[new]
     g_end = np.maximum.reduceat(f, np.flatnonzero(new))
     return float((g_end - g_start).sum())
+
+
+def critical_path(sim: SimResult, dep_ptr: np.ndarray, deps: np.ndarray, prefer=None) -> np.ndarray:
+    """Flow ids of a critical path of a simulation, first flow first.
+
+    From the flow that finishes last, step to the dependency that finished last (the one the
+    flow waited for: a flow starts when its last dependency finishes); among dependencies that
+    finish together (within 1e-12 relative), the first one marked in ``prefer`` (a boolean per
+    flow), else the smallest id. Consecutive flows touch (each starts at its predecessor's
+    finish) and the first starts at the release time, so their durations sum to the makespan.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> sim = SimpleNamespace(start=np.array([0.0, 0.0, 2.0]), finish=np.array([2.0, 1.0, 5.0]))
+    >>> critical_path(sim, np.array([0, 0, 0, 2]), np.array([0, 1])).tolist()
+    [0, 2]
+    """
+    n = sim.finish.shape[0]
+    if n == 0:
+        return np.zeros(0, np.int64)
+    fin = np.asarray(sim.finish)
+    tol = 1e-12 * max(1.0, float(fin.max()))
+    f = int(np.argmax(fin))
+    path = [f]
+    while dep_ptr[f + 1] > dep_ptr[f]:
+        ds = deps[dep_ptr[f] : dep_ptr[f + 1]]
+        fd = fin[ds]
+        cand = np.sort(ds[fd >= fd.max() - tol])
+        if prefer is not None and cand.size > 1 and prefer[cand].any():
+            cand = cand[prefer[cand]]
+        f = int(cand[0])
+        path.append(f)
+    return np.asarray(path[::-1], np.int64)
+
+
+def _critical_comm(sim: SimResult, fb: FlowBuilder, tasks: _Tasks) -> tuple[float, dict, dict]:
+    """Communication on the critical path: seconds in all, seconds per class, and facts."""
+    a = fb.arrays()
+    n = sim.finish.shape[0]
+    compute, cls = tasks.flow_labels(n)
+    path = critical_path(sim, a["dep_ptr"], a["deps"], prefer=compute)
+    dur = np.asarray(sim.finish)[path] - np.asarray(sim.start)[path]
+    is_comp = compute[path]
+    comm_ids, comm_dur = path[~is_comp], dur[~is_comp]
+    by_class: dict[str, float] = {}
+    # flows shared by classes (intra-server blocking collectives): split pro rata
+    names = sorted({c for _, parts in tasks.splits for c in parts})
+    if names:
+        s_ids = np.concatenate([ids for ids, _ in tasks.splits])
+        share = np.zeros((s_ids.size, len(names)))
+        row = 0
+        for ids, parts in tasks.splits:
+            for c, x in parts.items():
+                share[row : row + ids.size, names.index(c)] = x
+            row += ids.size
+        order = np.argsort(s_ids)
+        s_ids, share = s_ids[order], share[order]
+    for f, t in zip(comm_ids.tolist(), comm_dur.tolist(), strict=True):
+        if t <= 0:
+            continue
+        if names:
+            k = int(np.searchsorted(s_ids, f))
+            if k < s_ids.size and s_ids[k] == f and share[k].sum() > 0:
+                for c, x in zip(names, share[k] / share[k].sum(), strict=True):
+                    if x > 0:
+                        by_class[c] = by_class.get(c, 0.0) + t * float(x)
+                continue
+        c = str(cls[f]) or "barrier"
+        by_class[c] = by_class.get(c, 0.0) + t
+    facts = {
+        "critical_path_flows": int(path.size),
+        "critical_path_compute_s": float(dur[is_comp].sum()),
+    }
+    return float(comm_dur.sum()), by_class, facts
 
 
 # ------------------------------------------------------------------------------------------------
@@ -401,15 +541,19 @@ class _PipelineModel:
                 self.after_opt.append(idx)
             else:
                 self.sync.append(idx)
+        # channels: families that are rings of one collective (same op, class, phase, stage,
+        # count and member sets, e.g. a design's rings) share its buckets
+        self.channels = _channel_groups(w, self.sync)
         # pieces of the last backward task per stage: the largest bucket count of its stage
         self.n_buckets = {}
         pieces = np.ones(self.p, np.int64)
-        for idx in self.sync:
-            d = w.demands[idx]
-            nb = max(1, ceil(d.size * d.count / self.bucket_bytes))
-            self.n_buckets[idx] = nb
-            st = np.unique(self.cell_stage[self.cell_of[d.groups.ravel()]])
-            pieces[st] = np.maximum(pieces[st], nb)
+        for members in self.channels:
+            total = sum(w.demands[i].size * w.demands[i].count for i in members)
+            nb = max(1, ceil(total / self.bucket_bytes))
+            for idx in members:
+                self.n_buckets[idx] = nb
+                st = np.unique(self.cell_stage[self.cell_of[w.demands[idx].groups.ravel()]])
+                pieces[st] = np.maximum(pieces[st], nb)
         self.pieces = pieces
 
     # -------------------------------------------------------------- blocking durations
@@ -484,6 +628,7 @@ class _PipelineModel:
                 )
             # ---- blocking comm per (cell, slot): isolated durations or real flows
             kdur = np.zeros((nc, S))
+            kcls: dict[str, np.ndarray] = {}  # the part of kdur each class takes
             is_last = np.zeros(S, bool)
             for ph_code in (0, 1):
                 sl = np.flatnonzero(o[:, 0] == ph_code)
@@ -511,11 +656,16 @@ class _PipelineModel:
                             d_last = self._isolated(idx, r, base + rem) if base + rem else 0.0
                             kdur[ci, sl] += d_reg
                             kdur[ci, sl[-1]] += d_last - d_reg
+                            kc = kcls.setdefault(d.cls, np.zeros((nc, S)))
+                            kc[ci, sl] += d_reg
+                            kc[ci, sl[-1]] += d_last - d_reg
                         else:
                             cross_rows.append((idx, r, c, sl, base, rem))
             cls_label = "+".join(sorted(labels)) or "none"
             kid = fb.add_links(np.repeat(dev[cs], S), kdur.ravel()).reshape(nc, S)
             K[cs] = kid
+            if kcls:
+                tasks.splits.append((kid.ravel(), {c: x.ravel() for c, x in kcls.items()}))
             fb.add_deps(kid, Cen[cs])
             fb.add_deps(Cst[cs, 1:], kid[:, :-1])
             for j in range(S):
@@ -605,13 +755,17 @@ class _PipelineModel:
         turn_f = slot_of[p - 1, 0, v - 1]
         turn_b = slot_of[p - 1, 1, v - 1]
         fb.add_deps(Cst[last][:, turn_b], K[last][:, turn_f])
-        # ---- gradient sync buckets
+        # ---- gradient sync buckets (channels of one collective: bucket k of every channel
+        # waits for bucket k-1 of all of them, one NCCL stream per group)
         opt_after: list[tuple[np.ndarray, np.ndarray]] = []
-        final = {}
-        for idx in self.sync:
-            cells, R = self._sync(fb, tasks, idx, instant, Pid, merge, start=None)
-            opt_after.append((cells, R))
-            final[idx] = R
+        for members in self.channels:
+            parts = []
+            for idx in members:
+                cells, Q, R, ident = self._sync(fb, tasks, idx, instant, Pid, merge, start=None)
+                opt_after.append((cells, R[:, -1]))
+                parts.append((Q, R, ident))
+            if len(members) > 1:
+                _couple_channels(fb, parts)
         # ---- optimizer
         opt = fb.add_links(dev, self.t_opt[self.cell_stage])
         fb.add_deps(opt, K[:, S - 1])
@@ -632,8 +786,8 @@ class _PipelineModel:
         return fb, tasks, merge
 
     def _sync(self, fb, tasks, idx, instant, Pid, merge, start):
-        """Bucketed collective of one family; returns (member cells per merged row, final
-        barrier per merged row)."""
+        """Bucketed collective of one family; returns the member cells per merged row, the
+        start and end barriers ``(rows, buckets)`` and each merged row's members (sorted)."""
         w, gps = self.w, self.w.gpus_per_server
         d = w.demands[idx]
         rows = demand_rows(w, idx)
@@ -702,7 +856,38 @@ class _PipelineModel:
             stage=np.repeat(self.cell_stage[ucells[:, 0]], nb),
             name=d.name,
         )
-        return ucells, R[:, -1]
+        return ucells, Q, R, np.sort(urows, axis=1)
+
+
+def _channel_groups(w: Workload, idxs: list[int]) -> list[list[int]]:
+    """Families of ``idxs`` grouped into the channels of one collective: equal op, class,
+    phase, stage and count, and the same member set in every group (in any order)."""
+    groups: dict[tuple, list[int]] = {}
+    for idx in idxs:
+        d = w.demands[idx]
+        rows = np.sort(d.groups, axis=1)
+        rows = rows[np.lexsort(rows.T[::-1])]
+        key = (d.op, d.cls, d.phase, d.stage, d.count, rows.shape, rows.tobytes())
+        groups.setdefault(key, []).append(idx)
+    return list(groups.values())
+
+
+def _couple_channels(fb: FlowBuilder, parts: list) -> None:
+    """Bucket ``k + 1`` of a group in any channel starts after bucket ``k`` of the same group
+    (same sorted members) has ended in every channel. ``parts``: ``(Q, R, members)`` per
+    channel, ``Q``/``R`` the ``(rows, buckets)`` start/end barriers."""
+    nb = parts[0][0].shape[1]
+    if nb <= 1:
+        return
+    Q = np.concatenate([q for q, _, _ in parts])
+    R = np.concatenate([r for _, r, _ in parts])
+    members = np.concatenate([m for _, _, m in parts])
+    _, ident = np.unique(members, axis=0, return_inverse=True)
+    ident = ident.reshape(-1)
+    n_id = int(ident.max()) + 1
+    bar = fb.add_links(fb.net.null_link, np.zeros(n_id * (nb - 1))).reshape(n_id, nb - 1)
+    fb.add_deps(bar[ident], R[:, :-1])
+    fb.add_deps(Q[:, 1:], bar[ident])
 
 
 def _merge_pairs(src, dst, cell_of, gps):
@@ -933,9 +1118,10 @@ def simulate_iteration(
             by_class[c] = iteration - float(run([c])[0].makespan)
     timeline = tasks.frame(sim)
     is_comm = ~timeline["kind"].isin(["compute", "optimizer"]).to_numpy()
-    comm = _union_length(
+    busy = _union_length(
         timeline["start_s"].to_numpy()[is_comm], timeline["finish_s"].to_numpy()[is_comm]
     )
+    comm, comm_by_class, cp_facts = _critical_comm(sim, fb, tasks)
     n_net = net.null_link
     cap = net.capacity(0)[:n_net]
     kinds = net.link_kind(0)[:n_net]
@@ -967,6 +1153,7 @@ def simulate_iteration(
         "mode": mode,
         "gpu": gpu.name,
         "bucket_bytes": float(bucket_bytes),
+        **cp_facts,
     }
     if isinstance(model, _PipelineModel):
         info.update(
@@ -988,4 +1175,6 @@ def simulate_iteration(
         timeline=timeline,
         sim=sim,
         info=info,
+        comm_busy_s=busy,
+        comm_by_class=comm_by_class,
     )

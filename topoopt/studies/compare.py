@@ -2,14 +2,18 @@
 
 Every fabric gets the same servers and the same per-server bandwidth ``degree x link_bandwidth``
 (the ideal switch, the fat-trees' NICs, the optical ports). For each: the simulated iteration
-(:func:`topoopt.flowsim.iteration.simulate_iteration`), the communication alone
-(:func:`topoopt.flowsim.collectives.communication_time`, phases in sequence), capex and power
+(:func:`topoopt.flowsim.iteration.simulate_iteration`: iteration time, communication on its
+critical path, exposed communication; definitions in :mod:`topoopt.flowsim.iteration`), the
+communication alone (``comm_alone_s``, :func:`topoopt.flowsim.collectives.communication_time`,
+every phase's flows released together, phases in sequence), capex and power
 (:func:`topoopt.fabrics.cost.cost`), performance per dollar and the ratio to the ideal switch.
 
 Fabric names (:data:`FABRICS`):
 
 ``ideal``
-    One non-blocking switch, ``degree x B`` per server: the bound.
+    One non-blocking switch, ``degree x B`` per server: the bound. Its two links (server to
+    switch, switch to server) take half a link latency each, so that a transfer between two
+    servers takes one link latency, the least any fabric offers (a direct circuit).
 ``fat-tree``
     Full-bisection leaf-spine, one NIC of ``degree x B`` per server, :func:`leaf_hosts`
     servers per leaf.
@@ -19,8 +23,10 @@ Fabric names (:data:`FABRICS`):
     Full-bisection leaf-spine whose NIC bandwidth is chosen so that its capex equals the
     ``topoopt`` optical design's (TopoOpt's "cost-equivalent fat-tree").
 ``torus``
-    A 2-D (``degree`` < 6) or 3-D torus of ``B`` links, dimension sizes as equal as possible,
-    ``degree / (2 D)`` links per dimension, ECMP routing.
+    A ``D``-dimensional torus of ``B`` links with ``D = min(3, degree // 2)`` (a ring for 2 or 3
+    ports, 2-D for 4 or 5, 3-D from 6), dimension sizes as equal as possible,
+    ``degree // (2 D)`` links per dimension (so at most ``degree`` ports per server), ECMP
+    routing.
 ``expander``
     Random ``degree``-regular direct-connect (seeded), ECMP over circuits with host forwarding.
 ``topoopt``, ``topoopt-released``, ``joint``
@@ -50,7 +56,7 @@ import pandas as pd
 from topoopt.fabrics.cost import cost as fabric_cost
 from topoopt.fabrics.cost import cost_equivalent_fat_tree
 from topoopt.fabrics.expander import expander
-from topoopt.fabrics.fabric import Fabric
+from topoopt.fabrics.fabric import DEFAULT_LINK_LATENCY, Fabric
 from topoopt.fabrics.fat_tree import leaf_spine
 from topoopt.fabrics.hybrid import hybrid
 from topoopt.fabrics.ideal import ideal
@@ -172,7 +178,8 @@ def build_fabric(
     designs = {} if designs is None else designs
     common = {"gpus_per_server": gps}
     if name == "ideal":
-        fab = ideal(n, d, B, **common)
+        # a bound: server to server in one link's latency, the least any fabric offers
+        fab = ideal(n, d, B, latency=DEFAULT_LINK_LATENCY / 2, **common)
     elif name == "fat-tree":
         fab = leaf_spine(n, 1.0, leaf_hosts=leaf_hosts(n), port_bandwidth=d * B, **common)
     elif name == "fat-tree-oversub":
@@ -188,8 +195,11 @@ def build_fabric(
         )
         fab = eq.fabric
     elif name == "torus":
-        nd = 2 if d < 6 else 3
-        per = max(1, d // (2 * nd))
+        # never more than the degree's ports: a ring (1-D) for 2-3 ports, 2-D for 4-5, 3-D above
+        if d < 2:
+            raise InputError("degree", d, "at least 2 for a torus (a ring needs 2 ports)")
+        nd = min(3, d // 2)
+        per = d // (2 * nd)
         fab = torus(torus_dims(n, nd), B, links_per_dim=per, **common)
     elif name == "expander":
         fab = expander(n, d, seed, B, **common)
@@ -282,7 +292,10 @@ def compare(
     Returns
     -------
     CompareResult
-        ``table`` columns: ``fabric``, ``iteration_s``, ``comm_s``, ``exposed_comm_s``,
+        ``table`` columns: ``fabric``, ``iteration_s``, ``comm_s`` (communication on the
+        iteration's critical path), ``exposed_comm_s`` (``iteration_s - compute_s``; at most
+        ``comm_s``), ``comm_busy_s`` (time some communication is in flight), ``comm_alone_s``
+        (the communication alone, phases in sequence; see the module docstring),
         ``capex_usd``, ``power_w``, ``iterations_per_s_per_musd`` (throughput per million USD of
         network), ``ratio_to_ideal`` (iteration time over the ideal switch's), ``build_s``,
         ``simulate_s``, plus the solver's ``objective_s``, ``lower_bound_s`` and ``gap`` for
@@ -328,8 +341,10 @@ def compare(
         row = {
             "fabric": nm,
             "iteration_s": it.iteration_s,
-            "comm_s": cm.total_s,
+            "comm_s": it.comm_s,
             "exposed_comm_s": it.exposed_comm_s,
+            "comm_busy_s": it.comm_busy_s,
+            "comm_alone_s": cm.total_s,
             "capex_usd": run.capex_usd,
             "power_w": run.power_w,
             "build_s": t1 - t0,

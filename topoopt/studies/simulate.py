@@ -31,33 +31,33 @@ def simulate_plan(
     Returns
     -------
     dict
-        ``iteration_s``, ``compute_s``, ``comm_s`` (communication alone, phases in sequence),
-        ``exposed_comm_s``, ``exposed_comm_s_by_class`` (iteration time minus the time with that
-        class instantaneous), ``comm_s_by_class`` (each class's communication alone),
-        ``fabric``, ``workload``, ``servers``, ``gpus``.
+        ``iteration_s``, ``compute_s``, ``comm_s`` (communication on the iteration's critical
+        path), ``exposed_comm_s`` (``iteration_s - compute_s``, at most ``comm_s``),
+        ``comm_s_by_class`` (``comm_s`` by class), ``exposed_comm_s_by_class`` (iteration time
+        minus the time with that class instantaneous), ``comm_busy_s`` (time some
+        communication is in flight), ``comm_alone_s`` and ``comm_alone_s_by_class`` (the
+        communication alone, every phase's flows released together, phases in sequence; per
+        class: that class alone), ``fabric``, ``workload``, ``servers``, ``gpus``. Definitions
+        in :mod:`topoopt.flowsim.iteration`.
     """
     workload = load_workload(plan)
     if design is not None:
         from solvers.design import Design
+        from solvers.design_schema import check_design_rings, load_design
         from solvers.problem import DesignProblem
         from solvers.realise import design_fabric, design_routing, design_workload
 
         path = Path(design)
         if not path.is_file():
             raise InputError("--design", str(design), "an existing design.json file")
-        text = path.read_text()
-        hybrid = '"electrical"' in text
-        if hybrid:
-            from solvers.hybrid_design import HybridDesign
-
-            d = HybridDesign.from_json(text)
-        else:
-            d = Design.from_json(text)
+        d = load_design(path)  # strict schema (solvers.design_schema)
+        hybrid = not isinstance(d, Design)
         if d.servers != workload.servers:
             raise InputError(
                 "--design", f"{d.servers} servers", f"a design for {workload.servers} servers"
             )
         problem = DesignProblem.from_workload(workload, d.degree, d.link_bandwidth)
+        check_design_rings(d, problem, str(path))
         if hybrid:
             fab = d.fabric()
             routing = d.routing_pathset(fab)
@@ -80,9 +80,10 @@ def simulate_plan(
         progress(f"simulating {workload.name} on {label}")
     it = simulate_iteration(w, fab, routing=routing, exposed_by_class=True)
     comm = communication_time(w, fab, routing=routing)
-    by_class = {}
+    alone_by_class = {}
     for cls in sorted({x.cls for x in w.demands}):
-        by_class[cls] = communication_time(w.select(classes=[cls]), fab, routing=routing).total_s
+        alone = communication_time(w.select(classes=[cls]), fab, routing=routing)
+        alone_by_class[cls] = alone.total_s
     return {
         "workload": workload.name,
         "fabric": label,
@@ -90,8 +91,11 @@ def simulate_plan(
         "gpus": workload.gpus,
         "iteration_s": it.iteration_s,
         "compute_s": it.compute_s,
-        "comm_s": comm.total_s,
+        "comm_s": it.comm_s,
         "exposed_comm_s": it.exposed_comm_s,
         "exposed_comm_s_by_class": dict(it.exposed_by_class),
-        "comm_s_by_class": by_class,
+        "comm_s_by_class": dict(it.comm_by_class),
+        "comm_busy_s": it.comm_busy_s,
+        "comm_alone_s": comm.total_s,
+        "comm_alone_s_by_class": alone_by_class,
     }
