@@ -37,7 +37,7 @@ def _conventions(plan: Plan) -> dict[str, Any]:
         "order": par.order,
         "micro_batches": plan.micro_batches,
         "global_batch": plan.global_batch,
-        "grad_reduce_dtype": opt.grad_reduce_dtype,
+        "grad_reduce_dtype": megatron.grad_reduce_dtype(plan),
         "grad_reduce_bytes": megatron.reduce_bytes(plan),
         "sharding": par.fsdp or (f"zero{par.zero}" if par.zero else None),
         "distributed_optimizer": par.distributed_optimizer,
@@ -63,6 +63,7 @@ def _conventions(plan: Plan) -> dict[str, Any]:
                 capacity_factor=opt.capacity_factor,
                 expert_load="uniform" if opt.expert_load is None else list(opt.expert_load),
                 expert_grid="etp-ep-edp-pp",
+                etp=plan.etp,
             )
         if par.fsdp == "hybrid_shard":
             c["hybrid_shard_size"] = opt.hybrid_shard_size or "GPUs of a server"
@@ -74,7 +75,7 @@ def _conventions(plan: Plan) -> dict[str, Any]:
 def _transformer(plan: Plan) -> tuple[list[Demand], int, dict[str, Any]]:
     par = plan.parallelism
     m = plan.model
-    dense, expert = rank_grids(par.tp, par.pp, plan.dp, par.cp, par.ep, par.etp, par.order)
+    dense, expert = rank_grids(par.tp, par.pp, plan.dp, par.cp, par.ep, plan.etp, par.order)
     demands = megatron.tp_demands(plan, dense)
     demands += cp_demands(plan, dense)
     demands += moe_demands(plan, expert)

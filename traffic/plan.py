@@ -68,7 +68,7 @@ class Parallelism(BaseModel):
     pp: PositiveInt = 1
     dp: PositiveInt | None = None
     ep: PositiveInt = 1
-    etp: PositiveInt = 1
+    etp: PositiveInt | None = None
     cp: PositiveInt = 1
     sp: bool = False
     vpp: PositiveInt = 1
@@ -118,9 +118,12 @@ class Options(BaseModel):
         With sequence parallelism, Megatron's backward re-gathers each linear layer's input for
         the weight gradient: 6 all-gathers + 4 reduce-scatters per layer per micro-batch (False:
         4 + 4).
-    grad_reduce_dtype : {"gradient", "fp32", "bf16", "fp16"}, default "gradient"
+    grad_reduce_dtype : {"auto", "gradient", "fp32", "bf16", "fp16"}, default "auto"
         Element type of the data-parallel gradient reduction: ``gradient`` uses
-        ``precision.gradient_bytes``; Megatron-LM's default for bf16 training is ``fp32``.
+        ``precision.gradient_bytes``; ``auto`` follows Megatron-LM: ``fp32`` for a transformer
+        with 2-byte (bf16) parameters under Megatron's DDP or distributed optimizer, else
+        ``gradient`` (:func:`traffic.models.megatron.grad_reduce_dtype`). Set ``fp16`` for an
+        fp16 run.
     tied_embeddings : bool or None, default None
         Override the model's tying of input and output embeddings.
     edge_extras : bool, default True
@@ -147,7 +150,7 @@ class Options(BaseModel):
     model_config = _STRICT
 
     sp_regather: bool = True
-    grad_reduce_dtype: Literal["gradient", "fp32", "bf16", "fp16"] = "gradient"
+    grad_reduce_dtype: Literal["auto", "gradient", "fp32", "bf16", "fp16"] = "auto"
     tied_embeddings: bool | None = None
     edge_extras: bool = True
     pp_scatter_gather: bool = False
@@ -238,6 +241,15 @@ class Plan(BaseModel):
     def micro_batches(self) -> int:
         """``m = B / (b * d)``: micro-batches per pipeline per iteration."""
         return self.global_batch // (self.parallelism.micro_batch_size * self.dp)
+
+    @property
+    def etp(self) -> int:
+        """Expert tensor-parallel size: given, else ``tp`` for a MoE model (Megatron-LM's
+        default, ``--expert-tensor-parallel-size`` unset) and 1 for a dense one."""
+        e = self.parallelism.etp
+        if e is not None:
+            return e
+        return self.parallelism.tp if self.model.is_moe else 1
 
     @property
     def tied(self) -> bool:
@@ -393,7 +405,7 @@ def check_plan(plan: Plan) -> Plan:
         raise InputError("model.dense_layers", m.dense_layers, f"at most layers = {m.layers}")
     if m.top_k > m.experts:
         raise InputError("model.top_k", m.top_k, f"at most experts = {m.experts}")
-    if not m.is_moe and (par.ep > 1 or par.etp > 1):
+    if not m.is_moe and (par.ep > 1 or (par.etp or 1) > 1):
         name = "ep" if par.ep > 1 else "etp"
         raise InputError(f"parallelism.{name}", getattr(par, name), "1 for a dense model")
     if m.experts % par.ep:
@@ -401,7 +413,7 @@ def check_plan(plan: Plan) -> Plan:
             "parallelism.ep", par.ep, f"a divisor of the model's experts = {m.experts}"
         )
     if m.is_moe:
-        if (t * cp * d) % (par.etp * par.ep):
+        if (t * cp * d) % (plan.etp * par.ep):
             raise InputError(
                 "parallelism.ep",
                 par.ep,
@@ -409,8 +421,8 @@ def check_plan(plan: Plan) -> Plan:
             )
         if m.shared_experts and m.moe_ffn % t:
             raise InputError("parallelism.tp", t, f"a divisor of moe_ffn = {m.moe_ffn}")
-        if m.moe_ffn % par.etp:
-            raise InputError("parallelism.etp", par.etp, f"a divisor of moe_ffn = {m.moe_ffn}")
+        if m.moe_ffn % plan.etp:
+            raise InputError("parallelism.etp", plan.etp, f"a divisor of moe_ffn = {m.moe_ffn}")
         if (b * m.seq_len) % (t * cp):
             raise InputError(
                 "parallelism.micro_batch_size",

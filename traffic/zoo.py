@@ -74,7 +74,9 @@ class ModelSpec(BaseModel):
     - ``transformer``: ``layers``, ``hidden``, ``heads``, ``vocab``, ``seq_len`` (required);
       ``kv_heads`` (default ``heads``), ``head_dim`` (default ``hidden / heads``), ``ffn``
       (default ``4 * hidden``), ``gated_mlp`` (SwiGLU: two input projections), ``norm``,
-      ``bias``, ``position`` (``learned`` adds ``seq_len * hidden`` parameters),
+      ``bias``, ``position`` (the position embedding: ``learned`` absolute positions add
+      ``seq_len * hidden`` parameters and, with sequence parallelism, make Megatron all-reduce
+      the embedding output instead of reduce-scattering it; ``rope`` and ``none`` add neither),
       ``tied_embeddings``; mixture of experts with ``experts > 1``, ``top_k``, ``moe_ffn``
       (default ``ffn``), ``shared_experts`` (each of width ``moe_ffn``) and ``dense_layers``
       (leading layers with a dense MLP instead of experts).
@@ -108,7 +110,7 @@ class ModelSpec(BaseModel):
     gated_mlp: bool = False
     norm: Literal["layernorm", "rmsnorm"] = "layernorm"
     bias: bool = True
-    position: Literal["learned", "rope"] = "learned"
+    position: Literal["learned", "rope", "none"] = "learned"
     tied_embeddings: bool = True
     experts: PositiveInt = 1
     top_k: PositiveInt = 1

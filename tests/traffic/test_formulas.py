@@ -61,26 +61,29 @@ def test_gpt3_ptdp_tp_pp_dp():
     assert all(f.size == S and f.count == m and f.n_groups == t * d for f in pp)
     (f01,) = fam(w, name="pp send 0->1")
     assert f01.groups[:, 1].tolist() == (f01.groups[:, 0] + t * d).tolist()
-    # DP: exact per-stage parameters per TP rank (12h^2/t + 7h/t + 6h per layer)
+    # DP: exact per-stage parameters per TP rank (12h^2/t + 7h/t + 6h per layer), reduced in
+    # fp32 (4 bytes): Megatron reduces bf16 (2-byte) runs' gradients in fp32 by default
+    assert w.conventions["grad_reduce_dtype"] == "fp32"
+    assert w.conventions["grad_reduce_bytes"] == 4
     layer = 12 * h * h // t + 7 * h // t + 6 * h
     assert layer == 226_576_896
     mid = per_stage * layer
     first = mid + V * h // t + s * h
     last = mid + V * h // t + 2 * h
     expect = [first] + [mid] * (p - 2) + [last]
-    got = [f.size / 2 for f in sorted(fam(w, cls="dp"), key=lambda f: f.stage)]
+    got = [f.size / 4 for f in sorted(fam(w, cls="dp"), key=lambda f: f.stage)]
     assert got == expect
     assert first == 1_463_270_400 and last == 1_438_129_152
-    # tied embeddings: V*h/t gradient elements, first <-> last stage
+    # tied embeddings: V*h/t gradient elements (fp32), first <-> last stage
     (emb,) = fam(w, cls="embedding")
-    assert emb.size == V * h // t * 2 == 157_286_400
+    assert emb.size == V * h // t * 4 == 314_572_800
     assert emb.groups[0].tolist() == [0, (p - 1) * t * d]
     # whole model: 12lh^2 + 13lh + (V + s)h, plus the final LayerNorm 2h
     assert w.parameters == 12 * l * h * h + 13 * l * h + (V + s) * h + 2 * h
     # total wire bytes per iteration, all classes, summed over groups
     tp_total = p * d * (2 * 4 * per_stage * m) * (t - 1) * S
     pp_total = 2 * (p - 1) * t * d * m * S
-    dp_total = t * sum(2 * (d - 1) * n * 2 for n in expect)
+    dp_total = t * sum(2 * (d - 1) * n * 4 for n in expect)
     emb_total = t * d * 2 * 1 * emb.size
     assert w.total_wire_bytes() == tp_total + pp_total + dp_total + emb_total
 
@@ -109,9 +112,10 @@ def test_gpt3_sequence_parallel_and_recompute():
     assert {f.size for f in fam(w, op="all-gather")} == {S}
     # with SP each TP rank sends 1/t of the activation to its pipeline peer
     assert {f.size for f in fam(w, cls="pp")} == {S // t}
-    # replicated parameters (2 LayerNorms 4h, 2 row-parallel biases 2h) all-reduced over TP
+    # replicated parameters (2 LayerNorms 4h, 2 row-parallel biases 2h) all-reduced over TP,
+    # from the fp32 main gradients
     (rep,) = fam(w, name="sp replicated-parameter gradients", stage=3)
-    assert rep.size == per_stage * 6 * h * 2
+    assert rep.size == per_stage * 6 * h * 4
     # without re-gather: 4 all-gathers + 4 reduce-scatters per layer
     w2 = workload_from_plan({**gpt3_plan(sp=True), "options": {"edge_extras": False,
                                                                "sp_regather": False}})  # fmt: skip
@@ -192,7 +196,7 @@ def test_llama_stage_parameters_gqa_gated_rmsnorm_untied():
     w = workload_from_plan(plan)
     h, f, nh, kv, hd, V, t = 4096, 14336, 32, 8, 128, 128256, 2
     layer = h * (nh + 2 * kv) * hd // t + nh * hd // t * h + 3 * h * f // t + 2 * h
-    sizes = [d.size / 2 for d in sorted(fam(w, cls="dp"), key=lambda d: d.stage)]
+    sizes = [d.size / 4 for d in sorted(fam(w, cls="dp"), key=lambda d: d.stage)]  # fp32
     assert sizes == [16 * layer + V * h // t, 16 * layer + h + V * h // t]
     assert fam(w, cls="embedding") == []  # untied: no embedding sync
     assert w.parameters == 8_030_261_248  # published Llama 3 8B count
@@ -241,6 +245,7 @@ def mixtral(**opts):
             "pp": 4,
             "dp": 16,
             "ep": 8,
+            "etp": 1,
             "sp": True,
             "global_batch_size": 512,
             "distributed_optimizer": True,
@@ -269,13 +274,13 @@ def test_moe_dropless_capacity_and_expert_dp():
     wc = workload_from_plan(mixtral(capacity_factor=1.25))
     assert {f.size for f in fam(wc, cls="ep")} == {E * C * h * 2} == {41_943_040}
     # expert parameters per rank: one expert of 3*h*ffn per layer, 8 layers per stage,
-    # reduce-scattered over the expert-data-parallel group of 2*16/8 = 4 ranks
+    # reduce-scattered (fp32 gradients) over the expert-data-parallel group of 2*16/8 = 4 ranks
     (ers,) = fam(w, name="expert dp gradient reduce-scatter", stage=1)
-    assert (ers.size, ers.group_size) == (8 * 3 * h * 14336 * 2, 4)
+    assert (ers.size, ers.group_size) == (8 * 3 * h * 14336 * 4, 4)
     # non-expert per TP rank per layer: attention + 2 RMSNorms + router (h*E)
     attn = h * (32 + 2 * 8) * 128 // t + 32 * 128 // t * h
     (drs,) = fam(w, name="dp gradient reduce-scatter", stage=1)
-    assert drs.size == 8 * (attn + 2 * h + h * E) * 2
+    assert drs.size == 8 * (attn + 2 * h + h * E) * 4
 
 
 def test_moe_skewed_load_peer_bytes():
@@ -359,3 +364,89 @@ def test_candle_uno_and_bert_parameter_counts():
         (3 * h * h + 3 * h) + (h * h + h) + 2 * h + (h * 4 * h + 4 * h) + (4 * h * h + h) + 2 * h
     )
     assert get_model("bert-large").parameters == emb + 24 * layer + h * h + h
+
+
+def test_sp_embedding_output_follows_the_position_embedding():
+    """Megatron-core's LanguageModelEmbedding with SP: learned absolute positions (GPT) all-reduce
+    the vocab-parallel output (then add positions and split the sequence: no traffic); without
+    them (RoPE) the output is reduce-scattered into the SP region. Both all-gather the gradient
+    back. S = b*s*h*2 either way."""
+    l, h, s, t, p, m = 8, 256, 128, 4, 2, 4
+    blocks = 2 * (l // p)  # attention + MLP per layer
+    S = 1 * s * h * 2
+
+    def plan(position):
+        return {
+            "model": {
+                "layers": l,
+                "hidden": h,
+                "heads": 8,
+                "vocab": 1000,
+                "seq_len": s,
+                "position": position,
+            },  # fmt: skip
+            "parallelism": {"tp": t, "pp": p, "dp": 1, "sp": True, "global_batch_size": m},
+            "cluster": {"servers": 2, "gpus_per_server": 4},
+        }
+
+    def counts(w):
+        out = {}
+        for f in fam(w, cls="tp", stage=0):
+            if f.name.startswith("sp ") and f.name != "sp replicated-parameter gradients":
+                key = (f.op, f.phase)
+                out[key] = out.get(key, 0) + f.count
+                assert f.size == S
+        return out
+
+    layers_only = {
+        ("all-gather", "forward"): blocks * m,
+        ("reduce-scatter", "forward"): blocks * m,
+        ("all-gather", "backward"): 2 * blocks * m,  # with the re-gather
+        ("reduce-scatter", "backward"): blocks * m,
+    }
+    gpt = counts(workload_from_plan(plan("learned")))
+    assert gpt == {**layers_only, ("all-reduce", "forward"): m,
+                   ("all-gather", "backward"): 2 * blocks * m + m}  # fmt: skip
+    for position in ("rope", "none"):
+        rope = counts(workload_from_plan(plan(position)))
+        assert rope == {**layers_only, ("reduce-scatter", "forward"): blocks * m + m,
+                        ("all-gather", "backward"): 2 * blocks * m + m}  # fmt: skip
+    # the embedded GPT-3 plan with SP: one embedding all-reduce per micro-batch on stage 0
+    w = workload_from_plan(gpt3_plan(sp=True) | {"options": {"edge_extras": True}})
+    (ar,) = fam(w, name="sp embedding all-reduce (learned positions)")
+    assert (ar.stage, ar.phase, ar.size, ar.count) == (0, "forward", 2048 * 12288 * 2, 192)
+
+
+def test_megatron_defaults_grad_reduce_dtype_and_etp():
+    """grad_reduce_dtype "auto": fp32 for a bf16 (2-byte) transformer under Megatron's DDP or
+    distributed optimizer, else the gradient bytes; etp defaults to tp for MoE models."""
+
+    def conv(**kw):
+        plan = gpt3_plan()
+        plan["precision"] = kw.pop("precision", {})
+        plan["parallelism"].update(kw.pop("par", {}))
+        plan["options"] = {"edge_extras": False, **kw}
+        c = workload_from_plan(plan).conventions
+        return c["grad_reduce_dtype"], c["grad_reduce_bytes"]
+
+    bf16 = {"activation_bytes": 2, "gradient_bytes": 2, "parameter_bytes": 2}
+    fp32 = {"activation_bytes": 4, "gradient_bytes": 4, "parameter_bytes": 4}
+    assert conv(precision=bf16) == ("fp32", 4)
+    assert conv(precision=bf16, par={"distributed_optimizer": True}) == ("fp32", 4)
+    assert conv(precision=fp32) == ("gradient", 4)
+    assert conv(precision=bf16, grad_reduce_dtype="fp16") == ("fp16", 2)
+    assert conv(precision=bf16, grad_reduce_dtype="gradient") == ("gradient", 2)
+    assert conv(precision=bf16, par={"zero": 1}) == ("gradient", 2)  # not Megatron's DP
+    # MoE: etp = tp = 2 by default; the expert grid is (etp=2, ep=8, edp=32/16=2)
+    h, T, k = 4096, 4096 // 2, 2
+    plan = mixtral()
+    del plan["parallelism"]["etp"]
+    w = workload_from_plan(plan)
+    assert w.conventions["etp"] == 2
+    # one expert's 3*h*ffn split over etp = 2, 8 layers per stage, fp32, over edp = 2 ranks
+    (ers,) = fam(w, name="expert dp gradient reduce-scatter", stage=1)
+    assert (ers.size, ers.group_size) == (8 * 3 * h * 14336 // 2 * 4, 2)
+    # the etp all-gather of the tokens an EP rank receives (T*k under uniform routing)
+    ag = fam(w, name="etp all-gather", stage=1, phase="forward")
+    assert {(f.size, f.group_size) for f in ag} == {(2 * T * k * h * 2, 2)}
+    assert workload_from_plan(mixtral()).conventions["etp"] == 1  # given: kept

@@ -28,7 +28,7 @@ def plans(draw):
         "gated_mlp": draw(st.booleans()),
         "norm": draw(st.sampled_from(["layernorm", "rmsnorm"])),
         "bias": draw(st.booleans()),
-        "position": draw(st.sampled_from(["learned", "rope"])),
+        "position": draw(st.sampled_from(["learned", "rope", "none"])),
         "tied_embeddings": draw(st.booleans()),
     }
     par = {"tp": tp, "pp": pp, "cp": cp, "dp": dp, "vpp": vpp,
@@ -43,6 +43,10 @@ def plans(draw):
                      dense_layers=draw(st.integers(0, 1)))  # fmt: skip
         per_stage = tp * cp * dp
         par["ep"] = draw(st.sampled_from([e for e in (1, 2, 4) if per_stage % e == 0]))
+        etps = [e for e in (1, 2, 4) if per_stage % (e * par["ep"]) == 0]
+        etp = draw(st.sampled_from(etps))
+        if etp != tp or draw(st.booleans()):  # else left out: Megatron's default, etp = tp
+            par["etp"] = etp
         if draw(st.booleans()):
             opts["capacity_factor"] = draw(st.sampled_from([1.0, 1.25, 2.0]))
         elif draw(st.booleans()):

@@ -15,6 +15,12 @@ Tensor parallel
     re-gather all-gather when ``sp_regather`` (GPT layer: 6 all-gathers + 4 reduce-scatters). With
     SP the gradients of the parameters replicated across TP (norms, row-parallel biases, router)
     are all-reduced over TP once per iteration.
+Embedding with SP (``edge_extras``)
+    As Megatron-core's ``LanguageModelEmbedding``: a model without learned absolute positions
+    (``position: rope`` or ``none``) reduce-scatters the vocab-parallel embedding output straight
+    into the sequence-parallel region (``reduce_scatter_embeddings``); a model with learned
+    positions (GPT) all-reduces it, adds the positions and splits the sequence (no traffic).
+    Both all-gather the gradient in the backward pass. ``S = b*(s/cp)*h*beta_act`` either way.
 Pipeline parallel
     Per micro-batch per stage boundary ``b*(s/cp)*h*beta_act`` forward and the same backward from
     every (tp, cp, dp) rank to its peer in the next stage; ``1/t`` of it with SP or with
@@ -52,6 +58,7 @@ __all__ = [
     "model_parameters",
     "stage_layout",
     "stage_parameters",
+    "grad_reduce_dtype",
     "reduce_bytes",
     "forward_flops",
     "tp_demands",
@@ -225,7 +232,7 @@ def stage_parameters(plan: Plan) -> list[LayerParams]:
     t, p = par.tp, par.pp
     lay = stage_layout(m, p, par.vpp)
     dl = layer_parameters(m, t)
-    ml = layer_parameters(m, t, moe=True, ep=par.ep, etp=par.etp) if m.is_moe else dl
+    ml = layer_parameters(m, t, moe=True, ep=par.ep, etp=plan.etp) if m.is_moe else dl
     h = int(m.hidden)
     vp = padded_vocab(int(m.vocab), t, plan.options.vocab_pad_multiple)
     out = []
@@ -244,9 +251,38 @@ def stage_parameters(plan: Plan) -> list[LayerParams]:
     return out
 
 
-def reduce_bytes(plan: Plan) -> int:
-    """Bytes per element of the data-parallel gradient reduction (``options.grad_reduce_dtype``)."""
+def grad_reduce_dtype(plan: Plan) -> str:
+    """The element type of the gradient reduction: ``options.grad_reduce_dtype``, with ``auto``
+    resolved as Megatron-LM does.
+
+    ``auto`` (the default) is ``fp32`` for a transformer trained with 2-byte parameters (taken as
+    bf16) under Megatron's data parallelism (DDP or the distributed optimizer): Megatron
+    accumulates and all-reduces bf16 runs' gradients in fp32 (``accumulate_allreduce_grads_in_fp32``
+    is forced on with ``--bf16``). Otherwise (fp32 training, fp16 set explicitly, ZeRO/FSDP,
+    recommendation and plain data-parallel models) it is ``gradient``:
+    ``precision.gradient_bytes``. A 2-byte fp16 run reduces in fp16: set ``fp16``.
+
+    Examples
+    --------
+    >>> from traffic.plan import load_plan
+    >>> p = load_plan({"model": "gpt3-175b", "parallelism": {"tp": 8, "pp": 16, "dp": 8},
+    ...                "cluster": {"servers": 128, "gpus_per_server": 8}})
+    >>> grad_reduce_dtype(p), reduce_bytes(p)
+    ('fp32', 4)
+    """
     dt = plan.options.grad_reduce_dtype
+    if dt != "auto":
+        return dt
+    par = plan.parallelism
+    megatron_dp = not (par.zero or par.fsdp)
+    if plan.model.kind == "transformer" and megatron_dp and plan.precision.parameter_bytes == 2:
+        return "fp32"
+    return "gradient"
+
+
+def reduce_bytes(plan: Plan) -> int:
+    """Bytes per element of the data-parallel gradient reduction (:func:`grad_reduce_dtype`)."""
+    dt = grad_reduce_dtype(plan)
     return {"fp32": 4, "bf16": 2, "fp16": 2}.get(dt, plan.precision.gradient_bytes)
 
 
@@ -334,9 +370,13 @@ def tp_demands(plan: Plan, grid: RankGrid) -> list[Demand]:
             ag_f = rs_f = blocks
             rs_b = blocks + (blocks if full else 0)
             ag_b = blocks * (2 if opt.sp_regather else 1) + (blocks if full else 0)
+            ar_f = 0
             if opt.edge_extras:
-                if first:  # embedding: scatter to SP region, gather its gradient back
-                    rs_f += 1
+                if first:  # embedding output into the SP region, its gradient gathered back
+                    if m.position == "learned":  # all-reduce, add positions, split (no comm)
+                        ar_f += 1
+                    else:  # reduce-scatter straight into the SP region
+                        rs_f += 1
                     ag_b += 1
                 if last:  # LM head: gather input, reduce-scatter its gradient (+ re-gather)
                     ag_f += 1
@@ -349,6 +389,20 @@ def tp_demands(plan: Plan, grid: RankGrid) -> list[Demand]:
                 ("reduce-scatter", "backward", rs_b),
             ):
                 out.append(Demand(op, g, size, "tp", ph, c * nmb, True, f"sp {op}", stage=i))
+            if ar_f:
+                out.append(
+                    Demand(
+                        "all-reduce",
+                        g,
+                        size,
+                        "tp",
+                        "forward",
+                        ar_f * nmb,
+                        True,
+                        "sp embedding all-reduce (learned positions)",
+                        stage=i,
+                    )
+                )
             out.append(
                 Demand(
                     "all-reduce",

@@ -129,12 +129,12 @@ def moe_demands(plan: Plan, expert: RankGrid) -> list[Demand]:
                                 stage=i,
                             )
                         )
-        if par.etp > 1:
+        if plan.etp > 1:
             tg = expert.groups("tp", pp=i)
             ep_of = expert.coordinate("ep")[tg[:, 0]]
             for j in range(par.ep):
                 rows = tg[ep_of == j]
-                s_etp = par.etp * received[j] * h * beta
+                s_etp = plan.etp * received[j] * h * beta
                 for op in ("all-gather", "reduce-scatter"):
                     for ph in ("forward", "backward"):
                         out.append(Demand(op, rows, s_etp, "tp", ph, n, True, f"etp {op}", stage=i))
