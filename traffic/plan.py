@@ -355,7 +355,7 @@ def check_plan(plan: Plan) -> Plan:
         )
     if m.kind != "transformer":
         for name in ("tp", "pp", "cp", "ep", "etp", "vpp"):
-            if getattr(par, name) != 1:
+            if (getattr(par, name) or 1) != 1:
                 raise InputError(
                     f"parallelism.{name}", getattr(par, name), f"1 for a {m.kind} model"
                 )
