@@ -163,7 +163,7 @@ def netsim_doc(fs: FlowSet) -> dict:
 def run_simgrid(fs: FlowSet) -> tuple[float, np.ndarray]:
     with tempfile.TemporaryDirectory() as tmp:
         case, out = Path(tmp) / "case.json", Path(tmp) / "out.json"
-        case.write_text(json.dumps(netsim_doc(fs)))
+        case.write_text(json.dumps(netsim_doc(fs), allow_nan=False))
         subprocess.run(
             ["/usr/bin/python3", str(PEER), str(case), str(out)],
             check=True,

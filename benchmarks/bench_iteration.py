@@ -109,7 +109,9 @@ def main() -> None:
     ap.add_argument("--no-aggregate", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        print(json.dumps(run_one(a.child, a.by_class, a.fabric, not a.no_aggregate)))
+        print(
+            json.dumps(run_one(a.child, a.by_class, a.fabric, not a.no_aggregate), allow_nan=False)
+        )
         return
     if a.aggregation:
         aggregation_table()

@@ -275,7 +275,7 @@ class Design:
 
     def to_json(self) -> str:
         """``design.json`` text (one JSON document)."""
-        return json.dumps(self.to_dict(), indent=1)
+        return json.dumps(self.to_dict(), indent=1, allow_nan=False)  # strict JSON
 
     @classmethod
     def from_json(cls, text: str) -> Design:

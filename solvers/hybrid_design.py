@@ -343,7 +343,7 @@ class HybridDesign:
 
     def to_json(self) -> str:
         """``design.json`` text: :class:`solvers.design.Design`'s keys plus ``electrical``."""
-        return json.dumps(self.to_dict(), indent=1)
+        return json.dumps(self.to_dict(), indent=1, allow_nan=False)  # strict JSON
 
     @classmethod
     def from_json(cls, text: str) -> HybridDesign:

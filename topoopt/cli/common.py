@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +28,8 @@ __all__ = [
     "prepare_output",
     "write_output_text",
     "write_output_with",
+    "write_output_json",
+    "dumps_strict",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -41,6 +44,7 @@ def handle_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
+        _OUTPUTS.clear()  # the outputs of this invocation (prepare_output)
         try:
             return func(*args, **kwargs)
         except InputError as exc:
@@ -71,26 +75,99 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+def _first_non_finite(obj: Any, where: str) -> str | None:
+    """Dotted path of the first non-finite float in a JSON-able value, or None."""
+    stack = [(obj, where)]
+    while stack:
+        v, at = stack.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            return at
+        if isinstance(v, dict):
+            stack.extend((x, f"{at}.{k}") for k, x in reversed(list(v.items())))
+        elif isinstance(v, list | tuple):
+            stack.extend((x, f"{at}[{i}]") for i, x in reversed(list(enumerate(v))))
+    return None
+
+
+def dumps_strict(obj: Any, what: str = "output", indent: int | None = None) -> str:
+    """Strict JSON text of ``obj`` (through :func:`to_jsonable`): never ``NaN``/``Infinity``.
+
+    Raises
+    ------
+    InputError
+        A non-finite number is left, named by its path (``what`` is the root's name).
+
+    Examples
+    --------
+    >>> dumps_strict({"a": [1, 2.5]})
+    '{"a": [1, 2.5]}'
+    """
+    doc = to_jsonable(obj)
+    try:
+        return json.dumps(doc, indent=indent, allow_nan=False)
+    except ValueError:
+        at = _first_non_finite(doc, what) or what
+        raise InputError(at, "a non-finite number", "finite numbers only (strict JSON)") from None
+
+
 def emit_json(obj: Any) -> None:
-    """Print exactly one JSON document on stdout."""
-    sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, sort_keys=False) + "\n")
+    """Print exactly one JSON document on stdout (strict JSON: no NaN or Infinity)."""
+    sys.stdout.write(dumps_strict(obj, "result", indent=2) + "\n")
     sys.stdout.flush()
 
 
-def prepare_output(path: Path | None, force: bool) -> Path | None:
-    """Check an output path before any work is done (exists without --force -> exit 2)."""
+# Output paths named in this invocation: real path -> (option, path as given, force).
+# handle_errors resets it at the start of every command.
+_OUTPUTS: dict[str, tuple[str, str, bool]] = {}
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def prepare_output(path: Path | None, force: bool, option: str | None = None) -> Path | None:
+    """Check an output path before any work is done; remember it for the final write.
+
+    Errors (exit 2, before any work): two outputs of one command naming the same file, a file that
+    exists without --force, a folder that is missing or cannot be written (see
+    :func:`topoopt.atomic.check_writable`). ``option`` (e.g. ``"--html"``) names the output in
+    messages.
+    """
     if path is None:
         return None
-    return check_writable(path, force=force)
+    name = option or str(path)
+    key = os.path.realpath(path)
+    for other, (other_name, other_path, _) in _OUTPUTS.items():
+        if key == other or _same_file(key, other):
+            raise InputError(name, str(path), f"a file different from {other_name} ({other_path})")
+    p = check_writable(path, force=force)
+    _OUTPUTS[key] = (name, str(path), force)
+    return p
+
+
+def _force_of(path: Path) -> bool:
+    """--force as given to :func:`prepare_output` for ``path`` (False if it was not prepared)."""
+    return _OUTPUTS.get(os.path.realpath(path), ("", "", False))[2]
 
 
 def write_output_text(path: Path, text: str) -> None:
-    """Write a text output atomically and say so on stderr."""
-    atomic_write_text(path, text)
+    """Write a text output atomically and say so on stderr.
+
+    Without --force a file that appeared at ``path`` while the command ran is kept (exit 2).
+    """
+    atomic_write_text(path, text, force=_force_of(path))
     print(f"wrote {path}", file=sys.stderr)
 
 
 def write_output_with(path: Path, writer: Callable[[Path], None]) -> None:
     """Write an output through ``writer(tmp_path)`` atomically and say so on stderr."""
-    atomic_write_with(path, writer)
+    atomic_write_with(path, writer, force=_force_of(path))
     print(f"wrote {path}", file=sys.stderr)
+
+
+def write_output_json(path: Path, obj: Any, indent: int | None = None) -> None:
+    """Write ``obj`` as strict JSON (:func:`dumps_strict`) atomically; say so on stderr."""
+    write_output_text(path, dumps_strict(obj, str(path), indent=indent) + "\n")

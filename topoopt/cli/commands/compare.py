@@ -44,8 +44,8 @@ def compare_command(
     from topoopt.studies.compare import compare
     from traffic.load import load_workload
 
-    prepare_output(csv, force)
-    prepare_output(html, force)
+    prepare_output(csv, force, "--csv")
+    prepare_output(html, force, "--html")
     names = [f.strip() for f in fabrics.split(",") if f.strip()]
     workload = load_workload(plan)
     res = compare(

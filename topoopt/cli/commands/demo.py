@@ -31,7 +31,7 @@ def demo_command(
     """Run the end-to-end demo on embedded plans; write a self-contained report."""
     from topoopt.studies.demo import DEMO_DEGREES, DEMO_FABRICS, DEMO_PLANS, run_demo
 
-    prepare_output(out, force)
+    prepare_output(out, force, "--out")
     total = len(DEMO_PLANS) * (1 + len(DEMO_DEGREES) * len(DEMO_FABRICS))
     with Progress(
         TextColumn("{task.description}"),

@@ -15,6 +15,7 @@ from topoopt.cli.common import (
     handle_errors,
     prepare_output,
     stdout,
+    write_output_json,
     write_output_text,
 )
 from topoopt.units import gbps_to_bytes_per_s
@@ -90,8 +91,8 @@ def design_command(
     from traffic.errors import InputError
     from traffic.load import load_workload
 
-    prepare_output(out, force)
-    prepare_output(html, force)
+    prepare_output(out, force, "--out")
+    prepare_output(html, force, "--html")
     if reserve_ports is not None and not 0 <= reserve_ports <= degree:
         raise InputError("--reserve-ports", reserve_ports, f"an integer 0..{degree} (--degree)")
     wired = None
@@ -129,7 +130,7 @@ def design_command(
         )
         design = with_port_options(design, problem)
     if out is not None:
-        write_output_text(out, design.to_json() + "\n")
+        write_output_json(out, design.to_dict(), indent=1)  # design.to_json(), strict
     if html is not None:
         from topoopt.report.design_figures import design_page
 

@@ -75,7 +75,7 @@ def fabric_report(fabric, prices_path: Path | None = None) -> dict[str, Any]:
 
 
 def _finish(fabric, as_json: bool, html: Path | None, force: bool, prices: Path | None) -> None:
-    out = prepare_output(html, force)
+    out = prepare_output(html, force, "--html")
     report = fabric_report(fabric, prices)
     if out is not None:
         from topoopt.report.fabric_figure import DIV_ID, fabric_figure

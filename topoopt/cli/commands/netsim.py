@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -14,8 +13,7 @@ from topoopt.cli.common import (
     handle_errors,
     prepare_output,
     stdout,
-    to_jsonable,
-    write_output_text,
+    write_output_json,
 )
 from topoopt.flowsim.netsim_json import load_netsim, result_document
 from topoopt.flowsim.simulator import simulate
@@ -38,12 +36,12 @@ def netsim(
 ) -> None:
     """Max-min fair flow-level simulation of a netsim JSON file (see docs of
     topoopt.flowsim.netsim_json); prints start and finish of every flow and the makespan."""
-    out_path = prepare_output(out, force)
+    out_path = prepare_output(out, force, "--out")
     case = load_netsim(flows_json)
     result = simulate(case.flows, record_series=False)
     doc = result_document(case, result)
     if out_path is not None:
-        write_output_text(out_path, json.dumps(to_jsonable(doc), indent=2) + "\n")
+        write_output_json(out_path, doc, indent=2)
     if as_json:
         emit_json(doc)
         return

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -15,7 +14,7 @@ from topoopt.cli.common import (
     handle_errors,
     prepare_output,
     stdout,
-    to_jsonable,
+    write_output_json,
     write_output_text,
     write_output_with,
 )
@@ -48,7 +47,7 @@ def _write_pairs(path: Path, frame, level: str, n: int) -> None:
         write_output_with(path, lambda t: frame.to_parquet(t, index=False))
     else:
         doc = {"level": level, "n": n, **{c: frame[c].to_numpy() for c in frame.columns}}
-        write_output_text(path, json.dumps(to_jsonable(doc)) + "\n")
+        write_output_json(path, doc)
 
 
 @handle_errors
@@ -78,8 +77,8 @@ def traffic_command(
         raise InputError("--out", str(out), f"a file ending in {', '.join(OUT_SUFFIXES)}")
     if html is not None and html.suffix.lower() not in (".html", ".htm"):
         raise InputError("--html", str(html), "a file ending in .html")
-    prepare_output(out, force)
-    prepare_output(html, force)
+    prepare_output(out, force, "--out")
+    prepare_output(html, force, "--html")
 
     workload = load_workload(plan)
     summary = traffic_summary(workload, algorithm.value)
