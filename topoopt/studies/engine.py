@@ -1,0 +1,196 @@
+"""The evaluation engine of the studies: a list of independent evaluations, run on Ray or
+in-process, with results in input order whatever the worker count.
+
+``Engine(workers=1)`` (no address) runs everything in this process, without importing Ray.
+Otherwise every evaluation is a Ray task: on a local Ray instance that the engine starts on
+entering its context (``ray.init(num_cpus=workers, include_dashboard=False,
+log_to_driver=False)``, loopback only) and stops on leaving it, or on an existing cluster with
+``address`` (the engine connects and disconnects; the cluster stays up, and its workers must be
+able to import ``topoopt``). Results are collected by task index, so they never depend on the
+order in which workers finish.
+
+A failed evaluation is retried: a task that raises is re-run up to ``max_retries`` times (Ray's
+``retry_exceptions=True``; in-process, the same loop), and a task whose worker process dies is
+re-submitted by Ray (``max_retries``). An evaluation that still fails raises
+:class:`EvaluationFailed` naming the task; none is ever silently dropped. Progress goes to
+stderr as a rich progress bar, and so do Ray's own driver messages (stdout is redirected to
+stderr while a Ray session the engine started is open: ``--json`` output stays clean).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from traffic.errors import InputError
+
+__all__ = ["Engine", "EvaluationFailed"]
+
+
+class EvaluationFailed(RuntimeError):
+    """An evaluation failed on every attempt (the last exception is its ``__cause__``)."""
+
+
+class Engine:
+    """Run evaluations in-process or on Ray (module docstring).
+
+    Parameters
+    ----------
+    workers : int
+        Parallel evaluations (CPUs of the local Ray instance). 1 without ``address``: in-process.
+    address : str, optional
+        Address of an existing Ray cluster (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``).
+    max_retries : int
+        Re-runs of a failed evaluation (exceptions and dead workers).
+    progress : bool
+        Show a progress bar on stderr.
+
+    Examples
+    --------
+    >>> with Engine(workers=1, progress=False) as eng:
+    ...     eng.backend, eng.map(abs, [-2, 3, -1])
+    ('local', [2, 3, 1])
+    """
+
+    def __init__(
+        self,
+        workers: int = 1,
+        address: str | None = None,
+        *,
+        max_retries: int = 2,
+        progress: bool = True,
+    ) -> None:
+        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+            raise InputError("workers", workers, "a positive integer")
+        if not isinstance(max_retries, int) or max_retries < 0:
+            raise InputError("max_retries", max_retries, "an integer >= 0")
+        self.workers = workers
+        self.address = address or None
+        self.max_retries = max_retries
+        self.progress = progress
+        self._ray = None
+        self._started = False
+        self._stdout = None
+
+    @property
+    def backend(self) -> str:
+        """``"ray"`` or ``"local"``."""
+        return "local" if (self.workers == 1 and self.address is None) else "ray"
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> Engine:
+        if self.backend == "ray":
+            self._start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _start(self) -> None:
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no network calls
+        import ray
+
+        self._ray = ray
+        if ray.is_initialized():  # somebody else's session: use it, leave it running
+            return
+        kwargs: dict[str, Any] = {
+            "include_dashboard": False,
+            "log_to_driver": False,
+            "configure_logging": False,
+        }
+        # Ray's driver prints task failures and retries on stdout from a background thread:
+        # send them to stderr while the session lasts (stdout carries --json documents)
+        self._stdout, sys.stdout = sys.stdout, sys.stderr
+        try:
+            if self.address is not None:
+                ray.init(address=self.address, **kwargs)
+            else:
+                ray.init(num_cpus=self.workers, **kwargs)
+        except ConnectionError as exc:
+            sys.stdout, self._stdout = self._stdout, None
+            raise InputError("address", self.address, f"a reachable Ray cluster ({exc})") from None
+        self._started = True
+
+    def close(self) -> None:
+        """Stop the local Ray instance (or disconnect from the cluster) if this engine began it."""
+        if self._started and self._ray is not None:
+            self._ray.shutdown()
+        if self._stdout is not None:
+            sys.stdout, self._stdout = self._stdout, None
+        self._started = False
+
+    # ------------------------------------------------------------------ running
+    def map(
+        self, fn: Callable[[Any], Any], items: Sequence[Any], label: str = "evaluations"
+    ) -> list[Any]:
+        """``[fn(x) for x in items]``, in parallel; results in the order of ``items``."""
+        items = list(items)
+        if not items:
+            return []
+        if self.backend == "local":
+            return self._map_local(fn, items, label)
+        if self._ray is None:
+            self._start()
+        return self._map_ray(fn, items, label)
+
+    def _bar(self, total: int, label: str):
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        return Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(file=sys.stderr),
+            disable=not self.progress,
+            transient=False,
+        )
+
+    def _map_local(self, fn, items, label):
+        out = []
+        with self._bar(len(items), label) as bar:
+            tid = bar.add_task(label, total=len(items))
+            for k, x in enumerate(items):
+                for attempt in range(self.max_retries + 1):
+                    try:
+                        out.append(fn(x))
+                        break
+                    except InputError:
+                        raise
+                    except Exception as exc:
+                        if attempt == self.max_retries:
+                            raise EvaluationFailed(
+                                f"{label}: task {k} failed {attempt + 1} times: {exc!r}"
+                            ) from exc
+                bar.advance(tid)
+        return out
+
+    def _map_ray(self, fn, items, label):
+        ray = self._ray
+        remote = ray.remote(num_cpus=1, max_retries=self.max_retries, retry_exceptions=True)(fn)
+        refs = [remote.remote(x) for x in items]
+        where = {ref: k for k, ref in enumerate(refs)}
+        results: dict[int, Any] = {}
+        pending = list(refs)
+        with self._bar(len(items), label) as bar:
+            tid = bar.add_task(label, total=len(items))
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1)
+                for ref in done:
+                    k = where[ref]
+                    try:
+                        results[k] = ray.get(ref)
+                    except Exception as exc:
+                        for r in pending:
+                            ray.cancel(r)
+                        cause = getattr(exc, "cause", None) or exc
+                        if isinstance(cause, InputError):
+                            raise cause from None
+                        raise EvaluationFailed(
+                            f"{label}: task {k} failed after {self.max_retries} retries: {cause!r}"
+                        ) from exc
+                    bar.advance(tid)
+        return [results[k] for k in range(len(items))]
