@@ -11,13 +11,20 @@ Counting rules (per fabric, from its arrays):
 - optical layer: every optical server port has one transceiver and one fibre to its device;
   every OCS / patch-panel port is counted.
 
-Capex and power are ``sum(count * unit price)`` with unit prices from :class:`PriceTable`.
+Capex and power are ``sum(count * unit price)`` with unit prices from :class:`PriceTable`, and
+split by component (:data:`COMPONENTS`: ``nic``, ``transceiver``, ``switch``, ``cable``, ``ocs``,
+``patch_panel``) in :attr:`CostReport.capex_by_component` / :attr:`CostReport.power_by_component`.
+
+The cost-equivalent fat-tree (:func:`cost_equivalent_fat_tree`) buys the fastest full-bisection
+Clos a budget affords from the switch catalogue (:mod:`topoopt.fabrics.catalogue`); see
+``docs/costs.md`` for the model and its steps.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -26,6 +33,13 @@ from typing import Any
 import numpy as np
 import yaml
 
+from topoopt.fabrics.catalogue import (
+    ClosPlan,
+    SwitchModel,
+    plan_bill_of_materials,
+    plan_clos,
+    speed_label,
+)
 from topoopt.fabrics.fabric import Fabric, check_float
 from topoopt.fabrics.fat_tree import fat_tree, leaf_spine
 from traffic.errors import InputError
@@ -33,12 +47,17 @@ from traffic.errors import InputError
 __all__ = [
     "SPEED_ITEMS",
     "FLAT_ITEMS",
+    "COMPONENTS",
+    "PRESETS",
     "PriceTable",
     "CostReport",
     "CostEquivalent",
     "load_prices",
+    "resolve_prices",
     "bill_of_materials",
+    "price_bill_of_materials",
     "cost",
+    "catalogue_steps",
     "cost_equivalent_fat_tree",
     "OVERSUBSCRIPTION_STEPS",
 ]
@@ -59,13 +78,29 @@ FLAT_ITEMS = (
 )
 """Price-table entries with one unit price."""
 
+COMPONENTS = ("nic", "transceiver", "switch", "cable", "ocs", "patch_panel")
+"""Components of a capex / power breakdown (every priced bill-of-materials item is in one)."""
+
+_COMPONENT_OF = {
+    "nic_port": "nic",
+    "integrated_port": "nic",
+    "transceiver": "transceiver",
+    "switch_port": "switch",
+    "fibre": "cable",
+    "copper_cable": "cable",
+    "ocs_port": "ocs",
+    "patch_panel_port": "patch_panel",
+}
+
+PRESETS = ("topoopt-paper",)
+"""Named price tables shipped with topoopt (``prices-<name>.yaml``, merged over the defaults)."""
+
 
 def _gbps(bytes_per_s: float) -> float:
     return round(float(bytes_per_s) * 8.0 / 1e9, 6)
 
 
-def _speed_label(gbps: float) -> str:
-    return f"{gbps:.12g}G"
+_speed_label = speed_label
 
 
 @dataclass(frozen=True)
@@ -105,15 +140,91 @@ class PriceTable:
         s = sorted(float(x) for x in self.data[item])
         return s[0], s[-1]
 
+    def source_of(self, item: str, gbps: float | None = None) -> str:
+        """The ``source:`` text of an entry ('' when the table gives none).
+
+        >>> load_prices().source_of("ocs_port").startswith("3-D MEMS")
+        True
+        """
+        e = self.data[item] if gbps is None else self.data[item][float(gbps)]
+        return str(e.get("source", ""))
+
+    def catalogue(self) -> tuple[SwitchModel, ...]:
+        """The switch configurations a buyer can order (``switch_catalogue``), by speed, radix.
+
+        >>> [m.name for m in load_prices().catalogue() if m.gbps == 800]
+        ['Tomahawk 5 64x800G']
+        """
+        models = [
+            SwitchModel(str(m["name"]), int(m["radix"]), float(m["gbps"]), str(m.get("source", "")))
+            for m in self.data.get("switch_catalogue", [])
+        ]
+        return tuple(sorted(models, key=lambda m: (m.gbps, m.radix, m.name)))
+
+    def scaled(self, items: Iterable[str], factor: float) -> PriceTable:
+        """A copy with the capex of ``items`` (sections or flat entries) times ``factor``.
+
+        >>> load_prices().scaled(["switch_port"], 2.0).unit("switch_port", 100)
+        (380.0, 6.0)
+        """
+        f = check_float("price factor", factor, 0.0, strict=False)
+        data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in self.data.items()}
+        for item in items:
+            if item in SPEED_ITEMS:
+                sec = data[item]
+                data[item] = {s: {**e, "capex_usd": e["capex_usd"] * f} for s, e in sec.items()}
+            elif item in FLAT_ITEMS:
+                data[item] = {**data[item], "capex_usd": data[item]["capex_usd"] * f}
+            else:
+                names = ", ".join(SPEED_ITEMS + FLAT_ITEMS)
+                raise InputError("price item", item, f"one of {names}")
+        return PriceTable(data, f"{self.source} ({', '.join(items)} x {f:g})")
+
 
 def _check_entry(where: str, e: Any) -> dict:
-    if not isinstance(e, Mapping) or set(e) != {"capex_usd", "power_w"}:
-        raise InputError(where, e, "a mapping {capex_usd: number, power_w: number}")
+    if not isinstance(e, Mapping) or not {"capex_usd", "power_w"} <= set(e) <= {
+        "capex_usd",
+        "power_w",
+        "source",
+    }:
+        raise InputError(where, e, "a mapping {capex_usd: number, power_w: number, source: text}")
     for key in ("capex_usd", "power_w"):
         v = e[key]
         if isinstance(v, bool) or not isinstance(v, int | float) or v < 0 or not math.isfinite(v):
             raise InputError(f"{where}.{key}", v, "a finite number >= 0")
-    return {"capex_usd": float(e["capex_usd"]), "power_w": float(e["power_w"])}
+    out = {"capex_usd": float(e["capex_usd"]), "power_w": float(e["power_w"])}
+    if "source" in e:
+        out["source"] = str(e["source"])
+    return out
+
+
+def _check_catalogue(where: str, val: Any) -> list[dict]:
+    if not isinstance(val, list) or not val:
+        raise InputError(where, type(val).__name__, "a non-empty list of switch configurations")
+    out = []
+    for i, m in enumerate(val):
+        w = f"{where}[{i}]"
+        if not isinstance(m, Mapping) or not {"name", "radix", "gbps"} <= set(m) <= {
+            "name",
+            "radix",
+            "gbps",
+            "source",
+        }:
+            raise InputError(w, m, "a mapping {name: text, radix: integer, gbps: number, source}")
+        r, g = m["radix"], m["gbps"]
+        if isinstance(r, bool) or not isinstance(r, int) or r < 2:
+            raise InputError(f"{w}.radix", r, "an integer >= 2")
+        if isinstance(g, bool) or not isinstance(g, int | float) or not 0 < g < math.inf:
+            raise InputError(f"{w}.gbps", g, "a speed > 0 Gbps")
+        out.append(
+            {
+                "name": str(m["name"]),
+                "radix": r,
+                "gbps": float(g),
+                **({"source": str(m["source"])} if "source" in m else {}),
+            }
+        )
+    return out
 
 
 def _merge(base: dict, over: Mapping, where: str) -> dict:
@@ -137,29 +248,64 @@ def _merge(base: dict, over: Mapping, where: str) -> dict:
             out[key] = sec
         elif key in FLAT_ITEMS:
             out[key] = _check_entry(f"{where}.{key}", val)
+        elif key == "switch_catalogue":
+            out[key] = _check_catalogue(f"{where}.{key}", val)
         else:
-            raise InputError(where, key, f"entries among {', '.join(SPEED_ITEMS + FLAT_ITEMS)}")
+            raise InputError(
+                where,
+                key,
+                f"entries among {', '.join(SPEED_ITEMS + FLAT_ITEMS + ('switch_catalogue',))}",
+            )
     return out
 
 
-def load_prices(path: str | Path | None = None) -> PriceTable:
-    """The default price table, with the entries of the YAML file ``path`` merged over it.
+@functools.lru_cache(maxsize=8)
+def _packaged(name: str) -> dict:
+    """A packaged table, parsed once per process (merged copies are made from it)."""
+    text = resources.files("topoopt.fabrics").joinpath(name).read_text("utf-8")
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def load_prices(path: str | Path | None = None, *, preset: str | None = None) -> PriceTable:
+    """The default price table, with a named ``preset`` (:data:`PRESETS`) and then the entries
+    of the YAML file ``path`` merged over it.
 
     >>> load_prices().unit("ocs_port")
     (500.0, 0.75)
+    >>> load_prices(preset="topoopt-paper").source
+    'preset topoopt-paper'
     """
-    text = resources.files("topoopt.fabrics").joinpath("prices.yaml").read_text("utf-8")
-    base = _merge({}, yaml.safe_load(text), "prices.yaml")
+    base = _merge({}, _packaged("prices.yaml"), "prices.yaml")
+    source = "default"
+    if preset is not None:
+        if preset not in PRESETS:
+            raise InputError("preset", preset, f"one of {', '.join(PRESETS)}")
+        fname = f"prices-{preset}.yaml"
+        base = _merge(base, _packaged(fname), fname)
+        source = f"preset {preset}"
     if path is None:
-        return PriceTable(base, "default")
+        return PriceTable(base, source)
+    from topoopt.fabrics.price_schema import load_price_file
+
     p = Path(path)
-    try:
-        over = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise InputError(str(p), f"invalid YAML ({type(exc).__name__})", "a YAML mapping") from None
-    if not isinstance(over, Mapping):
-        raise InputError(str(p), type(over).__name__, "a YAML mapping of price entries")
+    over = load_price_file(p)  # strict YAML + schema (topoopt.fabrics.price_schema)
     return PriceTable(_merge(base, over, str(p)), str(p))
+
+
+def resolve_prices(prices: str | Path | None = None, preset: str | None = None) -> PriceTable:
+    """The CLI's ``--prices`` / ``--preset``: ``prices`` is a YAML file or a preset name.
+
+    >>> resolve_prices("topoopt-paper").source
+    'preset topoopt-paper'
+    """
+    if prices is not None and str(prices) in PRESETS and not Path(prices).exists():
+        if preset is not None and preset != str(prices):
+            raise InputError("preset", preset, f"the same preset as --prices {prices}")
+        return load_prices(preset=str(prices))
+    if prices is not None and not Path(prices).exists():
+        allowed = f"a price-table file or one of {', '.join(PRESETS)}"
+        raise InputError("prices", str(prices), allowed)
+    return load_prices(prices, preset=preset)
 
 
 def bill_of_materials(fabric: Fabric) -> dict[str, int]:
@@ -255,6 +401,55 @@ class CostReport:
         """Network plus compute power."""
         return self.power_w + self.compute_power_w
 
+    @property
+    def capex_by_component(self) -> dict[str, float]:
+        """USD per component of :data:`COMPONENTS` (those present); sums to :attr:`capex_usd`."""
+        return _by_component(self.capex_by_item)
+
+    @property
+    def power_by_component(self) -> dict[str, float]:
+        """Watts per component of :data:`COMPONENTS` (those present); sums to :attr:`power_w`."""
+        return _by_component(self.power_by_item)
+
+
+def _by_component(by_item: Mapping[str, float]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, v in by_item.items():
+        item, _ = _item_of(key)
+        comp = _COMPONENT_OF[item]
+        out[comp] = out.get(comp, 0.0) + float(v)
+    return {c: out[c] for c in COMPONENTS if c in out}
+
+
+def price_bill_of_materials(
+    bom: Mapping[str, int], prices: PriceTable | None = None, n_gpus: int = 0
+) -> CostReport:
+    """Capex and power of a bill of materials (keys as :func:`bill_of_materials`'s).
+
+    >>> r = price_bill_of_materials({"switch_port_100G": 2, "fibre": 1})
+    >>> r.capex_usd, r.capex_by_component
+    (385.0, {'switch': 380.0, 'cable': 5.0})
+    """
+    prices = load_prices() if prices is None else prices
+    capex: dict[str, float] = {}
+    power: dict[str, float] = {}
+    for key, n in bom.items():
+        item, gbps = _item_of(key)
+        if item is None:
+            continue
+        c, p = prices.unit(item, gbps)
+        capex[key], power[key] = n * c, n * p
+    acc_c, acc_p = prices.unit("accelerator")
+    return CostReport(
+        bom=dict(bom),
+        capex_usd=float(sum(capex.values())),
+        power_w=float(sum(power.values())),
+        capex_by_item=capex,
+        power_by_item=power,
+        compute_capex_usd=n_gpus * acc_c,
+        compute_power_w=n_gpus * acc_p,
+    )
+
 
 def cost(fabric: Fabric, prices: PriceTable | None = None) -> CostReport:
     """Capex and power of ``fabric``'s network under ``prices`` (default table).
@@ -267,38 +462,157 @@ def cost(fabric: Fabric, prices: PriceTable | None = None) -> CostReport:
     >>> r = cost(fat_tree(4))
     >>> r.capex_by_item["switch_port_100G"] == 80 * 190.0
     True
+    >>> sum(r.capex_by_component.values()) == r.capex_usd
+    True
+    """
+    return price_bill_of_materials(bill_of_materials(fabric), prices, fabric.n_gpus)
+
+
+@dataclass(frozen=True)
+class _Step:
+    """The cheapest catalogue Clos at one catalogue speed."""
+
+    gbps: float
+    plan: ClosPlan
+    report: CostReport
+
+
+def catalogue_steps(
+    servers: int, prices: PriceTable | None = None, oversubscription: float = 1.0
+) -> list[_Step]:
+    """Per catalogue speed, the cheapest Clos (:func:`~topoopt.fabrics.catalogue.plan_clos`) of
+    the catalogue's models at that speed for ``servers`` servers, keeping only speeds whose cost
+    is below every faster speed's (a buyer never pays more for less).
+
+    >>> [(s.gbps, s.plan.tiers, s.plan.model.radix) for s in catalogue_steps(128)][-3:]
+    [(200.0, 1, 128), (400.0, 1, 128), (800.0, 2, 64)]
     """
     prices = load_prices() if prices is None else prices
-    bom = bill_of_materials(fabric)
-    capex: dict[str, float] = {}
-    power: dict[str, float] = {}
-    for key, n in bom.items():
-        item, gbps = _item_of(key)
-        if item is None:
+    lo = max(prices.speed_range(item)[0] for item in SPEED_ITEMS)
+    hi = min(prices.speed_range(item)[1] for item in SPEED_ITEMS)
+    steps: dict[float, _Step] = {}
+    for model in prices.catalogue():
+        if not lo - 1e-9 <= model.gbps <= hi + 1e-9:
             continue
-        c, p = prices.unit(item, gbps)
-        capex[key], power[key] = n * c, n * p
-    acc_c, acc_p = prices.unit("accelerator")
-    return CostReport(
-        bom=bom,
-        capex_usd=float(sum(capex.values())),
-        power_w=float(sum(power.values())),
-        capex_by_item=capex,
-        power_by_item=power,
-        compute_capex_usd=fabric.n_gpus * acc_c,
-        compute_power_w=fabric.n_gpus * acc_p,
-    )
+        plan = plan_clos(servers, model, oversubscription)
+        if plan is None:
+            continue
+        rep = price_bill_of_materials(plan_bill_of_materials(plan, model.gbps), prices)
+        best = steps.get(model.gbps)
+        if best is None or (rep.capex_usd, plan.switch_ports) < (
+            best.report.capex_usd,
+            best.plan.switch_ports,
+        ):
+            steps[model.gbps] = _Step(model.gbps, plan, rep)
+    kept: list[_Step] = []
+    for s in sorted(steps.values(), key=lambda s: -s.gbps):
+        if not kept or s.report.capex_usd < kept[-1].report.capex_usd:
+            kept.append(s)
+    return kept[::-1]
 
 
 @dataclass(frozen=True, eq=False)
 class CostEquivalent:
-    """A fat-tree whose capex matches a target: its fabric and the knob that was tuned."""
+    """A fat-tree whose capex matches a target: its fabric, the knob that was tuned, and (for
+    the catalogue search) how it was bought (:attr:`info`)."""
 
     fabric: Fabric
     port_bandwidth: float
     oversubscription: float
     capex_usd: float
     target_capex_usd: float
+    power_w: float = 0.0
+    capex_breakdown: dict = field(default_factory=dict)
+    power_breakdown: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+
+    @property
+    def server_bandwidth(self) -> float:
+        """Network bandwidth per server, bytes/s (one NIC port at :attr:`port_bandwidth`)."""
+        return float(np.mean(self.fabric.server_bandwidth))
+
+
+def _mix(a: Mapping[str, float], b: Mapping[str, float], t: float) -> dict[str, float]:
+    keys = [c for c in COMPONENTS if c in a or c in b]
+    return {c: (1 - t) * a.get(c, 0.0) + t * b.get(c, 0.0) for c in keys}
+
+
+def _step_info(s: _Step, share: float | None = None) -> dict:
+    d = {
+        "gbps": s.gbps,
+        "switch": s.plan.model.name,
+        "tiers": s.plan.tiers,
+        "switches": s.plan.switches,
+        "switch_ports": s.plan.switch_ports,
+        "capex_usd": s.report.capex_usd,
+    }
+    if share is not None:
+        d["share"] = share
+    return d
+
+
+def _catalogue_equivalent(
+    target: float, servers: int, oversubscription: float, gpus_per_server: int, prices: PriceTable
+) -> CostEquivalent:
+    steps = catalogue_steps(servers, prices, oversubscription)
+    if not steps:
+        raise InputError("servers", servers, "a cluster a two-tier Clos of the catalogue can serve")
+    costs = np.array([s.report.capex_usd for s in steps])
+    if target < costs[0] * (1 - 1e-12):
+        raise InputError(
+            "target_capex",
+            target,
+            f">= {costs[0]:,.0f} USD (the cheapest catalogue Clos for {servers} servers, "
+            f"{steps[0].gbps:g} Gbps)",
+        )
+    k = int(np.searchsorted(costs, target, side="right")) - 1
+    capped = k >= len(steps) - 1
+    if capped:
+        lo = hi = steps[-1]
+        t = 1.0
+    else:
+        lo, hi = steps[k], steps[k + 1]
+        t = float((target - costs[k]) / (costs[k + 1] - costs[k]))
+    gbps = lo.gbps + t * (hi.gbps - lo.gbps)
+    # the simulated topology: the endpoint with more tiers / switch ports (conservative in hops)
+    shape = (
+        hi
+        if t > 0
+        and (hi.plan.tiers, hi.plan.switch_ports)
+        >= (
+            lo.plan.tiers,
+            lo.plan.switch_ports,
+        )
+        else lo
+    )
+    if t == 0.0:
+        shape = lo
+    bw = gbps * 1e9 / 8.0
+    fab = shape.plan.fabric(bw, gpus_per_server=gpus_per_server)
+    capex_b = _mix(lo.report.capex_by_component, hi.report.capex_by_component, t)
+    power_b = _mix(lo.report.power_by_component, hi.report.power_by_component, t)
+    info = {
+        "family": "leaf-spine",
+        "method": "catalogue",
+        **shape.plan.info(),
+        "link_gbps": gbps,
+        "server_bandwidth": bw,
+        "target_capex_usd": target,
+        "capped": capped,
+        "mix": [_step_info(lo, 1.0 - t)] + ([] if hi is lo else [_step_info(hi, t)]),
+        "catalogue_steps": [_step_info(s) for s in steps],
+    }
+    return CostEquivalent(
+        fab,
+        bw,
+        oversubscription,
+        float(sum(capex_b.values())),
+        target,
+        float(sum(power_b.values())),
+        capex_b,
+        power_b,
+        info,
+    )
 
 
 def cost_equivalent_fat_tree(
@@ -323,74 +637,83 @@ def cost_equivalent_fat_tree(
     servers : int
         Servers of the fat-tree.
     vary : {"bandwidth", "oversubscription"}
-        ``bandwidth``: keep ``oversubscription`` and solve for the per-port bandwidth (prices are
-        continuous in speed, capex is non-decreasing in it: bisection to 1e-9 relative).
+        ``bandwidth``: keep ``oversubscription`` (default 1, full bisection) and buy the fastest
+        Clos the budget affords from the price table's switch catalogue
+        (:func:`catalogue_steps`: per catalogue speed, the cheapest one- or two-tier Clos of the
+        models at that speed). Between two catalogue speeds the buyer mixes them: a share ``t``
+        of the fabric at the faster speed, capex ``(1 - t) C_lo + t C_hi = target`` and
+        bandwidth per server ``(1 - t) s_lo + t s_hi``. The simulated fabric is the endpoint
+        with more tiers at that mixed rate. Above the fastest catalogue step the fabric is that
+        step (``info["capped"]``, capex below the target).
         ``oversubscription``: keep ``port_bandwidth`` and return the smallest oversubscription
         whose capex does not exceed the target, among ``(k/2)/u`` for a k-ary fat-tree (every
-        uplink count ``u``) or :data:`OVERSUBSCRIPTION_STEPS` for a leaf-spine.
-    family : {"leaf-spine", "fat-tree"}
-        Clos family (``fat-tree`` needs ``k``).
+        uplink count ``u``) or :data:`OVERSUBSCRIPTION_STEPS` for a leaf-spine (``family``,
+        ``k``, ``radix`` and ``port_bandwidth`` are used by this mode only).
+
+    Returns
+    -------
+    CostEquivalent
+        With ``info``: tiers, switch model, leaves, spines, bundle, link rate, oversubscription,
+        bandwidth per server, the mix and every catalogue step (``vary="bandwidth"``).
 
     Raises
     ------
     InputError
-        When no fabric of the family in the table's speed range can match the target.
+        When no fabric of the catalogue / family can match the target.
 
     Examples
     --------
     >>> ref = cost(leaf_spine(64, port_bandwidth=25e9)).capex_usd
     >>> eq = cost_equivalent_fat_tree(ref, 64)
-    >>> round(eq.port_bandwidth * 8 / 1e9, 6)
-    200.0
+    >>> round(eq.port_bandwidth * 8 / 1e9, 6), eq.info["tiers"], eq.info["switch"]
+    (200.0, 1, 'Tomahawk 3 64x200G')
     """
     target = check_float("target_capex", target_capex)
     prices = load_prices() if prices is None else prices
+    r = check_float("oversubscription", oversubscription, 1.0, strict=False)
+    if vary == "bandwidth":
+        return _catalogue_equivalent(target, servers, r, gpus_per_server, prices)
+    if vary != "oversubscription":
+        raise InputError("vary", vary, "bandwidth or oversubscription")
 
-    def build(bw: float, r: float) -> Fabric:
+    def build(rr: float) -> Fabric:
         if family == "leaf-spine":
             return leaf_spine(
-                servers, r, radix=radix, port_bandwidth=bw, gpus_per_server=gpus_per_server
+                servers,
+                rr,
+                radix=radix,
+                port_bandwidth=port_bandwidth,
+                gpus_per_server=gpus_per_server,
             )
         if family == "fat-tree":
             if k is None:
                 raise InputError("k", None, "the fat-tree radix for family fat-tree")
             return fat_tree(
-                k, servers, oversubscription=r, port_bandwidth=bw, gpus_per_server=gpus_per_server
+                k,
+                servers,
+                oversubscription=rr,
+                port_bandwidth=port_bandwidth,
+                gpus_per_server=gpus_per_server,
             )
         raise InputError("family", family, "leaf-spine or fat-tree")
 
-    if vary == "bandwidth":
-        lo_g, hi_g = prices.speed_range("switch_port")
-        lo, hi = lo_g * 1e9 / 8, hi_g * 1e9 / 8
-        c_lo = cost(build(lo, oversubscription), prices).capex_usd
-        c_hi = cost(build(hi, oversubscription), prices).capex_usd
-        if not c_lo <= target <= c_hi:
-            raise InputError(
-                "target_capex", target, f"between {c_lo:,.0f} and {c_hi:,.0f} USD for {servers}"
+    if family == "fat-tree" and k is not None:
+        cands = sorted({(k / 2) / u for u in range(1, k // 2 + 1)})
+    else:
+        cands = list(OVERSUBSCRIPTION_STEPS)
+    for rr in cands:
+        fab = build(rr)
+        rep = cost(fab, prices)
+        if rep.capex_usd <= target * (1 + 1e-12):
+            return CostEquivalent(
+                fab,
+                port_bandwidth,
+                rr,
+                rep.capex_usd,
+                target,
+                rep.power_w,
+                rep.capex_by_component,
+                rep.power_by_component,
+                {"family": fab.family, "method": "oversubscription", "oversubscription": rr},
             )
-        for _ in range(200):
-            mid = 0.5 * (lo + hi)
-            if cost(build(mid, oversubscription), prices).capex_usd < target:
-                lo = mid
-            else:
-                hi = mid
-            if hi - lo <= 1e-9 * hi:
-                break
-        fab = build(hi, oversubscription)
-        return CostEquivalent(fab, hi, oversubscription, cost(fab, prices).capex_usd, target)
-    if vary == "oversubscription":
-        if family == "fat-tree" and k is not None:
-            cands = sorted({(k / 2) / u for u in range(1, k // 2 + 1)})
-        else:
-            cands = list(OVERSUBSCRIPTION_STEPS)
-        best = None
-        for r in cands:
-            fab = build(port_bandwidth, r)
-            c = cost(fab, prices).capex_usd
-            if c <= target * (1 + 1e-12):
-                best = CostEquivalent(fab, port_bandwidth, r, c, target)
-                break
-        if best is None:
-            raise InputError("target_capex", target, "enough for the most oversubscribed fabric")
-        return best
-    raise InputError("vary", vary, "bandwidth or oversubscription")
+    raise InputError("target_capex", target, "enough for the most oversubscribed fabric")

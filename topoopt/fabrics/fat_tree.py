@@ -144,8 +144,13 @@ def _two_tier(
     r: float,
     h: int | None,
     spine_radix: int | None,
+    spines: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int, int]:
     """Leaves of ``h`` server ports, one uplink per (leaf, spine); rails when ports > 1.
+
+    With ``spines``, every leaf instead has a bundle of ``ceil(u / spines)`` parallel cables to
+    each of ``spines`` spines (spines sized by ports, not one per uplink; ``u`` rounds up to a
+    multiple of ``spines``).
 
     Returns host-cable (u, v) arrays, leaf-spine cable (u, v) arrays, leaves, spines, uplinks.
     Leaf ``g * P + p`` serves port ``p`` of the servers of group ``g``.
@@ -172,9 +177,16 @@ def _two_tier(
             f"at most {spine_radix // ports_per_server * h} for a two-tier fabric of radix "
             f"{radix} (leaves {leaves} > spine radix {spine_radix}); use a fat-tree",
         )
+    n_sp = u if spines is None else spines
+    bundle = -(-u // n_sp)
+    if h + n_sp * bundle > radix or leaves * bundle > spine_radix:
+        raise InputError(
+            "spines", spines, f"room for {u} uplinks per leaf in equal bundles to every spine"
+        )
+    u = n_sp * bundle
     leaf = np.repeat(np.arange(leaves), u)
-    sp = np.tile(np.arange(u), leaves)
-    return host_u, host_v, n + leaf, n + leaves + sp, leaves, u, u
+    sp = np.tile(np.repeat(np.arange(n_sp), bundle), leaves)
+    return host_u, host_v, n + leaf, n + leaves + sp, leaves, n_sp, u
 
 
 def leaf_spine(
@@ -184,6 +196,7 @@ def leaf_spine(
     radix: int = 64,
     leaf_hosts: int | None = None,
     spine_radix: int | None = None,
+    spines: int | None = None,
     port_bandwidth: float = DEFAULT_PORT_BANDWIDTH,
     gpus_per_server: int = 1,
     intra_server_bandwidth: float | None = None,
@@ -194,6 +207,10 @@ def leaf_spine(
     Leaves have ``radix`` ports: ``h`` host ports (default :func:`hosts_per_leaf`, or all
     ``radix`` when every server fits on one leaf, which then needs no spine) and
     ``u = ceil(h / R)`` uplinks, one to each of ``u`` spines. Needs ``leaves <= spine_radix``.
+    ``spines`` packs the uplinks onto fewer spines instead: ``b = ceil(u / spines)`` parallel
+    cables from every leaf to every spine (``spines * b >= u`` uplinks), needing
+    ``h + spines * b <= radix`` and ``leaves * b <= spine_radix`` (what a buyer does when
+    leaves are few: no spine bought for 4 of its 64 ports).
 
     Examples
     --------
@@ -207,14 +224,15 @@ def leaf_spine(
     b = check_float("port_bandwidth", port_bandwidth)
     h = None if leaf_hosts is None else check_int("leaf_hosts", leaf_hosts)
     sr = None if spine_radix is None else check_int("spine_radix", spine_radix, minimum=2)
-    hu, hv, lu, lv, leaves, spines, up = _two_tier(n, 1, radix, r, h, sr)
+    sp = None if spines is None else check_int("spines", spines)
+    hu, hv, lu, lv, leaves, n_sp, up = _two_tier(n, 1, radix, r, h, sr, sp)
     return _clos_fabric(
         "leaf-spine",
         {"servers": n, "oversubscription": r, "radix": radix, "port_bandwidth": b},
         n,
         1,
         leaves,
-        spines,
+        n_sp,
         radix,
         sr,
         hu,
