@@ -181,7 +181,6 @@ def test_handwritten_int64_negative_and_unknown_fields_are_tolerated(tmp_path):
         ("size-mismatch", "as on rank 0"),
         ("missing-member", "collectives on every member"),
         ("cycle", "cycle"),
-        ("unknown-dep", "ids of nodes"),
         ("truncated", "truncated"),
         ("bad-comm-type", "comm_type"),
         ("send-without-recv", "one receive per send"),
@@ -195,10 +194,8 @@ def test_broken_traces_raise_one_input_error(tmp_path, case, match):
     elif case == "missing-member":
         write(d, [trace(coll(0, 0, 64, pg="1")), trace(node(0, 4, dur=1))], {"1": [0, 1]})
     elif case == "cycle":
-        t = trace(node(0, 4, deps=[1], dur=1), node(1, 4, deps=[0], dur=1))
+        t = trace(node(0, 4, data_deps=[1], dur=1), node(1, 4, data_deps=[0], dur=1))
         write(d, [t])
-    elif case == "unknown-dep":
-        write(d, [trace(node(0, 4, deps=[7], dur=1))])
     elif case == "truncated":
         write(d, [trace(coll(0, 0, 64))[:-3]])
     elif case == "bad-comm-type":
@@ -396,3 +393,34 @@ def test_fuzzed_trace_bytes_give_a_workload_or_one_input_error(tmp_path):
             outcomes["error"] += 1
     assert outcomes["ok"] + outcomes["error"] == 300
     assert outcomes["error"] > 100  # most mutations break the trace, and are reported as such
+
+
+def test_converter_quirks_host_calls_dangling_and_control_cycles(tmp_path):
+    """What PyTorch-converted traces contain: a host-side c10d call (COMM_COLL_NODE, is_cpu_op,
+    no comm_type/comm_size) above the GPU kernel node that carries the collective; dependencies
+    on dropped nodes; a CPU operator and its kernel naming each other (control one way, data the
+    other). The collective is read once, with its kernel's size; the quirks are counted."""
+    host = node(1, 7, attr_bool("is_cpu_op", True), deps=[99], dur=30)  # dangling dep 99
+    kernel = node(
+        2,
+        7,
+        attr_bool("is_cpu_op", False),
+        attr_int("comm_type", 0),
+        attr_int("comm_size", 8196000),
+        data_deps=[1],
+    )
+    cpu_op = node(3, 4, attr_bool("is_cpu_op", True), deps=[4], data_deps=[2], dur=5)
+    gpu_op = node(4, 4, attr_bool("is_cpu_op", False), data_deps=[3], dur=7)
+    t = trace(host, kernel, cpu_op, gpu_op)
+    w = read_chakra(write(tmp_path / "q", [t, t]))
+    (d,) = w.demands
+    assert (d.op, d.size, d.groups.tolist()) == ("all-reduce", 8196000.0, [[0, 1]])
+    assert w.info["dangling_dependencies"] == 2  # one per rank
+    assert w.info["cyclic_control_dependencies_dropped"] == 2
+    tg = w.taskgraph
+    host_steps = (tg.kind == "forward") & np.isclose(tg.runtime_s, 30e-6)
+    assert host_steps.sum() == 2 and (tg.device[host_steps] % 2 == 1).all()  # host thread
+    # a cycle of data dependencies stays an error
+    bad = trace(node(1, 4, data_deps=[2], dur=1), node(2, 4, data_deps=[1], dur=1))
+    with pytest.raises(InputError, match="cycle"):
+        read_chakra(write(tmp_path / "c", [bad]))

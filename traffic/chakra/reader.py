@@ -21,7 +21,14 @@ Mapping onto the symbolic :class:`~traffic.workload.Workload`:
 - **Compute** (``COMP_NODE``): ``duration_micros`` becomes the task's run time. GPU operators run
   one at a time per rank, CPU operators (``is_cpu_op`` true) on the rank's host thread beside them.
 - Every other node (metadata, memory, ...) is a zero-time step that keeps its dependencies.
-- **Dependencies**: ``ctrl_deps`` and ``data_deps`` both mean "after".
+- **Host-side calls**: a communication node with ``is_cpu_op`` true and neither ``comm_type``
+  nor ``comm_size`` (PyTorch's ``c10d::allreduce_`` ...; the GPU kernel node below it carries the
+  collective) is a step of the rank's host thread, as long as its ``duration_micros``.
+- **Dependencies**: ``ctrl_deps`` and ``data_deps`` both mean "after". A dependency on an id that
+  is not in the trace (a node the converter dropped) is ignored and counted in
+  ``Workload.info["dangling_dependencies"]``. Older converters wrote a CPU operator and its GPU
+  kernel as each other's dependency (one by control, one by data): control dependencies inside
+  a cycle are dropped (counted in ``info``); a cycle of data dependencies is an error.
 
 Chakra does not say which parallelism a collective serves, nor the phase. A node's attributes
 ``topoopt_class`` and ``topoopt_phase`` (written by :mod:`traffic.chakra.writer`) give them;
@@ -161,7 +168,7 @@ def _comm_groups(folder: Path) -> dict[str, tuple[int, ...]] | None:
 class _Rank:
     """One rank's nodes as arrays plus the indices of its communication nodes."""
 
-    __slots__ = ("rank", "src", "nodes", "index", "deps")
+    __slots__ = ("rank", "src", "nodes", "index", "deps", "dangling")
 
     def __init__(self, rank: int, src: str, nodes):
         self.rank, self.src, self.nodes = rank, src, nodes
@@ -171,17 +178,17 @@ class _Rank:
             dup = int(ids[order][np.flatnonzero(np.diff(ids[order]) == 0)[0]])
             raise InputError(src, f"node id {dup} twice", "unique node ids")
         self.index = dict(zip(ids.tolist(), range(len(nodes)), strict=True))
-        deps = []
+        deps = set()  # (before, after, 1 for a control dependency / 0 for data)
+        self.dangling = 0
         for i, n in enumerate(nodes):
-            for d in list(n.ctrl_deps) + list(n.data_deps):
-                j = self.index.get(d)
-                if j is None:
-                    raise InputError(
-                        f"{src}: node {n.id}.deps", int(d), "ids of nodes of the same trace"
-                    )
-                if j != i:
-                    deps.append((j, i))
-        self.deps = np.array(sorted(set(deps)), np.int64).reshape(-1, 2)
+            for ctrl, ids_ in ((1, n.ctrl_deps), (0, n.data_deps)):
+                for d in ids_:
+                    j = self.index.get(d)
+                    if j is None:  # a node the converter dropped: nothing to wait for
+                        self.dangling += 1
+                    elif j != i:
+                        deps.add((j, i, ctrl))
+        self.deps = np.array(sorted(deps), np.int64).reshape(-1, 3)
 
 
 def read_chakra(
@@ -245,8 +252,19 @@ def read_chakra(
         for i, node in enumerate(rk.nodes):
             where = f"{rk.src}: node {node.id}"
             t = int(node.type)
+            a = _attrs(node) if t in (_COLL, _SEND, _RECV, _COMP) else {}
+            host = a.get("is_cpu_op", ("bool_val", False))
+            host = host[0] == "bool_val" and bool(host[1])
+            if (
+                t in (_COLL, _SEND, _RECV)
+                and host
+                and "comm_type" not in a
+                and "comm_size" not in a
+            ):
+                # the host-side call (c10d::allreduce_ ...); its GPU kernel node carries the
+                # collective. A step of the host thread, as long as the call took.
+                t = _COMP
             if t in (_COLL, _SEND, _RECV):
-                a = _attrs(node)
                 size = _int_attr(a, "comm_size", where)
                 exact = a.get("topoopt_size")
                 if exact is not None and exact[0] == "double_val":
@@ -292,11 +310,9 @@ def read_chakra(
                 T_runtime.append(0.0)
                 T_cpu.append(False)
             elif t == _COMP:
-                a = _attrs(node)
-                cpu = a.get("is_cpu_op", ("bool_val", False))
                 T_kind.append("compute")
                 T_runtime.append(node.duration_micros * 1e-6)
-                T_cpu.append(bool(cpu[1]) if cpu[0] == "bool_val" else False)
+                T_cpu.append(host)
                 T_info.append(())
             else:
                 T_kind.append("step")
@@ -373,7 +389,7 @@ def read_chakra(
     instances: dict[tuple, dict[tuple, list[int]]] = defaultdict(lambda: defaultdict(list))
     for t, members, tasks in coll_rows:
         op, size, cls, phase, peer = T_info[t]
-        if op == "barrier":
+        if op == "barrier":  # synchronisation without traffic
             continue
         pb = None
         if peer is not None and op == "all-to-all":
@@ -396,8 +412,9 @@ def read_chakra(
         op, size, cls, phase, gsize, pbytes, count = fkey
         idx = len(demands)
         for r, tlist in enumerate(tasks):
-            demand_map[tlist, 0] = idx
-            demand_map[tlist, 1] = r
+            if gsize > 1:  # a one-rank collective is listed but moves nothing: a plain step
+                demand_map[tlist, 0] = idx
+                demand_map[tlist, 1] = r
         peer = None
         if pbytes is not None:
             peer = np.frombuffer(pbytes, np.float64).reshape(gsize, gsize)
@@ -438,20 +455,31 @@ def read_chakra(
     comp = kind == "forward"
     server = np.where(comp, rank_arr[keep] // g, -1)
     device = np.where(comp, 2 * rank_arr[keep] + cpu_arr[keep], -1)
-    edges_parts = []
+    edges_parts = []  # (before, after, is control dependency)
     for rk, tmap in zip(ranks, task_of, strict=True):
         if rk.deps.size:
             u = new_index[merge[tmap[rk.deps[:, 0]]]]
             v = new_index[merge[tmap[rk.deps[:, 1]]]]
-            edges_parts.append(np.stack([u, v], axis=1))
+            edges_parts.append(np.stack([u, v, rk.deps[:, 2]], axis=1))
     if recv_after:
         ra = np.array(recv_after, np.int64)
-        edges_parts.append(np.stack([new_index[ra[:, 0]], new_index[ra[:, 1]]], axis=1))
-    edges = np.concatenate(edges_parts) if edges_parts else np.zeros((0, 2), np.int64)
+        z = np.zeros(len(ra), np.int64)
+        edges_parts.append(np.stack([new_index[ra[:, 0]], new_index[ra[:, 1]], z], axis=1))
+    edges = np.concatenate(edges_parts) if edges_parts else np.zeros((0, 3), np.int64)
     edges = edges[edges[:, 0] != edges[:, 1]]
+    dropped = 0
+    scc = _strong_components(keep.size, edges[:, :2])
+    if scc is not None:
+        # Older converters wrote a CPU operator and its GPU kernel as each other's dependency
+        # (one by control, one by data). Data dependencies win: control dependencies inside a
+        # cycle are dropped (and counted); a cycle of data dependencies is an error.
+        inside = (scc[edges[:, 0]] == scc[edges[:, 1]]) & (edges[:, 2] == 1)
+        dropped = int(inside.sum())
+        edges = edges[~inside]
+        if _strong_components(keep.size, edges[:, :2]) is not None:
+            raise InputError(str(folder), "a dependency cycle", "an acyclic dependency graph")
+    edges = edges[:, :2]
     edges = np.unique(edges, axis=0) if edges.size else edges
-    if not _acyclic(keep.size, edges):
-        raise InputError(str(folder), "a dependency cycle", "an acyclic dependency graph")
     size_bytes = np.array([float(T_info[t][1]) if T_info[t] else 0.0 for t in keep.tolist()])
     graph = TaskGraph(
         task_id=keep.astype(np.int64),
@@ -473,6 +501,8 @@ def read_chakra(
         "point_to_point": len(p2p_rows),
         "process_groups": len(pg_seq),
         "comm_group_file": groups_file is not None,
+        "dangling_dependencies": int(sum(rk.dangling for rk in ranks)),
+        "cyclic_control_dependencies_dropped": dropped,
     }
     conventions = {
         "comm_size": "S in the nccl-tests convention (buffer for all-reduce, output for "
@@ -511,12 +541,13 @@ def _peer_matrix(attrs: list, g: int) -> np.ndarray:
     return pb
 
 
-def _acyclic(n: int, edges: np.ndarray) -> bool:
+def _strong_components(n: int, edges: np.ndarray) -> np.ndarray | None:
+    """Strong-component label of each task when the graph has a cycle, else None."""
     if not edges.size:
-        return True
+        return None
     import scipy.sparse as sp
     from scipy.sparse.csgraph import connected_components
 
     a = sp.csr_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(n, n))
-    ncomp, _ = connected_components(a, directed=True, connection="strong")
-    return ncomp == n
+    ncomp, labels = connected_components(a, directed=True, connection="strong")
+    return None if ncomp == n else labels
