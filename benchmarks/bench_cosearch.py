@@ -1,0 +1,81 @@
+"""Benchmark the co-search's evaluations on the engine: 1 worker (in-process) against ``K`` Ray
+workers on the same evaluations (prints a table; asserts nothing).
+
+The evaluations are the first ``N`` candidates of the plan space in increasing compute bound
+(what the refinement's first level evaluates), each simulated on the ``--fabric`` (default
+``topoopt``: TopoOpt's one-shot design, then the flow model). Both runs must give identical
+records (but for wall times); the table gives the wall time of each, evaluations per minute and
+the speed-up. The issue's targets: 40 evaluations in under 10 minutes on 2 cores, and at least
+1.6x from 1 to 2 workers.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_cosearch.py                  # gpt3-175b, 16 x 8 GPUs, N=40
+    .venv/bin/python benchmarks/bench_cosearch.py --model dlrm --evaluations 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from topoopt.cli.commands.cosearch import setup
+from topoopt.studies.cosearch.evaluate import EvalTask, compute_bound, evaluate
+from topoopt.studies.cosearch.space import plan_space
+from topoopt.studies.engine import Engine
+from topoopt.units import gbps_to_bytes_per_s
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="gpt3-175b")
+    ap.add_argument("--servers", type=int, default=16)
+    ap.add_argument("--gpus-per-server", type=int, default=8)
+    ap.add_argument("--gpu-memory-gb", type=float, default=80.0)
+    ap.add_argument("--degree", type=int, default=8)
+    ap.add_argument("--link-gbps", type=float, default=100.0)
+    ap.add_argument("--fabric", default="topoopt")
+    ap.add_argument("--evaluations", type=int, default=40)
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args()
+
+    base, _ = setup(args.model, args.servers, args.gpus_per_server)
+    t0 = time.perf_counter()
+    space = plan_space(base, args.gpu_memory_gb * 1e9)
+    order = sorted(
+        range(len(space)), key=lambda k: (compute_bound(space.plans[k]), space.candidates[k].key)
+    )
+    print(f"space: {len(space)} plans ({time.perf_counter() - t0:.1f} s to enumerate)")
+    bw = gbps_to_bytes_per_s(args.link_gbps)
+    tasks = [
+        EvalTask(i, space.base, space.candidates[k], args.fabric, args.degree, bw)
+        for i, k in enumerate(order[: args.evaluations])
+    ]
+    rows = []
+    records = {}
+    for workers in (1, args.workers):
+        t0 = time.perf_counter()
+        with Engine(workers, progress=True) as eng:
+            t1 = time.perf_counter()
+            recs = eng.map(evaluate, tasks, label=f"{workers} worker(s)")
+            t2 = time.perf_counter()
+        records[workers] = [
+            {k: v for k, v in r.items() if k not in ("wall_s", "design_object")} for r in recs
+        ]
+        rows.append((workers, eng.backend, t1 - t0, t2 - t1, sum(r["wall_s"] for r in recs)))
+    same = records[1] == records[args.workers]
+    print(f"\n{len(tasks)} evaluations of {args.model} on {args.fabric}, identical records: {same}")
+    head = ("workers", "backend", "start s", "wall s", "task s", "eval/min")
+    print(" ".join(f"{h:>9}" for h in head))
+    for w, b, start, wall, task_s in rows:
+        per_min = 60 * len(tasks) / wall
+        vals = (w, b, f"{start:.1f}", f"{wall:.1f}", f"{task_s:.1f}", f"{per_min:.1f}")
+        print(" ".join(f"{v:>9}" for v in vals))
+    print(
+        f"speed-up {rows[0][3] / rows[1][3]:.2f}x (wall, start-up excluded); "
+        f"{rows[0][3] / (rows[1][3] + rows[1][2]):.2f}x with Ray's start-up"
+    )
+
+
+if __name__ == "__main__":
+    main()
