@@ -41,6 +41,7 @@ __all__ = [
     "Design",
     "design_document",
     "parse_design_document",
+    "design_fields",
     "merge_prewired",
     "check_ports",
     "with_port_options",
@@ -315,46 +316,57 @@ def design_document(design) -> dict[str, Any]:
     return doc
 
 
-def parse_design_document(text: str, what: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def parse_design_document(
+    text: str, what: str, name: str = "design.json"
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The shared fields of ``design.json`` text as constructor keywords, and the whole document.
+
+    The text is decoded strictly and validated by the schema of :mod:`solvers.design_schema`
+    (a hybrid design when it has an ``electrical`` key).
 
     Raises
     ------
     InputError
-        Not JSON, or a shared key is missing (``what`` names the expected document).
+        Not strict JSON, or a field missing, unknown, of the wrong type, out of range or
+        inconsistent (``what`` names the expected document, ``name`` the file).
     """
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError("design.json", str(exc), "a JSON document") from None
+    from solvers.design_schema import validate_design_document
+    from traffic.decode import parse_json
+
+    d = parse_json(text, name)
     if not isinstance(d, dict):
-        raise InputError("design.json", type(d).__name__, what)
-    try:
-        fields = {
-            "servers": int(d["servers"]),
-            "degree": int(d["degree"]),
-            "link_bandwidth": float(d["link_bandwidth"]),
-            "circuits": np.asarray(d["circuits"], np.int64).reshape(-1, 3),
-            "rings": tuple(d["rings"]),
-            "routing": NodePaths.from_dict(d["routing"]),
-            "solver": str(d["solver"]),
-            "status": str(d["status"]),
-            "objective_s": float(d["objective_s"]),
-            "lower_bound_s": float(d["lower_bound_s"]),
-            "gap": float(d["gap"]),
-            "wall_s": float(d["wall_s"]),
-            "info": d.get("info", {}),
-        }
-    except KeyError as exc:
-        raise InputError("design.json", f"missing {exc.args[0]!r}", what) from None
-    for key, shape in (("reserved_ports", (-1,)), ("prewired", (-1, 3))):
-        if d.get(key) is not None:
-            try:
-                fields[key] = np.asarray(d[key], np.int64).reshape(shape)
-            except (TypeError, ValueError):
-                allowed = "a list of integers" if key == "reserved_ports" else "[u, v, count] rows"
-                raise InputError(f"design.json {key}", d[key], allowed) from None
-    return fields, d
+        raise InputError(name, type(d).__name__, what)
+    hybrid = "electrical" in d or "hybrid" in what  # a hybrid document was asked for
+    doc = validate_design_document(d, name, hybrid)
+    return design_fields(doc), d
+
+
+def design_fields(doc) -> dict[str, Any]:
+    """Constructor keywords of :class:`Design` from a validated
+    :class:`solvers.design_schema.DesignDocument` (arrays as numpy)."""
+    r = doc.routing
+    fields: dict[str, Any] = {
+        "servers": doc.servers,
+        "degree": doc.degree,
+        "link_bandwidth": doc.link_bandwidth,
+        "circuits": np.asarray(doc.circuits, np.int64).reshape(-1, 3),
+        "rings": tuple(ring.model_dump() for ring in doc.rings),
+        "routing": NodePaths(
+            r.src, r.dst, r.commodity_ptr, r.path_ptr, np.asarray(r.nodes, np.int64), r.weight
+        ),
+        "solver": doc.solver,
+        "status": doc.status,
+        "objective_s": doc.objective_s,
+        "lower_bound_s": doc.lower_bound_s,
+        "gap": doc.gap,
+        "wall_s": doc.wall_s,
+        "info": dict(doc.info),
+    }
+    if doc.reserved_ports is not None:
+        fields["reserved_ports"] = np.asarray(doc.reserved_ports, np.int64)
+    if doc.prewired is not None:
+        fields["prewired"] = np.asarray(doc.prewired, np.int64).reshape(-1, 3)
+    return fields
 
 
 def merge_prewired(circuits, problem: DesignProblem) -> np.ndarray:

@@ -42,13 +42,14 @@ Units: bytes per iteration and bytes/s.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
+import os
+import re
 from dataclasses import dataclass, field, replace
+from typing import Annotated
 
 import numpy as np
 import scipy.sparse as sp
+from pydantic import Field, TypeAdapter, ValidationError
 
 from traffic.errors import InputError
 from traffic.expand import expand
@@ -61,6 +62,7 @@ __all__ = [
     "check_within_ports",
     "ring_factor",
     "read_prewired",
+    "read_prewired_file",
 ]
 
 RING_OPS = ("all-reduce", "reduce-scatter", "all-gather")
@@ -492,11 +494,21 @@ def _canonical_prewired(value, n: int) -> np.ndarray:
     return out[out[:, 2] > 0]
 
 
+_INT_CELL = re.compile(r"[+-]?[0-9]{1,19}")
+PREWIRED_ROWS = TypeAdapter(
+    list[Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=3, max_length=3)]]
+)
+"""Schema of a JSON pre-wired list: ``[[u, v, count], ...]``, integers (strict: no ``true``,
+``1.0`` or ``"1"``); ranges are checked by :func:`read_prewired`."""
+
+
 def read_prewired(text: str, name: str = "prewired") -> np.ndarray:
     r"""Pre-wired circuits from CSV text (header ``u,v,count``) or a JSON list of ``[u, v, count]``.
 
-    The format is guessed from the first non-blank character (``[``: JSON). Rows are returned as
-    given (``int64 (k, 3)``); :class:`DesignProblem` checks them against the cluster.
+    The format is guessed from the first non-blank character (``[``: JSON, read by the strict
+    decoder of :mod:`traffic.decode`). Each row is three integers (no strings, no floats):
+    server ids ``u != v`` and a count ``>= 0``, all below ``2**31``. Rows are returned as given
+    (``int64 (k, 3)``); :class:`DesignProblem` checks them against the cluster.
 
     Raises
     ------
@@ -512,50 +524,54 @@ def read_prewired(text: str, name: str = "prewired") -> np.ndarray:
     >>> read_prewired("u,v,count\n0,1,x\n")
     Traceback (most recent call last):
     ...
-    traffic.errors.InputError: prewired line 2 count: got 'x'; allowed: an integer >= 0
+    traffic.errors.InputError: prewired line 2 count: got 'x'; allowed: an integer 0..2147483647
     """
-    body = text.strip()
-    rows: list[list[int]] = []
+    from topoopt.fabrics.circuits_schema import MAX_ID, rows_array
+    from traffic.decode import parse_json
 
-    def integer(raw, where: str, col: str) -> int:
-        if isinstance(raw, bool):
-            raise InputError(f"{name} {where} {col}", raw, "an integer >= 0")
-        if isinstance(raw, int):
-            val = raw
-        elif isinstance(raw, str) and raw.strip().lstrip("+-").isdigit():
-            val = int(raw.strip())
-        else:
-            raise InputError(f"{name} {where} {col}", raw, "an integer >= 0")
-        if val < 0:
-            raise InputError(f"{name} {where} {col}", val, "an integer >= 0")
-        return val
-
-    if body.startswith("["):
+    cols = ("u", "v", "count")
+    if text.lstrip().startswith("["):
+        doc = parse_json(text, name)
         try:
-            doc = json.loads(body)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                name, f"bad JSON ({exc.msg}, line {exc.lineno})", "a JSON list"
-            ) from None
-        for i, item in enumerate(doc):
-            if not isinstance(item, list) or len(item) != 3:
-                raise InputError(f"{name} item {i}", item, "a list [u, v, count]")
-            cols = ("u", "v", "count")
-            rows.append([integer(x, f"item {i}", c) for x, c in zip(item, cols, strict=True)])
-    else:
-        reader = csv.reader(io.StringIO(body))
-        header = next(reader, None)
-        if header is None or [h.strip().lower() for h in header] != ["u", "v", "count"]:
-            raise InputError(f"{name} line 1", ",".join(header or []), "the header u,v,count")
-        for line, row in enumerate(reader, start=2):
-            if not row or not "".join(row).strip():
-                continue
-            if len(row) != 3:
-                raise InputError(f"{name} line {line}", ",".join(row), "three fields u,v,count")
-            rows.append(
-                [
-                    integer(x, f"line {line}", c)
-                    for x, c in zip(row, ("u", "v", "count"), strict=True)
-                ]
-            )
-    return np.asarray(rows, np.int64).reshape(-1, 3)
+            rows = PREWIRED_ROWS.validate_python(doc, strict=True)
+        except ValidationError as exc:
+            err = exc.errors(include_url=False, include_context=False)[0]
+            loc = tuple(err["loc"])
+            field = name if not loc else f"{name} item {loc[0]}"
+            if len(loc) > 1 and isinstance(loc[1], int) and 0 <= loc[1] < 3:
+                field += f" {cols[loc[1]]}"
+            allowed = "a list [u, v, count]" if len(loc) == 1 else f"an integer 0..{MAX_ID}"
+            raise InputError(field, err.get("input"), allowed if loc else "a JSON list") from None
+        return rows_array(
+            rows, name, min_count=0, where=lambda i: f"{name} item {i}", distinct=False
+        )
+    lines = text.splitlines()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    header = [h.strip().lower() for h in lines[0].split(",")] if lines else []
+    if header != list(cols):
+        raise InputError(f"{name} line 1", lines[0] if lines else "", "the header u,v,count")
+    rows: list[list[int]] = []
+    for lineno, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != 3:
+            raise InputError(f"{name} line {lineno}", line, "three fields u,v,count")
+        row = []
+        for c, col in zip(cells, cols, strict=True):
+            if not _INT_CELL.fullmatch(c) or not 0 <= int(c) <= MAX_ID:
+                raise InputError(f"{name} line {lineno} {col}", c, f"an integer 0..{MAX_ID}")
+            row.append(int(c))
+        rows.append(row)
+    return rows_array(
+        rows, name, min_count=0, where=lambda i: f"{name} row {i + 1}", distinct=False
+    )
+
+
+def read_prewired_file(path: str | os.PathLike) -> np.ndarray:
+    """:func:`read_prewired` of a file (read with a size cap, strict UTF-8); errors name it."""
+    from traffic.decode import decode_text, read_input
+
+    name = str(path)
+    return read_prewired(decode_text(read_input(path, "pre-wired list"), name), name)

@@ -17,12 +17,10 @@ then checks the relations between fields (:func:`check_plan`). Every problem is 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -34,7 +32,9 @@ from pydantic import (
     field_validator,
 )
 
+from traffic.decode import decode_text, parse_json, parse_yaml, read_input
 from traffic.errors import InputError
+from traffic.limits import MAX_YAML_BYTES, check_plan_size
 from traffic.placement import DIMENSIONS, parse_order
 from traffic.zoo import ZOO, ModelSpec, zoo_names
 
@@ -452,19 +452,8 @@ def _check_hybrid(plan: Plan) -> None:
 
 
 def _parse_text(text: str, name: str) -> Any:
-    if name.lower().endswith(".json"):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as e:
-            where = f"line {e.lineno} column {e.colno}"
-            raise InputError(name, where, f"valid JSON ({e.msg})") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1} column {mark.column + 1}" if mark else "unknown line"
-        problem = getattr(e, "problem", None) or "syntax error"
-        raise InputError(name, where, f"valid YAML ({problem})") from None
+    # strict decoding (traffic.decode): duplicate keys, NaN, int64, depth, alias bombs refused
+    return parse_json(text, name) if name.lower().endswith(".json") else parse_yaml(text, name)
 
 
 def load_plan(source: str | Path | Mapping[str, Any]) -> Plan:
@@ -499,13 +488,9 @@ def load_plan(source: str | Path | Mapping[str, Any]) -> Plan:
         if not path.exists() and isinstance(source, str) and source in embedded_plan_names():
             path = embedded_plan_path(source)
         name = path.name
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InputError("plan", str(source), "an existing plan file") from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise InputError("plan", str(source), f"a readable UTF-8 file ({e})") from None
-        data = _parse_text(text, name)
+        if not path.exists():
+            raise InputError("plan", str(source), "an existing plan file")
+        data = _parse_text(decode_text(read_input(path, "plan file", MAX_YAML_BYTES), name), name)
     if not isinstance(data, Mapping):
         raise InputError(
             name or "plan", type(data).__name__, "a mapping with model, parallelism..."
@@ -515,6 +500,7 @@ def load_plan(source: str | Path | Mapping[str, Any]) -> Plan:
     except ValidationError as e:
         raise _from_validation_error(e) from None
     plan._source = name
+    check_plan_size(plan)
     return check_plan(plan)
 
 

@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 
 from topoopt.atomic import atomic_write_text, atomic_write_with, check_writable
-from traffic.errors import InputError
+from traffic.errors import InputError, check_finite
 
 __all__ = [
     "handle_errors",
@@ -102,6 +102,7 @@ def dumps_strict(obj: Any, what: str = "output", indent: int | None = None) -> s
     >>> dumps_strict({"a": [1, 2.5]})
     '{"a": [1, 2.5]}'
     """
+    check_finite(obj, what)  # a non-finite time/cost/rate is an error, never null
     doc = to_jsonable(obj)
     try:
         return json.dumps(doc, indent=indent, allow_nan=False)

@@ -9,7 +9,6 @@ This is the fabric the TopoOpt solvers design.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -134,40 +133,13 @@ def normalise_circuits(circuits: Any, servers: int, degree: int | None = None) -
 def load_circuits(path: str | Path) -> np.ndarray:
     """Read circuits from a file: JSON (``[[u, v, count], ...]`` or ``{"circuits": [...]}``) or
     text/CSV with one ``u v [count]`` row per line (commas or spaces; ``#`` comments and a header
-    line allowed). Returns the raw ``(m, 3)`` rows; validate with :func:`normalise_circuits`.
+    line allowed). Returns the ``(m, 3)`` rows (``m >= 1``), checked by the schema of
+    :mod:`topoopt.fabrics.circuits_schema`; check them against a fabric with
+    :func:`normalise_circuits`.
     """
-    p = Path(path)
-    text = p.read_text(encoding="utf-8")
-    if p.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            bad = f"invalid JSON ({exc.msg})"
-            raise InputError(str(p), bad, "a JSON list of circuits") from None
-        if isinstance(data, dict):
-            data = data.get("circuits")
-        if not isinstance(data, list):
-            raise InputError(str(p), type(data).__name__, 'a list or {"circuits": [...]}')
-        rows = [list(r) + [1] * (3 - len(r)) if isinstance(r, list) else r for r in data]
-    else:
-        rows = []
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            line = line.split("#", 1)[0].strip()
-            if not line:
-                continue
-            parts = line.replace(",", " ").split()
-            if not all(t.lstrip("-").isdigit() for t in parts):
-                if not rows and lineno == 1:
-                    continue  # header
-                raise InputError(f"{p}:{lineno}", line, "integers u v [count]")
-            if len(parts) not in (2, 3):
-                raise InputError(f"{p}:{lineno}", line, "2 or 3 integers u v [count]")
-            rows.append([int(t) for t in parts] + [1] * (3 - len(parts)))
-    try:
-        arr = np.asarray(rows, dtype=np.int64).reshape(-1, 3)
-    except (TypeError, ValueError):
-        raise InputError(str(p), "malformed rows", "rows of 2 or 3 integers") from None
-    return arr
+    from topoopt.fabrics.circuits_schema import load_circuits_file
+
+    return load_circuits_file(path)
 
 
 def select_permutations(candidates: Sequence[int], k: int) -> list[int]:

@@ -23,8 +23,6 @@ Any bad input raises :class:`~traffic.errors.InputError` naming the field (e.g.
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +30,9 @@ from typing import Any
 import numpy as np
 
 from topoopt.flowsim.flowset import FlowSet
+from topoopt.flowsim.netsim_schema import validate_netsim
 from topoopt.flowsim.simulator import SimResult, simulate
+from traffic.decode import decode_text, parse_json, read_input
 from traffic.errors import InputError
 
 __all__ = ["NetsimCase", "parse_netsim", "load_netsim", "result_document", "run_netsim"]
@@ -45,24 +45,6 @@ class NetsimCase:
     flows: FlowSet
     flow_ids: tuple[str | int, ...]
     link_ids: tuple[str | int, ...]
-
-
-def _is_id(x: Any) -> bool:
-    return isinstance(x, str) or (isinstance(x, int) and not isinstance(x, bool))
-
-
-def _number(x: Any, field: str, allowed: str, default: float | None = None) -> float:
-    if x is None and default is not None:
-        return default
-    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(float(x)):
-        raise InputError(field, x, allowed)
-    return float(x)
-
-
-def _list(x: Any, field: str, allowed: str) -> list:
-    if not isinstance(x, list):
-        raise InputError(field, x, allowed)
-    return x
 
 
 def parse_netsim(doc: Any) -> NetsimCase:
@@ -86,70 +68,32 @@ def parse_netsim(doc: Any) -> NetsimCase:
     ...     print(exc)
     flows[0].paths[0].links[0]: got 2; allowed: a link id from links[*].id
     """
-    if not isinstance(doc, dict):
-        raise InputError("netsim", type(doc).__name__, 'an object {"links": [...], "flows": [...]}')
-    unknown = sorted(set(doc) - {"links", "flows"})
-    if unknown:
-        raise InputError("netsim", unknown[0], 'only the keys "links" and "flows"')
-    links = _list(doc.get("links"), "links", "a list of {id, capacity, latency}")
-    flows = _list(doc.get("flows"), "flows", "a list of {id, bytes, start, after, paths}")
+    valid = validate_netsim(doc)  # field by field (topoopt.flowsim.netsim_schema)
+    links, flows = valid.links, valid.flows
     link_index: dict[str | int, int] = {}
-    cap = np.empty(len(links))
-    lat = np.empty(len(links))
     for i, link in enumerate(links):
-        if not isinstance(link, dict):
-            raise InputError(f"links[{i}]", link, "an object {id, capacity, latency}")
-        bad = sorted(set(link) - {"id", "capacity", "latency"})
-        if bad:
-            raise InputError(f"links[{i}]", bad[0], "only the keys id, capacity, latency")
-        lid = link.get("id")
-        if not _is_id(lid):
-            raise InputError(f"links[{i}].id", lid, "a string or an integer")
-        if lid in link_index:
-            raise InputError(f"links[{i}].id", lid, "an id not used by another link")
-        link_index[lid] = i
-        cap[i] = _number(link.get("capacity"), f"links[{i}].capacity", "a positive number (B/s)")
-        if cap[i] <= 0:
-            raise InputError(
-                f"links[{i}].capacity", link.get("capacity"), "a positive number (B/s)"
-            )
-        lat[i] = _number(link.get("latency"), f"links[{i}].latency", "a number >= 0 (s)", 0.0)
-        if lat[i] < 0:
-            raise InputError(f"links[{i}].latency", link.get("latency"), "a number >= 0 (s)")
+        if link.id in link_index:
+            raise InputError(f"links[{i}].id", link.id, "an id not used by another link")
+        link_index[link.id] = i
+    cap = np.array([link.capacity for link in links], np.float64)
+    lat = np.array([link.latency or 0.0 for link in links], np.float64)
     flow_index: dict[str | int, int] = {}
     for f, flow in enumerate(flows):
-        if not isinstance(flow, dict):
-            raise InputError(f"flows[{f}]", flow, "an object {id, bytes, start, after, paths}")
-        fid = flow.get("id")
-        if not _is_id(fid):
-            raise InputError(f"flows[{f}].id", fid, "a string or an integer")
-        if fid in flow_index:
-            raise InputError(f"flows[{f}].id", fid, "an id not used by another flow")
-        flow_index[fid] = f
-    size = np.empty(len(flows))
-    start = np.empty(len(flows))
+        if flow.id in flow_index:
+            raise InputError(f"flows[{f}].id", flow.id, "an id not used by another flow")
+        flow_index[flow.id] = f
+    size = np.array([flow.bytes for flow in flows], np.float64)
+    start = np.array([flow.start or 0.0 for flow in flows], np.float64)
     flow_ptr, path_ptr, path_links, weight = [0], [0], [], []
     dep_ptr, deps = [0], []
     for f, flow in enumerate(flows):
-        bad = sorted(set(flow) - {"id", "bytes", "start", "after", "paths"})
-        if bad:
-            raise InputError(f"flows[{f}]", bad[0], "only the keys id, bytes, start, after, paths")
-        size[f] = _number(flow.get("bytes"), f"flows[{f}].bytes", "a number >= 0 (bytes)")
-        if size[f] < 0:
-            raise InputError(f"flows[{f}].bytes", flow.get("bytes"), "a number >= 0 (bytes)")
-        start[f] = _number(flow.get("start"), f"flows[{f}].start", "a number >= 0 (s)", 0.0)
-        if start[f] < 0:
-            raise InputError(f"flows[{f}].start", flow.get("start"), "a number >= 0 (s)")
-        after = _list(flow.get("after", []), f"flows[{f}].after", "a list of flow ids")
-        for j, d in enumerate(after):
-            if not _is_id(d) or d not in flow_index:
+        for j, d in enumerate(flow.after):
+            if d not in flow_index:
                 raise InputError(f"flows[{f}].after[{j}]", d, "a flow id from flows[*].id")
             deps.append(flow_index[d])
         dep_ptr.append(len(deps))
-        paths = _list(flow.get("paths"), f"flows[{f}].paths", "a non-empty list of paths")
-        if not paths:
-            raise InputError(f"flows[{f}].paths", paths, "a non-empty list of paths")
-        given = [isinstance(p, dict) and "weight" in p for p in paths]
+        paths = flow.paths
+        given = [p.weight is not None for p in paths]
         if any(given) and not all(given):
             j = given.index(False)
             raise InputError(
@@ -157,28 +101,14 @@ def parse_netsim(doc: Any) -> NetsimCase:
             )
         for j, p in enumerate(paths):
             where = f"flows[{f}].paths[{j}]"
-            if not isinstance(p, dict):
-                raise InputError(where, p, "an object {links, weight}")
-            bad = sorted(set(p) - {"links", "weight"})
-            if bad:
-                raise InputError(where, bad[0], "only the keys links, weight")
-            pl = _list(p.get("links"), f"{where}.links", "a non-empty list of link ids")
-            if not pl:
-                raise InputError(f"{where}.links", pl, "a non-empty list of link ids")
-            for h, lid in enumerate(pl):
-                if not _is_id(lid) or lid not in link_index:
+            for h, lid in enumerate(p.links):
+                if lid not in link_index:
                     raise InputError(f"{where}.links[{h}]", lid, "a link id from links[*].id")
                 path_links.append(link_index[lid])
-            if len(set(pl)) != len(pl):
-                raise InputError(f"{where}.links", pl, "each link at most once per path")
+            if len(set(p.links)) != len(p.links):
+                raise InputError(f"{where}.links", p.links, "each link at most once per path")
             path_ptr.append(len(path_links))
-            if all(given):
-                w = _number(p["weight"], f"{where}.weight", "a number in (0, 1]")
-                if not 0 < w <= 1:
-                    raise InputError(f"{where}.weight", p["weight"], "a number in (0, 1]")
-            else:
-                w = 1.0 / len(paths)
-            weight.append(w)
+            weight.append(p.weight if all(given) else 1.0 / len(paths))
         flow_ptr.append(len(weight))
     ids = tuple(flow_index)
     try:
@@ -207,14 +137,11 @@ def load_netsim(path: str | Path) -> NetsimCase:
     Raises
     ------
     InputError
-        If the file is not valid JSON or not a valid netsim document.
+        If the file is not strict JSON (:mod:`traffic.decode`) or not a valid netsim document
+        (:mod:`topoopt.flowsim.netsim_schema`).
     """
-    p = Path(path)
-    text = p.read_text(encoding="utf-8")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(str(p), f"invalid JSON ({exc.msg} at line {exc.lineno})", "JSON") from None
+    name = str(path)
+    doc = parse_json(decode_text(read_input(path, "flow-set JSON"), name), name)
     return parse_netsim(doc)
 
 

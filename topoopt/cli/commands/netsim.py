@@ -17,6 +17,7 @@ from topoopt.cli.common import (
 )
 from topoopt.flowsim.netsim_json import load_netsim, result_document
 from topoopt.flowsim.simulator import simulate
+from traffic.errors import check_finite
 
 __all__ = ["register", "netsim"]
 
@@ -40,6 +41,7 @@ def netsim(
     case = load_netsim(flows_json)
     result = simulate(case.flows, record_series=False)
     doc = result_document(case, result)
+    check_finite(doc, str(flows_json))  # a non-finite finish time is an error, never null
     if out_path is not None:
         write_output_json(out_path, doc, indent=2)
     if as_json:

@@ -1,0 +1,431 @@
+"""Strict decoding of every input file: bytes -> text -> JSON/YAML values -> a pydantic model.
+
+Every loader of the project (plans, designs, flow sets, circuits, pre-wired lists, price tables,
+and every future kind) reads its file through this module, so all inputs share one set of rules:
+
+- the file is read with a size cap (:func:`traffic.limits.max_input_bytes`); a missing file, a
+  folder or a device is an error naming the path;
+- text must be UTF-8 without NUL bytes (binary data is refused, naming the file and the offset);
+- JSON: duplicate keys, ``NaN``/``Infinity`` (and numbers that overflow to infinity), integers
+  beyond int64 and nesting deeper than :data:`~traffic.limits.MAX_DEPTH` are refused;
+- YAML: the same, plus duplicate keys in a mapping, tags outside plain JSON-like values
+  (timestamps, sets, binary, Python objects) and alias bombs. Aliases are legal YAML, so the
+  composer counts every node at its *expanded* size while it reads (an alias costs as much as
+  what it points to) and stops past :data:`~traffic.limits.MAX_YAML_NODES`: a 500-byte bomb
+  that would expand to 10^9 values is refused after reading it once, without expanding it;
+- :func:`validate` runs a pydantic model and turns its first error into one
+  :class:`~traffic.errors.InputError` naming the field path (``routing.src[3]``).
+
+Every error is an :class:`~traffic.errors.InputError` whose field starts with the file name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from traffic.errors import InputError
+from traffic.limits import (
+    INT64_MAX,
+    MAX_DEPTH,
+    MAX_YAML_BYTES,
+    MAX_YAML_NODES,
+    max_input_bytes,
+)
+
+__all__ = [
+    "read_input",
+    "decode_text",
+    "parse_json",
+    "parse_yaml",
+    "load_document",
+    "check_values",
+    "validate",
+    "field_path",
+]
+
+M = TypeVar("M", bound=BaseModel)
+
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+
+
+def read_input(path: str | os.PathLike, what: str, max_bytes: int | None = None) -> bytes:
+    """The bytes of the input file ``path`` (``what`` names the kind, for messages).
+
+    Raises
+    ------
+    InputError
+        Missing, a folder or a device, unreadable, or larger than ``max_bytes`` (default
+        :func:`traffic.limits.max_input_bytes`).
+
+    Examples
+    --------
+    >>> read_input("no-such-file.json", "design.json")
+    Traceback (most recent call last):
+    ...
+    traffic.errors.InputError: no-such-file.json: got 'no such file'; allowed: an existing design.json
+    """  # noqa: E501
+    p = Path(path)
+    cap = max_input_bytes() if max_bytes is None else int(max_bytes)
+    try:
+        st = p.stat()
+        if stat.S_ISDIR(st.st_mode):
+            raise InputError(str(p), "a folder", f"a {what} file")
+        if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+            raise InputError(str(p), "a device", f"a {what} file")
+        if st.st_size > cap:
+            raise InputError(str(p), f"{st.st_size:,} bytes", f"a {what} of at most {cap:,} bytes")
+        with open(p, "rb") as fh:
+            data = fh.read(cap + 1)
+    except FileNotFoundError:
+        raise InputError(str(p), "no such file", f"an existing {what}") from None
+    except (PermissionError, IsADirectoryError, OSError) as exc:
+        raise InputError(str(p), f"unreadable ({exc.strerror or exc})", f"a {what}") from None
+    if len(data) > cap:
+        raise InputError(str(p), f"more than {cap:,} bytes", f"a {what} of at most {cap:,} bytes")
+    return data
+
+
+def decode_text(data: bytes, name: str) -> str:
+    """``data`` as UTF-8 text (a leading byte-order mark is dropped).
+
+    Raises
+    ------
+    InputError
+        NUL bytes (binary data) or bytes that are not UTF-8, naming ``name`` and the offset.
+
+    Examples
+    --------
+    >>> decode_text(b"a: 1", "p.yaml")
+    'a: 1'
+    >>> decode_text(b"a: \\xff", "p.yaml")
+    Traceback (most recent call last):
+    ...
+    traffic.errors.InputError: p.yaml: got 'byte 0xff at offset 3'; allowed: a UTF-8 text file
+    """
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise InputError(name, f"binary data (a NUL byte at offset {nul})", "a UTF-8 text file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start]
+        raise InputError(
+            name, f"byte 0x{bad:02x} at offset {exc.start}", "a UTF-8 text file"
+        ) from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _json_depth(raw: bytes) -> int:
+    """Deepest ``[``/``{`` nesting of JSON text (strings blanked first); vectorised."""
+    body = _STRING.sub(b'""', raw)
+    a = np.frombuffer(body, np.uint8)
+    step = (a == ord("[")).astype(np.int32) + (a == ord("{"))
+    step -= (a == ord("]")).astype(np.int32) + (a == ord("}"))
+    return int(np.cumsum(step).max()) if a.size else 0
+
+
+def parse_json(text: str, name: str) -> Any:
+    """Strict JSON: no duplicate keys, NaN, Infinity, integers beyond int64, deep nesting.
+
+    Examples
+    --------
+    >>> parse_json('{"a": [1, 2.5]}', "x.json")
+    {'a': [1, 2.5]}
+    >>> for bad in ('{"a": 1, "a": 2}', '[NaN]', '[1e999]', '[9223372036854775808]', '[' * 40):
+    ...     try:
+    ...         parse_json(bad, "x.json")
+    ...     except InputError as exc:
+    ...         print(exc)
+    x.json: got 'duplicate key "a"'; allowed: each key once per object
+    x.json: got 'NaN'; allowed: strict JSON numbers (no NaN or Infinity)
+    x.json: got '1e999'; allowed: a finite number
+    x.json: got '9223372036854775808'; allowed: an integer within int64 (|x| < 2**63)
+    x.json: got 'nesting depth 40'; allowed: at most 32 nested lists/objects
+    """
+    raw = text.encode("utf-8", "surrogatepass")
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:
+        depth = _json_depth(raw)
+        if depth > MAX_DEPTH:
+            raise InputError(
+                name, f"nesting depth {depth}", f"at most {MAX_DEPTH} nested lists/objects"
+            )
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(items)
+        if len(out) != len(items):
+            seen: set[str] = set()
+            for k, _ in items:
+                if k in seen:
+                    raise InputError(name, f'duplicate key "{k}"', "each key once per object")
+                seen.add(k)
+        return out
+
+    def constant(s: str) -> Any:
+        raise InputError(name, s, "strict JSON numbers (no NaN or Infinity)")
+
+    def integer(s: str) -> int:
+        digits = s.lstrip("-")
+        if len(digits) > 19 or not -INT64_MAX - 1 <= int(s) <= INT64_MAX:
+            raise InputError(name, s, "an integer within int64 (|x| < 2**63)")
+        return int(s)
+
+    def real(s: str) -> float:
+        f = float(s)
+        if f in (float("inf"), float("-inf")):
+            raise InputError(name, s, "a finite number")
+        return f
+
+    try:
+        data = json.loads(
+            text,
+            object_pairs_hook=pairs,
+            parse_constant=constant,
+            parse_int=integer,
+            parse_float=real,
+        )
+    except json.JSONDecodeError as exc:
+        where = f"invalid JSON ({exc.msg}) at line {exc.lineno} column {exc.colno}"
+        raise InputError(name, where, "a JSON document") from None
+    except RecursionError:
+        raise InputError(name, "too deep", f"at most {MAX_DEPTH} nested lists/objects") from None
+    if _SURROGATE.search(raw):
+        check_values(data, name)
+    return data
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that bounds depth and expanded size while composing, and rejects duplicate
+    keys while constructing."""
+
+    def __init__(self, stream: str, name: str):
+        super().__init__(stream)
+        self.name = name
+        self._depth = 0
+        self._sizes: dict[int, int] = {}
+
+    def compose_node(self, parent, index):  # noqa: D102 (PyYAML hook)
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            mark = self.peek_event().start_mark
+            raise InputError(
+                f"{self.name} line {mark.line + 1}",
+                f"nesting depth {self._depth}",
+                f"at most {MAX_DEPTH} nested lists/mappings",
+            )
+        node = super().compose_node(parent, index)
+        self._depth -= 1
+        key = id(node)
+        size = self._sizes.get(key)
+        if size is None:
+            size = 1
+            if isinstance(node, yaml.SequenceNode):
+                size += sum(self._sizes.get(id(c), 1) for c in node.value)
+            elif isinstance(node, yaml.MappingNode):
+                for k, v in node.value:
+                    size += self._sizes.get(id(k), 1) + self._sizes.get(id(v), 1)
+            self._sizes[key] = size
+        if size > MAX_YAML_NODES:
+            mark = node.start_mark
+            raise InputError(
+                f"{self.name} line {mark.line + 1}",
+                f"a document expanding to more than {MAX_YAML_NODES:,} values (aliases)",
+                "a document without alias bombs",
+            )
+        return node
+
+    def construct_mapping(self, node, deep=False):  # noqa: D102 (PyYAML hook)
+        if isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    dup = key in seen
+                    seen.add(key)
+                except TypeError:
+                    raise InputError(
+                        f"{self.name} line {key_node.start_mark.line + 1}",
+                        "a list or mapping as a key",
+                        "plain keys",
+                    ) from None
+                if dup:
+                    raise InputError(
+                        f"{self.name} line {key_node.start_mark.line + 1}",
+                        f"duplicate key {key!r}",
+                        "each key once per mapping",
+                    )
+        return super().construct_mapping(node, deep=deep)
+
+
+def parse_yaml(text: str, name: str) -> Any:
+    """Strict YAML (see the module docstring): plain values only, no duplicate keys, bounded
+    depth and expanded size (alias bombs are refused while reading).
+
+    Examples
+    --------
+    >>> parse_yaml("a: [1, 2]", "p.yaml")
+    {'a': [1, 2]}
+    >>> bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\\n"
+    >>> for i in range(1, 10):
+    ...     bomb += f"{chr(97 + i)}: &{chr(97 + i)} [" + ", ".join([f"*{chr(96 + i)}"] * 10) + "]\\n"
+    >>> len(bomb) < 600
+    True
+    >>> parse_yaml(bomb, "p.yaml")
+    Traceback (most recent call last):
+    ...
+    traffic.errors.InputError: p.yaml line 6: got 'a document expanding to more than 1,000,000 values (aliases)'; allowed: a document without alias bombs
+    >>> parse_yaml("a: 1\\na: 2\\n", "p.yaml")
+    Traceback (most recent call last):
+    ...
+    traffic.errors.InputError: p.yaml line 2: got "duplicate key 'a'"; allowed: each key once per mapping
+    """  # noqa: E501
+    if len(text) > MAX_YAML_BYTES:
+        raise InputError(name, f"{len(text):,} characters", f"YAML of at most {MAX_YAML_BYTES:,}")
+    loader = None
+    try:
+        loader = _StrictLoader(text, name)  # the reader checks the characters here
+        data = loader.get_single_data()
+    except yaml.reader.ReaderError as exc:
+        ch = exc.character
+        code = ch if isinstance(ch, int) else ord(ch[:1] or "?")
+        where = f"character 0x{code:02x} at offset {exc.position}"
+        raise InputError(name, where, "printable YAML text") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1} column {mark.column + 1}" if mark else "unknown line"
+        problem = getattr(exc, "problem", None) or "syntax error"
+        raise InputError(name, where, f"valid YAML ({problem})") from None
+    except RecursionError:
+        raise InputError(name, "too deep", f"at most {MAX_DEPTH} nested lists/mappings") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    check_values(data, name)
+    return data
+
+
+def check_values(data: Any, name: str) -> None:
+    """Check a decoded document holds only JSON-like values: dicts with plain keys, lists,
+    strings, booleans, None, int64 integers and finite floats.
+
+    Raises
+    ------
+    InputError
+        Naming ``name`` and the path of the first bad value.
+    """
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        v, where, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise InputError(name, f"nesting depth {depth}", f"at most {MAX_DEPTH} levels")
+        if isinstance(v, bool) or v is None:
+            continue
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InputError(
+                    _at(name, where), "a lone surrogate", "valid Unicode text"
+                ) from None
+            continue
+        if isinstance(v, int):
+            if not -INT64_MAX - 1 <= v <= INT64_MAX:
+                raise InputError(_at(name, where), v, "an integer within int64 (|x| < 2**63)")
+            continue
+        if isinstance(v, float):
+            if v != v or v in (float("inf"), float("-inf")):
+                raise InputError(_at(name, where), v, "a finite number")
+            continue
+        if isinstance(v, list):
+            stack.extend((x, f"{where}[{i}]", depth + 1) for i, x in enumerate(v))
+            continue
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if not (isinstance(k, str | int | float) or k is None):
+                    raise InputError(_at(name, where), k, "plain keys (strings or numbers)")
+                stack.append((k, where, depth + 1))
+                stack.append((x, f"{where}.{k}" if where else str(k), depth + 1))
+            continue
+        raise InputError(
+            _at(name, where), type(v).__name__, "plain values (numbers, strings, lists, mappings)"
+        )
+
+
+def _at(name: str, where: str) -> str:
+    return f"{name} {where}" if where else name
+
+
+def load_document(
+    path: str | os.PathLike, what: str, fmt: str | None = None, max_bytes: int | None = None
+) -> Any:
+    """Read, decode and parse the JSON or YAML file ``path``.
+
+    ``fmt`` is ``"json"`` or ``"yaml"``; by default ``.json`` files are JSON and every other
+    suffix YAML. Errors name ``str(path)``.
+    """
+    name = str(path)
+    kind = fmt or ("json" if Path(path).suffix.lower() == ".json" else "yaml")
+    cap = max_bytes
+    if kind == "yaml":
+        cap = min(MAX_YAML_BYTES, max_input_bytes() if max_bytes is None else max_bytes)
+    text = decode_text(read_input(path, what, cap), name)
+    return parse_json(text, name) if kind == "json" else parse_yaml(text, name)
+
+
+def field_path(loc: tuple) -> str:
+    """A pydantic error location as a field path: ``("flows", 3, "paths")`` ->
+    ``"flows[3].paths"``.
+
+    >>> field_path(("routing", "src", 3))
+    'routing.src[3]'
+    """
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def validate(model: type[M], data: Any, name: str, context: Any = None) -> M:
+    """``model.model_validate(data)``, its first error as one :class:`InputError`.
+
+    The field is ``name`` followed by the error's path; the value is the offending input (shown
+    cut short); allowed is pydantic's message (or the model's own, from a ``ValueError``).
+    """
+    try:
+        return model.model_validate(data, context=context)
+    except ValidationError as exc:
+        raise validation_error(exc, name) from None
+
+
+def validation_error(exc: ValidationError, name: str) -> InputError:
+    """The first error of a pydantic ``ValidationError`` as an :class:`InputError`."""
+    first = exc.errors(include_url=False, include_context=False)[0]
+    loc = tuple(first["loc"])
+    path = field_path(loc)
+    field = f"{name} {path}" if path else name
+    msg = str(first["msg"])
+    for lead in ("Value error, ", "Assertion failed, "):
+        msg = msg.removeprefix(lead)
+    value = first.get("input")
+    kind = first["type"]
+    if kind == "extra_forbidden":
+        msg, value = "no such field", loc[-1] if loc else value
+    elif kind == "missing":
+        msg, value = "a required field", None
+    else:
+        msg = msg.removeprefix("Input should be ")
+    return InputError(field, value, msg)

@@ -1,0 +1,178 @@
+"""Size limits of every input: bytes read, nesting, YAML nodes, and a memory budget for arrays.
+
+Every limit is checked before the work it guards, so a file that asks for more than the machine
+can hold is refused with the estimate and the limit instead of a ``MemoryError`` mid-run.
+
+Environment variables (read at each check, so a test or a user can change them):
+
+``TOPOOPT_MEMORY_BUDGET_GB``
+    Bytes of arrays one request may ask for, in GB (10^9 bytes); default :data:`DEFAULT_BUDGET_GB`
+    (about a third of the 24 GB machine this project is developed on, leaving room for the copies
+    numpy and the solvers make).
+``TOPOOPT_MAX_INPUT_MB``
+    Largest input file read, in MB (10^6 bytes); default :data:`DEFAULT_MAX_INPUT_MB`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+from traffic.errors import InputError
+
+__all__ = [
+    "DEFAULT_BUDGET_GB",
+    "DEFAULT_MAX_INPUT_MB",
+    "MAX_DEPTH",
+    "MAX_YAML_NODES",
+    "MAX_YAML_BYTES",
+    "INT64_MAX",
+    "memory_budget_bytes",
+    "max_input_bytes",
+    "check_memory",
+    "check_count",
+    "check_plan_size",
+]
+
+DEFAULT_BUDGET_GB = 8.0
+"""Default memory budget of one request, GB."""
+
+DEFAULT_MAX_INPUT_MB = 512.0
+"""Default cap on the size of an input file, MB."""
+
+MAX_DEPTH = 32
+"""Deepest nesting of lists/objects accepted in a JSON or YAML document."""
+
+MAX_YAML_NODES = 1_000_000
+"""Most YAML nodes a document may expand to (aliases counted at their full expanded size)."""
+
+MAX_YAML_BYTES = 16_000_000
+"""Largest YAML file read (YAML is parsed in pure Python, about 1 MB/s)."""
+
+INT64_MAX = 2**63 - 1
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        val = float(raw)
+    except ValueError:
+        raise InputError(name, raw, "a positive number (environment variable)") from None
+    if not math.isfinite(val) or val <= 0:
+        raise InputError(name, raw, "a positive number (environment variable)")
+    return val
+
+
+def memory_budget_bytes() -> int:
+    """The memory budget in bytes (``TOPOOPT_MEMORY_BUDGET_GB``, default 8 GB).
+
+    >>> memory_budget_bytes() > 0
+    True
+    """
+    return int(_env_float("TOPOOPT_MEMORY_BUDGET_GB", DEFAULT_BUDGET_GB) * 1e9)
+
+
+def max_input_bytes() -> int:
+    """The largest input file read, bytes (``TOPOOPT_MAX_INPUT_MB``, default 512 MB)."""
+    return int(_env_float("TOPOOPT_MAX_INPUT_MB", DEFAULT_MAX_INPUT_MB) * 1e6)
+
+
+def check_memory(field: str, estimate_bytes: float, what: str) -> None:
+    """Refuse a request whose arrays would exceed the memory budget.
+
+    Parameters
+    ----------
+    field : str
+        The input field that sets the size (e.g. ``"cluster.servers"``).
+    estimate_bytes : float
+        Bytes the request's arrays would take (an estimate, computed without allocating).
+    what : str
+        The sizes behind the estimate, e.g. ``"1,000,000,000 servers x 8 GPUs"``.
+
+    Raises
+    ------
+    InputError
+        Naming the field, the estimate and the limit.
+
+    Examples
+    --------
+    >>> check_memory("servers", 1e6, "1,000 servers")
+    >>> check_memory("servers", 1e15, "10^9 servers")
+    Traceback (most recent call last):
+    ...
+    traffic.errors.InputError: servers: got '10^9 servers (about 1,000,000 GB of arrays)'; allowed: at most 8 GB of arrays (TOPOOPT_MEMORY_BUDGET_GB)
+    """  # noqa: E501
+    budget = memory_budget_bytes()
+    if not math.isfinite(estimate_bytes) or estimate_bytes > budget:
+        est = f"{estimate_bytes / 1e9:,.0f}" if math.isfinite(estimate_bytes) else "unbounded"
+        raise InputError(
+            field,
+            f"{what} (about {est} GB of arrays)",
+            f"at most {budget / 1e9:g} GB of arrays (TOPOOPT_MEMORY_BUDGET_GB)",
+        )
+
+
+def check_count(field: str, count: int, bytes_each: float, what: str) -> None:
+    """:func:`check_memory` for ``count`` items of ``bytes_each`` bytes each."""
+    check_memory(field, float(count) * float(bytes_each), f"{count:,} {what}")
+
+
+INT32_MAX = 2**31 - 1
+MAX_ITERATION_BYTES = 2**62
+"""Largest byte count of one iteration summed over the GPUs (int64 with headroom)."""
+
+BYTES_PER_GPU = 512
+"""Bytes of arrays per GPU a workload build needs (placement, groups; measured ~110 at 10^6
+GPUs, taken with margin)."""
+
+
+def check_plan_size(plan: Any) -> None:
+    """Refuse a validated plan whose sizes overflow int64 or the memory budget.
+
+    Checked, before any array is built: every integer field of the model, parallelism and
+    cluster is at most ``2**31 - 1``; ``servers * gpus_per_server * BYTES_PER_GPU`` fits the
+    memory budget; and the bytes of one iteration, estimated from the shape (parameters plus
+    activations of every micro-batch, 8 bytes each, times the GPUs) stay below ``2**62``.
+
+    Raises
+    ------
+    InputError
+        Naming the field (``cluster.servers``, ``model.layers``, ...), the estimate and the limit.
+    """
+    for section in ("model", "parallelism", "cluster"):
+        obj = getattr(plan, section)
+        for name in type(obj).model_fields:
+            v = getattr(obj, name)
+            if isinstance(v, int) and not isinstance(v, bool) and v > INT32_MAX:
+                raise InputError(f"{section}.{name}", v, f"at most {INT32_MAX:,}")
+    gpus = plan.cluster.servers * plan.cluster.gpus_per_server
+    if gpus > INT32_MAX:
+        raise InputError(
+            "cluster",
+            f"{plan.cluster.servers:,} servers x {plan.cluster.gpus_per_server:,} GPUs",
+            f"at most {INT32_MAX:,} GPUs",
+        )
+    check_count("cluster.servers", gpus, BYTES_PER_GPU, "GPUs")
+    m, par = plan.model, plan.parallelism
+    f = float
+    params = f(m.parameters or 0)
+    act = 0.0
+    if m.kind == "transformer" and m.layers and m.hidden:
+        h, ffn, e = f(m.hidden), f(m.ffn or 4 * m.hidden), f(max(m.experts, 1))
+        params += f(m.layers) * (4 * h * h + 3 * h * ffn * e) + f(m.vocab or 0) * h
+        act = f(par.micro_batch_size) * f(m.seq_len or 1) * h * f(m.layers)
+    for t in getattr(m, "tables", ()):
+        params += f(t.rows) * f(t.dim) * f(t.count)
+    for mlp in getattr(m, "mlps", ()):
+        params += sum(f(a) * f(b) for a, b in zip(mlp, mlp[1:], strict=False))
+    batches = f(plan.global_batch) / f(max(par.micro_batch_size, 1))
+    total = (params + act * max(batches, 1.0)) * 8.0 * f(gpus)
+    if not total < MAX_ITERATION_BYTES:
+        raise InputError(
+            "model",
+            f"about {total:.3g} bytes moved per iteration over {gpus:,} GPUs",
+            f"less than 2**62 = {MAX_ITERATION_BYTES:.3g} bytes (shape x batch x GPUs)",
+        )
