@@ -86,9 +86,9 @@ def design_command(
 ) -> None:
     """Design the circuit topology and routing; report objective, lower bound and gap."""
     from solvers.design import with_port_options
-    from solvers.problem import DesignProblem, read_prewired
+    from solvers.problem import DesignProblem, read_prewired_file
     from solvers.registry import solve
-    from traffic.errors import InputError
+    from traffic.errors import InputError, check_finite
     from traffic.load import load_workload
 
     prepare_output(out, force, "--out")
@@ -97,7 +97,7 @@ def design_command(
         raise InputError("--reserve-ports", reserve_ports, f"an integer 0..{degree} (--degree)")
     wired = None
     if prewired is not None:
-        wired = read_prewired(prewired.read_text(encoding="utf-8"), name=str(prewired))
+        wired = read_prewired_file(prewired)
     workload = load_workload(plan)
     problem = DesignProblem.from_workload(
         workload,
@@ -129,6 +129,7 @@ def design_command(
             work_limit=work_limit,
         )
         design = with_port_options(design, problem)
+    check_finite(design.to_dict(), plan, "design")  # design.json is strict JSON: no Infinity
     if out is not None:
         write_output_json(out, design.to_dict(), indent=1)  # design.to_json(), strict
     if html is not None:

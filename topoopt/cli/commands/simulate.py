@@ -11,7 +11,7 @@ from rich.table import Table
 
 from topoopt.cli.common import emit_json, handle_errors, stdout
 from topoopt.units import gbps_to_bytes_per_s
-from traffic.errors import InputError
+from traffic.errors import InputError, check_finite
 
 __all__ = ["register", "simulate_command"]
 
@@ -47,6 +47,7 @@ def simulate_command(
         seed=seed,
         progress=lambda m: print(m, file=sys.stderr),
     )
+    check_finite(res, str(design) if design is not None else plan)  # never a null time
     if as_json:
         emit_json(res)
         return
