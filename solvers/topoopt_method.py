@@ -84,11 +84,13 @@ VARIANTS = ("topoopt", "topoopt-released")
 def degree_split(t_ar: float, t_mp: float, d: int, variant: str = "topoopt") -> tuple[int, int]:
     """Ports for AllReduce rings and for MP matchings.
 
-    Paper: ``d_AR`` is the even number in ``[2, d]`` nearest to ``d * T_AR / (T_AR + T_MP)``
-    (ties to the larger), at least 2 so that the +-1 ring keeps the graph connected; with no MP
-    traffic it is the largest even number ``<= d``. ``d_MP = d - d_AR``, except that ports are
-    not given to matchings when there is no MP traffic (an odd ``d`` then leaves one idle).
-    Released code: ``d_AR`` = largest even ``<= d``, ``d_MP = 0``.
+    Paper (as the released code's proportional split, commented out in its last commit, does
+    it): ``x = d * T_AR / (T_AR + T_MP)`` rounded half up, an odd result raised by one (rings
+    are bidirectional), at least 2 so that the +-1 ring keeps the graph connected and at most
+    the largest even number ``<= d``; with no MP traffic it is the largest even number ``<= d``.
+    ``d_MP = d - d_AR``, except that ports are not given to matchings when there is no MP
+    traffic (an odd ``d`` then leaves one idle). Released code: ``d_AR`` = largest even
+    ``<= d``, ``d_MP = 0``.
 
     Examples
     --------
@@ -96,6 +98,8 @@ def degree_split(t_ar: float, t_mp: float, d: int, variant: str = "topoopt") -> 
     (6, 2)
     >>> degree_split(0.0, 5.0, 8)
     (2, 6)
+    >>> degree_split(1.0, 2.0, 8)  # 8/3 rounds to 3, odd: 4
+    (4, 4)
     >>> degree_split(1.0, 1.0, 8, "topoopt-released")
     (8, 0)
     """
@@ -110,8 +114,8 @@ def degree_split(t_ar: float, t_mp: float, d: int, variant: str = "topoopt") -> 
     if variant == "topoopt-released" or t_mp == 0:
         return top, 0
     raw = d * t_ar / (t_ar + t_mp) if t_ar + t_mp > 0 else 0.0
-    evens = np.arange(2, top + 1, 2)
-    d_ar = int(evens[np.argmin(np.abs(evens - raw) - 1e-9 * evens)])
+    r = int(np.floor(raw + 0.5))  # C's lround for x >= 0
+    d_ar = max(2, min(top, r + r % 2))
     return d_ar, d - d_ar
 
 
@@ -304,26 +308,30 @@ def candidate_pairs(w: np.ndarray, partners: int | None) -> tuple[np.ndarray, np
     return key // n, key % n
 
 
-def tie_break_weights(weight: np.ndarray, circuits: np.ndarray, n: int) -> np.ndarray:
+def tie_break_weights(weight: np.ndarray, hops: np.ndarray, n: int) -> np.ndarray:
     """Integer blossom weights: the demand first, two tie-breaks after it (lexicographic).
 
     ``key = q * M + s`` with ``q = rint(weight * 2**b / max(weight))`` (the demand, ``b <= 40``
-    bits so that the keys fit in 62 bits) and ``s = (weight > 0) * (n//2 + 1) + (circuits == 0)``;
-    ``M = (n//2) * (n//2 + 2) + 1`` exceeds the largest sum of ``s`` over a matching, so a
-    matching of maximum key has maximum (quantised) demand, then the most pairs with demand,
-    then the most pairs that have no MP circuit yet. Every such matching is a maximum-weight
-    matching of the paper's problem: the tie-breaks only choose among its optima (the paper and
-    the released code leave ties to the blossom implementation).
+    bits so that the keys fit in 62 bits), ``s = (weight > 0) * (h H + 1) + min(hops, H)``
+    (``h = n // 2`` pairs in a matching, ``H = n`` caps the hop count of the pair in the topology
+    built so far, unreachable pairs included) and ``M = h (h H + 1) + h H + 1``, more than any
+    matching's sum of ``s``. A matching of maximum key has maximum (quantised) demand, then the
+    most pairs with demand, then the pairs farthest apart in the topology so far (so a matching
+    joins pairs the rings and earlier matchings left far apart rather than stacking circuits on
+    neighbours). Every such matching is a maximum-weight matching of the paper's problem: the
+    tie-breaks only choose among its optima (the paper and the released code leave ties to the
+    blossom implementation).
 
     Examples
     --------
-    >>> key = tie_break_weights(np.array([2.0, 2.0, 0.0, 0.0]), np.array([1, 0, 0, 1]), 4)
-    >>> (key // 9).tolist() == [2**40, 2**40, 0, 0], (key % 9).tolist()  # M = 9 for n = 4
-    (True, [3, 4, 1, 0])
+    >>> key = tie_break_weights(np.array([2.0, 2.0, 0.0, 0.0]), np.array([1, 3, 2, np.inf]), 4)
+    >>> m = 2 * (2 * 4 + 1) + 2 * 4 + 1  # 27
+    >>> (key // m).tolist() == [2**40, 2**40, 0, 0], (key % m).tolist()
+    (True, [10, 12, 2, 4])
     """
     weight = np.asarray(weight, np.float64)
-    half = int(n) // 2
-    m = half * (half + 2) + 1
+    half, cap = int(n) // 2, int(n)
+    m = half * (half * cap + 1) + half * cap + 1
     bits = min(40, 62 - int(np.ceil(np.log2(m + 1))))
     top = float(weight.max(initial=0.0))
     q = (
@@ -331,7 +339,8 @@ def tie_break_weights(weight: np.ndarray, circuits: np.ndarray, n: int) -> np.nd
         if top > 0
         else np.zeros(weight.size, np.int64)
     )
-    s = (weight > 0).astype(np.int64) * (half + 1) + (np.asarray(circuits) == 0)
+    far = np.minimum(np.nan_to_num(np.asarray(hops, np.float64), posinf=cap), cap)
+    s = (weight > 0).astype(np.int64) * (half * cap + 1) + far.astype(np.int64)
     return q * m + s
 
 
@@ -389,11 +398,11 @@ def max_weight_matching(
 
 
 def _complete(
-    pairs: list[tuple[int, int]], w: np.ndarray, count: np.ndarray
+    pairs: list[tuple[int, int]], w: np.ndarray, hops: np.ndarray
 ) -> list[tuple[int, int]]:
     """Complete a matching to a perfect one (only the sparsified blossom leaves servers loose):
-    loose servers by heaviest remaining demand first, then pairs with the fewest MP circuits,
-    then index order."""
+    loose servers by heaviest remaining demand first, then pairs farthest apart in the topology
+    so far, then index order."""
     n = w.shape[0]
     matched = np.zeros(n, bool)
     for a, b in pairs:
@@ -403,8 +412,8 @@ def _complete(
     if loose.size:
         ia, ib = np.triu_indices(loose.size, 1)
         sub_w = w[loose[ia], loose[ib]]
-        sub_c = count[loose[ia], loose[ib]]
-        order = np.lexsort((ib, ia, sub_c, -sub_w))
+        sub_h = np.nan_to_num(hops[loose[ia], loose[ib]], posinf=n)
+        order = np.lexsort((ib, ia, -sub_h, -sub_w))
         taken = np.zeros(loose.size, bool)
         for x, y in zip(ia[order].tolist(), ib[order].tolist(), strict=True):
             if not taken[x] and not taken[y]:
@@ -419,6 +428,7 @@ def mp_matchings(
     n: int,
     partners: int | None | str = "auto",
     matcher: str = "rustworkx",
+    base: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Iterated maximum-weight perfect matchings on the MP demand (step 3).
 
@@ -445,6 +455,9 @@ def mp_matchings(
         usual case (``benchmarks/design/README.md`` measures it at n = 128).
     matcher : {"rustworkx", "networkx"}
         Blossom implementation.
+    base : numpy.ndarray, optional
+        Circuits already built (the AllReduce rings): with the matchings so far they give the
+        hop counts of the tie-break (:func:`tie_break_weights`).
 
     Returns
     -------
@@ -485,8 +498,12 @@ def mp_matchings(
             iu, ju = iu.astype(np.int64), ju.astype(np.int64)
         else:
             iu, ju = candidate_pairs(w, partners)
-        key = tie_break_weights(w[iu, ju], count[iu, ju], n)
-        pairs = _complete(max_weight_matching(n, iu, ju, key, matcher, perfect=True), w, count)
+        built = np.array([[a, b, 1] for a, b in rows], np.int64).reshape(-1, 3)
+        if base is not None:
+            built = np.vstack([np.asarray(base, np.int64).reshape(-1, 3), built])
+        hops = hop_distances(built, n)
+        key = tie_break_weights(w[iu, ju], hops[iu, ju], n)
+        pairs = _complete(max_weight_matching(n, iu, ju, key, matcher, perfect=True), w, hops)
         for a, b in pairs:
             count[a, b] += 1
             count[b, a] += 1
@@ -765,7 +782,7 @@ def topoopt_design(
     if d_build >= 2:
         d_ar, d_mp = degree_split(traffic.t_ar(), traffic.t_mp(), d_build, variant)
         ar_circ, groups, ar_info = allreduce_rings(traffic, d_ar)
-        mp_circ, _ = mp_matchings(traffic.mp, d_mp, n, partners=matching_partners)
+        mp_circ, _ = mp_matchings(traffic.mp, d_mp, n, partners=matching_partners, base=ar_circ)
         circuits = canonical_circuits(np.vstack([ar_circ, mp_circ]), n)
     else:  # no ring fits on the free ports: pre-wired + filled ports, virtual rings
         d_ar = d_mp = 0

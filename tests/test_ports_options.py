@@ -442,18 +442,19 @@ def test_cli_malformed_prewired_exits_2_without_output(tmp_path, content, field)
 
 
 def test_cli_max_parallel_caps_every_pair(tmp_path):
-    """--max-parallel 1: no pair gets two circuits (dlrm's TopoOpt design stacks them on 16
-    servers of degree 8 otherwise: a matching on a ring pair); 0 is refused with one line and
-    exit 2."""
-    free = cli("design", "dlrm", "--degree", "8", "--solver", "topoopt", "--json")
+    """--max-parallel 1: no pair gets two circuits (the TopoOpt design of gpt3-175b-32 at degree
+    4 stacks them otherwise: its matchings add circuits to the ring pairs that carry the pipeline
+    sends); 0 is refused with one line and exit 2."""
+    plan = "gpt3-175b-32"
+    free = cli("design", plan, "--degree", "4", "--solver", "topoopt", "--json")
     assert free.returncode == 0, free.stderr
     assert max(k for _, _, k in json.loads(free.stdout)["circuits"]) > 1
-    capped = cli("design", "dlrm", "--degree", "8", "--solver", "topoopt", "--max-parallel", "1",
+    capped = cli("design", plan, "--degree", "4", "--solver", "topoopt", "--max-parallel", "1",
                  "--json")  # fmt: skip
     assert capped.returncode == 0, capped.stderr
     doc = json.loads(capped.stdout)
     assert max(k for _, _, k in doc["circuits"]) == 1
-    assert_respects_ports(doc["circuits"], doc["servers"], 8, [0] * doc["servers"], [])
+    assert_respects_ports(doc["circuits"], doc["servers"], 4, [0] * doc["servers"], [])
     out = tmp_path / "x.json"
     bad = cli("design", "dlrm", "--max-parallel", "0", "--out", out)
     assert bad.returncode == 2 and not out.exists()

@@ -122,8 +122,9 @@ def test_joint_is_never_slower_than_topoopt_in_the_flow_model(dlrm_problem):
     assert d.info["selected_by"].startswith("flow model")
     assert d.info["flow_comm_s"][d.info["winner"]] == pytest.approx(jc, rel=1e-12)
     # here the optimizer's design is clearly faster than TopoOpt's (the embedding all-to-all;
-    # 0.63x since the baseline's matchings break ties towards pairs with demand, issue 13)
-    assert jc < 0.7 * bc
+    # 0.74x since the baseline's matchings break their ties towards pairs with demand that are
+    # far apart, issue 13)
+    assert jc < 0.8 * bc
     # judged by the objective instead, the result still never loses to the baseline there
     o = joint_design(p, time_limit_s=20, seed=0, select_by="objective")
     assert o.objective_s <= base.objective_s * (1 + 1e-9)

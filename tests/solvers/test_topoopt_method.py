@@ -120,9 +120,13 @@ def test_degree_split_by_hand():
     # T_AR = 3, T_MP = 1, d = 8: 8 * 3/4 = 6 -> (6, 2); 8 * 1/2 = 4 -> (4, 4)
     assert degree_split(3.0, 1.0, 8) == (6, 2)
     assert degree_split(1.0, 1.0, 8) == (4, 4)
-    # 8 * 0.4 = 3.2 -> nearest even 4 ; 5 * 0.9 = 4.5 -> 4 (d=5 leaves 1 port for MP)
+    # the released code's rule: round half up, odd -> +1. 8 * 0.4 = 3.2 -> 3 -> 4;
+    # 5 * 0.9 = 4.5 -> 5 -> 6, capped at 4 (d=5 leaves 1 port for MP); 8/3 = 2.67 -> 3 -> 4
+    # (the nearest even number would be 2); 8 * 0.3 = 2.4 -> 2
     assert degree_split(2.0, 3.0, 8) == (4, 4)
     assert degree_split(9.0, 1.0, 5) == (4, 1)
+    assert degree_split(1.0, 2.0, 8) == (4, 4)
+    assert degree_split(3.0, 7.0, 8) == (2, 6)
     # at least the +-1 ring; no MP traffic -> no matchings
     assert degree_split(0.0, 1.0, 6) == (2, 4)
     assert degree_split(1.0, 0.0, 7) == (6, 0)
