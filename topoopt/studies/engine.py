@@ -136,9 +136,12 @@ class Engine:
         return self._map_ray(fn, items, label)
 
     def _bar(self, total: int, label: str):
+        """A rich bar on a terminal; one line per finished evaluation otherwise (logs)."""
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+        if self.progress and not sys.stderr.isatty():
+            return _Lines()
         return Progress(
             "[progress.description]{task.description}",
             BarColumn(),
@@ -194,3 +197,23 @@ class Engine:
                         ) from exc
                     bar.advance(tid)
         return [results[k] for k in range(len(items))]
+
+
+class _Lines:
+    """Progress as plain lines on stderr (``label: k/n``), the bar's stand-in off a terminal."""
+
+    def __enter__(self):
+        self._tasks: dict[int, list] = {}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def add_task(self, label: str, total: int) -> int:
+        self._tasks[len(self._tasks)] = [label, 0, total]
+        return len(self._tasks) - 1
+
+    def advance(self, tid: int) -> None:
+        t = self._tasks[tid]
+        t[1] += 1
+        print(f"{t[0]}: {t[1]}/{t[2]}", file=sys.stderr, flush=True)

@@ -21,7 +21,12 @@ def setup(model: str, servers: int | None, gpus_per_server: int | None):
     ``model`` is a plan file, an embedded plan name or a zoo model name. The reference is the
     plan's parallelism (``dp`` re-derived for the cluster) when it is valid there, else None.
     """
-    from topoopt.studies.cosearch.space import Candidate, _label, base_mapping
+    from topoopt.studies.cosearch.space import (
+        Candidate,
+        _label,
+        base_mapping,
+        table_servers_gpu_round_robin,
+    )
     from traffic.errors import InputError
     from traffic.plan import embedded_plan_names, load_plan
     from traffic.zoo import ZOO, zoo_names
@@ -96,9 +101,12 @@ def setup(model: str, servers: int | None, gpus_per_server: int | None):
         if not plan.model.is_moe:
             par.pop("ep", None)
             par.pop("etp", None)
-    ref = Candidate(tuple(sorted(par.items())), None, "")
-    ref = Candidate(ref.parallelism, None, "reference " + _label(par, None))
-    return base, ref
+    ts = None
+    if plan.model.kind == "recsys":  # the default layout, explicit (the MCMC moves its tables)
+        tables = sum(t.count for t in plan.model.tables)
+        ts = table_servers_gpu_round_robin(tables, ref_plan.gpus, cl["gpus_per_server"])
+    label = _label(par, ts, "round-robin over GPUs" if ts else None)
+    return base, Candidate(tuple(sorted(par.items())), ts, "reference " + label)
 
 
 def _public(rec: dict | None) -> dict | None:
@@ -139,6 +147,11 @@ def result_document(res, engine) -> dict[str, Any]:
         "pareto": [
             {k: r[k] for k in ("label", "plan", "fabric", "iteration_s", "capex_usd")}
             for r in res.pareto
+        ],
+        "fabrics": [
+            {k: r[k] for k in ("label", "fabric", "stage", "iteration_s", "capex_usd")}
+            for r in res.records
+            if r["stage"] in ("target", "reference", "pareto") and not r.get("fixed_topology")
         ],
         "candidates": res.candidates,
         "counts": res.counts,

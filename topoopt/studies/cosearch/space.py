@@ -57,6 +57,7 @@ __all__ = [
     "candidate_plan",
     "plan_space",
     "table_gpus",
+    "table_servers_gpu_round_robin",
     "table_servers_round_robin",
 ]
 
@@ -236,6 +237,19 @@ def table_servers_round_robin(tables: int, servers: int, holders: int) -> tuple[
     return tuple(int((k % holders) * step) for k in range(tables))
 
 
+def table_servers_gpu_round_robin(tables: int, gpus: int, gpus_per_server: int):
+    """Servers of :mod:`traffic.models.recsys`'s default layout (table ``k`` on GPU ``k mod N``).
+
+    With :func:`table_gpus` this gives back exactly that layout.
+
+    >>> table_servers_gpu_round_robin(5, 4, 2)
+    (0, 0, 1, 1, 0)
+    >>> table_gpus(table_servers_gpu_round_robin(5, 4, 2), 2).tolist()
+    [0, 1, 2, 3, 0]
+    """
+    return tuple(int((k % gpus) // gpus_per_server) for k in range(tables))
+
+
 def candidate_plan(base: Mapping[str, Any], cand: Candidate) -> Plan:
     """Validated :class:`Plan` of a candidate (raises :class:`InputError` when invalid)."""
     return load_plan({**base, "parallelism": cand.par})
@@ -294,32 +308,35 @@ def _transformer_raw(base: Mapping[str, Any], opts: SpaceOptions, plan0: Plan, s
                 if m.is_moe:
                     par.update(ep=e, etp=et)
                 par.update(_SHARD_FIELDS[sh])
-                yield par, None
+                yield par, None, None
 
 
 def _simple_raw(base: Mapping[str, Any], opts: SpaceOptions, plan0: Plan, smart: bool):
     m = plan0.model
     gpus, gb = plan0.gpus, int(plan0.model.global_batch)
     n, gps = plan0.cluster.servers, plan0.cluster.gpus_per_server
-    placements: list[tuple[int, ...] | None] = [None]
+    placements: list[tuple[tuple[int, ...] | None, str | None]] = [(None, None)]
     if m.kind == "recsys":
         tables = sum(t.count for t in m.tables)
         counts = opts.table_server_counts or _divisors(n)
-        placements += [table_servers_round_robin(tables, n, k) for k in counts if n % k == 0]
+        placements = [(table_servers_gpu_round_robin(tables, gpus, gps), "round-robin over GPUs")]
+        placements += [
+            (table_servers_round_robin(tables, n, k), None) for k in counts if n % k == 0
+        ]
     shardings = ["none"] if m.kind == "recsys" else list(opts.shardings)
     sizes = sorted({gb // (gpus * k) for k in opts.accumulation_steps if gb // (gpus * k) > 0})
-    for b, ts, sh in itertools.product(sizes, placements, shardings):
+    for b, (ts, pname), sh in itertools.product(sizes, placements, shardings):
         if smart and gb % (b * gpus):
             continue
         par = {"dp": gpus, "micro_batch_size": b, "global_batch_size": gb}
         par.update(_SHARD_FIELDS[sh])
-        yield par, ts
-    del gps
+        yield par, ts, pname
 
 
-def _label(par: Mapping[str, Any], ts) -> str:
+def _label(par: Mapping[str, Any], ts, placement: str | None = None) -> str:
     if ts is not None:
-        return f"b{par['micro_batch_size']} tables on {len(set(ts))} servers"
+        how = placement or f"round-robin on {len(set(ts))} servers"
+        return f"b{par['micro_batch_size']} tables {how}"
     if "tp" not in par:
         return f"b{par['micro_batch_size']} tables round-robin over GPUs"
     keys = ("tp", "pp", "dp", "cp", "ep", "vpp")
@@ -338,8 +355,8 @@ def _label(par: Mapping[str, Any], ts) -> str:
     return " ".join([s, *extras]) if s else " ".join(extras)
 
 
-def _make(par: Mapping[str, Any], ts) -> Candidate:
-    return Candidate(tuple(sorted(par.items())), ts, _label(par, ts))
+def _make(par: Mapping[str, Any], ts, placement: str | None = None) -> Candidate:
+    return Candidate(tuple(sorted(par.items())), ts, _label(par, ts, placement))
 
 
 def _dominance_key(c: Candidate) -> str:
@@ -373,8 +390,8 @@ def _build(base, opts, gpu_memory_bytes, smart: bool) -> Space:
     )
     seen: set[str] = set()
     items = []
-    for par, ts in raw(base, opts, plan0, smart):
-        cand = _make(par, ts)
+    for par, ts, pname in raw(base, opts, plan0, smart):
+        cand = _make(par, ts, pname)
         if cand.key in seen:
             continue
         seen.add(cand.key)
