@@ -38,7 +38,7 @@ __all__ = [
 DEFAULT_BUDGET_GB = 8.0
 """Default memory budget of one request, GB."""
 
-DEFAULT_MAX_INPUT_MB = 512.0
+DEFAULT_MAX_INPUT_MB = 256.0
 """Default cap on the size of an input file, MB."""
 
 MAX_DEPTH = 32
@@ -76,7 +76,7 @@ def memory_budget_bytes() -> int:
 
 
 def max_input_bytes() -> int:
-    """The largest input file read, bytes (``TOPOOPT_MAX_INPUT_MB``, default 512 MB)."""
+    """The largest input file read, bytes (``TOPOOPT_MAX_INPUT_MB``, default 256 MB)."""
     return int(_env_float("TOPOOPT_MAX_INPUT_MB", DEFAULT_MAX_INPUT_MB) * 1e6)
 
 
