@@ -1,11 +1,13 @@
-"""The design benchmark suite (issue 5, section 5): workloads x designs, judged by the flow model.
+"""The design benchmark suite (issues 5 and 13): workloads x designs, judged by the flow model.
 
 For each workload (:mod:`workloads`), server count ``n`` and port count ``d`` (``B = 100 Gbps``
 per port) it builds the ideal switch, the ``topoopt``, ``topoopt-released`` and ``joint`` designs,
 the random ``expander`` and the fat-tree of equal cost to the ``topoopt`` design, simulates one
-iteration and the communication alone on each with the flow model
-(:func:`topoopt.studies.compare.compare`), and prints ONE table of ratios against the ideal
-switch, then the acceptance's summary lines. Every row also goes to a CSV.
+iteration on each with the flow model (:func:`topoopt.studies.compare.compare`), adds the best
+TopoOpt variant per case (``topoopt-best``) and ``joint`` run with the congestion objective
+(``joint-congestion``), and prints the table (iteration first, ratios against the ideal switch),
+a headline table per case and the summary lines: wins and losses of ``joint`` against the best
+TopoOpt variant and against the cost-equivalent fat-tree. Every row also goes to a CSV.
 
 Usage::
 
@@ -35,17 +37,105 @@ from workloads import MP_HEAVY, PURE_DP, suite_cases  # noqa: E402
 from topoopt.studies.compare import compare  # noqa: E402
 from traffic.errors import InputError  # noqa: E402
 
-__all__ = ["FABRICS", "run_case", "run_suite", "summary_lines", "main"]
+__all__ = [
+    "FABRICS",
+    "DERIVED",
+    "run_case",
+    "run_suite",
+    "headline",
+    "tally",
+    "summary_lines",
+    "main",
+]
 
 FABRICS = ("ideal", "topoopt", "topoopt-released", "expander", "joint", "fat-tree-cost-equivalent")
-"""Fabrics of every case, in table order (``ideal`` first: the ratios' reference)."""
+"""Fabrics simulated in every case, in table order (``ideal`` first: the ratios' reference)."""
+
+DERIVED = ("topoopt-best", "joint-congestion")
+"""Rows added after :data:`FABRICS`: ``topoopt-best`` (the faster of ``topoopt`` and
+``topoopt-released`` by iteration time, its ``variant`` column naming the winner; no extra
+simulation) and ``joint-congestion`` (``joint`` minimising the congestion objective, when
+:func:`solvers.registry.solve` takes ``objective``; ``joint`` is the solver's default)."""
 
 LINK_BANDWIDTH = 100e9 / 8
 """100 Gbps per port, in bytes/s."""
 
+TIE = 1e-3
+"""Relative difference under which two iteration times count as a tie."""
 
-def run_case(workload, name: str, degree: int, time_limit_s: float, seed: int = 0) -> pd.DataFrame:
-    """Rows of one (workload, d) case: one per fabric, ratios against the ideal switch."""
+COLUMNS = [
+    "workload",
+    "servers",
+    "degree",
+    "fabric",
+    "variant",
+    "iteration_s",
+    "iter_ratio",
+    "comm_s",
+    "comm_ratio",
+    "solver_wall_s",
+    "objective_s",
+    "lower_bound_s",
+    "gap",
+    "capex_usd",
+    "build_s",
+    "simulate_s",
+]
+
+
+def _takes_objective() -> bool:
+    """Whether :func:`solvers.registry.solve` has the ``objective`` keyword."""
+    import inspect
+
+    from solvers.registry import solve
+
+    return "objective" in inspect.signature(solve).parameters
+
+
+def _joint_congestion(workload, degree: int, time_limit_s: float, seed: int) -> dict:
+    """One row: ``joint`` with ``objective="congestion"``, realised and simulated as
+    :func:`topoopt.studies.compare.compare` does for designed fabrics."""
+    from solvers.problem import DesignProblem
+    from solvers.realise import design_fabric, design_routing, design_workload
+    from solvers.registry import solve
+    from topoopt.flowsim.collectives import communication_time
+    from topoopt.flowsim.iteration import simulate_iteration
+
+    t0 = time.perf_counter()
+    problem = DesignProblem.from_workload(workload, degree=degree, link_bandwidth=LINK_BANDWIDTH)
+    design = solve(problem, "joint", time_limit_s=time_limit_s, seed=seed, objective="congestion")
+    fab = design_fabric(design, gpus_per_server=workload.gpus_per_server)
+    w = design_workload(workload, design, problem)
+    routing = design_routing(design, fab)
+    t1 = time.perf_counter()
+    it = simulate_iteration(w, fab, routing=routing, exposed_by_class=False)
+    cm = communication_time(w, fab, routing=routing)
+    return {
+        "fabric": "joint-congestion",
+        "variant": str(design.info.get("objective", "congestion")),
+        "iteration_s": it.iteration_s,
+        # compare's comm_s: the critical-path communication when the flow model reports it
+        "comm_s": float(getattr(it, "comm_s", cm.total_s)),
+        "solver_wall_s": float(design.wall_s),
+        "objective_s": design.objective_s,
+        "lower_bound_s": design.lower_bound_s,
+        "gap": design.gap,
+        "build_s": t1 - t0,
+        "simulate_s": time.perf_counter() - t1,
+    }
+
+
+def run_case(
+    workload,
+    name: str,
+    degree: int,
+    time_limit_s: float,
+    seed: int = 0,
+    congestion: bool | None = None,
+) -> pd.DataFrame:
+    """Rows of one (workload, d) case: one per fabric of :data:`FABRICS`, then
+    :data:`DERIVED`; ratios against the ideal switch. ``congestion`` (default: when the
+    registry supports it) adds the ``joint-congestion`` row."""
     res = compare(
         workload,
         FABRICS,
@@ -55,12 +145,7 @@ def run_case(workload, name: str, degree: int, time_limit_s: float, seed: int = 
         time_limit_s=time_limit_s,
     )
     t = res.table.copy()
-    ideal = t.loc[t["fabric"] == "ideal"].iloc[0]
-    t.insert(0, "workload", name)
-    t.insert(1, "servers", workload.servers)
-    t.insert(2, "degree", degree)
-    t["iter_ratio"] = t["iteration_s"] / ideal["iteration_s"]
-    t["comm_ratio"] = t["comm_s"] / ideal["comm_s"] if ideal["comm_s"] > 0 else np.nan
+    t["variant"] = ""
     wall = []
     for run in res.runs:
         wall.append(float(run.design.wall_s) if run.design is not None else np.nan)
@@ -68,25 +153,24 @@ def run_case(workload, name: str, degree: int, time_limit_s: float, seed: int = 
     for col in ("objective_s", "lower_bound_s", "gap"):
         if col not in t:
             t[col] = np.nan
-    return t[
-        [
-            "workload",
-            "servers",
-            "degree",
-            "fabric",
-            "iteration_s",
-            "comm_s",
-            "iter_ratio",
-            "comm_ratio",
-            "solver_wall_s",
-            "objective_s",
-            "lower_bound_s",
-            "gap",
-            "capex_usd",
-            "build_s",
-            "simulate_s",
-        ]
-    ]
+    pair = t[t["fabric"].isin(["topoopt", "topoopt-released"])]
+    best = pair.loc[pair["iteration_s"].idxmin()].copy()
+    best["variant"], best["fabric"] = best["fabric"], "topoopt-best"
+    extra = [best.to_dict()]
+    if congestion is None:
+        congestion = _takes_objective()
+    if congestion:
+        row = _joint_congestion(workload, degree, time_limit_s, seed)
+        row["capex_usd"] = float(t.loc[t["fabric"] == "joint", "capex_usd"].iloc[0])
+        extra.append(row)
+    t = pd.concat([t, pd.DataFrame(extra)], ignore_index=True)
+    ideal = t.loc[t["fabric"] == "ideal"].iloc[0]
+    t.insert(0, "workload", name)
+    t.insert(1, "servers", workload.servers)
+    t.insert(2, "degree", degree)
+    t["iter_ratio"] = t["iteration_s"] / ideal["iteration_s"]
+    t["comm_ratio"] = t["comm_s"] / ideal["comm_s"] if ideal["comm_s"] > 0 else np.nan
+    return t[COLUMNS]
 
 
 def run_suite(
@@ -103,11 +187,12 @@ def run_suite(
     rewritten after every case (a long run leaves its rows so far)."""
     say = log or (lambda m: print(m, file=sys.stderr, flush=True))
     frames = []
+    congestion = _takes_objective()
     for case in suite_cases(workloads, sizes, taskgraph_sizes):
         w = case.build()
         for d in degrees:
             t0 = time.perf_counter()
-            frames.append(run_case(w, case.name, d, time_limit_s, seed))
+            frames.append(run_case(w, case.name, d, time_limit_s, seed, congestion))
             say(f"{case.name} n={case.servers} d={d}: {time.perf_counter() - t0:.1f} s")
             if out:
                 pd.concat(frames, ignore_index=True).to_csv(out, index=False)
@@ -121,11 +206,50 @@ def _ratio(table: pd.DataFrame, num: str, den: str, col: str) -> pd.Series:
     return (a / b).dropna()
 
 
+def _gmean(x: pd.Series) -> float:
+    return float(np.exp(np.log(x.clip(lower=1e-12)).mean())) if len(x) else math.nan
+
+
+def tally(ratio: pd.Series) -> tuple[int, int, int]:
+    """(wins, ties, losses) of a ratio ``ours / theirs`` (ties within :data:`TIE`).
+
+    >>> tally(pd.Series([0.5, 1.0, 1.0005, 1.2]))
+    (1, 2, 1)
+    """
+    wins = int((ratio < 1 - TIE).sum())
+    losses = int((ratio > 1 + TIE).sum())
+    return wins, len(ratio) - wins - losses, losses
+
+
+def headline(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per case: iteration ratios to the ideal switch (``topoopt-best`` with its winning
+    variant, ``joint``, ``joint-congestion`` when run, the cost-equivalent fat-tree, the
+    expander), then ``joint`` over the best TopoOpt variant and over the cost-equivalent
+    fat-tree (iteration, then communication)."""
+    key = ["workload", "servers", "degree"]
+    it = table.pivot_table(index=key, columns="fabric", values="iter_ratio", sort=False)
+    out = pd.DataFrame(index=it.index)
+    best = table[table["fabric"] == "topoopt-best"].set_index(key)
+    out["topoopt_best_variant"] = best["variant"]
+    names = ["topoopt-best", "joint", "joint-congestion", "fat-tree-cost-equivalent", "expander"]
+    for nm in names:
+        if nm in it:
+            out[f"{nm} /ideal"] = it[nm]
+    out["joint/best-topoopt iter"] = _ratio(table, "joint", "topoopt-best", "iteration_s")
+    out["joint/ft-cost-eq iter"] = _ratio(table, "joint", "fat-tree-cost-equivalent", "iteration_s")
+    if "joint-congestion" in it:
+        out["joint-cong/best-topoopt iter"] = _ratio(
+            table, "joint-congestion", "topoopt-best", "iteration_s"
+        )
+    out["joint/best-topoopt comm"] = _ratio(table, "joint", "topoopt-best", "comm_s")
+    return out.reset_index()
+
+
 def summary_lines(table: pd.DataFrame) -> list[str]:
-    """The acceptance's figures (module docstring of the README)."""
+    """The headline figures: wins and losses on iteration time of ``joint`` (and
+    ``joint-congestion``) against the best TopoOpt variant and the cost-equivalent fat-tree,
+    over all cases and the MP-heavy ones; geometric means; the pure data-parallel check."""
     out = []
-    jt_comm = _ratio(table, "joint", "topoopt", "comm_s")
-    jt_iter = _ratio(table, "joint", "topoopt", "iteration_s")
     ji = _ratio(table, "joint", "ideal", "comm_s")
     dp = ji[ji.index.get_level_values(0).isin(PURE_DP)]
     if len(dp):
@@ -134,36 +258,54 @@ def summary_lines(table: pd.DataFrame) -> list[str]:
             f"pure DP: max joint/ideal communication = {dp.max():.4f} "
             f"({worst[0]} n={worst[1]} d={worst[2]}; target <= 1.02)"
         )
-    for key, v in jt_comm.items():
-        it = jt_iter.get(key, math.nan)
-        flag = "ok" if v <= 1 + 1e-9 else "WORSE"
-        out.append(
-            f"joint/topoopt {key[0]} n={key[1]} d={key[2]}: comm {v:.3f}, iteration {it:.3f} "
-            f"[{flag}]"
-        )
-    mp = jt_comm[jt_comm.index.get_level_values(0).isin(MP_HEAVY)]
-    if len(mp):
-        gm = float(np.exp(np.log(mp.clip(lower=1e-12)).mean()))
-        out.append(
-            f"MP-heavy geometric mean joint/topoopt (comm) = {gm:.3f} over {len(mp)} cases "
-            f"(target <= 0.90)"
-        )
-        mpi = jt_iter[jt_iter.index.get_level_values(0).isin(MP_HEAVY)]
-        gmi = float(np.exp(np.log(mpi.clip(lower=1e-12)).mean()))
-        out.append(f"MP-heavy geometric mean joint/topoopt (iteration) = {gmi:.3f}")
-    n_worse = int((jt_comm > 1 + 1e-9).sum())
-    out.append(f"cases where joint is slower than topoopt (comm): {n_worse} of {len(jt_comm)}")
+    has_cong = bool((table["fabric"] == "joint-congestion").any())
+    mine = ["joint"] + (["joint-congestion"] if has_cong else [])
+    for who in mine:
+        for ref, label in (("topoopt-best", "best TopoOpt variant"),
+                           ("fat-tree-cost-equivalent", "cost-equivalent fat-tree")):  # fmt: skip
+            r = _ratio(table, who, ref, "iteration_s")
+            mp = r[r.index.get_level_values(0).isin(MP_HEAVY)]
+            w, t, lo = tally(r)
+            wm, tm, lm = tally(mp)
+            out.append(
+                f"{who} vs {label} (iteration): wins {w}, ties {t}, losses {lo} of {len(r)} "
+                f"cases; MP-heavy: wins {wm}, ties {tm}, losses {lm} of {len(mp)}; geometric "
+                f"mean {_gmean(r):.3f} (MP-heavy {_gmean(mp):.3f})"
+            )
+            worse = r[r > 1 + TIE].sort_values(ascending=False)
+            if len(worse):
+                cases = ", ".join(f"{k[0]} n={k[1]} d={k[2]} {v:.3f}" for k, v in worse.items())
+                out.append(f"  {who} slower than the {label}: {cases}")
+    rc = _ratio(table, "joint", "topoopt-best", "comm_s")
+    mpc = rc[rc.index.get_level_values(0).isin(MP_HEAVY)]
+    out.append(
+        f"joint/best TopoOpt communication: geometric mean {_gmean(rc):.3f} over {len(rc)} "
+        f"cases (MP-heavy {_gmean(mpc):.3f} over {len(mpc)})"
+    )
+    paper = _ratio(table, "topoopt-best", "topoopt", "iteration_s")
+    n_rel = int((table.loc[table["fabric"] == "topoopt-best", "variant"] != "topoopt").sum())
+    out.append(
+        f"best TopoOpt variant: topoopt-released in {n_rel} of {len(paper)} cases "
+        f"(geometric mean best/paper iteration {_gmean(paper):.3f})"
+    )
     return out
 
 
 def print_report(table: pd.DataFrame) -> None:
-    """The table (times in ms, ratios against the ideal switch) and the summary lines."""
-    cols = ["workload", "servers", "degree", "fabric", "iteration_s", "comm_s", "iter_ratio"]
-    show = table[cols + ["comm_ratio", "solver_wall_s", "gap"]].copy()
-    show["iteration_ms"] = show.pop("iteration_s") * 1e3
-    show["comm_ms"] = show.pop("comm_s") * 1e3
-    with pd.option_context("display.width", 200, "display.max_rows", None):
-        print(show.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    """The table (iteration first; times in ms, ratios against the ideal switch), the headline
+    table per case, and the summary lines."""
+    cols = ["workload", "servers", "degree", "fabric", "variant", "iteration_s", "iter_ratio"]
+    show = table[cols + ["comm_s", "comm_ratio", "solver_wall_s", "gap"]].copy()
+    show["variant"] = show["variant"].fillna("")
+    show.insert(5, "iteration_ms", show.pop("iteration_s") * 1e3)
+    show.insert(7, "comm_ms", show.pop("comm_s") * 1e3)
+    fmt = {"float_format": lambda x: f"{x:.4g}", "index": False}
+    with pd.option_context("display.width", 250, "display.max_rows", None,
+                           "display.max_columns", None):  # fmt: skip
+        print(show.to_string(**fmt))
+        print()
+        print("Headline: iteration over the ideal switch, and joint over the baselines")
+        print(headline(table).to_string(**fmt))
     print()
     for line in summary_lines(table):
         print(line)

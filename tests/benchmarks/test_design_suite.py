@@ -1,8 +1,9 @@
 """Smoke test of the design benchmark suite (benchmarks/design/run.py) on tiny cases.
 
-Checks the table's structure and its relations, not timings: one row per fabric, the ideal
-switch's ratios are 1, ratios are the columns divided by the ideal's, the summary lines are
-recomputed from the CSV, and bad options exit 2.
+Checks the table's structure and its relations, not timings: one row per fabric (and the derived
+best TopoOpt variant and congestion-objective joint), the ideal switch's ratios are 1, ratios are
+the columns divided by the ideal's, the best TopoOpt variant is the faster one, the wins and
+losses of the summary are recomputed from the CSV, and bad options exit 2.
 """
 
 from __future__ import annotations
@@ -41,14 +42,20 @@ def test_quick_run_writes_one_row_per_fabric(quick):
     run, code, t = quick
     assert code == 0
     assert sorted(set(t["workload"])) == ["tg-dlrm-16", "vgg16"]
+    derived = ["topoopt-best"] + (["joint-congestion"] if run._takes_objective() else [])
     for _, g in t.groupby(["workload", "servers", "degree"]):
-        assert list(g["fabric"]) == list(run.FABRICS)
+        assert list(g["fabric"]) == list(run.FABRICS) + derived
         ideal = g[g["fabric"] == "ideal"].iloc[0]
         assert ideal["iter_ratio"] == 1.0 and ideal["comm_ratio"] == 1.0
         np.testing.assert_allclose(g["iter_ratio"], g["iteration_s"] / ideal["iteration_s"])
         np.testing.assert_allclose(g["comm_ratio"], g["comm_s"] / ideal["comm_s"])
         designed = g[g["fabric"].isin(["topoopt", "topoopt-released", "joint"])]
         assert designed["solver_wall_s"].notna().all() and (designed["gap"] >= -1e-12).all()
+        # the best TopoOpt variant is the faster of the two, and says which one it is
+        pair = g[g["fabric"].isin(["topoopt", "topoopt-released"])].set_index("fabric")
+        best = g[g["fabric"] == "topoopt-best"].iloc[0]
+        assert best["iteration_s"] == pair["iteration_s"].min()
+        assert best["variant"] == pair["iteration_s"].idxmin()
 
 
 def test_summary_lines_follow_the_table(quick):
@@ -56,15 +63,25 @@ def test_summary_lines_follow_the_table(quick):
     lines = run.summary_lines(t)
     key = ["workload", "servers", "degree"]
     j = t[t["fabric"] == "joint"].set_index(key)
-    b = t[t["fabric"] == "topoopt"].set_index(key)
+    b = t[t["fabric"] == "topoopt-best"].set_index(key)
+    f = t[t["fabric"] == "fat-tree-cost-equivalent"].set_index(key)
     i = t[t["fabric"] == "ideal"].set_index(key)
     dp = (j["comm_s"] / i["comm_s"]).loc["vgg16"].max()
     assert any(
         line.startswith(f"pure DP: max joint/ideal communication = {dp:.4f}") for line in lines
     )
-    r = float((j["comm_s"] / b["comm_s"]).loc[("tg-dlrm-16", 16, 4)])
-    assert any(f"tg-dlrm-16 n=16 d=4: comm {r:.3f}" in line for line in lines)
-    assert any(line.startswith("MP-heavy geometric mean") and f"{r:.3f}" in line for line in lines)
+    for ref, label in ((b, "best TopoOpt variant"), (f, "cost-equivalent fat-tree")):
+        r = j["iteration_s"] / ref["iteration_s"]
+        wins, losses = int((r < 1 - run.TIE).sum()), int((r > 1 + run.TIE).sum())
+        want = (
+            f"joint vs {label} (iteration): wins {wins}, ties {len(r) - wins - losses}, "
+            f"losses {losses} of {len(r)} cases"
+        )
+        assert any(line.startswith(want) for line in lines), (want, lines)
+    head = run.headline(t).set_index(key)
+    r = float((j["iteration_s"] / b["iteration_s"]).loc[("tg-dlrm-16", 16, 4)])
+    assert head.loc[("tg-dlrm-16", 16, 4), "joint/best-topoopt iter"] == pytest.approx(r)
+    assert head.loc[("vgg16", 16, 4), "topoopt_best_variant"] in ("topoopt", "topoopt-released")
 
 
 def test_bad_options_exit_2(tmp_path, capsys):

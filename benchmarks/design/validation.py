@@ -1,0 +1,127 @@
+"""Validation against TopoOpt's published simulations (issue 13): the seven artifact task graphs.
+
+Runs every TopoOpt task graph (``tests/data/topoopt-taskgraphs``, :data:`workloads.TASK_GRAPHS`)
+at 100 Gbps per port with 4 and 8 ports per server on the ideal switch, both TopoOpt variants
+(and the faster of the two), ``joint``, the full-bisection, 4:1 oversubscribed and
+cost-equivalent fat-trees, with :func:`topoopt.studies.compare.compare`, and prints one table
+of iteration times (ms) and ratios to the ideal switch. ``docs/validation.md`` holds the table of
+the last run and the comparison with the artifact's own results (:data:`ARTIFACT_MS`).
+
+Usage::
+
+    .venv/bin/python benchmarks/design/validation.py --out validation.csv
+    .venv/bin/python benchmarks/design/validation.py --workloads tg-dlrm-16 --degrees 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from workloads import TASK_GRAPHS, suite_cases  # noqa: E402
+
+from topoopt.studies.compare import compare  # noqa: E402
+
+__all__ = ["FABRICS", "ARTIFACT_MS", "run_validation", "main"]
+
+FABRICS = (
+    "ideal",
+    "topoopt",
+    "topoopt-released",
+    "topoopt-best",
+    "joint",
+    "fat-tree",
+    "fat-tree-oversub",
+    "fat-tree-cost-equivalent",
+)
+"""Fabrics of every task graph, in table order."""
+
+LINK_BANDWIDTH = 100e9 / 8
+"""100 Gbps per port, bytes/s."""
+
+ARTIFACT_MS = {
+    ("dlrm", 16, 4): (23.164, 33.581),
+    ("dlrm", 16, 8): (15.185, 20.917),
+    ("candle", 16, 4): (100.559, 225.222),
+    ("candle", 16, 8): (100.559, 131.546),
+    ("transformer-or-vgg", 16, 4): (62.815, 62.815),
+    ("transformer-or-vgg", 16, 8): (62.644, 62.644),
+}
+"""TopoOpt's own iteration times (ms, min and max over its five search runs) of 16-server jobs at
+100 Gbps, TopoOpt fabric with ``d`` ports, from the artifact's
+``simulation/scripts/fig16/topoopt/100_topo_d{4,8}_27jobs.csv`` (htsim "Final" times in
+picoseconds; jobs drawn from the DLRM, transformer, CANDLE and VGG runs). The files do not name
+the job of each time: the attribution is ours (``docs/validation.md``): the notebook's
+``sample_one("candle", 16, 100, 8)`` prints 131,546,054,758 ps, the five distinct values near
+15-34 ms are the DLRM runs, the value shared by about 40 % of the draws is transformer and VGG
+(drawn with probability 0.30 + 0.10)."""
+
+
+def run_validation(
+    workloads: list[str] | None = None,
+    degrees: tuple[int, ...] = (4, 8),
+    time_limit_s: float = 60.0,
+    seed: int = 0,
+    log=None,
+) -> pd.DataFrame:
+    """One row per (task graph, degree, fabric): iteration and communication, ratio to ideal."""
+    say = log or (lambda m: print(m, file=sys.stderr, flush=True))
+    names = list(workloads) if workloads else list(TASK_GRAPHS)
+    frames = []
+    for case in suite_cases(names, []):
+        w = case.build()
+        for d in degrees:
+            t0 = time.perf_counter()
+            res = compare(
+                w, FABRICS, degree=d, link_bandwidth=LINK_BANDWIDTH, seed=seed,
+                time_limit_s=time_limit_s,
+            )  # fmt: skip
+            t = res.table.copy()
+            t.insert(0, "workload", case.name)
+            t.insert(1, "servers", case.servers)
+            t.insert(2, "degree", d)
+            if "solver" not in t:
+                t["solver"] = ""
+            frames.append(t)
+            say(f"{case.name} d={d}: {time.perf_counter() - t0:.1f} s")
+    return pd.concat(frames, ignore_index=True)
+
+
+def wide(table: pd.DataFrame) -> pd.DataFrame:
+    """Iteration time (ms) per fabric, one row per (task graph, degree), plus the winning
+    TopoOpt variant."""
+    key = ["workload", "servers", "degree"]
+    ms = table.pivot_table(index=key, columns="fabric", values="iteration_s", sort=False) * 1e3
+    ms = ms[[f for f in FABRICS if f in ms]]
+    best = table[table["fabric"] == "topoopt-best"].set_index(key)["solver"]
+    ms["best variant"] = best
+    return ms.reset_index()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--workloads", default=None, help="task graphs (default: all seven)")
+    ap.add_argument("--degrees", default="4,8")
+    ap.add_argument("--time-limit", type=float, default=60.0, help="joint's limit, s")
+    ap.add_argument("--out", default="validation.csv")
+    a = ap.parse_args(argv)
+    degrees = tuple(int(x) for x in a.degrees.split(","))
+    names = a.workloads.split(",") if a.workloads else None
+    t0 = time.perf_counter()
+    table = run_validation(names, degrees, a.time_limit)
+    table.to_csv(a.out, index=False)
+    with pd.option_context("display.width", 250, "display.max_columns", None):
+        print(wide(table).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    print(f"total wall time: {time.perf_counter() - t0:.0f} s; rows written to {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
