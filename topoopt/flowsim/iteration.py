@@ -269,18 +269,23 @@ class _Tasks:
         total = int(n.sum())
         out = {}
         for j, (key, dtype) in enumerate((*self._LABELS, ("hi", np.int64))):
-            vals = [v[j] for _, v in pending]
             col = np.empty(total, dtype)
-            sc = [i for i, x in enumerate(vals) if isinstance(x, self._SCALARS)]
+            sc, sv, ar, av = [], [], [], []  # scalar / array entries: index, value
+            for i, (_, v) in enumerate(pending):
+                x = v[j]
+                if isinstance(x, self._SCALARS):
+                    sc.append(i)
+                    sv.append(x)
+                else:
+                    a = np.asarray(x, dtype)
+                    ar.append(i)
+                    av.append(a if a.shape == (n[i],) else np.broadcast_to(a, (int(n[i]),)))
             if sc:
-                si = np.asarray(sc, np.int64)
-                col[_ranges(start[si], start[si] + n[si])] = np.repeat(
-                    np.array([vals[i] for i in sc], dtype), n[si]
-                )
-            if len(sc) < len(vals):
-                for i in sorted(set(range(len(vals))) - set(sc)):
-                    a, b = int(start[i]), int(start[i] + n[i])
-                    col[a:b] = np.broadcast_to(np.asarray(vals[i], dtype), (b - a,))
+                k = np.asarray(sc, np.int64)
+                col[_ranges(start[k], start[k] + n[k])] = np.repeat(np.array(sv, dtype), n[k])
+            if ar:
+                k = np.asarray(ar, np.int64)
+                col[_ranges(start[k], start[k] + n[k])] = np.concatenate(av)
             if key == "hi":
                 out["lo"] = np.concatenate([lo for lo, _ in pending])
             out[key] = col
