@@ -503,7 +503,11 @@ def mp_matchings(
             built = np.vstack([np.asarray(base, np.int64).reshape(-1, 3), built])
         hops = hop_distances(built, n)
         key = tie_break_weights(w[iu, ju], hops[iu, ju], n)
-        pairs = _complete(max_weight_matching(n, iu, ju, key, matcher, perfect=True), w, hops)
+        # complete graph: the heaviest perfect matching; sparsified: the heaviest matching of
+        # the candidates (a maximum-cardinality one could trade heavy pairs for more pairs),
+        # completed afterwards
+        best = max_weight_matching(n, iu, ju, key, matcher, perfect=partners is None)
+        pairs = _complete(best, w, hops)
         for a, b in pairs:
             count[a, b] += 1
             count[b, a] += 1

@@ -408,3 +408,12 @@ def test_more_ports_nest_the_topology_when_the_allreduce_share_is_unchanged():
         ha = hop_distances(designs[small].circuits, 16)
         hb = hop_distances(designs[big].circuits, 16)
         assert np.all(hb <= ha) and np.isfinite(ha).all()
+
+
+def test_sparsified_matching_keeps_the_heavy_pair_over_more_pairs():
+    # candidates 0-1 (10), 0-2 (1), 1-3 (1): the heaviest matching is {0-1} (then 2-3 completes
+    # it), not the larger {0-2, 1-3} that a maximum-cardinality blossom would return
+    t = sp.csr_matrix(([10.0, 1.0, 1.0], ([0, 0, 1], [1, 2, 3])), shape=(4, 4))
+    for partners in (None, 2):
+        c, _ = mp_matchings(t, 1, 4, partners=partners)
+        assert c.tolist() == [[0, 1, 1], [2, 3, 1]]
