@@ -308,7 +308,8 @@ def _propose(space, cur: Candidate, decs, names, index, rng, plans_by_key) -> Ca
             t = int(rng.integers(len(ts)))
             s = int(rng.integers(n - 1))
             ts[t] = s if s < ts[t] else s + 1
-            new = Candidate(cur.parallelism, tuple(ts), cur.label.split(" tables")[0] + " moved")
+            mb = cur.par.get("micro_batch_size")
+            new = Candidate(cur.parallelism, tuple(ts), f"b{mb} tables moved by MCMC")
             gps = plan.cluster.gpus_per_server
             mem = memory_per_gpu(plan, table_gpus=table_gpus(new.table_servers, gps))
             if mem.total_bytes <= space.gpu_memory_bytes:
@@ -341,9 +342,16 @@ def _mcmc(space: Space, cfg: SearchConfig, run: _Runner, ref: Candidate | None, 
     rounds = 0
     while run.used < cfg.max_evaluations:
         rounds += 1
-        chains = [(best_cand, best_rec["iteration_s"])] * CHAINS
-        # (a) MCMC on the fixed topology: the chains start at the best plan, scored on it
-        round_best = (best_rec["iteration_s"], best_cand)
+        # (a) MCMC on the fixed topology: the chains start at the best plan, scored on that
+        # topology the same way as every proposal (the fabric's own routing)
+        t_start = best_rec["iteration_s"]
+        if designed:
+            (r0,) = run.run(
+                [(best_cand, cfg.fabric, "mcmc (fixed topology)", design, False)], "mcmc"
+            )
+            t_start = r0["iteration_s"]
+        chains = [(best_cand, t_start)] * CHAINS
+        round_best = (t_start, best_cand)
         steps = max(1, (cfg.max_evaluations - run.used - (1 if designed else 0)) // CHAINS)
         steps = min(steps, 4)
         for _ in range(steps):
