@@ -10,10 +10,13 @@ from solvers.design import Design
 from solvers.problem import DesignProblem
 from traffic.errors import InputError
 
-__all__ = ["SOLVERS", "solve"]
+__all__ = ["SOLVERS", "OBJECTIVES", "solve"]
 
 SOLVERS = ("topoopt", "topoopt-released", "expander", "joint")
 """Solver names accepted by :func:`solve`."""
+
+OBJECTIVES = ("iteration", "congestion")
+"""What the ``joint`` solver minimises (:func:`solve`'s ``objective``)."""
 
 
 def solve(
@@ -24,6 +27,7 @@ def solve(
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
     work_limit: float | None = None,
+    objective: str = "iteration",
 ) -> Design:
     """Design the optical circuits of ``problem`` with solver ``name``.
 
@@ -45,12 +49,22 @@ def solve(
         Deterministic work budget of the ``joint`` search, in work units (about a second of one
         core each; default :data:`solvers.joint.driver.DEFAULT_WORK_LIMIT`). The same problem,
         seed and work limit give the same design on any machine.
+    objective : {"iteration", "congestion"}
+        What ``joint`` minimises (the baselines ignore it). ``iteration`` (default): the flow
+        model's iteration time, steered by the critical path
+        (:func:`solvers.joint.iteration_search.iteration_design`; default work limit
+        :data:`~solvers.joint.iteration_search.DEFAULT_ITERATION_WORK_LIMIT`); it falls back to
+        ``congestion`` when the problem has no compute model (``info["objective"]`` says
+        which ran). ``congestion``: the per-phase congestion objective
+        (:func:`solvers.joint.driver.joint_design`), finalists judged by the flow model.
 
     Returns
     -------
     Design
         For ``joint``, ``info["trace"]`` lists the incumbent and the bound over wall time.
     """
+    if objective not in OBJECTIVES:
+        raise InputError("objective", objective, f"one of {', '.join(OBJECTIVES)}")
     if name == "topoopt" or name == "topoopt-released":
         from solvers.topoopt_method import topoopt_design
 
@@ -79,9 +93,25 @@ def solve(
                     f"lower bound {bound_s * 1e3:.4g} ms"
                 )
 
-        design = joint_design(
-            problem, time_limit_s=time_limit_s, seed=seed, progress=report, work_limit=work_limit
-        )
+        if objective == "iteration":
+            from solvers.joint.iteration_search import iteration_design
+
+            design = iteration_design(
+                problem,
+                time_limit_s=time_limit_s,
+                seed=seed,
+                progress=report,
+                work_limit=work_limit,
+            )
+        else:
+            design = joint_design(
+                problem,
+                time_limit_s=time_limit_s,
+                seed=seed,
+                progress=report,
+                work_limit=work_limit,
+            )
+            design = replace(design, info={**dict(design.info), "objective": "congestion"})
         trace.append(
             {
                 "t": design.wall_s,

@@ -30,6 +30,11 @@ class Solver(StrEnum):
     joint = "joint"
 
 
+class Objective(StrEnum):
+    iteration = "iteration"
+    congestion = "congestion"
+
+
 class FabricKind(StrEnum):
     optical = "optical"
     hybrid = "hybrid"
@@ -49,10 +54,18 @@ def design_command(
     solver: Annotated[Solver, typer.Option(help="Optimizer")] = Solver.joint,
     time_limit: Annotated[float, typer.Option(help="Seconds the joint optimizer may use")] = 60.0,
     seed: Annotated[int, typer.Option(help="Seed of every random choice")] = 0,
+    objective: Annotated[
+        Objective,
+        typer.Option(
+            help="Joint: minimise the flow model's iteration time (critical-path guided), or "
+            "the per-phase congestion objective"
+        ),
+    ] = Objective.iteration,
     work_limit: Annotated[
         float | None,
         typer.Option(
-            help="Joint: deterministic work budget (units of about 1 core-second; default 20); "
+            help="Joint: deterministic work budget (units of about 1 core-second; default 30 with "
+            "--objective iteration, 20 with congestion); "
             "the same plan, seed and work limit give the same design on any machine"
         ),
     ] = None,
@@ -127,6 +140,7 @@ def design_command(
             seed=seed,
             progress=lambda m: print(m, file=sys.stderr),
             work_limit=work_limit,
+            objective=objective.value,
         )
         design = with_port_options(design, problem)
     check_finite(design.to_dict(), plan, "design")  # design.json is strict JSON: no Infinity

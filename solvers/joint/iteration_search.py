@@ -1,0 +1,456 @@
+"""The joint optimizer with the iteration objective: minimise the flow model's iteration time.
+
+:func:`iteration_design` is what ``solve(problem, "joint", objective="iteration")`` runs (the
+default). Users pay for iteration time, the critical path of a DAG of compute and communication,
+so every design is judged by the flow model's simulated iteration
+(:func:`solvers.joint.iteration_objective.iteration_time`), and the search is steered by the
+critical path of the ideal switch's iteration (:mod:`solvers.joint.critical_path`).
+
+Pipeline
+--------
+1. *Warm start.* The baselines ``topoopt``, ``topoopt-released`` and ``expander`` are built and
+   simulated; the fastest is the first incumbent. It stays a finalist to the end, so the result
+   is never slower than any of them in the flow model (checked explicitly before returning:
+   ``info["never_slower_than_warm_start"]``).
+2. *Bound.* ``lower_bound_s = max(critical path with every task at its shortest possible
+   duration on d ports of B, the ideal switch's simulated iteration)``
+   (:func:`~solvers.joint.critical_path.iteration_lower_bound`,
+   :func:`~solvers.joint.iteration_objective.ideal_reference`); ``gap = (T - bound) / T``.
+3. *Criticality.* For task-graph workloads the ideal run's task durations give each transfer and
+   all-reduce its slack; :func:`~solvers.joint.iteration_objective.window_problem` builds the
+   criticality-weighted window problem (bytes in flight per window of the ideal iteration,
+   weighted by ``dur / (dur + slack)``). Plan-derived workloads use the phase problem.
+4. *Candidates.* The circuit sets of the congestion optimizer
+   (:func:`solvers.joint.driver.candidate_circuits` on both the phase problem and the window
+   problem, the baselines' circuits), each routed twice by the routing LP -- on the phase
+   problem and on the window problem (ring orders carried back by
+   :func:`~solvers.joint.iteration_objective.remap_rings`) -- and simulated. Cheapest windows
+   objective first.
+5. *Local search.* Degree-preserving 2-swaps on the incumbent's circuits
+   (:func:`solvers.joint.local_search.swap_candidates`), guided by the window routing's hottest
+   links (where critical bytes are most congested), each routed with the incumbent's routing
+   kind and accepted when the simulated iteration drops.
+
+Determinism
+-----------
+Every step is charged deterministic work units: the routing LPs their LP work
+(:data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`) plus :data:`WORK_PER_ROUTED_PHASE` per
+phase, each simulation ``WORK_PER_SIMULATION + refills * WORK_PER_REFILL + flows *
+WORK_PER_SIMULATED_FLOW``. Steps run while the work used
+plus the forecast of the next step (the last one's work) is within ``work_limit``
+(:data:`DEFAULT_ITERATION_WORK_LIMIT`); one simulation may use at most the work left, in
+re-fills (a longer one stops deterministically and its design is not chosen). The wall-clock
+``time_limit_s`` is only a cap: when it cuts a step, ``info["deterministic"]`` is False.
+
+When the flow model cannot judge (no compute model: a hand-made Workload or a problem without
+one; or the warm start's own simulation does not fit the work limit, as for the 128-server DLRM
+task graph), the congestion objective decides (:func:`solvers.joint.driver.joint_design`) and
+``info["objective"]`` says so with the reason.
+
+No priorities: the flow model shares every link max-min fairly between all flows, and the
+optimizer assumes exactly that (criticality weighs what it wires and routes for, never the
+order in which the network serves flows).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+
+from solvers.congestion import canonical_circuits, evaluate_routing
+from solvers.design import Design, with_port_options
+from solvers.joint.critical_path import iteration_lower_bound
+from solvers.joint.iteration_objective import (
+    has_compute_model,
+    ideal_reference,
+    iteration_time,
+    remap_rings,
+    window_problem,
+)
+from solvers.problem import DesignProblem
+from traffic.errors import InputError
+
+__all__ = [
+    "iteration_design",
+    "DEFAULT_ITERATION_WORK_LIMIT",
+    "WORK_PER_SIMULATED_FLOW",
+    "WARM_START",
+]
+
+DEFAULT_ITERATION_WORK_LIMIT = 30.0
+"""Default work limit of :func:`iteration_design`, in work units (about one core-second each).
+The 16-server TopoOpt task graphs take about 0.5-1 unit per candidate (a routing LP and a
+simulation), so about 30-60 designs are simulated."""
+
+WORK_PER_SIMULATED_FLOW = 1.5e-4
+"""Work units per flow of a simulated iteration (building, realising and reading it off:
+about 0.5 s for the 3,000 flows of the 16-server CANDLE task graph on the reference machine),
+charged on top of the re-fills (:data:`solvers.joint.driver.WORK_PER_REFILL`)."""
+
+PHASE_ROUTED = 3
+"""The best candidates (by simulated iteration with the window routing) also routed on the
+phase problem."""
+
+MAX_CIRCULANTS = 40
+"""At most this many circulant stride sets are candidates (:func:`circulant_candidates`)."""
+
+FIRST_SIMULATION_SHARE = 0.5
+"""The warm start's first simulation (``topoopt``) may use at most this share of the work
+limit; when it needs more, the problem is too large for the flow model to steer the search and
+the congestion objective decides (the 128-server DLRM task graph: about 4.6e8 re-fills)."""
+
+WORK_PER_SIMULATION = 0.05
+"""Fixed work units of one simulated iteration (realising the design, two event loops)."""
+
+WORK_PER_ROUTED_PHASE = 0.03
+"""Work units per phase of a routing, on top of its LP work (building the model, path
+decomposition): the window problem has up to 16 phases, so this is most of a small routing."""
+
+WARM_START = ("topoopt", "topoopt-released", "expander")
+"""The baselines the iteration search starts from and never ships slower than."""
+
+
+def circulant_candidates(problem: DesignProblem, rank_by: DesignProblem) -> list:
+    """Circulant circuit sets ``{i, i + p}`` on ``d / 2`` strides ``p`` in ``1..n/2`` (TopoOpt's
+    family, every stride set rather than the geometric rule), connected, without port options;
+    when there are more than :data:`MAX_CIRCULANTS`, the ones with the smallest
+    :func:`solvers.joint.driver.quick_score` on ``rank_by``.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from solvers.problem import PhaseTraffic
+    >>> ph = PhaseTraffic("x", [0], [], [], sp.csr_matrix(np.ones((6, 6))))
+    >>> p = DesignProblem(6, 4, 1e9, (ph,))
+    >>> [nm for nm, _ in circulant_candidates(p, p)]
+    ['circulant [1, 2]', 'circulant [1, 3]', 'circulant [2, 3]']
+    """
+    import itertools
+
+    from solvers.joint.driver import quick_score
+    from topoopt.fabrics import circulant_circuits
+
+    n, d = problem.n, problem.degree
+    if problem.has_port_options or d < 2 or n < 4:
+        return []
+    k = d // 2
+    pool = range(1, n // 2 + 1)
+    if math.comb(len(pool), k) > 50 * MAX_CIRCULANTS:
+        return []
+    out = []
+    for strides in itertools.combinations(pool, k):
+        if math.gcd(n, *strides) != 1:
+            continue  # disconnected
+        c = canonical_circuits(circulant_circuits(n, strides), n)
+        if c[:, 2].max() > problem.pair_cap:
+            continue
+        out.append((f"circulant {list(strides)}", c))
+    if len(out) > MAX_CIRCULANTS:
+        scored = sorted(range(len(out)), key=lambda i: (quick_score(rank_by, out[i][1]), i))
+        out = [out[i] for i in sorted(scored[:MAX_CIRCULANTS])]
+    return out
+
+
+class _Meter:
+    """Deterministic work spent, against a limit (forecast: the last step's work)."""
+
+    def __init__(self, limit: float) -> None:
+        self.limit, self.used, self.last, self.stopped = float(limit), 0.0, 0.0, False
+
+    def charge(self, work: float) -> None:
+        self.used += float(work)
+        self.last = float(work)
+
+    def allows(self) -> bool:
+        if self.used + self.last <= self.limit and self.used < self.limit:
+            return True
+        self.stopped = True
+        return False
+
+    @property
+    def left(self) -> float:
+        return max(self.limit - self.used, 0.0)
+
+
+def iteration_design(
+    problem: DesignProblem,
+    time_limit_s: float = 60.0,
+    seed: int = 0,
+    threads: int = 1,
+    progress: Callable[[float, float], None] | None = None,
+    work_limit: float | None = None,
+    local_search: bool = True,
+) -> Design:
+    """The joint optimizer under the iteration objective (module docstring).
+
+    Parameters
+    ----------
+    problem : DesignProblem
+        Its ``workload`` (set by :meth:`DesignProblem.from_workload`) is simulated.
+    time_limit_s : float
+        Wall-clock cap, seconds.
+    seed : int
+        Seed of the baselines' random choices.
+    threads : int
+        Solver threads of the congestion fallback's MIP.
+    progress : callable, optional
+        ``progress(incumbent_s, bound_s)`` on every new incumbent.
+    work_limit : float, optional
+        Deterministic budget in work units (default :data:`DEFAULT_ITERATION_WORK_LIMIT`).
+    local_search : bool
+        Run the swap search.
+
+    Returns
+    -------
+    Design
+        ``solver="joint"``; ``objective_s`` is the flow model's iteration time, ``lower_bound_s``
+        the iteration bound, ``gap`` between them. ``info``: ``objective`` (``"iteration"``),
+        ``iteration_s`` per warm-start baseline, ``ideal_iteration_s``,
+        ``critical_path_bound_s``, ``candidates`` (name, routing, iteration), ``winner``,
+        ``never_slower_than_warm_start``, ``work_limit``, ``work_used``, ``stopped_by``,
+        ``deterministic``, ``congestion_objective_s`` (the design's per-phase congestion
+        objective, for comparison).
+    """
+    from solvers.expander_design import expander_design
+    from solvers.joint.driver import WORK_PER_REFILL, check_problem, joint_design
+    from solvers.topoopt_method import topoopt_design
+
+    t0 = time.perf_counter()
+    time_limit = float(time_limit_s)
+    if not np.isfinite(time_limit) or time_limit <= 0:
+        raise InputError("time_limit_s", time_limit_s, "a finite number of seconds > 0")
+    wl = DEFAULT_ITERATION_WORK_LIMIT if work_limit is None else float(work_limit)
+    if not np.isfinite(wl) or wl < 0:
+        raise InputError("work_limit", work_limit, "a finite number of work units >= 0")
+    check_problem(problem)
+    end = t0 + time_limit
+    workload = problem.workload
+
+    def fallback(reason: str) -> Design:
+        d = joint_design(
+            problem,
+            time_limit_s=max(end - time.perf_counter(), 1e-3),
+            seed=seed,
+            threads=threads,
+            progress=progress,
+            work_limit=None if work_limit is None else wl,
+        )
+        info = {**dict(d.info), "objective": "congestion", "objective_reason": reason}
+        return replace(d, info=info, wall_s=time.perf_counter() - t0)
+
+    if not has_compute_model(workload) or problem.n_phases == 0:
+        return fallback("the workload has no compute model: the iteration cannot be simulated")
+
+    meter = _Meter(wl)
+    capped: list[str] = []
+    info: dict = {"objective": "iteration", "seed": int(seed), "work_limit": wl}
+
+    def simulate(design: Design, step: str, share: float = 1.0) -> float:
+        """Flow-model iteration time under ``share`` of the work left; ``inf`` when it does
+        not fit."""
+        if time.perf_counter() >= end:
+            capped.append(step)
+            return math.inf
+        budget = int(share * meter.left / WORK_PER_REFILL)
+        it, refills, flows = iteration_time(design, problem, max_refills=budget, flows=True)
+        meter.charge(
+            WORK_PER_SIMULATION + refills * WORK_PER_REFILL + flows * WORK_PER_SIMULATED_FLOW
+        )
+        return it
+
+    # ---- 1. warm start: the baselines, simulated
+    bases = [topoopt_design(problem, v, seed=seed) for v in ("topoopt", "topoopt-released")]
+    bases.append(expander_design(problem, seed=seed))
+    base_it = {}
+    for b in bases:  # the first may take half the budget: larger problems fall back early
+        share = FIRST_SIMULATION_SHARE if not base_it else 1.0
+        base_it[b.solver] = simulate(b, f"flow model of {b.solver}", share)
+        if not np.isfinite(base_it[b.solver]):
+            break
+    info["iteration_s"] = dict(base_it)
+    if not all(np.isfinite(v) for v in base_it.values()):
+        return fallback(
+            "a warm-start baseline's simulation does not fit the work limit "
+            f"({wl:g} units) or the time limit"
+        )
+
+    # ---- 2. bound: critical path at the shortest durations, and the ideal switch
+    cp_bound = -math.inf
+    sched = None
+    if workload.taskgraph is not None:
+        cp_bound = iteration_lower_bound(workload, problem.degree, problem.link_bandwidth)
+        cp_bound = cp_bound.makespan_s
+    ideal_res, sched = ideal_reference(workload, problem.degree, problem.link_bandwidth)
+    meter.charge(
+        ideal_res.info["refills"] * WORK_PER_REFILL
+        + ideal_res.info["flows"] * WORK_PER_SIMULATED_FLOW
+    )
+    ideal_it = float(ideal_res.iteration_s)
+    bound = max(cp_bound, ideal_it)
+    info.update(critical_path_bound_s=float(cp_bound), ideal_iteration_s=ideal_it)
+
+    finalists: list[tuple[float, int, str, Design]] = []  # (iteration, order, name, design)
+    for b in bases:
+        finalists.append((base_it[b.solver], len(finalists), b.solver, b))
+    best = min(finalists, key=lambda x: (x[0], x[1]))
+    if progress is not None:
+        progress(best[0], bound)
+
+    # ---- 3. criticality windows
+    windows = window_problem(problem, sched) if sched is not None else problem
+    info["windows"] = windows.n_phases if windows is not problem else 0
+
+    from solvers.joint.driver import candidate_circuits, quick_score, route_design, to_design
+
+    def routed_design(c, prob: DesignProblem, name: str) -> tuple[Design | None, np.ndarray]:
+        left = end - time.perf_counter()
+        if left <= 0:
+            capped.append(f"routing {name}")
+            return None, np.zeros(0)
+        routed, val, util = route_design(prob, c, left, extra=bases[0])
+        if routed is None:
+            return None, util
+        meter.charge(routed.work + WORK_PER_ROUTED_PHASE * prob.n_phases)
+        if routed.limit == "time":
+            capped.append(f"routing {name}")
+        d = to_design(prob, c, routed, 0.0, "joint", t0, {})
+        if prob is not problem:
+            d = remap_rings(d, prob, problem)
+        return d, util
+
+    tried: list[dict] = []
+
+    def consider(c, name: str, kinds=("phases", "windows")) -> tuple[float, str, np.ndarray]:
+        """Route ``c`` each way, simulate, keep; returns the best (iteration, kind, util)."""
+        nonlocal best
+        out = (math.inf, "", np.zeros(0))
+        for kind in kinds:
+            if not meter.allows() or time.perf_counter() >= end:
+                break
+            prob = problem if kind == "phases" else windows
+            if kind == "windows" and windows is problem:
+                continue
+            d, util = routed_design(c, prob, name)
+            if d is None:
+                continue
+            it = simulate(d, f"flow model of {name}")
+            tried.append({"candidate": name, "routing": kind, "iteration_s": it})
+            if np.isfinite(it):
+                finalists.append((it, len(finalists), f"{name} ({kind} routing)", d))
+                if it < best[0] * (1 - 1e-12):
+                    best = finalists[-1]
+                    if progress is not None:
+                        progress(it, bound)
+            if it < out[0]:
+                out = (it, kind, util)
+        return out
+
+    # ---- 4. candidates: routed on the windows first (cheapest estimate first), then the best
+    # few on the phases too
+    n = problem.n
+    raw = [(f"{b.solver} circuits", b.circuits) for b in bases]
+    raw += candidate_circuits(problem, deadline=math.inf)
+    if windows is not problem:
+        raw += [(f"{nm} [windows]", c) for nm, c in candidate_circuits(windows, math.inf)]
+    raw += circulant_candidates(problem, windows)
+    seen: set[bytes] = set()
+    uniq = []
+    for nm, c in raw:
+        c = canonical_circuits(c, n)
+        key = c.tobytes()
+        if key not in seen:
+            seen.add(key)
+            uniq.append((nm, c))
+    order = sorted(range(len(uniq)), key=lambda i: (quick_score(windows, uniq[i][1]), i))
+    first = ("windows",) if windows is not problem else ("phases",)
+    cand_best: dict[bytes, tuple[float, str, np.ndarray]] = {}
+    for i in order:
+        if not meter.allows() or time.perf_counter() >= end:
+            break
+        nm, c = uniq[i]
+        cand_best[c.tobytes()] = consider(c, nm, kinds=first)
+    if windows is not problem:
+        top = sorted(cand_best, key=lambda k: (cand_best[k][0], k))[:PHASE_ROUTED]
+        for key in top:
+            if not meter.allows() or time.perf_counter() >= end:
+                break
+            c = np.frombuffer(key, np.int64).reshape(-1, 3)
+            nm = next(nm for nm, cc in uniq if cc.tobytes() == key)
+            got = consider(c, nm, kinds=("phases",))
+            if got[0] < cand_best[key][0]:
+                cand_best[key] = got
+
+    # ---- 5. local search from the best routed candidate
+    evals = 0
+    if local_search and cand_best:
+        from solvers.joint.local_search import swap_candidates
+
+        key = min(cand_best, key=lambda k: (cand_best[k][0], k))
+        cur_it, kind, util = cand_best[key]
+        cur_c = np.frombuffer(key, np.int64).reshape(-1, 3)
+        if kind and util.size and windows is not problem:
+            _, util = routed_design(cur_c, windows, "local search guide")
+        tabu: set[bytes] = set(cand_best)
+        for _ in range(50):
+            improved = False
+            if util.size == 0:
+                break
+            for cand in swap_candidates(
+                cur_c, n, util, problem.pair_cap, floor=problem.prewired_circuits()
+            ):
+                if not meter.allows() or time.perf_counter() >= end:
+                    break
+                k2 = cand.tobytes()
+                if k2 in tabu:
+                    continue
+                tabu.add(k2)
+                evals += 1
+                it, kd, u2 = consider(cand, "swap", kinds=(kind or "phases",))
+                if it < cur_it * (1 - 1e-9):
+                    cur_c, cur_it = cand, it
+                    if windows is not problem and kd == "phases":
+                        _, u2 = routed_design(cand, windows, "local search guide")
+                    util = u2
+                    improved = True
+                    break
+            if not improved:
+                break
+    info["local_search_evaluations"] = evals
+    info["candidates"] = tried
+    if time.perf_counter() >= end:
+        capped.append("search")
+
+    # ---- finish: the fastest finalist (baselines included), checked against the warm start
+    it_best, _, name, chosen = min(finalists, key=lambda x: (x[0], x[1]))
+    fastest_base = min(base_it.values())
+    if not it_best <= fastest_base:
+        raise RuntimeError(
+            f"iteration search would ship {it_best} s, slower than its warm start {fastest_base} s"
+        )
+    info["never_slower_than_warm_start"] = True
+    info["winner"] = name
+    info["work_used"] = round(meter.used, 6)
+    ev = evaluate_routing(problem, chosen.circuits, chosen.phase_routings(problem))
+    info["congestion_objective_s"] = float(ev.objective) if ev.feasible else None
+    if capped:
+        info["stopped_by"] = "time limit"
+        info["time_limit_cut"] = list(dict.fromkeys(capped))
+    elif meter.stopped:
+        info["stopped_by"] = "work limit"
+    else:
+        info["stopped_by"] = "done"
+    info["deterministic"] = not capped
+    if chosen.solver != "joint":
+        info["baseline_info"] = dict(chosen.info)
+    lb = min(bound, it_best)
+    gap = (it_best - lb) / it_best if it_best > 0 else 0.0
+    status = "optimal" if gap <= 1e-6 else "feasible"
+    out = Design(
+        chosen.servers, chosen.degree, chosen.link_bandwidth, chosen.circuits, chosen.rings,
+        chosen.routing, "joint", status, it_best, lb, gap, time.perf_counter() - t0, info,
+    )  # fmt: skip
+    return with_port_options(out, problem)
