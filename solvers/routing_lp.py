@@ -51,9 +51,14 @@ from traffic.errors import InputError
 
 __all__ = [
     "LP_SOLVERS",
+    "MATHOPT_VERIFIED",
+    "mathopt_fast_path",
+    "run_mathopt",
+    "run_mathopt_public",
     "MatrixResult",
     "solve_matrix_program",
     "RoutingResult",
+    "FALLBACK_PATHS",
     "route_phase",
     "min_hop_paths",
     "SharedRouting",
@@ -189,13 +194,7 @@ def solve_matrix_program(
     ('optimal', 2.0)
     """
     from ortools.math_opt import model_pb2
-    from ortools.math_opt.core.python import solver as core
-    from ortools.math_opt.python import (
-        callback,
-        init_arguments,
-        model_parameters,
-        parameters,
-    )
+    from ortools.math_opt.python import mathopt
 
     stype = _solver_type(solver)
     t0 = time.perf_counter()
@@ -246,27 +245,15 @@ def solve_matrix_program(
         crit.eps_optimal_absolute = float(lp_tolerance)
         crit.eps_optimal_relative = float(lp_tolerance)
         kw["pdlp"] = pd
-    params = parameters.SolveParameters(**kw)
-    mparams = model_parameters.ModelSolveParameters()
-    mp = mparams.to_proto()
-    if hint is not None and ints.any():
-        h = mp.solution_hints.add()
-        h.variable_values.ids.extend(range(nv))
-        h.variable_values.values.extend(np.asarray(hint, np.float64).tolist())
+    params = mathopt.SolveParameters(**kw)
+    hint_values = np.asarray(hint, np.float64) if hint is not None and ints.any() else None
     try:
-        res = core.solve(
-            proto,
-            stype.value,
-            init_arguments.StreamableSolverInitArguments().to_proto(),
-            params.to_proto(),
-            mp,
-            None,
-            callback.CallbackRegistration().to_proto(),
-            None,
-            None,
-        )
+        res = run_mathopt(proto, stype, params, hint_values)
     except Exception as exc:  # solver refused the model (e.g. solver not in this build)
-        return MatrixResult("error: " + str(exc)[:200], None, None, np.inf, -np.inf, solver, 0.0)
+        return MatrixResult(
+            "error: " + str(exc)[:200], None, None, np.inf, -np.inf, solver,
+            time.perf_counter() - t0, nnz=int(a.nnz),
+        )  # fmt: skip
     wall = time.perf_counter() - t0
     reason = res.termination.reason
     # TerminationReasonProto: 1 optimal, 2 infeasible, 3 unbounded, 4 inf-or-unb, 5 imprecise,
@@ -291,11 +278,102 @@ def solve_matrix_program(
     if status == "optimal" and not ints.any():
         bound = obj if not np.isfinite(bound) else bound
     limit = _LIMITS.get(res.termination.limit, "other") if reason in (6, 9) else ""
+    if limit == "undetermined":  # GLOP does not say which limit stopped it
+        limit = _which_limit(iteration_limit, node_limit, time_limit, wall)
     st = res.solve_stats
     iters = int(st.simplex_iterations + st.barrier_iterations + st.first_order_iterations)
     return MatrixResult(
         status, x, duals, obj, bound, solver, wall, limit, iters, int(st.node_count), int(a.nnz)
     )
+
+
+def _which_limit(iteration_limit, node_limit, time_limit: float, wall: float) -> str:
+    """The limit that must have stopped a solve whose solver reported an undetermined one (GLOP
+    does, for its time and iteration limits alike): the clock when no deterministic limit was
+    set or when the solve used up its time, else the deterministic one.
+
+    >>> _which_limit(None, None, 5.0, 5.01), _which_limit(100, None, 5.0, 0.2)
+    ('time', 'iteration')
+    """
+    if (iteration_limit is None and node_limit is None) or wall >= time_limit:
+        return "time"
+    return "iteration" if iteration_limit is not None else "node"
+
+
+MATHOPT_VERIFIED = ("9.15",)
+"""OR-Tools releases (``major.minor``) on which :func:`run_mathopt`'s direct call into MathOpt's
+solver core was checked against the public ``mathopt.solve`` (``tests/solvers/test_budgets.py``
+compares the two and fails when the installed release is not listed here)."""
+
+
+def mathopt_fast_path() -> bool:
+    """True when :func:`run_mathopt` may hand the ``ModelProto`` straight to MathOpt's solver
+    core: the installed OR-Tools release is one of :data:`MATHOPT_VERIFIED` and the core module
+    imports."""
+    import ortools
+
+    if ".".join(ortools.__version__.split(".")[:2]) not in MATHOPT_VERIFIED:
+        return False
+    try:
+        from ortools.math_opt.core.python import solver  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def run_mathopt(model, solver_type, params, hint: np.ndarray | None = None):
+    """Solve a MathOpt ``ModelProto``; returns the ``SolveResultProto``.
+
+    The one place where this package calls OR-Tools' MathOpt solvers. The public route,
+    ``mathopt.Model.from_model_proto`` -> ``mathopt.solve`` -> ``SolveResult.to_proto``, turns
+    every variable into a Python object and back: on a routing LP of 150k columns that costs
+    5 s around a 1 s solve. So on a verified release (:func:`mathopt_fast_path`) the proto goes
+    to ``ortools.math_opt.core.python.solver.solve`` directly, the call ``mathopt.solve`` makes
+    itself; on any other release the public route is taken. ``tests/solvers/test_budgets.py``
+    checks both routes give the same result and fails loudly when the release changes.
+
+    Parameters
+    ----------
+    model : ortools.math_opt.model_pb2.ModelProto
+    solver_type : mathopt.SolverType
+    params : mathopt.SolveParameters
+    hint : numpy.ndarray, optional
+        A value for every variable (a MIP starting point).
+    """
+    from ortools.math_opt.python import mathopt
+
+    if mathopt_fast_path():
+        from ortools.math_opt.core.python import solver as core
+
+        mp = mathopt.ModelSolveParameters().to_proto()
+        if hint is not None:
+            h = mp.solution_hints.add()
+            h.variable_values.ids.extend(range(hint.size))
+            h.variable_values.values.extend(hint.tolist())
+        return core.solve(
+            model,
+            solver_type.value,
+            mathopt.StreamableSolverInitArguments().to_proto(),
+            params.to_proto(),
+            mp,
+            None,
+            mathopt.CallbackRegistration().to_proto(),
+            None,
+            None,
+        )
+    return run_mathopt_public(model, solver_type, params, hint)
+
+
+def run_mathopt_public(model, solver_type, params, hint: np.ndarray | None = None):
+    """:func:`run_mathopt` through the public ``mathopt`` API only (slower on large models)."""
+    from ortools.math_opt.python import mathopt
+
+    m = mathopt.Model.from_model_proto(model)
+    mp = mathopt.ModelSolveParameters()
+    if hint is not None:
+        values = {m.get_variable(i): float(x) for i, x in enumerate(hint.tolist())}
+        mp = mathopt.ModelSolveParameters(solution_hints=[mathopt.SolutionHint(values)])
+    return mathopt.solve(m, solver_type, params=params, model_params=mp).to_proto()
 
 
 _LIMITS = {
@@ -332,6 +410,10 @@ class RoutingResult:
     limit : str
         The LP limit that stopped the solve (``time`` makes the result machine-dependent), or
         ``""``.
+    fallback : str
+        ``""`` when the paths come from the LP's solution; :data:`FALLBACK_PATHS` when the LP
+        stopped without one (a limit, or a solver error in ``status``) and every pair was put
+        on its fewest-hop path instead (still a feasible routing).
     """
 
     time_s: float
@@ -344,6 +426,7 @@ class RoutingResult:
     wall_s: float
     work: float = 0.0
     limit: str = ""
+    fallback: str = ""
 
     @property
     def routing(self) -> PhaseRouting:
@@ -611,6 +694,10 @@ def route_phase(
     Returns
     -------
     RoutingResult
+        Always a feasible routing: when a limit (the wall clock, the iteration limit) or the
+        solver stops the LP before it has a solution, every pair goes on its fewest-hop path
+        and the rings are chosen without the LP (``fallback`` says so, ``limit`` and
+        ``status`` say why). A limit never raises.
 
     Raises
     ------
@@ -740,10 +827,13 @@ def route_phase(
         cvec, A, row_lb, row_ub, np.zeros(nv), var_ub, solver=name, time_limit=time_limit,
         iteration_limit=iteration_limit if name == "pdlp" else None, lp_tolerance=lp_tolerance,
     )  # fmt: skip
-    if res.x is None:
-        raise RuntimeError(f"routing LP ({name}) ended without a solution: {res.status}")
     T0 = U / cap0
     lb = max(float(res.bound), 0.0) / (1.0 + 1e-5) * T0 if np.isfinite(res.bound) else 0.0
+    if res.x is None:  # a limit (or the solver) stopped the LP before any solution
+        return _fallback_routing(
+            phase, fs, fd, fb, groups, ring_group, ring_orders, n_nodes, pk, mh, cap, lb, res,
+            t0,
+        )  # fmt: skip
 
     # ---- read off: ring weights
     lam = np.maximum(res.x[nf : nf + C], 0.0)
@@ -794,6 +884,45 @@ def route_phase(
     )  # fmt: skip
 
 
+def _fallback_routing(
+    phase, fs, fd, fb, groups, ring_group, ring_orders, n_nodes, pk, mh, cap, lb, res, t0
+) -> RoutingResult:
+    """The routing of a phase whose LP stopped without a solution: every pair on its fewest-hop
+    path, each ring group either spread evenly over its candidate rings or on its first one
+    (whichever gives the shorter time). Feasible whenever the fabric is connected."""
+    L = cap.size
+    best = None
+    for spread in (True, False):
+        rings_out = []
+        for g in groups:
+            idx = [r for r in range(len(ring_orders)) if ring_group[r] == g]
+            use = idx if spread else idx[:1]
+            rings_out += [(g, 1.0 / len(use), ring_orders[r].tolist()) for r in use]
+        rings = RingSet.from_lists(rings_out)
+        if phase is not None:
+            ps, pt, pb = phase_pairs(phase, rings, n_nodes)
+        else:
+            uk, inv = np.unique(fs * n_nodes + fd, return_inverse=True)
+            ps, pt, pb = uk // n_nodes, uk % n_nodes, np.bincount(inv, weights=fb)
+        k = np.searchsorted(pk, ps * n_nodes + pt)
+        paths = _build_pathset(ps, pt, [[(mh[int(i)], 1.0)] for i in k])
+        loads = paths.link_loads(pb, L)
+        tval = float((loads / cap).max()) if L else 0.0
+        if best is None or tval < best[0]:
+            best = (tval, paths, rings, loads)
+        if not groups:
+            break
+    tval, paths, rings, loads = best
+    return RoutingResult(
+        tval, min(lb, tval), res.status, paths, rings, loads, res.solver,
+        time.perf_counter() - t0, res.work, res.limit, FALLBACK_PATHS,
+    )  # fmt: skip
+
+
+FALLBACK_PATHS = "fewest-hop paths"
+"""``fallback`` of a routing whose LP stopped without a solution (:func:`route_phase`)."""
+
+
 @dataclass(frozen=True, eq=False)
 class SharedRouting:
     """All phases routed with one set of paths (the same fractions in every phase).
@@ -816,6 +945,10 @@ class SharedRouting:
     limit : str
         ``time`` when the wall-clock cap stopped (or skipped) any of its LPs, else the first
         other limit hit, else ``""``.
+    fallback : str
+        ``""`` when every LP behind it gave a solution; otherwise what replaced the missing
+        solution (:data:`FALLBACK_PATHS` for a phase, ``"first candidate paths"`` for the
+        sharing LP).
     """
 
     paths: PathSet
@@ -827,6 +960,7 @@ class SharedRouting:
     wall_s: float
     work: float = 0.0
     limit: str = ""
+    fallback: str = ""
 
     @property
     def time_s(self) -> float:
@@ -936,8 +1070,9 @@ def share_paths(
     paths = _build_pathset(allk // n_nodes, allk % n_nodes, plists)
     times = np.array([float((paths.link_loads(Dk[p], L) / cap).max()) for p in range(P)])
     lbs = np.array([r.lower_bound_s for r in results])
+    fallback = "" if y is not None else "first candidate paths"
     return SharedRouting(paths, tuple(r.rings for r in results), times, lbs, res.status, name,
-                         time.perf_counter() - t0, res.work, res.limit)  # fmt: skip
+                         time.perf_counter() - t0, res.work, res.limit, fallback)  # fmt: skip
 
 
 def merge_paths(
@@ -1039,13 +1174,14 @@ def route_circuits(
         )  # fmt: skip
     work = sum(r.work for r in results)
     limit = _first_limit([r.limit for r in results])
+    fallback = next((r.fallback for r in results if r.fallback), "")
     if len(results) == 1:
         r = results[0]
         return SharedRouting(r.paths, (r.rings,), np.array([r.time_s]),
                              np.array([r.lower_bound_s]), r.status, r.solver, r.wall_s, work,
-                             limit)  # fmt: skip
+                             limit, fallback)  # fmt: skip
     merged = merge_paths(problem.n, src, cap, list(problem.phases), results)
-    merged = replace(merged, work=work, limit=limit)
+    merged = replace(merged, work=work, limit=limit, fallback=fallback)
     n_cols = sum(r.paths.n_paths for r in results)
     if n_cols > max_shared_columns:
         return merged
@@ -1056,7 +1192,7 @@ def route_circuits(
     work += shared.work
     limit = _first_limit([limit, shared.limit])
     best = shared if shared.time_s <= merged.time_s else merged
-    return replace(best, work=work, limit=limit)
+    return replace(best, work=work, limit=limit, fallback=fallback or best.fallback)
 
 
 def _first_limit(limits: list[str]) -> str:

@@ -673,6 +673,9 @@ def joint_design(
             meter.charge(routed.work, step=True)
             if routed.limit == "time":
                 capped.append(step)
+            if routed.fallback:  # an LP stopped without a solution: fewest-hop paths instead
+                why = routed.limit or routed.status
+                info.setdefault("lp_fallbacks", []).append(f"{step}: {routed.fallback} ({why})")
         return routed, val, util
 
     # ---- candidates: the baselines' circuits and the other splits, each routed by the LP
@@ -720,7 +723,8 @@ def joint_design(
                 hint_circuits=hint, node_limit=EXACT_NODE_LIMIT,
             )  # fmt: skip
             info["exact"] = {"status": ex.status, "objective_s": ex.objective_s,
-                             "bound_s": ex.bound_s, "limit": ex.limit}  # fmt: skip
+                             "bound_s": ex.bound_s, "limit": ex.limit,
+                             "stopped_by": ex.stopped_by}  # fmt: skip
             if ex.limit == "time":
                 capped.append("exact MIP")
             elif ex.limit:

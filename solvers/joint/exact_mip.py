@@ -77,6 +77,9 @@ class ExactResult:
     wall_s : float
     limit : str
         The limit that stopped the MIP (``node``, ``time``, ...) or ``""``.
+
+    A limit never raises: the MIP's incumbent (``circuits``, possibly None) comes back with
+    ``status`` ``feasible`` (or ``limit`` without one) and :attr:`stopped_by` says why.
     """
 
     circuits: np.ndarray | None
@@ -88,6 +91,14 @@ class ExactResult:
     solver: str
     wall_s: float
     limit: str = ""
+
+    @property
+    def stopped_by(self) -> str:
+        """``"optimal"``, ``"infeasible"``, ``"<limit> limit"`` (``"node limit"``, ``"time
+        limit"``, ...) or the solver's error."""
+        if self.limit:
+            return f"{self.limit} limit"
+        return self.status
 
 
 def exact_design(

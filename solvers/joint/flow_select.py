@@ -130,7 +130,8 @@ def score(
 
     With ``timeout`` (seconds) the simulation runs in a forked child process that is killed when
     the time is up; the score is then ``inf`` (a flow simulation cannot be interrupted
-    otherwise, and on a large all-to-all it can take far longer than a solver's limit). With
+    otherwise, and on a large all-to-all it can take far longer than a solver's limit), and so
+    it is when the child dies without an answer (killed, out of memory): never an error. With
     ``max_refills`` the simulations stop deterministically once they need more sub-flow
     re-fills; the score is then ``inf`` with ``over_budget`` set and ``refills`` the work done.
     """
@@ -153,7 +154,12 @@ def score(
     )
     proc.start()
     child.close()
-    got = parent.recv() if parent.poll(timeout) else None
+    got = None
+    if parent.poll(timeout):
+        try:
+            got = parent.recv()
+        except EOFError:  # the child died without an answer (killed, out of memory): no score
+            got = None
     if got is None:
         proc.kill()
     proc.join()
