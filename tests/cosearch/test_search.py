@@ -45,12 +45,14 @@ def _strip(records):
 
 def test_compute_bound_is_the_compute_only_iteration():
     """The analytic bound equals the flow model's compute-only makespan (1F1B) on every
-    candidate of the small space, and never exceeds the ideal-switch iteration."""
+    candidate of the small space; it and the ideal-switch bound (uplink bytes over degree x B)
+    never exceed the ideal-switch iteration."""
     space = plan_space(BASE, 80e9, SMALL)
     for k, c in enumerate(space.candidates):
         r = evaluate(EvalTask(k, space.base, c, "ideal", 2, 12.5e9))
         assert r["compute_bound_s"] == pytest.approx(r["compute_s"], rel=1e-9)
         assert r["compute_bound_s"] <= r["iteration_s"] * (1 + 1e-9)
+        assert 0 < r["network_bound_s"] <= r["iteration_s"]  # the ideal-switch bound
         plan, _ = workload_for(space.base, c)
         assert compute_bound(plan) == r["compute_bound_s"]
 

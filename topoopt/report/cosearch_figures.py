@@ -120,7 +120,7 @@ def cosearch_page(res, title: str) -> str:
     best = res.best
     servers = len(best["server_bytes"]) if best.get("server_bytes") else 0
     rejected = dict(res.counts.get("rejected", {}))
-    for k in ("pruned by compute bound", "not reached (budget)"):
+    for k in ("pruned by bounds", "not reached (budget)"):
         if res.counts.get(k):
             rejected[k] = res.counts[k]
     figs = [

@@ -20,8 +20,14 @@ so ``T >= max_i [ sum_{j<i} f_j / v + m (1 + r) f_i + max(o_i, sum_{j<i} r f_j /
 (:func:`compute_bound`): the *compute-only* bound. It equals the flow model's ``compute_s`` (the
 makespan with every transfer instantaneous) for 1F1B pipelines, whose critical path is exactly
 this, and is below it otherwise. Any network only adds to it.
-The *ideal-switch* iteration (the flow model on
-one non-blocking switch of ``degree x B`` per server) is the second, simulated bound.
+
+*Ideal-switch* bound (:func:`network_bound`): on one non-blocking switch with ``degree x B`` per
+server (the ideal fabric of :mod:`topoopt.studies.compare`), everything server ``s`` sends to
+other servers crosses its uplink and everything it receives its downlink, so the iteration takes
+at least ``max_s max(out_s, in_s) / (degree B)`` with ``out_s``, ``in_s`` the row and column
+sums of the server traffic matrix off the diagonal (:func:`traffic.expand.server_matrix`, ring
+collectives as the flow model expands them). The search uses ``max(compute, ideal-switch)``: a
+lower bound on the candidate's ideal-switch iteration, computed without simulating.
 """
 
 from __future__ import annotations
@@ -43,7 +49,14 @@ from traffic.placement import rank_grids
 from traffic.plan import Plan
 from traffic.workload import Workload
 
-__all__ = ["EvalTask", "compute_bound", "evaluate", "workload_for", "design_summary"]
+__all__ = [
+    "EvalTask",
+    "compute_bound",
+    "design_summary",
+    "evaluate",
+    "network_bound",
+    "workload_for",
+]
 
 DESIGNED = ("topoopt", "topoopt-released", "joint")
 
@@ -107,6 +120,29 @@ def compute_bound(plan: Plan, gpu: RooflineParams = A100) -> float:
     drain = np.concatenate([[0.0], np.cumsum(r * f / v)[:-1]])
     per = fill + m * (1.0 + r) * f + np.maximum(o, drain + o[0])
     return float(per.max())
+
+
+def network_bound(workload: Workload, degree: int, link_bandwidth: float) -> float:
+    """Ideal-switch lower bound of the iteration, seconds (module docstring).
+
+    Examples
+    --------
+    Two servers exchanging 1 GB each way through one 12.5 GB/s port: 0.08 s.
+
+    >>> from traffic.workload import Demand
+    >>> d = Demand("send", np.array([[0, 1], [1, 0]]), 1e9, "pp", "forward")
+    >>> w = Workload(gpus=2, gpus_per_server=1, demands=(d,))
+    >>> network_bound(w, 1, 12.5e9)
+    0.08
+    """
+    from traffic.expand import server_matrix
+
+    m = server_matrix(workload).tocsr()
+    m.setdiag(0.0)
+    out_b = np.asarray(m.sum(axis=1)).ravel()
+    in_b = np.asarray(m.sum(axis=0)).ravel()
+    peak = max(float(out_b.max(initial=0.0)), float(in_b.max(initial=0.0)))
+    return peak / (degree * float(link_bandwidth))
 
 
 @dataclass(frozen=True)
@@ -220,6 +256,7 @@ def evaluate(task: EvalTask) -> dict[str, Any]:
         "power_w": float(c.power_w),
         "memory_per_gpu_bytes": float(mem.total_bytes),
         "compute_bound_s": compute_bound(plan),
+        "network_bound_s": network_bound(w, task.degree, task.link_bandwidth),
         "fixed_topology": task.fixed_design is not None,
     }
     if task.keep_design:

@@ -5,13 +5,14 @@ and independent of the worker count (evaluations go out in batches of a fixed si
 keyed by index; every decision reads only finished batches):
 
 ``refine`` (ours, the default): bounded successive refinement.
-    0. Every candidate gets its compute-only bound ``L_c`` (:func:`.evaluate.compute_bound`, no
-       simulation), and candidates are taken in increasing ``L_c``.
+    0. Every candidate gets the bound ``L_c = max(compute-only, ideal-switch)``
+       (:func:`.evaluate.compute_bound`, :func:`.evaluate.network_bound`; no simulation), and
+       candidates are taken in increasing ``L_c``.
     1. *Ideal switch*: the flow model on one non-blocking switch of ``degree x B`` per server,
        in batches of :data:`BATCH`, until the budget of this level is spent or the next
        candidate's ``L_c`` is no less than the ``K``-th best ideal-switch time found (it cannot
-       enter the top ``K``: every fabric adds to ``L_c``). When the space is small this is an
-       exhaustive enumeration.
+       enter the top ``K``: ``L_c`` bounds its ideal-switch iteration from below). When the
+       space is small this is an exhaustive enumeration.
     2. *Cheap topology*: the top ``K`` by ideal-switch time on TopoOpt's TopologyFinder design
        (``topoopt``, one shot), skipping those whose ideal-switch time already exceeds the best
        cheap result.
@@ -39,7 +40,14 @@ from typing import Any
 
 import numpy as np
 
-from topoopt.studies.cosearch.evaluate import DESIGNED, EvalTask, compute_bound, evaluate
+from topoopt.studies.cosearch.evaluate import (
+    DESIGNED,
+    EvalTask,
+    compute_bound,
+    evaluate,
+    network_bound,
+    workload_for,
+)
 from topoopt.studies.cosearch.space import Candidate, Space, table_gpus
 from topoopt.studies.engine import Engine
 from traffic.errors import InputError
@@ -269,7 +277,7 @@ def _refine(space: Space, cfg: SearchConfig, run: _Runner, ref: Candidate | None
     pool = target + ([ref_rec] if ref_rec is not None else [])
     best = _by_time(pool)[0]
     levels = {"ideal": ideal, "cheap": cheap, "target": dict(zip(final_idx, target, strict=True))}
-    counts = {"pruned by compute bound": cut_by_bound, "not reached (budget)": unexplored}
+    counts = {"pruned by bounds": cut_by_bound, "not reached (budget)": unexplored}
     return best, ref_rec, par_fabrics, levels, counts
 
 
@@ -396,6 +404,17 @@ def _mcmc(space: Space, cfg: SearchConfig, run: _Runner, ref: Candidate | None, 
     return best_rec, ref_rec, [], {}, counts
 
 
+def candidate_bounds(space: Space, config: SearchConfig) -> list[float]:
+    """``max(compute-only, ideal-switch)`` lower bound of every candidate's ideal-switch
+    iteration (:func:`.evaluate.compute_bound`, :func:`.evaluate.network_bound`), seconds."""
+    out = []
+    for c, p in zip(space.candidates, space.plans, strict=True):
+        _, w = workload_for(space.base, c)
+        nb = network_bound(w, config.degree, config.link_bandwidth)
+        out.append(max(compute_bound(p), nb))
+    return out
+
+
 def cosearch(
     space: Space,
     config: SearchConfig,
@@ -421,7 +440,7 @@ def cosearch(
             space.gpu_memory_bytes / 1e9,
             f"room for at least one plan (cut: {space.rejected})",
         )
-    bounds = [compute_bound(p) for p in space.plans]
+    bounds = candidate_bounds(space, config)
     run = _Runner(space, config, engine)
     if config.method == "refine":
         best, ref_rec, par_fabrics, levels, counts = _refine(space, config, run, reference, bounds)
@@ -488,6 +507,7 @@ def _candidate_rows(space: Space, records: list[dict], bounds, best: dict) -> li
                 "plan": r["plan"],
                 "memory_per_gpu_bytes": r["memory_per_gpu_bytes"],
                 "compute_bound_s": r["compute_bound_s"],
+                "network_bound_s": r.get("network_bound_s"),
             },
         )
         col = {
