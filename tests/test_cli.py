@@ -5,6 +5,7 @@ subprocesses)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -54,6 +55,118 @@ def test_help_of_every_command(command):
 def test_help_of_every_fabric_kind(kind):
     r = runner.invoke(app, ["fabric", kind, "--help"])
     assert r.exit_code == 0, r.output
+
+
+def _all_commands():
+    """(path, click command) of every command and group, walked from the application."""
+    import typer.main
+
+    out = []
+
+    def walk(cmd, path):
+        out.append((path, cmd))
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, [*path, name])
+
+    walk(typer.main.get_command(app), [])
+    return out
+
+
+ALL = _all_commands()
+WIDE = {"COLUMNS": "200", "TERMINAL_WIDTH": "200"}
+
+
+def _flat(text: str) -> str:
+    """Help text without whitespace and panel borders (rich wraps long help lines)."""
+    return "".join(ch for ch in text if not ch.isspace() and ch not in "│╭╮╰╯─")
+
+
+@pytest.mark.parametrize("path,cmd", ALL, ids=[" ".join(p) or "root" for p, _ in ALL])
+def test_help_reads_as_written(path, cmd):
+    r = runner.invoke(app, [*path, "--help"], env=WIDE)
+    assert r.exit_code == 0, r.output
+    text = r.stdout
+    usage = next(line for line in text.splitlines() if "Usage:" in line)
+    # metavars: PLAN, not {plan}; no <bool>/<str>/<int>/<float>/<path> anywhere
+    assert "{" not in usage and "<" not in usage, usage
+    for tag in ("<bool>", "<str>", "<int>", "<float>", "<path>"):
+        assert tag not in text, (tag, text)
+    for p in cmd.params:
+        if p.param_type_name == "argument":
+            assert p.name.upper() in usage.split(), (p.name, usage)
+        # help texts print as written: rich markup must not eat "[u,v,count]" and the like
+        if getattr(p, "help", None):
+            written = p.help.replace("\\[", "[")
+            assert _flat(written) in _flat(text), (p.name, written)
+    flags = [p for p in cmd.params if getattr(p, "is_flag", False)]
+    for f in flags:
+        line = next(x for x in text.splitlines() if f.opts[0] in x.split())
+        assert "BOOLEAN" not in line and "<" not in line, line
+
+
+def test_help_keeps_brackets_and_lists_fabrics_in_full():
+    from topoopt.cli.commands.compare import ALL_FABRICS
+    from topoopt.studies.compare import FABRICS
+
+    assert tuple(ALL_FABRICS) == tuple(FABRICS)
+    r = runner.invoke(app, ["design", "--help"], env=WIDE)
+    assert "[u,v,count]" in _flat(r.stdout)
+    r = runner.invoke(app, ["fabric", "direct", "--help"], env=WIDE)
+    assert "'uv[count]'" in _flat(r.stdout)
+    for command in ("compare", "simulate"):
+        r = runner.invoke(app, [command, "--help"], env=WIDE)
+        section = r.stdout[r.stdout.index("--fabric") : r.stdout.index("--degree")]
+        words = set(re.findall(r"[a-z][a-z0-9-]*", section))
+        assert set(FABRICS) <= words, set(FABRICS) - words
+        assert "…" not in r.stdout  # no default cut short
+    r = runner.invoke(app, ["design", "--help"], env=WIDE)
+    assert "[optical|hybrid]" in r.stdout
+    assert "[topoopt|topoopt-released|expander|joint]" in r.stdout
+
+
+def _unit_options():
+    """(command path, required filler args, option, unit) for every *_gbps / *_ms option."""
+    out = []
+    for path, cmd in ALL:
+        if getattr(cmd, "commands", None):
+            continue
+        filler = []
+        for p in cmd.params:
+            if not p.required:
+                continue
+            value = {"INTEGER": "8", "FLOAT": "1.0"}.get(p.metavar, "dlrm")
+            if p.metavar.startswith("["):  # a choice: its first value
+                value = p.metavar.strip("[]").split("|")[0]
+            filler += [value] if p.param_type_name == "argument" else [p.opts[0], value]
+        for p in cmd.params:
+            for suffix, unit in (("_gbps", "Gbps"), ("_ms", "ms")):
+                if p.name.endswith(suffix):
+                    out.append((path, filler, p.opts[0], unit))
+    return out
+
+
+UNIT_OPTIONS = _unit_options()
+
+
+@pytest.mark.parametrize(
+    "path,filler,option,unit", UNIT_OPTIONS, ids=[f"{' '.join(u[0])} {u[2]}" for u in UNIT_OPTIONS]
+)
+def test_errors_speak_the_users_units(path, filler, option, unit):
+    r = runner.invoke(app, [*path, *filler, option, "-100"])
+    assert r.exit_code == 2, r.output
+    assert r.stdout == ""
+    assert r.stderr.strip().splitlines() == [
+        f"error: {option}: got -100.0; allowed: a finite number of {unit} "
+        + (">= 0" if unit == "ms" else "> 0")
+    ]
+
+
+def test_unit_options_are_found():
+    found = {(" ".join(p), o) for p, _, o, _ in UNIT_OPTIONS}
+    assert {("compare", "--link-gbps"), ("design", "--electrical-gbps")} <= found
+    assert ("fabric hybrid", "--optical-gbps") in found
+    assert ("fabric tpu-v4", "--reconfig-ms") in found
+    assert len(found) >= 15
 
 
 BAD = [
@@ -193,3 +306,43 @@ def test_hybrid_design_and_simulation(tmp_path):
     assert r.returncode == 0, r.stderr
     sim = json.loads(r.stdout)
     assert sim["fabric"] == "hybrid" and sim["iteration_s"] >= sim["compute_s"] > 0
+
+
+def _fake_demo(**kwargs):
+    """A stand-in for run_demo: a few progress lines, one comparison row, no solving."""
+    import pandas as pd
+
+    from topoopt.studies.demo import DemoResult
+
+    say, step = kwargs["progress"], kwargs["on_step"]
+    say("traffic of dlrm")
+    step("traffic dlrm")
+    say("[1/9] ideal: building [u,v,count]")
+    row = {"plan": "dlrm", "degree": 4, "fabric": "ideal", "iteration_s": 0.01, "comm_s": 0.005}
+    row.update(exposed_comm_s=0.002, capex_usd=1e6, power_w=1e3, ratio_to_ideal=1.0)
+    return DemoResult(pd.DataFrame([{"plan": "dlrm"}]), pd.DataFrame([row]), {}, [])
+
+
+def test_demo_progress_lines_are_plain_and_wrote_is_said_once(tmp_path, monkeypatch):
+    import topoopt.studies.demo as demo
+
+    monkeypatch.setattr(demo, "run_demo", _fake_demo)
+    out = tmp_path / "demo.html"
+    r = runner.invoke(app, ["demo", "--out", str(out)], env=WIDE)
+    assert r.exit_code == 0, r.output
+    err = r.stderr.splitlines()
+    # progress lines exactly as written: no time column, no "demo.py:49" source location
+    assert "traffic of dlrm" in err and "[1/9] ideal: building [u,v,count]" in err
+    assert not [ln for ln in err if re.search(r"\w+\.py:\d+", ln)], err
+    assert [ln for ln in err if str(out) in ln] == [f"wrote {out}"]
+    assert str(out) not in r.stdout  # said once, on stderr
+    assert "ideal" in r.stdout
+    page = out.read_text()
+    assert page.index('<table class="summary">') < page.index("</body>")
+
+
+def test_real_demo_progress_has_no_source_locations(demo_run):
+    err = demo_run.proc.stderr
+    assert "traffic of dlrm" in err
+    assert not re.search(r"demo\.py:\d+|\w+\.py:\d+\s*$", err, re.M), err[-2000:]
+    assert err.count(f"wrote {demo_run.report}") == 1

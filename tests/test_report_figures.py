@@ -8,7 +8,12 @@ import pytest
 
 from solvers.problem import DesignProblem
 from solvers.registry import solve
-from topoopt.report.compare_figures import iteration_gantt, ratio_bars, time_vs_capex
+from topoopt.report.compare_figures import (
+    iteration_gantt,
+    ratio_bars,
+    time_vs_capex,
+    utilisation_cdf,
+)
 from topoopt.report.design_figures import circuit_graph, optimizer_trace
 from topoopt.report.pages import circuit_utilisation
 from topoopt.report.traffic_figures import server_heatmap
@@ -90,7 +95,10 @@ def test_comparison_figures():
     bars = ratio_bars(table)
     assert list(bars.data[0].y) == [1.0, 2.0] and list(bars.data[1].y) == [1.0, 3.0]
     scatter = time_vs_capex(table)
-    assert list(scatter.data[0].x) == [1.0, 2.0]
+    assert [(t.name, list(t.x), list(t.y)) for t in scatter.data] == [
+        ("ideal", [1.0], [1000.0]),
+        ("fat-tree", [2.0], [2000.0]),
+    ]
     tl = pd.DataFrame(
         {
             "task": [0, 1],
@@ -104,3 +112,209 @@ def test_comparison_figures():
     )
     g = iteration_gantt(tl)
     assert {t.name for t in g.data} == {"compute", "comm (blocking)"}
+
+
+# ------------------------------------------------------------------------------------------
+# Report readability (issue 12, section 4): summary table, labels, timelines, CDFs, traces.
+# ------------------------------------------------------------------------------------------
+
+
+def _fabric_table(n: int) -> pd.DataFrame:
+    # nearly equal points: printed labels would sit on top of each other
+    return pd.DataFrame(
+        {
+            "fabric": [f"fabric-{k}" for k in range(n)],
+            "iteration_s": 1.0 + 1e-4 * np.arange(n),
+            "comm_s": 0.5 + 1e-4 * np.arange(n),
+            "capex_usd": 1e6 + np.arange(n),
+        }
+    )
+
+
+def test_time_vs_capex_names_points_by_legend_and_hover_not_printed_labels():
+    fig = time_vs_capex(_fabric_table(12))
+    assert [t.name for t in fig.data] == [f"fabric-{k}" for k in range(12)]
+    for t in fig.data:
+        assert "text" not in t.mode and t.text is None  # nothing printed beside the points
+        assert t.name in t.hovertemplate
+        assert len(t.x) == 1
+    styles = {(t.marker.color, t.marker.symbol) for t in fig.data}
+    assert len(styles) == 12
+    assert fig.layout.showlegend is not False
+
+
+def test_utilisation_cdf_lines_can_be_told_apart():
+    rng = np.random.default_rng(0)
+    same = pd.DataFrame({"utilisation": rng.random(50), "kind": "network"})
+    links = {f"f{k}": same for k in range(9)}  # identical curves: only style separates them
+    links["empty"] = same.iloc[:0]
+    fig = utilisation_cdf(links)
+    assert [t.name for t in fig.data] == [f"f{k}" for k in range(9)]
+    styles = [(t.line.color, t.line.dash) for t in fig.data]
+    assert len(set(styles)) == 9
+    assert len({d for _, d in styles}) >= 7  # dash patterns differ, not only the colours
+    u = np.sort(same["utilisation"].to_numpy())
+    np.testing.assert_allclose(fig.data[0].x, u)
+    np.testing.assert_allclose(fig.data[0].y, np.arange(1, 51) / 50)
+
+
+def _timeline(n: int, seed: int, width: float) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    start = np.sort(rng.random(n))
+    return pd.DataFrame(
+        {
+            "task": np.arange(n),
+            "kind": rng.choice(["compute", "comm"], n),
+            "stage": rng.integers(0, 3, n),
+            "class": "dp",
+            "phase": "backward",
+            "start_s": start,
+            "finish_s": start + width * rng.random(n),
+        }
+    )
+
+
+def _union(intervals) -> float:
+    """Total length of a union of intervals, by a plain sweep (the test's own derivation)."""
+    total, end = 0.0, -np.inf
+    for s, f in sorted(intervals):
+        if s > end:
+            total += f - s
+            end = f
+        elif f > end:
+            total += f - end
+            end = f
+    return total
+
+
+def _bars(fig):
+    out = {}
+    for t in fig.data:
+        kind = t.name.replace(" (blocking)", "")
+        for y, b, x in zip(t.y, t.base, t.x, strict=True):
+            out.setdefault((y, kind), []).append((b / 1e3, (b + x) / 1e3))
+    return out
+
+
+def test_gantt_draws_every_task_when_small():
+    tl = _timeline(300, 1, 0.01)
+    fig = iteration_gantt(tl, max_rows=300)
+    assert sum(len(t.x) for t in fig.data) == 300
+    assert "busy intervals" not in fig.layout.title.text
+    assert fig.layout.meta["tasks"] == 300 and fig.layout.meta["bars"] == 300
+
+
+def test_gantt_aggregates_long_timelines_exactly_and_says_so():
+    tl = _timeline(10_000, 2, 0.05)  # long, overlapping tasks: their unions are few
+    fig = iteration_gantt(tl, max_rows=4000)
+    bars = _bars(fig)
+    assert sum(len(v) for v in bars.values()) <= 4000
+    assert "10,000 tasks as" in fig.layout.title.text and "filled" not in fig.layout.title.text
+    for (lane, kind), got in bars.items():
+        stage = int(lane.split()[-1])
+        part = tl[(tl["stage"] == stage) & (tl["kind"] == kind)]
+        want = list(zip(part["start_s"], part["finish_s"], strict=True))
+        assert sum(f - s for s, f in got) == pytest.approx(_union(want), rel=1e-9)
+    assert max(f for v in bars.values() for _, f in v) == pytest.approx(tl["finish_s"].max())
+
+
+def test_gantt_with_more_gaps_than_bars_covers_every_task_and_states_the_gap():
+    tl = _timeline(20_000, 3, 1e-6)  # tiny disjoint tasks: only filling gaps can bound the bars
+    fig = iteration_gantt(tl, max_rows=500)
+    bars = _bars(fig)
+    assert sum(len(v) for v in bars.values()) <= 500
+    title = fig.layout.title.text
+    assert "20,000 tasks as" in title and "gaps under" in title and "ms filled" in title
+    for (lane, kind), got in bars.items():
+        stage = int(lane.split()[-1])
+        part = tl[(tl["stage"] == stage) & (tl["kind"] == kind)]
+        got = np.array(sorted(got))
+        # every task lies inside one bar of its lane and kind: nothing is dropped
+        i = np.searchsorted(got[:, 0], part["start_s"].to_numpy(), side="right") - 1
+        assert (i >= 0).all()
+        assert (got[i, 1] >= part["finish_s"].to_numpy() - 1e-15).all()
+
+
+def test_summary_table_comes_before_the_figures():
+    from topoopt.report.html import page_html
+    from topoopt.report.pages import compare_summary
+
+    table = _fabric_table(3).assign(exposed_comm_s=0.25, power_w=5e3, ratio_to_ideal=[1, 2, 3])
+    summary = compare_summary(table)
+    assert list(summary.columns) == [
+        "fabric",
+        "iteration ms",
+        "comm ms",
+        "exposed ms",
+        "capex M$",
+        "power kW",
+        "x ideal",
+    ]
+    assert summary["iteration ms"].tolist() == pytest.approx([1000.0, 1000.1, 1000.2])
+    assert summary["power kW"].tolist() == [5.0, 5.0, 5.0]
+    page = page_html([("f", time_vs_capex(table))], "t", summary=[("Summary", summary)])
+    assert page.index('<table class="summary">') < page.index('<section class="figure">')
+    assert "<td>fabric-2</td>" in page and '<td class="num">1,000</td>' in page
+
+
+def _fake_design(trace, wall=2.0):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        info={"trace": trace} if trace is not None else {},
+        wall_s=wall,
+        objective_s=0.004,
+        lower_bound_s=0.001,
+    )
+
+
+def test_optimizer_traces_show_every_design_even_without_a_recorded_trace():
+    from topoopt.report.design_figures import design_trace, optimizer_traces
+
+    joint = _fake_design(
+        [
+            {"t": 0.5, "objective_s": 0.006, "lower_bound_s": 0.001},
+            {"t": 1.5, "objective_s": 0.004, "lower_bound_s": float("-inf")},
+        ]
+    )
+    topoopt = _fake_design(None, wall=0.25)
+    assert design_trace(topoopt) == [{"t": 0.25, "objective_s": 0.004, "lower_bound_s": 0.001}]
+    fig = optimizer_traces({"joint": joint, "topoopt": topoopt})
+    names = [t.name for t in fig.data]
+    assert names == [
+        "joint: incumbent",
+        "joint: lower bound",
+        "topoopt: incumbent",
+        "topoopt: lower bound",
+    ]
+    assert list(fig.data[0].y) == pytest.approx([6.0, 4.0])
+    assert list(fig.data[1].x) == [0.5]  # the non-finite bound is left out, not drawn as 0
+    assert list(fig.data[2].x) == [0.25] and list(fig.data[2].y) == pytest.approx([4.0])
+    assert fig.data[0].line.color != fig.data[2].line.color
+
+
+def test_design_page_has_a_summary_and_always_an_optimizer_trace():
+    from topoopt.report.design_figures import design_page
+
+    w = two_class_workload()
+    problem = DesignProblem.from_workload(w, degree=2, link_bandwidth=1e9)
+    d = solve(problem, "topoopt", time_limit_s=5)
+    page = design_page(d, problem, title="t")
+    assert 'id="design-optimizer"' in page and 'id="design-circuits"' in page
+    assert page.index('<table class="summary">') < page.index('<section class="figure">')
+    assert f"<td>{d.solver}</td>" in page
+
+
+def test_comparison_report_traces_every_design_and_starts_with_the_summary():
+    from topoopt.report.pages import compare_figures, compare_page
+    from topoopt.studies.compare import compare
+    from traffic.load import load_workload
+
+    res = compare(load_workload("dlrm"), ["ideal", "topoopt", "topoopt-released"], 4, 12.5e9)
+    figs = dict(compare_figures(res))
+    opt = figs["compare-optimizer"]
+    assert {t.name.split(":")[0] for t in opt.data} == {"topoopt", "topoopt-released"}
+    page = compare_page(res, "t")
+    assert page.index('<table class="summary">') < page.index('<section class="figure">')
+    for name in ("ideal", "topoopt", "topoopt-released"):
+        assert f"<td>{name}</td>" in page

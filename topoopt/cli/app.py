@@ -12,6 +12,7 @@ import pkgutil
 import typer
 
 from topoopt.cli import commands
+from topoopt.cli.help_style import apply_help_style
 
 __all__ = ["app", "main"]
 
@@ -43,6 +44,7 @@ def _root(
 
 for _info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
     importlib.import_module(f"{commands.__name__}.{_info.name}").register(app)
+apply_help_style(app)  # PLAN not {plan}, no <bool>, brackets in help texts kept
 
 
 def main() -> None:

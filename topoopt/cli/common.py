@@ -21,6 +21,7 @@ from traffic.errors import InputError, check_finite
 
 __all__ = [
     "handle_errors",
+    "check_edge_units",
     "emit_json",
     "to_jsonable",
     "stdout",
@@ -39,6 +40,30 @@ stdout = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 stderr = Console(stderr=True, soft_wrap=True)
 
 
+def check_edge_units(options: dict[str, Any]) -> None:
+    """Check options given in the CLI's units, in those units, before they are converted.
+
+    By name: ``*_gbps`` options are rates in Gbps (finite, > 0), ``*_ms`` options delays in ms
+    (finite, >= 0). The message names the option and the value as the user typed them, not the
+    bytes/s or seconds the library sees.
+
+    Examples
+    --------
+    >>> check_edge_units({"link_gbps": 100.0, "reconfig_ms": None})
+    >>> check_edge_units({"link_gbps": -100.0})
+    Traceback (most recent call last):
+    traffic.errors.InputError: --link-gbps: got -100.0; allowed: a finite number of Gbps > 0
+    """
+    for name, value in options.items():
+        if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        option = "--" + name.replace("_", "-")
+        if name.endswith("_gbps") and not (math.isfinite(value) and value > 0):
+            raise InputError(option, value, "a finite number of Gbps > 0")
+        if name.endswith("_ms") and not (math.isfinite(value) and value >= 0):
+            raise InputError(option, value, "a finite number of ms >= 0")
+
+
 def handle_errors(func: F) -> F:
     """Turn :class:`InputError` (and unreadable files) into one line on stderr and exit code 2."""
 
@@ -46,6 +71,7 @@ def handle_errors(func: F) -> F:
     def wrapper(*args, **kwargs):
         _OUTPUTS.clear()  # the outputs of this invocation (prepare_output)
         try:
+            check_edge_units(kwargs)
             return func(*args, **kwargs)
         except InputError as exc:
             print(f"error: {exc}", file=sys.stderr)

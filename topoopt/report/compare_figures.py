@@ -7,26 +7,67 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-__all__ = ["time_vs_capex", "ratio_bars", "utilisation_cdf", "iteration_gantt"]
+__all__ = [
+    "trace_style",
+    "merge_intervals",
+    "time_vs_capex",
+    "ratio_bars",
+    "utilisation_cdf",
+    "iteration_gantt",
+]
+
+
+# Distinct styles for one trace per fabric: colours (plotly's D3 palette, then more), marker
+# symbols and line dashes cycle at different lengths, so no two of the first 70 traces share all.
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf",
+)  # fmt: skip
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star", "cross")
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "5px,2px,1px,2px")
+
+
+def trace_style(k: int) -> dict[str, str]:
+    """Colour, marker symbol and dash of the ``k``-th trace of a figure (distinct for k < 70).
+
+    Examples
+    --------
+    >>> trace_style(0) == {"color": "#1f77b4", "symbol": "circle", "dash": "solid"}
+    True
+    >>> len({tuple(trace_style(k).values()) for k in range(70)})
+    70
+    """
+    return {
+        "color": PALETTE[k % len(PALETTE)],
+        "symbol": SYMBOLS[k % len(SYMBOLS)],
+        "dash": DASHES[k % len(DASHES)],
+    }
 
 
 def time_vs_capex(table: pd.DataFrame, title: str = "Iteration time vs network capex") -> go.Figure:
-    """One point per fabric (the TopoOpt paper's view): capex on x, iteration time on y."""
-    fig = go.Figure(
-        go.Scatter(
-            x=table["capex_usd"] / 1e6,
-            y=table["iteration_s"] * 1e3,
-            mode="markers+text",
-            text=table["fabric"],
-            textposition="top center",
-            marker={"size": 11},
-            hovertemplate="%{text}<br>capex %{x:.3f} M$<br>iteration %{y:.3f} ms<extra></extra>",
+    """One point per fabric (the TopoOpt paper's view): capex on x, iteration time on y.
+
+    Each fabric is its own trace (a legend entry with its own colour and marker symbol) and is
+    named on hover, so nearby points never print labels over each other.
+    """
+    fig = go.Figure()
+    for k, (_, r) in enumerate(table.iterrows()):
+        st = trace_style(k)
+        fig.add_scatter(
+            x=[r["capex_usd"] / 1e6],
+            y=[r["iteration_s"] * 1e3],
+            mode="markers",
+            name=str(r["fabric"]),
+            marker={"size": 12, "color": st["color"], "symbol": st["symbol"]},
+            hovertemplate=(
+                f"{r['fabric']}<br>capex %{{x:.3f}} M$<br>iteration %{{y:.3f}} ms<extra></extra>"
+            ),
         )
-    )
     fig.update_layout(
         title=title,
         xaxis={"title": "network capex (million USD)"},
         yaxis={"title": "iteration time (ms)"},
+        legend={"title": "fabric"},
     )
     return fig
 
@@ -43,15 +84,26 @@ def ratio_bars(table: pd.DataFrame, title: str = "Ratio to the ideal switch") ->
 
 
 def utilisation_cdf(links: dict[str, pd.DataFrame], title: str = "Link utilisation") -> go.Figure:
-    """CDF of network-link utilisation (bytes / (capacity x iteration time)) per fabric."""
+    """CDF of network-link utilisation (bytes / (capacity x iteration time)) per fabric.
+
+    Each fabric's line has its own colour and dash pattern (:func:`trace_style`), so lines that
+    lie on top of each other stay visible; the legend lists every fabric.
+    """
     fig = go.Figure()
+    k = 0
     for name, frame in links.items():
         net = frame[frame["kind"] != "intra-server"] if "kind" in frame else frame
         u = np.sort(net["utilisation"].to_numpy())
         if u.size == 0:
             continue
+        st = trace_style(k)
+        k += 1
         fig.add_scatter(
-            x=u, y=np.arange(1, u.size + 1) / u.size, mode="lines", line={"shape": "hv"}, name=name
+            x=u,
+            y=np.arange(1, u.size + 1) / u.size,
+            mode="lines",
+            line={"shape": "hv", "color": st["color"], "dash": st["dash"], "width": 2.5},
+            name=name,
         )
     fig.update_layout(
         title=title,
@@ -61,35 +113,120 @@ def utilisation_cdf(links: dict[str, pd.DataFrame], title: str = "Link utilisati
     return fig
 
 
+def merge_intervals(
+    group: np.ndarray, start: np.ndarray, finish: np.ndarray, gap: float = 0.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Union of intervals per group: intervals of one group that overlap, touch, or are less
+    than ``gap`` apart become one.
+
+    Returns ``(group, start, finish, count)`` of the merged intervals (sorted by group, then
+    start), ``count`` the number of original intervals in each.
+
+    Examples
+    --------
+    >>> g, s, f, n = merge_intervals(
+    ...     np.array([0, 0, 0, 1]), np.array([0.0, 1.0, 5.0, 0.0]), np.array([2.0, 3.0, 6.0, 1.0])
+    ... )
+    >>> g.tolist(), s.tolist(), f.tolist(), n.tolist()
+    ([0, 0, 1], [0.0, 5.0, 0.0], [3.0, 6.0, 1.0], [2, 1, 1])
+    """
+    order = np.lexsort((start, group))
+    g, s, f = group[order], start[order], finish[order]
+    if g.size == 0:
+        return g, s, f, np.zeros(0, np.int64)
+    new_group = np.r_[True, g[1:] != g[:-1]]
+    # running end of the current union within each group
+    reach = f.copy()
+    first = np.flatnonzero(new_group)
+    ends = np.r_[first[1:], g.size]
+    for a, b in zip(first, ends, strict=True):  # one accumulate per group (few groups)
+        reach[a:b] = np.maximum.accumulate(f[a:b])
+    breaks = new_group.copy()
+    breaks[1:] |= s[1:] > reach[:-1] + gap
+    idx = np.flatnonzero(breaks)
+    count = np.diff(np.r_[idx, g.size])
+    return g[idx], s[idx], np.maximum.reduceat(f, idx), count
+
+
 def iteration_gantt(
     timeline: pd.DataFrame, title: str = "Iteration timeline", max_rows: int = 4000
 ) -> go.Figure:
     """Compute and communication tasks per stage; exposed (compute-blocking) communication
-    highlighted. Long timelines keep the first ``max_rows`` tasks by start time."""
-    tl = timeline.sort_values("start_s").head(max_rows)
-    lane = tl["stage"].fillna(-1).astype(int).map(lambda s: f"stage {s}" if s >= 0 else "global")
+    highlighted.
+
+    Every task is drawn. Up to ``max_rows`` tasks each get a bar; beyond that, the tasks of one
+    lane and kind are merged into their busy intervals (the union of the tasks' spans, then
+    spans closer than a gap chosen to keep about ``max_rows`` bars), and the title says so:
+    ``N tasks as M busy intervals``. Busy time and the last finish are kept exactly; only idle
+    gaps shorter than the stated gap are filled.
+    """
+    tl = timeline.sort_values(["start_s", "finish_s"], kind="stable")
+    n_tasks = len(tl)
+    stage = tl["stage"].fillna(-1).astype(int)
+    lane = stage.map(lambda s: f"stage {s}" if s >= 0 else "global")
+    lanes = [f"stage {s}" if s >= 0 else "global" for s in sorted(stage.unique())]
     colours = {"compute": "#4C78A8", "comm": "#E45756", "sync": "#F58518", "optimizer": "#54A24B"}
+    kinds = sorted(tl["kind"].astype(str).unique())
+    note = ""
+    rows: dict[str, tuple] = {}
+    if n_tasks <= max_rows:
+        for kind in kinds:
+            part = tl[tl["kind"].astype(str) == kind]
+            text = (part["class"].astype(str) + " " + part["phase"].astype(str)).to_numpy()
+            rows[kind] = (
+                lane.loc[part.index].to_numpy(),
+                part["start_s"].to_numpy(float),
+                part["finish_s"].to_numpy(float),
+                text,
+            )
+    else:
+        span = float(tl["finish_s"].max() - tl["start_s"].min()) or 1.0
+        lane_id = pd.Categorical(lane, categories=lanes).codes.astype(np.int64)
+        kind_id = pd.Categorical(tl["kind"].astype(str), categories=kinds).codes.astype(np.int64)
+        group = lane_id * len(kinds) + kind_id
+        start, finish = tl["start_s"].to_numpy(float), tl["finish_s"].to_numpy(float)
+        gap = 0.0
+        merged = merge_intervals(group, start, finish, gap)
+        groups = max(int(np.unique(group).size), 1)
+        while merged[0].size > max_rows:
+            # each group then holds at most about span / gap intervals
+            gap = max(gap * 2.0, span * groups / max_rows)
+            merged = merge_intervals(group, start, finish, gap)
+        g, s, f, cnt = merged
+        for k, kind in enumerate(kinds):
+            sel = g % len(kinds) == k
+            rows[kind] = (
+                np.asarray(lanes, dtype=object)[g[sel] // len(kinds)],
+                s[sel],
+                f[sel],
+                np.array([f"{c} task(s) merged" for c in cnt[sel]], dtype=object),
+            )
+        note = f"{n_tasks:,} tasks as {g.size:,} busy intervals" + (
+            f" (gaps under {gap * 1e3:.3g} ms filled)" if gap > 0 else ""
+        )
+        title = f"{title}<br><sup>{note}</sup>"
     fig = go.Figure()
-    for kind, part in tl.groupby("kind", sort=True):
-        idx = part.index
+    for kind in kinds:
+        y, s, f, text = rows[kind]
         fig.add_bar(
-            base=part["start_s"] * 1e3,
-            x=(part["finish_s"] - part["start_s"]) * 1e3,
-            y=lane.loc[idx],
+            base=s * 1e3,
+            x=(f - s) * 1e3,
+            y=y,
             orientation="h",
-            name=str(kind) + (" (blocking)" if kind == "comm" else ""),
-            marker={"color": colours.get(str(kind), "#999")},
-            customdata=np.column_stack([part["class"].astype(str), part["phase"].astype(str)]),
+            name=kind + (" (blocking)" if kind == "comm" else ""),
+            marker={"color": colours.get(kind, "#999")},
+            customdata=text,
             hovertemplate=(
-                "%{y}<br>%{customdata[0]} %{customdata[1]}<br>"
-                "start %{base:.3f} ms<br>duration %{x:.3f} ms<extra></extra>"
+                "%{y}<br>%{customdata}<br>start %{base:.3f} ms<br>duration %{x:.3f} ms"
+                "<extra></extra>"
             ),
         )
     fig.update_layout(
         title=title,
         barmode="overlay",
         xaxis={"title": "time (ms)"},
-        yaxis={"autorange": "reversed"},
-        height=max(350, 22 * lane.nunique() + 150),
+        yaxis={"autorange": "reversed", "categoryorder": "array", "categoryarray": lanes},
+        height=max(350, 22 * len(lanes) + 150),
+        meta={"tasks": n_tasks, "bars": int(sum(len(r[1]) for r in rows.values())), "note": note},
     )
     return fig

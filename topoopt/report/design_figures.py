@@ -7,11 +7,19 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 
 from topoopt.report.html import page_html
 
-__all__ = ["circuit_graph", "optimizer_trace", "design_page"]
+__all__ = [
+    "circuit_graph",
+    "optimizer_trace",
+    "optimizer_traces",
+    "design_trace",
+    "design_summary",
+    "design_page",
+]
 
 
 def _circle(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -127,26 +135,92 @@ def optimizer_trace(
 ) -> go.Figure:
     """Incumbent objective and lower bound over wall time (``trace`` rows: ``t``, ``objective_s``,
     ``lower_bound_s``)."""
-    t = [float(r["t"]) for r in trace]
     fig = go.Figure()
-    fig.add_scatter(
-        x=t,
-        y=[float(r["objective_s"]) * 1e3 for r in trace],
-        mode="lines+markers",
-        line={"shape": "hv"},
-        name="incumbent",
-    )
-    fig.add_scatter(
-        x=t,
-        y=[float(r["lower_bound_s"]) * 1e3 for r in trace],
-        mode="lines+markers",
-        line={"shape": "hv", "dash": "dash"},
-        name="lower bound",
-    )
+    for key, name, dash in (
+        ("objective_s", "incumbent", "solid"),
+        ("lower_bound_s", "lower bound", "dash"),
+    ):
+        pts = [(float(r["t"]), float(r[key])) for r in trace if math.isfinite(float(r[key]))]
+        fig.add_scatter(
+            x=[p[0] for p in pts],
+            y=[p[1] * 1e3 for p in pts],
+            mode="lines+markers",
+            line={"shape": "hv", "dash": dash},
+            name=name,
+        )
     fig.update_layout(
-        title=title, xaxis={"title": "wall time (s)"}, yaxis={"title": "communication time (ms)"}
+        title=title, xaxis={"title": "wall time (s)"}, yaxis={"title": "objective (ms)"}
     )
     return fig
+
+
+def design_trace(design) -> list[dict]:
+    """The optimizer trace a design records (``info["trace"]``), or, for a solver that records
+    none, its final state as a one-row trace (``t`` = wall time), so a design always has one."""
+    info = design.info if isinstance(design.info, dict) else {}
+    trace = info.get("trace")
+    if trace:
+        return [dict(r) for r in trace]
+    return [
+        {
+            "t": float(design.wall_s),
+            "objective_s": float(design.objective_s),
+            "lower_bound_s": float(design.lower_bound_s),
+        }
+    ]
+
+
+def optimizer_traces(
+    designs: dict[str, object], title: str = "Optimizer: objective and bound"
+) -> go.Figure:
+    """Incumbent (solid, markers) and lower bound (dashed) over wall time of every design in
+    ``designs`` (name -> design), one colour per design (:func:`design_trace`; a solver without a
+    trace shows its final point). Non-finite values are left out."""
+    from topoopt.report.compare_figures import trace_style
+
+    fig = go.Figure()
+    for k, (name, design) in enumerate(designs.items()):
+        rows = design_trace(design)
+        st = trace_style(k)
+        for key, label, dash in (
+            ("objective_s", "incumbent", "solid"),
+            ("lower_bound_s", "lower bound", "dash"),
+        ):
+            pts = [(float(r["t"]), float(r[key])) for r in rows if math.isfinite(float(r[key]))]
+            fig.add_scatter(
+                x=[p[0] for p in pts],
+                y=[p[1] * 1e3 for p in pts],
+                mode="lines+markers",
+                line={"shape": "hv", "dash": dash, "color": st["color"]},
+                marker={"symbol": st["symbol"]},
+                name=f"{name}: {label}",
+                legendgroup=name,
+            )
+    fig.update_layout(
+        title=title, xaxis={"title": "wall time (s)"}, yaxis={"title": "objective (ms)"}
+    )
+    return fig
+
+
+def design_summary(design) -> pd.DataFrame:
+    """One-row table of a design for the top of its report."""
+    c = np.asarray(design.circuits).reshape(-1, 3)
+    return pd.DataFrame(
+        [
+            {
+                "solver": design.solver,
+                "status": design.status,
+                "servers": int(design.servers),
+                "ports per server": int(design.degree),
+                "circuits": int(c[:, 2].sum()) if len(c) else 0,
+                "rings": len(design.rings),
+                "objective ms": design.objective_s * 1e3,
+                "lower bound ms": design.lower_bound_s * 1e3,
+                "gap %": design.gap * 100 if math.isfinite(design.gap) else float("nan"),
+                "wall s": design.wall_s,
+            }
+        ]
+    )
 
 
 def design_page(design, problem=None, title: str = "Design") -> str:
@@ -175,13 +249,11 @@ def design_page(design, problem=None, title: str = "Design") -> str:
             circuit_graph(design.servers, design.circuits, util, design.rings, title=title),
         )
     ]
-    trace = design.info.get("trace") if isinstance(design.info, dict) else None
-    if trace:
-        figs.append(("design-optimizer", optimizer_trace(trace)))
+    figs.append(("design-optimizer", optimizer_trace(design_trace(design))))
     gap = design.gap if math.isfinite(design.gap) else float("nan")
     intro = (
         f"{design.solver}: objective {design.objective_s * 1e3:.4g} ms, lower bound "
         f"{design.lower_bound_s * 1e3:.4g} ms, gap {gap:.2%}, status {design.status}, "
         f"{design.wall_s:.2f} s."
     )
-    return page_html(figs, title, intro=intro)
+    return page_html(figs, title, intro=intro, summary=[("Design", design_summary(design))])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from topoopt.report.compare_figures import (
     iteration_gantt,
@@ -10,10 +11,30 @@ from topoopt.report.compare_figures import (
     time_vs_capex,
     utilisation_cdf,
 )
-from topoopt.report.design_figures import circuit_graph, optimizer_trace
+from topoopt.report.design_figures import circuit_graph, optimizer_traces
 from topoopt.report.html import page_html
 
-__all__ = ["circuit_utilisation", "compare_figures", "compare_page"]
+__all__ = ["circuit_utilisation", "compare_figures", "compare_page", "compare_summary"]
+
+SUMMARY_COLUMNS = (
+    ("fabric", "fabric", None),
+    ("iteration ms", "iteration_s", 1e3),
+    ("comm ms", "comm_s", 1e3),
+    ("exposed ms", "exposed_comm_s", 1e3),
+    ("capex M$", "capex_usd", 1e-6),
+    ("power kW", "power_w", 1e-3),
+    ("x ideal", "ratio_to_ideal", 1.0),
+)
+
+
+def compare_summary(table, keys: tuple[str, ...] = ()) -> pd.DataFrame:
+    """The summary table of a comparison (the CLI's columns, in ms, M$, kW), ``keys`` columns
+    (e.g. ``plan``, ``degree``) first; columns the table lacks are left out."""
+    out = {k: table[k] for k in keys if k in table}
+    for head, col, scale in SUMMARY_COLUMNS:
+        if col in table:
+            out[head] = table[col] if scale is None else table[col] * scale
+    return pd.DataFrame(out)
 
 
 def circuit_utilisation(circuits, links) -> np.ndarray:
@@ -69,14 +90,14 @@ def compare_figures(res, prefix: str = "compare", label: str = "") -> list:
                 ),
             )
         )
-        trace = best.design.info.get("trace") if isinstance(best.design.info, dict) else None
-        if trace:
-            figs.append(
-                (
-                    f"{prefix}-optimizer",
-                    optimizer_trace(trace, title=f"{lab}optimizer objective and bound"),
-                )
+        # every design that ran shows its optimizer trace (its final point if it records none)
+        designed = {r.name: r.design for r in res.runs if r.design is not None}
+        figs.append(
+            (
+                f"{prefix}-optimizer",
+                optimizer_traces(designed, title=f"{lab}optimizer objective and bound"),
             )
+        )
         figs.append(
             (
                 f"{prefix}-timeline",
@@ -96,4 +117,6 @@ def compare_page(res, title: str) -> str:
         f"{p['workload']}: {p['gpus']} GPUs on {p['servers']} servers, {p['degree']} ports x "
         f"{p['link_bandwidth'] * 8 / 1e9:g} Gbps per server."
     )
-    return page_html(compare_figures(res), title, intro=intro)
+    return page_html(
+        compare_figures(res), title, intro=intro, summary=[("Summary", compare_summary(res.table))]
+    )

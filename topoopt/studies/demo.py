@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from topoopt.report.html import page_html
-from topoopt.report.pages import compare_figures
+from topoopt.report.pages import compare_figures, compare_summary
 from topoopt.report.traffic_figures import class_bars, server_heatmap
 from topoopt.studies.compare import CompareResult, compare
 from traffic.expand import expand
@@ -58,9 +58,13 @@ class DemoResult:
 
     def html(self) -> str:
         """The self-contained report page."""
+        summary = compare_summary(self.comparison, keys=("plan", "degree")).rename(
+            columns={"degree": "ports"}
+        )
         return page_html(
             self.figures,
             "topoopt demo",
+            summary=[("Simulated iteration per plan, ports per server and fabric", summary)],
             intro=(
                 "Traffic of each plan, then for each plan and port count: iteration time against "
                 "network cost, ratios to the ideal switch, link utilisation, the best optical "

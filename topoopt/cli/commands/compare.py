@@ -21,6 +21,21 @@ from topoopt.units import gbps_to_bytes_per_s
 
 __all__ = ["register", "compare_command"]
 
+# Every name topoopt.studies.compare.FABRICS accepts (tests/test_cli.py checks they agree; the
+# list is written out so that --help does not import the study).
+ALL_FABRICS = (
+    "ideal",
+    "fat-tree",
+    "fat-tree-oversub",
+    "fat-tree-cost-equivalent",
+    "torus",
+    "expander",
+    "topoopt",
+    "topoopt-released",
+    "topoopt-best",
+    "joint",
+    "hybrid",
+)
 DEFAULT_FABRICS = "ideal,fat-tree,fat-tree-oversub,torus,expander,topoopt,topoopt-best,joint"
 
 
@@ -28,7 +43,14 @@ DEFAULT_FABRICS = "ideal,fat-tree,fat-tree-oversub,torus,expander,topoopt,topoop
 def compare_command(
     plan: Annotated[str, typer.Argument(help="Plan file, embedded plan name, or .fbuf")],
     fabrics: Annotated[
-        str, typer.Option(help="Comma-separated fabrics (see `topoopt.studies.compare`)")
+        str,
+        typer.Option(
+            help="Comma-separated fabrics, any of: "
+            + ", ".join(ALL_FABRICS)
+            + ". Default: "
+            + DEFAULT_FABRICS.replace(",", ", "),
+            show_default=False,
+        ),
     ] = DEFAULT_FABRICS,
     degree: Annotated[int, typer.Option(help="Ports per server")] = 8,
     link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps")] = 100.0,

@@ -46,7 +46,7 @@ def demo_command(
         def step(msg: str) -> None:
             bar.update(task, advance=1, description=msg)
 
-        result = run_demo(time_limit_s=time_limit, progress=lambda m: bar.log(m), on_step=step)
+        result = run_demo(time_limit_s=time_limit, progress=lambda m: _say(bar, m), on_step=step)
     write_output_text(out, result.html())
     cmp = result.comparison
     if as_json:
@@ -81,8 +81,13 @@ def demo_command(
             f"{r['capex_usd'] / 1e6:.3f}",
             f"{r['ratio_to_ideal']:.3f}",
         )
-    stdout.print(t)
-    stdout.print(f"report: {out}")
+    stdout.print(t)  # the report's path is on stderr, once ("wrote ...")
+
+
+def _say(bar: Progress, message: str) -> None:
+    """A progress line above the bar, as written: no time or source-location columns
+    (``Progress.log`` would add ``demo.py:49``), no markup or highlighting."""
+    bar.console.print(message, markup=False, highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from topoopt.cli.commands.compare import ALL_FABRICS
 from topoopt.cli.common import emit_json, handle_errors, stdout
 from topoopt.units import gbps_to_bytes_per_s
 from traffic.errors import InputError, check_finite
@@ -24,7 +25,7 @@ def simulate_command(
     ] = None,
     fabric: Annotated[
         str | None,
-        typer.Option(help="A fabric kind: ideal, fat-tree, fat-tree-oversub, torus, expander, ..."),
+        typer.Option(help="A fabric kind, one of: " + ", ".join(ALL_FABRICS)),
     ] = None,
     degree: Annotated[int, typer.Option(help="Ports per server (with --fabric)")] = 8,
     link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps (with --fabric)")] = 100.0,
