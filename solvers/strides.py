@@ -56,6 +56,7 @@ import numpy as np
 
 from topoopt.fabrics.direct_connect import select_permutations
 from traffic.errors import InputError
+from traffic.limits import check_count
 
 __all__ = [
     "OBJECTIVES",
@@ -83,6 +84,7 @@ _SAMPLE = 2048  # random stride sets tried first, for a good incumbent
 def _check_n(n: int, field: str = "n", minimum: int = 3) -> int:
     if isinstance(n, bool) or int(n) != n or n < minimum:
         raise InputError(field, n, f"an integer >= {minimum}")
+    check_count(field, int(n), 64, "servers (stride arrays)")  # memory budget, before arrays
     return int(n)
 
 

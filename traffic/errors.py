@@ -42,6 +42,8 @@ def preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
         return budget[0] > 0
 
     def walk(v: Any, top: bool) -> bool:
+        if type(v).__module__ == "numpy" and getattr(v, "shape", None) == ():
+            v = v.item()  # a numpy scalar shows as its Python value
         if isinstance(v, str):
             return put(repr(v[: budget[0]]) if not top or len(v) > budget[0] else repr(v))
         if isinstance(v, bool) or v is None:

@@ -124,9 +124,10 @@ INT32_MAX = 2**31 - 1
 MAX_ITERATION_BYTES = 2**62
 """Largest byte count of one iteration summed over the GPUs (int64 with headroom)."""
 
-BYTES_PER_GPU = 512
-"""Bytes of arrays per GPU a workload build needs (placement, groups; measured ~110 at 10^6
-GPUs, taken with margin)."""
+BYTES_PER_GPU = 4096
+"""Bytes of arrays per GPU a plan may lead to: the workload build alone measured ~110 at 10^6
+GPUs; fabrics, flows and routing of a simulation take more, hence the margin (an 8 GB budget
+admits about 2 million GPUs)."""
 
 
 def check_plan_size(plan: Any) -> None:
@@ -156,6 +157,11 @@ def check_plan_size(plan: Any) -> None:
             f"at most {INT32_MAX:,} GPUs",
         )
     check_count("cluster.servers", gpus, BYTES_PER_GPU, "GPUs")
+    opt = plan.options
+    if opt.capacity_factor is not None and not opt.capacity_factor <= 1e6:
+        raise InputError("options.capacity_factor", opt.capacity_factor, "a number in (0, 1e6]")
+    if opt.expert_load is not None and not math.fsum(opt.expert_load) < 1e300:
+        raise InputError("options.expert_load", opt.expert_load, "loads summing to less than 1e300")
     m, par = plan.model, plan.parallelism
     f = float
     params = f(m.parameters or 0)

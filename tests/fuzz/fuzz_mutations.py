@@ -99,7 +99,7 @@ def _free(kind: Kind, path: tuple) -> bool:
     names = [p for p in path if isinstance(p, str)]
     if kind.name.startswith("design"):
         return "info" in names
-    if kind.name == "flows":
+    if kind.name.startswith("flows"):
         return bool(names) and (names[-1] in ("id", "after") or names[-2:] == ["paths", "links"])
     return False
 
@@ -108,9 +108,9 @@ def _int_strict(kind: Kind, path: tuple) -> bool:
     """Paths whose integer value must stay an integer (a fraction there is known to be wrong)."""
     if kind.name.startswith("design"):
         return "info" not in path and "stride" not in path
-    if kind.name == "flows":
+    if kind.name.startswith("flows"):
         return False
-    if kind.name == "prices":
+    if kind.name.startswith("prices"):
         return path[-1:] == ("version",)
     return True
 

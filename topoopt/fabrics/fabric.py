@@ -27,6 +27,7 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from traffic.errors import InputError
+from traffic.limits import check_count
 
 __all__ = [
     "NODE_KINDS",
@@ -52,6 +53,13 @@ DEFAULT_LINK_LATENCY = 1e-6
 """Default latency of one link hop in seconds (1 us, the per-hop latency of the TopoOpt paper)."""
 
 
+FABRIC_BYTES_PER_SERVER = 2048
+"""Bytes of fabric arrays (nodes, links, ports, kinds) per server, with margin, for the memory
+budget check (:func:`traffic.limits.check_count`) of ``servers`` and fat-tree ``k``."""
+
+_SIZE_FIELDS = ("servers", "k")
+
+
 def check_int(field: str, value: Any, minimum: int = 1) -> int:
     """``value`` as an int, or :class:`InputError` unless it is an integer >= ``minimum``.
 
@@ -60,6 +68,9 @@ def check_int(field: str, value: Any, minimum: int = 1) -> int:
     """
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
         raise InputError(field, value, f"an integer >= {minimum}")
+    if field in _SIZE_FIELDS:  # refuse sizes beyond the memory budget before building arrays
+        servers = int(value) ** 3 // 4 if field == "k" else int(value)
+        check_count(field, servers, FABRIC_BYTES_PER_SERVER, "servers (fabric arrays)")
     return int(value)
 
 

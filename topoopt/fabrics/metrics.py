@@ -35,6 +35,7 @@ from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
 from topoopt.fabrics.fabric import Fabric
 from traffic.errors import InputError
+from traffic.limits import check_memory
 
 __all__ = [
     "Bisection",
@@ -217,6 +218,8 @@ def bisection_bandwidth(fabric: Fabric, method: str = "auto") -> float:
 
 def server_hops(fabric: Fabric, kinds: tuple[str, ...] | None = None) -> np.ndarray:
     """``(n, n)`` hop counts between servers (links crossed, switches included)."""
+    n, nodes = fabric.n_servers, fabric.n_nodes
+    check_memory("servers", 8.0 * n * nodes, f"{n:,} x {nodes:,} hop counts (all pairs)")
     a = fabric.adjacency(kinds)
     rows = np.arange(fabric.n_servers)
     d = csgraph.shortest_path(a, directed=True, unweighted=True, indices=rows)

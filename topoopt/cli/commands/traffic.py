@@ -18,7 +18,7 @@ from topoopt.cli.common import (
     write_output_text,
     write_output_with,
 )
-from traffic.errors import InputError
+from traffic.errors import InputError, check_finite
 
 __all__ = ["register", "traffic_command"]
 
@@ -82,6 +82,7 @@ def traffic_command(
 
     workload = load_workload(plan)
     summary = traffic_summary(workload, algorithm.value)
+    check_finite(summary, plan)  # a non-finite byte count is an error naming the plan
     if out is not None:
         pairs = expand(workload, algorithm.value, level.value)
         _write_pairs(out, pair_frame(pairs), level.value, pairs.n)
