@@ -321,3 +321,18 @@ def test_scaled_prices():
     )
     with pytest.raises(InputError, match="price item"):
         P.scaled(["laser"], 2.0)
+
+
+def test_cost_equivalent_max_bandwidth():
+    """With a bandwidth cap the fat-tree buys the mix at the cap (capex below the target).
+
+    64 servers, one switch at 200G (1,655 USD per server) and 400G (3,005): a 300G cap is the
+    half-half mix, (1655 + 3005) / 2 = 2,330 USD per server, whatever the target above it.
+    """
+    eq = cost_equivalent_fat_tree(1e7, 64, max_bandwidth=300e9 / 8)
+    assert eq.port_bandwidth == pytest.approx(300e9 / 8)
+    assert eq.capex_usd == pytest.approx(64 * (1655 + 3005) / 2, rel=1e-12)
+    assert eq.info["capped"] == "max_bandwidth"
+    assert [m["share"] for m in eq.info["mix"]] == pytest.approx([0.5, 0.5])
+    below = cost_equivalent_fat_tree(64 * 2000.0, 64, max_bandwidth=300e9 / 8)
+    assert below.info["capped"] is None and below.port_bandwidth < 300e9 / 8

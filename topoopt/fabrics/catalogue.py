@@ -30,7 +30,14 @@ from dataclasses import dataclass
 from topoopt.fabrics.fabric import Fabric, check_float, check_int
 from topoopt.fabrics.fat_tree import hosts_per_leaf, leaf_spine
 
-__all__ = ["SwitchModel", "ClosPlan", "plan_clos", "plan_bill_of_materials", "speed_label"]
+__all__ = [
+    "SwitchModel",
+    "ClosPlan",
+    "plan_clos",
+    "plan_bill_of_materials",
+    "packed_spines",
+    "speed_label",
+]
 
 
 def speed_label(gbps: float) -> str:
@@ -181,3 +188,27 @@ def plan_bill_of_materials(plan: ClosPlan, gbps: float) -> dict[str, int]:
         f"switch_{plan.model.radix}x{g}": plan.switches,
         f"switch_port_{g}": plan.switch_ports,
     }
+
+
+def packed_spines(
+    servers: int, oversubscription: float = 1.0, radix: int = 64, leaf_hosts: int | None = None
+) -> int | None:
+    """The fewest spines for ``leaf_spine(servers, oversubscription, radix=radix,
+    leaf_hosts=leaf_hosts, spines=...)``: uplinks in equal bundles, every switch within
+    ``radix``; ``None`` when one leaf holds every server (no spine).
+
+    >>> packed_spines(128, 1.0, 64, 16), packed_spines(128, 4.0, 64, 16), packed_spines(8)
+    (2, 1, None)
+    """
+    n = check_int("servers", servers)
+    r = check_float("oversubscription", oversubscription, 1.0, strict=False)
+    h = leaf_hosts or (radix if n <= radix else hosts_per_leaf(radix, r))
+    groups = math.ceil(n / h)
+    if groups == 1:
+        return None
+    u = math.ceil(h / r)
+    for spines in range(1, u + 1):
+        b = -(-u // spines)
+        if h + spines * b <= radix and groups * b <= radix:
+            return spines
+    return None

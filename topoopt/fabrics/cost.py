@@ -552,12 +552,18 @@ def _step_info(s: _Step, share: float | None = None) -> dict:
 
 
 def _catalogue_equivalent(
-    target: float, servers: int, oversubscription: float, gpus_per_server: int, prices: PriceTable
+    target: float,
+    servers: int,
+    oversubscription: float,
+    gpus_per_server: int,
+    prices: PriceTable,
+    max_gbps: float | None = None,
 ) -> CostEquivalent:
     steps = catalogue_steps(servers, prices, oversubscription)
     if not steps:
         raise InputError("servers", servers, "a cluster a two-tier Clos of the catalogue can serve")
     costs = np.array([s.report.capex_usd for s in steps])
+    speeds = np.array([s.gbps for s in steps])
     if target < costs[0] * (1 - 1e-12):
         raise InputError(
             "target_capex",
@@ -566,27 +572,25 @@ def _catalogue_equivalent(
             f"{steps[0].gbps:g} Gbps)",
         )
     k = int(np.searchsorted(costs, target, side="right")) - 1
-    capped = k >= len(steps) - 1
+    capped = "catalogue" if k >= len(steps) - 1 else None
     if capped:
-        lo = hi = steps[-1]
-        t = 1.0
+        k, t = len(steps) - 1, 0.0
     else:
-        lo, hi = steps[k], steps[k + 1]
         t = float((target - costs[k]) / (costs[k + 1] - costs[k]))
-    gbps = lo.gbps + t * (hi.gbps - lo.gbps)
+    gbps = speeds[k] + t * (speeds[k + 1] - speeds[k]) if t > 0 else float(speeds[k])
+    if max_gbps is not None and gbps > max_gbps:
+        # no more bandwidth than asked for: the mix at max_gbps, capex below the target
+        capped = "max_bandwidth"
+        gbps = float(max_gbps)
+        k = max(0, int(np.searchsorted(speeds, gbps, side="right")) - 1)
+        t = 0.0
+        if k < len(steps) - 1 and gbps > speeds[k]:
+            t = float((gbps - speeds[k]) / (speeds[k + 1] - speeds[k]))
+    lo = steps[k]
+    hi = steps[k + 1] if t > 0 else lo
     # the simulated topology: the endpoint with more tiers / switch ports (conservative in hops)
-    shape = (
-        hi
-        if t > 0
-        and (hi.plan.tiers, hi.plan.switch_ports)
-        >= (
-            lo.plan.tiers,
-            lo.plan.switch_ports,
-        )
-        else lo
-    )
-    if t == 0.0:
-        shape = lo
+    deeper = (hi.plan.tiers, hi.plan.switch_ports) >= (lo.plan.tiers, lo.plan.switch_ports)
+    shape = hi if deeper else lo
     bw = gbps * 1e9 / 8.0
     fab = shape.plan.fabric(bw, gpus_per_server=gpus_per_server)
     capex_b = _mix(lo.report.capex_by_component, hi.report.capex_by_component, t)
@@ -599,6 +603,7 @@ def _catalogue_equivalent(
         "server_bandwidth": bw,
         "target_capex_usd": target,
         "capped": capped,
+        "max_gbps": max_gbps,
         "mix": [_step_info(lo, 1.0 - t)] + ([] if hi is lo else [_step_info(hi, t)]),
         "catalogue_steps": [_step_info(s) for s in steps],
     }
@@ -627,6 +632,7 @@ def cost_equivalent_fat_tree(
     oversubscription: float = 1.0,
     gpus_per_server: int = 1,
     prices: PriceTable | None = None,
+    max_bandwidth: float | None = None,
 ) -> CostEquivalent:
     """TopoOpt's cost-equivalent fat-tree: the Clos fabric whose capex equals ``target_capex``.
 
@@ -644,7 +650,10 @@ def cost_equivalent_fat_tree(
         of the fabric at the faster speed, capex ``(1 - t) C_lo + t C_hi = target`` and
         bandwidth per server ``(1 - t) s_lo + t s_hi``. The simulated fabric is the endpoint
         with more tiers at that mixed rate. Above the fastest catalogue step the fabric is that
-        step (``info["capped"]``, capex below the target).
+        step (``info["capped"] == "catalogue"``, capex below the target); with
+        ``max_bandwidth`` (bytes/s per server) it never buys more than that
+        (``info["capped"] == "max_bandwidth"``: ``compare`` passes the ideal switch's
+        ``degree x B``, so the ideal switch stays a bound).
         ``oversubscription``: keep ``port_bandwidth`` and return the smallest oversubscription
         whose capex does not exceed the target, among ``(k/2)/u`` for a k-ary fat-tree (every
         uplink count ``u``) or :data:`OVERSUBSCRIPTION_STEPS` for a leaf-spine (``family``,
@@ -672,7 +681,9 @@ def cost_equivalent_fat_tree(
     prices = load_prices() if prices is None else prices
     r = check_float("oversubscription", oversubscription, 1.0, strict=False)
     if vary == "bandwidth":
-        return _catalogue_equivalent(target, servers, r, gpus_per_server, prices)
+        cap = None if max_bandwidth is None else check_float("max_bandwidth", max_bandwidth)
+        mg = None if cap is None else cap * 8.0 / 1e9
+        return _catalogue_equivalent(target, servers, r, gpus_per_server, prices, mg)
     if vary != "oversubscription":
         raise InputError("vary", vary, "bandwidth or oversubscription")
 

@@ -20,8 +20,11 @@ Fabric names (:data:`FABRICS`):
 ``fat-tree-oversub``
     The same with ``oversubscription`` (default 4:1) at the leaves.
 ``fat-tree-cost-equivalent``
-    Full-bisection leaf-spine whose NIC bandwidth is chosen so that its capex equals the
-    ``topoopt`` optical design's (TopoOpt's "cost-equivalent fat-tree").
+    The fastest full-bisection Clos (one or two tiers) that the ``topoopt`` optical design's
+    capex buys from the price table's switch catalogue, mixing two catalogue speeds to spend
+    exactly that capex (TopoOpt's "cost-equivalent fat-tree";
+    :func:`topoopt.fabrics.cost.cost_equivalent_fat_tree`). Its row's ``fabric_info`` says
+    what was bought: tiers, switch model, leaves, spines, link rate, the mix.
 ``torus``
     A ``D``-dimensional torus of ``B`` links with ``D = min(3, degree // 2)`` (a ring for 2 or 3
     ports, 2-D for 4 or 5, 3-D from 6), dimension sizes as equal as possible,
@@ -53,6 +56,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from topoopt.fabrics.catalogue import packed_spines
 from topoopt.fabrics.cost import cost as fabric_cost
 from topoopt.fabrics.cost import cost_equivalent_fat_tree
 from topoopt.fabrics.expander import expander
@@ -73,6 +77,7 @@ __all__ = [
     "CompareResult",
     "build_fabric",
     "compare",
+    "cost_columns",
     "leaf_hosts",
     "torus_dims",
 ]
@@ -105,6 +110,38 @@ class FabricRun:
     capex_usd: float = 0.0
     power_w: float = 0.0
     note: str = ""
+    cost_detail: dict | None = None
+    """``capex_breakdown``, ``power_breakdown``, ``fabric_info`` when the fabric's capex is not
+    the price of its bill of materials (the cost-equivalent fat-tree's speed mix)."""
+
+
+def cost_columns(run: FabricRun, prices=None) -> dict[str, Any]:
+    """The transparent-cost columns of a comparison row (issue 13).
+
+    ``server_bandwidth`` (bytes/s of network bandwidth per server: the mean over servers of the
+    sum of their NIC ports' rates, :attr:`Fabric.server_bandwidth`), ``capex_breakdown`` and
+    ``power_breakdown`` (component -> USD / W, :data:`topoopt.fabrics.cost.COMPONENTS`, summing
+    to the row's capex and power) and ``fabric_info`` (family and builder parameters; for the
+    cost-equivalent fat-tree its tiers, switches, link rate, oversubscription, the catalogue mix
+    and every catalogue step, :func:`topoopt.fabrics.cost.cost_equivalent_fat_tree`).
+    """
+    fab = run.fabric
+    if run.cost_detail is not None:
+        detail = dict(run.cost_detail)
+    else:
+        rep = fabric_cost(fab, prices)
+        params = {
+            k: v
+            for k, v in fab.params.items()
+            if isinstance(v, int | float | str | bool)
+            or (isinstance(v, list | tuple) and len(v) <= 16)
+        }
+        detail = {
+            "capex_breakdown": rep.capex_by_component,
+            "power_breakdown": rep.power_by_component,
+            "fabric_info": {"family": fab.family, "switches": fab.n_switches, **params},
+        }
+    return {"server_bandwidth": float(np.mean(fab.server_bandwidth)), **detail}
 
 
 @dataclass
@@ -181,19 +218,32 @@ def build_fabric(
         # a bound: server to server in one link's latency, the least any fabric offers
         fab = ideal(n, d, B, latency=DEFAULT_LINK_LATENCY / 2, **common)
     elif name == "fat-tree":
-        fab = leaf_spine(n, 1.0, leaf_hosts=leaf_hosts(n), port_bandwidth=d * B, **common)
+        # spines bought for their ports (bundles), not one mostly-empty spine per uplink
+        h = leaf_hosts(n)
+        sp = packed_spines(n, 1.0, 64, h)
+        fab = leaf_spine(n, 1.0, leaf_hosts=h, spines=sp, port_bandwidth=d * B, **common)
     elif name == "fat-tree-oversub":
+        h = leaf_hosts(n)
+        sp = packed_spines(n, oversubscription, 64, h)
         fab = leaf_spine(
-            n, oversubscription, leaf_hosts=leaf_hosts(n), port_bandwidth=d * B, **common
+            n, oversubscription, leaf_hosts=h, spines=sp, port_bandwidth=d * B, **common
         )
     elif name == "fat-tree-cost-equivalent":
         ref = designs.get("topoopt") or build_fabric(
             "topoopt", workload, d, B, seed=seed, prices=prices, designs=designs
         )
+        # never more than the ideal switch's d x B per server: the ideal stays a bound
         eq = cost_equivalent_fat_tree(
-            ref.capex_usd, n, vary="bandwidth", port_bandwidth=d * B, prices=prices, **common
+            ref.capex_usd, n, prices=prices, max_bandwidth=d * B, **common
         )
-        fab = eq.fabric
+        # capex is the catalogue speed mix's (module docstring of topoopt.fabrics.cost)
+        run = FabricRun(name, eq.fabric, workload, capex_usd=eq.capex_usd, power_w=eq.power_w)
+        run.cost_detail = {
+            "capex_breakdown": eq.capex_breakdown,
+            "power_breakdown": eq.power_breakdown,
+            "fabric_info": eq.info,
+        }
+        return run
     elif name == "torus":
         # never more than the degree's ports: a ring (1-D) for 2-3 ports, 2-D for 4-5, 3-D above
         if d < 2:
@@ -296,7 +346,9 @@ def compare(
         iteration's critical path), ``exposed_comm_s`` (``iteration_s - compute_s``; at most
         ``comm_s``), ``comm_busy_s`` (time some communication is in flight), ``comm_alone_s``
         (the communication alone, phases in sequence; see the module docstring),
-        ``capex_usd``, ``power_w``, ``iterations_per_s_per_musd`` (throughput per million USD of
+        ``capex_usd``, ``power_w``, ``server_bandwidth`` (bytes/s per server),
+        ``capex_breakdown``, ``power_breakdown`` (component -> USD / W) and ``fabric_info``
+        (:func:`cost_columns`), ``iterations_per_s_per_musd`` (throughput per million USD of
         network), ``ratio_to_ideal`` (iteration time over the ideal switch's), ``build_s``,
         ``simulate_s``, plus the solver's ``objective_s``, ``lower_bound_s`` and ``gap`` for
         designed fabrics.
@@ -347,6 +399,7 @@ def compare(
             "comm_alone_s": cm.total_s,
             "capex_usd": run.capex_usd,
             "power_w": run.power_w,
+            **cost_columns(run, prices),
             "build_s": t1 - t0,
             "simulate_s": t2 - t1,
         }

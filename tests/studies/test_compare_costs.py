@@ -1,0 +1,125 @@
+"""Transparent costs in ``compare`` (issue 13): bandwidth per server, capex / power by
+component, and the cost-equivalent fat-tree explaining itself."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from topoopt.fabrics.cost import COMPONENTS, load_prices
+from topoopt.studies.compare import compare
+from traffic.load import load_workload
+
+B = 12.5e9  # 100 Gbps
+D = 4
+P = load_prices()
+FABRICS = [
+    "ideal",
+    "fat-tree",
+    "fat-tree-oversub",
+    "fat-tree-cost-equivalent",
+    "torus",
+    "expander",
+    "hybrid",
+    "topoopt",
+]
+
+
+@pytest.fixture(scope="module")
+def table():
+    w = load_workload("dlrm")  # 16 servers x 8 GPUs
+    assert w.servers == 16
+    return compare(w, FABRICS, degree=D, link_bandwidth=B).table.set_index("fabric")
+
+
+def test_server_bandwidth_by_hand(table):
+    """Every fabric but the cost-equivalent fat-tree gets degree x B per server: the ideal
+    switch (4 ports of B), the fat-trees (one NIC of 4B), the 2-D torus (4 links of B), the
+    expander and TopoOpt (4 circuits of B), the hybrid (one 2B NIC + 2 optical ports of B)."""
+    for name in ("ideal", "fat-tree", "fat-tree-oversub", "torus", "expander", "hybrid", "topoopt"):
+        assert table.loc[name, "server_bandwidth"] == pytest.approx(D * B, rel=1e-12), name
+    eq = table.loc["fat-tree-cost-equivalent"]
+    info = eq["fabric_info"]
+    assert eq["server_bandwidth"] == pytest.approx(info["link_gbps"] * 1e9 / 8, rel=1e-12)
+    assert eq["server_bandwidth"] <= D * B * (1 + 1e-12)  # never above the ideal's
+
+
+def test_breakdowns_sum_to_the_totals(table):
+    for name, row in table.iterrows():
+        cb, pb = row["capex_breakdown"], row["power_breakdown"]
+        assert set(cb) <= set(COMPONENTS) and set(pb) <= set(COMPONENTS), name
+        assert sum(cb.values()) == pytest.approx(row["capex_usd"], rel=1e-12), name
+        assert sum(pb.values()) == pytest.approx(row["power_w"], rel=1e-12), name
+
+
+def test_fat_tree_breakdown_closed_form(table):
+    """16 servers, 8 per leaf: 2 leaves with 8 uplinks each, packed on one 64-port spine.
+    32 cables (16 host + 16 uplinks), 64 transceivers, 3 switches of 64 ports, 16 NICs, all at
+    400 Gbps (one NIC of degree x B)."""
+    nic, tr, sw = P.unit("nic_port", 400), P.unit("transceiver", 400), P.unit("switch_port", 400)
+    fib = P.unit("fibre")
+    want = {
+        "nic": 16 * nic[0],
+        "transceiver": 64 * tr[0],
+        "switch": 192 * sw[0],
+        "cable": 32 * fib[0],
+    }
+    assert table.loc["fat-tree", "capex_breakdown"] == pytest.approx(want)
+    assert table.loc["fat-tree", "fabric_info"]["switches"] == 3
+    # the optical design: 64 NIC ports, transceivers, fibres and patch-panel ports of 100G
+    nic, tr = P.unit("nic_port", 100), P.unit("transceiver", 100)
+    want = {
+        "nic": 64 * nic[0],
+        "transceiver": 64 * tr[0],
+        "cable": 64 * fib[0],
+        "patch_panel": 64 * P.unit("patch_panel_port")[0],
+    }
+    assert table.loc["topoopt", "capex_breakdown"] == pytest.approx(want)
+
+
+def test_cost_equivalent_explains_itself(table):
+    eq = table.loc["fat-tree-cost-equivalent"]
+    info = eq["fabric_info"]
+    for key in ("tiers", "switch", "radix", "leaves", "spines", "link_gbps", "oversubscription"):
+        assert key in info, key
+    assert info["oversubscription"] == 1.0 and info["tiers"] in (1, 2)
+    # it costs what the optical design costs (unless capped at the ideal's bandwidth)
+    if info["capped"] is None:
+        assert eq["capex_usd"] == pytest.approx(table.loc["topoopt", "capex_usd"], rel=1e-9)
+    else:
+        assert eq["capex_usd"] <= table.loc["topoopt", "capex_usd"] * (1 + 1e-12)
+    # the mix: shares sum to 1 and the link rate is their weighted speed
+    mix = info["mix"]
+    assert sum(m["share"] for m in mix) == pytest.approx(1.0)
+    assert info["link_gbps"] == pytest.approx(sum(m["share"] * m["gbps"] for m in mix))
+    json.dumps(info)  # JSON-able as is
+
+
+def test_cost_figures(table):
+    from topoopt.report.cost_figures import breakeven_curve, cost_breakdown_bars
+
+    t = table.reset_index()
+    fig = cost_breakdown_bars(t, "capex")
+    assert fig.layout.barmode == "stack"
+    # one stacked trace per component present; the stacks add up to each row's capex (M$)
+    stacks = np.sum([np.asarray(tr.y) for tr in fig.data], axis=0)
+    assert stacks == pytest.approx(t["capex_usd"].to_numpy() * 1e-6)
+    assert {tr.name for tr in fig.data} <= set(COMPONENTS)
+    assert "Gbps/server" in fig.data[0].x[0]
+    power = cost_breakdown_bars(t, "power")
+    assert np.sum([np.asarray(tr.y) for tr in power.data], axis=0) == pytest.approx(
+        t["power_w"].to_numpy() * 1e-3
+    )
+    curve = pd.DataFrame(
+        {
+            "price_usd": [10.0, 100.0, 1000.0],
+            "iteration_s": [0.01, 0.02, np.inf],
+            "server_bandwidth": [5e10, 2e10, 0.0],
+        }
+    )
+    be = breakeven_curve(curve, 0.015, 50.0)
+    assert list(be.data[0].x) == [10.0, 100.0] and list(be.data[0].y) == [10.0, 20.0]
+    assert list(be.data[1].y) == [15.0, 15.0]
