@@ -22,10 +22,13 @@ Pipeline
    weighted by ``dur / (dur + slack)``). Plan-derived workloads use the phase problem.
 4. *Candidates.* The circuit sets of the congestion optimizer
    (:func:`solvers.joint.driver.candidate_circuits` on both the phase problem and the window
-   problem, the baselines' circuits), each routed twice by the routing LP -- on the phase
-   problem and on the window problem (ring orders carried back by
-   :func:`~solvers.joint.iteration_objective.remap_rings`) -- and simulated. Cheapest windows
-   objective first.
+   problem), the baselines' circuits and the circulant stride sets
+   (:func:`circulant_candidates`), cheapest :func:`~solvers.joint.driver.quick_score` on the
+   windows first; each is routed by the routing LP on the window problem (ring orders carried
+   back by :func:`~solvers.joint.iteration_objective.remap_rings`) and simulated, within
+   :data:`CANDIDATE_SHARE` of the work limit. The :data:`PHASE_ROUTED` fastest are routed again
+   on half and one and a half times as many windows, and simulated. (Plan-derived workloads:
+   every candidate is routed on the phase problem.)
 5. *Local search.* Degree-preserving 2-swaps on the incumbent's circuits
    (:func:`solvers.joint.local_search.swap_candidates`), guided by the window routing's hottest
    links (where critical bytes are most congested), each routed with the incumbent's routing
@@ -43,8 +46,9 @@ re-fills (a longer one stops deterministically and its design is not chosen). Th
 ``time_limit_s`` is only a cap: when it cuts a step, ``info["deterministic"]`` is False.
 
 When the flow model cannot judge (no compute model: a hand-made Workload or a problem without
-one; or the warm start's own simulation does not fit the work limit, as for the 128-server DLRM
-task graph), the congestion objective decides (:func:`solvers.joint.driver.joint_design`) and
+one; more than :data:`ITERATION_MAX_SERVERS` servers, as the 128-server DLRM task graph; or the
+warm start's first simulation needs more than :data:`FIRST_SIMULATION_SHARE` of the work
+limit), the congestion objective decides (:func:`solvers.joint.driver.joint_design`) and
 ``info["objective"]`` says so with the reason.
 
 No priorities: the flow model shares every link max-min fairly between all flows, and the
@@ -69,6 +73,7 @@ from solvers.joint.iteration_objective import (
     ideal_reference,
     iteration_time,
     remap_rings,
+    window_count,
     window_problem,
 )
 from solvers.problem import DesignProblem
@@ -81,7 +86,7 @@ __all__ = [
     "WARM_START",
 ]
 
-DEFAULT_ITERATION_WORK_LIMIT = 30.0
+DEFAULT_ITERATION_WORK_LIMIT = 40.0
 """Default work limit of :func:`iteration_design`, in work units (about one core-second each).
 The 16-server TopoOpt task graphs take about 0.5-1 unit per candidate (a routing LP and a
 simulation), so about 30-60 designs are simulated."""
@@ -91,9 +96,19 @@ WORK_PER_SIMULATED_FLOW = 1.5e-4
 about 0.5 s for the 3,000 flows of the 16-server CANDLE task graph on the reference machine),
 charged on top of the re-fills (:data:`solvers.joint.driver.WORK_PER_REFILL`)."""
 
-PHASE_ROUTED = 3
-"""The best candidates (by simulated iteration with the window routing) also routed on the
-phase problem."""
+PHASE_ROUTED = 2
+"""The best candidates (by simulated iteration with the window routing) are also routed on
+half and one and a half times as many windows (the routing LP's optimum is one of many
+congestion-equivalent routings; the flow model tells them apart)."""
+
+CANDIDATE_SHARE = 0.6
+"""The candidates are simulated while the work used is below this share of the work limit; the
+rest goes to the best ones' other routings and to the swap search."""
+
+ITERATION_MAX_SERVERS = 64
+"""Above this many servers the congestion objective decides (a deterministic size rule: a
+flow simulation of the 128-server DLRM task graph's TopoOpt design takes about 20 s, the whole
+60 s budget holds three)."""
 
 MAX_CIRCULANTS = 40
 """At most this many circulant stride sets are candidates (:func:`circulant_candidates`)."""
@@ -245,6 +260,12 @@ def iteration_design(
     if not has_compute_model(workload) or problem.n_phases == 0:
         return fallback("the workload has no compute model: the iteration cannot be simulated")
 
+    n = problem.n
+    if n > ITERATION_MAX_SERVERS:
+        return fallback(
+            f"{n} servers > {ITERATION_MAX_SERVERS}: one flow simulation takes about as long as "
+            "the whole search budget"
+        )
     meter = _Meter(wl)
     capped: list[str] = []
     info: dict = {"objective": "iteration", "seed": int(seed), "work_limit": wl}
@@ -301,7 +322,13 @@ def iteration_design(
         progress(best[0], bound)
 
     # ---- 3. criticality windows
-    windows = window_problem(problem, sched) if sched is not None else problem
+    routings: dict[str, DesignProblem] = {"phases": problem}
+    if sched is not None:
+        k = window_count(n)
+        routings["windows"] = window_problem(problem, sched, k)
+        for k2 in sorted({max(2, k // 2), 3 * k // 2} - {k}):
+            routings[f"windows/{k2}"] = window_problem(problem, sched, k2)
+    windows = routings.get("windows", problem)
     info["windows"] = windows.n_phases if windows is not problem else 0
 
     from solvers.joint.driver import candidate_circuits, quick_score, route_design, to_design
@@ -331,9 +358,7 @@ def iteration_design(
         for kind in kinds:
             if not meter.allows() or time.perf_counter() >= end:
                 break
-            prob = problem if kind == "phases" else windows
-            if kind == "windows" and windows is problem:
-                continue
+            prob = routings[kind]
             d, util = routed_design(c, prob, name)
             if d is None:
                 continue
@@ -350,8 +375,7 @@ def iteration_design(
         return out
 
     # ---- 4. candidates: routed on the windows first (cheapest estimate first), then the best
-    # few on the phases too
-    n = problem.n
+    # few on the phases and on other window counts too
     raw = [(f"{b.solver} circuits", b.circuits) for b in bases]
     raw += candidate_circuits(problem, deadline=math.inf)
     if windows is not problem:
@@ -369,18 +393,21 @@ def iteration_design(
     first = ("windows",) if windows is not problem else ("phases",)
     cand_best: dict[bytes, tuple[float, str, np.ndarray]] = {}
     for i in order:
+        if meter.used >= CANDIDATE_SHARE * meter.limit and len(cand_best) >= 2:
+            break  # the rest of the budget: the best candidates' other routings, swaps
         if not meter.allows() or time.perf_counter() >= end:
             break
         nm, c = uniq[i]
         cand_best[c.tobytes()] = consider(c, nm, kinds=first)
     if windows is not problem:
         top = sorted(cand_best, key=lambda k: (cand_best[k][0], k))[:PHASE_ROUTED]
+        others = tuple(k for k in routings if k.startswith("windows/"))
         for key in top:
             if not meter.allows() or time.perf_counter() >= end:
                 break
             c = np.frombuffer(key, np.int64).reshape(-1, 3)
             nm = next(nm for nm, cc in uniq if cc.tobytes() == key)
-            got = consider(c, nm, kinds=("phases",))
+            got = consider(c, nm, kinds=others)
             if got[0] < cand_best[key][0]:
                 cand_best[key] = got
 
@@ -392,7 +419,7 @@ def iteration_design(
         key = min(cand_best, key=lambda k: (cand_best[k][0], k))
         cur_it, kind, util = cand_best[key]
         cur_c = np.frombuffer(key, np.int64).reshape(-1, 3)
-        if kind and util.size and windows is not problem:
+        if kind != "windows" and windows is not problem:
             _, util = routed_design(cur_c, windows, "local search guide")
         tabu: set[bytes] = set(cand_best)
         for _ in range(50):
@@ -412,7 +439,7 @@ def iteration_design(
                 it, kd, u2 = consider(cand, "swap", kinds=(kind or "phases",))
                 if it < cur_it * (1 - 1e-9):
                     cur_c, cur_it = cand, it
-                    if windows is not problem and kd == "phases":
+                    if windows is not problem and kd != "windows":
                         _, u2 = routed_design(cand, windows, "local search guide")
                     util = u2
                     improved = True
