@@ -334,3 +334,49 @@ def test_bad_input():
         simulate_iteration(Workload(2, 1, ()), fab)
     with pytest.raises(InputError, match="gpu.efficiency"):
         RooflineParams(efficiency=1.5)
+
+
+def test_critical_path_communication_of_a_two_stage_pipeline():
+    """Two stages on two servers, one micro-batch: F0 -> send -> F1 -> B1 -> send back -> B0.
+    Everything is on the critical path, so the communication on it is the two sends
+    (S/B + one 1 us hop each: link latency 0.5 us per ideal-switch link), the exposed
+    communication too, and the critical path's compute is F0 + F1 + B1 + B0."""
+    S, B, lat, flops = 1e6, 1e9, 0.5e-6, 1e9
+    w = pipeline_workload(2, 1, flops, S)
+    r = simulate_iteration(w, ideal(2, port_bandwidth=B, latency=lat), gpu=GPU)
+    send = S / B + 2 * lat
+    tf = flops / GPU.peak_flops
+    assert r.comm_s == pytest.approx(2 * send, rel=1e-9)
+    assert r.exposed_comm_s == pytest.approx(2 * send, rel=1e-9)
+    assert r.comm_by_class == pytest.approx({"pp": 2 * send}, rel=1e-9)
+    assert r.info["critical_path_compute_s"] == pytest.approx(2 * (tf + 2 * tf), rel=1e-9)
+    assert r.iteration_s == pytest.approx(r.comm_s + r.info["critical_path_compute_s"], rel=1e-12)
+
+
+def test_channels_of_one_collective_share_its_buckets():
+    """A gradient all-reduce split into two ring channels (as a design's rings) is one DDP
+    bucket stream: ceil(S_total / bucket) buckets, bucket k of both channels after bucket k-1
+    of both. On one switch the split changes nothing: the same iteration as the single ring
+    (before, each channel ran its own ceil(S/2 / bucket) buckets and the pair went faster)."""
+    g, S, B, lat = 4, 8e7, 1e10, 1e-6
+    info = {
+        "micro_batches": 1,
+        "forward_flops_per_microbatch_per_gpu": [4e10],
+        "parameters_per_gpu_per_stage": [0],
+    }
+    one = Demand("all-reduce", [np.arange(g)], S, "dp", "backward", stage=0)
+    rings = tuple(
+        Demand("all-reduce", [order], S / 2, "dp", "backward", stage=0, ordered=True)
+        for order in ([0, 1, 2, 3], [0, 3, 2, 1])
+    )
+    fab = ideal(g, port_bandwidth=B, latency=lat)
+    r1 = simulate_iteration(Workload(g, 1, (one,), info=info), fab, gpu=GPU, bucket_bytes=S / 4)
+    r2 = simulate_iteration(Workload(g, 1, rings, info=info), fab, gpu=GPU, bucket_bytes=S / 4)
+    assert (r1.timeline["kind"] == "sync").sum() == 4
+    assert (r2.timeline["kind"] == "sync").sum() == 2 * 4  # 4 buckets per channel, not 2
+    assert r2.iteration_s == pytest.approx(r1.iteration_s, rel=1e-9)
+    sync = r2.timeline[r2.timeline["kind"] == "sync"].sort_values("start_s")
+    starts = sync["start_s"].to_numpy().reshape(4, 2)
+    assert np.all(starts[:, 0] == starts[:, 1])  # both channels start each bucket together
+    ends = sync["finish_s"].to_numpy().reshape(4, 2).max(axis=1)
+    assert np.all(starts[1:, 0] >= ends[:-1] - 1e-15)  # after the previous bucket of both
