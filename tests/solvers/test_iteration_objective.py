@@ -242,3 +242,19 @@ def test_objective_keyword_is_checked_and_falls_back_without_compute_model():
     assert d.info["objective"] == "congestion" and "compute model" in d.info["objective_reason"]
     c = solve(p, "joint", time_limit_s=20, objective="congestion")
     assert c.info["objective"] == "congestion" and np.array_equal(c.circuits, d.circuits)
+
+
+def test_cli_objective_option():
+    import json
+
+    from typer.testing import CliRunner
+
+    from topoopt.cli.app import app
+
+    runner = CliRunner()
+    r = runner.invoke(app, ["design", "dlrm", "--degree", "4", "--objective", "makespan"])
+    assert r.exit_code == 2 and "objective" in r.output
+    args = ["design", "dlrm", "--degree", "4", "--objective", "congestion", "--work-limit", "0"]
+    r = runner.invoke(app, [*args, "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["info"]["objective"] == "congestion"
