@@ -1,7 +1,7 @@
 """Benchmark the joint optimizer's two objectives on TopoOpt's task graphs (prints a table).
 
-For each task graph (from ``tests/data/topoopt-taskgraphs`` or
-``../shared/data/topoopt-taskgraphs``) at 4 and 8 ports of 100 Gbps: the flow model's iteration
+For each task graph (from ``tests/data/topoopt-taskgraphs``, or the folder
+``TOPOOPT_TASKGRAPHS`` names) at 4 and 8 ports of 100 Gbps: the flow model's iteration
 time (:func:`solvers.realise.simulate_design`) on the ideal switch and on the designs of
 ``topoopt``, ``topoopt-released``, ``joint --objective congestion`` and ``joint --objective
 iteration``, each with its ratio to the ideal switch, and the solvers' wall seconds. The joint
@@ -23,6 +23,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -50,8 +51,8 @@ LINK_BANDWIDTH = 100e9 / 8  # 100 Gbps in bytes/s
 
 
 def taskgraph_dir() -> Path:
-    for p in (ROOT / "tests" / "data" / "topoopt-taskgraphs",
-              ROOT.parent / "shared" / "data" / "topoopt-taskgraphs"):  # fmt: skip
+    env = os.environ.get("TOPOOPT_TASKGRAPHS")
+    for p in ([Path(env)] if env else []) + [ROOT / "tests" / "data" / "topoopt-taskgraphs"]:
         if p.is_dir():
             return p
     raise SystemExit("no task graph folder (tests/data/topoopt-taskgraphs)")

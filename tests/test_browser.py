@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from topoopt.studies.demo import DEMO_DEGREES, DEMO_FABRICS, DEMO_PLANS
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = [
     "--headless",
@@ -72,6 +74,12 @@ def test_every_figure_is_rendered_without_console_errors(report, tmp_path):
         # plotly.js marks a drawn figure with the class js-plotly-plot
         assert "js-plotly-plot" in rendered.get(fid, ""), f"figure {fid} was not rendered"
     assert r.stdout.count("main-svg") >= 2 * len(figures)
+    # the summary table is drawn first, above every figure, with a row per plan/ports/fabric
+    dom = r.stdout
+    top = dom.index('<table class="summary">')
+    assert top < min(dom.index(f'id="{fid}"') for fid in figures)
+    table = dom[top : dom.index("</table>", top)]
+    assert table.count("<tr>") == 1 + len(DEMO_PLANS) * len(DEMO_DEGREES) * len(DEMO_FABRICS)
     console = [ln for ln in r.stderr.splitlines() if ":CONSOLE" in ln]
     errors = [ln for ln in console if re.search(r"error|uncaught|exception", ln, re.I)]
     assert not errors, "\n".join(errors)

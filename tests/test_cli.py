@@ -346,3 +346,21 @@ def test_real_demo_progress_has_no_source_locations(demo_run):
     assert "traffic of dlrm" in err
     assert not re.search(r"demo\.py:\d+|\w+\.py:\d+\s*$", err, re.M), err[-2000:]
     assert err.count(f"wrote {demo_run.report}") == 1
+
+
+@pytest.mark.parametrize(
+    "args,caption,cell",
+    [
+        (["fabric", "fat-tree", "--k", "4"], "Fabric", '<td class="num">16</td>'),
+        (["traffic", "dlrm"], "Bytes per iteration, by class", "<td>embedding</td>"),
+    ],
+    ids=["fabric", "traffic"],
+)
+def test_html_pages_start_with_a_summary_table(tmp_path, args, caption, cell):
+    out = tmp_path / "page.html"
+    r = runner.invoke(app, [*args, "--html", str(out)])
+    assert r.exit_code == 0, r.output
+    page = out.read_text()
+    top = page.index(f'<table class="summary"><caption>{caption}</caption>')
+    assert top < page.index('<section class="figure">')
+    assert cell in page[top : page.index("</table>", top)]

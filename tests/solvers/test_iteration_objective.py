@@ -20,10 +20,8 @@ from traffic.workload import Demand, TaskGraph, Workload
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKGRAPHS = next(
-    (p for p in (ROOT / "tests" / "data" / "topoopt-taskgraphs",
-                 ROOT.parent / "shared" / "data" / "topoopt-taskgraphs") if p.is_dir()),
-    None,
-)  # fmt: skip
+    (p for p in (ROOT / "tests" / "data" / "topoopt-taskgraphs",) if p.is_dir()), None
+)  # the TopoOpt task graphs shipped with the tests (tests/data/README.md)
 
 
 def _chain_workload(n, transfers, compute=1e-3):

@@ -82,7 +82,10 @@ def _finish(fabric, as_json: bool, html: Path | None, force: bool, prices: Path 
         from topoopt.report.html import page_html
 
         title = f"topoopt fabric: {fabric.family}, {fabric.n_servers} servers"
-        write_output_text(out, page_html([(DIV_ID, fabric_figure(fabric))], title))
+        summary = _summary_frame(report)
+        write_output_text(
+            out, page_html([(DIV_ID, fabric_figure(fabric))], title, summary=[("Fabric", summary)])
+        )
     if as_json:
         emit_json(report)
         return
@@ -109,6 +112,27 @@ def _finish(fabric, as_json: bool, html: Path | None, force: bool, prices: Path 
     for k, v in report["bom"].items():
         bom.add_row(k, f"{v:,}")
     stdout.print(bom)
+
+
+def _summary_frame(report: dict[str, Any]):
+    """The report's headline numbers as a one-row table (the top of the --html page)."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        [
+            {
+                "family": report["family"],
+                "servers": report["servers"],
+                "switches": report["switches"],
+                "OCS / patch panels": f"{report['ocs']} / {report['patch_panels']}",
+                "links": report["links"],
+                "bisection Gbps": report["bisection_bandwidth"] * 8 / 1e9,
+                "diameter": "-" if report["diameter"] is None else report["diameter"],
+                "capex USD": report["capex_usd"],
+                "power W": report["power_w"],
+            }
+        ]
+    )
 
 
 def _circuits(path: Path | None):

@@ -95,7 +95,20 @@ def traffic_command(
             ("traffic-heatmap", server_heatmap(server_pairs)),
             ("traffic-classes", class_bars(class_table(workload, server_pairs))),
         ]
-        write_output_text(html, page_html(figs, f"Traffic of {workload.name or plan}"))
+        from topoopt.report.traffic_figures import format_bytes
+
+        classes = class_table(workload, server_pairs)
+        cols = ["bytes", "bytes_per_gpu", "intra_server_bytes", "inter_server_bytes"]
+        shown = classes[["class", *cols]].copy()
+        for c in cols:
+            shown[c] = [format_bytes(v) for v in shown[c]]
+        shown.columns = ["class", "total", "per GPU", "intra-server", "inter-server"]
+        page = page_html(
+            figs,
+            f"Traffic of {workload.name or plan}",
+            summary=[("Bytes per iteration, by class", shown)],
+        )
+        write_output_text(html, page)
     if as_json:
         emit_json(summary)
         return
