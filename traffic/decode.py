@@ -55,7 +55,6 @@ __all__ = [
 M = TypeVar("M", bound=BaseModel)
 
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 
 
 def read_input(path: str | os.PathLike, what: str, max_bytes: int | None = None) -> bytes:
@@ -125,13 +124,62 @@ def decode_text(data: bytes, name: str) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def _json_depth(raw: bytes) -> int:
-    """Deepest ``[``/``{`` nesting of JSON text (strings blanked first); vectorised."""
-    body = _STRING.sub(b'""', raw)
-    a = np.frombuffer(body, np.uint8)
-    step = (a == ord("[")).astype(np.int32) + (a == ord("{"))
-    step -= (a == ord("]")).astype(np.int32) + (a == ord("}"))
-    return int(np.cumsum(step).max()) if a.size else 0
+def _json_depth(raw: bytes, a: np.ndarray | None = None) -> int:
+    r"""Deepest ``[``/``{`` nesting of JSON text, brackets inside strings not counted; vectorised.
+
+    A quote is a string delimiter unless an odd run of backslashes precedes it. Only the quotes
+    and brackets are kept (and the backslashes, when there are any), so the scan is a few passes
+    over the bytes.
+
+    >>> _json_depth(b'{"a": [[1], "]]]["], "b": {}}'), _json_depth(b'["\\\\", ["\\"]"]]')
+    (3, 2)
+    """
+    a = np.frombuffer(raw, np.uint8) if a is None else a
+    special = (a == ord("[")) | (a == ord("{")) | (a == ord("]")) | (a == ord("}"))
+    special |= a == ord('"')
+    escapes = b"\\" in raw
+    if escapes:
+        special |= a == ord("\\")
+    pos = np.flatnonzero(special)
+    c = a[pos]
+    if not c.size:
+        return 0
+    quote = c == ord('"')
+    if escapes:
+        bs = c == ord("\\")
+        k = np.arange(c.size)
+        # a backslash run: consecutive backslashes at consecutive byte positions
+        joined = np.zeros(c.size, bool)
+        joined[1:] = bs[1:] & bs[:-1] & (np.diff(pos) == 1)
+        run_start = np.maximum.accumulate(np.where(bs & ~joined, k, 0))
+        run_len = k - run_start + 1
+        before = np.zeros(c.size, np.int64)  # backslashes right before element k
+        adj = np.zeros(c.size, bool)
+        adj[1:] = bs[:-1] & (np.diff(pos) == 1)
+        before[1:] = np.where(adj[1:], run_len[:-1], 0)
+        quote &= before % 2 == 0
+    inside = (np.cumsum(quote) % 2).astype(bool) & ~quote
+    step = ((c == ord("[")) | (c == ord("{"))).astype(np.int32)
+    step -= ((c == ord("]")) | (c == ord("}"))).astype(np.int32)
+    step[inside] = 0
+    return int(np.cumsum(step).max())
+
+
+def _number_risks(a: np.ndarray) -> tuple[bool, bool]:
+    """Whether the bytes hold a run of >= 19 digits (an integer that may leave int64) and an
+    exponent of >= 3 digits or a run of >= 300 digits (a number that may overflow)."""
+    d = (a >= ord("0")) & (a <= ord("9"))
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], d, [False])).astype(np.int8)))
+    longest = int((edges[1::2] - edges[::2]).max()) if edges.size else 0
+    e = np.flatnonzero((a == ord("e")) | (a == ord("E")))
+    big_exp = False
+    if e.size:
+        sign = (e + 1 < a.size) & np.isin(a[np.minimum(e + 1, a.size - 1)], (ord("+"), ord("-")))
+        first = e + 1 + sign
+        ok = first + 2 < a.size
+        f = first[ok]
+        big_exp = bool(np.any(d[f] & d[f + 1] & d[f + 2]))
+    return longest >= 19, big_exp or longest >= 300
 
 
 def parse_json(text: str, name: str) -> Any:
@@ -153,12 +201,14 @@ def parse_json(text: str, name: str) -> Any:
     x.json: got 'nesting depth 40'; allowed: at most 32 nested lists/objects
     """
     raw = text.encode("utf-8", "surrogatepass")
+    arr = np.frombuffer(raw, np.uint8)
     if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:
-        depth = _json_depth(raw)
+        depth = _json_depth(raw, arr)
         if depth > MAX_DEPTH:
             raise InputError(
                 name, f"nesting depth {depth}", f"at most {MAX_DEPTH} nested lists/objects"
             )
+    long_int, big_float = _number_risks(arr)
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         out = dict(items)
@@ -185,14 +235,13 @@ def parse_json(text: str, name: str) -> Any:
             raise InputError(name, s, "a finite number")
         return f
 
+    hooks: dict[str, Any] = {}
+    if long_int:  # only then can an integer leave int64 (slow path)
+        hooks["parse_int"] = integer
+    if big_float:  # only then can a number overflow to infinity (slow path)
+        hooks["parse_float"] = real
     try:
-        data = json.loads(
-            text,
-            object_pairs_hook=pairs,
-            parse_constant=constant,
-            parse_int=integer,
-            parse_float=real,
-        )
+        data = json.loads(text, object_pairs_hook=pairs, parse_constant=constant, **hooks)
     except json.JSONDecodeError as exc:
         where = f"invalid JSON ({exc.msg}) at line {exc.lineno} column {exc.colno}"
         raise InputError(name, where, "a JSON document") from None
