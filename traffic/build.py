@@ -47,6 +47,13 @@ def _conventions(plan: Plan) -> dict[str, Any]:
         c.update(
             recompute=par.recompute,
             sequence_parallel=par.sp and par.tp > 1,
+            sp_embedding_output=(
+                None
+                if not (par.sp and par.tp > 1 and opt.edge_extras)
+                else "all-reduce, then split (learned positions)"
+                if m.position == "learned"
+                else "reduce-scatter"
+            ),
             sp_regather=opt.sp_regather,
             tied_embeddings=plan.tied,
             edge_extras=opt.edge_extras,

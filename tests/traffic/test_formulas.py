@@ -404,7 +404,10 @@ def test_sp_embedding_output_follows_the_position_embedding():
         ("all-gather", "backward"): 2 * blocks * m,  # with the re-gather
         ("reduce-scatter", "backward"): blocks * m,
     }
-    gpt = counts(workload_from_plan(plan("learned")))
+    wg = workload_from_plan(plan("learned"))
+    assert wg.conventions["sp_embedding_output"] == "all-reduce, then split (learned positions)"
+    assert workload_from_plan(plan("rope")).conventions["sp_embedding_output"] == "reduce-scatter"
+    gpt = counts(wg)
     assert gpt == {**layers_only, ("all-reduce", "forward"): m,
                    ("all-gather", "backward"): 2 * blocks * m + m}  # fmt: skip
     for position in ("rope", "none"):
