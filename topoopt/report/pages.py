@@ -11,6 +11,7 @@ from topoopt.report.compare_figures import (
     time_vs_capex,
     utilisation_cdf,
 )
+from topoopt.report.cost_figures import cost_breakdown_bars
 from topoopt.report.design_figures import circuit_graph, optimizer_traces
 from topoopt.report.html import page_html
 
@@ -23,6 +24,7 @@ SUMMARY_COLUMNS = (
     ("exposed ms", "exposed_comm_s", 1e3),
     ("capex M$", "capex_usd", 1e-6),
     ("power kW", "power_w", 1e-3),
+    ("Gbps/server", "server_bandwidth", 8e-9),
     ("x ideal", "ratio_to_ideal", 1.0),
 )
 
@@ -65,6 +67,14 @@ def compare_figures(res, prefix: str = "compare", label: str = "") -> list:
             time_vs_capex(res.table, title=f"{lab}iteration time vs network capex"),
         ),
         (f"{prefix}-ratios", ratio_bars(res.table, title=f"{lab}ratio to the ideal switch")),
+        (
+            f"{prefix}-capex-breakdown",
+            cost_breakdown_bars(res.table, "capex", title=f"{lab}network capex by component"),
+        ),
+        (
+            f"{prefix}-power-breakdown",
+            cost_breakdown_bars(res.table, "power", title=f"{lab}network power by component"),
+        ),
         (
             f"{prefix}-utilisation",
             utilisation_cdf(

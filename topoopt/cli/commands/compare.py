@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +15,7 @@ from topoopt.cli.common import (
     handle_errors,
     prepare_output,
     stdout,
+    to_jsonable,
     write_output_text,
     write_output_with,
 )
@@ -57,6 +59,13 @@ def compare_command(
     oversubscription: Annotated[float, typer.Option(help="Of fat-tree-oversub / hybrid")] = 4.0,
     time_limit: Annotated[float, typer.Option(help="Seconds for the joint optimizer")] = 30.0,
     seed: Annotated[int, typer.Option(help="Seed of every random choice")] = 0,
+    prices: Annotated[
+        str | None,
+        typer.Option(help="Price table: a YAML file merged over the defaults, or a preset name"),
+    ] = None,
+    preset: Annotated[
+        str | None, typer.Option(help="Named price table (topoopt-paper), see docs/costs.md")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     csv: Annotated[Path | None, typer.Option(help="Write the table as CSV")] = None,
     html: Annotated[Path | None, typer.Option(help="Write the interactive report")] = None,
@@ -69,6 +78,9 @@ def compare_command(
     prepare_output(csv, force, "--csv")
     prepare_output(html, force, "--html")
     names = [f.strip() for f in fabrics.split(",") if f.strip()]
+    from topoopt.fabrics.cost import resolve_prices
+
+    price_table = resolve_prices(prices, preset)
     workload = load_workload(plan)
     res = compare(
         workload,
@@ -78,11 +90,19 @@ def compare_command(
         oversubscription=oversubscription,
         seed=seed,
         time_limit_s=time_limit,
+        prices=price_table,
         progress=lambda m: print(m, file=sys.stderr),
     )
     table = res.table
+    res.params["prices"] = price_table.source
     if csv is not None:
-        write_output_with(csv, lambda t: table.to_csv(t, index=False))
+        flat = table.copy()
+        for col in ("capex_breakdown", "power_breakdown", "fabric_info"):
+            if col in flat:  # nested columns as one JSON document per cell
+                flat[col] = [
+                    json.dumps(to_jsonable(v), sort_keys=True, allow_nan=False) for v in flat[col]
+                ]
+        write_output_with(csv, lambda t: flat.to_csv(t, index=False))
     if html is not None:
         from topoopt.report.pages import compare_page
 
@@ -98,6 +118,7 @@ def compare_command(
         ("exposed ms", "exposed_comm_s", 1e3),
         ("capex M$", "capex_usd", 1e-6),
         ("power kW", "power_w", 1e-3),
+        ("Gbps/server", "server_bandwidth", 8e-9),
         ("x ideal", "ratio_to_ideal", 1.0),
     ]
     for head, _, _ in cols:
