@@ -254,8 +254,10 @@ def build_fabric(
     elif name == "expander":
         fab = expander(n, d, seed, B, **common)
     elif name == "hybrid":
-        if d < 2:
-            raise InputError("degree", d, "at least 2 for a hybrid (half electrical, half optical)")
+        if d < 4:  # the optical half (d // 2 ports) is a circulant of at least 2 ports
+            raise InputError(
+                "degree", d, "at least 4 for a hybrid (half electrical, 2 or more optical)"
+            )
         fab = hybrid(
             n,
             d // 2,
