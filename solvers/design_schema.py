@@ -16,7 +16,7 @@
    fabric is built), path weights are in (0, 1] and sum to 1 per commodity; ring members are
    distinct sorted servers, the order is a permutation of the members, rings of one group have
    the same members and weights summing to 1; ``reserved_ports`` has one value ``0..degree`` per
-   server.
+   server. Bandwidths are in ``[1, 1e15]`` bytes/s and no path crosses a hop twice.
 
 :func:`check_design_rings` then checks the rings against the problem being simulated (phase
 names, group indices, members equal to the group's servers).
@@ -37,6 +37,8 @@ from traffic.limits import check_count
 
 __all__ = [
     "MAX_SERVERS",
+    "MIN_BANDWIDTH",
+    "MAX_BANDWIDTH",
     "WEIGHT_TOLERANCE",
     "RingDocument",
     "RoutingDocument",
@@ -52,6 +54,13 @@ __all__ = [
 MAX_SERVERS = 2**31 - 1
 """Largest server count (and server id + 1) of a design."""
 
+MIN_BANDWIDTH = 1.0
+"""Smallest link bandwidth of a design, bytes/s (with iteration bytes below 2**62 every time
+stays finite)."""
+
+MAX_BANDWIDTH = 1e15
+"""Largest link bandwidth of a design, bytes/s (8 Pbps)."""
+
 WEIGHT_TOLERANCE = 1e-6
 """Path weights of a commodity, and ring weights of a group, sum to 1 within this."""
 
@@ -59,6 +68,7 @@ _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 _Nat = Annotated[int, Field(ge=0, le=2**62)]
 _Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 _Row = Annotated[list[_Nat], Field(min_length=3, max_length=3)]
+_Bandwidth = Annotated[float, Field(ge=MIN_BANDWIDTH, le=MAX_BANDWIDTH, allow_inf_nan=False)]
 
 
 class RingDocument(BaseModel):
@@ -95,7 +105,7 @@ class DesignDocument(BaseModel):
 
     servers: Annotated[int, Field(ge=1, le=MAX_SERVERS)]
     degree: Annotated[int, Field(ge=0, le=65536)]
-    link_bandwidth: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+    link_bandwidth: _Bandwidth
     circuits: list[_Row]
     rings: list[RingDocument]
     routing: RoutingDocument
@@ -123,9 +133,9 @@ class ElectricalDocument(BaseModel):
     spine_radix: Annotated[int, Field(ge=2, le=65536)] | None = None
     leaf_hosts: Annotated[int, Field(ge=1, le=65536)] | None = None
     k: Annotated[int, Field(ge=2, le=1024)] | None = None
-    port_bandwidth: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    port_bandwidth: _Bandwidth | None = None
     gpus_per_server: Annotated[int, Field(ge=1, le=65536)] | None = None
-    intra_server_bandwidth: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    intra_server_bandwidth: _Bandwidth | None = None
     latency: Annotated[float, Field(ge=0, le=1e3, allow_inf_nan=False)] | None = None
 
 
@@ -253,6 +263,26 @@ def _check_routing(r: RoutingDocument, n: int, name: str, hybrid: bool) -> None:
             i = _first(bad)
             at = int(pptr[i + 1] - 1)
             _fail(f"{f}.nodes[{at}]", int(tails[i]), f"the path's destination {dst[owner[i]]}")
+        # no directed hop twice in one path (the flow model carries a path over a link once)
+        if nodes.size > 1:
+            path_of = np.repeat(np.arange(p), np.diff(pptr))
+            last = np.zeros(nodes.size, bool)
+            last[pptr[1:] - 1] = True
+            hop = np.flatnonzero(~last)
+            order = np.lexsort((nodes[hop + 1], nodes[hop], path_of[hop]))
+            h = hop[order]
+            again = (
+                (path_of[h[1:]] == path_of[h[:-1]])
+                & (nodes[h[1:]] == nodes[h[:-1]])
+                & (nodes[h[1:] + 1] == nodes[h[:-1] + 1])
+            )
+            if again.any():
+                i = int(h[1:][again][0])
+                _fail(
+                    f"{f}.nodes[{i}:{i + 2}]",
+                    [int(nodes[i]), int(nodes[i + 1])],
+                    "paths that cross each hop at most once",
+                )
         sums = np.add.reduceat(w, cptr[:-1]) if k else np.zeros(0)
         off = np.abs(sums - 1.0) > WEIGHT_TOLERANCE
         if off.any():

@@ -300,6 +300,16 @@ def _append_dup(path: tuple) -> Edit:
     return apply
 
 
+def _revisit(tree: Any) -> Any:
+    """The first path goes src -> dst -> src -> dst (its first hop twice)."""
+    r = tree["routing"]
+    a, b = r["nodes"][0], r["nodes"][r["path_ptr"][1] - 1]
+    r["nodes"][0 : r["path_ptr"][1]] = [a, b, a, b]
+    grow = 4 - r["path_ptr"][1]
+    r["path_ptr"] = [0] + [x + grow for x in r["path_ptr"][1:]]
+    return tree
+
+
 def _text(s: str) -> Edit:
     return lambda tree: ("@@TEXT@@", s)
 
@@ -333,6 +343,8 @@ _DESIGN = [
     ("routing missing", lambda t: {k: v for k, v in t.items() if k != "routing"}),
     ("not an object", lambda t: [t]),
     ("reserved_ports short", _edit(("reserved_ports",), [0])),
+    ("link_bandwidth 1e-300", _edit(("link_bandwidth",), 1e-300)),
+    ("path crossing a hop twice", _revisit),
 ]  # fmt: skip
 _HYBRID = _DESIGN + [
     ("electrical family torus", _edit(("electrical", "family"), "torus")),
@@ -340,6 +352,7 @@ _HYBRID = _DESIGN + [
     ("electrical radix '64'", _edit(("electrical", "radix"), "64")),
     ("device laser", _edit(("device",), "laser")),
     ("routing node beyond fabric", _edit(("routing", "nodes", 1), 10**6)),
+    ("electrical port_bandwidth 1e-300", _edit(("electrical", "port_bandwidth"), 1e-300)),
 ]
 _FLOWS = [
     ("capacity as a string", _edit(("links", 0, "capacity"), "1e10")),
