@@ -248,13 +248,19 @@ def remap_rings(design: Design, windows: DesignProblem, problem: DesignProblem) 
 
 
 def iteration_time(
-    design: Design, problem: DesignProblem, max_refills: int | None = None, flows: bool = False
+    design: Design,
+    problem: DesignProblem,
+    max_refills: int | None = None,
+    flows: bool = False,
+    compute_s: float | None = None,
 ) -> tuple:
     """``(iteration_s, refills)``: the flow model's iteration time of ``design`` (realised as
     :func:`solvers.realise.simulate_design` does) and the sub-flow re-fills it took; with
     ``flows`` also the number of flows simulated (``(iteration_s, refills, flows)``).
 
-    ``iteration_s`` is ``inf`` when the work limit ``max_refills`` stops the simulation."""
+    ``iteration_s`` is ``inf`` when the work limit ``max_refills`` stops the simulation.
+    ``compute_s``: the workload's compute-only iteration time when known (e.g. from
+    :func:`ideal_reference`'s result), which saves the flow model that simulation."""
     from solvers.realise import design_fabric, design_routing, design_workload
     from topoopt.flowsim.iteration import simulate_iteration
     from topoopt.flowsim.simulator import WorkLimitExceeded
@@ -270,6 +276,7 @@ def iteration_time(
             exposed_by_class=False,
             record_series=False,
             max_refills=max_refills,
+            compute_s=compute_s,
         )
     except WorkLimitExceeded as e:
         return (math.inf, int(e.refills), 0) if flows else (math.inf, int(e.refills))

@@ -256,3 +256,16 @@ def test_cli_objective_option():
     r = runner.invoke(app, [*args, "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["info"]["objective"] == "congestion"
+
+
+def test_known_compute_time_skips_a_simulation_not_the_result():
+    from solvers.realise import simulate_design
+    from solvers.topoopt_method import topoopt_design
+
+    w = _ring_workload()
+    p = DesignProblem.from_workload(w, degree=3, link_bandwidth=1e9)
+    d = topoopt_design(p)
+    full = simulate_design(w, d, p, exposed_by_class=False)
+    quick = simulate_design(w, d, p, exposed_by_class=False, compute_s=full.compute_s)
+    assert quick.iteration_s == full.iteration_s and quick.compute_s == full.compute_s
+    assert quick.info["refills"] < full.info["refills"] or full.info["refills"] == 0

@@ -1023,6 +1023,7 @@ def simulate_iteration(
     record_series: bool = False,
     aggregate: bool = True,
     max_refills: int | None = None,
+    compute_s: float | None = None,
 ) -> IterationResult:
     """Simulate one training iteration of ``workload`` on ``fabric``.
 
@@ -1060,6 +1061,11 @@ def simulate_iteration(
         Work limit shared by the iteration's simulations (with compute, compute alone, one per
         class): :class:`~topoopt.flowsim.simulator.WorkLimitExceeded` once they need more
         sub-flow re-fills in all (:func:`topoopt.flowsim.simulator.simulate`).
+    compute_s : float, optional
+        The iteration time with every communication instantaneous, when the caller already
+        has it from a simulation of the same workload with the same intra-server links (it
+        does not depend on the fabric): that simulation is skipped (an optimizer that
+        simulates many designs of one workload uses this).
 
     Returns
     -------
@@ -1116,7 +1122,7 @@ def simulate_iteration(
 
     sim, tasks, merge, fb = run((), record_series)
     iteration = float(sim.makespan)
-    compute = float(run(classes)[0].makespan)
+    compute = float(run(classes)[0].makespan) if compute_s is None else float(compute_s)
     by_class = {}
     if exposed_by_class:
         for c in classes:
