@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -224,15 +226,25 @@ def test_gantt_with_more_gaps_than_bars_covers_every_task_and_states_the_gap():
     bars = _bars(fig)
     assert sum(len(v) for v in bars.values()) <= 500
     title = fig.layout.title.text
-    assert "20,000 tasks as" in title and "gaps under" in title and "ms filled" in title
+    assert "20,000 tasks as" in title and "idle gaps up to" in title and "ms filled" in title
+    gap = fig.layout.meta["gap_s"]
+    shown = float(re.search(r"idle gaps up to ([0-9.e+-]+) ms", title).group(1)) / 1e3
+    assert shown == pytest.approx(gap, rel=5e-3)  # the title states it (3 digits)
     for (lane, kind), got in bars.items():
         stage = int(lane.split()[-1])
         part = tl[(tl["stage"] == stage) & (tl["kind"] == kind)]
         got = np.array(sorted(got))
         # every task lies inside one bar of its lane and kind: nothing is dropped
-        i = np.searchsorted(got[:, 0], part["start_s"].to_numpy(), side="right") - 1
+        # (bars come back through ms and base + width: allow 1e-12 s of rounding)
+        i = np.searchsorted(got[:, 0], part["start_s"].to_numpy() + 1e-12, side="right") - 1
         assert (i >= 0).all()
-        assert (got[i, 1] >= part["finish_s"].to_numpy() - 1e-15).all()
+        assert (got[i, 1] >= part["finish_s"].to_numpy() - 1e-12).all()
+        # only gaps up to the stated one were filled: bars stay apart by more than it
+        assert (got[1:, 0] - got[:-1, 1] > gap - 1e-12).all()
+        # and the filled gaps are the shortest ones: the bars' total length exceeds the busy
+        # time by at most (bars closed) x gap
+        busy = _union(list(zip(part["start_s"], part["finish_s"], strict=True)))
+        assert busy <= (got[:, 1] - got[:, 0]).sum() <= busy + len(part) * gap
 
 
 def test_summary_table_comes_before_the_figures():

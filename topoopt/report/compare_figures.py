@@ -155,10 +155,10 @@ def iteration_gantt(
     highlighted.
 
     Every task is drawn. Up to ``max_rows`` tasks each get a bar; beyond that, the tasks of one
-    lane and kind are merged into their busy intervals (the union of the tasks' spans, then
-    spans closer than a gap chosen to keep about ``max_rows`` bars), and the title says so:
-    ``N tasks as M busy intervals``. Busy time and the last finish are kept exactly; only idle
-    gaps shorter than the stated gap are filled.
+    lane and kind are merged into their busy intervals (the union of the tasks' spans); if
+    those are still more than ``max_rows``, the shortest idle gaps between them are filled, just
+    enough of them, and the title says what is shown: ``N tasks as M busy intervals (idle gaps up
+    to X ms filled)``. Busy time and the last finish are kept exactly otherwise.
     """
     tl = timeline.sort_values(["start_s", "finish_s"], kind="stable")
     n_tasks = len(tl)
@@ -167,7 +167,7 @@ def iteration_gantt(
     lanes = [f"stage {s}" if s >= 0 else "global" for s in sorted(stage.unique())]
     colours = {"compute": "#4C78A8", "comm": "#E45756", "sync": "#F58518", "optimizer": "#54A24B"}
     kinds = sorted(tl["kind"].astype(str).unique())
-    note = ""
+    note, gap = "", 0.0
     rows: dict[str, tuple] = {}
     if n_tasks <= max_rows:
         for kind in kinds:
@@ -180,17 +180,19 @@ def iteration_gantt(
                 text,
             )
     else:
-        span = float(tl["finish_s"].max() - tl["start_s"].min()) or 1.0
         lane_id = pd.Categorical(lane, categories=lanes).codes.astype(np.int64)
         kind_id = pd.Categorical(tl["kind"].astype(str), categories=kinds).codes.astype(np.int64)
         group = lane_id * len(kinds) + kind_id
         start, finish = tl["start_s"].to_numpy(float), tl["finish_s"].to_numpy(float)
         gap = 0.0
         merged = merge_intervals(group, start, finish, gap)
-        groups = max(int(np.unique(group).size), 1)
-        while merged[0].size > max_rows:
-            # each group then holds at most about span / gap intervals
-            gap = max(gap * 2.0, span * groups / max_rows)
+        g0, s0, f0 = merged[:3]
+        if g0.size > max_rows:
+            # close the smallest idle gaps (between busy intervals of one lane and kind), just as
+            # many as needed: the k-th smallest gap is the threshold
+            idle = (s0[1:] - f0[:-1])[g0[1:] == g0[:-1]]
+            k = min(g0.size - max_rows, idle.size)
+            gap = float(np.partition(idle, k - 1)[k - 1])
             merged = merge_intervals(group, start, finish, gap)
         g, s, f, cnt = merged
         for k, kind in enumerate(kinds):
@@ -202,7 +204,7 @@ def iteration_gantt(
                 np.array([f"{c} task(s) merged" for c in cnt[sel]], dtype=object),
             )
         note = f"{n_tasks:,} tasks as {g.size:,} busy intervals" + (
-            f" (gaps under {gap * 1e3:.3g} ms filled)" if gap > 0 else ""
+            f" (idle gaps up to {gap * 1e3:.3g} ms filled)" if gap > 0 else ""
         )
         title = f"{title}<br><sup>{note}</sup>"
     fig = go.Figure()
@@ -227,6 +229,11 @@ def iteration_gantt(
         xaxis={"title": "time (ms)"},
         yaxis={"autorange": "reversed", "categoryorder": "array", "categoryarray": lanes},
         height=max(350, 22 * len(lanes) + 150),
-        meta={"tasks": n_tasks, "bars": int(sum(len(r[1]) for r in rows.values())), "note": note},
+        meta={
+            "tasks": n_tasks,
+            "bars": int(sum(len(r[1]) for r in rows.values())),
+            "gap_s": gap,
+            "note": note,
+        },
     )
     return fig
