@@ -123,3 +123,34 @@ def test_cost_figures(table):
     be = breakeven_curve(curve, 0.015, 50.0)
     assert list(be.data[0].x) == [10.0, 100.0] and list(be.data[0].y) == [10.0, 20.0]
     assert list(be.data[1].y) == [15.0, 15.0]
+
+
+def test_compare_cli_reports_costs_in_json_and_csv(tmp_path):
+    import csv as csv_mod
+
+    from typer.testing import CliRunner
+
+    from topoopt.cli.app import app
+
+    out = tmp_path / "t.csv"
+    r = CliRunner().invoke(
+        app,
+        ["compare", "dlrm", "--fabrics", "ideal,fat-tree", "--degree", "4", "--json"]
+        + ["--csv", str(out), "--prices", "topoopt-paper"],
+    )
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["params"]["prices"] == "preset topoopt-paper"
+    for row in doc["rows"]:
+        assert row["server_bandwidth"] == pytest.approx(D * B)
+        assert sum(row["capex_breakdown"].values()) == pytest.approx(row["capex_usd"])
+    # topoopt-paper's 100G switch port ($187) prices the ideal switch's 4 x 100G ports
+    ideal = next(x for x in doc["rows"] if x["fabric"] == "ideal")
+    assert ideal["capex_breakdown"]["switch"] == pytest.approx(16 * 4 * 187.0)
+    with out.open() as fh:
+        rows = list(csv_mod.DictReader(fh))
+    assert [x["fabric"] for x in rows] == ["ideal", "fat-tree"]
+    for x, y in zip(rows, doc["rows"], strict=True):
+        assert json.loads(x["capex_breakdown"]) == pytest.approx(y["capex_breakdown"])
+        assert json.loads(x["fabric_info"])["family"] == y["fabric_info"]["family"]
+        assert float(x["server_bandwidth"]) == pytest.approx(y["server_bandwidth"])
