@@ -352,8 +352,8 @@ def test_dumps_strict_never_writes_nan_or_infinity():
     doc = {"ok": [1, 2.5], "bad": {"rate": float("inf")}, "worse": float("nan")}
     try:
         text = dumps_strict(doc, "result")
-    except InputError as exc:  # refused: named by its path
-        assert exc.field in ("result.bad.rate", "result.worse")
+    except InputError as exc:  # refused, naming the non-finite value by its path
+        assert "result.bad.rate" in str(exc) or "result.worse" in str(exc)
     else:  # or written as null by to_jsonable
         assert strict_loads(text)["ok"] == [1, 2.5]
     assert dumps_strict({"a": (1, 2)}, indent=None) == '{"a": [1, 2]}'
