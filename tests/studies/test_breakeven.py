@@ -10,10 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from topoopt.cli.app import app
+from topoopt.fabrics import direct_connect
 from topoopt.fabrics.cost import cost, cost_equivalent_fat_tree, load_prices
 from topoopt.flowsim.iteration import simulate_iteration
 from topoopt.studies.breakeven import MODES, breakeven
-from topoopt.studies.compare import compare
+from topoopt.studies.compare import FabricRun, compare
 from traffic.errors import InputError
 from traffic.load import load_workload
 
@@ -49,10 +50,26 @@ def _fat_tree_time(workload, optical_fabric, mode, factor):
     return simulate_iteration(workload, eq.fabric, exposed_by_class=False).iteration_s
 
 
-@pytest.mark.parametrize("mode", ["electrical", "optical"])
-def test_breakeven_is_a_tie_and_the_order_flips(workload, optical, mode):
-    fab, t_opt = optical
-    r = breakeven(workload, D, B, mode=mode)
+@pytest.fixture(scope="module")
+def circulant(workload):
+    """A solver-free optical fabric: the geometric circulant on a patch panel (ECMP routing)."""
+    fab = direct_connect(16, D, port_bandwidth=B, gpus_per_server=workload.gpus_per_server)
+    t = simulate_iteration(workload, fab, exposed_by_class=False).iteration_s
+    return FabricRun("circulant", fab, workload), (fab, t)
+
+
+@pytest.mark.parametrize(
+    ("mode", "which"),
+    [("electrical", "topoopt"), ("electrical", "circulant"), ("optical", "circulant")],
+)
+def test_breakeven_is_a_tie_and_the_order_flips(workload, optical, circulant, mode, which):
+    if which == "topoopt":
+        fab, t_opt = optical
+        r = breakeven(workload, D, B, mode=mode)
+    else:
+        run, (fab, t_opt) = circulant
+        r = breakeven(workload, D, B, mode=mode, optical=run)
+        assert r.design == "circulant"
     assert r.status == "tie"
     assert r.optical_iteration_s == pytest.approx(t_opt, rel=1e-12)
     lo, hi = r.bracket

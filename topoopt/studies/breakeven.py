@@ -179,6 +179,7 @@ def breakeven(
     rel_tol: float = 1e-3,
     max_steps: int = 40,
     progress: Callable[[str], None] | None = None,
+    optical: Any = None,
 ) -> BreakevenResult:
     """The ``mode``'s port price at which ``design_fabric`` and the cost-equivalent fat-tree
     tie in iteration time (module docstring).
@@ -199,6 +200,10 @@ def breakeven(
         Bisection stops when the factor bracket is within ``1 + rel_tol``.
     max_steps : int
         Most bisection steps (a deterministic work limit).
+    optical : FabricRun, optional
+        A prebuilt optical fabric (:class:`topoopt.studies.compare.FabricRun`: fabric,
+        workload, routing) instead of solving ``design_fabric``; the result names it by
+        ``optical.name``.
 
     Returns
     -------
@@ -207,7 +212,7 @@ def breakeven(
     from topoopt.studies.compare import build_fabric
 
     say = progress or (lambda _m: None)
-    if design_fabric not in DESIGNS:
+    if optical is None and design_fabric not in DESIGNS:
         raise InputError("design_fabric", design_fabric, f"one of {', '.join(DESIGNS)}")
     if mode not in MODES:
         raise InputError("mode", mode, f"one of {', '.join(MODES)}")
@@ -215,17 +220,20 @@ def breakeven(
         raise InputError("rel_tol", rel_tol, "a number in (0, 1)")
     prices = load_prices() if prices is None else prices
     d, B = int(degree), float(link_bandwidth)
-    say(f"breakeven: building the {design_fabric} design")
-    run = build_fabric(
-        design_fabric,
-        workload,
-        d,
-        B,
-        seed=seed,
-        time_limit_s=time_limit_s,
-        prices=prices,
-        progress=progress,
-    )
+    if optical is None:
+        say(f"breakeven: building the {design_fabric} design")
+        run = build_fabric(
+            design_fabric,
+            workload,
+            d,
+            B,
+            seed=seed,
+            time_limit_s=time_limit_s,
+            prices=prices,
+            progress=progress,
+        )
+    else:
+        run, design_fabric = optical, str(optical.name)
     opt = simulate_iteration(run.workload, run.fabric, routing=run.routing, exposed_by_class=False)
     t_opt = float(opt.iteration_s)
     probe = PriceProbe(workload, run.fabric, prices, mode, max_bandwidth=d * B)
