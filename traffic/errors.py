@@ -8,10 +8,23 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["InputError", "check", "check_finite", "preview"]
+__all__ = ["InputError", "check", "check_finite", "one_line", "preview"]
 
 PREVIEW_CHARS = 120
 """Longest value shown in an error message (longer ones are cut and end in ``...``)."""
+
+
+_BREAKS = {c: repr(chr(c))[1:-1] for c in (*range(32), 127, 0x85, 0x2028, 0x2029)}
+
+
+def one_line(text: str) -> str:
+    r"""``text`` with line breaks and other control characters escaped (a field name or key
+    from a file may hold any character; the message stays one line).
+
+    >>> one_line("a\nb\tc")
+    'a\\nb\\tc'
+    """
+    return text.translate(_BREAKS)
 
 
 def preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
@@ -108,7 +121,8 @@ class InputError(ValueError):
         self.field = field
         self.value = value
         self.allowed = allowed
-        super().__init__(f"{field}: got {preview(value)}; allowed: {allowed}")
+        text = f"{one_line(str(field))}: got {preview(value)}; allowed: {one_line(str(allowed))}"
+        super().__init__(text)
 
 
 def check(condition: bool, field: str, value: Any, allowed: str) -> None:

@@ -136,8 +136,9 @@ def _structure(draw, kind: Kind, raw: bytes) -> Case:
         maps = [p for p in paths if isinstance(_get(tree, p), dict)]
         if maps:
             at = draw(st.sampled_from(maps))
-            _get(tree, at)["zz_unknown"] = draw(st.sampled_from([1, "x", None, [1]]))
-            bad = not _free(kind, (*at, "zz_unknown"))
+            key = draw(st.sampled_from(["zz_unknown", "a\nb", "x\u2028y", "", "\x1b[31m"]))
+            _get(tree, at)[key] = draw(st.sampled_from([1, "x", None, [1]]))
+            bad = not _free(kind, (*at, key)) and not isinstance(_get(tree, at), list)
     elif op == "dup-key":
         maps = [p for p in paths if isinstance(_get(tree, p), dict) and _get(tree, p)]
         if maps:
