@@ -25,9 +25,10 @@ Pipeline
 4. *Candidates.* The circuit sets of the congestion optimizer
    (:func:`solvers.joint.driver.candidate_circuits` on both the phase problem and the window
    problem), the baselines' circuits and the circulant stride sets
-   (:func:`circulant_candidates`), cheapest :func:`~solvers.joint.driver.quick_score` on the
-   windows first; each is routed by the routing LP on the window problem (ring orders carried
-   back by :func:`~solvers.joint.iteration_objective.remap_rings`) and simulated, within
+   (:func:`circulant_candidates`): the :data:`SHORTEST_CIRCULANTS` circulants of fewest mean
+   hops first, then by :func:`~solvers.joint.driver.quick_score` on the windows. Each is
+   routed by the routing LP on the window problem (ring orders carried back by
+   :func:`~solvers.joint.iteration_objective.remap_rings`) and simulated, within
    :data:`CANDIDATE_SHARE` of the work limit. The :data:`PHASE_ROUTED` fastest are routed again
    on half and one and a half times as many windows, and simulated. (Plan-derived workloads:
    every candidate is routed on the phase problem.)
@@ -103,6 +104,9 @@ PHASE_ROUTED = 2
 half and one and a half times as many windows (the routing LP's optimum is one of many
 congestion-equivalent routings; the flow model tells them apart)."""
 
+SHORTEST_CIRCULANTS = 2
+"""The circulant candidates of fewest mean hops simulated first (:func:`sorted_by_hops`)."""
+
 CANDIDATE_SHARE = 0.6
 """The candidates are simulated while the work used is below this share of the work limit; the
 rest goes to the best ones' other routings and to the swap search."""
@@ -170,6 +174,31 @@ def circulant_candidates(problem: DesignProblem, rank_by: DesignProblem) -> list
         scored = sorted(range(len(out)), key=lambda i: (quick_score(rank_by, out[i][1]), i))
         out = [out[i] for i in sorted(scored[:MAX_CIRCULANTS])]
     return out
+
+
+def sorted_by_hops(candidates: list, n: int) -> list:
+    """``(name, circuits)`` candidates by the mean hop count over ordered server pairs of their
+    circuit graph (stable: ties keep their order); disconnected ones last.
+
+    Examples
+    --------
+    >>> from topoopt.fabrics import circulant_circuits
+    >>> c = [("ring", circulant_circuits(8, [1])), ("chords", circulant_circuits(8, [1, 3]))]
+    >>> [nm for nm, _ in sorted_by_hops(c, 8)]
+    ['chords', 'ring']
+    """
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import shortest_path
+
+    def mean_hops(c: np.ndarray) -> float:
+        c = canonical_circuits(c, n)
+        a = sp.coo_matrix((np.ones(c.shape[0]), (c[:, 0], c[:, 1])), shape=(n, n))
+        dist = shortest_path(a.tocsr(), unweighted=True, directed=False)
+        off = ~np.eye(n, dtype=bool)
+        return float(dist[off].mean()) if np.all(np.isfinite(dist)) else math.inf
+
+    keys = [mean_hops(c) for _, c in candidates]
+    return [candidates[i] for i in sorted(range(len(candidates)), key=lambda i: (keys[i], i))]
 
 
 class _Meter:
@@ -386,7 +415,8 @@ def iteration_design(
     raw += candidate_circuits(problem, deadline=math.inf)
     if windows is not problem:
         raw += [(f"{nm} [windows]", c) for nm, c in candidate_circuits(windows, math.inf)]
-    raw += circulant_candidates(problem, windows)
+    circulants = circulant_candidates(problem, windows)
+    raw += circulants
     seen: set[bytes] = set()
     uniq = []
     for nm, c in raw:
@@ -396,6 +426,12 @@ def iteration_design(
             seen.add(key)
             uniq.append((nm, c))
     order = sorted(range(len(uniq)), key=lambda i: (quick_score(windows, uniq[i][1]), i))
+    # the circulants of fewest mean hops first (TopoOpt's criterion: every flow, critical or
+    # not, crosses fewer links), then everything by its estimate
+    short = {c.tobytes() for _, c in sorted_by_hops(circulants, n)[:SHORTEST_CIRCULANTS]}
+    order = [i for i in order if uniq[i][1].tobytes() in short] + [
+        i for i in order if uniq[i][1].tobytes() not in short
+    ]
     first = ("windows",) if windows is not problem else ("phases",)
     cand_best: dict[bytes, tuple[float, str, np.ndarray]] = {}
     for i in order:
