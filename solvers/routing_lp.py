@@ -24,6 +24,10 @@ flow is then decomposed greedily into weighted paths (fewest hops first), and th
 recomputed from the paths that are returned. The LP's dual bound (less the tie-break) is a proven
 lower bound for the phase on this fabric with these ring candidates. A design carries one routing
 for all phases: :func:`share_paths` re-optimises the path fractions jointly over the phases.
+
+Budgets: a limit never raises. An LP that a limit (or the solver) stops before it has a solution
+leaves its phase on fewest-hop paths (:data:`FALLBACK_PATHS`, ``fallback`` of the result), and
+the result's ``limit`` names what stopped it (``time`` when the clock did).
 """
 
 from __future__ import annotations
@@ -175,7 +179,9 @@ def solve_matrix_program(
     """Minimise ``c @ x`` s.t. ``row_lb <= A x <= row_ub``, ``var_lb <= x <= var_ub`` on MathOpt.
 
     The model is handed to MathOpt as a ``ModelProto`` built from the numpy arrays (no Python
-    object per variable), so LPs with 10^5 columns build in well under a second. ``integers``
+    object per variable, :func:`run_mathopt`), so LPs with 10^5 columns build in well under a
+    second. A limit or a solver error never raises: the status says what happened and ``x`` is
+    None when there is no solution. ``integers``
     marks integer columns, ``hint`` is a MIP starting point, ``relative_gap`` the MIP gap and
     ``lp_tolerance`` PDLP's optimality tolerance (absolute and relative).
 

@@ -208,8 +208,12 @@ def build_fabric(
     prices=None,
     designs: dict[str, Any] | None = None,
     progress: Callable[[str], None] | None = None,
+    work_limit: float | None = None,
 ) -> FabricRun:
-    """Build the fabric ``name`` (see the module docstring) for ``workload``'s servers."""
+    """Build the fabric ``name`` (see the module docstring) for ``workload``'s servers.
+
+    ``time_limit_s`` is the designed fabrics' wall-clock cap, ``work_limit`` their deterministic
+    work budget (:func:`solvers.registry.solve`; None: the solver's default)."""
     n, gps = workload.servers, workload.gpus_per_server
     B, d = float(link_bandwidth), int(degree)
     designs = {} if designs is None else designs
@@ -307,7 +311,10 @@ def build_fabric(
         from solvers.registry import solve
 
         problem = DesignProblem.from_workload(workload, degree=d, link_bandwidth=B)
-        design = solve(problem, name, time_limit_s=time_limit_s, seed=seed, progress=progress)
+        design = solve(
+            problem, name, time_limit_s=time_limit_s, seed=seed, progress=progress,
+            work_limit=work_limit,
+        )  # fmt: skip
         fab = design_fabric(design, gpus_per_server=gps)
         run = FabricRun(
             name,
@@ -338,6 +345,7 @@ def compare(
     prices=None,
     progress: Callable[[str], None] | None = None,
     on_fabric_done: Callable[[str], None] | None = None,
+    work_limit: float | None = None,
 ) -> CompareResult:
     """Simulate ``workload`` on each fabric; one row per fabric (module docstring).
 
@@ -356,7 +364,8 @@ def compare(
         designed fabrics.
 
     ``progress`` receives one-line messages; ``on_fabric_done(name)`` is called after each
-    fabric (for progress bars).
+    fabric (for progress bars). ``time_limit_s`` caps the designed fabrics' searches on the
+    wall clock; ``work_limit`` is their deterministic budget (None: the solver's default).
     """
     say = progress or (lambda _m: None)
     names = list(dict.fromkeys(fabrics))
@@ -381,6 +390,7 @@ def compare(
             prices=prices,
             designs=designs,
             progress=progress,
+            work_limit=work_limit,
         )
         t1 = time.perf_counter()
         say(f"[{k + 1}/{len(names)}] {nm}: simulating")

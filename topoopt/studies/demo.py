@@ -4,11 +4,19 @@ traffic (plan -> Workload) -> designs (the TopoOpt baseline and the joint optimi
 simulated iteration on the ideal switch, the optical designs, an expander, a full-bisection,
 an oversubscribed and a cost-equivalent fat-tree, a torus and a hybrid -> one comparison table
 and a self-contained HTML report.
+
+Deterministic: the designed fabrics stop on their deterministic work limits
+(:data:`DEMO_WORK_LIMITS`), never on the clock; ``time_limit_s`` is only a safety cap
+(:data:`DEMO_TIME_CAP_S`), and a design it cut says so in the table (``stopped_by`` ``"time
+limit"``, :attr:`DemoResult.deterministic` False). Wall times are kept apart
+(:attr:`DemoResult.timings`), so the same version gives byte-identical tables on every run.
+Everything the demo reads ships with the package (embedded plans, the price table): it needs
+no file outside it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -22,7 +30,16 @@ from traffic.expand import expand
 from traffic.load import load_workload
 from traffic.summary import class_table, traffic_summary
 
-__all__ = ["DEMO_PLANS", "DEMO_DEGREES", "DEMO_FABRICS", "DemoResult", "run_demo"]
+__all__ = [
+    "DEMO_PLANS",
+    "DEMO_DEGREES",
+    "DEMO_FABRICS",
+    "DEMO_TIME_CAP_S",
+    "DEMO_WORK_LIMITS",
+    "TIMING_COLUMNS",
+    "DemoResult",
+    "run_demo",
+]
 
 DEMO_PLANS = ("dlrm", "gpt3-175b-32")
 """Embedded plans of the demo: DLRM in TopoOpt's configuration on 16 servers x 8 GPUs, and GPT-3
@@ -46,15 +63,41 @@ DEMO_FABRICS = (
     "hybrid",
 )
 
+DEMO_TIME_CAP_S = 900.0
+"""Wall-clock cap of each design search, seconds: a safety net far above what the work limits
+take (a minute at most on 2 loaded cores), so the clock never decides."""
+
+DEMO_WORK_LIMITS: dict[str, float | None] = {"dlrm": None, "gpt3-175b-32": None}
+"""Deterministic work budget of the ``joint`` search per plan, in work units
+(:func:`solvers.registry.solve`; None: the solver's default)."""
+
+TIMING_COLUMNS = ("build_s", "simulate_s")
+"""Wall-clock columns of the comparison rows, kept out of :attr:`DemoResult.comparison`."""
+
 
 @dataclass
 class DemoResult:
-    """Tables and figures of one demo run."""
+    """Tables and figures of one demo run.
+
+    ``comparison`` holds one row per plan, port count and fabric, deterministic values only
+    (designed fabrics add ``stopped_by``: why their search ended); ``timings`` the wall-clock
+    columns (:data:`TIMING_COLUMNS`) of the same rows."""
 
     traffic: pd.DataFrame
     comparison: pd.DataFrame
     compares: dict[tuple[str, int], CompareResult]
     figures: list[tuple[str, go.Figure]] = field(default_factory=list)
+    timings: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    @property
+    def deterministic(self) -> bool:
+        """False when the wall-clock cap cut a design search (the tables may then differ)."""
+        return all(
+            dict(run.design.info).get("deterministic", True)
+            for res in self.compares.values()
+            for run in res.runs
+            if run.design is not None
+        )
 
     def html(self) -> str:
         """The self-contained report page."""
@@ -78,15 +121,19 @@ def run_demo(
     degrees: Sequence[int] = DEMO_DEGREES,
     fabrics: Sequence[str] = DEMO_FABRICS,
     link_bandwidth: float = DEMO_LINK_BANDWIDTH,
-    time_limit_s: float = 20.0,
+    time_limit_s: float = DEMO_TIME_CAP_S,
     progress: Callable[[str], None] | None = None,
     on_step: Callable[[str], None] | None = None,
+    work_limits: Mapping[str, float | None] | None = None,
 ) -> DemoResult:
     """Run the demo pipeline (module docstring).
 
-    ``progress`` receives one-line messages; ``on_step`` is called once per traffic summary and
-    once per simulated fabric (``len(plans) * (1 + len(degrees) * len(fabrics))`` calls).
+    ``time_limit_s`` caps each design search on the wall clock; ``work_limits`` (plan -> work
+    units, default :data:`DEMO_WORK_LIMITS`) are their deterministic budgets. ``progress``
+    receives one-line messages; ``on_step`` is called once per traffic summary and once per
+    simulated fabric (``len(plans) * (1 + len(degrees) * len(fabrics))`` calls).
     """
+    limits = DEMO_WORK_LIMITS if work_limits is None else work_limits
     say = progress or (lambda _m: None)
     step = on_step or (lambda _m: None)
     traffic_rows, figures, tables, compares = [], [], [], {}
@@ -122,9 +169,25 @@ def run_demo(
                 time_limit_s=time_limit_s,
                 progress=progress,
                 on_fabric_done=lambda fab, name=name, d=d: step(f"{name} d={d} {fab}"),
+                work_limit=limits.get(name),
             )
             compares[(name, d)] = res
-            tables.append(res.table.assign(plan=name, degree=d))
+            stopped = [
+                dict(r.design.info).get("stopped_by", "") if r.design is not None else ""
+                for r in res.runs
+            ]
+            tables.append(res.table.assign(plan=name, degree=d, stopped_by=stopped))
             figures.extend(compare_figures(res, prefix=f"{slug}-d{d}", label=f"{name}, {d} ports"))
     comparison = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
-    return DemoResult(pd.DataFrame(traffic_rows).fillna(0.0), comparison, compares, figures)
+    timed = [c for c in TIMING_COLUMNS if c in comparison.columns]
+    timings = comparison[["plan", "degree", "fabric", *timed]] if tables else pd.DataFrame()
+    comparison = comparison.drop(columns=timed)
+    result = DemoResult(
+        pd.DataFrame(traffic_rows).fillna(0.0), comparison, compares, figures, timings
+    )
+    if not result.deterministic:
+        say(
+            f"the {time_limit_s:g} s wall-clock cap cut a design search: this table may differ "
+            "from run to run (see stopped_by)"
+        )
+    return result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -24,7 +25,13 @@ __all__ = ["register", "demo_command"]
 @handle_errors
 def demo_command(
     out: Annotated[Path, typer.Option(help="The HTML report")] = Path("topoopt-demo.html"),
-    time_limit: Annotated[float, typer.Option(help="Seconds per joint optimization")] = 20.0,
+    time_limit: Annotated[
+        float,
+        typer.Option(
+            help="Wall-clock cap of each design search, seconds: a safety net only (the searches "
+            "stop on their deterministic work limits, so every run prints the same table)"
+        ),
+    ] = 900.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     force: Annotated[bool, typer.Option(help="Overwrite an existing report")] = False,
 ) -> None:
@@ -54,7 +61,8 @@ def demo_command(
             {
                 "report": str(out),
                 "traffic": result.traffic.to_dict(orient="records"),
-                "rows": cmp.to_dict(orient="records"),
+                "rows": _json_rows(cmp),
+                "deterministic": result.deterministic,
             }
         )
         return
@@ -88,6 +96,21 @@ def _say(bar: Progress, message: str) -> None:
     """A progress line above the bar, as written: no time or source-location columns
     (``Progress.log`` would add ``demo.py:49``), no markup or highlighting."""
     bar.console.print(message, markup=False, highlight=False, soft_wrap=True)
+
+
+def _json_rows(cmp) -> list[dict]:
+    """Comparison rows for ``--json``: a designed fabric's columns (``objective_s``, ``gap``, ...)
+    are ``null`` on the other fabrics' rows (not applicable); any other non-finite value stays
+    and is refused as an error by :func:`emit_json`."""
+    from topoopt.studies.compare import DESIGNED
+
+    rows = cmp.to_dict(orient="records")
+    for row in rows:
+        if row.get("fabric") not in DESIGNED:
+            for k, v in row.items():
+                if isinstance(v, float) and math.isnan(v):
+                    row[k] = None
+    return rows
 
 
 def register(app: typer.Typer) -> None:
