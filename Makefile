@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 APT    := env DEBIAN_FRONTEND=noninteractive apt-get -y -q
 
-.PHONY: setup system-deps demo test lint clean
+.PHONY: setup system-deps demo test lint clean ns3-peer
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,13 @@ test: setup
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+# The packet-level peer of benchmarks/study_packet_level.py: the ns3 wheel (ns-3 with cppyy
+# bindings) in a virtual environment of its own. Not needed by the tests; the pip install
+# compiles CPyCppyy (about 15 minutes on 2 cores) and the first import takes about a minute.
+ns3-peer:
+	$(PYTHON) -m venv .venv-ns3
+	.venv-ns3/bin/python -m pip install -q 'ns3==3.44.post0'
 
 clean:
 	rm -rf $(VENV) dist build .pytest_cache .ruff_cache

@@ -3,9 +3,9 @@
 A failed or interrupted command never leaves a half-written output behind, and never replaces a
 file it was not allowed to replace:
 
-- The temporary file sits in the target's folder and is named
-  ``.NAME.XXXXXXXX.HOST.PID.tmp`` (``HOST`` six hex digits of a hash of the host name, ``PID`` the
-  writer's process id).
+- The temporary file (or folder, for outputs that are folders: :func:`atomic_write_folder`) sits
+  in the target's folder and is named ``.NAME.XXXXXXXX.HOST.PID.tmp`` (``HOST`` six hex digits
+  of a hash of the host name, ``PID`` the writer's process id).
 - SIGTERM and SIGINT (and SIGHUP) arriving while a temporary file exists remove it before the
   process ends as it would have without us: by the signal, or by ``KeyboardInterrupt``.
 - SIGKILL cannot be caught, so every later write into the same folder (and every
@@ -30,6 +30,7 @@ import errno
 import hashlib
 import os
 import re
+import shutil
 import signal
 import socket
 import tempfile
@@ -42,6 +43,7 @@ from typing import Any
 from traffic.errors import InputError
 
 __all__ = [
+    "atomic_write_folder",
     "atomic_write_bytes",
     "atomic_write_text",
     "atomic_write_with",
@@ -115,11 +117,20 @@ def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
             continue
         path = Path(folder) / name
         try:
-            path.unlink()
+            _remove(path)
         except OSError:
             continue
         removed.append(path)
     return removed
+
+
+def _remove(path: str | os.PathLike) -> None:
+    """Remove a temporary file, or a temporary folder with everything in it."""
+    p = Path(path)
+    if p.is_dir() and not p.is_symlink():
+        shutil.rmtree(p)
+    else:
+        p.unlink()
 
 
 def _new_temporary(p: Path) -> Path:
@@ -180,7 +191,7 @@ def _on_signal(signum: int, frame: Any) -> None:
         return
     for t in list(_LIVE):
         try:
-            os.unlink(t)
+            _remove(t)
         except OSError:
             pass
     _LIVE.clear()
@@ -306,3 +317,57 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, force: bool = Tr
 def atomic_write_text(path: str | os.PathLike, text: str, *, force: bool = True) -> Path:
     """Write ``text`` (UTF-8) to ``path`` atomically (``force`` as in :func:`atomic_write_with`)."""
     return atomic_write_bytes(path, text.encode("utf-8"), force=force)
+
+
+def atomic_write_folder(
+    path: str | os.PathLike,
+    fill: Callable[[Path], Any],
+    *,
+    force: bool = False,
+    replaceable: Callable[[Path], bool] = lambda p: False,
+) -> Any:
+    """Fill a temporary folder beside ``path`` with ``fill(tmp)``, then rename it to ``path``.
+
+    Signals and stale temporaries are handled as for files (module docstring). Without ``force``
+    a folder that exists at ``path`` when the result is published is kept (:class:`InputError`
+    naming ``path``); with ``force`` it is replaced only if ``replaceable(path)`` says so (for
+    example: it holds nothing but an earlier output of the same command). Returns what ``fill``
+    returned.
+    """
+    p = Path(path)
+    remove_stale_temporaries(p.parent)
+    suffix = f".{_HOST}.{os.getpid()}.tmp"
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{p.name}.", suffix=suffix, dir=p.parent))
+    except OSError as exc:
+        raise _folder_error(p, exc) from None
+    _guard(tmp)
+    old: Path | None = None
+    try:
+        result = fill(tmp)
+        _pause_for_tests(tmp)
+        if p.exists() or p.is_symlink():
+            if not force:
+                raise _exists_error(p)
+            if not replaceable(p):
+                raise InputError(str(p), "a folder topoopt did not write", "an earlier output")
+            old = Path(tempfile.mkdtemp(prefix=f".{p.name}.", suffix=suffix, dir=p.parent))
+            _guard(old)
+            os.rename(p, old / "previous")
+        try:
+            os.rename(tmp, p)
+        except OSError as exc:
+            if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                raise _exists_error(p) from None
+            raise
+    except BaseException:
+        if old is not None and (old / "previous").exists() and not p.exists():
+            os.rename(old / "previous", p)  # put the earlier output back
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        _unguard(tmp)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+            _unguard(old)
+    return result

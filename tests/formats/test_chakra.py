@@ -8,6 +8,7 @@ import json
 import struct
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -424,3 +425,47 @@ def test_converter_quirks_host_calls_dangling_and_control_cycles(tmp_path):
     bad = trace(node(1, 4, data_deps=[2], dur=1), node(2, 4, data_deps=[1], dur=1))
     with pytest.raises(InputError, match="cycle"):
         read_chakra(write(tmp_path / "c", [bad]))
+
+
+def test_export_folder_is_removed_on_sigterm_and_collected_after_sigkill(tmp_path):
+    """The export's temporary folder carries the writer's PID: SIGTERM mid-write removes it,
+    and after SIGKILL the next run removes it; the target never appears half-written."""
+    import os
+    import signal
+    import time
+
+    from topoopt.atomic import PAUSE_ENV, temporary_name_pattern
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        flag = tmp_path / f"flag{int(sig)}"
+        env = dict(os.environ, **{PAUSE_ENV: str(flag)})
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "topoopt.cli", "export", "vgg16-dp", "--format", "chakra"]
+            + ["--out", f"out{int(sig)}"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 120
+        while not flag.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        tmp = tmp_path / Path(flag.read_text())  # relative to the writer's folder, or absolute
+        assert tmp.is_dir() and temporary_name_pattern().match(tmp.name)
+        assert int(temporary_name_pattern().match(tmp.name)["pid"]) == proc.pid
+        proc.send_signal(sig)
+        proc.wait(timeout=60)
+        assert not (tmp_path / f"out{int(sig)}").exists()
+        if sig == signal.SIGTERM:
+            assert not tmp.exists()
+        else:
+            assert tmp.exists()  # SIGKILL cannot be caught ...
+            r = subprocess.run(
+                [sys.executable, "-m", "topoopt.cli", "export", "dlrm", "--format", "chakra"]
+                + ["--out", "again"],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+            )
+            assert r.returncode == 0, r.stderr
+            assert not tmp.exists()  # ... so the next run collects it

@@ -15,7 +15,6 @@ from traffic import load_workload
 from traffic.errors import InputError
 from traffic.simai import parse_simai, simai_workload
 
-
 CLS = ("tp", "ep", "embedding")
 DATA = Path(__file__).parents[1] / "data" / "topoopt-taskgraphs"
 
@@ -189,3 +188,21 @@ def test_traffic_json_lists_demands_that_add_up(tmp_path):
         total[d["class"]] = total.get(d["class"], 0.0) + per * d["groups"] * d["count"]
     for k, v in doc["bytes_by_class"].items():
         assert total[k] == pytest.approx(v, rel=1e-9)
+
+
+def test_cli_graphml_of_a_fabric_and_of_a_design(tmp_path):
+    r = run(tmp_path, "fabric", "torus", "--dims", "4x4", "--graphml", "t.graphml", "--json")
+    assert r.returncode == 0, r.stderr
+    g = nx.read_graphml(tmp_path / "t.graphml")
+    assert (g.number_of_nodes(), g.number_of_edges()) == (16, 32)
+    r = run(
+        tmp_path,
+        *("design", "dlrm", "--degree", "4", "--solver", "topoopt", "--graphml", "d.graphml"),
+    )
+    assert r.returncode == 0, r.stderr
+    g = nx.read_graphml(tmp_path / "d.graphml")
+    types = Counter(d["type"] for _, d in g.nodes(data=True))
+    assert types == {"host": 16, "ocs": 4}  # one OCS per port index
+    assert sum(d["count"] for *_, d in g.edges(data=True)) == 16 * 4 // 2  # every port wired
+    r = run(tmp_path, "fabric", "torus", "--dims", "4x4", "--graphml", "t.graphml")
+    assert r.returncode == 2 and r.stderr.count("error:") == 1  # exists, no --force

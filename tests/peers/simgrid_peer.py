@@ -2,7 +2,7 @@
 
 Run by Debian's ``/usr/bin/python3`` (which has ``python3-simgrid`` 3.32), as a separate process::
 
-    /usr/bin/python3 tests/peers/simgrid_peer.py CASE.json OUT.json
+    /usr/bin/python3 tests/peers/simgrid_peer.py CASE.json OUT.json [maxmin|lv08|cm02-gamma]
 
 CASE.json is the netsim format of :mod:`topoopt.flowsim.netsim_json` without ``after``
 (``{"links": [{"id", "capacity", "latency"}], "flows": [{"id", "bytes", "start", "paths":
@@ -42,10 +42,32 @@ CFG = [
     "--log=root.thresh:critical",
 ]
 
+# Second opinions for the packet-level study (benchmarks/study_packet_level.py): SimGrid's
+# models calibrated against packet-level TCP. LV08 is SimGrid's default (bandwidth factor 0.97,
+# latency factor 13.01, TCP window 4 MiB bounding a flow's rate by gamma / (2 * RTT-latency),
+# cross-traffic on); CM02 + gamma keeps exact bandwidth but adds the window bound.
+MODELS = {
+    "maxmin": CFG,
+    "lv08": [
+        "--cfg=network/model:LV08",
+        "--cfg=surf/precision:1e-13",
+        "--log=root.thresh:critical",
+    ],
+    "cm02-gamma": [
+        "--cfg=network/model:CM02",
+        "--cfg=network/crosstraffic:0",
+        "--cfg=network/TCP-gamma:4194304",
+        "--cfg=network/bandwidth-factor:1",
+        "--cfg=network/latency-factor:1",
+        "--cfg=surf/precision:1e-13",
+        "--log=root.thresh:critical",
+    ],
+}
 
-def run(case: dict) -> dict:
+
+def run(case: dict, model: str = "maxmin") -> dict:
     t0 = time.perf_counter()
-    engine = sg.Engine(["simgrid_peer", *CFG])
+    engine = sg.Engine(["simgrid_peer", *MODELS[model]])
     zone = sg.NetZone.create_full_zone("case")
     links = {}
     for i, link in enumerate(case["links"]):
@@ -109,11 +131,11 @@ def run(case: dict) -> dict:
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) != 3:
-        raise SystemExit("usage: simgrid_peer.py CASE.json OUT.json")
+    if len(argv) not in (3, 4) or (len(argv) == 4 and argv[3] not in MODELS):
+        raise SystemExit(f"usage: simgrid_peer.py CASE.json OUT.json [{'|'.join(MODELS)}]")
     with open(argv[1]) as fh:
         case = json.load(fh)
-    out = run(case)
+    out = run(case, argv[3] if len(argv) == 4 else "maxmin")
     with open(argv[2], "w") as fh:
         json.dump(out, fh)
 

@@ -17,6 +17,7 @@ from topoopt.cli.common import (
     stdout,
     write_output_json,
     write_output_text,
+    write_output_with,
 )
 from topoopt.units import gbps_to_bytes_per_s
 
@@ -94,6 +95,10 @@ def design_command(
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Write design.json here")] = None,
     html: Annotated[Path | None, typer.Option(help="Draw the design (plotly HTML)")] = None,
+    graphml: Annotated[
+        Path | None,
+        typer.Option(help="Write the designed fabric as GraphML (node types, capacity, count)"),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the design as JSON")] = False,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
 ) -> None:
@@ -106,6 +111,7 @@ def design_command(
 
     prepare_output(out, force, "--out")
     prepare_output(html, force, "--html")
+    prepare_output(graphml, force, "--graphml")
     if reserve_ports is not None and not 0 <= reserve_ports <= degree:
         raise InputError("--reserve-ports", reserve_ports, f"an integer 0..{degree} (--degree)")
     wired = None
@@ -151,6 +157,16 @@ def design_command(
 
         scored = problem if fabric == FabricKind.optical else None  # loads: optical designs only
         write_output_text(html, design_page(design, scored, title=f"{workload.name}: design"))
+    if graphml is not None:
+        from topoopt.exports.graphml import write_graphml
+
+        if fabric == FabricKind.hybrid:
+            built = design.fabric()
+        else:
+            from solvers.realise import design_fabric
+
+            built = design_fabric(design, gpus_per_server=workload.gpus_per_server, device="ocs")
+        write_output_with(graphml, lambda tmp: write_graphml(built, tmp))
     if as_json:
         emit_json(design.to_dict())
         return

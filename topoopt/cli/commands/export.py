@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -49,7 +48,7 @@ def _check_folder(out: Path, force: bool) -> None:
             raise InputError("--out", str(out), "a path that does not exist yet (or --force)")
         if not out.is_dir() or out.is_symlink():
             raise InputError("--out", str(out), "a folder (it is a file)")
-        if not (out / MARKER).is_file() or any(not _OURS.match(p.name) for p in out.iterdir()):
+        if not _ours(out):
             raise InputError(
                 "--out", str(out), "a folder written by topoopt export (--force replaces only that)"
             )
@@ -60,26 +59,27 @@ def _check_folder(out: Path, force: bool) -> None:
         raise InputError("--out", str(out), "a path in a folder you can write to")
 
 
+def _ours(out: Path) -> bool:
+    """True for a folder holding nothing but an earlier export (its marker file included)."""
+    return (
+        out.is_dir()
+        and not out.is_symlink()
+        and (out / MARKER).is_file()
+        and all(_OURS.match(p.name) for p in out.iterdir())
+    )
+
+
 def _write_folder(out: Path, force: bool, fill) -> dict:
-    """Fill a temporary sibling folder, then move it to ``out``; nothing is left on failure."""
-    parent = out.absolute().parent
-    tmp = parent / f".{out.name}.{os.getpid()}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
-        info = fill(tmp)
-        (tmp / MARKER).write_text("written by topoopt export\n", encoding="utf-8")
-        if out.exists():
-            _check_folder(out, force)  # checked again at rename time
-            old = parent / f".{out.name}.{os.getpid()}.old"
-            os.rename(out, old)
-            os.rename(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    """Fill a temporary sibling folder, then move it to ``out`` (topoopt.atomic): nothing is left
+    on failure or on SIGTERM/SIGINT, and a folder that appeared meanwhile is kept."""
+    from topoopt.atomic import atomic_write_folder
+
+    def fill_and_mark(d: Path) -> dict:
+        info = fill(d)
+        (d / MARKER).write_text("written by topoopt export\n", encoding="utf-8")
+        return info
+
+    info = atomic_write_folder(out, fill_and_mark, force=force, replaceable=_ours)
     print(f"wrote {out}/", file=sys.stderr)
     return info
 

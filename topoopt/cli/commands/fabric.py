@@ -19,6 +19,7 @@ from topoopt.cli.common import (
     prepare_output,
     stdout,
     write_output_text,
+    write_output_with,
 )
 from topoopt.units import gbps_to_bytes_per_s, ms_to_s
 from traffic.errors import InputError
@@ -33,6 +34,10 @@ fabric_app = typer.Typer(
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout")]
 HtmlOpt = Annotated[Path | None, typer.Option("--html", help="Draw the fabric into this file")]
+GraphmlOpt = Annotated[
+    Path | None,
+    typer.Option("--graphml", help="Write the fabric as GraphML (node types, capacity, count)"),
+]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite the --html file")]
 PricesOpt = Annotated[
     Path | None, typer.Option("--prices", help="YAML price table merged over the defaults")
@@ -74,9 +79,21 @@ def fabric_report(fabric, prices_path: Path | None = None) -> dict[str, Any]:
     }
 
 
-def _finish(fabric, as_json: bool, html: Path | None, force: bool, prices: Path | None) -> None:
+def _finish(
+    fabric,
+    as_json: bool,
+    html: Path | None,
+    force: bool,
+    prices: Path | None,
+    graphml: Path | None = None,
+) -> None:
     out = prepare_output(html, force, "--html")
+    gml = prepare_output(graphml, force, "--graphml")
     report = fabric_report(fabric, prices)
+    if gml is not None:
+        from topoopt.exports.graphml import write_graphml
+
+        write_output_with(gml, lambda tmp: write_graphml(fabric, tmp))
     if out is not None:
         from topoopt.report.fabric_figure import DIV_ID, fabric_figure
         from topoopt.report.html import page_html
@@ -154,12 +171,13 @@ def ideal_cmd(
     html: HtmlOpt = None,
     force: ForceOpt = False,
     prices: PricesOpt = None,
+    graphml: GraphmlOpt = None,
 ) -> None:
     """One non-blocking switch (the bound)."""
     from topoopt.fabrics import ideal
 
     f = ideal(servers, degree, gbps_to_bytes_per_s(link_gbps), gpus_per_server=gpus_per_server)
-    _finish(f, as_json, html, force, prices)
+    _finish(f, as_json, html, force, prices, graphml)
 
 
 @fabric_app.command("fat-tree")
@@ -177,6 +195,7 @@ def fat_tree_cmd(
     html: HtmlOpt = None,
     force: ForceOpt = False,
     prices: PricesOpt = None,
+    graphml: GraphmlOpt = None,
 ) -> None:
     """k-ary three-tier fat-tree."""
     from topoopt.fabrics import fat_tree
@@ -189,7 +208,7 @@ def fat_tree_cmd(
         port_bandwidth=gbps_to_bytes_per_s(link_gbps),
         gpus_per_server=gpus_per_server,
     )
-    _finish(f, as_json, html, force, prices)
+    _finish(f, as_json, html, force, prices, graphml)
 
 
 @fabric_app.command("leaf-spine")
@@ -204,6 +223,7 @@ def leaf_spine_cmd(
     html: HtmlOpt = None,
     force: ForceOpt = False,
     prices: PricesOpt = None,
+    graphml: GraphmlOpt = None,
 ) -> None:
     """Two-tier leaf-spine."""
     from topoopt.fabrics import leaf_spine
@@ -215,7 +235,7 @@ def leaf_spine_cmd(
         port_bandwidth=gbps_to_bytes_per_s(link_gbps),
         gpus_per_server=gpus_per_server,
     )
-    _finish(f, as_json, html, force, prices)
+    _finish(f, as_json, html, force, prices, graphml)
 
 
 @fabric_app.command("rail")
@@ -232,6 +252,7 @@ def rail_cmd(
     html: HtmlOpt = None,
     force: ForceOpt = False,
     prices: PricesOpt = None,
+    graphml: GraphmlOpt = None,
 ) -> None:
     """Rail-optimised two-tier fabric (GPU i of every server on rail i)."""
     from topoopt.fabrics import rail_optimized
@@ -243,7 +264,7 @@ def rail_cmd(
         radix=radix,
         port_bandwidth=gbps_to_bytes_per_s(link_gbps),
     )
-    _finish(f, as_json, html, force, prices)
+    _finish(f, as_json, html, force, prices, graphml)
 
 
 @fabric_app.command("torus")
@@ -258,6 +279,7 @@ def torus_cmd(
     html: HtmlOpt = None,
     force: ForceOpt = False,
     prices: PricesOpt = None,
+    graphml: GraphmlOpt = None,
 ) -> None:
     """1-, 2- or 3-D wrap-around torus, one server per node."""
     from topoopt.fabrics import torus
@@ -269,7 +291,7 @@ def torus_cmd(
         twist=twist or None,
         gpus_per_server=gpus_per_server,
     )
-    _finish(f, as_json, html, force, prices)
+    _finish(f, as_json, html, force, prices, graphml)
 
 
 @fabric_app.command("tpu-v4")
@@ -285,6 +307,7 @@ def tpu_cmd(
     html: HtmlOpt = None,
     force: ForceOpt = False,
     prices: PricesOpt = None,
+    graphml: GraphmlOpt = None,
 ) -> None:
     """TPU-v4-style torus: 4x4x4 copper cubes joined by OCS circuits."""
     from topoopt.fabrics import tpu_v4_torus
@@ -295,7 +318,7 @@ def tpu_cmd(
         twist=twist or None,
         reconfiguration_delay=ms_to_s(reconfig_ms),
     )
-    _finish(f, as_json, html, force, prices)
+    _finish(f, as_json, html, force, prices, graphml)
 
 
 @fabric_app.command("direct")
@@ -317,6 +340,7 @@ def direct_cmd(
     html: HtmlOpt = None,
     force: ForceOpt = False,
     prices: PricesOpt = None,
+    graphml: GraphmlOpt = None,
 ) -> None:
     """Optical direct-connect (default circuits: TopoOpt geometric circulant)."""
     from topoopt.fabrics import direct_connect
@@ -330,7 +354,7 @@ def direct_cmd(
         reconfiguration_delay=None if reconfig_ms is None else ms_to_s(reconfig_ms),
         gpus_per_server=gpus_per_server,
     )
-    _finish(f, as_json, html, force, prices)
+    _finish(f, as_json, html, force, prices, graphml)
 
 
 @fabric_app.command("expander")
@@ -346,6 +370,7 @@ def expander_cmd(
     html: HtmlOpt = None,
     force: ForceOpt = False,
     prices: PricesOpt = None,
+    graphml: GraphmlOpt = None,
 ) -> None:
     """Random d-regular direct-connect (seeded)."""
     from topoopt.fabrics import expander
@@ -358,7 +383,7 @@ def expander_cmd(
         device=device,
         gpus_per_server=gpus_per_server,
     )
-    _finish(f, as_json, html, force, prices)
+    _finish(f, as_json, html, force, prices, graphml)
 
 
 @fabric_app.command("hybrid")
@@ -381,6 +406,7 @@ def hybrid_cmd(
     html: HtmlOpt = None,
     force: ForceOpt = False,
     prices: PricesOpt = None,
+    graphml: GraphmlOpt = None,
 ) -> None:
     """Electrical leaf-spine / fat-tree plus an optical circuit layer."""
     from topoopt.fabrics import hybrid
@@ -398,7 +424,7 @@ def hybrid_cmd(
         device=device,
         gpus_per_server=gpus_per_server,
     )
-    _finish(f, as_json, html, force, prices)
+    _finish(f, as_json, html, force, prices, graphml)
 
 
 def register(app: typer.Typer) -> None:
