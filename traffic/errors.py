@@ -131,15 +131,20 @@ def check(condition: bool, field: str, value: Any, allowed: str) -> None:
         raise InputError(field, value, allowed)
 
 
-def check_finite(obj: Any, source: str, what: str = "result") -> None:
+def check_finite(
+    obj: Any, source: str, what: str = "result", skip: tuple[str, ...] = ("info",)
+) -> None:
     """Raise :class:`InputError` naming ``source`` (the input) when a result holds a non-finite
     number (a time, cost or rate that is NaN or infinite), instead of printing ``null``.
 
-    ``obj`` is a result document: mappings, lists, tuples, numbers and numpy arrays.
+    ``obj`` is a result document: mappings, lists, tuples, numbers and numpy arrays. Values under
+    a key in ``skip`` (``info``: a solver's facts, where ``-inf`` means "no bound") are not
+    checked; the JSON writers show them as ``null``.
 
     Examples
     --------
     >>> check_finite({"makespan": 1.0, "flows": [{"finish": 2.0}]}, "f.json")
+    >>> check_finite({"objective_s": 1.0, "info": {"bound_s": float("-inf")}}, "plan.yaml")
     >>> check_finite({"makespan": float("inf")}, "f.json")
     Traceback (most recent call last):
     ...
@@ -155,7 +160,8 @@ def check_finite(obj: Any, source: str, what: str = "result") -> None:
                 bad: Any = float(v)
                 break
         elif isinstance(v, dict):
-            stack.extend((x, f"{at}.{k}") for k, x in reversed(list(v.items())))
+            items = [(k, x) for k, x in v.items() if k not in skip]
+            stack.extend((x, f"{at}.{k}") for k, x in reversed(items))
         elif isinstance(v, list | tuple):
             stack.extend((x, f"{at}[{i}]") for i, x in reversed(list(enumerate(v))))
         elif isinstance(v, np.ndarray) and v.dtype.kind in "fc" and v.size:
