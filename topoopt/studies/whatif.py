@@ -16,7 +16,8 @@ iteration times are measured by the flow model
   pre-wired (they must stay) and the failed ports are reserved (unusable), by the design's own
   solver (``joint`` under a small deterministic work limit when the design's solver is not a
   registered one). The re-optimiser never ships something slower than the rerouted design: if
-  the new design is slower, it is dropped (``fallback`` true, ``rewired_circuits`` 0,
+  the new design is slower, or the solver refuses the problem (``solver_refused`` says why,
+  e.g. ``topoopt`` needs 3 servers), it is dropped (``fallback`` true, ``rewired_circuits`` 0,
   ``reoptimized_s == after_s``).
 
 Ports and devices
@@ -66,6 +67,7 @@ __all__ = [
     "ocs_failure",
     "read_failure_file",
     "load_case",
+    "make_case",
     "whatif",
     "whatif_sweep",
     "DEFAULT_REOPT_WORK_LIMIT",
@@ -344,10 +346,9 @@ class Case:
 
 
 def load_case(design_path: str | Path, plan: str) -> Case:
-    """Read ``design.json`` and the plan, check they match (as ``topoopt simulate``)."""
+    """Read ``design.json`` and the plan, and check they match (as ``topoopt simulate``)."""
     from solvers.design import Design
-    from solvers.design_schema import check_design_rings, load_design
-    from solvers.problem import DesignProblem
+    from solvers.design_schema import load_design
     from traffic.load import load_workload
 
     path = Path(design_path)
@@ -356,14 +357,22 @@ def load_case(design_path: str | Path, plan: str) -> Case:
     d = load_design(path)
     if not isinstance(d, Design):
         raise InputError("DESIGN", "a hybrid design", "an optical (direct-connect) design")
-    workload = load_workload(plan)
+    return make_case(d, load_workload(plan), str(path))
+
+
+def make_case(design, workload, name: str = "design.json") -> Case:
+    """A :class:`Case` of a :class:`~solvers.design.Design` and the workload it was made for."""
+    from solvers.design_schema import check_design_rings
+    from solvers.problem import DesignProblem
+
+    d = design
     if d.servers != workload.servers:
         allowed = f"a design for {workload.servers} servers (the plan's)"
         raise InputError("DESIGN", f"{d.servers} servers", allowed)
     problem = DesignProblem.from_workload(
         workload, d.degree, d.link_bandwidth, reserved=d.reserved_ports, prewired=d.prewired
     )
-    check_design_rings(d, problem, str(path))
+    check_design_rings(d, problem, name)
     ports, crossed = port_assignment(d.circuits, d.servers, d.degree)
     return Case(workload, d, problem, ports, crossed)
 
@@ -437,8 +446,10 @@ def whatif(
     Returns
     -------
     dict
-        ``before_s``, ``after_s`` (``None`` when the job cannot run), ``reoptimized_s``,
+        ``before_s``, ``after_s`` (``None`` when the job cannot run), ``reoptimized_s``
+        (``None`` when even the re-optimised design leaves two communicating servers apart),
         ``rewired_circuits`` (circuits the re-optimised design adds to the surviving ones),
+        ``surviving_circuits`` and ``reoptimized_circuits`` (``[u, v, count]`` rows),
         ``failed`` (lost circuits with their ports), ``failed_ports`` (per server, non-zero
         only), ``failure``, ``disconnected``, ``fallback``, ``solver``, ``crossed_circuits``.
     """
@@ -470,11 +481,18 @@ def whatif(
     name = solver or (d.solver if d.solver in SOLVERS else "joint")
     if progress:
         progress(f"re-optimising with {name} (surviving circuits pre-wired)")
-    new = solve(problem, name, seed=seed, work_limit=work_limit, time_limit_s=time_limit_s)
-    reopt_s = _iteration_s(case, new, problem=problem)
+    reopt_s, refused = None, ""
+    try:
+        new = solve(problem, name, seed=seed, work_limit=work_limit, time_limit_s=time_limit_s)
+    except InputError as exc:  # the solver cannot take this problem: keep the rerouted design
+        if after_s is None:
+            raise
+        new, refused = survived, f"{name}: {exc}"
+    if not refused and _connected(new.circuits, d.routing, n):
+        reopt_s = _iteration_s(case, new, problem=problem)
     have = {(u, v): k for u, v, k in surviving.tolist()}
     rewired = sum(max(k - have.get((u, v), 0), 0) for u, v, k in new.circuits.tolist())
-    fallback = after_s is not None and reopt_s > after_s
+    fallback = after_s is not None and (reopt_s is None or reopt_s > after_s)
     if fallback:
         reopt_s, rewired = after_s, 0
     nz = np.flatnonzero(failure.failed_ports)
@@ -483,12 +501,15 @@ def whatif(
         "after_s": after_s,
         "reoptimized_s": reopt_s,
         "rewired_circuits": int(rewired),
+        "surviving_circuits": surviving.tolist(),
+        "reoptimized_circuits": (surviving if fallback else new.circuits).tolist(),
         "failed": failure.records(),
         "failed_ports": {str(int(i)): int(failure.failed_ports[i]) for i in nz},
         "failure": failure.label,
         "disconnected": disconnected,
         "fallback": bool(fallback),
         "solver": name,
+        "solver_refused": refused,
         "crossed_circuits": case.crossed,
     }
 
@@ -592,7 +613,7 @@ def whatif_sweep(
     for k in (1, 2):
         if k > total:
             raise InputError("DESIGN", f"{total} circuit(s)", f"at least {k} to fail {k}")
-        after, reopt, disc, rewired = [], [], 0, []
+        after, reopt, disc, lost, rewired = [], [], 0, 0, []
         for i in range(samples):
             s = seed * 1000 + 10 * i + k
             f = links_failure(case.ports, case.design.servers, k, s)
@@ -602,12 +623,16 @@ def whatif_sweep(
                 disc += 1
             else:
                 after.append(r["after_s"] / before)
-            reopt.append(r["reoptimized_s"] / before)
+            if r["reoptimized_s"] is None:
+                lost += 1
+            else:
+                reopt.append(r["reoptimized_s"] / before)
             rewired.append(r["rewired_circuits"])
         out["failures"][str(k)] = {
             "after_slowdown": _quantiles(after),
             "reoptimized_slowdown": _quantiles(reopt),
             "disconnected": disc,
+            "disconnected_reoptimized": lost,
             "rewired_circuits_mean": float(np.mean(rewired)),
         }
     if fat_tree:

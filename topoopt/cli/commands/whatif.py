@@ -110,6 +110,12 @@ def whatif_command(
     else:
         f = ports_failure(case.ports, d.servers, d.degree, spec)
     res = whatif(case, f, solver=solver, seed=seed, work_limit=work_limit, progress=progress)
+    if res["after_s"] is None and res["reoptimized_s"] is None:
+        raise InputError(
+            "failure",
+            res["failure"],
+            "a failure that leaves the job's servers connected (rerouted or re-optimised)",
+        )
     if as_json:
         emit_json(res)
         return
