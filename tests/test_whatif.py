@@ -291,3 +291,27 @@ def test_cli_json(dlrm_design_file):
     assert doc["reoptimized_s"] <= doc["after_s"]
     assert all(2 in (x["port_u"], x["port_v"]) for x in doc["failed"])
     assert len(doc["failed"]) == 8  # 16 servers, one port each on device 2: a matching of 8
+
+
+def test_sweep_quantiles_and_fat_tree(dlrm_case):
+    from topoopt.studies.whatif import whatif_sweep
+
+    r = whatif_sweep(dlrm_case, samples=2, seed=0)
+    for k in ("1", "2"):
+        f = r["failures"][k]
+        assert f["disconnected"] == 0  # a 3-regular design survives any 2 circuit losses here
+        after, reopt = f["after_slowdown"], f["reoptimized_slowdown"]
+        qs = ["p0", "p50", "p90", "p100"]
+        assert all(after[a] <= after[b] for a, b in itertools.pairwise(qs))
+        # per sample reoptimized <= after, so every order statistic is too
+        assert all(reopt[q] <= after[q] for q in qs)
+    ft = r["fat_tree"]
+    # k = 4 (16 host ports for 8 servers): servers fill the edge switches 2 by 2, so the loss
+    # of each of the 4 occupied edge switches cuts 2 servers off; no other switch does
+    assert ft["k"] == 4 and ft["switches"] == 20
+    assert ft["switch_losses_disconnecting"] == 4 and ft["servers_cut_off_max"] == 2
+    assert len(ft["simulated_switches"]) == 2 and ft["slowdown"]["p0"] >= 1 - 1e-9
+    assert whatif_sweep(dlrm_case, samples=1, seed=0, fat_tree=False)["failures"].keys() == {
+        "1",
+        "2",
+    }
