@@ -315,3 +315,18 @@ def test_sweep_quantiles_and_fat_tree(dlrm_case):
         "1",
         "2",
     }
+
+
+@pytest.mark.parametrize(
+    "n, degree, solver",
+    [(9, 4, "topoopt"), (15, 4, "expander"), (16, 4, "expander"), (12, 5, "expander")],
+)
+def test_port_assignment_meets_the_matching_bound(n, degree, solver):
+    """A device holds at most floor(n/2) circuits, so at least m - d * floor(n/2) circuits of
+    a design with m circuits cross devices; the assignment reaches that bound here (0 for even
+    n: random regular graphs are class 1, odd n: every regular graph is overfull)."""
+    d = solve(DesignProblem.from_workload(dlrm_like(n), degree, 12.5e9), solver, seed=0)
+    rows, crossed = port_assignment(d.circuits, n, degree)
+    check_ports(rows, n, degree)
+    m = int(d.circuits[:, 2].sum())
+    assert crossed == max(m - degree * (n // 2), 0)

@@ -26,11 +26,12 @@ Port ``i`` of every server is patched into device ``i`` (:mod:`topoopt.fabrics.d
 so a circuit joins port ``p`` of ``u`` and port ``p`` of ``v`` through device ``p``: the circuits
 on one device form a matching. ``design.json`` records no ports, so :func:`port_assignment`
 assigns them deterministically by edge colouring the circuit multigraph with ``degree``
-colours (greedy in canonical circuit order, repaired by swapping two-coloured alternating paths
-as in König's proof). A circuit the colouring cannot place on one device (a graph that needs
-more than ``degree`` colours, e.g. an odd cycle on two ports) takes the lowest free port at each
-end (two devices: it is lost when either fails); :func:`port_assignment` reports these as
-``crossed``.
+colours (greedy, repaired by swapping two-coloured alternating paths as in König's proof, over
+the canonical circuit order and then seeded permutations until one needs no crossing). A circuit
+the colouring cannot place on one device (a graph that needs more than ``degree`` colours, e.g.
+an odd cycle on two ports, or any ``d``-regular design on an odd number of servers, where a
+device holds at most ``(n-1)/2`` circuits) takes the lowest free port at each end (two devices:
+it is lost when either fails); :func:`port_assignment` reports these as ``crossed``.
 
 Failure kinds
 -------------
@@ -48,6 +49,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -78,6 +80,68 @@ DEFAULT_REOPT_WORK_LIMIT = 2.0
 
 
 # --------------------------------------------------------------------------- ports
+ORDER_ATTEMPTS = 8
+"""Circuit orders :func:`port_assignment` tries (canonical, then seeds 1..7); the fewest
+crossed circuits win, the first order without any stops the search."""
+
+
+def _swap_path(u, v, pu, pv, at, start: int, avoid: int, pa: int, pb: int, m: int) -> bool:
+    """Swap colours ``pa``/``pb`` along the alternating path leaving ``start`` by its ``pa``
+    circuit; refuse (False, nothing changed) if it reaches ``avoid`` or a crossed circuit."""
+    path: list[int] = []
+    x, col = start, pa
+    while at[x, col] >= 0 and len(path) <= m:
+        f = int(at[x, col])
+        if pu[f] != pv[f]:
+            return False
+        path.append(f)
+        x = int(v[f]) if int(u[f]) == x else int(u[f])
+        col = pb if col == pa else pa
+        if x == avoid:
+            return False
+    olds = [int(pu[f]) for f in path]
+    for f, c_old in zip(path, olds, strict=True):
+        at[u[f], c_old] = -1
+        at[v[f], c_old] = -1
+    for f, c_old in zip(path, olds, strict=True):
+        c_new = pb if c_old == pa else pa
+        pu[f] = pv[f] = c_new
+        at[u[f], c_new] = f
+        at[v[f], c_new] = f
+    return True
+
+
+def _colour(u, v, n: int, degree: int, order: np.ndarray):
+    """One greedy colouring pass in ``order`` (see :func:`port_assignment`)."""
+    m = u.shape[0]
+    at = np.full((n, degree), -1, np.int64)  # at[x, p]: circuit on port p of server x
+    pu = np.full(m, -1, np.int64)
+    pv = np.full(m, -1, np.int64)
+    crossed = 0
+    for e in order.tolist():
+        a_, b_ = int(u[e]), int(v[e])
+        free_a = np.flatnonzero(at[a_] < 0)
+        free_b = np.flatnonzero(at[b_] < 0)
+        both = np.intersect1d(free_a, free_b)
+        p = int(both[0]) if both.size else -1
+        if p < 0:
+            # b_ lacks pb and has a pa circuit: freeing pa at b_ by a Kempe swap
+            for pa, pb in itertools.product(free_a.tolist(), free_b.tolist()):
+                if _swap_path(u, v, pu, pv, at, b_, a_, pa, pb, m):
+                    p = pa
+                    break
+        if p < 0:
+            pu[e], pv[e] = int(free_a[0]), int(free_b[0])
+            at[a_, pu[e]] = e
+            at[b_, pv[e]] = e
+            crossed += 1
+            continue
+        pu[e] = pv[e] = p
+        at[a_, p] = e
+        at[b_, p] = e
+    return pu, pv, crossed
+
+
 def port_assignment(circuits: np.ndarray, n: int, degree: int) -> tuple[np.ndarray, int]:
     """Ports of every single circuit: ``(rows, crossed)``.
 
@@ -111,54 +175,15 @@ def port_assignment(circuits: np.ndarray, n: int, degree: int) -> tuple[np.ndarr
     u = np.repeat(c[:, 0], c[:, 2])
     v = np.repeat(c[:, 1], c[:, 2])
     m = u.shape[0]
-    at = np.full((n, degree), -1, np.int64)  # at[x, p]: circuit on port p of server x
-    pu = np.full(m, -1, np.int64)
-    pv = np.full(m, -1, np.int64)
-
-    crossed = 0
-    for e in range(m):
-        a_, b_ = int(u[e]), int(v[e])
-        free_a = at[a_] < 0
-        free_b = at[b_] < 0
-        both = np.flatnonzero(free_a & free_b)
-        if both.size:
-            p = int(both[0])
-        else:
-            pa, pb = int(np.flatnonzero(free_a)[0]), int(np.flatnonzero(free_b)[0])
-            # the pa/pb alternating path from b_ (b_ has a pa circuit, no pb one): swap its
-            # colours unless it reaches a_ or meets a crossed circuit
-            path: list[int] = []
-            x, col, ok = b_, pa, True
-            while at[x, col] >= 0 and len(path) <= m:
-                f = int(at[x, col])
-                if pu[f] != pv[f]:
-                    ok = False
-                    break
-                path.append(f)
-                x = int(v[f]) if int(u[f]) == x else int(u[f])
-                col = pb if col == pa else pa
-                if x == a_:
-                    ok = False
-                    break
-            if not ok:
-                pu[e], pv[e] = pa, pb
-                at[a_, pa] = e
-                at[b_, pb] = e
-                crossed += 1
-                continue
-            olds = [int(pu[f]) for f in path]
-            for f, c_old in zip(path, olds, strict=True):
-                at[u[f], c_old] = -1
-                at[v[f], c_old] = -1
-            for f, c_old in zip(path, olds, strict=True):
-                c_new = pb if c_old == pa else pa
-                pu[f] = pv[f] = c_new
-                at[u[f], c_new] = f
-                at[v[f], c_new] = f
-            p = pa
-        pu[e] = pv[e] = p
-        at[a_, p] = e
-        at[b_, p] = e
+    best = None
+    for attempt in range(ORDER_ATTEMPTS):
+        order = np.arange(m) if attempt == 0 else np.random.default_rng(attempt).permutation(m)
+        pu, pv, crossed = _colour(u, v, n, degree, order)
+        if best is None or crossed < best[2]:
+            best = (pu, pv, crossed)
+        if crossed == 0:
+            break
+    pu, pv, crossed = best
     return np.column_stack([u, v, pu, pv]).astype(np.int64), crossed
 
 
