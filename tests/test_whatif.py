@@ -25,6 +25,7 @@ from solvers.design import Design, NodePaths
 from solvers.problem import DesignProblem
 from solvers.registry import solve
 from topoopt.cli.app import app
+from topoopt.cli.common import dumps_strict
 from topoopt.studies.whatif import (
     links_failure,
     make_case,
@@ -150,7 +151,18 @@ def test_disconnection_then_reoptimised_reconnects():
     # free ports: server 0 one, server 2 one (its other port failed), server 1 none
     assert [0, 2, 1] in r["reoptimized_circuits"] and r["rewired_circuits"] == 1
     assert r["reoptimized_s"] == pytest.approx(size / B, rel=1e-4)
-    # the CLI turns a failure nothing can repair into one line (see test_cli_errors)
+    doc = json.loads(dumps_strict(r))  # what --json prints: the job cannot run rerouted
+    assert doc["after_s"] is None and doc["reoptimized_s"] > 0
+
+
+def test_failure_nothing_can_repair():
+    # both ports of server 2 fail: no design can reach it (the CLI prints one line, exit 2)
+    w = ar_workload(3, [0, 2], 1e6)
+    case = make_case(hand_design(3, 2, [[0, 1, 1], [1, 2, 1]], [([0, 1, 2],), ([2, 1, 0],)]), w)
+    f = ports_failure(case.ports, 3, 2, {"ports": np.array([[2, 2]])})
+    r = whatif(case, f, solver="topoopt")
+    assert r["disconnected"] and r["after_s"] is None and r["reoptimized_s"] is None
+    assert r["failed_ports"] == {"2": 2} and len(r["failed"]) == 1
 
 
 def test_nonexistent_circuit_is_an_error():
