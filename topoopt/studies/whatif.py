@@ -10,8 +10,10 @@ iteration times are measured by the flow model
   circuit keeps its traffic (the surviving paths of a server pair share it in proportion to
   their weights); a pair that lost every path goes over all shortest paths of the surviving
   circuits (ECMP, hosts forwarding), as the flow model routes the pairs a design does not cover.
-  The rings stay as designed. When the surviving circuits disconnect two servers that exchange
-  bytes the job cannot run: ``after_s`` is ``None`` and ``disconnected`` is true;
+  The rings stay as designed. ``before_rerouted_s`` is the intact design on the same paths
+  (the routing's share of the change). When the surviving circuits disconnect two servers
+  that exchange bytes the job cannot run: ``after_s`` is ``None`` and ``disconnected`` is
+  true;
 - ``reoptimized_s``: a new design of the same problem where the surviving circuits are
   pre-wired (they must stay) and the failed ports are reserved (unusable), by the design's own
   solver (``joint`` under a small deterministic work limit when the design's solver is not a
@@ -441,6 +443,32 @@ def _surviving_paths(paths, alive_keys: np.ndarray, n: int):
     return NodePaths(paths.src[kc], paths.dst[kc], cptr, pptr, paths.nodes[node_keep], weight)
 
 
+def _rerouted_paths(case: Case, survived):
+    """The routing after a failure as explicit paths: the design's surviving paths, and ECMP on
+    the surviving circuits for every design pair that lost all its paths."""
+    from solvers.design import NodePaths, node_paths
+    from solvers.realise import design_fabric
+    from topoopt.fabrics.routing import routes
+
+    d, n = case.design, case.design.servers
+    c = survived.circuits
+    paths = _surviving_paths(d.routing, c[:, 0] * n + c[:, 1], n)
+    want = d.routing.src * n + d.routing.dst
+    lost = np.setdiff1d(want, paths.src * n + paths.dst)
+    if not lost.size:
+        return paths
+    fab = design_fabric(survived, gpus_per_server=case.workload.gpus_per_server)
+    extra = node_paths(routes(fab, "ecmp", pairs=np.column_stack([lost // n, lost % n])), fab.dst)
+    return NodePaths(
+        np.r_[paths.src, extra.src],
+        np.r_[paths.dst, extra.dst],
+        np.r_[paths.commodity_ptr, extra.commodity_ptr[1:] + paths.n_paths],
+        np.r_[paths.path_ptr, extra.path_ptr[1:] + paths.path_ptr[-1]],
+        np.r_[paths.nodes, extra.nodes],
+        np.r_[paths.weight, extra.weight],
+    )
+
+
 def _subtract(circuits: np.ndarray, lost: np.ndarray, n: int) -> np.ndarray:
     have = {(u, v): k for u, v, k in circuits.tolist()}
     for u, v, k in lost.tolist():
@@ -471,7 +499,10 @@ def whatif(
     Returns
     -------
     dict
-        ``before_s``, ``after_s`` (``None`` when the job cannot run), ``reoptimized_s``
+        ``before_s``, ``after_s`` (``None`` when the job cannot run), ``before_rerouted_s``
+        (the intact design on the very paths ``after_s`` uses: ``after_s - before_rerouted_s``
+        is the cost of the lost capacity, ``before_rerouted_s - before_s`` that of the changed
+        routes), ``reoptimized_s``
         (``None`` when even the re-optimised design leaves two communicating servers apart),
         ``rewired_circuits`` (circuits the re-optimised design adds to the surviving ones),
         ``surviving_circuits`` and ``reoptimized_circuits`` (``[u, v, count]`` rows),
@@ -487,14 +518,14 @@ def whatif(
         before_s = _iteration_s(case, d)
     surviving = _subtract(d.circuits, failure.lost_circuits(n), n)
     disconnected = not _connected(surviving, d.routing, n)
-    after_s = None
+    after_s = before_rerouted_s = None
     survived = replace(d, circuits=surviving)
     if not disconnected:
         if progress:
             progress(f"simulating after the failure of {failure.label}")
-        alive = surviving[:, 0] * n + surviving[:, 1]
-        paths = _surviving_paths(d.routing, alive, n)
+        paths = _rerouted_paths(case, survived)
         after_s = _iteration_s(case, survived, paths)
+        before_rerouted_s = _iteration_s(case, d, paths)
     used = np.bincount(surviving[:, 0], surviving[:, 2], n) + np.bincount(
         surviving[:, 1], surviving[:, 2], n
     )
@@ -511,7 +542,11 @@ def whatif(
         new = solve(problem, name, seed=seed, work_limit=work_limit, time_limit_s=time_limit_s)
     except InputError as exc:  # the solver cannot take this problem: keep the rerouted design
         if after_s is None:
-            raise
+            raise InputError(
+                "failure",
+                failure.label,
+                f"a failure that leaves the job's servers connected ({name}: {exc.value})",
+            ) from None
         new, refused = survived, f"{name}: {exc}"
     if not refused and _connected(new.circuits, d.routing, n):
         reopt_s = _iteration_s(case, new, problem=problem)
@@ -524,6 +559,7 @@ def whatif(
     return {
         "before_s": before_s,
         "after_s": after_s,
+        "before_rerouted_s": before_rerouted_s,
         "reoptimized_s": reopt_s,
         "rewired_circuits": int(rewired),
         "surviving_circuits": surviving.tolist(),

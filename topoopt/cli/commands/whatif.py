@@ -123,6 +123,7 @@ def whatif_command(
     t.add_column("quantity")
     t.add_column("value", justify="right")
     t.add_row("before (ms)", _ms(res["before_s"]))
+    t.add_row("before, on the rerouted paths (ms)", _ms(res["before_rerouted_s"]))
     t.add_row("after, rerouted (ms)", _ms(res["after_s"]))
     t.add_row(f"re-optimised by {res['solver']} (ms)", _ms(res["reoptimized_s"]))
     t.add_row("circuits rewired", str(res["rewired_circuits"]))
