@@ -345,3 +345,17 @@ def test_port_assignment_meets_the_matching_bound(n, degree, solver):
     check_ports(rows, n, degree)
     m = int(d.circuits[:, 2].sum())
     assert crossed == max(m - degree * (n // 2), 0)
+
+
+def test_cli_sweep_json(dlrm_design_file):
+    r = invoke(dlrm_design_file, "--plan", "dlrm", "--sweep", "--samples", "1", "--json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)  # exactly one document
+    assert set(doc["failures"]) == {"1", "2"}
+    for f in doc["failures"].values():
+        assert set(f["after_slowdown"]) == {"p0", "p50", "p90", "p100"}
+        assert f["reoptimized_slowdown"]["p0"] <= f["after_slowdown"]["p0"]
+    ft = doc["fat_tree"]
+    # 16 servers on a k=4 fat-tree fill all 8 edge switches, each loss cuts 2 servers off
+    assert (ft["k"], ft["switches"], ft["switch_losses_disconnecting"]) == (4, 20, 8)
+    assert "fat-tree" in r.stderr  # progress on stderr
