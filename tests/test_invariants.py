@@ -13,7 +13,7 @@ the same cases run every time.
   (``comm_busy_s``), which is at most the iteration.
 - For a fixed design method, more bandwidth per port, or more ports, never slows the iteration
   or its communication down (ports: every method but the TopoOpt baselines, whose algorithm
-  does not promise it; see ``docs/topoopt-baseline.md``).
+  does not promise it, see ``docs/topoopt-baseline.md``, and the random expander).
 - Oversubscribing a fat-tree never speeds anything up.
 - A design's simulated time is never below the lower bound its solver reports.
 
@@ -70,6 +70,11 @@ TOPOOPT = ("topoopt", "topoopt-released", "topoopt-best")
 """The TopoOpt baselines: more ports are not guaranteed to help them (``docs/topoopt-baseline.md``,
 "What more ports guarantee": the degree split, the rings and the strides change with the
 degree), so only more bandwidth is asserted for them."""
+
+NOT_NESTED = (*TOPOOPT, "expander")
+"""Methods whose design at more ports need not contain the one at fewer: the TopoOpt baselines
+and the expander (a fresh random regular graph per degree: 8 servers, 4 -> 5 ports was seen
+1 % slower). Only more bandwidth is asserted for them."""
 
 BANDWIDTHS = (1.25e9, 3.125e9, 6.25e9)
 """Port bandwidths in bytes/s (10, 25, 50 Gbps: speeds the price catalogue knows, also for a
@@ -254,7 +259,7 @@ def test_more_bandwidth_or_more_ports_never_slow_a_method_down(method, data, fas
     a, _ = run_or_reject(method, w, degree, bandwidth)
     check_measures(a)
     more = [run(method, w, degree, bandwidth * faster)]
-    if method not in TOPOOPT and buildable(method, w.servers, degree + extra):
+    if method not in NOT_NESTED and buildable(method, w.servers, degree + extra):
         more.append(build_or_none(method, w, degree + extra, bandwidth))
     for got in more:
         if got is None:  # e.g. the expander of degree + extra is disconnected
