@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from traffic.errors import InputError
 
@@ -27,27 +26,12 @@ MAX_BYTES = 64 << 20
 _ALLOWED = 'a JSON object {"<pg_name>": [rank, ...]}'
 
 
-def _no_dupes(pairs):
-    out = {}
-    for k, v in pairs:
-        if k in out:
-            raise InputError("comm_group.json", f"key {k!r} twice", "unique group names")
-        out[k] = v
-    return out
-
-
 def parse_comm_groups_text(text: str, source: str) -> dict[str, tuple[int, ...]]:
-    """Parse and check a comm-group document (ranks distinct, non-negative integers)."""
+    """Parse and check a comm-group document (strict JSON through :mod:`traffic.decode`; ranks
+    distinct, non-negative integers)."""
+    from traffic.decode import parse_json
 
-    def bad_const(c):
-        raise InputError(source, c, "finite numbers")
-
-    try:
-        doc = json.loads(text, object_pairs_hook=_no_dupes, parse_constant=bad_const)
-    except (ValueError, RecursionError) as exc:
-        if isinstance(exc, InputError):
-            raise
-        raise InputError(source, "malformed JSON", _ALLOWED) from None
+    doc = parse_json(text, source)
     if not isinstance(doc, dict):
         raise InputError(source, type(doc).__name__, _ALLOWED)
     out: dict[str, tuple[int, ...]] = {}
@@ -67,16 +51,10 @@ def parse_comm_groups_text(text: str, source: str) -> dict[str, tuple[int, ...]]
 
 def parse_comm_groups(path: str | os.PathLike) -> dict[str, tuple[int, ...]]:
     """Read a comm-group file (see :func:`parse_comm_groups_text`)."""
-    p = Path(path)
-    try:
-        if p.stat().st_size > MAX_BYTES:
-            raise InputError(str(p), f"{p.stat().st_size} bytes", f"at most {MAX_BYTES} bytes")
-        text = p.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(str(p), "not UTF-8 text", _ALLOWED) from None
-    except OSError as e:
-        raise InputError(str(p), f"unreadable ({e.strerror or e})", _ALLOWED) from None
-    return parse_comm_groups_text(text, str(p))
+    from traffic.decode import decode_text, read_input
+
+    text = decode_text(read_input(path, "comm_group.json", MAX_BYTES), str(path))
+    return parse_comm_groups_text(text, str(path))
 
 
 def comm_groups_text(groups: dict[str, tuple[int, ...]]) -> str:
