@@ -16,10 +16,10 @@ Every flow gets its own destination address (an alias on the destination host's 
 its own source address, with static host routes along its ``path`` (and the reverse path for its
 ACKs) on every node it crosses: each flow follows exactly the path the flow model gives it. A
 ``BulkSendApplication`` sends the flow's bytes over TCP from ``start`` (64 KiB writes); its
-finish is the time the destination's ``PacketSink`` has received the last byte. TCP: ns-3's default congestion
-control (CUBIC in 3.44), 1448-byte segments, 8 MiB socket buffers (the window never limits at
-these RTTs), minimum RTO 1 ms (datacenter-like; ns-3's default of 1 s would turn every tail drop
-into a second of idle time).
+finish is the time the destination's ``PacketSink`` has received the last byte. TCP: ns-3's
+default congestion control (CUBIC in 3.44), 1448-byte segments, 8 MiB socket buffers (the
+window never limits at these RTTs), minimum RTO 1 ms (datacenter-like; ns-3's default of 1 s
+would turn every tail drop into a second of idle time).
 """
 
 from __future__ import annotations
