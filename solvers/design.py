@@ -291,6 +291,29 @@ class Design:
         return cls(**fields)
 
 
+def _finite_or_null(obj: Any) -> Any:
+    """``info`` as strict JSON: a fact that is undefined (NaN: e.g. an iteration time without a
+    compute model) or unbounded (-inf: no bound) is written as ``null``; numpy values become plain.
+
+    >>> _finite_or_null({"a": float("nan"), "b": [1.5, float("-inf")], "c": np.int64(2)})
+    {'a': None, 'b': [1.5, None], 'c': 2}
+    """
+    if isinstance(obj, dict):
+        return {k: _finite_or_null(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite_or_null(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _finite_or_null(obj.tolist())
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        f = float(obj)
+        return f if np.isfinite(f) else None
+    return obj
+
+
 def design_document(design) -> dict[str, Any]:
     """The ``design.json`` keys every design type shares (servers ... wall_s, info), plus
     ``reserved_ports`` and ``prewired`` when the design records them."""
@@ -307,7 +330,7 @@ def design_document(design) -> dict[str, Any]:
         "lower_bound_s": float(design.lower_bound_s),
         "gap": float(design.gap),
         "wall_s": float(design.wall_s),
-        "info": dict(design.info),
+        "info": _finite_or_null(dict(design.info)),
     }
     for key in ("reserved_ports", "prewired"):
         value = getattr(design, key, None)
