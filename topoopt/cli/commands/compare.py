@@ -111,16 +111,8 @@ def compare_command(
         emit_json({"rows": table.to_dict(orient="records"), "params": res.params})
         return
     t = Table(title=f"{workload.name}: {degree} x {link_gbps:g} Gbps per server")
-    cols = [
-        ("fabric", "fabric", None),
-        ("iteration ms", "iteration_s", 1e3),
-        ("comm ms", "comm_s", 1e3),
-        ("exposed ms", "exposed_comm_s", 1e3),
-        ("capex M$", "capex_usd", 1e-6),
-        ("power kW", "power_w", 1e-3),
-        ("Gbps/server", "server_bandwidth", 8e-9),
-        ("x ideal", "ratio_to_ideal", 1.0),
-    ]
+    from topoopt.report.pages import SUMMARY_COLUMNS as cols  # the HTML summary's columns
+
     for head, _, _ in cols:
         t.add_column(head, justify="left" if head == "fabric" else "right", no_wrap=True)
     for _, r in table.iterrows():
