@@ -439,29 +439,8 @@ class RoutingResult:
         return PhaseRouting(self.rings, self.paths)
 
 
-def _tree_paths(pred_row: np.ndarray, lid, s: int, targets: np.ndarray) -> list[np.ndarray]:
-    """Link-id paths from ``s`` to each target along a shortest-path tree (vectorised walk)."""
-    cur = targets.copy()
-    alive = cur != s
-    hops, owner, level = [], [], []
-    lv = 0
-    while alive.any():
-        idx = np.flatnonzero(alive)
-        prev = pred_row[cur[idx]]
-        hops.append(lid(prev, cur[idx]))
-        owner.append(idx)
-        level.append(np.full(idx.size, lv))
-        cur[idx] = prev
-        alive[idx] = prev != s
-        lv += 1
-    out = [np.zeros(0, np.int64)] * targets.size
-    if hops:
-        h, o, lvl = np.concatenate(hops), np.concatenate(owner), np.concatenate(level)
-        order = np.lexsort((-lvl, o))
-        h, o = h[order], o[order]
-        b = np.searchsorted(o, np.arange(targets.size + 1))
-        out = [h[b[i] : b[i + 1]] for i in range(targets.size)]
-    return out
+MIN_HOP_CHUNK_BYTES = 64 << 20
+"""Memory for the distance and predecessor matrices of one batch of :func:`min_hop_paths`."""
 
 
 def min_hop_paths(
@@ -491,15 +470,53 @@ def min_hop_paths(
     dst = np.asarray(dst, np.int64)
     tgt = np.where(fwd[dst], dst, dst + n_nodes)
     out: list[np.ndarray | None] = [None] * src.size
-    for s in np.unique(src):
-        mine = np.flatnonzero(src == s)
+    if src.size == 0:
+        return out
+    # one Dijkstra per distinct source in a single call (the same per-source runs, hence the
+    # same predecessor trees, as one call per source, without its per-call set-up), in chunks
+    # of sources whose distance and predecessor matrices fit in MIN_HOP_CHUNK_BYTES
+    sources, row = np.unique(src, return_inverse=True)
+    chunk = max(1, MIN_HOP_CHUNK_BYTES // (12 * size))
+    for c0 in range(0, sources.size, chunk):
         dist, pred = csgraph.shortest_path(
-            g, directed=True, unweighted=True, indices=int(s), return_predecessors=True
+            g,
+            directed=True,
+            unweighted=True,
+            indices=sources[c0 : c0 + chunk],
+            return_predecessors=True,
         )
-        ok = mine[np.isfinite(dist[tgt[mine]])]
-        for i, p in zip(ok, _tree_paths(pred, lid, int(s), tgt[ok]), strict=True):
+        mine = np.flatnonzero((row >= c0) & (row < c0 + chunk))
+        r = row[mine] - c0
+        reach = np.isfinite(dist[r, tgt[mine]])
+        ok, r = mine[reach], r[reach]
+        for i, p in zip(ok, _walk_paths(pred, r, lid, src[ok], tgt[ok]), strict=True):
             out[i] = p
     return out
+
+
+def _walk_paths(pred, row, lid, src, targets) -> list[np.ndarray]:
+    """Link-id paths from ``src[i]`` to ``targets[i]`` along the shortest-path tree in row
+    ``row[i]`` of ``pred``: all pairs walked back together, one hop per round."""
+    cur = targets.copy()
+    alive = cur != src
+    hops, owner, level = [], [], []
+    lv = 0
+    while alive.any():
+        idx = np.flatnonzero(alive)
+        prev = pred[row[idx], cur[idx]]
+        hops.append(lid(prev, cur[idx]))
+        owner.append(idx)
+        level.append(np.full(idx.size, lv))
+        cur[idx] = prev
+        alive[idx] = prev != src[idx]
+        lv += 1
+    if not hops:
+        return [np.zeros(0, np.int64)] * targets.size
+    h, o, lvl = np.concatenate(hops), np.concatenate(owner), np.concatenate(level)
+    order = np.lexsort((-lvl, o))
+    h, o = h[order], o[order]
+    b = np.searchsorted(o, np.arange(targets.size + 1))
+    return np.split(h, b[1:-1])
 
 
 @njit(cache=True)

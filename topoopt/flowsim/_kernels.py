@@ -41,6 +41,7 @@ from numba import njit
 __all__ = [
     "REFILL_MARGIN",
     "RESYNC_EVERY",
+    "blocked_kernel",
     "classes_kernel",
     "fill_kernel",
     "fill_kernel_mult",
@@ -1273,3 +1274,33 @@ def classes_kernel(base, dep_ptr, deps, rdep_ptr, rdep):
                 queue[qt] = g
                 qt += 1
     return class_of, qt
+
+
+@njit(cache=True)
+def blocked_kernel(dep_ptr, rptr, rflows):
+    """Kahn's algorithm over a dependency CSR: each flow's count of dependencies never released.
+
+    ``dep_ptr`` gives each flow's number of dependencies, ``rptr``/``rflows`` the reverse CSR
+    (the flows waiting on each flow). Flows with a count of 0 are released, one at a time from a
+    stack; a flow is released when its count drops to 0. The flows left with a positive count are
+    exactly those on or after a dependency cycle.
+    """
+    n = dep_ptr.size - 1
+    indeg = np.empty(n, np.int64)
+    stack = np.empty(n, np.int64)
+    top = 0
+    for f in range(n):
+        indeg[f] = dep_ptr[f + 1] - dep_ptr[f]
+        if indeg[f] == 0:
+            stack[top] = f
+            top += 1
+    while top > 0:
+        top -= 1
+        f = stack[top]
+        for j in range(rptr[f], rptr[f + 1]):
+            g = rflows[j]
+            indeg[g] -= 1
+            if indeg[g] == 0:
+                stack[top] = g
+                top += 1
+    return indeg

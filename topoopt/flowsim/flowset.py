@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from topoopt.flowsim._kernels import classes_kernel
+from topoopt.flowsim._kernels import blocked_kernel, classes_kernel
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 
@@ -264,18 +264,13 @@ class FlowSet:
     def dependency_cycle(self) -> list[int]:
         """A dependency cycle as a list of flow indices, or ``[]`` if the graph is acyclic.
 
-        Kahn's algorithm, one numpy step per topological level.
+        Kahn's algorithm (compiled: :func:`topoopt.flowsim._kernels.blocked_kernel`).
         """
         n_f = self.n_flows
         if self.deps.shape[0] == 0:
             return []
-        indeg = np.diff(self.dep_ptr).copy()
         rptr, rflows = self.dependents()
-        frontier = np.flatnonzero(indeg == 0)
-        while frontier.size:
-            hit = rflows[_gather_rows(rptr, frontier)]
-            np.subtract.at(indeg, hit, 1)
-            frontier = np.unique(hit[indeg[hit] == 0])
+        indeg = blocked_kernel(self.dep_ptr, rptr, rflows)
         left = np.flatnonzero(indeg > 0)
         if left.size == 0:
             return []
