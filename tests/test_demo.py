@@ -32,12 +32,13 @@ def test_demo_json_table_and_report(demo_run):
                 assert row["comm_s"] >= sub["ideal"]["comm_s"] * (1 - 1e-9), (plan, d, name)
                 assert row["iteration_s"] >= row["exposed_comm_s"] >= 0
                 assert row["ratio_to_ideal"] == pytest.approx(row["iteration_s"] / ideal)
-            # joint minimises the iteration time (issue #14): never slower than topoopt's design
-            assert sub["joint"]["iteration_s"] <= sub["topoopt"]["iteration_s"] * (1 + 1e-9)
+            # joint minimises the iteration time (issue #14): never slower than the better of
+            # TopoOpt's two variants (the demo's baseline, issue #13)
+            assert sub["joint"]["iteration_s"] <= sub["topoopt-best"]["iteration_s"] * (1 + 1e-9)
             assert sub["joint"]["lower_bound_s"] <= sub["joint"]["objective_s"] * (1 + 1e-9)
             # the cost-equivalent fat-tree costs what the TopoOpt design costs
             assert sub["fat-tree-cost-equivalent"]["capex_usd"] == pytest.approx(
-                sub["topoopt"]["capex_usd"], rel=0.02
+                sub["topoopt-best"]["capex_usd"], rel=0.02
             )
     assert "traffic of dlrm" in r.stderr  # progress goes to stderr
     html = demo_run.report.read_text()

@@ -53,7 +53,7 @@ DEMO_LINK_BANDWIDTH = 12.5e9
 
 DEMO_FABRICS = (
     "ideal",
-    "topoopt",
+    "topoopt-best",
     "joint",
     "expander",
     "fat-tree",
