@@ -495,7 +495,7 @@ class _PipelineModel:
         self.t_opt = np.asarray(optimizer_time(np.asarray(params, float), gpu)).reshape(-1)
         if schedule in ("1f1b", "eager-1f1b") and v > 1:
             raise InputError("schedule", schedule, "interleaved for a plan with vpp > 1")
-        eager = schedule == "eager-1f1b"
+        self.eager = eager = schedule == "eager-1f1b"
         self.orders = [pipeline_order(p, m, i, v, eager=eager) for i in range(p)]
         self.n_slots = 2 * m * v
         self._classify()
@@ -769,6 +769,8 @@ class _PipelineModel:
                     sc, dc = self.cell_of[u_src], self.cell_of[u_dst]
                     fb.add_deps(ids, K[sc[None, :], src_slot[:, None]])
                     fb.add_deps(Cst[dc[None, :], dst_slot[:, None]], ids)
+                    if self.eager and m > 1:  # one stream per pair: micro-batches in order
+                        fb.add_deps(ids[1:], ids[:-1])
                     tasks.add(
                         "send",
                         d.cls,
