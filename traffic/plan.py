@@ -4,6 +4,7 @@ A plan has four required sections and one optional one; unknown fields are error
 
     model: gpt3-175b          # a zoo name, or a mapping of shape fields (optionally `base: NAME`)
     parallelism: {tp: 8, pp: 16, dp: 8, ep: 1, etp: 1, cp: 1, sp: false, vpp: 1,
+                  stage_tp: null,     # or one TP size per stage, e.g. [8, 8, 4, 4]
                   micro_batch_size: 1, global_batch_size: 1536, recompute: none,
                   zero: 0, fsdp: null, distributed_optimizer: false, order: tp-cp-ep-dp-pp}
     precision: {activation_bytes: 2, gradient_bytes: 2, parameter_bytes: 2}

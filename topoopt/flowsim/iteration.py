@@ -20,7 +20,10 @@ backward twice that, three times with full recomputation; with ``v`` virtual sta
 *Schedule.* Each cell runs its stage's 1F1B order (``min(p-i-1, m)`` warm-up forwards, then
 one-forward-one-backward, then the cool-down backwards); with ``v > 1`` Megatron's interleaved
 order (warm-up ``2(p-i-1) + (v-1)p`` chunk-forwards, micro-batches in groups of ``p`` per chunk,
-``m`` a multiple of ``p``). A device's tasks are chained in that order. The forward of
+``m`` a multiple of ``p``). A device's tasks are chained in that order. Eager-1F1B
+(:func:`pipeline_order`, ``schedule="eager-1f1b"``) runs up to ``2(p-i)-1`` micro-batches in
+flight on stage ``i`` and issues the pipeline sends of one pair of ranks in micro-batch order
+(one stream); :func:`simulate_iteration` also simulates 1F1B and keeps the faster. The forward of
 micro-batch ``j`` on chunk ``c`` waits for the pipeline send from chunk ``c-1``; the backward for
 the send from chunk ``c+1`` (the last chunk's backward follows its own forward).
 
@@ -207,13 +210,13 @@ def pipeline_order(p: int, m: int, stage: int, v: int = 1, eager: bool = False) 
     stage``).
 
     1F1B runs ``min(p - i - 1, m)`` warm-up forwards on stage ``i``, so at most ``p - i``
-    micro-batches are in flight. Eager-1F1B (``eager``, ``v = 1``; Zhuang et al., "On
-    Optimizing the Communication of Model Parallelism", MLSys 2023, section 5, and Alpa's
-    ``OverlapFriendlyPipeDreamSchedule``) issues forwards as early as a memory rule of
-    ``2(p - i) - 1`` micro-batches in flight allows: ``min(2(p - i - 1), m)`` warm-up forwards,
-    then one-forward-one-backward. The activations of the next micro-batches are then sent
-    (resharded) while the stage computes, instead of when the receiver waits for them. The last
-    stage's order is the same in both.
+    micro-batches are in flight. Eager-1F1B (``eager``, ``v = 1``; the "overlapping-friendly"
+    schedule of Zhuang et al., "On Optimizing the Communication of Model Parallelism", MLSys
+    2023, arXiv:2211.05322, as Alpa's ``OverlapFriendlyPipeDreamSchedule`` orders it) issues
+    forwards as early as a memory rule of ``2(p - i) - 1`` micro-batches in flight allows:
+    ``min(2(p - i - 1), m)`` warm-up forwards, then one-forward-one-backward. The activations of
+    the next micro-batches are then sent (resharded) while the stage computes, instead of when
+    the receiver waits for them. The last stage's order is the same in both.
 
     Examples
     --------
@@ -1096,9 +1099,11 @@ def simulate_iteration(
     schedule : {"1f1b", "interleaved", "eager-1f1b"}, optional
         Pipeline schedule of a plan-derived workload (:func:`pipeline_order`; default
         interleaved when ``vpp > 1``, else 1F1B). ``interleaved`` with ``vpp = 1`` is 1F1B.
-        ``eager-1f1b`` is never slower than ``1f1b``: the eager order is simulated, and so is the
-        1F1B order, and the iteration runs the faster (``info["schedule_used"]`` says which;
-        ties keep the eager order), as a runtime that measures its first iterations would.
+        ``eager-1f1b`` (eager order, pipeline sends of one pair in micro-batch order) is never
+        slower than ``1f1b``: both are simulated and the iteration runs the faster
+        (``info["schedule_used"]`` says which, ties keep the eager one;
+        ``info["eager_1f1b_s"]`` and ``info["1f1b_s"]`` are both times), as a runtime that
+        times its first iterations would.
 
     Returns
     -------

@@ -27,7 +27,9 @@ Pipeline parallel
     ``pp_scatter_gather`` (then the receiving stage all-gathers it over TP). With ``v`` chunks per
     device chunk ``c`` lives on stage ``c mod p`` and a micro-batch crosses ``p*v-1`` boundaries
     each way; boundaries between the same two stages are one family whose count is ``m`` times
-    their number.
+    their number. With ``stage_tp`` (stages of different TP sizes) every per-stage formula uses
+    its stage's size, and adjacent stages whose sizes differ reshard the activation and its
+    gradient (:mod:`traffic.models.resharding`, ``options.resharding``).
 Data parallel
     Once per iteration per stage over the ``dp x cp`` group: an all-reduce of the stage's
     gradients (``P_stage * beta_reduce``), or with the distributed optimizer a reduce-scatter of
