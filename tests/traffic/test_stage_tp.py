@@ -163,6 +163,15 @@ def test_per_stage_parameters_and_flops_follow_each_stage_tp():
     assert {d.stage: d.group_size for d in tp} == {0: 8, 1: 8, 2: 4, 3: 4}
 
 
+def test_memory_per_stage_follows_each_stage_tp():
+    from traffic.memory import memory_per_gpu
+
+    staged = memory_per_gpu(load_plan(plan((8, 8, 4, 4)))).per_stage
+    u8 = memory_per_gpu(load_plan(plan((8, 8, 8, 8), servers=8))).per_stage
+    u4 = memory_per_gpu(load_plan(plan((4, 4, 4, 4), servers=4))).per_stage
+    assert staged[:2] == u8[:2] and staged[2] == u4[2]
+
+
 def test_tied_embedding_of_different_first_and_last_tp_covers_every_row_once():
     p = load_plan(plan((4, 8, 8, 2), servers=22, gps=2, dp=2))
     w = workload_from_plan(p)
