@@ -327,3 +327,11 @@ def test_every_pair_of_small_stage_tp_is_consistent():
         assert w.gpus == 4 * (ta + tz)
         pp = [d for d in w.demands if d.cls == "pp"]
         assert {d.phase for d in pp} == {"forward", "backward"}
+
+
+def test_simai_export_refuses_differing_stage_tp():
+    from traffic.simai import simai_workload
+
+    with pytest.raises(InputError, match="one model_parallel_NPU_group"):
+        simai_workload(workload_from_plan(plan()))
+    assert simai_workload(workload_from_plan(plan((8, 8, 8, 8), servers=8))).startswith("HYBRID")
