@@ -208,3 +208,37 @@ def test_simulate_cli_schedule(tmp_path):
     assert r.stderr.strip().splitlines() == [
         "error: --schedule: got 'gpipe'; allowed: one of 1f1b, interleaved, eager-1f1b"
     ]
+
+
+@settings(
+    max_examples=8, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(
+    st.sampled_from([2, 4]).flatmap(
+        lambda p: st.lists(st.sampled_from([1, 2, 4, 8]), min_size=p, max_size=p)
+    ),
+    st.integers(1, 2),
+    st.booleans(),
+    st.sampled_from(["naive", "broadcast"]),
+)
+def test_eager_is_never_slower_on_random_stage_tp_plans(stage_tp, dp, sp, resharding):
+    gpus = dp * sum(stage_tp)
+    gps = 4 if gpus % 4 == 0 else 2 if gpus % 2 == 0 else 1
+    plan = {
+        "model": dict(SMALL),
+        "parallelism": {
+            "stage_tp": stage_tp,
+            "pp": len(stage_tp),
+            "dp": dp,
+            "sp": sp,
+            "global_batch_size": 4 * dp,
+        },
+        "options": {"resharding": resharding},
+        "cluster": {"servers": gpus // gps, "gpus_per_server": gps},
+    }
+    w = workload_from_plan(plan)
+    fab = leaf_spine(w.servers, 1.0, port_bandwidth=1.25e9, gpus_per_server=gps)
+    a = simulate_iteration(w, fab, schedule="1f1b", exposed_by_class=False)
+    b = simulate_iteration(w, fab, schedule="eager-1f1b", exposed_by_class=False)
+    assert b.iteration_s <= a.iteration_s == b.info["1f1b_s"]
+    assert b.iteration_s >= b.compute_s > 0
