@@ -21,7 +21,7 @@ from traffic.models.data_parallel import data_parallel_demands
 from traffic.models.moe import moe_demands
 from traffic.models.recsys import dims_per_gpu, mlp_parameters, recsys_demands, recsys_parameters
 from traffic.models.sharded_dp import sharded_demands
-from traffic.placement import rank_grids
+from traffic.placement import StagedRankGrid, rank_grids
 from traffic.plan import Plan, check_plan, load_plan
 from traffic.workload import Demand, Workload
 
@@ -59,11 +59,13 @@ def _conventions(plan: Plan) -> dict[str, Any]:
             edge_extras=opt.edge_extras,
             pp_scatter_gather=opt.pp_scatter_gather,
             vocab_pad_multiple=opt.vocab_pad_multiple,
-            padded_vocab=megatron.padded_vocab(int(m.vocab), par.tp, opt.vocab_pad_multiple),
+            padded_vocab=megatron.plan_padded_vocab(plan),
             dp_group="dp-cp",
             tp_blocks="2 per dense layer; 1 + shared_experts per MoE layer",
             vpp=par.vpp,
         )
+        if par.stage_tp is not None:
+            c.update(stage_tp=list(plan.stage_tp), resharding=opt.resharding)
         if m.is_moe:
             c.update(
                 moe_routing="capacity" if opt.capacity_factor is not None else "dropless",
@@ -83,6 +85,8 @@ def _transformer(plan: Plan) -> tuple[list[Demand], int, dict[str, Any]]:
     par = plan.parallelism
     m = plan.model
     dense, expert = rank_grids(par.tp, par.pp, plan.dp, par.cp, par.ep, plan.etp, par.order)
+    if not plan.uniform_tp:  # stages of different TP sizes: blocks of ranks (dense, cp = 1)
+        dense = StagedRankGrid.from_sizes(plan.stage_tp, dp=plan.dp, order=par.order)
     demands = megatron.tp_demands(plan, dense)
     demands += cp_demands(plan, dense)
     demands += moe_demands(plan, expert)

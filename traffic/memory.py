@@ -307,56 +307,43 @@ def memory_per_gpu(
     b = par.micro_batch_size
     s = int(m.seq_len) // cp
     h, a = int(m.hidden), int(m.heads)
-    sp = par.sp and t > 1
     mb = plan.micro_batches
     beta = plan.precision.activation_bytes
     lay = megatron.stage_layout(m, p, v)
     params = megatron.stage_parameters(plan)
-    dense_act = activation_bytes_per_layer(
-        s,
-        b,
-        h,
-        a,
-        tp=t,
-        sp=sp,
-        recompute=par.recompute,
-        ffn=m.ffn,
-        gated=m.gated_mlp,
-        activation_bytes=beta,
-    )
-    moe_act = dense_act
-    if m.is_moe:
-        moe_act = activation_bytes_per_layer(
-            s,
-            b,
-            h,
-            a,
-            tp=t,
-            sp=sp,
-            recompute=par.recompute,
-            ffn=m.moe_ffn,
-            gated=m.gated_mlp,
-            mlp_copies=float(m.top_k + m.shared_experts),
-            activation_bytes=beta,
-        )
-    work = 0.0
-    if par.recompute == "full":  # one layer re-materialised during its backward
-        work = activation_bytes_per_layer(
-            s,
-            b,
-            h,
-            a,
-            tp=t,
-            sp=sp,
-            recompute="none",
-            ffn=m.ffn,
-            gated=m.gated_mlp,
-            activation_bytes=beta,
-        )
+    acts: dict[int, tuple[float, float, float]] = {}
+
+    def stage_acts(t: int) -> tuple[float, float, float]:
+        """(dense layer, MoE layer, full-recompute work) activation bytes at TP size ``t``."""
+        if t not in acts:
+            sp = par.sp and t > 1
+            kw = dict(tp=t, sp=sp, gated=m.gated_mlp, activation_bytes=beta)
+            dense = activation_bytes_per_layer(s, b, h, a, recompute=par.recompute, ffn=m.ffn, **kw)
+            moe = dense
+            if m.is_moe:
+                moe = activation_bytes_per_layer(
+                    s,
+                    b,
+                    h,
+                    a,
+                    recompute=par.recompute,
+                    ffn=m.moe_ffn,
+                    mlp_copies=float(m.top_k + m.shared_experts),
+                    **kw,
+                )
+            work = 0.0
+            if par.recompute == "full":  # one layer re-materialised during its backward
+                work = activation_bytes_per_layer(s, b, h, a, recompute="none", ffn=m.ffn, **kw)
+            acts[t] = (dense, moe, work)
+        return acts[t]
+
     etp = getattr(plan, "etp", None) or par.etp or 1  # plan.etp: Megatron's default (tp)
     edp = max(1, (t * cp * plan.dp) // (etp * par.ep))
     totals, parts = [], []
     for i in range(p):
+        t = plan.stage_tp[i]  # stages of different TP sizes (parallelism.stage_tp)
+        sp = par.sp and t > 1
+        dense_act, moe_act, work = stage_acts(t)
         nl = lay.dense[i] + lay.moe[i]
         in_flight = in_flight_layers(nl, p, i, mb, v) if nl else 0.0
         mix = (lay.dense[i] * dense_act + lay.moe[i] * moe_act) / nl if nl else 0.0

@@ -31,7 +31,15 @@ import numpy as np
 
 from traffic.errors import InputError
 
-__all__ = ["DIMENSIONS", "DEFAULT_ORDER", "RankGrid", "parse_order", "rank_grids"]
+__all__ = [
+    "DIMENSIONS",
+    "DEFAULT_ORDER",
+    "RankGrid",
+    "StagedRankGrid",
+    "parse_order",
+    "rank_grids",
+    "stage_meshes",
+]
 
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
 """Parallel dimensions known to the order string."""
@@ -173,3 +181,72 @@ def rank_grids(
         tp=etp, pp=pp, dp=per_stage // (etp * ep), cp=1, ep=ep, order=order
     )
     return dense, expert
+
+
+@dataclass(frozen=True, eq=False)
+class StagedRankGrid:
+    """Pipeline stages of different tensor-parallel sizes (``parallelism.stage_tp``).
+
+    Stage ``i`` is a block of ``stage_tp[i] * cp * dp`` consecutive ranks starting at
+    ``offsets[i] = cp * dp * sum(stage_tp[:i])`` (pipeline parallelism outermost, as in the
+    default order); inside the block ranks follow a :class:`RankGrid` of ``(tp=stage_tp[i],
+    cp, dp)`` in ``order``. With equal sizes this is the plain grid.
+
+    Parameters
+    ----------
+    stages : tuple of RankGrid
+        One grid per stage (``pp = 1`` each).
+    offsets : tuple of int
+        First global rank of each stage.
+
+    Examples
+    --------
+    >>> g = StagedRankGrid.from_sizes((2, 1), dp=2)
+    >>> g.world, g.groups("tp", pp=0).tolist(), g.groups("dp", pp=1).tolist()
+    (6, [[0, 1], [2, 3]], [[4, 5]])
+    """
+
+    stages: tuple[RankGrid, ...]
+    offsets: tuple[int, ...]
+
+    @classmethod
+    def from_sizes(
+        cls, stage_tp: tuple[int, ...], dp: int = 1, cp: int = 1, order: str = DEFAULT_ORDER
+    ) -> StagedRankGrid:
+        """A staged grid from the stage sizes, ``dp``, ``cp`` and an order string."""
+        grids, offs, off = [], [], 0
+        for t in stage_tp:
+            g = RankGrid.from_sizes(tp=int(t), pp=1, dp=dp, cp=cp, order=order)
+            grids.append(g)
+            offs.append(off)
+            off += g.world
+        return cls(stages=tuple(grids), offsets=tuple(offs))
+
+    @property
+    def world(self) -> int:
+        """Number of ranks."""
+        return sum(g.world for g in self.stages)
+
+    def groups(self, dims: str, pp: int | None = None, **fixed: int) -> np.ndarray:
+        """Groups over ``dims`` inside stage ``pp`` (as :meth:`RankGrid.groups`); a group
+        spanning stages (``dims`` naming ``pp``) has no meaning when the sizes differ."""
+        if pp is None or "pp" in dims.split("-"):
+            raise InputError(
+                "dims", dims, "groups inside one stage (pp=i) when stage_tp sizes differ"
+            )
+        return self.stages[pp].groups(dims, **fixed) + self.offsets[pp]
+
+
+def stage_meshes(grid: RankGrid | StagedRankGrid, stage: int) -> np.ndarray:
+    """The tensor-parallel meshes of one stage: ``(dp*cp, tp_stage)`` global ranks, row ``r``
+    the same (cp, dp) coordinate in every stage (so row ``r`` of two stages are the ends of one
+    pipeline replica), column ``k`` the TP index.
+
+    Examples
+    --------
+    >>> stage_meshes(RankGrid.from_sizes(tp=2, pp=2, dp=2), 1).tolist()
+    [[4, 5], [6, 7]]
+    >>> stage_meshes(StagedRankGrid.from_sizes((2, 1), dp=2), 1).tolist()
+    [[4], [5]]
+    """
+    return grid.groups("tp", pp=stage)

@@ -4,6 +4,7 @@ A plan has four required sections and one optional one; unknown fields are error
 
     model: gpt3-175b          # a zoo name, or a mapping of shape fields (optionally `base: NAME`)
     parallelism: {tp: 8, pp: 16, dp: 8, ep: 1, etp: 1, cp: 1, sp: false, vpp: 1,
+                  stage_tp: null,     # or one TP size per stage, e.g. [8, 8, 4, 4]
                   micro_batch_size: 1, global_batch_size: 1536, recompute: none,
                   zero: 0, fsdp: null, distributed_optimizer: false, order: tp-cp-ep-dp-pp}
     precision: {activation_bytes: 2, gradient_bytes: 2, parameter_bytes: 2}
@@ -30,6 +31,7 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from traffic.decode import decode_text, parse_json, parse_yaml, read_input
@@ -51,6 +53,12 @@ __all__ = [
 ]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def _positive_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x > 0
+
+
 _BYTES = Field(default=2, ge=1, le=8)
 
 
@@ -60,11 +68,17 @@ class Parallelism(BaseModel):
     ``dp`` defaults to ``GPUs / (tp * pp * cp)``; ``global_batch_size`` defaults to the model's
     ``global_batch``. ``zero`` (0..3) and ``fsdp`` are alternatives to each other and to
     ``distributed_optimizer`` (which is ZeRO-1 as Megatron implements it).
+
+    ``stage_tp`` gives each pipeline stage its own tensor-parallel size (one entry per stage, as
+    AlpaComm's meshes of different shardings): stage ``i`` then holds ``stage_tp[i] * cp * dp``
+    GPUs, so the GPU count is ``dp * cp * sum(stage_tp)``; ``tp`` defaults to (and must equal)
+    ``max(stage_tp)``. Without it every stage uses ``tp``.
     """
 
     model_config = _STRICT
 
     tp: PositiveInt = 1
+    stage_tp: tuple[PositiveInt, ...] | None = None
     pp: PositiveInt = 1
     dp: PositiveInt | None = None
     ep: PositiveInt = 1
@@ -79,6 +93,25 @@ class Parallelism(BaseModel):
     fsdp: Literal["full_shard", "shard_grad_op", "hybrid_shard"] | None = None
     distributed_optimizer: bool = False
     order: str = "tp-cp-ep-dp-pp"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tp_from_stage_tp(cls, data: Any) -> Any:
+        # tp defaults to the largest stage's TP size (checked against it in check_plan)
+        if isinstance(data, Mapping) and "tp" not in data:
+            v = data.get("stage_tp")
+            if isinstance(v, list | tuple) and v and all(_positive_int(x) for x in v):
+                return {**data, "tp": max(v)}
+        return data
+
+    @field_validator("stage_tp", mode="before")
+    @classmethod
+    def _stage_tp(cls, v: Any) -> Any:
+        if v is None:
+            return v
+        if not (isinstance(v, list | tuple) and v and all(_positive_int(x) for x in v)):
+            raise ValueError("a list of positive integers, one tensor-parallel size per stage")
+        return tuple(v)
 
     @field_validator("order")
     @classmethod
@@ -145,6 +178,10 @@ class Options(BaseModel):
         accumulation) instead of every micro-batch.
     hybrid_shard_size : int or None, default None
         FSDP ``hybrid_shard`` shard group size; None means the data-parallel peers on one server.
+    resharding : {"naive", "broadcast"}, default "naive"
+        Cross-mesh resharding between adjacent stages of different ``stage_tp``
+        (:mod:`traffic.models.resharding`): send/recv, or AlpaComm's broadcast-based,
+        load-balanced resharding. Stages of equal TP size use the plain pipeline send.
     """
 
     model_config = _STRICT
@@ -159,6 +196,7 @@ class Options(BaseModel):
     expert_load: tuple[float, ...] | None = None
     defer_grad_sync: bool = False
     hybrid_shard_size: PositiveInt | None = None
+    resharding: Literal["naive", "broadcast"] = "naive"
 
     @field_validator("expert_load", mode="before")
     @classmethod
@@ -225,11 +263,31 @@ class Plan(BaseModel):
 
     @property
     def dp(self) -> int:
-        """Data-parallel size (given, or ``GPUs / (tp * pp * cp)``)."""
+        """Data-parallel size (given, or ``GPUs / (tp * pp * cp)``; with ``stage_tp``
+        ``GPUs / (sum(stage_tp) * cp)``)."""
         par = self.parallelism
         if par.dp is not None:
             return par.dp
-        return self.gpus // (par.tp * par.pp * par.cp)
+        return self.gpus // (sum(self.stage_tp) * par.cp)
+
+    @property
+    def stage_tp(self) -> tuple[int, ...]:
+        """Tensor-parallel size of each pipeline stage (``parallelism.stage_tp``, else ``tp``
+        for every stage).
+
+        Examples
+        --------
+        >>> load_plan({"model": "gpt3-175b", "parallelism": {"stage_tp": [8, 8, 4, 4], "pp": 4,
+        ...            "dp": 1}, "cluster": {"servers": 3, "gpus_per_server": 8}}).stage_tp
+        (8, 8, 4, 4)
+        """
+        par = self.parallelism
+        return par.stage_tp if par.stage_tp is not None else (par.tp,) * par.pp
+
+    @property
+    def uniform_tp(self) -> bool:
+        """Whether every stage has the same tensor-parallel size."""
+        return len(set(self.stage_tp)) == 1
 
     @property
     def global_batch(self) -> int:
@@ -318,7 +376,9 @@ def check_plan(plan: Plan) -> Plan:
     m, par, opt = plan.model, plan.parallelism, plan.options
     gpus = plan.gpus
     t, p, cp = par.tp, par.pp, par.cp
-    if par.dp is None:
+    if par.stage_tp is not None:
+        _check_stage_tp(plan)
+    elif par.dp is None:
         if gpus % (t * p * cp):
             raise InputError(
                 "parallelism", f"tp*pp*cp = {t * p * cp}", f"a divisor of the GPU count {gpus}"
@@ -331,6 +391,12 @@ def check_plan(plan: Plan) -> Plan:
         )
     d = plan.dp
     explicit = par.order.split("-")
+    if not plan.uniform_tp and "pp" in explicit and explicit[-1] != "pp":
+        raise InputError(
+            "parallelism.order",
+            par.order,
+            "an order with pp last (outermost) when stage_tp sizes differ (stages are blocks)",
+        )
     for name in DIMENSIONS:
         size = {"tp": t, "pp": p, "dp": d, "cp": cp, "ep": par.ep}[name]
         if name not in explicit and size > 1:
@@ -381,6 +447,15 @@ def check_plan(plan: Plan) -> Plan:
         raise InputError("model.head_dim", None, f"given, since hidden {m.hidden} % heads != 0")
     if m.heads % m.kv_heads:
         raise InputError("model.kv_heads", m.kv_heads, f"a divisor of heads = {m.heads}")
+    if par.stage_tp is not None:
+        for dim, n in (("heads", m.heads), ("kv_heads", m.kv_heads), ("ffn", m.ffn)):
+            if any(n % x for x in par.stage_tp):
+                raise InputError(
+                    "parallelism.stage_tp",
+                    list(par.stage_tp),
+                    f"{p} sizes (one per stage), each a divisor of the model's {dim} = {n} "
+                    f"(heads = {m.heads}, kv_heads = {m.kv_heads}, ffn = {m.ffn})",
+                )
     if m.heads % t:
         raise InputError("parallelism.tp", t, f"a divisor of the model's heads = {m.heads}")
     if m.kv_heads % t:
@@ -397,10 +472,13 @@ def check_plan(plan: Plan) -> Plan:
         )
     if m.seq_len % cp:
         raise InputError("model.seq_len", m.seq_len, f"a multiple of cp = {cp}")
-    if par.sp and t > 1 and (m.seq_len // cp) % t:
-        raise InputError(
-            "model.seq_len", m.seq_len, f"a multiple of cp*tp = {cp * t} with sequence parallelism"
-        )
+    for x in plan.stage_tp:
+        if par.sp and x > 1 and (m.seq_len // cp) % x:
+            raise InputError(
+                "model.seq_len",
+                m.seq_len,
+                f"a multiple of cp*tp = {cp * x} with sequence parallelism",
+            )
     if m.dense_layers > m.layers:
         raise InputError("model.dense_layers", m.dense_layers, f"at most layers = {m.layers}")
     if m.top_k > m.experts:
@@ -435,6 +513,44 @@ def check_plan(plan: Plan) -> Plan:
         )
     _check_hybrid(plan)
     return plan
+
+
+def _check_stage_tp(plan: Plan) -> None:
+    """``parallelism.stage_tp``: one size per stage, ``tp = max``, GPUs ``dp*cp*sum``."""
+    m, par = plan.model, plan.parallelism
+    st, p, cp = list(par.stage_tp), par.pp, par.cp
+    gpus = plan.gpus
+    if len(st) != p:
+        raise InputError(
+            "parallelism.stage_tp", st, f"exactly pp = {p} sizes (one per pipeline stage)"
+        )
+    if par.tp != max(st):
+        raise InputError(
+            "parallelism.tp", par.tp, f"max(stage_tp) = {max(st)} (or leave tp out) with stage_tp"
+        )
+    if len(set(st)) > 1:
+        if m.kind != "transformer" or m.is_moe:
+            raise InputError(
+                "parallelism.stage_tp", st, "equal sizes (differing ones need a dense transformer)"
+            )
+        for name, value, ok in (("cp", cp, 1), ("vpp", par.vpp, 1)):
+            if value != ok:
+                raise InputError(f"parallelism.{name}", value, f"{ok} when stage_tp sizes differ")
+    n = sum(st) * cp
+    if par.dp is None:
+        if gpus % n:
+            raise InputError(
+                "parallelism.stage_tp",
+                st,
+                f"sizes with sum(stage_tp)*cp = {n} dividing the GPU count {gpus} "
+                f"(stage i holds stage_tp[i]*cp*dp GPUs)",
+            )
+    elif n * par.dp != gpus:
+        raise InputError(
+            "parallelism",
+            f"dp*cp*sum(stage_tp) = {par.dp}*{cp}*{sum(st)} = {n * par.dp}",
+            f"equal to the GPU count servers*gpus_per_server = {gpus}",
+        )
 
 
 def _check_hybrid(plan: Plan) -> None:

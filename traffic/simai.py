@@ -117,6 +117,13 @@ def simai_workload(w: Workload, *, flops_per_s: float = 312e12 * 0.5, update_ns:
         raise InputError("export --format simai", w.name, "a workload built from a plan file")
     m = int(m)
     conv = dict(w.conventions)
+    st = conv.get("stage_tp")
+    if st and len(set(st)) > 1:
+        raise InputError(
+            "export --format simai",
+            f"stage_tp {list(st)}",
+            "equal TP sizes (SimAI's workload has one model_parallel_NPU_group)",
+        )
     par = info.get("parallelism") or conv.get("parallelism") or {}
     stages = sorted({d.stage for d in w.demands if d.stage is not None} | {0})
     flops = np.atleast_1d(np.asarray(info.get("forward_flops_per_microbatch_per_gpu", 0.0)))

@@ -389,6 +389,11 @@ _PLAN_YAML = _PLAN_COMMON + [
     ("tp 1.5", _edit(("parallelism", "tp"), 1.5)),
     ("layers alias bomb", _edit(("model", "layers"), "@@BOMB@@")),
     ("options alias bomb", _edit(("options", "expert_load"), "@@BOMB@@")),
+    ("stage_tp one entry for pp 2", _edit(("parallelism", "stage_tp"), [2])),
+    ("stage_tp not dividing heads", _edit(("parallelism", "stage_tp"), [2, 3])),
+    ("stage_tp as a string", _edit(("parallelism", "stage_tp"), "2,2")),
+    ("stage_tp 1.5", _edit(("parallelism", "stage_tp"), [2, 1.5])),
+    ("resharding unknown", _edit(("options", "resharding"), "gather")),
 ]
 _CIRCUITS_JSON = [
     ("count 1.5", _edit(("circuits", 1, 2), 1.5)),

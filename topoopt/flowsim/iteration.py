@@ -20,7 +20,10 @@ backward twice that, three times with full recomputation; with ``v`` virtual sta
 *Schedule.* Each cell runs its stage's 1F1B order (``min(p-i-1, m)`` warm-up forwards, then
 one-forward-one-backward, then the cool-down backwards); with ``v > 1`` Megatron's interleaved
 order (warm-up ``2(p-i-1) + (v-1)p`` chunk-forwards, micro-batches in groups of ``p`` per chunk,
-``m`` a multiple of ``p``). A device's tasks are chained in that order. The forward of
+``m`` a multiple of ``p``). A device's tasks are chained in that order. Eager-1F1B
+(:func:`pipeline_order`, ``schedule="eager-1f1b"``) runs up to ``2(p-i)-1`` micro-batches in
+flight on stage ``i`` and issues the pipeline sends of one pair of ranks in micro-batch order
+(one stream); :func:`simulate_iteration` also simulates 1F1B and keeps the faster. The forward of
 micro-batch ``j`` on chunk ``c`` waits for the pipeline send from chunk ``c-1``; the backward for
 the send from chunk ``c+1`` (the last chunk's backward follows its own forward).
 
@@ -117,6 +120,7 @@ from traffic.workload import CLASSES, Demand, Workload
 
 __all__ = [
     "IterationResult",
+    "SCHEDULES",
     "pipeline_order",
     "simulate_iteration",
     "TIMELINE_COLUMNS",
@@ -193,12 +197,26 @@ class IterationResult:
 # ------------------------------------------------------------------------------------------------
 
 
-def pipeline_order(p: int, m: int, stage: int, v: int = 1) -> np.ndarray:
-    """The 1F1B (``v = 1``) or interleaved 1F1B (``v > 1``) task order of one pipeline stage.
+SCHEDULES = ("1f1b", "interleaved", "eager-1f1b")
+"""Pipeline schedules of :func:`simulate_iteration` (``None``: interleaved when ``vpp > 1``,
+else 1F1B)."""
+
+
+def pipeline_order(p: int, m: int, stage: int, v: int = 1, eager: bool = False) -> np.ndarray:
+    """The 1F1B (``v = 1``), interleaved 1F1B (``v > 1``) or eager-1F1B task order of a stage.
 
     Returns an ``(2 m v, 3)`` int array of ``(phase, micro-batch, chunk)`` rows, phase 0 forward
     and 1 backward, chunk the device's local chunk ``0..v-1`` (global chunk ``chunk * p +
     stage``).
+
+    1F1B runs ``min(p - i - 1, m)`` warm-up forwards on stage ``i``, so at most ``p - i``
+    micro-batches are in flight. Eager-1F1B (``eager``, ``v = 1``; the "overlapping-friendly"
+    schedule of Zhuang et al., "On Optimizing the Communication of Model Parallelism", MLSys
+    2023, arXiv:2211.05322, as Alpa's ``OverlapFriendlyPipeDreamSchedule`` orders it) issues
+    forwards as early as a memory rule of ``2(p - i) - 1`` micro-batches in flight allows:
+    ``min(2(p - i - 1), m)`` warm-up forwards, then one-forward-one-backward. The activations of
+    the next micro-batches are then sent (resharded) while the stage computes, instead of when
+    the receiver waits for them. The last stage's order is the same in both.
 
     Examples
     --------
@@ -206,7 +224,11 @@ def pipeline_order(p: int, m: int, stage: int, v: int = 1) -> np.ndarray:
     [[0, 0], [0, 1], [1, 0], [0, 2], [1, 1], [1, 2]]
     >>> pipeline_order(2, 3, 1)[:, :2].tolist()
     [[0, 0], [1, 0], [0, 1], [1, 1], [0, 2], [1, 2]]
+    >>> pipeline_order(2, 3, 0, eager=True)[:, :2].tolist()
+    [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
     """
+    if eager and v > 1:
+        raise InputError("schedule", "eager-1f1b", "1f1b or interleaved when vpp > 1")
     if v > 1 and m % p:
         raise InputError("micro_batches", m, f"a multiple of pp={p} with interleaving (vpp={v})")
     total = m * v
@@ -216,7 +238,7 @@ def pipeline_order(p: int, m: int, stage: int, v: int = 1) -> np.ndarray:
     chunk_b = v - 1 - chunk_f
     if v == 1:
         mb = k
-        warm = min(p - stage - 1, m)
+        warm = min((2 if eager else 1) * (p - stage - 1), m)
     else:
         warm = min(2 * (p - stage - 1) + (v - 1) * p, total)
     fwd = np.column_stack([np.zeros(total, np.int64), mb, chunk_f])
@@ -443,7 +465,9 @@ def _blocking(d: Demand) -> bool:
 class _PipelineModel:
     aggregate = True  # simulate identical flows as classes (simulate_iteration's switch)
 
-    def __init__(self, w: Workload, net: Network, gpu, bucket_bytes, algorithm, mode):
+    def __init__(
+        self, w: Workload, net: Network, gpu, bucket_bytes, algorithm, mode, schedule=None
+    ):
         self.w, self.net, self.algorithm, self.mode = w, net, algorithm, mode
         info, conv = w.info, w.conventions
         flops = info.get("forward_flops_per_microbatch_per_gpu")
@@ -472,7 +496,10 @@ class _PipelineModel:
                 if d.cls == "dp" and d.phase == "backward" and d.op != "all-to-all":
                     params[d.stage or 0] += d.size * d.count / gb
         self.t_opt = np.asarray(optimizer_time(np.asarray(params, float), gpu)).reshape(-1)
-        self.orders = [pipeline_order(p, m, i, v) for i in range(p)]
+        if schedule in ("1f1b", "eager-1f1b") and v > 1:
+            raise InputError("schedule", schedule, "interleaved for a plan with vpp > 1")
+        self.eager = eager = schedule == "eager-1f1b"
+        self.orders = [pipeline_order(p, m, i, v, eager=eager) for i in range(p)]
         self.n_slots = 2 * m * v
         self._classify()
         self._iso_cache: dict = {}
@@ -745,6 +772,8 @@ class _PipelineModel:
                     sc, dc = self.cell_of[u_src], self.cell_of[u_dst]
                     fb.add_deps(ids, K[sc[None, :], src_slot[:, None]])
                     fb.add_deps(Cst[dc[None, :], dst_slot[:, None]], ids)
+                    if self.eager and m > 1:  # one stream per pair: micro-batches in order
+                        fb.add_deps(ids[1:], ids[:-1])
                     tasks.add(
                         "send",
                         d.cls,
@@ -1024,6 +1053,7 @@ def simulate_iteration(
     aggregate: bool = True,
     max_refills: int | None = None,
     compute_s: float | None = None,
+    schedule: str | None = None,
 ) -> IterationResult:
     """Simulate one training iteration of ``workload`` on ``fabric``.
 
@@ -1066,6 +1096,14 @@ def simulate_iteration(
         has it from a simulation of the same workload with the same intra-server links (it
         does not depend on the fabric): that simulation is skipped (an optimizer that
         simulates many designs of one workload uses this).
+    schedule : {"1f1b", "interleaved", "eager-1f1b"}, optional
+        Pipeline schedule of a plan-derived workload (:func:`pipeline_order`; default
+        interleaved when ``vpp > 1``, else 1F1B). ``interleaved`` with ``vpp = 1`` is 1F1B.
+        ``eager-1f1b`` (eager order, pipeline sends of one pair in micro-batch order) is never
+        slower than ``1f1b``: both are simulated and the iteration runs the faster
+        (``info["schedule_used"]`` says which, ties keep the eager one;
+        ``info["eager_1f1b_s"]`` and ``info["1f1b_s"]`` are both times), as a runtime that
+        times its first iterations would.
 
     Returns
     -------
@@ -1096,12 +1134,14 @@ def simulate_iteration(
         raise InputError("bucket_bytes", bucket_bytes, "a positive number of bytes")
     if not isinstance(gpu, RooflineParams):
         raise InputError("gpu", type(gpu).__name__, "a RooflineParams")
+    if schedule is not None and schedule not in SCHEDULES:
+        raise InputError("schedule", schedule, f"one of {', '.join(SCHEDULES)}")
     net = Network(fabric, workload.gpus_per_server, intra_bandwidth, routing=routing)
     net.check_workload(workload.gpus, workload.gpus_per_server)
     if workload.taskgraph is not None:
         model = _TaskGraphModel(workload, net, algorithm, mode)
     else:
-        model = _PipelineModel(workload, net, gpu, bucket_bytes, algorithm, mode)
+        model = _PipelineModel(workload, net, gpu, bucket_bytes, algorithm, mode, schedule)
         model.aggregate = aggregate
     classes = _classes(workload)
 
@@ -1121,6 +1161,18 @@ def simulate_iteration(
         return sim, tasks, merge, fb
 
     sim, tasks, merge, fb = run((), record_series)
+    used_schedule, eager_facts = schedule, {}
+    if schedule == "eager-1f1b" and isinstance(model, _PipelineModel) and model.p > 1:
+        eager = model  # the guarantee: never slower than 1F1B on the same plan
+        model = _PipelineModel(workload, net, gpu, bucket_bytes, algorithm, mode, "1f1b")
+        model.aggregate = aggregate
+        plain = run((), record_series)
+        eager_facts = {"eager_1f1b_s": float(sim.makespan), "1f1b_s": float(plain[0].makespan)}
+        if plain[0].makespan < sim.makespan:
+            sim, tasks, merge, fb = plain
+            used_schedule = "1f1b"
+        else:
+            model = eager
     iteration = float(sim.makespan)
     compute = float(run(classes)[0].makespan) if compute_s is None else float(compute_s)
     by_class = {}
@@ -1172,6 +1224,9 @@ def simulate_iteration(
             stages=model.p,
             micro_batches=model.m,
             vpp=model.v,
+            schedule=schedule or ("interleaved" if model.v > 1 else "1f1b"),
+            schedule_used=used_schedule or ("interleaved" if model.v > 1 else "1f1b"),
+            **eager_facts,
             forward_s_per_stage=(model.t_f * model.v).tolist(),
             backward_s_per_stage=(model.t_b * model.v).tolist(),
             optimizer_s_per_stage=model.t_opt.tolist(),

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from topoopt.flowsim.collectives import communication_time
-from topoopt.flowsim.iteration import simulate_iteration
+from topoopt.flowsim.iteration import SCHEDULES, simulate_iteration
 from topoopt.studies.compare import build_fabric
 from traffic.errors import InputError
 from traffic.load import load_workload
@@ -25,6 +25,7 @@ def simulate_plan(
     oversubscription: float = 4.0,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    schedule: str | None = None,
 ) -> dict[str, Any]:
     """Simulate ``plan`` on a design file or a fabric kind.
 
@@ -38,8 +39,13 @@ def simulate_plan(
         communication is in flight), ``comm_alone_s`` and ``comm_alone_s_by_class`` (the
         communication alone, every phase's flows released together, phases in sequence; per
         class: that class alone), ``fabric``, ``workload``, ``servers``, ``gpus``. Definitions
-        in :mod:`topoopt.flowsim.iteration`.
+        in :mod:`topoopt.flowsim.iteration`. With a pipeline schedule (``schedule``: ``1f1b``,
+        ``interleaved`` or ``eager-1f1b``, :func:`~topoopt.flowsim.iteration.simulate_iteration`)
+        also ``schedule`` and ``schedule_used``, and for ``eager-1f1b`` the iteration time of
+        both orders (``eager_1f1b_s``, ``1f1b_s``).
     """
+    if schedule is not None and schedule not in SCHEDULES:
+        raise InputError("--schedule", schedule, f"one of {', '.join(SCHEDULES)}")
     workload = load_workload(plan)
     if design is not None:
         from solvers.design import Design
@@ -78,13 +84,18 @@ def simulate_plan(
         fab, w, routing, label = run.fabric, run.workload, run.routing, fabric
     if progress:
         progress(f"simulating {workload.name} on {label}")
-    it = simulate_iteration(w, fab, routing=routing, exposed_by_class=True)
+    if schedule is not None and w.taskgraph is not None:
+        raise InputError("--schedule", schedule, "a plan (an imported task graph has its own)")
+    it = simulate_iteration(w, fab, routing=routing, exposed_by_class=True, schedule=schedule)
     comm = communication_time(w, fab, routing=routing)
     alone_by_class = {}
     for cls in sorted({x.cls for x in w.demands}):
         alone = communication_time(w.select(classes=[cls]), fab, routing=routing)
         alone_by_class[cls] = alone.total_s
+    keys = ("schedule", "schedule_used", "eager_1f1b_s", "1f1b_s")
+    extra = {k: it.info[k] for k in keys if k in it.info}
     return {
+        **(extra if schedule is not None else {}),
         "workload": workload.name,
         "fabric": label,
         "servers": workload.servers,

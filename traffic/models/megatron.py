@@ -27,7 +27,9 @@ Pipeline parallel
     ``pp_scatter_gather`` (then the receiving stage all-gathers it over TP). With ``v`` chunks per
     device chunk ``c`` lives on stage ``c mod p`` and a micro-batch crosses ``p*v-1`` boundaries
     each way; boundaries between the same two stages are one family whose count is ``m`` times
-    their number.
+    their number. With ``stage_tp`` (stages of different TP sizes) every per-stage formula uses
+    its stage's size, and adjacent stages whose sizes differ reshard the activation and its
+    gradient (:mod:`traffic.models.resharding`, ``options.resharding``).
 Data parallel
     Once per iteration per stage over the ``dp x cp`` group: an all-reduce of the stage's
     gradients (``P_stage * beta_reduce``), or with the distributed optimizer a reduce-scatter of
@@ -43,9 +45,12 @@ LayerNorm's ``2h``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import ceil
+from math import ceil, lcm
 
-from traffic.placement import RankGrid
+import numpy as np
+
+from traffic.models.resharding import reshard_demands
+from traffic.placement import RankGrid, StagedRankGrid, stage_meshes
 from traffic.plan import Plan
 from traffic.workload import Demand
 from traffic.zoo import ModelSpec
@@ -54,6 +59,7 @@ __all__ = [
     "LayerParams",
     "StageLayout",
     "padded_vocab",
+    "plan_padded_vocab",
     "layer_parameters",
     "model_parameters",
     "stage_layout",
@@ -77,6 +83,19 @@ def padded_vocab(vocab: int, tp: int, multiple: int = 128) -> int:
     """
     q = multiple * tp
     return ceil(vocab / q) * q
+
+
+def plan_padded_vocab(plan: Plan) -> int:
+    """The plan's padded vocabulary: padded for ``lcm(stage_tp)`` (``tp`` when uniform), so
+    every stage's vocab shard is whole.
+
+    Examples
+    --------
+    >>> from traffic.plan import load_plan
+    >>> plan_padded_vocab(load_plan("gpt3-175b"))
+    51200
+    """
+    return padded_vocab(int(plan.model.vocab), lcm(*plan.stage_tp), plan.options.vocab_pad_multiple)
 
 
 @dataclass(frozen=True)
@@ -229,14 +248,15 @@ def stage_parameters(plan: Plan) -> list[LayerParams]:
     nothing extra when tied and ``p = 1``).
     """
     m, par = plan.model, plan.parallelism
-    t, p = par.tp, par.pp
+    p = par.pp
     lay = stage_layout(m, p, par.vpp)
-    dl = layer_parameters(m, t)
-    ml = layer_parameters(m, t, moe=True, ep=par.ep, etp=plan.etp) if m.is_moe else dl
     h = int(m.hidden)
-    vp = padded_vocab(int(m.vocab), t, plan.options.vocab_pad_multiple)
+    vp = plan_padded_vocab(plan)
     out = []
     for i in range(p):
+        t = plan.stage_tp[i]
+        dl = layer_parameters(m, t)
+        ml = layer_parameters(m, t, moe=True, ep=par.ep, etp=plan.etp) if m.is_moe else dl
         dense = lay.dense[i] * dl.dense + lay.moe[i] * ml.dense
         rep = lay.dense[i] * dl.replicated + lay.moe[i] * ml.replicated
         expert = lay.moe[i] * ml.expert
@@ -297,7 +317,7 @@ def forward_flops(plan: Plan) -> list[float]:
     and 3 for the logits).
     """
     m, par = plan.model, plan.parallelism
-    t, cp, b = par.tp, par.cp, par.micro_batch_size
+    cp, b = par.cp, par.micro_batch_size
     s, h = int(m.seq_len), int(m.hidden)
     tokens = b * s / cp
     hd = int(m.head_dim)
@@ -306,12 +326,13 @@ def forward_flops(plan: Plan) -> list[float]:
     mlp_w = (fin + 1) * h * int(m.ffn)
     moe_w = h * int(m.experts) + (m.shared_experts + m.top_k) * (fin + 1) * h * int(m.moe_ffn)
     core = 4.0 * b * (s / cp) * s * m.attn_dim
-    dense_layer = (2.0 * tokens * (attn_w + mlp_w) + core) / t
-    moe_layer = (2.0 * tokens * (attn_w + moe_w) + core) / t
     lay = stage_layout(m, par.pp, par.vpp)
-    vp = padded_vocab(int(m.vocab), t, plan.options.vocab_pad_multiple)
+    vp = plan_padded_vocab(plan)
     out = []
     for i in range(par.pp):
+        t = plan.stage_tp[i]
+        dense_layer = (2.0 * tokens * (attn_w + mlp_w) + core) / t
+        moe_layer = (2.0 * tokens * (attn_w + moe_w) + core) / t
         f = lay.dense[i] * dense_layer + lay.moe[i] * moe_layer
         if i == par.pp - 1:
             f += 2.0 * tokens * h * vp / t
@@ -319,11 +340,10 @@ def forward_flops(plan: Plan) -> list[float]:
     return out
 
 
-def tp_demands(plan: Plan, grid: RankGrid) -> list[Demand]:
+def tp_demands(plan: Plan, grid: RankGrid | StagedRankGrid) -> list[Demand]:
     """Tensor-parallel (and sequence-parallel) collectives of every stage; see module notes."""
     m, par, opt = plan.model, plan.parallelism, plan.options
-    t = par.tp
-    if t == 1:
+    if max(plan.stage_tp) == 1:
         return []
     b, s, h, cp = par.micro_batch_size, int(m.seq_len), int(m.hidden), par.cp
     nmb = plan.micro_batches
@@ -334,6 +354,8 @@ def tp_demands(plan: Plan, grid: RankGrid) -> list[Demand]:
     params = stage_parameters(plan)
     out: list[Demand] = []
     for i in range(par.pp):
+        if plan.stage_tp[i] == 1:
+            continue
         g = grid.groups("tp", pp=i)
         blocks = 2 * lay.dense[i] + moe_blocks * lay.moe[i]
         first, last = i == 0, i == par.pp - 1
@@ -440,6 +462,8 @@ def pp_demands(plan: Plan, grid: RankGrid) -> list[Demand]:
     p, v, t = par.pp, par.vpp, par.tp
     if p == 1:
         return []
+    if not plan.uniform_tp:
+        return _staged_pp_demands(plan, grid)
     b, s, h, cp = par.micro_batch_size, int(m.seq_len), int(m.hidden), par.cp
     nmb = plan.micro_batches
     full = b * (s // cp) * h * plan.precision.activation_bytes
@@ -493,6 +517,69 @@ def pp_demands(plan: Plan, grid: RankGrid) -> list[Demand]:
                         stage=dst,
                     )
                 )
+    return out
+
+
+def _staged_pp_demands(plan: Plan, grid: StagedRankGrid) -> list[Demand]:
+    """Pipeline traffic when stages have different TP sizes (``vpp = 1``, ``cp = 1``): the
+    plain send (and scatter-gather) between stages of equal size, cross-mesh resharding
+    (:mod:`traffic.models.resharding`, ``options.resharding``) between stages that differ."""
+    m, par, opt = plan.model, plan.parallelism, plan.options
+    b, s, h = par.micro_batch_size, int(m.seq_len), int(m.hidden)
+    beta = plan.precision.activation_bytes
+    nmb = plan.micro_batches
+    full = b * s * h * beta
+    gps = plan.cluster.gpus_per_server
+    out: list[Demand] = []
+    for a in range(par.pp - 1):
+        z = a + 1
+        ta, tz = plan.stage_tp[a], plan.stage_tp[z]
+        ma, mz = stage_meshes(grid, a), stage_meshes(grid, z)
+        for src, dst, ph, s_st, d_st in ((ma, mz, "forward", a, z), (mz, ma, "backward", z, a)):
+            if ta == tz:
+                split = ta > 1 and (par.sp or opt.pp_scatter_gather)
+                out.append(
+                    Demand(
+                        "send",
+                        np.column_stack([src.ravel(), dst.ravel()]),
+                        full // ta if split else full,
+                        "pp",
+                        ph,
+                        nmb,
+                        False,
+                        f"pp send {s_st}->{d_st}",
+                        stage=s_st,
+                    )
+                )
+                if split and not par.sp:
+                    out.append(
+                        Demand(
+                            "all-gather",
+                            dst,
+                            full,
+                            "pp",
+                            ph,
+                            nmb,
+                            True,
+                            "pp scatter-gather re-assembly",
+                            stage=d_st,
+                        )
+                    )
+                continue
+            out += reshard_demands(
+                src,
+                dst,
+                b * s * h,
+                beta,
+                bool(par.sp),
+                opt.resharding,
+                gps,
+                phase=ph,
+                count=nmb,
+                stage=s_st,
+                dst_stage=d_st,
+                name=f"pp reshard {s_st}->{d_st} tp {src.shape[1]}->{dst.shape[1]}",
+            )
     return out
 
 
@@ -559,6 +646,8 @@ def embedding_demands(plan: Plan, grid: RankGrid) -> list[Demand]:
     m, par = plan.model, plan.parallelism
     if not plan.tied or par.pp == 1:
         return []
+    if not plan.uniform_tp:
+        return _staged_embedding_demands(plan, grid)
     vp = padded_vocab(int(m.vocab), par.tp, plan.options.vocab_pad_multiple)
     g = grid.groups("pp")[:, [0, par.pp - 1]]
     size = vp * int(m.hidden) // par.tp * reduce_bytes(plan)
@@ -574,4 +663,36 @@ def embedding_demands(plan: Plan, grid: RankGrid) -> list[Demand]:
             "tied embedding gradient all-reduce",
             stage=0,
         )
+    ]
+
+
+def _staged_embedding_demands(plan: Plan, grid: StagedRankGrid) -> list[Demand]:
+    """Tied embeddings when the first and last stage have different TP sizes: vocab rows
+    ``[k V/t, (k+1) V/t)`` on TP rank ``k`` of each; every (first-stage rank, last-stage rank)
+    pair of one replica whose rows overlap all-reduces the overlap's gradient (one family per
+    overlap size)."""
+    m, par = plan.model, plan.parallelism
+    vp = plan_padded_vocab(plan)
+    t0, tl = plan.stage_tp[0], plan.stage_tp[-1]
+    m0, ml = stage_meshes(grid, 0), stage_meshes(grid, par.pp - 1)
+    rb = reduce_bytes(plan)
+    fam: dict[int, list[np.ndarray]] = {}
+    for j in range(t0):
+        for k in range(tl):
+            n = min((j + 1) * vp // t0, (k + 1) * vp // tl) - max(j * vp // t0, k * vp // tl)
+            if n > 0:
+                fam.setdefault(n, []).append(np.column_stack([m0[:, j], ml[:, k]]))
+    return [
+        Demand(
+            "all-reduce",
+            np.concatenate(fam[n]),
+            n * int(m.hidden) * rb,
+            "embedding",
+            "backward",
+            1,
+            True,
+            "tied embedding gradient all-reduce (row overlap)",
+            stage=0,
+        )
+        for n in sorted(fam)
     ]

@@ -31,6 +31,13 @@ def simulate_command(
     link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps (with --fabric)")] = 100.0,
     oversubscription: Annotated[float, typer.Option(help="For oversubscribed fabrics")] = 4.0,
     seed: Annotated[int, typer.Option(help="Seed of random fabrics and solvers")] = 0,
+    schedule: Annotated[
+        str | None,
+        typer.Option(
+            help="Pipeline schedule: 1f1b, interleaved or eager-1f1b (default: interleaved "
+            "when vpp > 1, else 1f1b); eager-1f1b is never slower than 1f1b"
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
     """Iteration time, communication time and exposed communication, per class."""
@@ -47,6 +54,7 @@ def simulate_command(
         oversubscription=oversubscription,
         seed=seed,
         progress=lambda m: print(m, file=sys.stderr),
+        schedule=schedule,
     )
     check_finite(res, str(design) if design is not None else plan)  # never a null time
     if as_json:
