@@ -43,6 +43,11 @@ Fabric names (:data:`FABRICS`):
     Leaf-spine (oversubscribed ``oversubscription``:1, ``degree/2 x B`` NICs) plus an optical
     layer of ``degree/2`` ports per server wired as the geometric circulant, every pair's bytes
     split over both layers by one LP routing (:func:`solvers.hybrid_design.route_hybrid`).
+``fat-tree-ina``, ``hybrid-ina``
+    ``fat-tree`` and ``hybrid`` whose electrical switches are programmable and aggregate
+    all-reduces in the network, ATP-style, with ATP's aggregator memory per switch
+    (:mod:`topoopt.flowsim.ina`, ``docs/ina.md``); their switch ports are priced as
+    ``programmable_switch_port``. They can beat ``ideal``, a host-based bound.
 """
 
 from __future__ import annotations
@@ -66,6 +71,7 @@ from topoopt.fabrics.hybrid import hybrid
 from topoopt.fabrics.ideal import ideal
 from topoopt.fabrics.torus import torus
 from topoopt.flowsim.collectives import communication_time
+from topoopt.flowsim.ina import with_ina
 from topoopt.flowsim.iteration import IterationResult, simulate_iteration
 from topoopt.paths import PathSet
 from traffic.errors import InputError
@@ -94,6 +100,8 @@ FABRICS = (
     "topoopt-best",
     "joint",
     "hybrid",
+    "fat-tree-ina",
+    "hybrid-ina",
 )
 DESIGNED = ("topoopt", "topoopt-released", "joint")
 
@@ -288,6 +296,20 @@ def build_fabric(
         run = FabricRun(name, fab, design_workload(workload, rings, problem), routed.paths)
         run.note = "routed by solvers.hybrid_design.route_hybrid (both layers)"
         run.capex_usd, run.power_w = _price(fab, prices)
+        return run
+    elif name in ("fat-tree-ina", "hybrid-ina"):  # the same fabric, switches aggregate
+        base = build_fabric(
+            name.removesuffix("-ina"), workload, d, B, oversubscription=oversubscription,
+            seed=seed, time_limit_s=time_limit_s, prices=prices, progress=progress,
+        )  # fmt: skip
+        # hybrid: the switches sum f of the bytes over the NIC (S each way) while the host
+        # ring moves the rest, 2(1-f)S per server, over the optical ports: f = 2Be / (2Be + Bo)
+        fab = base.fabric
+        b_e = float(np.mean(fab.port_bandwidth))
+        b_o = float(np.mean(fab.server_optical_ports)) * fab.optical_port_bandwidth
+        run = replace(base, name=name, fabric=with_ina(fab, fraction=2 * b_e / (2 * b_e + b_o)))
+        run.note = " ".join([base.note, "in-network aggregation (topoopt.flowsim.ina)"]).strip()
+        run.capex_usd, run.power_w = _price(run.fabric, prices)
         return run
     elif name == "topoopt-best":
         best = None
