@@ -176,6 +176,22 @@ def test_ina_never_beats_its_own_bound_S_over_nic():
             assert t >= size / B * (1 - 1e-12)
 
 
+def test_programmable_port_prices_have_sources_and_pass_the_schema():
+    from topoopt.fabrics.cost import load_prices
+    from topoopt.fabrics.price_schema import validate_price_table
+    from traffic.errors import InputError
+
+    table = load_prices()
+    for gbps in (10, 25, 40, 100, 200, 400, 800):
+        prog, fixed = table.unit("programmable_switch_port", gbps), table.unit("switch_port", gbps)
+        assert prog[0] > fixed[0] and prog[1] > fixed[1]
+        assert table.source_of("programmable_switch_port", gbps)
+    ok = {"programmable_switch_port": {100: {"capex_usd": 300, "power_w": 9}}}
+    assert validate_price_table(ok, "p.yaml")["programmable_switch_port"][100.0]["capex_usd"] == 300
+    with pytest.raises(InputError, match="programmable_switch_port"):
+        validate_price_table({"programmable_switch_port": {100: {"capex_usd": "3"}}}, "p.yaml")
+
+
 runner = CliRunner()
 
 
