@@ -68,6 +68,26 @@ def test_each_host_sends_and_receives_S_once_ring_twice(g):
     assert np.allclose(ring_up, 2 * (g - 1) / g * S) and np.allclose(ring_down, ring_up)
 
 
+def test_a_fraction_splits_the_bytes_between_the_tree_and_the_ring():
+    g, f = 8, 0.25
+    w = _dp(g)
+    up, down = _host_link_bytes(w, _fabric(g, fraction=f))
+    want = f * S + (1 - f) * 2 * (g - 1) / g * S
+    assert np.allclose(up, want) and np.allclose(down, want)
+
+
+def test_hybrid_ina_picks_its_fastest_configuration():
+    # never slower than the hybrid (configuration 0 is the hybrid); the split pays on pure DP
+    for plan, most in (("vgg16-dp", 0.9), ("dlrm", 1.0)):
+        r = compare(load_workload(plan), ["hybrid", "hybrid-ina"])
+        t = r.table.set_index("fabric")
+        ratio = t.loc["hybrid-ina", "comm_alone_s"] / t.loc["hybrid", "comm_alone_s"]
+        assert ratio <= most * (1 + 1e-9), (plan, ratio)
+        if plan == "vgg16-dp":
+            run = next(x for x in r.runs if x.name == "hybrid-ina")
+            assert 0.5 < run.fabric.params["ina_fraction"] < 1.0 and "circuits" in run.note
+
+
 def test_gpus_per_server_reduce_inside_then_send_S_per_server():
     w = _dp(8, gps=4)
     up, down = _host_link_bytes(w, _fabric(8))

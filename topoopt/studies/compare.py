@@ -46,7 +46,8 @@ Fabric names (:data:`FABRICS`):
 ``fat-tree-ina``, ``hybrid-ina``
     ``fat-tree`` and ``hybrid`` whose electrical switches are programmable and aggregate
     all-reduces in the network, ATP-style, with ATP's aggregator memory per switch
-    (:mod:`topoopt.flowsim.ina`, ``docs/ina.md``); their switch ports are priced as
+    (:mod:`topoopt.flowsim.ina`; :mod:`topoopt.studies.ina_fabrics` for ``hybrid-ina``'s split
+    between switches and circuits; ``docs/ina.md``); their switch ports are priced as
     ``programmable_switch_port``. They can beat ``ideal``, a host-based bound.
 """
 
@@ -71,9 +72,9 @@ from topoopt.fabrics.hybrid import hybrid
 from topoopt.fabrics.ideal import ideal
 from topoopt.fabrics.torus import torus
 from topoopt.flowsim.collectives import communication_time
-from topoopt.flowsim.ina import with_ina
 from topoopt.flowsim.iteration import IterationResult, simulate_iteration
 from topoopt.paths import PathSet
+from topoopt.studies.ina_fabrics import ina_run
 from traffic.errors import InputError
 from traffic.workload import Workload
 
@@ -302,15 +303,7 @@ def build_fabric(
             name.removesuffix("-ina"), workload, d, B, oversubscription=oversubscription,
             seed=seed, time_limit_s=time_limit_s, prices=prices, progress=progress,
         )  # fmt: skip
-        # hybrid: the switches sum f of the bytes over the NIC (S each way) while the host
-        # ring moves the rest, 2(1-f)S per server, over the optical ports: f = 2Be / (2Be + Bo)
-        fab = base.fabric
-        b_e = float(np.mean(fab.port_bandwidth))
-        b_o = float(np.mean(fab.server_optical_ports)) * fab.optical_port_bandwidth
-        run = replace(base, name=name, fabric=with_ina(fab, fraction=2 * b_e / (2 * b_e + b_o)))
-        run.note = " ".join([base.note, "in-network aggregation (topoopt.flowsim.ina)"]).strip()
-        run.capex_usd, run.power_w = _price(run.fabric, prices)
-        return run
+        return ina_run(name, base, prices)  # topoopt.studies.ina_fabrics
     elif name == "topoopt-best":
         best = None
         for variant in ("topoopt", "topoopt-released"):
