@@ -196,6 +196,19 @@ def test_ina_never_beats_its_own_bound_S_over_nic():
             assert t >= size / B * (1 - 1e-12)
 
 
+@pytest.mark.parametrize("servers,gps,hosts", [(4, 2, 2), (8, 1, 4), (12, 4, 4), (16, 8, 8)])
+def test_ina_never_slower_than_the_ring_on_full_bisection_and_within_its_bound(servers, gps, hosts):
+    w = _dp(servers, gps=gps)
+    ring = communication_time(w, _fabric(servers, hosts, latency=1e-6, plain=True)).total_s
+    ina = communication_time(w, _fabric(servers, hosts, latency=1e-6)).total_s
+    g = servers * gps
+    assert ina <= ring
+    assert ina >= S / B * (1 - 1e-12)  # S up and S down per NIC
+    # the intra-server stage (NVLink, 300 GB/s) streams beside the NIC's S / B
+    intra = 2 * (gps - 1) / gps * S / 300e9
+    assert ina == pytest.approx(max(S / B, intra) + 1e-6, rel=1e-6), (g, ina)
+
+
 def test_programmable_port_prices_have_sources_and_pass_the_schema():
     from topoopt.fabrics.cost import load_prices
     from topoopt.fabrics.price_schema import validate_price_table
