@@ -13,7 +13,13 @@ from topoopt.cli.app import app
 from topoopt.fabrics import leaf_spine
 from topoopt.fabrics.cost import cost
 from topoopt.flowsim.collectives import collective_flows, communication_time
-from topoopt.flowsim.ina import ATP_MEMORY_BYTES, ina_family_fits, window_bytes, with_ina
+from topoopt.flowsim.ina import (
+    ATP_MEMORY_BYTES,
+    ina_family_fits,
+    ina_share,
+    window_bytes,
+    with_ina,
+)
 from topoopt.flowsim.iteration import simulate_iteration
 from topoopt.flowsim.network import FlowBuilder, Network
 from topoopt.studies.compare import compare
@@ -139,11 +145,30 @@ def test_budget_too_small_falls_back_to_the_host_algorithm_exactly():
 
 
 def test_a_family_of_many_groups_shares_the_memory():
-    fab = _fabric(16, window=100.0, memory_bytes=350.0)
+    fab = _fabric(16, window=1000.0, memory_bytes=3500.0)
     net = Network(fab)
     three = np.array([[0, 4], [1, 5], [2, 6]])  # three groups through ToRs 0 and 1
-    assert ina_family_fits(net, three)  # ToR 0 holds 3 x 100 <= 350
-    assert not ina_family_fits(net, np.r_[three, [[3, 7]]])  # 400 > 350
+    assert ina_family_fits(net, three)  # ToR 0 holds 3 x 1,000 <= 3,500
+    four = np.r_[three, [[3, 7]]]
+    assert not ina_family_fits(net, four)  # 4,000 > 3,500: best effort, 7/8 of the fragments
+    assert ina_share(net, four) == pytest.approx(3500.0 / 4000.0)
+    # fewer bytes than one aggregator (128 B) per group: nothing in the network
+    assert ina_share(Network(_fabric(16, window=1000.0, memory_bytes=511.0)), four) == 0.0
+
+
+def test_partial_memory_aggregates_its_share_and_the_host_ring_the_rest():
+    g = 8
+    w = _dp(g)
+    # 2 ToRs + a root, one group: each needs one window; half a window of memory -> half
+    up, down = _host_link_bytes(w, _fabric(g, window=2000.0, memory_bytes=1000.0))
+    want = 0.5 * S + 0.5 * 2 * (g - 1) / g * S
+    assert np.allclose(up, want) and np.allclose(down, want)
+    # and it is faster than the ring, slower than the full tree
+    t = [
+        communication_time(w, _fabric(g, window=2000.0, memory_bytes=m)).total_s
+        for m in (0.0, 1000.0, 2000.0)
+    ]
+    assert t[0] > t[1] > t[2]
 
 
 def test_reduce_scatter_and_one_server_groups_keep_the_host_algorithm():

@@ -39,10 +39,14 @@ To stream at line rate a switch must hold one window of in-flight fragments per 
 bandwidth-delay product ``W = B_nic * RTT`` with ``RTT = 2 h * latency`` for a tree of depth
 ``h`` hops (server to root), at least one aggregator (:data:`ATP_AGGREGATOR_BYTES`); a fabric
 may fix ``W`` with ``params["ina_window_bytes"]``. All groups of one family run together and
-share the switches: the family is aggregated in the network when, at every switch, the windows of
-all its groups' trees fit in ``ina_memory_bytes``; otherwise the whole family uses the host
-algorithm. Families are judged one at a time (one collective of a job holds the aggregators at a
-time; ATP releases an aggregator when its fragment completes). Only all-reduce is aggregated, in
+share the switches. When, at every switch, the windows of all its groups' trees fit in
+``ina_memory_bytes``, the family is aggregated in the network. Otherwise ATP's best-effort
+sharing applies: a fragment that finds no free aggregator goes the host way, so the switches sum
+the share ``memory / need`` of the fragments (at the tightest switch) and the host algorithm
+moves the rest at the same time (:func:`ina_share`); with not one aggregator per group at a
+switch the whole family uses the host algorithm. Families are judged one at a time (one
+collective of a job holds the aggregators at a time; ATP releases an aggregator when its fragment
+completes). Only all-reduce is aggregated, in
 the ``fluid`` mode; groups on one server, groups whose servers have no single ToR, and families
 whose groups differ in shape (servers per ToR, members per server) use the host algorithm.
 """
@@ -67,6 +71,7 @@ __all__ = [
     "is_ina",
     "window_bytes",
     "ina_template",
+    "ina_share",
     "ina_family_fits",
 ]
 
@@ -159,7 +164,7 @@ def _switch_graph(fabric: Fabric):
 def window_bytes(fabric: Fabric, server: int, depth: int) -> float:
     """Aggregator bytes one group holds at each switch of a tree of ``depth`` hops (module
     docstring): ``params["ina_window_bytes"]`` if set, else ``B_nic * 2 * depth * latency``
-    of ``server``'s link, at least :data:`ATP_AGGREGATOR_BYTES`.
+    of ``server``'s link; at least :data:`ATP_AGGREGATOR_BYTES` either way.
 
     >>> from topoopt.fabrics import leaf_spine
     >>> f = with_ina(leaf_spine(8, radix=8, leaf_hosts=4, port_bandwidth=1e10))
@@ -167,9 +172,11 @@ def window_bytes(fabric: Fabric, server: int, depth: int) -> float:
     40000.0
     """
     if "ina_window_bytes" in fabric.params:
-        return float(fabric.params["ina_window_bytes"])
-    _, _, nic, lat = _switch_graph(fabric)
-    return max(float(ATP_AGGREGATOR_BYTES), float(nic[server]) * 2.0 * depth * float(lat[server]))
+        w = float(fabric.params["ina_window_bytes"])
+    else:
+        _, _, nic, lat = _switch_graph(fabric)
+        w = float(nic[server]) * 2.0 * depth * float(lat[server])
+    return max(float(ATP_AGGREGATOR_BYTES), w)
 
 
 def _structure(servers: np.ndarray, tor: np.ndarray):
@@ -229,9 +236,43 @@ def _trees(network, rows: np.ndarray):
     return rows, out
 
 
+def ina_share(network, rows: np.ndarray) -> float:
+    """Share of the groups ``rows``' fragments that the switches aggregate (module docstring):
+    ``min(1, memory / need)`` over the switches of their trees, where ``need`` is the sum of the
+    windows there; 0 when INA cannot serve the groups or a switch has not one aggregator
+    (:data:`ATP_AGGREGATOR_BYTES`) per group.
+
+    >>> from topoopt.fabrics import leaf_spine
+    >>> from topoopt.flowsim.network import Network
+    >>> f = leaf_spine(8, radix=8, leaf_hosts=4)
+    >>> rows = [[0, 5], [1, 6]]  # both through ToRs 0 and 1: 2 windows of 1,000 B there
+    >>> [ina_share(Network(with_ina(f, memory_bytes=m, window=1000.0)), rows)
+    ...  for m in (4000.0, 1000.0, 255.0)]
+    [1.0, 0.5, 0.0]
+    """
+    fab = network.fabric
+    if not is_ina(fab):
+        return 0.0
+    t = _trees(network, rows)
+    if t is None:
+        return 0.0
+    use = np.zeros(fab.n_nodes)
+    groups = np.zeros(fab.n_nodes)
+    for _s, _t, _k, srv, tors, root, depth in t[1]:
+        nodes = np.unique(np.r_[tors, root])
+        use[nodes] += window_bytes(fab, int(srv[0]), depth)
+        groups[nodes] += 1
+    mem = float(fab.params["ina_memory_bytes"])
+    on = groups > 0
+    if np.any(mem < groups[on] * ATP_AGGREGATOR_BYTES):
+        return 0.0
+    r = mem / use[on].max()
+    return 1.0 if r >= 1.0 - 1e-12 else float(r)
+
+
 def ina_family_fits(network, rows: np.ndarray) -> bool:
     """Whether the groups ``rows`` of one family all get their windows at every switch of their
-    trees (module docstring), on ``network``'s INA-capable fabric.
+    trees (module docstring), on ``network``'s INA-capable fabric: :func:`ina_share` is 1.
 
     >>> from topoopt.fabrics import leaf_spine
     >>> from topoopt.flowsim.network import Network
@@ -241,18 +282,7 @@ def ina_family_fits(network, rows: np.ndarray) -> bool:
     >>> ina_family_fits(Network(with_ina(f, memory_bytes=150.0, window=100.0)), [[0, 5], [1, 6]])
     False
     """
-    fab = network.fabric
-    if not is_ina(fab):
-        return False
-    t = _trees(network, rows)
-    if t is None:
-        return False
-    use = np.zeros(fab.n_nodes)
-    for _s, _t, _k, srv, tors, root, depth in t[1]:
-        w = window_bytes(fab, int(srv[0]), depth)
-        nodes = np.unique(np.r_[tors, root])
-        use[nodes] += w
-    return bool(np.all(use <= float(fab.params["ina_memory_bytes"]) * (1 + 1e-12)))
+    return ina_share(network, rows) >= 1.0
 
 
 def ina_template(network, demand: Demand, members: np.ndarray, size: float, repeats: int = 1,
@@ -304,7 +334,9 @@ def ina_template(network, demand: Demand, members: np.ndarray, size: float, repe
         return None
     members = np.asarray(members, np.int64)
     fam = members if family_rows is None else np.asarray(family_rows, np.int64)
-    if members.size == 0 or not ina_family_fits(network, fam):
+    share = ina_share(network, fam) if members.size else 0.0
+    f = float(network.fabric.params.get("ina_fraction", 1.0)) * share
+    if share <= 0.0 or (f < 1.0 and host is None):
         return None
     rows, trees = _trees(network, members)
     s_idx, t_idx, k, _srv, tors, _root, _depth = trees[0]
@@ -340,8 +372,7 @@ def ina_template(network, demand: Demand, members: np.ndarray, size: float, repe
         np.concatenate(step).astype(np.int64),
     )
     cols = [rows]
-    f = float(network.fabric.params.get("ina_fraction", 1.0))
-    if host is not None and f < 1.0:  # split: (1 - f) of the bytes on the host algorithm
+    if f < 1.0:  # split: (1 - f) of the bytes on the host algorithm
         t = FlowTemplate(
             np.r_[host.src, t.src + g],
             np.r_[host.dst, t.dst + g],
