@@ -5,7 +5,8 @@ Counting rules (per fabric, from its arrays):
 - NIC ports: every server port, by speed (``integrated_port`` for accelerator-integrated links,
   e.g. TPU ICI);
 - electrical switches: one per switch node, by radix and port speed; ``switch_port`` = radix
-  (empty ports are paid for: the switch is bought whole);
+  (empty ports are paid for: the switch is bought whole); ``programmable_switch_port`` instead
+  when the fabric's switches aggregate in the network (``params["ina_memory_bytes"]``);
 - a fibre cable (electrical fabric): one fibre and a transceiver at each end, per member;
   a copper cable: one ``copper_cable``, no transceivers;
 - optical layer: every optical server port has one transceiver and one fibre to its device;
@@ -65,7 +66,7 @@ __all__ = [
 OVERSUBSCRIPTION_STEPS = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0)
 """Leaf-spine oversubscription ratios tried by :func:`cost_equivalent_fat_tree`."""
 
-SPEED_ITEMS = ("nic_port", "transceiver", "switch_port")
+SPEED_ITEMS = ("nic_port", "transceiver", "switch_port", "programmable_switch_port")
 """Price-table sections keyed by line rate (Gbps)."""
 
 FLAT_ITEMS = (
@@ -86,6 +87,7 @@ _COMPONENT_OF = {
     "integrated_port": "nic",
     "transceiver": "transceiver",
     "switch_port": "switch",
+    "programmable_switch_port": "switch",
     "fibre": "cable",
     "copper_cable": "cable",
     "ocs_port": "ocs",
@@ -352,6 +354,8 @@ def bill_of_materials(fabric: Fabric) -> dict[str, int]:
     add("copper_cable", mult[~fib].sum())
     # switches: speed of a switch = fastest member link at it
     sw = np.flatnonzero(fabric.node_kind == "switch")
+    # switches that aggregate in the network (topoopt.flowsim.ina) are programmable ones
+    port = "programmable_switch_port" if "ina_memory_bytes" in fabric.params else "switch_port"
     if sw.size:
         speed = np.zeros(fabric.n_nodes)
         member = fabric.capacity / fabric.multiplicity
@@ -359,7 +363,7 @@ def bill_of_materials(fabric: Fabric) -> dict[str, int]:
         for node in sw:
             g = _speed_label(_gbps(speed[node]))
             add(f"switch_{int(fabric.node_ports[node])}x{g}", 1)
-            add(f"switch_port_{g}", fabric.node_ports[node])
+            add(f"{port}_{g}", fabric.node_ports[node])
     for kind, key in (("ocs", "ocs"), ("patch-panel", "patch_panel")):
         dev = fabric.node_kind == kind
         add(key, int(dev.sum()))

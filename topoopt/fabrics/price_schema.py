@@ -4,7 +4,9 @@ A price table is a YAML mapping (read by the strict decoder of :mod:`traffic.dec
 duplicate keys, no alias bombs, no NaN or infinite numbers) whose keys are
 
 - ``version``: an integer (optional);
-- a speed-keyed section (:data:`topoopt.fabrics.cost.SPEED_ITEMS`): a mapping from a line rate in
+- a speed-keyed section (:data:`topoopt.fabrics.cost.SPEED_ITEMS`: ``nic_port``, ``transceiver``,
+  ``switch_port``, ``programmable_switch_port`` for switches that aggregate in the network,
+  ``docs/ina.md``): a mapping from a line rate in
   Gbps (a number, or a string holding one, ``0 < speed <= 10**6``) to an entry;
 - a flat item (:data:`topoopt.fabrics.cost.FLAT_ITEMS`): an entry;
 - ``switch_catalogue``: a non-empty list of ``{name, radix, gbps, source}`` switch models.

@@ -57,6 +57,7 @@ import pandas as pd
 
 from topoopt.fabrics.fabric import Fabric
 from topoopt.flowsim.flowset import FlowSet
+from topoopt.flowsim.ina import ina_template
 from topoopt.flowsim.network import FlowBuilder, Network, simulate_builder
 from topoopt.flowsim.simulator import SimResult
 from topoopt.paths import PathSet
@@ -412,11 +413,14 @@ def expand_demand(
     rows: np.ndarray | None = None,
     repeats: int | None = None,
     size: float | None = None,
+    network: Network | None = None,
 ) -> CollectiveFlows:
     """Flows of one demand family (all its groups, or the row indices ``rows``), vectorised.
 
     ``repeats`` (default: the demand's ``count``) and ``size`` (default: its ``S``) override the
-    family's values, e.g. for one bucket of a gradient all-reduce.
+    family's values, e.g. for one bucket of a gradient all-reduce. On a ``network`` whose
+    switches aggregate, an all-reduce they can serve is an aggregation tree
+    (:mod:`topoopt.flowsim.ina`).
     """
     d = workload.demands[idx]
     all_rows = demand_rows(workload, idx, orders)
@@ -439,6 +443,10 @@ def expand_demand(
         peer_bytes=d.peer_bytes,
         repeats=reps,
     )
+    if network is not None and mode == "fluid":  # in-network aggregation (topoopt.flowsim.ina)
+        x = ina_template(network, d, members, s, reps, family_rows=all_rows, host=t)
+        if x is not None:
+            t, members = x  # positions name the members, then switches
     nt, G = t.n_flows, row_ids.shape[0]
     off = (np.arange(G, dtype=np.int64) * nt)[:, None]
     lens = np.tile(np.diff(t.dep_ptr), G)
@@ -489,6 +497,7 @@ def collective_flows(
     classes: Iterable[str] | None = None,
     phases: Iterable[str] | None = None,
     demands: Iterable[int] | None = None,
+    network: Network | None = None,
 ) -> CollectiveFlows:
     """Expand demands into rank-level flows (all families released together).
 
@@ -508,6 +517,8 @@ def collective_flows(
         Keep only these classes / phases.
     demands : iterable of int, optional
         Keep only these demand indices.
+    network : Network, optional
+        The network the flows will run on (in-network aggregation, :func:`expand_demand`).
 
     Returns
     -------
@@ -545,6 +556,7 @@ def collective_flows(
                 mode=mode,
                 ring_orders=ring_orders,
                 orders=orders,
+                network=network,
             )
         )
     return _concat(parts)
@@ -636,7 +648,9 @@ def communication_time(
     parts, rows, prev = [], [], None
     t_bar = []
     for ph in PHASES:
-        cf = collective_flows(workload, algorithm=algorithm, mode=mode, orders=orders, phases=[ph])
+        cf = collective_flows(
+            workload, algorithm=algorithm, mode=mode, orders=orders, phases=[ph], network=net
+        )
         if cf.n_flows == 0:
             continue
         ids = cf.add_to(fb, after=None if prev is None else [prev])

@@ -111,6 +111,7 @@ from topoopt.flowsim.collectives import (
     flow_template,
     members_per_server,
 )
+from topoopt.flowsim.ina import ina_template
 from topoopt.flowsim.network import FlowBuilder, Network, simulate_builder
 from topoopt.flowsim.roofline import A100, RooflineParams, compute_time, optimizer_time
 from topoopt.flowsim.simulator import SimResult, WorkLimitExceeded
@@ -720,8 +721,9 @@ class _PipelineModel:
                 if reps == 0:
                     continue
                 cf = expand_demand(
-                    w, idx, algorithm=self.algorithm, mode=self.mode, rows=[r], repeats=reps
-                )
+                    w, idx, algorithm=self.algorithm, mode=self.mode, rows=[r], repeats=reps,
+                    network=net,
+                )  # fmt: skip
                 ids = cf.add_to(fb, after=[Cen[c, j]], instantaneous=d.cls in instant)
                 fb.add_deps(np.full(ids.size, K[c, j]), ids)
                 i = int(self.cell_stage[c])
@@ -849,10 +851,15 @@ class _PipelineModel:
             members_per_server=k,
             peer_bytes=d.peer_bytes,
         )
+        ends = urows
+        if self.mode == "fluid":  # in-network aggregation (topoopt.flowsim.ina)
+            x = ina_template(self.net, d, urows, total / nb, family_rows=rows, host=t)
+            if x is not None:
+                t, ends = x
         nt = t.n_flows
         blocks = U * nb
-        src = np.repeat(urows[:, t.src], nb, axis=0).ravel()
-        dst = np.repeat(urows[:, t.dst], nb, axis=0).ravel()
+        src = np.repeat(ends[:, t.src], nb, axis=0).ravel()
+        dst = np.repeat(ends[:, t.dst], nb, axis=0).ravel()
         size = (np.repeat(mult, nb)[:, None] * t.bytes[None, :]).ravel()
         off = np.arange(blocks) * nt
         lens = np.tile(np.diff(t.dep_ptr), blocks)
@@ -1005,6 +1012,7 @@ class _TaskGraphModel:
                 rows=[int(r)],
                 repeats=1,
                 size=float(tg.size_bytes[t]),
+                network=self.net,
             )
             ids = cf.add_to(fb, instantaneous=d.cls in instant)
             free = ids[np.diff(cf.dep_ptr) == 0]

@@ -159,8 +159,21 @@ class Network:
         return self.n_fabric_links + r
 
     def server_of(self, ranks) -> np.ndarray:
-        """Server of each rank."""
-        return np.asarray(ranks, np.int64) // self.gpus_per_server
+        """Server of each rank; the fabric node of a switch pseudo-rank (:meth:`switch_rank`)."""
+        r = np.asarray(ranks, np.int64)
+        slots = self.n_gpu_slots
+        return np.where(r < slots, r // self.gpus_per_server, r - slots + self.fabric.n_servers)
+
+    def switch_rank(self, nodes) -> np.ndarray:
+        """Pseudo-rank of fabric switch nodes, so that a rank-level flow may end at a switch
+        (in-network aggregation, :mod:`topoopt.flowsim.ina`): ``n_gpu_slots + node - n_servers``.
+
+        >>> from topoopt.fabrics import leaf_spine
+        >>> net = Network(leaf_spine(4, radix=4, leaf_hosts=2), gpus_per_server=2)
+        >>> r = net.switch_rank([4]); r.tolist(), net.server_of(r).tolist()
+        ([8], [4])
+        """
+        return np.asarray(nodes, np.int64) - self.fabric.n_servers + self.n_gpu_slots
 
     def capacity(self, n_devices: int = 0) -> np.ndarray:
         """Capacity of every link, bytes/s (``n_devices`` device links at the end)."""

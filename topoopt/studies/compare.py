@@ -43,6 +43,12 @@ Fabric names (:data:`FABRICS`):
     Leaf-spine (oversubscribed ``oversubscription``:1, ``degree/2 x B`` NICs) plus an optical
     layer of ``degree/2`` ports per server wired as the geometric circulant, every pair's bytes
     split over both layers by one LP routing (:func:`solvers.hybrid_design.route_hybrid`).
+``fat-tree-ina``, ``hybrid-ina``
+    ``fat-tree`` and ``hybrid`` whose electrical switches are programmable and aggregate
+    all-reduces in the network, ATP-style, with ATP's aggregator memory per switch
+    (:mod:`topoopt.flowsim.ina`; :mod:`topoopt.studies.ina_fabrics` for ``hybrid-ina``'s split
+    between switches and circuits; ``docs/ina.md``); their switch ports are priced as
+    ``programmable_switch_port``. They can beat ``ideal``, a host-based bound.
 """
 
 from __future__ import annotations
@@ -68,6 +74,7 @@ from topoopt.fabrics.torus import torus
 from topoopt.flowsim.collectives import communication_time
 from topoopt.flowsim.iteration import IterationResult, simulate_iteration
 from topoopt.paths import PathSet
+from topoopt.studies.ina_fabrics import ina_run
 from traffic.errors import InputError
 from traffic.workload import Workload
 
@@ -94,6 +101,8 @@ FABRICS = (
     "topoopt-best",
     "joint",
     "hybrid",
+    "fat-tree-ina",
+    "hybrid-ina",
 )
 DESIGNED = ("topoopt", "topoopt-released", "joint")
 
@@ -289,6 +298,12 @@ def build_fabric(
         run.note = "routed by solvers.hybrid_design.route_hybrid (both layers)"
         run.capex_usd, run.power_w = _price(fab, prices)
         return run
+    elif name in ("fat-tree-ina", "hybrid-ina"):  # the same fabric, switches aggregate
+        base = build_fabric(
+            name.removesuffix("-ina"), workload, d, B, oversubscription=oversubscription,
+            seed=seed, time_limit_s=time_limit_s, prices=prices, progress=progress,
+        )  # fmt: skip
+        return ina_run(name, base, prices)  # topoopt.studies.ina_fabrics
     elif name == "topoopt-best":
         best = None
         for variant in ("topoopt", "topoopt-released"):

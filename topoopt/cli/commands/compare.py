@@ -37,6 +37,8 @@ ALL_FABRICS = (
     "topoopt-best",
     "joint",
     "hybrid",
+    "fat-tree-ina",
+    "hybrid-ina",
 )
 DEFAULT_FABRICS = "ideal,fat-tree,fat-tree-oversub,torus,expander,topoopt,topoopt-best,joint"
 
