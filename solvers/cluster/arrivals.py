@@ -18,7 +18,6 @@ replaced by one in ``added_circuits``, which also counts the arriving job's own 
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np

@@ -49,7 +49,7 @@ def place_job(
     seed: int = 0,
     work_limit: float | None = None,
     cache: dict | None = None,
-    tries: int = 8,
+    tries: int = 32,
 ) -> JobDesign | None:
     """``job`` designed on the best of its candidate windows among ``free`` servers.
 

@@ -194,9 +194,7 @@ def alone_ideal_s(workload: Workload, degree: int, link_bandwidth: float) -> flo
     from topoopt.fabrics.ideal import ideal
     from topoopt.flowsim.iteration import simulate_iteration
 
-    fab = ideal(
-        workload.servers, degree, link_bandwidth, gpus_per_server=workload.gpus_per_server
-    )
+    fab = ideal(workload.servers, degree, link_bandwidth, gpus_per_server=workload.gpus_per_server)
     return float(simulate_iteration(workload, fab, exposed_by_class=False).iteration_s)
 
 

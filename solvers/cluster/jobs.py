@@ -156,7 +156,9 @@ def _check_jobs(jobs: list[Job], name: str, servers: int | None, where: str = "j
     for i, j in enumerate(jobs):
         if j.name in seen:
             raise InputError(
-                f"{name} {where}[{i}].name", j.name, f"a name no other job has (jobs[{seen[j.name]}])"
+                f"{name} {where}[{i}].name",
+                j.name,
+                f"a name no other job has (jobs[{seen[j.name]}])",
             )
         seen[j.name] = i
     if servers is None:

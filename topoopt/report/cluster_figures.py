@@ -77,9 +77,7 @@ def changes_bars(events: Sequence[Mapping[str, Any]]) -> go.Figure:
     fig.add_bar(x=x, y=[e["changed_circuits"] for e in events], name="running circuits changed")
     fig.add_bar(x=x, y=[e["added_circuits"] for e in events], name="circuits added")
     fig.add_bar(x=x, y=[e["removed_circuits"] for e in events], name="circuits of departed jobs")
-    fig.update_layout(
-        barmode="group", title="circuits per event", yaxis={"title": "circuits"}
-    )
+    fig.update_layout(barmode="group", title="circuits per event", yaxis={"title": "circuits"})
     return fig
 
 

@@ -54,12 +54,16 @@ def cluster_command(
     if ocs_radix is not None and ocs_radix < 2:
         raise InputError("--ocs-radix", ocs_radix, "an integer >= 2 (ports of one OCS unit)")
     prepare_output(html, force, "--html")
+    # progress is held back until the run succeeds: an error must leave one line on stderr
+    lines: list[str] = []
     res = run_cluster(
         jobs, servers, degree, gbps_to_bytes_per_s(link_gbps),
         ocs_radix=ocs_radix, arrivals=arrivals, solver=solver, seed=seed,
         work_limit=work_limit if solver == "joint" else None,
-        progress=lambda m: print(m, file=sys.stderr),
+        progress=lines.append,
     )  # fmt: skip
+    for m in lines:
+        print(m, file=sys.stderr)
     if html is not None:
         from topoopt.report.cluster_figures import cluster_page
 
