@@ -15,9 +15,10 @@ __all__ = ["job_table", "job_iteration_bars", "placement_strip", "changes_bars",
 def job_table(jobs: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per job: name, servers, iteration and ideal-switch ms, slowdown, circuits.
 
-    >>> job_table([{"name": "a", "servers": [0, 1], "iteration_s": 2e-3,
-    ...             "alone_ideal_s": 1e-3, "n_circuits": 2, "repaired_circuits": 0}]).iloc[0, 3]
-    2.0
+    >>> t = job_table([{"name": "a", "servers": [0, 1], "iteration_s": 2e-3,
+    ...                 "alone_ideal_s": 1e-3, "n_circuits": 2, "repaired_circuits": 0}])
+    >>> t["slowdown"].tolist(), t["servers"].tolist()
+    ([2.0], ['0..1 (2)'])
     """
     rows = [
         {
