@@ -5,11 +5,14 @@ Events are played in order on the cluster of the jobs file (running from time 0)
 - a *departure* frees the job's servers and circuits; nothing else changes;
 - an *arrival* is first placed on the free servers only
   (:func:`solvers.cluster.cluster_design.place_job`): every running job keeps its servers, its
-  circuits and their planes, so no running circuit changes. Only when no free window can
-  connect the new job (the free servers are fragmented across OCS units) is the whole cluster
-  re-planned from scratch (:func:`solvers.cluster.cluster_design.design_cluster`, running jobs
-  in their order, the new one last); jobs that land on the same servers with the same unit
-  pattern get the same circuits.
+  circuits and their planes, so no running circuit changes. When no free window can connect the
+  new job (the free servers are fragmented across OCS units), one running job is moved: each
+  running job in turn gives its servers up, the new job is placed, the moved job is placed again
+  on what is left, and the move that tears down the fewest running circuits wins. Only when no
+  single move works is the whole cluster re-planned from scratch
+  (:func:`solvers.cluster.cluster_design.design_cluster`, running jobs in their order, the new
+  one last); jobs that land on the same servers with the same unit pattern get the same
+  circuits. ``replanned`` says that placing on free servers alone was impossible.
 
 ``changed_circuits`` of an event counts the circuits of jobs running both before and after it
 that are torn down (a circuit is a global server pair and plane ``(u, v, plane)``; each is
@@ -48,6 +51,29 @@ def changed_circuits(before: Sequence[JobDesign], after: Sequence[JobDesign], la
         if r or ad or not np.array_equal(b[name].servers, a[name].servers):
             moved.append(name)
     return {"removed": removed, "added": added, "moved_jobs": sorted(moved)}
+
+
+def _move_one(running, job, used, layer, bw, solver, seed, work_limit, cache):
+    """Place ``job`` by moving one running job: the move that tears down the fewest circuits.
+
+    Returns ``(jobs after, the new job's design)`` or ``None`` when no single move works.
+    """
+    best = None
+    for k, old in enumerate(running):
+        free = np.flatnonzero(~used | np.isin(np.arange(layer.servers), old.servers))
+        kw = {"solver": solver, "seed": seed, "work_limit": work_limit, "cache": cache}
+        got = place_job(job, free, layer, bw, **kw)
+        if got is None:
+            continue
+        rest = free[~np.isin(free, got.servers)]
+        again = place_job(Job(old.name, old.workload, None), rest, layer, bw, **kw)
+        if again is None:
+            continue
+        after = [*running[:k], again, *running[k + 1 :], got]
+        torn = changed_circuits(running, after, layer)["removed"]
+        if best is None or torn < best[0]:
+            best = (torn, after, got)
+    return None if best is None else (best[1], best[2])
 
 
 def play(
@@ -120,8 +146,15 @@ def play(
                 job, free, layer, bw, solver=solver, seed=seed, work_limit=work_limit, cache=cache
             )
             replanned = got is None
+            moved_one = None
+            if got is None:
+                moved_one = _move_one(
+                    running, job, used, layer, bw, solver, seed, work_limit, cache
+                )
             if got is not None:
                 after = [*running, got]
+            elif moved_one is not None:
+                after, got = moved_one
             else:
                 keep = [Job(j.name, j.workload, None) for j in running]
                 again = design_cluster(

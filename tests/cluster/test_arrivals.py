@@ -78,11 +78,12 @@ def test_fragmented_free_servers_force_a_replan_counted_exactly():
     added = sum(sum((new[n] - old[n]).values()) for n in ("a", "b"))
     assert rec["changed_circuits"] == torn
     assert rec["added_circuits"] == added + sum(new["c"].values())
-    assert torn > 0  # both jobs moved: a to 0-2, b to 3-5, c to 6-11
-    assert [j.servers.tolist() for j in state] == [[0, 1, 2], [3, 4, 5], [6, 7, 8, 9, 10, 11]]
-    assert rec["moved_jobs"] == ["a", "b"]
-    # a and b are triangles repaired to paths (2 circuits each), all torn down and re-made
-    assert torn == old["a"].total() + old["b"].total() == 4
+    # one move suffices: a gives 3-5 up, c takes 0-5 (whole on plane 0), a goes to 6-8
+    assert [j.servers.tolist() for j in state] == [[6, 7, 8], [9, 10, 11], [0, 1, 2, 3, 4, 5]]
+    assert rec["moved_jobs"] == ["a"]
+    # a is a triangle repaired to a path (2 circuits), torn down and re-made; b is untouched
+    assert torn == old["a"].total() == 2
+    assert new["b"] == old["b"]
 
 
 def test_bad_events_are_refused():
@@ -94,3 +95,20 @@ def test_bad_events_are_refused():
         play(start, [Event(1.0, job=Job("a", tiny(3)))])
     with pytest.raises(InputError, match="servers free"):
         play(start, [Event(1.0, job=Job("big", tiny(6)))])
+
+
+def test_when_no_single_move_works_the_cluster_is_replanned_and_counted():
+    # free servers 0, 1, 5, 10, 11 cannot hold a connected 5-server job, nor can any one move
+    layer = OcsLayer.build(12, 2, 6)
+    jobs = [Job("a", tiny(3), np.array([2, 3, 4])), Job("b", tiny(4), np.array([6, 7, 8, 9]))]
+    start = design_cluster(jobs, layer, BW)
+    records, states = play(start, [Event(1.0, job=Job("c", tiny(5)))])
+    rec, state = records[0], states[0]
+    _check(state, layer)
+    assert rec["replanned"] and rec["moved_jobs"] == ["a", "b"]
+    assert [j.servers.tolist() for j in state] == [[0, 1, 2], [3, 4, 5, 6], [7, 8, 9, 10, 11]]
+    old, new = _circuits(start.jobs, layer), _circuits(state, layer)
+    torn = sum(sum((old[n] - new[n]).values()) for n in ("a", "b"))
+    assert rec["changed_circuits"] == torn > 0
+    added = sum(sum((new[n] - old[n]).values()) for n in ("a", "b")) + new["c"].total()
+    assert rec["added_circuits"] == added
