@@ -9,8 +9,10 @@ Jobs file (YAML or JSON)::
         plan: plans/vgg.yaml    # relative paths are taken from the jobs file's folder
         servers: [16, 17, 18, 19]   # optional explicit placement (the plan's server count)
 
+A bare list of jobs is read as ``{"jobs": list}``.
+
 Arrivals file: a time-ordered list of events, each an arrival (a job as above) or a departure
-(the name of a running job)::
+(the name of a running job); a bare list is read as ``{"events": list}``::
 
     events:
       - {time_s: 10.0, arrive: {name: late, plan: dlrm}}
@@ -206,7 +208,7 @@ def load_jobs(path: str | os.PathLike, servers: int | None = None) -> list[Job]:
     """
     name = Path(path).name
     data = load_document(path, "jobs file")
-    doc = validate(JobsFile, data, name)
+    doc = validate(JobsFile, {"jobs": data} if isinstance(data, list) else data, name)
     base = Path(path).resolve().parent
     cache: dict = {}
     jobs = [resolve_job(m, base, f"{name} jobs[{i}]", cache) for i, m in enumerate(doc.jobs)]
@@ -223,7 +225,7 @@ def load_arrivals(path: str | os.PathLike) -> list[Event]:
     """
     name = Path(path).name
     data = load_document(path, "arrivals file")
-    doc = validate(ArrivalsFile, data, name)
+    doc = validate(ArrivalsFile, {"events": data} if isinstance(data, list) else data, name)
     base = Path(path).resolve().parent
     cache: dict = {}
     out: list[Event] = []

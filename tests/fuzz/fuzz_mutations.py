@@ -469,7 +469,7 @@ _CLUSTER_JOBS = [
     ("no jobs", _edit(("jobs",), [])),
     ("job without plan", _edit(("jobs", 0), {"name": "x"})),
     ("job extra key", _edit(("jobs", 0, "gpus"), 4)),
-    ("a list, not a mapping", lambda t: t["jobs"]),
+    ("a list of names", lambda t: [j["name"] for j in t["jobs"]]),
     ("a plan, not jobs", lambda t: t["jobs"][0]["plan"]),
 ]
 _CLUSTER_ARRIVALS = [
