@@ -44,9 +44,13 @@ def candidate_placements(
     f = np.sort(np.asarray(free, np.int64))
     if m < 1 or f.size < m:
         return []
-    win = np.lib.stride_tricks.sliding_window_view(f, m)  # (W, m)
-    u = layer.units[:, win]  # (D, W, m)
-    whole = (u.min(axis=2) == u.max(axis=2)).sum(axis=0)
-    span = win[:, -1] - win[:, 0]
-    order = np.lexsort((win[:, 0], span, -whole))
-    return [win[k].copy() for k in order[:limit]]
+    w = f.size - m + 1  # window k is f[k : k + m]
+    u = layer.units[:, f]  # (D, F)
+    # a window is whole on a plane iff the unit does not change between consecutive members
+    steps = np.zeros((u.shape[0], f.size), np.int64)
+    steps[:, 1:] = np.cumsum(u[:, 1:] != u[:, :-1], axis=1)
+    whole = (steps[:, m - 1 :] == steps[:, :w]).sum(axis=0)
+    first = f[:w]
+    span = f[m - 1 :] - first
+    order = np.lexsort((first, span, -whole))
+    return [f[k : k + m].copy() for k in order[:limit]]

@@ -51,6 +51,8 @@ def cluster_command(
         raise InputError("--servers", servers, "an integer from 1 to 1,000,000")
     if degree < 1 or degree > 1024:
         raise InputError("--degree", degree, "an integer from 1 to 1024")
+    if servers * degree > 2**24:
+        raise InputError("--servers x --degree", servers * degree, "at most 2^24 ports")
     if ocs_radix is not None and ocs_radix < 2:
         raise InputError("--ocs-radix", ocs_radix, "an integer >= 2 (ports of one OCS unit)")
     prepare_output(html, force, "--html")
