@@ -19,8 +19,10 @@ uses every colour at most once (one port per plane) and every edge of colour ``i
 servers of one unit of plane ``i``. This is a list edge colouring: NP-hard in general (already
 with one unit per plane: an odd ring on ``D = 2`` ports needs three colours and is not
 realisable), small for one job. :func:`assign_ports` searches it exactly, most constrained edge
-first with backtracking, within a deterministic step budget, and otherwise returns its best
-partial colouring.
+first with backtracking, within a deterministic step budget shared by a few restarts (seeded
+edge orders); each partial colouring is completed greedily and by Kempe-chain flips (two planes
+swapped along an alternating path, as in Vizing's proof), and otherwise the best partial
+colouring is returned.
 """
 
 from __future__ import annotations
@@ -142,7 +144,9 @@ def expand_circuits(circuits) -> tuple[np.ndarray, np.ndarray]:
     return np.repeat(lo, c[:, 2]), np.repeat(hi, c[:, 2])
 
 
-def assign_ports(circuits, units: np.ndarray, steps: int = DEFAULT_STEPS) -> PortAssignment:
+def assign_ports(
+    circuits, units: np.ndarray, steps: int = DEFAULT_STEPS, restarts: int = 4
+) -> PortAssignment:
     """Colour the circuits with planes (module docstring): exact search, else a best partial.
 
     Parameters
@@ -152,7 +156,11 @@ def assign_ports(circuits, units: np.ndarray, steps: int = DEFAULT_STEPS) -> Por
     units : numpy.ndarray
         ``(D, m)`` unit of every server's port on each plane (:meth:`OcsLayer.restrict`).
     steps : int
-        Budget of search steps (deterministic).
+        Budget of search steps (deterministic), shared by the restarts.
+    restarts : int
+        Searches from differently ordered circuits (seeded); each partial colouring is
+        completed greedily and by Kempe-chain flips, and the first complete one (or the one
+        with most circuits) is kept.
 
     Returns
     -------
@@ -176,6 +184,35 @@ def assign_ports(circuits, units: np.ndarray, steps: int = DEFAULT_STEPS) -> Por
     if e and (u.min() < 0 or v.max() >= m or np.any(u == v)):
         raise InputError("circuits", "a self-loop or a server out of range", f"servers 0..{m - 1}")
     allowed = units[:, u] == units[:, v]  # (d, e)
+    best = np.full(e, -1, np.int64)
+    proven = False
+    taken = 0
+    for r in range(max(1, restarts)):
+        # restart r visits the circuits in a seeded order (ties of the search break differently)
+        perm = np.arange(e) if r == 0 else np.random.default_rng(r).permutation(e)
+        port, done, t = _search(u[perm], v[perm], allowed[:, perm], m, d, steps // max(1, restarts))
+        taken += t
+        port = _greedy_extend(port, u[perm], v[perm], allowed[:, perm], m, d)
+        port = _kempe_repair(port, u[perm], v[perm], allowed[:, perm], m, d)
+        back = np.empty(e, np.int64)
+        back[perm] = port
+        if (back >= 0).sum() > (best >= 0).sum() or r == 0:
+            best = back
+        if done and not np.all(port >= 0):
+            proven = True  # the search was exhaustive: no colouring exists
+        if proven or np.all(best >= 0):
+            break
+    complete = bool(np.all(best >= 0))
+    return PortAssignment(u, v, best, complete, complete or proven, taken)
+
+
+def _search(u, v, allowed, m: int, d: int, steps: int) -> tuple[np.ndarray, bool, int]:
+    """Backtracking list edge colouring, most constrained circuit first, within ``steps``.
+
+    Returns the best (most circuits) colouring seen, whether the search was exhaustive, and
+    the steps taken.
+    """
+    e = u.size
     free = np.ones((m, d), bool)
     port = np.full(e, -1, np.int64)
     best = port.copy()
@@ -227,10 +264,63 @@ def assign_ports(circuits, units: np.ndarray, steps: int = DEFAULT_STEPS) -> Por
         else:
             proven = True
             break
-    if best_n < e:
-        best = _greedy_extend(best, u, v, allowed, m, d)
-    complete = bool(np.all(best >= 0))
-    return PortAssignment(u, v, best, complete, complete or proven, taken)
+    return best, proven, taken
+
+
+def _kempe_repair(port, u, v, allowed, m: int, d: int) -> np.ndarray:
+    """Colour left-out circuits by flipping two-colour (Kempe) chains, as in Vizing's proof.
+
+    For a left-out circuit ``x-y``, plane ``a`` free at ``x`` and ``b`` free at ``y``: the path
+    from ``y`` alternating planes ``a`` and ``b`` is flipped (``a <-> b``) when it does not reach
+    ``x`` and every circuit on it may take its new plane (same unit); ``a`` is then free at both
+    ends. Deterministic: circuits, then plane pairs, in index order.
+    """
+    port = port.copy()
+    inc = np.full((m, d), -1, np.int64)  # the circuit on plane c at server s
+    for k in np.flatnonzero(port >= 0).tolist():
+        inc[u[k], port[k]] = inc[v[k], port[k]] = k
+    todo = [(e, int(u[e]), int(v[e])) for e in np.flatnonzero(port < 0).tolist()]
+    todo += [(e, y, x) for e, x, y in todo]  # each circuit from both ends
+    for edge, x, y in todo:
+        if port[edge] >= 0:
+            continue
+        done = False
+        for a in range(d):
+            if done or inc[x, a] >= 0 or not allowed[a, edge]:
+                continue
+            if inc[y, a] < 0:
+                port[edge] = a
+                inc[x, a] = inc[y, a] = edge
+                done = True
+                break
+            for b in range(d):
+                if b == a or inc[y, b] >= 0:
+                    continue
+                # the a/b chain from y: y -a- ... alternating
+                chain, node, col, ok = [], y, a, True
+                while True:
+                    k = int(inc[node, col])
+                    if k < 0:
+                        break
+                    other = int(u[k] + v[k] - node)
+                    if other == x or not allowed[a + b - col, k] or len(chain) > 2 * m:
+                        ok = False
+                        break
+                    chain.append(k)
+                    node, col = other, a + b - col
+                if not ok:
+                    continue
+                for k in chain:
+                    inc[u[k], port[k]] = inc[v[k], port[k]] = -1
+                for k in chain:
+                    port[k] = a + b - port[k]
+                for k in chain:
+                    inc[u[k], port[k]] = inc[v[k], port[k]] = k
+                port[edge] = a
+                inc[x, a] = inc[y, a] = edge
+                done = True
+                break
+    return port
 
 
 def _greedy_extend(port, u, v, allowed, m: int, d: int) -> np.ndarray:

@@ -75,3 +75,18 @@ def test_budget_exhausted_is_not_a_proof():
     assert not a.complete and not a.proven
     full = assign_ports(k5, np.zeros((4, 5), int))
     assert not full.complete and full.proven
+
+
+def test_a_128_server_topoopt_design_is_coloured_with_8_planes():
+    """TopoOpt's 8-port design of dlrm-128 (512 circuits, 8-regular) on one unit per plane: the
+    Kempe-chain completion colours every circuit; the colouring is checked edge by edge."""
+    from solvers.problem import DesignProblem
+    from solvers.registry import solve
+    from traffic.load import load_workload
+
+    w = load_workload("dlrm-128")
+    c = solve(DesignProblem.from_workload(w, 8, 12.5e9), "topoopt").circuits
+    units = np.zeros((8, w.servers), int)
+    a = assign_ports(c, units)
+    assert a.complete and a.port.size == 512
+    assert valid(list(zip(a.u.tolist(), a.v.tolist(), strict=True)), a.port.tolist(), units)
