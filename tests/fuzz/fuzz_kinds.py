@@ -65,6 +65,8 @@ _SIM = ("simulate", _PLAN, "--design", "{}", "--json")
 _DIRECT = ("fabric", "direct", "--servers", "8", "--degree", "4", "--circuits", "{}", "--json")
 _DESIGN = ("design", _PLAN, "--degree", "2", "--solver", "topoopt", "--prewired", "{}", "--json")
 _SIM_KEYS = ("iteration_s", "compute_s", "comm_s", "exposed_comm_s")
+_CLUSTER = ("cluster", "--servers", "8", "--degree", "2", "--json")
+_CLUSTER_ARR = ("cluster", str(SEEDS / "cluster-jobs.yaml"), *_CLUSTER[1:], "--arrivals", "{}")
 _FAB_KEYS = ("servers", "capex_usd", "power_w", "bisection_bandwidth")
 
 KINDS = {
@@ -79,6 +81,15 @@ KINDS = {
         Kind("circuits-json", "circuits.json", ".json", "json", _DIRECT, _FAB_KEYS),
         Kind("prewired-csv", "prewired.csv", ".csv", "text", _DESIGN, ("objective_s",)),
         Kind("prewired-json", "prewired.json", ".json", "json", _DESIGN, ("objective_s",)),
+        Kind("cluster-jobs", "cluster-jobs.yaml", ".yaml", "yaml", (*_CLUSTER, "{}"), ("jobs",)),
+        Kind(
+            "cluster-arrivals",
+            "cluster-arrivals.yaml",
+            ".yaml",
+            "yaml",
+            _CLUSTER_ARR,
+            ("jobs", "events"),
+        ),
         Kind(
             "prices",
             "prices.yaml",

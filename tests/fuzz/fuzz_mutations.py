@@ -456,6 +456,44 @@ _PRICES = [
     ("alias bomb", _edit(("ocs_port", "source"), "@@BOMB@@")),
     ("not a mapping", lambda t: [t]),
 ]
+_CLUSTER_JOBS = [
+    ("duplicate name", _edit(("jobs", 1, "name"), "vision")),
+    ("overlapping servers", _edit(("jobs", 0, "servers"), [4, 5, 6, 7])),
+    ("too many servers", _edit(("jobs", 0, "plan", "cluster", "servers"), 16)),
+    ("servers fewer than the plan's", _edit(("jobs", 1, "servers"), [5, 6])),
+    ("server beyond the cluster", _edit(("jobs", 1, "servers"), [5, 6, 99])),
+    ("repeated server", _edit(("jobs", 1, "servers"), [5, 5, 6])),
+    ("negative server", _edit(("jobs", 1, "servers", 0), -1)),
+    ("server as a string", _edit(("jobs", 1, "servers", 0), "5")),
+    ("unknown plan", _edit(("jobs", 0, "plan"), "no-such-plan")),
+    ("missing plan file", _edit(("jobs", 0, "plan"), "missing.yaml")),
+    ("plan a number", _edit(("jobs", 0, "plan"), 7)),
+    ("plan dp 0", _edit(("jobs", 0, "plan", "parallelism", "dp"), 0)),
+    ("empty name", _edit(("jobs", 0, "name"), "")),
+    ("name a number", _edit(("jobs", 0, "name"), 3)),
+    ("no jobs", _edit(("jobs",), [])),
+    ("job without plan", _edit(("jobs", 0), {"name": "x"})),
+    ("job extra key", _edit(("jobs", 0, "gpus"), 4)),
+    ("a list of names", lambda t: [j["name"] for j in t["jobs"]]),
+    ("a plan, not jobs", lambda t: t["jobs"][0]["plan"]),
+]
+_CLUSTER_ARRIVALS = [
+    ("depart unknown", _edit(("events", 0, "depart"), "ghost")),
+    ("depart twice", _edit(("events", 2, "depart"), "vision")),
+    ("time going back", _edit(("events", 1, "time_s"), 0.5)),
+    ("negative time", _edit(("events", 0, "time_s"), -1.0)),
+    ("time as a string", _edit(("events", 0, "time_s"), "1")),
+    ("time .inf", _edit(("events", 0, "time_s"), "@@INF@@")),
+    ("arrive and depart", _edit(("events", 0, "arrive"), {"name": "x", "plan": "dlrm"})),
+    ("neither", _edit(("events", 0), {"time_s": 1.0})),
+    ("arrive a running name", _edit(("events", 1, "arrive", "name"), "small")),
+    ("arrival too big", _edit(("events", 1, "arrive", "plan", "cluster", "servers"), 8)),
+    ("arrive on held servers", _edit(("events", 1, "arrive", "servers"), [3, 4, 5, 6, 7])),
+    ("arrive unknown plan", _edit(("events", 1, "arrive", "plan"), "no-such-plan")),
+    ("no events", _edit(("events",), [])),
+    ("event extra key", _edit(("events", 0, "note"), "x")),
+    ("a jobs file", lambda t: {"jobs": [{"name": "a", "plan": "dlrm"}]}),
+]
 TARGETED: dict[str, list[tuple[str, Edit]]] = {
     "design": _DESIGN,
     "design-hybrid": _HYBRID,
@@ -467,6 +505,8 @@ TARGETED: dict[str, list[tuple[str, Edit]]] = {
     "prewired-csv": _PREWIRED_CSV,
     "prewired-json": _PREWIRED_JSON,
     "prices": _PRICES,
+    "cluster-jobs": _CLUSTER_JOBS,
+    "cluster-arrivals": _CLUSTER_ARRIVALS,
 }
 """Per kind: known-wrong edits of the decoded seed (every one must end in exit 2)."""
 

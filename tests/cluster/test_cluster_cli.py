@@ -1,0 +1,138 @@
+"""``topoopt cluster`` through ``python -m topoopt.cli``: the JSON document, the HTML report, and
+bad input as one line with exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from realisable import check_cluster_circuits, unit_edges
+from test_cluster_design import tiny_plan
+
+from solvers.cluster.ocs import OcsLayer, assign_ports
+
+SEEDS = Path(__file__).resolve().parents[1] / "fuzz" / "seeds"
+JOBS = SEEDS / "cluster-jobs.yaml"
+ARRIVALS = SEEDS / "cluster-arrivals.yaml"
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "topoopt.cli", "cluster", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+def test_json_html_and_arrivals(tmp_path):
+    html = tmp_path / "cluster.html"
+    p = run(
+        str(JOBS), "--servers", "8", "--degree", "2", "--link-gbps", "100",
+        "--arrivals", str(ARRIVALS), "--json", "--html", str(html),
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    jobs = {j["name"]: j for j in doc["jobs"]}
+    assert set(jobs) == {"vision", "small"}
+    assert jobs["small"]["servers"] == [5, 6, 7]  # the explicit placement
+    assert jobs["vision"]["servers"] == [0, 1, 2, 3]
+    for j in doc["jobs"]:
+        assert j["iteration_s"] > 0 and j["alone_ideal_s"] > 0
+        assert j["slowdown"] == pytest.approx(j["iteration_s"] / j["alone_ideal_s"])
+    layer = OcsLayer.build(8, 2)
+    check_cluster_circuits(
+        {n: j["circuits"] for n, j in jobs.items()},
+        {n: j["servers"] for n, j in jobs.items()},
+        layer.units,
+    )
+    # 3 servers on 2 ports: TopoOpt's triangle is not realisable, one circuit is given up
+    assert jobs["small"]["repaired_circuits"] == 1 and jobs["small"]["n_circuits"] == 2
+    assert doc["totals"]["servers_used"] == 7
+    assert [e["event"] for e in doc["events"]] == ["depart", "arrive", "depart"]
+    assert [e["changed_circuits"] for e in doc["events"]] == [0, 0, 0]
+    late = doc["final_jobs"][0]
+    assert late["name"] == "late" and late["servers"] == [0, 1, 2, 3, 4]
+    assert doc["events"][1]["added_circuits"] == late["n_circuits"]
+    assert doc["events"][0]["removed_circuits"] == jobs["vision"]["n_circuits"]
+    # the reported circuits of the late job are realisable by an independent assignment
+    rows = [[u, v, 1] for u, v, _, _ in late["circuits"]]
+    local = np.searchsorted(late["servers"], np.asarray(rows)[:, :2])
+    a = assign_ports(np.hstack([local, np.ones((len(rows), 1), int)]), np.zeros((2, 5), int))
+    assert a.complete and len(unit_edges(rows)) == late["n_circuits"]
+    text = html.read_text()
+    assert "cluster-iteration" in text and "cluster-changes" in text and "vision" in text
+
+
+def _write(path: Path, doc) -> Path:
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("doc", "args", "needle"),
+    [
+        (  # overlapping explicit placements
+            {
+                "jobs": [
+                    {"name": "a", "plan": tiny_plan(3), "servers": [0, 1, 2]},
+                    {"name": "b", "plan": tiny_plan(3), "servers": [2, 3, 4]},
+                ]
+            },
+            ["--servers", "8"],
+            "servers no other job holds",
+        ),
+        (  # more servers than the cluster has
+            {"jobs": [{"name": "a", "plan": "dlrm"}, {"name": "b", "plan": "dlrm"}]},
+            ["--servers", "20"],
+            "at least the 32 servers",
+        ),
+        ({"jobs": [{"name": "a", "plann": "dlrm"}]}, ["--servers", "20"], "jobs[0].plan"),
+        (  # duplicate names
+            {"jobs": [{"name": "a", "plan": "dlrm"}, {"name": "a", "plan": "dlrm"}]},
+            ["--servers", "40"],
+            "a name no other job has",
+        ),
+        ({"jobs": [{"name": "a", "plan": "nope"}]}, ["--servers", "40"], "embedded plan"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, doc, args, needle):
+    # in-process (the subprocess path is the next test's): click's runner on the typer app
+    import typer
+    from click.testing import CliRunner
+
+    from topoopt.cli.app import app
+
+    r = CliRunner().invoke(
+        typer.main.get_command(app),
+        ["cluster", str(_write(tmp_path / "jobs.json", doc)), *args, "--json"],
+    )
+    assert r.exit_code == 2 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], r.stderr
+
+
+def test_malformed_overlapping_and_bad_departure_through_the_cli(tmp_path):
+    over = {
+        "jobs": [
+            {"name": "a", "plan": tiny_plan(3), "servers": [0, 1, 2]},
+            {"name": "b", "plan": tiny_plan(3), "servers": [2, 3, 4]},
+        ]
+    }
+    p = run(str(_write(tmp_path / "over.json", over)), "--servers", "8", "--json")
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.count("\n") == 1 and "server 2 is jobs[0] a's" in p.stderr
+    bad = tmp_path / "jobs.yaml"
+    bad.write_text("jobs: [{name: a, plan: dlrm}\n")
+    p = run(str(bad), "--servers", "16")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+    ev = _write(tmp_path / "ev.json", {"events": [{"time_s": 1.0, "depart": "ghost"}]})
+    p = run(str(JOBS), "--servers", "8", "--degree", "2", "--arrivals", str(ev), "--json")
+    assert p.returncode == 2 and p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "events[0].depart" in lines[0] and "ghost" in lines[0]

@@ -1,0 +1,92 @@
+"""The OCS layer and the port assignment against a brute-force checker on tiny cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from realisable import brute_force_realisable, unit_edges, valid
+
+from solvers.cluster.ocs import OcsLayer, assign_ports
+from traffic.errors import InputError
+
+
+@pytest.mark.parametrize(("n", "d", "r"), [(8, 2, 4), (10, 3, 4), (432, 8, 144), (7, 4, None)])
+def test_layer_units_fit_the_radix(n, d, r):
+    layer = OcsLayer.build(n, d, r)
+    p = -(-n // (r or n))
+    assert layer.units.shape == (d, n)
+    assert layer.units_per_plane == p
+    sizes = layer.unit_sizes()
+    assert sizes.sum(axis=1).tolist() == [n] * d  # every port on exactly one unit
+    assert sizes.max() <= (r or n)
+    if p > 1 and n // (p * d) > 0:  # boundaries move from plane to plane (cross wiring)
+        assert not np.array_equal(layer.units[0], layer.units[1])
+
+
+def test_layer_refuses_bad_radix():
+    with pytest.raises(InputError, match="ocs-radix"):
+        OcsLayer.build(8, 2, 1)
+
+
+def _random_case(rng):
+    m = int(rng.integers(3, 6))
+    d = int(rng.integers(2, 4))
+    units = rng.integers(0, 2, size=(d, m)) if rng.random() < 0.5 else np.zeros((d, m), int)
+    e = int(rng.integers(1, 7 if d == 2 else 6))
+    pairs = {}
+    for _ in range(e):
+        u, v = rng.choice(m, 2, replace=False)
+        key = (int(min(u, v)), int(max(u, v)))
+        pairs[key] = pairs.get(key, 0) + 1
+    return [[u, v, c] for (u, v), c in pairs.items()], units
+
+
+def test_assign_ports_agrees_with_brute_force():
+    rng = np.random.default_rng(7)
+    seen = {True: 0, False: 0}
+    for _ in range(150):
+        circuits, units = _random_case(rng)
+        truth = brute_force_realisable(circuits, units)
+        a = assign_ports(circuits, units)
+        assert a.proven
+        assert a.complete == truth, (circuits, units.tolist())
+        seen[truth] += 1
+        # the coloured circuits obey the model whatever the outcome
+        col = a.coloured()
+        edges = [(int(u), int(v)) for u, v, _ in col.tolist()]
+        assert valid(edges, col[:, 2].tolist(), units.tolist())
+        if truth:
+            assert sorted(edges) == sorted(unit_edges(circuits))
+    assert seen[True] > 20 and seen[False] > 20  # both outcomes exercised
+
+
+def test_odd_ring_needs_three_planes():
+    ring5 = [[i, (i + 1) % 5, 1] for i in range(5)]
+    assert not assign_ports(ring5, np.zeros((2, 5), int)).complete
+    assert assign_ports(ring5, np.zeros((3, 5), int)).complete
+    ring6 = [[i, (i + 1) % 6, 1] for i in range(6)]
+    assert assign_ports(ring6, np.zeros((2, 6), int)).complete
+
+
+def test_budget_exhausted_is_not_a_proof():
+    # K_{5} on 4 planes: class 2 (needs 5 colours); with 2 steps the search cannot finish
+    k5 = [[u, v, 1] for u in range(5) for v in range(u + 1, 5)]
+    a = assign_ports(k5, np.zeros((4, 5), int), steps=2)
+    assert not a.complete and not a.proven
+    full = assign_ports(k5, np.zeros((4, 5), int))
+    assert not full.complete and full.proven
+
+
+def test_a_128_server_topoopt_design_is_coloured_with_8_planes():
+    """TopoOpt's 8-port design of dlrm-128 (512 circuits, 8-regular) on one unit per plane: the
+    Kempe-chain completion colours every circuit; the colouring is checked edge by edge."""
+    from solvers.problem import DesignProblem
+    from solvers.registry import solve
+    from traffic.load import load_workload
+
+    w = load_workload("dlrm-128")
+    c = solve(DesignProblem.from_workload(w, 8, 12.5e9), "topoopt").circuits
+    units = np.zeros((8, w.servers), int)
+    a = assign_ports(c, units)
+    assert a.complete and a.port.size == 512
+    assert valid(list(zip(a.u.tolist(), a.v.tolist(), strict=True)), a.port.tolist(), units)

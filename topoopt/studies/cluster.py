@@ -1,0 +1,81 @@
+"""``topoopt cluster``: jobs of a jobs file placed, designed and simulated on a shared OCS cluster.
+
+The result document (``--json``) is built here (``docs/clusters.md`` describes every field):
+
+- ``jobs``: per job ``name``, ``servers`` (global ids), ``n_servers``, ``iteration_s``,
+  ``alone_ideal_s``, ``slowdown``, ``n_circuits``, ``repaired_circuits`` and ``circuits``
+  (rows ``[u, v, plane, unit]``);
+- ``totals``: cluster-wide figures (:func:`solvers.cluster.cluster_design.totals`);
+- with arrivals, ``events``: per event the changed circuits and the running jobs after it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from solvers.cluster.arrivals import play
+from solvers.cluster.cluster_design import design_cluster, totals
+from solvers.cluster.jobs import load_arrivals, load_jobs
+from solvers.cluster.ocs import OcsLayer
+from topoopt.units import bytes_per_s_to_gbps
+
+__all__ = ["run_cluster"]
+
+
+def run_cluster(
+    jobs_path: str | os.PathLike,
+    servers: int,
+    degree: int,
+    link_bandwidth: float,
+    *,
+    ocs_radix: int | None = None,
+    arrivals: str | os.PathLike | None = None,
+    solver: str = "topoopt",
+    seed: int = 0,
+    work_limit: float | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The ``topoopt cluster`` result document (module docstring).
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> doc = {"jobs": [{"name": "a", "plan": "dlrm"}, {"name": "b", "plan": "dlrm"}]}
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+    ...     _ = f.write(json.dumps(doc))
+    >>> r = run_cluster(f.name, 32, 4, 12.5e9)
+    >>> [j["servers"][0] for j in r["jobs"]], r["totals"]["servers_free"]
+    ([0, 16], 0)
+    """
+    layer = OcsLayer.build(servers, degree, ocs_radix)
+    jobs = load_jobs(jobs_path, servers)
+    events = load_arrivals(arrivals) if arrivals is not None else None
+    cache: dict = {}
+    cl = design_cluster(
+        jobs, layer, link_bandwidth,
+        solver=solver, seed=seed, work_limit=work_limit, cache=cache, progress=progress,
+    )  # fmt: skip
+    out: dict[str, Any] = {
+        "servers": servers,
+        "degree": degree,
+        "link_gbps": bytes_per_s_to_gbps(link_bandwidth),
+        "ocs_radix": layer.radix,
+        "ocs_units_per_plane": layer.units_per_plane,
+        "solver": solver,
+        "jobs": [j.record(layer) for j in cl.jobs],
+        "totals": totals(cl.jobs, servers),
+    }
+    if events is not None:
+        records, states = play(
+            cl, events, name=Path(arrivals).name, seed=seed, work_limit=work_limit,
+            cache=cache, progress=progress,
+        )  # fmt: skip
+        for rec, state in zip(records, states, strict=True):
+            rec["jobs"] = [j.record(layer, circuits=False) for j in state]
+            rec["totals"] = totals(state, servers)
+        out["events"] = records
+        out["final_jobs"] = [j.record(layer) for j in states[-1]]
+    return out
