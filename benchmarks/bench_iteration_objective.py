@@ -14,10 +14,23 @@ TopoOpt design takes about 20 s, so the iteration objective falls back to the co
 objective there (its warm start does not fit the work limit) and the row would mostly time
 simulations.
 
+``--diagnose`` adds, per row, what limits the iteration objective's design (measured, not
+assumed):
+
+- the ideal switch with ``1 .. d`` ports per server (ratio to ``d`` ports): how many ideal
+  ports the design is worth;
+- the design with one traffic class alone (the other class's tasks shrunk to 1 byte), each
+  against the ideal switch with the same class alone: whether the classes are each served and
+  the loss comes from their sharing links;
+- an equal-capacity full mesh (every pair one circuit of ``d B / (n - 1)``, so each server
+  has the same total bandwidth), routed by the routing LP on the phases, and with every pair's
+  bytes spread on its widest two-hop paths: a direct-connect reference with no port budget.
+
 Usage::
 
     .venv/bin/python benchmarks/bench_iteration_objective.py
     .venv/bin/python benchmarks/bench_iteration_objective.py --cases 100candle_16 --degrees 8
+    .venv/bin/python benchmarks/bench_iteration_objective.py --cases 100candle_16 --diagnose
 """
 
 from __future__ import annotations
@@ -58,7 +71,45 @@ def taskgraph_dir() -> Path:
     raise SystemExit("no task graph folder (tests/data/topoopt-taskgraphs)")
 
 
-def run_case(path: Path, degree: int, time_limit: float, work_limit: float | None) -> dict:
+def diagnose(w, p, design, ideal_s: float) -> dict:
+    """The ``--diagnose`` figures (module docstring) for one case, ratios."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from solvers.joint.driver import route_design, to_design
+    from solvers.joint.iteration_objective import iteration_time, spread_routing
+
+    out: dict = {}
+    n, d, bw = w.servers, p.degree, p.link_bandwidth
+    gps = w.gpus_per_server
+    per_port = []
+    for k in range(1, d + 1):
+        fab = ideal(n, k, bw, gpus_per_server=gps)
+        per_port.append(simulate_iteration(w, fab, exposed_by_class=False).iteration_s / ideal_s)
+    out["ideal_by_ports"] = per_port
+    tg = w.taskgraph
+    for label, drop in (("mp sends alone", "all-reduce"), ("all-reduces alone", "transfer")):
+        sz = np.where(tg.kind == drop, 1.0, tg.size_bytes)
+        w1 = replace(w, taskgraph=replace(tg, size_bytes=sz))
+        fab = ideal(n, d, bw, gpus_per_server=gps)
+        ref = simulate_iteration(w1, fab, exposed_by_class=False).iteration_s
+        got = simulate_design(w1, design, replace(p, workload=w1), exposed_by_class=False)
+        out[label] = got.iteration_s / ref
+    q = DesignProblem.from_workload(w, degree=n - 1, link_bandwidth=d * bw / (n - 1))
+    mesh = np.array([[i, j, 1] for i in range(n) for j in range(i + 1, n)], np.int64)
+    routed, _, _ = route_design(q, mesh)
+    if routed is not None:
+        m = to_design(q, mesh, routed, 0.0, "mesh", time.perf_counter(), {})
+        out["equal-capacity mesh, LP routing"] = iteration_time(m, q)[0] / ideal_s
+        wide = spread_routing(m, 1.0)
+        out["equal-capacity mesh, two-hop spread"] = iteration_time(wide, q)[0] / ideal_s
+    return out
+
+
+def run_case(
+    path: Path, degree: int, time_limit: float, work_limit: float | None, diag: bool = False
+) -> dict:
     w = load_workload(str(path))
     p = DesignProblem.from_workload(w, degree=degree, link_bandwidth=LINK_BANDWIDTH)
     row: dict = {"case": path.stem, "d": degree}
@@ -84,6 +135,8 @@ def run_case(path: Path, degree: int, time_limit: float, work_limit: float | Non
                 for k in ("objective", "winner", "stopped_by", "work_used", "deterministic")
             }
             row["lower_bound"] = d.lower_bound_s
+            if diag:
+                row["diagnose"] = diagnose(w, p, d, row["ideal"])
     return row
 
 
@@ -94,6 +147,7 @@ def main() -> None:
     ap.add_argument("--degrees", nargs="*", type=int, default=[4, 8])
     ap.add_argument("--time-limit", type=float, default=300.0)
     ap.add_argument("--work-limit", type=float, default=None)
+    ap.add_argument("--diagnose", action="store_true", help="what limits the design")
     args = ap.parse_args()
     cases = list(args.cases) + (["100dlrm_128"] if args.with_dlrm128 else [])
     folder = taskgraph_dir()
@@ -105,7 +159,9 @@ def main() -> None:
     print(f"{'':18s} {'':2s} {'':9s} " + " ".join(f"{'wall s':>26s}" for _ in labels))
     for case in cases:
         for d in args.degrees:
-            r = run_case(folder / f"{case}.fbuf", d, args.time_limit, args.work_limit)
+            r = run_case(
+                folder / f"{case}.fbuf", d, args.time_limit, args.work_limit, args.diagnose
+            )
             ideal_s = r["ideal"]
             cells = " ".join(
                 f"{r[lb] * 1e3:12.2f} ({r[lb] / ideal_s:5.3f}x)      " for lb in labels
@@ -121,6 +177,9 @@ def main() -> None:
                 f"objective run {info['objective']}",
                 flush=True,
             )
+            for k, v in r.get("diagnose", {}).items():
+                v = " ".join(f"{x:.3f}" for x in v) if isinstance(v, list) else f"{v:.3f}"
+                print(f"{'':18s} {'':2s} diagnose: {k} {v}", flush=True)
     if "100dlrm_128" not in cases:
         print("100dlrm_128 skipped (one flow simulation of a design takes ~20 s; --with-dlrm128)")
 

@@ -50,6 +50,8 @@ __all__ = [
     "iteration_time",
     "DEFAULT_FLOOR",
     "window_count",
+    "two_hop_spread",
+    "spread_routing",
 ]
 
 DEFAULT_FLOOR = 0.05
@@ -282,3 +284,95 @@ def iteration_time(
         return (math.inf, int(e.refills), 0) if flows else (math.inf, int(e.refills))
     out = (float(it.iteration_s), int(it.info["refills"]))
     return (*out, int(it.info["flows"])) if flows else out
+
+
+def two_hop_spread(circuits: np.ndarray, n: int, src: np.ndarray, dst: np.ndarray):
+    """The widest routing of at most two hops for each pair ``(src[k], dst[k])``.
+
+    The direct circuits (weight = their number ``m_uv``) and every two-hop path ``u -> x -> v``
+    (weight ``min(m_ux, m_xv)``: the parallel circuits it can use on its scarcer hop), weights
+    normalised per pair. Alone on the network, a transfer routed so sends on every path at
+    once: on ``P`` link-disjoint single circuits it takes ``1 / P`` of its one-circuit time,
+    which is what the ideal switch grants it (all ``d`` ports). Pairs with neither a circuit
+    nor a common neighbour get no paths.
+
+    Returns
+    -------
+    list of list of (list[int], float)
+        Per pair, its ``(server path, weight)`` list (:meth:`solvers.design.NodePaths.to_lists`
+        form).
+
+    Examples
+    --------
+    Square 0-1-2-3-0 with a doubled diagonal 0-2: 0 -> 2 goes 1/2 direct, 1/4 via 1, 1/4 via 3.
+
+    >>> c = np.array([[0, 1, 1], [1, 2, 1], [2, 3, 1], [0, 3, 1], [0, 2, 2]])
+    >>> two_hop_spread(c, 4, np.array([0]), np.array([2]))
+    [[([0, 2], 0.5), ([0, 1, 2], 0.25), ([0, 3, 2], 0.25)]]
+    """
+    c = np.asarray(circuits, np.int64).reshape(-1, 3)
+    m = np.zeros((n, n))
+    np.add.at(m, (c[:, 0], c[:, 1]), c[:, 2])
+    np.add.at(m, (c[:, 1], c[:, 0]), c[:, 2])
+    src = np.asarray(src, np.int64)
+    dst = np.asarray(dst, np.int64)
+    via = np.minimum(m[src, :], m[:, dst].T)  # (K, n): circuits of u -> x -> v
+    via[np.arange(src.size), src] = 0.0
+    via[np.arange(src.size), dst] = 0.0
+    direct = m[src, dst]
+    total = direct + via.sum(axis=1)
+    out: list[list[tuple[list[int], float]]] = []
+    for k in range(src.size):
+        u, v, tot = int(src[k]), int(dst[k]), float(total[k])
+        if tot <= 0:
+            out.append([])
+            continue
+        paths = [([u, v], float(direct[k]) / tot)] if direct[k] > 0 else []
+        xs = np.flatnonzero(via[k] > 0)
+        paths += [([u, int(x), v], float(via[k, x]) / tot) for x in xs]
+        out.append(paths)
+    return out
+
+
+def spread_routing(design: Design, alpha: float) -> Design:
+    """``design`` with every routed pair's paths blended with :func:`two_hop_spread`:
+    ``(1 - alpha)`` of its bytes on the design's own paths, ``alpha`` on the widest two-hop
+    ones (pairs without such paths keep theirs). Bytes are conserved (weights sum to one).
+
+    The routing LP minimises the most congested link, counting all transfers of a phase or
+    window as simultaneous; it gives a pair as many paths as balancing needs, typically one.
+    In the flow model a critical transfer is often alone on its links for a moment, and then
+    its speed is its paths' total capacity: the blend trades congestion for that width, and the
+    flow model picks ``alpha``.
+
+    Examples
+    --------
+    >>> from solvers.design import NodePaths
+    >>> c = np.array([[0, 1, 1], [1, 2, 1], [0, 2, 1]])
+    >>> rt = NodePaths.from_lists([0], [2], [[([0, 2], 1.0)]])
+    >>> d = Design(3, 2, 1.0, c, (), rt, "joint", "feasible", 1.0, 0.0, 1.0, 0.0, {})
+    >>> spread_routing(d, 0.5).routing.to_lists()
+    [[([0, 2], 0.75), ([0, 1, 2], 0.25)]]
+    """
+    from dataclasses import replace
+
+    from solvers.design import NodePaths
+
+    a = float(alpha)
+    rt = design.routing
+    if a <= 0 or rt.n_commodities == 0:
+        return design
+    wide = two_hop_spread(design.circuits, design.servers, rt.src, rt.dst)
+    own = rt.to_lists()
+    blended = []
+    for k in range(rt.n_commodities):
+        if not wide[k]:
+            blended.append(own[k])
+            continue
+        acc: dict[tuple[int, ...], float] = {}
+        for path, wt in own[k]:
+            acc[tuple(path)] = acc.get(tuple(path), 0.0) + (1.0 - a) * wt
+        for path, wt in wide[k]:
+            acc[tuple(path)] = acc.get(tuple(path), 0.0) + a * wt
+        blended.append([(list(p), wt) for p, wt in acc.items() if wt > 0])
+    return replace(design, routing=NodePaths.from_lists(rt.src, rt.dst, blended))

@@ -76,6 +76,7 @@ from solvers.joint.iteration_objective import (
     ideal_reference,
     iteration_time,
     remap_rings,
+    spread_routing,
     window_count,
     window_problem,
 )
@@ -130,6 +131,12 @@ WORK_PER_SIMULATION = 0.05
 WORK_PER_ROUTED_PHASE = 0.03
 """Work units per phase of a routing, on top of its LP work (building the model, path
 decomposition): the window problem has up to 16 phases, so this is most of a small routing."""
+
+SPREADS = (0.25, 0.5, 1.0)
+"""The :data:`PHASE_ROUTED` best candidates' routings are also simulated with these shares of
+every pair's bytes moved onto its widest two-hop paths
+(:func:`~solvers.joint.iteration_objective.spread_routing`); the swap search keeps the
+incumbent's share."""
 
 WARM_START = ("topoopt", "topoopt-released", "expander")
 """The baselines the iteration search starts from and never ships slower than."""
@@ -386,27 +393,42 @@ def iteration_design(
 
     tried: list[dict] = []
 
-    def consider(c, name: str, kinds=("phases", "windows")) -> tuple[float, str, np.ndarray]:
-        """Route ``c`` each way, simulate, keep; returns the best (iteration, kind, util)."""
+    def widen(d0: Design, name: str, kind: str, alphas) -> tuple[float, float]:
+        """Simulate the LP-routed ``d0`` widened by each ``alpha``
+        (:func:`~solvers.joint.iteration_objective.spread_routing`), keep; returns the best
+        (iteration, alpha)."""
         nonlocal best
-        out = (math.inf, "", np.zeros(0))
-        for kind in kinds:
+        out = (math.inf, 0.0)
+        for a in alphas:
             if not meter.allows() or time.perf_counter() >= end:
                 break
-            prob = routings[kind]
-            d, util = routed_design(c, prob, name)
-            if d is None:
-                continue
+            d = spread_routing(d0, a)
+            label = kind if a <= 0 else f"{kind}, {a:g} two-hop spread"
             it = simulate(d, f"flow model of {name}")
-            tried.append({"candidate": name, "routing": kind, "iteration_s": it})
+            tried.append({"candidate": name, "routing": label, "iteration_s": it})
             if np.isfinite(it):
-                finalists.append((it, len(finalists), f"{name} ({kind} routing)", d))
+                finalists.append((it, len(finalists), f"{name} ({label} routing)", d))
                 if it < best[0] * (1 - 1e-12):
                     best = finalists[-1]
                     if progress is not None:
                         progress(it, bound)
             if it < out[0]:
-                out = (it, kind, util)
+                out = (it, float(a))
+        return out
+
+    def consider(c, name: str, kinds=("phases", "windows"), alpha: float = 0.0) -> tuple:
+        """Route ``c`` each way (widened by ``alpha``), simulate, keep; returns the best
+        (iteration, kind, util, alpha, LP-routed design)."""
+        out = (math.inf, "", np.zeros(0), alpha, None)
+        for kind in kinds:
+            if not meter.allows() or time.perf_counter() >= end:
+                break
+            d0, util = routed_design(c, routings[kind], name)
+            if d0 is None:
+                continue
+            it, _ = widen(d0, name, kind, (alpha,))
+            if it < out[0]:
+                out = (it, kind, util, alpha, d0)
         return out
 
     # ---- 4. candidates: routed on the windows first (cheapest estimate first), then the best
@@ -433,7 +455,7 @@ def iteration_design(
         i for i in order if uniq[i][1].tobytes() not in short
     ]
     first = ("windows",) if windows is not problem else ("phases",)
-    cand_best: dict[bytes, tuple[float, str, np.ndarray]] = {}
+    cand_best: dict[bytes, tuple] = {}
     for i in order:
         if meter.used >= CANDIDATE_SHARE * meter.limit and len(cand_best) >= 2:
             break  # the rest of the budget: the best candidates' other routings, swaps
@@ -452,6 +474,16 @@ def iteration_design(
             got = consider(c, nm, kinds=others)
             if got[0] < cand_best[key][0]:
                 cand_best[key] = got
+    # the best candidates' routings widened onto two-hop paths (simulations only)
+    top = sorted(cand_best, key=lambda k: (cand_best[k][0], k))[:PHASE_ROUTED]
+    for key in top:
+        it0, kind, util, _, d0 = cand_best[key]
+        if d0 is None:
+            continue
+        nm = next(nm for nm, cc in uniq if cc.tobytes() == key)
+        it, a = widen(d0, nm, kind, SPREADS)
+        if it < it0:
+            cand_best[key] = (it, kind, util, a, d0)
 
     # ---- 5. local search from the best routed candidate
     evals = 0
@@ -459,7 +491,7 @@ def iteration_design(
         from solvers.joint.local_search import swap_candidates
 
         key = min(cand_best, key=lambda k: (cand_best[k][0], k))
-        cur_it, kind, util = cand_best[key]
+        cur_it, kind, util, alpha, _ = cand_best[key]
         cur_c = np.frombuffer(key, np.int64).reshape(-1, 3)
         if kind != "windows" and windows is not problem:
             _, util = routed_design(cur_c, windows, "local search guide")
@@ -478,7 +510,7 @@ def iteration_design(
                     continue
                 tabu.add(k2)
                 evals += 1
-                it, kd, u2 = consider(cand, "swap", kinds=(kind or "phases",))
+                it, kd, u2, _, _ = consider(cand, "swap", kinds=(kind or "phases",), alpha=alpha)
                 if it < cur_it * (1 - 1e-9):
                     cur_c, cur_it = cand, it
                     if windows is not problem and kd != "windows":

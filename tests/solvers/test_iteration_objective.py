@@ -269,3 +269,50 @@ def test_known_compute_time_skips_a_simulation_not_the_result():
     quick = simulate_design(w, d, p, exposed_by_class=False, compute_s=full.compute_s)
     assert quick.iteration_s == full.iteration_s and quick.compute_s == full.compute_s
     assert quick.info["refills"] < full.info["refills"] or full.info["refills"] == 0
+
+
+def test_two_hop_spread_matches_enumerated_paths():
+    """Widest two-hop routing: every path of at most two hops, weighted by its parallel
+    circuits on the scarcer hop, against networkx's simple paths (cutoff 2)."""
+    from solvers.joint.iteration_objective import two_hop_spread
+
+    rng = np.random.default_rng(3)
+    n = 7
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.5]
+    c = np.array([[i, j, int(rng.integers(1, 3))] for i, j in pairs], np.int64)
+    g = nx.Graph()
+    g.add_nodes_from(range(n))
+    g.add_weighted_edges_from((int(a), int(b), int(k)) for a, b, k in c)
+    src, dst = zip(*[(u, v) for u in range(n) for v in range(n) if u != v], strict=True)
+    got = two_hop_spread(c, n, np.array(src), np.array(dst))
+    for (u, v), paths in zip(zip(src, dst, strict=True), got, strict=True):
+        want = {}
+        for path in nx.all_simple_paths(g, u, v, cutoff=2):
+            want[tuple(path)] = min(g[a][b]["weight"] for a, b in itertools.pairwise(path))
+        total = sum(want.values())
+        assert {tuple(p): w for p, w in paths} == pytest.approx(
+            {p: w / total for p, w in want.items()}
+        )
+
+
+def test_spread_routing_makes_a_lone_transfer_as_fast_as_its_paths():
+    """The mechanism behind widening: on K4 (one circuit per pair, B bytes/s), a lone transfer
+    of S bytes on its direct circuit takes S / B; spread on its three link-disjoint paths (direct
+    and two two-hop) it takes S / (3 B), what an ideal switch of 3 ports gives it. A blend with
+    share a takes max((1 - a + a/3) S, (a/3) S) / B on the direct and two-hop paths."""
+    from solvers.joint.iteration_objective import spread_routing
+
+    n, B, S, comp = 4, 1e9, 3e9, 1e-3
+    w = _chain_workload(n, [(0, 1, S)], compute=comp)
+    p = DesignProblem.from_workload(w, degree=3, link_bandwidth=B)
+    k4 = [[i, j, 1] for i in range(n) for j in range(i + 1, n)]
+    direct = _direct_design(k4, n, 3, B, [(0, 1)])
+    base = iteration_time(direct, p)[0]
+    for a in (0.0, 0.3, 1.0):
+        d = spread_routing(direct, a)
+        lists = d.routing.to_lists()
+        assert all(sum(wt for _, wt in pl) == pytest.approx(1.0) for pl in lists)
+        it = iteration_time(d, p)[0]
+        share = max(1 - a + a / 3, a / 3)
+        # the compute and the path latencies are the same in both runs: compare the transfer
+        assert it - base == pytest.approx((share - 1) * S / B, rel=1e-6)
