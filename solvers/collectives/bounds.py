@@ -5,17 +5,26 @@
 
 Per-node cut bounds (every fabric):
 
-==================  ==============================================================
+==================  ==================================================================
 collective          bound
-==================  ==============================================================
+==================  ==================================================================
 all-gather          ``max_v (n-1)/n * S / B_in(v)``: ``v`` must receive every other shard
 reduce-scatter      ``max_v (n-1)/n * S / B_out(v)``: ``v``'s share of every other shard
                     must leave it (the reduction's inputs cannot be skipped)
-all-reduce          ``max_v 2(n-1)/n * S / B_in(v)`` (Patarasuk and Yuan, J. Parallel Distrib.
-                    Comput. 69(2), 2009: the reduce-scatter plus all-gather bound)
+all-reduce          ``max_v S / B_in(v)`` and ``S / B_out(v)`` (every element of ``v``'s
+                    result needs a message in, every input element a message out), and
+                    ``2(n-1) * S / sum_v B_in(v)`` (and ``B_out``): combining ``n`` inputs
+                    for ``n`` readers takes at least ``2(n-1)`` messages per element (the
+                    one-way gossip bound), each leaving and entering a server. On a
+                    ``d``-regular graph of links ``B`` this is ``2(n-1)/n * S / (d B)``, the
+                    Patarasuk-Yuan bound (J. Parallel Distrib. Comput. 69(2), 2009)
 broadcast           ``S / B_in(v)`` for every non-root ``v`` and ``S / B_out(root)``
 all-to-all          ``max_v (n-1)/n * S / B_in(v)`` and ``(n-1)/n * S / B_out(v)``
-==================  ==============================================================
+==================  ==================================================================
+
+The per-server form of Patarasuk and Yuan's bound, ``2(n-1)/n * S / B_in(v)``, is *not* a
+valid bound on an irregular graph: a server with one neighbour can send its whole input to it
+and receive the result back, ``S / B`` in all (tree algorithms, Blink, do exactly that).
 
 Subset cut bounds (switchless fabrics, ``n <= 16``, every proper subset ``U`` of the servers;
 ``C(U)`` the capacity of the links entering ``U``): all-gather ``(n-|U|)/n * S / C(U)``,
@@ -133,8 +142,14 @@ def cut_bound(
     elif collective == "reduce-scatter":
         per, text = float(np.max(f / b_out)), "(n-1)/n * S / B_out(v), worst server"
     elif collective == "all-reduce":
-        per = float(np.max(2 * f / b_in))
-        text = "2(n-1)/n * S / B_in(v), worst server (Patarasuk-Yuan)"
+        node = max(np.max(size / b_in), np.max(size / b_out))
+        total = 2 * (n - 1) * size / min(b_in.sum(), b_out.sum())
+        per = float(max(node, total))
+        text = (
+            "2(n-1) * S / sum_v B(v) (gossip messages)"
+            if total >= node
+            else "S / B_in(v) or S / B_out(v), worst server"
+        )
     elif collective == "broadcast":
         others = np.delete(b_in, root)
         per = float(max(np.max(size / others), size / b_out[root]))

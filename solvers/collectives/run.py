@@ -81,6 +81,23 @@ class CollectiveResult:
         }
 
 
+_PARETO_CACHE: dict[tuple, list] = {}
+
+
+def _pareto(sl, base: str, max_chunks: int, root: int, work_limit: float) -> list:
+    """:func:`sccl_pareto`, memoised per topology and parameters (an all-reduce and an
+    all-gather on one fabric share the all-gather frontier; results are deterministic)."""
+    key = (sl.n, sl.src.tobytes(), sl.dst.tobytes(), sl.count.tobytes(), base, max_chunks, root)
+    key = (*key, float(work_limit))
+    if key not in _PARETO_CACHE:
+        if len(_PARETO_CACHE) > 64:
+            _PARETO_CACHE.clear()
+        _PARETO_CACHE[key] = sccl_pareto(
+            sl, base, max_chunks=max_chunks, root=root, work_limit=work_limit
+        )
+    return _PARETO_CACHE[key]
+
+
 def _with(s: Schedule, **info) -> Schedule:
     return Schedule(s.collective, s.algorithm, s.n, s.size, s.flows, s.barriers, {**s.info, **info})
 
@@ -197,9 +214,7 @@ def run_collective(
         notes.append(f"exact synthesis only up to {EXACT_MAX_MEMBERS} servers")
     if sl is not None and routing is None:
         base = "broadcast" if collective == "broadcast" else "all-gather"
-        pts = sccl_pareto(
-            sl, base, max_chunks=exact_max_chunks, root=root, work_limit=exact_work_limit
-        )
+        pts = _pareto(sl, base, exact_max_chunks, root, exact_work_limit)
         if pts:
             best = min(
                 pts, key=lambda p: _alpha_beta(p, n, size, collective, sl.bandwidth, sl.latency)

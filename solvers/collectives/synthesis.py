@@ -89,6 +89,7 @@ def sccl_feasible(
     rounds: int,
     *,
     root: int = 0,
+    step_rounds: tuple[int, ...] | None = None,
     work_limit: float = SCCL_WORK_LIMIT,
     time_cap_s: float = 60.0,
 ) -> ExactResult:
@@ -118,8 +119,13 @@ def sccl_feasible(
     n_chunks, origin = _initial(collective, n, C, root)
     m = cp_model.CpModel()
     A = links.src.shape[0]
-    r = [m.NewIntVar(1, R - K + 1, f"r{k}") for k in range(K)]
-    m.Add(sum(r) <= R)
+    if step_rounds is not None:  # the rounds of every step fixed (a smaller search)
+        if len(step_rounds) != K or sum(step_rounds) > R or min(step_rounds) < 1:
+            raise InputError("step_rounds", step_rounds, f"{K} integers >= 1 summing to <= {R}")
+        r = [int(x) for x in step_rounds]
+    else:
+        r = [m.NewIntVar(1, R - K + 1, f"r{k}") for k in range(K)]
+        m.Add(sum(r) <= R)
     has = {}
     for c in range(n_chunks):
         for v in range(n):
@@ -169,7 +175,8 @@ def sccl_feasible(
         for (c, a, k), x in sorted(snd.items(), key=lambda t: (t[0][2], t[0][0], t[0][1]))
         if solver.Value(x)
     )
-    return ExactResult(C, K, R, "feasible", sends, tuple(int(solver.Value(x)) for x in r))
+    rounds_used = tuple(int(x) if isinstance(x, int) else int(solver.Value(x)) for x in r)
+    return ExactResult(C, K, R, "feasible", sends, rounds_used)
 
 
 def bandwidth_cost_bound(links: ServerLinks, collective: str, root: int = 0) -> Fraction:
