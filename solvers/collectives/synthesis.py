@@ -221,7 +221,8 @@ def sccl_pareto(
     For ``K`` from the diameter (the root's eccentricity for a broadcast) to ``max_steps``
     (default ``diameter + 6``), the candidates ``(C, R)`` with ``C <= max_chunks`` and
     ``K <= R <= K + slack`` (SCCL's k-synchrony; ``slack=0``: one round per step) are tried in
-    increasing ``R/C`` (then fewer chunks); the first feasible one is
+    increasing ``R/C`` (then fewer chunks), each with the step rounds fixed to one composition
+    of ``R`` after another (balanced first); the first feasible one is
     the point at ``K`` when its ``R/C`` beats every smaller ``K``. A candidate that ends on a
     limit (``unknown``) is skipped, so the frontier is then an upper estimate. The walk stops at
     the bandwidth bound.
@@ -251,7 +252,7 @@ def sccl_pareto(
             }
         )
         for _, C, R in cands:
-            res = sccl_feasible(links, collective, C, K, R, root=root, work_limit=work_limit)
+            res = _feasible_any_rounds(links, collective, C, K, R, root, work_limit)
             if res.status == "feasible":
                 out.append(res)
                 best = Fraction(R, C)
@@ -259,6 +260,35 @@ def sccl_pareto(
         if best is not None and best <= bound:
             break
     return out
+
+
+def _compositions(total: int, parts: int):
+    """Compositions of ``total`` into ``parts`` positive integers, the most balanced first."""
+    if parts == 1:
+        return [(total,)]
+    out = [
+        (a, *rest)
+        for a in range(1, total - parts + 2)
+        for rest in _compositions(total - a, parts - 1)
+    ]
+    return sorted(out, key=lambda c: (max(c) - min(c), c))
+
+
+def _feasible_any_rounds(links, collective, C, K, R, root, work_limit) -> ExactResult:
+    """``(C, K, R)`` decided with the rounds of each step fixed, one composition of ``R`` after
+    another (many small problems solve faster than one with free rounds): feasible at the first
+    feasible composition, infeasible when all are proven infeasible, else unknown."""
+    if R == K:
+        return sccl_feasible(links, collective, C, K, R, root=root, work_limit=work_limit)
+    unknown = False
+    for comp in _compositions(R, K):
+        res = sccl_feasible(
+            links, collective, C, K, R, root=root, step_rounds=comp, work_limit=work_limit
+        )
+        if res.status == "feasible":
+            return res
+        unknown |= res.status == "unknown"
+    return ExactResult(C, K, R, "unknown" if unknown else "infeasible")
 
 
 def sccl_schedule(

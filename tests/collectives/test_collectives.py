@@ -18,6 +18,7 @@ from solvers.collectives.schedule import Tree, template_schedule, time_schedule,
 from solvers.collectives.synthesis import (
     bandwidth_cost_bound,
     sccl_feasible,
+    sccl_pareto,
     sccl_schedule,
     taccl_schedule,
 )
@@ -250,8 +251,11 @@ def test_sccl_dgx1_all_gather_latency_and_bandwidth_optimal():
     from fractions import Fraction
 
     assert bandwidth_cost_bound(sl, "all-gather") == Fraction(7, 6)
-    res = sccl_feasible(sl, "all-gather", 6, 3, 7, step_rounds=(2, 2, 3))
-    assert res.status == "feasible"
+    one_round = sccl_pareto(sl, "all-gather", max_chunks=2, max_steps=3)  # R = K
+    assert [(p.steps, p.chunks, p.rounds) for p in one_round] == [(2, 1, 2), (3, 2, 3)]
+    frontier = sccl_pareto(sl, "all-gather", max_chunks=6, max_steps=3, slack=4)
+    assert [(p.steps, p.chunks, p.rounds) for p in frontier] == [(2, 2, 3), (3, 6, 7)]
+    res = frontier[-1]
     f = dgx1()
     t, _ = time_schedule(sccl_schedule(sl, "all-gather", S, res), f)
     # 7 rounds of S/48-byte chunks on one NVLink: exactly the cut bound, plus 3 hops

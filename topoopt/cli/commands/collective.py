@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -177,7 +176,6 @@ def collective_command(
         )
     from solvers.collectives.run import run_collective
 
-    print(f"{algorithm} {collective} over {fab.n_servers} servers ({fab.family})", file=sys.stderr)
     res = run_collective(
         fab, collective, nbytes, algorithm, routing=routing, chunks=chunks, root=root
     )
