@@ -61,8 +61,9 @@ def dgx1_table() -> None:
         for p in pts:
             t, _ = time_schedule(sccl_schedule(sl, "all-gather", S, p), f)
             print(
-                f"  slack {slack}: K={p.steps} C={p.chunks} R={p.rounds} R/C={p.rounds / p.chunks:.4f}"
-                f" rounds/step {list(p.step_rounds)}  time/bound {t / bound:.4f}"
+                f"  slack {slack}: K={p.steps} C={p.chunks} R={p.rounds}"
+                f" R/C={p.rounds / p.chunks:.4f} rounds/step {list(p.step_rounds)}"
+                f"  time/bound {t / bound:.4f}"
             )
         print(f"  (slack {slack}: {secs:.1f} s, steps up to {max_steps})")
 
@@ -86,8 +87,9 @@ def blink_table(sizes) -> None:
         for gpus in allocations(k):
             f = dgx1(gpus)
             sl = server_links(f)
-            key = tuple(sorted(zip(sl.src.tolist(), sl.dst.tolist(), sl.count.tolist())))
-            if key in seen:  # same induced graph up to numbering is not deduplicated; exact only
+            arcs = zip(sl.src.tolist(), sl.dst.tolist(), sl.count.tolist(), strict=True)
+            key = tuple(sorted(arcs))
+            if key in seen:  # the same renumbered graph as an allocation already shown
                 continue
             seen.add(key)
             ov = overlay(f)
