@@ -30,12 +30,13 @@ import numpy as np
 
 from topoopt.fabrics.fabric import Fabric
 from topoopt.flowsim import simulate
-from topoopt.flowsim.collectives import FlowTemplate, flow_template
+from topoopt.flowsim.collectives import CollectiveFlows, FlowTemplate, flow_template
 from topoopt.flowsim.flowset import FlowSet
 from topoopt.flowsim.network import FlowBuilder, Network
 from topoopt.flowsim.simulator import SimResult
 from topoopt.paths import PathSet
 from traffic.errors import InputError
+from traffic.workload import CLASSES
 
 __all__ = [
     "Schedule",
@@ -45,6 +46,8 @@ __all__ = [
     "step_schedule",
     "schedule_flowset",
     "time_schedule",
+    "synchronous_template",
+    "schedule_rank_flows",
 ]
 
 
@@ -327,3 +330,55 @@ def time_schedule(
     net = Network(fabric, gpus_per_server=1, routing=routing)
     sim = simulate(schedule_flowset(schedule, net), record_series=False)
     return float(sim.makespan), sim
+
+
+def synchronous_template(schedule: Schedule) -> FlowTemplate:
+    """The schedule's transfers with its step barriers written as dependencies (every transfer of
+    step ``k+1`` after every transfer of step ``k``); the template itself when it has none."""
+    f = schedule.flows
+    if not schedule.barriers or schedule.n_steps <= 1:
+        return f
+    by_step = [np.flatnonzero(f.step == k) for k in range(schedule.n_steps)]
+    deps = [[] if f.step[i] == 0 else by_step[f.step[i] - 1].tolist() for i in range(f.n_flows)]
+    return _template(f.src, f.dst, f.bytes, deps, f.step)
+
+
+def schedule_rank_flows(
+    schedule: Schedule, members, *, demand: int = 0, cls: str = "dp"
+) -> CollectiveFlows:
+    """Rank-level flows of ``schedule`` run by every group row of ``members`` (``(G, n)`` GPU
+    ranks, position ``i`` of the schedule is ``members[:, i]``), in the form
+    :func:`topoopt.flowsim.collectives.expand_demand` returns: the hook through which an
+    iteration model can run a Blink or synthesized schedule instead of a ring.
+
+    Examples
+    --------
+    >>> s = template_schedule("all-gather", 3, 300.0, "ring")
+    >>> cf = schedule_rank_flows(s, [[4, 5, 6], [7, 8, 9]])
+    >>> cf.src.tolist(), cf.dst.tolist(), cf.total_bytes()
+    ([4, 5, 6, 7, 8, 9], [5, 6, 4, 8, 9, 7], 1200.0)
+    """
+    m = np.asarray(members, np.int64)
+    if m.ndim == 1:
+        m = m.reshape(1, -1)
+    if m.ndim != 2 or m.shape[1] != schedule.n:
+        raise InputError("members", m.shape, f"a (groups, {schedule.n}) array of ranks")
+    if cls not in CLASSES:
+        raise InputError("cls", cls, f"one of {', '.join(CLASSES)}")
+    t = synchronous_template(schedule)
+    nt, G = t.n_flows, m.shape[0]
+    off = (np.arange(G, dtype=np.int64) * nt)[:, None]
+    lens = np.tile(np.diff(t.dep_ptr), G)
+    ptr = np.zeros(nt * G + 1, np.int64)
+    np.cumsum(lens, out=ptr[1:])
+    return CollectiveFlows(
+        src=m[:, t.src].ravel(),
+        dst=m[:, t.dst].ravel(),
+        size=np.tile(t.bytes, G),
+        dep_ptr=ptr,
+        deps=(t.deps[None, :] + off).ravel(),
+        demand=np.full(nt * G, demand, np.int64),
+        row=np.repeat(np.arange(G, dtype=np.int64), nt),
+        step=np.tile(t.step, G),
+        cls=np.full(nt * G, CLASSES.index(cls), np.int8),
+    )

@@ -274,3 +274,19 @@ def test_blink_beats_the_best_ring_on_a_partial_dgx1():
     r = run_collective(f, "broadcast", S, "blink")
     assert _close(ring.seconds, S / 25e9)
     assert _close(r.time_s, S / 50e9, rel=1e-4)
+
+
+def test_rank_flows_hook_times_like_the_schedule():
+    """The iteration-model hook: a synthesized (step-synchronous) schedule expanded to ranks and
+    simulated through a FlowBuilder takes the schedule's own time."""
+    from solvers.collectives.schedule import schedule_rank_flows
+    from topoopt.flowsim import simulate
+    from topoopt.flowsim.network import FlowBuilder, Network
+
+    f = expander(8, 3, 0, B)
+    sl = server_links(f)
+    sched = sccl_schedule(sl, "all-reduce", S, sccl_feasible(sl, "all-gather", 1, 3, 3))
+    t, _ = time_schedule(sched, f)
+    fb = FlowBuilder(Network(f, gpus_per_server=1))
+    schedule_rank_flows(sched, np.arange(8)).add_to(fb)
+    assert _close(simulate(fb.build()).makespan, t)
