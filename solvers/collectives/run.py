@@ -11,8 +11,11 @@
   ring's own trees, so in the fluid limit this only happens through the flow model's sharing);
 - ``synthesize``: SCCL-style exact synthesis when the fabric is switchless and has at most
   :data:`EXACT_MAX_MEMBERS` servers (the Pareto point with the lowest alpha-beta time for this
-  size, within the work limits), and TACCL-style synthesis on every fabric; the faster of the two
-  in the flow model is returned, and both are listed in ``schedule["candidates"]``.
+  size, within the work limits), TACCL-style synthesis with integral chunks, and the relaxation
+  of its routing MILP (fractional chunks, ``taccl-lp``) on every fabric; the fastest in the flow
+  model is returned, and all are listed in ``schedule["candidates"]``. All-to-all: the
+  TACCL-style routing LP over direct and one-relay paths, or the fabric's own routes
+  (``direct``) when they are faster in the flow model.
 
 The lower bound is :func:`solvers.collectives.bounds.cut_bound`.
 """
@@ -31,6 +34,7 @@ from solvers.collectives.synthesis import (
     SCCL_COLLECTIVES,
     sccl_pareto,
     sccl_schedule,
+    taccl_all_to_all,
     taccl_schedule,
 )
 from topoopt.fabrics.fabric import Fabric
@@ -173,11 +177,24 @@ def run_collective(
         sched = template_schedule(collective, n, size, algorithm)
         t, _ = time_schedule(sched, fabric, routing)
         return CollectiveResult(t, bound.seconds, algorithm, sched, bound.formula)
-    if collective == "all-to-all":
+    if collective == "all-to-all" and algorithm == "blink":
         raise InputError(
-            "algorithm", algorithm, "ring, tree, halving-doubling or direct for all-to-all"
+            "algorithm",
+            algorithm,
+            "synthesize, direct, ring, tree or halving-doubling for all-to-all",
         )
     ov = overlay(fabric, routing=routing)
+    if collective == "all-to-all":
+        sched = taccl_all_to_all(ov, size)
+        t, _ = time_schedule(sched, fabric, routing)
+        direct = template_schedule(collective, n, size, "direct")
+        t_direct, _ = time_schedule(direct, fabric, routing)
+        listing = [{"method": "taccl", "time_s": t}, {"method": "direct", "time_s": t_direct}]
+        if t_direct < t:  # the fabric's own routes were better in the flow model
+            sched, t = direct, t_direct
+        sched = _with(sched, candidates=listing)
+        sched = Schedule(collective, algorithm, n, size, sched.flows, False, sched.info)
+        return CollectiveResult(t, bound.seconds, algorithm, sched, bound.formula)
     if algorithm == "blink":
         p = pack_trees(ov, collective, root=root)
         info = {
@@ -226,6 +243,13 @@ def run_collective(
             notes.append("exact synthesis found no schedule within its limits")
     per_root = taccl_chunks * n if collective == "broadcast" else taccl_chunks  # one root
     s = taccl_schedule(ov, collective, size, chunks_per_root=per_root, chunks=chunks, root=root)
+    cands.append((time_schedule(s, fabric, routing)[0], s))
+    # the routing LP's relaxation (fractional chunks: the limit of many chunks per root)
+    p = pack_trees(ov, collective, root=root)
+    info = {"method": "taccl-lp", "lp_rate_bytes_per_s": p.rate, "packing_status": p.status}
+    s = tree_schedule(
+        collective, n, size, list(p.trees), algorithm="synthesize", chunks=chunks, info=info
+    )
     cands.append((time_schedule(s, fabric, routing)[0], s))
     cands.sort(key=lambda c: c[0])
     t, sched = cands[0]

@@ -38,6 +38,7 @@ import numpy as np
 from solvers.collectives.blink import pack_trees, roots_and_directions
 from solvers.collectives.overlay import Overlay, ServerLinks
 from solvers.collectives.schedule import Schedule, Tree, step_schedule, tree_schedule
+from topoopt.flowsim.collectives import FlowTemplate
 from traffic.errors import InputError
 
 __all__ = [
@@ -48,7 +49,9 @@ __all__ = [
     "sccl_schedule",
     "bandwidth_cost_bound",
     "taccl_schedule",
+    "taccl_all_to_all",
     "SCCL_WORK_LIMIT",
+    "A2A_RELAY_MAX",
 ]
 
 SCCL_COLLECTIVES = ("all-gather", "broadcast", "reduce-scatter", "all-reduce")
@@ -417,3 +420,95 @@ def taccl_schedule(
     return tree_schedule(
         collective, ov.n, size, chosen, algorithm="synthesize", chunks=chunks, info=info
     )
+
+
+A2A_RELAY_MAX = 16
+"""Largest all-to-all (members) routed with one-relay paths; above it only direct routes."""
+
+
+def taccl_all_to_all(ov: Overlay, size: float, *, relays: bool = True) -> Schedule:
+    """TACCL-style all-to-all: each pair's ``S/n`` bytes routed by an LP (GLOP, iteration limit,
+    status checked) over its direct route and its one-relay paths ``s -> w -> t`` (a member
+    forwarding), minimising the busiest link's time; the schedule is the fluid limit (the
+    relayed bytes stream through ``w``), transfers on one arc merged.
+
+    Examples
+    --------
+    On a 4-server ring of 1 GB/s links, 4 MB all-to-all: the bytes to the opposite server cross
+    two links whatever the route, 16 MB of link traffic on 8 GB/s of links: 2 ms.
+
+    >>> from topoopt.fabrics import torus
+    >>> from solvers.collectives.overlay import overlay
+    >>> s = taccl_all_to_all(overlay(torus("4", 1e9)), 4e6)
+    >>> s.info["method"], round(s.info["lp_time_s"] * 1e3, 6)
+    ('taccl', 2.0)
+    """
+    from ortools.linear_solver import pywraplp
+
+    n = ov.n
+    demand = size / n
+    relay = relays and n <= A2A_RELAY_MAX
+    src, dst, via = [], [], []
+    for s_ in range(n):
+        for t in range(n):
+            if s_ == t:
+                continue
+            src.append(s_)
+            dst.append(t)
+            via.append(-1)
+            if relay:
+                for w in range(n):
+                    if w not in (s_, t):
+                        src.append(s_)
+                        dst.append(t)
+                        via.append(w)
+    src_a, dst_a, via_a = (np.asarray(x, np.int64) for x in (src, dst, via))
+    direct = via_a < 0
+    first = ov.arc(src_a, np.where(direct, dst_a, via_a))
+    second = np.where(direct, -1, ov.arc(np.where(direct, 0, via_a), dst_a))
+    load = ov.load.tocsc()
+    scale = float(ov.capacity.max())
+    solver = pywraplp.Solver.CreateSolver("GLOP")
+    solver.SetSolverSpecificParametersAsString("max_number_of_iterations: 200000")
+    u = solver.NumVar(0.0, solver.infinity(), "u")
+    x = [solver.NumVar(0.0, solver.infinity(), f"x{i}") for i in range(src_a.shape[0])]
+    pair = src_a * n + dst_a
+    for key in np.unique(pair):
+        solver.Add(sum(x[i] for i in np.flatnonzero(pair == key)) == 1.0)
+    rows: dict[int, list] = {}
+    for i in range(src_a.shape[0]):
+        for a in (first[i], second[i]):
+            if a < 0:
+                continue
+            col = load[:, int(a)]
+            for l_id, w in zip(col.indices, col.data, strict=True):
+                rows.setdefault(int(l_id), []).append((i, float(w)))
+    for l_id, terms in rows.items():
+        solver.Add(
+            sum(w * demand / scale * x[i] for i, w in terms) <= float(ov.capacity[l_id]) / scale * u
+        )
+    solver.Minimize(u)
+    st = solver.Solve()
+    if st != pywraplp.Solver.OPTIMAL:
+        raise RuntimeError(f"all-to-all routing LP stopped with status {st}")
+    frac = np.array([v.solution_value() for v in x])
+    arc_bytes = np.zeros(ov.n_arcs)
+    np.add.at(arc_bytes, first, frac * demand)
+    keep = second >= 0
+    np.add.at(arc_bytes, second[keep], frac[keep] * demand)
+    used = np.flatnonzero(arc_bytes > 1e-12 * size)
+    flows = FlowTemplate(
+        ov.src[used],
+        ov.dst[used],
+        arc_bytes[used],
+        np.zeros(used.shape[0] + 1, np.int64),
+        np.zeros(0, np.int64),
+        np.zeros(used.shape[0], np.int64),
+    )
+    info = {
+        "method": "taccl",
+        "routing": "one-relay paths" if relay else "direct routes",
+        "lp_time_s": float(u.solution_value()),
+        "relayed_fraction": float(frac[~direct].sum() / max(frac.sum(), 1e-300)),
+    }
+    return Schedule("all-to-all", "synthesize", n, float(size), flows, False, info)
