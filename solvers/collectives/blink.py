@@ -13,7 +13,7 @@ The LP (GLOP through ``pywraplp``, an iteration limit on every solve, its status
 (bytes/s) at which every root's data moves; a collective of ``D`` bytes per root then takes
 ``D / lambda`` in the fluid limit. Columns are generated: given the duals ``y`` of the link rows
 and ``mu`` of the root rows, the best new tree of root ``r`` is the minimum-cost arborescence
-(Edmonds' algorithm, :func:`networkx.minimum_spanning_arborescence`) with arc costs
+(Chu-Liu/Edmonds on a dense matrix, :func:`edmonds`) with arc costs
 ``sum_l y_l load(l, arc)``; it enters when its reduced cost ``mu_r - cost`` is positive. Every
 iteration also gives the Lagrangian upper bound ``lambda <= y . capacity / sum_r mincost_r``,
 so the packing's gap is known when the column limit stops the loop.
@@ -29,14 +29,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 
 from solvers.collectives.overlay import Overlay
 from solvers.collectives.schedule import Tree
 from traffic.errors import InputError
 
-__all__ = ["Packing", "pack_trees", "roots_and_directions", "LP_ITERATION_LIMIT"]
+__all__ = ["Packing", "pack_trees", "roots_and_directions", "edmonds", "LP_ITERATION_LIMIT"]
 
 LP_ITERATION_LIMIT = 200_000
 """Simplex iterations allowed per LP solve (deterministic limit)."""
@@ -59,7 +58,8 @@ class Packing:
     iterations : int
         Column-generation rounds.
     status : str
-        ``optimal`` (no improving column), ``column-limit`` (stopped by the round limit).
+        ``optimal`` (no improving column), ``converged`` (the Lagrangian bound within
+        ``gap_tol`` of the rate), ``column-limit`` (stopped by the round limit).
     columns : int
         Trees generated.
     """
@@ -99,20 +99,79 @@ def _tree_arcs(ov: Overlay, parent: np.ndarray, inward: bool) -> np.ndarray:
     return ov.arc(v, p) if inward else ov.arc(p, v)
 
 
+def edmonds(cost: np.ndarray, root: int) -> np.ndarray:
+    """Minimum-cost arborescence out of ``root`` of a dense cost matrix (Chu-Liu/Edmonds).
+
+    ``cost[u, v]`` is the cost of arc ``u -> v`` (``inf`` when absent). Returns the parent of
+    every node (``-1`` at the root). Each level picks every node's cheapest incoming arc; a
+    cycle among them is contracted (arcs into it cost their excess over the cycle arc they
+    replace) and the contracted problem solved, then expanded. Ties go to the lowest node id.
+
+    Examples
+    --------
+    >>> c = np.array([[np.inf, 1.0, 5.0], [np.inf, np.inf, 1.0], [np.inf, 1.0, np.inf]])
+    >>> edmonds(c, 0).tolist()
+    [-1, 0, 1]
+    """
+    w = np.array(cost, dtype=np.float64)
+    n = w.shape[0]
+    np.fill_diagonal(w, np.inf)
+    w[:, root] = np.inf
+    parent = np.argmin(w, axis=0)
+    parent[root] = -1
+    if np.any(~np.isfinite(w[parent[np.arange(n) != root], np.flatnonzero(np.arange(n) != root)])):
+        raise InputError("overlay", "a node no arc reaches", "a connected overlay")
+    # a cycle of the cheapest incoming arcs
+    state = np.zeros(n, np.int64)  # 0 unseen, 1 on the current walk, 2 done
+    cycle = None
+    for s0 in range(n):
+        walk, v = [], s0
+        while v >= 0 and state[v] == 0:
+            state[v] = 1
+            walk.append(v)
+            v = parent[v]
+        if v >= 0 and state[v] == 1:
+            cycle = walk[walk.index(v) :]
+        for u in walk:
+            state[u] = 2
+        if cycle is not None:
+            break
+    if cycle is None:
+        return parent.astype(np.int64)
+    in_c = np.zeros(n, bool)
+    in_c[cycle] = True
+    rest = np.flatnonzero(~in_c)
+    m = rest.shape[0]
+    idx = np.full(n, -1, np.int64)
+    idx[rest] = np.arange(m)
+    cyc = np.asarray(cycle, np.int64)
+    w2 = np.full((m + 1, m + 1), np.inf)
+    w2[:m, :m] = w[np.ix_(rest, rest)]
+    excess = w[np.ix_(rest, cyc)] - w[parent[cyc], cyc][None, :]  # arcs into the cycle
+    entry = np.argmin(excess, axis=1)
+    w2[:m, m] = excess[np.arange(m), entry]
+    leave = np.argmin(w[np.ix_(cyc, rest)], axis=0)  # arcs out of the cycle
+    w2[m, :m] = w[cyc[leave], rest]
+    sub = edmonds(w2, int(idx[root]) if not in_c[root] else m)
+    out = parent.astype(np.int64).copy()
+    for j, v in enumerate(rest):
+        p = sub[j]
+        out[v] = -1 if p < 0 else (cyc[leave[j]] if p == m else rest[p])
+    p = sub[m]
+    if p >= 0:  # the arc into the cycle replaces one cycle arc
+        u = rest[p]
+        out[cyc[entry[p]]] = u
+    return out
+
+
 def _min_arborescence(ov: Overlay, cost: np.ndarray, root: int, inward: bool) -> np.ndarray:
     """Parent array of a minimum-cost arborescence out of (or into) ``root``."""
-    g = nx.DiGraph()
-    g.add_nodes_from(range(ov.n))
-    # an in-tree to r is an out-tree from r in the reversed overlay
-    s, d = (ov.dst, ov.src) if inward else (ov.src, ov.dst)
-    keep = d != root
-    for a, u, v in zip(np.flatnonzero(keep), s[keep], d[keep], strict=True):
-        g.add_edge(int(u), int(v), weight=float(cost[a]))
-    t = nx.minimum_spanning_arborescence(g, attr="weight", preserve_attrs=False)
-    parent = np.full(ov.n, -1, np.int64)
-    for u, v in t.edges():
-        parent[v] = u
-    return parent
+    w = np.full((ov.n, ov.n), np.inf)
+    if inward:  # an in-tree to r is an out-tree from r in the reversed overlay
+        w[ov.dst, ov.src] = cost
+    else:
+        w[ov.src, ov.dst] = cost
+    return edmonds(w, root)
 
 
 def _fewest_hop_tree(ov: Overlay, root: int, inward: bool) -> np.ndarray:
@@ -131,42 +190,65 @@ def _ring_tree(n: int, root: int, inward: bool) -> np.ndarray:
     return parent
 
 
-def _solve(cols, loads, cap: np.ndarray, commodities):
-    from ortools.linear_solver import pywraplp
+class _Master:
+    """The restricted master LP, kept between rounds: new trees enter as new columns (GLOP
+    re-solves from its previous basis)."""
 
-    solver = pywraplp.Solver.CreateSolver("GLOP")
-    if solver is None:  # pragma: no cover - GLOP ships with OR-Tools
-        raise RuntimeError("OR-Tools GLOP is not available")
-    solver.SetSolverSpecificParametersAsString(f"max_number_of_iterations: {LP_ITERATION_LIMIT}")
-    lam = solver.NumVar(0.0, solver.infinity(), "lambda")
-    xs = [solver.NumVar(0.0, solver.infinity(), f"x{i}") for i in range(len(cols))]
-    used = np.unique(np.concatenate([ld.indices for ld in loads]))
-    rows = {}
-    for l_id in used:
-        rows[int(l_id)] = solver.Constraint(-solver.infinity(), float(cap[l_id]))
-    for x, ld in zip(xs, loads, strict=True):
-        for l_id, val in zip(ld.indices, ld.data, strict=True):
-            rows[int(l_id)].SetCoefficient(x, float(val))
-    com_rows = []
-    for _ in commodities:
-        ct = solver.Constraint(-solver.infinity(), 0.0)  # lambda - sum_k x[c, k] <= 0
-        ct.SetCoefficient(lam, 1.0)
-        com_rows.append(ct)
-    for x, (c, _) in zip(xs, cols, strict=True):
-        com_rows[c].SetCoefficient(x, -1.0)
-    solver.Maximize(lam)
-    status = solver.Solve()
-    if status != pywraplp.Solver.OPTIMAL:
-        raise RuntimeError(f"tree-packing LP stopped with status {status}")
-    y = np.zeros(cap.shape[0])
-    for l_id, ct in rows.items():
-        y[l_id] = max(0.0, ct.dual_value())
-    mu = np.array([max(0.0, ct.dual_value()) for ct in com_rows])
-    return lam.solution_value(), np.array([x.solution_value() for x in xs]), y, mu
+    def __init__(self, cap: np.ndarray, n_commodities: int):
+        from ortools.linear_solver import pywraplp
+
+        self.pywraplp = pywraplp
+        self.solver = pywraplp.Solver.CreateSolver("GLOP")
+        if self.solver is None:  # pragma: no cover - GLOP ships with OR-Tools
+            raise RuntimeError("OR-Tools GLOP is not available")
+        self.solver.SetSolverSpecificParametersAsString(
+            f"max_number_of_iterations: {LP_ITERATION_LIMIT}"
+        )
+        inf = self.solver.infinity()
+        self.cap = cap
+        self.lam = self.solver.NumVar(0.0, inf, "lambda")
+        self.rows: dict[int, object] = {}
+        self.com = []
+        for _ in range(n_commodities):  # lambda - sum_k x[c, k] <= 0
+            ct = self.solver.Constraint(-inf, 0.0)
+            ct.SetCoefficient(self.lam, 1.0)
+            self.com.append(ct)
+        self.xs = []
+        self.solver.Objective().SetCoefficient(self.lam, 1.0)
+        self.solver.Objective().SetMaximization()
+
+    def add(self, c: int, col: _Col) -> None:
+        x = self.solver.NumVar(0.0, self.solver.infinity(), f"x{len(self.xs)}")
+        for l_id, val in zip(col.indices.tolist(), col.data.tolist(), strict=True):
+            row = self.rows.get(l_id)
+            if row is None:
+                row = self.rows[l_id] = self.solver.Constraint(
+                    -self.solver.infinity(), float(self.cap[l_id])
+                )
+            row.SetCoefficient(x, val)
+        self.com[c].SetCoefficient(x, -1.0)
+        self.xs.append(x)
+
+    def solve(self):
+        status = self.solver.Solve()
+        if status != self.pywraplp.Solver.OPTIMAL:
+            raise RuntimeError(f"tree-packing LP stopped with status {status}")
+        y = np.zeros(self.cap.shape[0])
+        for l_id, ct in self.rows.items():
+            y[l_id] = max(0.0, ct.dual_value())
+        mu = np.array([max(0.0, ct.dual_value()) for ct in self.com])
+        x = np.array([v.solution_value() for v in self.xs])
+        return self.lam.solution_value(), x, y, mu
 
 
 def pack_trees(
-    ov: Overlay, collective: str, *, root: int = 0, max_rounds: int = 60, tol: float = 1e-6
+    ov: Overlay,
+    collective: str,
+    *,
+    root: int = 0,
+    max_rounds: int = 60,
+    tol: float = 1e-6,
+    gap_tol: float = 1e-6,
 ) -> Packing:
     """Column generation for the tree packing of ``collective`` on ``ov`` (module docstring).
 
@@ -182,6 +264,9 @@ def pack_trees(
         returned when it is reached (``status == "column-limit"``).
     tol : float
         Relative reduced cost under which a column does not enter.
+    gap_tol : float
+        Stop when the Lagrangian bound is within this fraction of the rate
+        (``status == "converged"``).
 
     Examples
     --------
@@ -198,7 +283,10 @@ def pack_trees(
     commodities = roots_and_directions(collective, n, root)
     cols: list[tuple[int, np.ndarray]] = []
     keys: set[tuple[int, bytes]] = set()
-    loads = []
+
+    scale = float(ov.capacity.max())  # the LP in units of the largest capacity (well scaled)
+    cap = ov.capacity / scale
+    master = _Master(cap, len(commodities))
 
     def add(c: int, parent: np.ndarray) -> bool:
         key = (c, parent.tobytes())
@@ -209,19 +297,17 @@ def pack_trees(
         arcs = _tree_arcs(ov, parent, commodities[c][1])
         ld = np.asarray(ov.load[:, arcs].sum(axis=1)).ravel()
         nz = np.flatnonzero(ld)
-        loads.append(_Col(nz, ld[nz]))
+        master.add(c, _Col(nz, ld[nz]))
         return True
 
     for c, (r, inward) in enumerate(commodities):
         add(c, _ring_tree(n, r, inward))
         add(c, _fewest_hop_tree(ov, r, inward))
-    scale = float(ov.capacity.max())  # the LP in units of the largest capacity (well scaled)
-    cap = ov.capacity / scale
     status, upper, rounds = "column-limit", np.inf, 0
     lam, x = 0.0, np.zeros(0)
     for it in range(1, max_rounds + 1):
         rounds = it
-        lam, x, y, mu = _solve(cols, loads, cap, commodities)
+        lam, x, y, mu = master.solve()
         arc_cost = ov.load.T @ y
         added, mincost = 0, 0.0
         for c, (r, inward) in enumerate(commodities):
@@ -235,10 +321,13 @@ def pack_trees(
         if added == 0:
             status = "optimal"
             break
+        if upper <= lam * (1 + gap_tol):
+            status = "converged"
+            break
     if status == "optimal":
         upper = min(upper, lam) if np.isfinite(upper) else lam
     trees = []
-    for (c, parent), w in zip(cols, x, strict=True):
+    for (c, parent), w in zip(cols[: len(x)], x, strict=True):
         if w > _EPS * max(lam, 1.0):
             r, inward = commodities[c]
             trees.append((c, r, inward, parent, w))

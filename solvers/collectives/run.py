@@ -242,10 +242,12 @@ def run_collective(
         else:
             notes.append("exact synthesis found no schedule within its limits")
     per_root = taccl_chunks * n if collective == "broadcast" else taccl_chunks  # one root
-    s = taccl_schedule(ov, collective, size, chunks_per_root=per_root, chunks=chunks, root=root)
+    p = pack_trees(ov, collective, root=root)
+    s = taccl_schedule(
+        ov, collective, size, chunks_per_root=per_root, chunks=chunks, root=root, packing=p
+    )
     cands.append((time_schedule(s, fabric, routing)[0], s))
     # the routing LP's relaxation (fractional chunks: the limit of many chunks per root)
-    p = pack_trees(ov, collective, root=root)
     info = {"method": "taccl-lp", "lp_rate_bytes_per_s": p.rate, "packing_status": p.status}
     s = tree_schedule(
         collective, n, size, list(p.trees), algorithm="synthesize", chunks=chunks, info=info

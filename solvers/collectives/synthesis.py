@@ -384,9 +384,11 @@ def taccl_schedule(
     root: int = 0,
     time_limit_s: float = 10.0,
     max_rounds: int = 60,
+    packing=None,
 ) -> Schedule:
     """TACCL-style synthesis (module docstring): sketch trees from the packing LP, SCIP routing
     of ``chunks_per_root`` chunks per root, then ordering (fluid, or ``chunks`` pipelined).
+    ``packing`` gives the sketch's packing when it is already computed.
 
     Examples
     --------
@@ -398,7 +400,8 @@ def taccl_schedule(
     """
     if int(chunks_per_root) != chunks_per_root or chunks_per_root < 1:
         raise InputError("chunks_per_root", chunks_per_root, "an integer >= 1")
-    packing = pack_trees(ov, collective, root=root, max_rounds=max_rounds)
+    if packing is None:  # the sketch: the trees of the packing LP
+        packing = pack_trees(ov, collective, root=root, max_rounds=max_rounds)
     commodities = roots_and_directions(collective, ov.n, root)
     trees = list(packing.trees)
     counts, status = _route_milp(ov, trees, commodities, int(chunks_per_root), time_limit_s)

@@ -24,6 +24,7 @@ from solvers.collectives.synthesis import (
 )
 from solvers.collectives.topologies import DGX1_NVLINKS, dgx1
 from topoopt.fabrics import direct_connect, expander, fat_tree, ideal, torus
+from traffic.errors import InputError
 
 B = 12.5e9  # 100 Gbps
 S = 1e9
@@ -216,7 +217,7 @@ def test_blink_falls_back_to_the_ring_and_says_so(monkeypatch):
 def test_packing_bound_brackets_the_rate():
     ov = overlay(expander(10, 3, 2, B))
     p = pack_trees(ov, "all-gather")
-    assert p.status == "optimal" and p.rate <= p.upper_bound * (1 + 1e-6)
+    assert p.status in ("optimal", "converged") and p.rate <= p.upper_bound * (1 + 1e-6)
     # fluid time equals the busiest link's bytes
     s = tree_schedule("all-gather", 10, S, list(p.trees), algorithm="blink")
     arcs = np.zeros(ov.n_arcs)
@@ -303,3 +304,40 @@ def test_all_to_all_synthesis_closed_form_and_never_slower_than_direct():
     syn = run_collective(g, "all-to-all", S, "synthesize")
     direct = run_collective(g, "all-to-all", S, "direct")
     assert syn.time_s < direct.time_s and syn.time_s >= syn.lower_bound_s
+
+
+def test_edmonds_matches_networkx_on_random_digraphs():
+    """The dense Chu-Liu/Edmonds of the pricing step against networkx's (a peer
+    implementation): same optimal cost, and a valid arborescence, on 200 random digraphs."""
+    import networkx as nx
+
+    from solvers.collectives.blink import edmonds
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n = int(rng.integers(2, 9))
+        c = rng.integers(0, 5, size=(n, n)).astype(float)
+        c[rng.random((n, n)) < 0.3] = np.inf
+        r = int(rng.integers(0, n))
+        g = nx.DiGraph()
+        g.add_nodes_from(range(n))
+        g.add_weighted_edges_from(
+            (u, v, c[u, v]) for u in range(n) for v in range(n)
+            if u != v and v != r and np.isfinite(c[u, v])
+        )  # fmt: skip
+        try:
+            ref = sum(c[u, v] for u, v in nx.minimum_spanning_arborescence(g).edges())
+        except nx.NetworkXException:
+            ref = None
+        try:
+            p = edmonds(c, r)
+        except InputError:
+            assert ref is None
+            continue
+        assert ref is not None and _close(sum(c[p[v], v] for v in range(n) if v != r), ref)
+        for v in range(n):  # every node reaches the root
+            seen, u = set(), v
+            while u != r:
+                assert u not in seen
+                seen.add(u)
+                u = p[u]
