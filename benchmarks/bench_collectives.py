@@ -35,18 +35,25 @@ S = 1e9
 def regular_table(seeds) -> None:
     print("1. time / cut bound, 1 GB, random 3-regular graphs of 8 servers, 100 Gbps links")
     head = " ".join(f"{a[:9]:>9}" for a in ALGORITHMS)
-    print(f"{'seed':>4} {'collective':>10} {head} {'synth method':>12} {'synth s':>7}")
+    print(
+        f"{'seed':>4} {'collective':>10} {head} {'synth method':>12} {'synth s':>7}"
+        "  candidates (time / bound)"
+    )
     for seed in seeds:
         f = expander(8, 3, seed, 12.5e9)
         for coll in ("all-gather", "all-reduce"):
-            cells, method, secs = [], "", 0.0
+            cells, method, secs, cands = [], "", 0.0, ""
             for alg in ALGORITHMS:
                 t0 = time.perf_counter()
                 r = run_collective(f, coll, S, alg)
                 if alg == "synthesize":
                     method, secs = r.schedule.info["method"], time.perf_counter() - t0
+                    cands = ", ".join(
+                        f"{c['method']} {c['time_s'] / r.lower_bound_s:.4f}"
+                        for c in r.schedule.info["candidates"]
+                    )
                 cells.append(f"{r.time_s / r.lower_bound_s:9.4f}")
-            print(f"{seed:>4} {coll:>10} {' '.join(cells)} {method:>12} {secs:7.2f}")
+            print(f"{seed:>4} {coll:>10} {' '.join(cells)} {method:>12} {secs:7.2f}  {cands}")
 
 
 def dgx1_table() -> None:

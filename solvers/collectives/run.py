@@ -9,6 +9,8 @@
   ring: the ring's schedule is timed too, and when it is faster the result is the ring's
   schedule, with ``schedule["selected"] == "ring"`` and the reason (a packing starts from the
   ring's own trees, so in the fluid limit this only happens through the flow model's sharing);
+  an all-to-all, which has no tree form, runs the faster of the ring and direct schedules
+  (``selected`` says which);
 - ``synthesize``: SCCL-style exact synthesis when the fabric is switchless and has at most
   :data:`EXACT_MAX_MEMBERS` servers (the Pareto point with the lowest alpha-beta time for this
   size, within the work limits), TACCL-style synthesis with integral chunks, and the relaxation
@@ -178,11 +180,18 @@ def run_collective(
         t, _ = time_schedule(sched, fabric, routing)
         return CollectiveResult(t, bound.seconds, algorithm, sched, bound.formula)
     if collective == "all-to-all" and algorithm == "blink":
-        raise InputError(
-            "algorithm",
-            algorithm,
-            "synthesize, direct, ring, tree or halving-doubling for all-to-all",
+        # no tree form: the better of the ring and direct schedules, saying so
+        runs = []
+        for alg in ("ring", "direct"):
+            sc = template_schedule(collective, n, size, alg)
+            runs.append((time_schedule(sc, fabric, routing)[0], alg, sc))
+        runs.sort(key=lambda r: r[0])
+        t, alg, sc = runs[0]
+        why = "an all-to-all has no tree packing; the faster of ring and direct"
+        sched = Schedule(
+            collective, "blink", n, size, sc.flows, False, {"selected": alg, "reason": why}
         )
+        return CollectiveResult(t, bound.seconds, algorithm, sched, bound.formula)
     ov = overlay(fabric, routing=routing)
     if collective == "all-to-all":
         sched = taccl_all_to_all(ov, size)
