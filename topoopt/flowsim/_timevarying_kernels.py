@@ -1,0 +1,441 @@
+"""Compiled (numba) event loop of :func:`topoopt.flowsim.timevarying.simulate_epochs`.
+
+The semantics are in :mod:`topoopt.flowsim.timevarying`. :func:`epochs_kernel` runs the whole
+simulation on flat arrays: a release-time heap (dependencies), a pool of *pieces* (a sub-flow on
+one path between its start, or a path change, and its last byte or the next path change), and
+at every event a from-scratch lexicographic weighted max-min re-fill of every active piece
+(:func:`_fill`): class by class, one bottleneck link at a time from a heap of link levels.
+
+Examples
+--------
+One 10 B/s link, flows of 10 and 30 bytes with weights 1 and 3 (both end at 4 s):
+
+>>> import numpy as np
+>>> out = epochs_kernel(
+...     np.array([10.0]), np.array([10.0, 30.0]), np.zeros(2), np.ones(2, np.int64),
+...     np.zeros(3, np.int64), np.zeros(0, np.int64), np.zeros(3, np.int64),
+...     np.zeros(0, np.int64), np.zeros(2, np.int64), 1, np.array([1.0, 3.0]),
+...     np.array([[0, 1, 2]]), np.array([0, 1, 2]), np.array([0, 0]), np.ones(2), np.zeros(2),
+...     np.zeros(0), np.zeros((0, 1)), np.zeros(0, np.int64), 2, 1, 1e-12, True, -1)
+>>> out[1].tolist()
+[4.0, 4.0]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from topoopt.flowsim._kernels import _grow, _heap_pop, _heap_push
+
+__all__ = ["epochs_kernel"]
+
+
+@njit(cache=True, error_model="numpy")
+def _fill(
+    act, n_act, s_gp, s_flow, s_rate, cls, n_cls, fweight, mult, g_pptr, g_plinks, cap, ev,
+    stamp, cstamp, rem, wsum, cnt, lofs, lcnt, lsub, byc, cc, hk, hv, tl,
+):  # fmt: skip
+    """Lexicographic weighted max-min rates of the active pieces into ``s_rate``.
+
+    Returns ``(rounds, n_tl, lsub, hk, hv, tl)``: ``tl[:n_tl]`` are the links the pieces cross
+    (``stamp[l] == ev`` for them); the work arrays may have been grown."""
+    rounds = 0
+    n_tl = 0
+    # counting sort of the active pieces by class
+    for c in range(n_cls + 1):
+        cc[c] = 0
+    for i in range(n_act):
+        cc[cls[s_flow[act[i]]] + 1] += 1
+    for c in range(n_cls):
+        cc[c + 1] += cc[c]
+    cur = cc.copy()
+    for i in range(n_act):
+        s = act[i]
+        c = cls[s_flow[s]]
+        byc[cur[c]] = s
+        cur[c] += 1
+    cev = ev * (n_cls + 1)
+    for c in range(n_cls):
+        a, b = cc[c], cc[c + 1]
+        if a == b:
+            continue
+        cev += 1
+        n_tc = 0
+        nnz = 0
+        # links of this class: level data, counts
+        for i in range(a, b):
+            s = byc[i]
+            s_rate[s] = -1.0
+            f = s_flow[s]
+            mw = mult[f] * fweight[f]
+            gp = s_gp[s]
+            for j in range(g_pptr[gp], g_pptr[gp + 1]):
+                k = g_plinks[j]
+                if stamp[k] != ev:
+                    stamp[k] = ev
+                    rem[k] = cap[k]
+                    tl = _grow(tl, n_tl + 1)
+                    tl[n_tl] = k
+                    n_tl += 1
+                if cstamp[k] != cev:
+                    cstamp[k] = cev
+                    wsum[k] = 0.0
+                    cnt[k] = 0
+                    lcnt[k] = 0
+                    n_tc += 1
+                wsum[k] += mw
+                cnt[k] += 1
+                lcnt[k] += 1
+                nnz += 1
+        # CSR link -> pieces of this class (over the links first seen in any class so far whose
+        # class stamp is this class)
+        lsub = _grow(lsub, nnz)
+        off = 0
+        for q in range(n_tl):
+            k = tl[q]
+            if cstamp[k] == cev:
+                lofs[k] = off
+                off += lcnt[k]
+                lcnt[k] = 0
+        for i in range(a, b):
+            s = byc[i]
+            gp = s_gp[s]
+            for j in range(g_pptr[gp], g_pptr[gp + 1]):
+                k = g_plinks[j]
+                lsub[lofs[k] + lcnt[k]] = s
+                lcnt[k] += 1
+        hk = _grow(hk, nnz + n_tc + 1)
+        hv = _grow(hv, nnz + n_tc + 1)
+        hsize = 0
+        for q in range(n_tl):
+            k = tl[q]
+            if cstamp[k] == cev:
+                r = rem[k] if rem[k] > 0.0 else 0.0
+                hsize = _heap_push(hk, hv, hsize, r / wsum[k], k)
+        while hsize > 0:
+            x = hk[0]
+            lk, hsize = _heap_pop(hk, hv, hsize)
+            if cnt[lk] == 0:
+                continue
+            r = rem[lk] if rem[lk] > 0.0 else 0.0
+            if r / wsum[lk] != x:
+                continue
+            rounds += 1
+            for e in range(lofs[lk], lofs[lk] + lcnt[lk]):
+                s = lsub[e]
+                if s_rate[s] >= 0.0:
+                    continue
+                f = s_flow[s]
+                s_rate[s] = fweight[f] * x
+                mw = mult[f] * fweight[f]
+                gp = s_gp[s]
+                for j in range(g_pptr[gp], g_pptr[gp + 1]):
+                    k = g_plinks[j]
+                    rem[k] -= mw * x
+                    wsum[k] -= mw
+                    cnt[k] -= 1
+                    if cnt[k] > 0 and k != lk:
+                        r = rem[k] if rem[k] > 0.0 else 0.0
+                        hsize = _heap_push(hk, hv, hsize, r / wsum[k], k)
+            rem[lk] = 0.0
+    return rounds, n_tl, lsub, hk, hv, tl
+
+
+@njit(cache=True, error_model="numpy")
+def epochs_kernel(
+    cap0, size, start, mult, dep_ptr, deps, rdep_ptr, rdep, cls, n_cls, fweight, g_fptr, g_pptr,
+    g_plinks, g_w, g_lat, e_start, e_cap, e_ver, n_p0, max_paths, rtol, record, limit,
+):  # fmt: skip
+    """The event loop (see the module docstring of :mod:`topoopt.flowsim.timevarying`).
+
+    Returns ``(release, finish, path_last, moved, link_bytes, series_time, series_link,
+    series_load, n_events, fill_rounds, refills)``; ``path_last`` is per path of version 0 and
+    ``moved[f]`` says flow ``f`` ran on epoch paths."""
+    n_f = size.shape[0]
+    n_l = cap0.shape[0]
+    n_e = e_start.shape[0]
+    cap = cap0.copy()
+    ver = 0
+    release = np.full(n_f, np.inf)
+    finish = np.full(n_f, np.inf)
+    arrive = np.full(n_f, -np.inf)
+    n_left = np.zeros(n_f, np.int64)
+    moved = np.zeros(n_f, np.bool_)
+    dep_left = np.empty(n_f, np.int64)
+    path_last = np.full(n_p0, np.nan)
+    link_bytes = np.zeros(n_l)
+    hk = np.empty(n_f + 1)
+    hv = np.empty(n_f + 1, np.int64)
+    hsize = 0
+    for f in range(n_f):
+        dep_left[f] = dep_ptr[f + 1] - dep_ptr[f]
+        if dep_left[f] == 0:
+            release[f] = start[f]
+            hsize = _heap_push(hk, hv, hsize, start[f], f)
+    # piece pool
+    pool = max(16, n_p0)
+    s_gp = np.empty(pool, np.int64)
+    s_flow = np.empty(pool, np.int64)
+    s_init = np.empty(pool)
+    s_left = np.empty(pool)
+    s_rate = np.empty(pool)
+    s_last = np.empty(pool)
+    n_s = 0
+    act = np.empty(pool, np.int64)
+    n_act = 0
+    ended = np.empty(pool, np.int64)
+    is_end = np.zeros(pool, np.bool_)
+    # fill work arrays
+    stamp = np.full(n_l, -1, np.int64)
+    cstamp = np.full(n_l, -1, np.int64)
+    rem = np.zeros(n_l)
+    wsum = np.zeros(n_l)
+    cnt = np.zeros(n_l, np.int64)
+    lofs = np.zeros(n_l, np.int64)
+    lcnt = np.zeros(n_l, np.int64)
+    lsub = np.empty(16, np.int64)
+    byc = np.empty(pool, np.int64)
+    cc = np.zeros(n_cls + 1, np.int64)
+    fk = np.empty(16)
+    fv = np.empty(16, np.int64)
+    tl = np.empty(16, np.int64)
+    prev_tl = np.empty(16, np.int64)
+    n_prev = 0
+    new_load = np.zeros(n_l)
+    cur_load = np.zeros(n_l)
+    resid = np.zeros(n_f)
+    rflows = np.empty(n_f, np.int64)
+    # series
+    st = np.empty(16)
+    sl = np.empty(16, np.int64)
+    sv = np.empty(16)
+    n_ser = 0
+    t = 0.0
+    ep = 0
+    n_events = 0
+    rounds = 0
+    refills = 0
+    while True:
+        t_c = np.inf
+        for i in range(n_act):
+            s = act[i]
+            if s_rate[s] > 0.0:
+                tc = t + s_left[s] / s_rate[s]
+                if tc < t_c:
+                    t_c = tc
+        t_a = hk[0] if hsize > 0 else np.inf
+        t_e = e_start[ep] if ep < n_e else np.inf
+        t_next = min(t_c, min(t_a, t_e))
+        if t_next == np.inf:
+            break
+        if t_next > t:
+            dt = t_next - t
+            for i in range(n_act):
+                s = act[i]
+                if s_rate[s] > 0.0:
+                    s_left[s] -= s_rate[s] * dt
+                    s_last[s] = t_next
+            t = t_next
+        n_events += 1
+        cut = t + rtol * abs(t)
+        # ---- completions (and the zero-byte pieces of arrivals, in the cascade below)
+        n_end = 0
+        if t_c <= cut:
+            for i in range(n_act):
+                s = act[i]
+                if s_rate[s] > 0.0 and s_left[s] <= s_rate[s] * (cut - t):
+                    ended[n_end] = s
+                    n_end += 1
+        while True:
+            for q in range(n_end):
+                s = ended[q]
+                is_end[s] = True
+                f = s_flow[s]
+                gp = s_gp[s]
+                sent = s_init[s] * mult[f]
+                for j in range(g_pptr[gp], g_pptr[gp + 1]):
+                    link_bytes[g_plinks[j]] += sent
+                v = t + g_lat[gp]
+                if v > arrive[f]:
+                    arrive[f] = v
+                if gp < n_p0:
+                    path_last[gp] = t
+                n_left[f] -= 1
+                if n_left[f] == 0:
+                    finish[f] = arrive[f]
+                    for kk in range(rdep_ptr[f], rdep_ptr[f + 1]):
+                        g = rdep[kk]
+                        dep_left[g] -= 1
+                        if dep_left[g] == 0:
+                            rel = start[g]
+                            for jj in range(dep_ptr[g], dep_ptr[g + 1]):
+                                if finish[deps[jj]] > rel:
+                                    rel = finish[deps[jj]]
+                            release[g] = rel
+                            if rel < np.inf:
+                                hk = _grow(hk, hsize + 1)
+                                hv = _grow(hv, hsize + 1)
+                                hsize = _heap_push(hk, hv, hsize, rel, g)
+            if n_end > 0:
+                m = 0
+                for i in range(n_act):
+                    s = act[i]
+                    if not is_end[s]:
+                        act[m] = s
+                        m += 1
+                n_act = m
+                n_end = 0
+            # ---- epochs that start now (once, before the arrivals of this instant)
+            while ep < n_e and e_start[ep] <= cut:
+                for k in range(n_l):
+                    cap[k] = e_cap[ep, k]
+                v_new = e_ver[ep]
+                ep += 1
+                if v_new < 0:
+                    continue
+                ver = v_new
+                n_rf = 0
+                for i in range(n_act):
+                    s = act[i]
+                    f = s_flow[s]
+                    left = s_left[s] if s_left[s] > 0.0 else 0.0
+                    if n_left[f] > 0:
+                        rflows[n_rf] = f
+                        n_rf += 1
+                        resid[f] = 0.0
+                        n_left[f] = -1  # collected once
+                    resid[f] += left
+                    # the piece is cut: its bytes sent so far count, it arrives after its last
+                    sent = (s_init[s] - left) * mult[f]
+                    gp = s_gp[s]
+                    if sent > 0.0:
+                        for j in range(g_pptr[gp], g_pptr[gp + 1]):
+                            link_bytes[g_plinks[j]] += sent
+                        v = s_last[s] + g_lat[gp]
+                        if v > arrive[f]:
+                            arrive[f] = v
+                    is_end[s] = True
+                n_act = 0
+                for q in range(n_rf):
+                    f = rflows[q]
+                    moved[f] = True
+                    a, b = g_fptr[ver, f], g_fptr[ver, f + 1]
+                    need = n_s + (b - a)
+                    if need > pool:
+                        pool = max(need, 2 * pool)
+                        s_gp = _grow(s_gp, pool)
+                        s_flow = _grow(s_flow, pool)
+                        s_init = _grow(s_init, pool)
+                        s_left = _grow(s_left, pool)
+                        s_rate = _grow(s_rate, pool)
+                        s_last = _grow(s_last, pool)
+                        act = _grow(act, pool)
+                        ended = _grow(ended, pool)
+                        byc = _grow(byc, pool)
+                        is_end = _grow(is_end, pool)
+                    n_left[f] = b - a
+                    for gp in range(a, b):
+                        s_gp[n_s] = gp
+                        s_flow[n_s] = f
+                        s_init[n_s] = resid[f] * g_w[gp]
+                        s_left[n_s] = s_init[n_s]
+                        s_rate[n_s] = 0.0
+                        s_last[n_s] = -np.inf
+                        is_end[n_s] = False
+                        act[n_act] = n_s
+                        n_act += 1
+                        n_s += 1
+            # ---- arrivals released by now
+            while hsize > 0 and hk[0] <= cut:
+                f, hsize = _heap_pop(hk, hv, hsize)
+                if ver != 0:
+                    moved[f] = True
+                a, b = g_fptr[ver, f], g_fptr[ver, f + 1]
+                need = n_s + (b - a)
+                if need > pool:
+                    pool = max(need, 2 * pool)
+                    s_gp = _grow(s_gp, pool)
+                    s_flow = _grow(s_flow, pool)
+                    s_init = _grow(s_init, pool)
+                    s_left = _grow(s_left, pool)
+                    s_rate = _grow(s_rate, pool)
+                    s_last = _grow(s_last, pool)
+                    act = _grow(act, pool)
+                    ended = _grow(ended, pool)
+                    byc = _grow(byc, pool)
+                    is_end = _grow(is_end, pool)
+                n_left[f] = b - a
+                for gp in range(a, b):
+                    s_gp[n_s] = gp
+                    s_flow[n_s] = f
+                    s_init[n_s] = size[f] * g_w[gp]
+                    s_left[n_s] = s_init[n_s]
+                    s_rate[n_s] = 0.0
+                    s_last[n_s] = -np.inf
+                    is_end[n_s] = False
+                    if s_init[n_s] <= 0.0:
+                        ended[n_end] = n_s
+                        n_end += 1
+                    else:
+                        act[n_act] = n_s
+                        n_act += 1
+                    n_s += 1
+            if n_end == 0:
+                break
+        # ---- re-fill every active piece
+        refills += n_act
+        if 0 <= limit < refills:
+            break
+        r, n_tl, lsub, fk, fv, tl = _fill(
+            act, n_act, s_gp, s_flow, s_rate, cls, n_cls, fweight, mult, g_pptr, g_plinks, cap,
+            n_events, stamp, cstamp, rem, wsum, cnt, lofs, lcnt, lsub, byc, cc, fk, fv, tl,
+        )  # fmt: skip
+        rounds += r
+        if record:
+            for i in range(n_act):
+                s = act[i]
+                f = s_flow[s]
+                x = s_rate[s] * mult[f]
+                gp = s_gp[s]
+                for j in range(g_pptr[gp], g_pptr[gp + 1]):
+                    new_load[g_plinks[j]] += x
+            for q in range(n_prev):
+                k = prev_tl[q]
+                if stamp[k] != n_events and cur_load[k] != 0.0:
+                    st = _grow(st, n_ser + 1)
+                    sl = _grow(sl, n_ser + 1)
+                    sv = _grow(sv, n_ser + 1)
+                    st[n_ser] = t
+                    sl[n_ser] = k
+                    sv[n_ser] = 0.0
+                    n_ser += 1
+                    cur_load[k] = 0.0
+            for q in range(n_tl):
+                k = tl[q]
+                if new_load[k] != cur_load[k]:
+                    st = _grow(st, n_ser + 1)
+                    sl = _grow(sl, n_ser + 1)
+                    sv = _grow(sv, n_ser + 1)
+                    st[n_ser] = t
+                    sl[n_ser] = k
+                    sv[n_ser] = new_load[k]
+                    n_ser += 1
+                    cur_load[k] = new_load[k]
+                new_load[k] = 0.0
+            prev_tl = _grow(prev_tl, n_tl)
+            prev_tl[:n_tl] = tl[:n_tl]
+            n_prev = n_tl
+    return (
+        release,
+        finish,
+        path_last,
+        moved,
+        link_bytes,
+        st[:n_ser].copy(),
+        sl[:n_ser].copy(),
+        sv[:n_ser].copy(),
+        n_events,
+        rounds,
+        refills,
+    )
