@@ -1024,6 +1024,7 @@ def simulate_iteration(
     aggregate: bool = True,
     max_refills: int | None = None,
     compute_s: float | None = None,
+    simulator=None,
 ) -> IterationResult:
     """Simulate one training iteration of ``workload`` on ``fabric``.
 
@@ -1066,6 +1067,10 @@ def simulate_iteration(
         has it from a simulation of the same workload with the same intra-server links (it
         does not depend on the fabric): that simulation is skipped (an optimizer that
         simulates many designs of one workload uses this).
+    simulator : callable, optional
+        ``simulator(builder, max_refills) -> SimResult`` run instead of
+        :func:`~topoopt.flowsim.network.simulate_builder` on every flow set built (e.g. a
+        time-varying fabric, :mod:`solvers.reconfig`); it must return per-builder-flow results.
 
     Returns
     -------
@@ -1114,7 +1119,12 @@ def simulate_iteration(
         fb, tasks, merge = model.build(frozenset(instant))
         limit = None if max_refills is None else max_refills - used[0]
         try:
-            sim = simulate_builder(fb, aggregate=aggregate, record_series=series, max_refills=limit)
+            if simulator is not None:
+                sim = simulator(fb, limit)
+            else:
+                sim = simulate_builder(
+                    fb, aggregate=aggregate, record_series=series, max_refills=limit
+                )
         except WorkLimitExceeded as e:  # report the work of all the simulations so far
             raise WorkLimitExceeded(used[0] + e.refills, max_refills) from None
         used[0] += sim.refills
