@@ -71,6 +71,7 @@ __all__ = [
     "schedule_for",
     "lower_bound",
     "reconfigure",
+    "delay_sweep",
 ]
 
 HOLD_GRID_S = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
@@ -290,6 +291,8 @@ class ReconfigResult:
     candidates : list of list of CircuitSet
     by_hold : dict
         Dark time -> best iteration found with it.
+    by_hold_schedule : dict
+        Dark time -> the schedule of that iteration.
     evaluations : int
         Schedules simulated.
     static : Design
@@ -308,6 +311,7 @@ class ReconfigResult:
     phases: list
     candidates: list
     by_hold: dict
+    by_hold_schedule: dict
     evaluations: int
     static: object
     reference: ScheduleRun
@@ -501,11 +505,12 @@ def reconfigure(
                     break
         return best
 
-    by_hold = {}
+    by_hold, by_hold_schedule = {}, {}
     chosen = None
     for h in hold_list:
         b = best_at(h)
         by_hold[h] = b[0]
+        by_hold_schedule[h] = b[1]
         say(f"reconfig: dark {h * 1e6:.6g} us: {b[0] * 1e3:.4g} ms")
         if chosen is None or b[0] < chosen[0][0]:
             chosen = (b, h)
@@ -524,6 +529,7 @@ def reconfigure(
         phases=phases,
         candidates=cands,
         by_hold=by_hold,
+        by_hold_schedule=by_hold_schedule,
         evaluations=evals[0],
         static=static_design,
         reference=ref,
@@ -534,3 +540,64 @@ def reconfigure(
             "wall_s": time.perf_counter() - t0,
         },
     )
+
+
+def delay_sweep(
+    workload,
+    degree: int,
+    link_bandwidth: float,
+    delays_s=HOLD_GRID_S,
+    *,
+    baselines: bool = True,
+    progress: Callable[[str], None] | None = None,
+    **kwargs,
+):
+    """Iteration time against reconfiguration delay: one row per delay (a DataFrame).
+
+    One :func:`reconfigure` at the smallest delay with the dark-time grid ``HOLD_GRID_S`` plus
+    ``delays_s`` gives the best schedule at every dark time; the result at delay ``X`` is the
+    best over dark times ``>= X`` (what :func:`reconfigure` at ``X`` returns with that grid), so
+    the column ``iteration_s`` is non-decreasing. Columns: ``delay_s``, ``iteration_s``,
+    ``static_iteration_s``, ``reconfigurations``, ``dark_s``, ``lower_bound_s`` and, with
+    ``baselines``, ``<baseline>_s`` and ``<baseline>_reconfigurations`` per baseline.
+    Keyword arguments go to :func:`reconfigure`.
+    """
+    import pandas as pd
+
+    from solvers.problem import DesignProblem
+    from solvers.realise import design_workload
+    from solvers.reconfig.baselines import BASELINES, run_baseline
+
+    delays = sorted(_check_delay(d) for d in delays_s)
+    if not delays:
+        raise InputError("delays", delays_s, "one or more delays")
+    grid = tuple(sorted(set(HOLD_GRID_S) | set(delays)))
+    r = reconfigure(
+        workload, degree, link_bandwidth, delays[0], holds=grid, progress=progress, **kwargs
+    )
+    w = None
+    if baselines:
+        problem = DesignProblem.from_workload(workload, int(degree), link_bandwidth)
+        w = design_workload(workload, r.static, problem)
+    rows = []
+    for d in delays:
+        hs = [h for h in r.by_hold if h >= d * (1 - 1e-9)]
+        h = min(hs, key=lambda x: (r.by_hold[x], x))
+        sched = r.by_hold_schedule[h]
+        row = {
+            "delay_s": d,
+            "iteration_s": r.by_hold[h],
+            "static_iteration_s": r.static_iteration_s,
+            "reconfigurations": sched.reconfigurations(),
+            "dark_s": h if not sched.is_static() else d,
+            "lower_bound_s": r.lower_bound_s,
+        }
+        if baselines:
+            for kind in BASELINES:
+                b = run_baseline(kind, w, r.reference, int(degree), link_bandwidth, d)
+                row[f"{kind}_s"] = b["iteration_s"]
+                row[f"{kind}_reconfigurations"] = b["reconfigurations"]
+        if progress:
+            progress(f"sweep: delay {d * 1e6:g} us: {row['iteration_s'] * 1e3:.4g} ms")
+        rows.append(row)
+    return pd.DataFrame(rows)
