@@ -6,6 +6,12 @@ one path between its start, or a path change, and its last byte or the next path
 at every event a from-scratch lexicographic weighted max-min re-fill of every active piece
 (:func:`_fill`): class by class, one bottleneck link at a time from a heap of link levels.
 
+The heap is lazy: a link's level ``rem / sum(m * w)`` only grows while its pieces freeze at
+levels up to it (a piece frozen at ``x <= level`` takes ``m w x`` and removes ``m w`` from the
+sum), so an entry is never above the link's current level. A popped entry whose level is no
+longer the link's is pushed again with the current level; a link is a bottleneck when its
+popped entry is current. Every link is queued once, plus once per stale pop, never per freeze.
+
 Examples
 --------
 One 10 B/s link, flows of 10 and 30 bytes with weights 1 and 3 (both end at 4 s):
@@ -105,8 +111,8 @@ def _fill(
                 k = g_plinks[j]
                 lsub[lofs[k] + lcnt[k]] = s
                 lcnt[k] += 1
-        hk = _grow(hk, nnz + n_tc + 1)
-        hv = _grow(hv, nnz + n_tc + 1)
+        hk = _grow(hk, n_tc + 1)
+        hv = _grow(hv, n_tc + 1)
         hsize = 0
         for q in range(n_tl):
             k = tl[q]
@@ -119,7 +125,9 @@ def _fill(
             if cnt[lk] == 0:
                 continue
             r = rem[lk] if rem[lk] > 0.0 else 0.0
-            if r / wsum[lk] != x:
+            lv = r / wsum[lk]
+            if lv != x:  # stale: the link's level changed since it was queued; queue it again
+                hsize = _heap_push(hk, hv, hsize, lv, lk)
                 continue
             rounds += 1
             for e in range(lofs[lk], lofs[lk] + lcnt[lk]):
@@ -135,9 +143,6 @@ def _fill(
                     rem[k] -= mw * x
                     wsum[k] -= mw
                     cnt[k] -= 1
-                    if cnt[k] > 0 and k != lk:
-                        r = rem[k] if rem[k] > 0.0 else 0.0
-                        hsize = _heap_push(hk, hv, hsize, r / wsum[k], k)
             rem[lk] = 0.0
     return rounds, n_tl, lsub, hk, hv, tl
 
