@@ -370,6 +370,7 @@ def reconfigure(
     work_limit: float | None = None,
     max_phases: int = 4,
     max_exhaustive: int = 64,
+    max_evaluations: int = 80,
     holds: tuple[float, ...] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> ReconfigResult:
@@ -398,6 +399,10 @@ def reconfigure(
         At most this many communication phases.
     max_exhaustive : int
         Evaluate every per-phase choice up to this many, else coordinate descent.
+    max_evaluations : int
+        Deterministic work limit: schedules simulated per dark time (in a fixed order, so the
+        best at a dark time still depends on it only); a search it stops keeps its incumbent
+        (``info["stopped_by"]``).
     holds : tuple of float, optional
         The dark-time grid (default :data:`HOLD_GRID_S`).
     progress : callable, optional
@@ -460,14 +465,23 @@ def reconfigure(
     say(f"reconfig: {len(phases)} phases, candidates {[len(c) for c in cands]}")
     grid = tuple(sorted(HOLD_GRID_S if holds is None else holds))
     hold_list = [delay] + [g for g in grid if g > delay * (1 + 1e-9)]
+    if isinstance(max_evaluations, bool) or int(max_evaluations) != max_evaluations:
+        raise InputError("max_evaluations", max_evaluations, "an integer >= 0")
     cache: dict = {}
     evals = [0]
+    spent: dict = {}
+    stopped: list = []
 
     def value(sched: Schedule, h: float) -> tuple[float, ScheduleRun | None]:
         if sched.is_static():
             return ref.iteration_s, ref
         key = (h, tuple(s.label for s in sched.sets), sched.starts)
         if key not in cache:
+            if spent.get(h, 0) >= max_evaluations:
+                if h not in stopped:
+                    stopped.append(h)
+                return np.inf, None
+            spent[h] = spent.get(h, 0) + 1
             evals[0] += 1
             run = iteration_under_schedule(w, sched, link_bandwidth, h, compute_s=compute_s)
             it = run.iteration_s if np.isfinite(run.iteration_s) else np.inf
@@ -537,6 +551,7 @@ def reconfigure(
             "static_solver": static_design.solver,
             "phase_solvers": list(solvers),
             "compute_s": compute_s,
+            "stopped_by": "max_evaluations" if stopped else "none",
             "wall_s": time.perf_counter() - t0,
         },
     )

@@ -265,3 +265,15 @@ def test_cli_json(small, tmp_path):
     assert doc["reconfigurations"] == len(entries) - 1 + wraps > 0
     assert all({"start_s", "phase", "circuits"} <= set(e) for e in doc["schedule"])
     assert json.loads(out.read_text()) == doc
+
+
+def test_evaluation_limit_keeps_the_incumbent(small):
+    w, _, runs = small
+    full = runs[1e-5]
+    kw = dict(static_design=full.static, solvers=("demand", "topoopt"), holds=())
+    none = reconfigure(w, 4, 12.5e9, 1e-5, max_evaluations=0, **kw)
+    assert none.iteration_s == full.static_iteration_s and none.reconfigurations == 0
+    assert none.info["stopped_by"] == "max_evaluations" and none.evaluations == 0
+    few = reconfigure(w, 4, 12.5e9, 1e-5, max_evaluations=3, **kw)
+    assert few.evaluations == 3
+    assert full.by_hold[1e-5] <= few.iteration_s <= full.static_iteration_s

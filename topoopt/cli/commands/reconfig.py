@@ -41,6 +41,9 @@ def reconfig_command(
     work_limit: Annotated[
         float, typer.Option(help="Deterministic work budget of every joint solve")
     ] = 5.0,
+    max_evaluations: Annotated[
+        int, typer.Option(help="Schedules simulated at most per dark time (work limit)")
+    ] = 80,
     seed: Annotated[int, typer.Option(help="Seed of every random choice")] = 0,
     baselines: Annotated[
         bool, typer.Option("--baselines", help="Also run OCS-reconfig and SiP-ML-like")
@@ -58,6 +61,8 @@ def reconfig_command(
         raise InputError("--delay-us", delay_us, "a finite number of microseconds >= 0")
     if degree < 1:
         raise InputError("--degree", degree, "an integer >= 1")
+    if max_evaluations < 0:
+        raise InputError("--max-evaluations", max_evaluations, "an integer >= 0")
     if not (math.isfinite(work_limit) and work_limit > 0):
         raise InputError("--work-limit", work_limit, "a finite number > 0")
     names = tuple(s.strip() for s in phase_solvers.split(",") if s.strip())
@@ -90,6 +95,7 @@ def reconfig_command(
         solvers=names,
         seed=seed,
         work_limit=work_limit,
+        max_evaluations=max_evaluations,
         progress=lambda m: print(m, file=sys.stderr),
     )
     if baselines:
