@@ -91,6 +91,7 @@ elapsed time and the inequality is checked, not implied.)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from math import ceil
 
@@ -109,6 +110,7 @@ from topoopt.flowsim.collectives import (
     members_per_server,
 )
 from topoopt.flowsim.network import FlowBuilder, Network, simulate_builder
+from topoopt.flowsim.priorities import check_priority, simulate_tasks
 from topoopt.flowsim.roofline import A100, RooflineParams, compute_time, optimizer_time
 from topoopt.flowsim.simulator import SimResult, WorkLimitExceeded
 from topoopt.paths import PathSet
@@ -1025,6 +1027,8 @@ def simulate_iteration(
     max_refills: int | None = None,
     compute_s: float | None = None,
     simulator=None,
+    priority: Sequence[str] | str | None = None,
+    split_allreduce: float | None = None,
 ) -> IterationResult:
     """Simulate one training iteration of ``workload`` on ``fabric``.
 
@@ -1071,6 +1075,14 @@ def simulate_iteration(
         ``simulator(builder, max_refills) -> SimResult`` run instead of
         :func:`~topoopt.flowsim.network.simulate_builder` on every flow set built (e.g. a
         time-varying fabric, :mod:`solvers.reconfig`); it must return per-builder-flow results.
+    priority : sequence of str or str, optional
+        Traffic classes, highest first (``"ep"``, ``("ep", "tp")``): strict priority levels of
+        the flows by their tasks' classes, classes not named at the lowest level, simulated by
+        :func:`topoopt.flowsim.timevarying.simulate_epochs` (:mod:`topoopt.flowsim.priorities`).
+    split_allreduce : float, optional
+        Micro-op size, bytes: every gradient all-reduce flow is cut into micro-ops of at most
+        this many bytes run one after the other (:func:`topoopt.flowsim.priorities.split_flows`;
+        semantics in :mod:`topoopt.flowsim.priorities`).
 
     Returns
     -------
@@ -1101,6 +1113,13 @@ def simulate_iteration(
         raise InputError("bucket_bytes", bucket_bytes, "a positive number of bytes")
     if not isinstance(gpu, RooflineParams):
         raise InputError("gpu", type(gpu).__name__, "a RooflineParams")
+    if priority is not None:
+        priority = check_priority(priority)
+    if split_allreduce is not None and not (
+        isinstance(split_allreduce, int | float) and np.isfinite(split_allreduce)
+        and split_allreduce > 0
+    ):  # fmt: skip
+        raise InputError("split_allreduce", split_allreduce, "a positive number of bytes")
     net = Network(fabric, workload.gpus_per_server, intra_bandwidth, routing=routing)
     net.check_workload(workload.gpus, workload.gpus_per_server)
     if workload.taskgraph is not None:
@@ -1121,6 +1140,11 @@ def simulate_iteration(
         try:
             if simulator is not None:
                 sim = simulator(fb, limit)
+            elif priority is not None or split_allreduce is not None:
+                sim = simulate_tasks(
+                    fb, tasks, priority=priority, split_allreduce=split_allreduce,
+                    aggregate=aggregate, record_series=series, max_refills=limit,
+                )  # fmt: skip
             else:
                 sim = simulate_builder(
                     fb, aggregate=aggregate, record_series=series, max_refills=limit

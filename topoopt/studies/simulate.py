@@ -8,6 +8,7 @@ from typing import Any
 
 from topoopt.flowsim.collectives import communication_time
 from topoopt.flowsim.iteration import simulate_iteration
+from topoopt.flowsim.priorities import check_priority
 from topoopt.studies.compare import build_fabric
 from traffic.errors import InputError
 from traffic.load import load_workload
@@ -25,6 +26,8 @@ def simulate_plan(
     oversubscription: float = 4.0,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    priority: str | None = None,
+    split_allreduce: float | None = None,
 ) -> dict[str, Any]:
     """Simulate ``plan`` on a design file or a fabric kind.
 
@@ -38,7 +41,9 @@ def simulate_plan(
         communication is in flight), ``comm_alone_s`` and ``comm_alone_s_by_class`` (the
         communication alone, every phase's flows released together, phases in sequence; per
         class: that class alone), ``fabric``, ``workload``, ``servers``, ``gpus``. Definitions
-        in :mod:`topoopt.flowsim.iteration`.
+        in :mod:`topoopt.flowsim.iteration`. With ``priority`` (traffic classes, highest first)
+        or ``split_allreduce`` (micro-op bytes; :mod:`topoopt.flowsim.priorities`) the iteration
+        is simulated with them, and the result also has ``priority`` / ``split_allreduce_bytes``.
     """
     workload = load_workload(plan)
     if design is not None:
@@ -78,12 +83,20 @@ def simulate_plan(
         fab, w, routing, label = run.fabric, run.workload, run.routing, fabric
     if progress:
         progress(f"simulating {workload.name} on {label}")
-    it = simulate_iteration(w, fab, routing=routing, exposed_by_class=True)
+    it = simulate_iteration(
+        w, fab, routing=routing, exposed_by_class=True, priority=priority,
+        split_allreduce=split_allreduce,
+    )  # fmt: skip
     comm = communication_time(w, fab, routing=routing)
     alone_by_class = {}
     for cls in sorted({x.cls for x in w.demands}):
         alone = communication_time(w.select(classes=[cls]), fab, routing=routing)
         alone_by_class[cls] = alone.total_s
+    extra: dict[str, Any] = {}
+    if priority is not None:
+        extra["priority"] = list(check_priority(priority))
+    if split_allreduce is not None:
+        extra["split_allreduce_bytes"] = float(split_allreduce)
     return {
         "workload": workload.name,
         "fabric": label,
@@ -98,4 +111,5 @@ def simulate_plan(
         "comm_busy_s": it.comm_busy_s,
         "comm_alone_s": comm.total_s,
         "comm_alone_s_by_class": alone_by_class,
+        **extra,
     }

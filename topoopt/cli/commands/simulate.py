@@ -31,6 +31,14 @@ def simulate_command(
     link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps (with --fabric)")] = 100.0,
     oversubscription: Annotated[float, typer.Option(help="For oversubscribed fabrics")] = 4.0,
     seed: Annotated[int, typer.Option(help="Seed of random fabrics and solvers")] = 0,
+    priority: Annotated[
+        str | None,
+        typer.Option(help="Traffic classes first served, highest first (e.g. ep or ep,tp)"),
+    ] = None,
+    split_allreduce: Annotated[
+        float | None,
+        typer.Option(help="Split every gradient all-reduce flow into micro-ops of at most BYTES"),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
     """Iteration time, communication time and exposed communication, per class."""
@@ -47,6 +55,8 @@ def simulate_command(
         oversubscription=oversubscription,
         seed=seed,
         progress=lambda m: print(m, file=sys.stderr),
+        priority=priority,
+        split_allreduce=split_allreduce,
     )
     check_finite(res, str(design) if design is not None else plan)  # never a null time
     if as_json:
