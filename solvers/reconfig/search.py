@@ -365,7 +365,7 @@ def reconfigure(
     *,
     static_design=None,
     static_solver: str = "joint",
-    solvers: tuple[str, ...] = ("topoopt", "demand"),
+    solvers: tuple[str, ...] = ("joint", "topoopt", "demand"),
     seed: int = 0,
     work_limit: float | None = None,
     max_phases: int = 4,

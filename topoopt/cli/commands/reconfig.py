@@ -34,7 +34,7 @@ def reconfig_command(
     solver: Annotated[str, typer.Option(help="Solver of the static design")] = "joint",
     phase_solvers: Annotated[
         str, typer.Option(help="Per-phase designers, comma-separated (solver names, demand)")
-    ] = "topoopt,demand",
+    ] = "joint,topoopt,demand",
     design: Annotated[
         Path | None, typer.Option(help="Use this design.json as the static design")
     ] = None,
