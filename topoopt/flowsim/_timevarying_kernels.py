@@ -3,8 +3,10 @@
 The semantics are in :mod:`topoopt.flowsim.timevarying`. :func:`epochs_kernel` runs the whole
 simulation on flat arrays: a release-time heap (dependencies), a pool of *pieces* (a sub-flow on
 one path between its start, or a path change, and its last byte or the next path change), and
-at every event a from-scratch lexicographic weighted max-min re-fill of every active piece
-(:func:`_fill`): class by class, one bottleneck link at a time from a heap of link levels.
+at every event a lexicographic weighted max-min re-fill (:func:`_fill`) of the pieces whose rate
+may change (the others keep theirs: the threshold of :func:`_arrival_level` and of the
+completions, module docstring of :mod:`topoopt.flowsim.timevarying`): class by class, one
+bottleneck link at a time from a heap of link levels.
 
 The heap is lazy: a link's level ``rem / sum(m * w)`` only grows while its pieces freeze at
 levels up to it (a piece frozen at ``x <= level`` takes ``m w x`` and removes ``m w`` from the
@@ -32,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from topoopt.flowsim._kernels import _grow, _heap_pop, _heap_push
+from topoopt.flowsim._kernels import REFILL_MARGIN, _grow, _heap_pop, _heap_push
 
 __all__ = ["epochs_kernel"]
 
@@ -40,24 +42,49 @@ __all__ = ["epochs_kernel"]
 @njit(cache=True, error_model="numpy")
 def _fill(
     act, n_act, s_gp, s_flow, s_rate, cls, n_cls, fweight, mult, g_pptr, g_plinks, cap, ev,
-    stamp, cstamp, rem, wsum, cnt, lofs, lcnt, lsub, byc, cc, hk, hv, tl,
+    stamp, cstamp, rem, wsum, cnt, lofs, lcnt, lsub, byc, cc, hk, hv, tl, ref, cmin, theta,
 ):  # fmt: skip
     """Lexicographic weighted max-min rates of the active pieces into ``s_rate``.
 
-    Returns ``(rounds, n_tl, lsub, hk, hv, tl)``: ``tl[:n_tl]`` are the links the pieces cross
-    (``stamp[l] == ev`` for them); the work arrays may have been grown."""
+    Pieces of a class below ``cmin``, and those of class ``cmin`` whose level ``rate / weight``
+    is below ``theta * (1 - REFILL_MARGIN)``, keep their rates (``theta < 0``: none does); the
+    others are re-filled on the capacity the kept ones leave (module docstring).
+
+    Returns ``(rounds, n_tl, n_ref, lsub, hk, hv, tl)``: ``tl[:n_tl]`` are the links the pieces
+    cross (``stamp[l] == ev`` for them), ``n_ref`` the pieces re-filled; the work arrays may
+    have been grown."""
     rounds = 0
     n_tl = 0
-    # counting sort of the active pieces by class
+    n_ref = 0
+    lim = theta * (1.0 - REFILL_MARGIN)
     for c in range(n_cls + 1):
         cc[c] = 0
     for i in range(n_act):
-        cc[cls[s_flow[act[i]]] + 1] += 1
+        s = act[i]
+        f = s_flow[s]
+        c = cls[f]
+        if c < cmin or (c == cmin and s_rate[s] >= 0.0 and s_rate[s] < lim * fweight[f]):
+            x = s_rate[s] * mult[f]
+            gp = s_gp[s]
+            for j in range(g_pptr[gp], g_pptr[gp + 1]):
+                k = g_plinks[j]
+                if stamp[k] != ev:
+                    stamp[k] = ev
+                    rem[k] = cap[k]
+                    tl = _grow(tl, n_tl + 1)
+                    tl[n_tl] = k
+                    n_tl += 1
+                rem[k] -= x
+        else:
+            ref[n_ref] = s
+            n_ref += 1
+            cc[c + 1] += 1
+    # counting sort of the re-filled pieces by class
     for c in range(n_cls):
         cc[c + 1] += cc[c]
     cur = cc.copy()
-    for i in range(n_act):
-        s = act[i]
+    for i in range(n_ref):
+        s = ref[i]
         c = cls[s_flow[s]]
         byc[cur[c]] = s
         cur[c] += 1
@@ -144,7 +171,98 @@ def _fill(
                     wsum[k] -= mw
                     cnt[k] -= 1
             rem[lk] = 0.0
-    return rounds, n_tl, lsub, hk, hv, tl
+    return rounds, n_tl, n_ref, lsub, hk, hv, tl
+
+
+@njit(cache=True, error_model="numpy")
+def _arrival_level(
+    act, n_act, s_gp, s_flow, s_rate, cls, cmin, fweight, mult, g_pptr, g_plinks, cap, ev,
+    astamp, aload, awnew, aofs, acnt, alinks, alam, arm, awm,
+):  # fmt: skip
+    """A level below which no old piece of class ``cmin`` changes rate when its new pieces
+    (``s_rate < 0``) arrive: the least over their links of the water level ``x`` solving
+    ``sum over old pieces min(r, w x) m + x * (sum over new pieces w m) = capacity left by the
+    higher classes`` (module docstring of :mod:`topoopt.flowsim.simulator`, weighted).
+
+    Returns ``(level, alinks, alam, arm, awm)`` (the work arrays may have been grown)."""
+    n_al = 0
+    for i in range(n_act):
+        s = act[i]
+        f = s_flow[s]
+        if cls[f] != cmin or s_rate[s] >= 0.0:
+            continue
+        gp = s_gp[s]
+        for j in range(g_pptr[gp], g_pptr[gp + 1]):
+            k = g_plinks[j]
+            if astamp[k] != ev:
+                astamp[k] = ev
+                aload[k] = 0.0
+                awnew[k] = 0.0
+                acnt[k] = 0
+                alinks = _grow(alinks, n_al + 1)
+                alinks[n_al] = k
+                n_al += 1
+            awnew[k] += fweight[f] * mult[f]
+    for i in range(n_act):
+        s = act[i]
+        f = s_flow[s]
+        c = cls[f]
+        if c > cmin or s_rate[s] < 0.0:
+            continue
+        gp = s_gp[s]
+        for j in range(g_pptr[gp], g_pptr[gp + 1]):
+            k = g_plinks[j]
+            if astamp[k] == ev:
+                if c < cmin:
+                    aload[k] += s_rate[s] * mult[f]
+                else:
+                    acnt[k] += 1
+    off = 0
+    for q in range(n_al):
+        k = alinks[q]
+        aofs[k] = off
+        off += acnt[k]
+        acnt[k] = 0
+    alam = _grow(alam, off)
+    arm = _grow(arm, off)
+    awm = _grow(awm, off)
+    for i in range(n_act):
+        s = act[i]
+        f = s_flow[s]
+        if cls[f] != cmin or s_rate[s] < 0.0:
+            continue
+        gp = s_gp[s]
+        for j in range(g_pptr[gp], g_pptr[gp + 1]):
+            k = g_plinks[j]
+            if astamp[k] == ev:
+                e = aofs[k] + acnt[k]
+                alam[e] = s_rate[s] / fweight[f]
+                arm[e] = s_rate[s] * mult[f]
+                awm[e] = fweight[f] * mult[f]
+                acnt[k] += 1
+    level = np.inf
+    for q in range(n_al):
+        k = alinks[q]
+        a = aofs[k]
+        b = a + acnt[k]
+        order = np.argsort(alam[a:b])
+        avail = cap[k] - aload[k]
+        wsum = awnew[k]
+        for e in range(a, b):
+            wsum += awm[e]
+        taken = 0.0
+        x = 0.0
+        for e in range(b - a + 1):
+            x = (avail - taken) / wsum
+            if e == b - a or x <= alam[a + order[e]]:
+                break
+            taken += arm[a + order[e]]
+            wsum -= awm[a + order[e]]
+        if x < 0.0:
+            x = 0.0
+        if x < level:
+            level = x
+    return level, alinks, alam, arm, awm
 
 
 @njit(cache=True, error_model="numpy")
@@ -201,7 +319,20 @@ def epochs_kernel(
     lcnt = np.zeros(n_l, np.int64)
     lsub = np.empty(16, np.int64)
     byc = np.empty(pool, np.int64)
+    ref = np.empty(pool, np.int64)
     cc = np.zeros(n_cls + 1, np.int64)
+    th_dep = np.full(n_cls, np.inf)
+    has_arr = np.zeros(n_cls, np.bool_)
+    full = True
+    astamp = np.full(n_l, -1, np.int64)
+    aload = np.zeros(n_l)
+    awnew = np.zeros(n_l)
+    aofs = np.zeros(n_l, np.int64)
+    acnt = np.zeros(n_l, np.int64)
+    alinks = np.empty(16, np.int64)
+    alam = np.empty(16)
+    arm = np.empty(16)
+    awm = np.empty(16)
     fk = np.empty(16)
     fv = np.empty(16, np.int64)
     tl = np.empty(16, np.int64)
@@ -257,6 +388,8 @@ def epochs_kernel(
                 s = ended[q]
                 is_end[s] = True
                 f = s_flow[s]
+                if s_rate[s] > 0.0 and s_rate[s] < th_dep[cls[f]] * fweight[f]:
+                    th_dep[cls[f]] = s_rate[s] / fweight[f]
                 gp = s_gp[s]
                 sent = s_init[s] * mult[f]
                 for j in range(g_pptr[gp], g_pptr[gp + 1]):
@@ -297,6 +430,7 @@ def epochs_kernel(
                     cap[k] = e_cap[ep, k]
                 v_new = e_ver[ep]
                 ep += 1
+                full = True
                 if v_new < 0:
                     continue
                 ver = v_new
@@ -338,6 +472,7 @@ def epochs_kernel(
                         act = _grow(act, pool)
                         ended = _grow(ended, pool)
                         byc = _grow(byc, pool)
+                        ref = _grow(ref, pool)
                         is_end = _grow(is_end, pool)
                     n_left[f] = b - a
                     for gp in range(a, b):
@@ -345,7 +480,7 @@ def epochs_kernel(
                         s_flow[n_s] = f
                         s_init[n_s] = resid[f] * g_w[gp]
                         s_left[n_s] = s_init[n_s]
-                        s_rate[n_s] = 0.0
+                        s_rate[n_s] = -1.0
                         s_last[n_s] = -np.inf
                         is_end[n_s] = False
                         act[n_act] = n_s
@@ -369,6 +504,7 @@ def epochs_kernel(
                     act = _grow(act, pool)
                     ended = _grow(ended, pool)
                     byc = _grow(byc, pool)
+                    ref = _grow(ref, pool)
                     is_end = _grow(is_end, pool)
                 n_left[f] = b - a
                 for gp in range(a, b):
@@ -376,7 +512,7 @@ def epochs_kernel(
                     s_flow[n_s] = f
                     s_init[n_s] = size[f] * g_w[gp]
                     s_left[n_s] = s_init[n_s]
-                    s_rate[n_s] = 0.0
+                    s_rate[n_s] = -1.0
                     s_last[n_s] = -np.inf
                     is_end[n_s] = False
                     if s_init[n_s] <= 0.0:
@@ -385,17 +521,42 @@ def epochs_kernel(
                     else:
                         act[n_act] = n_s
                         n_act += 1
+                        has_arr[cls[f]] = True
                     n_s += 1
             if n_end == 0:
                 break
-        # ---- re-fill every active piece
-        refills += n_act
-        if 0 <= limit < refills:
-            break
-        r, n_tl, lsub, fk, fv, tl = _fill(
+        # ---- re-fill the active pieces whose rate may change
+        cmin = n_cls
+        for c in range(n_cls):
+            if th_dep[c] < np.inf or has_arr[c]:
+                cmin = c
+                break
+        theta = -1.0
+        if full:
+            cmin = 0
+        elif cmin < n_cls:
+            theta = th_dep[cmin]
+            if has_arr[cmin]:
+                lv, alinks, alam, arm, awm = _arrival_level(
+                    act, n_act, s_gp, s_flow, s_rate, cls, cmin, fweight, mult, g_pptr,
+                    g_plinks, cap, n_events, astamp, aload, awnew, aofs, acnt, alinks, alam,
+                    arm, awm,
+                )  # fmt: skip
+                theta = min(theta, lv)
+        for c in range(n_cls):
+            th_dep[c] = np.inf
+            has_arr[c] = False
+        if not full and cmin == n_cls:
+            continue  # nothing arrived, left or changed: every rate stays
+        full = False
+        r, n_tl, n_ref, lsub, fk, fv, tl = _fill(
             act, n_act, s_gp, s_flow, s_rate, cls, n_cls, fweight, mult, g_pptr, g_plinks, cap,
             n_events, stamp, cstamp, rem, wsum, cnt, lofs, lcnt, lsub, byc, cc, fk, fv, tl,
+            ref, cmin, theta,
         )  # fmt: skip
+        refills += n_ref
+        if 0 <= limit < refills:
+            break
         rounds += r
         if record:
             for i in range(n_act):

@@ -58,11 +58,19 @@ Algorithm and cost
 ------------------
 An exact event-driven loop compiled with numba
 (:func:`topoopt.flowsim._timevarying_kernels.epochs_kernel`): events are completions, arrivals
-(release-time heap, dependencies) and epoch starts; at every event all active sub-flows are
-re-filled from scratch, class by class, by weighted progressive filling one bottleneck link at
-a time (links in a heap keyed by their level ``rem / sum(m * w)``, which only grows as
-sub-flows freeze). An event costs ``O(A log A)`` for ``A`` active sub-flow-link incidences, so
-a run costs about ``n_events * A``; ``benchmarks/bench_timevarying.py`` measures it.
+(release-time heap, dependencies) and epoch starts. At each event only the pieces whose rate
+can change are re-filled, by weighted progressive filling one bottleneck link at a time (links
+in a lazy heap keyed by their level ``rem / sum(m * w)``, which only grows as pieces freeze).
+Which pieces keep their rates follows the level lemma of :mod:`topoopt.flowsim.simulator`,
+stated in levels ``rate / weight`` (weighted filling is the same process in those units) and
+applied to the highest class ``c`` with an arrival or a completion: every class above ``c``
+keeps its rates (a class is filled on what the classes above it leave, whatever the classes
+below do); in class ``c`` the pieces whose level is below the threshold (the least level of a
+completing piece, and the weighted water level of the arrivals on their links over the old
+rates) keep theirs; class ``c``'s other pieces and every class below ``c`` are re-filled on the
+capacity the kept pieces leave. An epoch re-fills everything. An event costs ``O(A)`` for
+``A`` active piece-link incidences plus ``O(R log L)`` for the ``R`` re-filled ones;
+``benchmarks/bench_timevarying.py`` measures it.
 The tests check it against :func:`simulate` (no epochs, one class, unit weights), closed forms,
 an independent plain-Python reference and SimGrid's weighted max-min.
 
