@@ -370,7 +370,7 @@ def reconfigure(
     work_limit: float | None = None,
     max_phases: int = 4,
     max_exhaustive: int = 64,
-    max_evaluations: int = 80,
+    max_evaluations: int = 128,
     holds: tuple[float, ...] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> ReconfigResult:
@@ -400,7 +400,8 @@ def reconfigure(
     max_exhaustive : int
         Evaluate every per-phase choice up to this many, else coordinate descent.
     max_evaluations : int
-        Deterministic work limit: schedules simulated per dark time (in a fixed order, so the
+        Deterministic work limit: schedules simulated per dark time (default 128: an exhaustive
+        search of ``max_exhaustive`` choices at two timings is never cut; in a fixed order, so the
         best at a dark time still depends on it only); a search it stops keeps its incumbent
         (``info["stopped_by"]``).
     holds : tuple of float, optional
@@ -573,7 +574,8 @@ def delay_sweep(
     ``delays_s`` gives the best schedule at every dark time; the result at delay ``X`` is the
     best over dark times ``>= X`` (what :func:`reconfigure` at ``X`` returns with that grid), so
     the column ``iteration_s`` is non-decreasing. Columns: ``delay_s``, ``iteration_s``,
-    ``static_iteration_s``, ``reconfigurations``, ``dark_s``, ``lower_bound_s`` and, with
+    ``static_iteration_s``, ``reconfigurations``, ``dark_s``, ``lower_bound_s``, ``stopped_by``
+    (the search's work limit, ``"none"`` when it was not reached) and, with
     ``baselines``, ``<baseline>_s`` and ``<baseline>_reconfigurations`` per baseline.
     Keyword arguments go to :func:`reconfigure`.
     """
@@ -606,6 +608,7 @@ def delay_sweep(
             "reconfigurations": sched.reconfigurations(),
             "dark_s": h if not sched.is_static() else d,
             "lower_bound_s": r.lower_bound_s,
+            "stopped_by": r.info["stopped_by"],
         }
         if baselines:
             for kind in BASELINES:

@@ -43,7 +43,7 @@ def reconfig_command(
     ] = 5.0,
     max_evaluations: Annotated[
         int, typer.Option(help="Schedules simulated at most per dark time (work limit)")
-    ] = 80,
+    ] = 128,
     seed: Annotated[int, typer.Option(help="Seed of every random choice")] = 0,
     baselines: Annotated[
         bool, typer.Option("--baselines", help="Also run OCS-reconfig and SiP-ML-like")
