@@ -277,3 +277,19 @@ def test_evaluation_limit_keeps_the_incumbent(small):
     few = reconfigure(w, 4, 12.5e9, 1e-5, max_evaluations=3, **kw)
     assert few.evaluations == 3
     assert full.by_hold[1e-5] <= few.iteration_s <= full.static_iteration_s
+
+
+def test_delay_sweep_equals_separate_searches(small):
+    from solvers.reconfig.search import delay_sweep
+
+    w, _, runs = small
+    full = runs[1e-5]
+    delays = sorted(runs)
+    df = delay_sweep(
+        w, 4, 12.5e9, delays, baselines=False, static_design=full.static,
+        solvers=("demand", "topoopt"),
+    )  # fmt: skip
+    assert df["delay_s"].tolist() == delays
+    assert df["iteration_s"].tolist() == [runs[d].iteration_s for d in delays]
+    assert df["reconfigurations"].tolist() == [runs[d].reconfigurations for d in delays]
+    assert df["iteration_s"].is_monotonic_increasing
