@@ -6,14 +6,15 @@
   :func:`topoopt.flowsim.timevarying.simulate_epochs`; :func:`iteration_under_schedule` runs a
   training iteration under it.
 - :mod:`solvers.reconfig.demand`: the demand-driven circuit heuristic of the TopoOpt artifact's
-  reconfigurable baseline, written from its description.
+  reconfigurable baseline (our own implementation of its algorithm).
 - :mod:`solvers.reconfig.search`: the communication phases of an iteration, per-phase circuit
-  sets, and :func:`reconfigure`, which picks the fastest schedule (never slower than the static
-  design, non-increasing in the reconfiguration delay on the hold grid).
+  sets, :func:`reconfigure`, which picks the fastest schedule (never slower than the static
+  design, non-decreasing in the reconfiguration delay on the dark-time grid), and
+  :func:`delay_sweep`.
 - :mod:`solvers.reconfig.baselines`: OCS-reconfig and SiP-ML-like demand-driven schedules.
 """
 
-from solvers.reconfig.baselines import BASELINES, baseline_schedule
+from solvers.reconfig.baselines import BASELINES, baseline_schedule, run_baselines
 from solvers.reconfig.demand import demand_circuits
 from solvers.reconfig.schedule import (
     CircuitSet,
@@ -26,6 +27,7 @@ from solvers.reconfig.search import (
     HOLD_GRID_S,
     ReconfigResult,
     comm_phases,
+    delay_sweep,
     reconfigure,
 )
 
@@ -38,8 +40,10 @@ __all__ = [
     "ScheduleRun",
     "baseline_schedule",
     "comm_phases",
+    "delay_sweep",
     "demand_circuits",
     "iteration_under_schedule",
     "realise_schedule",
     "reconfigure",
+    "run_baselines",
 ]
