@@ -301,6 +301,41 @@ def test_weighted_parking_lot():
     np.testing.assert_allclose(res.link_bytes, [24.0])
 
 
+def test_non_preemptive_micro_ops():
+    # 10 B/s; a low flow of 100 bytes from 0 s, a high flow of 50 bytes at 2.5 s. Preemptive:
+    # high alone, ends at 7.5 s. Low non-preemptive as a whole: it keeps sharing (75 left at
+    # 2.5 s, 5 B/s each): high ends at 12.5 s. Low in 10 non-preemptive micro-ops of 10 bytes:
+    # the one in flight at 2.5 s (5 left) shares until 3.5 s, the next waits for the high
+    # flow (45 left at 10 B/s: 8 s) and starts at 8 s. The low flow ends at 15 s every time.
+    fs = FlowSet.single_path([10.0], [0.0], size=[100.0, 50.0], start=[0.0, 2.5], paths=[[0], [0]])
+    pre = simulate_epochs(fs, priority=[1, 0])
+    np.testing.assert_allclose(pre.finish, [15.0, 7.5], rtol=1e-14)
+    whole = simulate_epochs(fs, priority=[1, 0], nonpreemptive=np.array([True, False]))
+    np.testing.assert_allclose(whole.finish, [15.0, 12.5], rtol=1e-14)
+    chain = FlowSet.single_path(
+        [10.0], [0.0], size=[10.0] * 10 + [50.0], start=[0.0] * 10 + [2.5],
+        paths=[[0]] * 11, after=[[]] + [[i] for i in range(9)] + [[]],
+    )  # fmt: skip
+    res = simulate_epochs(chain, priority=[1] * 10 + [0], nonpreemptive=np.arange(11) < 10)
+    np.testing.assert_allclose(res.finish[[9, 10]], [15.0, 8.0], rtol=1e-14)
+    np.testing.assert_allclose(res.start[:5], [0.0, 1.0, 2.0, 8.0, 9.0], rtol=1e-14)
+    # a non-preemptive flow only waits for higher classes on its own links: on another link
+    # it starts at once
+    two = FlowSet.single_path([10.0, 10.0], [0.0, 0.0], size=[10.0, 10.0], start=[0.0, 0.0],
+                              paths=[[0], [1]])  # fmt: skip
+    res = simulate_epochs(two, priority=[0, 1], nonpreemptive=np.array([False, True]))
+    assert res.finish.tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_non_preemptive_in_one_class_changes_nothing(seed):
+    rng = np.random.default_rng(6000 + seed)
+    fs = random_flowset(rng, 5, 30, multipath=True, zero=True, deps=True, latency=True,
+                        stagger=0.5)  # fmt: skip
+    res = simulate_epochs(fs, nonpreemptive=rng.random(fs.n_flows) < 0.5)
+    np.testing.assert_allclose(res.finish, simulate(fs).finish, rtol=1e-12, atol=0)
+
+
 # ---------------------------------------------------------------------- against the reference
 @pytest.mark.parametrize("seed", range(16))
 def test_random_epochs_priorities_weights_match_the_reference(seed):
@@ -377,6 +412,8 @@ def two_flows():
         ({"weight": [1.0, np.inf]}, "weight[1]"),
         ({"rtol": 0.1}, "rtol"),
         ({"max_refills": -1}, "max_refills"),
+        ({"nonpreemptive": [1, 0]}, "nonpreemptive"),
+        ({"nonpreemptive": np.array([True])}, "nonpreemptive"),
     ],
 )
 def test_bad_input_is_an_input_error(kwargs, field):

@@ -24,7 +24,8 @@ One 10 B/s link, flows of 10 and 30 bytes with weights 1 and 3 (both end at 4 s)
 ...     np.zeros(3, np.int64), np.zeros(0, np.int64), np.zeros(3, np.int64),
 ...     np.zeros(0, np.int64), np.zeros(2, np.int64), 1, np.array([1.0, 3.0]),
 ...     np.array([[0, 1, 2]]), np.array([0, 1, 2]), np.array([0, 0]), np.ones(2), np.zeros(2),
-...     np.zeros(0), np.zeros((0, 1)), np.zeros(0, np.int64), 2, 1, 1e-12, True, -1)
+...     np.zeros(0), np.zeros((0, 1)), np.zeros(0, np.int64), 2, 1, 1e-12, True, -1,
+...     np.zeros(2, np.bool_))
 >>> out[1].tolist()
 [4.0, 4.0]
 """
@@ -44,6 +45,7 @@ def _fill(
     act, n_act, s_gp, s_flow, s_rate, cls, n_cls, fweight, mult, g_pptr, g_plinks, cap, ev,
     stamp, cstamp, rem, wsum, cnt, lofs, lcnt, lsub, byc, cc, hk, hv, tl, ref, cmin, theta,
 ):  # fmt: skip
+    # ``cls`` is the class of every piece (not flow) here
     """Lexicographic weighted max-min rates of the active pieces into ``s_rate``.
 
     Pieces of a class below ``cmin``, and those of class ``cmin`` whose level ``rate / weight``
@@ -62,7 +64,7 @@ def _fill(
     for i in range(n_act):
         s = act[i]
         f = s_flow[s]
-        c = cls[f]
+        c = cls[s]
         if c < cmin or (c == cmin and s_rate[s] >= 0.0 and s_rate[s] < lim * fweight[f]):
             x = s_rate[s] * mult[f]
             gp = s_gp[s]
@@ -85,7 +87,7 @@ def _fill(
     cur = cc.copy()
     for i in range(n_ref):
         s = ref[i]
-        c = cls[s_flow[s]]
+        c = cls[s]
         byc[cur[c]] = s
         cur[c] += 1
     cev = ev * (n_cls + 1)
@@ -189,7 +191,7 @@ def _arrival_level(
     for i in range(n_act):
         s = act[i]
         f = s_flow[s]
-        if cls[f] != cmin or s_rate[s] >= 0.0:
+        if cls[s] != cmin or s_rate[s] >= 0.0:
             continue
         gp = s_gp[s]
         for j in range(g_pptr[gp], g_pptr[gp + 1]):
@@ -206,7 +208,7 @@ def _arrival_level(
     for i in range(n_act):
         s = act[i]
         f = s_flow[s]
-        c = cls[f]
+        c = cls[s]
         if c > cmin or s_rate[s] < 0.0:
             continue
         gp = s_gp[s]
@@ -229,7 +231,7 @@ def _arrival_level(
     for i in range(n_act):
         s = act[i]
         f = s_flow[s]
-        if cls[f] != cmin or s_rate[s] < 0.0:
+        if cls[s] != cmin or s_rate[s] < 0.0:
             continue
         gp = s_gp[s]
         for j in range(g_pptr[gp], g_pptr[gp + 1]):
@@ -265,10 +267,28 @@ def _arrival_level(
     return level, alinks, alam, arm, awm
 
 
+@njit(cache=True, inline="always")
+def _blocked(f, c, lcc, g_fptr, ver, g_pptr, g_plinks):
+    """Whether a piece of a class above ``c`` is active on a link of flow ``f``'s paths."""
+    for gp in range(g_fptr[ver, f], g_fptr[ver, f + 1]):
+        for j in range(g_pptr[gp], g_pptr[gp + 1]):
+            k = g_plinks[j]
+            for c2 in range(c):
+                if lcc[c2, k] > 0:
+                    return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _count(lcc, c, gp, g_pptr, g_plinks, d):
+    for j in range(g_pptr[gp], g_pptr[gp + 1]):
+        lcc[c, g_plinks[j]] += d
+
+
 @njit(cache=True, error_model="numpy")
 def epochs_kernel(
     cap0, size, start, mult, dep_ptr, deps, rdep_ptr, rdep, cls, n_cls, fweight, g_fptr, g_pptr,
-    g_plinks, g_w, g_lat, e_start, e_cap, e_ver, n_p0, max_paths, rtol, record, limit,
+    g_plinks, g_w, g_lat, e_start, e_cap, e_ver, n_p0, max_paths, rtol, record, limit, nonpre,
 ):  # fmt: skip
     """The event loop (see the module docstring of :mod:`topoopt.flowsim.timevarying`).
 
@@ -304,7 +324,12 @@ def epochs_kernel(
     s_left = np.empty(pool)
     s_rate = np.empty(pool)
     s_last = np.empty(pool)
+    s_cls = np.empty(pool, np.int64)
     n_s = 0
+    lcc = np.zeros((n_cls, n_l), np.int64)  # active pieces per (flow class, link)
+    wl = np.empty(n_f, np.int64)  # non-preemptive flows released, waiting for their links
+    n_wl = 0
+    sf = np.empty(n_f, np.int64)
     act = np.empty(pool, np.int64)
     n_act = 0
     ended = np.empty(pool, np.int64)
@@ -388,9 +413,11 @@ def epochs_kernel(
                 s = ended[q]
                 is_end[s] = True
                 f = s_flow[s]
-                if s_rate[s] > 0.0 and s_rate[s] < th_dep[cls[f]] * fweight[f]:
-                    th_dep[cls[f]] = s_rate[s] / fweight[f]
+                if s_rate[s] > 0.0 and s_rate[s] < th_dep[s_cls[s]] * fweight[f]:
+                    th_dep[s_cls[s]] = s_rate[s] / fweight[f]
                 gp = s_gp[s]
+                if s_init[s] > 0.0:
+                    _count(lcc, cls[f], gp, g_pptr, g_plinks, -1)
                 sent = s_init[s] * mult[f]
                 for j in range(g_pptr[gp], g_pptr[gp + 1]):
                     link_bytes[g_plinks[j]] += sent
@@ -448,6 +475,7 @@ def epochs_kernel(
                     # the piece is cut: its bytes sent so far count, it arrives after its last
                     sent = (s_init[s] - left) * mult[f]
                     gp = s_gp[s]
+                    _count(lcc, cls[f], gp, g_pptr, g_plinks, -1)
                     if sent > 0.0:
                         for j in range(g_pptr[gp], g_pptr[gp + 1]):
                             link_bytes[g_plinks[j]] += sent
@@ -469,6 +497,7 @@ def epochs_kernel(
                         s_left = _grow(s_left, pool)
                         s_rate = _grow(s_rate, pool)
                         s_last = _grow(s_last, pool)
+                        s_cls = _grow(s_cls, pool)
                         act = _grow(act, pool)
                         ended = _grow(ended, pool)
                         byc = _grow(byc, pool)
@@ -481,14 +510,36 @@ def epochs_kernel(
                         s_init[n_s] = resid[f] * g_w[gp]
                         s_left[n_s] = s_init[n_s]
                         s_rate[n_s] = -1.0
+                        s_cls[n_s] = 0 if nonpre[f] else cls[f]
+                        _count(lcc, cls[f], gp, g_pptr, g_plinks, 1)
                         s_last[n_s] = -np.inf
                         is_end[n_s] = False
                         act[n_act] = n_s
                         n_act += 1
                         n_s += 1
             # ---- arrivals released by now
+            n_sf = 0
             while hsize > 0 and hk[0] <= cut:
                 f, hsize = _heap_pop(hk, hv, hsize)
+                if nonpre[f] and _blocked(f, cls[f], lcc, g_fptr, ver, g_pptr, g_plinks):
+                    wl[n_wl] = f
+                    n_wl += 1
+                else:
+                    sf[n_sf] = f
+                    n_sf += 1
+            m = 0
+            for q in range(n_wl):  # waiting non-preemptive flows whose links are now clear
+                f = wl[q]
+                if _blocked(f, cls[f], lcc, g_fptr, ver, g_pptr, g_plinks):
+                    wl[m] = f
+                    m += 1
+                else:
+                    release[f] = t
+                    sf[n_sf] = f
+                    n_sf += 1
+            n_wl = m
+            for q in range(n_sf):
+                f = sf[q]
                 if ver != 0:
                     moved[f] = True
                 a, b = g_fptr[ver, f], g_fptr[ver, f + 1]
@@ -501,6 +552,7 @@ def epochs_kernel(
                     s_left = _grow(s_left, pool)
                     s_rate = _grow(s_rate, pool)
                     s_last = _grow(s_last, pool)
+                    s_cls = _grow(s_cls, pool)
                     act = _grow(act, pool)
                     ended = _grow(ended, pool)
                     byc = _grow(byc, pool)
@@ -513,6 +565,7 @@ def epochs_kernel(
                     s_init[n_s] = size[f] * g_w[gp]
                     s_left[n_s] = s_init[n_s]
                     s_rate[n_s] = -1.0
+                    s_cls[n_s] = 0 if nonpre[f] else cls[f]
                     s_last[n_s] = -np.inf
                     is_end[n_s] = False
                     if s_init[n_s] <= 0.0:
@@ -521,7 +574,8 @@ def epochs_kernel(
                     else:
                         act[n_act] = n_s
                         n_act += 1
-                        has_arr[cls[f]] = True
+                        has_arr[s_cls[n_s]] = True
+                        _count(lcc, cls[f], gp, g_pptr, g_plinks, 1)
                     n_s += 1
             if n_end == 0:
                 break
@@ -538,7 +592,7 @@ def epochs_kernel(
             theta = th_dep[cmin]
             if has_arr[cmin]:
                 lv, alinks, alam, arm, awm = _arrival_level(
-                    act, n_act, s_gp, s_flow, s_rate, cls, cmin, fweight, mult, g_pptr,
+                    act, n_act, s_gp, s_flow, s_rate, s_cls, cmin, fweight, mult, g_pptr,
                     g_plinks, cap, n_events, astamp, aload, awnew, aofs, acnt, alinks, alam,
                     arm, awm,
                 )  # fmt: skip
@@ -550,7 +604,7 @@ def epochs_kernel(
             continue  # nothing arrived, left or changed: every rate stays
         full = False
         r, n_tl, n_ref, lsub, fk, fv, tl = _fill(
-            act, n_act, s_gp, s_flow, s_rate, cls, n_cls, fweight, mult, g_pptr, g_plinks, cap,
+            act, n_act, s_gp, s_flow, s_rate, s_cls, n_cls, fweight, mult, g_pptr, g_plinks, cap,
             n_events, stamp, cstamp, rem, wsum, cnt, lofs, lcnt, lsub, byc, cc, fk, fv, tl,
             ref, cmin, theta,
         )  # fmt: skip

@@ -18,10 +18,17 @@ at most one micro-op. Here:
   graphs) of ``S > B`` bytes becomes ``ceil(S / B)`` equal flows on the same paths, run one
   after the other (the first takes the flow's dependencies, the flows that waited for it wait
   for the last; the result reports the original flow: first piece's start, last piece's
-  finish). The priorities above are preemptive at every instant, which is the limit of Lina's
-  micro-ops as their size goes to 0: under them splitting cannot help an all-to-all, it only
-  adds the sequencing of each flow's micro-ops and shows what finite micro-ops cost. Lina's
-  non-preemptive unit of scheduling (a started micro-op is not interrupted) is not modelled.
+  finish).
+- **Micro-ops are not preempted** (with both options): every all-reduce flow, split or not, is
+  *non-preemptive* (``nonpreemptive`` of :func:`~topoopt.flowsim.timevarying.simulate_epochs`):
+  a micro-op starts only when no flow of a higher level is sending on a link of its paths
+  (else it waits for them), and once started it shares in the highest level until it ends.
+  So an all-to-all that arrives while a micro-op is in flight shares with at most that one
+  micro-op per path and the next micro-op waits for it: the all-to-all waits at most one
+  micro-op, Lina's point. ``--priority`` alone is preemptive at every instant (the limit of
+  micro-ops of size 0); ``--split-allreduce`` with a size above every flow makes each whole
+  all-reduce flow one non-preemptive unit (no micro-ops); ``--split-allreduce`` without
+  ``--priority`` only splits (one level: nothing waits).
 
 Examples
 --------
@@ -229,6 +236,10 @@ def simulate_tasks(
     mask = np.isin(kinds[rep].astype(str), SPLIT_KINDS)
     small, owner = split_flows(fs, mask, split_allreduce)
     sim = simulate_epochs(
-        small, priority=lev[owner], record_series=record_series, max_refills=max_refills
+        small,
+        priority=lev[owner],
+        record_series=record_series,
+        max_refills=max_refills,
+        nonpreemptive=mask[owner] if order else None,
     )
     return expand_classes(unsplit_result(sim, fs, owner), fs, class_of)

@@ -7,7 +7,7 @@ dependencies, multiplicity, the ``rtol`` batching of events) with three things:
 API
 ---
 ``simulate_epochs(flows, epochs=(), *, priority=None, weight=None, rtol=1e-12,
-max_refills=None, record_series=True) -> SimResult``
+max_refills=None, record_series=True, nonpreemptive=None) -> SimResult``
 
 - ``flows``: a :class:`topoopt.flowsim.FlowSet`; its ``capacity`` and paths hold from ``t = 0``
   until the first epoch.
@@ -19,6 +19,11 @@ max_refills=None, record_series=True) -> SimResult``
 - ``priority``: ``int (F,)`` strict priority class per flow, ``0`` = highest (default all 0).
 - ``weight``: ``float (F,)`` max-min sharing weight per flow, ``> 0`` (default all 1). All
   sub-flows of a flow share with their flow's weight (distinct from the path split weights).
+- ``nonpreemptive``: ``bool (F,)`` (default all False): such a flow is a unit of scheduling
+  that is never preempted (a Lina micro-op, :mod:`topoopt.flowsim.priorities`). Released, it
+  starts only when no flow of a higher class (smaller ``priority``) is sending on a link of its
+  paths, and waits otherwise; once started it shares in the highest class. Its ``start`` in
+  the result is when it started.
 
 Semantics
 ---------
@@ -237,6 +242,7 @@ def simulate_epochs(
     rtol: float = 1e-12,
     max_refills: int | None = None,
     record_series: bool = True,
+    nonpreemptive=None,
 ) -> SimResult:
     """Simulate a FlowSet under epochs, strict priorities and weights (see the module docstring).
 
@@ -256,6 +262,9 @@ def simulate_epochs(
         Work limit in sub-flow rate computations: raise :class:`WorkLimitExceeded` past it.
     record_series : bool, optional
         Record the link-load change log.
+    nonpreemptive : array_like of bool, optional
+        ``(F,)`` flows that wait for their links to be free of higher classes and are then
+        not preempted (module docstring).
 
     Returns
     -------
@@ -290,6 +299,13 @@ def simulate_epochs(
     n_f, n_l = fs.n_flows, fs.n_links
     prio = _per_flow(priority, n_f, "priority", 0, "int")
     fweight = _per_flow(weight, n_f, "weight", 1.0, "float")
+    if nonpreemptive is None:
+        nonpre = np.zeros(n_f, np.bool_)
+    else:
+        nonpre = np.asarray(nonpreemptive)
+        if nonpre.shape != (n_f,) or nonpre.dtype != np.bool_:
+            raise InputError("nonpreemptive", nonpre.shape, f"booleans, one per flow ({n_f},)")
+        nonpre = np.ascontiguousarray(nonpre)
     # dense class ranks 0..C-1 (order kept)
     levels, cls = np.unique(prio, return_inverse=True)
     cls = np.ascontiguousarray(cls.reshape(-1), np.int64)
@@ -367,6 +383,7 @@ def simulate_epochs(
         float(rtol),
         bool(record_series),
         limit,
+        nonpre,
     )
     (release, finish, path_last, moved, link_bytes, st, sl, sv, n_events, rounds, refills) = out
     if 0 <= limit < refills:
