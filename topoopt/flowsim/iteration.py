@@ -1082,7 +1082,7 @@ def simulate_iteration(
     split_allreduce : float, optional
         Micro-op size, bytes: every gradient all-reduce flow is cut into micro-ops of at most
         this many bytes run one after the other (:func:`topoopt.flowsim.priorities.split_flows`;
-        semantics in :mod:`topoopt.flowsim.priorities`).
+        semantics in :mod:`topoopt.flowsim.priorities`). Both are unused with ``simulator``.
 
     Returns
     -------
