@@ -53,7 +53,7 @@ Result (:class:`topoopt.flowsim.SimResult`)
 ``start``, ``finish``, ``link_bytes`` (bytes carried per link over all epochs, every member),
 ``series_*`` (the link-load change log), ``makespan``, ``n_events`` (distinct event times,
 epochs included), ``fill_rounds`` (bottleneck links filled), ``simulated_flows``, ``refills``
-(sub-flow rates computed: every active sub-flow is re-filled at every event) are filled as by
+(sub-flow rates computed over all events: the pieces re-filled, below) are filled as by
 :func:`simulate`. ``capacity`` is the FlowSet's (the capacity before the first epoch). The
 per-sub-flow arrays ``path_start``, ``path_last_byte``, ``path_finish`` refer to the FlowSet's
 own paths; they are ``nan`` for every path of a flow that ever ran on epoch paths (a flow
