@@ -94,6 +94,7 @@ elapsed time and the inequality is checked, not implied.)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from math import ceil
 
@@ -113,6 +114,7 @@ from topoopt.flowsim.collectives import (
 )
 from topoopt.flowsim.ina import ina_template
 from topoopt.flowsim.network import FlowBuilder, Network, simulate_builder
+from topoopt.flowsim.priorities import check_priority, simulate_tasks
 from topoopt.flowsim.roofline import A100, RooflineParams, compute_time, optimizer_time
 from topoopt.flowsim.simulator import SimResult, WorkLimitExceeded
 from topoopt.paths import PathSet
@@ -1062,6 +1064,9 @@ def simulate_iteration(
     max_refills: int | None = None,
     compute_s: float | None = None,
     schedule: str | None = None,
+    simulator=None,
+    priority: Sequence[str] | str | None = None,
+    split_allreduce: float | None = None,
 ) -> IterationResult:
     """Simulate one training iteration of ``workload`` on ``fabric``.
 
@@ -1112,6 +1117,18 @@ def simulate_iteration(
         (``info["schedule_used"]`` says which, ties keep the eager one;
         ``info["eager_1f1b_s"]`` and ``info["1f1b_s"]`` are both times), as a runtime that
         times its first iterations would.
+    simulator : callable, optional
+        ``simulator(builder, max_refills) -> SimResult`` run instead of
+        :func:`~topoopt.flowsim.network.simulate_builder` on every flow set built (e.g. a
+        time-varying fabric, :mod:`solvers.reconfig`); it must return per-builder-flow results.
+    priority : sequence of str or str, optional
+        Traffic classes, highest first (``"ep"``, ``("ep", "tp")``): strict priority levels of
+        the flows by their tasks' classes, classes not named at the lowest level, simulated by
+        :func:`topoopt.flowsim.timevarying.simulate_epochs` (:mod:`topoopt.flowsim.priorities`).
+    split_allreduce : float, optional
+        Micro-op size, bytes: every gradient all-reduce flow is cut into micro-ops of at most
+        this many bytes run one after the other (:func:`topoopt.flowsim.priorities.split_flows`;
+        semantics in :mod:`topoopt.flowsim.priorities`). Both are unused with ``simulator``.
 
     Returns
     -------
@@ -1144,6 +1161,13 @@ def simulate_iteration(
         raise InputError("gpu", type(gpu).__name__, "a RooflineParams")
     if schedule is not None and schedule not in SCHEDULES:
         raise InputError("schedule", schedule, f"one of {', '.join(SCHEDULES)}")
+    if priority is not None:
+        priority = check_priority(priority)
+    if split_allreduce is not None and not (
+        isinstance(split_allreduce, int | float) and np.isfinite(split_allreduce)
+        and split_allreduce > 0
+    ):  # fmt: skip
+        raise InputError("split_allreduce", split_allreduce, "a positive number of bytes")
     net = Network(fabric, workload.gpus_per_server, intra_bandwidth, routing=routing)
     net.check_workload(workload.gpus, workload.gpus_per_server)
     if workload.taskgraph is not None:
@@ -1162,7 +1186,17 @@ def simulate_iteration(
         fb, tasks, merge = model.build(frozenset(instant))
         limit = None if max_refills is None else max_refills - used[0]
         try:
-            sim = simulate_builder(fb, aggregate=aggregate, record_series=series, max_refills=limit)
+            if simulator is not None:
+                sim = simulator(fb, limit)
+            elif priority is not None or split_allreduce is not None:
+                sim = simulate_tasks(
+                    fb, tasks, priority=priority, split_allreduce=split_allreduce,
+                    aggregate=aggregate, record_series=series, max_refills=limit,
+                )  # fmt: skip
+            else:
+                sim = simulate_builder(
+                    fb, aggregate=aggregate, record_series=series, max_refills=limit
+                )
         except WorkLimitExceeded as e:  # report the work of all the simulations so far
             raise WorkLimitExceeded(used[0] + e.refills, max_refills) from None
         used[0] += sim.refills

@@ -73,6 +73,7 @@ from topoopt.fabrics.ideal import ideal
 from topoopt.fabrics.torus import torus
 from topoopt.flowsim.collectives import communication_time
 from topoopt.flowsim.iteration import IterationResult, simulate_iteration
+from topoopt.flowsim.priorities import check_priority
 from topoopt.paths import PathSet
 from topoopt.studies.ina_fabrics import ina_run
 from traffic.errors import InputError
@@ -361,6 +362,8 @@ def compare(
     progress: Callable[[str], None] | None = None,
     on_fabric_done: Callable[[str], None] | None = None,
     work_limit: float | None = None,
+    priority: Sequence[str] | str | None = None,
+    split_allreduce: float | None = None,
 ) -> CompareResult:
     """Simulate ``workload`` on each fabric; one row per fabric (module docstring).
 
@@ -381,6 +384,8 @@ def compare(
     ``progress`` receives one-line messages; ``on_fabric_done(name)`` is called after each
     fabric (for progress bars). ``time_limit_s`` caps the designed fabrics' searches on the
     wall clock; ``work_limit`` is their deterministic budget (None: the solver's default).
+    ``priority`` (traffic classes, highest first) and ``split_allreduce`` (micro-op bytes) are
+    passed to every fabric's iteration simulation (:mod:`topoopt.flowsim.priorities`).
     """
     say = progress or (lambda _m: None)
     names = list(dict.fromkeys(fabrics))
@@ -410,8 +415,9 @@ def compare(
         t1 = time.perf_counter()
         say(f"[{k + 1}/{len(names)}] {nm}: simulating")
         it = simulate_iteration(
-            run.workload, run.fabric, routing=run.routing, exposed_by_class=False
-        )
+            run.workload, run.fabric, routing=run.routing, exposed_by_class=False,
+            priority=priority, split_allreduce=split_allreduce,
+        )  # fmt: skip
         cm = communication_time(run.workload, run.fabric, routing=run.routing)
         t2 = time.perf_counter()
         runs.append(run)
@@ -458,4 +464,8 @@ def compare(
         "gpus": workload.gpus,
         "workload": workload.name,
     }
+    if priority is not None:
+        params["priority"] = list(check_priority(priority))
+    if split_allreduce is not None:
+        params["split_allreduce_bytes"] = float(split_allreduce)
     return CompareResult(table, runs, its, comms, params)

@@ -8,6 +8,7 @@ from typing import Any
 
 from topoopt.flowsim.collectives import communication_time
 from topoopt.flowsim.iteration import SCHEDULES, simulate_iteration
+from topoopt.flowsim.priorities import check_priority
 from topoopt.studies.compare import build_fabric
 from traffic.errors import InputError
 from traffic.load import load_workload
@@ -26,6 +27,8 @@ def simulate_plan(
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
     schedule: str | None = None,
+    priority: str | None = None,
+    split_allreduce: float | None = None,
 ) -> dict[str, Any]:
     """Simulate ``plan`` on a design file or a fabric kind.
 
@@ -43,6 +46,9 @@ def simulate_plan(
         ``interleaved`` or ``eager-1f1b``, :func:`~topoopt.flowsim.iteration.simulate_iteration`)
         also ``schedule`` and ``schedule_used``, and for ``eager-1f1b`` the iteration time of
         both orders (``eager_1f1b_s``, ``1f1b_s``).
+        With ``priority`` (traffic classes, highest first)
+        or ``split_allreduce`` (micro-op bytes; :mod:`topoopt.flowsim.priorities`) the iteration
+        is simulated with them, and the result also has ``priority`` / ``split_allreduce_bytes``.
     """
     if schedule is not None and schedule not in SCHEDULES:
         raise InputError("--schedule", schedule, f"one of {', '.join(SCHEDULES)}")
@@ -86,16 +92,24 @@ def simulate_plan(
         progress(f"simulating {workload.name} on {label}")
     if schedule is not None and w.taskgraph is not None:
         raise InputError("--schedule", schedule, "a plan (an imported task graph has its own)")
-    it = simulate_iteration(w, fab, routing=routing, exposed_by_class=True, schedule=schedule)
+    it = simulate_iteration(
+        w, fab, routing=routing, exposed_by_class=True, schedule=schedule, priority=priority,
+        split_allreduce=split_allreduce,
+    )  # fmt: skip
     comm = communication_time(w, fab, routing=routing)
     alone_by_class = {}
     for cls in sorted({x.cls for x in w.demands}):
         alone = communication_time(w.select(classes=[cls]), fab, routing=routing)
         alone_by_class[cls] = alone.total_s
     keys = ("schedule", "schedule_used", "eager_1f1b_s", "1f1b_s")
-    extra = {k: it.info[k] for k in keys if k in it.info}
+    extra: dict[str, Any] = {}
+    if schedule is not None:
+        extra.update({k: it.info[k] for k in keys if k in it.info})
+    if priority is not None:
+        extra["priority"] = list(check_priority(priority))
+    if split_allreduce is not None:
+        extra["split_allreduce_bytes"] = float(split_allreduce)
     return {
-        **(extra if schedule is not None else {}),
         "workload": workload.name,
         "fabric": label,
         "servers": workload.servers,
@@ -109,4 +123,5 @@ def simulate_plan(
         "comm_busy_s": it.comm_busy_s,
         "comm_alone_s": comm.total_s,
         "comm_alone_s_by_class": alone_by_class,
+        **extra,
     }

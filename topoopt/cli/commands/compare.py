@@ -68,6 +68,14 @@ def compare_command(
     preset: Annotated[
         str | None, typer.Option(help="Named price table (topoopt-paper), see docs/costs.md")
     ] = None,
+    priority: Annotated[
+        str | None,
+        typer.Option(help="Traffic classes first served, highest first (e.g. ep or ep,tp)"),
+    ] = None,
+    split_allreduce: Annotated[
+        float | None,
+        typer.Option(help="Split every gradient all-reduce flow into micro-ops of at most BYTES"),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     csv: Annotated[Path | None, typer.Option(help="Write the table as CSV")] = None,
     html: Annotated[Path | None, typer.Option(help="Write the interactive report")] = None,
@@ -94,6 +102,8 @@ def compare_command(
         time_limit_s=time_limit,
         prices=price_table,
         progress=lambda m: print(m, file=sys.stderr),
+        priority=priority,
+        split_allreduce=split_allreduce,
     )
     table = res.table
     res.params["prices"] = price_table.source

@@ -38,6 +38,14 @@ def simulate_command(
             "when vpp > 1, else 1f1b); eager-1f1b is never slower than 1f1b"
         ),
     ] = None,
+    priority: Annotated[
+        str | None,
+        typer.Option(help="Traffic classes first served, highest first (e.g. ep or ep,tp)"),
+    ] = None,
+    split_allreduce: Annotated[
+        float | None,
+        typer.Option(help="Split every gradient all-reduce flow into micro-ops of at most BYTES"),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
     """Iteration time, communication time and exposed communication, per class."""
@@ -55,6 +63,8 @@ def simulate_command(
         seed=seed,
         progress=lambda m: print(m, file=sys.stderr),
         schedule=schedule,
+        priority=priority,
+        split_allreduce=split_allreduce,
     )
     check_finite(res, str(design) if design is not None else plan)  # never a null time
     if as_json:

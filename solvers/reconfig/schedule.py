@@ -1,0 +1,573 @@
+"""The schedule model: circuit sets in time on one union fabric, simulated exactly.
+
+A :class:`Schedule` is a sequence of ``(circuit set, start time)``: set ``0`` from ``t = 0``, set
+``k`` requested at ``starts[k]``. Every circuit set is a :class:`CircuitSet` (circuits ``[u, v,
+count]`` on ``degree`` ports per server, optionally with its own weighted routing).
+
+Realisation (:func:`realise_schedule`)
+--------------------------------------
+- **One fabric.** The union of all circuit sets (per server pair, the largest count of any set)
+  is one direct-connect fabric (:func:`topoopt.fabrics.direct_connect`); its directed link
+  ``u -> v`` exists in every epoch, with capacity ``count_k(u, v) * B`` while set ``k`` is in
+  force (``0`` when the pair has no circuit in set ``k``).
+- **A reconfiguration** from set ``j`` to set ``k`` requested at ``t`` with dark time ``h``
+  gives an epoch ``[t, t + h)`` in which the circuits being changed carry nothing while the
+  ones that stay are untouched: link ``u -> v`` has ``min(count_j, count_k) * B`` and the paths
+  of set ``j`` stay in force (a sub-flow crossing a changed circuit pauses; the others go on).
+  From ``t + h`` set ``k``'s capacities and paths hold; unfinished flows continue with their
+  remaining bytes on the new paths (:func:`topoopt.flowsim.timevarying.simulate_epochs`). The
+  dark time ``h`` is at least the switch's delay; a longer one is always realisable (the
+  operator waits before lighting the new circuits), which the search uses for monotonicity.
+  With ``all_dark`` every fabric link carries nothing during ``[t, t + h)`` (the TopoOpt
+  artifact pauses all traffic while it reconfigures). Consecutive equal sets are no
+  reconfiguration. A reconfiguration may start only once the previous one has ended.
+- **Routes.** Set ``k``'s flows follow its own routing for the pairs it covers and all shortest
+  paths over its circuits (ECMP, hosts forwarding) for the others, mapped onto the union
+  fabric's link ids; a set that leaves a communicating pair unconnected is an error.
+- **Periodic.** The schedule repeats every iteration. When the last set differs from set ``0``
+  the circuits go back to set ``0`` after the iteration's last fabric flow ends, at ``t_net``;
+  the next iteration can start at ``max(makespan, t_net + h)``, which is the iteration time
+  reported (:attr:`ScheduleRun.iteration_s`; the makespan alone is ``makespan_s``).
+
+The iteration (:func:`iteration_under_schedule`) is the flow model's iteration
+(:func:`topoopt.flowsim.iteration.simulate_iteration`): its FlowSet is built as always and run
+through :func:`~topoopt.flowsim.timevarying.simulate_epochs` by the ``simulator`` hook, identical
+flows aggregated into classes (exact: a class's members share their server pair, hence their
+paths, in every epoch). A schedule without reconfiguration is simulated by
+:func:`~topoopt.flowsim.network.simulate_builder` on its own fabric, exactly as ``topoopt simulate
+--design`` does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from scipy.sparse import csgraph, csr_matrix
+
+from solvers.congestion import canonical_circuits, link_lookup
+from solvers.design import NodePaths
+from topoopt.fabrics.direct_connect import direct_connect
+from topoopt.fabrics.fabric import Fabric
+from topoopt.paths import PathSet
+from traffic.errors import InputError
+
+__all__ = [
+    "CircuitSet",
+    "Schedule",
+    "RealisedSchedule",
+    "ScheduleRun",
+    "realise_schedule",
+    "iteration_under_schedule",
+    "simulate_schedule",
+    "connected",
+]
+
+
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(lo[i], hi[i])`` (vectorised)."""
+    lo = np.asarray(lo, np.int64)
+    lens = np.asarray(hi, np.int64) - lo
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    return np.repeat(lo - (np.cumsum(lens) - lens), lens) + np.arange(total, dtype=np.int64)
+
+
+def connected(circuits: np.ndarray, n: int) -> bool:
+    """Whether the circuits join all ``n`` servers.
+
+    >>> connected(np.array([[0, 1, 1], [1, 2, 1]]), 3), connected(np.array([[0, 1, 1]]), 3)
+    (True, False)
+    """
+    c = np.asarray(circuits, np.int64).reshape(-1, 3)
+    g = csr_matrix((np.ones(c.shape[0]), (c[:, 0], c[:, 1])), shape=(n, n))
+    return csgraph.connected_components(g, directed=False)[0] == 1
+
+
+@dataclass(frozen=True, eq=False)
+class CircuitSet:
+    """One set of circuits, optionally with its routing.
+
+    Attributes
+    ----------
+    circuits : numpy.ndarray
+        ``int64 (m, 3)`` rows ``[u, v, count]`` (stored canonical: ``u < v``, merged, sorted).
+    routing : NodePaths, optional
+        Weighted server paths over these circuits (pairs it does not cover: ECMP).
+    label : str
+        Where the set comes from (``"static"``, ``"joint:backward"``, ...).
+
+    Examples
+    --------
+    >>> CircuitSet([[1, 0, 1], [0, 1, 1]]).circuits.tolist()
+    [[0, 1, 2]]
+    """
+
+    circuits: np.ndarray
+    routing: NodePaths | None = None
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        c = np.asarray(self.circuits, np.int64).reshape(-1, 3)
+        n = int(c[:, :2].max()) + 1 if c.size else 1
+        object.__setattr__(self, "circuits", canonical_circuits(c, n))
+
+    def same_circuits(self, other: CircuitSet) -> bool:
+        """Whether both sets hold the same circuits (routing aside)."""
+        return self.circuits.shape == other.circuits.shape and bool(
+            np.array_equal(self.circuits, other.circuits)
+        )
+
+    def ports(self, n: int) -> np.ndarray:
+        """Ports used at each of ``n`` servers."""
+        c = self.circuits
+        return (np.bincount(c[:, 0], c[:, 2], n) + np.bincount(c[:, 1], c[:, 2], n)).astype(
+            np.int64
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    """Circuit sets in time: ``sets[k]`` is requested at ``starts[k]`` (``starts[0] == 0``).
+
+    Attributes
+    ----------
+    sets : tuple of CircuitSet
+    starts : tuple of float
+        Seconds from the iteration's start, non-decreasing; a reconfiguration (a set whose
+        circuits differ from the previous one) needs a start after the previous one's.
+    phases : tuple of str
+        The communication phase each entry serves.
+
+    Examples
+    --------
+    >>> a, b = CircuitSet([[0, 1, 1]]), CircuitSet([[0, 1, 2]])
+    >>> s = Schedule((a, b, b), (0.0, 1.0, 2.0), ("fwd", "bwd", "opt"))
+    >>> s.changes(), s.reconfigurations()
+    ([1], 2)
+    """
+
+    sets: tuple
+    starts: tuple
+    phases: tuple = ()
+
+    def __post_init__(self) -> None:
+        sets = tuple(self.sets)
+        starts = tuple(float(x) for x in self.starts)
+        phases = tuple(self.phases) or tuple(f"phase {i}" for i in range(len(sets)))
+        if not sets or len(starts) != len(sets) or len(phases) != len(sets):
+            raise InputError("schedule", f"{len(sets)} sets, {len(starts)} starts", "one each")
+        if not all(isinstance(s, CircuitSet) for s in sets):
+            raise InputError("schedule.sets", "not a CircuitSet", "CircuitSet entries")
+        if starts[0] != 0.0:
+            raise InputError("schedule.starts[0]", starts[0], "0 (the first set holds from 0)")
+        bad = [
+            i
+            for i in range(1, len(starts))
+            if not (np.isfinite(starts[i]) and starts[i] >= starts[i - 1])
+        ]
+        if bad:
+            raise InputError(f"schedule.starts[{bad[0]}]", starts[bad[0]], "finite, non-decreasing")
+        object.__setattr__(self, "sets", sets)
+        object.__setattr__(self, "starts", starts)
+        object.__setattr__(self, "phases", phases)
+
+    def changes(self) -> list[int]:
+        """Indices ``k >= 1`` whose circuits differ from entry ``k - 1``'s."""
+        return [
+            k for k in range(1, len(self.sets)) if not self.sets[k].same_circuits(self.sets[k - 1])
+        ]
+
+    def wraps(self) -> bool:
+        """Whether the circuits must go back to set 0 for the next iteration."""
+        return not self.sets[-1].same_circuits(self.sets[0])
+
+    def reconfigurations(self) -> int:
+        """Reconfigurations per iteration (the wrap back to set 0 included)."""
+        return len(self.changes()) + int(self.wraps())
+
+    def is_static(self) -> bool:
+        return self.reconfigurations() == 0
+
+
+@dataclass(frozen=True, eq=False)
+class RealisedSchedule:
+    """A schedule on its union fabric (see the module docstring).
+
+    Attributes
+    ----------
+    fabric : Fabric
+        The union direct-connect fabric.
+    capacity : numpy.ndarray
+        ``float64 (S, Lf)``: capacity of every fabric link under each schedule entry.
+    epochs : tuple
+        ``(start_s, fabric capacity (Lf,), entry index or None)``: from ``start_s``, these
+        capacities and (entry given) that entry's paths.
+    schedule : Schedule
+    hold_s : float
+    """
+
+    fabric: Fabric
+    capacity: np.ndarray
+    epochs: tuple
+    schedule: Schedule
+    hold_s: float
+    _routes: dict = field(default_factory=dict, repr=False)
+
+    def routes(self, k: int, pairs: np.ndarray) -> PathSet:
+        """Routes of entry ``k``'s set for server ``pairs`` (``(K, 2)``), on union link ids."""
+        pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
+        cs = self.schedule.sets[k]
+        key = (cs.circuits.tobytes(), id(cs.routing), pairs.tobytes())
+        if key in self._routes:
+            return self._routes[key]
+        fab = self.fabric
+        n_nodes = fab.n_nodes
+        parts = []
+        covered = np.zeros(pairs.shape[0], bool)
+        if cs.routing is not None and cs.routing.n_commodities:
+            ps = cs.routing.to_pathset(fab.src, fab.dst, n_nodes)
+            idx = ps.index(pairs[:, 0], pairs[:, 1], n_nodes)
+            covered = idx >= 0
+            if covered.any():
+                parts.append(ps.take(idx[covered]))
+        missing = pairs[~covered]
+        if missing.size:
+            from topoopt.fabrics.routing import routes
+
+            n = fab.n_servers
+            own = direct_connect(n, max(1, int(cs.ports(n).max())), cs.circuits, 1.0)
+            try:
+                ps = routes(own, "ecmp", pairs=missing)
+                bad = np.diff(ps.commodity_ptr) == 0
+            except InputError:  # no path at all for some pair
+                ps, bad = None, np.ones(missing.shape[0], bool)
+            if bad.any():
+                reach = csgraph.connected_components(
+                    csr_matrix(
+                        (np.ones(cs.circuits.shape[0]), (cs.circuits[:, 0], cs.circuits[:, 1])),
+                        shape=(n, n),
+                    ),
+                    directed=False,
+                )[1]
+                far = np.flatnonzero(reach[missing[:, 0]] != reach[missing[:, 1]])
+                u, v = missing[int(far[0]) if far.size else int(np.flatnonzero(bad)[0])]
+                raise InputError(
+                    f"schedule entry {k} ({self.schedule.phases[k]})",
+                    f"servers {int(u)} and {int(v)} unconnected",
+                    "circuit sets that connect every pair that communicates",
+                )
+            to_union = link_lookup(fab.src, fab.dst, n_nodes)(own.src, own.dst)
+            parts.append(replace(ps, path_links=to_union[ps.path_links]))
+        out = PathSet.concat(parts)
+        self._routes[key] = out
+        return out
+
+
+def realise_schedule(
+    schedule: Schedule,
+    servers: int,
+    link_bandwidth: float,
+    hold_s: float,
+    *,
+    gpus_per_server: int = 1,
+    all_dark: bool = False,
+) -> RealisedSchedule:
+    """The union fabric and capacity/path epochs of ``schedule`` (module docstring).
+
+    Parameters
+    ----------
+    schedule : Schedule
+    servers : int
+    link_bandwidth : float
+        Bytes/s of one circuit, each direction.
+    hold_s : float
+        Dark time of every reconfiguration, seconds (``>= 0``).
+    gpus_per_server : int
+    all_dark : bool
+        Every fabric link carries nothing during a reconfiguration (not only the changed ones).
+
+    Raises
+    ------
+    InputError
+        A negative or non-finite ``hold_s``; a reconfiguration starting before the previous
+        one has ended; a circuit on a server out of range.
+
+    Examples
+    --------
+    Two servers, one circuit, then two (from 1 s, dark 0.5 s): the pair's link has ``B``, then
+    ``B`` while one circuit is added (the existing one stays), then ``2 B``.
+
+    >>> a, b = CircuitSet([[0, 1, 1]]), CircuitSet([[0, 1, 2]])
+    >>> r = realise_schedule(Schedule((a, b), (0.0, 1.0)), 2, 10.0, 0.5)
+    >>> [(t, cap.tolist(), k) for t, cap, k in r.epochs]
+    [(0.0, [10.0, 10.0], 0), (1.0, [10.0, 10.0], None), (1.5, [20.0, 20.0], 1)]
+    """
+    h = float(hold_s)
+    if not (np.isfinite(h) and h >= 0):
+        raise InputError("delay", hold_s, "a finite number of seconds >= 0")
+    n = int(servers)
+    union = np.zeros((n, n), np.int64)
+    for cs in schedule.sets:
+        c = cs.circuits
+        if c.size and c[:, 1].max() >= n:
+            raise InputError("schedule.circuits", int(c[:, 1].max()), f"server ids 0..{n - 1}")
+        np.maximum.at(union, (c[:, 0], c[:, 1]), c[:, 2])
+    iu, iv = np.nonzero(union)
+    rows = np.column_stack([iu, iv, union[iu, iv]])
+    deg = np.bincount(iu, union[iu, iv], n) + np.bincount(iv, union[iu, iv], n)
+    fabric = direct_connect(
+        n,
+        max(1, int(deg.max())),
+        rows,
+        link_bandwidth,
+        device="ocs",
+        gpus_per_server=gpus_per_server,
+    )
+    src, dst = fabric.src, fabric.dst
+    lo, hi = np.minimum(src, dst), np.maximum(src, dst)
+    caps = np.zeros((len(schedule.sets), fabric.n_links))
+    for k, cs in enumerate(schedule.sets):
+        m = np.zeros((n, n), np.int64)
+        c = cs.circuits
+        m[c[:, 0], c[:, 1]] = c[:, 2]
+        caps[k] = m[lo, hi] * float(link_bandwidth)
+    entries: list[list] = [[0.0, caps[0], 0]]
+    prev = 0
+    last_end = 0.0
+    for k in schedule.changes():
+        t = schedule.starts[k]
+        if t < last_end:
+            raise InputError(
+                f"schedule.starts[{k}]",
+                t,
+                f"after the previous reconfiguration ends ({last_end:.9g} s)",
+            )
+        if h > 0:
+            dark = np.zeros_like(caps[k]) if all_dark else np.minimum(caps[prev], caps[k])
+            if entries[-1][0] == t:  # the previous set's live period is empty
+                entries[-1] = [t, np.minimum(dark, entries[-1][1]), entries[-1][2]]
+            else:
+                entries.append([t, dark, None])
+            entries.append([t + h, caps[k], k])
+        else:
+            if entries[-1][0] == t:
+                entries[-1] = [t, caps[k], k]
+            else:
+                entries.append([t, caps[k], k])
+        last_end = t + h
+        prev = k
+    return RealisedSchedule(
+        fabric, caps, tuple((float(t), c, v) for t, c, v in entries), schedule, h
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class ScheduleRun:
+    """One iteration under a schedule (seconds).
+
+    Attributes
+    ----------
+    iteration_s : float
+        ``max(makespan, t_net + hold)`` when the schedule wraps back to its first set, else the
+        makespan (module docstring).
+    makespan_s : float
+    net_finish_s : float
+        When the last fabric flow ends (``t_net``).
+    reconfigurations : int
+    hold_s : float
+        Dark time of each reconfiguration.
+    result : IterationResult
+    flows : dict
+        The fabric flows of the run: ``src``, ``dst`` (servers), ``bytes``, ``start``,
+        ``finish`` (one entry per flow).
+    """
+
+    iteration_s: float
+    makespan_s: float
+    net_finish_s: float
+    reconfigurations: int
+    hold_s: float
+    result: object
+    flows: dict
+
+
+class _Hook:
+    """The ``simulator`` of :func:`simulate_iteration`: epochs or plain, recording fabric flows."""
+
+    def __init__(self, realised: RealisedSchedule | None):
+        self.realised = realised
+        self.flows: dict | None = None
+
+    def __call__(self, fb, limit):
+        from topoopt.flowsim.network import simulate_builder
+
+        if self.realised is None:
+            sim = simulate_builder(fb, aggregate=True, record_series=False, max_refills=limit)
+        else:
+            sim = simulate_schedule(fb, self.realised, max_refills=limit)
+        if self.flows is None:
+            a = fb.arrays()
+            pair = a["link"] < 0
+            self.flows = {
+                "src": a["src"][pair],
+                "dst": a["dst"][pair],
+                "bytes": a["size"][pair],
+                "start": np.asarray(sim.start)[pair],
+                "finish": np.asarray(sim.finish)[pair],
+            }
+        return sim
+
+
+def simulate_schedule(builder, realised: RealisedSchedule, *, max_refills: int | None = None):
+    """Simulate a :class:`~topoopt.flowsim.network.FlowBuilder`'s flows under a realised schedule.
+
+    The builder's network must be ``realised.fabric``. Identical flows are simulated as classes
+    (:meth:`~topoopt.flowsim.network.FlowBuilder.build_classes`), every epoch's paths built for
+    the classes' server pairs, and the result expanded back to every builder flow.
+
+    Examples
+    --------
+    One flow of 30 bytes on a pair whose single circuit (10 B/s) gets a second one at 1 s, dark
+    0.5 s (the first circuit stays): 15 bytes by 1.5 s, then 20 B/s: done at 2.25 s.
+
+    >>> from topoopt.flowsim.network import FlowBuilder, Network
+    >>> a, b = CircuitSet([[0, 1, 1]]), CircuitSet([[0, 1, 2]])
+    >>> r = realise_schedule(Schedule((a, b), (0.0, 1.0)), 2, 10.0, 0.5)
+    >>> fb = FlowBuilder(Network(r.fabric, intra_bandwidth=1e9))
+    >>> ids = fb.add_ranks([0], [1], [30.0])
+    >>> float(simulate_schedule(fb, r).finish[0] - r.fabric.latency.max())
+    2.25
+    """
+    from topoopt.flowsim.flowset import class_representatives
+    from topoopt.flowsim.simulator import expand_classes
+    from topoopt.flowsim.timevarying import Epoch, EpochPaths, simulate_epochs
+
+    r = realised
+    fb = builder
+    if fb.net.fabric is not r.fabric:
+        raise InputError("builder", "a network on another fabric", "the schedule's union fabric")
+    flows, class_of = fb.build_classes()
+    a = fb.arrays()
+    n_c = flows.n_flows
+    rep = class_representatives(class_of, n_c)
+    is_pair = a["link"][rep] < 0
+    src, dst = a["src"][rep][is_pair], a["dst"][rep][is_pair]
+    n_nodes = r.fabric.n_nodes
+    keys = np.unique(src * n_nodes + dst)
+    pairs = np.column_stack([keys // n_nodes, keys % n_nodes])
+    # one global path table: the FlowSet's own paths, then each version's routes
+    versions = sorted({v for _, _, v in r.epochs if v is not None})
+    paths = {}
+    own_lo, own_hi = flows.flow_ptr[:-1], flows.flow_ptr[1:]
+    pair_ids = np.flatnonzero(is_pair)
+    for v in versions:
+        ps = r.routes(v, pairs)
+        comm = ps.index(src, dst, n_nodes)
+        p0 = flows.n_paths
+        g_ptr = np.concatenate([flows.path_ptr[:-1], ps.path_ptr + flows.path_ptr[-1]])
+        g_links = np.concatenate([flows.path_links, ps.path_links])
+        g_w = np.concatenate([flows.weight, ps.weight])
+        lo, hi = own_lo.copy(), own_hi.copy()
+        lo[pair_ids] = p0 + ps.commodity_ptr[comm]
+        hi[pair_ids] = p0 + ps.commodity_ptr[comm + 1]
+        ids = _ranges(lo, hi)
+        fptr = np.zeros(n_c + 1, np.int64)
+        np.cumsum(hi - lo, out=fptr[1:])
+        lens = g_ptr[ids + 1] - g_ptr[ids]
+        pptr = np.zeros(ids.shape[0] + 1, np.int64)
+        np.cumsum(lens, out=pptr[1:])
+        links = g_links[_ranges(g_ptr[ids], g_ptr[ids + 1])]
+        paths[v] = EpochPaths(fptr, pptr, links, g_w[ids])
+    n_fab = r.fabric.n_links
+    rest = flows.capacity[n_fab:]
+    epochs = [
+        Epoch(t, np.concatenate([cap, rest]), None if v is None else paths[v])
+        for t, cap, v in r.epochs
+    ]
+    res = simulate_epochs(flows, epochs, max_refills=max_refills, record_series=False)
+    return expand_classes(res, flows, class_of)
+
+
+def iteration_under_schedule(
+    workload,
+    schedule: Schedule,
+    link_bandwidth: float,
+    hold_s: float,
+    *,
+    compute_s: float | None = None,
+    all_dark: bool = False,
+    max_refills: int | None = None,
+) -> ScheduleRun:
+    """One training iteration of ``workload`` under ``schedule`` (module docstring).
+
+    Parameters
+    ----------
+    workload : Workload
+        The workload as simulated (ring-ordered by :func:`solvers.realise.design_workload` when
+        it follows a design's rings).
+    schedule : Schedule
+    link_bandwidth : float
+        Bytes/s of one circuit.
+    hold_s : float
+        Dark time of every reconfiguration, seconds.
+    compute_s : float, optional
+        The workload's compute-only iteration, when known (skips that simulation).
+    all_dark : bool
+        See :func:`realise_schedule`.
+    max_refills : int, optional
+        Work limit of the flow model (:class:`~topoopt.flowsim.simulator.WorkLimitExceeded`).
+
+    Returns
+    -------
+    ScheduleRun
+
+    Examples
+    --------
+    >>> from traffic.build import workload_from_plan
+    >>> w = workload_from_plan("vgg16-dp")
+    >>> ring = [[i, (i + 1) % w.servers, 1] for i in range(w.servers)]
+    >>> static = Schedule((CircuitSet(ring),), (0.0,))
+    >>> run = iteration_under_schedule(w, static, 12.5e9, 0.0)
+    >>> run.reconfigurations, run.iteration_s == run.makespan_s > 0
+    (0, True)
+    """
+    from topoopt.flowsim.iteration import simulate_iteration
+
+    n = workload.servers
+    h = float(hold_s)
+    if schedule.is_static():
+        cs = schedule.sets[0]
+        fabric = direct_connect(
+            n,
+            max(1, int(cs.ports(n).max())),
+            cs.circuits,
+            link_bandwidth,
+            device="ocs",
+            gpus_per_server=workload.gpus_per_server,
+        )
+        routing = None
+        if cs.routing is not None:
+            routing = cs.routing.to_pathset(fabric.src, fabric.dst, fabric.n_nodes)
+        hook = _Hook(None)
+    else:
+        realised = realise_schedule(
+            schedule, n, link_bandwidth, h,
+            gpus_per_server=workload.gpus_per_server, all_dark=all_dark,
+        )  # fmt: skip
+        fabric, routing, hook = realised.fabric, None, _Hook(realised)
+    res = simulate_iteration(
+        workload,
+        fabric,
+        routing=routing,
+        exposed_by_class=False,
+        compute_s=compute_s,
+        simulator=hook,
+        max_refills=max_refills,
+    )
+    fl = hook.flows
+    net = float(fl["finish"].max()) if fl["finish"].size else 0.0
+    makespan = float(res.iteration_s)
+    it = max(makespan, net + h) if schedule.wraps() else makespan
+    return ScheduleRun(it, makespan, net, schedule.reconfigurations(), h, res, fl)

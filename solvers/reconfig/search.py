@@ -1,0 +1,621 @@
+"""Choosing a schedule: communication phases, per-phase circuit sets, exact evaluation.
+
+:func:`reconfigure` chooses the circuit schedule of one training iteration for a switch whose
+reconfiguration takes ``delay`` seconds:
+
+1. **Static design.** The plan's static design (``joint`` by default) and its iteration
+   (:func:`~solvers.reconfig.schedule.iteration_under_schedule` with one set), the reference
+   run: its timeline and fabric flows.
+2. **Communication phases** (:func:`comm_phases`): the reference timeline cut where the set of
+   fabric communication labels in flight (``phase:class`` of every communication task of a
+   class that crosses servers) changes; idle stretches join the phase before them, phases
+   shorter than ``min_fraction`` of the iteration join a neighbour, and the shortest merge until
+   at most ``max_phases`` are left. For a data-parallel job these are the forward and backward
+   (plus gradient sync) phases; for a pipeline the 1F1B steady state and the gradient sync.
+3. **Per-phase candidates.** Each phase's server traffic (the reference flows' bytes in flight
+   during it, pro rata to time) is a one-phase :class:`~solvers.problem.DesignProblem` of fixed
+   traffic, designed by every solver of ``solvers`` (names of :func:`solvers.registry.solve`,
+   and ``demand``: :func:`~solvers.reconfig.demand.demand_circuits`). The static set is a
+   candidate in every phase; sets that leave servers unconnected are dropped, equal ones
+   merged.
+4. **Schedules.** A choice of one candidate per phase, the circuits changing at the phase
+   boundaries ``b`` of the reference, either ready at ``b`` (requested at ``b - h``) or
+   requested at ``b`` (each clamped to start after the previous reconfiguration ends). Every
+   choice is evaluated exactly when there are at most ``max_exhaustive`` of them, else by
+   coordinate descent from the static schedule (each phase in turn takes its best candidate,
+   until nothing improves). All-static is always evaluated.
+5. **Dark times.** A reconfiguration's circuits may stay dark longer than the switch needs, so a
+   switch of delay ``X`` can run every schedule with any dark time ``h >= X``. The search runs
+   step 4 for every ``h`` in ``{X} + {g in HOLD_GRID_S: g > X}`` and keeps the fastest.
+
+Guarantees
+----------
+- *Never slower than static*: all-static is a candidate; ties go to it (no reconfiguration
+  that does not pay).
+- *Monotone in delay*: the best schedule at dark time ``h`` depends on ``h`` only (the phases and
+  candidates come from the static run), and the result at delay ``X`` is the minimum over
+  ``h in {X} + grid above X``. For ``X < Y`` with ``Y`` on the grid, that set contains every
+  dark time of ``Y``'s, so ``iteration(X) <= iteration(Y)``; the delay sweeps of the docs and
+  benchmarks are on the grid.
+- *Lower bound*: ``max(compute-only iteration, max over servers of fabric bytes sent or
+  received / (degree * B))``: the iteration with an infinitely fast network, and no circuit set
+  lets a server send or receive faster than its ``degree`` ports.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers.reconfig.schedule import (
+    CircuitSet,
+    Schedule,
+    ScheduleRun,
+    connected,
+    iteration_under_schedule,
+)
+from traffic.errors import InputError
+
+__all__ = [
+    "HOLD_GRID_S",
+    "Phase",
+    "ReconfigResult",
+    "comm_phases",
+    "phase_traffic",
+    "phase_candidates",
+    "schedule_for",
+    "lower_bound",
+    "reconfigure",
+    "delay_sweep",
+]
+
+HOLD_GRID_S = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
+"""Dark times (seconds) every search also tries above its delay (10 us to 100 ms)."""
+
+TIMINGS = ("ready", "request")
+"""When a phase's circuits change: ``ready`` at its boundary ``b`` (requested ``b - h``), or
+``request``\\ ed at ``b``."""
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A communication phase of the reference iteration: ``[start_s, end_s)`` and its labels."""
+
+    name: str
+    start_s: float
+    end_s: float
+
+
+def _net_classes(workload) -> set:
+    gps = workload.gpus_per_server
+    out = set()
+    for d in workload.demands:
+        if d.n_groups and d.group_size > 1:
+            srv = d.groups // gps
+            if np.any(srv.min(axis=1) != srv.max(axis=1)):
+                out.add(d.cls)
+    return out
+
+
+def comm_phases(
+    run: ScheduleRun, workload, *, max_phases: int = 4, min_fraction: float = 0.02
+) -> list[Phase]:
+    """The communication phases of a reference run (module docstring, step 2).
+
+    Examples
+    --------
+    >>> from traffic.build import workload_from_plan
+    >>> w = workload_from_plan("vgg16-dp")
+    >>> ring = [[i, (i + 1) % w.servers, 1] for i in range(w.servers)]
+    >>> run = iteration_under_schedule(w, Schedule((CircuitSet(ring),), (0.0,)), 12.5e9, 0.0)
+    >>> [p.name for p in comm_phases(run, w)]
+    ['backward:dp']
+    """
+    tl = run.result.timeline
+    total = float(run.iteration_s)
+    net = _net_classes(workload)
+    keep = (
+        ~tl["kind"].isin(["compute", "optimizer"]).to_numpy()
+        & tl["class"].isin(sorted(net)).to_numpy()
+        & (tl["finish_s"].to_numpy() > tl["start_s"].to_numpy())
+    )
+    rows = tl[keep]
+    if rows.empty or total <= 0:
+        return [Phase("iteration", 0.0, total)]
+    labels = (rows["phase"].astype(str) + ":" + rows["class"].astype(str)).to_numpy()
+    s = rows["start_s"].to_numpy(float)
+    f = rows["finish_s"].to_numpy(float)
+    pts = np.unique(np.concatenate([[0.0, total], s, f]))
+    names = sorted(set(labels.tolist()))
+    active = np.zeros((len(names), pts.size - 1), bool)
+    for i, lab in enumerate(names):
+        sel = labels == lab
+        diff = np.zeros(pts.size, np.int64)
+        np.add.at(diff, np.searchsorted(pts, s[sel]), 1)
+        np.add.at(diff, np.searchsorted(pts, f[sel]), -1)
+        active[i] = np.cumsum(diff)[:-1] > 0
+    # maximal runs of one label set; idle runs join the run before (or after, at the start)
+    segs: list[list] = []  # [start, end, frozenset]
+    for j in range(pts.size - 1):
+        labs = frozenset(names[i] for i in np.flatnonzero(active[:, j]))
+        if segs and (labs == segs[-1][2] or not labs):
+            segs[-1][1] = pts[j + 1]
+        elif segs and not segs[-1][2]:
+            segs[-1][1:] = [pts[j + 1], labs]
+        else:
+            segs.append([pts[j], pts[j + 1], labs])
+
+    def merge(i: int, j: int) -> None:  # segs[i] and segs[j] = segs[i + 1]
+        segs[i] = [segs[i][0], segs[j][1], segs[i][2] | segs[j][2]]
+        del segs[j]
+
+    changed = True
+    while changed and len(segs) > 1:
+        changed = False
+        for i, (a, b, _) in enumerate(segs):
+            if b - a < min_fraction * total:
+                merge(i - 1, i) if i > 0 else merge(0, 1)
+                changed = True
+                break
+    while len(segs) > max_phases:
+        lens = [b - a for a, b, _ in segs]
+        i = int(np.argmin(lens))
+        if i == 0:
+            merge(0, 1)
+        elif i == len(segs) - 1 or lens[i - 1] <= lens[i + 1]:
+            merge(i - 1, i)
+        else:
+            merge(i, i + 1)
+    segs[0][0] = 0.0
+    segs[-1][1] = total
+    return [Phase("+".join(sorted(lab)) or "idle", float(a), float(b)) for a, b, lab in segs]
+
+
+def phase_traffic(flows: dict, phases: list[Phase], n: int) -> list[sp.csr_matrix]:
+    """Server byte matrix of each phase: every fabric flow's bytes pro rata to its time in it."""
+    s, f, b = flows["start"], flows["finish"], flows["bytes"]
+    key = flows["src"] * n + flows["dst"]
+    dur = f - s
+    out = []
+    for k, ph in enumerate(phases):
+        ov = np.clip(np.minimum(f, ph.end_s) - np.maximum(s, ph.start_s), 0.0, None)
+        frac = np.where(dur > 0, ov / np.where(dur > 0, dur, 1.0), 0.0)
+        last = k == len(phases) - 1
+        instant = (dur <= 0) & (s >= ph.start_s) & ((s < ph.end_s) | last)
+        w = b * np.where(instant, 1.0, frac)
+        m = np.bincount(key, weights=w, minlength=n * n).reshape(n, n)
+        np.fill_diagonal(m, 0.0)
+        out.append(sp.csr_matrix(m))
+    return out
+
+
+def phase_candidates(
+    matrix: sp.csr_matrix,
+    phase: Phase,
+    degree: int,
+    link_bandwidth: float,
+    static: CircuitSet,
+    solvers: tuple[str, ...],
+    *,
+    seed: int = 0,
+    work_limit: float | None = None,
+    max_parallel: int | None = None,
+) -> list[CircuitSet]:
+    """The static set, then one set per solver for ``phase``'s traffic (connected, distinct)."""
+    from solvers.problem import DesignProblem, PhaseTraffic
+    from solvers.reconfig.demand import demand_circuits
+    from solvers.registry import solve
+
+    n = matrix.shape[0]
+    out = [static]
+    if matrix.nnz == 0:
+        return out
+    z = np.zeros(0, np.int64)
+    prob = DesignProblem(
+        n, degree, link_bandwidth, (PhaseTraffic(phase.name, [0], z, [], matrix),),
+        max_parallel=max_parallel, name=phase.name,
+    )  # fmt: skip
+    for name in solvers:
+        if name == "demand":
+            cs = CircuitSet(demand_circuits(matrix, degree, max_parallel), None, "demand")
+        else:
+            try:
+                d = solve(prob, name, seed=seed, work_limit=work_limit, objective="congestion")
+            except InputError:  # a solver refusing the problem (e.g. too few servers)
+                continue
+            cs = CircuitSet(d.circuits, d.routing, name)
+        if not connected(cs.circuits, n) or any(cs.same_circuits(o) for o in out):
+            continue
+        out.append(CircuitSet(cs.circuits, cs.routing, f"{cs.label}:{phase.name}"))
+    return out
+
+
+def schedule_for(
+    choice: tuple[int, ...],
+    candidates: list[list[CircuitSet]],
+    phases: list[Phase],
+    hold_s: float,
+    timing: str,
+) -> Schedule:
+    """The schedule taking ``candidates[p][choice[p]]`` in phase ``p`` (module docstring)."""
+    sets, starts, names = [], [], []
+    end = 0.0
+    for p, c in enumerate(choice):
+        cs = candidates[p][c]
+        if sets and cs.same_circuits(sets[-1]):
+            names[-1] = names[-1] + "+" + phases[p].name
+            continue
+        if not sets:
+            t = 0.0
+        else:
+            b = phases[p].start_s
+            t = max(b - hold_s if timing == "ready" else b, end, starts[-1])
+            end = t + hold_s
+        sets.append(cs)
+        starts.append(t)
+        names.append(phases[p].name)
+    return Schedule(tuple(sets), tuple(starts), tuple(names))
+
+
+def lower_bound(run: ScheduleRun, n: int, degree: int, link_bandwidth: float) -> float:
+    """``max(compute-only, busiest server's fabric bytes / (degree * B))`` (module docstring)."""
+    fl = run.flows
+    out = np.bincount(fl["src"], weights=fl["bytes"], minlength=n)
+    inn = np.bincount(fl["dst"], weights=fl["bytes"], minlength=n)
+    ports = max(float(out.max(initial=0.0)), float(inn.max(initial=0.0)))
+    return max(float(run.result.compute_s), ports / (degree * link_bandwidth))
+
+
+@dataclass(frozen=True, eq=False)
+class ReconfigResult:
+    """What :func:`reconfigure` chose (seconds).
+
+    Attributes
+    ----------
+    iteration_s : float
+        Iteration under the chosen schedule (``<= static_iteration_s``).
+    static_iteration_s : float
+        Iteration of the static design.
+    reconfigurations : int
+        Per iteration (the wrap back to the first set included).
+    schedule : Schedule
+    delay_s, dark_s : float
+        The switch's delay and the dark time of the chosen schedule (``>= delay_s``).
+    lower_bound_s : float
+    phases : list of Phase
+    candidates : list of list of CircuitSet
+    by_hold : dict
+        Dark time -> best iteration found with it.
+    by_hold_schedule : dict
+        Dark time -> the schedule of that iteration.
+    evaluations : int
+        Schedules simulated.
+    static : Design
+    baselines : list of dict
+        Filled by :func:`solvers.reconfig.baselines.run_baselines` when asked.
+    info : dict
+    """
+
+    iteration_s: float
+    static_iteration_s: float
+    reconfigurations: int
+    schedule: Schedule
+    delay_s: float
+    dark_s: float
+    lower_bound_s: float
+    phases: list
+    candidates: list
+    by_hold: dict
+    by_hold_schedule: dict
+    evaluations: int
+    static: object
+    reference: ScheduleRun
+    baselines: list = field(default_factory=list)
+    info: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """The ``--json`` document of ``topoopt reconfig``."""
+        s = self.schedule
+        return {
+            "iteration_s": self.iteration_s,
+            "static_iteration_s": self.static_iteration_s,
+            "reconfigurations": self.reconfigurations,
+            "schedule": [
+                {
+                    "start_s": t,
+                    "phase": ph,
+                    "source": cs.label,
+                    "circuits": cs.circuits.tolist(),
+                }
+                for cs, t, ph in zip(s.sets, s.starts, s.phases, strict=True)
+            ],
+            "lower_bound_s": self.lower_bound_s,
+            "delay_s": self.delay_s,
+            "dark_s": self.dark_s,
+            "phases": [
+                {"name": p.name, "start_s": p.start_s, "end_s": p.end_s} for p in self.phases
+            ],
+            "candidates_per_phase": [len(c) for c in self.candidates],
+            "by_dark_s": [{"dark_s": h, "iteration_s": v} for h, v in sorted(self.by_hold.items())],
+            "evaluations": self.evaluations,
+            "baselines": self.baselines,
+            **self.info,
+        }
+
+
+def _check_delay(delay_s) -> float:
+    if isinstance(delay_s, bool) or not isinstance(delay_s, int | float | np.floating):
+        raise InputError("delay", delay_s, "a finite number of seconds >= 0")
+    d = float(delay_s)
+    if not (np.isfinite(d) and d >= 0):
+        raise InputError("delay", delay_s, "a finite number of seconds >= 0")
+    return d
+
+
+def reconfigure(
+    workload,
+    degree: int,
+    link_bandwidth: float,
+    delay_s: float,
+    *,
+    static_design=None,
+    static_solver: str = "joint",
+    solvers: tuple[str, ...] = ("joint", "topoopt", "demand"),
+    seed: int = 0,
+    work_limit: float | None = None,
+    max_phases: int = 4,
+    max_exhaustive: int = 64,
+    max_evaluations: int = 128,
+    holds: tuple[float, ...] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ReconfigResult:
+    """The fastest circuit schedule for ``workload`` at reconfiguration delay ``delay_s``.
+
+    Parameters
+    ----------
+    workload : Workload
+        A plan-derived workload.
+    degree : int
+        Optical ports per server.
+    link_bandwidth : float
+        Bytes/s per port.
+    delay_s : float
+        Reconfiguration delay of the switch, seconds (``>= 0``).
+    static_design : Design, optional
+        The static design (default: ``static_solver`` on the plan's problem).
+    static_solver : str
+        Solver of the static design (:data:`solvers.registry.SOLVERS`).
+    solvers : tuple of str
+        Per-phase designers: solver names and ``demand``.
+    seed : int
+    work_limit : float, optional
+        Work limit of every ``joint`` solve.
+    max_phases : int
+        At most this many communication phases.
+    max_exhaustive : int
+        Evaluate every per-phase choice up to this many, else coordinate descent.
+    max_evaluations : int
+        Deterministic work limit: schedules simulated per dark time (default 128: an exhaustive
+        search of ``max_exhaustive`` choices at two timings is never cut; in a fixed order, so the
+        best at a dark time still depends on it only); a search it stops keeps its incumbent
+        (``info["stopped_by"]``).
+    holds : tuple of float, optional
+        The dark-time grid (default :data:`HOLD_GRID_S`).
+    progress : callable, optional
+        One-line messages.
+
+    Returns
+    -------
+    ReconfigResult
+
+    Raises
+    ------
+    InputError
+        A negative or non-finite delay, an impossible degree, an unknown solver.
+
+    Examples
+    --------
+    >>> from traffic.build import workload_from_plan
+    >>> w = workload_from_plan("vgg16-dp")
+    >>> r = reconfigure(w, 2, 12.5e9, 1e-3, static_solver="topoopt", solvers=("demand",))
+    >>> r.lower_bound_s <= r.iteration_s <= r.static_iteration_s
+    True
+    """
+    from solvers.problem import DesignProblem
+    from solvers.realise import design_workload
+    from solvers.registry import SOLVERS, solve
+
+    delay = _check_delay(delay_s)
+    if isinstance(degree, bool) or not isinstance(degree, int | np.integer) or degree < 1:
+        raise InputError("degree", degree, "an integer >= 1")
+    for name in (static_solver, *solvers):
+        if name not in SOLVERS and not (name == "demand" and name != static_solver):
+            raise InputError("solver", name, f"one of {', '.join(SOLVERS)} (or demand per phase)")
+    say = progress or (lambda m: None)
+    t0 = time.perf_counter()
+    n = workload.servers
+    if n > 2 and degree < 2:
+        raise InputError("degree", degree, f"at least 2 ports per server to connect {n} servers")
+    if static_design is not None and (static_design.servers != n or static_design.degree != degree):
+        raise InputError(
+            "static_design", f"{static_design.servers} x {static_design.degree}", f"{n} x {degree}"
+        )
+    problem = DesignProblem.from_workload(workload, int(degree), link_bandwidth)
+    if static_design is None:
+        say(f"reconfig: static design ({static_solver})")
+        static_design = solve(problem, static_solver, seed=seed, work_limit=work_limit)
+    w = design_workload(workload, static_design, problem)
+    static = CircuitSet(static_design.circuits, static_design.routing, "static")
+    ref = iteration_under_schedule(
+        w, Schedule((static,), (0.0,), ("iteration",)), link_bandwidth, 0.0
+    )
+    compute_s = float(ref.result.compute_s)
+    say(f"reconfig: static iteration {ref.iteration_s * 1e3:.4g} ms")
+    phases = comm_phases(ref, workload, max_phases=max_phases)
+    mats = phase_traffic(ref.flows, phases, n)
+    cands = [
+        phase_candidates(m, ph, int(degree), link_bandwidth, static, tuple(solvers), seed=seed,
+                         work_limit=work_limit)
+        for m, ph in zip(mats, phases, strict=True)
+    ]  # fmt: skip
+    say(f"reconfig: {len(phases)} phases, candidates {[len(c) for c in cands]}")
+    grid = tuple(sorted(HOLD_GRID_S if holds is None else holds))
+    hold_list = [delay] + [g for g in grid if g > delay * (1 + 1e-9)]
+    if isinstance(max_evaluations, bool) or int(max_evaluations) != max_evaluations:
+        raise InputError("max_evaluations", max_evaluations, "an integer >= 0")
+    cache: dict = {}
+    evals = [0]
+    spent: dict = {}
+    stopped: list = []
+
+    def value(sched: Schedule, h: float) -> tuple[float, ScheduleRun | None]:
+        if sched.is_static():
+            return ref.iteration_s, ref
+        key = (h, tuple(s.label for s in sched.sets), sched.starts)
+        if key not in cache:
+            if spent.get(h, 0) >= max_evaluations:
+                if h not in stopped:
+                    stopped.append(h)
+                return np.inf, None
+            spent[h] = spent.get(h, 0) + 1
+            evals[0] += 1
+            run = iteration_under_schedule(w, sched, link_bandwidth, h, compute_s=compute_s)
+            it = run.iteration_s if np.isfinite(run.iteration_s) else np.inf
+            cache[key] = (it, run)
+        return cache[key]
+
+    def best_at(h: float):
+        best = (ref.iteration_s, Schedule((static,), (0.0,), ("iteration",)), ref)
+
+        def consider(choice):
+            nonlocal best
+            for timing in TIMINGS:
+                sched = schedule_for(choice, cands, phases, h, timing)
+                it, run = value(sched, h)
+                if it < best[0]:
+                    best = (it, sched, run)
+
+        total = int(np.prod([len(c) for c in cands]))
+        if total <= max_exhaustive:
+            for choice in itertools.product(*[range(len(c)) for c in cands]):
+                consider(choice)
+        else:
+            current = [0] * len(cands)
+            for _ in range(3):
+                before = best[0]
+                for p in range(len(cands)):
+                    for c in range(len(cands[p])):
+                        trial = list(current)
+                        trial[p] = c
+                        prev_best = best[0]
+                        consider(tuple(trial))
+                        if best[0] < prev_best:
+                            current = trial
+                if best[0] >= before:
+                    break
+        return best
+
+    by_hold, by_hold_schedule = {}, {}
+    chosen = None
+    for h in hold_list:
+        b = best_at(h)
+        by_hold[h] = b[0]
+        by_hold_schedule[h] = b[1]
+        say(f"reconfig: dark {h * 1e6:.6g} us: {b[0] * 1e3:.4g} ms")
+        if chosen is None or b[0] < chosen[0][0]:
+            chosen = (b, h)
+    (it, sched, run), dark = chosen
+    if sched.is_static():
+        dark = delay
+    lb = lower_bound(ref, n, int(degree), link_bandwidth)
+    return ReconfigResult(
+        iteration_s=float(it),
+        static_iteration_s=float(ref.iteration_s),
+        reconfigurations=sched.reconfigurations(),
+        schedule=sched,
+        delay_s=delay,
+        dark_s=float(dark),
+        lower_bound_s=float(lb),
+        phases=phases,
+        candidates=cands,
+        by_hold=by_hold,
+        by_hold_schedule=by_hold_schedule,
+        evaluations=evals[0],
+        static=static_design,
+        reference=ref,
+        info={
+            "static_solver": static_design.solver,
+            "phase_solvers": list(solvers),
+            "compute_s": compute_s,
+            "stopped_by": "max_evaluations" if stopped else "none",
+            "wall_s": time.perf_counter() - t0,
+        },
+    )
+
+
+def delay_sweep(
+    workload,
+    degree: int,
+    link_bandwidth: float,
+    delays_s=HOLD_GRID_S,
+    *,
+    baselines: bool = True,
+    progress: Callable[[str], None] | None = None,
+    **kwargs,
+):
+    """Iteration time against reconfiguration delay: one row per delay (a DataFrame).
+
+    One :func:`reconfigure` at the smallest delay with the dark-time grid ``HOLD_GRID_S`` plus
+    ``delays_s`` gives the best schedule at every dark time; the result at delay ``X`` is the
+    best over dark times ``>= X`` (what :func:`reconfigure` at ``X`` returns with that grid), so
+    the column ``iteration_s`` is non-decreasing. Columns: ``delay_s``, ``iteration_s``,
+    ``static_iteration_s``, ``reconfigurations``, ``dark_s``, ``lower_bound_s``, ``stopped_by``
+    (the search's work limit, ``"none"`` when it was not reached) and, with
+    ``baselines``, ``<baseline>_s`` and ``<baseline>_reconfigurations`` per baseline.
+    Keyword arguments go to :func:`reconfigure`.
+    """
+    import pandas as pd
+
+    from solvers.problem import DesignProblem
+    from solvers.realise import design_workload
+    from solvers.reconfig.baselines import BASELINES, run_baseline
+
+    delays = sorted(_check_delay(d) for d in delays_s)
+    if not delays:
+        raise InputError("delays", delays_s, "one or more delays")
+    grid = tuple(sorted(set(HOLD_GRID_S) | set(delays)))
+    r = reconfigure(
+        workload, degree, link_bandwidth, delays[0], holds=grid, progress=progress, **kwargs
+    )
+    w = None
+    if baselines:
+        problem = DesignProblem.from_workload(workload, int(degree), link_bandwidth)
+        w = design_workload(workload, r.static, problem)
+    rows = []
+    for d in delays:
+        hs = [h for h in r.by_hold if h >= d * (1 - 1e-9)]
+        h = min(hs, key=lambda x: (r.by_hold[x], x))
+        sched = r.by_hold_schedule[h]
+        row = {
+            "delay_s": d,
+            "iteration_s": r.by_hold[h],
+            "static_iteration_s": r.static_iteration_s,
+            "reconfigurations": sched.reconfigurations(),
+            "dark_s": h if not sched.is_static() else d,
+            "lower_bound_s": r.lower_bound_s,
+            "stopped_by": r.info["stopped_by"],
+        }
+        if baselines:
+            for kind in BASELINES:
+                b = run_baseline(kind, w, r.reference, int(degree), link_bandwidth, d)
+                row[f"{kind}_s"] = b["iteration_s"]
+                row[f"{kind}_reconfigurations"] = b["reconfigurations"]
+        if progress:
+            progress(f"sweep: delay {d * 1e6:g} us: {row['iteration_s'] * 1e3:.4g} ms")
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,434 @@
+"""The time-varying engine (:func:`topoopt.flowsim.timevarying.simulate_epochs`).
+
+- without epochs, one class and unit weights it is :func:`topoopt.flowsim.simulate` (random
+  FlowSets of ``test_kernels``: multipath, zero bytes, dependencies, latency, multiplicity);
+- closed forms: a capacity change and a path change on two links, a pause (capacity 0) and
+  resume, strict priorities (two classes on one link; a low class on a link the high class
+  leaves idle), weighted sharing;
+- random cases with epochs (capacity changes, zeros, path changes), priorities and weights
+  against an independent plain-Python simulator that recomputes every rate level by level;
+- weighted max-min against SimGrid (``tests/peers/simgrid_peer.py`` with ``sharing_weight``).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from test_kernels import random_flowset
+from test_simgrid_agreement import CASES, build, make_case, run_peer
+
+from topoopt.flowsim import FlowSet, WorkLimitExceeded, simulate
+from topoopt.flowsim.netsim_json import parse_netsim
+from topoopt.flowsim.timevarying import Epoch, EpochPaths, simulate_epochs
+from traffic.errors import InputError
+
+
+# ---------------------------------------------------------------------- reference
+def level_fill(paths, wts, left):
+    """Weighted progressive filling one water level at a time on the capacities ``left``
+    (updated in place): every unfrozen flow rises by ``w * inc``; full links freeze theirs."""
+    n = len(paths)
+    rate = [0.0] * n
+    frozen = [False] * n
+    while not all(frozen):
+        wsum = {}
+        for f in range(n):
+            if not frozen[f]:
+                for link in paths[f]:
+                    wsum[link] = wsum.get(link, 0.0) + wts[f]
+        inc = min(max(left[link], 0.0) / w for link, w in wsum.items())
+        for f in range(n):
+            if not frozen[f]:
+                rate[f] += wts[f] * inc
+        for link, w in wsum.items():
+            left[link] -= inc * w
+        full = {link for link in wsum if left[link] <= 1e-12 * max(1.0, abs(left[link]) + inc)}
+        for link in full:
+            left[link] = 0.0
+        for f in range(n):
+            if not frozen[f] and full.intersection(paths[f]):
+                frozen[f] = True
+    return rate
+
+
+def reference(fs, epochs=(), priority=None, weight=None, rtol=1e-12):
+    """Event by event from scratch: ``(start, finish)`` per flow (semantics of the module)."""
+    n_f = fs.n_flows
+    prio = [0] * n_f if priority is None else list(priority)
+    wt = [1.0] * n_f if weight is None else list(weight)
+    mult = fs.multiplicity.tolist()
+    versions = [(fs.flow_ptr.tolist(), fs.path_ptr.tolist(), fs.path_links.tolist(), fs.weight)]
+    ep_list = []
+    for e in epochs:
+        v = None
+        if e.paths is not None:
+            p = e.paths
+            versions.append(
+                (p.flow_ptr.tolist(), p.path_ptr.tolist(), p.path_links.tolist(), p.weight)
+            )
+            v = len(versions) - 1
+        ep_list.append((e.start_s, e.capacity.tolist(), v))
+    lat = fs.latency.tolist()
+
+    def paths_of(v, f):
+        fp, pp, pl, w = versions[v]
+        return [(pl[pp[p] : pp[p + 1]], float(w[p])) for p in range(fp[f], fp[f + 1])]
+
+    deps = [fs.deps[fs.dep_ptr[f] : fs.dep_ptr[f + 1]].tolist() for f in range(n_f)]
+    release = [float(fs.start[f]) if not deps[f] else None for f in range(n_f)]
+    finish = [np.inf] * n_f
+    done = [False] * n_f
+    started = [False] * n_f
+    arrive = [-np.inf] * n_f
+    pieces = []  # dicts: flow, links, left, rate, last
+    cap = fs.capacity.tolist()
+    ver, ei, t = 0, 0, 0.0
+    while True:
+        t_c = min((t + p["left"] / p["rate"] for p in pieces if p["rate"] > 0), default=np.inf)
+        due = [release[f] for f in range(n_f) if not started[f] and release[f] is not None]
+        t_next = min(t_c, min(due, default=np.inf), ep_list[ei][0] if ei < len(ep_list) else np.inf)
+        if t_next == np.inf:
+            break
+        for p in pieces:
+            if p["rate"] > 0 and t_next > t:
+                p["left"] -= p["rate"] * (t_next - t)
+                p["last"] = t_next
+        t = max(t, t_next)
+        cut = t + rtol * abs(t)
+        ended = [p for p in pieces if p["rate"] > 0 and p["left"] <= p["rate"] * (cut - t)]
+        while True:
+            for p in ended:
+                f = p["flow"]
+                arrive[f] = max(arrive[f], t + sum(lat[k] for k in p["links"]))
+                pieces.remove(p)
+            for f in range(n_f):
+                if started[f] and not done[f] and not any(p["flow"] == f for p in pieces):
+                    done[f] = True
+                    finish[f] = arrive[f]
+            for f in range(n_f):
+                if release[f] is None and all(done[d] for d in deps[f]):
+                    release[f] = max([float(fs.start[f])] + [finish[d] for d in deps[f]])
+            while ei < len(ep_list) and ep_list[ei][0] <= cut:
+                _, cap, v = ep_list[ei]
+                ei += 1
+                if v is None:
+                    continue
+                ver = v
+                rem = {}
+                for p in pieces:
+                    f = p["flow"]
+                    rem[f] = rem.get(f, 0.0) + max(p["left"], 0.0)
+                    if p["sent0"] > max(p["left"], 0.0):
+                        arrive[f] = max(arrive[f], p["last"] + sum(lat[k] for k in p["links"]))
+                pieces = []
+                for f, r in rem.items():
+                    for links, w in paths_of(ver, f):
+                        pieces.append(
+                            {"flow": f, "links": links, "left": r * w, "sent0": r * w,
+                             "rate": 0.0, "last": -np.inf}
+                        )  # fmt: skip
+            new = [
+                f for f in range(n_f) if not started[f] and release[f] is not None
+                and release[f] <= cut
+            ]  # fmt: skip
+            if not new:
+                break
+            ended = []
+            for f in new:
+                started[f] = True
+                for links, w in paths_of(ver, f):
+                    p = {"flow": f, "links": links, "left": fs.size[f] * w,
+                         "sent0": fs.size[f] * w, "rate": 0.0, "last": -np.inf}  # fmt: skip
+                    pieces.append(p)
+                    if p["left"] <= 0:
+                        ended.append(p)
+        # lexicographic weighted max-min; a flow of multiplicity m counts m times
+        left = list(cap)
+        for c in sorted({prio[p["flow"]] for p in pieces}):
+            mine = [p for p in pieces if prio[p["flow"]] == c]
+            rates = level_fill(
+                [p["links"] for p in mine], [wt[p["flow"]] * mult[p["flow"]] for p in mine], left
+            )
+            for p, r in zip(mine, rates, strict=True):
+                p["rate"] = r / mult[p["flow"]]
+    start = [np.inf if r is None else r for r in release]
+    return np.array(start, float), np.array(finish, float)
+
+
+def random_paths(rng, n_links, n_flows):
+    flow_ptr, path_ptr, links, weight = [0], [0], [], []
+    for _ in range(n_flows):
+        k = 2 if rng.random() < 0.3 else 1
+        for w in [0.25, 0.75] if k == 2 else [1.0]:
+            links += sorted(
+                rng.choice(n_links, rng.integers(1, min(4, n_links + 1)), replace=False)
+            )
+            path_ptr.append(len(links))
+            weight.append(w)
+        flow_ptr.append(len(weight))
+    return EpochPaths(flow_ptr, path_ptr, links, weight)
+
+
+# ---------------------------------------------------------------------- equals simulate()
+@pytest.mark.parametrize("seed", range(30))
+def test_without_epochs_it_is_simulate(seed):
+    rng = np.random.default_rng(3000 + seed)
+    fs = random_flowset(
+        rng,
+        int(rng.integers(2, 9)),
+        int(rng.integers(5, 60)),
+        multipath=seed % 2 == 0,
+        zero=seed % 3 == 0,
+        deps=seed % 4 < 2,
+        latency=seed % 5 < 3,
+        stagger=[0.0, 0.3, 0.8][seed % 3],
+    )
+    if seed % 4 == 3:
+        fs = fs.with_multiplicity(rng.integers(1, 4, fs.n_flows))
+    a, b = simulate(fs), simulate_epochs(fs)
+    for name in ("start", "finish", "path_last_byte", "path_finish", "link_bytes"):
+        np.testing.assert_allclose(getattr(b, name), getattr(a, name), rtol=1e-12, atol=0)
+    assert b.n_events == a.n_events and b.makespan == pytest.approx(a.makespan, rel=1e-12)
+    # equal priorities and equal weights of any value are the same sharing
+    c = simulate_epochs(fs, priority=np.full(fs.n_flows, 3), weight=np.full(fs.n_flows, 2.5))
+    np.testing.assert_allclose(c.finish, a.finish, rtol=1e-12, atol=0)
+
+
+# ---------------------------------------------------------------------- closed forms
+def test_capacity_change_on_two_links():
+    # flow 0 on A,B and flow 1 on B, 60 bytes each; both 10 B/s. Until 2 s: 5 B/s each on B.
+    # From 2 s B has 30 B/s: flow 0 is held by A at 10 (50 bytes: 7 s), flow 1 gets 20 (4.5 s).
+    fs = FlowSet.single_path(
+        [10.0, 10.0], [0.0, 0.0], size=[60.0, 60.0], start=[0.0, 0.0], paths=[[0, 1], [1]]
+    )
+    res = simulate_epochs(fs, [Epoch(2.0, [10.0, 30.0])])
+    np.testing.assert_allclose(res.finish, [7.0, 4.5], rtol=1e-14)
+    times, loads = res.link_load(1)
+    assert times.tolist() == [0, 0, 2, 4.5, 7] and loads.tolist() == [0, 10, 30, 10, 0]
+    np.testing.assert_allclose(res.link_bytes, [60.0, 120.0])
+
+
+def test_path_change_re_splits_the_remaining_bytes():
+    # Two 10 B/s links A (latency 0.25 s) and B (latency 0.5 s); flows 0, 1 of 100 bytes on A
+    # share 5 B/s each until 4 s (80 left each). Then flow 0 moves to A and B half-half: 40 on
+    # B alone ends at 8 s, 40 on A at 5 B/s ends at 12 s (arrives 12.25); flow 1 then has 40
+    # left at 10 B/s: ends at 16 s (arrives 16.25).
+    fs = FlowSet.single_path(
+        [10.0, 10.0], [0.25, 0.5], size=[100.0, 100.0], start=[0.0, 0.0], paths=[[0], [0]]
+    )
+    new = EpochPaths([0, 2, 3], [0, 1, 2, 3], [0, 1, 0], [0.5, 0.5, 1.0])
+    res = simulate_epochs(fs, [Epoch(4.0, [10.0, 10.0], new)])
+    np.testing.assert_allclose(res.finish, [12.25, 16.25], rtol=1e-14)
+    np.testing.assert_allclose(res.link_bytes, [160.0, 40.0])
+    # every unfinished flow is re-split onto the epoch's paths: no per-path times of their own
+    assert np.isnan(res.path_last_byte).all()
+    # a one-path swap: each alone on its link from 4 s, 80 bytes at 10 B/s
+    swap = EpochPaths.single_path([[1], [0]])
+    res = simulate_epochs(fs, [Epoch(4.0, [10.0, 10.0], swap)])
+    np.testing.assert_allclose(res.finish, [12.5, 12.25], rtol=1e-14)
+    # a flow that starts after the change starts on the new paths
+    late = FlowSet.single_path(
+        [10.0, 10.0], [0.0, 0.0], size=[100.0, 30.0], start=[0.0, 5.0], paths=[[0], [0]]
+    )
+    res = simulate_epochs(late, [Epoch(4.0, [10.0, 10.0], swap)])
+    np.testing.assert_allclose(res.finish, [10.0, 8.0], rtol=1e-14)
+
+
+def test_pause_then_resume():
+    # A, B of 10 B/s; flow 0 on A, flow 1 on A,B, flow 2 on B, 100 bytes each. Until 3 s all
+    # get 5 B/s (85 left). A is off from 3 to 5 s: flows 0, 1 pause, flow 2 runs at 10 (65 left
+    # at 5 s). Then 5 B/s each again: flow 2 ends at 18 s, flows 0 and 1 (20 left, still 5 B/s
+    # on A) at 22 s.
+    fs = FlowSet.single_path(
+        [10.0, 10.0], [0.0, 0.0], size=[100.0] * 3, start=[0.0] * 3, paths=[[0], [0, 1], [1]]
+    )
+    res = simulate_epochs(fs, [Epoch(3.0, [0.0, 10.0]), Epoch(5.0, [10.0, 10.0])])
+    np.testing.assert_allclose(res.finish, [22.0, 22.0, 18.0], rtol=1e-14)
+    times, loads = res.link_load(0)
+    assert times.tolist() == [0.0, 0.0, 3.0, 5.0, 22.0] and loads.tolist() == [0, 10, 0, 10, 0]
+    # off for good: flows 0 and 1 never finish, flow 2 ends at 3 + 8.5 s
+    res = simulate_epochs(fs, [Epoch(3.0, [0.0, 10.0])])
+    assert res.finish[:2].tolist() == [np.inf, np.inf] and res.finish[2] == pytest.approx(11.5)
+    # a flow released during a pause waits for the capacity (starts at 1 s, sends from 5 s)
+    one = FlowSet.single_path([10.0], [0.0], size=[20.0], start=[1.0], paths=[[0]])
+    res = simulate_epochs(one, [Epoch(0.0, [0.0]), Epoch(5.0, [10.0])])
+    assert res.start.tolist() == [1.0] and res.finish.tolist() == [7.0]
+
+
+def test_strict_priority_on_one_link():
+    # 10 B/s; the low flow (100 bytes) runs alone until the high one (50 bytes) arrives at 2 s,
+    # then waits 5 s: high ends at 7 s, low (80 left) at 15 s.
+    fs = FlowSet.single_path([10.0], [0.0], size=[100.0, 50.0], start=[0.0, 2.0], paths=[[0], [0]])
+    res = simulate_epochs(fs, priority=[1, 0])
+    np.testing.assert_allclose(res.finish, [15.0, 7.0], rtol=1e-14)
+    # the classes are ranks: 7 and 3 are the same as 1 and 0
+    np.testing.assert_array_equal(simulate_epochs(fs, priority=[7, 3]).finish, res.finish)
+
+
+def test_low_class_takes_what_the_high_class_leaves():
+    # A = 5, B = 10 B/s. High flow 0 on A,B is held at 5 by A, so B has 5 left for low flow 1
+    # (50 bytes: 10 s); low flow 2 on A gets nothing until flow 0 (100 bytes) ends at 20 s,
+    # then 10 bytes at 5 B/s: 22 s.
+    fs = FlowSet.single_path(
+        [5.0, 10.0], [0.0, 0.0], size=[100.0, 50.0, 10.0], start=[0.0] * 3,
+        paths=[[0, 1], [1], [0]],
+    )  # fmt: skip
+    res = simulate_epochs(fs, priority=[0, 1, 1])
+    np.testing.assert_allclose(res.finish, [20.0, 10.0, 22.0], rtol=1e-14)
+    # without priorities: A is shared 2.5/2.5 until flow 2 ends at 4 s, ...
+    flat = simulate_epochs(fs)
+    np.testing.assert_allclose(flat.finish, simulate(fs).finish, rtol=1e-12)
+    assert flat.finish[0] > res.finish[0]
+
+
+def test_weighted_parking_lot():
+    # A, B of 12 B/s; flow 0 (weight 1) on A,B, flow 1 (weight 2) on A, flow 2 (weight 1) on B.
+    # A fills first at level 12 / 3 = 4: rates 4 and 8; B gives flow 2 the 8 left. 48 bytes
+    # each: flows 1 and 2 end at 6 s; flow 0 (24 left) then runs alone at 12: ends at 8 s.
+    fs = FlowSet.single_path(
+        [12.0, 12.0], [0.0, 0.0], size=[48.0] * 3, start=[0.0] * 3, paths=[[0, 1], [0], [1]]
+    )
+    res = simulate_epochs(fs, weight=[1.0, 2.0, 1.0])
+    np.testing.assert_allclose(res.finish, [8.0, 6.0, 6.0], rtol=1e-14)
+    # weight and multiplicity: a class of 2 flows of weight 1 with a flow of weight 2 on one
+    # 8 B/s link: 2 B/s per member, 4 B/s for the other (8 bytes: 2 s); then the members' last
+    # 4 bytes at 4 B/s each: 3 s
+    one = FlowSet.single_path([8.0], [0.0], size=[8.0, 8.0], start=[0.0, 0.0], paths=[[0], [0]])
+    res = simulate_epochs(one.with_multiplicity([2, 1]), weight=[1.0, 2.0])
+    np.testing.assert_allclose(res.finish, [3.0, 2.0], rtol=1e-14)
+    np.testing.assert_allclose(res.link_bytes, [24.0])
+
+
+def test_non_preemptive_micro_ops():
+    # 10 B/s; a low flow of 100 bytes from 0 s, a high flow of 50 bytes at 2.5 s. Preemptive:
+    # high alone, ends at 7.5 s. Low non-preemptive as a whole: it keeps sharing (75 left at
+    # 2.5 s, 5 B/s each): high ends at 12.5 s. Low in 10 non-preemptive micro-ops of 10 bytes:
+    # the one in flight at 2.5 s (5 left) shares until 3.5 s, the next waits for the high
+    # flow (45 left at 10 B/s: 8 s) and starts at 8 s. The low flow ends at 15 s every time.
+    fs = FlowSet.single_path([10.0], [0.0], size=[100.0, 50.0], start=[0.0, 2.5], paths=[[0], [0]])
+    pre = simulate_epochs(fs, priority=[1, 0])
+    np.testing.assert_allclose(pre.finish, [15.0, 7.5], rtol=1e-14)
+    whole = simulate_epochs(fs, priority=[1, 0], nonpreemptive=np.array([True, False]))
+    np.testing.assert_allclose(whole.finish, [15.0, 12.5], rtol=1e-14)
+    chain = FlowSet.single_path(
+        [10.0], [0.0], size=[10.0] * 10 + [50.0], start=[0.0] * 10 + [2.5],
+        paths=[[0]] * 11, after=[[]] + [[i] for i in range(9)] + [[]],
+    )  # fmt: skip
+    res = simulate_epochs(chain, priority=[1] * 10 + [0], nonpreemptive=np.arange(11) < 10)
+    np.testing.assert_allclose(res.finish[[9, 10]], [15.0, 8.0], rtol=1e-14)
+    np.testing.assert_allclose(res.start[:5], [0.0, 1.0, 2.0, 8.0, 9.0], rtol=1e-14)
+    # a non-preemptive flow only waits for higher classes on its own links: on another link
+    # it starts at once
+    two = FlowSet.single_path([10.0, 10.0], [0.0, 0.0], size=[10.0, 10.0], start=[0.0, 0.0],
+                              paths=[[0], [1]])  # fmt: skip
+    res = simulate_epochs(two, priority=[0, 1], nonpreemptive=np.array([False, True]))
+    assert res.finish.tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_non_preemptive_in_one_class_changes_nothing(seed):
+    rng = np.random.default_rng(6000 + seed)
+    fs = random_flowset(rng, 5, 30, multipath=True, zero=True, deps=True, latency=True,
+                        stagger=0.5)  # fmt: skip
+    res = simulate_epochs(fs, nonpreemptive=rng.random(fs.n_flows) < 0.5)
+    np.testing.assert_allclose(res.finish, simulate(fs).finish, rtol=1e-12, atol=0)
+
+
+# ---------------------------------------------------------------------- against the reference
+@pytest.mark.parametrize("seed", range(16))
+def test_random_epochs_priorities_weights_match_the_reference(seed):
+    rng = np.random.default_rng(4000 + seed)
+    n_l = int(rng.integers(2, 7))
+    fs = random_flowset(
+        rng, n_l, int(rng.integers(4, 25)), multipath=True, zero=seed % 3 == 0,
+        deps=seed % 2 == 0, latency=seed % 4 < 2, stagger=0.5,
+    )  # fmt: skip
+    if seed % 5 == 4:
+        fs = fs.with_multiplicity(rng.integers(1, 3, fs.n_flows))
+    epochs, t = [], 0.0
+    for _ in range(int(rng.integers(1, 5))):
+        t += float(rng.choice([0.3, 0.7, 1.1]))
+        cap = rng.choice([0.0, 1.0, 2.0, 4.0], n_l, p=[0.15, 0.3, 0.3, 0.25])
+        paths = random_paths(rng, n_l, fs.n_flows) if rng.random() < 0.5 else None
+        epochs.append(Epoch(t, cap, paths))
+    epochs.append(Epoch(t + 1.0, np.full(n_l, 3.0)))  # everything can finish in the end
+    prio = rng.integers(0, 3, fs.n_flows) if seed % 2 else None
+    wts = rng.choice([0.5, 1.0, 2.0, 3.0], fs.n_flows) if seed % 3 else None
+    res = simulate_epochs(fs, epochs, priority=prio, weight=wts)
+    start, finish = reference(fs, epochs, prio, wts)
+    assert np.isfinite(res.finish).all()
+    np.testing.assert_allclose(res.start, start, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(res.finish, finish, rtol=1e-9, atol=1e-12)
+
+
+# ---------------------------------------------------------------------- SimGrid weights
+WEIGHTED = [c for c in CASES if c[0] in ("fat_tree4", "torus4x4", "direct16d4") and c[1] >= 40]
+
+
+@pytest.mark.parametrize(("name", "n_flows", "split"), WEIGHTED)
+def test_weighted_sharing_agrees_with_simgrid(name, n_flows, split, tmp_path):
+    seed = 5000 + WEIGHTED.index((name, n_flows, split))
+    graph, hosts = build(name, seed)
+    case = make_case(graph, hosts, n_flows, seed, split)
+    w = np.random.default_rng(seed).choice([0.5, 1.0, 2.0, 3.0], n_flows)
+    ours = simulate_epochs(parse_netsim(case).flows, weight=w).finish
+    weighted = copy.deepcopy(case)
+    for flow, x in zip(weighted["flows"], w, strict=True):
+        flow["sharing_weight"] = float(x)
+    theirs = np.array([f["finish"] for f in run_peer(weighted, tmp_path)["flows"]])
+    rel = np.abs(ours - theirs) / theirs
+    assert rel.max() <= 1e-9, f"max relative difference {rel.max():.3e} at flow {rel.argmax()}"
+    # the weights matter: unweighted finish times differ well beyond the tolerance
+    assert np.abs(simulate(parse_netsim(case).flows).finish - theirs).max() > 1e-6 * theirs.max()
+
+
+# ---------------------------------------------------------------------- input and limits
+def two_flows():
+    return FlowSet.single_path(
+        [10.0, 10.0], [0.0, 0.0], size=[10.0, 10.0], start=[0.0, 0.0], paths=[[0], [1]]
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"epochs": [Epoch(1.0, [1.0, 1.0]), Epoch(1.0, [1.0, 1.0])]}, "epochs[1].start_s"),
+        ({"epochs": [Epoch(-1.0, [1.0, 1.0])]}, "epochs[0].start_s"),
+        ({"epochs": [Epoch(1.0, [1.0])]}, "epochs[0].capacity"),
+        ({"epochs": [Epoch(1.0, [1.0, -1.0])]}, "epochs[0].capacity[1]"),
+        ({"epochs": [Epoch(1.0, [1.0, np.nan])]}, "epochs[0].capacity[1]"),
+        ({"epochs": [(1.0, [1.0, 1.0])]}, "epochs[0]"),
+        ({"epochs": [Epoch(1.0, [1.0, 1.0], EpochPaths.single_path([[0]]))]}, "epochs[0].paths"),
+        (
+            {"epochs": [Epoch(1.0, [1.0, 1.0], EpochPaths([0, 1, 2], [0, 1, 2], [0, 5], [1, 1]))]},
+            "epochs[0].paths",
+        ),
+        ({"priority": [0, -1]}, "priority[1]"),
+        ({"priority": [0, 0.5]}, "priority[1]"),
+        ({"priority": [0]}, "priority"),
+        ({"weight": [1.0, 0.0]}, "weight[1]"),
+        ({"weight": [1.0, np.inf]}, "weight[1]"),
+        ({"rtol": 0.1}, "rtol"),
+        ({"max_refills": -1}, "max_refills"),
+        ({"nonpreemptive": [1, 0]}, "nonpreemptive"),
+        ({"nonpreemptive": np.array([True])}, "nonpreemptive"),
+    ],
+)
+def test_bad_input_is_an_input_error(kwargs, field):
+    with pytest.raises(InputError) as err:
+        simulate_epochs(two_flows(), **kwargs)
+    assert err.value.field.startswith(field)
+
+
+def test_work_limit_stops_deterministically():
+    rng = np.random.default_rng(7)
+    fs = random_flowset(rng, 5, 40, multipath=True, zero=False, deps=False, latency=False,
+                        stagger=0.5)  # fmt: skip
+    full = simulate_epochs(fs)
+    assert full.refills > 10
+    with pytest.raises(WorkLimitExceeded) as err:
+        simulate_epochs(fs, max_refills=full.refills // 2)
+    assert err.value.limit == full.refills // 2
+    assert simulate_epochs(fs, max_refills=full.refills).refills == full.refills

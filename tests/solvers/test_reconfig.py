@@ -1,0 +1,295 @@
+"""Reconfiguration in time (issue 16, section 1): the schedule model, the search, the baselines.
+
+Closed forms on two and three servers check the flow model across a reconfiguration through
+the schedule model; a brute force over every per-phase choice checks the search; the CLI is
+run as a user would.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from solvers.reconfig import (
+    CircuitSet,
+    Schedule,
+    demand_circuits,
+    iteration_under_schedule,
+    realise_schedule,
+    reconfigure,
+)
+from solvers.reconfig.baselines import LIVE_FACTOR, MAX_WINDOWS, baseline_schedule, run_baselines
+from solvers.reconfig.schedule import connected, simulate_schedule
+from solvers.reconfig.search import TIMINGS, schedule_for
+from topoopt.flowsim.network import FlowBuilder, Network
+from traffic.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[2]
+B = 10.0  # bytes/s per circuit in the closed forms
+
+SMALL_PLAN = """\
+# DLRM on 8 servers x 1 GPU: embedding all-to-alls (forward, backward) and the MLPs' all-reduce
+model: dlrm
+parallelism: {dp: 8, micro_batch_size: 512, global_batch_size: 4096}
+precision: {activation_bytes: 4, gradient_bytes: 4, parameter_bytes: 4}
+cluster: {servers: 8, gpus_per_server: 1}
+"""
+
+
+def _sim(schedule, n, flows, hold, all_dark=False):
+    """Finish times (latency removed) of single flows ``(src, dst, bytes)`` under a schedule."""
+    r = realise_schedule(schedule, n, B, hold, all_dark=all_dark)
+    fb = FlowBuilder(Network(r.fabric, intra_bandwidth=1e9))
+    src, dst, size = (np.array(x) for x in zip(*flows, strict=True))
+    fb.add_ranks(src, dst, size)
+    res = simulate_schedule(fb, r)
+    return res.finish, float(r.fabric.latency.max())
+
+
+# ------------------------------------------------------------------ closed forms
+@pytest.mark.parametrize(("t1", "hold"), [(1.0, 0.5), (2.0, 0.0), (0.5, 3.0)])
+def test_added_circuit_closed_form(t1, hold):
+    """One pair, one circuit, then two: the first keeps carrying while the second is set up."""
+    s = 60.0
+    sched = Schedule((CircuitSet([[0, 1, 1]]), CircuitSet([[0, 1, 2]])), (0.0, t1))
+    finish, lat = _sim(sched, 2, [(0, 1, s)], hold)
+    ready = t1 + hold
+    expect = s / B if s <= B * ready else ready + (s - B * ready) / (2 * B)
+    assert finish[0] - lat == pytest.approx(expect, rel=1e-12)
+
+
+@pytest.mark.parametrize("all_dark", [False, True])
+def test_pause_and_reroute_closed_form(all_dark):
+    """Three servers. Set A: circuits 0-1, 1-2, 0-2; set B: two circuits 0-1 and 1-2 (0-2 gone).
+
+    Flow X (0 -> 2, 100 B) runs on circuit 0-2 at B, pauses while 0-2 is taken down
+    ``[t1, t1 + h)``, then continues on 0 -> 1 -> 2 (bottleneck 1-2, B) with what it had left.
+    Flow Y (0 -> 1, 100 B) stays on circuit 0-1, which one circuit keeps alive: B throughout
+    (after the change it shares 0-1's 2B with X: both get B). With ``all_dark`` every link is
+    dark during the change and Y pauses too.
+    """
+    t1, h = 2.0, 3.0
+    a = CircuitSet([[0, 1, 1], [1, 2, 1], [0, 2, 1]])
+    b = CircuitSet([[0, 1, 2], [1, 2, 1]])
+    finish, lat = _sim(Schedule((a, b), (0.0, t1)), 3, [(0, 2, 100.0), (0, 1, 100.0)], h, all_dark)
+    x = t1 + h + (100.0 - B * t1) / B
+    y = 100.0 / B + (h if all_dark else 0.0)
+    assert finish[0] - 2 * lat == pytest.approx(x, rel=1e-12)  # two hops after the change
+    assert finish[1] - lat == pytest.approx(y, rel=1e-12)
+
+
+def test_back_to_back_reconfigurations_and_errors():
+    """A -> B -> A with the second change exactly when the first ends; overlapping changes and a
+    negative dark time are refused."""
+    a, b = CircuitSet([[0, 1, 1]]), CircuitSet([[0, 1, 2]])
+    r = realise_schedule(Schedule((a, b, a), (0.0, 1.0, 1.5)), 2, B, 0.5)
+    assert [(t, cap[0] / B, k) for t, cap, k in r.epochs] == [
+        (0.0, 1.0, 0),
+        (1.0, 1.0, None),
+        (1.5, 1.0, 1),  # set B's live period is empty: straight into the change back
+        (2.0, 1.0, 2),
+    ]
+    with pytest.raises(InputError, match="after the previous reconfiguration"):
+        realise_schedule(Schedule((a, b, a), (0.0, 1.0, 1.2)), 2, B, 0.5)
+    with pytest.raises(InputError, match="delay"):
+        realise_schedule(Schedule((a, b), (0.0, 1.0)), 2, B, -1.0)
+    with pytest.raises(InputError, match="starts"):
+        Schedule((a, b), (0.5, 1.0))
+
+
+def test_unconnected_set_is_an_error():
+    a = CircuitSet([[0, 1, 1], [1, 2, 1]])
+    b = CircuitSet([[0, 1, 1]])  # server 2 unreachable
+    with pytest.raises(InputError, match="unconnected"):
+        _sim(Schedule((a, b), (0.0, 1.0)), 3, [(0, 2, 100.0)], 0.0)
+
+
+# ------------------------------------------------------------------ demand heuristic
+@pytest.mark.parametrize("seed", range(4))
+def test_demand_circuits_invariants(seed):
+    rng = np.random.default_rng(seed)
+    n, d = 10, 3
+    m = rng.random((n, n)) * (rng.random((n, n)) < 0.3)
+    c = demand_circuits(m, d, max_parallel=2)
+    ports = np.bincount(c[:, 0], c[:, 2], n) + np.bincount(c[:, 1], c[:, 2], n)
+    assert ports.max() <= d and c[:, 2].max() <= 2 and connected(c, n)
+    assert np.all(c[:, 0] < c[:, 1])
+    # the pair of largest demand gets a circuit
+    sym = np.maximum(m, m.T)
+    np.fill_diagonal(sym, 0.0)
+    u, v = np.unravel_index(np.argmax(sym), sym.shape)
+    assert [min(u, v), max(u, v)] in c[:, :2].tolist()
+
+
+# ------------------------------------------------------------------ the search
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    from traffic.load import load_workload
+
+    path = tmp_path_factory.mktemp("reconfig") / "small.yaml"
+    path.write_text(SMALL_PLAN)
+    w = load_workload(str(path))
+    kw = dict(static_solver="topoopt", solvers=("demand", "topoopt"))
+    first = reconfigure(w, 4, 12.5e9, 1e-5, **kw)
+    runs = {1e-5: first}
+    for delay in (1e-4, 1e-3, 1e-1):
+        runs[delay] = reconfigure(w, 4, 12.5e9, delay, static_design=first.static, **kw)
+    return w, path, runs
+
+
+def test_static_never_slower_monotone_bounded(small):
+    _, _, runs = small
+    delays = sorted(runs)
+    its = [runs[d].iteration_s for d in delays]
+    static = runs[delays[0]].static_iteration_s
+    for d in delays:
+        r = runs[d]
+        assert r.static_iteration_s == static
+        assert r.lower_bound_s <= r.iteration_s <= static
+        assert r.dark_s >= d
+    assert its == sorted(its)  # non-decreasing in delay
+    assert runs[1e-5].reconfigurations > 0 and its[0] < 0.9 * static  # reconfiguring pays
+    assert runs[1e-1].reconfigurations == 0 and its[-1] == static  # ... and then it does not
+    # the best schedule at a dark time does not depend on the delay asked
+    for d in delays:
+        for h, v in runs[d].by_hold.items():
+            assert runs[1e-5].by_hold[h] == v
+
+
+def test_brute_force_best_schedule(small):
+    """Every per-phase choice and timing, simulated here: the search's best at each dark time is
+    the minimum, and every run's iteration respects the wrap rule and the lower bound."""
+    w, _, runs = small
+    r = runs[1e-5]
+    from solvers.problem import DesignProblem
+    from solvers.realise import design_workload
+
+    wr = design_workload(w, r.static, DesignProblem.from_workload(w, 4, 12.5e9))
+    compute = r.info["compute_s"]
+    for h in (1e-5, 1e-4):
+        best = r.static_iteration_s
+        for choice in itertools.product(*[range(len(c)) for c in r.candidates]):
+            for timing in TIMINGS:
+                sched = schedule_for(choice, r.candidates, r.phases, h, timing)
+                if sched.is_static():
+                    continue
+                run = iteration_under_schedule(wr, sched, 12.5e9, h, compute_s=compute)
+                wrap = run.net_finish_s + h if sched.wraps() else 0.0
+                assert run.iteration_s == max(run.makespan_s, wrap)
+                assert run.iteration_s >= r.lower_bound_s
+                best = min(best, run.iteration_s)
+        assert r.by_hold[h] == best
+    # coordinate descent (forced): never worse than static, never better than the optimum
+    d = reconfigure(
+        w, 4, 12.5e9, 1e-5, static_design=r.static, solvers=("demand", "topoopt"),
+        max_exhaustive=0, holds=(),
+    )  # fmt: skip
+    assert r.by_hold[1e-5] <= d.iteration_s <= r.static_iteration_s
+
+
+def test_baselines_follow_the_artifact_cycle(small):
+    w, _, runs = small
+    r = runs[1e-4]
+    rows = run_baselines(r, w, 4, 12.5e9)
+    assert [x["baseline"] for x in rows] == ["ocs-reconfig", "sipml"]
+    cycle = max((LIVE_FACTOR + 1) * 1e-4, r.static_iteration_s / MAX_WINDOWS)
+    for x in rows:
+        assert x["cycle_s"] == pytest.approx(cycle)
+        assert np.isfinite(x["iteration_s"]) and x["iteration_s"] >= r.lower_bound_s
+    assert rows[0]["reconfigurations"] == rows[1]["reconfigurations"] > 0
+    sched, _, dark = baseline_schedule("ocs-reconfig", r.reference, w.servers, 4, 1e-4)
+    assert dark and all(np.diff(sched.starts) >= cycle * (1 - 1e-12))
+
+
+def test_bad_delay_and_degree_in_library(small):
+    w, _, runs = small
+    with pytest.raises(InputError, match="delay"):
+        reconfigure(w, 4, 12.5e9, -1.0)
+    with pytest.raises(InputError, match="delay"):
+        reconfigure(w, 4, 12.5e9, float("nan"))
+    with pytest.raises(InputError, match="degree"):
+        reconfigure(w, 1, 12.5e9, 1e-3)
+
+
+# ------------------------------------------------------------------ CLI
+def _cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "topoopt.cli", "reconfig", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--delay-us", "-5"], "--delay-us"),
+        (["--degree", "0"], "--degree"),
+        (["--degree", "1"], "degree"),
+    ],
+)
+def test_cli_bad_input_one_line_exit_2(args, needle):
+    p = _cli("dlrm", *args)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0]
+    assert p.stdout == ""
+
+
+def test_cli_json(small, tmp_path):
+    _, path, runs = small
+    out = tmp_path / "schedule.json"
+    args = ["--degree", "4", "--link-gbps", "100", "--delay-us", "10", "--solver", "topoopt"]
+    p = _cli(str(path), *args, "--phase-solvers", "demand,topoopt", "--json", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    for key in (
+        "iteration_s",
+        "static_iteration_s",
+        "reconfigurations",
+        "schedule",
+        "lower_bound_s",
+    ):
+        assert key in doc
+    assert doc["iteration_s"] == runs[1e-5].iteration_s
+    entries = doc["schedule"]
+    wraps = entries[-1]["circuits"] != entries[0]["circuits"]
+    assert doc["reconfigurations"] == len(entries) - 1 + wraps > 0
+    assert all({"start_s", "phase", "circuits"} <= set(e) for e in doc["schedule"])
+    assert json.loads(out.read_text()) == doc
+
+
+def test_evaluation_limit_keeps_the_incumbent(small):
+    w, _, runs = small
+    full = runs[1e-5]
+    kw = dict(static_design=full.static, solvers=("demand", "topoopt"), holds=())
+    none = reconfigure(w, 4, 12.5e9, 1e-5, max_evaluations=0, **kw)
+    assert none.iteration_s == full.static_iteration_s and none.reconfigurations == 0
+    assert none.info["stopped_by"] == "max_evaluations" and none.evaluations == 0
+    few = reconfigure(w, 4, 12.5e9, 1e-5, max_evaluations=3, **kw)
+    assert few.evaluations == 3
+    assert full.by_hold[1e-5] <= few.iteration_s <= full.static_iteration_s
+
+
+def test_delay_sweep_equals_separate_searches(small):
+    from solvers.reconfig.search import delay_sweep
+
+    w, _, runs = small
+    full = runs[1e-5]
+    delays = sorted(runs)
+    df = delay_sweep(
+        w, 4, 12.5e9, delays, baselines=False, static_design=full.static,
+        solvers=("demand", "topoopt"),
+    )  # fmt: skip
+    assert df["delay_s"].tolist() == delays
+    assert df["iteration_s"].tolist() == [runs[d].iteration_s for d in delays]
+    assert df["reconfigurations"].tolist() == [runs[d].reconfigurations for d in delays]
+    assert df["iteration_s"].is_monotonic_increasing

@@ -1,0 +1,413 @@
+"""Time-varying max-min simulation: capacity and path epochs, strict priorities, weights.
+
+:func:`simulate_epochs` extends :func:`topoopt.flowsim.simulate` (whose module docstring,
+:mod:`topoopt.flowsim.simulator`, defines the base semantics: multipath sub-flows, latency,
+dependencies, multiplicity, the ``rtol`` batching of events) with three things:
+
+API
+---
+``simulate_epochs(flows, epochs=(), *, priority=None, weight=None, rtol=1e-12,
+max_refills=None, record_series=True, nonpreemptive=None) -> SimResult``
+
+- ``flows``: a :class:`topoopt.flowsim.FlowSet`; its ``capacity`` and paths hold from ``t = 0``
+  until the first epoch.
+- ``epochs``: a sequence of :class:`Epoch` ``(start_s, capacity, paths=None)`` with strictly
+  increasing ``start_s >= 0``. From ``start_s`` on, link ``l`` has ``capacity[l]`` bytes/s
+  (``float64 (L,)``, finite, ``>= 0``; ``0`` = the link carries nothing) and, when ``paths``
+  (an :class:`EpochPaths`) is given, every flow's weighted paths are replaced by it. ``paths=None``
+  keeps the paths in force (not the FlowSet's). Link latencies never change.
+- ``priority``: ``int (F,)`` strict priority class per flow, ``0`` = highest (default all 0).
+- ``weight``: ``float (F,)`` max-min sharing weight per flow, ``> 0`` (default all 1). All
+  sub-flows of a flow share with their flow's weight (distinct from the path split weights).
+- ``nonpreemptive``: ``bool (F,)`` (default all False): such a flow is a unit of scheduling
+  that is never preempted (a Lina micro-op, :mod:`topoopt.flowsim.priorities`). Released, it
+  starts only when no flow of a higher class (smaller ``priority``) is sending on a link of its
+  paths, and waits otherwise; once started it shares in the highest class. Its ``start`` in
+  the result is when it started.
+
+Semantics
+---------
+- **Sharing: lexicographic weighted max-min.** Class 0's active sub-flows get the weighted
+  max-min fair allocation of the current capacities: weighted progressive filling raises a
+  common level ``x``; an unfrozen sub-flow of weight ``w`` (and multiplicity ``m``) takes
+  ``m * w * x`` from every link it crosses; when a link is full its unfrozen sub-flows freeze at
+  rate ``w * x`` (each member's). Class 1 is then filled the same way on the capacity class 0
+  leaves, and so on. With one class and unit weights this is :func:`simulate`'s allocation.
+- **Epochs.** At ``start_s`` (after the completions of that instant, before its arrivals) the
+  capacities change. If the epoch has paths, every started, unfinished flow takes the bytes its
+  sub-flows have left, ``R``, and continues on its new paths, path ``p`` carrying ``R *
+  weight[p]``; flows not yet started later start on the paths in force when they start. A
+  sub-flow whose path crosses a link of capacity 0 gets rate 0 (paused: it sends nothing) until
+  the capacity returns or its paths change; paused sub-flows take no capacity on their other
+  links.
+- **Latency.** As in :func:`simulate`: latency never takes capacity; every piece of a flow
+  (a sub-flow on one path, between its start or an epoch and its last byte or the next path
+  change) arrives at the time it last sent a byte plus its path's latency, and a flow finishes
+  at the latest arrival of its pieces that carried bytes. A zero-byte flow finishes at its
+  start plus the largest latency of the paths it starts on.
+- **Never finishing.** A flow that still has bytes when nothing more can happen (all its
+  sub-flows paused and no later epoch) gets ``finish = inf`` (and so do its dependents).
+
+Result (:class:`topoopt.flowsim.SimResult`)
+-------------------------------------------
+``start``, ``finish``, ``link_bytes`` (bytes carried per link over all epochs, every member),
+``series_*`` (the link-load change log), ``makespan``, ``n_events`` (distinct event times,
+epochs included), ``fill_rounds`` (bottleneck links filled), ``simulated_flows``, ``refills``
+(sub-flow rates computed over all events: the pieces re-filled, below) are filled as by
+:func:`simulate`. ``capacity`` is the FlowSet's (the capacity before the first epoch). The
+per-sub-flow arrays ``path_start``, ``path_last_byte``, ``path_finish`` refer to the FlowSet's
+own paths; they are ``nan`` for every path of a flow that ever ran on epoch paths (a flow
+re-split at a path change or started after one).
+
+Algorithm and cost
+------------------
+An exact event-driven loop compiled with numba
+(:func:`topoopt.flowsim._timevarying_kernels.epochs_kernel`): events are completions, arrivals
+(release-time heap, dependencies) and epoch starts. At each event only the pieces whose rate
+can change are re-filled, by weighted progressive filling one bottleneck link at a time (links
+in a lazy heap keyed by their level ``rem / sum(m * w)``, which only grows as pieces freeze).
+Which pieces keep their rates follows the level lemma of :mod:`topoopt.flowsim.simulator`,
+stated in levels ``rate / weight`` (weighted filling is the same process in those units) and
+applied to the highest class ``c`` with an arrival or a completion: every class above ``c``
+keeps its rates (a class is filled on what the classes above it leave, whatever the classes
+below do); in class ``c`` the pieces whose level is below the threshold (the least level of a
+completing piece, and the weighted water level of the arrivals on their links over the old
+rates) keep theirs; class ``c``'s other pieces and every class below ``c`` are re-filled on the
+capacity the kept pieces leave. An epoch re-fills everything. An event costs ``O(A)`` for
+``A`` active piece-link incidences plus ``O(R log L)`` for the ``R`` re-filled ones;
+``benchmarks/bench_timevarying.py`` measures it.
+The tests check it against :func:`simulate` (no epochs, one class, unit weights), closed forms,
+an independent plain-Python reference and SimGrid's weighted max-min.
+
+Examples
+--------
+One 100 B/s link, two flows of 100 bytes; from 0.5 s the link drops to 50 B/s, so each has 75
+bytes left at 25 B/s:
+
+>>> from topoopt.flowsim import FlowSet
+>>> fs = FlowSet.single_path([100.0], [0.0], size=[100.0, 100.0], start=[0.0, 0.0],
+...                          paths=[[0], [0]])
+>>> simulate_epochs(fs, [Epoch(0.5, np.array([50.0]))]).finish.tolist()
+[3.5, 3.5]
+
+The same flows, flow 0 in the higher class: it runs alone at 100 B/s and ends at 1 s.
+
+>>> simulate_epochs(fs, priority=[0, 1]).finish.tolist()
+[1.0, 2.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from topoopt.flowsim._timevarying_kernels import epochs_kernel
+from topoopt.flowsim.flowset import FlowSet
+from topoopt.flowsim.simulator import SimResult, WorkLimitExceeded
+from traffic.errors import InputError
+
+__all__ = ["Epoch", "EpochPaths", "simulate_epochs"]
+
+
+@dataclass(frozen=True, eq=False)
+class EpochPaths:
+    """Every flow's weighted paths for an epoch, in the CSR layout of :class:`FlowSet`.
+
+    Attributes
+    ----------
+    flow_ptr : numpy.ndarray
+        ``int64 (F+1,)``: the paths of flow ``f`` are ``flow_ptr[f]:flow_ptr[f+1]`` (at least
+        one per flow, ``F`` the FlowSet's number of flows).
+    path_ptr : numpy.ndarray
+        ``int64 (P+1,)``: path ``p`` crosses ``path_links[path_ptr[p]:path_ptr[p+1]]``.
+    path_links : numpy.ndarray
+        ``int64``: link ids of the FlowSet (non-empty paths, each link at most once per path).
+    weight : numpy.ndarray
+        ``float64 (P,)``: fraction of its flow's (remaining) bytes each path carries (positive,
+        summing to 1 per flow).
+
+    Checked against the FlowSet when :func:`simulate_epochs` runs (same rules as FlowSet's).
+
+    Examples
+    --------
+    >>> EpochPaths.single_path([[1], [0, 1]]).path_links.tolist()
+    [1, 0, 1]
+    """
+
+    flow_ptr: np.ndarray
+    path_ptr: np.ndarray
+    path_links: np.ndarray
+    weight: np.ndarray
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        for name in ("flow_ptr", "path_ptr", "path_links"):
+            set_(self, name, np.ascontiguousarray(getattr(self, name), np.int64).reshape(-1))
+        set_(self, "weight", np.ascontiguousarray(self.weight, np.float64).reshape(-1))
+
+    @classmethod
+    def single_path(cls, paths: Sequence[Sequence[int]]) -> EpochPaths:
+        """One path per flow: ``paths[f]`` is the list of links of flow ``f``."""
+        n = len(paths)
+        lens = np.array([len(p) for p in paths], np.int64)
+        path_ptr = np.zeros(n + 1, np.int64)
+        np.cumsum(lens, out=path_ptr[1:])
+        links = np.concatenate([np.asarray(p, np.int64) for p in paths]) if n else np.zeros(0)
+        return cls(np.arange(n + 1), path_ptr, links, np.ones(n))
+
+    @classmethod
+    def of(cls, flows: FlowSet) -> EpochPaths:
+        """The paths of a FlowSet."""
+        return cls(flows.flow_ptr, flows.path_ptr, flows.path_links, flows.weight)
+
+
+@dataclass(frozen=True, eq=False)
+class Epoch:
+    """From ``start_s`` on: link capacities ``capacity`` and, if given, new paths.
+
+    Attributes
+    ----------
+    start_s : float
+        Start of the epoch, seconds (``>= 0``).
+    capacity : numpy.ndarray
+        ``float64 (L,)``: capacity of every link of the FlowSet, bytes/s (finite, ``>= 0``).
+    paths : EpochPaths or None
+        Every flow's new weighted paths, or ``None`` to keep the paths in force.
+
+    Examples
+    --------
+    >>> Epoch(1.0, [5.0, 0.0]).capacity.tolist()
+    [5.0, 0.0]
+    """
+
+    start_s: float
+    capacity: np.ndarray
+    paths: EpochPaths | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "start_s", float(self.start_s))
+        cap = np.ascontiguousarray(self.capacity, np.float64).reshape(-1)
+        object.__setattr__(self, "capacity", cap)
+
+
+def _check_paths(flows: FlowSet, paths: EpochPaths, field: str) -> FlowSet:
+    """The FlowSet with ``paths`` instead of its own (FlowSet's checks), without dependencies."""
+    if not isinstance(paths, EpochPaths):
+        raise InputError(field, type(paths).__name__, "an EpochPaths or None")
+    try:
+        return FlowSet(
+            capacity=flows.capacity,
+            latency=flows.latency,
+            size=flows.size,
+            start=flows.start,
+            flow_ptr=paths.flow_ptr,
+            path_ptr=paths.path_ptr,
+            path_links=paths.path_links,
+            weight=paths.weight,
+        )
+    except InputError as exc:
+        raise InputError(f"{field}.{exc.field}", exc.value, exc.allowed) from None
+
+
+def _per_flow(values, n: int, field: str, default: float, kind: str) -> np.ndarray:
+    if values is None:
+        return np.full(n, default, np.int64 if kind == "int" else np.float64)
+    a = np.asarray(values)
+    if a.shape != (n,):
+        raise InputError(field, a.shape, f"one value per flow, shape ({n},)")
+    if a.dtype == np.bool_ or a.dtype.kind not in "iuf":
+        raise InputError(field, str(a.dtype), "numbers")
+    a = a.astype(np.float64)
+    if kind == "int":
+        bad = ~(np.isfinite(a) & (a >= 0) & (a == np.floor(a)))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(f"{field}[{i}]", float(a[i]), "an integer >= 0 (0 = highest)")
+        return a.astype(np.int64)
+    bad = ~(np.isfinite(a) & (a > 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{field}[{i}]", float(a[i]), "a finite weight > 0")
+    return np.ascontiguousarray(a)
+
+
+def simulate_epochs(
+    flows: FlowSet,
+    epochs: Sequence[Epoch] = (),
+    *,
+    priority=None,
+    weight=None,
+    rtol: float = 1e-12,
+    max_refills: int | None = None,
+    record_series: bool = True,
+    nonpreemptive=None,
+) -> SimResult:
+    """Simulate a FlowSet under epochs, strict priorities and weights (see the module docstring).
+
+    Parameters
+    ----------
+    flows : FlowSet
+        Links, flows, weighted paths, dependencies; its capacities hold until the first epoch.
+    epochs : sequence of Epoch, optional
+        Capacity (and path) changes, in strictly increasing ``start_s``.
+    priority : array_like of int, optional
+        ``(F,)`` strict priority class per flow, 0 = highest (default: one class).
+    weight : array_like of float, optional
+        ``(F,)`` weighted max-min share of each flow (default 1).
+    rtol : float, optional
+        Relative time tolerance under which events are merged (as in :func:`simulate`).
+    max_refills : int, optional
+        Work limit in sub-flow rate computations: raise :class:`WorkLimitExceeded` past it.
+    record_series : bool, optional
+        Record the link-load change log.
+    nonpreemptive : array_like of bool, optional
+        ``(F,)`` flows that wait for their links to be free of higher classes and are then
+        not preempted (module docstring).
+
+    Returns
+    -------
+    SimResult
+
+    Raises
+    ------
+    InputError
+        On malformed epochs, priorities or weights.
+    WorkLimitExceeded
+        Over ``max_refills``.
+
+    Examples
+    --------
+    Weighted sharing: flows of weight 1 and 3 on one 100 B/s link get 25 and 75 B/s.
+
+    >>> fs = FlowSet.single_path([100.0], [0.0], size=[100.0, 300.0], start=[0.0, 0.0],
+    ...                          paths=[[0], [0]])
+    >>> simulate_epochs(fs, weight=[1.0, 3.0]).finish.tolist()
+    [4.0, 4.0]
+    """
+    if not isinstance(flows, FlowSet):
+        raise InputError("flows", type(flows).__name__, "a FlowSet")
+    if not (np.isfinite(rtol) and 0 <= rtol < 1e-3):
+        raise InputError("rtol", rtol, "a relative tolerance in [0, 1e-3)")
+    limit = -1
+    if max_refills is not None:
+        if isinstance(max_refills, bool) or int(max_refills) != max_refills or max_refills < 0:
+            raise InputError("max_refills", max_refills, "an integer >= 0 (or None)")
+        limit = int(max_refills)
+    fs = flows
+    n_f, n_l = fs.n_flows, fs.n_links
+    prio = _per_flow(priority, n_f, "priority", 0, "int")
+    fweight = _per_flow(weight, n_f, "weight", 1.0, "float")
+    if nonpreemptive is None:
+        nonpre = np.zeros(n_f, np.bool_)
+    else:
+        nonpre = np.asarray(nonpreemptive)
+        if nonpre.shape != (n_f,) or nonpre.dtype != np.bool_:
+            raise InputError("nonpreemptive", nonpre.shape, f"booleans, one per flow ({n_f},)")
+        nonpre = np.ascontiguousarray(nonpre)
+    # dense class ranks 0..C-1 (order kept)
+    levels, cls = np.unique(prio, return_inverse=True)
+    cls = np.ascontiguousarray(cls.reshape(-1), np.int64)
+    n_cls = max(int(levels.shape[0]), 1)
+
+    epochs = list(epochs)
+    e_start = np.zeros(len(epochs))
+    e_cap = np.zeros((len(epochs), n_l))
+    e_ver = np.full(len(epochs), -1, np.int64)
+    versions = [fs]
+    prev = -np.inf
+    for i, ep in enumerate(epochs):
+        if not isinstance(ep, Epoch):
+            raise InputError(f"epochs[{i}]", type(ep).__name__, "an Epoch")
+        if not (np.isfinite(ep.start_s) and ep.start_s >= 0 and ep.start_s > prev):
+            raise InputError(
+                f"epochs[{i}].start_s", ep.start_s, "finite, >= 0, after the previous epoch"
+            )
+        prev = ep.start_s
+        if ep.capacity.shape != (n_l,):
+            raise InputError(f"epochs[{i}].capacity", ep.capacity.shape, f"shape ({n_l},)")
+        bad = ~(np.isfinite(ep.capacity) & (ep.capacity >= 0))
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise InputError(
+                f"epochs[{i}].capacity[{j}]", float(ep.capacity[j]), "a finite bytes/s >= 0"
+            )
+        e_start[i] = ep.start_s
+        e_cap[i] = ep.capacity
+        if ep.paths is not None:
+            versions.append(_check_paths(fs, ep.paths, f"epochs[{i}].paths"))
+            e_ver[i] = len(versions) - 1
+
+    # all path versions in one global path table; g_fptr[v, f] = first global path of f
+    n_v = len(versions)
+    g_fptr = np.zeros((n_v, n_f + 1), np.int64)
+    pp_parts, pl_parts, w_parts, lat_parts = [], [], [], []
+    p_off = nnz_off = 0
+    for v, vs in enumerate(versions):
+        g_fptr[v] = vs.flow_ptr + p_off
+        pp_parts.append(vs.path_ptr[:-1] + nnz_off)
+        pl_parts.append(vs.path_links)
+        w_parts.append(vs.weight)
+        lat_parts.append(vs.path_latency())
+        p_off += vs.n_paths
+        nnz_off += vs.path_links.shape[0]
+    g_pptr = np.concatenate(pp_parts + [np.array([nnz_off], np.int64)])
+    g_plinks = np.ascontiguousarray(np.concatenate(pl_parts), np.int64)
+    g_w = np.ascontiguousarray(np.concatenate(w_parts))
+    g_lat = np.ascontiguousarray(np.concatenate(lat_parts))
+    rdep_ptr, rdep = fs.dependents()
+    max_paths = int(max(np.diff(vs.flow_ptr).max() if n_f else 1 for vs in versions))
+    out = epochs_kernel(
+        fs.capacity,
+        fs.size,
+        fs.start,
+        fs.multiplicity,
+        fs.dep_ptr,
+        fs.deps,
+        rdep_ptr,
+        rdep,
+        cls,
+        n_cls,
+        fweight,
+        g_fptr,
+        g_pptr,
+        g_plinks,
+        g_w,
+        g_lat,
+        e_start,
+        e_cap,
+        e_ver,
+        int(fs.n_paths),
+        max_paths,
+        float(rtol),
+        bool(record_series),
+        limit,
+        nonpre,
+    )
+    (release, finish, path_last, moved, link_bytes, st, sl, sv, n_events, rounds, refills) = out
+    if 0 <= limit < refills:
+        raise WorkLimitExceeded(refills, limit)
+    pflow = fs.path_flow()
+    path_start = release[pflow].copy()
+    path_last = path_last.copy()
+    gone = moved[pflow]
+    path_last[gone] = np.nan
+    path_start[gone] = np.nan
+    return SimResult(
+        start=release,
+        finish=finish,
+        path_start=path_start,
+        path_last_byte=path_last,
+        path_finish=path_last + fs.path_latency(),
+        link_bytes=link_bytes,
+        capacity=fs.capacity,
+        series_time=st,
+        series_link=sl,
+        series_load=sv,
+        makespan=float(np.max(finish)) if n_f else 0.0,
+        n_events=int(n_events),
+        fill_rounds=int(rounds),
+        simulated_flows=n_f,
+        refills=int(refills),
+    )
