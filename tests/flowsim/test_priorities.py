@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -34,8 +33,7 @@ from traffic.build import workload_from_plan
 from traffic.errors import InputError
 from traffic.load import load_workload
 
-ROOT = Path(__file__).resolve().parents[2]
-MOE_PLAN = ROOT / "docs" / "plans" / "mixtral-8x7b-32x4.yaml"
+MOE_PLAN = "mixtral-8x7b-32x4"  # embedded: traffic/plans/mixtral-8x7b-32x4.yaml
 
 
 def test_levels_from_labels():
