@@ -1,0 +1,69 @@
+"""Bad command lines end like bad files: exit 2, exactly one ``error:`` line, nothing on stdout.
+
+Cases an outside fuzzer of the options found (issue 12): usage errors (a value of the wrong type,
+an unknown choice or command, a missing option) printed a usage box; an integer beyond int64 or a
+degree of 10**12 ended in ``OverflowError``/``MemoryError``; NaN options reached the results; a
+FIFO given as a file blocked the read; progress lines came before the error line; a file name
+too long for the system was a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from fuzz_kinds import COMMAND, RUNNER, SEEDS
+
+PLAN = str(SEEDS / "plan.json")
+
+
+def _one_error_line(args: list[str]) -> str:
+    r = RUNNER.invoke(COMMAND, args)
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    lines = r.stderr.strip().splitlines()
+    assert (r.exit_code, r.stdout) == (2, ""), (r.exit_code, r.stdout[:200], r.stderr[-300:])
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr[-500:]
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "args, names",
+    [
+        (["design", PLAN, "--degree", "x"], "--degree"),
+        (["design", PLAN, "--fabric", "IDEAL"], "'IDEAL'"),
+        (["traffic", PLAN, "--algorithm", "x" * 400], "--algorithm"),
+        (["fabric", "nope"], "'nope'"),
+        (["nope"], "'nope'"),
+        (["traffic"], "PLAN"),
+        (["fabric", "direct", "--servers", "8"], "--degree"),
+        (["fabric", "ideal", "--servers", "8", "--degree", "9223372036854775808"], "--degree"),
+        (["simulate", PLAN, "--fabric", "topoopt", "--degree", "1000000000000"], "--degree"),
+        (["compare", PLAN, "--fabrics", "ideal", "--oversubscription", "nan"], "nan"),
+        (["simulate", PLAN, "--fabric", "ideal", "--link-gbps", "inf"], "--link-gbps"),
+        # the error comes after the first fabric's progress line: only the error is printed
+        (["compare", PLAN, "--fabrics", "ideal,fat-tree", "--degree", "0", "--json"], "degree"),
+        (["simulate", "x" * 300 + ".yaml", "--fabric", "ideal"], "x" * 50),
+    ],
+)
+def test_bad_command_line_is_one_error_line(args, names):
+    line = _one_error_line(args)
+    assert names in line and len(line) <= 400, line
+
+
+def test_fifo_input_is_refused_not_read(tmp_path):
+    fifo = tmp_path / "prices.yaml"
+    os.mkfifo(fifo)
+    line = _one_error_line(["fabric", "ideal", "--servers", "4", "--prices", str(fifo)])
+    assert "FIFO" in line and str(fifo) in line
+
+
+def test_success_still_shows_progress():
+    """Held-back progress (stderr not a terminal) is printed when the command succeeds."""
+    r = RUNNER.invoke(COMMAND, ["simulate", PLAN, "--fabric", "ideal", "--json"])
+    assert r.exit_code == 0, r.stderr[-500:]
+    assert "simulating" in r.stderr and r.stdout.lstrip().startswith("{")
+
+
+def test_bare_group_still_prints_help():
+    r = RUNNER.invoke(COMMAND, ["fabric"])
+    assert "Usage" in r.stdout + r.stderr and "direct" in r.stdout + r.stderr
