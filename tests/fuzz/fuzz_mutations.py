@@ -346,6 +346,8 @@ _DESIGN = [
     ("reserved_ports short", _edit(("reserved_ports",), [0])),
     ("link_bandwidth 1e-300", _edit(("link_bandwidth",), 1e-300)),
     ("path crossing a hop twice", _revisit),
+    ("prewired not among the circuits", _edit(("prewired",), [[0, 4, 1]])),
+    ("reserved ports on top of full circuits", _edit(("reserved_ports",), [1] * 8)),
 ]  # fmt: skip
 _HYBRID = _DESIGN + [
     ("electrical family torus", _edit(("electrical", "family"), "torus")),

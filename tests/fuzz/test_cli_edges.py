@@ -43,6 +43,14 @@ def _one_error_line(args: list[str]) -> str:
         # the error comes after the first fabric's progress line: only the error is printed
         (["compare", PLAN, "--fabrics", "ideal,fat-tree", "--degree", "0", "--json"], "degree"),
         (["simulate", "x" * 300 + ".yaml", "--fabric", "ideal"], "x" * 50),
+        # accepted before, and reported "gpus": -8
+        (
+            ["fabric", "expander", "--servers", "8", "--degree", "2", "--gpus-per-server", "-1"],
+            "gpus_per_server",
+        ),
+        (["fabric", "ideal", "--servers", "8", "--gpus-per-server", "0"], "gpus_per_server"),
+        (["cosearch", "vgg16", "--servers", "8", "--address", "1x1"], "address"),
+        (["simulate", PLAN, "--fabric", "topoopt", "--degree", "2", "--seed", "-1"], "--seed"),
     ],
 )
 def test_bad_command_line_is_one_error_line(args, names):

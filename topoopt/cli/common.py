@@ -77,6 +77,8 @@ def check_edge_units(options: dict[str, Any]) -> None:
         option = "--" + name.replace("_", "-")
         if isinstance(value, float) and not math.isfinite(value):
             raise InputError(option, value, "a finite number")
+        if name == "seed" and isinstance(value, int) and not 0 <= value < 2**63:
+            raise InputError(option, value, "an integer 0..2**63 - 1 (numpy seeds are >= 0)")
         if isinstance(value, int) and abs(value) > _INT_LIMIT.get(name, 2**31 - 1):
             bound = _INT_LIMIT.get(name, 2**31 - 1)
             raise InputError(option, value, f"an integer of magnitude at most {bound:,}")
