@@ -75,3 +75,22 @@ def test_success_still_shows_progress():
 def test_bare_group_still_prints_help():
     r = RUNNER.invoke(COMMAND, ["fabric"])
     assert "Usage" in r.stdout + r.stderr and "direct" in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("huge.csv", "server,ports\n0,99999999999999999999\n"),  # was an OverflowError
+        ("dup.json", '{"ports": [[0, 1]], "ports": [[1, 1]]}'),  # the last key won
+        ("deep.json", '{"ports": ' + "[" * 5000 + "]" * 5000 + "}"),  # was a RecursionError
+        ("nan.json", '{"ports": [[0, NaN]]}'),
+        ("digit.csv", "server,ports\n\u0663,1\n"),  # an Arabic-Indic 3 was read as server 3
+        ("underscore.csv", "server,ports\n0,1_0\n"),
+    ],
+)
+def test_bad_fail_ports_file_is_one_error_line(name, text, tmp_path):
+    """``whatif --fail-ports`` files go through the strict decoder like every other input."""
+    f = tmp_path / name
+    f.write_text(text, encoding="utf-8")
+    design = str(SEEDS / "design.json")
+    _one_error_line(["whatif", design, "--plan", PLAN, "--fail-ports", str(f), "--json"])
