@@ -51,6 +51,7 @@ def _one_error_line(args: list[str]) -> str:
         (["fabric", "ideal", "--servers", "8", "--gpus-per-server", "0"], "gpus_per_server"),
         (["cosearch", "vgg16", "--servers", "8", "--address", "1x1"], "address"),
         (["simulate", PLAN, "--fabric", "topoopt", "--degree", "2", "--seed", "-1"], "--seed"),
+        (["fabric", "torus", "--dims", "3000x3000"], "9,000,000 servers"),  # ran for minutes
     ],
 )
 def test_bad_command_line_is_one_error_line(args, names):
@@ -86,6 +87,8 @@ def test_bare_group_still_prints_help():
         ("nan.json", '{"ports": [[0, NaN]]}'),
         ("digit.csv", "server,ports\n\u0663,1\n"),  # an Arabic-Indic 3 was read as server 3
         ("underscore.csv", "server,ports\n0,1_0\n"),
+        ("cr.csv", "\rserver,ports\n0,x\n"),  # csv.Error: new-line character in unquoted field
+        ("wide.csv", "ser" + " " * 200_000 + "ver,ports\n0,1\n"),  # csv.Error: field limit
     ],
 )
 def test_bad_fail_ports_file_is_one_error_line(name, text, tmp_path):
