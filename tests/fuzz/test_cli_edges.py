@@ -97,3 +97,12 @@ def test_bad_fail_ports_file_is_one_error_line(name, text, tmp_path):
     f.write_text(text, encoding="utf-8")
     design = str(SEEDS / "design.json")
     _one_error_line(["whatif", design, "--plan", PLAN, "--fail-ports", str(f), "--json"])
+
+
+def test_prewired_error_names_the_real_line_after_blank_lines(tmp_path):
+    """Blank lines before the header are skipped in one pass (dropping them one by one was
+    quadratic: a million of them hung), and the line numbers stay those of the file."""
+    f = tmp_path / "p.csv"
+    f.write_text("\n" * 1000 + "u,v,count\n0,1,1\n0,1,x\n")
+    args = ["design", PLAN, "--degree", "2", "--solver", "topoopt", "--prewired", str(f)]
+    assert f"{f} line 1003 count" in _one_error_line(args)
