@@ -16,7 +16,8 @@
    fabric is built), path weights are in (0, 1] and sum to 1 per commodity; ring members are
    distinct sorted servers, the order is a permutation of the members, rings of one group have
    the same members and weights summing to 1; ``reserved_ports`` has one value ``0..degree`` per
-   server. Bandwidths are in ``[1, 1e15]`` bytes/s and no path crosses a hop twice.
+   server, at most the ports its circuits leave free; the ``prewired`` circuits are among the
+   circuits. Bandwidths are in ``[1, 1e15]`` bytes/s and no path crosses a hop twice.
 
 :func:`check_design_rings` then checks the rings against the problem being simulated (phase
 names, group indices, members equal to the group's servers).
@@ -208,8 +209,31 @@ def check_design_document(doc: DesignDocument, name: str) -> None:
         if np.any(r > d):
             i = _first(r > d)
             _fail(f"{name} reserved_ports[{i}]", int(r[i]), f"0..{d} (degree)")
+    if doc.reserved_ports is not None and c.size:
+        used = r + deg
+        if np.any(used > d):
+            i = _first(used > d)
+            _fail(
+                f"{name} circuits (server {i})",
+                f"{int(deg[i])} ports",
+                f"at most the {d - int(r[i])} usable ports (degree {d} - reserved {int(r[i])})",
+            )
     if doc.prewired is not None:
-        _check_rows(doc.prewired, n, f"{name} prewired", 1)
+        p = _check_rows(doc.prewired, n, f"{name} prewired", 1)
+        if p.size:  # every pre-wired circuit stays: it is among the circuits
+            have: dict[tuple[int, int], int] = defaultdict(int)
+            for u, v, k in c.tolist():
+                have[(min(u, v), max(u, v))] += k
+            want: dict[tuple[int, int], int] = defaultdict(int)
+            for u, v, k in p.tolist():
+                want[(min(u, v), max(u, v))] += k
+            for (u, v), k in sorted(want.items()):
+                if k > have[(u, v)]:
+                    _fail(
+                        f"{name} circuits (pre-wired pair {u}-{v})",
+                        have[(u, v)],
+                        f"at least the {k} pre-wired circuit(s)",
+                    )
     _check_routing(doc.routing, n, name, hybrid=isinstance(doc, HybridDocument))
     _check_rings(doc.rings, n, name)
     if isinstance(doc, HybridDocument) and doc.electrical.servers != n:

@@ -546,13 +546,15 @@ def read_prewired(text: str, name: str = "prewired") -> np.ndarray:
             rows, name, min_count=0, where=lambda i: f"{name} item {i}", distinct=False
         )
     lines = text.splitlines()
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    header = [h.strip().lower() for h in lines[0].split(",")] if lines else []
+    # the first non-blank line is the header (one pass: popping blank lines one by one is
+    # quadratic in a file of a million newlines)
+    start = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
+    first = lines[start] if start < len(lines) else ""
+    header = [h.strip().lower() for h in first.split(",")] if first else []
     if header != list(cols):
-        raise InputError(f"{name} line 1", lines[0] if lines else "", "the header u,v,count")
+        raise InputError(f"{name} line {start + 1}", first, "the header u,v,count")
     rows: list[list[int]] = []
-    for lineno, line in enumerate(lines[1:], start=2):
+    for lineno, line in enumerate(lines[start + 1 :], start=start + 2):
         if not line.strip():
             continue
         cells = [c.strip() for c in line.split(",")]

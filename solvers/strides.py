@@ -78,6 +78,7 @@ OBJECTIVES = ("diameter", "mean-hops")
 
 _BATCH = 4096  # candidate sets evaluated together (memory ~ _BATCH * n bytes)
 _SAMPLE = 2048  # random stride sets tried first, for a good incumbent
+_SAMPLE_SLICE = 128  # ... evaluated this many at a time (the time limit is checked between)
 
 
 # --------------------------------------------------------------------------- candidates
@@ -621,30 +622,43 @@ def best_strides(
     best_set = tuple(geo)
     best_key = key(int(dist.sum()), int(dist.max()))
     best_diam, best_total = int(dist.max()), int(dist.sum())
+
     # a better start: the best of a seeded random sample of stride sets (deterministic)
+    def out_of_time() -> bool:
+        return time_limit_s is not None and time.perf_counter() - t0 > time_limit_s
+
     if k > 1 and classes.size > k:
-        sample = _random_sets(classes, k, _SAMPLE)
-        tot, dia, exact = _truncated_bounds(sample, n, k, best_diam)
-        for i in np.flatnonzero(exact).tolist():
-            if key(int(tot[i]), int(dia[i])) < best_key:
-                best_key, best_total, best_diam = (
-                    key(int(tot[i]), int(dia[i])),
-                    int(tot[i]),
-                    int(dia[i]),
-                )
-                best_set = tuple(canonical_strides(n, sample[i].tolist()))
+        sample_all = _random_sets(classes, k, _SAMPLE)
+        horizon0 = best_diam  # the same horizon for every slice (as for the whole sample)
+        # in slices, so that a time limit also stops the start (many ports: costly bounds)
+        for lo in range(0, sample_all.shape[0], _SAMPLE_SLICE):
+            if out_of_time():
+                break
+            sample = sample_all[lo : lo + _SAMPLE_SLICE]
+            tot, dia, exact = _truncated_bounds(sample, n, k, horizon0)
+            for i in np.flatnonzero(exact).tolist():
+                if key(int(tot[i]), int(dia[i])) < best_key:
+                    best_key, best_total, best_diam = (
+                        key(int(tot[i]), int(dia[i])),
+                        int(tot[i]),
+                        int(dia[i]),
+                    )
+                    best_set = tuple(canonical_strides(n, sample[i].tolist()))
 
     evaluated = 0
     status = "optimal"
     rest = classes[1:]  # stride 1 is in every canonical set
     for chunk in _chunks(rest.size, k - 1, 50 * _BATCH):
-        if time_limit_s is not None and time.perf_counter() - t0 > time_limit_s:
+        if out_of_time():
             status = "time-limit"
             break
         sets = np.hstack([np.ones((chunk.shape[0], 1), np.int64), rest[chunk]])
         sets = sets[_canonical_mask(sets, n)]
         evaluated += sets.shape[0]
         for lo in range(0, sets.shape[0], _BATCH):
+            if out_of_time():  # checked per batch too: one chunk is 50 batches
+                status = "time-limit"
+                break
             batch = sets[lo : lo + _BATCH]
             # cascade of horizons: cheap loose bounds first, the incumbent's diameter last
             for horizon in range(_first_horizon(objective, best_diam, lb_diam), best_diam + 1):

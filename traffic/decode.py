@@ -81,6 +81,8 @@ def read_input(path: str | os.PathLike, what: str, max_bytes: int | None = None)
             raise InputError(str(p), "a folder", f"a {what} file")
         if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
             raise InputError(str(p), "a device", f"a {what} file")
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read, a socket fail it
+            raise InputError(str(p), "a FIFO or socket", f"a regular {what} file")
         if st.st_size > cap:
             raise InputError(str(p), f"{st.st_size:,} bytes", f"a {what} of at most {cap:,} bytes")
         with open(p, "rb") as fh:
@@ -317,6 +319,30 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def _no_sexagesimal(loader: _StrictLoader, node: yaml.ScalarNode) -> None:
+    """YAML 1.1 reads ``1:30`` as the number 90 (base 60): refuse it rather than guess."""
+    if ":" in str(node.value):
+        raise InputError(
+            f"{loader.name} line {node.start_mark.line + 1}",
+            node.value,
+            "a plain number (YAML 1.1 base-60 numbers such as 1:30 are refused; quote text)",
+        )
+
+
+def _construct_int(loader: _StrictLoader, node: yaml.ScalarNode) -> int:
+    _no_sexagesimal(loader, node)
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+def _construct_float(loader: _StrictLoader, node: yaml.ScalarNode) -> float:
+    _no_sexagesimal(loader, node)
+    return yaml.SafeLoader.construct_yaml_float(loader, node)
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+
+
 def parse_yaml(text: str, name: str) -> Any:
     """Strict YAML (see the module docstring): plain values only, no duplicate keys, bounded
     depth and expanded size (alias bombs are refused while reading).
@@ -334,6 +360,10 @@ def parse_yaml(text: str, name: str) -> Any:
     Traceback (most recent call last):
     ...
     traffic.errors.InputError: p.yaml line 6: got 'a document expanding to more than 1,000,000 values (aliases)'; allowed: a document without alias bombs
+    >>> parse_yaml("a: 1:30", "p.yaml")
+    Traceback (most recent call last):
+    ...
+    traffic.errors.InputError: p.yaml line 1: got '1:30'; allowed: a plain number (YAML 1.1 base-60 numbers such as 1:30 are refused; quote text)
     >>> parse_yaml("a: 1\\na: 2\\n", "p.yaml")
     Traceback (most recent call last):
     ...

@@ -89,7 +89,8 @@ class Parallelism(BaseModel):
     micro_batch_size: PositiveInt = 1
     global_batch_size: PositiveInt | None = None
     recompute: Literal["none", "selective", "full"] = "none"
-    zero: Literal[0, 1, 2, 3] = 0
+    # an int range, not Literal[0, 1, 2, 3]: a strict Literal still matches true and 1.0
+    zero: int = Field(0, ge=0, le=3)
     fsdp: Literal["full_shard", "shard_grad_op", "hybrid_shard"] | None = None
     distributed_optimizer: bool = False
     order: str = "tp-cp-ep-dp-pp"

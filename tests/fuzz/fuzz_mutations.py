@@ -346,6 +346,8 @@ _DESIGN = [
     ("reserved_ports short", _edit(("reserved_ports",), [0])),
     ("link_bandwidth 1e-300", _edit(("link_bandwidth",), 1e-300)),
     ("path crossing a hop twice", _revisit),
+    ("prewired not among the circuits", _edit(("prewired",), [[0, 4, 1]])),
+    ("reserved ports on top of full circuits", _edit(("reserved_ports",), [1] * 8)),
 ]  # fmt: skip
 _HYBRID = _DESIGN + [
     ("electrical family torus", _edit(("electrical", "family"), "torus")),
@@ -370,6 +372,8 @@ _FLOWS = [
     ("unknown key", _edit(("flows", 0, "speed"), 1)),
     ("root a list", lambda t: [t]),
     ("unknown link", _edit(("flows", 2, "paths", 0, "links", 0), "q")),
+    # finite but absurd: the finish time overflows (numpy's overflow warning is not a 2nd line)
+    ("latency 1e308", _edit(("links", 0, "latency"), 1e308)),
 ]
 _PLAN_COMMON = [
     ("servers 10**9", _edit(("cluster", "servers"), 10**9)),
@@ -381,6 +385,9 @@ _PLAN_COMMON = [
     ("model unknown", _edit(("model",), "gpt-5")),
     ("global batch 1.5", _edit(("parallelism", "global_batch_size"), 1.5)),
     ("not a mapping", lambda t: [t]),
+    ("zero true", _edit(("parallelism", "zero"), True)),  # a strict Literal[0..3] took these
+    ("zero 1.0", _edit(("parallelism", "zero"), 1.0)),
+    ("zero 4", _edit(("parallelism", "zero"), 4)),
 ]
 _PLAN_YAML = _PLAN_COMMON + [
     ("layers 10**12", _edit(("model", "layers"), 10**12)),
@@ -432,6 +439,8 @@ _PREWIRED_CSV = [
     ("self", _text("u,v,count\n3,3,1\n")),
     ("empty", _text("")),
     ("a plan", _text("model: vgg16\n")),
+    # blank lines before the header were dropped one by one (quadratic: 10^6 of them hung)
+    ("blank lines first", _text("\n" * 1_000 + "u,v,count\n0,1,x\n")),
 ]
 _PREWIRED_JSON = [
     ("two fields", _edit((0,), [0, 1])),
@@ -455,6 +464,7 @@ _PRICES = [
     ("power .inf", _edit(("fibre", "power_w"), "@@INF@@")),
     ("alias bomb", _edit(("ocs_port", "source"), "@@BOMB@@")),
     ("not a mapping", lambda t: [t]),
+    ("capex base-60 1:30", _edit(("fibre", "capex_usd"), "@@SEXA@@")),  # YAML 1.1 reads 90
 ]
 _CLUSTER_JOBS = [
     ("duplicate name", _edit(("jobs", 1, "name"), "vision")),
@@ -522,7 +532,7 @@ def targeted_case(kind: Kind, index: int) -> Case:
     out = edit(copy.deepcopy(tree))
     if isinstance(out, tuple) and out and out[0] == "@@TEXT@@":
         return Case(out[1].encode(), f"targeted:{label}", True)
-    text = serialise(out, kind.fmt, raw={"BOMB": bomb_text(), "INF": ".inf"})
+    text = serialise(out, kind.fmt, raw={"BOMB": bomb_text(), "INF": ".inf", "SEXA": "1:30"})
     return Case(text.encode(), f"targeted:{label}", True)
 
 

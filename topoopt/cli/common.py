@@ -4,10 +4,12 @@ progress on stderr, atomic output files."""
 from __future__ import annotations
 
 import functools
+import io
 import json
 import math
 import os
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,8 +42,17 @@ stdout = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 stderr = Console(stderr=True, soft_wrap=True)
 
 
+_INT_LIMIT = {"seed": 2**63 - 1, "degree": 65536, "optical_degree": 65536}
+"""Largest magnitude of an integer option (default 2**31 - 1: counts, ids and sizes; ports per
+server as in ``design.json``)."""
+
+
 def check_edge_units(options: dict[str, Any]) -> None:
     """Check options given in the CLI's units, in those units, before they are converted.
+
+    Every number first: a float option is finite, an integer option at most 2**31 - 1 in
+    magnitude (``--seed``: int64), so an absurd value is one line before any work, not an
+    ``OverflowError`` or ``MemoryError`` deep inside.
 
     By name: ``*_gbps`` options are rates in Gbps (finite, > 0), ``*_ms`` options delays in ms
     (finite, >= 0). The message names the option and the value as the user typed them, not the
@@ -53,32 +64,97 @@ def check_edge_units(options: dict[str, Any]) -> None:
     >>> check_edge_units({"link_gbps": -100.0})
     Traceback (most recent call last):
     traffic.errors.InputError: --link-gbps: got -100.0; allowed: a finite number of Gbps > 0
-    """
+    >>> check_edge_units({"time_limit": float("nan")})
+    Traceback (most recent call last):
+    traffic.errors.InputError: --time-limit: got nan; allowed: a finite number
+    >>> check_edge_units({"degree": 10**12})
+    Traceback (most recent call last):
+    traffic.errors.InputError: --degree: got 1000000000000; allowed: an integer of magnitude at most 2,147,483,647
+    """  # noqa: E501
     for name, value in options.items():
         if value is None or isinstance(value, bool) or not isinstance(value, int | float):
             continue
         option = "--" + name.replace("_", "-")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(option, value, "a finite number")
+        if name == "seed" and isinstance(value, int) and not 0 <= value < 2**63:
+            raise InputError(option, value, "an integer 0..2**63 - 1 (numpy seeds are >= 0)")
+        if isinstance(value, int) and abs(value) > _INT_LIMIT.get(name, 2**31 - 1):
+            bound = _INT_LIMIT.get(name, 2**31 - 1)
+            raise InputError(option, value, f"an integer of magnitude at most {bound:,}")
         if name.endswith("_gbps") and not (math.isfinite(value) and value > 0):
             raise InputError(option, value, "a finite number of Gbps > 0")
         if name.endswith("_ms") and not (math.isfinite(value) and value >= 0):
             raise InputError(option, value, "a finite number of ms >= 0")
 
 
+_DEPTH = [0]
+"""How many :func:`handle_errors` wrappers are running (nested commands report once)."""
+
+
+def _live_progress(stream: Any) -> bool:
+    """Whether progress lines go out as they happen: on a terminal, or ``TOPOOPT_PROGRESS=1``."""
+    if os.environ.get("TOPOOPT_PROGRESS") == "1":
+        return True
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 def handle_errors(func: F) -> F:
-    """Turn :class:`InputError` (and unreadable files) into one line on stderr and exit code 2."""
+    """Turn :class:`InputError` (and unreadable files, and a request beyond the memory) into one
+    line on stderr and exit code 2; nothing else is printed on stderr by a failing command (see
+    :func:`_live_progress`)."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        _OUTPUTS.clear()  # the outputs of this invocation (prepare_output)
-        try:
-            check_edge_units(kwargs)
+        if _DEPTH[0]:  # called from another command: its wrapper reports the error
             return func(*args, **kwargs)
-        except InputError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+        _OUTPUTS.clear()  # the outputs of this invocation (prepare_output)
+        # Warnings (numpy overflow on absurd but finite inputs, ...) are held back: a command that
+        # ends in an error prints that one line only; one that succeeds re-issues them (so the
+        # caller's warning filters, e.g. pytest's "error", still apply).
+        # Progress goes to stderr as it happens on a terminal; otherwise it is held back and
+        # printed when the command succeeds, so a failing run prints its one error line only.
+        real_err = sys.stderr
+        held = None if _live_progress(real_err) else io.StringIO()
+        error = None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if held is not None:
+                sys.stderr = held
+            _DEPTH[0] += 1
+            try:
+                check_edge_units(kwargs)
+                result = func(*args, **kwargs)
+            except InputError as exc:
+                error = f"error: {exc}"
+            except OSError as exc:  # a file that vanished, a name too long, ...
+                error = f"error: {exc.filename or exc}: {exc.strerror or exc}"
+            except MemoryError:
+                error = (
+                    "error: request: got 'more memory than this machine has'; allowed: smaller "
+                    "sizes (see TOPOOPT_MEMORY_BUDGET_GB in docs/inputs.md)"
+                )
+            except BaseException:  # an exit code of the command's own, or a crash: show all
+                if held is not None:
+                    sys.stderr = real_err
+                    real_err.write(held.getvalue())
+                    held = None
+                raise
+            finally:
+                _DEPTH[0] -= 1
+                if held is not None and sys.stderr is held:
+                    sys.stderr = real_err
+        if error is not None:
+            print(error, file=sys.stderr)
             raise typer.Exit(2) from None
-        except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-            print(f"error: {exc.filename}: {exc.strerror}", file=sys.stderr)
-            raise typer.Exit(2) from None
+        if held is not None:
+            sys.stderr.write(held.getvalue())
+        for w in caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+        return result
 
     return wrapper  # type: ignore[return-value]
 

@@ -191,6 +191,9 @@ class Fabric:
 
         if s < 1:
             raise InputError("fabric.servers", s, "at least one server")
+        g = self.gpus_per_server
+        if isinstance(g, bool) or not isinstance(g, int | np.integer) or not 1 <= g <= 65536:
+            raise InputError("gpus_per_server", g, "an integer 1..65,536")
         if n < s or not np.all(self.node_kind[:s] == "server"):
             raise InputError("fabric.node_kind", "servers not first", "servers are nodes 0..n-1")
         if np.any(self.node_kind[s:] == "server"):

@@ -7,6 +7,7 @@ dimension of size 2 therefore joins its two servers with a bundle of ``2 * links
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -53,6 +54,7 @@ def parse_dims(text: str | Sequence[int]) -> tuple[int, ...]:
         dims = tuple(check_int("dims", int(t) if isinstance(t, np.integer) else t) for t in text)
     if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
         raise InputError("dims", text, "1 to 3 positive sizes like 4x4x4")
+    check_int("servers", math.prod(dims))  # the memory budget, before any array is built
     return dims
 
 

@@ -62,8 +62,8 @@ class Engine:
         max_retries: int = 2,
         progress: bool = True,
     ) -> None:
-        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-            raise InputError("workers", workers, "a positive integer")
+        if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= 4096:
+            raise InputError("workers", workers, "an integer 1..4096")
         if not isinstance(max_retries, int) or max_retries < 0:
             raise InputError("max_retries", max_retries, "an integer >= 0")
         self.workers = workers
@@ -108,7 +108,7 @@ class Engine:
                 ray.init(address=self.address, **kwargs)
             else:
                 ray.init(num_cpus=self.workers, **kwargs)
-        except ConnectionError as exc:
+        except (ConnectionError, ValueError) as exc:  # unreachable, or not an address at all
             sys.stdout, self._stdout = self._stdout, None
             raise InputError("address", self.address, f"a reachable Ray cluster ({exc})") from None
         self._started = True

@@ -49,10 +49,8 @@ Failure kinds
 
 from __future__ import annotations
 
-import csv
-import io
 import itertools
-import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -301,6 +299,10 @@ def ports_failure(ports: np.ndarray, n: int, degree: int, spec: dict[str, np.nda
     return Failure("ports", ports[lost_idx], failed.astype(np.int64), label)
 
 
+_CSV_INT = re.compile(r"-?[0-9]{1,9}")
+"""An integer cell of a ``--fail-ports`` CSV (at most 9 digits, so below 2**31)."""
+
+
 def read_failure_file(path: str | Path) -> dict[str, np.ndarray]:
     """Read a ``--fail-ports`` file strictly.
 
@@ -316,25 +318,26 @@ def read_failure_file(path: str | Path) -> dict[str, np.ndarray]:
     >>> read_failure_file(p)["ports"].tolist()
     [[3, 2]]
     """
+    from traffic.decode import decode_text, parse_json, read_input
+    from traffic.errors import preview
+
     p = Path(path)
     if not p.is_file():
         raise InputError("--fail-ports", str(path), "an existing CSV or JSON file")
-    try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError):
-        raise InputError("--fail-ports", str(path), "a readable UTF-8 text file") from None
+    # the strict decoding of every input (size cap, UTF-8, and for JSON: no duplicate keys,
+    # NaN, integers beyond int64 or deep nesting)
+    text = decode_text(read_input(p, "--fail-ports file"), str(path))
     allowed_json = 'one key, "ports": [[server, count], ...] or "circuits": [[u, v, count], ...]'
     if text.lstrip().startswith(("{", "[")):
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError("--fail-ports", f"invalid JSON ({exc.msg})", allowed_json) from None
+        doc = parse_json(text, str(path))
         if not isinstance(doc, dict) or len(doc) != 1 or not {"ports", "circuits"} & set(doc):
-            raise InputError("--fail-ports", str(doc)[:60], allowed_json)
+            raise InputError("--fail-ports", preview(doc), allowed_json)
         key = next(iter(doc))
         rows = doc[key]
     else:
-        reader = list(csv.reader(io.StringIO(text)))
+        # plain comma-separated integers: split by hand (csv's reader raises on a lone CR or a
+        # field over 128 KB, and a quoted field is not an integer anyway)
+        reader = [line.split(",") for line in text.splitlines()]
         reader = [r for r in reader if r and any(x.strip() for x in r)]
         header = [x.strip() for x in reader[0]] if reader else []
         if header == ["server", "ports"]:
@@ -345,10 +348,11 @@ def read_failure_file(path: str | Path) -> dict[str, np.ndarray]:
             raise InputError("--fail-ports header", ",".join(header), "server,ports or u,v,count")
         rows = []
         for i, r in enumerate(reader[1:]):
-            try:
-                rows.append([int(x.strip()) for x in r])
-            except ValueError:
-                raise InputError(f"{key}[{i}]", ",".join(r), "integers") from None
+            cells = [x.strip() for x in r]
+            # ASCII digits only (int() also takes "1_0" and Arabic-Indic digits), and below 2**31
+            if not all(_CSV_INT.fullmatch(x) for x in cells):
+                raise InputError(f"{key}[{i}]", ",".join(r), "integers (ASCII digits, |x| < 2**31)")
+            rows.append([int(x) for x in cells])
     width = 2 if key == "ports" else 3
     if not isinstance(rows, list) or not rows:
         raise InputError(f"--fail-ports {key}", rows, "a non-empty list of rows")

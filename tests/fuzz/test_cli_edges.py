@@ -1,0 +1,108 @@
+"""Bad command lines end like bad files: exit 2, exactly one ``error:`` line, nothing on stdout.
+
+Cases an outside fuzzer of the options found (issue 12): usage errors (a value of the wrong type,
+an unknown choice or command, a missing option) printed a usage box; an integer beyond int64 or a
+degree of 10**12 ended in ``OverflowError``/``MemoryError``; NaN options reached the results; a
+FIFO given as a file blocked the read; progress lines came before the error line; a file name
+too long for the system was a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from fuzz_kinds import COMMAND, RUNNER, SEEDS
+
+PLAN = str(SEEDS / "plan.json")
+
+
+def _one_error_line(args: list[str]) -> str:
+    r = RUNNER.invoke(COMMAND, args)
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    lines = r.stderr.strip().splitlines()
+    assert (r.exit_code, r.stdout) == (2, ""), (r.exit_code, r.stdout[:200], r.stderr[-300:])
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr[-500:]
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "args, names",
+    [
+        (["design", PLAN, "--degree", "x"], "--degree"),
+        (["design", PLAN, "--fabric", "IDEAL"], "'IDEAL'"),
+        (["traffic", PLAN, "--algorithm", "x" * 400], "--algorithm"),
+        (["fabric", "nope"], "'nope'"),
+        (["nope"], "'nope'"),
+        (["traffic"], "PLAN"),
+        (["fabric", "direct", "--servers", "8"], "--degree"),
+        (["fabric", "ideal", "--servers", "8", "--degree", "9223372036854775808"], "--degree"),
+        (["simulate", PLAN, "--fabric", "topoopt", "--degree", "1000000000000"], "--degree"),
+        (["compare", PLAN, "--fabrics", "ideal", "--oversubscription", "nan"], "nan"),
+        (["simulate", PLAN, "--fabric", "ideal", "--link-gbps", "inf"], "--link-gbps"),
+        # the error comes after the first fabric's progress line: only the error is printed
+        (["compare", PLAN, "--fabrics", "ideal,fat-tree", "--degree", "0", "--json"], "degree"),
+        (["simulate", "x" * 300 + ".yaml", "--fabric", "ideal"], "x" * 50),
+        # accepted before, and reported "gpus": -8
+        (
+            ["fabric", "expander", "--servers", "8", "--degree", "2", "--gpus-per-server", "-1"],
+            "gpus_per_server",
+        ),
+        (["fabric", "ideal", "--servers", "8", "--gpus-per-server", "0"], "gpus_per_server"),
+        (["cosearch", "vgg16", "--servers", "8", "--address", "1x1"], "address"),
+        (["simulate", PLAN, "--fabric", "topoopt", "--degree", "2", "--seed", "-1"], "--seed"),
+        (["fabric", "torus", "--dims", "3000x3000"], "9,000,000 servers"),  # ran for minutes
+    ],
+)
+def test_bad_command_line_is_one_error_line(args, names):
+    line = _one_error_line(args)
+    assert names in line and len(line) <= 400, line
+
+
+def test_fifo_input_is_refused_not_read(tmp_path):
+    fifo = tmp_path / "prices.yaml"
+    os.mkfifo(fifo)
+    line = _one_error_line(["fabric", "ideal", "--servers", "4", "--prices", str(fifo)])
+    assert "FIFO" in line and str(fifo) in line
+
+
+def test_success_still_shows_progress():
+    """Held-back progress (stderr not a terminal) is printed when the command succeeds."""
+    r = RUNNER.invoke(COMMAND, ["simulate", PLAN, "--fabric", "ideal", "--json"])
+    assert r.exit_code == 0, r.stderr[-500:]
+    assert "simulating" in r.stderr and r.stdout.lstrip().startswith("{")
+
+
+def test_bare_group_still_prints_help():
+    r = RUNNER.invoke(COMMAND, ["fabric"])
+    assert "Usage" in r.stdout + r.stderr and "direct" in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("huge.csv", "server,ports\n0,99999999999999999999\n"),  # was an OverflowError
+        ("dup.json", '{"ports": [[0, 1]], "ports": [[1, 1]]}'),  # the last key won
+        ("deep.json", '{"ports": ' + "[" * 5000 + "]" * 5000 + "}"),  # was a RecursionError
+        ("nan.json", '{"ports": [[0, NaN]]}'),
+        ("digit.csv", "server,ports\n\u0663,1\n"),  # an Arabic-Indic 3 was read as server 3
+        ("underscore.csv", "server,ports\n0,1_0\n"),
+        ("cr.csv", "\rserver,ports\n0,x\n"),  # csv.Error: new-line character in unquoted field
+        ("wide.csv", "ser" + " " * 200_000 + "ver,ports\n0,1\n"),  # csv.Error: field limit
+    ],
+)
+def test_bad_fail_ports_file_is_one_error_line(name, text, tmp_path):
+    """``whatif --fail-ports`` files go through the strict decoder like every other input."""
+    f = tmp_path / name
+    f.write_text(text, encoding="utf-8")
+    design = str(SEEDS / "design.json")
+    _one_error_line(["whatif", design, "--plan", PLAN, "--fail-ports", str(f), "--json"])
+
+
+def test_prewired_error_names_the_real_line_after_blank_lines(tmp_path):
+    """Blank lines before the header are skipped in one pass (dropping them one by one was
+    quadratic: a million of them hung), and the line numbers stay those of the file."""
+    f = tmp_path / "p.csv"
+    f.write_text("\n" * 1000 + "u,v,count\n0,1,1\n0,1,x\n")
+    args = ["design", PLAN, "--degree", "2", "--solver", "topoopt", "--prewired", str(f)]
+    assert f"{f} line 1003 count" in _one_error_line(args)
