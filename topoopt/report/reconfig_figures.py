@@ -37,16 +37,18 @@ def delay_sweep_figure(table: pd.DataFrame, title: str = "Iteration time vs dela
     for i, plan in enumerate(plans):
         rows = table if plan is None else table[table["plan"] == plan]
         rows = rows.sort_values("delay_s")
-        for col, name, dash in SWEEP_SERIES:
+        for j, (col, name, dash) in enumerate(SWEEP_SERIES):
             if col not in rows:
                 continue
+            # one plan: a colour per series; several: a colour per plan, a dash per series
+            colour = palette[(j if len(plans) == 1 else i) % len(palette)]
             label = name if plan is None else f"{plan}: {name}"
             fig.add_scatter(
                 x=rows["delay_s"] * 1e6,
                 y=rows[col] * 1e3,
                 name=label,
                 mode="lines+markers",
-                line={"dash": dash, "color": palette[i % len(palette)]},
+                line={"dash": dash, "color": colour},
                 hovertemplate=f"{label}<br>delay %{{x:.4g}} us: %{{y:.4g}} ms<extra></extra>",
             )
     fig.update_layout(
