@@ -315,6 +315,13 @@ def _text(s: str) -> Edit:
     return lambda tree: ("@@TEXT@@", s)
 
 
+def _collective(**edits) -> dict:
+    """A ``design.json`` collectives entry for the seed's group (then edited)."""
+    entry = {"phase": "backward", "group": 0, "collective": "all-reduce", "algorithm": "blink",
+             "members": list(range(8)), "src": [0], "dst": [1], "fraction": [1.0]}  # fmt: skip
+    return {**entry, **edits}
+
+
 _DESIGN = [
     ("servers as a string", _edit(("servers",), "8")),
     ("servers as a float", _edit(("servers",), 8.0)),
@@ -346,6 +353,10 @@ _DESIGN = [
     ("reserved_ports short", _edit(("reserved_ports",), [0])),
     ("link_bandwidth 1e-300", _edit(("link_bandwidth",), 1e-300)),
     ("path crossing a hop twice", _revisit),
+    ("collective algorithm tree", _edit(("collectives",), [_collective(algorithm="tree")])),
+    ("collective transfer to itself", _edit(("collectives",), [_collective(dst=[0])])),
+    ("collective member beyond servers", _edit(("collectives",), [_collective(members=[0, 99])])),
+    ("collective phase unknown", _edit(("collectives",), [_collective(phase="nope")])),
 ]  # fmt: skip
 _HYBRID = _DESIGN + [
     ("electrical family torus", _edit(("electrical", "family"), "torus")),
