@@ -222,6 +222,12 @@ class Design:
         ``int64 (n,)`` ports per server the problem reserved (``None``: no option given).
     prewired : numpy.ndarray, optional
         ``int64 (k, 3)`` pre-wired circuits of the problem (``None``: no option given).
+    collectives : tuple of dict
+        Schedules picked instead of the rings for some collectives (default none):
+        ``{"phase", "group", "collective", "algorithm": "blink", "members": sorted servers,
+        "src", "dst": positions in members, "fraction": bytes per byte of S, "info": dict}``
+        (:mod:`solvers.joint.collective_choice`; simulated through
+        :func:`solvers.realise.design_workload`).
     """
 
     servers: int
@@ -239,9 +245,11 @@ class Design:
     info: Mapping[str, Any] = field(default_factory=dict)
     reserved_ports: np.ndarray | None = None
     prewired: np.ndarray | None = None
+    collectives: tuple[dict, ...] = ()
 
     def __post_init__(self) -> None:
         n = int(self.servers)
+        object.__setattr__(self, "collectives", tuple(self.collectives))
         object.__setattr__(self, "circuits", canonical_circuits(self.circuits, n))
         if self.reserved_ports is not None:
             r = np.asarray(self.reserved_ports, np.int64).reshape(-1)
@@ -336,6 +344,8 @@ def design_document(design) -> dict[str, Any]:
         value = getattr(design, key, None)
         if value is not None:
             doc[key] = np.asarray(value).tolist()
+    if getattr(design, "collectives", ()):  # absent when none: older files stay identical
+        doc["collectives"] = [_finite_or_null(dict(c)) for c in design.collectives]
     return doc
 
 
@@ -389,6 +399,8 @@ def design_fields(doc) -> dict[str, Any]:
         fields["reserved_ports"] = np.asarray(doc.reserved_ports, np.int64)
     if doc.prewired is not None:
         fields["prewired"] = np.asarray(doc.prewired, np.int64).reshape(-1, 3)
+    if doc.collectives is not None:
+        fields["collectives"] = tuple(c.model_dump() for c in doc.collectives)
     return fields
 
 

@@ -17,10 +17,12 @@
    distinct sorted servers, the order is a permutation of the members, rings of one group have
    the same members and weights summing to 1; ``reserved_ports`` has one value ``0..degree`` per
    server, at most the ports its circuits leave free; the ``prewired`` circuits are among the
-   circuits. Bandwidths are in ``[1, 1e15]`` bytes/s and no path crosses a hop twice.
+   circuits. Bandwidths are in ``[1, 1e15]`` bytes/s and no path crosses a hop twice. The optional
+   ``collectives`` (optical designs only) name distinct sorted servers, one entry per
+   ``(phase, group, collective)``, and transfers between distinct positions of those members.
 
 :func:`check_design_rings` then checks the rings against the problem being simulated (phase
-names, group indices, members equal to the group's servers).
+names, group indices, members equal to the group's servers), and the ``collectives`` the same way.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ __all__ = [
     "MAX_BANDWIDTH",
     "WEIGHT_TOLERANCE",
     "RingDocument",
+    "CollectiveDocument",
     "RoutingDocument",
     "ElectricalDocument",
     "DesignDocument",
@@ -86,6 +89,25 @@ class RingDocument(BaseModel):
     virtual: bool = False
 
 
+class CollectiveDocument(BaseModel):
+    """The schedule a design picked for one collective of a mutable group instead of its rings
+    (:mod:`solvers.joint.collective_choice`): transfers ``src[i] -> dst[i]`` between positions of
+    ``members`` carrying ``fraction[i]`` bytes per byte of the collective's size, all released
+    together."""
+
+    model_config = _STRICT
+
+    phase: Annotated[str, Field(min_length=1, max_length=200)]
+    group: _Nat
+    collective: Literal["all-reduce", "reduce-scatter", "all-gather"]
+    algorithm: Literal["blink"]
+    members: Annotated[list[_Nat], Field(min_length=2)]
+    src: list[_Nat]
+    dst: list[_Nat]
+    fraction: list[Annotated[float, Field(gt=0, le=2**20, allow_inf_nan=False)]]
+    info: dict[str, Any] = {}
+
+
 class RoutingDocument(BaseModel):
     """Weighted server paths, as CSR arrays (see :class:`solvers.design.NodePaths`)."""
 
@@ -119,6 +141,7 @@ class DesignDocument(BaseModel):
     info: dict[str, Any] = {}
     reserved_ports: list[_Nat] | None = None
     prewired: list[_Row] | None = None
+    collectives: list[CollectiveDocument] | None = None
 
 
 class ElectricalDocument(BaseModel):
@@ -236,6 +259,10 @@ def check_design_document(doc: DesignDocument, name: str) -> None:
                     )
     _check_routing(doc.routing, n, name, hybrid=isinstance(doc, HybridDocument))
     _check_rings(doc.rings, n, name)
+    if doc.collectives is not None:
+        if isinstance(doc, HybridDocument):
+            _fail(f"{name} collectives", "present", "no collectives in a hybrid design")
+        _check_collectives(doc.collectives, n, name)
     if isinstance(doc, HybridDocument) and doc.electrical.servers != n:
         _fail(f"{name} electrical.servers", doc.electrical.servers, f"{n} (the design's servers)")
 
@@ -347,6 +374,26 @@ def _check_rings(rings: list[RingDocument], n: int, name: str) -> None:
             )
 
 
+def _check_collectives(entries: list[CollectiveDocument], n: int, name: str) -> None:
+    seen: set[tuple] = set()
+    for i, c in enumerate(entries):
+        f = f"{name} collectives[{i}]"
+        m = np.asarray(c.members, np.int64)
+        if m.max() >= n or np.any(np.diff(m) <= 0):
+            _fail(f"{f}.members", c.members, f"distinct sorted servers 0..{n - 1}")
+        key = (c.phase, c.group, c.collective)
+        if key in seen:
+            _fail(f, list(key), "one entry per (phase, group, collective)")
+        seen.add(key)
+        if not len(c.src) == len(c.dst) == len(c.fraction) or not c.src:
+            _fail(f"{f}.src", len(c.src), "src, dst and fraction of one length >= 1")
+        s, t = np.asarray(c.src, np.int64), np.asarray(c.dst, np.int64)
+        bad = (s >= m.size) | (t >= m.size) | (s == t)
+        if bad.any():
+            j = _first(bad)
+            _fail(f"{f}.src[{j}]", [c.src[j], c.dst[j]], f"two different positions 0..{m.size - 1}")
+
+
 def check_design_rings(design, problem, name: str = "design.json") -> None:
     """Check a design's rings against the problem it is simulated with: every ring's phase is a
     phase of ``problem``, its group index exists there, and its members are the group's servers.
@@ -367,6 +414,17 @@ def check_design_rings(design, problem, name: str = "design.json") -> None:
         want = np.unique(np.asarray(ph.group(g), np.int64)).tolist()
         if list(r["members"]) != want:
             _fail(f"{name} rings[{i}].members", r["members"], f"{want} (the group's servers)")
+    for i, r in enumerate(getattr(design, "collectives", ())):
+        ph = phases.get(r["phase"])
+        if ph is None:
+            _fail(f"{name} collectives[{i}].phase", r["phase"], f"one of {', '.join(phases)}")
+        g = int(r["group"])
+        if g >= ph.n_groups:
+            _fail(f"{name} collectives[{i}].group", g, f"a group index 0..{ph.n_groups - 1}")
+        want = np.unique(np.asarray(ph.group(g), np.int64)).tolist()
+        if list(r["members"]) != want:
+            want_s = f"{want} (the group's servers)"
+            _fail(f"{name} collectives[{i}].members", r["members"], want_s)
 
 
 def load_design(path: str | os.PathLike):

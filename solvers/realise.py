@@ -11,7 +11,10 @@ into a simulation input:
   reduce-scatter, all-gather) re-written to follow the design's rings. A group with ``r`` rings of
   weights ``w_1..w_r`` becomes ``r`` families of size ``w_k * S`` whose rows list the members in
   ring ``k``'s server order (each server's GPUs contiguous, ascending rank), marked ``ordered``.
-  Bytes are conserved: ``sum_k w_k = 1``.
+  Bytes are conserved: ``sum_k w_k = 1``. A collective the design runs by another schedule
+  (``design.collectives``, :mod:`solvers.joint.collective_choice`) instead keeps one family
+  whose rows list the members in ascending server order and carry the schedule
+  (:attr:`traffic.workload.Demand.schedule`); only rows with one GPU per server qualify.
 
 :func:`simulate_design` chains them into :func:`topoopt.flowsim.iteration.simulate_iteration`.
 """
@@ -82,6 +85,19 @@ def _ring_table(design: Design, problem: DesignProblem):
     return table
 
 
+def _schedule_table(design: Design, problem: DesignProblem):
+    """(phase, sorted server tuple, collective) -> ``(k, 3)`` schedule of ``design.collectives``."""
+    out = {}
+    for c in getattr(design, "collectives", ()):
+        ph = next((p for p in problem.phases if p.name == c["phase"]), None)
+        if ph is None or int(c["group"]) >= ph.n_groups:
+            continue
+        key = tuple(int(x) for x in np.sort(ph.group(int(c["group"]))))
+        sched = np.column_stack([c["src"], c["dst"], c["fraction"]]).astype(np.float64)
+        out[(c["phase"], key, c["collective"])] = sched
+    return out
+
+
 def design_workload(workload: Workload, design: Design, problem: DesignProblem) -> Workload:
     """The Workload whose ordered collectives follow the design's rings (module docstring).
 
@@ -102,7 +118,10 @@ def design_workload(workload: Workload, design: Design, problem: DesignProblem) 
     if workload.servers != design.servers:
         raise InputError("workload.servers", workload.servers, f"{design.servers} (the design's)")
     table = _ring_table(design, problem)
+    scheds = _schedule_table(design, problem)
     single = [ph.name for ph in problem.phases] == ["iteration"]
+    if workload.taskgraph is not None and scheds:
+        raise InputError("design.collectives", len(scheds), "none for a task-graph workload")
     if workload.taskgraph is not None:  # tasks refer to (family, row): rebuild both together
         from solvers.realise_taskgraph import ring_taskgraph_workload
 
@@ -123,6 +142,10 @@ def design_workload(workload: Workload, design: Design, problem: DesignProblem) 
             by_key[k].append(i)
         plain: list[int] = []
         for key, idx in by_key.items():
+            sched = scheds.get((phase, key, d.op))
+            if sched is not None and len(key) == d.group_size:  # one GPU per server per row
+                out.append(replace(d, groups=rows[idx], schedule=sched, name=f"{d.name} [blink]"))
+                continue
             rings = table.get((phase, key))
             if not rings:
                 plain.extend(idx)

@@ -111,6 +111,12 @@ class Demand:
         ring order chosen by a solver); False (default) lets expansion use ascending rank order
         for all-reduce, reduce-scatter and all-gather (NCCL-like: each server's members
         contiguous).
+    schedule : numpy.ndarray, optional
+        For all-reduce, reduce-scatter and all-gather only: ``(k, 3)`` transfers ``[source
+        position, destination position, bytes per byte of S]`` between the positions of a row
+        (ascending rank), run instead of the expansion's algorithm, all released together (the
+        fluid limit of a pipelined tree schedule: a Blink packing a design picked,
+        :mod:`solvers.joint.collective_choice`).
     """
 
     op: str
@@ -124,6 +130,7 @@ class Demand:
     peer_bytes: np.ndarray | None = None
     stage: int | None = None
     ordered: bool = False
+    schedule: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         groups = np.asarray(self.groups, dtype=np.int64)
@@ -158,6 +165,20 @@ class Demand:
                     f"{where}.peer_bytes", "negative or diagonal", "zero diagonal, >= 0"
                 )
             object.__setattr__(self, "peer_bytes", pb)
+        if self.schedule is not None:
+            sc = np.asarray(self.schedule, dtype=np.float64)
+            g = groups.shape[1]
+            ok = sc.ndim == 2 and sc.shape[1] == 3 and np.isfinite(sc).all()
+            ok = ok and self.op in ("all-reduce", "reduce-scatter", "all-gather")
+            if ok and sc.size:
+                pos = sc[:, :2]
+                ok = bool(np.all((pos == np.round(pos)) & (pos >= 0) & (pos < g)))
+                ok = ok and bool(np.all((sc[:, 0] != sc[:, 1]) & (sc[:, 2] >= 0)))
+            if not ok:
+                raise InputError(
+                    f"{where}.schedule", sc.shape, f"(k, 3) transfers between positions 0..{g - 1}"
+                )
+            object.__setattr__(self, "schedule", sc)
 
     @property
     def n_groups(self) -> int:

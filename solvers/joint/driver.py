@@ -26,6 +26,10 @@ limit, with the wall-clock time limit only as a safety cap (see "Determinism" be
    slower than ``topoopt`` in communication or iteration time and no worse in the objective.
    The ``topoopt`` design is simulated right after the warm start; the flow model is used
    only when the problem has at most :data:`FLOW_MAX_PAIRS` server pairs with traffic.
+8. :func:`solvers.joint.collective_choice.choose_collectives` -- when the flow model judged,
+   each ring family of the result is tried as a Blink tree packing on the group's circuits and
+   kept when the simulated iteration (communication without a compute model) is shorter;
+   ``info["collective_choice"]`` records the times with rings and with what was picked.
 
 Determinism
 -----------
@@ -55,6 +59,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -615,8 +620,18 @@ def joint_design(
         if chosen.solver == "joint":
             if inc is not None and name == inc[2]:
                 info["routing_solver"] = inc[1].solver
-            return with_port_options(_rebound(chosen, lb, t0, info, keep_info=True), problem)
-        return with_port_options(_rebound(chosen, lb, t0, info), problem)
+            out = with_port_options(_rebound(chosen, lb, t0, info, keep_info=True), problem)
+        else:
+            out = with_port_options(_rebound(chosen, lb, t0, info), problem)
+        # step 8: Blink packings where they beat the rings (solvers.joint.collective_choice)
+        from solvers.joint.collective_choice import choose_collectives
+
+        ring_times = None
+        if name in info.get("flow_comm_s", {}):
+            keys = ("flow_comm_s", "flow_iteration_s", "flow_refills")
+            ring_times = tuple(info[k][name] for k in keys)
+        picked, cinfo = choose_collectives(out, problem, workload, ring_times)
+        return replace(picked, info={**picked.info, "collective_choice": cinfo})
 
     report()
     if problem.n_phases == 0 or n > lp_max_servers:

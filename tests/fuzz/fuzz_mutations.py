@@ -315,6 +315,13 @@ def _text(s: str) -> Edit:
     return lambda tree: ("@@TEXT@@", s)
 
 
+def _collective(**edits) -> dict:
+    """A ``design.json`` collectives entry for the seed's group (then edited)."""
+    entry = {"phase": "backward", "group": 0, "collective": "all-reduce", "algorithm": "blink",
+             "members": list(range(8)), "src": [0], "dst": [1], "fraction": [1.0]}  # fmt: skip
+    return {**entry, **edits}
+
+
 _DESIGN = [
     ("servers as a string", _edit(("servers",), "8")),
     ("servers as a float", _edit(("servers",), 8.0)),
@@ -348,6 +355,10 @@ _DESIGN = [
     ("path crossing a hop twice", _revisit),
     ("prewired not among the circuits", _edit(("prewired",), [[0, 4, 1]])),
     ("reserved ports on top of full circuits", _edit(("reserved_ports",), [1] * 8)),
+    ("collective algorithm tree", _edit(("collectives",), [_collective(algorithm="tree")])),
+    ("collective transfer to itself", _edit(("collectives",), [_collective(dst=[0])])),
+    ("collective member beyond servers", _edit(("collectives",), [_collective(members=[0, 99])])),
+    ("collective phase unknown", _edit(("collectives",), [_collective(phase="nope")])),
 ]  # fmt: skip
 _HYBRID = _DESIGN + [
     ("electrical family torus", _edit(("electrical", "family"), "torus")),

@@ -75,6 +75,7 @@ __all__ = [
     "members_per_server",
     "demand_rows",
     "expand_demand",
+    "schedule_template",
     "collective_flows",
     "communication_time",
 ]
@@ -402,6 +403,25 @@ def demand_rows(workload: Workload, idx: int, orders: Mapping[int, np.ndarray] |
     return d.groups
 
 
+def schedule_template(schedule: np.ndarray, scale: float) -> FlowTemplate:
+    """The transfers of a :attr:`traffic.workload.Demand.schedule`, ``scale`` bytes per byte,
+    released together.
+
+    >>> t = schedule_template(np.array([[0, 1, 0.5], [1, 0, 0.5]]), 10.0)
+    >>> t.src.tolist(), t.bytes.tolist(), t.dep_ptr.tolist()
+    ([0, 1], [5.0, 5.0], [0, 0, 0])
+    """
+    k = schedule.shape[0]
+    return FlowTemplate(
+        schedule[:, 0].astype(np.int64),
+        schedule[:, 1].astype(np.int64),
+        schedule[:, 2] * scale,
+        np.zeros(k + 1, np.int64),
+        np.zeros(0, np.int64),
+        np.zeros(k, np.int64),
+    )
+
+
 def expand_demand(
     workload: Workload,
     idx: int,
@@ -432,18 +452,22 @@ def expand_demand(
     reps = d.count if repeats is None else repeats
     s = d.size if size is None else size
     ro = ring_orders if d.op in _ORDERED else None
-    t = flow_template(
-        d.op,
-        d.group_size,
-        s,
-        algorithm,
-        mode=mode if d.op in _ORDERED else "fluid",
-        ring_orders=ro,
-        members_per_server=k,
-        peer_bytes=d.peer_bytes,
-        repeats=reps,
-    )
-    if network is not None and mode == "fluid":  # in-network aggregation (topoopt.flowsim.ina)
+    if d.schedule is not None:  # a schedule the design picked (Demand.schedule)
+        t = schedule_template(d.schedule, s * reps)
+    else:
+        t = flow_template(
+            d.op,
+            d.group_size,
+            s,
+            algorithm,
+            mode=mode if d.op in _ORDERED else "fluid",
+            ring_orders=ro,
+            members_per_server=k,
+            peer_bytes=d.peer_bytes,
+            repeats=reps,
+        )
+    if network is not None and mode == "fluid" and d.schedule is None:
+        # in-network aggregation (topoopt.flowsim.ina)
         x = ina_template(network, d, members, s, reps, family_rows=all_rows, host=t)
         if x is not None:
             t, members = x  # positions name the members, then switches

@@ -111,6 +111,7 @@ from topoopt.flowsim.collectives import (
     expand_demand,
     flow_template,
     members_per_server,
+    schedule_template,
 )
 from topoopt.flowsim.ina import ina_template
 from topoopt.flowsim.network import FlowBuilder, Network, simulate_builder
@@ -844,17 +845,20 @@ class _PipelineModel:
         total = d.size * d.count
         nb = self.n_buckets.get(idx, 1) if start is None else 1
         k = members_per_server(urows, gps) if self.algorithm == "hierarchical" else None
-        t = flow_template(
-            d.op,
-            d.group_size,
-            total / nb,
-            self.algorithm,
-            mode=self.mode if d.op != "all-to-all" else "fluid",
-            members_per_server=k,
-            peer_bytes=d.peer_bytes,
-        )
+        if d.schedule is not None:  # a schedule the design picked (Demand.schedule)
+            t = schedule_template(d.schedule, total / nb)
+        else:
+            t = flow_template(
+                d.op,
+                d.group_size,
+                total / nb,
+                self.algorithm,
+                mode=self.mode if d.op != "all-to-all" else "fluid",
+                members_per_server=k,
+                peer_bytes=d.peer_bytes,
+            )
         ends = urows
-        if self.mode == "fluid":  # in-network aggregation (topoopt.flowsim.ina)
+        if self.mode == "fluid" and d.schedule is None:  # in-network aggregation (ina)
             x = ina_template(self.net, d, urows, total / nb, family_rows=rows, host=t)
             if x is not None:
                 t, ends = x
