@@ -69,7 +69,10 @@ def check_edge_units(options: dict[str, Any]) -> None:
     traffic.errors.InputError: --time-limit: got nan; allowed: a finite number
     >>> check_edge_units({"degree": 10**12})
     Traceback (most recent call last):
-    traffic.errors.InputError: --degree: got 1000000000000; allowed: an integer of magnitude at most 2,147,483,647
+    traffic.errors.InputError: --degree: got 1000000000000; allowed: an integer of magnitude at most 65,536
+    >>> check_edge_units({"servers": 10**12})
+    Traceback (most recent call last):
+    traffic.errors.InputError: --servers: got 1000000000000; allowed: an integer of magnitude at most 2,147,483,647
     """  # noqa: E501
     for name, value in options.items():
         if value is None or isinstance(value, bool) or not isinstance(value, int | float):
