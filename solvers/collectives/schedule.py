@@ -30,7 +30,12 @@ import numpy as np
 
 from topoopt.fabrics.fabric import Fabric
 from topoopt.flowsim import simulate
-from topoopt.flowsim.collectives import CollectiveFlows, FlowTemplate, flow_template
+from topoopt.flowsim.collectives import (
+    CollectiveFlows,
+    FlowTemplate,
+    flow_template,
+    replicate_template,
+)
 from topoopt.flowsim.flowset import FlowSet
 from topoopt.flowsim.network import FlowBuilder, Network
 from topoopt.flowsim.simulator import SimResult
@@ -366,19 +371,4 @@ def schedule_rank_flows(
     if cls not in CLASSES:
         raise InputError("cls", cls, f"one of {', '.join(CLASSES)}")
     t = synchronous_template(schedule)
-    nt, G = t.n_flows, m.shape[0]
-    off = (np.arange(G, dtype=np.int64) * nt)[:, None]
-    lens = np.tile(np.diff(t.dep_ptr), G)
-    ptr = np.zeros(nt * G + 1, np.int64)
-    np.cumsum(lens, out=ptr[1:])
-    return CollectiveFlows(
-        src=m[:, t.src].ravel(),
-        dst=m[:, t.dst].ravel(),
-        size=np.tile(t.bytes, G),
-        dep_ptr=ptr,
-        deps=(t.deps[None, :] + off).ravel(),
-        demand=np.full(nt * G, demand, np.int64),
-        row=np.repeat(np.arange(G, dtype=np.int64), nt),
-        step=np.tile(t.step, G),
-        cls=np.full(nt * G, CLASSES.index(cls), np.int8),
-    )
+    return replicate_template(t, m, demand=demand, rows=np.arange(m.shape[0]), cls=cls)

@@ -12,7 +12,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import numpy as np
 import typer
@@ -22,6 +22,8 @@ from topoopt.atomic import atomic_write_text, atomic_write_with, check_writable
 from traffic.errors import InputError, check_finite
 
 __all__ = [
+    "PriorityOption",
+    "SplitAllreduceOption",
     "handle_errors",
     "check_edge_units",
     "emit_json",
@@ -34,6 +36,18 @@ __all__ = [
     "write_output_json",
     "dumps_strict",
 ]
+
+PriorityOption = Annotated[
+    str | None,
+    typer.Option(help="Traffic classes first served, highest first (e.g. ep or ep,tp)"),
+]
+"""``--priority`` of ``simulate`` and ``compare`` (:mod:`topoopt.flowsim.priorities`)."""
+
+SplitAllreduceOption = Annotated[
+    float | None,
+    typer.Option(help="Split every gradient all-reduce flow into micro-ops of at most BYTES"),
+]
+"""``--split-allreduce`` of ``simulate`` and ``compare``."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 

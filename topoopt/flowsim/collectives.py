@@ -75,6 +75,7 @@ __all__ = [
     "members_per_server",
     "demand_rows",
     "expand_demand",
+    "replicate_template",
     "schedule_template",
     "collective_flows",
     "communication_time",
@@ -471,7 +472,25 @@ def expand_demand(
         x = ina_template(network, d, members, s, reps, family_rows=all_rows, host=t)
         if x is not None:
             t, members = x  # positions name the members, then switches
-    nt, G = t.n_flows, row_ids.shape[0]
+    return replicate_template(t, members, demand=idx, rows=row_ids, cls=d.cls)
+
+
+def replicate_template(
+    t: FlowTemplate, members: np.ndarray, *, demand: int, rows: np.ndarray, cls: str
+) -> CollectiveFlows:
+    """One copy of the template ``t`` per row of ``members`` (``(G, n)`` ranks; position ``i``
+    of the template is ``members[:, i]``), dependencies kept inside each copy: the flows of a
+    collective family, row ``g`` labelled ``rows[g]``, demand ``demand`` and class ``cls``.
+
+    Examples
+    --------
+    >>> t = flow_template("all-gather", 3, 300.0)
+    >>> cf = replicate_template(t, np.array([[4, 5, 6], [7, 8, 9]]), demand=0,
+    ...                         rows=np.arange(2), cls="dp")
+    >>> cf.src.tolist(), cf.row.tolist(), cf.total_bytes()
+    ([4, 5, 6, 7, 8, 9], [0, 0, 0, 1, 1, 1], 1200.0)
+    """
+    nt, G = t.n_flows, members.shape[0]
     off = (np.arange(G, dtype=np.int64) * nt)[:, None]
     lens = np.tile(np.diff(t.dep_ptr), G)
     ptr = np.zeros(nt * G + 1, np.int64)
@@ -482,10 +501,10 @@ def expand_demand(
         size=np.tile(t.bytes, G),
         dep_ptr=ptr,
         deps=(t.deps[None, :] + off).ravel(),
-        demand=np.full(nt * G, idx, np.int64),
-        row=np.repeat(row_ids, nt),
+        demand=np.full(nt * G, demand, np.int64),
+        row=np.repeat(np.asarray(rows, np.int64), nt),
         step=np.tile(t.step, G),
-        cls=np.full(nt * G, CLASSES.index(d.cls), np.int8),
+        cls=np.full(nt * G, CLASSES.index(cls), np.int8),
     )
 
 

@@ -11,6 +11,8 @@ import typer
 from rich.table import Table
 
 from topoopt.cli.common import (
+    PriorityOption,
+    SplitAllreduceOption,
     emit_json,
     handle_errors,
     prepare_output,
@@ -68,14 +70,8 @@ def compare_command(
     preset: Annotated[
         str | None, typer.Option(help="Named price table (topoopt-paper), see docs/costs.md")
     ] = None,
-    priority: Annotated[
-        str | None,
-        typer.Option(help="Traffic classes first served, highest first (e.g. ep or ep,tp)"),
-    ] = None,
-    split_allreduce: Annotated[
-        float | None,
-        typer.Option(help="Split every gradient all-reduce flow into micro-ops of at most BYTES"),
-    ] = None,
+    priority: PriorityOption = None,
+    split_allreduce: SplitAllreduceOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     csv: Annotated[Path | None, typer.Option(help="Write the table as CSV")] = None,
     html: Annotated[Path | None, typer.Option(help="Write the interactive report")] = None,

@@ -10,7 +10,13 @@ import typer
 from rich.table import Table
 
 from topoopt.cli.commands.compare import ALL_FABRICS
-from topoopt.cli.common import emit_json, handle_errors, stdout
+from topoopt.cli.common import (
+    PriorityOption,
+    SplitAllreduceOption,
+    emit_json,
+    handle_errors,
+    stdout,
+)
 from topoopt.units import gbps_to_bytes_per_s
 from traffic.errors import InputError, check_finite
 
@@ -38,14 +44,8 @@ def simulate_command(
             "when vpp > 1, else 1f1b); eager-1f1b is never slower than 1f1b"
         ),
     ] = None,
-    priority: Annotated[
-        str | None,
-        typer.Option(help="Traffic classes first served, highest first (e.g. ep or ep,tp)"),
-    ] = None,
-    split_allreduce: Annotated[
-        float | None,
-        typer.Option(help="Split every gradient all-reduce flow into micro-ops of at most BYTES"),
-    ] = None,
+    priority: PriorityOption = None,
+    split_allreduce: SplitAllreduceOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
     """Iteration time, communication time and exposed communication, per class."""
