@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -84,6 +85,9 @@ def pytest_unconfigure(config):
         if r.proc.poll() is None:
             r.proc.kill()
             r.proc.wait()
+        if not r.log.closed:
+            r.log.close()
+        shutil.rmtree(r.folder, ignore_errors=True)  # its runs.json and stderr.txt
 
 
 @pytest.fixture(scope="session")
