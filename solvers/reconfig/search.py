@@ -63,6 +63,7 @@ from traffic.errors import InputError
 
 __all__ = [
     "HOLD_GRID_S",
+    "MAX_SERVERS",
     "Phase",
     "ReconfigResult",
     "comm_phases",
@@ -73,6 +74,13 @@ __all__ = [
     "reconfigure",
     "delay_sweep",
 ]
+
+MAX_SERVERS = 64
+"""Largest plan :func:`reconfigure` takes, in servers. The search simulates every candidate
+schedule on the union of its circuit sets with the time-varying flow model; measured up to 32
+servers (GPT-3 175B in 325 s), while ``dlrm-128`` (128 servers x 4 GPUs) outgrew the 24 GB of
+the development machine, so larger plans are refused up front instead of running out of
+memory."""
 
 HOLD_GRID_S = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
 """Dark times (seconds) every search also tries above its delay (10 us to 100 ms)."""
@@ -439,6 +447,13 @@ def reconfigure(
     say = progress or (lambda m: None)
     t0 = time.perf_counter()
     n = workload.servers
+    if n > MAX_SERVERS:
+        raise InputError(
+            "PLAN",
+            f"{n} servers",
+            f"at most {MAX_SERVERS} servers for reconfig (larger schedule searches outgrow the "
+            "memory of a 24 GB machine)",
+        )
     if n > 2 and degree < 2:
         raise InputError("degree", degree, f"at least 2 ports per server to connect {n} servers")
     if static_design is not None and (static_design.servers != n or static_design.degree != degree):

@@ -244,6 +244,14 @@ def test_cli_bad_input_one_line_exit_2(args, needle):
     assert p.stdout == ""
 
 
+def test_cli_refuses_plans_beyond_its_size_before_any_work():
+    # dlrm-128 (128 servers) ran the 24 GB machine out of memory: one line, exit 2, at once
+    p = _cli("dlrm-128", "--degree", "4", "--delay-us", "10")
+    assert p.returncode == 2 and p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "128 servers" in lines[0] and "at most 64 servers" in lines[0]
+
+
 def test_cli_json(small, tmp_path):
     _, path, runs = small
     out = tmp_path / "schedule.json"
