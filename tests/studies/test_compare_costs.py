@@ -154,3 +154,21 @@ def test_compare_cli_reports_costs_in_json_and_csv(tmp_path):
         assert json.loads(x["capex_breakdown"]) == pytest.approx(y["capex_breakdown"])
         assert json.loads(x["fabric_info"])["family"] == y["fabric_info"]["family"]
         assert float(x["server_bandwidth"]) == pytest.approx(y["server_bandwidth"])
+
+
+def test_compare_cli_json_mixes_designed_and_plain_fabrics():
+    """A designed fabric beside plain ones: the plain rows' design columns are null (not NaN,
+    which the strict writer refused: ``compare dlrm --json`` with its default fabrics exited 2)."""
+    from typer.testing import CliRunner
+
+    from topoopt.cli.app import app
+
+    r = CliRunner().invoke(
+        app, ["compare", "dlrm", "--fabrics", "ideal,topoopt,fat-tree", "--degree", "4", "--json"]
+    )
+    assert r.exit_code == 0, r.output
+    rows = {x["fabric"]: x for x in json.loads(r.stdout)["rows"]}
+    for name in ("ideal", "fat-tree"):
+        assert rows[name]["objective_s"] is None and rows[name]["solver"] is None
+    assert rows["topoopt"]["objective_s"] > 0 and rows["topoopt"]["solver"] == "topoopt"
+    assert rows["topoopt"]["iteration_s"] >= rows["ideal"]["iteration_s"]

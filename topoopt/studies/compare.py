@@ -80,7 +80,9 @@ from traffic.errors import InputError
 from traffic.workload import Workload
 
 __all__ = [
+    "DESIGN_COLUMNS",
     "FABRICS",
+    "json_rows",
     "FabricRun",
     "CompareResult",
     "build_fabric",
@@ -106,6 +108,32 @@ FABRICS = (
     "hybrid-ina",
 )
 DESIGNED = ("topoopt", "topoopt-released", "joint")
+
+DESIGN_COLUMNS = ("objective_s", "lower_bound_s", "gap", "solver_status", "solver")
+"""Columns only a row with a solver's design has (NaN on the other rows of the table)."""
+
+
+def json_rows(table: pd.DataFrame) -> list[dict]:
+    """The rows of a comparison table for JSON: on a row without a design (no ``solver``), the
+    :data:`DESIGN_COLUMNS` are ``None`` (not applicable) instead of NaN; any other non-finite
+    value stays, for the strict writers to refuse.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame([{"fabric": "ideal", "iteration_s": 1.0},
+    ...                   {"fabric": "joint", "iteration_s": 2.0, "objective_s": 1.5,
+    ...                    "solver": "joint"}])
+    >>> json_rows(t)[0]
+    {'fabric': 'ideal', 'iteration_s': 1.0, 'objective_s': None, 'solver': None}
+    """
+    rows = table.to_dict(orient="records")
+    for row in rows:
+        if not isinstance(row.get("solver"), str):
+            for k in DESIGN_COLUMNS:
+                v = row.get(k)
+                if isinstance(v, float) and math.isnan(v):
+                    row[k] = None
+    return rows
 
 
 @dataclass

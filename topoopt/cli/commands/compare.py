@@ -78,7 +78,7 @@ def compare_command(
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
 ) -> None:
     """Iteration, communication and exposed time, capex, power, perf/$, ratio to ideal."""
-    from topoopt.studies.compare import compare
+    from topoopt.studies.compare import compare, json_rows
     from traffic.load import load_workload
 
     prepare_output(csv, force, "--csv")
@@ -116,7 +116,7 @@ def compare_command(
 
         write_output_text(html, compare_page(res, title=f"{workload.name}: fabric comparison"))
     if as_json:
-        emit_json({"rows": table.to_dict(orient="records"), "params": res.params})
+        emit_json({"rows": json_rows(table), "params": res.params})  # null: no design
         return
     t = Table(title=f"{workload.name}: {degree} x {link_gbps:g} Gbps per server")
     from topoopt.report.pages import SUMMARY_COLUMNS as cols  # the HTML summary's columns

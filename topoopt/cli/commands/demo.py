@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated
 
@@ -99,18 +98,11 @@ def _say(bar: Progress, message: str) -> None:
 
 
 def _json_rows(cmp) -> list[dict]:
-    """Comparison rows for ``--json``: a designed fabric's columns (``objective_s``, ``gap``, ...)
-    are ``null`` on the other fabrics' rows (not applicable); any other non-finite value stays
-    and is refused as an error by :func:`emit_json`."""
-    from topoopt.studies.compare import DESIGNED
+    """Comparison rows for ``--json`` (:func:`topoopt.studies.compare.json_rows`: a designed
+    fabric's columns are ``null`` on the other fabrics' rows)."""
+    from topoopt.studies.compare import json_rows
 
-    rows = cmp.to_dict(orient="records")
-    for row in rows:
-        if row.get("fabric") not in DESIGNED:
-            for k, v in row.items():
-                if isinstance(v, float) and math.isnan(v):
-                    row[k] = None
-    return rows
+    return json_rows(cmp)
 
 
 def register(app: typer.Typer) -> None:
