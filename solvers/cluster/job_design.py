@@ -190,11 +190,15 @@ def fill_ports(
 
 
 def alone_ideal_s(workload: Workload, degree: int, link_bandwidth: float) -> float:
-    """Iteration time of ``workload`` alone on an ideal switch of ``degree * link_bandwidth``."""
-    from topoopt.fabrics.ideal import ideal
+    """Iteration time of ``workload`` alone on an ideal switch of ``degree * link_bandwidth``
+    (:func:`topoopt.fabrics.ideal.ideal_bound`, the ideal row of ``compare``: one link's latency
+    server to server, so no circuit design beats it for want of latency)."""
+    from topoopt.fabrics.ideal import ideal_bound
     from topoopt.flowsim.iteration import simulate_iteration
 
-    fab = ideal(workload.servers, degree, link_bandwidth, gpus_per_server=workload.gpus_per_server)
+    fab = ideal_bound(
+        workload.servers, degree, link_bandwidth, gpus_per_server=workload.gpus_per_server
+    )
     return float(simulate_iteration(workload, fab, exposed_by_class=False).iteration_s)
 
 

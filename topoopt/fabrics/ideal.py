@@ -12,7 +12,7 @@ from topoopt.fabrics.fabric import (
     check_int,
 )
 
-__all__ = ["ideal", "DEFAULT_PORT_BANDWIDTH"]
+__all__ = ["ideal", "ideal_bound", "DEFAULT_PORT_BANDWIDTH"]
 
 DEFAULT_PORT_BANDWIDTH = 12.5e9
 """Default bandwidth of one port: 100 Gbps = 12.5e9 bytes/s."""
@@ -81,4 +81,31 @@ def ideal(
         port_bandwidth=b,
         gpus_per_server=g,
         intra_server_bandwidth=intra_server_bandwidth,
+    )
+
+
+def ideal_bound(
+    servers: int,
+    degree: int = 1,
+    port_bandwidth: float = DEFAULT_PORT_BANDWIDTH,
+    *,
+    gpus_per_server: int = 1,
+    intra_server_bandwidth: float | None = None,
+) -> Fabric:
+    """The ideal switch as the bound that designs are compared with: :func:`ideal` whose
+    server-to-server latency (two links, through the switch) is one link's, the least any fabric
+    offers (a direct circuit), so no fabric is faster for want of latency.
+
+    Examples
+    --------
+    >>> float(ideal_bound(4, 2, 1e9).latency[0]) == DEFAULT_LINK_LATENCY / 2
+    True
+    """
+    return ideal(
+        servers,
+        degree,
+        port_bandwidth,
+        gpus_per_server=gpus_per_server,
+        intra_server_bandwidth=intra_server_bandwidth,
+        latency=DEFAULT_LINK_LATENCY / 2,
     )

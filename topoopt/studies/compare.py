@@ -66,10 +66,10 @@ from topoopt.fabrics.catalogue import packed_spines
 from topoopt.fabrics.cost import cost as fabric_cost
 from topoopt.fabrics.cost import cost_equivalent_fat_tree
 from topoopt.fabrics.expander import expander
-from topoopt.fabrics.fabric import DEFAULT_LINK_LATENCY, Fabric
+from topoopt.fabrics.fabric import Fabric
 from topoopt.fabrics.fat_tree import leaf_spine
 from topoopt.fabrics.hybrid import hybrid
-from topoopt.fabrics.ideal import ideal
+from topoopt.fabrics.ideal import ideal_bound
 from topoopt.fabrics.torus import torus
 from topoopt.flowsim.collectives import communication_time
 from topoopt.flowsim.iteration import IterationResult, simulate_iteration
@@ -258,7 +258,7 @@ def build_fabric(
     common = {"gpus_per_server": gps}
     if name == "ideal":
         # a bound: server to server in one link's latency, the least any fabric offers
-        fab = ideal(n, d, B, latency=DEFAULT_LINK_LATENCY / 2, **common)
+        fab = ideal_bound(n, d, B, **common)
     elif name == "fat-tree":
         # spines bought for their ports (bundles), not one mostly-empty spine per uplink
         h = leaf_hosts(n)
