@@ -91,7 +91,7 @@ from topoopt.flowsim._kernels import simulate_kernel
 from topoopt.flowsim.flowset import FlowSet
 from traffic.errors import InputError
 
-__all__ = ["SimResult", "WorkLimitExceeded", "expand_classes", "simulate"]
+__all__ = ["SimResult", "WorkLimitExceeded", "check_limits", "expand_classes", "simulate"]
 
 ROW_SPACE = 0
 """Entries the event loop keeps for its groups' rows (``0``: its default, see
@@ -184,6 +184,21 @@ class SimResult:
         return times, loads / self.capacity[int(link)]
 
 
+def check_limits(rtol: float, max_refills: int | None) -> int:
+    """Check a simulation's ``rtol`` and work limit; the limit as the kernels take it (-1: none).
+
+    >>> check_limits(1e-12, None), check_limits(0.0, 5)
+    (-1, 5)
+    """
+    if not (np.isfinite(rtol) and 0 <= rtol < 1e-3):
+        raise InputError("rtol", rtol, "a relative tolerance in [0, 1e-3)")
+    if max_refills is None:
+        return -1
+    if isinstance(max_refills, bool) or int(max_refills) != max_refills or max_refills < 0:
+        raise InputError("max_refills", max_refills, "an integer >= 0 (or None)")
+    return int(max_refills)
+
+
 def simulate(
     flows: FlowSet,
     *,
@@ -224,13 +239,7 @@ def simulate(
     >>> simulate(fs).finish.tolist()
     [2.0, 4.0]
     """
-    if not (np.isfinite(rtol) and 0 <= rtol < 1e-3):
-        raise InputError("rtol", rtol, "a relative tolerance in [0, 1e-3)")
-    limit = -1
-    if max_refills is not None:
-        if isinstance(max_refills, bool) or int(max_refills) != max_refills or max_refills < 0:
-            raise InputError("max_refills", max_refills, "an integer >= 0 (or None)")
-        limit = int(max_refills)
+    limit = check_limits(rtol, max_refills)
     fs = flows
     if fs.path_links.shape[0] >= 2**31:  # the kernel's slot and list indices are int32
         raise InputError("flows.paths", fs.path_links.shape[0], "fewer than 2**31 link entries")

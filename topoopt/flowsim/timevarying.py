@@ -105,7 +105,7 @@ import numpy as np
 
 from topoopt.flowsim._timevarying_kernels import epochs_kernel
 from topoopt.flowsim.flowset import FlowSet
-from topoopt.flowsim.simulator import SimResult, WorkLimitExceeded
+from topoopt.flowsim.simulator import SimResult, WorkLimitExceeded, check_limits
 from traffic.errors import InputError
 
 __all__ = ["Epoch", "EpochPaths", "simulate_epochs"]
@@ -288,13 +288,7 @@ def simulate_epochs(
     """
     if not isinstance(flows, FlowSet):
         raise InputError("flows", type(flows).__name__, "a FlowSet")
-    if not (np.isfinite(rtol) and 0 <= rtol < 1e-3):
-        raise InputError("rtol", rtol, "a relative tolerance in [0, 1e-3)")
-    limit = -1
-    if max_refills is not None:
-        if isinstance(max_refills, bool) or int(max_refills) != max_refills or max_refills < 0:
-            raise InputError("max_refills", max_refills, "an integer >= 0 (or None)")
-        limit = int(max_refills)
+    limit = check_limits(rtol, max_refills)
     fs = flows
     n_f, n_l = fs.n_flows, fs.n_links
     prio = _per_flow(priority, n_f, "priority", 0, "int")
