@@ -124,6 +124,7 @@ from traffic.workload import CLASSES, Demand, Workload
 
 __all__ = [
     "IterationResult",
+    "TooManyFlows",
     "SCHEDULES",
     "pipeline_order",
     "simulate_iteration",
@@ -144,6 +145,16 @@ TIMELINE_COLUMNS = (
 """Columns of :attr:`IterationResult.timeline`."""
 
 _PHASE_NAMES = ("forward", "backward")
+
+
+class TooManyFlows(InputError):
+    """A plan-derived iteration would build more flows than ``max_flows`` allows
+    (:func:`simulate_iteration`); raised before any flow is built. ``n_flows`` is the count."""
+
+    def __init__(self, n_flows: int, max_flows: int, hint: str = ""):
+        self.n_flows, self.max_flows = int(n_flows), int(max_flows)
+        allowed = f"at most max_flows={self.max_flows:,} flows" + (f" ({hint})" if hint else "")
+        super().__init__("workload", f"{self.n_flows:,} flows", allowed)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -470,9 +481,19 @@ class _PipelineModel:
     aggregate = True  # simulate identical flows as classes (simulate_iteration's switch)
 
     def __init__(
-        self, w: Workload, net: Network, gpu, bucket_bytes, algorithm, mode, schedule=None
+        self,
+        w: Workload,
+        net: Network,
+        gpu,
+        bucket_bytes,
+        algorithm,
+        mode,
+        schedule=None,
+        max_buckets=None,
     ):
         self.w, self.net, self.algorithm, self.mode = w, net, algorithm, mode
+        self.max_buckets = max_buckets
+        self.capped = False  # some channel has fewer buckets than bucket_bytes asks
         info, conv = w.info, w.conventions
         flops = info.get("forward_flops_per_microbatch_per_gpu")
         if not flops:
@@ -586,6 +607,9 @@ class _PipelineModel:
         for members in self.channels:
             total = sum(w.demands[i].size * w.demands[i].count for i in members)
             nb = max(1, ceil(total / self.bucket_bytes))
+            if self.max_buckets is not None and nb > self.max_buckets:
+                nb = self.max_buckets  # coarsened (simulate_iteration's max_buckets)
+                self.capped = True
             for idx in members:
                 self.n_buckets[idx] = nb
                 st = np.unique(self.cell_stage[self.cell_of[w.demands[idx].groups.ravel()]])
@@ -824,9 +848,10 @@ class _PipelineModel:
             self._sync(fb, tasks, idx, instant, Pid, merge, start=opt)
         return fb, tasks, merge
 
-    def _sync(self, fb, tasks, idx, instant, Pid, merge, start):
-        """Bucketed collective of one family; returns the member cells per merged row, the
-        start and end barriers ``(rows, buckets)`` and each merged row's members (sorted)."""
+    def _sync_template(self, idx, bucketed):
+        """Merged rows of a bucketed family and its per-bucket flow template: ``(urows,
+        ucells, mult, distinct, nb, template, ends)`` (``distinct``: rows whose members sit on
+        distinct servers, the merged ones; ``ends``: the rows the template's positions name)."""
         w, gps = self.w, self.w.gpus_per_server
         d = w.demands[idx]
         rows = demand_rows(w, idx)
@@ -835,15 +860,10 @@ class _PipelineModel:
         distinct = np.all(np.diff(np.sort(servers, axis=1), axis=1) != 0, axis=1)
         key = np.concatenate([servers, cells], axis=1)
         key[~distinct, 0] = -1 - np.flatnonzero(~distinct)  # never merge these
-        _, first, inv, mult = np.unique(
-            key, axis=0, return_index=True, return_inverse=True, return_counts=True
-        )
-        inv = inv.reshape(-1)
+        _, first, mult = np.unique(key, axis=0, return_index=True, return_counts=True)
         urows, ucells = rows[first], cells[first]
-        merge.append(mult[distinct[first]])
-        U = urows.shape[0]
         total = d.size * d.count
-        nb = self.n_buckets.get(idx, 1) if start is None else 1
+        nb = self.n_buckets.get(idx, 1) if bucketed else 1
         k = members_per_server(urows, gps) if self.algorithm == "hierarchical" else None
         if d.schedule is not None:  # a schedule the design picked (Demand.schedule)
             t = schedule_template(d.schedule, total / nb)
@@ -862,6 +882,63 @@ class _PipelineModel:
             x = ina_template(self.net, d, urows, total / nb, family_rows=rows, host=t)
             if x is not None:
                 t, ends = x
+        return urows, ucells, mult, distinct[first], nb, t, ends
+
+    def n_flows(self) -> int:
+        """Flows :meth:`build` creates, counted from the plan's structure without building them
+        (compute pieces, blocking tasks, cross-server collectives, sends, buckets, barriers)."""
+        w, m, v, p, S, C = self.w, self.m, self.v, self.p, self.n_slots, self.n_cells
+        gps = w.gpus_per_server
+        n = C * S + C  # blocking tasks, optimizer steps
+        for i in range(p):
+            nc = int(np.count_nonzero(self.cell_stage == i))
+            n += nc * (S - 1 + int(self.pieces[i]))
+        for idx in self.blocking:
+            d = w.demands[idx]
+            rows = demand_rows(w, idx)
+            srv = rows // gps
+            cross = int(np.count_nonzero(np.any(srv != srv[:, :1], axis=1)))
+            if cross == 0:
+                continue
+            base, rem = divmod(d.count, m * v)
+            per_phase = m * v  # slots of the demand's phase
+            sizes = {}
+            for reps, k in ((base, per_phase - 1), (base + rem, 1)):
+                if reps == 0 or k == 0:
+                    continue
+                if reps not in sizes:
+                    r0 = int(np.flatnonzero(np.any(srv != srv[:, :1], axis=1))[0])
+                    cf = expand_demand(
+                        w, idx, algorithm=self.algorithm, mode=self.mode, rows=[r0],
+                        repeats=reps, network=self.net,
+                    )  # fmt: skip
+                    sizes[reps] = cf.n_flows
+                n += cross * k * sizes[reps]
+        for b in range(p * v - 1):  # the pipeline boundaries build() visits
+            a, z = b % p, (b + 1) % p
+            for key in (("forward", a, z), ("backward", z, a)):
+                if a == z:
+                    continue
+                for idx in self.sends.get(key, ()):
+                    d = w.demands[idx]
+                    u_src, _, _ = _merge_pairs(d.groups[:, 0], d.groups[:, 1], self.cell_of, gps)
+                    n += m * u_src.size
+        for idx in self.sync + self.after_opt:
+            urows, _, _, _, nb, t, _ = self._sync_template(idx, idx in self.n_buckets)
+            n += urows.shape[0] * nb * (t.n_flows + 2)
+        for members in self.channels:
+            if len(members) > 1:
+                n += len(members) * int(self.n_buckets.get(members[0], 1))
+        return int(n)
+
+    def _sync(self, fb, tasks, idx, instant, Pid, merge, start):
+        """Bucketed collective of one family; returns the member cells per merged row, the
+        start and end barriers ``(rows, buckets)`` and each merged row's members (sorted)."""
+        w = self.w
+        d = w.demands[idx]
+        urows, ucells, mult, distinct_first, nb, t, ends = self._sync_template(idx, start is None)
+        merge.append(mult[distinct_first])
+        U = urows.shape[0]
         nt = t.n_flows
         blocks = U * nb
         src = np.repeat(ends[:, t.src], nb, axis=0).ravel()
@@ -1071,6 +1148,8 @@ def simulate_iteration(
     simulator=None,
     priority: Sequence[str] | str | None = None,
     split_allreduce: float | None = None,
+    max_buckets: int | None = None,
+    max_flows: int | None = None,
 ) -> IterationResult:
     """Simulate one training iteration of ``workload`` on ``fabric``.
 
@@ -1133,6 +1212,24 @@ def simulate_iteration(
         Micro-op size, bytes: every gradient all-reduce flow is cut into micro-ops of at most
         this many bytes run one after the other (:func:`topoopt.flowsim.priorities.split_flows`;
         semantics in :mod:`topoopt.flowsim.priorities`). Both are unused with ``simulator``.
+    max_buckets : int, optional
+        A *coarsening*, off by default: at most this many gradient-sync buckets per channel
+        (bucket bytes grow to ``total / max_buckets`` where ``total / bucket_bytes`` exceeds it;
+        the last backward task is cut into as many pieces). Families that repeat every
+        micro-batch (ZeRO-2 reduce-scatters, FSDP's backward all-gathers and reduce-scatters:
+        ``m`` times the stage's parameters) otherwise ask ``m S / bucket_bytes`` buckets, 168 k
+        for GPT-3 175B with ``m = 96`` on 16 servers, i.e. 43 M flows. Alone on their links,
+        ``n`` buckets end about ``T/n + X + n a`` (network-bound) or ``T + X/n + a``
+        (compute-bound) after the last backward starts (``T`` its compute, ``X`` the transfer
+        time, ``a`` one bucket's latency), so ``n' < n`` buckets err by about ``max(T, X) / n'
+        + (n - n') a``: below ``1 / n'`` of the iteration when latencies are small against a
+        bucket's transfer (25 MB buckets: milliseconds against microseconds; the co-search
+        measures it, ``docs/cosearch.md``). ``info["buckets_capped"]`` says whether it changed
+        anything.
+    max_flows : int, optional
+        Size guard for plan-derived workloads: :class:`TooManyFlows` (an
+        :class:`~traffic.errors.InputError`) before anything is built when the iteration has
+        more flows than this (counted from the plan: ``info["flows"]`` when it runs).
 
     Returns
     -------
@@ -1177,8 +1274,19 @@ def simulate_iteration(
     if workload.taskgraph is not None:
         model = _TaskGraphModel(workload, net, algorithm, mode)
     else:
-        model = _PipelineModel(workload, net, gpu, bucket_bytes, algorithm, mode, schedule)
+        if max_buckets is not None and (
+            isinstance(max_buckets, bool) or not isinstance(max_buckets, int) or max_buckets < 1
+        ):
+            raise InputError("max_buckets", max_buckets, "a positive integer or None")
+        model = _PipelineModel(
+            workload, net, gpu, bucket_bytes, algorithm, mode, schedule, max_buckets
+        )
         model.aggregate = aggregate
+        if max_flows is not None:
+            n_built = model.n_flows()
+            if n_built > max_flows:
+                hint = "" if max_buckets is not None else "max_buckets coarsens gradient buckets"
+                raise TooManyFlows(n_built, max_flows, hint)
     classes = _classes(workload)
 
     if not isinstance(aggregate, bool):
@@ -1210,7 +1318,9 @@ def simulate_iteration(
     used_schedule, eager_facts = schedule, {}
     if schedule == "eager-1f1b" and isinstance(model, _PipelineModel) and model.p > 1:
         eager = model  # the guarantee: never slower than 1F1B on the same plan
-        model = _PipelineModel(workload, net, gpu, bucket_bytes, algorithm, mode, "1f1b")
+        model = _PipelineModel(
+            workload, net, gpu, bucket_bytes, algorithm, mode, "1f1b", max_buckets
+        )
         model.aggregate = aggregate
         plain = run((), record_series)
         eager_facts = {"eager_1f1b_s": float(sim.makespan), "1f1b_s": float(plain[0].makespan)}
@@ -1276,6 +1386,8 @@ def simulate_iteration(
             forward_s_per_stage=(model.t_f * model.v).tolist(),
             backward_s_per_stage=(model.t_b * model.v).tolist(),
             optimizer_s_per_stage=model.t_opt.tolist(),
+            buckets_capped=model.capped,
+            max_buckets=max_buckets,
         )
     return IterationResult(
         iteration_s=iteration,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -116,8 +117,24 @@ def _public(rec: dict | None) -> dict | None:
     return out
 
 
+def _finite(x):
+    """``x`` with the infinite times of skipped candidates as null (strict JSON)."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_finite(v) for v in x]
+    return x
+
+
 def result_document(res, engine) -> dict[str, Any]:
-    """The ``--json`` document of a :class:`~topoopt.studies.cosearch.search.SearchResult`."""
+    """The ``--json`` document of a :class:`~topoopt.studies.cosearch.search.SearchResult`
+    (a candidate too large to simulate has null times and a ``skipped`` reason)."""
+    return _finite(_document(res, engine))
+
+
+def _document(res, engine) -> dict[str, Any]:
     b = res.best
     best = {
         "plan": b["plan"],
@@ -143,7 +160,9 @@ def result_document(res, engine) -> dict[str, Any]:
             k: ref[k]
             for k in ("plan", "label", "fabric", "iteration_s", "capex_usd", "memory_per_gpu_bytes")
         },
-        "speedup_over_reference": None if ref is None else ref["iteration_s"] / b["iteration_s"],
+        "speedup_over_reference": None
+        if ref is None or not math.isfinite(ref["iteration_s"] / b["iteration_s"])
+        else ref["iteration_s"] / b["iteration_s"],
         "pareto": [
             {k: r[k] for k in ("label", "plan", "fabric", "iteration_s", "capex_usd")}
             for r in res.pareto

@@ -32,13 +32,14 @@ lower bound on the candidate's ideal-switch iteration, computed without simulati
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from topoopt.flowsim.iteration import simulate_iteration
+from topoopt.flowsim.iteration import TooManyFlows, simulate_iteration
 from topoopt.flowsim.roofline import A100, RooflineParams, compute_time, optimizer_time
 from topoopt.studies.cosearch.space import Candidate, candidate_plan, table_gpus
 from traffic.build import workload_from_plan
@@ -50,6 +51,8 @@ from traffic.plan import Plan
 from traffic.workload import Workload
 
 __all__ = [
+    "MAX_FLOWS",
+    "SCREEN_MAX_BUCKETS",
     "EvalTask",
     "compute_bound",
     "design_summary",
@@ -59,6 +62,16 @@ __all__ = [
 ]
 
 DESIGNED = ("topoopt", "topoopt-released", "joint")
+
+SCREEN_MAX_BUCKETS = 256
+"""Gradient-sync buckets per channel in screening evaluations (``simulate_iteration``'s
+``max_buckets``): a coarsening only for families asking more, i.e. ZeRO-2 / FSDP collectives that
+repeat every micro-batch (``docs/cosearch.md`` gives its measured error)."""
+
+MAX_FLOWS = 2_000_000
+"""Size guard of one evaluation: an iteration of more flows is not built (about 0.3 kB each while
+building; 2 M flows stay under 1 GB per worker). An exact evaluation above it falls back to the
+screening coarsening; a candidate above it even so gets a ``skipped`` record."""
 
 
 def workload_for(base: dict, cand: Candidate) -> tuple[Plan, Workload]:
@@ -168,6 +181,12 @@ class EvalTask:
         designing one for the candidate; its fabric's own routing carries the traffic.
     keep_design : bool
         Return the design (circuits) and the server traffic matrix, for reports.
+    stage : str
+        The search level that asked (a label).
+    screening : bool
+        Simulate with at most :data:`SCREEN_MAX_BUCKETS` gradient buckets per channel (the
+        search's ranking levels); otherwise exactly when the iteration has at most
+        :data:`MAX_FLOWS` flows, else coarsened as in screening (``coarsened`` in the record).
     """
 
     index: int
@@ -181,6 +200,7 @@ class EvalTask:
     fixed_design: Any = None
     keep_design: bool = False
     stage: str = ""
+    screening: bool = False
 
 
 def design_summary(design) -> dict[str, Any]:
@@ -215,8 +235,10 @@ def evaluate(task: EvalTask) -> dict[str, Any]:
     dict
         ``index``, ``key``, ``label``, ``fabric``, ``stage``, ``iteration_s``, ``compute_s``,
         ``exposed_comm_s``, ``capex_usd``, ``power_w``, ``memory_per_gpu_bytes``,
-        ``compute_bound_s``, ``wall_s`` and, with ``keep_design``, ``design`` and
-        ``server_bytes`` (the server-level traffic matrix).
+        ``compute_bound_s``, ``coarsened`` (buckets capped, :data:`SCREEN_MAX_BUCKETS`),
+        ``flows`` (built), ``skipped`` (None, or why it was not simulated: its times are then
+        infinite), ``wall_s`` and, with ``keep_design``, ``design`` and ``server_bytes`` (the
+        server-level traffic matrix).
     """
     from topoopt.fabrics.cost import cost as fabric_cost
     from topoopt.studies.compare import build_fabric
@@ -236,7 +258,16 @@ def evaluate(task: EvalTask) -> dict[str, Any]:
     else:
         run = build_fabric(task.fabric, w, task.degree, task.link_bandwidth, seed=task.seed)
         fab, run_w, routing, design = run.fabric, run.workload, run.routing, run.design
-    it = simulate_iteration(run_w, fab, routing=routing, exposed_by_class=False)
+    it, skipped = None, None
+    for max_buckets in (SCREEN_MAX_BUCKETS,) if task.screening else (None, SCREEN_MAX_BUCKETS):
+        try:
+            it = simulate_iteration(
+                run_w, fab, routing=routing, exposed_by_class=False, max_buckets=max_buckets,
+                max_flows=MAX_FLOWS,
+            )  # fmt: skip
+            break
+        except TooManyFlows as e:
+            skipped = f"too large: {e.n_flows:,} flows (limit {e.max_flows:,})"
     c = fabric_cost(fab)
     tg = None
     if task.candidate.table_servers is not None:
@@ -249,9 +280,12 @@ def evaluate(task: EvalTask) -> dict[str, Any]:
         "plan": task.candidate.summary(),
         "fabric": task.fabric,
         "stage": task.stage,
-        "iteration_s": float(it.iteration_s),
-        "compute_s": float(it.compute_s),
-        "exposed_comm_s": float(it.exposed_comm_s),
+        "iteration_s": float(it.iteration_s) if it is not None else math.inf,
+        "compute_s": float(it.compute_s) if it is not None else math.inf,
+        "exposed_comm_s": float(it.exposed_comm_s) if it is not None else math.inf,
+        "coarsened": bool(it.info.get("buckets_capped")) if it is not None else False,
+        "flows": int(it.info["flows"]) if it is not None else None,
+        "skipped": None if it is not None else skipped,
         "capex_usd": float(c.capex_usd),
         "power_w": float(c.power_w),
         "memory_per_gpu_bytes": float(mem.total_bytes),

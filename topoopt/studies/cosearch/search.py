@@ -76,6 +76,10 @@ METHODS = ("refine", "topoopt-mcmc")
 PARETO_FABRICS = ("ideal", "fat-tree", "fat-tree-cost-equivalent", "topoopt", "joint")
 """Fabrics the winner and the reference are also judged on (the Pareto front)."""
 
+_SCREENING = ("ideal switch", "cheap topology", "mcmc", "mcmc (fixed topology)")
+"""Stages that rank candidates (coarsened buckets, :data:`.evaluate.SCREEN_MAX_BUCKETS`); the
+target, reference and Pareto evaluations are exact when they fit :data:`.evaluate.MAX_FLOWS`."""
+
 _REL_TOL = 1e-9  # bounds are exact for 1F1B: equal up to rounding is "cannot win"
 
 
@@ -202,6 +206,7 @@ class _Runner:
                 fixed_design=fixed,
                 keep_design=keep,
                 stage=stage,
+                screening=stage in _SCREENING,
             )
             for k, (cand, fabric, stage, fixed, keep) in enumerate(jobs)
         ]
@@ -522,11 +527,14 @@ def _candidate_rows(space: Space, records: list[dict], bounds, best: dict) -> li
             prev = row.get("fixed_topology_s")
             row["fixed_topology_s"] = min(prev, r["iteration_s"]) if prev else r["iteration_s"]
     best_t = best["iteration_s"]
+    skipped = {r["key"]: r["skipped"] for r in records if r.get("skipped")}
     out = []
     for row in by_key.values():
         row.setdefault("compute_bound_s", bound_of.get(row["key"], math.nan))
         if row["key"] == best["key"]:
             row["fate"] = "best"
+        elif skipped.get(row["key"]):
+            row["fate"] = "skipped: " + skipped[row["key"]]
         elif row["compute_bound_s"] >= best_t * (1 - _REL_TOL):
             row["fate"] = "compute: its compute alone is no faster than the best iteration"
         else:
