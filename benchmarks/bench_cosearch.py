@@ -85,14 +85,18 @@ def main() -> None:
             t2 = time.perf_counter()
         recs = [o[0] for o in outs]
         cpu = sum(o[1] for o in outs)
-        rss = {}
+        rss, busy = {}, {}
         for o in outs:
             rss[o[3]] = max(rss.get(o[3], 0), o[2])
+            busy[o[3]] = busy.get(o[3], 0.0) + o[1]
         records[workers] = [
             {k: v for k, v in r.items() if k not in ("wall_s", "design_object")} for r in recs
         ]
         load1 = os.getloadavg()[0]
         rows.append((workers, eng.backend, t1 - t0, t2 - t1, cpu, max(rss.values()), load0, load1))
+        shares = ", ".join(f"{v:.1f}" for v in sorted(busy.values(), reverse=True))
+        print(f"{workers} worker(s): CPU s per worker process {shares}")
+        balance = cpu / max(busy.values())
         if workers == 1:
             print("  #  flows      coarsened  skipped  iteration s  plan")
             for r in recs:
@@ -111,7 +115,8 @@ def main() -> None:
         print(" ".join(f"{v:>9}" for v in vals), f"  {l0:.2f} / {l1:.2f}")
     print(
         f"speed-up {rows[0][3] / rows[1][3]:.2f}x (wall, start-up excluded); "
-        f"{rows[0][3] / (rows[1][3] + rows[1][2]):.2f}x with Ray's start-up"
+        f"{rows[0][3] / (rows[1][3] + rows[1][2]):.2f}x with Ray's start-up; "
+        f"{balance:.2f}x on idle cores (the evaluations' CPU seconds over the busiest worker's)"
     )
 
 
