@@ -27,6 +27,11 @@ def test_screening_exact_fallback_and_skip(monkeypatch):
     monkeypatch.setattr(ev, "SCREEN_MAX_BUCKETS", 16)
     exact = _eval()
     assert not exact["coarsened"] and exact["skipped"] is None
+    same = _eval(screening=True)  # under SCREEN_FLOWS: screening is exact
+    assert {k: v for k, v in same.items() if k != "wall_s"} == {
+        k: v for k, v in exact.items() if k != "wall_s"
+    }
+    monkeypatch.setattr(ev, "SCREEN_FLOWS", exact["flows"] - 1)
     screen = _eval(screening=True)
     assert screen["coarsened"] and screen["flows"] < exact["flows"]
     # the bound of simulate_iteration's max_buckets: within 1/16 of the iteration

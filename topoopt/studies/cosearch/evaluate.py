@@ -52,6 +52,7 @@ from traffic.workload import Workload
 
 __all__ = [
     "MAX_FLOWS",
+    "SCREEN_FLOWS",
     "SCREEN_MAX_BUCKETS",
     "EvalTask",
     "compute_bound",
@@ -63,9 +64,13 @@ __all__ = [
 
 DESIGNED = ("topoopt", "topoopt-released", "joint")
 
+SCREEN_FLOWS = 500_000
+"""Screening evaluations are exact up to this many flows, coarsened above
+(:data:`SCREEN_MAX_BUCKETS`)."""
+
 SCREEN_MAX_BUCKETS = 256
-"""Gradient-sync buckets per channel in screening evaluations (``simulate_iteration``'s
-``max_buckets``): a coarsening only for families asking more, i.e. ZeRO-2 / FSDP collectives that
+"""Gradient-sync buckets per channel of a coarsened evaluation (``simulate_iteration``'s
+``max_buckets``): it changes only families asking more, i.e. ZeRO-2 / FSDP collectives that
 repeat every micro-batch (``docs/cosearch.md`` gives its measured error)."""
 
 MAX_FLOWS = 2_000_000
@@ -184,9 +189,10 @@ class EvalTask:
     stage : str
         The search level that asked (a label).
     screening : bool
-        Simulate with at most :data:`SCREEN_MAX_BUCKETS` gradient buckets per channel (the
-        search's ranking levels); otherwise exactly when the iteration has at most
-        :data:`MAX_FLOWS` flows, else coarsened as in screening (``coarsened`` in the record).
+        The search's ranking levels: exact when the iteration has at most
+        :data:`SCREEN_FLOWS` flows, else with at most :data:`SCREEN_MAX_BUCKETS` gradient
+        buckets per channel; otherwise exact up to :data:`MAX_FLOWS` flows, else coarsened
+        the same way (``coarsened`` in the record).
     """
 
     index: int
@@ -259,11 +265,12 @@ def evaluate(task: EvalTask) -> dict[str, Any]:
         run = build_fabric(task.fabric, w, task.degree, task.link_bandwidth, seed=task.seed)
         fab, run_w, routing, design = run.fabric, run.workload, run.routing, run.design
     it, skipped = None, None
-    for max_buckets in (SCREEN_MAX_BUCKETS,) if task.screening else (None, SCREEN_MAX_BUCKETS):
+    exact_limit = SCREEN_FLOWS if task.screening else MAX_FLOWS
+    for max_buckets, limit in ((None, exact_limit), (SCREEN_MAX_BUCKETS, MAX_FLOWS)):
         try:
             it = simulate_iteration(
                 run_w, fab, routing=routing, exposed_by_class=False, max_buckets=max_buckets,
-                max_flows=MAX_FLOWS,
+                max_flows=limit,
             )  # fmt: skip
             break
         except TooManyFlows as e:
