@@ -35,14 +35,15 @@ def cases():
                 dp = servers * gps // tp
                 par = {"tp": tp, "pp": 1, "dp": dp, "micro_batch_size": 1,
                        "global_batch_size": dp * m, **shard}  # fmt: skip
-                label = f"{model} {servers}x{gps} tp{tp} {next(iter(shard.values()))} m={m}"
+                kind = "fsdp full_shard" if "fsdp" in shard else "zero2"
+                label = f"{model} {servers}x{gps} tp{tp} {kind} m={m}"
                 cluster = {"servers": servers, "gpus_per_server": gps}
                 yield {"model": model, "parallelism": par, "cluster": cluster}, label
 
 
 def main() -> None:
     worst = dict.fromkeys(CAPS, 0.0)
-    print(f"{'plan':34s} {'fabric':24s} {'exact s':>10} {'flows':>8} {'cpu s':>6}  " +
+    print(f"{'plan':40s} {'fabric':24s} {'exact s':>10} {'flows':>8} {'cpu s':>6}  " +
           " ".join(f"{'cap ' + str(c):>12}" for c in CAPS))  # fmt: skip
     for plan, label in cases():
         w = workload_from_plan(plan)
@@ -58,7 +59,7 @@ def main() -> None:
                 err = abs(co.iteration_s - ex.iteration_s) / ex.iteration_s
                 worst[cap] = max(worst[cap], err)
                 cells.append(f"{err:.2e}" + ("" if co.info["buckets_capped"] else "(=)"))
-            print(f"{label:34s} {fabric:24s} {ex.iteration_s:10.4f} {ex.info['flows']:8d} "
+            print(f"{label:40s} {fabric:24s} {ex.iteration_s:10.4f} {ex.info['flows']:8d} "
                   f"{cpu:6.1f}  " + " ".join(f"{c:>12}" for c in cells), flush=True)  # fmt: skip
     print("max relative error per cap: " + ", ".join(f"{c}: {worst[c]:.2e}" for c in CAPS))
 
