@@ -53,6 +53,22 @@ def test_flow_count_is_what_build_creates(w, max_buckets):
     assert model.n_flows() == fb.n
 
 
+def test_flow_count_with_a_design_s_rings():
+    """A design's workload (each collective split into rings, coupled channel by channel)."""
+    from topoopt.studies.compare import build_fabric
+
+    w = _fsdp()
+    run = build_fabric("topoopt", w, 2, 12.5e9, seed=0)
+    assert any("[ring" in d.name for d in run.workload.demands)
+    net = Network(run.fabric, w.gpus_per_server, routing=run.routing)
+    for max_buckets in (None, 5):
+        model = iteration._PipelineModel(
+            run.workload, net, A100, BUCKET, "ring", "fluid", None, max_buckets
+        )
+        fb, _, _ = model.build(frozenset())
+        assert model.n_flows() == fb.n
+
+
 def test_guard_raises_before_building(monkeypatch):
     """Above ``max_flows``: a one-line InputError naming the count, and nothing is built."""
     w = _fsdp()

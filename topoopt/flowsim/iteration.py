@@ -923,12 +923,16 @@ class _PipelineModel:
                     d = w.demands[idx]
                     u_src, _, _ = _merge_pairs(d.groups[:, 0], d.groups[:, 1], self.cell_of, gps)
                     n += m * u_src.size
+        sorted_rows = {}
         for idx in self.sync + self.after_opt:
             urows, _, _, _, nb, t, _ = self._sync_template(idx, idx in self.n_buckets)
             n += urows.shape[0] * nb * (t.n_flows + 2)
-        for members in self.channels:
-            if len(members) > 1:
-                n += len(members) * int(self.n_buckets.get(members[0], 1))
+            sorted_rows[idx] = np.sort(urows, axis=1)
+        for members in self.channels:  # _couple_channels: one barrier per member set and bucket
+            nb = int(self.n_buckets.get(members[0], 1))
+            if len(members) > 1 and nb > 1:
+                rows = np.concatenate([sorted_rows[i] for i in members])
+                n += np.unique(rows, axis=0).shape[0] * (nb - 1)
         return int(n)
 
     def _sync(self, fb, tasks, idx, instant, Pid, merge, start):
