@@ -24,6 +24,7 @@ __all__ = [
 def pareto_figure(records, pareto, title: str = "Iteration time vs network capex") -> go.Figure:
     """Every (plan, fabric) judged on a built fabric, one colour per fabric; the front as a line."""
     fig = go.Figure()
+    records = [r for r in records if math.isfinite(r["iteration_s"])]  # not skipped ones
     fabrics = sorted({r["fabric"] for r in records})
     for f in fabrics:
         rows = [r for r in records if r["fabric"] == f]
@@ -85,7 +86,9 @@ def design_figure(servers: int, design: dict | None, title: str = "Best plan: de
 
 
 def _ms(x) -> str:
-    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x * 1e3:.2f}"
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return ""
+    return "skipped" if math.isinf(x) else f"{x * 1e3:.2f}"
 
 
 def candidates_table(candidates, rejected: dict, top: int = 25, title: str = "Top candidates"):
