@@ -149,7 +149,11 @@ _PHASE_NAMES = ("forward", "backward")
 
 class TooManyFlows(InputError):
     """A plan-derived iteration would build more flows than ``max_flows`` allows
-    (:func:`simulate_iteration`); raised before any flow is built. ``n_flows`` is the count."""
+    (:func:`simulate_iteration`); raised before any flow is built. ``n_flows`` is the count.
+
+    >>> print(TooManyFlows(3_000_000, 2_000_000))
+    workload: got '3,000,000 flows'; allowed: at most max_flows=2,000,000 flows
+    """
 
     def __init__(self, n_flows: int, max_flows: int, hint: str = ""):
         self.n_flows, self.max_flows = int(n_flows), int(max_flows)
