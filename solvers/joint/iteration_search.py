@@ -27,7 +27,7 @@ Pipeline
    problem), the baselines' circuits and the circulant stride sets
    (:func:`circulant_candidates`) and the block constructions
    (:func:`solvers.joint.block_candidates.block_candidates`): the :data:`SHORTEST_CIRCULANTS`
-   circulants of fewest mean hops first, then the block constructions, then by
+   circulants of fewest mean hops first, then the complete-block constructions, then by
    :func:`~solvers.joint.driver.quick_score` on the windows. Each is
    routed by the routing LP on the window problem (ring orders carried back by
    :func:`~solvers.joint.iteration_objective.remap_rings`) and simulated, within
@@ -530,8 +530,11 @@ def iteration_design(
     # the circulants of fewest mean hops first (TopoOpt's criterion: every flow, critical or
     # not, crosses fewer links), then everything by its estimate
     short = {c.tobytes() for _, c in sorted_by_hops(circulants, n)[:SHORTEST_CIRCULANTS]}
-    # then the block constructions (few, and built for plans whose fixed traffic forms blocks)
-    block_keys = {canonical_circuits(c, n).tobytes() for _, c in blocky} - short
+    # then the complete-block constructions (few, and built for plans whose fixed traffic forms
+    # small blocks); blocks too large to wire completely (rings inside) wait their estimate's turn
+    block_keys = {
+        canonical_circuits(c, n).tobytes() for nm, c in blocky if "complete" in nm
+    } - short
     order = (
         [i for i in order if uniq[i][1].tobytes() in short]
         + [i for i in order if uniq[i][1].tobytes() in block_keys]
