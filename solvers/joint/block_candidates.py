@@ -10,7 +10,7 @@ blocks. :func:`block_candidates` builds, from the connected components of the fi
 
 - inside each block of ``s`` servers, for ``m = 1, 2, ...``: the complete multigraph with ``m``
   circuits per pair (``m (s - 1)`` ports), or a ring with ``m`` circuits per hop (``2 m``
-  ports) when the complete graph does not fit;
+  ports), the ring whose hops carry the most fixed bytes (:func:`best_cycle`);
 - across blocks, with the ports left (``r``): up to ``r / 2`` rings (at most half the blocks),
   ring ``j`` joining the same-position server of every block, blocks ``j + 1`` apart (a
   matching when that is half the blocks); every server is then one hop from its counterparts
@@ -49,7 +49,7 @@ from scipy.sparse.csgraph import connected_components
 from solvers.congestion import canonical_circuits
 from solvers.problem import DesignProblem
 
-__all__ = ["blocks", "block_candidates"]
+__all__ = ["blocks", "block_candidates", "best_cycle", "CYCLE_ENUMERATION"]
 
 
 def blocks(problem: DesignProblem) -> list[list[int]] | None:
@@ -72,14 +72,48 @@ def blocks(problem: DesignProblem) -> list[list[int]] | None:
     return comps
 
 
-def _inside(comps: list[list[int]], kind: str, m: int) -> list[list[int]]:
+def best_cycle(block: list[int], weight: np.ndarray) -> list[int]:
+    """The Hamiltonian cycle of ``block`` whose consecutive pairs carry the most fixed bytes
+    (``weight[u, v] + weight[v, u]``), by enumeration up to :data:`CYCLE_ENUMERATION` servers
+    (ties: the first in lexicographic order); larger blocks keep their ascending order.
+
+    Examples
+    --------
+    >>> w = np.zeros((4, 4)); w[0, 2] = w[1, 3] = 5.0
+    >>> best_cycle([0, 1, 2, 3], w)
+    [0, 1, 3, 2]
+    """
+    from itertools import permutations
+
+    s = len(block)
+    if s <= 3 or s > CYCLE_ENUMERATION:
+        return list(block)
+    sym = weight + weight.T
+    best, best_w = list(block), -1.0
+    first = block[0]
+    for rest in permutations(block[1:]):
+        if rest[0] > rest[-1]:  # each cycle once (its two directions)
+            continue
+        order = (first, *rest)
+        wsum = sum(sym[order[i], order[(i + 1) % s]] for i in range(s))
+        if wsum > best_w * (1 + 1e-12):
+            best, best_w = list(order), wsum
+    return best
+
+
+CYCLE_ENUMERATION = 8
+"""Blocks up to this many servers get their ring inside by enumeration (2,520 cycles of 8)."""
+
+
+def _inside(comps: list[list[int]], kind: str, m: int, weight: np.ndarray) -> list[list[int]]:
     rows = []
     for c in comps:
         s = len(c)
         if kind == "complete" or s == 2:
             rows += [[c[i], c[j], m] for i in range(s) for j in range(i + 1, s)]
-        else:  # ring c0 - c1 - ... - c0
-            rows += [[c[i], c[(i + 1) % s], m] for i in range(s)]
+        else:  # the ring that carries the most fixed bytes directly
+            o = best_cycle(c, weight)
+            rows += [[o[i], o[(i + 1) % s], m] for i in range(s)]
     return rows
 
 
@@ -108,6 +142,7 @@ def block_candidates(problem: DesignProblem) -> list[tuple[str, np.ndarray]]:
     n, d = problem.n, problem.degree
     k, s = len(comps), len(comps[0])
     mp = topoopt_traffic(problem).mp
+    dense = np.asarray(sp.csr_matrix(mp).todense(), float)
     out: list[tuple[str, np.ndarray]] = []
     seen: set[bytes] = set()
     shapes = [("complete", m, m * (s - 1)) for m in range(1, d + 1)]
@@ -121,7 +156,7 @@ def block_candidates(problem: DesignProblem) -> list[tuple[str, np.ndarray]]:
         across = _across(comps, rings)
         if not across:
             continue
-        c = canonical_circuits(np.array(_inside(comps, kind, m) + across, np.int64), n)
+        c = canonical_circuits(np.array(_inside(comps, kind, m, dense) + across, np.int64), n)
         deg = np.zeros(n, np.int64)
         np.add.at(deg, c[:, 0], c[:, 2])
         np.add.at(deg, c[:, 1], c[:, 2])

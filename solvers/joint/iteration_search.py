@@ -27,7 +27,8 @@ Pipeline
    problem), the baselines' circuits and the circulant stride sets
    (:func:`circulant_candidates`) and the block constructions
    (:func:`solvers.joint.block_candidates.block_candidates`): the :data:`SHORTEST_CIRCULANTS`
-   circulants of fewest mean hops first, then the complete-block constructions, then by
+   circulants of fewest mean hops first, then the constructions of blocks of at most
+   :data:`~solvers.joint.block_candidates.CYCLE_ENUMERATION` servers, then by
    :func:`~solvers.joint.driver.quick_score` on the windows. Each is
    routed by the routing LP on the window problem (ring orders carried back by
    :func:`~solvers.joint.iteration_objective.remap_rings`) and simulated, within
@@ -87,7 +88,7 @@ import numpy as np
 
 from solvers.congestion import canonical_circuits, evaluate_routing
 from solvers.design import Design, with_port_options
-from solvers.joint.block_candidates import block_candidates
+from solvers.joint.block_candidates import CYCLE_ENUMERATION, block_candidates
 from solvers.joint.critical_path import iteration_lower_bound
 from solvers.joint.iteration_objective import (
     has_compute_model,
@@ -246,6 +247,12 @@ class _Meter:
     @property
     def left(self) -> float:
         return max(self.limit - self.used, 0.0)
+
+
+def _block_size(name: str) -> int:
+    """Servers per block of a :func:`~solvers.joint.block_candidates.block_candidates` name
+    (``"blocks 4x4: ..."``)."""
+    return int(name.split()[1].rstrip(":").split("x")[1])
 
 
 def priority_orders(problem: DesignProblem) -> list[tuple[str, ...]]:
@@ -530,11 +537,10 @@ def iteration_design(
     # the circulants of fewest mean hops first (TopoOpt's criterion: every flow, critical or
     # not, crosses fewer links), then everything by its estimate
     short = {c.tobytes() for _, c in sorted_by_hops(circulants, n)[:SHORTEST_CIRCULANTS]}
-    # then the complete-block constructions (few, and built for plans whose fixed traffic forms
-    # small blocks); blocks too large to wire completely (rings inside) wait their estimate's turn
-    block_keys = {
-        canonical_circuits(c, n).tobytes() for nm, c in blocky if "complete" in nm
-    } - short
+    # then the block constructions of small blocks (few, and built for plans whose fixed
+    # traffic forms blocks); rings inside larger blocks wait their estimate's turn
+    small = [nm for nm, _ in blocky if "complete" in nm or _block_size(nm) <= CYCLE_ENUMERATION]
+    block_keys = {canonical_circuits(c, n).tobytes() for nm, c in blocky if nm in small} - short
     order = (
         [i for i in order if uniq[i][1].tobytes() in short]
         + [i for i in order if uniq[i][1].tobytes() in block_keys]
