@@ -6,10 +6,11 @@ time (:func:`solvers.realise.simulate_design`) on the ideal switch and on the de
 ``topoopt``, ``topoopt-released``, ``joint --objective congestion``, ``joint --objective
 iteration`` and the same with ``--priorities`` (class priorities part of the design, simulated
 with them), each with its ratio to the ideal switch (and, for a design with priorities, its
-ratio to the stronger of the ideal switch shared fairly and under the same priorities), and the solvers' wall seconds. The joint
-solves stop on ``--work-limit`` work units (default: each objective's own default); the
-wall-clock cap ``--time-limit`` (default 300 s) is generous so that the figures are the
-deterministic ones on a loaded machine too (the iteration line says whether the cap cut).
+ratio to the stronger of the ideal switch shared fairly and under the same priorities), and the
+solvers' wall seconds. The joint solves stop on ``--work-limit`` work units (default: each
+objective's own default); the wall-clock cap ``--time-limit`` (default 300 s) is generous so that
+the figures are the deterministic ones on a loaded machine too (the iteration line says whether
+the cap cut).
 
 ``100dlrm_128`` is skipped unless ``--with-dlrm128`` is given: one flow simulation of its
 TopoOpt design takes about 20 s, so the iteration objective falls back to the congestion
