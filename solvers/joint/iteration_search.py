@@ -27,8 +27,9 @@ Pipeline
    problem), the baselines' circuits and the circulant stride sets
    (:func:`circulant_candidates`) and the block constructions
    (:func:`solvers.joint.block_candidates.block_candidates`): the :data:`SHORTEST_CIRCULANTS`
-   circulants of fewest mean hops first, then the constructions of blocks of at most
-   :data:`~solvers.joint.block_candidates.CYCLE_ENUMERATION` servers, then by
+   circulants of fewest mean hops first, then the complete-block constructions (when none fits:
+   the rings inside blocks of at most
+   :data:`~solvers.joint.block_candidates.CYCLE_ENUMERATION` servers), then by
    :func:`~solvers.joint.driver.quick_score` on the windows. Each is
    routed by the routing LP on the window problem (ring orders carried back by
    :func:`~solvers.joint.iteration_objective.remap_rings`) and simulated, within
@@ -537,9 +538,12 @@ def iteration_design(
     # the circulants of fewest mean hops first (TopoOpt's criterion: every flow, critical or
     # not, crosses fewer links), then everything by its estimate
     short = {c.tobytes() for _, c in sorted_by_hops(circulants, n)[:SHORTEST_CIRCULANTS]}
-    # then the block constructions of small blocks (few, and built for plans whose fixed
-    # traffic forms blocks); rings inside larger blocks wait their estimate's turn
-    small = [nm for nm, _ in blocky if "complete" in nm or _block_size(nm) <= CYCLE_ENUMERATION]
+    # then the block constructions (few, and built for plans whose fixed traffic forms blocks):
+    # the complete blocks, or, when none fits the ports, the rings inside blocks of at most
+    # CYCLE_ENUMERATION servers; the others wait their estimate's turn
+    small = [nm for nm, _ in blocky if "complete" in nm]
+    if not small:  # blocks too large to wire completely: their rings inside, if enumerated
+        small = [nm for nm, _ in blocky if _block_size(nm) <= CYCLE_ENUMERATION]
     block_keys = {canonical_circuits(c, n).tobytes() for nm, c in blocky if nm in small} - short
     order = (
         [i for i in order if uniq[i][1].tobytes() in short]
