@@ -3,11 +3,14 @@
 For each task graph (from ``tests/data/topoopt-taskgraphs``, or the folder
 ``TOPOOPT_TASKGRAPHS`` names) at 4 and 8 ports of 100 Gbps: the flow model's iteration
 time (:func:`solvers.realise.simulate_design`) on the ideal switch and on the designs of
-``topoopt``, ``topoopt-released``, ``joint --objective congestion`` and ``joint --objective
-iteration``, each with its ratio to the ideal switch, and the solvers' wall seconds. The joint
-solves stop on ``--work-limit`` work units (default: each objective's own default); the
-wall-clock cap ``--time-limit`` (default 300 s) is generous so that the figures are the
-deterministic ones on a loaded machine too (the iteration line says whether the cap cut).
+``topoopt``, ``topoopt-released``, ``joint --objective congestion``, ``joint --objective
+iteration`` and the same with ``--priorities`` (class priorities part of the design, simulated
+with them), each with its ratio to the ideal switch (and, for a design with priorities, its
+ratio to the stronger of the ideal switch shared fairly and under the same priorities), and the
+solvers' wall seconds. The joint solves stop on ``--work-limit`` work units (default: each
+objective's own default); the wall-clock cap ``--time-limit`` (default 300 s) is generous so that
+the figures are the deterministic ones on a loaded machine too (the iteration line says whether
+the cap cut).
 
 ``100dlrm_128`` is skipped unless ``--with-dlrm128`` is given: one flow simulation of its
 TopoOpt design takes about 20 s, so the iteration objective falls back to the congestion
@@ -122,13 +125,23 @@ def run_case(
         ("topoopt-released", "topoopt-released", None),
         ("joint(congestion)", "joint", "congestion"),
         ("joint(iteration)", "joint", "iteration"),
+        ("joint(iteration+prio)", "joint", "iteration+prio"),
     ]
     for label, name, objective in runs:
         t = time.perf_counter()
         kw = {} if objective is None else {"objective": objective}
+        if objective == "iteration+prio":
+            kw = {"objective": "iteration", "priorities": True}
         d = solve(p, name, time_limit_s=time_limit, work_limit=work_limit, **kw)
         row[f"{label}_wall"] = time.perf_counter() - t
         row[label] = simulate_design(w, d, p, exposed_by_class=False).iteration_s
+        if objective == "iteration+prio":
+            row["priority"] = list(d.priority)
+            row["ideal_prio"] = row["ideal"]
+            if d.priority:  # the ideal switch under the same priorities, the stronger ideal
+                row["ideal_prio"] = simulate_iteration(
+                    w, fab, exposed_by_class=False, priority=d.priority
+                ).iteration_s
         if objective == "iteration":
             row["iteration_info"] = {
                 k: d.info.get(k)
@@ -151,7 +164,13 @@ def main() -> None:
     args = ap.parse_args()
     cases = list(args.cases) + (["100dlrm_128"] if args.with_dlrm128 else [])
     folder = taskgraph_dir()
-    labels = ["topoopt", "topoopt-released", "joint(congestion)", "joint(iteration)"]
+    labels = [
+        "topoopt",
+        "topoopt-released",
+        "joint(congestion)",
+        "joint(iteration)",
+        "joint(iteration+prio)",
+    ]
     head = f"{'case':18s} {'d':>2s} {'ideal ms':>9s} " + " ".join(
         f"{lb + ' ms (x)':>26s}" for lb in labels
     )
@@ -174,9 +193,18 @@ def main() -> None:
                 f"{'':18s} {'':2s} iteration objective: lower bound {r['lower_bound'] * 1e3:.2f} "
                 f"ms, winner {info['winner']!r}, stopped by {info['stopped_by']}, "
                 f"work {info['work_used']}, deterministic {info['deterministic']}, "
-                f"objective run {info['objective']}",
+                f"objective run {info['objective']}; with priorities: "
+                f"{','.join(r['priority']) or 'fair'} first",
                 flush=True,
             )
+            if r["priority"]:
+                strong = min(ideal_s, r["ideal_prio"])
+                print(
+                    f"{'':18s} {'':2s} ideal switch with {','.join(r['priority'])} first "
+                    f"{r['ideal_prio'] * 1e3:.2f} ms; joint(iteration+prio) over the stronger "
+                    f"ideal {r['joint(iteration+prio)'] / strong:.3f}x",
+                    flush=True,
+                )
             for k, v in r.get("diagnose", {}).items():
                 v = " ".join(f"{x:.3f}" for x in v) if isinstance(v, list) else f"{v:.3f}"
                 print(f"{'':18s} {'':2s} diagnose: {k} {v}", flush=True)

@@ -228,6 +228,12 @@ class Design:
         "src", "dst": positions in members, "fraction": bytes per byte of S, "info": dict}``
         (:mod:`solvers.joint.collective_choice`; simulated through
         :func:`solvers.realise.design_workload`).
+    priority : tuple of str
+        Traffic classes served first, highest first (default none: every link shared max-min
+        fairly by all flows). A design that sets it is simulated with these strict priority
+        levels (:func:`topoopt.flowsim.priorities.priority_levels`; the hosts' or NICs'
+        per-class queues, which host-forwarded direct-connect fabrics have). Chosen by the joint
+        optimizer's ``priorities`` option (:mod:`solvers.joint.iteration_search`).
     """
 
     servers: int
@@ -246,10 +252,12 @@ class Design:
     reserved_ports: np.ndarray | None = None
     prewired: np.ndarray | None = None
     collectives: tuple[dict, ...] = ()
+    priority: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         n = int(self.servers)
         object.__setattr__(self, "collectives", tuple(self.collectives))
+        object.__setattr__(self, "priority", tuple(self.priority))
         object.__setattr__(self, "circuits", canonical_circuits(self.circuits, n))
         if self.reserved_ports is not None:
             r = np.asarray(self.reserved_ports, np.int64).reshape(-1)
@@ -346,6 +354,8 @@ def design_document(design) -> dict[str, Any]:
             doc[key] = np.asarray(value).tolist()
     if getattr(design, "collectives", ()):  # absent when none: older files stay identical
         doc["collectives"] = [_finite_or_null(dict(c)) for c in design.collectives]
+    if getattr(design, "priority", ()):  # absent when none: older files stay identical
+        doc["priority"] = list(design.priority)
     return doc
 
 
@@ -401,6 +411,8 @@ def design_fields(doc) -> dict[str, Any]:
         fields["prewired"] = np.asarray(doc.prewired, np.int64).reshape(-1, 3)
     if doc.collectives is not None:
         fields["collectives"] = tuple(c.model_dump() for c in doc.collectives)
+    if getattr(doc, "priority", None) is not None:
+        fields["priority"] = tuple(doc.priority)
     return fields
 
 

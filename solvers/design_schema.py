@@ -121,6 +121,10 @@ class RoutingDocument(BaseModel):
     weight: list[Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]]
 
 
+_Class = Literal["tp", "cp", "pp", "dp", "ep", "embedding", "mp"]
+"""A traffic class (:data:`traffic.workload.CLASSES`), for ``priority``."""
+
+
 class DesignDocument(BaseModel):
     """``design.json`` of an optical design (:class:`solvers.design.Design`)."""
 
@@ -142,6 +146,7 @@ class DesignDocument(BaseModel):
     reserved_ports: list[_Nat] | None = None
     prewired: list[_Row] | None = None
     collectives: list[CollectiveDocument] | None = None
+    priority: list[_Class] | None = None
 
 
 class ElectricalDocument(BaseModel):
@@ -263,6 +268,12 @@ def check_design_document(doc: DesignDocument, name: str) -> None:
         if isinstance(doc, HybridDocument):
             _fail(f"{name} collectives", "present", "no collectives in a hybrid design")
         _check_collectives(doc.collectives, n, name)
+    prio = getattr(doc, "priority", None)
+    if prio is not None:
+        if isinstance(doc, HybridDocument):
+            _fail(f"{name} priority", prio, "no priority in a hybrid design")
+        if not prio or len(set(prio)) != len(prio):
+            _fail(f"{name} priority", prio, "distinct traffic classes, highest first, at least one")
     if isinstance(doc, HybridDocument) and doc.electrical.servers != n:
         _fail(f"{name} electrical.servers", doc.electrical.servers, f"{n} (the design's servers)")
 

@@ -182,7 +182,8 @@ def simulate_design(
 ):
     """Simulate one iteration of ``workload`` on ``design`` with the flow model.
 
-    Keyword arguments go to :func:`topoopt.flowsim.iteration.simulate_iteration`.
+    Keyword arguments go to :func:`topoopt.flowsim.iteration.simulate_iteration`; a design with
+    class priorities (``design.priority``) is simulated with them unless ``priority`` is given.
     """
     from topoopt.flowsim.iteration import simulate_iteration
 
@@ -193,6 +194,8 @@ def simulate_design(
         intra_server_bandwidth=intra_server_bandwidth,
     )
     routing = design_routing(design, fabric)
+    if kwargs.get("priority") is None and getattr(design, "priority", ()):
+        kwargs["priority"] = design.priority
     return simulate_iteration(
         design_workload(workload, design, problem), fabric, routing=routing, **kwargs
     )

@@ -28,6 +28,7 @@ def solve(
     progress: Callable[[str], None] | None = None,
     work_limit: float | None = None,
     objective: str = "iteration",
+    priorities: bool = False,
 ) -> Design:
     """Design the optical circuits of ``problem`` with solver ``name``.
 
@@ -57,6 +58,9 @@ def solve(
         ``congestion`` when the problem has no compute model (``info["objective"]`` says
         which ran). ``congestion``: the per-phase congestion objective
         (:func:`solvers.joint.driver.joint_design`), finalists judged by the flow model.
+    priorities : bool
+        ``joint --objective iteration`` only: per-class strict priority may be part of the
+        design (``Design.priority``; :func:`solvers.joint.iteration_search.iteration_design`).
 
     Returns
     -------
@@ -102,6 +106,7 @@ def solve(
                 seed=seed,
                 progress=report,
                 work_limit=work_limit,
+                priorities=priorities,
             )
         else:
             design = joint_design(

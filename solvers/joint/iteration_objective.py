@@ -279,6 +279,7 @@ def iteration_time(
             record_series=False,
             max_refills=max_refills,
             compute_s=compute_s,
+            priority=getattr(design, "priority", ()) or None,
         )
     except WorkLimitExceeded as e:
         return (math.inf, int(e.refills), 0) if flows else (math.inf, int(e.refills))

@@ -25,8 +25,12 @@ Pipeline
 4. *Candidates.* The circuit sets of the congestion optimizer
    (:func:`solvers.joint.driver.candidate_circuits` on both the phase problem and the window
    problem), the baselines' circuits and the circulant stride sets
-   (:func:`circulant_candidates`): the :data:`SHORTEST_CIRCULANTS` circulants of fewest mean
-   hops first, then by :func:`~solvers.joint.driver.quick_score` on the windows. Each is
+   (:func:`circulant_candidates`) and the block constructions
+   (:func:`solvers.joint.block_candidates.block_candidates`): the :data:`SHORTEST_CIRCULANTS`
+   circulants of fewest mean hops first, then the complete-block constructions (when none fits:
+   the rings inside blocks of at most
+   :data:`~solvers.joint.block_candidates.CYCLE_ENUMERATION` servers), then by
+   :func:`~solvers.joint.driver.quick_score` on the windows. Each is
    routed by the routing LP on the window problem (ring orders carried back by
    :func:`~solvers.joint.iteration_objective.remap_rings`) and simulated, within
    :data:`CANDIDATE_SHARE` of the work limit. The :data:`PHASE_ROUTED` fastest are routed again
@@ -58,9 +62,20 @@ warm start's first simulation needs more than :data:`FIRST_SIMULATION_SHARE` of 
 limit), the congestion objective decides (:func:`solvers.joint.driver.joint_design`) and
 ``info["objective"]`` says so with the reason.
 
-No priorities: the flow model shares every link max-min fairly between all flows, and the
+Priorities
+----------
+By default the flow model shares every link max-min fairly between all flows, and the
 optimizer assumes exactly that (criticality weighs what it wires and routes for, never the
-order in which the network serves flows).
+order in which the network serves flows). With ``priorities=True`` per-class strict priority is
+part of the design (``Design.priority``; the host-forwarding NICs' traffic classes): every
+warm-start baseline is also simulated with each traffic class that crosses servers served first
+(:func:`priority_orders`); the order that makes some baseline fastest, when it beats fair
+sharing there, is tried beside fair sharing on every later candidate, swap and widening (each
+simulated both ways, so the search sees about half as many designs within the same work). The
+flow model simulates the chosen priorities exactly (:mod:`topoopt.flowsim.priorities`), and
+every later simulation of the design uses them (:func:`solvers.realise.simulate_design`). The
+ideal-switch part of the reported bound is then the lesser of the ideal switch's iteration
+shared fairly and under the same priorities (``info["ideal_priority_iteration_s"]``).
 """
 
 from __future__ import annotations
@@ -74,6 +89,7 @@ import numpy as np
 
 from solvers.congestion import canonical_circuits, evaluate_routing
 from solvers.design import Design, with_port_options
+from solvers.joint.block_candidates import CYCLE_ENUMERATION, block_candidates
 from solvers.joint.critical_path import iteration_lower_bound
 from solvers.joint.iteration_objective import (
     has_compute_model,
@@ -89,6 +105,7 @@ from traffic.errors import InputError
 
 __all__ = [
     "iteration_design",
+    "priority_orders",
     "DEFAULT_ITERATION_WORK_LIMIT",
     "WORK_PER_SIMULATED_FLOW",
     "WARM_START",
@@ -233,6 +250,42 @@ class _Meter:
         return max(self.limit - self.used, 0.0)
 
 
+def _block_size(name: str) -> int:
+    """Servers per block of a :func:`~solvers.joint.block_candidates.block_candidates` name
+    (``"blocks 4x4: ..."``)."""
+    return int(name.split()[1].rstrip(":").split("x")[1])
+
+
+def priority_orders(problem: DesignProblem) -> list[tuple[str, ...]]:
+    """The class priorities ``priorities=True`` tries: each traffic class whose demands cross
+    servers, served first (in :data:`traffic.workload.CLASSES` order); none with fewer than two
+    such classes (one class alone has nothing to be served before).
+
+    Examples
+    --------
+    >>> from solvers.problem import DesignProblem
+    >>> from traffic.load import load_workload
+    >>> w = load_workload("tests/data/topoopt-taskgraphs/100candle_16.fbuf")
+    >>> priority_orders(DesignProblem.from_workload(w, degree=8, link_bandwidth=12.5e9))
+    [('dp',), ('mp',)]
+    """
+    from traffic.workload import CLASSES
+
+    w = problem.workload
+    if w is None:
+        return []
+    gps = w.gpus_per_server
+    crossing = set()
+    for d in w.demands:
+        if d.count <= 0 or d.group_size < 2 or not d.n_groups:
+            continue
+        srv = np.asarray(d.groups) // gps
+        if (srv != srv[:, :1]).any():
+            crossing.add(d.cls)
+    present = [c for c in CLASSES if c in crossing]
+    return [(c,) for c in present] if len(present) >= 2 else []
+
+
 def iteration_design(
     problem: DesignProblem,
     time_limit_s: float = 60.0,
@@ -241,6 +294,7 @@ def iteration_design(
     progress: Callable[[float, float], None] | None = None,
     work_limit: float | None = None,
     local_search: bool = True,
+    priorities: bool = False,
 ) -> Design:
     """The joint optimizer under the iteration objective (module docstring).
 
@@ -260,6 +314,8 @@ def iteration_design(
         Deterministic budget in work units (default :data:`DEFAULT_ITERATION_WORK_LIMIT`).
     local_search : bool
         Run the swap search.
+    priorities : bool
+        Per-class strict priority may be part of the design (module docstring, Priorities).
 
     Returns
     -------
@@ -270,7 +326,8 @@ def iteration_design(
         ``critical_path_bound_s``, ``candidates`` (name, routing, iteration), ``winner``,
         ``never_slower_than_warm_start``, ``work_limit``, ``work_used``, ``stopped_by``,
         ``deterministic``, ``congestion_objective_s`` (the design's per-phase congestion
-        objective, for comparison).
+        objective, for comparison); with ``priorities``, ``priority_iteration_s`` (each
+        baseline under each order tried) and ``priority`` (the order searched, or none).
     """
     from solvers.expander_design import expander_design
     from solvers.joint.driver import WORK_PER_REFILL, check_problem, joint_design
@@ -363,6 +420,26 @@ def iteration_design(
     finalists: list[tuple[float, int, str, Design]] = []  # (iteration, order, name, design)
     for b in bases:
         finalists.append((base_it[b.solver], len(finalists), b.solver, b))
+    prio: tuple[str, ...] = ()  # the class order tried beside fair sharing from here on
+    if priorities:
+        by_order: dict[str, dict[str, float]] = {}
+        gain = (1.0, ())
+        for order in priority_orders(problem):
+            label = ",".join(order)
+            by_order[label] = {}
+            for b in bases:
+                if not meter.allows() or time.perf_counter() >= end:
+                    break
+                it = simulate(replace(b, priority=order), f"flow model of {b.solver} [{label}]")
+                by_order[label][b.solver] = it
+                if np.isfinite(it):
+                    finalists.append((it, len(finalists), f"{b.solver} [{label} first]",
+                                      replace(b, priority=order)))  # fmt: skip
+                    if it / base_it[b.solver] < gain[0] * (1 - 1e-9):
+                        gain = (it / base_it[b.solver], order)
+        prio = gain[1]
+        info["priority_iteration_s"] = by_order
+        info["priority"] = list(prio)
     best = min(finalists, key=lambda x: (x[0], x[1]))
     if progress is not None:
         progress(best[0], bound)
@@ -404,20 +481,24 @@ def iteration_design(
         nonlocal best
         out = (math.inf, 0.0)
         for a in alphas:
-            if not meter.allows() or time.perf_counter() >= end:
-                break
-            d = spread_routing(d0, a)
-            label = kind if a <= 0 else f"{kind}, {a:g} two-hop spread"
-            it = simulate(d, f"flow model of {name}")
-            tried.append({"candidate": name, "routing": label, "iteration_s": it})
-            if np.isfinite(it):
-                finalists.append((it, len(finalists), f"{name} ({label} routing)", d))
-                if it < best[0] * (1 - 1e-12):
-                    best = finalists[-1]
-                    if progress is not None:
-                        progress(it, bound)
-            if it < out[0]:
-                out = (it, float(a))
+            for order in ((), prio) if prio else ((),):
+                if not meter.allows() or time.perf_counter() >= end:
+                    break
+                d = spread_routing(d0, a)
+                label = kind if a <= 0 else f"{kind}, {a:g} two-hop spread"
+                if order:
+                    d = replace(d, priority=order)
+                    label += f", {','.join(order)} first"
+                it = simulate(d, f"flow model of {name}")
+                tried.append({"candidate": name, "routing": label, "iteration_s": it})
+                if np.isfinite(it):
+                    finalists.append((it, len(finalists), f"{name} ({label} routing)", d))
+                    if it < best[0] * (1 - 1e-12):
+                        best = finalists[-1]
+                        if progress is not None:
+                            progress(it, bound)
+                if it < out[0]:
+                    out = (it, float(a))
         return out
 
     def consider(c, name: str, kinds=("phases", "windows"), alpha: float = 0.0) -> tuple:
@@ -443,6 +524,8 @@ def iteration_design(
         raw += [(f"{nm} [windows]", c) for nm, c in candidate_circuits(windows, math.inf)]
     circulants = circulant_candidates(problem, windows)
     raw += circulants
+    blocky = block_candidates(problem)
+    raw += blocky
     seen: set[bytes] = set()
     uniq = []
     for nm, c in raw:
@@ -455,9 +538,18 @@ def iteration_design(
     # the circulants of fewest mean hops first (TopoOpt's criterion: every flow, critical or
     # not, crosses fewer links), then everything by its estimate
     short = {c.tobytes() for _, c in sorted_by_hops(circulants, n)[:SHORTEST_CIRCULANTS]}
-    order = [i for i in order if uniq[i][1].tobytes() in short] + [
-        i for i in order if uniq[i][1].tobytes() not in short
-    ]
+    # then the block constructions (few, and built for plans whose fixed traffic forms blocks):
+    # the complete blocks, or, when none fits the ports, the rings inside blocks of at most
+    # CYCLE_ENUMERATION servers; the others wait their estimate's turn
+    small = [nm for nm, _ in blocky if "complete" in nm]
+    if not small:  # blocks too large to wire completely: their rings inside, if enumerated
+        small = [nm for nm, _ in blocky if _block_size(nm) <= CYCLE_ENUMERATION]
+    block_keys = {canonical_circuits(c, n).tobytes() for nm, c in blocky if nm in small} - short
+    order = (
+        [i for i in order if uniq[i][1].tobytes() in short]
+        + [i for i in order if uniq[i][1].tobytes() in block_keys]
+        + [i for i in order if uniq[i][1].tobytes() not in short | block_keys]
+    )
     first = ("windows",) if windows is not problem else ("phases",)
     cand_best: dict[bytes, tuple] = {}
     for i in order:
@@ -466,7 +558,10 @@ def iteration_design(
         if not meter.allows() or time.perf_counter() >= end:
             break
         nm, c = uniq[i]
-        cand_best[c.tobytes()] = consider(c, nm, kinds=first)
+        # block constructions are routed on the phases too: the window routing spreads their
+        # fixed traffic over the blocks' few circuits across
+        kinds = first if c.tobytes() not in block_keys else tuple(dict.fromkeys(("phases", *first)))
+        cand_best[c.tobytes()] = consider(c, nm, kinds=kinds)
     if windows is not problem:
         top = sorted(cand_best, key=lambda k: (cand_best[k][0], k))[:PHASE_ROUTED]
         others = tuple(k for k in routings if k.startswith("windows/"))
@@ -551,12 +646,25 @@ def iteration_design(
     info["deterministic"] = not capped
     if chosen.solver != "joint":
         info["baseline_info"] = dict(chosen.info)
+    if chosen.priority:  # the ideal switch under the same priorities too (the lesser counts)
+        from topoopt.fabrics import ideal
+        from topoopt.flowsim.iteration import simulate_iteration
+
+        fab = ideal(
+            n, problem.degree, problem.link_bandwidth, gpus_per_server=workload.gpus_per_server
+        )
+        ideal_p = simulate_iteration(
+            workload, fab, exposed_by_class=False, compute_s=compute_ref, priority=chosen.priority
+        ).iteration_s
+        info["ideal_priority_iteration_s"] = float(ideal_p)
+        bound = max(cp_bound, min(ideal_it, float(ideal_p)))
     lb = min(bound, it_best)
     gap = (it_best - lb) / it_best if it_best > 0 else 0.0
     status = "optimal" if gap <= 1e-6 else "feasible"
     out = Design(
         chosen.servers, chosen.degree, chosen.link_bandwidth, chosen.circuits, chosen.rings,
         chosen.routing, "joint", status, it_best, lb, gap, time.perf_counter() - t0, info,
+        priority=chosen.priority,
     )  # fmt: skip
     # Blink packings where they beat the rings (solvers.joint.collective_choice)
     from solvers.joint.collective_choice import choose_collectives

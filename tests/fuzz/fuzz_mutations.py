@@ -359,6 +359,10 @@ _DESIGN = [
     ("collective transfer to itself", _edit(("collectives",), [_collective(dst=[0])])),
     ("collective member beyond servers", _edit(("collectives",), [_collective(members=[0, 99])])),
     ("collective phase unknown", _edit(("collectives",), [_collective(phase="nope")])),
+    ("priority class unknown", _edit(("priority",), ["gold"])),
+    ("priority class twice", _edit(("priority",), ["mp", "mp"])),
+    ("priority empty", _edit(("priority",), [])),
+    ("priority a string", _edit(("priority",), "mp")),
 ]  # fmt: skip
 _HYBRID = _DESIGN + [
     ("electrical family torus", _edit(("electrical", "family"), "torus")),

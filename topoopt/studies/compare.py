@@ -442,9 +442,10 @@ def compare(
         )
         t1 = time.perf_counter()
         say(f"[{k + 1}/{len(names)}] {nm}: simulating")
+        own = getattr(run.design, "priority", ()) or None  # a design's own class priorities
         it = simulate_iteration(
             run.workload, run.fabric, routing=run.routing, exposed_by_class=False,
-            priority=priority, split_allreduce=split_allreduce,
+            priority=priority if priority is not None else own, split_allreduce=split_allreduce,
         )  # fmt: skip
         cm = communication_time(run.workload, run.fabric, routing=run.routing)
         t2 = time.perf_counter()

@@ -77,6 +77,8 @@ def simulate_plan(
             fab = design_fabric(d, gpus_per_server=workload.gpus_per_server)
             routing = design_routing(d, fab)
         w, label = design_workload(workload, d, problem), d.solver
+        if priority is None and getattr(d, "priority", ()):
+            priority = d.priority  # the design's own class priorities (``--priority`` overrides)
     else:
         run = build_fabric(
             fabric,

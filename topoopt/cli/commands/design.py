@@ -70,6 +70,14 @@ def design_command(
             "the same plan, seed and work limit give the same design on any machine"
         ),
     ] = None,
+    priorities: Annotated[
+        bool,
+        typer.Option(
+            "--priorities/--no-priorities",
+            help="Joint (--objective iteration): per-class strict priority may be part of the "
+            "design (design.json 'priority'; simulate --design honours it)",
+        ),
+    ] = False,
     electrical: Annotated[
         Electrical, typer.Option(help="Hybrid: the electrical fabric under the optical layer")
     ] = Electrical.leaf_spine,
@@ -147,6 +155,7 @@ def design_command(
             progress=lambda m: print(m, file=sys.stderr),
             work_limit=work_limit,
             objective=objective.value,
+            priorities=priorities,
         )
         design = with_port_options(design, problem)
     check_finite(design.to_dict(), plan, "design")  # design.json is strict JSON: no Infinity
@@ -176,6 +185,8 @@ def design_command(
     t.add_row("servers", str(design.servers))
     t.add_row("circuits", str(int(design.circuits[:, 2].sum())) if len(design.circuits) else "0")
     t.add_row("rings", str(len(design.rings)))
+    if getattr(design, "priority", ()):
+        t.add_row("priority", ", ".join(design.priority) + " first")
     if problem.reserved is not None:
         t.add_row("reserved ports", str(int(problem.reserved.sum())))
     if problem.prewired is not None:
