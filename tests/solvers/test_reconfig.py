@@ -352,3 +352,27 @@ def test_delay_sweep_equals_separate_searches(small):
     assert df["iteration_s"].tolist() == [runs[d].iteration_s for d in delays]
     assert df["reconfigurations"].tolist() == [runs[d].reconfigurations for d in delays]
     assert df["iteration_s"].is_monotonic_increasing
+
+
+def test_flow_builder_refuses_a_simulation_beyond_the_memory_budget(monkeypatch):
+    # gpt3-175b-fsdp on 128 servers: 38 million flows were built before 8 GB; refused instead
+    import pickle
+
+    from topoopt.fabrics import ideal
+    from topoopt.flowsim.network import DEP_BYTES, FLOW_BYTES
+
+    fb = FlowBuilder(Network(ideal(2, port_bandwidth=100.0, latency=0.0)))
+    monkeypatch.setenv(
+        "TOPOOPT_MEMORY_BUDGET_GB", str((10 * FLOW_BYTES + 4 * DEP_BYTES + 0.5) / 1e9)
+    )
+    a = fb.add_ranks(np.zeros(6, np.int64), np.ones(6, np.int64), 1.0)
+    fb.add_ranks(np.zeros(4, np.int64), np.ones(4, np.int64), 1.0, after=a[:1])  # 10 flows, 4 deps
+    with pytest.raises(InputError, match="11 flows and 4 dependencies") as exc:
+        fb.add_ranks([0], [1], [1.0])
+    assert exc.value.field == "plan" and "TOPOOPT_MEMORY_BUDGET_GB" in exc.value.allowed
+    with pytest.raises(InputError, match="10 flows and 5 dependencies"):
+        fb.add_deps([1], [0])
+    assert fb.n == 10
+    # a solver's worker process sends it back pickled
+    back = pickle.loads(pickle.dumps(exc.value))
+    assert (back.field, back.value, str(back)) == (exc.value.field, exc.value.value, str(exc.value))
