@@ -124,6 +124,10 @@ class InputError(ValueError):
         text = f"{one_line(str(field))}: got {preview(value)}; allowed: {one_line(str(allowed))}"
         super().__init__(text)
 
+    def __reduce__(self):
+        # pickled by its three fields (a solver's worker process sends it back to its parent)
+        return (type(self), (self.field, self.value, self.allowed))
+
 
 def check(condition: bool, field: str, value: Any, allowed: str) -> None:
     """Raise :class:`InputError` unless ``condition`` holds (never an ``assert``)."""

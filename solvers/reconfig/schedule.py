@@ -21,9 +21,10 @@ Realisation (:func:`realise_schedule`)
   With ``all_dark`` every fabric link carries nothing during ``[t, t + h)`` (the TopoOpt
   artifact pauses all traffic while it reconfigures). Consecutive equal sets are no
   reconfiguration. A reconfiguration may start only once the previous one has ended.
-- **Routes.** Set ``k``'s flows follow its own routing for the pairs it covers and all shortest
-  paths over its circuits (ECMP, hosts forwarding) for the others, mapped onto the union
-  fabric's link ids; a set that leaves a communicating pair unconnected is an error.
+- **Routes.** Set ``k``'s flows follow its own routing for the pairs it covers and the shortest
+  paths over its circuits (ECMP, hosts forwarding; at most :data:`ECMP_MAX_PATHS` per pair,
+  spread evenly over the ranks of all of them) for the others, mapped onto the union fabric's
+  link ids; a set that leaves a communicating pair unconnected is an error.
 - **Periodic.** The schedule repeats every iteration. When the last set differs from set ``0``
   the circuits go back to set ``0`` after the iteration's last fabric flow ends, at ``t_net``;
   the next iteration can start at ``max(makespan, t_net + h)``, which is the iteration time
@@ -61,7 +62,25 @@ __all__ = [
     "iteration_under_schedule",
     "simulate_schedule",
     "connected",
+    "ECMP_MAX_PATHS",
+    "MAX_PATH_LINKS",
 ]
+
+MAX_PATH_LINKS = 200_000_000
+"""Largest path table :func:`simulate_schedule` builds: path-link entries (int64) of every flow
+class over all of a schedule's path versions (1.6 GB; the flow model holds about three copies).
+With :data:`ECMP_MAX_PATHS` the 128-server plans need at most a few million."""
+
+ECMP_MAX_PATHS = 64
+"""Equal-cost paths a set's ECMP keeps per server pair (the group width of common switch ASICs).
+
+The shortest paths of a sparse circuit set grow exponentially with their length: the demand
+heuristic's set for DLRM's forward all-to-all on 128 servers (4 ports) has pairs 36 hops apart
+with up to 531,441 shortest paths, 1.7e9 path-link entries for one epoch, which ran a 24 GB
+machine out of memory. Pairs with at most this many paths keep all of them (every figure up to
+64 servers in ``docs/reconfiguration.md`` is unchanged: their sets have at most 20); above it
+:func:`topoopt.fabrics.routing.routes` keeps this many, evenly spread over the ranks, each
+carrying an equal share."""
 
 
 def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -94,7 +113,8 @@ class CircuitSet:
     circuits : numpy.ndarray
         ``int64 (m, 3)`` rows ``[u, v, count]`` (stored canonical: ``u < v``, merged, sorted).
     routing : NodePaths, optional
-        Weighted server paths over these circuits (pairs it does not cover: ECMP).
+        Weighted server paths over these circuits (pairs it does not cover: ECMP, at most
+        :data:`ECMP_MAX_PATHS` paths per pair).
     label : str
         Where the set comes from (``"static"``, ``"joint:backward"``, ...).
 
@@ -239,7 +259,7 @@ class RealisedSchedule:
             n = fab.n_servers
             own = direct_connect(n, max(1, int(cs.ports(n).max())), cs.circuits, 1.0)
             try:
-                ps = routes(own, "ecmp", pairs=missing)
+                ps = routes(own, "ecmp", pairs=missing, k=ECMP_MAX_PATHS, seed=0)
                 bad = np.diff(ps.commodity_ptr) == 0
             except InputError:  # no path at all for some pair
                 ps, bad = None, np.ones(missing.shape[0], bool)
@@ -393,11 +413,16 @@ class ScheduleRun:
     flows: dict
 
 
+class _PastHorizon(Exception):
+    """A run cut at its horizon (:func:`iteration_under_schedule`)."""
+
+
 class _Hook:
     """The ``simulator`` of :func:`simulate_iteration`: epochs or plain, recording fabric flows."""
 
-    def __init__(self, realised: RealisedSchedule | None):
+    def __init__(self, realised: RealisedSchedule | None, horizon: float | None = None):
         self.realised = realised
+        self.horizon = horizon
         self.flows: dict | None = None
 
     def __call__(self, fb, limit):
@@ -406,7 +431,9 @@ class _Hook:
         if self.realised is None:
             sim = simulate_builder(fb, aggregate=True, record_series=False, max_refills=limit)
         else:
-            sim = simulate_schedule(fb, self.realised, max_refills=limit)
+            sim = simulate_schedule(fb, self.realised, max_refills=limit, horizon=self.horizon)
+            if self.horizon is not None and not np.all(np.isfinite(sim.finish)):
+                raise _PastHorizon
         if self.flows is None:
             a = fb.arrays()
             pair = a["link"] < 0
@@ -420,12 +447,22 @@ class _Hook:
         return sim
 
 
-def simulate_schedule(builder, realised: RealisedSchedule, *, max_refills: int | None = None):
+def simulate_schedule(
+    builder,
+    realised: RealisedSchedule,
+    *,
+    max_refills: int | None = None,
+    max_path_links: int = MAX_PATH_LINKS,
+    horizon: float | None = None,
+):
     """Simulate a :class:`~topoopt.flowsim.network.FlowBuilder`'s flows under a realised schedule.
 
     The builder's network must be ``realised.fabric``. Identical flows are simulated as classes
     (:meth:`~topoopt.flowsim.network.FlowBuilder.build_classes`), every epoch's paths built for
-    the classes' server pairs, and the result expanded back to every builder flow.
+    the classes' server pairs, and the result expanded back to every builder flow. A path table
+    of more than ``max_path_links`` entries (every class's path links, summed over the path
+    versions) is refused (:class:`~traffic.errors.InputError`) before it is built. No event
+    after ``horizon`` is simulated (:func:`~topoopt.flowsim.timevarying.simulate_epochs`).
 
     Examples
     --------
@@ -462,16 +499,27 @@ def simulate_schedule(builder, realised: RealisedSchedule, *, max_refills: int |
     paths = {}
     own_lo, own_hi = flows.flow_ptr[:-1], flows.flow_ptr[1:]
     pair_ids = np.flatnonzero(is_pair)
+    tables = []
+    size = 0
     for v in versions:
         ps = r.routes(v, pairs)
         comm = ps.index(src, dst, n_nodes)
         p0 = flows.n_paths
         g_ptr = np.concatenate([flows.path_ptr[:-1], ps.path_ptr + flows.path_ptr[-1]])
-        g_links = np.concatenate([flows.path_links, ps.path_links])
-        g_w = np.concatenate([flows.weight, ps.weight])
         lo, hi = own_lo.copy(), own_hi.copy()
         lo[pair_ids] = p0 + ps.commodity_ptr[comm]
         hi[pair_ids] = p0 + ps.commodity_ptr[comm + 1]
+        size += int((g_ptr[hi] - g_ptr[lo]).sum())  # a flow's paths are contiguous
+        tables.append((v, ps, g_ptr, lo, hi))
+    if size > max_path_links:
+        raise InputError(
+            "schedule",
+            f"{size:,} path-link entries ({n_c:,} flow classes x {len(versions)} path versions)",
+            f"at most {max_path_links:,} (the memory of one flow simulation)",
+        )
+    for v, ps, g_ptr, lo, hi in tables:
+        g_links = np.concatenate([flows.path_links, ps.path_links])
+        g_w = np.concatenate([flows.weight, ps.weight])
         ids = _ranges(lo, hi)
         fptr = np.zeros(n_c + 1, np.int64)
         np.cumsum(hi - lo, out=fptr[1:])
@@ -486,7 +534,9 @@ def simulate_schedule(builder, realised: RealisedSchedule, *, max_refills: int |
         Epoch(t, np.concatenate([cap, rest]), None if v is None else paths[v])
         for t, cap, v in r.epochs
     ]
-    res = simulate_epochs(flows, epochs, max_refills=max_refills, record_series=False)
+    res = simulate_epochs(
+        flows, epochs, max_refills=max_refills, record_series=False, horizon=horizon
+    )
     return expand_classes(res, flows, class_of)
 
 
@@ -499,6 +549,7 @@ def iteration_under_schedule(
     compute_s: float | None = None,
     all_dark: bool = False,
     max_refills: int | None = None,
+    horizon: float | None = None,
 ) -> ScheduleRun:
     """One training iteration of ``workload`` under ``schedule`` (module docstring).
 
@@ -518,6 +569,10 @@ def iteration_under_schedule(
         See :func:`realise_schedule`.
     max_refills : int, optional
         Work limit of the flow model (:class:`~topoopt.flowsim.simulator.WorkLimitExceeded`).
+    horizon : float, optional
+        A schedule that reconfigures is simulated up to this time only (seconds): the run's
+        ``iteration_s`` is exact when it is at most ``horizon``, else ``inf`` with no result
+        and flows (a search comparing schedules with its incumbent needs no more).
 
     Returns
     -------
@@ -556,16 +611,19 @@ def iteration_under_schedule(
             schedule, n, link_bandwidth, h,
             gpus_per_server=workload.gpus_per_server, all_dark=all_dark,
         )  # fmt: skip
-        fabric, routing, hook = realised.fabric, None, _Hook(realised)
-    res = simulate_iteration(
-        workload,
-        fabric,
-        routing=routing,
-        exposed_by_class=False,
-        compute_s=compute_s,
-        simulator=hook,
-        max_refills=max_refills,
-    )
+        fabric, routing, hook = realised.fabric, None, _Hook(realised, horizon)
+    try:
+        res = simulate_iteration(
+            workload,
+            fabric,
+            routing=routing,
+            exposed_by_class=False,
+            compute_s=compute_s,
+            simulator=hook,
+            max_refills=max_refills,
+        )
+    except _PastHorizon:
+        return ScheduleRun(np.inf, np.inf, np.inf, schedule.reconfigurations(), h, None, {})
     fl = hook.flows
     net = float(fl["finish"].max()) if fl["finish"].size else 0.0
     makespan = float(res.iteration_s)

@@ -63,7 +63,6 @@ from traffic.errors import InputError
 
 __all__ = [
     "HOLD_GRID_S",
-    "MAX_SERVERS",
     "Phase",
     "ReconfigResult",
     "comm_phases",
@@ -74,13 +73,6 @@ __all__ = [
     "reconfigure",
     "delay_sweep",
 ]
-
-MAX_SERVERS = 64
-"""Largest plan :func:`reconfigure` takes, in servers. The search simulates every candidate
-schedule on the union of its circuit sets with the time-varying flow model; measured up to 32
-servers (GPT-3 175B in 325 s), while ``dlrm-128`` (128 servers x 4 GPUs) outgrew the 24 GB of
-the development machine, so larger plans are refused up front instead of running out of
-memory."""
 
 HOLD_GRID_S = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
 """Dark times (seconds) every search also tries above its delay (10 us to 100 ms)."""
@@ -447,13 +439,6 @@ def reconfigure(
     say = progress or (lambda m: None)
     t0 = time.perf_counter()
     n = workload.servers
-    if n > MAX_SERVERS:
-        raise InputError(
-            "PLAN",
-            f"{n} servers",
-            f"at most {MAX_SERVERS} servers for reconfig (larger schedule searches outgrow the "
-            "memory of a 24 GB machine)",
-        )
     if n > 2 and degree < 2:
         raise InputError("degree", degree, f"at least 2 ports per server to connect {n} servers")
     if static_design is not None and (static_design.servers != n or static_design.degree != degree):
@@ -488,32 +473,37 @@ def reconfigure(
     spent: dict = {}
     stopped: list = []
 
-    def value(sched: Schedule, h: float) -> tuple[float, ScheduleRun | None]:
+    def value(sched: Schedule, h: float, bound: float) -> float:
+        # only the iteration time is kept: a run (timeline, flows) is dropped at once, so the
+        # memory of the search is that of one simulation, not of every schedule evaluated. The
+        # simulation stops past ``bound`` (the incumbent at this dark time, which only falls):
+        # a schedule slower than it is never chosen, so its exact time is not needed (inf)
         if sched.is_static():
-            return ref.iteration_s, ref
+            return ref.iteration_s
         key = (h, tuple(s.label for s in sched.sets), sched.starts)
         if key not in cache:
             if spent.get(h, 0) >= max_evaluations:
                 if h not in stopped:
                     stopped.append(h)
-                return np.inf, None
+                return np.inf
             spent[h] = spent.get(h, 0) + 1
             evals[0] += 1
-            run = iteration_under_schedule(w, sched, link_bandwidth, h, compute_s=compute_s)
-            it = run.iteration_s if np.isfinite(run.iteration_s) else np.inf
-            cache[key] = (it, run)
+            run = iteration_under_schedule(
+                w, sched, link_bandwidth, h, compute_s=compute_s, horizon=bound
+            )
+            cache[key] = run.iteration_s if np.isfinite(run.iteration_s) else np.inf
         return cache[key]
 
     def best_at(h: float):
-        best = (ref.iteration_s, Schedule((static,), (0.0,), ("iteration",)), ref)
+        best = (ref.iteration_s, Schedule((static,), (0.0,), ("iteration",)))
 
         def consider(choice):
             nonlocal best
             for timing in TIMINGS:
                 sched = schedule_for(choice, cands, phases, h, timing)
-                it, run = value(sched, h)
+                it = value(sched, h, best[0])
                 if it < best[0]:
-                    best = (it, sched, run)
+                    best = (it, sched)
 
         total = int(np.prod([len(c) for c in cands]))
         if total <= max_exhaustive:
@@ -544,7 +534,7 @@ def reconfigure(
         say(f"reconfig: dark {h * 1e6:.6g} us: {b[0] * 1e3:.4g} ms")
         if chosen is None or b[0] < chosen[0][0]:
             chosen = (b, h)
-    (it, sched, run), dark = chosen
+    (it, sched), dark = chosen
     if sched.is_static():
         dark = delay
     lb = lower_bound(ref, n, int(degree), link_bandwidth)

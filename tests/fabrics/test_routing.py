@@ -144,3 +144,31 @@ def test_self_pair_and_pairs_argument():
     ps = routes(f, pairs=[[3, 3], [0, 5]])
     assert ps.path_lengths().tolist()[0] == 0 and ps.n_commodities == 2
     assert server_pairs(4).shape == (12, 2)
+
+
+def test_ecmp_k_with_seed_takes_one_path_per_stratum_of_ranks():
+    f = fat_tree(4)
+    pairs = [[0, 15], [0, 1], [0, 2]]  # 4, 1 and 2 equal-cost paths
+    every = routes(f, "ecmp", pairs=pairs)
+    assert np.diff(every.commodity_ptr).tolist() == [4, 1, 2]
+
+    def paths(ps, c):
+        lo, hi = ps.commodity_ptr[c], ps.commodity_ptr[c + 1]
+        return [tuple(ps.path_links[ps.path_ptr[p] : ps.path_ptr[p + 1]]) for p in range(lo, hi)]
+
+    chosen = set()
+    for seed in range(6):
+        ps = routes(f, "ecmp", pairs=pairs, k=2, seed=seed)
+        chosen.add(paths(ps, 0)[0])
+        assert np.diff(ps.commodity_ptr).tolist() == [2, 1, 2]
+        # pairs with at most k paths keep all of them, in rank order
+        assert paths(ps, 1) == paths(every, 1) and paths(ps, 2) == paths(every, 2)
+        got, ranks = paths(ps, 0), paths(every, 0)
+        assert got[0] in ranks[:2] and got[1] in ranks[2:]
+        assert routes(f, "ecmp", pairs=pairs, k=2, seed=seed).path_links.tolist() == (
+            ps.path_links.tolist()
+        )
+    assert len(chosen) == 2  # the seed draws within the stratum
+    # without a seed: the first rank of each stratum (as before)
+    ps = routes(f, "ecmp", pairs=pairs, k=2)
+    assert paths(ps, 0) == [paths(every, 0)[0], paths(every, 0)[2]]

@@ -103,6 +103,53 @@ def test_back_to_back_reconfigurations_and_errors():
         Schedule((a, b), (0.5, 1.0))
 
 
+def _diamond_chain(m):
+    """Servers ``3j`` joined to ``3j + 3`` through ``3j + 1`` and ``3j + 2``: ``2^j`` shortest
+    paths from server 0 to server ``3j``."""
+    c = []
+    for j in range(m):
+        s = 3 * j
+        c += [[s, s + 1, 1], [s, s + 2, 1], [s + 1, s + 3, 1], [s + 2, s + 3, 1]]
+    return c, 3 * m + 1
+
+
+def test_ecmp_keeps_at_most_its_width_of_shortest_paths():
+    # the memory of the search at 128 servers: a sparse set's shortest paths grow as 2^hops;
+    # up to ECMP_MAX_PATHS a pair keeps them all (networkx's enumeration), above it that many
+    import networkx as nx
+
+    from solvers.reconfig.schedule import ECMP_MAX_PATHS
+    from topoopt.fabrics.routing import path_nodes
+
+    m = 7  # 2^6 = 64 paths from 0 to 18, 2^7 = 128 from 0 to 21
+    assert 2 ** (m - 1) == ECMP_MAX_PATHS
+    c, n = _diamond_chain(m)
+    chain = CircuitSet(c)
+    r = realise_schedule(Schedule((CircuitSet([*c, [1, 2, 1]]), chain), (0.0, 0.0)), n, B, 0.0)
+    g = nx.Graph((u, v) for u, v, _ in c)
+    for dst, total in ((18, 64), (21, 128)):
+        ps = r.routes(1, np.array([[0, dst]]))
+        got = [tuple(path_nodes(r.fabric, ps, p).tolist()) for p in range(ps.n_paths)]
+        every = {tuple(p) for p in nx.all_shortest_paths(g, 0, dst)}
+        assert len(every) == total and len(got) == len(set(got)) == min(total, ECMP_MAX_PATHS)
+        assert set(got) <= every and np.allclose(ps.weight, 1.0 / len(got))
+        # one path per stratum of consecutive ranks: the first hop splits evenly
+        assert sum(p[1] == 1 for p in got) == len(got) // 2
+    # the sub-flows of one flow 0 -> 21 (300 bytes): the first two links carry 2 B at most,
+    # so 15 s is the least finish; the chosen 64 paths are within 4 % of it
+    fb = FlowBuilder(Network(r.fabric, intra_bandwidth=1e9))
+    fb.add_ranks(np.array([0]), np.array([21]), np.array([300.0]))
+    finish = simulate_schedule(fb, r).finish[0] - 2 * m * float(r.fabric.latency.max())
+    assert 15.0 - 1e-9 <= finish <= 15.0 * 1.04
+    # the path table of that run: 64 paths of 14 links, refused one entry below its size
+    assert simulate_schedule(fb, r, max_path_links=64 * 14).finish[0] == pytest.approx(
+        finish + 2 * m * float(r.fabric.latency.max())
+    )
+    with pytest.raises(InputError, match="896 path-link entries") as exc:
+        simulate_schedule(fb, r, max_path_links=64 * 14 - 1)
+    assert exc.value.field == "schedule" and "at most 895" in str(exc.value)
+
+
 def test_unconnected_set_is_an_error():
     a = CircuitSet([[0, 1, 1], [1, 2, 1]])
     b = CircuitSet([[0, 1, 1]])  # server 2 unreachable
@@ -244,12 +291,16 @@ def test_cli_bad_input_one_line_exit_2(args, needle):
     assert p.stdout == ""
 
 
-def test_cli_refuses_plans_beyond_its_size_before_any_work():
-    # dlrm-128 (128 servers) ran the 24 GB machine out of memory: one line, exit 2, at once
-    p = _cli("dlrm-128", "--degree", "4", "--delay-us", "10")
-    assert p.returncode == 2 and p.stdout == ""
-    lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and "128 servers" in lines[0] and "at most 64 servers" in lines[0]
+def test_128_server_plans_are_no_longer_refused_by_their_size():
+    # reconfig refused plans above 64 servers (dlrm-128 ran a 24 GB machine out of memory: the
+    # demand set's ECMP, test above); the embedded 128-server plans now reach the search's own
+    # checks (here the degree, one line, before any work)
+    from traffic.build import workload_from_plan
+
+    w = workload_from_plan("dlrm-128")
+    with pytest.raises(InputError, match="to connect 128 servers") as exc:
+        reconfigure(w, 1, 12.5e9, 1e-2)
+    assert exc.value.field == "degree"
 
 
 def test_cli_json(small, tmp_path):
@@ -301,3 +352,27 @@ def test_delay_sweep_equals_separate_searches(small):
     assert df["iteration_s"].tolist() == [runs[d].iteration_s for d in delays]
     assert df["reconfigurations"].tolist() == [runs[d].reconfigurations for d in delays]
     assert df["iteration_s"].is_monotonic_increasing
+
+
+def test_flow_builder_refuses_a_simulation_beyond_the_memory_budget(monkeypatch):
+    # gpt3-175b-fsdp on 128 servers: 38 million flows were built before 8 GB; refused instead
+    import pickle
+
+    from topoopt.fabrics import ideal
+    from topoopt.flowsim.network import DEP_BYTES, FLOW_BYTES
+
+    fb = FlowBuilder(Network(ideal(2, port_bandwidth=100.0, latency=0.0)))
+    monkeypatch.setenv(
+        "TOPOOPT_MEMORY_BUDGET_GB", str((10 * FLOW_BYTES + 4 * DEP_BYTES + 0.5) / 1e9)
+    )
+    a = fb.add_ranks(np.zeros(6, np.int64), np.ones(6, np.int64), 1.0)
+    fb.add_ranks(np.zeros(4, np.int64), np.ones(4, np.int64), 1.0, after=a[:1])  # 10 flows, 4 deps
+    with pytest.raises(InputError, match="11 flows and 4 dependencies") as exc:
+        fb.add_ranks([0], [1], [1.0])
+    assert exc.value.field == "plan" and "TOPOOPT_MEMORY_BUDGET_GB" in exc.value.allowed
+    with pytest.raises(InputError, match="10 flows and 5 dependencies"):
+        fb.add_deps([1], [0])
+    assert fb.n == 10
+    # a solver's worker process sends it back pickled
+    back = pickle.loads(pickle.dumps(exc.value))
+    assert (back.field, back.value, str(back)) == (exc.value.field, exc.value.value, str(exc.value))

@@ -194,7 +194,10 @@ def routes(
     method : {"ecmp", "shortest", "dimension-order", "host-forwarding"}
         ``ecmp``: all shortest paths (or ``k`` of them), equal split. ``shortest``: one shortest
         path, the first in link order, or a uniformly random one when ``seed`` is given (the
-        released TopoOpt routing). ``dimension-order``: see :func:`dimension_order_routes`.
+        released TopoOpt routing). ``ecmp`` with ``k``: a pair with more than ``k`` shortest
+        paths keeps ``k`` of them, one per stratum of ``count / k`` consecutive ranks (the
+        first of each, or a uniformly random one when ``seed`` is given). ``dimension-order``:
+        see :func:`dimension_order_routes`.
         ``host-forwarding``: ECMP over optical circuits only, servers forwarding.
     pairs : array_like, optional
         ``(K, 2)`` source/destination node ids; a pair ``(u, u)`` gets one empty path.
@@ -203,7 +206,8 @@ def routes(
     kinds : sequence of str, optional
         Route over links of these kinds only (e.g. ``("optical",)``).
     seed : int, optional
-        Random shortest-path choice for ``shortest``.
+        Random shortest-path choice for ``shortest``, and within the strata of ``ecmp`` with
+        ``k`` (pairs with at most ``k`` paths keep all of them, in rank order).
     max_paths : int
         Refuse to enumerate more paths than this (pass ``k``).
 
@@ -266,6 +270,10 @@ def routes(
         comm = np.repeat(np.arange(src.size), npath)
         i = np.arange(comm.size) - cptr[comm]
         rank = np.floor(i * count[comm] / npath[comm])
+        if seed is not None:  # a uniformly random rank of each stratum [rank, next)
+            width = np.floor((i + 1) * count[comm] / npath[comm]) - rank
+            u = np.random.default_rng(seed).random(comm.size)
+            rank += np.minimum(np.floor(u * width), width - 1)
         length_p = length[comm]
         flat = _unrank(fabric, links, dist, sigma, ti[comm], src[comm], rank, length_p)
         pptr = np.zeros(comm.size + 1, np.int64)

@@ -25,7 +25,7 @@ One 10 B/s link, flows of 10 and 30 bytes with weights 1 and 3 (both end at 4 s)
 ...     np.zeros(0, np.int64), np.zeros(2, np.int64), 1, np.array([1.0, 3.0]),
 ...     np.array([[0, 1, 2]]), np.array([0, 1, 2]), np.array([0, 0]), np.ones(2), np.zeros(2),
 ...     np.zeros(0), np.zeros((0, 1)), np.zeros(0, np.int64), 2, 1, 1e-12, True, -1,
-...     np.zeros(2, np.bool_))
+...     np.zeros(2, np.bool_), np.inf)
 >>> out[1].tolist()
 [4.0, 4.0]
 """
@@ -289,8 +289,12 @@ def _count(lcc, c, gp, g_pptr, g_plinks, d):
 def epochs_kernel(
     cap0, size, start, mult, dep_ptr, deps, rdep_ptr, rdep, cls, n_cls, fweight, g_fptr, g_pptr,
     g_plinks, g_w, g_lat, e_start, e_cap, e_ver, n_p0, max_paths, rtol, record, limit, nonpre,
+    horizon,
 ):  # fmt: skip
     """The event loop (see the module docstring of :mod:`topoopt.flowsim.timevarying`).
+
+    No event after ``horizon`` (seconds; ``inf``: none) is simulated: flows unfinished by then
+    keep ``finish = inf``.
 
     Returns ``(release, finish, path_last, moved, link_bytes, series_time, series_link,
     series_load, n_events, fill_rounds, refills)``; ``path_last`` is per path of version 0 and
@@ -388,7 +392,7 @@ def epochs_kernel(
         t_a = hk[0] if hsize > 0 else np.inf
         t_e = e_start[ep] if ep < n_e else np.inf
         t_next = min(t_c, min(t_a, t_e))
-        if t_next == np.inf:
+        if t_next == np.inf or t_next > horizon:
             break
         if t_next > t:
             dt = t_next - t

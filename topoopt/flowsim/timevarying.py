@@ -94,6 +94,11 @@ The same flows, flow 0 in the higher class: it runs alone at 100 B/s and ends at
 
 >>> simulate_epochs(fs, priority=[0, 1]).finish.tolist()
 [1.0, 2.0]
+
+Nothing simulated after 1.5 s: flow 1 is still running.
+
+>>> simulate_epochs(fs, priority=[0, 1], horizon=1.5).finish.tolist()
+[1.0, inf]
 """
 
 from __future__ import annotations
@@ -243,6 +248,7 @@ def simulate_epochs(
     max_refills: int | None = None,
     record_series: bool = True,
     nonpreemptive=None,
+    horizon: float | None = None,
 ) -> SimResult:
     """Simulate a FlowSet under epochs, strict priorities and weights (see the module docstring).
 
@@ -265,6 +271,9 @@ def simulate_epochs(
     nonpreemptive : array_like of bool, optional
         ``(F,)`` flows that wait for their links to be free of higher classes and are then
         not preempted (module docstring).
+    horizon : float, optional
+        Simulate no event after this time (seconds): a flow unfinished by then gets ``finish =
+        inf`` (a search that only needs to know a run ends after its incumbent).
 
     Returns
     -------
@@ -289,6 +298,9 @@ def simulate_epochs(
     if not isinstance(flows, FlowSet):
         raise InputError("flows", type(flows).__name__, "a FlowSet")
     limit = check_limits(rtol, max_refills)
+    stop = np.inf if horizon is None else float(horizon)
+    if np.isnan(stop):
+        raise InputError("horizon", horizon, "a number of seconds or None")
     fs = flows
     n_f, n_l = fs.n_flows, fs.n_links
     prio = _per_flow(priority, n_f, "priority", 0, "int")
@@ -378,6 +390,7 @@ def simulate_epochs(
         bool(record_series),
         limit,
         nonpre,
+        stop,
     )
     (release, finish, path_last, moved, link_bytes, st, sl, sv, n_events, rounds, refills) = out
     if 0 <= limit < refills:
