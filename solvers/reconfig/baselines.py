@@ -122,6 +122,7 @@ def run_baseline(
     delay_s: float,
     *,
     max_windows: int = MAX_WINDOWS,
+    max_buckets: int | None = None,
 ) -> dict:
     """One baseline's iteration: ``{"baseline", "iteration_s", "reconfigurations", "cycle_s",
     "delay_s"}`` (``workload`` ring-ordered as the reference's)."""
@@ -130,7 +131,7 @@ def run_baseline(
     )
     run = iteration_under_schedule(
         workload, sched, link_bandwidth, delay_s,
-        compute_s=float(reference.result.compute_s), all_dark=dark,
+        compute_s=float(reference.result.compute_s), all_dark=dark, max_buckets=max_buckets,
     )  # fmt: skip
     return {
         "baseline": kind,
@@ -148,6 +149,8 @@ def run_baselines(result, workload, degree: int, link_bandwidth: float, kinds=BA
 
     problem = DesignProblem.from_workload(workload, int(degree), link_bandwidth)
     w = design_workload(workload, result.static, problem)
+    mb = result.info.get("max_buckets")  # the coarsening the search used, if any
     return [
-        run_baseline(k, w, result.reference, degree, link_bandwidth, result.delay_s) for k in kinds
+        run_baseline(k, w, result.reference, degree, link_bandwidth, result.delay_s, max_buckets=mb)
+        for k in kinds
     ]

@@ -550,6 +550,8 @@ def iteration_under_schedule(
     all_dark: bool = False,
     max_refills: int | None = None,
     horizon: float | None = None,
+    max_buckets: int | None = None,
+    max_flows: int | None = None,
 ) -> ScheduleRun:
     """One training iteration of ``workload`` under ``schedule`` (module docstring).
 
@@ -573,6 +575,9 @@ def iteration_under_schedule(
         A schedule that reconfigures is simulated up to this time only (seconds): the run's
         ``iteration_s`` is exact when it is at most ``horizon``, else ``inf`` with no result
         and flows (a search comparing schedules with its incumbent needs no more).
+    max_buckets, max_flows : int, optional
+        Gradient buckets per channel (a coarsening) and the flow-count guard of
+        :func:`topoopt.flowsim.iteration.simulate_iteration` (plan-derived workloads).
 
     Returns
     -------
@@ -621,7 +626,9 @@ def iteration_under_schedule(
             compute_s=compute_s,
             simulator=hook,
             max_refills=max_refills,
-        )
+            **({} if workload.taskgraph is not None else
+               {"max_buckets": max_buckets, "max_flows": max_flows}),
+        )  # fmt: skip
     except _PastHorizon:
         return ScheduleRun(np.inf, np.inf, np.inf, schedule.reconfigurations(), h, None, {})
     fl = hook.flows

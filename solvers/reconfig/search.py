@@ -72,6 +72,8 @@ __all__ = [
     "lower_bound",
     "reconfigure",
     "delay_sweep",
+    "EXACT_FLOWS",
+    "COARSE_BUCKETS",
 ]
 
 HOLD_GRID_S = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
@@ -348,6 +350,18 @@ class ReconfigResult:
         }
 
 
+EXACT_FLOWS = 5_000_000
+"""Iterations of at most this many flows are simulated exactly; above, every schedule's
+iteration (static, chosen and the baselines) runs with :data:`COARSE_BUCKETS` gradient buckets
+per channel (``simulate_iteration``'s ``max_buckets``; ``info["coarsened"]``): ZeRO-3 / FSDP
+plans on 128 servers, whose per-micro-batch collectives of 25 MB buckets are tens of millions
+of flows. The co-search measured the coarsening's error at 256 buckets below 7e-4
+(``docs/cosearch.md``)."""
+
+COARSE_BUCKETS = 256
+"""Gradient buckets per channel of a coarsened reconfiguration search (:data:`EXACT_FLOWS`)."""
+
+
 def _check_delay(delay_s) -> float:
     if isinstance(delay_s, bool) or not isinstance(delay_s, int | float | np.floating):
         raise InputError("delay", delay_s, "a finite number of seconds >= 0")
@@ -451,9 +465,22 @@ def reconfigure(
         static_design = solve(problem, static_solver, seed=seed, work_limit=work_limit)
     w = design_workload(workload, static_design, problem)
     static = CircuitSet(static_design.circuits, static_design.routing, "static")
-    ref = iteration_under_schedule(
-        w, Schedule((static,), (0.0,), ("iteration",)), link_bandwidth, 0.0
-    )
+    from topoopt.flowsim.iteration import TooManyFlows
+
+    max_buckets = None
+    try:  # exact up to EXACT_FLOWS flows (counted before any is built), else coarsened
+        ref = iteration_under_schedule(
+            w, Schedule((static,), (0.0,), ("iteration",)), link_bandwidth, 0.0,
+            max_flows=EXACT_FLOWS,
+        )  # fmt: skip
+    except TooManyFlows as e:
+        max_buckets = COARSE_BUCKETS
+        say(f"reconfig: {e.n_flows:,} flows exactly; gradient buckets coarsened to "
+            f"{COARSE_BUCKETS} per channel")  # fmt: skip
+        ref = iteration_under_schedule(
+            w, Schedule((static,), (0.0,), ("iteration",)), link_bandwidth, 0.0,
+            max_buckets=max_buckets,
+        )  # fmt: skip
     compute_s = float(ref.result.compute_s)
     say(f"reconfig: static iteration {ref.iteration_s * 1e3:.4g} ms")
     phases = comm_phases(ref, workload, max_phases=max_phases)
@@ -489,8 +516,9 @@ def reconfigure(
             spent[h] = spent.get(h, 0) + 1
             evals[0] += 1
             run = iteration_under_schedule(
-                w, sched, link_bandwidth, h, compute_s=compute_s, horizon=bound
-            )
+                w, sched, link_bandwidth, h, compute_s=compute_s, horizon=bound,
+                max_buckets=max_buckets,
+            )  # fmt: skip
             cache[key] = run.iteration_s if np.isfinite(run.iteration_s) else np.inf
         return cache[key]
 
@@ -559,6 +587,8 @@ def reconfigure(
             "compute_s": compute_s,
             "stopped_by": "max_evaluations" if stopped else "none",
             "wall_s": time.perf_counter() - t0,
+            "coarsened": max_buckets is not None,
+            "max_buckets": max_buckets,
         },
     )
 

@@ -376,3 +376,37 @@ def test_flow_builder_refuses_a_simulation_beyond_the_memory_budget(monkeypatch)
     # a solver's worker process sends it back pickled
     back = pickle.loads(pickle.dumps(exc.value))
     assert (back.field, back.value, str(back)) == (exc.value.field, exc.value.value, str(exc.value))
+
+
+def test_fsdp_plan_above_the_exact_flow_limit_is_searched_coarsened(monkeypatch):
+    """A ZeRO-3 / FSDP plan whose iteration has more flows than EXACT_FLOWS: the search runs
+    on coarsened gradient buckets and says so; with the limit above it, exact and not flagged;
+    the coarsening at a bucket count the plan never reaches changes nothing."""
+    import solvers.reconfig.search as search
+    from solvers.reconfig.baselines import run_baselines
+    from traffic.build import workload_from_plan
+
+    model = {"layers": 4, "hidden": 256, "heads": 4, "vocab": 512, "seq_len": 128,
+             "global_batch": 16}  # fmt: skip
+    w = workload_from_plan({
+        "model": model,
+        "parallelism": {"tp": 1, "dp": 4, "micro_batch_size": 1, "global_batch_size": 16,
+                        "fsdp": "full_shard"},
+        "cluster": {"servers": 4, "gpus_per_server": 1},
+    })  # fmt: skip
+    kw = dict(static_solver="topoopt", solvers=("topoopt",), max_exhaustive=4)
+    exact = search.reconfigure(w, 2, 12.5e9, 1e-5, **kw)
+    assert exact.info["coarsened"] is False and exact.info["max_buckets"] is None
+    monkeypatch.setattr(search, "EXACT_FLOWS", 1)
+    monkeypatch.setattr(search, "COARSE_BUCKETS", 10**6)  # above every family's bucket count
+    same = search.reconfigure(w, 2, 12.5e9, 1e-5, static_design=exact.static, **kw)
+    assert same.info["coarsened"] is True and same.info["max_buckets"] == 10**6
+    assert same.static_iteration_s == pytest.approx(exact.static_iteration_s, rel=1e-12)
+    assert same.iteration_s == pytest.approx(exact.iteration_s, rel=1e-12)
+    monkeypatch.setattr(search, "COARSE_BUCKETS", 1)
+    coarse = search.reconfigure(w, 2, 12.5e9, 1e-5, static_design=exact.static, **kw)
+    assert coarse.info["max_buckets"] == 1
+    assert coarse.iteration_s <= coarse.static_iteration_s
+    assert coarse.static_iteration_s != exact.static_iteration_s  # the coarsening acted
+    rows = run_baselines(coarse, w, 2, 12.5e9)
+    assert all(np.isfinite(r["iteration_s"]) for r in rows)
