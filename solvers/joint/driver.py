@@ -71,7 +71,7 @@ from solvers.congestion import (
 )
 from solvers.design import Design, merge_prewired, node_paths, ring_records, with_port_options
 from solvers.joint.exact_mip import exact_design
-from solvers.joint.flow_select import FlowScore, select_by_flow
+from solvers.joint.flow_select import FLOW_SELECT_MAX_FLOWS, FlowScore, select_by_flow
 from solvers.joint.flow_select import score as flow_score
 from solvers.joint.local_search import fill_free_ports, improve_by_swaps
 from solvers.joint.rings import circuit_rings, hamiltonian_cycles, stride_rings
@@ -542,6 +542,12 @@ def joint_design(
             flow_used = known["topoopt"].refills
             if known["topoopt"].timed_out:
                 capped.append("flow model of topoopt")
+                workload = None
+            elif known["topoopt"].too_large:
+                info["steps"].append(
+                    "flow model skipped (topoopt's iteration has more than "
+                    f"{FLOW_SELECT_MAX_FLOWS:,} flows)"
+                )
                 workload = None
             elif known["topoopt"].over_budget:
                 info["steps"].append(

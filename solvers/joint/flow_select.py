@@ -31,14 +31,22 @@ from solvers.design import Design
 from solvers.problem import DesignProblem
 from traffic.workload import Workload
 
-__all__ = ["FlowScore", "flow_times", "score", "select_by_flow"]
+__all__ = ["FLOW_SELECT_MAX_FLOWS", "FlowScore", "flow_times", "score", "select_by_flow"]
+
+FLOW_SELECT_MAX_FLOWS = 5_000_000
+"""A plan-derived finalist whose iteration has more flows is not judged by the flow model
+(``too_large``, like ``over_budget``: the objective decides); counted before any flow is built
+(:class:`topoopt.flowsim.iteration.TooManyFlows`). ZeRO-3 / FSDP plans on 128 servers have tens
+of millions."""
 
 
 @dataclass(frozen=True)
 class FlowScore:
     """Simulated times of one finalist: communication alone and the whole iteration (seconds),
     the wall time the two simulations took, whether a wall-clock timeout stopped them, whether
-    the work limit did (the times are then ``inf``), and the sub-flow re-fills they used."""
+    the work limit did (the times are then ``inf``), the sub-flow re-fills they used, and
+    whether the iteration has more than :data:`FLOW_SELECT_MAX_FLOWS` flows (``too_large``,
+    with ``over_budget``; nothing is simulated)."""
 
     name: str
     comm_s: float
@@ -47,6 +55,7 @@ class FlowScore:
     timed_out: bool = False
     over_budget: bool = False
     refills: int = 0
+    too_large: bool = False
 
 
 def flow_times(
@@ -89,24 +98,30 @@ def flow_times(
     fabric = design_fabric(design, gpus_per_server=workload.gpus_per_server)
     routing = design_routing(design, fabric)
     realised = design_workload(workload, design, problem)
-    c = communication_time(realised, fabric, routing=routing, max_refills=max_refills)
-    comm, used = float(c.total_s), int(c.sim.refills)
-    if workload.taskgraph is None and "forward_flops_per_microbatch_per_gpu" not in workload.info:
-        return comm, math.nan, used  # no compute model: the iteration cannot be simulated
     from topoopt.flowsim.simulator import WorkLimitExceeded
 
-    try:
-        it = simulate_iteration(
+    it, used = math.nan, 0
+    if workload.taskgraph is not None or "forward_flops_per_microbatch_per_gpu" in workload.info:
+        # the iteration first: a plan's flows are counted before any is built (TooManyFlows
+        # above FLOW_SELECT_MAX_FLOWS); the communication alone has no more flows than it
+        res = simulate_iteration(
             realised,
             fabric,
             routing=routing,
             exposed_by_class=False,
             record_series=False,
-            max_refills=None if max_refills is None else max_refills - used,
+            max_refills=max_refills,
+            max_flows=FLOW_SELECT_MAX_FLOWS if workload.taskgraph is None else None,
         )
+        it, used = float(res.iteration_s), int(res.info["refills"])
+    try:
+        c = communication_time(
+            realised, fabric, routing=routing,
+            max_refills=None if max_refills is None else max_refills - used,
+        )  # fmt: skip
     except WorkLimitExceeded as e:  # the work of both simulations against the caller's limit
         raise WorkLimitExceeded(used + e.refills, max_refills) from None
-    return comm, float(it.iteration_s), used + int(it.info["refills"])
+    return float(c.total_s), it, used + int(c.sim.refills)
 
 
 def _child(conn, design, problem, workload, max_refills) -> None:
@@ -135,6 +150,7 @@ def score(
     ``max_refills`` the simulations stop deterministically once they need more sub-flow
     re-fills; the score is then ``inf`` with ``over_budget`` set and ``refills`` the work done.
     """
+    from topoopt.flowsim.iteration import TooManyFlows
     from topoopt.flowsim.simulator import WorkLimitExceeded
 
     t = time.perf_counter()
@@ -144,6 +160,9 @@ def score(
         except WorkLimitExceeded as e:
             wall = time.perf_counter() - t
             return FlowScore(name, math.inf, math.inf, wall, over_budget=True, refills=e.refills)
+        except TooManyFlows:
+            wall = time.perf_counter() - t
+            return FlowScore(name, math.inf, math.inf, wall, over_budget=True, too_large=True)
         return FlowScore(name, comm, it, time.perf_counter() - t, refills=used)
     if timeout <= 0:
         return FlowScore(name, math.inf, math.inf, 0.0, True)
@@ -167,6 +186,8 @@ def score(
     wall = time.perf_counter() - t
     if isinstance(got, WorkLimitExceeded):
         return FlowScore(name, math.inf, math.inf, wall, over_budget=True, refills=got.refills)
+    if isinstance(got, TooManyFlows):
+        return FlowScore(name, math.inf, math.inf, wall, over_budget=True, too_large=True)
     if isinstance(got, Exception):
         raise got
     if got is None:

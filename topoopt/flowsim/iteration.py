@@ -156,9 +156,12 @@ class TooManyFlows(InputError):
     """
 
     def __init__(self, n_flows: int, max_flows: int, hint: str = ""):
-        self.n_flows, self.max_flows = int(n_flows), int(max_flows)
+        self.n_flows, self.max_flows, self.hint = int(n_flows), int(max_flows), str(hint)
         allowed = f"at most max_flows={self.max_flows:,} flows" + (f" ({hint})" if hint else "")
         super().__init__("workload", f"{self.n_flows:,} flows", allowed)
+
+    def __reduce__(self):  # pickles by its own fields (a worker process sends it back)
+        return (type(self), (self.n_flows, self.max_flows, self.hint))
 
 
 # ------------------------------------------------------------------------------------------------
