@@ -18,6 +18,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 import pytest
+from test_iteration_objective import _ring_workload as _ring_dag  # the same small DAG
 
 from solvers.design import Design, NodePaths
 from solvers.joint.block_candidates import block_candidates, blocks
@@ -109,24 +110,6 @@ def test_priority_orders_are_the_classes_crossing_servers():
     ))  # fmt: skip
     p2 = DesignProblem.from_workload(w2, degree=1, link_bandwidth=1e9)
     assert priority_orders(p2) == []
-
-
-def _ring_dag(n=6, mp_bytes=50e6, ar_bytes=100e6):
-    """Forward on every server, a transfer to its successor, backward there, one all-reduce."""
-    kinds = ["forward"] * n + ["transfer"] * n + ["backward"] * n + ["all-reduce"]
-    servers = list(range(n)) + [-1] * n + [(i + 1) % n for i in range(n)] + [-1]
-    runtime = [1e-3] * n + [0.0] * n + [2e-3] * n + [0.0]
-    size = [0.0] * n + [mp_bytes] * n + [0.0] * n + [ar_bytes]
-    demand = [[-1, -1]] * n + [[0, i] for i in range(n)] + [[-1, -1]] * n + [[1, 0]]
-    e = [[i, n + i] for i in range(n)] + [[n + i, 2 * n + i] for i in range(n)]
-    e += [[2 * n + i, 3 * n] for i in range(n)]
-    tg = TaskGraph(np.arange(len(kinds)), np.array(kinds), np.array(servers),
-                   np.array(runtime), np.array(size), np.array(e), np.array(demand))  # fmt: skip
-    sends = np.array([[i, (i + 1) % n] for i in range(n)])
-    return Workload(n, 1, (
-        Demand("send", sends, mp_bytes, "mp", "forward"),
-        Demand("all-reduce", np.arange(n).reshape(1, n), ar_bytes, "dp", "backward"),
-    ), name="ring-dag", taskgraph=tg)  # fmt: skip
 
 
 def test_joint_with_priorities_never_slower_and_deterministic():
