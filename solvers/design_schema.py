@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from traffic.decode import decode_text, parse_json, read_input, validate
 from traffic.errors import InputError
 from traffic.limits import check_count
+from traffic.workload import CLASSES
 
 __all__ = [
     "MAX_SERVERS",
@@ -121,7 +122,7 @@ class RoutingDocument(BaseModel):
     weight: list[Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]]
 
 
-_Class = Literal["tp", "cp", "pp", "dp", "ep", "embedding", "mp"]
+_Class = Literal[CLASSES]
 """A traffic class (:data:`traffic.workload.CLASSES`), for ``priority``."""
 
 
@@ -415,27 +416,17 @@ def check_design_rings(design, problem, name: str = "design.json") -> None:
         Naming the ring (``design.json rings[3]``), the value and what is allowed.
     """
     phases = {ph.name: ph for ph in problem.phases}
-    for i, r in enumerate(design.rings):
-        ph = phases.get(r["phase"])
-        if ph is None:
-            _fail(f"{name} rings[{i}].phase", r["phase"], f"one of {', '.join(phases)}")
-        g = int(r["group"])
-        if g >= ph.n_groups:
-            _fail(f"{name} rings[{i}].group", g, f"a group index 0..{ph.n_groups - 1}")
-        want = np.unique(np.asarray(ph.group(g), np.int64)).tolist()
-        if list(r["members"]) != want:
-            _fail(f"{name} rings[{i}].members", r["members"], f"{want} (the group's servers)")
-    for i, r in enumerate(getattr(design, "collectives", ())):
-        ph = phases.get(r["phase"])
-        if ph is None:
-            _fail(f"{name} collectives[{i}].phase", r["phase"], f"one of {', '.join(phases)}")
-        g = int(r["group"])
-        if g >= ph.n_groups:
-            _fail(f"{name} collectives[{i}].group", g, f"a group index 0..{ph.n_groups - 1}")
-        want = np.unique(np.asarray(ph.group(g), np.int64)).tolist()
-        if list(r["members"]) != want:
-            want_s = f"{want} (the group's servers)"
-            _fail(f"{name} collectives[{i}].members", r["members"], want_s)
+    for key in ("rings", "collectives"):
+        for i, r in enumerate(getattr(design, key, ())):
+            ph = phases.get(r["phase"])
+            if ph is None:
+                _fail(f"{name} {key}[{i}].phase", r["phase"], f"one of {', '.join(phases)}")
+            g = int(r["group"])
+            if g >= ph.n_groups:
+                _fail(f"{name} {key}[{i}].group", g, f"a group index 0..{ph.n_groups - 1}")
+            want = np.unique(np.asarray(ph.group(g), np.int64)).tolist()
+            if list(r["members"]) != want:
+                _fail(f"{name} {key}[{i}].members", r["members"], f"{want} (the group's servers)")
 
 
 def load_design(path: str | os.PathLike):

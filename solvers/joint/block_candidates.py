@@ -49,7 +49,13 @@ from scipy.sparse.csgraph import connected_components
 from solvers.congestion import canonical_circuits
 from solvers.problem import DesignProblem
 
-__all__ = ["blocks", "block_candidates", "best_cycle", "CYCLE_ENUMERATION"]
+__all__ = [
+    "blocks",
+    "block_candidates",
+    "first_block_candidates",
+    "best_cycle",
+    "CYCLE_ENUMERATION",
+]
 
 
 def blocks(problem: DesignProblem) -> list[list[int]] | None:
@@ -133,17 +139,46 @@ def _across(comps: list[list[int]], rings: int) -> list[list[int]]:
 def block_candidates(problem: DesignProblem) -> list[tuple[str, np.ndarray]]:
     """Named circuit sets of the block construction (module docstring); ``[]`` when the fixed
     traffic does not form equal blocks or a construction does not fit the ports."""
+    return [(name, c) for name, c, _ in _constructions(problem)]
+
+
+def first_block_candidates(problem: DesignProblem) -> list[tuple[str, np.ndarray]]:
+    """The block constructions a search should try before its other candidates: the complete
+    blocks, or, when none fits the ports, the rings inside blocks of at most
+    :data:`CYCLE_ENUMERATION` servers (their cycle is the heaviest; beyond, only ascending).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from traffic.workload import Demand, Workload
+    >>> w = Workload(gpus=4, gpus_per_server=1, demands=(
+    ...     Demand("send", np.array([[0, 1], [1, 0], [2, 3], [3, 2]]), 8.0, "mp", "forward",
+    ...            mutable=False),
+    ...     Demand("all-reduce", np.array([[0, 2], [1, 3]]), 4.0, "dp", "backward")))
+    >>> p = DesignProblem.from_workload(w, degree=4, link_bandwidth=1.0)
+    >>> [nm for nm, _ in first_block_candidates(p)]
+    ['blocks 2x2: complete x1 + 1 ring(s) across']
+    """
+    got = list(_constructions(problem))
+    first = [(nm, c) for nm, c, kind in got if kind == "complete"]
+    if first or not got:
+        return first
+    s = len(blocks(problem)[0])
+    return [(nm, c) for nm, c, _ in got] if s <= CYCLE_ENUMERATION else []
+
+
+def _constructions(problem: DesignProblem):
+    """``(name, circuits, kind)`` of every block construction that fits (module docstring)."""
     from solvers.joint.local_search import fill_free_ports
     from solvers.traffic_input import topoopt_traffic
 
     comps = blocks(problem)
     if comps is None or problem.has_port_options:
-        return []
+        return
     n, d = problem.n, problem.degree
     k, s = len(comps), len(comps[0])
     mp = topoopt_traffic(problem).mp
     dense = np.asarray(sp.csr_matrix(mp).todense(), float)
-    out: list[tuple[str, np.ndarray]] = []
     seen: set[bytes] = set()
     shapes = [("complete", m, m * (s - 1)) for m in range(1, d + 1)]
     if s > 3:  # a ring inside differs from the complete graph only from four servers on
@@ -168,5 +203,4 @@ def block_candidates(problem: DesignProblem) -> list[tuple[str, np.ndarray]]:
             continue
         seen.add(key)
         steps = min(rings, k // 2)
-        out.append((f"blocks {k}x{s}: {kind} x{m} + {steps} ring(s) across", c))
-    return out
+        yield f"blocks {k}x{s}: {kind} x{m} + {steps} ring(s) across", c, kind

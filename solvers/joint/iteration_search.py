@@ -89,7 +89,7 @@ import numpy as np
 
 from solvers.congestion import canonical_circuits, evaluate_routing
 from solvers.design import Design, with_port_options
-from solvers.joint.block_candidates import CYCLE_ENUMERATION, block_candidates
+from solvers.joint.block_candidates import block_candidates, first_block_candidates
 from solvers.joint.critical_path import iteration_lower_bound
 from solvers.joint.iteration_objective import (
     has_compute_model,
@@ -248,12 +248,6 @@ class _Meter:
     @property
     def left(self) -> float:
         return max(self.limit - self.used, 0.0)
-
-
-def _block_size(name: str) -> int:
-    """Servers per block of a :func:`~solvers.joint.block_candidates.block_candidates` name
-    (``"blocks 4x4: ..."``)."""
-    return int(name.split()[1].rstrip(":").split("x")[1])
 
 
 def priority_orders(problem: DesignProblem) -> list[tuple[str, ...]]:
@@ -538,13 +532,11 @@ def iteration_design(
     # the circulants of fewest mean hops first (TopoOpt's criterion: every flow, critical or
     # not, crosses fewer links), then everything by its estimate
     short = {c.tobytes() for _, c in sorted_by_hops(circulants, n)[:SHORTEST_CIRCULANTS]}
-    # then the block constructions (few, and built for plans whose fixed traffic forms blocks):
-    # the complete blocks, or, when none fits the ports, the rings inside blocks of at most
-    # CYCLE_ENUMERATION servers; the others wait their estimate's turn
-    small = [nm for nm, _ in blocky if "complete" in nm]
-    if not small:  # blocks too large to wire completely: their rings inside, if enumerated
-        small = [nm for nm, _ in blocky if _block_size(nm) <= CYCLE_ENUMERATION]
-    block_keys = {canonical_circuits(c, n).tobytes() for nm, c in blocky if nm in small} - short
+    # then the block constructions first_block_candidates names (few, and built for plans whose
+    # fixed traffic forms blocks); the other block constructions wait their estimate's turn
+    block_keys = {
+        canonical_circuits(c, n).tobytes() for _, c in first_block_candidates(problem)
+    } - short
     order = (
         [i for i in order if uniq[i][1].tobytes() in short]
         + [i for i in order if uniq[i][1].tobytes() in block_keys]

@@ -626,9 +626,9 @@ def iteration_under_schedule(
             compute_s=compute_s,
             simulator=hook,
             max_refills=max_refills,
-            **({} if workload.taskgraph is not None else
-               {"max_buckets": max_buckets, "max_flows": max_flows}),
-        )  # fmt: skip
+            max_buckets=max_buckets,
+            max_flows=max_flows,
+        )
     except _PastHorizon:
         return ScheduleRun(np.inf, np.inf, np.inf, schedule.reconfigurations(), h, None, {})
     fl = hook.flows
