@@ -337,17 +337,7 @@ def balanced_block_rings(design, problem: DesignProblem, comps: list[list[int]] 
     comps = blocks(problem) if comps is None else comps
     if comps is None or not design.rings:
         return design
-    n = problem.n
-    block_of = np.full(n, -1, np.int64)
-    pos_of = np.full(n, -1, np.int64)
-    for b, c in enumerate(comps):
-        block_of[c] = b
-        pos_of[c] = np.arange(len(c))
-    have = set()
-    for u, v, m in np.asarray(design.circuits, np.int64).reshape(-1, 3):
-        if m > 0:
-            have.add((int(u), int(v)))
-            have.add((int(v), int(u)))
+    block_of, pos_of, have = _block_index(comps, problem.n, design.circuits)
     out: list[dict] = []
     done: set[tuple[str, int]] = set()
     for r in design.rings:
@@ -433,17 +423,7 @@ def block_detours(design, problem: DesignProblem, alpha: float, comps=None):
     rt = design.routing
     if a <= 0 or comps is None or rt.n_commodities == 0:
         return design
-    n = problem.n
-    block_of = np.full(n, -1, np.int64)
-    pos_of = np.full(n, -1, np.int64)
-    for b, c in enumerate(comps):
-        block_of[c] = b
-        pos_of[c] = np.arange(len(c))
-    have = set()
-    for u, v, m in np.asarray(design.circuits, np.int64).reshape(-1, 3):
-        if m > 0:
-            have.add((int(u), int(v)))
-            have.add((int(v), int(u)))
+    block_of, pos_of, have = _block_index(comps, problem.n, design.circuits)
     own = rt.to_lists()
     out = []
     for k in range(rt.n_commodities):
@@ -465,3 +445,17 @@ def block_detours(design, problem: DesignProblem, alpha: float, comps=None):
             acc[tuple(path)] = acc.get(tuple(path), 0.0) + a / len(paths)
         out.append([(list(p), wt) for p, wt in acc.items() if wt > 0])
     return replace(design, routing=NodePaths.from_lists(rt.src, rt.dst, out))
+
+
+def _block_index(comps, n: int, circuits):
+    """``(block_of, pos_of, have)``: each server's block and position in it (-1 outside every
+    block) and the set of ordered server pairs joined by a circuit."""
+    block_of = np.full(n, -1, np.int64)
+    pos_of = np.full(n, -1, np.int64)
+    for b, c in enumerate(comps):
+        block_of[c] = b
+        pos_of[c] = np.arange(len(c))
+    c = np.asarray(circuits, np.int64).reshape(-1, 3)
+    c = c[c[:, 2] > 0]
+    have = {(int(u), int(v)) for u, v in c[:, :2]} | {(int(v), int(u)) for u, v in c[:, :2]}
+    return block_of, pos_of, have

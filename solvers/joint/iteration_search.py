@@ -496,11 +496,24 @@ def iteration_design(
 
     tried: list[dict] = []
 
+    def simulate_and_keep(d: Design, name: str, label: str) -> float:
+        """Simulate ``d`` (candidate ``name`` routed as ``label``), record it, keep it as a
+        finalist (and the incumbent when faster); returns its iteration."""
+        nonlocal best
+        it = simulate(d, f"flow model of {name}")
+        tried.append({"candidate": name, "routing": label, "iteration_s": it})
+        if np.isfinite(it):
+            finalists.append((it, len(finalists), f"{name} ({label} routing)", d))
+            if it < best[0] * (1 - 1e-12):
+                best = finalists[-1]
+                if progress is not None:
+                    progress(it, bound)
+        return it
+
     def widen(d0: Design, name: str, kind: str, alphas) -> tuple[float, float]:
         """Simulate the LP-routed ``d0`` widened by each ``alpha``
         (:func:`~solvers.joint.iteration_objective.spread_routing`), keep; returns the best
         (iteration, alpha)."""
-        nonlocal best
         out = (math.inf, 0.0)
         for a in alphas:
             for order in ((), prio) if prio else ((),):
@@ -511,14 +524,7 @@ def iteration_design(
                 if order:
                     d = replace(d, priority=order)
                     label += f", {','.join(order)} first"
-                it = simulate(d, f"flow model of {name}")
-                tried.append({"candidate": name, "routing": label, "iteration_s": it})
-                if np.isfinite(it):
-                    finalists.append((it, len(finalists), f"{name} ({label} routing)", d))
-                    if it < best[0] * (1 - 1e-12):
-                        best = finalists[-1]
-                        if progress is not None:
-                            progress(it, bound)
+                it = simulate_and_keep(d, name, label)
                 if it < out[0]:
                     out = (it, float(a))
         return out
@@ -613,15 +619,7 @@ def iteration_design(
             if prio:
                 d = replace(d, priority=prio)
                 label += f", {','.join(prio)} first"
-            it = simulate(d, f"flow model of {nm}")
-            tried.append({"candidate": nm, "routing": label, "iteration_s": it})
-            if not np.isfinite(it):
-                continue
-            finalists.append((it, len(finalists), f"{nm} ({label} routing)", d))
-            if it < best[0] * (1 - 1e-12):
-                best = finalists[-1]
-                if progress is not None:
-                    progress(it, bound)
+            it = simulate_and_keep(d, nm, label)
             if it < got[0]:
                 got = (it, label)
         info["block_routing"] = {"candidate": nm, "best": got[1], "iteration_s": got[0]}
