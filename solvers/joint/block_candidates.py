@@ -40,13 +40,7 @@ Two blocks of two servers that talk inside, four ports: one circuit inside, one 
 1-3), and the two free ports each to the inside pairs.
 
 >>> import numpy as np
->>> from solvers.problem import DesignProblem
->>> from traffic.workload import Demand, Workload
->>> w = Workload(gpus=4, gpus_per_server=1, demands=(
-...     Demand("send", np.array([[0, 1], [1, 0], [2, 3], [3, 2]]), 8.0, "mp", "forward",
-...            mutable=False),
-...     Demand("all-reduce", np.array([[0, 2], [1, 3]]), 4.0, "dp", "backward")))
->>> p = DesignProblem.from_workload(w, degree=4, link_bandwidth=1.0)
+>>> p = _two_blocks([[0, 2], [1, 3]], degree=4)
 >>> blocks(p)
 [[0, 1], [2, 3]]
 >>> [(nm, c.tolist()) for nm, c in block_candidates(p)][:1]
@@ -231,12 +225,7 @@ def first_block_candidates(problem: DesignProblem) -> list[tuple[str, np.ndarray
     Examples
     --------
     >>> import numpy as np
-    >>> from traffic.workload import Demand, Workload
-    >>> w = Workload(gpus=4, gpus_per_server=1, demands=(
-    ...     Demand("send", np.array([[0, 1], [1, 0], [2, 3], [3, 2]]), 8.0, "mp", "forward",
-    ...            mutable=False),
-    ...     Demand("all-reduce", np.array([[0, 2], [1, 3]]), 4.0, "dp", "backward")))
-    >>> p = DesignProblem.from_workload(w, degree=4, link_bandwidth=1.0)
+    >>> p = _two_blocks([[0, 2], [1, 3]], degree=4)
     >>> [nm for nm, _ in first_block_candidates(p)]
     ['blocks 2x2: complete x1 + 1 ring(s) across']
     """
@@ -318,12 +307,7 @@ def balanced_block_rings(design, problem: DesignProblem, comps: list[list[int]] 
 
     >>> import numpy as np
     >>> from solvers.design import Design, NodePaths
-    >>> from traffic.workload import Demand, Workload
-    >>> w = Workload(gpus=4, gpus_per_server=1, demands=(
-    ...     Demand("send", np.array([[0, 1], [1, 0], [2, 3], [3, 2]]), 8.0, "mp", "forward",
-    ...            mutable=False),
-    ...     Demand("all-reduce", np.array([[0, 1, 2, 3]]), 4.0, "dp", "backward")))
-    >>> p = DesignProblem.from_workload(w, degree=2, link_bandwidth=1.0)
+    >>> p = _two_blocks([[0, 1, 2, 3]], degree=2)
     >>> c = np.array([[0, 1, 1], [0, 2, 1], [1, 3, 1], [2, 3, 1]])
     >>> ring = {"phase": p.phases[0].name, "group": 0, "members": [0, 1, 2, 3],
     ...         "order": [0, 1, 3, 2], "stride": None, "weight": 1.0, "virtual": False}
@@ -402,12 +386,7 @@ def block_detours(design, problem: DesignProblem, alpha: float, comps=None):
     --------
     >>> import numpy as np
     >>> from solvers.design import Design, NodePaths
-    >>> from traffic.workload import Demand, Workload
-    >>> w = Workload(gpus=4, gpus_per_server=1, demands=(
-    ...     Demand("send", np.array([[0, 1], [1, 0], [2, 3], [3, 2]]), 8.0, "mp", "forward",
-    ...            mutable=False),
-    ...     Demand("all-reduce", np.array([[0, 2], [1, 3]]), 4.0, "dp", "backward")))
-    >>> p = DesignProblem.from_workload(w, degree=2, link_bandwidth=1.0)
+    >>> p = _two_blocks([[0, 2], [1, 3]], degree=2)
     >>> c = np.array([[0, 1, 1], [0, 2, 1], [1, 3, 1], [2, 3, 1]])
     >>> rt = NodePaths.from_lists([0], [2], [[([0, 2], 1.0)]])
     >>> d = Design(4, 2, 1.0, c, (), rt, "joint", "feasible", 1.0, 0.0, 1.0, 0.0, {})
@@ -459,3 +438,15 @@ def _block_index(comps, n: int, circuits):
     c = c[c[:, 2] > 0]
     have = {(int(u), int(v)) for u, v in c[:, :2]} | {(int(v), int(u)) for u, v in c[:, :2]}
     return block_of, pos_of, have
+
+
+def _two_blocks(allreduce_groups, degree: int) -> DesignProblem:
+    """The examples' problem: servers 0-1 and 2-3 exchange fixed (mp) bytes, 8 each way per
+    pair; one all-reduce of 4 bytes per row of ``allreduce_groups``; 1 byte/s per port."""
+    from traffic.workload import Demand, Workload
+
+    w = Workload(gpus=4, gpus_per_server=1, demands=(
+        Demand("send", np.array([[0, 1], [1, 0], [2, 3], [3, 2]]), 8.0, "mp", "forward",
+               mutable=False),
+        Demand("all-reduce", np.array(allreduce_groups), 4.0, "dp", "backward")))  # fmt: skip
+    return DesignProblem.from_workload(w, degree=degree, link_bandwidth=1.0)
