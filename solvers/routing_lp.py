@@ -55,6 +55,7 @@ from traffic.errors import InputError
 
 __all__ = [
     "LP_SOLVERS",
+    "MAX_TIME_LIMIT_S",
     "MATHOPT_VERIFIED",
     "mathopt_fast_path",
     "run_mathopt",
@@ -158,6 +159,11 @@ class MatrixResult:
         return self.limit == "time"
 
 
+MAX_TIME_LIMIT_S = 1e9
+"""A wall-clock limit at or above this many seconds (about 32 years) is no limit: MathOpt's
+``timedelta`` cannot hold ``1e308`` seconds, and no solve is meant to stop there."""
+
+
 def solve_matrix_program(
     c: np.ndarray,
     a: sp.spmatrix,
@@ -231,7 +237,7 @@ def solve_matrix_program(
     mat.coefficients.extend(coo.data[order].tolist())
 
     kw: dict = {}
-    if np.isfinite(time_limit):
+    if np.isfinite(time_limit) and float(time_limit) < MAX_TIME_LIMIT_S:
         kw["time_limit"] = timedelta(seconds=max(float(time_limit), 0.01))
     if iteration_limit is not None:
         kw["iteration_limit"] = int(iteration_limit)

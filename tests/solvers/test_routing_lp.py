@@ -178,7 +178,8 @@ def test_shared_paths_two_phases():
 
 
 @pytest.mark.parametrize("solver", ["glop", "pdlp", "highs"])
-def test_matrix_program_solvers_agree_with_scipy(solver):
+@pytest.mark.parametrize("time_limit", [60.0, 1e308])
+def test_matrix_program_solvers_agree_with_scipy(solver, time_limit):
     # min c x s.t. A x >= b, 0 <= x <= 5; scipy's HiGHS (linprog) is the independent reference
     rng = np.random.default_rng(3)
     a = rng.integers(0, 4, (6, 8)).astype(float)
@@ -186,8 +187,9 @@ def test_matrix_program_solvers_agree_with_scipy(solver):
     c = rng.integers(1, 9, 8).astype(float)
     ref = linprog(c, A_ub=-a, b_ub=-b, bounds=[(0, 5)] * 8, method="highs")
     got = solve_matrix_program(
-        c, sp.csr_matrix(a), b, np.full(6, np.inf), np.zeros(8), np.full(8, 5.0), solver=solver
-    )
+        c, sp.csr_matrix(a), b, np.full(6, np.inf), np.zeros(8), np.full(8, 5.0), solver=solver,
+        time_limit=time_limit,  # 1e308: beyond what a timedelta holds, so no limit
+    )  # fmt: skip
     assert got.status == "optimal"
     assert got.objective == pytest.approx(ref.fun, rel=1e-4)
     assert np.all(a @ got.x >= b - 1e-4)
