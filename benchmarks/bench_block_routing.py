@@ -36,7 +36,7 @@ from solvers.joint.block_candidates import (  # noqa: E402
 )
 from solvers.joint.driver import route_design, to_design  # noqa: E402
 from solvers.joint.iteration_objective import spread_routing  # noqa: E402
-from solvers.problem import DesignProblem  # noqa: E402
+from solvers.model.problem import DesignProblem  # noqa: E402
 from solvers.realise import simulate_design  # noqa: E402
 from topoopt.fabrics import ideal  # noqa: E402
 from topoopt.flowsim.iteration import simulate_iteration  # noqa: E402

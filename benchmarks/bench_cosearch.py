@@ -9,7 +9,7 @@ per worker: imports and numba kernels; the start-up column includes it), evaluat
 the CPU seconds the evaluations took in their worker processes, the largest resident set of a
 worker, the load average before and after (the machine may be shared: wall-clock speed-ups are
 only meaningful on an otherwise idle machine) and the speed-up. The evaluations are screening
-ones (:data:`topoopt.studies.cosearch.evaluate.SCREEN_MAX_BUCKETS`), with their flow counts. The
+ones (:data:`topoopt.app.studies.cosearch.evaluate.SCREEN_MAX_BUCKETS`), with their flow counts. The
 issue's targets: 40 evaluations in under 10 minutes on 2 cores, and at least 1.6x from 1 to 2
 workers.
 
@@ -26,10 +26,10 @@ import os
 import resource
 import time
 
-from topoopt.cli.commands.cosearch import setup
-from topoopt.studies.cosearch.evaluate import EvalTask, compute_bound, evaluate
-from topoopt.studies.cosearch.space import plan_space
-from topoopt.studies.engine import Engine
+from topoopt.app.cli.commands.cosearch import setup
+from topoopt.app.studies.cosearch.evaluate import EvalTask, compute_bound, evaluate
+from topoopt.app.studies.cosearch.space import plan_space
+from topoopt.app.studies.engine import Engine
 from topoopt.units import gbps_to_bytes_per_s
 
 

@@ -37,7 +37,7 @@ from solvers.hybrid_design import (
     hybrid_design,
     route_hybrid,
 )
-from solvers.problem import DesignProblem
+from solvers.model.problem import DesignProblem
 from solvers.realise import design_workload
 from topoopt.fabrics.fat_tree import leaf_spine
 from topoopt.flowsim.collectives import communication_time

@@ -47,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from solvers.problem import DesignProblem  # noqa: E402
+from solvers.model.problem import DesignProblem  # noqa: E402
 from solvers.realise import simulate_design  # noqa: E402
 from solvers.registry import solve  # noqa: E402
 from topoopt.fabrics import ideal  # noqa: E402

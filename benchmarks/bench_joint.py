@@ -10,7 +10,7 @@ Workloads are built by hand (8 GPUs per server, one GPU per server in each group
 
 For each (workload, n, d): the ``topoopt`` baseline's objective and wall time, then ``joint``'s
 objective, lower bound, gap, wall time and ratio to the baseline (the congestion objective of
-:mod:`solvers.congestion`; the flow-model comparison is the design benchmark's job,
+:mod:`solvers.model.congestion`; the flow-model comparison is the design benchmark's job,
 ``benchmarks/design/run.py``). ``joint`` picks its result among its finalists by the flow
 model's communication time (``--select-by flow``, the default; never worse than ``topoopt`` in
 the objective either) or by the objective alone (``--select-by objective``). ``--work-limit``
@@ -32,8 +32,8 @@ import time
 import numpy as np
 
 from solvers.joint.driver import joint_design
-from solvers.problem import DesignProblem
-from solvers.topoopt_method import topoopt_design
+from solvers.model.problem import DesignProblem
+from solvers.baselines.topoopt_method import topoopt_design
 from traffic.workload import Demand, Workload
 
 GPUS_PER_SERVER = 8

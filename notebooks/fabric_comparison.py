@@ -22,7 +22,7 @@
 import pandas as pd
 import plotly.express as px
 
-from topoopt.studies.sweep import sweep
+from topoopt.app.studies.sweep import sweep
 from traffic import load_workload
 
 FABRICS = ["ideal", "fat-tree-cost-equivalent", "expander", "topoopt", "joint"]

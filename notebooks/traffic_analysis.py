@@ -21,7 +21,7 @@
 # %%
 import pandas as pd
 
-from topoopt.report.traffic_figures import class_bars, server_heatmap
+from topoopt.app.report.traffic_figures import class_bars, server_heatmap
 from traffic import expand, load_plan, workload_from_plan
 from traffic.summary import class_table, traffic_summary
 

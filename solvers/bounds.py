@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.problem import DesignProblem, PhaseTraffic
+from solvers.model.problem import DesignProblem, PhaseTraffic
 from solvers.routing_lp import WORK_PER_NNZ, WORK_PER_NNZ_ITERATION, solve_matrix_program
 
 __all__ = [
@@ -69,7 +69,7 @@ def ideal_switch_bound(problem: DesignProblem) -> np.ndarray:
     Examples
     --------
     >>> import scipy.sparse as sp
-    >>> from solvers.problem import PhaseTraffic
+    >>> from solvers.model.problem import PhaseTraffic
     >>> ph = PhaseTraffic("p", [0, 4], [0, 1, 2, 3], [6.0],
     ...                   sp.csr_matrix(([4.0], ([0], [1])), shape=(4, 4)))
     >>> ideal_switch_bound(DesignProblem(4, 2, 1.0, (ph,))).tolist()  # (6 + 4) / (2 * 1)
@@ -110,7 +110,7 @@ def hop_count_bound(problem: DesignProblem) -> np.ndarray:
     links per server: 5 s (the ideal switch says 3 s; the Petersen graph attains 5 s).
 
     >>> import numpy as np, scipy.sparse as sp
-    >>> from solvers.problem import PhaseTraffic
+    >>> from solvers.model.problem import PhaseTraffic
     >>> D = sp.csr_matrix(np.ones((10, 10)) - np.eye(10))
     >>> hop_count_bound(DesignProblem(10, 3, 1.0, (PhaseTraffic("a", [0], [], [], D),))).tolist()
     [5.0]
@@ -353,7 +353,7 @@ def lower_bound(
     2/3 s (the triangle of circuits achieves it, sending 1/3 of each transfer the long way).
 
     >>> import numpy as np, scipy.sparse as sp
-    >>> from solvers.problem import PhaseTraffic
+    >>> from solvers.model.problem import PhaseTraffic
     >>> D = sp.csr_matrix((np.ones(3), ([0, 1, 2], [1, 2, 0])), shape=(3, 3))
     >>> b = lower_bound(DesignProblem(3, 2, 1.0, (PhaseTraffic("p", [0], [], [], D),)))
     >>> float(b.ideal_s.sum()), round(b.lower_bound_s, 6), b.method.split()[0]

@@ -26,11 +26,11 @@ phase, as a design carries one). With the rings fixed, ``D^p_k`` is the pair's b
         cap_l = B_o x_uv on the circuit link u -> v, the electrical capacity elsewhere
     (5) x_uv >= w_uv                                           for every pre-wired pair {u, v}
 
-The objective is the congestion model of :mod:`solvers.congestion` on the combined fabric.
+The objective is the congestion model of :mod:`solvers.model.congestion` on the combined fabric.
 
 Reserved and pre-wired ports
 ----------------------------
-The port options of :class:`solvers.problem.DesignProblem` (``reserved``, ``prewired``) apply to
+The port options of :class:`solvers.model.problem.DesignProblem` (``reserved``, ``prewired``) apply to
 the *optical* ports: ``d`` is the ``optical_degree`` argument (not ``problem.degree``), server
 ``u`` may wire ``usable_u = d - r_u`` optical ports (``r_u`` = ``problem.reserved[u]``, 0 when
 ``None``), and the pre-wired circuits ``w_uv`` count against them (constraint (5)); what is left
@@ -63,7 +63,7 @@ The circuits (constraints (1)-(2)) are searched:
    ports; the geometric circulant circuits (what :func:`topoopt.fabrics.hybrid.hybrid` builds by
    default; with port options: built on the uniform ``min_u free_u``, then the pre-wired
    circuits added and the ports still free filled by demand) and the TopoOpt method's circuits
-   (:func:`solvers.topoopt_method.topoopt_design` with ``d`` ports, which honours the options)
+   (:func:`solvers.baselines.topoopt_method.topoopt_design` with ``d`` ports, which honours the options)
    as baselines; each routed with :func:`route_hybrid`;
 3. degree-preserving local search from the best until no move among the 16 heaviest pairs
    improves (a local optimum): for a heavy pair ``(a, c)`` without enough circuits, a free port
@@ -102,13 +102,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.congestion import (
+from solvers.model.congestion import (
     RingSet,
     canonical_circuits,
     circuit_degrees,
     phase_pairs,
 )
-from solvers.design import (
+from solvers.model.design import (
     NodePaths,
     check_prewired_present,
     design_document,
@@ -116,7 +116,7 @@ from solvers.design import (
     parse_design_document,
     ring_records,
 )
-from solvers.problem import DesignProblem, PhaseTraffic, check_within_ports
+from solvers.model.problem import DesignProblem, PhaseTraffic, check_within_ports
 from solvers.routing_lp import route_phase, solve_matrix_program
 from topoopt.fabrics.direct_connect import circulant_circuits, geometric_strides
 from topoopt.fabrics.fabric import Fabric
@@ -238,7 +238,7 @@ class HybridDesign:
     circuits : numpy.ndarray
         ``int64 (E, 3)`` rows ``[u, v, count]``, canonical.
     rings : tuple of dict
-        As :attr:`solvers.design.Design.rings`.
+        As :attr:`solvers.model.design.Design.rings`.
     routing : NodePaths
         Weighted walks of every server pair with traffic, as node sequences on the combined
         fabric (servers, then switches: the electrical fabric's node ids).
@@ -342,7 +342,7 @@ class HybridDesign:
         }
 
     def to_json(self) -> str:
-        """``design.json`` text: :class:`solvers.design.Design`'s keys plus ``electrical``."""
+        """``design.json`` text: :class:`solvers.model.design.Design`'s keys plus ``electrical``."""
         return json.dumps(self.to_dict(), indent=1, allow_nan=False)  # strict JSON
 
     @classmethod
@@ -859,7 +859,7 @@ def baseline_circuits(
 
     With reserved or pre-wired ports (module docstring) the circulant is built on the uniform
     free degree ``min_u free_u``, the pre-wired circuits are added
-    (:func:`solvers.design.merge_prewired`) and the ports still free are filled by ``demand``
+    (:func:`solvers.model.design.merge_prewired`) and the ports still free are filled by ``demand``
     (default: fixed bytes plus ascending ring steps of every phase) with
     :func:`solvers.joint.local_search.fill_free_ports`; TopoOpt honours the options itself.
 
@@ -875,7 +875,7 @@ def baseline_circuits(
     out: dict[str, np.ndarray] = {}
     if d >= 2 and n >= 3:
         if problem.has_port_options:
-            from solvers.design import merge_prewired
+            from solvers.model.design import merge_prewired
             from solvers.joint.local_search import fill_free_ports
 
             sub = problem.with_options(degree=d, link_bandwidth=optical_bandwidth)
@@ -890,7 +890,7 @@ def baseline_circuits(
             out["circulant"] = canonical_circuits(
                 circulant_circuits(n, geometric_strides(n, d // 2)), n
             )
-        from solvers.topoopt_method import topoopt_design
+        from solvers.baselines.topoopt_method import topoopt_design
 
         try:
             sub = problem.with_options(degree=d, link_bandwidth=optical_bandwidth)

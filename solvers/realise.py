@@ -1,4 +1,4 @@
-"""From a :class:`~solvers.design.Design` to what the flow model simulates.
+"""From a :class:`~solvers.model.design.Design` to what the flow model simulates.
 
 A design is judged by the flow model, not by the optimizer's own objective. Three pieces turn it
 into a simulation input:
@@ -26,8 +26,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from solvers.design import Design
-from solvers.problem import DesignProblem
+from solvers.model.design import Design
+from solvers.model.problem import DesignProblem
 from topoopt.fabrics.direct_connect import direct_connect
 from topoopt.fabrics.fabric import Fabric
 from topoopt.paths import PathSet

@@ -6,8 +6,8 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from solvers.design import Design
-from solvers.problem import DesignProblem
+from solvers.model.design import Design
+from solvers.model.problem import DesignProblem
 from traffic.errors import InputError
 
 __all__ = ["SOLVERS", "OBJECTIVES", "solve"]
@@ -70,11 +70,11 @@ def solve(
     if objective not in OBJECTIVES:
         raise InputError("objective", objective, f"one of {', '.join(OBJECTIVES)}")
     if name == "topoopt" or name == "topoopt-released":
-        from solvers.topoopt_method import topoopt_design
+        from solvers.baselines.topoopt_method import topoopt_design
 
         return topoopt_design(problem, name, seed=seed)
     if name == "expander":
-        from solvers.expander_design import expander_design
+        from solvers.baselines.expander_design import expander_design
 
         return expander_design(problem, seed=seed)
     if name == "joint":

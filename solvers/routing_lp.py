@@ -41,7 +41,7 @@ import scipy.sparse as sp
 from numba import njit
 from scipy.sparse import csgraph
 
-from solvers.congestion import (
+from solvers.model.congestion import (
     PhaseRouting,
     RingSet,
     canonical_circuits,
@@ -49,7 +49,7 @@ from solvers.congestion import (
     link_lookup,
     phase_pairs,
 )
-from solvers.problem import DesignProblem, PhaseTraffic
+from solvers.model.problem import DesignProblem, PhaseTraffic
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 
@@ -1171,7 +1171,7 @@ def route_circuits(
     Each phase is routed by :func:`route_phase`; with several phases the paths are then shared (a
     design carries one routing): the better of :func:`merge_paths` and, when the per-phase
     routings have at most ``max_shared_columns`` paths in all, :func:`share_paths`. Link ids are
-    those of :func:`solvers.congestion.circuit_links` on the canonical circuits.
+    those of :func:`solvers.model.congestion.circuit_links` on the canonical circuits.
     ``ring_candidates[p][g]`` lists candidate orders for group ``g`` of phase ``p``.
 
     Every decision here is deterministic: ``time_limit`` (seconds) is only a wall-clock cap on
@@ -1183,7 +1183,7 @@ def route_circuits(
     A triangle of 1 byte/s circuits; 3 bytes from 0 to 2 split 2 direct / 1 via server 1.
 
     >>> import scipy.sparse as sp
-    >>> from solvers.problem import DesignProblem, PhaseTraffic
+    >>> from solvers.model.problem import DesignProblem, PhaseTraffic
     >>> ph = PhaseTraffic("p", [0], [], [], sp.csr_matrix(([3.0], ([0], [2])), shape=(3, 3)))
     >>> prob = DesignProblem(3, 2, 1.0, (ph,))
     >>> round(route_circuits(prob, [[0, 1, 1], [1, 2, 1], [0, 2, 1]]).time_s, 6)

@@ -21,7 +21,7 @@ class DemoRun:
         self.folder = folder
         self.report = folder / "demo.html"
         self.proc = subprocess.run(
-            [sys.executable, "-m", "topoopt.cli", "demo", "--out", str(self.report), "--json"],
+            [sys.executable, "-m", "topoopt.app.cli", "demo", "--out", str(self.report), "--json"],
             capture_output=True,
             text=True,
             cwd=folder,

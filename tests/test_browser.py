@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from topoopt.studies.demo import DEMO_DEGREES, DEMO_FABRICS, DEMO_PLANS
+from topoopt.app.studies.demo import DEMO_DEGREES, DEMO_FABRICS, DEMO_PLANS
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = [

@@ -12,8 +12,8 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from solvers.problem import DesignProblem
-from topoopt.cli.app import app
+from solvers.model.problem import DesignProblem
+from topoopt.app.cli.app import app
 from traffic.load import load_workload
 
 runner = CliRunner()
@@ -33,7 +33,7 @@ FABRIC_KINDS = [
 
 def cli(*args):
     return subprocess.run(
-        [sys.executable, "-m", "topoopt.cli", *map(str, args)], capture_output=True, text=True
+        [sys.executable, "-m", "topoopt.app.cli", *map(str, args)], capture_output=True, text=True
     )
 
 
@@ -105,8 +105,8 @@ def test_help_reads_as_written(path, cmd):
 
 
 def test_help_keeps_brackets_and_lists_fabrics_in_full():
-    from topoopt.cli.commands.compare import ALL_FABRICS
-    from topoopt.studies.compare import FABRICS
+    from topoopt.app.cli.commands.compare import ALL_FABRICS
+    from topoopt.app.studies.compare import FABRICS
 
     assert tuple(ALL_FABRICS) == tuple(FABRICS)
     r = runner.invoke(app, ["design", "--help"], env=WIDE)
@@ -312,7 +312,7 @@ def _fake_demo(**kwargs):
     """A stand-in for run_demo: a few progress lines, one comparison row, no solving."""
     import pandas as pd
 
-    from topoopt.studies.demo import DemoResult
+    from topoopt.app.studies.demo import DemoResult
 
     say, step = kwargs["progress"], kwargs["on_step"]
     say("traffic of dlrm")
@@ -324,7 +324,7 @@ def _fake_demo(**kwargs):
 
 
 def test_demo_progress_lines_are_plain_and_wrote_is_said_once(tmp_path, monkeypatch):
-    import topoopt.studies.demo as demo
+    import topoopt.app.studies.demo as demo
 
     monkeypatch.setattr(demo, "run_demo", _fake_demo)
     out = tmp_path / "demo.html"

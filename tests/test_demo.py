@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from topoopt.studies.demo import DEMO_DEGREES, DEMO_FABRICS, DEMO_PLANS
+from topoopt.app.studies.demo import DEMO_DEGREES, DEMO_FABRICS, DEMO_PLANS
 
 
 def test_demo_json_table_and_report(demo_run):
@@ -49,7 +49,7 @@ def test_demo_json_table_and_report(demo_run):
 def test_demo_refuses_to_overwrite(demo_run):
     before = demo_run.report.read_bytes()
     r = subprocess.run(
-        [sys.executable, "-m", "topoopt.cli", "demo", "--out", str(demo_run.report)],
+        [sys.executable, "-m", "topoopt.app.cli", "demo", "--out", str(demo_run.report)],
         capture_output=True,
         text=True,
         cwd=demo_run.folder,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from topoopt.studies.demo import DEMO_PLANS, DEMO_TIME_CAP_S, TIMING_COLUMNS
+from topoopt.app.studies.demo import DEMO_PLANS, DEMO_TIME_CAP_S, TIMING_COLUMNS
 
 REPO = Path(__file__).resolve().parents[1]
 WAIT_S = 45 * 60
@@ -57,7 +57,7 @@ def _outside_package(paths: list[str]) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.demo_repeats
 def test_demo_is_deterministic_over_twenty_runs(demo_run, demo_repeats):
-    from topoopt.cli.commands.demo import demo_command
+    from topoopt.app.cli.commands.demo import demo_command
 
     # the CLI's cap is the demo's (a safety net, far above what the work limits take)
     assert inspect.signature(demo_command).parameters["time_limit"].default == DEMO_TIME_CAP_S

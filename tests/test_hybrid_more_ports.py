@@ -14,7 +14,7 @@ import pytest
 
 from topoopt.fabrics.routing import routes
 from topoopt.flowsim.collectives import communication_time
-from topoopt.studies.compare import build_fabric
+from topoopt.app.studies.compare import build_fabric
 from traffic.workload import Demand, Workload
 
 B = 12.5e9

@@ -21,7 +21,7 @@ from solvers.hybrid_design import (
     hybrid_design,
     hybrid_lower_bound,
 )
-from solvers.problem import DesignProblem, PhaseTraffic
+from solvers.model.problem import DesignProblem, PhaseTraffic
 from topoopt.fabrics.direct_connect import geometric_strides
 from topoopt.fabrics.fat_tree import leaf_spine
 from traffic.errors import InputError

@@ -22,10 +22,10 @@ import time
 import numpy as np
 import pytest
 
-from solvers.congestion import circuit_degrees, evaluate_routing
-from solvers.design import design_document
+from solvers.model.congestion import circuit_degrees, evaluate_routing
+from solvers.model.design import design_document
 from solvers.joint.driver import BOUND_WORK_SHARE, joint_design
-from solvers.problem import DesignProblem
+from solvers.model.problem import DesignProblem
 from solvers.registry import solve
 from traffic.workload import Demand, Workload
 

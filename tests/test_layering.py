@@ -1,13 +1,24 @@
-"""Dependencies point one way: traffic <- topoopt core <- solvers <- edges (CLI, report).
+"""The floors are the folders: traffic <- topoopt core <- solvers <- topoopt.app (the edges).
 
-Checked in a fresh interpreter, importing every core module.
+- In a fresh interpreter, every core module (``traffic``, ``topoopt`` outside ``topoopt.app``)
+  imports no typer, plotly, ortools or solvers.
+- Statically (every ``import`` statement, inside functions too): no module of ``topoopt``
+  outside ``topoopt/app/`` imports ``solvers``; ``solvers`` never imports ``topoopt.app``; the
+  edges import ``solvers`` only through its door (``solvers/__init__``); and no import cycle
+  exists between the modules of the three packages.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("traffic", "topoopt", "solvers")
+EDGES = "topoopt.app"
 
 PROBE = r"""
 import importlib, json, pkgutil, sys
@@ -19,7 +30,8 @@ after_traffic = sorted(k for k in sys.modules if k.split(".")[0] in {"topoopt", 
 import topoopt
 core = ["topoopt"] + [
     m.name for m in pkgutil.walk_packages(topoopt.__path__, "topoopt.")
-    if not m.name.startswith(("topoopt.cli", "topoopt.report", "topoopt.studies"))
+    if not (m.name == "topoopt.app" or m.name.startswith("topoopt.app."))
+    and m.name != "topoopt.__main__"
 ]
 for m in core:
     importlib.import_module(m)
@@ -37,3 +49,170 @@ def test_core_imports_no_edges_or_solvers():
     assert res["after_traffic"] == [], "traffic must not import topoopt or solvers"
     assert res["heavy"] == [], "core modules must not import typer, plotly, ortools or solvers"
     assert res["n_core"] >= 5
+
+
+def module_files() -> dict[str, Path]:
+    """Module name -> file, for every module of the three packages."""
+    out: dict[str, Path] = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            rel = path.relative_to(ROOT).with_suffix("")
+            parts = list(rel.parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = path
+    return out
+
+
+def imports_of(name: str, path: Path, known: dict[str, Path]) -> list[tuple[str, int]]:
+    """Every module of ``known`` that ``name`` imports, anywhere in the file (functions too),
+    with the line; ``from pkg import sub`` counts as an import of ``pkg.sub`` when that is a
+    module (and then not as an import of ``pkg``). Imports under ``if TYPE_CHECKING:`` are kept
+    (they still name a dependency)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    is_pkg = path.name == "__init__.py"
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found.append((alias.name, node.lineno))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".")
+                base = base if is_pkg else base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            subs = [f"{mod}.{a.name}" for a in node.names if f"{mod}.{a.name}" in known]
+            if len(subs) < len(node.names):
+                found.append((mod, node.lineno))
+            found.extend((sub, node.lineno) for sub in subs)
+    out = []
+    for mod, line in found:
+        while mod and mod not in known:
+            mod = mod.rpartition(".")[0]
+        if mod and mod != name:
+            out.append((mod, line))
+    return out
+
+
+def import_graph() -> dict[str, list[tuple[str, int]]]:
+    known = module_files()
+    return {name: imports_of(name, path, known) for name, path in known.items()}
+
+
+def _in(mod: str, pkg: str) -> bool:
+    return mod == pkg or mod.startswith(pkg + ".")
+
+
+def find_cycles(graph: dict[str, list[tuple[str, int]]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative).
+
+    A door (``pkg/__init__`` re-exporting ``pkg.sub``) is an edge like any other, so a module
+    inside a package that imports a sibling through the door closes a circle: inside a package,
+    import the sibling itself."""
+    edges = {a: sorted({b for b, _ in bs}) for a, bs in graph.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on: set[str] = set()
+    stack: list[str] = []
+    comps: list[list[str]] = []
+    counter = 0
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(edges[root]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            nxt = next(it, None)
+            if nxt is not None:
+                if nxt not in edges:
+                    continue
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on.add(nxt)
+                    work.append((nxt, iter(edges[nxt])))
+                elif nxt in on:
+                    low[v] = min(low[v], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    comps.append(sorted(comp))
+    return comps
+
+
+def test_cycle_finder_finds_a_planted_circle():
+    graph = {
+        "a": [("b", 1)],
+        "b": [("c", 1)],
+        "c": [("a", 1)],
+        "d": [("a", 1)],
+        "p": [("p.x", 1)],  # a door re-exporting its own submodule
+        "p.x": [("q", 1)],
+        "q": [],
+    }
+    assert find_cycles(graph) == [["a", "b", "c"]]
+    graph["c"] = []
+    assert find_cycles(graph) == []
+    graph["q"] = [("p", 1)]  # q reaches p.x through the door: p -> p.x -> q -> p
+    assert find_cycles(graph) == [["p", "p.x", "q"]]
+
+
+def test_no_import_cycles():
+    cycles = find_cycles(import_graph())
+    assert cycles == [], f"import cycles (imports inside functions count too): {cycles}"
+
+
+def test_only_the_edges_import_solvers_and_solvers_never_import_the_edges():
+    graph = import_graph()
+    upward = sorted(
+        f"{a}:{line} -> {b}"
+        for a, bs in graph.items()
+        for b, line in bs
+        if _in(a, "topoopt") and not _in(a, EDGES) and _in(b, "solvers")
+    )
+    assert upward == [], "only topoopt/app/ may import solvers: " + "; ".join(upward)
+    twin = sorted(
+        f"{a}:{line} -> {b}"
+        for a, bs in graph.items()
+        for b, line in bs
+        if _in(a, "solvers") and _in(b, EDGES)
+    )
+    assert twin == [], "solvers must never import topoopt.app: " + "; ".join(twin)
+    down = sorted(
+        f"{a}:{line} -> {b}"
+        for a, bs in graph.items()
+        for b, line in bs
+        if _in(a, "traffic") and (_in(b, "topoopt") or _in(b, "solvers"))
+    )
+    assert down == [], "traffic imports neither topoopt nor solvers: " + "; ".join(down)
+
+
+def test_the_edges_enter_solvers_by_its_door():
+    graph = import_graph()
+    side_doors = sorted(
+        f"{a}:{line} -> {b}"
+        for a, bs in graph.items()
+        for b, line in bs
+        if _in(a, EDGES) and _in(b, "solvers") and b != "solvers"
+    )
+    assert side_doors == [], "the edges import solvers only from solvers/__init__: " + "; ".join(
+        side_doors
+    )

@@ -28,8 +28,8 @@ from topoopt.atomic import (
     remove_stale_temporaries,
     temporary_name_pattern,
 )
-from topoopt.cli.app import app
-from topoopt.cli.common import dumps_strict, emit_json
+from topoopt.app.cli.app import app
+from topoopt.app.cli.common import dumps_strict, emit_json
 from traffic.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,7 +72,7 @@ class Paused:
         self.flag = folder / "paused.flag"
         env = dict(os.environ, **{PAUSE_ENV: str(self.flag)})
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "topoopt.cli", "netsim", "flows.json", "--out", "out.json"]
+            [sys.executable, "-m", "topoopt.app.cli", "netsim", "flows.json", "--out", "out.json"]
             + list(extra),
             cwd=folder,
             env=env,
@@ -365,7 +365,7 @@ def test_emit_json_is_strict(capsys):
 
 
 def test_design_json_refuses_infinity():
-    from solvers.design import Design
+    from solvers.model.design import Design
     from solvers.hybrid_design import HybridDesign
 
     # to_json only needs to_dict: run it on a stand-in whose objective is infinite

@@ -67,7 +67,7 @@ def test_wheel_installs_and_imports_outside_checkout(tmp_path):
     (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     code = (
-        "import topoopt, traffic, solvers, topoopt.cli.app\n"
+        "import topoopt, traffic, solvers, topoopt.app.cli.app\n"
         "for m in (topoopt, traffic, solvers):\n"
         "    print(m.__file__)\n"
     )

@@ -22,15 +22,15 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from solvers.congestion import evaluate_routing
-from solvers.design import Design, check_ports, merge_prewired
-from solvers.expander_design import random_fill
+from solvers.model.congestion import evaluate_routing
+from solvers.model.design import Design, check_ports, merge_prewired
+from solvers.baselines.expander_design import random_fill
 from solvers.joint.driver import check_problem
 from solvers.joint.exact_mip import exact_design
 from solvers.joint.local_search import fill_free_ports, swap_candidates
-from solvers.problem import DesignProblem, PhaseTraffic, read_prewired
+from solvers.model.problem import DesignProblem, PhaseTraffic, read_prewired
 from solvers.registry import SOLVERS, solve
-from solvers.topoopt_method import topoopt_design
+from solvers.baselines.topoopt_method import topoopt_design
 from traffic.errors import InputError
 from traffic.workload import Demand, Workload
 
@@ -394,7 +394,7 @@ def test_check_ports_and_check_problem_refuse():
 # --------------------------------------------------------------------------- CLI
 def cli(*args):
     return subprocess.run(
-        [sys.executable, "-m", "topoopt.cli", *map(str, args)], capture_output=True, text=True
+        [sys.executable, "-m", "topoopt.app.cli", *map(str, args)], capture_output=True, text=True
     )
 
 

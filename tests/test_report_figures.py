@@ -8,17 +8,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from solvers.problem import DesignProblem
+from solvers.model.problem import DesignProblem
 from solvers.registry import solve
-from topoopt.report.compare_figures import (
+from topoopt.app.report.compare_figures import (
     iteration_gantt,
     ratio_bars,
     time_vs_capex,
     utilisation_cdf,
 )
-from topoopt.report.design_figures import circuit_graph, optimizer_trace
-from topoopt.report.pages import circuit_utilisation
-from topoopt.report.traffic_figures import server_heatmap
+from topoopt.app.report.design_figures import circuit_graph, optimizer_trace
+from topoopt.app.report.pages import circuit_utilisation
+from topoopt.app.report.traffic_figures import server_heatmap
 from traffic.expand import expand
 from traffic.workload import Demand, Workload
 
@@ -248,8 +248,8 @@ def test_gantt_with_more_gaps_than_bars_covers_every_task_and_states_the_gap():
 
 
 def test_summary_table_comes_before_the_figures():
-    from topoopt.report.html import page_html
-    from topoopt.report.pages import compare_summary
+    from topoopt.app.report.html import page_html
+    from topoopt.app.report.pages import compare_summary
 
     table = _fabric_table(3).assign(exposed_comm_s=0.25, power_w=5e3, ratio_to_ideal=[1, 2, 3])
     summary = compare_summary(table)
@@ -281,7 +281,7 @@ def _fake_design(trace, wall=2.0):
 
 
 def test_optimizer_traces_show_every_design_even_without_a_recorded_trace():
-    from topoopt.report.design_figures import design_trace, optimizer_traces
+    from topoopt.app.report.design_figures import design_trace, optimizer_traces
 
     joint = _fake_design(
         [
@@ -306,7 +306,7 @@ def test_optimizer_traces_show_every_design_even_without_a_recorded_trace():
 
 
 def test_design_page_has_a_summary_and_always_an_optimizer_trace():
-    from topoopt.report.design_figures import design_page
+    from topoopt.app.report.design_figures import design_page
 
     w = two_class_workload()
     problem = DesignProblem.from_workload(w, degree=2, link_bandwidth=1e9)
@@ -318,8 +318,8 @@ def test_design_page_has_a_summary_and_always_an_optimizer_trace():
 
 
 def test_comparison_report_traces_every_design_and_starts_with_the_summary():
-    from topoopt.report.pages import compare_figures, compare_page
-    from topoopt.studies.compare import compare
+    from topoopt.app.report.pages import compare_figures, compare_page
+    from topoopt.app.studies.compare import compare
     from traffic.load import load_workload
 
     res = compare(load_workload("dlrm"), ["ideal", "topoopt", "topoopt-released"], 4, 12.5e9)

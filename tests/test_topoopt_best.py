@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from topoopt.studies.compare import compare
+from topoopt.app.studies.compare import compare
 from traffic.load import load_workload
 
 

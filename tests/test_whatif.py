@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from solvers.design import Design, NodePaths
-from solvers.problem import DesignProblem
+from solvers.model.design import Design, NodePaths
+from solvers.model.problem import DesignProblem
 from solvers.registry import solve
-from topoopt.cli.app import app
-from topoopt.cli.common import dumps_strict
-from topoopt.studies.whatif import (
+from topoopt.app.cli.app import app
+from topoopt.app.cli.common import dumps_strict
+from topoopt.app.studies.whatif import (
     links_failure,
     make_case,
     ocs_failure,
@@ -309,7 +309,7 @@ def test_cli_json(dlrm_design_file):
 
 
 def test_sweep_quantiles_and_fat_tree(dlrm_case):
-    from topoopt.studies.whatif import whatif_sweep
+    from topoopt.app.studies.whatif import whatif_sweep
 
     r = whatif_sweep(dlrm_case, samples=2, seed=0)
     for k in ("1", "2"):

@@ -3,7 +3,7 @@
 For each workload (:mod:`workloads`), server count ``n`` and port count ``d`` (``B = 100 Gbps``
 per port) it builds the ideal switch, the ``topoopt``, ``topoopt-released`` and ``joint`` designs,
 the random ``expander`` and the fat-tree of equal cost to the ``topoopt`` design, simulates one
-iteration on each with the flow model (:func:`topoopt.studies.compare.compare`), adds the best
+iteration on each with the flow model (:func:`topoopt.app.studies.compare.compare`), adds the best
 TopoOpt variant per case (``topoopt-best``) and ``joint`` run with the congestion objective
 (``joint-congestion``), and prints the table (iteration first, ratios against the ideal switch),
 a headline table per case and the summary lines: wins and losses of ``joint`` against the best
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from workloads import MP_HEAVY, PURE_DP, suite_cases  # noqa: E402
 
-from topoopt.studies.compare import compare  # noqa: E402
+from topoopt.app.studies.compare import compare  # noqa: E402
 from traffic.errors import InputError  # noqa: E402
 
 __all__ = [
@@ -94,8 +94,8 @@ def _takes_objective() -> bool:
 
 def _joint_congestion(workload, degree: int, time_limit_s: float, seed: int) -> dict:
     """One row: ``joint`` with ``objective="congestion"``, realised and simulated as
-    :func:`topoopt.studies.compare.compare` does for designed fabrics."""
-    from solvers.problem import DesignProblem
+    :func:`topoopt.app.studies.compare.compare` does for designed fabrics."""
+    from solvers.model.problem import DesignProblem
     from solvers.realise import design_fabric, design_routing, design_workload
     from solvers.registry import solve
     from topoopt.flowsim.collectives import communication_time

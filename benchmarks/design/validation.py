@@ -3,7 +3,7 @@
 Runs every TopoOpt task graph (``tests/data/topoopt-taskgraphs``, :data:`workloads.TASK_GRAPHS`)
 at 100 Gbps per port with 4 and 8 ports per server on the ideal switch, both TopoOpt variants
 (and the faster of the two), ``joint``, the full-bisection, 4:1 oversubscribed and
-cost-equivalent fat-trees, with :func:`topoopt.studies.compare.compare`, and prints one table
+cost-equivalent fat-trees, with :func:`topoopt.app.studies.compare.compare`, and prints one table
 of iteration times (ms) and ratios to the ideal switch. ``docs/validation.md`` holds the table of
 the last run and the comparison with the artifact's own results (:data:`ARTIFACT_MS`).
 
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from workloads import TASK_GRAPHS, suite_cases  # noqa: E402
 
-from topoopt.studies.compare import compare  # noqa: E402
+from topoopt.app.studies.compare import compare  # noqa: E402
 
 __all__ = ["FABRICS", "ARTIFACT_MS", "run_validation", "main"]
 

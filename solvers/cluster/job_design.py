@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from solvers.cluster.ocs import OcsLayer, assign_ports
-from solvers.congestion import canonical_circuits
-from solvers.design import Design
-from solvers.problem import DesignProblem
+from solvers.model.congestion import canonical_circuits
+from solvers.model.design import Design
+from solvers.model.problem import DesignProblem
 from traffic.errors import InputError
 from traffic.workload import Workload
 

@@ -6,7 +6,7 @@ model-parallel group of servers, one data-parallel replica each; TopoOpt's CANDL
 four such blocks of four servers) while the gradient all-reduces run across the blocks. The
 fixed traffic then needs wide, short paths inside a block and the rings need circuits between
 blocks. :func:`block_candidates` builds, from the connected components of the fixed traffic
-(``mp`` of :func:`solvers.traffic_input.topoopt_traffic`, symmetrised):
+(``mp`` of :func:`solvers.baselines.traffic_input.topoopt_traffic`, symmetrised):
 
 - inside each block of ``s`` servers, for ``m = 1, 2, ...``: the complete multigraph with ``m``
   circuits per pair (``m (s - 1)`` ports), or a ring with ``m`` circuits per hop (``2 m``
@@ -53,8 +53,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from solvers.congestion import canonical_circuits
-from solvers.problem import DesignProblem
+from solvers.model.congestion import canonical_circuits
+from solvers.model.problem import DesignProblem
 
 __all__ = [
     "blocks",
@@ -74,7 +74,7 @@ def blocks(problem: DesignProblem) -> list[list[int]] | None:
     """The connected components of the problem's fixed traffic, each sorted, in order of their
     first server; ``None`` unless there are at least two, all of one size ``>= 2`` and covering
     every server."""
-    from solvers.traffic_input import topoopt_traffic
+    from solvers.baselines.traffic_input import topoopt_traffic
 
     n = problem.n
     mp = sp.csr_matrix(topoopt_traffic(problem).mp)
@@ -114,7 +114,7 @@ def block_partitions(problem: DesignProblem) -> list[list[list[int]]]:
     >>> block_partitions(p)
     [[[0, 1], [2, 3]]]
     """
-    from solvers.traffic_input import topoopt_traffic
+    from solvers.baselines.traffic_input import topoopt_traffic
 
     n = problem.n
     mp = sp.coo_matrix(topoopt_traffic(problem).mp)
@@ -244,7 +244,7 @@ def _constructions(problem: DesignProblem):
     """``(name, circuits, kind, blocks)`` of every block construction that fits, over every
     partition of :func:`block_partitions` (module docstring)."""
     from solvers.joint.local_search import fill_free_ports
-    from solvers.traffic_input import topoopt_traffic
+    from solvers.baselines.traffic_input import topoopt_traffic
 
     if problem.has_port_options:
         return
@@ -306,7 +306,7 @@ def balanced_block_rings(design, problem: DesignProblem, comps: list[list[int]] 
     position, both ways.
 
     >>> import numpy as np
-    >>> from solvers.design import Design, NodePaths
+    >>> from solvers.model.design import Design, NodePaths
     >>> p = _two_blocks([[0, 1, 2, 3]], degree=2)
     >>> c = np.array([[0, 1, 1], [0, 2, 1], [1, 3, 1], [2, 3, 1]])
     >>> ring = {"phase": p.phases[0].name, "group": 0, "members": [0, 1, 2, 3],
@@ -385,7 +385,7 @@ def block_detours(design, problem: DesignProblem, alpha: float, comps=None):
     Examples
     --------
     >>> import numpy as np
-    >>> from solvers.design import Design, NodePaths
+    >>> from solvers.model.design import Design, NodePaths
     >>> p = _two_blocks([[0, 2], [1, 3]], degree=2)
     >>> c = np.array([[0, 1, 1], [0, 2, 1], [1, 3, 1], [2, 3, 1]])
     >>> rt = NodePaths.from_lists([0], [2], [[([0, 2], 1.0)]])
@@ -395,7 +395,7 @@ def block_detours(design, problem: DesignProblem, alpha: float, comps=None):
     """
     from dataclasses import replace
 
-    from solvers.design import NodePaths
+    from solvers.model.design import NodePaths
 
     a = float(alpha)
     comps = blocks(problem) if comps is None else comps

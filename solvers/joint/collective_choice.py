@@ -36,8 +36,8 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from solvers.design import Design
-from solvers.problem import DesignProblem
+from solvers.model.design import Design
+from solvers.model.problem import DesignProblem
 from traffic.workload import Workload
 
 __all__ = [
@@ -79,7 +79,7 @@ def ring_families(
     Examples
     --------
     >>> from traffic.workload import Demand
-    >>> from solvers.topoopt_method import topoopt_design
+    >>> from solvers.baselines.topoopt_method import topoopt_design
     >>> w = Workload(gpus=4, gpus_per_server=1, demands=(
     ...     Demand("all-reduce", np.arange(4).reshape(1, 4), 4e6, "dp", "backward"),))
     >>> p = DesignProblem.from_workload(w, degree=2, link_bandwidth=1e9)
@@ -121,7 +121,7 @@ def blink_entry(
     Four servers on a ring of single circuits: the packing's all-gather moves ``3/4`` of ``S``
     into every server (``fraction`` sums to ``3``, the ring's wire bytes per byte of ``S``):
 
-    >>> from solvers.design import NodePaths
+    >>> from solvers.model.design import NodePaths
     >>> c = np.array([[0, 1, 1], [1, 2, 1], [2, 3, 1], [0, 3, 1]])
     >>> d = Design(4, 2, 1e9, c, (), NodePaths.empty(), "x", "feasible", 1.0, 0.0, 0.0, 0.0)
     >>> e = blink_entry(d, "iteration", 0, "all-gather", (0, 1, 2, 3))
@@ -206,7 +206,7 @@ def choose_collectives(
     A 4-server ring design: rings are as good as any packing there, so they are kept.
 
     >>> from traffic.workload import Demand
-    >>> from solvers.topoopt_method import topoopt_design
+    >>> from solvers.baselines.topoopt_method import topoopt_design
     >>> w = Workload(gpus=4, gpus_per_server=1, demands=(
     ...     Demand("all-reduce", np.arange(4).reshape(1, 4), 4e6, "dp", "backward"),))
     >>> p = DesignProblem.from_workload(w, degree=2, link_bandwidth=1e9)

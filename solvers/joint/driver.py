@@ -5,11 +5,11 @@ limit, with the wall-clock time limit only as a safety cap (see "Determinism" be
 
 1. :func:`check_problem` -- raise :class:`InputError` on a problem no design can serve.
 2. :func:`warm_start` -- the TopoOpt baselines (``topoopt`` and ``topoopt-released``,
-   :func:`solvers.topoopt_method.topoopt_design`); the best of them is the first incumbent, so
+   :func:`solvers.baselines.topoopt_method.topoopt_design`); the best of them is the first incumbent, so
    the result is never worse than the baseline.
 3. :func:`candidate_circuits` -- designs TopoOpt does not try: every degree split between
    AllReduce rings and MP matchings (TopoOpt rounds one split from byte ratios), rings on the
-   optimal mean-hop strides (:func:`solvers.strides.best_strides`) instead of the geometric rule,
+   optimal mean-hop strides (:func:`solvers.baselines.strides.best_strides`) instead of the geometric rule,
    and free ports filled. Each candidate is *routed by the LP* (:func:`route_design`), which also
    chooses the ring mixture of every mutable group (TopoOpt splits evenly and routes MP traffic
    on random shortest paths), and scored exactly.
@@ -64,21 +64,21 @@ from dataclasses import replace
 import numpy as np
 
 from solvers.bounds import lower_bound
-from solvers.congestion import (
+from solvers.model.congestion import (
     canonical_circuits,
     circuit_links,
     evaluate_routing,
 )
-from solvers.design import Design, merge_prewired, node_paths, ring_records, with_port_options
+from solvers.model.design import Design, merge_prewired, node_paths, ring_records, with_port_options
 from solvers.joint.exact_mip import exact_design
 from solvers.joint.flow_select import FLOW_SELECT_MAX_FLOWS, FlowScore, select_by_flow
 from solvers.joint.flow_select import score as flow_score
 from solvers.joint.local_search import fill_free_ports, improve_by_swaps
 from solvers.joint.rings import circuit_rings, hamiltonian_cycles, stride_rings
-from solvers.problem import DesignProblem
+from solvers.model.problem import DesignProblem
 from solvers.routing_lp import SharedRouting, min_hop_paths, route_circuits
-from solvers.topoopt_method import allreduce_rings, mp_matchings, topoopt_design
-from solvers.traffic_input import topoopt_traffic
+from solvers.baselines.topoopt_method import allreduce_rings, mp_matchings, topoopt_design
+from solvers.baselines.traffic_input import topoopt_traffic
 from traffic.errors import InputError
 
 __all__ = [
@@ -209,7 +209,7 @@ def candidate_circuits(
     whole = any(g.size == n for g in traffic.groups) or not traffic.groups
     left = deadline - time.perf_counter()
     if whole and left > 1.0 and top >= 4:
-        from solvers.strides import best_strides
+        from solvers.baselines.strides import best_strides
         from topoopt.fabrics import circulant_circuits
 
         for d_ar in range(top, 3, -2):

@@ -30,10 +30,10 @@ of its group's bytes ring ``c`` carries; ``f^p_{s,a} >= 0`` bytes from source ``
 
 (5) is the bilinear ``load <= B x_e T_p`` made exact by the unary expansion of ``x_e``. This is
 the whole joint problem (circuits, any weighted mixture of rings, any multi-path routing with
-host forwarding) for the congestion objective of :mod:`solvers.congestion`; it is solved on
+host forwarding) for the congestion objective of :mod:`solvers.model.congestion`; it is solved on
 MathOpt with SCIP (``GSCIP``) and proves optimality on clusters of up to about 8 servers.
 
-Reserved and pre-wired ports (:mod:`solvers.problem`): the right-hand side of (1) is server
+Reserved and pre-wired ports (:mod:`solvers.model.problem`): the right-hand side of (1) is server
 ``u``'s usable ports ``d_u = degree - reserved_u`` instead of ``d``, and (10) keeps at least the
 ``P_e`` pre-wired circuits on every pre-wired pair (``P_e <= K`` is checked by the problem).
 """
@@ -47,7 +47,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.joint.rings import hamiltonian_cycles
-from solvers.problem import DesignProblem
+from solvers.model.problem import DesignProblem
 from solvers.routing_lp import solve_matrix_program
 from traffic.errors import InputError
 
@@ -137,7 +137,7 @@ def exact_design(
     transfer sent the long way, 2/3 s (the LP-relaxation bound is tight here).
 
     >>> import numpy as np, scipy.sparse as sp
-    >>> from solvers.problem import PhaseTraffic
+    >>> from solvers.model.problem import PhaseTraffic
     >>> D = sp.csr_matrix((np.ones(3), ([0, 1, 2], [1, 2, 0])), shape=(3, 3))
     >>> r = exact_design(DesignProblem(3, 2, 1.0, (PhaseTraffic("p", [0], [], [], D),)), 2.0)
     >>> r.status, round(r.objective_s, 6), r.circuits.tolist()

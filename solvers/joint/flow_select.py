@@ -1,6 +1,6 @@
 """The joint optimizer's last step: judge the finalists with the flow model, keep the fastest.
 
-The optimizer's own objective (:mod:`solvers.congestion`: per phase, the most congested link)
+The optimizer's own objective (:mod:`solvers.model.congestion`: per phase, the most congested link)
 ranks candidates quickly, but a design is judged by the flow model: max-min fair flows, ring
 collectives as chained steps, phases in sequence. Two designs with nearly equal congestion can
 differ in simulated time, and the congestion winner is sometimes slower. So the driver keeps a
@@ -27,8 +27,8 @@ import multiprocessing
 import time
 from dataclasses import dataclass
 
-from solvers.design import Design
-from solvers.problem import DesignProblem
+from solvers.model.design import Design
+from solvers.model.problem import DesignProblem
 from traffic.workload import Workload
 
 __all__ = ["FLOW_SELECT_MAX_FLOWS", "FlowScore", "flow_times", "score", "select_by_flow"]
@@ -81,7 +81,7 @@ def flow_times(
     --------
     >>> import numpy as np
     >>> from traffic.workload import Demand, Workload
-    >>> from solvers.topoopt_method import topoopt_design
+    >>> from solvers.baselines.topoopt_method import topoopt_design
     >>> w = Workload(gpus=4, gpus_per_server=1, demands=(
     ...     Demand("all-reduce", np.arange(4).reshape(1, 4), 4e6, "dp", "backward"),))
     >>> p = DesignProblem.from_workload(w, degree=2, link_bandwidth=1e9)

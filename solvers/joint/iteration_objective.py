@@ -36,9 +36,9 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.design import Design
+from solvers.model.design import Design
 from solvers.joint.critical_path import Schedule, criticality, schedule
-from solvers.problem import DesignProblem, PhaseTraffic, _merge_groups, ring_factor
+from solvers.model.problem import DesignProblem, PhaseTraffic, _merge_groups, ring_factor
 from traffic.workload import TaskGraph, Workload
 
 __all__ = [
@@ -300,7 +300,7 @@ def two_hop_spread(circuits: np.ndarray, n: int, src: np.ndarray, dst: np.ndarra
     Returns
     -------
     list of list of (list[int], float)
-        Per pair, its ``(server path, weight)`` list (:meth:`solvers.design.NodePaths.to_lists`
+        Per pair, its ``(server path, weight)`` list (:meth:`solvers.model.design.NodePaths.to_lists`
         form).
 
     Examples
@@ -348,7 +348,7 @@ def spread_routing(design: Design, alpha: float) -> Design:
 
     Examples
     --------
-    >>> from solvers.design import NodePaths
+    >>> from solvers.model.design import NodePaths
     >>> c = np.array([[0, 1, 1], [1, 2, 1], [0, 2, 1]])
     >>> rt = NodePaths.from_lists([0], [2], [[([0, 2], 1.0)]])
     >>> d = Design(3, 2, 1.0, c, (), rt, "joint", "feasible", 1.0, 0.0, 1.0, 0.0, {})
@@ -357,7 +357,7 @@ def spread_routing(design: Design, alpha: float) -> Design:
     """
     from dataclasses import replace
 
-    from solvers.design import NodePaths
+    from solvers.model.design import NodePaths
 
     a = float(alpha)
     rt = design.routing

@@ -95,8 +95,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from solvers.congestion import canonical_circuits, evaluate_routing
-from solvers.design import Design, with_port_options
+from solvers.model.congestion import canonical_circuits, evaluate_routing
+from solvers.model.design import Design, with_port_options
 from solvers.joint.block_candidates import (
     balanced_block_rings,
     block_constructions,
@@ -113,7 +113,7 @@ from solvers.joint.iteration_objective import (
     window_count,
     window_problem,
 )
-from solvers.problem import DesignProblem
+from solvers.model.problem import DesignProblem
 from traffic.errors import InputError
 
 __all__ = [
@@ -200,7 +200,7 @@ def circulant_candidates(problem: DesignProblem, rank_by: DesignProblem) -> list
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
-    >>> from solvers.problem import PhaseTraffic
+    >>> from solvers.model.problem import PhaseTraffic
     >>> ph = PhaseTraffic("x", [0], [], [], sp.csr_matrix(np.ones((6, 6))))
     >>> p = DesignProblem(6, 4, 1e9, (ph,))
     >>> [nm for nm, _ in circulant_candidates(p, p)]
@@ -285,7 +285,7 @@ def priority_orders(problem: DesignProblem) -> list[tuple[str, ...]]:
 
     Examples
     --------
-    >>> from solvers.problem import DesignProblem
+    >>> from solvers.model.problem import DesignProblem
     >>> from traffic.load import load_workload
     >>> w = load_workload("tests/data/topoopt-taskgraphs/100candle_16.fbuf")
     >>> priority_orders(DesignProblem.from_workload(w, degree=8, link_bandwidth=12.5e9))
@@ -351,9 +351,9 @@ def iteration_design(
         objective, for comparison); with ``priorities``, ``priority_iteration_s`` (each
         baseline under each order tried) and ``priority`` (the order searched, or none).
     """
-    from solvers.expander_design import expander_design
+    from solvers.baselines.expander_design import expander_design
     from solvers.joint.driver import WORK_PER_REFILL, check_problem, joint_design
-    from solvers.topoopt_method import topoopt_design
+    from solvers.baselines.topoopt_method import topoopt_design
 
     t0 = time.perf_counter()
     time_limit = float(time_limit_s)

@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from solvers.congestion import canonical_circuits, circuit_degrees
+from solvers.model.congestion import canonical_circuits, circuit_degrees
 
 __all__ = ["fill_free_ports", "swap_candidates", "improve_by_swaps"]
 

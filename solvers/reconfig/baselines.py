@@ -144,7 +144,7 @@ def run_baseline(
 
 def run_baselines(result, workload, degree: int, link_bandwidth: float, kinds=BASELINES) -> list:
     """Every baseline at ``result``'s delay, for a :class:`~solvers.reconfig.ReconfigResult`."""
-    from solvers.problem import DesignProblem
+    from solvers.model.problem import DesignProblem
     from solvers.realise import design_workload
 
     problem = DesignProblem.from_workload(workload, int(degree), link_bandwidth)

@@ -46,8 +46,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy.sparse import csgraph, csr_matrix
 
-from solvers.congestion import canonical_circuits, link_lookup
-from solvers.design import NodePaths
+from solvers.model.congestion import canonical_circuits, link_lookup
+from solvers.model.design import NodePaths
 from topoopt.fabrics.direct_connect import direct_connect
 from topoopt.fabrics.fabric import Fabric
 from topoopt.paths import PathSet

@@ -13,7 +13,7 @@ reconfiguration takes ``delay`` seconds:
    at most ``max_phases`` are left. For a data-parallel job these are the forward and backward
    (plus gradient sync) phases; for a pipeline the 1F1B steady state and the gradient sync.
 3. **Per-phase candidates.** Each phase's server traffic (the reference flows' bytes in flight
-   during it, pro rata to time) is a one-phase :class:`~solvers.problem.DesignProblem` of fixed
+   during it, pro rata to time) is a one-phase :class:`~solvers.model.problem.DesignProblem` of fixed
    traffic, designed by every solver of ``solvers`` (names of :func:`solvers.registry.solve`,
    and ``demand``: :func:`~solvers.reconfig.demand.demand_circuits`). The static set is a
    candidate in every phase; sets that leave servers unconnected are dropped, equal ones
@@ -209,7 +209,7 @@ def phase_candidates(
     max_parallel: int | None = None,
 ) -> list[CircuitSet]:
     """The static set, then one set per solver for ``phase``'s traffic (connected, distinct)."""
-    from solvers.problem import DesignProblem, PhaseTraffic
+    from solvers.model.problem import DesignProblem, PhaseTraffic
     from solvers.reconfig.demand import demand_circuits
     from solvers.registry import solve
 
@@ -440,7 +440,7 @@ def reconfigure(
     >>> r.lower_bound_s <= r.iteration_s <= r.static_iteration_s
     True
     """
-    from solvers.problem import DesignProblem
+    from solvers.model.problem import DesignProblem
     from solvers.realise import design_workload
     from solvers.registry import SOLVERS, solve
 
@@ -616,7 +616,7 @@ def delay_sweep(
     """
     import pandas as pd
 
-    from solvers.problem import DesignProblem
+    from solvers.model.problem import DesignProblem
     from solvers.realise import design_workload
     from solvers.reconfig.baselines import BASELINES, run_baseline
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from topoopt.studies.compare import compare
+from topoopt.app.studies.compare import compare
 from traffic.taskgraph import read_taskgraph
 
 PS = 1e-12

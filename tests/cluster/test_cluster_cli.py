@@ -1,4 +1,4 @@
-"""``topoopt cluster`` through ``python -m topoopt.cli``: the JSON document, the HTML report, and
+"""``topoopt cluster`` through ``python -m topoopt.app.cli``: the JSON document, the HTML report, and
 bad input as one line with exit 2."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ ARRIVALS = SEEDS / "cluster-arrivals.yaml"
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "topoopt.cli", "cluster", *args],
+        [sys.executable, "-m", "topoopt.app.cli", "cluster", *args],
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -106,7 +106,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, doc, args, needle):
     import typer
     from click.testing import CliRunner
 
-    from topoopt.cli.app import app
+    from topoopt.app.cli.app import app
 
     r = CliRunner().invoke(
         typer.main.get_command(app),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from topoopt.report.cluster_figures import (
+from topoopt.app.report.cluster_figures import (
     changes_bars,
     cluster_page,
     job_iteration_bars,

@@ -80,7 +80,7 @@ def test_budget_exhausted_is_not_a_proof():
 def test_a_128_server_topoopt_design_is_coloured_with_8_planes():
     """TopoOpt's 8-port design of dlrm-128 (512 circuits, 8-regular) on one unit per plane: the
     Kempe-chain completion colours every circuit; the colouring is checked edge by edge."""
-    from solvers.problem import DesignProblem
+    from solvers.model.problem import DesignProblem
     from solvers.registry import solve
     from traffic.load import load_workload
 

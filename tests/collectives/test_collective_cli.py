@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from topoopt.cli.app import app
+from topoopt.app.cli.app import app
 
 runner = CliRunner()
 
@@ -89,7 +89,7 @@ def test_bad_fabric_or_design_is_one_line_exit_2(args, field):
 
 def test_design_file(tmp_path):
     """A design.json (TopoOpt's method on DLRM) is realised with its circuits and routing."""
-    from solvers.problem import DesignProblem
+    from solvers.model.problem import DesignProblem
     from solvers.registry import solve
     from traffic.load import load_workload
 

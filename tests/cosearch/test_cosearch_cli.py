@@ -19,7 +19,7 @@ cluster: {servers: 4, gpus_per_server: 2}
 
 def cli(*args):
     return subprocess.run(
-        [sys.executable, "-m", "topoopt.cli", "cosearch", *map(str, args)],
+        [sys.executable, "-m", "topoopt.app.cli", "cosearch", *map(str, args)],
         capture_output=True,
         text=True,
     )
@@ -80,7 +80,7 @@ def test_json_contract_and_report(tmp_path):
     ],
 )
 def test_bad_input_one_line_exit_2(args, field, capfd):
-    from topoopt.cli.app import app
+    from topoopt.app.cli.app import app
 
     r = CliRunner().invoke(app, ["cosearch", *args])
     out, err = capfd.readouterr()

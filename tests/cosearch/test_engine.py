@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from topoopt.studies.engine import Engine, EvaluationFailed
+from topoopt.app.studies.engine import Engine, EvaluationFailed
 from traffic.errors import InputError
 
 

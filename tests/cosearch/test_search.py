@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from topoopt.studies.cosearch.evaluate import EvalTask, compute_bound, evaluate, workload_for
-from topoopt.studies.cosearch.search import SearchConfig, cosearch, pareto_front
-from topoopt.studies.cosearch.space import Candidate, SpaceOptions, plan_space
-from topoopt.studies.engine import Engine
+from topoopt.app.studies.cosearch.evaluate import EvalTask, compute_bound, evaluate, workload_for
+from topoopt.app.studies.cosearch.search import SearchConfig, cosearch, pareto_front
+from topoopt.app.studies.cosearch.space import Candidate, SpaceOptions, plan_space
+from topoopt.app.studies.engine import Engine
 
 BASE = {
     "model": {

@@ -9,9 +9,9 @@ import math
 
 import pytest
 
-from topoopt.cli.commands.cosearch import _finite
-from topoopt.studies.cosearch import evaluate as ev
-from topoopt.studies.cosearch.space import Candidate
+from topoopt.app.cli.commands.cosearch import _finite
+from topoopt.app.studies.cosearch import evaluate as ev
+from topoopt.app.studies.cosearch.space import Candidate
 
 # llama2-7b on 4 x 8 GPUs, tp8 FSDP, m = 4: 270 buckets of 25 MB per channel
 BASE = {"model": "llama2-7b", "cluster": {"servers": 4, "gpus_per_server": 8}}

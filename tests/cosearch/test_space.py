@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from topoopt.studies.cosearch.space import (
+from topoopt.app.studies.cosearch.space import (
     RECOMPUTES,
     Candidate,
     SpaceOptions,
@@ -112,7 +112,7 @@ def test_recsys_placements_and_memory():
 
 
 def _dlrm_base():
-    from topoopt.studies.cosearch.space import base_mapping
+    from topoopt.app.studies.cosearch.space import base_mapping
     from traffic.plan import load_plan
 
     p = load_plan("dlrm")

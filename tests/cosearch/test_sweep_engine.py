@@ -1,12 +1,12 @@
-"""``topoopt.studies.sweep`` runs its points on the engine: same rows as the comparisons it
+"""``topoopt.app.studies.sweep`` runs its points on the engine: same rows as the comparisons it
 stands for, in point order, with the plan axis."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from topoopt.studies.compare import compare
-from topoopt.studies.sweep import sweep
+from topoopt.app.studies.compare import compare
+from topoopt.app.studies.sweep import sweep
 from traffic.build import workload_from_plan
 
 PLAN = {

@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from topoopt.cli.app import app
+from topoopt.app.cli.app import app
 from topoopt.fabrics import bisection, cost, direct_connect, fat_tree, torus
 
 runner = CliRunner()
@@ -90,7 +90,7 @@ def test_html(tmp_path):
 
 
 def test_figure_structure():
-    from topoopt.report.fabric_figure import fabric_figure
+    from topoopt.app.report.fabric_figure import fabric_figure
 
     fig = fabric_figure(torus("4x4"))
     names = [t.name for t in fig.data]

@@ -55,7 +55,7 @@ def test_flow_count_is_what_build_creates(w, max_buckets):
 
 def test_flow_count_with_a_design_s_rings():
     """A design's workload (each collective split into rings, coupled channel by channel)."""
-    from topoopt.studies.compare import build_fabric
+    from topoopt.app.studies.compare import build_fabric
 
     w = _fsdp()
     run = build_fabric("topoopt", w, 2, 12.5e9, seed=0)

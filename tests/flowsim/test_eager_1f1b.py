@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from topoopt.cli.app import app
+from topoopt.app.cli.app import app
 from topoopt.fabrics import ideal
 from topoopt.fabrics.fat_tree import leaf_spine
 from topoopt.flowsim.iteration import SCHEDULES, pipeline_order, simulate_iteration

@@ -8,7 +8,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from topoopt.cli.app import app
+from topoopt.app.cli.app import app
 from topoopt.flowsim.netsim_json import load_netsim, parse_netsim, run_netsim
 from traffic.errors import InputError
 

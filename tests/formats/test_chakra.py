@@ -320,7 +320,7 @@ def test_plan_to_chakra_to_traffic_keeps_bytes_by_class(tmp_path, source):
 def test_export_cli_round_trip_and_errors(tmp_path):
     def run(*args):
         return subprocess.run(
-            [sys.executable, "-m", "topoopt.cli", *args],
+            [sys.executable, "-m", "topoopt.app.cli", *args],
             capture_output=True,
             text=True,
             cwd=tmp_path,
@@ -440,7 +440,7 @@ def test_export_folder_is_removed_on_sigterm_and_collected_after_sigkill(tmp_pat
         flag = tmp_path / f"flag{int(sig)}"
         env = dict(os.environ, **{PAUSE_ENV: str(flag)})
         proc = subprocess.Popen(
-            [sys.executable, "-m", "topoopt.cli", "export", "vgg16-dp", "--format", "chakra"]
+            [sys.executable, "-m", "topoopt.app.cli", "export", "vgg16-dp", "--format", "chakra"]
             + ["--out", f"out{int(sig)}"],
             cwd=tmp_path,
             env=env,
@@ -461,7 +461,7 @@ def test_export_folder_is_removed_on_sigterm_and_collected_after_sigkill(tmp_pat
         else:
             assert tmp.exists()  # SIGKILL cannot be caught ...
             r = subprocess.run(
-                [sys.executable, "-m", "topoopt.cli", "export", "dlrm", "--format", "chakra"]
+                [sys.executable, "-m", "topoopt.app.cli", "export", "dlrm", "--format", "chakra"]
                 + ["--out", "again"],
                 cwd=tmp_path,
                 capture_output=True,

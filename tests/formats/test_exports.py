@@ -21,7 +21,7 @@ DATA = Path(__file__).parents[1] / "data" / "topoopt-taskgraphs"
 
 def run(cwd, *args):
     return subprocess.run(
-        [sys.executable, "-m", "topoopt.cli", *args], capture_output=True, text=True, cwd=cwd
+        [sys.executable, "-m", "topoopt.app.cli", *args], capture_output=True, text=True, cwd=cwd
     )
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import typer
 from click.testing import CliRunner
 
-from topoopt.cli.app import app
+from topoopt.app.cli.app import app
 
 __all__ = [
     "SEEDS",

@@ -43,7 +43,7 @@ def test_corpus_in_a_subprocess(name):
     (path,) = CORPUS.glob(name)
     kind = KINDS[path.parent.name]
     r = subprocess.run(
-        [sys.executable, "-m", "topoopt.cli", *kind.argv(path)],
+        [sys.executable, "-m", "topoopt.app.cli", *kind.argv(path)],
         capture_output=True,
         text=True,
         timeout=120,

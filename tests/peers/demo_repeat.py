@@ -36,7 +36,7 @@ def _plain(o):
 def main() -> None:
     out, n = Path(sys.argv[1]), int(sys.argv[2])
     sys.addaudithook(_audit)
-    from topoopt.studies.demo import run_demo
+    from topoopt.app.studies.demo import run_demo
 
     runs, first_rows = [], None
     for _ in range(n):

@@ -29,7 +29,7 @@ from solvers.joint.block_candidates import (
 )
 from solvers.joint.driver import route_design, to_design
 from solvers.joint.iteration_objective import iteration_time
-from solvers.problem import DesignProblem
+from solvers.model.problem import DesignProblem
 from traffic.load import load_workload
 
 ROOT = Path(__file__).resolve().parents[2]

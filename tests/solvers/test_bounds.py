@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 from solvers.bounds import ideal_switch_bound, lower_bound, lp_relaxation_bound
-from solvers.problem import DesignProblem, PhaseTraffic
+from solvers.model.problem import DesignProblem, PhaseTraffic
 from solvers.routing_lp import route_circuits
 from traffic.errors import InputError
 

@@ -25,10 +25,10 @@ import pytest
 import scipy.sparse as sp
 
 import solvers.routing_lp as routing_lp
-from solvers.congestion import canonical_circuits, circuit_links
+from solvers.model.congestion import canonical_circuits, circuit_links
 from solvers.joint.driver import joint_design
 from solvers.joint.exact_mip import exact_design
-from solvers.problem import DesignProblem, PhaseTraffic
+from solvers.model.problem import DesignProblem, PhaseTraffic
 from solvers.routing_lp import (
     FALLBACK_PATHS,
     route_circuits,
@@ -37,7 +37,7 @@ from solvers.routing_lp import (
     run_mathopt_public,
     solve_matrix_program,
 )
-from solvers.topoopt_method import topoopt_design
+from solvers.baselines.topoopt_method import topoopt_design
 from traffic.workload import Demand, Workload
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from solvers.congestion import (
+from solvers.model.congestion import (
     PhaseRouting,
     RingSet,
     canonical_circuits,
@@ -19,7 +19,7 @@ from solvers.congestion import (
     pathset_to_node_paths,
     phase_pairs,
 )
-from solvers.problem import DesignProblem, PhaseTraffic
+from solvers.model.problem import DesignProblem, PhaseTraffic
 from traffic.errors import InputError
 
 B = 10.0

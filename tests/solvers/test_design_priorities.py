@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 from test_iteration_objective import _ring_workload as _ring_dag  # the same small DAG
 
-from solvers.design import Design, NodePaths
+from solvers.model.design import Design, NodePaths
 from solvers.joint.block_candidates import block_candidates, blocks
 from solvers.joint.iteration_search import priority_orders
-from solvers.problem import DesignProblem
+from solvers.model.problem import DesignProblem
 from solvers.realise import simulate_design
 from solvers.registry import solve
 from traffic.errors import InputError
@@ -113,8 +113,8 @@ def test_priority_orders_are_the_classes_crossing_servers():
 
 
 def test_joint_with_priorities_never_slower_and_deterministic():
-    from solvers.expander_design import expander_design
-    from solvers.topoopt_method import topoopt_design
+    from solvers.baselines.expander_design import expander_design
+    from solvers.baselines.topoopt_method import topoopt_design
 
     w = _ring_dag()
     p = DesignProblem.from_workload(w, degree=3, link_bandwidth=1e9)
@@ -192,7 +192,7 @@ def test_no_blocks_without_fixed_traffic_blocks():
 def test_cli_simulate_design_honours_priority(tmp_path, candle16):
     from typer.testing import CliRunner
 
-    from topoopt.cli.app import app
+    from topoopt.app.cli.app import app
 
     run = CliRunner()
     d = tmp_path / "d.json"

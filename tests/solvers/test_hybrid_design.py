@@ -17,7 +17,7 @@ from solvers.hybrid_design import (
     hybrid_lower_bound,
     route_hybrid,
 )
-from solvers.problem import DesignProblem, PhaseTraffic
+from solvers.model.problem import DesignProblem, PhaseTraffic
 from solvers.realise import design_workload
 from topoopt.fabrics.fat_tree import fat_tree, leaf_spine
 from topoopt.fabrics.hybrid import add_optical_layer

@@ -4,7 +4,7 @@
   here and scored by an LP written independently (per-pair commodities on scipy's HiGHS, every
   directed ring of each group enumerated with itertools), and the minimum equals the MIP optimum.
 - Invariants of the driver's designs: degree <= d, routing conserves flow (re-scored by
-  solvers.congestion), objective >= lower bound, joint <= the TopoOpt baseline.
+  solvers.model.congestion), objective >= lower bound, joint <= the TopoOpt baseline.
 - Pure data parallel: within 2% of the ideal-switch bound.
 """
 
@@ -18,12 +18,12 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from solvers.bounds import ideal_switch_bound
-from solvers.congestion import evaluate_routing
-from solvers.design import Design
+from solvers.model.congestion import evaluate_routing
+from solvers.model.design import Design
 from solvers.joint.driver import joint_design
 from solvers.joint.exact_mip import exact_design
-from solvers.problem import DesignProblem, PhaseTraffic
-from solvers.topoopt_method import topoopt_design
+from solvers.model.problem import DesignProblem, PhaseTraffic
+from solvers.baselines.topoopt_method import topoopt_design
 from traffic.errors import InputError
 from traffic.workload import Demand, Workload
 

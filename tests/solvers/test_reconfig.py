@@ -214,7 +214,7 @@ def test_brute_force_best_schedule(small):
     the minimum, and every run's iteration respects the wrap rule and the lower bound."""
     w, _, runs = small
     r = runs[1e-5]
-    from solvers.problem import DesignProblem
+    from solvers.model.problem import DesignProblem
     from solvers.realise import design_workload
 
     wr = design_workload(w, r.static, DesignProblem.from_workload(w, 4, 12.5e9))
@@ -267,7 +267,7 @@ def test_bad_delay_and_degree_in_library(small):
 # ------------------------------------------------------------------ CLI
 def _cli(*args):
     return subprocess.run(
-        [sys.executable, "-m", "topoopt.cli", "reconfig", *args],
+        [sys.executable, "-m", "topoopt.app.cli", "reconfig", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -8,8 +8,8 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from solvers.congestion import canonical_circuits, circuit_links, evaluate_routing
-from solvers.problem import DesignProblem, PhaseTraffic
+from solvers.model.congestion import canonical_circuits, circuit_links, evaluate_routing
+from solvers.model.problem import DesignProblem, PhaseTraffic
 from solvers.routing_lp import (
     merge_paths,
     route_circuits,

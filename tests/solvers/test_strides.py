@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from solvers.strides import (
+from solvers.baselines.strides import (
     best_strides,
     canonical_strides,
     circulant_distances,
@@ -28,7 +28,7 @@ from solvers.strides import (
     select_permutations,
     totient_perms,
 )
-from topoopt.cli.app import app
+from topoopt.app.cli.app import app
 from traffic.errors import InputError
 
 # (n, d): strides, diameter, mean hops -- the reference table of topoopt-method.md

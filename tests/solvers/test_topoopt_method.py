@@ -1,7 +1,7 @@
 """The TopoOpt baseline (TopologyFinder) and the expander baseline.
 
 Invariants first (ports, rings are single cycles over their group, perfect matchings, routing
-feasible and re-scored by solvers.congestion), then hand-computed values (the c/(c+1) discount
+feasible and re-scored by solvers.model.congestion), then hand-computed values (the c/(c+1) discount
 on 4 servers, the degree split) and brute force (coin change).
 """
 
@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from solvers.congestion import evaluate_routing
-from solvers.design import Design, NodePaths
-from solvers.expander_design import expander_design, random_regular_circuits
-from solvers.problem import DesignProblem
-from solvers.topoopt_method import (
+from solvers.model.congestion import evaluate_routing
+from solvers.model.design import Design, NodePaths
+from solvers.baselines.expander_design import expander_design, random_regular_circuits
+from solvers.model.problem import DesignProblem
+from solvers.baselines.topoopt_method import (
     candidate_pairs,
     coin_change,
     degree_split,
@@ -347,7 +347,7 @@ def test_path_draws_merge_duplicates_like_a_per_pair_unique():
     src = rng.integers(0, n, 200)
     dst = (src + rng.integers(1, n, 200)) % n
     got = sample_shortest_paths(c, n, src, dst, k=4, seed=7)
-    from solvers.topoopt_method import hop_distances
+    from solvers.baselines.topoopt_method import hop_distances
 
     dist = hop_distances(c, n)
     lists = got.to_lists()

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from topoopt.cli.app import app
+from topoopt.app.cli.app import app
 from topoopt.fabrics import direct_connect
 from topoopt.fabrics.cost import cost, cost_equivalent_fat_tree, load_prices
 from topoopt.flowsim.iteration import simulate_iteration
-from topoopt.studies.breakeven import MODES, breakeven
-from topoopt.studies.compare import FabricRun, compare
+from topoopt.app.studies.breakeven import MODES, breakeven
+from topoopt.app.studies.compare import FabricRun, compare
 from traffic.errors import InputError
 from traffic.load import load_workload
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from topoopt.fabrics.cost import COMPONENTS, load_prices
-from topoopt.studies.compare import compare
+from topoopt.app.studies.compare import compare
 from traffic.load import load_workload
 
 B = 12.5e9  # 100 Gbps
@@ -99,7 +99,7 @@ def test_cost_equivalent_explains_itself(table):
 
 
 def test_cost_figures(table):
-    from topoopt.report.cost_figures import breakeven_curve, cost_breakdown_bars
+    from topoopt.app.report.cost_figures import breakeven_curve, cost_breakdown_bars
 
     t = table.reset_index()
     fig = cost_breakdown_bars(t, "capex")
@@ -130,7 +130,7 @@ def test_compare_cli_reports_costs_in_json_and_csv(tmp_path):
 
     from typer.testing import CliRunner
 
-    from topoopt.cli.app import app
+    from topoopt.app.cli.app import app
 
     out = tmp_path / "t.csv"
     r = CliRunner().invoke(
@@ -161,7 +161,7 @@ def test_compare_cli_json_mixes_designed_and_plain_fabrics():
     which the strict writer refused: ``compare dlrm --json`` with its default fabrics exited 2)."""
     from typer.testing import CliRunner
 
-    from topoopt.cli.app import app
+    from topoopt.app.cli.app import app
 
     r = CliRunner().invoke(
         app, ["compare", "dlrm", "--fabrics", "ideal,topoopt,fat-tree", "--degree", "4", "--json"]

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from topoopt.cli.app import app
+from topoopt.app.cli.app import app
 from traffic.build import workload_from_plan
 from traffic.errors import InputError
 from traffic.expand import server_matrix

@@ -13,7 +13,7 @@ import pytest
 from test_bad_plans import CASES
 from typer.testing import CliRunner
 
-from topoopt.cli.app import app
+from topoopt.app.cli.app import app
 from traffic.expand import server_matrix
 from traffic.load import load_workload
 
@@ -119,7 +119,7 @@ def test_bad_plans_exit_2_one_line_no_output(tmp_path, label, text, field, hint)
 
 
 def test_real_process_exit_codes(tmp_path):
-    exe = [sys.executable, "-m", "topoopt.cli", "traffic"]
+    exe = [sys.executable, "-m", "topoopt.app.cli", "traffic"]
     bad = tmp_path / "bad.yaml"
     bad.write_text("model: gpt-5\nparallelism: {}\ncluster: {servers: 1, gpus_per_server: 8}\n")
     r = subprocess.run([*exe, str(bad), "--json"], capture_output=True, text=True)

@@ -1,0 +1,553 @@
+"""The result of every optical-design solver: circuits, rings, routing, and how good it is.
+
+A :class:`Design` is independent of any fabric's link numbering: its routing is a list of paths
+written as server-node sequences (:class:`NodePaths`, CSR arrays), one set of paths per server
+pair that carries traffic, the same in every phase. :meth:`Design.phase_routings` turns it into
+the per-phase :class:`solvers.model.congestion.PhaseRouting` (link-id paths) that
+:func:`solvers.model.congestion.evaluate_routing` reads, and :meth:`Design.to_json` /
+:meth:`Design.from_json` read and write ``design.json``.
+
+Designs of a problem with reserved or pre-wired ports (:mod:`solvers.model.problem`) record them
+(``reserved_ports``, ``prewired``); :func:`check_ports` checks a design against them and
+:func:`merge_prewired` adds the pre-wired circuits to a construction.
+
+Units: bytes/s for ``link_bandwidth``, seconds for ``objective_s``, ``lower_bound_s``,
+``wall_s``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from solvers.model.congestion import (
+    PhaseRouting,
+    RingSet,
+    canonical_circuits,
+    circuit_degrees,
+    circuit_links,
+    link_lookup,
+)
+from solvers.model.problem import DesignProblem, check_within_ports
+from topoopt.paths import PathSet
+from traffic.errors import InputError
+
+__all__ = [
+    "NodePaths",
+    "Design",
+    "design_document",
+    "parse_design_document",
+    "design_fields",
+    "merge_prewired",
+    "check_ports",
+    "with_port_options",
+    "node_paths",
+    "ring_records",
+    "check_prewired_present",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class NodePaths:
+    """Weighted paths between server pairs, as server-node sequences (CSR).
+
+    Attributes
+    ----------
+    src, dst : numpy.ndarray
+        ``int64 (K,)``: commodity ``k`` is the ordered server pair ``(src[k], dst[k])``.
+    commodity_ptr : numpy.ndarray
+        ``int64 (K+1,)``: paths of commodity ``k`` are ``commodity_ptr[k]:commodity_ptr[k+1]``.
+    path_ptr : numpy.ndarray
+        ``int64 (P+1,)``: path ``p`` visits ``nodes[path_ptr[p]:path_ptr[p+1]]`` (source first,
+        destination last, so a path of ``h`` hops has ``h + 1`` nodes).
+    nodes : numpy.ndarray
+        ``int64`` server ids.
+    weight : numpy.ndarray
+        ``float64 (P,)``: fraction of the commodity on each path (sum 1 per commodity).
+
+    Examples
+    --------
+    >>> p = NodePaths.from_lists([0], [2], [[([0, 1, 2], 1.0)]])
+    >>> p.path_lengths().tolist(), p.to_lists()
+    ([2], [[([0, 1, 2], 1.0)]])
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    commodity_ptr: np.ndarray
+    path_ptr: np.ndarray
+    nodes: np.ndarray
+    weight: np.ndarray
+
+    def __post_init__(self) -> None:
+        for name in ("src", "dst", "commodity_ptr", "path_ptr", "nodes"):
+            object.__setattr__(self, name, np.ascontiguousarray(getattr(self, name), np.int64))
+        object.__setattr__(self, "weight", np.ascontiguousarray(self.weight, np.float64))
+        k, p = self.src.shape[0], self.weight.shape[0]
+        if self.dst.shape != (k,) or self.commodity_ptr.shape != (k + 1,):
+            raise InputError("routing.commodity_ptr", self.commodity_ptr.shape, f"({k + 1},)")
+        if self.commodity_ptr[-1] != p or self.path_ptr.shape != (p + 1,):
+            raise InputError("routing.path_ptr", self.path_ptr.shape, f"({p + 1},)")
+        if self.path_ptr[-1] != self.nodes.shape[0]:
+            raise InputError("routing.nodes", self.nodes.shape, "path_ptr[-1] nodes")
+        if p and np.any(np.diff(self.path_ptr) < 2):
+            raise InputError("routing.path_ptr", "a path of < 2 nodes", "paths of >= 1 hop")
+
+    @classmethod
+    def empty(cls) -> NodePaths:
+        z = np.zeros(0, np.int64)
+        return cls(z, z, np.zeros(1, np.int64), np.zeros(1, np.int64), z, np.zeros(0))
+
+    @classmethod
+    def from_lists(cls, src, dst, paths: list[list[tuple[list[int], float]]]) -> NodePaths:
+        """Build from per-commodity lists of ``(nodes, weight)``."""
+        cptr = np.zeros(len(paths) + 1, np.int64)
+        cptr[1:] = np.cumsum([len(pl) for pl in paths]) if paths else []
+        flat = [(list(nodes), float(w)) for pl in paths for nodes, w in pl]
+        pptr = np.zeros(len(flat) + 1, np.int64)
+        pptr[1:] = np.cumsum([len(n) for n, _ in flat]) if flat else []
+        nodes = np.concatenate([np.asarray(n, np.int64) for n, _ in flat]) if flat else []
+        return cls(src, dst, cptr, pptr, np.asarray(nodes, np.int64), [w for _, w in flat])
+
+    def to_lists(self) -> list[list[tuple[list[int], float]]]:
+        """Per-commodity lists of ``(nodes, weight)``."""
+        out = []
+        for k in range(self.n_commodities):
+            out.append(
+                [
+                    (
+                        self.nodes[self.path_ptr[p] : self.path_ptr[p + 1]].tolist(),
+                        float(self.weight[p]),
+                    )
+                    for p in range(self.commodity_ptr[k], self.commodity_ptr[k + 1])
+                ]
+            )
+        return out
+
+    @property
+    def n_commodities(self) -> int:
+        return int(self.src.shape[0])
+
+    @property
+    def n_paths(self) -> int:
+        return int(self.weight.shape[0])
+
+    def path_lengths(self) -> np.ndarray:
+        """Hops of every path."""
+        return np.diff(self.path_ptr) - 1
+
+    def path_commodity(self) -> np.ndarray:
+        """Commodity of every path."""
+        return np.repeat(np.arange(self.n_commodities), np.diff(self.commodity_ptr))
+
+    def hops(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(u, v)`` of every hop of every path, in path order (vectorised)."""
+        last = np.zeros(self.nodes.shape[0], bool)
+        last[self.path_ptr[1:] - 1] = True
+        idx = np.flatnonzero(~last)
+        return self.nodes[idx], self.nodes[idx + 1]
+
+    def to_pathset(self, link_src: np.ndarray, link_dst: np.ndarray, n: int) -> PathSet:
+        """The same paths over directed link ids (``link_src``/``link_dst`` of a link table).
+
+        Raises
+        ------
+        InputError
+            If a hop joins two servers with no link between them.
+        """
+        u, v = self.hops()
+        ids = link_lookup(link_src, link_dst, n)(u, v)
+        if np.any(ids < 0):
+            bad = int(np.flatnonzero(ids < 0)[0])
+            raise InputError("routing", f"hop {int(u[bad])}->{int(v[bad])}", "hops over circuits")
+        return PathSet(
+            self.src,
+            self.dst,
+            self.commodity_ptr,
+            self.path_ptr - np.arange(self.path_ptr.shape[0]),
+            ids,
+            self.weight,
+        )
+
+    def to_dict(self) -> dict[str, list]:
+        return {
+            "src": self.src.tolist(),
+            "dst": self.dst.tolist(),
+            "commodity_ptr": self.commodity_ptr.tolist(),
+            "path_ptr": self.path_ptr.tolist(),
+            "nodes": self.nodes.tolist(),
+            "weight": self.weight.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> NodePaths:
+        try:
+            return cls(
+                *(d[k] for k in ("src", "dst", "commodity_ptr", "path_ptr", "nodes")), d["weight"]
+            )
+        except KeyError as exc:
+            raise InputError(
+                "design.routing", f"missing {exc.args[0]!r}", "the NodePaths keys"
+            ) from None
+
+
+@dataclass(frozen=True, eq=False)
+class Design:
+    """An optical design: the circuits, the rings of mutable groups, the routing, the scores.
+
+    Attributes
+    ----------
+    servers : int
+    degree : int
+        Ports per server.
+    link_bandwidth : float
+        Bytes/s of one circuit, each direction.
+    circuits : numpy.ndarray
+        ``int64 (E, 3)`` rows ``[u, v, count]``, ``u < v``, sorted and merged.
+    rings : tuple of dict
+        One per directed ring: ``{"phase": name, "group": index in that phase,
+        "members": sorted servers, "order": servers in ring order, "stride": int or None,
+        "weight": fraction of the group's bytes, "virtual": bool (steps forwarded by hosts)}``.
+    routing : NodePaths
+        Paths of every server pair that carries bytes (fixed traffic and ring steps).
+    solver, status : str
+    objective_s, lower_bound_s, gap, wall_s : float
+    info : dict
+        Solver-specific facts (degree split, strides, seeds, ...), JSON-ready.
+    reserved_ports : numpy.ndarray, optional
+        ``int64 (n,)`` ports per server the problem reserved (``None``: no option given).
+    prewired : numpy.ndarray, optional
+        ``int64 (k, 3)`` pre-wired circuits of the problem (``None``: no option given).
+    collectives : tuple of dict
+        Schedules picked instead of the rings for some collectives (default none):
+        ``{"phase", "group", "collective", "algorithm": "blink", "members": sorted servers,
+        "src", "dst": positions in members, "fraction": bytes per byte of S, "info": dict}``
+        (:mod:`solvers.joint.collective_choice`; simulated through
+        :func:`solvers.realise.design_workload`).
+    priority : tuple of str
+        Traffic classes served first, highest first (default none: every link shared max-min
+        fairly by all flows). A design that sets it is simulated with these strict priority
+        levels (:func:`topoopt.flowsim.priorities.priority_levels`; the hosts' or NICs'
+        per-class queues, which host-forwarded direct-connect fabrics have). Chosen by the joint
+        optimizer's ``priorities`` option (:mod:`solvers.joint.iteration_search`).
+    """
+
+    servers: int
+    degree: int
+    link_bandwidth: float
+    circuits: np.ndarray
+    rings: tuple[dict, ...]
+    routing: NodePaths
+    solver: str
+    status: str
+    objective_s: float
+    lower_bound_s: float
+    gap: float
+    wall_s: float
+    info: Mapping[str, Any] = field(default_factory=dict)
+    reserved_ports: np.ndarray | None = None
+    prewired: np.ndarray | None = None
+    collectives: tuple[dict, ...] = ()
+    priority: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        n = int(self.servers)
+        object.__setattr__(self, "collectives", tuple(self.collectives))
+        object.__setattr__(self, "priority", tuple(self.priority))
+        object.__setattr__(self, "circuits", canonical_circuits(self.circuits, n))
+        if self.reserved_ports is not None:
+            r = np.asarray(self.reserved_ports, np.int64).reshape(-1)
+            if r.shape != (n,):
+                raise InputError("reserved_ports", f"{r.size} values", f"{n} values")
+            object.__setattr__(self, "reserved_ports", r)
+        if self.prewired is not None:
+            object.__setattr__(self, "prewired", canonical_circuits(self.prewired, n))
+        object.__setattr__(self, "rings", tuple(self.rings))
+        deg = self.port_usage()
+        if np.any(deg > self.degree):
+            i = int(np.argmax(deg))
+            raise InputError(f"circuits (server {i})", int(deg[i]), f"<= {self.degree} ports")
+
+    def port_usage(self) -> np.ndarray:
+        """Ports used at each server."""
+        return circuit_degrees(self.circuits, self.servers)
+
+    def phase_routings(self, problem: DesignProblem) -> tuple[PhaseRouting, ...]:
+        """Per-phase rings and link-id paths for :func:`solvers.model.congestion.evaluate_routing`."""
+        src, dst, _ = circuit_links(self.circuits, self.link_bandwidth)
+        paths = self.routing.to_pathset(src, dst, self.servers)
+        out = []
+        for ph in problem.phases:
+            mine = [r for r in self.rings if r["phase"] == ph.name]
+            rings = RingSet.from_lists([(r["group"], r["weight"], r["order"]) for r in mine])
+            out.append(PhaseRouting(rings, paths))
+        return tuple(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        return design_document(self)
+
+    def to_json(self) -> str:
+        """``design.json`` text (one JSON document)."""
+        return json.dumps(self.to_dict(), indent=1, allow_nan=False)  # strict JSON
+
+    @classmethod
+    def from_json(cls, text: str) -> Design:
+        """Read ``design.json`` text.
+
+        Raises
+        ------
+        InputError
+            Not JSON, or a key is missing.
+        """
+        fields, _ = parse_design_document(text, "a design document")
+        return cls(**fields)
+
+
+def _finite_or_null(obj: Any) -> Any:
+    """``info`` as strict JSON: a fact that is undefined (NaN: e.g. an iteration time without a
+    compute model) or unbounded (-inf: no bound) is written as ``null``; numpy values become plain.
+
+    >>> _finite_or_null({"a": float("nan"), "b": [1.5, float("-inf")], "c": np.int64(2)})
+    {'a': None, 'b': [1.5, None], 'c': 2}
+    """
+    if isinstance(obj, dict):
+        return {k: _finite_or_null(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite_or_null(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _finite_or_null(obj.tolist())
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        f = float(obj)
+        return f if np.isfinite(f) else None
+    return obj
+
+
+def design_document(design) -> dict[str, Any]:
+    """The ``design.json`` keys every design type shares (servers ... wall_s, info), plus
+    ``reserved_ports`` and ``prewired`` when the design records them."""
+    doc = {
+        "servers": int(design.servers),
+        "degree": int(design.degree),
+        "link_bandwidth": float(design.link_bandwidth),
+        "circuits": design.circuits.tolist(),
+        "rings": [dict(r) for r in design.rings],
+        "routing": design.routing.to_dict(),
+        "solver": design.solver,
+        "status": design.status,
+        "objective_s": float(design.objective_s),
+        "lower_bound_s": float(design.lower_bound_s),
+        "gap": float(design.gap),
+        "wall_s": float(design.wall_s),
+        "info": _finite_or_null(dict(design.info)),
+    }
+    for key in ("reserved_ports", "prewired"):
+        value = getattr(design, key, None)
+        if value is not None:
+            doc[key] = np.asarray(value).tolist()
+    if getattr(design, "collectives", ()):  # absent when none: older files stay identical
+        doc["collectives"] = [_finite_or_null(dict(c)) for c in design.collectives]
+    if getattr(design, "priority", ()):  # absent when none: older files stay identical
+        doc["priority"] = list(design.priority)
+    return doc
+
+
+def parse_design_document(
+    text: str, what: str, name: str = "design.json"
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The shared fields of ``design.json`` text as constructor keywords, and the whole document.
+
+    The text is decoded strictly and validated by the schema of :mod:`solvers.model.design_schema`
+    (a hybrid design when it has an ``electrical`` key).
+
+    Raises
+    ------
+    InputError
+        Not strict JSON, or a field missing, unknown, of the wrong type, out of range or
+        inconsistent (``what`` names the expected document, ``name`` the file).
+    """
+    from solvers.model.design_schema import validate_design_document
+    from traffic.decode import parse_json
+
+    d = parse_json(text, name)
+    if not isinstance(d, dict):
+        raise InputError(name, type(d).__name__, what)
+    hybrid = "electrical" in d or "hybrid" in what  # a hybrid document was asked for
+    doc = validate_design_document(d, name, hybrid)
+    return design_fields(doc), d
+
+
+def design_fields(doc) -> dict[str, Any]:
+    """Constructor keywords of :class:`Design` from a validated
+    :class:`solvers.model.design_schema.DesignDocument` (arrays as numpy)."""
+    r = doc.routing
+    fields: dict[str, Any] = {
+        "servers": doc.servers,
+        "degree": doc.degree,
+        "link_bandwidth": doc.link_bandwidth,
+        "circuits": np.asarray(doc.circuits, np.int64).reshape(-1, 3),
+        "rings": tuple(ring.model_dump() for ring in doc.rings),
+        "routing": NodePaths(
+            r.src, r.dst, r.commodity_ptr, r.path_ptr, np.asarray(r.nodes, np.int64), r.weight
+        ),
+        "solver": doc.solver,
+        "status": doc.status,
+        "objective_s": doc.objective_s,
+        "lower_bound_s": doc.lower_bound_s,
+        "gap": doc.gap,
+        "wall_s": doc.wall_s,
+        "info": dict(doc.info),
+    }
+    if doc.reserved_ports is not None:
+        fields["reserved_ports"] = np.asarray(doc.reserved_ports, np.int64)
+    if doc.prewired is not None:
+        fields["prewired"] = np.asarray(doc.prewired, np.int64).reshape(-1, 3)
+    if doc.collectives is not None:
+        fields["collectives"] = tuple(c.model_dump() for c in doc.collectives)
+    if getattr(doc, "priority", None) is not None:
+        fields["priority"] = tuple(doc.priority)
+    return fields
+
+
+def merge_prewired(circuits, problem: DesignProblem) -> np.ndarray:
+    """``circuits`` (a construction on the free ports) plus the problem's pre-wired circuits.
+
+    Counts add up; on a pre-wired pair the sum is cut back to ``max(pair_cap, c)`` (``c`` the
+    construction's own count), so the pre-wired count is always kept and no pair goes above
+    both the cap and what the construction itself asked for. The ports this frees are left for
+    :func:`solvers.joint.local_search.fill_free_ports`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from solvers.model.problem import DesignProblem, PhaseTraffic
+    >>> ph = PhaseTraffic("p", [0], [], [], sp.csr_matrix((4, 4)))
+    >>> p = DesignProblem(4, 3, 1.0, (ph,), max_parallel=1, prewired=[[0, 1, 1]])
+    >>> merge_prewired([[0, 1, 1], [1, 2, 1]], p).tolist()
+    [[0, 1, 1], [1, 2, 1]]
+    """
+    n = problem.n
+    c = canonical_circuits(circuits, n)
+    pre = problem.prewired_circuits()
+    if not pre.size:
+        return c
+    both = canonical_circuits(np.vstack([c, pre]), n)
+    own = {(u, v): k for u, v, k in c.tolist()}
+    wired = {(u, v) for u, v, _ in pre.tolist()}
+    cap = problem.pair_cap
+    for r, (u, v, k) in enumerate(both.tolist()):
+        if (u, v) in wired:
+            both[r, 2] = min(k, max(cap, own.get((u, v), 0)))
+    return both
+
+
+def check_ports(design, problem: DesignProblem) -> None:
+    """Raise :class:`InputError` when ``design`` breaks ``problem``'s port options.
+
+    ``design`` is a :class:`Design` (or anything with ``circuits``) or a circuit array. Checked:
+    every server uses at most ``degree - reserved`` ports, and every pre-wired pair has at
+    least its pre-wired count.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> from solvers.model.problem import DesignProblem, PhaseTraffic
+    >>> ph = PhaseTraffic("p", [0], [], [], sp.csr_matrix((4, 4)))
+    >>> p = DesignProblem(4, 2, 1.0, (ph,), reserved=[1, 0, 0, 0], prewired=[[1, 2, 1]])
+    >>> check_ports([[1, 2, 1], [0, 3, 1]], p)
+    >>> for bad in ([[0, 1, 1], [0, 3, 1], [1, 2, 1]], [[0, 3, 1]]):
+    ...     try:
+    ...         check_ports(bad, p)
+    ...     except InputError as exc:
+    ...         print(exc.field, exc.value)
+    circuits (server 0) 2
+    circuits (pre-wired pair 1-2) 0
+    """
+    n = problem.n
+    circuits = getattr(design, "circuits", design)
+    c = canonical_circuits(circuits, n)
+    used = circuit_degrees(c, n)
+    check_within_ports("circuits", used, problem.usable_ports(), problem.degree)
+    check_prewired_present(c, problem.prewired_circuits())
+
+
+def check_prewired_present(circuits: np.ndarray, prewired: np.ndarray) -> None:
+    """Raise :class:`InputError` when a canonical ``[u, v, count]`` circuit list has fewer
+    circuits on some pre-wired pair than ``prewired`` (canonical too) requires.
+
+    Examples
+    --------
+    >>> check_prewired_present(np.array([[0, 1, 2]]), np.array([[0, 1, 1]]))
+    >>> check_prewired_present(np.array([[0, 1, 1]]), np.array([[1, 2, 1]]))
+    Traceback (most recent call last):
+    ...
+    traffic.errors.InputError: circuits (pre-wired pair 1-2): got 0; allowed: at least the 1 pre-wired circuit(s)
+    """  # noqa: E501
+    if not prewired.size:
+        return
+    have = {(int(u), int(v)): int(k) for u, v, k in np.asarray(circuits).tolist()}
+    for u, v, k in prewired.tolist():
+        if have.get((u, v), 0) < k:
+            raise InputError(
+                f"circuits (pre-wired pair {u}-{v})",
+                have.get((u, v), 0),
+                f"at least the {k} pre-wired circuit(s)",
+            )
+
+
+def with_port_options(design: Design, problem: DesignProblem) -> Design:
+    """``design`` checked by :func:`check_ports` and recording ``problem``'s port options.
+
+    A problem without options returns ``design`` unchanged.
+    """
+    if problem.reserved is None and problem.prewired is None:
+        return design
+    check_ports(design, problem)
+    reserved = problem.reserved if problem.reserved is not None else np.zeros(problem.n, int)
+    return replace(design, reserved_ports=reserved, prewired=problem.prewired_circuits())
+
+
+def node_paths(paths: PathSet, link_dst: np.ndarray) -> NodePaths:
+    """A link-level :class:`~topoopt.paths.PathSet` as server-level :class:`NodePaths` (each
+    path's source, then the head of each of its links, ``link_dst``)."""
+    lens = paths.path_lengths()
+    pptr = np.zeros(paths.n_paths + 1, np.int64)
+    pptr[1:] = np.cumsum(lens + 1)
+    nodes = np.empty(int(pptr[-1]), np.int64)
+    nodes[pptr[:-1]] = paths.src[paths.path_commodity()]
+    mask = np.ones(nodes.size, bool)
+    mask[pptr[:-1]] = False
+    nodes[mask] = link_dst[paths.path_links]
+    return NodePaths(paths.src, paths.dst, paths.commodity_ptr, pptr, nodes, paths.weight)
+
+
+def ring_records(problem: DesignProblem, ring_sets, have: set[int]) -> list[dict]:
+    """design.json ``rings`` entries of one :class:`~solvers.model.congestion.RingSet` per phase;
+    ``have`` holds ``u * n + v`` for every circuit direction, so a ring with a step that has
+    no circuit is marked ``virtual`` (it is forwarded over other circuits)."""
+    out = []
+    n = problem.n
+    for ph, rs in zip(problem.phases, ring_sets, strict=True):
+        for r in range(rs.n_rings):
+            o = rs.order(r)
+            steps = (o * n + np.roll(o, -1)).tolist()
+            out.append(
+                {
+                    "phase": ph.name,
+                    "group": int(rs.group[r]),
+                    "members": ph.group(int(rs.group[r])).tolist(),
+                    "order": o.tolist(),
+                    "stride": None,
+                    "weight": float(rs.weight[r]),
+                    "virtual": bool(any(x not in have for x in steps)),
+                }
+            )
+    return out

@@ -1,0 +1,98 @@
+"""``topoopt cluster JOBS.yaml``: jobs placed on disjoint servers of a shared OCS cluster, each
+designed within its servers' ports on realisable circuits (:mod:`topoopt.app.studies.cluster`)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from topoopt.app.cli.common import emit_json, handle_errors, prepare_output, stdout, write_output_text
+from topoopt.units import gbps_to_bytes_per_s
+from traffic.errors import InputError
+
+__all__ = ["register", "cluster_command"]
+
+
+@handle_errors
+def cluster_command(
+    jobs: Annotated[Path, typer.Argument(help="Jobs file (YAML/JSON): jobs: [{name, plan}]")],
+    servers: Annotated[int, typer.Option(help="Servers of the cluster")],
+    degree: Annotated[int, typer.Option(help="Optical ports per server")] = 4,
+    link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps")] = 100.0,
+    ocs_radix: Annotated[
+        int | None, typer.Option(help="Ports of one OCS unit (default: one unit per port index)")
+    ] = None,
+    arrivals: Annotated[
+        Path | None, typer.Option(help="Events file: [{time_s, arrive: {name, plan} | depart}]")
+    ] = None,
+    solver: Annotated[str, typer.Option(help="Per-job solver (topoopt, joint, ...)")] = "topoopt",
+    work_limit: Annotated[
+        float, typer.Option(help="Deterministic work budget of each joint solve")
+    ] = 1.0,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
+    html: Annotated[Path | None, typer.Option(help="Write an HTML report")] = None,
+    force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
+) -> None:
+    """Per-job iteration time on a shared OCS cluster against each job alone on an ideal switch."""
+    from solvers.registry import SOLVERS
+    from topoopt.app.studies.cluster import run_cluster
+
+    if solver not in SOLVERS:
+        raise InputError("--solver", solver, f"one of {', '.join(SOLVERS)}")
+    if not (work_limit > 0 and math.isfinite(work_limit)):
+        raise InputError("--work-limit", work_limit, "a finite number > 0")
+    if servers < 1 or servers > 1_000_000:
+        raise InputError("--servers", servers, "an integer from 1 to 1,000,000")
+    if degree < 1 or degree > 1024:
+        raise InputError("--degree", degree, "an integer from 1 to 1024")
+    if servers * degree > 2**24:
+        raise InputError("--servers x --degree", servers * degree, "at most 2^24 ports")
+    if ocs_radix is not None and ocs_radix < 2:
+        raise InputError("--ocs-radix", ocs_radix, "an integer >= 2 (ports of one OCS unit)")
+    prepare_output(html, force, "--html")
+    # progress is held back until the run succeeds: an error must leave one line on stderr
+    lines: list[str] = []
+    res = run_cluster(
+        jobs, servers, degree, gbps_to_bytes_per_s(link_gbps),
+        ocs_radix=ocs_radix, arrivals=arrivals, solver=solver, seed=seed,
+        work_limit=work_limit if solver == "joint" else None,
+        progress=lines.append,
+    )  # fmt: skip
+    for m in lines:
+        print(m, file=sys.stderr)
+    if html is not None:
+        from topoopt.app.report.cluster_figures import cluster_page
+
+        write_output_text(html, cluster_page(res))
+    if as_json:
+        emit_json(res)
+        return
+    t = Table(title=f"{len(res['jobs'])} jobs on {servers} servers, {degree} x {link_gbps:g} Gbps")
+    for head in ("job", "servers", "iteration ms", "ideal switch ms", "slowdown", "repaired"):
+        t.add_column(head, justify="right", no_wrap=True)
+    for j in res["jobs"]:
+        t.add_row(
+            j["name"],
+            f"{j['servers'][0]}..{j['servers'][-1]}",
+            f"{j['iteration_s'] * 1e3:.4g}",
+            f"{j['alone_ideal_s'] * 1e3:.4g}",
+            f"{j['slowdown']:.3f}",
+            str(j["repaired_circuits"]),
+        )
+    stdout.print(t)
+    for e in res.get("events", []):
+        stdout.print(
+            f"t={e['time_s']:g} s {e['event']} {e['job']}: {e['changed_circuits']} running "
+            f"circuits changed, {e['added_circuits']} added"
+            + (" (re-planned)" if e["replanned"] else "")
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("cluster")(cluster_command)

@@ -1,0 +1,132 @@
+"""``topoopt compare PLAN --fabrics LIST``: one row per fabric, judged by the flow model."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from topoopt.app.cli.common import (
+    PriorityOption,
+    SplitAllreduceOption,
+    emit_json,
+    handle_errors,
+    prepare_output,
+    stdout,
+    to_jsonable,
+    write_output_text,
+    write_output_with,
+)
+from topoopt.units import gbps_to_bytes_per_s
+
+__all__ = ["register", "compare_command"]
+
+# Every name topoopt.app.studies.compare.FABRICS accepts (tests/test_cli.py checks they agree; the
+# list is written out so that --help does not import the study).
+ALL_FABRICS = (
+    "ideal",
+    "fat-tree",
+    "fat-tree-oversub",
+    "fat-tree-cost-equivalent",
+    "torus",
+    "expander",
+    "topoopt",
+    "topoopt-released",
+    "topoopt-best",
+    "joint",
+    "hybrid",
+    "fat-tree-ina",
+    "hybrid-ina",
+)
+DEFAULT_FABRICS = "ideal,fat-tree,fat-tree-oversub,torus,expander,topoopt,topoopt-best,joint"
+
+
+@handle_errors
+def compare_command(
+    plan: Annotated[str, typer.Argument(help="Plan file, embedded plan name, or .fbuf")],
+    fabrics: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated fabrics, any of: "
+            + ", ".join(ALL_FABRICS)
+            + ". Default: "
+            + DEFAULT_FABRICS.replace(",", ", "),
+            show_default=False,
+        ),
+    ] = DEFAULT_FABRICS,
+    degree: Annotated[int, typer.Option(help="Ports per server")] = 8,
+    link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps")] = 100.0,
+    oversubscription: Annotated[float, typer.Option(help="Of fat-tree-oversub / hybrid")] = 4.0,
+    time_limit: Annotated[float, typer.Option(help="Seconds for the joint optimizer")] = 30.0,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = 0,
+    prices: Annotated[
+        str | None,
+        typer.Option(help="Price table: a YAML file merged over the defaults, or a preset name"),
+    ] = None,
+    preset: Annotated[
+        str | None, typer.Option(help="Named price table (topoopt-paper), see docs/costs.md")
+    ] = None,
+    priority: PriorityOption = None,
+    split_allreduce: SplitAllreduceOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
+    csv: Annotated[Path | None, typer.Option(help="Write the table as CSV")] = None,
+    html: Annotated[Path | None, typer.Option(help="Write the interactive report")] = None,
+    force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
+) -> None:
+    """Iteration, communication and exposed time, capex, power, perf/$, ratio to ideal."""
+    from topoopt.app.studies.compare import compare, json_rows
+    from traffic.load import load_workload
+
+    prepare_output(csv, force, "--csv")
+    prepare_output(html, force, "--html")
+    names = [f.strip() for f in fabrics.split(",") if f.strip()]
+    from topoopt.fabrics.cost import resolve_prices
+
+    price_table = resolve_prices(prices, preset)
+    workload = load_workload(plan)
+    res = compare(
+        workload,
+        names,
+        degree,
+        gbps_to_bytes_per_s(link_gbps),
+        oversubscription=oversubscription,
+        seed=seed,
+        time_limit_s=time_limit,
+        prices=price_table,
+        progress=lambda m: print(m, file=sys.stderr),
+        priority=priority,
+        split_allreduce=split_allreduce,
+    )
+    table = res.table
+    res.params["prices"] = price_table.source
+    if csv is not None:
+        flat = table.copy()
+        for col in ("capex_breakdown", "power_breakdown", "fabric_info"):
+            if col in flat:  # nested columns as one JSON document per cell
+                flat[col] = [
+                    json.dumps(to_jsonable(v), sort_keys=True, allow_nan=False) for v in flat[col]
+                ]
+        write_output_with(csv, lambda t: flat.to_csv(t, index=False))
+    if html is not None:
+        from topoopt.app.report.pages import compare_page
+
+        write_output_text(html, compare_page(res, title=f"{workload.name}: fabric comparison"))
+    if as_json:
+        emit_json({"rows": json_rows(table), "params": res.params})  # null: no design
+        return
+    t = Table(title=f"{workload.name}: {degree} x {link_gbps:g} Gbps per server")
+    from topoopt.app.report.pages import SUMMARY_COLUMNS as cols  # the HTML summary's columns
+
+    for head, _, _ in cols:
+        t.add_column(head, justify="left" if head == "fabric" else "right", no_wrap=True)
+    for _, r in table.iterrows():
+        t.add_row(*[str(r[c]) if s is None else f"{r[c] * s:.3f}" for _, c, s in cols])
+    stdout.print(t)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare")(compare_command)

@@ -1,0 +1,273 @@
+"""``topoopt cosearch MODEL``: search the parallelization plan and the network together."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from topoopt.app.cli.common import emit_json, handle_errors, prepare_output, stdout, write_output_text
+from topoopt.units import gbps_to_bytes_per_s
+
+__all__ = ["register", "cosearch_command", "setup"]
+
+
+def setup(model: str, servers: int | None, gpus_per_server: int | None):
+    """The base plan (model, precision, options, cluster, global batch) and the reference plan.
+
+    ``model`` is a plan file, an embedded plan name or a zoo model name. The reference is the
+    plan's parallelism (``dp`` re-derived for the cluster) when it is valid there, else None.
+    """
+    from topoopt.app.studies.cosearch.space import (
+        Candidate,
+        _label,
+        base_mapping,
+        table_servers_gpu_round_robin,
+    )
+    from traffic.errors import InputError
+    from traffic.plan import embedded_plan_names, load_plan
+    from traffic.zoo import ZOO, zoo_names
+
+    if Path(model).exists() or model in embedded_plan_names():
+        plan = load_plan(model)
+    elif model in ZOO:
+        plan = None
+    else:
+        raise InputError(
+            "MODEL",
+            model,
+            "a plan file, an embedded plan (" + ", ".join(embedded_plan_names()) + ") or a zoo "
+            "model (" + ", ".join(zoo_names()) + ")",
+        )
+    for name, v in (("--servers", servers), ("--gpus-per-server", gpus_per_server)):
+        if v is not None and v < 1:
+            raise InputError(name, v, "a positive integer")
+    if plan is None:
+        spec = dict(ZOO[model])
+        n, g = servers or 16, gpus_per_server or 8
+        gb = spec.get("global_batch") or n * g
+        base = {
+            "model": {"name": model, **spec, "global_batch": gb},
+            "cluster": {"servers": n, "gpus_per_server": g},
+        }
+        return base, None
+    cl = {
+        "servers": servers or plan.cluster.servers,
+        "gpus_per_server": gpus_per_server or plan.cluster.gpus_per_server,
+    }
+    base = base_mapping(plan)
+    base["model"] = {**base["model"], "global_batch": plan.global_batch}
+    base["cluster"] = cl
+    par = plan.parallelism.model_dump()
+    par["dp"] = None
+    par["global_batch_size"] = plan.global_batch
+    par = {k: v for k, v in par.items() if v is not None}
+    try:
+        ref_plan = load_plan({**base, "parallelism": par})
+    except InputError:
+        return base, None
+    par["dp"] = ref_plan.dp
+    if plan.model.kind != "transformer":
+        keep = {"dp", "micro_batch_size", "global_batch_size"}
+        keep |= {k for k in ("zero", "fsdp", "distributed_optimizer") if par.get(k)}
+        par = {k: v for k, v in par.items() if k in keep}
+    else:
+        par = {
+            k: v
+            for k, v in par.items()
+            if k
+            in (
+                "tp",
+                "pp",
+                "dp",
+                "cp",
+                "vpp",
+                "micro_batch_size",
+                "global_batch_size",
+                "sp",
+                "recompute",
+                "order",
+                "ep",
+                "etp",
+                "zero",
+                "fsdp",
+                "distributed_optimizer",
+            )
+            and not (k in ("zero", "fsdp", "distributed_optimizer") and not v)
+        }
+        if not plan.model.is_moe:
+            par.pop("ep", None)
+            par.pop("etp", None)
+    ts = None
+    if plan.model.kind == "recsys":  # the default layout, explicit (the MCMC moves its tables)
+        tables = sum(t.count for t in plan.model.tables)
+        ts = table_servers_gpu_round_robin(tables, ref_plan.gpus, cl["gpus_per_server"])
+    label = _label(par, ts, "round-robin over GPUs" if ts else None)
+    return base, Candidate(tuple(sorted(par.items())), ts, "reference " + label)
+
+
+def _public(rec: dict | None) -> dict | None:
+    if rec is None:
+        return None
+    out = {k: v for k, v in rec.items() if k not in ("design_object", "server_bytes", "index")}
+    return out
+
+
+def _finite(x):
+    """``x`` with the infinite times of skipped candidates as null (strict JSON)."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_finite(v) for v in x]
+    return x
+
+
+def result_document(res, engine) -> dict[str, Any]:
+    """The ``--json`` document of a :class:`~topoopt.app.studies.cosearch.search.SearchResult`
+    (a candidate too large to simulate has null times and a ``skipped`` reason)."""
+    return _finite(_document(res, engine))
+
+
+def _document(res, engine) -> dict[str, Any]:
+    b = res.best
+    best = {
+        "plan": b["plan"],
+        "label": b["label"],
+        "fabric": b["fabric"],
+        "iteration_s": b["iteration_s"],
+        "compute_s": b["compute_s"],
+        "exposed_comm_s": b["exposed_comm_s"],
+        "capex_usd": b["capex_usd"],
+        "memory_per_gpu_bytes": b["memory_per_gpu_bytes"],
+        "design": b.get("design"),
+    }
+    ref = res.reference
+    return {
+        "backend": engine.backend,
+        "workers": engine.workers,
+        "evaluated": len(res.records),
+        "method": res.config.method,
+        "best": best,
+        "reference": None
+        if ref is None
+        else {
+            k: ref[k]
+            for k in ("plan", "label", "fabric", "iteration_s", "capex_usd", "memory_per_gpu_bytes")
+        },
+        "speedup_over_reference": None
+        if ref is None or not math.isfinite(ref["iteration_s"] / b["iteration_s"])
+        else ref["iteration_s"] / b["iteration_s"],
+        "pareto": [
+            {k: r[k] for k in ("label", "plan", "fabric", "iteration_s", "capex_usd")}
+            for r in res.pareto
+        ],
+        "fabrics": [
+            {k: r[k] for k in ("label", "fabric", "stage", "iteration_s", "capex_usd")}
+            for r in res.records
+            if r["stage"] in ("target", "reference", "pareto") and not r.get("fixed_topology")
+        ],
+        "candidates": res.candidates,
+        "counts": res.counts,
+    }
+
+
+@handle_errors
+def cosearch_command(
+    model: Annotated[str, typer.Argument(help="Zoo model, embedded plan or plan file")],
+    servers: Annotated[
+        int | None, typer.Option(help="Servers (default: the plan's, or 16)")
+    ] = None,
+    gpus_per_server: Annotated[int | None, typer.Option(help="GPUs per server")] = None,
+    gpu_memory_gb: Annotated[float, typer.Option(help="Memory per GPU, GB (1e9 bytes)")] = 80.0,
+    degree: Annotated[int, typer.Option(help="Ports per server")] = 8,
+    link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps")] = 100.0,
+    fabric: Annotated[str, typer.Option(help="Fabric to choose the plan for")] = "joint",
+    method: Annotated[str, typer.Option(help="refine (ours) or topoopt-mcmc")] = "refine",
+    workers: Annotated[int, typer.Option(help="Parallel evaluations (1: no Ray)")] = 1,
+    max_evaluations: Annotated[int, typer.Option(help="Flow-model evaluations in all")] = 40,
+    finalists: Annotated[int, typer.Option(help="Plans judged on the target fabric")] = 3,
+    work_limit: Annotated[
+        float | None, typer.Option(help="Work units per joint design (default: solver's)")
+    ] = None,
+    pareto_fabrics: Annotated[
+        str, typer.Option(help="Comma-separated fabrics for the Pareto front")
+    ] = "ideal,fat-tree,fat-tree-cost-equivalent,topoopt,joint",
+    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = 0,
+    address: Annotated[str | None, typer.Option(help="Existing Ray cluster address")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
+    html: Annotated[Path | None, typer.Option(help="Write the report (HTML)")] = None,
+    force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
+) -> None:
+    """Best plan + design for MODEL on the cluster, and the Pareto front across fabrics."""
+    from topoopt.app.studies.cosearch.search import SearchConfig, cosearch
+    from topoopt.app.studies.cosearch.space import plan_space
+    from topoopt.app.studies.engine import Engine
+    from traffic.errors import InputError
+
+    prepare_output(html, force, "--html")
+    if not gpu_memory_gb > 0:
+        raise InputError("--gpu-memory-gb", gpu_memory_gb, "a positive number")
+    if not link_gbps > 0:
+        raise InputError("--link-gbps", link_gbps, "a positive number")
+    if workers < 1:
+        raise InputError("--workers", workers, "a positive integer")
+    cfg = SearchConfig(
+        fabric=fabric,
+        degree=degree,
+        link_bandwidth=gbps_to_bytes_per_s(link_gbps),
+        max_evaluations=max_evaluations,
+        seed=seed,
+        method=method,
+        finalists=finalists,
+        work_limit=work_limit,
+        pareto_fabrics=tuple(f.strip() for f in pareto_fabrics.split(",") if f.strip()),
+    )
+    base, ref = setup(model, servers, gpus_per_server)
+    print("enumerating plans", file=sys.stderr)
+    space = plan_space(base, gpu_memory_gb * 1e9)
+    print(f"{len(space)} plans fit; cut: {space.rejected}", file=sys.stderr)
+    with Engine(workers, address, progress=sys.stderr.isatty() or True) as eng:
+        res = cosearch(space, cfg, eng, reference=ref)
+        doc = result_document(res, eng)
+    if html is not None:
+        from topoopt.app.report.cosearch_figures import cosearch_page
+
+        write_output_text(html, cosearch_page(res, title=f"{model}: co-search"))
+    if as_json:
+        emit_json(doc)
+        return
+    b = res.best
+    stdout.print(
+        f"best plan on {b['fabric']}: {b['label']}: iteration {b['iteration_s'] * 1e3:.1f} ms, "
+        f"capex {b['capex_usd'] / 1e6:.3f} M$, {b['memory_per_gpu_bytes'] / 1e9:.1f} GB per GPU"
+    )
+    if res.reference is not None:
+        r = res.reference
+        stdout.print(
+            f"{r['label']}: {r['iteration_s'] * 1e3:.1f} ms "
+            f"({r['iteration_s'] / b['iteration_s']:.3f}x the best)"
+        )
+    d = b.get("design")
+    if d:
+        stdout.print(
+            f"design ({d['solver']}, {d['status']}): circuits [u, v, count] {d['circuits']}"
+        )
+    t = Table(title="Pareto front: iteration time vs network capex")
+    for head in ("fabric", "plan", "iteration ms", "capex M$"):
+        t.add_column(head)
+    for r in res.pareto:
+        t.add_row(
+            r["fabric"], r["label"], f"{r['iteration_s'] * 1e3:.1f}", f"{r['capex_usd'] / 1e6:.3f}"
+        )
+    stdout.print(t)
+    stdout.print(f"{len(res.records)} evaluations ({eng.backend}, {workers} workers)")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("cosearch")(cosearch_command)

@@ -1,0 +1,242 @@
+"""``topoopt design PLAN``: choose optical circuits, rings and routing for a plan."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from topoopt.app.cli.common import (
+    emit_json,
+    handle_errors,
+    prepare_output,
+    stdout,
+    write_output_json,
+    write_output_text,
+    write_output_with,
+)
+from topoopt.units import gbps_to_bytes_per_s
+
+__all__ = ["register", "design_command"]
+
+
+class Solver(StrEnum):
+    topoopt = "topoopt"
+    topoopt_released = "topoopt-released"
+    expander = "expander"
+    joint = "joint"
+
+
+class Objective(StrEnum):
+    iteration = "iteration"
+    congestion = "congestion"
+
+
+class FabricKind(StrEnum):
+    optical = "optical"
+    hybrid = "hybrid"
+
+
+class Electrical(StrEnum):
+    leaf_spine = "leaf-spine"
+    fat_tree = "fat-tree"
+
+
+@handle_errors
+def design_command(
+    plan: Annotated[str, typer.Argument(help="Plan file, embedded plan name, or .fbuf")],
+    fabric: Annotated[FabricKind, typer.Option(help="What to design")] = FabricKind.optical,
+    degree: Annotated[int, typer.Option(help="Optical ports per server")] = 8,
+    link_gbps: Annotated[float, typer.Option(help="Bandwidth of one port, Gbps")] = 100.0,
+    solver: Annotated[Solver, typer.Option(help="Optimizer")] = Solver.joint,
+    time_limit: Annotated[float, typer.Option(help="Seconds the joint optimizer may use")] = 60.0,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = 0,
+    objective: Annotated[
+        Objective,
+        typer.Option(
+            help="Joint: minimise the flow model's iteration time (critical-path guided), or "
+            "the per-phase congestion objective"
+        ),
+    ] = Objective.iteration,
+    work_limit: Annotated[
+        float | None,
+        typer.Option(
+            help="Joint: deterministic work budget (units of about 1 core-second; default 30 with "
+            "--objective iteration, 20 with congestion); "
+            "the same plan, seed and work limit give the same design on any machine"
+        ),
+    ] = None,
+    priorities: Annotated[
+        bool,
+        typer.Option(
+            "--priorities/--no-priorities",
+            help="Joint (--objective iteration): per-class strict priority may be part of the "
+            "design (design.json 'priority'; simulate --design honours it)",
+        ),
+    ] = False,
+    electrical: Annotated[
+        Electrical, typer.Option(help="Hybrid: the electrical fabric under the optical layer")
+    ] = Electrical.leaf_spine,
+    oversubscription: Annotated[
+        float, typer.Option(help="Hybrid: oversubscription of the electrical fabric")
+    ] = 4.0,
+    electrical_gbps: Annotated[
+        float | None, typer.Option(help="Hybrid: electrical NIC bandwidth (default --link-gbps)")
+    ] = None,
+    max_parallel: Annotated[
+        int | None,
+        typer.Option(help="Cap on parallel circuits between two servers (default: --degree)"),
+    ] = None,
+    reserve_ports: Annotated[
+        int | None,
+        typer.Option(help="Optical ports per server held back from the optimizer (every server)"),
+    ] = None,
+    prewired: Annotated[
+        Path | None,
+        typer.Option(
+            help="Circuits that must stay: CSV with header u,v,count, or a JSON list of [u,v,count]"
+        ),
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Write design.json here")] = None,
+    html: Annotated[Path | None, typer.Option(help="Draw the design (plotly HTML)")] = None,
+    graphml: Annotated[
+        Path | None,
+        typer.Option(help="Write the designed fabric as GraphML (node types, capacity, count)"),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the design as JSON")] = False,
+    force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
+) -> None:
+    """Design the circuit topology and routing; report objective, lower bound and gap."""
+    from solvers.model.design import with_port_options
+    from solvers.model.problem import DesignProblem, read_prewired_file
+    from solvers.registry import solve
+    from traffic.errors import InputError, check_finite
+    from traffic.load import load_workload
+
+    prepare_output(out, force, "--out")
+    prepare_output(html, force, "--html")
+    prepare_output(graphml, force, "--graphml")
+    if reserve_ports is not None and not 0 <= reserve_ports <= degree:
+        raise InputError("--reserve-ports", reserve_ports, f"an integer 0..{degree} (--degree)")
+    wired = None
+    if prewired is not None:
+        wired = read_prewired_file(prewired)
+    workload = load_workload(plan)
+    problem = DesignProblem.from_workload(
+        workload,
+        degree=degree,
+        link_bandwidth=gbps_to_bytes_per_s(link_gbps),
+        max_parallel=max_parallel,
+        reserved=reserve_ports,
+        prewired=wired,
+    )
+    if fabric == FabricKind.hybrid:
+        design = _hybrid(
+            problem,
+            workload,
+            degree,
+            link_gbps,
+            electrical.value,
+            oversubscription,
+            electrical_gbps,
+            time_limit,
+            seed,
+        )
+    else:
+        design = solve(
+            problem,
+            solver.value,
+            time_limit_s=time_limit,
+            seed=seed,
+            progress=lambda m: print(m, file=sys.stderr),
+            work_limit=work_limit,
+            objective=objective.value,
+            priorities=priorities,
+        )
+        design = with_port_options(design, problem)
+    check_finite(design.to_dict(), plan, "design")  # design.json is strict JSON: no Infinity
+    if out is not None:
+        write_output_json(out, design.to_dict(), indent=1)  # design.to_json(), strict
+    if html is not None:
+        from topoopt.app.report.design_figures import design_page
+
+        scored = problem if fabric == FabricKind.optical else None  # loads: optical designs only
+        write_output_text(html, design_page(design, scored, title=f"{workload.name}: design"))
+    if graphml is not None:
+        from topoopt.exports.graphml import write_graphml
+
+        if fabric == FabricKind.hybrid:
+            built = design.fabric()
+        else:
+            from solvers.realise import design_fabric
+
+            built = design_fabric(design, gpus_per_server=workload.gpus_per_server, device="ocs")
+        write_output_with(graphml, lambda tmp: write_graphml(built, tmp))
+    if as_json:
+        emit_json(design.to_dict())
+        return
+    t = Table(title=f"{workload.name}: {solver.value} design, {degree} x {link_gbps:g} Gbps")
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    t.add_row("servers", str(design.servers))
+    t.add_row("circuits", str(int(design.circuits[:, 2].sum())) if len(design.circuits) else "0")
+    t.add_row("rings", str(len(design.rings)))
+    if getattr(design, "priority", ()):
+        t.add_row("priority", ", ".join(design.priority) + " first")
+    if problem.reserved is not None:
+        t.add_row("reserved ports", str(int(problem.reserved.sum())))
+    if problem.prewired is not None:
+        t.add_row("pre-wired circuits", str(int(problem.prewired_circuits()[:, 2].sum())))
+    t.add_row("status", design.status)
+    t.add_row("objective (ms)", f"{design.objective_s * 1e3:.4f}")
+    t.add_row("lower bound (ms)", f"{design.lower_bound_s * 1e3:.4f}")
+    t.add_row("gap", f"{design.gap:.2%}")
+    t.add_row("wall (s)", f"{design.wall_s:.2f}")
+    stdout.print(t)
+
+
+def _hybrid(
+    problem,
+    workload,
+    degree,
+    link_gbps,
+    electrical,
+    oversubscription,
+    electrical_gbps,
+    time_limit,
+    seed,
+):
+    """The optical layer of a hybrid fabric designed over the given electrical fabric."""
+    from solvers.hybrid_design import hybrid_design
+    from topoopt.fabrics.fat_tree import fat_tree, leaf_spine
+    from topoopt.app.studies.compare import leaf_hosts
+
+    n, gps = workload.servers, workload.gpus_per_server
+    b_el = gbps_to_bytes_per_s(link_gbps if electrical_gbps is None else electrical_gbps)
+    if electrical == "leaf-spine":
+        elec = leaf_spine(
+            n, oversubscription, leaf_hosts=leaf_hosts(n), port_bandwidth=b_el, gpus_per_server=gps
+        )
+    else:
+        k = 2
+        while k**3 // 4 < n:
+            k += 2
+        elec = fat_tree(
+            k, n, oversubscription=oversubscription, port_bandwidth=b_el, gpus_per_server=gps
+        )
+
+    def report(incumbent_s: float, bound_s: float) -> None:
+        print(
+            f"hybrid: incumbent {incumbent_s * 1e3:.4g} ms, lower bound {bound_s * 1e3:.4g} ms",
+            file=sys.stderr,
+        )
+
+    return hybrid_design(problem, elec, degree, time_limit_s=time_limit, seed=seed, progress=report)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("design")(design_command)

@@ -1,0 +1,128 @@
+"""``topoopt reconfig PLAN``: the circuit schedule of an iteration for a reconfigurable switch."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from topoopt.app.cli.common import (
+    emit_json,
+    handle_errors,
+    prepare_output,
+    stdout,
+    write_output_json,
+)
+from topoopt.units import gbps_to_bytes_per_s
+from traffic.errors import InputError, check_finite
+
+__all__ = ["register", "reconfig_command"]
+
+
+@handle_errors
+def reconfig_command(
+    plan: Annotated[str, typer.Argument(help="Plan file, embedded plan name, or .fbuf")],
+    degree: Annotated[int, typer.Option(help="Optical ports per server")] = 4,
+    link_gbps: Annotated[float, typer.Option(help="Bandwidth of one port, Gbps")] = 100.0,
+    delay_us: Annotated[
+        float, typer.Option(help="Reconfiguration delay of the switch, microseconds")
+    ] = 10_000.0,
+    solver: Annotated[str, typer.Option(help="Solver of the static design")] = "joint",
+    phase_solvers: Annotated[
+        str, typer.Option(help="Per-phase designers, comma-separated (solver names, demand)")
+    ] = "joint,topoopt,demand",
+    design: Annotated[
+        Path | None, typer.Option(help="Use this design.json as the static design")
+    ] = None,
+    work_limit: Annotated[
+        float, typer.Option(help="Deterministic work budget of every joint solve")
+    ] = 5.0,
+    max_evaluations: Annotated[
+        int, typer.Option(help="Schedules simulated at most per dark time (work limit)")
+    ] = 128,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = 0,
+    baselines: Annotated[
+        bool, typer.Option("--baselines", help="Also run OCS-reconfig and SiP-ML-like")
+    ] = False,
+    out: Annotated[Path | None, typer.Option(help="Write the schedule (JSON) here")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
+    force: Annotated[bool, typer.Option(help="Overwrite an existing --out")] = False,
+) -> None:
+    """Choose when to change which circuits in an iteration (never slower than static)."""
+    from solvers.reconfig.baselines import run_baselines
+    from solvers.reconfig.search import reconfigure
+    from traffic.load import load_workload
+
+    if isinstance(delay_us, bool) or not (math.isfinite(delay_us) and delay_us >= 0):
+        raise InputError("--delay-us", delay_us, "a finite number of microseconds >= 0")
+    if degree < 1:
+        raise InputError("--degree", degree, "an integer >= 1")
+    if max_evaluations < 0:
+        raise InputError("--max-evaluations", max_evaluations, "an integer >= 0")
+    if not (math.isfinite(work_limit) and work_limit > 0):
+        raise InputError("--work-limit", work_limit, "a finite number > 0")
+    names = tuple(s.strip() for s in phase_solvers.split(",") if s.strip())
+    if not names:
+        raise InputError("--phase-solvers", phase_solvers, "one or more solver names or demand")
+    prepare_output(out, force, "--out")
+    workload = load_workload(plan)
+    static = None
+    if design is not None:
+        from solvers.model.design import Design
+        from solvers.model.design_schema import load_design
+
+        static = load_design(design)
+        if not isinstance(static, Design):
+            raise InputError("--design", "a hybrid design", "an optical (direct-connect) design")
+        if static.servers != workload.servers or static.degree != degree:
+            raise InputError(
+                "--design",
+                f"{static.servers} servers x {static.degree} ports",
+                f"a design for {workload.servers} servers x {degree} ports (the plan, --degree)",
+            )
+    bw = gbps_to_bytes_per_s(link_gbps)
+    res = reconfigure(
+        workload,
+        degree,
+        bw,
+        delay_us / 1e6,
+        static_design=static,
+        static_solver=solver,
+        solvers=names,
+        seed=seed,
+        work_limit=work_limit,
+        max_evaluations=max_evaluations,
+        progress=lambda m: print(m, file=sys.stderr),
+    )
+    if baselines:
+        res.baselines.extend(run_baselines(res, workload, degree, bw))
+    doc = {"workload": workload.name, "degree": degree, "link_gbps": link_gbps, **res.to_dict()}
+    check_finite(doc, plan)
+    if out is not None:
+        write_output_json(out, doc, indent=1)
+    if as_json:
+        emit_json(doc)
+        return
+    t = Table(title=f"{workload.name}: {degree} x {link_gbps:g} Gbps, delay {delay_us:g} us")
+    t.add_column("schedule")
+    t.add_column("iteration (ms)", justify="right")
+    t.add_column("reconfigurations", justify="right")
+    t.add_row("chosen", f"{res.iteration_s * 1e3:.4f}", str(res.reconfigurations))
+    t.add_row("static", f"{res.static_iteration_s * 1e3:.4f}", "0")
+    for b in res.baselines:
+        t.add_row(b["baseline"], f"{b['iteration_s'] * 1e3:.4f}", str(b["reconfigurations"]))
+    t.add_row("lower bound", f"{res.lower_bound_s * 1e3:.4f}", "")
+    stdout.print(t)
+    for cs, start, ph in zip(
+        res.schedule.sets, res.schedule.starts, res.schedule.phases, strict=True
+    ):
+        circuits = int(cs.circuits[:, 2].sum()) if cs.circuits.size else 0
+        stdout.print(f"  from {start * 1e3:.4f} ms: {cs.label} ({circuits} circuits) for {ph}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("reconfig")(reconfig_command)

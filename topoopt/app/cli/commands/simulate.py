@@ -1,0 +1,87 @@
+"""``topoopt simulate PLAN``: one iteration on a fabric or a design, by the flow model."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from topoopt.app.cli.commands.compare import ALL_FABRICS
+from topoopt.app.cli.common import (
+    PriorityOption,
+    SplitAllreduceOption,
+    emit_json,
+    handle_errors,
+    stdout,
+)
+from topoopt.units import gbps_to_bytes_per_s
+from traffic.errors import InputError, check_finite
+
+__all__ = ["register", "simulate_command"]
+
+
+@handle_errors
+def simulate_command(
+    plan: Annotated[str, typer.Argument(help="Plan file, embedded plan name, or .fbuf")],
+    design: Annotated[
+        Path | None, typer.Option(help="A design.json written by `topoopt design`")
+    ] = None,
+    fabric: Annotated[
+        str | None,
+        typer.Option(help="A fabric kind, one of: " + ", ".join(ALL_FABRICS)),
+    ] = None,
+    degree: Annotated[int, typer.Option(help="Ports per server (with --fabric)")] = 8,
+    link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps (with --fabric)")] = 100.0,
+    oversubscription: Annotated[float, typer.Option(help="For oversubscribed fabrics")] = 4.0,
+    seed: Annotated[int, typer.Option(help="Seed of random fabrics and solvers")] = 0,
+    schedule: Annotated[
+        str | None,
+        typer.Option(
+            help="Pipeline schedule: 1f1b, interleaved or eager-1f1b (default: interleaved "
+            "when vpp > 1, else 1f1b); eager-1f1b is never slower than 1f1b"
+        ),
+    ] = None,
+    priority: PriorityOption = None,
+    split_allreduce: SplitAllreduceOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
+) -> None:
+    """Iteration time, communication time and exposed communication, per class."""
+    from topoopt.app.studies.simulate import simulate_plan
+
+    if (design is None) == (fabric is None):
+        raise InputError("--design/--fabric", "both" if design else "neither", "exactly one")
+    res = simulate_plan(
+        plan,
+        design=design,
+        fabric=fabric,
+        degree=degree,
+        link_bandwidth=gbps_to_bytes_per_s(link_gbps),
+        oversubscription=oversubscription,
+        seed=seed,
+        progress=lambda m: print(m, file=sys.stderr),
+        schedule=schedule,
+        priority=priority,
+        split_allreduce=split_allreduce,
+    )
+    check_finite(res, str(design) if design is not None else plan)  # never a null time
+    if as_json:
+        emit_json(res)
+        return
+    t = Table(title=f"{res['workload']} on {res['fabric']}")
+    t.add_column("quantity")
+    t.add_column("ms", justify="right")
+    for key in ("iteration_s", "compute_s", "comm_s", "exposed_comm_s"):
+        t.add_row(key.removesuffix("_s"), f"{res[key] * 1e3:.3f}")
+    for cls, v in res["exposed_comm_s_by_class"].items():
+        t.add_row(f"exposed {cls}", f"{v * 1e3:.3f}")
+    for cls, v in res["comm_s_by_class"].items():
+        t.add_row(f"comm {cls} (critical path)", f"{v * 1e3:.3f}")
+    t.add_row("comm alone (phases in sequence)", f"{res['comm_alone_s'] * 1e3:.3f}")
+    stdout.print(t)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate")(simulate_command)

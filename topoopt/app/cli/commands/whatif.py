@@ -1,0 +1,136 @@
+"""``topoopt whatif DESIGN.json --plan PLAN``: a design's iteration time when circuits fail."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from topoopt.app.cli.common import emit_json, handle_errors, stdout
+from traffic.errors import InputError
+
+__all__ = ["register", "whatif_command"]
+
+
+def _ms(x: float | None) -> str:
+    return "cannot run" if x is None else f"{x * 1e3:.3f}"
+
+
+@handle_errors
+def whatif_command(
+    design: Annotated[Path, typer.Argument(help="A design.json written by `topoopt design`")],
+    plan: Annotated[str, typer.Option(help="The plan the design was made for")],
+    fail_links: Annotated[int | None, typer.Option(help="K random circuits fail (seeded)")] = None,
+    fail_ports: Annotated[
+        Path | None,
+        typer.Option(help="CSV/JSON of failed ports (server,ports) or circuits (u,v,count)"),
+    ] = None,
+    fail_ocs: Annotated[
+        int | None, typer.Option(help="Optical device U fails (port U of every server)")
+    ] = None,
+    sweep: Annotated[
+        bool, typer.Option("--sweep", help="Slowdown over random single and double failures")
+    ] = False,
+    samples: Annotated[int, typer.Option(help="Samples per failure count (with --sweep)")] = 4,
+    solver: Annotated[
+        str | None, typer.Option(help="Re-optimiser (default: the design's solver)")
+    ] = None,
+    work_limit: Annotated[
+        float, typer.Option(help="Deterministic work budget of a joint re-optimisation")
+    ] = 2.0,
+    seed: Annotated[int, typer.Option(help="Seed of the failures and the re-optimiser")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
+) -> None:
+    """Iteration time before a failure, after it (rerouted), and re-optimised."""
+    from topoopt.app.studies.whatif import (
+        links_failure,
+        load_case,
+        ocs_failure,
+        ports_failure,
+        read_failure_file,
+        whatif,
+        whatif_sweep,
+    )
+
+    given = [x is not None for x in (fail_links, fail_ports, fail_ocs)] + [sweep]
+    if sum(given) != 1:
+        raise InputError(
+            "--fail-links/--fail-ports/--fail-ocs/--sweep",
+            f"{sum(given)} given",
+            "exactly one",
+        )
+    if not (work_limit > 0 and work_limit < float("inf")):
+        raise InputError("--work-limit", work_limit, "a finite number > 0")
+    from solvers.registry import SOLVERS
+
+    if solver is not None and solver not in SOLVERS:
+        raise InputError("--solver", solver, f"one of {', '.join(SOLVERS)}")
+    spec = read_failure_file(fail_ports) if fail_ports is not None else None
+    case = load_case(design, plan)
+    d = case.design
+
+    def progress(m: str) -> None:
+        print(m, file=sys.stderr)
+
+    if sweep:
+        res = whatif_sweep(
+            case, samples=samples, seed=seed, solver=solver, work_limit=work_limit,
+            progress=progress,
+        )  # fmt: skip
+        if as_json:
+            emit_json(res)
+            return
+        t = Table(title=f"slowdown over random circuit failures ({samples} samples each)")
+        t.add_column("failure")
+        cols = ("p0", "p50", "p90", "p100")
+        for q in cols:
+            t.add_column(q, justify="right")
+        t.add_column("cannot run", justify="right")
+
+        def cells(qs: dict | None) -> list[str]:
+            return [f"{(qs or {}).get(q, float('nan')):.3f}" for q in cols]
+
+        for k, r in res["failures"].items():
+            runs = str(r["disconnected"])
+            t.add_row(f"{k} circuit(s), rerouted", *cells(r["after_slowdown"]), runs)
+            t.add_row(f"{k} circuit(s), re-optimised", *cells(r["reoptimized_slowdown"]), runs)
+        ft = res.get("fat_tree")
+        if ft:
+            lost = f"{ft['switch_losses_disconnecting']}/{ft['switches']}"
+            t.add_row("fat-tree: one switch", *cells(ft["slowdown"]), lost)
+        stdout.print(t)
+        return
+    if fail_links is not None:
+        f = links_failure(case.ports, d.servers, fail_links, seed)
+    elif fail_ocs is not None:
+        f = ocs_failure(case.ports, d.servers, d.degree, fail_ocs)
+    else:
+        f = ports_failure(case.ports, d.servers, d.degree, spec)
+    res = whatif(case, f, solver=solver, seed=seed, work_limit=work_limit, progress=progress)
+    if res["after_s"] is None and res["reoptimized_s"] is None:
+        raise InputError(
+            "failure",
+            res["failure"],
+            "a failure that leaves the job's servers connected (rerouted or re-optimised)",
+        )
+    if as_json:
+        emit_json(res)
+        return
+    t = Table(title=f"{case.workload.name}: {res['failure']} ({len(res['failed'])} circuits lost)")
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    t.add_row("before (ms)", _ms(res["before_s"]))
+    t.add_row("before, on the rerouted paths (ms)", _ms(res["before_rerouted_s"]))
+    t.add_row("after, rerouted (ms)", _ms(res["after_s"]))
+    t.add_row(f"re-optimised by {res['solver']} (ms)", _ms(res["reoptimized_s"]))
+    t.add_row("circuits rewired", str(res["rewired_circuits"]))
+    if res["fallback"]:
+        t.add_row("re-optimisation", "slower: kept the rerouted design")
+    stdout.print(t)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("whatif")(whatif_command)

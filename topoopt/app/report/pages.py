@@ -1,0 +1,132 @@
+"""Whole report pages (self-contained HTML) assembled from the figure functions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from topoopt.app.report.compare_figures import (
+    iteration_gantt,
+    ratio_bars,
+    time_vs_capex,
+    utilisation_cdf,
+)
+from topoopt.app.report.cost_figures import cost_breakdown_bars
+from topoopt.app.report.design_figures import circuit_graph, optimizer_traces
+from topoopt.app.report.html import page_html
+
+__all__ = ["circuit_utilisation", "compare_figures", "compare_page", "compare_summary"]
+
+SUMMARY_COLUMNS = (
+    ("fabric", "fabric", None),
+    ("iteration ms", "iteration_s", 1e3),
+    ("comm ms", "comm_s", 1e3),
+    ("exposed ms", "exposed_comm_s", 1e3),
+    ("capex M$", "capex_usd", 1e-6),
+    ("power kW", "power_w", 1e-3),
+    ("Gbps/server", "server_bandwidth", 8e-9),
+    ("x ideal", "ratio_to_ideal", 1.0),
+)
+
+
+def compare_summary(table, keys: tuple[str, ...] = ()) -> pd.DataFrame:
+    """The summary table of a comparison (the CLI's columns, in ms, M$, kW), ``keys`` columns
+    (e.g. ``plan``, ``degree``) first; columns the table lacks are left out."""
+    out = {k: table[k] for k in keys if k in table}
+    for head, col, scale in SUMMARY_COLUMNS:
+        if col in table:
+            out[head] = table[col] if scale is None else table[col] * scale
+    return pd.DataFrame(out)
+
+
+def circuit_utilisation(circuits, links) -> np.ndarray:
+    """Utilisation over the iteration of each circuit row ``[u, v, count]`` (the busier
+    direction), from a simulation's per-link table (``src``, ``dst``, ``utilisation``)."""
+    c = np.asarray(circuits, np.int64).reshape(-1, 3)
+    n = int(max(c[:, :2].max() + 1, 1)) if len(c) else 1
+    net = links[(links["src"] < n) & (links["dst"] < n)]
+    lo = np.minimum(net["src"].to_numpy(), net["dst"].to_numpy())
+    hi = np.maximum(net["src"].to_numpy(), net["dst"].to_numpy())
+    key = lo * n + hi
+    ckey = c[:, 0] * n + c[:, 1]
+    order = np.argsort(ckey)
+    pos = np.searchsorted(ckey[order], key)
+    ok = (pos < len(ckey)) & (ckey[order][np.clip(pos, 0, len(ckey) - 1)] == key)
+    out = np.zeros(len(ckey))
+    np.maximum.at(out, order[pos[ok]], net["utilisation"].to_numpy()[ok])
+    return out
+
+
+def compare_figures(res, prefix: str = "compare", label: str = "") -> list:
+    """``(div_id, figure)`` pairs of one comparison (see :mod:`topoopt.app.studies.compare`);
+    ``label`` prefixes every title."""
+    lab = f"{label}: " if label else ""
+    figs = [
+        (
+            f"{prefix}-time-vs-capex",
+            time_vs_capex(res.table, title=f"{lab}iteration time vs network capex"),
+        ),
+        (f"{prefix}-ratios", ratio_bars(res.table, title=f"{lab}ratio to the ideal switch")),
+        (
+            f"{prefix}-capex-breakdown",
+            cost_breakdown_bars(res.table, "capex", title=f"{lab}network capex by component"),
+        ),
+        (
+            f"{prefix}-power-breakdown",
+            cost_breakdown_bars(res.table, "power", title=f"{lab}network power by component"),
+        ),
+        (
+            f"{prefix}-utilisation",
+            utilisation_cdf(
+                {k: v.links for k, v in res.iterations.items()}, title=f"{lab}link utilisation"
+            ),
+        ),
+    ]
+    best = min(
+        (r for r in res.runs if r.design is not None),
+        key=lambda r: res.iterations[r.name].iteration_s,
+        default=None,
+    )
+    if best is not None:
+        figs.append(
+            (
+                f"{prefix}-circuits",
+                circuit_graph(
+                    best.design.servers,
+                    best.design.circuits,
+                    circuit_utilisation(best.design.circuits, res.iterations[best.name].links),
+                    rings=best.design.rings,
+                    title=f"{lab}circuits of the {best.name} design",
+                ),
+            )
+        )
+        # every design that ran shows its optimizer trace (its final point if it records none)
+        designed = {r.name: r.design for r in res.runs if r.design is not None}
+        figs.append(
+            (
+                f"{prefix}-optimizer",
+                optimizer_traces(designed, title=f"{lab}optimizer objective and bound"),
+            )
+        )
+        figs.append(
+            (
+                f"{prefix}-timeline",
+                iteration_gantt(
+                    res.iterations[best.name].timeline,
+                    title=f"{lab}iteration timeline on the {best.name} design",
+                ),
+            )
+        )
+    return figs
+
+
+def compare_page(res, title: str) -> str:
+    """The self-contained HTML report of one comparison."""
+    p = res.params
+    intro = (
+        f"{p['workload']}: {p['gpus']} GPUs on {p['servers']} servers, {p['degree']} ports x "
+        f"{p['link_bandwidth'] * 8 / 1e9:g} Gbps per server."
+    )
+    return page_html(
+        compare_figures(res), title, intro=intro, summary=[("Summary", compare_summary(res.table))]
+    )

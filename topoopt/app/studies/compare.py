@@ -1,0 +1,500 @@
+"""``topoopt compare``: one workload, many fabrics, judged by the flow model at known cost.
+
+Every fabric gets the same servers and the same per-server bandwidth ``degree x link_bandwidth``
+(the ideal switch, the fat-trees' NICs, the optical ports). For each: the simulated iteration
+(:func:`topoopt.flowsim.iteration.simulate_iteration`: iteration time, communication on its
+critical path, exposed communication; definitions in :mod:`topoopt.flowsim.iteration`), the
+communication alone (``comm_alone_s``, :func:`topoopt.flowsim.collectives.communication_time`,
+every phase's flows released together, phases in sequence), capex and power
+(:func:`topoopt.fabrics.cost.cost`), performance per dollar and the ratio to the ideal switch.
+
+Fabric names (:data:`FABRICS`):
+
+``ideal``
+    One non-blocking switch, ``degree x B`` per server: the bound. Its two links (server to
+    switch, switch to server) take half a link latency each, so that a transfer between two
+    servers takes one link latency, the least any fabric offers (a direct circuit).
+``fat-tree``
+    Full-bisection leaf-spine, one NIC of ``degree x B`` per server, :func:`leaf_hosts`
+    servers per leaf.
+``fat-tree-oversub``
+    The same with ``oversubscription`` (default 4:1) at the leaves.
+``fat-tree-cost-equivalent``
+    The fastest full-bisection Clos (one or two tiers) that the ``topoopt`` optical design's
+    capex buys from the price table's switch catalogue, mixing two catalogue speeds to spend
+    exactly that capex (TopoOpt's "cost-equivalent fat-tree";
+    :func:`topoopt.fabrics.cost.cost_equivalent_fat_tree`). Its row's ``fabric_info`` says
+    what was bought: tiers, switch model, leaves, spines, link rate, the mix.
+``torus``
+    A ``D``-dimensional torus of ``B`` links with ``D = min(3, degree // 2)`` (a ring for 2 or 3
+    ports, 2-D for 4 or 5, 3-D from 6), dimension sizes as equal as possible,
+    ``degree // (2 D)`` links per dimension (so at most ``degree`` ports per server), ECMP
+    routing.
+``expander``
+    Random ``degree``-regular direct-connect (seeded), ECMP over circuits with host forwarding.
+``topoopt``, ``topoopt-released``, ``joint``
+    Optical direct-connect designs by the solvers (:mod:`solvers.registry`), with their rings
+    and routing.
+``topoopt-best``
+    The faster (flow-model iteration time) of the two faithful TopoOpt variants, ``topoopt``
+    and ``topoopt-released``: the baseline to judge against. Its row's ``solver`` names the
+    winner.
+``hybrid``
+    Leaf-spine (oversubscribed ``oversubscription``:1, ``degree/2 x B`` NICs) plus an optical
+    layer of ``degree/2`` ports per server wired as the geometric circulant, every pair's bytes
+    split over both layers by one LP routing (:func:`solvers.hybrid_design.route_hybrid`).
+``fat-tree-ina``, ``hybrid-ina``
+    ``fat-tree`` and ``hybrid`` whose electrical switches are programmable and aggregate
+    all-reduces in the network, ATP-style, with ATP's aggregator memory per switch
+    (:mod:`topoopt.flowsim.ina`; :mod:`topoopt.app.studies.ina_fabrics` for ``hybrid-ina``'s split
+    between switches and circuits; ``docs/ina.md``); their switch ports are priced as
+    ``programmable_switch_port``. They can beat ``ideal``, a host-based bound.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from topoopt.fabrics.catalogue import packed_spines
+from topoopt.fabrics.cost import cost as fabric_cost
+from topoopt.fabrics.cost import cost_equivalent_fat_tree
+from topoopt.fabrics.expander import expander
+from topoopt.fabrics.fabric import Fabric
+from topoopt.fabrics.fat_tree import leaf_spine
+from topoopt.fabrics.hybrid import hybrid
+from topoopt.fabrics.ideal import ideal_bound
+from topoopt.fabrics.torus import torus
+from topoopt.flowsim.collectives import communication_time
+from topoopt.flowsim.iteration import IterationResult, simulate_iteration
+from topoopt.flowsim.priorities import check_priority
+from topoopt.paths import PathSet
+from topoopt.app.studies.ina_fabrics import ina_run
+from traffic.errors import InputError
+from traffic.workload import Workload
+
+__all__ = [
+    "DESIGN_COLUMNS",
+    "FABRICS",
+    "json_rows",
+    "FabricRun",
+    "CompareResult",
+    "build_fabric",
+    "compare",
+    "cost_columns",
+    "leaf_hosts",
+    "torus_dims",
+]
+
+FABRICS = (
+    "ideal",
+    "fat-tree",
+    "fat-tree-oversub",
+    "fat-tree-cost-equivalent",
+    "torus",
+    "expander",
+    "topoopt",
+    "topoopt-released",
+    "topoopt-best",
+    "joint",
+    "hybrid",
+    "fat-tree-ina",
+    "hybrid-ina",
+)
+DESIGNED = ("topoopt", "topoopt-released", "joint")
+
+DESIGN_COLUMNS = ("objective_s", "lower_bound_s", "gap", "solver_status", "solver")
+"""Columns only a row with a solver's design has (NaN on the other rows of the table)."""
+
+
+def json_rows(table: pd.DataFrame) -> list[dict]:
+    """The rows of a comparison table for JSON: on a row without a design (no ``solver``), the
+    :data:`DESIGN_COLUMNS` are ``None`` (not applicable) instead of NaN; any other non-finite
+    value stays, for the strict writers to refuse.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame([{"fabric": "ideal", "iteration_s": 1.0},
+    ...                   {"fabric": "joint", "iteration_s": 2.0, "objective_s": 1.5,
+    ...                    "solver": "joint"}])
+    >>> json_rows(t)[0]
+    {'fabric': 'ideal', 'iteration_s': 1.0, 'objective_s': None, 'solver': None}
+    """
+    rows = table.to_dict(orient="records")
+    for row in rows:
+        if not isinstance(row.get("solver"), str):
+            for k in DESIGN_COLUMNS:
+                v = row.get(k)
+                if isinstance(v, float) and math.isnan(v):
+                    row[k] = None
+    return rows
+
+
+@dataclass
+class FabricRun:
+    """One fabric of a comparison, ready to simulate."""
+
+    name: str
+    fabric: Fabric
+    workload: Workload
+    routing: PathSet | None = None
+    design: Any = None
+    capex_usd: float = 0.0
+    power_w: float = 0.0
+    note: str = ""
+    cost_detail: dict | None = None
+    """``capex_breakdown``, ``power_breakdown``, ``fabric_info`` when the fabric's capex is not
+    the price of its bill of materials (the cost-equivalent fat-tree's speed mix)."""
+
+
+def cost_columns(run: FabricRun, prices=None) -> dict[str, Any]:
+    """The transparent-cost columns of a comparison row (issue 13).
+
+    ``server_bandwidth`` (bytes/s of network bandwidth per server: the mean over servers of the
+    sum of their NIC ports' rates, :attr:`Fabric.server_bandwidth`), ``capex_breakdown`` and
+    ``power_breakdown`` (component -> USD / W, :data:`topoopt.fabrics.cost.COMPONENTS`, summing
+    to the row's capex and power) and ``fabric_info`` (family and builder parameters; for the
+    cost-equivalent fat-tree its tiers, switches, link rate, oversubscription, the catalogue mix
+    and every catalogue step, :func:`topoopt.fabrics.cost.cost_equivalent_fat_tree`).
+    """
+    fab = run.fabric
+    if run.cost_detail is not None:
+        detail = dict(run.cost_detail)
+    else:
+        rep = fabric_cost(fab, prices)
+        params = {
+            k: v
+            for k, v in fab.params.items()
+            if isinstance(v, int | float | str | bool)
+            or (isinstance(v, list | tuple) and len(v) <= 16)
+        }
+        detail = {
+            "capex_breakdown": rep.capex_by_component,
+            "power_breakdown": rep.power_by_component,
+            "fabric_info": {"family": fab.family, "switches": fab.n_switches, **params},
+        }
+    return {"server_bandwidth": float(np.mean(fab.server_bandwidth)), **detail}
+
+
+@dataclass
+class CompareResult:
+    """The comparison table and everything behind it (for figures)."""
+
+    table: pd.DataFrame
+    runs: list[FabricRun]
+    iterations: dict[str, IterationResult]
+    comm: dict[str, Any]
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def torus_dims(servers: int, ndims: int) -> tuple[int, ...]:
+    """Dimension sizes with product ``servers``, as equal as possible (largest first).
+
+    >>> torus_dims(128, 3), torus_dims(16, 2), torus_dims(12, 2)
+    ((8, 4, 4), (4, 4), (4, 3))
+    """
+    best = None
+    for combo in _factorisations(servers, ndims):
+        spread = max(combo) - min(combo)
+        if best is None or spread < best[0]:
+            best = (spread, tuple(sorted(combo, reverse=True)))
+    if best is None:
+        raise InputError("servers", servers, f"a number with a {ndims}-D factorisation")
+    return best[1]
+
+
+def _factorisations(n: int, k: int):
+    if k == 1:
+        yield (n,)
+        return
+    for f in range(1, n + 1):
+        if n % f == 0:
+            for rest in _factorisations(n // f, k - 1):
+                yield (f, *rest)
+
+
+def leaf_hosts(servers: int) -> int:
+    """Servers per leaf switch of the compared leaf-spines: 16, or half the servers when fewer,
+    so that traffic crosses the spine (and an oversubscription bites) at every cluster size.
+
+    >>> leaf_hosts(128), leaf_hosts(16), leaf_hosts(3)
+    (16, 8, 2)
+    """
+    return max(2, min(16, servers // 2))
+
+
+def _price(fabric: Fabric, prices) -> tuple[float, float]:
+    r = fabric_cost(fabric, prices)
+    return r.capex_usd, r.power_w
+
+
+def build_fabric(
+    name: str,
+    workload: Workload,
+    degree: int,
+    link_bandwidth: float,
+    *,
+    oversubscription: float = 4.0,
+    seed: int = 0,
+    time_limit_s: float = 30.0,
+    prices=None,
+    designs: dict[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
+    work_limit: float | None = None,
+) -> FabricRun:
+    """Build the fabric ``name`` (see the module docstring) for ``workload``'s servers.
+
+    ``time_limit_s`` is the designed fabrics' wall-clock cap, ``work_limit`` their deterministic
+    work budget (:func:`solvers.registry.solve`; None: the solver's default)."""
+    n, gps = workload.servers, workload.gpus_per_server
+    B, d = float(link_bandwidth), int(degree)
+    designs = {} if designs is None else designs
+    common = {"gpus_per_server": gps}
+    if name == "ideal":
+        # a bound: server to server in one link's latency, the least any fabric offers
+        fab = ideal_bound(n, d, B, **common)
+    elif name == "fat-tree":
+        # spines bought for their ports (bundles), not one mostly-empty spine per uplink
+        h = leaf_hosts(n)
+        sp = packed_spines(n, 1.0, 64, h)
+        fab = leaf_spine(n, 1.0, leaf_hosts=h, spines=sp, port_bandwidth=d * B, **common)
+    elif name == "fat-tree-oversub":
+        h = leaf_hosts(n)
+        sp = packed_spines(n, oversubscription, 64, h)
+        fab = leaf_spine(
+            n, oversubscription, leaf_hosts=h, spines=sp, port_bandwidth=d * B, **common
+        )
+    elif name == "fat-tree-cost-equivalent":
+        ref = designs.get("topoopt") or build_fabric(
+            "topoopt", workload, d, B, seed=seed, prices=prices, designs=designs
+        )
+        # never more than the ideal switch's d x B per server: the ideal stays a bound
+        eq = cost_equivalent_fat_tree(
+            ref.capex_usd, n, prices=prices, max_bandwidth=d * B, **common
+        )
+        # capex is the catalogue speed mix's (module docstring of topoopt.fabrics.cost)
+        run = FabricRun(name, eq.fabric, workload, capex_usd=eq.capex_usd, power_w=eq.power_w)
+        run.cost_detail = {
+            "capex_breakdown": eq.capex_breakdown,
+            "power_breakdown": eq.power_breakdown,
+            "fabric_info": eq.info,
+        }
+        return run
+    elif name == "torus":
+        # never more than the degree's ports: a ring (1-D) for 2-3 ports, 2-D for 4-5, 3-D above
+        if d < 2:
+            raise InputError("degree", d, "at least 2 for a torus (a ring needs 2 ports)")
+        nd = min(3, d // 2)
+        per = d // (2 * nd)
+        fab = torus(torus_dims(n, nd), B, links_per_dim=per, **common)
+    elif name == "expander":
+        fab = expander(n, d, seed, B, **common)
+    elif name == "hybrid":
+        if d < 4:  # the optical half (d // 2 ports) is a circulant of at least 2 ports
+            raise InputError(
+                "degree", d, "at least 4 for a hybrid (half electrical, 2 or more optical)"
+            )
+        fab = hybrid(
+            n,
+            d // 2,
+            oversubscription=oversubscription,
+            port_bandwidth=(d - d // 2) * B,
+            optical_port_bandwidth=B,
+            **common,
+        )
+        # hop-count ECMP would put all of a circuit pair's bytes on its one circuit (1 hop)
+        # and none on the NIC (2 hops): the optical ports then cap neighbour traffic whatever
+        # the NIC speed (issue 13). One LP routing over both layers splits every pair.
+        from types import SimpleNamespace
+
+        from solvers.model.design import ring_records
+        from solvers.hybrid_design import route_hybrid
+        from solvers.model.problem import DesignProblem
+        from solvers.realise import design_workload
+
+        problem = DesignProblem.from_workload(workload, degree=d // 2, link_bandwidth=B)
+        routed = route_hybrid(problem, fab, time_limit_s)
+        opt = fab.link_kind == "optical"
+        have = set((fab.src[opt] * n + fab.dst[opt]).tolist())
+        rings = SimpleNamespace(servers=n, rings=ring_records(problem, routed.rings, have))
+        run = FabricRun(name, fab, design_workload(workload, rings, problem), routed.paths)
+        run.note = "routed by solvers.hybrid_design.route_hybrid (both layers)"
+        run.capex_usd, run.power_w = _price(fab, prices)
+        return run
+    elif name in ("fat-tree-ina", "hybrid-ina"):  # the same fabric, switches aggregate
+        base = build_fabric(
+            name.removesuffix("-ina"), workload, d, B, oversubscription=oversubscription,
+            seed=seed, time_limit_s=time_limit_s, prices=prices, progress=progress,
+        )  # fmt: skip
+        return ina_run(name, base, prices)  # topoopt.app.studies.ina_fabrics
+    elif name == "topoopt-best":
+        best = None
+        for variant in ("topoopt", "topoopt-released"):
+            r = designs.get(variant) or build_fabric(
+                variant, workload, d, B, seed=seed, time_limit_s=time_limit_s, prices=prices,
+                designs=designs, progress=progress,
+            )  # fmt: skip
+            it = designs.get(f"{variant} iteration") or simulate_iteration(
+                r.workload, r.fabric, routing=r.routing, exposed_by_class=False
+            )
+            designs[f"{variant} iteration"] = it
+            if best is None or it.iteration_s < best[0]:
+                best = (it.iteration_s, r)
+        run = replace(best[1], name=name, note=f"best TopoOpt variant: {best[1].name}")
+        designs[name] = run
+        return run
+    elif name in DESIGNED:
+        from solvers.model.problem import DesignProblem
+        from solvers.realise import design_fabric, design_routing, design_workload
+        from solvers.registry import solve
+
+        problem = DesignProblem.from_workload(workload, degree=d, link_bandwidth=B)
+        design = solve(
+            problem, name, time_limit_s=time_limit_s, seed=seed, progress=progress,
+            work_limit=work_limit,
+        )  # fmt: skip
+        fab = design_fabric(design, gpus_per_server=gps)
+        run = FabricRun(
+            name,
+            fab,
+            design_workload(workload, design, problem),
+            design_routing(design, fab),
+            design,
+        )
+        run.capex_usd, run.power_w = _price(fab, prices)
+        designs[name] = run
+        return run
+    else:
+        raise InputError("fabric", name, f"one of {', '.join(FABRICS)}")
+    run = FabricRun(name, fab, workload)
+    run.capex_usd, run.power_w = _price(fab, prices)
+    return run
+
+
+def compare(
+    workload: Workload,
+    fabrics: Sequence[str] = FABRICS,
+    degree: int = 8,
+    link_bandwidth: float = 12.5e9,
+    *,
+    oversubscription: float = 4.0,
+    seed: int = 0,
+    time_limit_s: float = 30.0,
+    prices=None,
+    progress: Callable[[str], None] | None = None,
+    on_fabric_done: Callable[[str], None] | None = None,
+    work_limit: float | None = None,
+    priority: Sequence[str] | str | None = None,
+    split_allreduce: float | None = None,
+) -> CompareResult:
+    """Simulate ``workload`` on each fabric; one row per fabric (module docstring).
+
+    Returns
+    -------
+    CompareResult
+        ``table`` columns: ``fabric``, ``iteration_s``, ``comm_s`` (communication on the
+        iteration's critical path), ``exposed_comm_s`` (``iteration_s - compute_s``; at most
+        ``comm_s``), ``comm_busy_s`` (time some communication is in flight), ``comm_alone_s``
+        (the communication alone, phases in sequence; see the module docstring),
+        ``capex_usd``, ``power_w``, ``server_bandwidth`` (bytes/s per server),
+        ``capex_breakdown``, ``power_breakdown`` (component -> USD / W) and ``fabric_info``
+        (:func:`cost_columns`), ``iterations_per_s_per_musd`` (throughput per million USD of
+        network), ``ratio_to_ideal`` (iteration time over the ideal switch's), ``build_s``,
+        ``simulate_s``, plus the solver's ``objective_s``, ``lower_bound_s`` and ``gap`` for
+        designed fabrics.
+
+    ``progress`` receives one-line messages; ``on_fabric_done(name)`` is called after each
+    fabric (for progress bars). ``time_limit_s`` caps the designed fabrics' searches on the
+    wall clock; ``work_limit`` is their deterministic budget (None: the solver's default).
+    ``priority`` (traffic classes, highest first) and ``split_allreduce`` (micro-op bytes) are
+    passed to every fabric's iteration simulation (:mod:`topoopt.flowsim.priorities`).
+    """
+    say = progress or (lambda _m: None)
+    names = list(dict.fromkeys(fabrics))
+    for nm in names:
+        if nm not in FABRICS:
+            raise InputError("fabrics", nm, f"a comma-separated list of {', '.join(FABRICS)}")
+    if "ideal" not in names:
+        names.insert(0, "ideal")
+    designs: dict[str, Any] = {}
+    rows, runs, its, comms = [], [], {}, {}
+    for k, nm in enumerate(names):
+        say(f"[{k + 1}/{len(names)}] {nm}: building")
+        t0 = time.perf_counter()
+        run = designs.get(nm) or build_fabric(
+            nm,
+            workload,
+            degree,
+            link_bandwidth,
+            oversubscription=oversubscription,
+            seed=seed,
+            time_limit_s=time_limit_s,
+            prices=prices,
+            designs=designs,
+            progress=progress,
+            work_limit=work_limit,
+        )
+        t1 = time.perf_counter()
+        say(f"[{k + 1}/{len(names)}] {nm}: simulating")
+        own = getattr(run.design, "priority", ()) or None  # a design's own class priorities
+        it = simulate_iteration(
+            run.workload, run.fabric, routing=run.routing, exposed_by_class=False,
+            priority=priority if priority is not None else own, split_allreduce=split_allreduce,
+        )  # fmt: skip
+        cm = communication_time(run.workload, run.fabric, routing=run.routing)
+        t2 = time.perf_counter()
+        runs.append(run)
+        its[nm], comms[nm] = it, cm
+        designs[f"{nm} iteration"] = it
+        row = {
+            "fabric": nm,
+            "iteration_s": it.iteration_s,
+            "comm_s": it.comm_s,
+            "exposed_comm_s": it.exposed_comm_s,
+            "comm_busy_s": it.comm_busy_s,
+            "comm_alone_s": cm.total_s,
+            "capex_usd": run.capex_usd,
+            "power_w": run.power_w,
+            **cost_columns(run, prices),
+            "build_s": t1 - t0,
+            "simulate_s": t2 - t1,
+        }
+        if run.design is not None:
+            row.update(
+                objective_s=run.design.objective_s,
+                lower_bound_s=run.design.lower_bound_s,
+                gap=run.design.gap,
+                solver_status=run.design.status,
+                solver=run.design.solver,
+            )
+        rows.append(row)
+        if on_fabric_done is not None:
+            on_fabric_done(nm)
+    table = pd.DataFrame(rows)
+    ideal_t = float(table.loc[table["fabric"] == "ideal", "iteration_s"].iloc[0])
+    table["ratio_to_ideal"] = table["iteration_s"] / ideal_t
+    with np.errstate(divide="ignore"):
+        table["iterations_per_s_per_musd"] = np.where(
+            table["capex_usd"] > 0, 1e6 / (table["iteration_s"] * table["capex_usd"]), math.inf
+        )
+    params = {
+        "degree": degree,
+        "link_bandwidth": link_bandwidth,
+        "oversubscription": oversubscription,
+        "seed": seed,
+        "time_limit_s": time_limit_s,
+        "servers": workload.servers,
+        "gpus": workload.gpus,
+        "workload": workload.name,
+    }
+    if priority is not None:
+        params["priority"] = list(check_priority(priority))
+    if split_allreduce is not None:
+        params["split_allreduce_bytes"] = float(split_allreduce)
+    return CompareResult(table, runs, its, comms, params)

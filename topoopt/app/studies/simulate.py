@@ -1,0 +1,129 @@
+"""What ``topoopt simulate`` computes: one plan on one fabric or design."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from topoopt.flowsim.collectives import communication_time
+from topoopt.flowsim.iteration import SCHEDULES, simulate_iteration
+from topoopt.flowsim.priorities import check_priority
+from topoopt.app.studies.compare import build_fabric
+from traffic.errors import InputError
+from traffic.load import load_workload
+
+__all__ = ["simulate_plan"]
+
+
+def simulate_plan(
+    plan: str,
+    *,
+    design: str | Path | None = None,
+    fabric: str | None = None,
+    degree: int = 8,
+    link_bandwidth: float = 12.5e9,
+    oversubscription: float = 4.0,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+    schedule: str | None = None,
+    priority: str | None = None,
+    split_allreduce: float | None = None,
+) -> dict[str, Any]:
+    """Simulate ``plan`` on a design file or a fabric kind.
+
+    Returns
+    -------
+    dict
+        ``iteration_s``, ``compute_s``, ``comm_s`` (communication on the iteration's critical
+        path), ``exposed_comm_s`` (``iteration_s - compute_s``, at most ``comm_s``),
+        ``comm_s_by_class`` (``comm_s`` by class), ``exposed_comm_s_by_class`` (iteration time
+        minus the time with that class instantaneous), ``comm_busy_s`` (time some
+        communication is in flight), ``comm_alone_s`` and ``comm_alone_s_by_class`` (the
+        communication alone, every phase's flows released together, phases in sequence; per
+        class: that class alone), ``fabric``, ``workload``, ``servers``, ``gpus``. Definitions
+        in :mod:`topoopt.flowsim.iteration`. With a pipeline schedule (``schedule``: ``1f1b``,
+        ``interleaved`` or ``eager-1f1b``, :func:`~topoopt.flowsim.iteration.simulate_iteration`)
+        also ``schedule`` and ``schedule_used``, and for ``eager-1f1b`` the iteration time of
+        both orders (``eager_1f1b_s``, ``1f1b_s``).
+        With ``priority`` (traffic classes, highest first)
+        or ``split_allreduce`` (micro-op bytes; :mod:`topoopt.flowsim.priorities`) the iteration
+        is simulated with them, and the result also has ``priority`` / ``split_allreduce_bytes``.
+    """
+    if schedule is not None and schedule not in SCHEDULES:
+        raise InputError("--schedule", schedule, f"one of {', '.join(SCHEDULES)}")
+    workload = load_workload(plan)
+    if design is not None:
+        from solvers.model.design import Design
+        from solvers.model.design_schema import check_design_rings, load_design
+        from solvers.model.problem import DesignProblem
+        from solvers.realise import design_fabric, design_routing, design_workload
+
+        path = Path(design)
+        if not path.is_file():
+            raise InputError("--design", str(design), "an existing design.json file")
+        d = load_design(path)  # strict schema (solvers.model.design_schema)
+        hybrid = not isinstance(d, Design)
+        if d.servers != workload.servers:
+            raise InputError(
+                "--design", f"{d.servers} servers", f"a design for {workload.servers} servers"
+            )
+        problem = DesignProblem.from_workload(workload, d.degree, d.link_bandwidth)
+        check_design_rings(d, problem, str(path))
+        if hybrid:
+            fab = d.fabric()
+            routing = d.routing_pathset(fab)
+        else:
+            fab = design_fabric(d, gpus_per_server=workload.gpus_per_server)
+            routing = design_routing(d, fab)
+        w, label = design_workload(workload, d, problem), d.solver
+        if priority is None and getattr(d, "priority", ()):
+            priority = d.priority  # the design's own class priorities (``--priority`` overrides)
+    else:
+        run = build_fabric(
+            fabric,
+            workload,
+            degree,
+            link_bandwidth,
+            oversubscription=oversubscription,
+            seed=seed,
+            progress=progress,
+        )
+        fab, w, routing, label = run.fabric, run.workload, run.routing, fabric
+    if progress:
+        progress(f"simulating {workload.name} on {label}")
+    if schedule is not None and w.taskgraph is not None:
+        raise InputError("--schedule", schedule, "a plan (an imported task graph has its own)")
+    it = simulate_iteration(
+        w, fab, routing=routing, exposed_by_class=True, schedule=schedule, priority=priority,
+        split_allreduce=split_allreduce,
+    )  # fmt: skip
+    comm = communication_time(w, fab, routing=routing)
+    alone_by_class = {}
+    for cls in sorted({x.cls for x in w.demands}):
+        alone = communication_time(w.select(classes=[cls]), fab, routing=routing)
+        alone_by_class[cls] = alone.total_s
+    keys = ("schedule", "schedule_used", "eager_1f1b_s", "1f1b_s")
+    extra: dict[str, Any] = {}
+    if schedule is not None:
+        extra.update({k: it.info[k] for k in keys if k in it.info})
+    if priority is not None:
+        extra["priority"] = list(check_priority(priority))
+    if split_allreduce is not None:
+        extra["split_allreduce_bytes"] = float(split_allreduce)
+    return {
+        "workload": workload.name,
+        "fabric": label,
+        "servers": workload.servers,
+        "gpus": workload.gpus,
+        "iteration_s": it.iteration_s,
+        "compute_s": it.compute_s,
+        "comm_s": it.comm_s,
+        "exposed_comm_s": it.exposed_comm_s,
+        "exposed_comm_s_by_class": dict(it.exposed_by_class),
+        "comm_s_by_class": dict(it.comm_by_class),
+        "comm_busy_s": it.comm_busy_s,
+        "comm_alone_s": comm.total_s,
+        "comm_alone_s_by_class": alone_by_class,
+        **extra,
+    }

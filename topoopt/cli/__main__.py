@@ -1,5 +1,0 @@
-"""``python -m topoopt.cli`` runs the command line."""
-
-from topoopt.cli.app import main
-
-main()
