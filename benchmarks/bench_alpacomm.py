@@ -27,9 +27,9 @@ import contextlib
 import numpy as np
 
 import topoopt.flowsim.iteration as iteration
+from topoopt.app.studies.compare import build_fabric
 from topoopt.fabrics import ideal
 from topoopt.flowsim.roofline import RooflineParams
-from topoopt.app.studies.compare import build_fabric
 from topoopt.units import gbps_to_bytes_per_s
 from traffic.build import workload_from_plan
 from traffic.expand import server_matrix

@@ -3,7 +3,8 @@ bucketed simulation, on ZeRO-2 and FSDP plans small enough to simulate exactly (
 asserts nothing).
 
 The co-search screens candidates with at most
-:data:`topoopt.app.studies.cosearch.evaluate.SCREEN_MAX_BUCKETS` gradient buckets per channel: ZeRO-2
+:data:`topoopt.app.studies.cosearch.evaluate.SCREEN_MAX_BUCKETS` gradient buckets per channel:
+ZeRO-2
 and FSDP families repeat every micro-batch, and at 25 MB per bucket GPT-3 175B on 16 servers asks
 168 k buckets (43 M flows), which no worker can build. Each row here is one plan on one fabric:
 the exact iteration (every 25 MB bucket), its flow count and CPU seconds, and the relative error
@@ -18,8 +19,8 @@ from __future__ import annotations
 
 import time
 
-from topoopt.flowsim.iteration import simulate_iteration
 from topoopt.app.studies.compare import build_fabric
+from topoopt.flowsim.iteration import simulate_iteration
 from traffic.build import workload_from_plan
 
 CAPS = (16, 64, 256, 1024)

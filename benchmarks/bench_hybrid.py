@@ -56,8 +56,8 @@ def packaged(problem, efab, spec, d, circuits, name) -> tuple[HybridDesign, floa
     have = {int(u) * n + int(v) for u, v, _ in circuits.tolist()}
     have |= {int(v) * n + int(u) for u, v, _ in circuits.tolist()}
     des = HybridDesign(n, d, BANDWIDTH, circuits, _rings_of(problem, r.rings, have),
-                       _node_paths(r.paths, f.dst), spec, name, "feasible", r.time_s, 0.0, 0.0,
-                       time.perf_counter() - t0)  # fmt: skip
+                       _node_paths(r.paths, f.dst), name, "feasible", r.time_s, 0.0, 0.0,
+                       time.perf_counter() - t0, electrical=spec)  # fmt: skip
     return des, r.time_s
 
 

@@ -31,9 +31,9 @@ import time
 
 import numpy as np
 
+from solvers.baselines.topoopt_method import topoopt_design
 from solvers.joint.driver import joint_design
 from solvers.model.problem import DesignProblem
-from solvers.baselines.topoopt_method import topoopt_design
 from traffic.workload import Demand, Workload
 
 GPUS_PER_SERVER = 8

@@ -18,9 +18,9 @@ import time
 import numpy as np
 
 from solvers.baselines.expander_design import expander_design
-from solvers.model.problem import DesignProblem
 from solvers.baselines.strides import best_strides, circulant_stats, geometric_strides
 from solvers.baselines.topoopt_method import topoopt_design
+from solvers.model.problem import DesignProblem
 from traffic.workload import Demand, Workload
 
 

@@ -21,12 +21,10 @@
 # %%
 import pandas as pd
 
-from solvers.model.problem import DesignProblem
-from solvers.realise import design_fabric, design_routing, design_workload
-from solvers.registry import solve
+from solvers import DesignProblem, design_fabric, design_routing, design_workload, solve
+from topoopt.app.report.design_figures import circuit_graph
 from topoopt.fabrics import ideal
 from topoopt.flowsim.collectives import communication_time
-from topoopt.app.report.design_figures import circuit_graph
 from topoopt.units import gbps_to_bytes_per_s
 from traffic import load_workload
 

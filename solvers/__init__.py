@@ -1,1 +1,86 @@
-"""solvers: choose optical circuits and collective routing jointly (OR-Tools)."""
+"""solvers: choose optical circuits and collective routing jointly (OR-Tools).
+
+This is the one door into the solver floor: the edges (:mod:`topoopt.app`) import these names
+from ``solvers`` and nothing from its submodules. Inside :mod:`solvers`, modules import each
+other directly, never through this door. No name here is also a submodule's name.
+
+- The problem and the designs: :class:`DesignProblem`, :class:`Design`, :class:`HybridDesign`,
+  :class:`NodePaths`, :func:`read_prewired_file`, :func:`with_port_options`.
+- Solving: :func:`solve` (every solver by name: :data:`SOLVERS`, :data:`OBJECTIVES`),
+  :func:`solve_hybrid` (:func:`solvers.hybrid_design.hybrid_design`) and :func:`route_hybrid`
+  (an optical layer over an electrical fabric),
+  :func:`load_design` and :func:`check_design_rings` (``design.json`` back into a design).
+- Realising a design for the flow model: :func:`design_fabric`, :func:`design_routing`,
+  :func:`design_workload`, :func:`realise_design` (all three), :func:`simulate_design`.
+- Studies' entry points: :func:`reconfigure` and :func:`run_baselines` (reconfiguration over
+  time), :func:`design_cluster` / :func:`cluster_totals` / :func:`play_arrivals` /
+  :func:`load_jobs` / :func:`load_arrivals` / :class:`OcsLayer` (shared clusters),
+  :func:`run_collective`, :data:`NVLINK2_BANDWIDTH`, :func:`dgx1` (collective schedules),
+  :func:`best_strides` /
+  :func:`circulant_stats` / :func:`geometric_strides` (circulant strides),
+  :func:`evaluate_routing` (the congestion objective of a routing), :func:`node_paths`,
+  :func:`ring_records`.
+"""
+
+from solvers.baselines.strides import best_strides, circulant_stats, geometric_strides
+from solvers.cluster.arrivals import play as play_arrivals
+from solvers.cluster.cluster_design import design_cluster
+from solvers.cluster.cluster_design import totals as cluster_totals
+from solvers.cluster.jobs import load_arrivals, load_jobs
+from solvers.cluster.ocs import OcsLayer
+from solvers.collectives.run import run_collective
+from solvers.collectives.topologies import NVLINK2_BANDWIDTH, dgx1
+from solvers.hybrid_design import HybridDesign, route_hybrid
+from solvers.hybrid_design import hybrid_design as solve_hybrid
+from solvers.model.congestion import evaluate_routing
+from solvers.model.design import Design, NodePaths, node_paths, ring_records
+from solvers.model.ports import with_port_options
+from solvers.model.problem import DesignProblem, read_prewired_file
+from solvers.realise import (
+    design_fabric,
+    design_routing,
+    design_workload,
+    realise_design,
+    simulate_design,
+)
+from solvers.reconfig.baselines import run_baselines
+from solvers.reconfig.search import reconfigure
+from solvers.registry import OBJECTIVES, SOLVERS, check_design_rings, load_design, solve
+
+__all__ = [
+    "DesignProblem",
+    "Design",
+    "HybridDesign",
+    "NodePaths",
+    "read_prewired_file",
+    "with_port_options",
+    "SOLVERS",
+    "OBJECTIVES",
+    "solve",
+    "solve_hybrid",
+    "route_hybrid",
+    "load_design",
+    "check_design_rings",
+    "design_fabric",
+    "design_routing",
+    "design_workload",
+    "realise_design",
+    "simulate_design",
+    "reconfigure",
+    "run_baselines",
+    "design_cluster",
+    "cluster_totals",
+    "play_arrivals",
+    "load_jobs",
+    "load_arrivals",
+    "OcsLayer",
+    "run_collective",
+    "NVLINK2_BANDWIDTH",
+    "dgx1",
+    "best_strides",
+    "circulant_stats",
+    "geometric_strides",
+    "evaluate_routing",
+    "node_paths",
+    "ring_records",
+]

@@ -30,7 +30,8 @@ The objective is the congestion model of :mod:`solvers.model.congestion` on the 
 
 Reserved and pre-wired ports
 ----------------------------
-The port options of :class:`solvers.model.problem.DesignProblem` (``reserved``, ``prewired``) apply to
+The port options of :class:`solvers.model.problem.DesignProblem` (``reserved``, ``prewired``) apply
+to
 the *optical* ports: ``d`` is the ``optical_degree`` argument (not ``problem.degree``), server
 ``u`` may wire ``usable_u = d - r_u`` optical ports (``r_u`` = ``problem.reserved[u]``, 0 when
 ``None``), and the pre-wired circuits ``w_uv`` count against them (constraint (5)); what is left
@@ -63,7 +64,8 @@ The circuits (constraints (1)-(2)) are searched:
    ports; the geometric circulant circuits (what :func:`topoopt.fabrics.hybrid.hybrid` builds by
    default; with port options: built on the uniform ``min_u free_u``, then the pre-wired
    circuits added and the ports still free filled by demand) and the TopoOpt method's circuits
-   (:func:`solvers.baselines.topoopt_method.topoopt_design` with ``d`` ports, which honours the options)
+   (:func:`solvers.baselines.topoopt_method.topoopt_design` with ``d`` ports, which honours the
+   options)
    as baselines; each routed with :func:`route_hybrid`;
 3. degree-preserving local search from the best until no move among the 16 heaviest pairs
    improves (a local optimum): for a heavy pair ``(a, c)`` without enough circuits, a free port
@@ -96,7 +98,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -104,20 +106,19 @@ import scipy.sparse as sp
 
 from solvers.model.congestion import (
     RingSet,
-    canonical_circuits,
-    circuit_degrees,
     phase_pairs,
 )
 from solvers.model.design import (
-    NodePaths,
-    check_prewired_present,
+    Design,
     design_document,
     node_paths,
     parse_design_document,
     ring_records,
 )
+from solvers.model.ports import check_prewired_present
 from solvers.model.problem import DesignProblem, PhaseTraffic, check_within_ports
 from solvers.routing_lp import route_phase, solve_matrix_program
+from topoopt.fabrics.circuits import Circuits, circuit_degrees
 from topoopt.fabrics.direct_connect import circulant_circuits, geometric_strides
 from topoopt.fabrics.fabric import Fabric
 from topoopt.fabrics.fat_tree import fat_tree, leaf_spine
@@ -224,31 +225,24 @@ def electrical_spec(fabric: Fabric) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- the design object
-@dataclass(frozen=True, eq=False)
-class HybridDesign:
-    """An optical layer over a given electrical fabric, its rings, its routing and its scores.
+@dataclass(frozen=True, eq=False, kw_only=True)
+class HybridDesign(Design):
+    """An optical layer over a given electrical fabric, its rings, its routing and its scores: a
+    :class:`~solvers.model.design.Design` whose circuits are the optical layer, plus the
+    electrical fabric it sits on.
 
     Attributes
     ----------
-    servers : int
-    degree : int
-        Optical ports per server.
-    link_bandwidth : float
-        Bytes/s of one optical port (one circuit, each direction).
-    circuits : numpy.ndarray
-        ``int64 (E, 3)`` rows ``[u, v, count]``, canonical.
-    rings : tuple of dict
-        As :attr:`solvers.model.design.Design.rings`.
+    (those of :class:`~solvers.model.design.Design`, with ``degree`` the optical ports per server
+    and ``link_bandwidth`` one optical port's bytes/s), and
+
     routing : NodePaths
         Weighted walks of every server pair with traffic, as node sequences on the combined
         fabric (servers, then switches: the electrical fabric's node ids).
     electrical : dict
-        The electrical fabric's spec (:func:`build_electrical`).
-    solver, status : str
-    objective_s, lower_bound_s, gap, wall_s : float
+        The electrical fabric's spec (:func:`build_electrical`); keyword-only.
     device : str
-        Optical device kind (``"ocs"`` or ``"patch-panel"``).
-    info : dict
+        Optical device kind (``"ocs"`` or ``"patch-panel"``); keyword-only.
     reserved_ports : numpy.ndarray, optional
         ``int64 (servers,)`` optical ports held back at each server, when the problem had port
         options (module docstring); ``None`` otherwise.
@@ -263,49 +257,19 @@ class HybridDesign:
         fewer circuits than pre-wired.
     """
 
-    servers: int
-    degree: int
-    link_bandwidth: float
-    circuits: np.ndarray
-    rings: tuple[dict, ...]
-    routing: NodePaths
     electrical: Mapping[str, Any]
-    solver: str
-    status: str
-    objective_s: float
-    lower_bound_s: float
-    gap: float
-    wall_s: float
     device: str = "ocs"
-    info: Mapping[str, Any] = field(default_factory=dict)
-    reserved_ports: np.ndarray | None = None
-    prewired: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        n = int(self.servers)
-        object.__setattr__(self, "circuits", canonical_circuits(self.circuits, n))
-        object.__setattr__(self, "rings", tuple(self.rings))
+        super().__post_init__()
         object.__setattr__(self, "electrical", dict(self.electrical))
-        deg = self.port_usage()
-        if deg.size and deg.max() > self.degree:
-            i = int(np.argmax(deg))
-            raise InputError(f"circuits (server {i})", int(deg[i]), f"<= {self.degree} ports")
         if self.reserved_ports is not None:
-            r = np.asarray(self.reserved_ports, np.int64).reshape(-1)
-            if r.size != n:
-                raise InputError("reserved_ports", f"{r.size} values", f"{n} values")
-            object.__setattr__(self, "reserved_ports", r)
-            if deg.size:
-                usable = self.degree - r
-                check_within_ports("circuits", deg, usable, self.degree, ports="optical ports")
+            usable = self.degree - self.reserved_ports
+            check_within_ports(
+                "circuits", self.port_usage(), usable, self.degree, ports="optical ports"
+            )
         if self.prewired is not None:
-            pre = canonical_circuits(self.prewired, n)
-            object.__setattr__(self, "prewired", pre)
-            check_prewired_present(self.circuits, pre)
-
-    def port_usage(self) -> np.ndarray:
-        """Optical ports used at each server."""
-        return circuit_degrees(self.circuits, self.servers)
+            check_prewired_present(self.circuits, self.prewired)
 
     def electrical_fabric(self) -> Fabric:
         """The electrical part alone."""
@@ -398,7 +362,7 @@ def _port_options(problem: DesignProblem, d: int) -> tuple[np.ndarray, np.ndarra
 
 
 def _combined(electrical: Fabric, d: int, circuits, b_opt: float, device: str) -> Fabric:
-    c = canonical_circuits(circuits, electrical.n_servers)
+    c = Circuits(circuits, electrical.n_servers).rows
     if d == 0:  # no optical layer: the electrical fabric itself
         return electrical
     lat = float(electrical.latency[0]) if electrical.n_links else 1e-6
@@ -776,7 +740,7 @@ def route_hybrid(
         raise InputError("problem.n", problem.n, f"the fabric's {fabric.n_servers} servers")
     opt = fabric.link_kind == "optical"
     circ = np.column_stack([fabric.src[opt], fabric.dst[opt], fabric.multiplicity[opt]])
-    circ = canonical_circuits(circ[circ[:, 0] < circ[:, 1]], problem.n)
+    circ = Circuits(circ[circ[:, 0] < circ[:, 1]], problem.n).rows
     options = _ring_options(problem, circ)
     fwd = np.ones(fabric.n_nodes, bool)
     if not opt.any():
@@ -875,21 +839,18 @@ def baseline_circuits(
     out: dict[str, np.ndarray] = {}
     if d >= 2 and n >= 3:
         if problem.has_port_options:
-            from solvers.model.design import merge_prewired
-            from solvers.joint.local_search import fill_free_ports
+            from solvers.model.ports import fill_free_ports, merge_prewired
 
             sub = problem.with_options(degree=d, link_bandwidth=optical_bandwidth)
             pair_cap = sub.pair_cap
             usable, _ = _port_options(problem, d)
             fd = int((usable - problem.prewired_degrees()).min())
             strides = geometric_strides(n, fd // 2) if fd >= 2 else []
-            c = merge_prewired(canonical_circuits(circulant_circuits(n, strides), n), sub)
+            c = merge_prewired(Circuits(circulant_circuits(n, strides), n).rows, sub)
             dem = _plain_demand(problem) if demand is None else demand
             out["circulant"] = fill_free_ports(c, n, usable, dem, pair_cap)
         else:
-            out["circulant"] = canonical_circuits(
-                circulant_circuits(n, geometric_strides(n, d // 2)), n
-            )
+            out["circulant"] = Circuits(circulant_circuits(n, geometric_strides(n, d // 2)), n).rows
         from solvers.baselines.topoopt_method import topoopt_design
 
         try:
@@ -925,7 +886,7 @@ def _greedy_b_matching(
     count: dict[tuple[int, int], int] = {}
     free = np.broadcast_to(np.asarray(d, np.int64), (n,)).copy()
     if start is not None and len(start):
-        start = canonical_circuits(start, n)
+        start = Circuits(start, n).rows
         count = {(int(u), int(v)): int(k) for u, v, k in start.tolist()}
         free -= circuit_degrees(start, n).astype(np.int64)
     iu, ju = np.nonzero(w > 0)
@@ -944,7 +905,7 @@ def _greedy_b_matching(
         free[j] -= 1
         heapq.heappush(heap, (negw * (c + 1) / (c + 2), i, j))
     rows = [[i, j, c] for (i, j), c in sorted(count.items())]
-    return canonical_circuits(np.asarray(rows, np.int64).reshape(-1, 3), n)
+    return Circuits(np.asarray(rows, np.int64).reshape(-1, 3), n).rows
 
 
 def _pair_weights(
@@ -1114,7 +1075,7 @@ def hybrid_design(
             info["baselines_s"][name] = r.time_s
         info["candidates_s"][name] = r.time_s
         if best is None or r.time_s < best[1].time_s:
-            best_name, best_c, best = name, canonical_circuits(c, n), (f, r)
+            best_name, best_c, best = name, Circuits(c, n).rows, (f, r)
             if progress is not None:
                 progress(r.time_s, lb)
     info["start"] = best_name
@@ -1242,7 +1203,7 @@ def _swap_in(
         k2 = (min(other), max(other))
         rows[k2] = rows.get(k2, 0) + 1
     out = np.asarray([[u, v, k] for (u, v), k in rows.items() if k > 0], np.int64).reshape(-1, 3)
-    out = canonical_circuits(out, n)
+    out = Circuits(out, n).rows
     if np.any(circuit_degrees(out, n) > dd):
         return None
     if pair_cap is not None and out.size and out[:, 2].max() > pair_cap:

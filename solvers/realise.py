@@ -16,7 +16,8 @@ into a simulation input:
   whose rows list the members in ascending server order and carry the schedule
   (:attr:`traffic.workload.Demand.schedule`); only rows with one GPU per server qualify.
 
-:func:`simulate_design` chains them into :func:`topoopt.flowsim.iteration.simulate_iteration`.
+:func:`realise_design` gives all three at once, and :func:`simulate_design` chains them into
+:func:`topoopt.flowsim.iteration.simulate_iteration`.
 """
 
 from __future__ import annotations
@@ -34,7 +35,13 @@ from topoopt.paths import PathSet
 from traffic.errors import InputError
 from traffic.workload import Demand, Workload
 
-__all__ = ["design_fabric", "design_routing", "design_workload", "simulate_design"]
+__all__ = [
+    "design_fabric",
+    "design_routing",
+    "design_workload",
+    "realise_design",
+    "simulate_design",
+]
 
 _ORDERED_OPS = ("all-reduce", "reduce-scatter", "all-gather")
 
@@ -171,6 +178,26 @@ def design_workload(workload: Workload, design: Design, problem: DesignProblem) 
     return replace(workload, demands=tuple(out))
 
 
+def realise_design(
+    workload: Workload,
+    design: Design,
+    problem: DesignProblem,
+    *,
+    device: str = "patch-panel",
+    intra_server_bandwidth: float | None = None,
+) -> tuple[Fabric, PathSet, Workload]:
+    """The fabric, the routing and the ring-ordered workload of ``design``: what
+    :func:`topoopt.flowsim.iteration.simulate_iteration` takes (``workload``, ``fabric``,
+    ``routing=``)."""
+    fabric = design_fabric(
+        design,
+        gpus_per_server=workload.gpus_per_server,
+        device=device,
+        intra_server_bandwidth=intra_server_bandwidth,
+    )
+    return fabric, design_routing(design, fabric), design_workload(workload, design, problem)
+
+
 def simulate_design(
     workload: Workload,
     design: Design,
@@ -187,15 +214,9 @@ def simulate_design(
     """
     from topoopt.flowsim.iteration import simulate_iteration
 
-    fabric = design_fabric(
-        design,
-        gpus_per_server=workload.gpus_per_server,
-        device=device,
-        intra_server_bandwidth=intra_server_bandwidth,
+    fabric, routing, realised = realise_design(
+        workload, design, problem, device=device, intra_server_bandwidth=intra_server_bandwidth
     )
-    routing = design_routing(design, fabric)
     if kwargs.get("priority") is None and getattr(design, "priority", ()):
         kwargs["priority"] = design.priority
-    return simulate_iteration(
-        design_workload(workload, design, problem), fabric, routing=routing, **kwargs
-    )
+    return simulate_iteration(realised, fabric, routing=routing, **kwargs)

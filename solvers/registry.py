@@ -1,16 +1,23 @@
-"""The solvers by name: one call, ``solve(problem, name, ...)``, for the CLI and the studies."""
+"""The solvers by name: one call, ``solve(problem, name, ...)``, for the CLI and the studies; and
+``design.json`` read back into a design (:func:`load_design`)."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from solvers.model.design import Design
+import numpy as np
+
+from solvers.hybrid_design import HybridDesign
+from solvers.model.design import Design, design_fields
+from solvers.model.design_schema import HybridDocument, validate_design_document
 from solvers.model.problem import DesignProblem
+from traffic.decode import decode_text, parse_json, read_input
 from traffic.errors import InputError
 
-__all__ = ["SOLVERS", "OBJECTIVES", "solve"]
+__all__ = ["SOLVERS", "OBJECTIVES", "solve", "load_design", "check_design_rings"]
 
 SOLVERS = ("topoopt", "topoopt-released", "expander", "joint")
 """Solver names accepted by :func:`solve`."""
@@ -126,3 +133,61 @@ def solve(
         )
         return replace(design, info={**dict(design.info), "trace": trace})
     raise InputError("solver", name, f"one of {', '.join(SOLVERS)}")
+
+
+def _refuse(field: str, value, allowed: str) -> None:
+    raise InputError(field, value, allowed)
+
+
+def _first_true(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def check_design_rings(design, problem, name: str = "design.json") -> None:
+    """Check a design's rings against the problem it is simulated with: every ring's phase is a
+    phase of ``problem``, its group index exists there, and its members are the group's servers.
+
+    Raises
+    ------
+    InputError
+        Naming the ring (``design.json rings[3]``), the value and what is allowed.
+    """
+    phases = {ph.name: ph for ph in problem.phases}
+    for key in ("rings", "collectives"):
+        for i, r in enumerate(getattr(design, key, ())):
+            ph = phases.get(r["phase"])
+            if ph is None:
+                _refuse(f"{name} {key}[{i}].phase", r["phase"], f"one of {', '.join(phases)}")
+            g = int(r["group"])
+            if g >= ph.n_groups:
+                _refuse(f"{name} {key}[{i}].group", g, f"a group index 0..{ph.n_groups - 1}")
+            want = np.unique(np.asarray(ph.group(g), np.int64)).tolist()
+            if list(r["members"]) != want:
+                _refuse(f"{name} {key}[{i}].members", r["members"], f"{want} (the group's servers)")
+
+
+def load_design(path: str | os.PathLike):
+    """Read ``design.json`` (optical or hybrid) strictly; a :class:`~solvers.model.design.Design` or
+    :class:`~solvers.hybrid_design.HybridDesign`.
+
+    Raises
+    ------
+    InputError
+        Naming the file and the field (module docstring).
+    """
+    name = str(path)
+    data = parse_json(decode_text(read_input(path, "design.json"), name), name)
+    doc = validate_design_document(data, name)
+    fields = design_fields(doc)
+    if isinstance(doc, HybridDocument):
+        spec = doc.electrical.model_dump(exclude_none=True)
+        d = HybridDesign(**fields, electrical=spec, device=doc.device)
+        n_nodes = d.fabric().n_nodes
+        nodes = d.routing.nodes
+        if nodes.size and nodes.max() >= n_nodes:
+            i = _first_true(nodes >= n_nodes)
+            _refuse(
+                f"{name} routing.nodes[{i}]", int(nodes[i]), f"a fabric node id 0..{n_nodes - 1}"
+            )
+        return d
+    return Design(**fields)

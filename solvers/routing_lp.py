@@ -44,12 +44,11 @@ from scipy.sparse import csgraph
 from solvers.model.congestion import (
     PhaseRouting,
     RingSet,
-    canonical_circuits,
-    circuit_links,
     link_lookup,
     phase_pairs,
 )
 from solvers.model.problem import DesignProblem, PhaseTraffic
+from topoopt.fabrics.circuits import Circuits, circuit_links
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 
@@ -1190,7 +1189,7 @@ def route_circuits(
     1.5
     """
     t0 = time.perf_counter()
-    c = canonical_circuits(circuits, problem.n)
+    c = Circuits(circuits, problem.n).rows
     src, dst, cap = circuit_links(c, problem.link_bandwidth)
     results = []
     lp = {"iteration_limit": iteration_limit, "lp_tolerance": lp_tolerance}

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from topoopt.app.studies.compare import build_fabric
 from topoopt.fabrics.routing import routes
 from topoopt.flowsim.collectives import communication_time
-from topoopt.app.studies.compare import build_fabric
 from traffic.workload import Demand, Workload
 
 B = 12.5e9

@@ -34,10 +34,10 @@ from hypothesis import strategies as st
 from solvers.model.problem import DesignProblem
 from solvers.realise import design_fabric, design_routing, design_workload
 from solvers.registry import solve
+from topoopt.app.studies.compare import build_fabric
 from topoopt.flowsim.collectives import communication_time
 from topoopt.flowsim.iteration import simulate_iteration
 from topoopt.flowsim.network import Network
-from topoopt.app.studies.compare import build_fabric
 from traffic.build import workload_from_plan
 from traffic.errors import InputError
 

@@ -22,11 +22,12 @@ import time
 import numpy as np
 import pytest
 
-from solvers.model.congestion import circuit_degrees, evaluate_routing
-from solvers.model.design import design_document
 from solvers.joint.driver import BOUND_WORK_SHARE, joint_design
+from solvers.model.congestion import evaluate_routing
+from solvers.model.design import design_document
 from solvers.model.problem import DesignProblem
 from solvers.registry import solve
+from topoopt.fabrics.circuits import circuit_degrees
 from traffic.workload import Demand, Workload
 
 GPUS = 4  # per server

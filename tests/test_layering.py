@@ -64,6 +64,22 @@ def module_files() -> dict[str, Path]:
     return out
 
 
+def exported(path: Path | None) -> set[str]:
+    """The names a package's ``__init__`` lists in ``__all__`` (its door); a name the door
+    exports is taken from the door even where a submodule has the same name."""
+    if path is None or path.name != "__init__.py":
+        return set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                try:
+                    return set(ast.literal_eval(node.value))
+                except ValueError:
+                    return set()
+    return set()
+
+
 def imports_of(name: str, path: Path, known: dict[str, Path]) -> list[tuple[str, int]]:
     """Every module of ``known`` that ``name`` imports, anywhere in the file (functions too),
     with the line; ``from pkg import sub`` counts as an import of ``pkg.sub`` when that is a
@@ -84,7 +100,12 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> list[tuple[str,
                 mod = ".".join(base + ([node.module] if node.module else []))
             else:
                 mod = node.module or ""
-            subs = [f"{mod}.{a.name}" for a in node.names if f"{mod}.{a.name}" in known]
+            door = exported(known.get(mod))
+            subs = [
+                f"{mod}.{a.name}"
+                for a in node.names
+                if f"{mod}.{a.name}" in known and a.name not in door
+            ]
             if len(subs) < len(node.names):
                 found.append((mod, node.lineno))
             found.extend((sub, node.lineno) for sub in subs)
@@ -216,3 +237,13 @@ def test_the_edges_enter_solvers_by_its_door():
     assert side_doors == [], "the edges import solvers only from solvers/__init__: " + "; ".join(
         side_doors
     )
+
+
+def test_no_door_name_shadows_a_submodule():
+    """``import solvers.x as m`` must give the module ``x``, so no name of the solvers' door is
+    also the name of one of its submodules."""
+    known = module_files()
+    clashes = sorted(
+        f"solvers.{name}" for name in exported(known["solvers"]) if f"solvers.{name}" in known
+    )
+    assert clashes == [], clashes

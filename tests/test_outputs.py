@@ -21,6 +21,8 @@ import pytest
 from typer.testing import CliRunner
 
 import topoopt.atomic as atomic
+from topoopt.app.cli.app import app
+from topoopt.app.cli.common import dumps_strict, emit_json
 from topoopt.atomic import (
     PAUSE_ENV,
     atomic_write_text,
@@ -28,8 +30,6 @@ from topoopt.atomic import (
     remove_stale_temporaries,
     temporary_name_pattern,
 )
-from topoopt.app.cli.app import app
-from topoopt.app.cli.common import dumps_strict, emit_json
 from traffic.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -365,8 +365,8 @@ def test_emit_json_is_strict(capsys):
 
 
 def test_design_json_refuses_infinity():
-    from solvers.model.design import Design
     from solvers.hybrid_design import HybridDesign
+    from solvers.model.design import Design
 
     # to_json only needs to_dict: run it on a stand-in whose objective is infinite
     stand_in = type("S", (), {"to_dict": lambda self: {"objective_s": float("inf")}})()

@@ -22,15 +22,16 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from solvers.model.congestion import evaluate_routing
-from solvers.model.design import Design, check_ports, merge_prewired
 from solvers.baselines.expander_design import random_fill
+from solvers.baselines.topoopt_method import topoopt_design
 from solvers.joint.driver import check_problem
 from solvers.joint.exact_mip import exact_design
-from solvers.joint.local_search import fill_free_ports, swap_candidates
+from solvers.joint.local_search import swap_candidates
+from solvers.model.congestion import evaluate_routing
+from solvers.model.design import Design
+from solvers.model.ports import check_ports, fill_free_ports, merge_prewired
 from solvers.model.problem import DesignProblem, PhaseTraffic, read_prewired
 from solvers.registry import SOLVERS, solve
-from solvers.baselines.topoopt_method import topoopt_design
 from traffic.errors import InputError
 from traffic.workload import Demand, Workload
 

@@ -18,7 +18,7 @@ def test_readme_documents_every_command():
     readme = (ROOT / "README.md").read_text()
     commands = sorted(
         p.stem
-        for p in (ROOT / "topoopt" / "cli" / "commands").glob("*.py")
+        for p in (ROOT / "topoopt" / "app" / "cli" / "commands").glob("*.py")
         if not p.stem.startswith("_")
     )
     assert "export" in commands and "cosearch" in commands

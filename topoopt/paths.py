@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from topoopt.csr import PairIndex
 from traffic.errors import InputError
 
 __all__ = ["PathSet"]
@@ -93,16 +94,7 @@ class PathSet:
     # ------------------------------------------------------------------ look-ups
     def index(self, src: np.ndarray, dst: np.ndarray, n_nodes: int) -> np.ndarray:
         """Commodity index of each ``(src, dst)`` pair (vectorised); ``-1`` where absent."""
-        key = self.src * n_nodes + self.dst
-        order = np.argsort(key, kind="stable")
-        want = np.asarray(src, np.int64) * n_nodes + np.asarray(dst, np.int64)
-        pos = np.searchsorted(key[order], want)
-        pos = np.clip(pos, 0, max(len(order) - 1, 0))
-        out = np.full(want.shape, -1, dtype=np.int64)
-        if len(order):
-            hit = key[order][pos] == want
-            out[hit] = order[pos[hit]]
-        return out
+        return PairIndex(self.src, self.dst, n_nodes)(src, dst)
 
     def link_incidence(self, n_links: int) -> sp.csr_matrix:
         """Sparse ``(P, n_links)`` matrix with 1 where path ``p`` crosses link ``l``."""

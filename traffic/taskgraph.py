@@ -17,8 +17,8 @@ Each server is represented by its first GPU (``rank = server * gpus_per_server``
 SI: the file's milliseconds become seconds and its bytes per millisecond become bytes per second.
 
 The two steps are public: :func:`parse_taskgraph` (bytes -> :class:`RawTaskGraph`, the file's
-fields as arrays) and :func:`build_workload` (RawTaskGraph -> Workload); :func:`read_taskgraph`
-chains them for a file. Anything that is not a well-formed task graph raises
+fields as arrays) and :func:`workload_from_taskgraph` (RawTaskGraph -> Workload, named as
+:func:`traffic.build.workload_from_plan`); :func:`read_taskgraph` chains them for a file. Anything that is not a well-formed task graph raises
 :class:`~traffic.errors.InputError` naming the file, what was found, and what is allowed.
 
 Format: ``../shared/reference/topoopt-taskgraph-format.md`` (FlatBuffers wire format: root
@@ -42,7 +42,7 @@ __all__ = [
     "ALLOWED",
     "RawTaskGraph",
     "parse_taskgraph",
-    "build_workload",
+    "workload_from_taskgraph",
     "read_taskgraph",
 ]
 
@@ -493,7 +493,7 @@ def _phases(task_type: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, int]:
     return ph, int(rest.sum())
 
 
-def build_workload(raw: RawTaskGraph, name: str = "") -> Workload:
+def workload_from_taskgraph(raw: RawTaskGraph, name: str = "") -> Workload:
     """The Workload of a parsed task graph: demands plus the dependency graph.
 
     Parameters
@@ -556,7 +556,7 @@ def build_workload(raw: RawTaskGraph, name: str = "") -> Workload:
     >>> b.PrependUOffsetTRelativeSlot(9, vectors[1], 0)
     >>> root = b.EndObject()
     >>> _ = b.Finish(root)
-    >>> w = build_workload(parse_taskgraph(bytes(b.Output())))
+    >>> w = workload_from_taskgraph(parse_taskgraph(bytes(b.Output())))
     >>> w.gpus, len(w.demands), w.taskgraph.kind.tolist(), w.taskgraph.runtime_s.tolist()
     (1, 0, ['backward'], [0.0025])
     """
@@ -772,7 +772,7 @@ def read_taskgraph(path: str | os.PathLike) -> Workload:
     Returns
     -------
     Workload
-        See :func:`build_workload`; ``name`` is the file name.
+        See :func:`workload_from_taskgraph`; ``name`` is the file name.
 
     Raises
     ------
@@ -793,4 +793,4 @@ def read_taskgraph(path: str | os.PathLike) -> Workload:
         raise InputError(str(p), "no such file", ALLOWED) from None
     except OSError as e:
         raise InputError(str(p), f"unreadable ({e.strerror or e})", ALLOWED) from None
-    return build_workload(parse_taskgraph(data, source=str(p)), name=p.name)
+    return workload_from_taskgraph(parse_taskgraph(data, source=str(p)), name=p.name)

@@ -318,6 +318,14 @@ class Workload:
         """Wire bytes per iteration over all demands."""
         return float(sum(d.wire_bytes() for d in self.demands))
 
+    def __repr__(self) -> str:
+        """One line (the families are in :meth:`summary`), e.g. ``Workload('dlrm.yaml', 128 GPUs
+        on 16 servers, 3 demand families, 8.47e+09 bytes per iteration)``."""
+        families = f"{len(self.demands)} demand families"
+        wire = f"{self.total_wire_bytes():.3g} bytes per iteration"
+        where = f"{self.gpus} GPUs on {self.servers} servers"
+        return f"Workload({self.name!r}, {where}, {families}, {wire})"
+
     def summary(self):
         """A pandas DataFrame with one row per demand family."""
         import pandas as pd

@@ -20,9 +20,6 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from solvers.model.congestion import canonical_circuits, circuit_degrees
-from solvers.model.design import Design, merge_prewired
-from solvers.model.problem import DesignProblem
 from solvers.baselines.topoopt_method import (
     finish_design,
     hop_distances,
@@ -30,6 +27,10 @@ from solvers.baselines.topoopt_method import (
     sample_shortest_paths,
 )
 from solvers.baselines.traffic_input import topoopt_traffic
+from solvers.model.design import Design
+from solvers.model.ports import merge_prewired
+from solvers.model.problem import DesignProblem
+from topoopt.fabrics.circuits import Circuits, circuit_degrees
 from traffic.errors import InputError
 
 __all__ = ["random_regular_circuits", "random_fill", "expander_design"]
@@ -77,7 +78,7 @@ def random_fill(circuits, n: int, budget, pair_cap: int, seed: int = 0) -> np.nd
     >>> circuit_degrees(c, 6).astype(int).tolist()
     [2, 2, 2, 2, 2, 2]
     """
-    c = canonical_circuits(circuits, n)
+    c = Circuits(circuits, n).rows
     budget = np.broadcast_to(np.asarray(budget, np.int64), (n,))
     free = np.maximum(budget - circuit_degrees(c, n), 0).astype(np.int64)
     rng = np.random.default_rng(seed)
@@ -108,7 +109,7 @@ def random_fill(circuits, n: int, budget, pair_cap: int, seed: int = 0) -> np.nd
         free[x] -= 1
         free[y] -= 1
         rows.append([x, y, 1])
-    return canonical_circuits(np.asarray(rows, np.int64).reshape(-1, 3), n)
+    return Circuits(np.asarray(rows, np.int64).reshape(-1, 3), n).rows
 
 
 def expander_design(problem: DesignProblem, seed: int = 0) -> Design:

@@ -6,8 +6,10 @@ Pipeline (``shared/reference/topoopt-method.md``), each step a public function:
    (the +-1 connectivity ring), ``d_MP = d - d_AR``. Variant ``topoopt-released``: ``d_AR = d``
    (even part), ``d_MP = 0``.
 2. :func:`allreduce_rings` -- the heaviest ring groups of the heaviest group size get dedicated
-   rings: candidate strides by :func:`solvers.baselines.strides.totient_perms` over the group positions,
-   chosen by :func:`solvers.baselines.strides.select_permutations` (geometric rule); plus the +-1 ring over
+   rings: candidate strides by :func:`solvers.baselines.strides.totient_perms` over the group
+   positions,
+   chosen by :func:`solvers.baselines.strides.select_permutations` (geometric rule); plus the +-1
+   ring over
    all servers (which is the group's stride 1 when the group is all servers). Each stride ``p``
    is two directed rings (``+p`` and ``-p``), 2 ports per member. Every other group gets a
    *virtual ring* (its members in order, both directions) whose steps are forwarded over the
@@ -48,11 +50,13 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
-from solvers.model.congestion import canonical_circuits, evaluate_routing
-from solvers.model.design import Design, NodePaths, merge_prewired, with_port_options
-from solvers.model.problem import DesignProblem
 from solvers.baselines.strides import select_permutations, totient_perms
 from solvers.baselines.traffic_input import TopoOptTraffic, topoopt_traffic
+from solvers.model.congestion import evaluate_routing
+from solvers.model.design import Design, NodePaths
+from solvers.model.ports import merge_prewired, with_port_options
+from solvers.model.problem import DesignProblem
+from topoopt.fabrics.circuits import Circuits
 from traffic.errors import InputError
 
 __all__ = [
@@ -260,7 +264,7 @@ def allreduce_rings(traffic: TopoOptTraffic, d_ar: int) -> tuple[np.ndarray, lis
             }
         )
     circuits = np.vstack(parts) if parts else np.zeros((0, 3), np.int64)
-    return canonical_circuits(circuits, n), rings, info
+    return Circuits(circuits, n).rows, rings, info
 
 
 # --------------------------------------------------------------------------- 3. matchings
@@ -516,7 +520,7 @@ def mp_matchings(
             w[b, a] = w[a, b]
             rows.append((a, b))
     circuits = np.array([[a, b, 1] for a, b in rows], dtype=np.int64).reshape(-1, 3)
-    return canonical_circuits(circuits, n), w
+    return Circuits(circuits, n).rows, w
 
 
 # --------------------------------------------------------------------------- 4. routing
@@ -787,7 +791,7 @@ def topoopt_design(
         d_ar, d_mp = degree_split(traffic.t_ar(), traffic.t_mp(), d_build, variant)
         ar_circ, groups, ar_info = allreduce_rings(traffic, d_ar)
         mp_circ, _ = mp_matchings(traffic.mp, d_mp, n, partners=matching_partners, base=ar_circ)
-        circuits = canonical_circuits(np.vstack([ar_circ, mp_circ]), n)
+        circuits = Circuits(np.vstack([ar_circ, mp_circ]), n).rows
     else:  # no ring fits on the free ports: pre-wired + filled ports, virtual rings
         d_ar = d_mp = 0
         ar_circ = np.zeros((0, 3), np.int64)
@@ -801,7 +805,7 @@ def topoopt_design(
     filled = 0
     over_cap = circuits.size and int(circuits[:, 2].max()) > problem.pair_cap
     if options or over_cap:
-        from solvers.joint.local_search import fill_free_ports
+        from solvers.model.ports import fill_free_ports
 
         # the construction stacks circuits on a pair (rings and matchings on the same pair, the
         # c/(c+1) discount); with a per-pair cap they are cut back and the ports refilled

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from solvers.cluster.ocs import OcsLayer, assign_ports
-from solvers.model.congestion import canonical_circuits
 from solvers.model.design import Design
 from solvers.model.problem import DesignProblem
+from topoopt.fabrics.circuits import Circuits
 from traffic.errors import InputError
 from traffic.workload import Workload
 
@@ -269,13 +269,13 @@ def design_job(
                 cache.setdefault("_workloads", []).append(workload)  # keeps id(workload) unique
             raise NotConnected(f"job {name}: {exc}")
         ones = np.ones((ports.shape[0], 1), np.int64)
-        wired = canonical_circuits(np.hstack([ports[:, :2], ones]), m)
+        wired = Circuits(np.hstack([ports[:, :2], ones]), m).rows
         deg = np.bincount(ports[:, :2].ravel(), minlength=m)
         problem = DesignProblem.from_workload(
             workload, d, link_bandwidth, reserved=d - deg, prewired=wired
         )
         design = _solve(problem, solver, seed, work_limit)
-        if not np.array_equal(canonical_circuits(design.circuits, m), wired):
+        if not np.array_equal(Circuits(design.circuits, m).rows, wired):
             a2 = assign_ports(design.circuits, units)  # pragma: no cover - solvers keep prewired
             if not a2.complete:
                 raise NotConnected(f"job {name}: the re-solved design is not realisable")

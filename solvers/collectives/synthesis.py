@@ -38,7 +38,7 @@ import numpy as np
 from solvers.collectives.blink import pack_trees, roots_and_directions
 from solvers.collectives.overlay import Overlay, ServerLinks
 from solvers.collectives.schedule import Schedule, Tree, step_schedule, tree_schedule
-from topoopt.flowsim.collectives import FlowTemplate
+from topoopt.flowsim.templates import FlowTemplate
 from traffic.errors import InputError
 
 __all__ = [

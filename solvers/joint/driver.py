@@ -5,12 +5,12 @@ limit, with the wall-clock time limit only as a safety cap (see "Determinism" be
 
 1. :func:`check_problem` -- raise :class:`InputError` on a problem no design can serve.
 2. :func:`warm_start` -- the TopoOpt baselines (``topoopt`` and ``topoopt-released``,
-   :func:`solvers.baselines.topoopt_method.topoopt_design`); the best of them is the first incumbent, so
-   the result is never worse than the baseline.
+   :func:`solvers.baselines.topoopt_method.topoopt_design`); the best of them is the first
+   incumbent, so the result is never worse than the baseline.
 3. :func:`candidate_circuits` -- designs TopoOpt does not try: every degree split between
    AllReduce rings and MP matchings (TopoOpt rounds one split from byte ratios), rings on the
-   optimal mean-hop strides (:func:`solvers.baselines.strides.best_strides`) instead of the geometric rule,
-   and free ports filled. Each candidate is *routed by the LP* (:func:`route_design`), which also
+   optimal mean-hop strides (:func:`solvers.baselines.strides.best_strides`) instead of the
+   geometric rule, and free ports filled. Each candidate is *routed by the LP* (:func:`route_design`), which also
    chooses the ring mixture of every mutable group (TopoOpt splits evenly and routes MP traffic
    on random shortest paths), and scored exactly.
 4. :func:`solvers.joint.local_search.improve_by_swaps` -- degree-preserving 2-swaps that put a
@@ -63,22 +63,23 @@ from dataclasses import replace
 
 import numpy as np
 
+from solvers.baselines.topoopt_method import allreduce_rings, mp_matchings, topoopt_design
+from solvers.baselines.traffic_input import topoopt_traffic
 from solvers.bounds import lower_bound
+from solvers.joint.exact_mip import exact_design
+from solvers.joint.flow_select import FLOW_SELECT_MAX_FLOWS, FlowScore, select_by_flow
+from solvers.joint.flow_select import score as flow_score
+from solvers.joint.local_search import improve_by_swaps
+from solvers.joint.rings import circuit_rings, hamiltonian_cycles, stride_rings
 from solvers.model.congestion import (
     canonical_circuits,
     circuit_links,
     evaluate_routing,
 )
-from solvers.model.design import Design, merge_prewired, node_paths, ring_records, with_port_options
-from solvers.joint.exact_mip import exact_design
-from solvers.joint.flow_select import FLOW_SELECT_MAX_FLOWS, FlowScore, select_by_flow
-from solvers.joint.flow_select import score as flow_score
-from solvers.joint.local_search import fill_free_ports, improve_by_swaps
-from solvers.joint.rings import circuit_rings, hamiltonian_cycles, stride_rings
+from solvers.model.design import Design, node_paths, ring_records
+from solvers.model.ports import fill_free_ports, merge_prewired, with_port_options
 from solvers.model.problem import DesignProblem
 from solvers.routing_lp import SharedRouting, min_hop_paths, route_circuits
-from solvers.baselines.topoopt_method import allreduce_rings, mp_matchings, topoopt_design
-from solvers.baselines.traffic_input import topoopt_traffic
 from traffic.errors import InputError
 
 __all__ = [

@@ -95,8 +95,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from solvers.model.congestion import canonical_circuits, evaluate_routing
-from solvers.model.design import Design, with_port_options
 from solvers.joint.block_candidates import (
     balanced_block_rings,
     block_constructions,
@@ -113,6 +111,9 @@ from solvers.joint.iteration_objective import (
     window_count,
     window_problem,
 )
+from solvers.model.congestion import canonical_circuits, evaluate_routing
+from solvers.model.design import Design
+from solvers.model.ports import with_port_options
 from solvers.model.problem import DesignProblem
 from traffic.errors import InputError
 
@@ -352,8 +353,8 @@ def iteration_design(
         baseline under each order tried) and ``priority`` (the order searched, or none).
     """
     from solvers.baselines.expander_design import expander_design
-    from solvers.joint.driver import WORK_PER_REFILL, check_problem, joint_design
     from solvers.baselines.topoopt_method import topoopt_design
+    from solvers.joint.driver import WORK_PER_REFILL, check_problem, joint_design
 
     t0 = time.perf_counter()
     time_limit = float(time_limit_s)

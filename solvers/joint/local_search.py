@@ -17,91 +17,10 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
-from solvers.model.congestion import canonical_circuits, circuit_degrees
+from solvers.model.congestion import canonical_circuits
 
-__all__ = ["fill_free_ports", "swap_candidates", "improve_by_swaps"]
-
-
-def fill_free_ports(
-    circuits,
-    n: int,
-    d: int | np.ndarray,
-    demand: sp.spmatrix,
-    pair_cap: int,
-    connect: bool = False,
-) -> np.ndarray:
-    """Add circuits between servers with free ports, heaviest symmetric demand first.
-
-    ``d`` is the port budget: one number for every server, or ``(n,)`` per-server budgets
-    (``degree - reserved`` when ports are reserved). Ties go to the lowest ``(a, b)``.
-    ``connect``: while the circuit graph has several components, the next circuit joins two of
-    them (preferring joins after which the merged component still has a free port, then the
-    heaviest demand); used when the circuits to fill are not connected to begin with (pre-wired
-    circuits with few free ports).
-
-    Examples
-    --------
-    >>> import scipy.sparse as sp
-    >>> fill_free_ports([[0, 1, 1]], 4, 1, sp.csr_matrix((4, 4)), 1).tolist()
-    [[0, 1, 1], [2, 3, 1]]
-    >>> fill_free_ports([[0, 1, 1]], 4, [1, 2, 1, 2], sp.csr_matrix((4, 4)), 1).tolist()
-    [[0, 1, 1], [1, 2, 1]]
-    >>> fill_free_ports([[0, 1, 1], [2, 3, 1]], 4, 2, sp.csr_matrix((4, 4)), 1, True).tolist()
-    [[0, 1, 1], [0, 2, 1], [1, 3, 1], [2, 3, 1]]
-    """
-    c = canonical_circuits(circuits, n)
-    free = np.maximum(np.asarray(d, np.int64) - circuit_degrees(c, n), 0)
-    if free.sum() < 2:
-        return c
-    dem = sp.csr_matrix(demand)
-    count = {(int(u), int(v)): int(k) for u, v, k in c}
-    added = []
-    while True:
-        idx = np.flatnonzero(free > 0)
-        if idx.size < 2:
-            break
-        sub = dem[idx][:, idx].toarray()
-        w = sub + sub.T
-        ok = np.triu(np.ones((idx.size, idx.size), bool), 1)
-        for (a, b), k in count.items():
-            if k >= pair_cap and free[a] > 0 and free[b] > 0:
-                ia, ib = np.searchsorted(idx, a), np.searchsorted(idx, b)
-                ok[ia, ib] = False
-        if not ok.any():
-            break
-        if connect:
-            ok = _joining(ok, idx, free, n, c, added)
-        score = np.where(ok, w, -np.inf)
-        flat = int(np.argmax(score))  # first maximum: lowest (a, b) among ties
-        a, b = int(idx[flat // idx.size]), int(idx[flat % idx.size])
-        count[(a, b)] = count.get((a, b), 0) + 1
-        free[a] -= 1
-        free[b] -= 1
-        added.append([a, b, 1])
-    if not added:
-        return c
-    return canonical_circuits(np.vstack([c, np.asarray(added, np.int64)]), n)
-
-
-def _joining(ok, idx, free, n, c, added) -> np.ndarray:
-    """``ok`` restricted to pairs that join two components of ``c + added`` (those after which
-    the merged component keeps a free port first); ``ok`` itself when none joins."""
-    allc = np.vstack([c, np.asarray(added, np.int64).reshape(-1, 3)])
-    adj = sp.coo_matrix((np.ones(allc.shape[0]), (allc[:, 0], allc[:, 1])), shape=(n, n))
-    k, label = connected_components(adj, directed=False)
-    if k == 1:
-        return ok
-    lab = label[idx]
-    cross = ok & (lab[:, None] != lab[None, :])
-    if not cross.any():
-        return ok
-    comp_free = np.bincount(label, weights=free, minlength=k)
-    keeps = comp_free[lab][:, None] + comp_free[lab][None, :] - 2 > 0
-    best = cross & keeps
-    return best if best.any() else cross
+__all__ = ["swap_candidates", "improve_by_swaps"]
 
 
 def swap_candidates(

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvers.model.problem import DesignProblem, PhaseTraffic
+from topoopt.csr import PairIndex
+from topoopt.fabrics.circuits import Circuits, circuit_degrees, circuit_links
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 
@@ -38,8 +40,6 @@ __all__ = [
     "PhaseRouting",
     "Evaluation",
     "canonical_circuits",
-    "circuit_links",
-    "circuit_degrees",
     "link_lookup",
     "ring_steps",
     "phase_pairs",
@@ -53,52 +53,9 @@ _TOL = 1e-6
 
 
 def canonical_circuits(circuits, n: int) -> np.ndarray:
-    """Circuit rows ``[u, v, count]`` with ``u < v``, merged, sorted, zero counts dropped.
-
-    Examples
-    --------
-    >>> canonical_circuits([[2, 0, 1], [0, 2, 1], [1, 3, 2], [0, 1, 0]], 4).tolist()
-    [[0, 2, 2], [1, 3, 2]]
-    """
-    c = np.asarray(circuits, dtype=np.int64).reshape(-1, 3)
-    if c.size and (c[:, :2].min() < 0 or c[:, :2].max() >= n):
-        raise InputError("circuits", int(c[:, :2].max()), f"server ids 0..{n - 1}")
-    if c.size and c[:, 2].min() < 0:
-        raise InputError("circuits.count", int(c[:, 2].min()), "counts >= 0")
-    if np.any(c[:, 0] == c[:, 1]):
-        raise InputError("circuits", "a circuit from a server to itself", "u != v")
-    u, v = np.minimum(c[:, 0], c[:, 1]), np.maximum(c[:, 0], c[:, 1])
-    key = u * n + v
-    uk, inv = np.unique(key, return_inverse=True)
-    cnt = np.bincount(inv, weights=c[:, 2], minlength=uk.size).astype(np.int64)
-    out = np.stack([uk // n, uk % n, cnt], axis=1) if uk.size else np.zeros((0, 3), np.int64)
-    return out[out[:, 2] > 0]
-
-
-def circuit_links(
-    circuits: np.ndarray, link_bandwidth: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Directed links ``(src, dst, capacity)`` of a canonical circuit table.
-
-    Examples
-    --------
-    >>> s, d, c = circuit_links(np.array([[0, 1, 2]]), 1e9)
-    >>> s.tolist(), d.tolist(), c.tolist()
-    ([0, 1], [1, 0], [2000000000.0, 2000000000.0])
-    """
-    c = np.asarray(circuits, np.int64).reshape(-1, 3)
-    src = np.empty(2 * c.shape[0], np.int64)
-    dst = np.empty_like(src)
-    src[0::2], dst[0::2] = c[:, 0], c[:, 1]
-    src[1::2], dst[1::2] = c[:, 1], c[:, 0]
-    cap = np.repeat(c[:, 2].astype(np.float64) * float(link_bandwidth), 2)
-    return src, dst, cap
-
-
-def circuit_degrees(circuits: np.ndarray, n: int) -> np.ndarray:
-    """Ports used at each server (a circuit uses one port at each end)."""
-    c = np.asarray(circuits, np.int64).reshape(-1, 3)
-    return np.bincount(c[:, 0], c[:, 2], n) + np.bincount(c[:, 1], c[:, 2], n)
+    """A writable copy of :class:`~topoopt.fabrics.circuits.Circuits` ``(circuits, n).rows``:
+    a thin wrapper kept only until the joint search's last caller is migrated."""
+    return Circuits(circuits, n).rows.copy()
 
 
 def link_lookup(src: np.ndarray, dst: np.ndarray, n: int):
@@ -110,21 +67,7 @@ def link_lookup(src: np.ndarray, dst: np.ndarray, n: int):
     >>> f(np.array([1, 0, 2]), np.array([0, 1, 0])).tolist()
     [1, 0, -1]
     """
-    key = np.asarray(src, np.int64) * n + np.asarray(dst, np.int64)
-    order = np.argsort(key, kind="stable")
-    skey = key[order]
-
-    def find(u, v) -> np.ndarray:
-        want = np.asarray(u, np.int64) * n + np.asarray(v, np.int64)
-        out = np.full(want.shape, -1, np.int64)
-        if skey.size == 0:
-            return out
-        pos = np.clip(np.searchsorted(skey, want), 0, skey.size - 1)
-        hit = skey[pos] == want
-        out[hit] = order[pos[hit]]
-        return out
-
-    return find
+    return PairIndex(src, dst, n)
 
 
 @dataclass(frozen=True, eq=False)
@@ -400,7 +343,7 @@ def evaluate_routing(
         Infinite phase times where demand is left unrouted.
     """
     n, d = problem.n, problem.degree
-    c = canonical_circuits(circuits, n)
+    c = Circuits(circuits, n).rows
     src, dst, cap = circuit_links(c, problem.link_bandwidth)
     bad: list[str] = []
     deg = circuit_degrees(c, n)

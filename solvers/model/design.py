@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -27,13 +27,13 @@ import numpy as np
 from solvers.model.congestion import (
     PhaseRouting,
     RingSet,
-    canonical_circuits,
-    circuit_degrees,
-    circuit_links,
     link_lookup,
 )
-from solvers.model.problem import DesignProblem, check_within_ports
+from solvers.model.design_schema import validate_design_document
+from solvers.model.problem import DesignProblem
+from topoopt.fabrics.circuits import Circuits, circuit_degrees, circuit_links
 from topoopt.paths import PathSet
+from traffic.decode import parse_json
 from traffic.errors import InputError
 
 __all__ = [
@@ -42,12 +42,8 @@ __all__ = [
     "design_document",
     "parse_design_document",
     "design_fields",
-    "merge_prewired",
-    "check_ports",
-    "with_port_options",
     "node_paths",
     "ring_records",
-    "check_prewired_present",
 ]
 
 
@@ -258,14 +254,14 @@ class Design:
         n = int(self.servers)
         object.__setattr__(self, "collectives", tuple(self.collectives))
         object.__setattr__(self, "priority", tuple(self.priority))
-        object.__setattr__(self, "circuits", canonical_circuits(self.circuits, n))
+        object.__setattr__(self, "circuits", Circuits(self.circuits, n).rows)
         if self.reserved_ports is not None:
             r = np.asarray(self.reserved_ports, np.int64).reshape(-1)
             if r.shape != (n,):
                 raise InputError("reserved_ports", f"{r.size} values", f"{n} values")
             object.__setattr__(self, "reserved_ports", r)
         if self.prewired is not None:
-            object.__setattr__(self, "prewired", canonical_circuits(self.prewired, n))
+            object.__setattr__(self, "prewired", Circuits(self.prewired, n).rows)
         object.__setattr__(self, "rings", tuple(self.rings))
         deg = self.port_usage()
         if np.any(deg > self.degree):
@@ -277,7 +273,8 @@ class Design:
         return circuit_degrees(self.circuits, self.servers)
 
     def phase_routings(self, problem: DesignProblem) -> tuple[PhaseRouting, ...]:
-        """Per-phase rings and link-id paths for :func:`solvers.model.congestion.evaluate_routing`."""
+        """Per-phase rings and link-id paths for
+        :func:`solvers.model.congestion.evaluate_routing`."""
         src, dst, _ = circuit_links(self.circuits, self.link_bandwidth)
         paths = self.routing.to_pathset(src, dst, self.servers)
         out = []
@@ -373,9 +370,6 @@ def parse_design_document(
         Not strict JSON, or a field missing, unknown, of the wrong type, out of range or
         inconsistent (``what`` names the expected document, ``name`` the file).
     """
-    from solvers.model.design_schema import validate_design_document
-    from traffic.decode import parse_json
-
     d = parse_json(text, name)
     if not isinstance(d, dict):
         raise InputError(name, type(d).__name__, what)
@@ -414,105 +408,6 @@ def design_fields(doc) -> dict[str, Any]:
     if getattr(doc, "priority", None) is not None:
         fields["priority"] = tuple(doc.priority)
     return fields
-
-
-def merge_prewired(circuits, problem: DesignProblem) -> np.ndarray:
-    """``circuits`` (a construction on the free ports) plus the problem's pre-wired circuits.
-
-    Counts add up; on a pre-wired pair the sum is cut back to ``max(pair_cap, c)`` (``c`` the
-    construction's own count), so the pre-wired count is always kept and no pair goes above
-    both the cap and what the construction itself asked for. The ports this frees are left for
-    :func:`solvers.joint.local_search.fill_free_ports`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import scipy.sparse as sp
-    >>> from solvers.model.problem import DesignProblem, PhaseTraffic
-    >>> ph = PhaseTraffic("p", [0], [], [], sp.csr_matrix((4, 4)))
-    >>> p = DesignProblem(4, 3, 1.0, (ph,), max_parallel=1, prewired=[[0, 1, 1]])
-    >>> merge_prewired([[0, 1, 1], [1, 2, 1]], p).tolist()
-    [[0, 1, 1], [1, 2, 1]]
-    """
-    n = problem.n
-    c = canonical_circuits(circuits, n)
-    pre = problem.prewired_circuits()
-    if not pre.size:
-        return c
-    both = canonical_circuits(np.vstack([c, pre]), n)
-    own = {(u, v): k for u, v, k in c.tolist()}
-    wired = {(u, v) for u, v, _ in pre.tolist()}
-    cap = problem.pair_cap
-    for r, (u, v, k) in enumerate(both.tolist()):
-        if (u, v) in wired:
-            both[r, 2] = min(k, max(cap, own.get((u, v), 0)))
-    return both
-
-
-def check_ports(design, problem: DesignProblem) -> None:
-    """Raise :class:`InputError` when ``design`` breaks ``problem``'s port options.
-
-    ``design`` is a :class:`Design` (or anything with ``circuits``) or a circuit array. Checked:
-    every server uses at most ``degree - reserved`` ports, and every pre-wired pair has at
-    least its pre-wired count.
-
-    Examples
-    --------
-    >>> import scipy.sparse as sp
-    >>> from solvers.model.problem import DesignProblem, PhaseTraffic
-    >>> ph = PhaseTraffic("p", [0], [], [], sp.csr_matrix((4, 4)))
-    >>> p = DesignProblem(4, 2, 1.0, (ph,), reserved=[1, 0, 0, 0], prewired=[[1, 2, 1]])
-    >>> check_ports([[1, 2, 1], [0, 3, 1]], p)
-    >>> for bad in ([[0, 1, 1], [0, 3, 1], [1, 2, 1]], [[0, 3, 1]]):
-    ...     try:
-    ...         check_ports(bad, p)
-    ...     except InputError as exc:
-    ...         print(exc.field, exc.value)
-    circuits (server 0) 2
-    circuits (pre-wired pair 1-2) 0
-    """
-    n = problem.n
-    circuits = getattr(design, "circuits", design)
-    c = canonical_circuits(circuits, n)
-    used = circuit_degrees(c, n)
-    check_within_ports("circuits", used, problem.usable_ports(), problem.degree)
-    check_prewired_present(c, problem.prewired_circuits())
-
-
-def check_prewired_present(circuits: np.ndarray, prewired: np.ndarray) -> None:
-    """Raise :class:`InputError` when a canonical ``[u, v, count]`` circuit list has fewer
-    circuits on some pre-wired pair than ``prewired`` (canonical too) requires.
-
-    Examples
-    --------
-    >>> check_prewired_present(np.array([[0, 1, 2]]), np.array([[0, 1, 1]]))
-    >>> check_prewired_present(np.array([[0, 1, 1]]), np.array([[1, 2, 1]]))
-    Traceback (most recent call last):
-    ...
-    traffic.errors.InputError: circuits (pre-wired pair 1-2): got 0; allowed: at least the 1 pre-wired circuit(s)
-    """  # noqa: E501
-    if not prewired.size:
-        return
-    have = {(int(u), int(v)): int(k) for u, v, k in np.asarray(circuits).tolist()}
-    for u, v, k in prewired.tolist():
-        if have.get((u, v), 0) < k:
-            raise InputError(
-                f"circuits (pre-wired pair {u}-{v})",
-                have.get((u, v), 0),
-                f"at least the {k} pre-wired circuit(s)",
-            )
-
-
-def with_port_options(design: Design, problem: DesignProblem) -> Design:
-    """``design`` checked by :func:`check_ports` and recording ``problem``'s port options.
-
-    A problem without options returns ``design`` unchanged.
-    """
-    if problem.reserved is None and problem.prewired is None:
-        return design
-    check_ports(design, problem)
-    reserved = problem.reserved if problem.reserved is not None else np.zeros(problem.n, int)
-    return replace(design, reserved_ports=reserved, prewired=problem.prewired_circuits())
 
 
 def node_paths(paths: PathSet, link_dst: np.ndarray) -> NodePaths:

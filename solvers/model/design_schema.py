@@ -1,4 +1,6 @@
-"""The schema of ``design.json`` (optical and hybrid designs), and its loader.
+"""The schema of ``design.json`` (optical and hybrid designs): pydantic models and the checks
+of the relations between their fields. It imports nothing else of :mod:`solvers`; the loader
+that builds a design from it is :func:`solvers.registry.load_design`.
 
 ``design.json`` is read in three steps, each refusing bad input with one
 :class:`~traffic.errors.InputError` naming the file and the field path:
@@ -21,20 +23,20 @@
    ``collectives`` (optical designs only) name distinct sorted servers, one entry per
    ``(phase, group, collective)``, and transfers between distinct positions of those members.
 
-:func:`check_design_rings` then checks the rings against the problem being simulated (phase
-names, group indices, members equal to the group's servers), and the ``collectives`` the same way.
+:func:`solvers.registry.check_design_rings` then checks the rings against the problem being
+simulated (phase names, group indices, members equal to the group's servers), and the
+``collectives`` the same way.
 """
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from traffic.decode import decode_text, parse_json, read_input, validate
+from traffic.decode import validate
 from traffic.errors import InputError
 from traffic.limits import check_count
 from traffic.workload import CLASSES
@@ -52,8 +54,6 @@ __all__ = [
     "HybridDocument",
     "validate_design_document",
     "check_design_document",
-    "check_design_rings",
-    "load_design",
 ]
 
 MAX_SERVERS = 2**31 - 1
@@ -404,57 +404,3 @@ def _check_collectives(entries: list[CollectiveDocument], n: int, name: str) -> 
         if bad.any():
             j = _first(bad)
             _fail(f"{f}.src[{j}]", [c.src[j], c.dst[j]], f"two different positions 0..{m.size - 1}")
-
-
-def check_design_rings(design, problem, name: str = "design.json") -> None:
-    """Check a design's rings against the problem it is simulated with: every ring's phase is a
-    phase of ``problem``, its group index exists there, and its members are the group's servers.
-
-    Raises
-    ------
-    InputError
-        Naming the ring (``design.json rings[3]``), the value and what is allowed.
-    """
-    phases = {ph.name: ph for ph in problem.phases}
-    for key in ("rings", "collectives"):
-        for i, r in enumerate(getattr(design, key, ())):
-            ph = phases.get(r["phase"])
-            if ph is None:
-                _fail(f"{name} {key}[{i}].phase", r["phase"], f"one of {', '.join(phases)}")
-            g = int(r["group"])
-            if g >= ph.n_groups:
-                _fail(f"{name} {key}[{i}].group", g, f"a group index 0..{ph.n_groups - 1}")
-            want = np.unique(np.asarray(ph.group(g), np.int64)).tolist()
-            if list(r["members"]) != want:
-                _fail(f"{name} {key}[{i}].members", r["members"], f"{want} (the group's servers)")
-
-
-def load_design(path: str | os.PathLike):
-    """Read ``design.json`` (optical or hybrid) strictly; a :class:`~solvers.model.design.Design` or
-    :class:`~solvers.hybrid_design.HybridDesign`.
-
-    Raises
-    ------
-    InputError
-        Naming the file and the field (module docstring).
-    """
-    name = str(path)
-    data = parse_json(decode_text(read_input(path, "design.json"), name), name)
-    doc = validate_design_document(data, name)
-    from solvers.model.design import design_fields
-
-    fields = design_fields(doc)
-    if isinstance(doc, HybridDocument):
-        from solvers.hybrid_design import HybridDesign
-
-        spec = doc.electrical.model_dump(exclude_none=True)
-        d = HybridDesign(**fields, electrical=spec, device=doc.device)
-        n_nodes = d.fabric().n_nodes
-        nodes = d.routing.nodes
-        if nodes.size and nodes.max() >= n_nodes:
-            i = _first(nodes >= n_nodes)
-            _fail(f"{name} routing.nodes[{i}]", int(nodes[i]), f"a fabric node id 0..{n_nodes - 1}")
-        return d
-    from solvers.model.design import Design
-
-    return Design(**fields)

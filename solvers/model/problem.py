@@ -51,6 +51,7 @@ import numpy as np
 import scipy.sparse as sp
 from pydantic import Field, TypeAdapter, ValidationError
 
+from topoopt.fabrics.circuits import Circuits
 from traffic.errors import InputError
 from traffic.expand import expand
 from traffic.workload import PHASES, Workload
@@ -476,22 +477,7 @@ def _canonical_prewired(value, n: int) -> np.ndarray:
         return np.zeros((0, 3), np.int64)
     if a.ndim != 2 or a.shape[1] != 3:
         raise InputError("prewired", f"shape {a.shape}", allowed + " (shape (k, 3))")
-    ends = a[:, :2]
-    if ends.min() < 0 or ends.max() >= n:
-        r = int(np.flatnonzero(np.any((ends < 0) | (ends >= n), axis=1))[0])
-        bad = int(ends[r][(ends[r] < 0) | (ends[r] >= n)][0])
-        raise InputError(f"prewired (row {r})", bad, f"server ids 0..{n - 1}")
-    if np.any(a[:, 0] == a[:, 1]):
-        r = int(np.flatnonzero(a[:, 0] == a[:, 1])[0])
-        raise InputError(f"prewired (row {r})", a[r].tolist(), "u != v (no self loop)")
-    if a[:, 2].min() < 0:
-        r = int(np.argmin(a[:, 2]))
-        raise InputError(f"prewired (row {r}) count", int(a[r, 2]), "an integer >= 0")
-    u, v = np.minimum(a[:, 0], a[:, 1]), np.maximum(a[:, 0], a[:, 1])
-    key, inv = np.unique(u * n + v, return_inverse=True)
-    cnt = np.bincount(inv, weights=a[:, 2], minlength=key.size).astype(np.int64)
-    out = np.stack([key // n, key % n, cnt], axis=1)
-    return out[out[:, 2] > 0]
+    return Circuits(a, n, field="prewired").rows.copy()
 
 
 _INT_CELL = re.compile(r"[+-]?[0-9]{1,19}")

@@ -46,8 +46,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy.sparse import csgraph, csr_matrix
 
-from solvers.model.congestion import canonical_circuits, link_lookup
+from solvers.model.congestion import link_lookup
 from solvers.model.design import NodePaths
+from topoopt.csr import ranges
+from topoopt.fabrics.circuits import Circuits
 from topoopt.fabrics.direct_connect import direct_connect
 from topoopt.fabrics.fabric import Fabric
 from topoopt.paths import PathSet
@@ -83,14 +85,7 @@ machine out of memory. Pairs with at most this many paths keep all of them (ever
 carrying an equal share."""
 
 
-def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Concatenated ``arange(lo[i], hi[i])`` (vectorised)."""
-    lo = np.asarray(lo, np.int64)
-    lens = np.asarray(hi, np.int64) - lo
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    return np.repeat(lo - (np.cumsum(lens) - lens), lens) + np.arange(total, dtype=np.int64)
+_ranges = ranges
 
 
 def connected(circuits: np.ndarray, n: int) -> bool:
@@ -131,7 +126,7 @@ class CircuitSet:
     def __post_init__(self) -> None:
         c = np.asarray(self.circuits, np.int64).reshape(-1, 3)
         n = int(c[:, :2].max()) + 1 if c.size else 1
-        object.__setattr__(self, "circuits", canonical_circuits(c, n))
+        object.__setattr__(self, "circuits", Circuits(c, n).rows)
 
     def same_circuits(self, other: CircuitSet) -> bool:
         """Whether both sets hold the same circuits (routing aside)."""

@@ -13,7 +13,8 @@ reconfiguration takes ``delay`` seconds:
    at most ``max_phases`` are left. For a data-parallel job these are the forward and backward
    (plus gradient sync) phases; for a pipeline the 1F1B steady state and the gradient sync.
 3. **Per-phase candidates.** Each phase's server traffic (the reference flows' bytes in flight
-   during it, pro rata to time) is a one-phase :class:`~solvers.model.problem.DesignProblem` of fixed
+   during it, pro rata to time) is a one-phase :class:`~solvers.model.problem.DesignProblem` of
+   fixed
    traffic, designed by every solver of ``solvers`` (names of :func:`solvers.registry.solve`,
    and ``demand``: :func:`~solvers.reconfig.demand.demand_circuits`). The static set is a
    candidate in every phase; sets that leave servers unconnected are dropped, equal ones

@@ -1,4 +1,5 @@
-"""``topoopt cluster`` through ``python -m topoopt.app.cli``: the JSON document, the HTML report, and
+"""``topoopt cluster`` through ``python -m topoopt.app.cli``: the JSON document, the HTML report,
+and
 bad input as one line with exit 2."""
 
 from __future__ import annotations

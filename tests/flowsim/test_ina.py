@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from topoopt.app.cli.app import app
+from topoopt.app.studies.compare import compare
 from topoopt.fabrics import leaf_spine
 from topoopt.fabrics.cost import cost
 from topoopt.flowsim.collectives import collective_flows, communication_time
@@ -22,7 +23,6 @@ from topoopt.flowsim.ina import (
 )
 from topoopt.flowsim.iteration import simulate_iteration
 from topoopt.flowsim.network import FlowBuilder, Network
-from topoopt.app.studies.compare import compare
 from traffic.load import load_workload
 from traffic.workload import Demand, Workload
 

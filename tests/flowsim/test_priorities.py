@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from topoopt.app.cli.app import app
+from topoopt.app.studies.compare import build_fabric
 from topoopt.fabrics import ideal
 from topoopt.flowsim import FlowSet, simulate
 from topoopt.flowsim.iteration import simulate_iteration
@@ -28,7 +29,6 @@ from topoopt.flowsim.priorities import (
     unsplit_result,
 )
 from topoopt.flowsim.timevarying import simulate_epochs
-from topoopt.app.studies.compare import build_fabric
 from traffic.build import workload_from_plan
 from traffic.errors import InputError
 from traffic.load import load_workload

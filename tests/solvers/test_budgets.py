@@ -25,7 +25,7 @@ import pytest
 import scipy.sparse as sp
 
 import solvers.routing_lp as routing_lp
-from solvers.model.congestion import canonical_circuits, circuit_links
+from solvers.baselines.topoopt_method import topoopt_design
 from solvers.joint.driver import joint_design
 from solvers.joint.exact_mip import exact_design
 from solvers.model.problem import DesignProblem, PhaseTraffic
@@ -37,7 +37,7 @@ from solvers.routing_lp import (
     run_mathopt_public,
     solve_matrix_program,
 )
-from solvers.baselines.topoopt_method import topoopt_design
+from topoopt.fabrics.circuits import Circuits, circuit_links
 from traffic.workload import Demand, Workload
 
 
@@ -207,7 +207,7 @@ def test_route_phase_returns_a_feasible_routing_at_a_tiny_limit(solver, cap, req
     stops = request.getfixturevalue(cap)
     rng = np.random.default_rng(3)
     n = 8
-    circ = canonical_circuits([[i, (i + 1) % n, 1] for i in range(n)] + [[0, 4, 1], [2, 6, 1]], n)
+    circ = Circuits([[i, (i + 1) % n, 1] for i in range(n)] + [[0, 4, 1], [2, 6, 1]], n).rows
     src, dst, cap_ = circuit_links(circ, 1e9)
     ph = _phase(n, rng)
     r = route_phase(n, src, dst, cap_, phase=ph, solver=solver, iteration_limit=1)
@@ -230,7 +230,7 @@ def test_glop_stopped_without_a_solution_falls_back_instead_of_raising(tiny_time
     """The demo's crash: the clock stopped GLOP with no solution (MathOpt reports the limit as
     undetermined for GLOP: it was the clock); now fewest-hop paths, and the clock is named."""
     n = 6
-    circ = canonical_circuits([[i, (i + 1) % n, 1] for i in range(n)], n)
+    circ = Circuits([[i, (i + 1) % n, 1] for i in range(n)], n).rows
     src, dst, cap = circuit_links(circ, 1.0)
     s, t = np.array([0, 1, 2, 3]), np.array([3, 4, 5, 0])
     r = route_phase(n, src, dst, cap, pair_src=s, pair_dst=t, pair_bytes=np.ones(4), solver="glop")
@@ -248,7 +248,7 @@ def test_route_circuits_shares_a_feasible_routing_at_a_tiny_limit(cap, request):
     base = topoopt_design(p)
     routed = route_circuits(p, base.circuits)
     assert p.n_phases >= 2 and stops.solves == p.n_phases + 1  # per phase, then the sharing LP
-    src, dst, _ = circuit_links(canonical_circuits(base.circuits, p.n), p.link_bandwidth)
+    src, dst, _ = circuit_links(Circuits(base.circuits, p.n).rows, p.link_bandwidth)
     for ph, rings in zip(p.phases, routed.rings, strict=True):
         check_rings(rings, ph)
         fx = ph.fixed.tocoo()

@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from solvers.model.design import Design
-from solvers.model.design_schema import load_design
+from solvers.baselines.topoopt_method import topoopt_design
 from solvers.joint.collective_choice import blink_entry, choose_collectives
 from solvers.joint.driver import joint_design
 from solvers.joint.flow_select import flow_times
+from solvers.model.design import Design
 from solvers.model.problem import DesignProblem
 from solvers.realise import design_workload
-from solvers.baselines.topoopt_method import topoopt_design
+from solvers.registry import load_design
 from topoopt.app.cli.app import app
 from traffic.errors import InputError
 from traffic.workload import Demand, Workload

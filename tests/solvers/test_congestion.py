@@ -10,9 +10,6 @@ import scipy.sparse as sp
 from solvers.model.congestion import (
     PhaseRouting,
     RingSet,
-    canonical_circuits,
-    circuit_degrees,
-    circuit_links,
     evaluate_routing,
     link_lookup,
     node_paths_to_pathset,
@@ -20,6 +17,7 @@ from solvers.model.congestion import (
     phase_pairs,
 )
 from solvers.model.problem import DesignProblem, PhaseTraffic
+from topoopt.fabrics.circuits import Circuits, circuit_degrees, circuit_links
 from traffic.errors import InputError
 
 B = 10.0
@@ -36,7 +34,7 @@ def dp_problem(rb=40.0, fixed=None, n=4, d=2):
 
 
 def direct_paths(circuits, pairs):
-    src, dst, _ = circuit_links(canonical_circuits(circuits, 4), B)
+    src, dst, _ = circuit_links(Circuits(circuits, 4).rows, B)
     look = link_lookup(src, dst, 4)
     s = np.array([p[0] for p in pairs])
     t = np.array([p[1] for p in pairs])
@@ -44,13 +42,13 @@ def direct_paths(circuits, pairs):
 
 
 def test_canonical_and_degrees():
-    c = canonical_circuits([[3, 0, 1], [0, 3, 2], [1, 2, 1]], 4)
+    c = Circuits([[3, 0, 1], [0, 3, 2], [1, 2, 1]], 4).rows
     assert c.tolist() == [[0, 3, 3], [1, 2, 1]]
     assert circuit_degrees(c, 4).tolist() == [3, 1, 1, 3]
     with pytest.raises(InputError, match="circuits"):
-        canonical_circuits([[0, 4, 1]], 4)
+        Circuits([[0, 4, 1]], 4)
     with pytest.raises(InputError, match="u != v"):
-        canonical_circuits([[1, 1, 1]], 4)
+        Circuits([[1, 1, 1]], 4)
 
 
 def test_one_ring_along_the_circuits_closed_form():
@@ -70,7 +68,7 @@ def test_one_ring_along_the_circuits_closed_form():
 
 def _reference_objective(problem, circuits, routings):
     """Plain-Python re-implementation: dict of loads, loops over rings and node paths."""
-    c = canonical_circuits(circuits, problem.n)
+    c = Circuits(circuits, problem.n).rows
     capacity = {}
     for u, v, k in c.tolist():
         capacity[(u, v)] = capacity[(v, u)] = k * problem.link_bandwidth
@@ -101,7 +99,7 @@ def test_random_designs_match_reference():
     n = 6
     # circulant +-1, +-2 (degree 4), with a doubled circuit
     c = [[i, (i + 1) % n, 1] for i in range(n)] + [[i, (i + 2) % n, 1] for i in range(n)]
-    c = canonical_circuits(c, n)
+    c = Circuits(c, n).rows
     src, dst, _ = circuit_links(c, 1.0)
     look = link_lookup(src, dst, n)
     for _ in range(5):
@@ -137,7 +135,7 @@ def test_violations_are_reported():
     good = direct_paths(ring4(), [(0, 1), (1, 2), (2, 3), (3, 0)])
     # degree: a third circuit at server 0
     extra = np.vstack([ring4(), [[0, 2, 1]]])
-    src, dst, _ = circuit_links(canonical_circuits(extra, 4), B)
+    src, dst, _ = circuit_links(Circuits(extra, 4).rows, B)
     look = link_lookup(src, dst, 4)
     s, t = np.array([0, 1, 2, 3]), np.array([1, 2, 3, 0])
     paths = node_paths_to_pathset(s, t, [[([a, b], 1.0)] for a, b in zip(s, t, strict=True)], look)

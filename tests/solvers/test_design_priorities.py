@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 from test_iteration_objective import _ring_workload as _ring_dag  # the same small DAG
 
-from solvers.model.design import Design, NodePaths
 from solvers.joint.block_candidates import block_candidates, blocks
 from solvers.joint.iteration_search import priority_orders
+from solvers.model.design import Design, NodePaths
 from solvers.model.problem import DesignProblem
 from solvers.realise import simulate_design
 from solvers.registry import solve

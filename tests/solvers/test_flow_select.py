@@ -15,10 +15,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from solvers.baselines.topoopt_method import topoopt_design
 from solvers.joint import joint_design
 from solvers.joint.flow_select import FlowScore, flow_times, score, select_by_flow
 from solvers.model.problem import DesignProblem
-from solvers.baselines.topoopt_method import topoopt_design
 from traffic.load import load_workload
 
 

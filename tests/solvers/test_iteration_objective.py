@@ -10,10 +10,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from solvers.model.design import Design, NodePaths
 from solvers.joint.critical_path import iteration_lower_bound, schedule
 from solvers.joint.iteration_mip import iteration_mip
 from solvers.joint.iteration_objective import iteration_time, task_times, window_problem
+from solvers.model.design import Design, NodePaths
 from solvers.model.problem import DesignProblem
 from solvers.registry import solve
 from traffic.workload import Demand, TaskGraph, Workload
@@ -162,8 +162,8 @@ def _ring_workload(n=6, mp_bytes=50e6, ar_bytes=100e6):
 
 def test_never_slower_than_warm_start_bound_valid_and_deterministic():
     from solvers.baselines.expander_design import expander_design
-    from solvers.realise import simulate_design
     from solvers.baselines.topoopt_method import topoopt_design
+    from solvers.realise import simulate_design
 
     w = _ring_workload()
     p = DesignProblem.from_workload(w, degree=3, link_bandwidth=1e9)
@@ -259,8 +259,8 @@ def test_cli_objective_option():
 
 
 def test_known_compute_time_skips_a_simulation_not_the_result():
-    from solvers.realise import simulate_design
     from solvers.baselines.topoopt_method import topoopt_design
+    from solvers.realise import simulate_design
 
     w = _ring_workload()
     p = DesignProblem.from_workload(w, degree=3, link_bandwidth=1e9)

@@ -17,13 +17,13 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
+from solvers.baselines.topoopt_method import topoopt_design
 from solvers.bounds import ideal_switch_bound
-from solvers.model.congestion import evaluate_routing
-from solvers.model.design import Design
 from solvers.joint.driver import joint_design
 from solvers.joint.exact_mip import exact_design
+from solvers.model.congestion import evaluate_routing
+from solvers.model.design import Design
 from solvers.model.problem import DesignProblem, PhaseTraffic
-from solvers.baselines.topoopt_method import topoopt_design
 from traffic.errors import InputError
 from traffic.workload import Demand, Workload
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from solvers.baselines.topoopt_method import topoopt_design
 from solvers.model.problem import DesignProblem
 from solvers.realise import design_fabric, design_routing, design_workload, simulate_design
-from solvers.baselines.topoopt_method import topoopt_design
 from topoopt.flowsim.collectives import communication_time
 from traffic.load import load_workload
 from traffic.workload import Demand, Workload

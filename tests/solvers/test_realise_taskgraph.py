@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from solvers.baselines.topoopt_method import topoopt_design
 from solvers.model.problem import DesignProblem
 from solvers.realise import design_fabric, design_routing, design_workload
 from solvers.realise_taskgraph import ring_taskgraph_workload
-from solvers.baselines.topoopt_method import topoopt_design
 from topoopt.flowsim.collectives import communication_time
 from topoopt.flowsim.iteration import simulate_iteration
 from traffic.workload import Demand, TaskGraph, Workload

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from solvers.model.congestion import canonical_circuits, circuit_links, evaluate_routing
+from solvers.model.congestion import evaluate_routing
 from solvers.model.problem import DesignProblem, PhaseTraffic
 from solvers.routing_lp import (
     merge_paths,
@@ -19,6 +19,7 @@ from solvers.routing_lp import (
     solve_matrix_program,
 )
 from topoopt.fabrics import leaf_spine
+from topoopt.fabrics.circuits import Circuits, circuit_links
 from traffic.errors import InputError
 
 
@@ -61,7 +62,7 @@ def random_circuits(rng, n, d):
             c.append([u, v, 1])
             deg[u] += 1
             deg[v] += 1
-    return canonical_circuits(c, n)
+    return Circuits(c, n).rows
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -167,8 +168,8 @@ def test_shared_paths_two_phases():
     assert out.lower_bound_s == pytest.approx(2.0, rel=1e-4)
     ev = evaluate_routing(prob, c, out.routings())
     assert ev.feasible and ev.objective == pytest.approx(out.time_s, rel=1e-12)
-    src, _, cap = circuit_links(canonical_circuits(c, n), 1.0)
-    per = [route_phase(n, *circuit_links(canonical_circuits(c, n), 1.0), phase=p) for p in phases]
+    src, _, cap = circuit_links(Circuits(c, n).rows, 1.0)
+    per = [route_phase(n, *circuit_links(Circuits(c, n).rows, 1.0), phase=p) for p in phases]
     again = share_paths(n, src, cap, list(phases), per)
     assert again.time_s == pytest.approx(2.0, rel=1e-6)
     merged = merge_paths(n, src, cap, list(phases), per)

@@ -14,10 +14,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from solvers.model.congestion import evaluate_routing
-from solvers.model.design import Design, NodePaths
 from solvers.baselines.expander_design import expander_design, random_regular_circuits
-from solvers.model.problem import DesignProblem
 from solvers.baselines.topoopt_method import (
     candidate_pairs,
     coin_change,
@@ -28,6 +25,9 @@ from solvers.baselines.topoopt_method import (
     sample_shortest_paths,
     topoopt_design,
 )
+from solvers.model.congestion import evaluate_routing
+from solvers.model.design import Design, NodePaths
+from solvers.model.problem import DesignProblem
 from traffic.errors import InputError
 from traffic.workload import Demand, Workload
 

@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from topoopt.app.cli.app import app
+from topoopt.app.studies.breakeven import MODES, breakeven
+from topoopt.app.studies.compare import FabricRun, compare
 from topoopt.fabrics import direct_connect
 from topoopt.fabrics.cost import cost, cost_equivalent_fat_tree, load_prices
 from topoopt.flowsim.iteration import simulate_iteration
-from topoopt.app.studies.breakeven import MODES, breakeven
-from topoopt.app.studies.compare import FabricRun, compare
 from traffic.errors import InputError
 from traffic.load import load_workload
 

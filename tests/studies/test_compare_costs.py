@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from topoopt.fabrics.cost import COMPONENTS, load_prices
 from topoopt.app.studies.compare import compare
+from topoopt.fabrics.cost import COMPONENTS, load_prices
 from traffic.load import load_workload
 
 B = 12.5e9  # 100 Gbps

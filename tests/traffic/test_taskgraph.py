@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import traffic.taskgraph as tgmod
 from traffic.errors import InputError
-from traffic.taskgraph import build_workload, parse_taskgraph, read_taskgraph
+from traffic.taskgraph import parse_taskgraph, read_taskgraph, workload_from_taskgraph
 from traffic.workload import Workload
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "topoopt-taskgraphs"
@@ -385,7 +385,7 @@ def example_devices():
 def test_synthetic_file_by_hand():
     raw = parse_taskgraph(build_file(example_tasks(), example_devices()), source="hand.fbuf")
     assert raw.netbw == pytest.approx(1.25e10)
-    w = build_workload(raw)
+    w = workload_from_taskgraph(raw)
     assert (w.gpus, w.gpus_per_server, w.servers, w.name) == (6, 2, 3, "hand.fbuf")
     sends = {
         (d.phase, tuple(r), d.size) for d in w.demands if d.op == "send" for r in d.groups.tolist()
@@ -431,7 +431,7 @@ def test_optimizer_phase_transfer():
         {"type": 5, "id": 2, "device": dev_of(0, 1), "xfer": 9, "next": [3]},
         {"type": 0, "id": 3, "device": 101},
     ]
-    w = build_workload(parse_taskgraph(build_file(tasks, servers() + [link(0, 1)])))
+    w = workload_from_taskgraph(parse_taskgraph(build_file(tasks, servers() + [link(0, 1)])))
     (d,) = w.demands
     assert (d.phase, d.groups.tolist(), d.size) == ("optimizer", [[0, 2]], 9.0)
 
@@ -581,7 +581,7 @@ def test_vector_length_past_end():
 
 def _parse_or_input_error(data: bytes) -> None:
     try:
-        w = build_workload(parse_taskgraph(data, source="r.fbuf"))
+        w = workload_from_taskgraph(parse_taskgraph(data, source="r.fbuf"))
     except InputError as e:
         assert e.field == "r.fbuf"
     else:

@@ -24,12 +24,10 @@ Clos a budget affords from the switch catalogue (:mod:`topoopt.fabrics.catalogue
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import yaml
@@ -43,6 +41,12 @@ from topoopt.fabrics.catalogue import (
 )
 from topoopt.fabrics.fabric import Fabric, check_float
 from topoopt.fabrics.fat_tree import fat_tree, leaf_spine
+from topoopt.fabrics.price_schema import (
+    FLAT_ITEMS,
+    SPEED_ITEMS,
+    load_price_file,
+    validate_price_table,
+)
 from traffic.errors import InputError
 
 __all__ = [
@@ -65,19 +69,6 @@ __all__ = [
 
 OVERSUBSCRIPTION_STEPS = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0)
 """Leaf-spine oversubscription ratios tried by :func:`cost_equivalent_fat_tree`."""
-
-SPEED_ITEMS = ("nic_port", "transceiver", "switch_port", "programmable_switch_port")
-"""Price-table sections keyed by line rate (Gbps)."""
-
-FLAT_ITEMS = (
-    "integrated_port",
-    "patch_panel_port",
-    "ocs_port",
-    "fibre",
-    "copper_cable",
-    "accelerator",
-)
-"""Price-table entries with one unit price."""
 
 COMPONENTS = ("nic", "transceiver", "switch", "cable", "ocs", "patch_panel")
 """Components of a capex / power breakdown (every priced bill-of-materials item is in one)."""
@@ -183,89 +174,28 @@ class PriceTable:
         return PriceTable(data, f"{self.source} ({', '.join(items)} x {f:g})")
 
 
-def _check_entry(where: str, e: Any) -> dict:
-    if not isinstance(e, Mapping) or not {"capex_usd", "power_w"} <= set(e) <= {
-        "capex_usd",
-        "power_w",
-        "source",
-    }:
-        raise InputError(where, e, "a mapping {capex_usd: number, power_w: number, source: text}")
-    for key in ("capex_usd", "power_w"):
-        v = e[key]
-        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0 or not math.isfinite(v):
-            raise InputError(f"{where}.{key}", v, "a finite number >= 0")
-    out = {"capex_usd": float(e["capex_usd"]), "power_w": float(e["power_w"])}
-    if "source" in e:
-        out["source"] = str(e["source"])
-    return out
-
-
-def _check_catalogue(where: str, val: Any) -> list[dict]:
-    if not isinstance(val, list) or not val:
-        raise InputError(where, type(val).__name__, "a non-empty list of switch configurations")
-    out = []
-    for i, m in enumerate(val):
-        w = f"{where}[{i}]"
-        if not isinstance(m, Mapping) or not {"name", "radix", "gbps"} <= set(m) <= {
-            "name",
-            "radix",
-            "gbps",
-            "source",
-        }:
-            raise InputError(w, m, "a mapping {name: text, radix: integer, gbps: number, source}")
-        r, g = m["radix"], m["gbps"]
-        if isinstance(r, bool) or not isinstance(r, int) or r < 2:
-            raise InputError(f"{w}.radix", r, "an integer >= 2")
-        if isinstance(g, bool) or not isinstance(g, int | float) or not 0 < g < math.inf:
-            raise InputError(f"{w}.gbps", g, "a speed > 0 Gbps")
-        out.append(
-            {
-                "name": str(m["name"]),
-                "radix": r,
-                "gbps": float(g),
-                **({"source": str(m["source"])} if "source" in m else {}),
-            }
-        )
-    return out
-
-
-def _merge(base: dict, over: Mapping, where: str) -> dict:
+def _merge(base: dict, over: Mapping) -> dict:
+    """``over`` (a table validated by :func:`topoopt.fabrics.price_schema.validate_price_table`)
+    merged over ``base``: speed sections entry by entry, flat items and the switch catalogue
+    replaced whole."""
     out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
     for key, val in over.items():
         if key == "version":
             continue
         if key in SPEED_ITEMS:
-            if not isinstance(val, Mapping):
-                raise InputError(f"{where}.{key}", val, "a mapping speed_gbps -> entry")
-            sec = dict(out.get(key, {}))
-            for s, e in val.items():
-                try:
-                    sp = float(s)
-                except (TypeError, ValueError):
-                    raise InputError(f"{where}.{key}", s, "speeds in Gbps (numbers)") from None
-                if sp <= 0:
-                    raise InputError(f"{where}.{key}", s, "speeds > 0 Gbps")
-                sec = {float(k): v for k, v in sec.items()}
-                sec[sp] = _check_entry(f"{where}.{key}.{s}", e)
-            out[key] = sec
-        elif key in FLAT_ITEMS:
-            out[key] = _check_entry(f"{where}.{key}", val)
-        elif key == "switch_catalogue":
-            out[key] = _check_catalogue(f"{where}.{key}", val)
+            out[key] = {**out.get(key, {}), **val}
         else:
-            raise InputError(
-                where,
-                key,
-                f"entries among {', '.join(SPEED_ITEMS + FLAT_ITEMS + ('switch_catalogue',))}",
-            )
+            out[key] = val
     return out
 
 
 @functools.lru_cache(maxsize=8)
 def _packaged(name: str) -> dict:
-    """A packaged table, parsed once per process (merged copies are made from it)."""
+    """A packaged table, parsed and validated by the same schema as a user's file, once per
+    process (merged copies are made from it)."""
     text = resources.files("topoopt.fabrics").joinpath(name).read_text("utf-8")
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return validate_price_table(data, name)
 
 
 def load_prices(path: str | Path | None = None, *, preset: str | None = None) -> PriceTable:
@@ -277,21 +207,19 @@ def load_prices(path: str | Path | None = None, *, preset: str | None = None) ->
     >>> load_prices(preset="topoopt-paper").source
     'preset topoopt-paper'
     """
-    base = _merge({}, _packaged("prices.yaml"), "prices.yaml")
+    base = _merge({}, _packaged("prices.yaml"))
     source = "default"
     if preset is not None:
         if preset not in PRESETS:
             raise InputError("preset", preset, f"one of {', '.join(PRESETS)}")
         fname = f"prices-{preset}.yaml"
-        base = _merge(base, _packaged(fname), fname)
+        base = _merge(base, _packaged(fname))
         source = f"preset {preset}"
     if path is None:
         return PriceTable(base, source)
-    from topoopt.fabrics.price_schema import load_price_file
-
     p = Path(path)
     over = load_price_file(p)  # strict YAML + schema (topoopt.fabrics.price_schema)
-    return PriceTable(_merge(base, over, str(p)), str(p))
+    return PriceTable(_merge(base, over), str(p))
 
 
 def resolve_prices(prices: str | Path | None = None, preset: str | None = None) -> PriceTable:

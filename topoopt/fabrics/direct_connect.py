@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from topoopt.fabrics.circuits import Circuits
 from topoopt.fabrics.fabric import (
     DEFAULT_LINK_LATENCY,
     Fabric,
@@ -77,57 +78,7 @@ def normalise_circuits(circuits: Any, servers: int, degree: int | None = None) -
     >>> normalise_circuits([(1, 0), (0, 1, 2), (2, 1)], 3, degree=4).tolist()
     [[0, 1, 3], [1, 2, 1]]
     """
-    rows: list[tuple[int, int, int]] = []
-    if hasattr(circuits, "edges") and hasattr(circuits, "is_multigraph"):
-        for u, v, data in circuits.edges(data=True):
-            rows.append((u, v, data.get("count", 1)))
-        arr = np.asarray(rows, dtype=object).reshape(-1, 3)
-    else:
-        if isinstance(circuits, np.ndarray):
-            arr = circuits
-        else:
-            rows = [tuple(r) for r in circuits]
-            if any(len(r) not in (2, 3) for r in rows):
-                raise InputError("circuits", "a malformed row", "rows of (u, v) or (u, v, count)")
-            arr = np.asarray([r + (1,) * (3 - len(r)) for r in rows], dtype=object)
-        if arr.size == 0:
-            arr = np.zeros((0, 3), np.int64)
-        if arr.ndim != 2 or arr.shape[1] not in (2, 3):
-            raise InputError("circuits", f"shape {arr.shape}", "rows of (u, v) or (u, v, count)")
-        if arr.shape[1] == 2:
-            arr = np.column_stack([arr, np.ones(arr.shape[0], np.int64)])
-    try:
-        f = np.asarray(arr, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError("circuits", "non-numeric entry", "integer server ids and counts") from None
-    if not np.all(np.isfinite(f)) or np.any(f != np.round(f)):
-        raise InputError("circuits", "non-integer entry", "integer server ids and counts")
-    a = f.astype(np.int64)
-    u, v, c = a[:, 0], a[:, 1], a[:, 2]
-    bad = (u < 0) | (u >= servers) | (v < 0) | (v >= servers)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError("circuits", f"({u[i]}, {v[i]})", f"server ids 0..{servers - 1}")
-    if np.any(u == v):
-        i = int(np.flatnonzero(u == v)[0])
-        raise InputError("circuits", f"({u[i]}, {v[i]})", "a circuit between two servers")
-    if np.any(c < 1):
-        raise InputError("circuits.count", int(c.min()), "an integer >= 1")
-    lo, hi = np.minimum(u, v), np.maximum(u, v)
-    key = lo * servers + hi
-    uniq, inv = np.unique(key, return_inverse=True)
-    cnt = np.bincount(inv.reshape(-1), weights=c, minlength=uniq.shape[0]).astype(np.int64)
-    out = np.column_stack([uniq // servers, uniq % servers, cnt]).astype(np.int64)
-    if degree is not None:
-        deg = np.bincount(out[:, 0], out[:, 2], servers)
-        deg += np.bincount(out[:, 1], out[:, 2], servers)
-        over = np.flatnonzero(deg > degree)
-        if over.size:
-            i = int(over[0])
-            raise InputError(
-                f"circuits.server[{i}]", int(deg[i]), f"at most {degree} circuits (the degree)"
-            )
-    return out
+    return Circuits(circuits, servers, degree=degree, min_count=1).rows.copy()
 
 
 def load_circuits(path: str | Path) -> np.ndarray:

@@ -26,6 +26,7 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
+from topoopt.csr import PairIndex
 from traffic.errors import InputError
 from traffic.limits import check_count
 
@@ -347,18 +348,8 @@ class Fabric:
         [0, 1, -1]
         """
         if "link_key" not in self._cache:
-            key = self.src * self.n_nodes + self.dst
-            order = np.argsort(key, kind="stable")
-            self._cache["link_key"] = (key[order], order)
-        skey, order = self._cache["link_key"]
-        want = np.asarray(u, np.int64) * self.n_nodes + np.asarray(v, np.int64)
-        out = np.full(want.shape, -1, dtype=np.int64)
-        if skey.size == 0:
-            return out
-        pos = np.clip(np.searchsorted(skey, want), 0, skey.size - 1)
-        hit = skey[pos] == want
-        out[hit] = order[pos[hit]]
-        return out
+            self._cache["link_key"] = PairIndex(self.src, self.dst, self.n_nodes)
+        return self._cache["link_key"](u, v)
 
     def adjacency(self, kinds: tuple[str, ...] | None = None) -> sp.csr_matrix:
         """Sparse ``(N, N)`` matrix whose entry ``(u, v)`` is the directed link id + 1.

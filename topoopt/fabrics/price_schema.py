@@ -4,11 +4,11 @@ A price table is a YAML mapping (read by the strict decoder of :mod:`traffic.dec
 duplicate keys, no alias bombs, no NaN or infinite numbers) whose keys are
 
 - ``version``: an integer (optional);
-- a speed-keyed section (:data:`topoopt.fabrics.cost.SPEED_ITEMS`: ``nic_port``, ``transceiver``,
+- a speed-keyed section (:data:`SPEED_ITEMS`: ``nic_port``, ``transceiver``,
   ``switch_port``, ``programmable_switch_port`` for switches that aggregate in the network,
   ``docs/ina.md``): a mapping from a line rate in
   Gbps (a number, or a string holding one, ``0 < speed <= 10**6``) to an entry;
-- a flat item (:data:`topoopt.fabrics.cost.FLAT_ITEMS`): an entry;
+- a flat item (:data:`FLAT_ITEMS`): an entry;
 - ``switch_catalogue``: a non-empty list of ``{name, radix, gbps, source}`` switch models.
 
 An entry is ``{capex_usd, power_w, source}``: finite numbers ``0 <= x <= 10**12`` and an optional
@@ -29,6 +29,9 @@ from traffic.decode import load_document, validation_error
 from traffic.errors import InputError
 
 __all__ = [
+    "SPEED_ITEMS",
+    "FLAT_ITEMS",
+    "SECTIONS",
     "MAX_PRICE",
     "MAX_GBPS",
     "PriceEntry",
@@ -36,6 +39,23 @@ __all__ = [
     "validate_price_table",
     "load_price_file",
 ]
+
+SPEED_ITEMS = ("nic_port", "transceiver", "switch_port", "programmable_switch_port")
+"""Price-table sections keyed by line rate (Gbps)."""
+
+FLAT_ITEMS = (
+    "integrated_port",
+    "patch_panel_port",
+    "ocs_port",
+    "fibre",
+    "copper_cable",
+    "accelerator",
+)
+"""Price-table entries with one unit price."""
+
+SECTIONS = ("version", *SPEED_ITEMS, *FLAT_ITEMS, "switch_catalogue")
+"""Every key a price table may have (the vocabulary is owned here; :mod:`topoopt.fabrics.cost`
+prices with it)."""
 
 MAX_PRICE = 1e12
 """Largest capex (USD) or power (W) of one entry."""
@@ -116,11 +136,8 @@ def validate_price_table(data: Any, name: str) -> dict[str, Any]:
     ...
     traffic.errors.InputError: p.yaml fibre.capex_usd: got '5'; allowed: a valid number
     """
-    from topoopt.fabrics.cost import FLAT_ITEMS, SPEED_ITEMS
-
     if not isinstance(data, dict):
         raise InputError(name, type(data).__name__, "a YAML mapping of price entries")
-    known = ("version", *SPEED_ITEMS, *FLAT_ITEMS, "switch_catalogue")
     out: dict[str, Any] = {}
     for key, val in data.items():
         field = f"{name} {key}"
@@ -146,7 +163,7 @@ def validate_price_table(data: Any, name: str) -> dict[str, Any]:
                 raise _fail(exc, name, str(key)) from None
             out[key] = [m.model_dump(exclude_none=True) for m in models]
         else:
-            raise InputError(name, key, f"entries among {', '.join(known)}")
+            raise InputError(name, key, f"entries among {', '.join(SECTIONS)}")
     return out
 
 

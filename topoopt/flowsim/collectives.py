@@ -55,11 +55,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from topoopt.csr import gather_rows
 from topoopt.fabrics.fabric import Fabric
 from topoopt.flowsim.flowset import FlowSet
 from topoopt.flowsim.ina import ina_template
 from topoopt.flowsim.network import FlowBuilder, Network, simulate_builder
 from topoopt.flowsim.simulator import SimResult
+from topoopt.flowsim.templates import FlowTemplate
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 from traffic.expand import ALGORITHMS, collective_template, members_per_server
@@ -85,34 +87,6 @@ MODES = ("fluid", "steps")
 """How a collective becomes flows: one flow per pair (``fluid``) or ring steps (``steps``)."""
 
 _ORDERED = ("all-reduce", "reduce-scatter", "all-gather")
-
-
-@dataclass(frozen=True, eq=False)
-class FlowTemplate:
-    """The flows of one collective over group positions ``0..g-1``.
-
-    Attributes
-    ----------
-    src, dst : numpy.ndarray
-        ``int64`` source and destination positions of each flow.
-    bytes : numpy.ndarray
-        ``float64`` bytes of each flow.
-    dep_ptr, deps : numpy.ndarray
-        CSR dependencies: flow ``f`` starts after flows ``deps[dep_ptr[f]:dep_ptr[f+1]]``.
-    step : numpy.ndarray
-        ``int64`` step (ring steps, hierarchical stages; 0 for a single-step fluid template).
-    """
-
-    src: np.ndarray
-    dst: np.ndarray
-    bytes: np.ndarray
-    dep_ptr: np.ndarray
-    deps: np.ndarray
-    step: np.ndarray
-
-    @property
-    def n_flows(self) -> int:
-        return int(self.src.shape[0])
 
 
 def _no_deps(src, dst, b, step=None) -> FlowTemplate:
@@ -359,12 +333,7 @@ class CollectiveFlows:
         return fb.build(start)
 
 
-def _rows_of(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    lens = ptr[rows + 1] - ptr[rows]
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    return np.arange(total, dtype=np.int64) + np.repeat(ptr[rows] - (np.cumsum(lens) - lens), lens)
+_rows_of = gather_rows
 
 
 def _select(workload: Workload, classes, phases, demands) -> list[int]:

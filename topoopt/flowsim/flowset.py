@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from topoopt.csr import gather_rows
 from topoopt.flowsim._kernels import blocked_kernel, classes_kernel
 from topoopt.paths import PathSet
 from traffic.errors import InputError
@@ -618,12 +619,4 @@ def class_dependencies(
     return ptr, key % base
 
 
-def _gather_rows(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Concatenated element indices ``ptr[r]:ptr[r+1]`` of the given CSR rows (vectorised)."""
-    rows = np.asarray(rows, np.int64)
-    lens = ptr[rows + 1] - ptr[rows]
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    offs = np.repeat(ptr[rows] - (np.cumsum(lens) - lens), lens)
-    return offs + np.arange(total, dtype=np.int64)
+_gather_rows = gather_rows

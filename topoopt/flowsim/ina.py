@@ -60,6 +60,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import shortest_path
 
 from topoopt.fabrics.fabric import Fabric, check_float
+from topoopt.flowsim.templates import FlowTemplate
 from traffic.errors import InputError
 from traffic.workload import Demand
 
@@ -328,8 +329,6 @@ def ina_template(network, demand: Demand, members: np.ndarray, size: float, repe
     ([0, 1, 2, 3, 4, 5, 6, 6, 4, 4, 5, 5], [4, 4, 5, 5, 6, 6, 4, 5, 0, 1, 2, 3], [100.0, 100.0, \
 100.0, 100.0, 100.0, 100.0, 100.0, 100.0, 100.0, 100.0, 100.0, 100.0])
     """
-    from topoopt.flowsim.collectives import FlowTemplate
-
     if demand.op != "all-reduce" or not is_ina(network.fabric) or repeats <= 0:
         return None
     members = np.asarray(members, np.int64)

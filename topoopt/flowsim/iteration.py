@@ -103,6 +103,7 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
+from topoopt.csr import ranges
 from topoopt.fabrics.fabric import Fabric
 from topoopt.flowsim.collectives import (
     ALGORITHMS,
@@ -375,10 +376,7 @@ class _Tasks:
         return df[list(TIMELINE_COLUMNS)].sort_values(["start_s", "cell"], kind="stable")
 
 
-def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    lens = hi - lo
-    total = int(lens.sum())
-    return np.arange(total, dtype=np.int64) + np.repeat(lo - (np.cumsum(lens) - lens), lens)
+_ranges = ranges
 
 
 def _union_length(start: np.ndarray, finish: np.ndarray) -> float:

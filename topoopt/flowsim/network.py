@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from topoopt.csr import gather_rows
 from topoopt.fabrics.fabric import Fabric
 from topoopt.flowsim.flowset import (
     FlowSet,
@@ -84,15 +85,7 @@ DEFAULT_INTRA_BANDWIDTH = 300e9
 """Bytes/s of one GPU's NVLink egress when the fabric gives none (A100, NVLink 3: 12 x 25 GB/s)."""
 
 
-def _rows(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Concatenated ranges ``ptr[r]:ptr[r+1]`` of the given CSR rows (vectorised)."""
-    rows = np.asarray(rows, np.int64)
-    lens = ptr[rows + 1] - ptr[rows]
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    offs = np.repeat(ptr[rows] - (np.cumsum(lens) - lens), lens)
-    return np.arange(total, dtype=np.int64) + offs
+_rows = gather_rows
 
 
 @dataclass(frozen=True, eq=False)

@@ -42,6 +42,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from topoopt.csr import ranges
 from topoopt.flowsim.flowset import FlowSet, _gather_rows
 from topoopt.flowsim.simulator import SimResult, expand_classes
 from topoopt.flowsim.timevarying import simulate_epochs
@@ -189,9 +190,7 @@ def _flow_kinds(tasks, n: int) -> np.ndarray:
         lo, hi = p["lo"], p["hi"]
         keep = hi > lo
         if keep.any():
-            lens = (hi - lo)[keep]
-            ids = np.repeat(lo[keep] - (np.cumsum(lens) - lens), lens) + np.arange(lens.sum())
-            kind[ids] = np.repeat(p["kind"][keep], lens)
+            kind[ranges(lo[keep], hi[keep])] = np.repeat(p["kind"][keep], (hi - lo)[keep])
     return kind
 
 

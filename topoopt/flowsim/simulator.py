@@ -87,6 +87,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from topoopt.csr import gather_rows
 from topoopt.flowsim._kernels import simulate_kernel
 from topoopt.flowsim.flowset import FlowSet
 from traffic.errors import InputError
@@ -316,11 +317,7 @@ def expand_classes(result: SimResult, flows: FlowSet, class_of: np.ndarray) -> S
     class_of = np.asarray(class_of, np.int64).reshape(-1)
     if class_of.size and (class_of.min() < 0 or class_of.max() >= flows.n_flows):
         raise InputError("class_of", int(class_of.max()), f"flow ids 0..{flows.n_flows - 1}")
-    lens = np.diff(flows.flow_ptr)[class_of]
-    total = int(lens.sum())
-    paths = np.repeat(flows.flow_ptr[class_of] - (np.cumsum(lens) - lens), lens) + np.arange(
-        total, dtype=np.int64
-    )
+    paths = gather_rows(flows.flow_ptr, class_of)
     return SimResult(
         start=result.start[class_of],
         finish=result.finish[class_of],

@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from topoopt.app.report.html import page_html
+from topoopt.fabrics.circuits import circuit_links
 
 __all__ = [
     "circuit_graph",
@@ -228,7 +229,7 @@ def design_page(design, problem=None, title: str = "Design") -> str:
     when ``problem`` is given) and the optimizer trace when the design records one."""
     util = None
     if problem is not None:
-        from solvers.model.congestion import circuit_links, evaluate_routing
+        from solvers import evaluate_routing
 
         ev = evaluate_routing(
             problem, design.circuits, design.phase_routings(problem), keep_loads=True

@@ -2,7 +2,8 @@
 fat-tree tie in iteration time.
 
 The optical design (``design_fabric``: ``topoopt``, ``topoopt-released``, ``topoopt-best`` or
-``joint``, built once by :func:`topoopt.app.studies.compare.build_fabric`) has a fixed iteration time
+``joint``, built once by :func:`topoopt.app.studies.compare.build_fabric`) has a fixed iteration
+time
 ``T_opt``. The cost-equivalent fat-tree (:func:`topoopt.fabrics.cost.cost_equivalent_fat_tree`,
 capped at the ideal switch's ``degree x B`` per server, as in ``compare``) is re-bought at every
 price: with every price-table entry of the varied ``items`` multiplied by a factor ``f``,

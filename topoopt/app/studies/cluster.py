@@ -16,10 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from solvers.cluster.arrivals import play
-from solvers.cluster.cluster_design import design_cluster, totals
-from solvers.cluster.jobs import load_arrivals, load_jobs
-from solvers.cluster.ocs import OcsLayer
+from solvers import OcsLayer, design_cluster, load_arrivals, load_jobs
+from solvers import cluster_totals as totals
+from solvers import play_arrivals as play
 from topoopt.units import bytes_per_s_to_gbps
 
 __all__ = ["run_cluster"]

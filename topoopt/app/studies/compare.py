@@ -62,6 +62,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from topoopt.app.studies.ina_fabrics import ina_run
 from topoopt.fabrics.catalogue import packed_spines
 from topoopt.fabrics.cost import cost as fabric_cost
 from topoopt.fabrics.cost import cost_equivalent_fat_tree
@@ -75,7 +76,6 @@ from topoopt.flowsim.collectives import communication_time
 from topoopt.flowsim.iteration import IterationResult, simulate_iteration
 from topoopt.flowsim.priorities import check_priority
 from topoopt.paths import PathSet
-from topoopt.app.studies.ina_fabrics import ina_run
 from traffic.errors import InputError
 from traffic.workload import Workload
 
@@ -313,10 +313,7 @@ def build_fabric(
         # the NIC speed (issue 13). One LP routing over both layers splits every pair.
         from types import SimpleNamespace
 
-        from solvers.model.design import ring_records
-        from solvers.hybrid_design import route_hybrid
-        from solvers.model.problem import DesignProblem
-        from solvers.realise import design_workload
+        from solvers import DesignProblem, design_workload, ring_records, route_hybrid
 
         problem = DesignProblem.from_workload(workload, degree=d // 2, link_bandwidth=B)
         routed = route_hybrid(problem, fab, time_limit_s)
@@ -350,9 +347,7 @@ def build_fabric(
         designs[name] = run
         return run
     elif name in DESIGNED:
-        from solvers.model.problem import DesignProblem
-        from solvers.realise import design_fabric, design_routing, design_workload
-        from solvers.registry import solve
+        from solvers import DesignProblem, design_fabric, design_routing, design_workload, solve
 
         problem = DesignProblem.from_workload(workload, degree=d, link_bandwidth=B)
         design = solve(

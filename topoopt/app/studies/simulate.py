@@ -6,18 +6,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from topoopt.app.studies.compare import build_fabric
 from topoopt.flowsim.collectives import communication_time
 from topoopt.flowsim.iteration import SCHEDULES, simulate_iteration
 from topoopt.flowsim.priorities import check_priority
-from topoopt.app.studies.compare import build_fabric
 from traffic.errors import InputError
 from traffic.load import load_workload
+from traffic.workload import Workload
 
 __all__ = ["simulate_plan"]
 
 
 def simulate_plan(
-    plan: str,
+    plan: str | Workload,
     *,
     design: str | Path | None = None,
     fabric: str | None = None,
@@ -52,18 +53,23 @@ def simulate_plan(
     """
     if schedule is not None and schedule not in SCHEDULES:
         raise InputError("--schedule", schedule, f"one of {', '.join(SCHEDULES)}")
-    workload = load_workload(plan)
+    workload = plan if isinstance(plan, Workload) else load_workload(plan)
     if design is not None:
-        from solvers.model.design import Design
-        from solvers.model.design_schema import check_design_rings, load_design
-        from solvers.model.problem import DesignProblem
-        from solvers.realise import design_fabric, design_routing, design_workload
+        from solvers import (
+            DesignProblem,
+            HybridDesign,
+            check_design_rings,
+            design_fabric,
+            design_routing,
+            design_workload,
+            load_design,
+        )
 
         path = Path(design)
         if not path.is_file():
             raise InputError("--design", str(design), "an existing design.json file")
         d = load_design(path)  # strict schema (solvers.model.design_schema)
-        hybrid = not isinstance(d, Design)
+        hybrid = isinstance(d, HybridDesign)
         if d.servers != workload.servers:
             raise InputError(
                 "--design", f"{d.servers} servers", f"a design for {workload.servers} servers"

@@ -378,23 +378,22 @@ class Case:
 
 def load_case(design_path: str | Path, plan: str) -> Case:
     """Read ``design.json`` and the plan, and check they match (as ``topoopt simulate``)."""
-    from solvers.model.design import Design
-    from solvers.model.design_schema import load_design
+    from solvers import HybridDesign, load_design
     from traffic.load import load_workload
 
     path = Path(design_path)
     if not path.is_file():
         raise InputError("DESIGN", str(design_path), "an existing design.json file")
     d = load_design(path)
-    if not isinstance(d, Design):
+    if isinstance(d, HybridDesign):
         raise InputError("DESIGN", "a hybrid design", "an optical (direct-connect) design")
     return make_case(d, load_workload(plan), str(path))
 
 
 def make_case(design, workload, name: str = "design.json") -> Case:
-    """A :class:`Case` of a :class:`~solvers.model.design.Design` and the workload it was made for."""
-    from solvers.model.design_schema import check_design_rings
-    from solvers.model.problem import DesignProblem
+    """A :class:`Case` of a :class:`~solvers.model.design.Design` and the workload it was made
+    for."""
+    from solvers import DesignProblem, check_design_rings
 
     d = design
     if d.servers != workload.servers:
@@ -409,7 +408,7 @@ def make_case(design, workload, name: str = "design.json") -> Case:
 
 
 def _iteration_s(case: Case, design, routing_paths=None, problem=None) -> float:
-    from solvers.realise import design_fabric, design_workload
+    from solvers import design_fabric, design_workload
     from topoopt.flowsim.iteration import simulate_iteration
 
     fab = design_fabric(design, gpus_per_server=case.workload.gpus_per_server)
@@ -422,7 +421,7 @@ def _iteration_s(case: Case, design, routing_paths=None, problem=None) -> float:
 def _surviving_paths(paths, alive_keys: np.ndarray, n: int):
     """Design paths using only surviving pairs (``u * n + v``, ``u < v``), weights renormalised
     per commodity; commodities with no surviving path are dropped."""
-    from solvers.model.design import NodePaths
+    from solvers import NodePaths
 
     if paths.n_paths == 0:
         return paths
@@ -450,8 +449,7 @@ def _surviving_paths(paths, alive_keys: np.ndarray, n: int):
 def _rerouted_paths(case: Case, survived):
     """The routing after a failure as explicit paths: the design's surviving paths, and ECMP on
     the surviving circuits for every design pair that lost all its paths."""
-    from solvers.model.design import NodePaths, node_paths
-    from solvers.realise import design_fabric
+    from solvers import NodePaths, design_fabric, node_paths
     from topoopt.fabrics.routing import routes
 
     d, n = case.design, case.design.servers
@@ -513,7 +511,7 @@ def whatif(
         ``failed`` (lost circuits with their ports), ``failed_ports`` (per server, non-zero
         only), ``failure``, ``disconnected``, ``fallback``, ``solver``, ``crossed_circuits``.
     """
-    from solvers.registry import SOLVERS, solve
+    from solvers import SOLVERS, solve
 
     d, n = case.design, case.design.servers
     if before_s is None:

@@ -76,8 +76,8 @@ def breakeven_command(
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
 ) -> None:
     """Switch-port (or optical port) price at which the design ties the cost-equivalent fat-tree."""
-    from topoopt.fabrics.cost import resolve_prices
     from topoopt.app.studies.breakeven import breakeven
+    from topoopt.fabrics.cost import resolve_prices
     from traffic.load import load_workload
 
     prepare_output(html, force, "--html")

@@ -11,7 +11,13 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from topoopt.app.cli.common import emit_json, handle_errors, prepare_output, stdout, write_output_text
+from topoopt.app.cli.common import (
+    emit_json,
+    handle_errors,
+    prepare_output,
+    stdout,
+    write_output_text,
+)
 from topoopt.units import gbps_to_bytes_per_s
 from traffic.errors import InputError
 
@@ -40,7 +46,7 @@ def cluster_command(
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
 ) -> None:
     """Per-job iteration time on a shared OCS cluster against each job alone on an ideal switch."""
-    from solvers.registry import SOLVERS
+    from solvers import SOLVERS
     from topoopt.app.studies.cluster import run_cluster
 
     if solver not in SOLVERS:

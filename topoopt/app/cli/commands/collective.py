@@ -56,7 +56,7 @@ def build_collective_fabric(
     if kind not in FABRIC_KINDS:
         raise InputError("--fabric", kind, f"one of {', '.join(FABRIC_KINDS)}")
     if kind == "dgx1":
-        from solvers.collectives.topologies import NVLINK2_BANDWIDTH, dgx1
+        from solvers import NVLINK2_BANDWIDTH, dgx1
 
         ids = None
         if gpus is not None:
@@ -95,14 +95,13 @@ def build_collective_fabric(
 
 
 def _design_fabric(path: Path):
-    from solvers.model.design import Design
-    from solvers.model.design_schema import load_design
+    from solvers import HybridDesign, load_design
 
     if not path.is_file():
         raise InputError("--design", str(path), "an existing design.json file")
     d = load_design(path)
-    if isinstance(d, Design):
-        from solvers.realise import design_fabric, design_routing
+    if not isinstance(d, HybridDesign):
+        from solvers import design_fabric, design_routing
 
         fab = design_fabric(d)
         return fab, design_routing(d, fab)
@@ -174,7 +173,7 @@ def collective_command(
             circuits=circuits,
             gpus=gpus,
         )
-    from solvers.collectives.run import run_collective
+    from solvers import run_collective
 
     res = run_collective(
         fab, collective, nbytes, algorithm, routing=routing, chunks=chunks, root=root

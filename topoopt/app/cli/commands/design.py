@@ -111,9 +111,7 @@ def design_command(
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
 ) -> None:
     """Design the circuit topology and routing; report objective, lower bound and gap."""
-    from solvers.model.design import with_port_options
-    from solvers.model.problem import DesignProblem, read_prewired_file
-    from solvers.registry import solve
+    from solvers import DesignProblem, read_prewired_file, solve, with_port_options
     from traffic.errors import InputError, check_finite
     from traffic.load import load_workload
 
@@ -172,7 +170,7 @@ def design_command(
         if fabric == FabricKind.hybrid:
             built = design.fabric()
         else:
-            from solvers.realise import design_fabric
+            from solvers import design_fabric
 
             built = design_fabric(design, gpus_per_server=workload.gpus_per_server, device="ocs")
         write_output_with(graphml, lambda tmp: write_graphml(built, tmp))
@@ -211,9 +209,9 @@ def _hybrid(
     seed,
 ):
     """The optical layer of a hybrid fabric designed over the given electrical fabric."""
-    from solvers.hybrid_design import hybrid_design
-    from topoopt.fabrics.fat_tree import fat_tree, leaf_spine
+    from solvers import solve_hybrid
     from topoopt.app.studies.compare import leaf_hosts
+    from topoopt.fabrics.fat_tree import fat_tree, leaf_spine
 
     n, gps = workload.servers, workload.gpus_per_server
     b_el = gbps_to_bytes_per_s(link_gbps if electrical_gbps is None else electrical_gbps)
@@ -235,7 +233,7 @@ def _hybrid(
             file=sys.stderr,
         )
 
-    return hybrid_design(problem, elec, degree, time_limit_s=time_limit, seed=seed, progress=report)
+    return solve_hybrid(problem, elec, degree, time_limit_s=time_limit, seed=seed, progress=report)
 
 
 def register(app: typer.Typer) -> None:

@@ -53,8 +53,7 @@ def reconfig_command(
     force: Annotated[bool, typer.Option(help="Overwrite an existing --out")] = False,
 ) -> None:
     """Choose when to change which circuits in an iteration (never slower than static)."""
-    from solvers.reconfig.baselines import run_baselines
-    from solvers.reconfig.search import reconfigure
+    from solvers import reconfigure, run_baselines
     from traffic.load import load_workload
 
     if isinstance(delay_us, bool) or not (math.isfinite(delay_us) and delay_us >= 0):
@@ -72,11 +71,10 @@ def reconfig_command(
     workload = load_workload(plan)
     static = None
     if design is not None:
-        from solvers.model.design import Design
-        from solvers.model.design_schema import load_design
+        from solvers import HybridDesign, load_design
 
         static = load_design(design)
-        if not isinstance(static, Design):
+        if isinstance(static, HybridDesign):
             raise InputError("--design", "a hybrid design", "an optical (direct-connect) design")
         if static.servers != workload.servers or static.degree != degree:
             raise InputError(

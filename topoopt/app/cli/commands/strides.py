@@ -25,7 +25,7 @@ def strides_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
     """Best circulant strides (all coprime with N) for D ports, and TopoOpt's geometric rule."""
-    from solvers.baselines.strides import best_strides, circulant_stats, geometric_strides
+    from solvers import best_strides, circulant_stats, geometric_strides
 
     result = best_strides(n, d, objective, time_limit_s=time_limit)
     geo = geometric_strides(n, d)

@@ -64,7 +64,7 @@ def whatif_command(
         )
     if not (work_limit > 0 and work_limit < float("inf")):
         raise InputError("--work-limit", work_limit, "a finite number > 0")
-    from solvers.registry import SOLVERS
+    from solvers import SOLVERS
 
     if solver is not None and solver not in SOLVERS:
         raise InputError("--solver", solver, f"one of {', '.join(SOLVERS)}")

@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
+from topoopt.app.studies.cosearch.space import Candidate, candidate_plan, table_gpus
 from topoopt.flowsim.iteration import TooManyFlows, simulate_iteration
 from topoopt.flowsim.roofline import A100, RooflineParams, compute_time, optimizer_time
-from topoopt.app.studies.cosearch.space import Candidate, candidate_plan, table_gpus
 from traffic.build import workload_from_plan
 from traffic.memory import memory_per_gpu
 from traffic.models import megatron
@@ -223,9 +223,7 @@ def design_summary(design) -> dict[str, Any]:
 
 
 def _designed(w: Workload, name: str, task: EvalTask):
-    from solvers.model.problem import DesignProblem
-    from solvers.realise import design_fabric, design_routing, design_workload
-    from solvers.registry import solve
+    from solvers import DesignProblem, design_fabric, design_routing, design_workload, solve
 
     problem = DesignProblem.from_workload(w, degree=task.degree, link_bandwidth=task.link_bandwidth)
     design = solve(problem, name, time_limit_s=3600.0, seed=task.seed, work_limit=task.work_limit)
@@ -246,15 +244,15 @@ def evaluate(task: EvalTask) -> dict[str, Any]:
         infinite), ``wall_s`` and, with ``keep_design``, ``design`` and ``server_bytes`` (the
         server-level traffic matrix).
     """
-    from topoopt.fabrics.cost import cost as fabric_cost
     from topoopt.app.studies.compare import build_fabric
+    from topoopt.fabrics.cost import cost as fabric_cost
 
     t0 = time.perf_counter()
     plan, w = workload_for(task.base, task.candidate)
     design = None
     routing = None
     if task.fixed_design is not None:
-        from solvers.realise import design_fabric
+        from solvers import design_fabric
 
         design = task.fixed_design
         fab = design_fabric(design, gpus_per_server=w.gpus_per_server)

@@ -1,6 +1,7 @@
 """Co-search: which plan, on which network (``topoopt cosearch``).
 
-Two searches over a :class:`~topoopt.app.studies.cosearch.space.Space`, both deterministic for a seed
+Two searches over a :class:`~topoopt.app.studies.cosearch.space.Space`, both deterministic for a
+seed
 and independent of the worker count (evaluations go out in batches of a fixed size and come back
 keyed by index; every decision reads only finished batches):
 

@@ -1,0 +1,129 @@
+"""``Circuits``: the one canonical circuit multigraph (issue 27).
+
+Invariants on random inputs, every constructor (rows with and without a count, numpy arrays,
+networkx graphs and multigraphs, another ``Circuits``) against a brute-force canonicaliser, the
+views against networkx, and the wrappers that replaced the three old canonicalisers
+(``normalise_circuits``, ``canonical_circuits``, the pre-wired one) against the same oracle.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from solvers.model.congestion import canonical_circuits
+from solvers.model.problem import _canonical_prewired
+from topoopt.fabrics.circuits import Circuits
+from topoopt.fabrics.direct_connect import normalise_circuits
+from traffic.errors import InputError
+
+
+def oracle(rows, n):
+    """Brute force: count every unordered pair, drop zeros, sort."""
+    cnt: Counter = Counter()
+    for r in rows:
+        u, v = int(r[0]), int(r[1])
+        k = int(r[2]) if len(r) > 2 else 1
+        cnt[(min(u, v), max(u, v))] += k
+    return [[u, v, k] for (u, v), k in sorted(cnt.items()) if k > 0]
+
+
+def random_rows(rng, n, m, zeros=True):
+    u = rng.integers(0, n, m)
+    v = (u + rng.integers(1, n, m)) % n  # never a self loop
+    k = rng.integers(0 if zeros else 1, 4, m)
+    return np.stack([u, v, k], axis=1)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_constructors_agree_with_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 12))
+    rows = random_rows(rng, n, int(rng.integers(0, 40)))
+    want = oracle(rows.tolist(), n)
+    c = Circuits(rows, n)
+    assert c.tolist() == want
+    # invariants: u < v, each pair once, sorted, counts >= 1, read-only
+    r = c.rows
+    assert r.dtype == np.int64 and r.shape[1] == 3
+    assert np.all(r[:, 0] < r[:, 1]) and np.all(r[:, 2] >= 1)
+    keys = r[:, 0] * n + r[:, 1]
+    assert np.all(np.diff(keys) > 0)
+    with pytest.raises(ValueError):
+        r[0:1, 2] = 9
+    # other inputs of the same multigraph
+    assert Circuits(rows.tolist(), n) == c
+    assert Circuits(rows[:, [1, 0, 2]], n) == c  # orientation does not matter
+    assert Circuits(c, n) is not c and Circuits(c, n) == c
+    ones = np.repeat(rows[:, :2], rows[:, 2], axis=0)
+    assert Circuits(ones, n) == c  # (u, v) rows, one circuit each
+    g = nx.MultiGraph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from(map(tuple, ones.tolist()))
+    assert Circuits(g, n) == c
+    # the wrappers of the old canonicalisers give the same rows
+    assert canonical_circuits(rows, n).tolist() == want
+    assert _canonical_prewired(rows, n).tolist() == want
+    nz = rows[rows[:, 2] > 0]
+    assert normalise_circuits(nz, n).tolist() == want
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_views_agree_with_networkx(seed):
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(2, 10))
+    c = Circuits(random_rows(rng, n, int(rng.integers(0, 15)), zeros=False), n)
+    g = nx.MultiGraph()
+    g.add_nodes_from(range(n))
+    for u, v, k in c.tolist():
+        g.add_edges_from([(u, v)] * k)
+    assert c.degrees().tolist() == [g.degree(i) for i in range(n)]
+    assert c.total == g.number_of_edges()
+    assert c.connected() == nx.is_connected(g)
+    hops = c.hop_distances()
+    sp = dict(nx.all_pairs_shortest_path_length(g))
+    for a in range(n):
+        for b in range(n):
+            assert hops[a, b] == sp[a].get(b, np.inf)
+    src, dst, cap = c.links(1e9)
+    assert src.size == 2 * len(c) and np.all(cap[0::2] == c.rows[:, 2] * 1e9)
+    a, b = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    ids = c.link_of(a.ravel(), b.ravel())
+    for x, y, i in zip(a.ravel(), b.ravel(), ids, strict=True):
+        if g.has_edge(x, y) and x != y:
+            assert src[i] == x and dst[i] == y
+        else:
+            assert i == -1
+    other = Circuits(random_rows(rng, n, 5, zeros=False), n)
+    assert c.merged(other).tolist() == oracle(c.tolist() + other.tolist(), n)
+
+
+@pytest.mark.parametrize(
+    "rows, field",
+    [
+        ([[0, 4, 1]], "circuits (row 0)"),  # server out of range
+        ([[1, 1, 1]], "circuits (row 0)"),  # self loop
+        ([[0, 1, -1]], "circuits (row 0) count"),
+        ([[0, 1, 1.5]], "circuits"),  # not an integer
+        ([[0, 1, 2, 3]], "circuits"),  # four columns
+        ([["a", 1, 1]], "circuits"),
+    ],
+)
+def test_bad_rows_are_one_input_error(rows, field):
+    with pytest.raises(InputError) as e:
+        Circuits(rows, 4)
+    assert e.value.field == field
+
+
+def test_degree_and_min_count():
+    with pytest.raises(InputError, match=r"circuits.server\[0\].*at most 2"):
+        Circuits([[0, 1, 2], [0, 2, 1]], 3, degree=2)
+    assert Circuits([[0, 1, 2]], 3, degree=[2, 2, 0]).total == 2
+    with pytest.raises(InputError, match="an integer >= 1"):
+        Circuits([[0, 1, 0]], 3, min_count=1)
+    assert len(Circuits([[0, 1, 0]], 3)) == 0 and Circuits((), 0).connected()
+    with pytest.raises(InputError):
+        Circuits(Circuits([[0, 1, 1]], 3), 4)  # another cluster size
