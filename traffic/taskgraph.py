@@ -19,7 +19,8 @@ SI: the file's milliseconds become seconds and its bytes per millisecond become 
 The two steps are public: :func:`parse_taskgraph` (bytes -> :class:`RawTaskGraph`, the file's
 fields as arrays) and :func:`workload_from_taskgraph` (RawTaskGraph -> Workload, named as
 :func:`traffic.build.workload_from_plan`); :func:`read_taskgraph` chains them for a file.
-Anything that is not a well-formed task graph raises :class:`~traffic.errors.InputError` naming the file, what was found, and what is allowed.
+Anything that is not a well-formed task graph raises :class:`~traffic.errors.InputError` naming the
+file, what was found, and what is allowed.
 
 Format: ``../shared/reference/topoopt-taskgraph-format.md`` (FlatBuffers wire format: root
 ``uint32`` offset; tables reach their vtable through a signed ``int32``; vtables hold ``uint16``

@@ -11,7 +11,8 @@ limit, with the wall-clock time limit only as a safety cap (see "Determinism" be
    AllReduce rings and MP matchings (TopoOpt rounds one split from byte ratios), rings on the
    optimal mean-hop strides (:func:`solvers.baselines.strides.best_strides`) instead of the
    geometric rule, and free ports filled. Each candidate is *routed by the LP*
-   (:func:`route_design`), which also chooses the ring mixture of every mutable group (TopoOpt splits evenly and routes MP traffic
+   (:func:`route_design`), which also chooses the ring mixture of every mutable group (TopoOpt
+   splits evenly and routes MP traffic
    on random shortest paths), and scored exactly.
 4. :func:`solvers.joint.local_search.improve_by_swaps` -- degree-preserving 2-swaps that put a
    circuit on the hottest link, accepted when the routed objective drops.
