@@ -57,7 +57,7 @@ def solve(
         :data:`~solvers.joint.iteration_search.DEFAULT_ITERATION_WORK_LIMIT`); it falls back to
         ``congestion`` when the problem has no compute model (``info["objective"]`` says
         which ran). ``congestion``: the per-phase congestion objective
-        (:func:`solvers.joint.driver.joint_design`), finalists judged by the flow model.
+        (:func:`solvers.joint.driver.congestion_search`), finalists judged by the flow model.
     priorities : bool
         ``joint --objective iteration`` only: per-class strict priority may be part of the
         design (``Design.priority``; :func:`solvers.joint.iteration_search.iteration_design`).
@@ -78,7 +78,7 @@ def solve(
 
         return expander_design(problem, seed=seed)
     if name == "joint":
-        from solvers.joint import joint_design
+        from solvers.joint import congestion_search
 
         trace: list[dict] = []
         t0 = time.perf_counter()
@@ -109,7 +109,7 @@ def solve(
                 priorities=priorities,
             )
         else:
-            design = joint_design(
+            design = congestion_search(
                 problem,
                 time_limit_s=time_limit_s,
                 seed=seed,

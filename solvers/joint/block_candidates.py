@@ -243,8 +243,8 @@ def first_block_candidates(problem: DesignProblem) -> list[tuple[str, np.ndarray
 def _constructions(problem: DesignProblem):
     """``(name, circuits, kind, blocks)`` of every block construction that fits, over every
     partition of :func:`block_partitions` (module docstring)."""
-    from solvers.joint.local_search import fill_free_ports
     from solvers.baselines.traffic_input import topoopt_traffic
+    from solvers.joint.local_search import fill_free_ports
 
     if problem.has_port_options:
         return

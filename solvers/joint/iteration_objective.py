@@ -36,8 +36,8 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.model.design import Design
 from solvers.joint.critical_path import Schedule, criticality, schedule
+from solvers.model.design import Design
 from solvers.model.problem import DesignProblem, PhaseTraffic, _merge_groups, ring_factor
 from traffic.workload import TaskGraph, Workload
 
@@ -300,8 +300,8 @@ def two_hop_spread(circuits: np.ndarray, n: int, src: np.ndarray, dst: np.ndarra
     Returns
     -------
     list of list of (list[int], float)
-        Per pair, its ``(server path, weight)`` list (:meth:`solvers.model.design.NodePaths.to_lists`
-        form).
+        Per pair, its ``(server path, weight)`` list
+        (:meth:`solvers.model.design.NodePaths.to_lists` form).
 
     Examples
     --------
