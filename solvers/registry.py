@@ -10,13 +10,60 @@ from solvers.model.design import Design
 from solvers.model.problem import DesignProblem
 from traffic.errors import InputError
 
-__all__ = ["SOLVERS", "OBJECTIVES", "solve"]
+__all__ = ["SOLVERS", "OBJECTIVES", "SEARCH_COLUMNS", "solve", "search_summary", "search_warning"]
 
 SOLVERS = ("topoopt", "topoopt-released", "expander", "joint")
 """Solver names accepted by :func:`solve`."""
 
 OBJECTIVES = ("iteration", "congestion")
 """What the ``joint`` solver minimises (:func:`solve`'s ``objective``)."""
+
+SEARCH_COLUMNS = ("search_objective", "search_reason", "deterministic", "stopped_by")
+"""What :func:`search_summary` reports about a search (a ``compare`` row's columns)."""
+
+
+def search_summary(design: Design) -> dict:
+    """The objective a search actually used, why it fell back (None: it did not), whether the
+    result is deterministic (no wall-clock cut) and what stopped it; ``{}`` for a one-shot
+    baseline.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as D
+    >>> search_summary(D(info={"objective": "congestion", "objective_reason": "too large",
+    ...                        "deterministic": True, "stopped_by": "work limit"}))
+    {'search_objective': 'congestion', 'search_reason': 'too large', 'deterministic': True, \
+'stopped_by': 'work limit'}
+    >>> search_summary(D(info={}))
+    {}
+    """
+    info = dict(design.info or {})
+    if "deterministic" not in info:
+        return {}
+    keys = ("objective", "objective_reason", "deterministic", "stopped_by")
+    return {col: info.get(k) for col, k in zip(SEARCH_COLUMNS, keys, strict=True)}
+
+
+def search_warning(design: Design, label: str = "joint") -> str | None:
+    """One line for stderr when the search fell back to another objective or the wall clock
+    cut it (the result then depends on the machine's speed); None otherwise.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as D
+    >>> search_warning(D(info={"objective": "congestion", "objective_reason": "no compute model",
+    ...                        "deterministic": False, "time_limit_cut": ["swap search"]}))
+    'warning: joint: the congestion objective decided (no compute model); the time limit cut \
+swap search (not deterministic: raise --time-limit)'
+    """
+    info = dict(design.info or {})
+    parts = []
+    if info.get("objective_reason"):
+        parts.append(f"the {info.get('objective')} objective decided ({info['objective_reason']})")
+    if info.get("deterministic") is False:
+        cut = ", ".join(info.get("time_limit_cut") or ["the search"])
+        parts.append(f"the time limit cut {cut} (not deterministic: raise --time-limit)")
+    return f"warning: {label}: " + "; ".join(parts) if parts else None
 
 
 def solve(
