@@ -6,7 +6,8 @@ other directly, never through this door. No name here is also a submodule's name
 
 - The problem and the designs: :class:`DesignProblem`, :class:`Design`, :class:`HybridDesign`,
   :class:`NodePaths`, :func:`read_prewired_file`, :func:`with_port_options`.
-- Solving: :func:`solve` (every solver by name: :data:`SOLVERS`, :data:`OBJECTIVES`),
+- Solving: :func:`solve` (every solver by name: :data:`SOLVERS`, :data:`OBJECTIVES`; what the
+  search did: :func:`search_summary`, :data:`SEARCH_COLUMNS`, :func:`search_warning`),
   :func:`solve_hybrid` (:func:`solvers.hybrid_design.hybrid_design`) and :func:`route_hybrid`
   (an optical layer over an electrical fabric),
   :func:`load_design` and :func:`check_design_rings` (``design.json`` back into a design).
@@ -45,7 +46,16 @@ from solvers.realise import (
 )
 from solvers.reconfig.baselines import run_baselines
 from solvers.reconfig.search import reconfigure
-from solvers.registry import OBJECTIVES, SOLVERS, check_design_rings, load_design, solve
+from solvers.registry import (
+    OBJECTIVES,
+    SEARCH_COLUMNS,
+    SOLVERS,
+    check_design_rings,
+    load_design,
+    search_summary,
+    search_warning,
+    solve,
+)
 
 __all__ = [
     "DesignProblem",
@@ -57,6 +67,9 @@ __all__ = [
     "SOLVERS",
     "OBJECTIVES",
     "solve",
+    "SEARCH_COLUMNS",
+    "search_summary",
+    "search_warning",
     "solve_hybrid",
     "route_hybrid",
     "load_design",

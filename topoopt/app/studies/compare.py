@@ -126,8 +126,14 @@ def json_rows(table: pd.DataFrame) -> list[dict]:
     >>> json_rows(t)[0]
     {'fabric': 'ideal', 'iteration_s': 1.0, 'objective_s': None, 'solver': None}
     """
+    from solvers import SEARCH_COLUMNS
+
     rows = table.to_dict(orient="records")
     for row in rows:
+        for k in SEARCH_COLUMNS:  # only a search's row has them
+            v = row.get(k)
+            if isinstance(v, float) and math.isnan(v):
+                row[k] = None
         if not isinstance(row.get("solver"), str):
             for k in DESIGN_COLUMNS:
                 v = row.get(k)
@@ -468,6 +474,9 @@ def compare(
                 solver_status=run.design.status,
                 solver=run.design.solver,
             )
+            from solvers import search_summary
+
+            row.update(search_summary(run.design))  # the objective used, why, deterministic
         rows.append(row)
         if on_fabric_done is not None:
             on_fabric_done(nm)

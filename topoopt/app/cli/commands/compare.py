@@ -103,6 +103,12 @@ def compare_command(
     )
     table = res.table
     res.params["prices"] = price_table.source
+    from solvers import search_warning
+
+    for run in res.runs:  # one line per search that fell back or was cut by the clock
+        warning = None if run.design is None else search_warning(run.design, run.name)
+        if warning:
+            print(warning, file=sys.stderr)
     if csv is not None:
         flat = table.copy()
         for col in ("capex_breakdown", "power_breakdown", "fabric_info"):

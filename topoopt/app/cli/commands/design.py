@@ -156,6 +156,11 @@ def design_command(
             priorities=priorities,
         )
         design = with_port_options(design, problem)
+        from solvers import search_warning
+
+        warning = search_warning(design, solver.value)
+        if warning:  # fell back to another objective, or cut by the clock
+            print(warning, file=sys.stderr)
     check_finite(design.to_dict(), plan, "design")  # design.json is strict JSON: no Infinity
     if out is not None:
         write_output_json(out, design.to_dict(), indent=1)  # design.to_json(), strict
