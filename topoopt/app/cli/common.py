@@ -22,6 +22,10 @@ from topoopt.atomic import atomic_write_text, atomic_write_with, check_writable
 from traffic.errors import InputError, check_finite
 
 __all__ = [
+    "DEFAULT_DEGREE",
+    "DEFAULT_LINK_GBPS",
+    "DEFAULT_SEED",
+    "DEFAULT_TIME_LIMIT_S",
     "PriorityOption",
     "SplitAllreduceOption",
     "handle_errors",
@@ -36,6 +40,20 @@ __all__ = [
     "write_output_json",
     "dumps_strict",
 ]
+
+DEFAULT_DEGREE = 8
+"""``--degree``: network ports per server, in every command that takes it."""
+
+DEFAULT_LINK_GBPS = 100.0
+"""``--link-gbps``: bandwidth of one port, Gbps."""
+
+DEFAULT_SEED = 0
+"""``--seed``: the seed of every random choice."""
+
+DEFAULT_TIME_LIMIT_S = 900.0
+"""``--time-limit``: the wall-clock safety cap of a design search, seconds. Searches stop on their
+deterministic work limits first; the cap only cuts a search on a machine much slower than
+expected (the result then says ``deterministic: false``)."""
 
 PriorityOption = Annotated[
     str | None,
