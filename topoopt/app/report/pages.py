@@ -15,6 +15,7 @@ from topoopt.app.report.cost_figures import cost_breakdown_bars
 from topoopt.app.report.design_figures import circuit_graph, optimizer_traces
 from topoopt.app.report.html import page_html
 from topoopt.app.report.time_units import time_unit
+from topoopt.app.report.verdict import best_rows, verdict_sentences
 
 __all__ = [
     "SUMMARY_COLUMNS",
@@ -151,5 +152,10 @@ def compare_page(res, title: str) -> str:
         f"{p['link_bandwidth'] * 8 / 1e9:g} Gbps per server."
     )
     return page_html(
-        compare_figures(res), title, intro=intro, summary=[("Summary", compare_summary(res.table))]
+        compare_figures(res),
+        title,
+        intro=intro,
+        summary=[("Summary (best rows in bold; ideal is a bound)", compare_summary(res.table))],
+        verdict=verdict_sentences(res.table, res.iterations),
+        highlight=best_rows(res.table),
     )

@@ -136,6 +136,13 @@ def compare_command(
         t.add_row(
             *[str(r[c]) if s is None else f"{r[c] * s:.3f}" for _, c, s in cols if c in table]
         )
+    from topoopt.app.report.verdict import best_rows, verdict_sentences
+
+    for sentence in verdict_sentences(table, res.iterations):
+        stdout.print(sentence, markup=False, highlight=False)
+    best = best_rows(table)
+    for i, row in enumerate(t.rows):
+        row.style = "bold green" if i in best else None
     stdout.print(t)
 
 
