@@ -11,6 +11,9 @@ import typer
 from rich.table import Table
 
 from topoopt.app.cli.common import (
+    DEFAULT_DEGREE,
+    DEFAULT_LINK_GBPS,
+    DEFAULT_SEED,
     emit_json,
     handle_errors,
     prepare_output,
@@ -26,8 +29,10 @@ __all__ = ["register", "reconfig_command"]
 @handle_errors
 def reconfig_command(
     plan: Annotated[str, typer.Argument(help="Plan file, embedded plan name, or .fbuf")],
-    degree: Annotated[int, typer.Option(help="Optical ports per server")] = 4,
-    link_gbps: Annotated[float, typer.Option(help="Bandwidth of one port, Gbps")] = 100.0,
+    degree: Annotated[int, typer.Option(help="Optical ports per server")] = DEFAULT_DEGREE,
+    link_gbps: Annotated[
+        float, typer.Option(help="Bandwidth of one port, Gbps")
+    ] = DEFAULT_LINK_GBPS,
     delay_us: Annotated[
         float, typer.Option(help="Reconfiguration delay of the switch, microseconds")
     ] = 10_000.0,
@@ -44,7 +49,7 @@ def reconfig_command(
     max_evaluations: Annotated[
         int, typer.Option(help="Schedules simulated at most per dark time (work limit)")
     ] = 128,
-    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = DEFAULT_SEED,
     baselines: Annotated[
         bool, typer.Option("--baselines", help="Also run OCS-reconfig and SiP-ML-like")
     ] = False,

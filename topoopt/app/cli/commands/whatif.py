@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from topoopt.app.cli.common import emit_json, handle_errors, stdout
+from topoopt.app.cli.common import DEFAULT_SEED, emit_json, handle_errors, stdout
 from traffic.errors import InputError
 
 __all__ = ["register", "whatif_command"]
@@ -41,7 +41,9 @@ def whatif_command(
     work_limit: Annotated[
         float, typer.Option(help="Deterministic work budget of a joint re-optimisation")
     ] = 2.0,
-    seed: Annotated[int, typer.Option(help="Seed of the failures and the re-optimiser")] = 0,
+    seed: Annotated[
+        int, typer.Option(help="Seed of the failures and the re-optimiser")
+    ] = DEFAULT_SEED,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
     """Iteration time before a failure, after it (rerouted), and re-optimised."""
