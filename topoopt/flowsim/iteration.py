@@ -1326,8 +1326,8 @@ def simulate_iteration(
         A *coarsening*, off by default: at most this many gradient-sync buckets per channel
         (bucket bytes grow to ``total / max_buckets`` where ``total / bucket_bytes`` exceeds it;
         the last backward task is cut into as many pieces). Families that repeat every
-        micro-batch (ZeRO-2 reduce-scatters, FSDP's backward all-gathers and reduce-scatters:
-        ``m`` times the stage's parameters) otherwise ask ``m S / bucket_bytes`` buckets, 168 k
+        micro-batch (ZeRO-2 and FSDP reduce-scatters; FSDP's parameter all-gathers are not bucketed:
+        one per slot, prefetched) otherwise ask ``m S / bucket_bytes`` buckets, 168 k
         for GPT-3 175B with ``m = 96`` on 16 servers, i.e. 43 M flows. Alone on their links,
         ``n`` buckets end about ``T/n + X + n a`` (network-bound) or ``T + X/n + a``
         (compute-bound) after the last backward starts (``T`` its compute, ``X`` the transfer
