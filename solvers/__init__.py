@@ -13,14 +13,13 @@ other directly, never through this door. No name here is also a submodule's name
   :func:`load_design` and :func:`check_design_rings` (``design.json`` back into a design).
 - Realising a design for the flow model: :func:`design_fabric`, :func:`design_routing`,
   :func:`design_workload`, :func:`realise_design` (all three), :func:`simulate_design`.
-- Studies' entry points: :func:`reconfigure` and :func:`run_baselines` (reconfiguration over
-  time), :func:`design_cluster` / :func:`cluster_totals` / :func:`play_arrivals` /
-  :func:`load_jobs` / :func:`load_arrivals` / :class:`OcsLayer` (shared clusters),
-  :func:`run_collective`, :data:`NVLINK2_BANDWIDTH`, :func:`dgx1` (collective schedules),
-  :func:`best_strides` /
-  :func:`circulant_stats` / :func:`geometric_strides` (circulant strides),
-  :func:`evaluate_routing` (the congestion objective of a routing), :func:`node_paths`,
-  :func:`ring_records`.
+- Studies' entry points: :func:`reconfigure`, :func:`run_baselines` and :func:`schedule_cost`
+  (reconfiguration over time); :func:`design_cluster`, :func:`cluster_totals`,
+  :func:`play_arrivals`, :func:`load_jobs`, :func:`load_arrivals`, :class:`OcsLayer` (shared
+  clusters); :func:`run_collective`, :data:`NVLINK2_BANDWIDTH`, :func:`dgx1` (collective
+  schedules); :func:`best_strides`, :func:`circulant_stats`, :func:`geometric_strides`
+  (circulant strides); :func:`evaluate_routing` (the congestion objective of a routing),
+  :func:`node_paths`, :func:`ring_records`.
 """
 
 from solvers.baselines.strides import best_strides, circulant_stats, geometric_strides
@@ -45,6 +44,7 @@ from solvers.realise import (
     simulate_design,
 )
 from solvers.reconfig.baselines import run_baselines
+from solvers.reconfig.capex import schedule_cost
 from solvers.reconfig.search import reconfigure
 from solvers.registry import (
     OBJECTIVES,
@@ -81,6 +81,7 @@ __all__ = [
     "simulate_design",
     "reconfigure",
     "run_baselines",
+    "schedule_cost",
     "design_cluster",
     "cluster_totals",
     "play_arrivals",

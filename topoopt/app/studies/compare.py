@@ -32,6 +32,9 @@ Fabric names (:data:`FABRICS`):
     routing.
 ``expander``
     Random ``degree``-regular direct-connect (seeded), ECMP over circuits with host forwarding.
+    On both, a ring collective over all servers runs NCCL-like over the fabric's edge-disjoint
+    Hamiltonian cycles, each in both directions (:mod:`topoopt.flowsim.fabric_rings`); rings
+    over fewer servers run their rank order both ways.
 ``topoopt``, ``topoopt-released``, ``joint``
     Optical direct-connect designs by the solvers (:mod:`solvers.registry`), with their rings
     and routing.
@@ -73,6 +76,7 @@ from topoopt.fabrics.hybrid import hybrid
 from topoopt.fabrics.ideal import ideal_bound
 from topoopt.fabrics.torus import torus
 from topoopt.flowsim.collectives import communication_time
+from topoopt.flowsim.fabric_rings import ring_workload
 from topoopt.flowsim.iteration import IterationResult, simulate_iteration
 from topoopt.flowsim.priorities import check_priority
 from topoopt.paths import PathSet
@@ -373,6 +377,11 @@ def build_fabric(
         return run
     else:
         raise InputError("fabric", name, f"one of {', '.join(FABRICS)}")
+    if name in ("torus", "expander"):  # NCCL-like rings: Hamiltonian cycles, both directions
+        run = FabricRun(name, fab, ring_workload(workload, fab, seed))
+        run.note = "rings: edge-disjoint Hamiltonian cycles, both directions (fabric_rings)"
+        run.capex_usd, run.power_w = _price(fab, prices)
+        return run
     run = FabricRun(name, fab, workload)
     run.capex_usd, run.power_w = _price(fab, prices)
     return run
