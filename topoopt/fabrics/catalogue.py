@@ -9,9 +9,9 @@ the way a buyer would (:func:`topoopt.fabrics.fat_tree.clos_shape` holds the geo
 - one tier when the ``n P`` ports fit one switch (``n`` with rails: one switch per rail);
 - two tiers otherwise: ``L = ceil(n / s_max)`` leaves with the servers spread evenly
   (``s = ceil(n / L)`` each; ``s_max P`` host ports from
-  :func:`topoopt.fabrics.fat_tree.leaf_split`, so that ``R``:1 is realised exactly where it can
-  be), ``u = ceil(s P / R)`` uplinks per leaf, and as few spines ``S`` as the ports allow: every
-  leaf has a bundle of ``b = ceil(u / S)`` parallel cables to every spine (bundles as in
+  :func:`topoopt.fabrics.fat_tree.hosts_per_leaf`), ``u = ceil(s P / R)`` uplinks per leaf
+  (so at most ``R``:1; the ratio built, :attr:`ClosShape.oversubscription`, is reported),
+  and as few spines ``S`` as the ports allow: every leaf has a bundle of ``b = ceil(u / S)`` parallel cables to every spine (bundles as in
   Solnushkin, arXiv:1301.6179), the smallest ``S`` with ``s P + S b <= radix`` and
   ``L b <= radix``. Spines are bought for their ports, never one mostly-empty spine per uplink;
 - three tiers when the leaves outnumber the radix: pods of at most ``radix / 2`` leaves with
@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass
 
 from topoopt.fabrics.fabric import Fabric, check_float, check_int
-from topoopt.fabrics.fat_tree import ClosShape, clos, clos_shape, hosts_per_leaf, leaf_split
+from topoopt.fabrics.fat_tree import ClosShape, clos, clos_shape, hosts_per_leaf
 from traffic.errors import InputError
 
 __all__ = [
@@ -203,7 +203,7 @@ def plan_clos(
     if n * per <= radix:
         s = n
     else:
-        s_max = leaf_split(radix, r) // per
+        s_max = hosts_per_leaf(radix, r) // per
         if s_max < 1:
             return None
         s = math.ceil(n / math.ceil(n / s_max))

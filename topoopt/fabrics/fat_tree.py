@@ -26,7 +26,6 @@ __all__ = [
     "leaf_spine",
     "rail_optimized",
     "hosts_per_leaf",
-    "leaf_split",
     "ClosShape",
     "clos_shape",
     "clos",
@@ -43,22 +42,6 @@ def hosts_per_leaf(radix: int, oversubscription: float) -> int:
     while h > 0 and h + math.ceil(h / oversubscription) > radix:
         h -= 1
     return h
-
-
-def leaf_split(radix: int, oversubscription: float) -> int:
-    """Most host ports ``h = floor(R u)`` of a ``radix``-port leaf with ``u`` uplinks and
-    ``h + u <= radix``: the ratio ``h / u`` is the one asked (for integer ``R``), where
-    :func:`hosts_per_leaf` rounds it (15:1 for 16:1 on 64 ports).
-
-    >>> leaf_split(64, 1.0), leaf_split(64, 16.0), hosts_per_leaf(64, 16.0), leaf_split(64, 4.0)
-    (32, 48, 60, 48)
-    """
-    best = 0
-    for u in range(1, radix):
-        h = int(math.floor(oversubscription * u + 1e-9))
-        if h + u <= radix:
-            best = max(best, h)
-    return best
 
 
 def fat_tree(

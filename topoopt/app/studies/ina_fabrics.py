@@ -65,7 +65,7 @@ def ina_run(name: str, base: Any, prices=None) -> Any:
         if communication_time(w, base.fabric, routing=base.routing).total_s <= best:
             fab, routing = with_ina(base.fabric, memory_bytes=0.0), base.routing
             note = "programmable switches not used: the host algorithm is faster on this plan"
-    run = replace(base, name=name, fabric=fab, routing=routing)
+    run = replace(base, name=name, fabric=fab, routing=routing, cost_detail=None)  # re-priced
     run.note = "; ".join(x for x in (base.note, note) if x)
     rep = cost(fab, prices)
     run.capex_usd, run.power_w = rep.capex_usd, rep.power_w

@@ -124,6 +124,10 @@ def compare_command(
     for head, _, _ in cols:
         t.add_column(head, justify="left" if head == "fabric" else "right", no_wrap=True)
     for _, r in table.iterrows():
+        if isinstance(r.get("error"), str):  # a fabric that cannot be built: say why
+            t.add_row(r["fabric"], *["n/a"] * (len(cols) - 1))
+            print(f"{r['fabric']}: not built: {r['error']}", file=sys.stderr)
+            continue
         t.add_row(*[str(r[c]) if s is None else f"{r[c] * s:.3f}" for _, c, s in cols])
     stdout.print(t)
 
