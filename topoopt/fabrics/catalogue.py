@@ -11,9 +11,10 @@ the way a buyer would (:func:`topoopt.fabrics.fat_tree.clos_shape` holds the geo
   (``s = ceil(n / L)`` each; ``s_max P`` host ports from
   :func:`topoopt.fabrics.fat_tree.hosts_per_leaf`), ``u = ceil(s P / R)`` uplinks per leaf
   (so at most ``R``:1; the ratio built, :attr:`ClosShape.oversubscription`, is reported),
-  and as few spines ``S`` as the ports allow: every leaf has a bundle of ``b = ceil(u / S)`` parallel cables to every spine (bundles as in
-  Solnushkin, arXiv:1301.6179), the smallest ``S`` with ``s P + S b <= radix`` and
-  ``L b <= radix``. Spines are bought for their ports, never one mostly-empty spine per uplink;
+  and as few spines ``S`` as the ports allow: every leaf has a bundle of ``b = ceil(u / S)``
+  parallel cables to every spine (bundles as in Solnushkin, arXiv:1301.6179), the smallest
+  ``S`` with ``s P + S b <= radix`` and ``L b <= radix``. Spines are bought for their ports,
+  never one mostly-empty spine per uplink;
 - three tiers when the leaves outnumber the radix: pods of at most ``radix / 2`` leaves with
   ``u`` aggregation switches each and ``u`` planes of cores (Al-Fares' k-ary fat-tree at
   ``n = k^3 / 4``), cores bundled as above. Beyond three tiers :func:`plan_clos` returns
