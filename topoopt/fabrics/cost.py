@@ -555,6 +555,11 @@ class CostEquivalent:
         return float(np.mean(self.fabric.server_bandwidth))
 
 
+def _mix(a: Mapping[str, float], b: Mapping[str, float], t: float) -> dict[str, float]:
+    keys = [c for c in COMPONENTS if c in a or c in b]
+    return {c: (1 - t) * a.get(c, 0.0) + t * b.get(c, 0.0) for c in keys}
+
+
 def _step_info(s: _Step, share: float | None = None) -> dict:
     d = {
         "gbps": s.gbps,
@@ -579,6 +584,7 @@ def _catalogue_equivalent(
     prices: PriceTable,
     max_gbps: float | None = None,
     max_ports: int = 1,
+    fluid_mix: bool = False,
 ) -> CostEquivalent:
     steps = catalogue_steps(servers, prices, oversubscription, max_ports)
     if not steps:
@@ -606,38 +612,46 @@ def _catalogue_equivalent(
     # the fluid bound: a share t of the next step, spending the budget exactly (not buildable
     # as one uniform fabric; reported, never simulated or priced)
     fluid = {"server_gbps": float(speeds[k]), "mix": [_step_info(steps[k], 1.0)]}
+    t = 0.0
     if capped is None:
         t = float((target - costs[k]) / (costs[k + 1] - costs[k]))
+        if max_gbps is not None and speeds[k] + t * (speeds[k + 1] - speeds[k]) > max_gbps:
+            t = max(0.0, float((max_gbps - speeds[k]) / (speeds[k + 1] - speeds[k])))  # the cap
         fluid = {
             "server_gbps": float(speeds[k] + t * (speeds[k + 1] - speeds[k])),
             "mix": [_step_info(steps[k], 1.0 - t), _step_info(steps[k + 1], t)],
         }
     st = steps[k]
     bw = st.gbps * 1e9 / 8.0
+    capex, power = st.report.capex_usd, st.report.power_w
+    capex_b, power_b = st.report.capex_by_component, st.report.power_by_component
+    if fluid_mix and capped is None and t > 0:
+        # the fluid model (a bound): the deeper endpoint's shape at the mixed rate, the mixed
+        # capex (the target); for sensitivity studies (topoopt.app.studies.breakeven)
+        lo, hi = steps[k], steps[k + 1]
+        deeper = (hi.plan.tiers, hi.plan.switch_ports) >= (lo.plan.tiers, lo.plan.switch_ports)
+        st = hi if deeper else lo
+        bw = fluid["server_gbps"] / st.ports * 1e9 / 8.0
+        capex_b = _mix(lo.report.capex_by_component, hi.report.capex_by_component, t)
+        power_b = _mix(lo.report.power_by_component, hi.report.power_by_component, t)
+        capex, power = float(sum(capex_b.values())), float(sum(power_b.values()))
     fab = st.plan.fabric(bw, gpus_per_server=gpus_per_server)
     info = {
         "family": fab.family,
         "method": "catalogue",
         **st.plan.info(),
-        "link_gbps": st.gbps,
-        "server_bandwidth": st.server_gbps * 1e9 / 8.0,
+        "link_gbps": bw * 8.0 / 1e9,
+        "server_bandwidth": bw * st.ports,
+        "priced_as": "fluid mix (a bound)"
+        if capex_b is not st.report.capex_by_component
+        else "built",
         "target_capex_usd": target,
         "capped": capped,
         "max_gbps": max_gbps,
         "fluid_bound": fluid,
         "catalogue_steps": [_step_info(s) for s in steps],
     }
-    return CostEquivalent(
-        fab,
-        bw,
-        oversubscription,
-        st.report.capex_usd,
-        target,
-        st.report.power_w,
-        st.report.capex_by_component,
-        st.report.power_by_component,
-        info,
-    )
+    return CostEquivalent(fab, bw, oversubscription, capex, target, power, capex_b, power_b, info)
 
 
 def cost_equivalent_fat_tree(
@@ -654,6 +668,7 @@ def cost_equivalent_fat_tree(
     prices: PriceTable | None = None,
     max_bandwidth: float | None = None,
     max_ports: int = 1,
+    fluid_mix: bool = False,
 ) -> CostEquivalent:
     """TopoOpt's cost-equivalent fat-tree: the Clos fabric whose capex equals ``target_capex``.
 
@@ -671,7 +686,9 @@ def cost_equivalent_fat_tree(
         speed). What is bought is buildable: one uniform speed, the fastest step whose capex is
         within the target (capex at or below it). The fluid speed mix that spends the target
         exactly (a share ``t`` of the next step, bandwidth ``(1 - t) s_k + t s_{k+1}``) cannot
-        be bought as one fabric: it is reported as a bound in ``info["fluid_bound"]`` only.
+        be bought as one fabric: it is reported as a bound in ``info["fluid_bound"]``; with
+        ``fluid_mix`` (sensitivity studies only) the bound is what is returned: the deeper
+        endpoint's shape at the mixed rate, capex the target (``info["priced_as"]``).
         Above the fastest catalogue step the fabric is that step (``info["capped"] ==
         "catalogue"``); with ``max_bandwidth`` (bytes/s per server) it never buys more than
         that (``info["capped"] == "max_bandwidth"``: ``compare`` passes the ideal switch's
@@ -706,7 +723,9 @@ def cost_equivalent_fat_tree(
     if vary == "bandwidth":
         cap = None if max_bandwidth is None else check_float("max_bandwidth", max_bandwidth)
         mg = None if cap is None else cap * 8.0 / 1e9
-        return _catalogue_equivalent(target, servers, r, gpus_per_server, prices, mg, max_ports)
+        return _catalogue_equivalent(
+            target, servers, r, gpus_per_server, prices, mg, max_ports, fluid_mix
+        )
     if vary != "oversubscription":
         raise InputError("vary", vary, "bandwidth or oversubscription")
 
