@@ -102,3 +102,34 @@ def test_oversubscription_is_realised_and_priced():
     f = p16.fabric(B)
     assert f.params["oversubscription"] == 16.0
     assert f.params["oversubscription_realised"] == pytest.approx(57 / 4)
+
+
+def test_rails_and_rail_only_by_hand():
+    """128 servers x 4 NICs on 64-port switches. Rail-optimised: groups of 32 servers, one
+    leaf per (group, rail) = 16 leaves of 32 hosts and 32 uplinks, 512 uplinks packed on 8
+    spines (bundles of 4; 16 leaves x 4 = 64 ports): 24 switches joining every rail.
+    Rail-only: each rail its own 128-server Clos (4 leaves, 2 spines), 4 of them: 24
+    switches, and no switch reaches two rails (the switch graph falls in 4 pieces)."""
+    from scipy.sparse.csgraph import connected_components
+
+    from topoopt.fabrics.rail import rail_only
+
+    m = SwitchModel("64x100G", 64, 100.0)
+    plan = plan_clos(128, m, ports_per_server=4, rails=True)
+    assert (plan.leaves, plan.hosts_per_leaf, plan.uplinks, plan.spines) == (16, 32, 32, 8)
+    f = plan.fabric(B)
+    assert f.family == "rail-optimized" and plan_bill_of_materials(
+        plan, 100.0
+    ) == bill_of_materials(f)
+    # rail r of group g is leaf g * 4 + r: server 0's four ports on four distinct leaves
+    host = (f.src == 0) & (f.dst >= 128)
+    assert sorted(f.dst[host].tolist()) == [128, 129, 130, 131]
+    one = plan_clos(128, m)
+    ro = rail_only(one.shape, 4, B)
+    assert ro.n_switches == 4 * one.switches == 24
+    bom = bill_of_materials(ro)
+    assert bom == {k: 4 * v for k, v in plan_bill_of_materials(one, 100.0).items()}
+    sw = np.flatnonzero(ro.node_kind == "switch")
+    adj = ro.adjacency()[sw][:, sw]
+    assert connected_components(adj, directed=False)[0] == 4
+    assert ro.check_connected() is None  # every server still reaches every other (any rail)

@@ -28,6 +28,7 @@ __all__ = [
     "hosts_per_leaf",
     "ClosShape",
     "clos_shape",
+    "clos_cables",
     "clos",
 ]
 
@@ -317,7 +318,7 @@ def clos_shape(
     return ClosShape(n, p, rails, radix, sr, s, leaves, u, pods * u, 1, pods, lp, c, cb)
 
 
-def _clos_cables(shape: ClosShape) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def clos_cables(shape: ClosShape) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Cable endpoints and multiplicities of ``shape`` (nodes: servers, leaves, tier 2, tier 3)."""
     n, p, s = shape.servers, shape.ports_per_server, shape.servers_per_leaf
     l0 = n
@@ -352,7 +353,7 @@ def _clos_cables(shape: ClosShape) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _clos_fabric(
     family: str, params: dict, shape: ClosShape, b: float, g: int, intra, latency
 ) -> Fabric:
-    u, v, m = _clos_cables(shape)
+    u, v, m = clos_cables(shape)
     n, sw = shape.servers, shape.switches
     kind = np.array(["server"] * n + ["switch"] * sw)
     layer = np.r_[

@@ -49,6 +49,14 @@ Fabric names (:data:`FABRICS`):
     an optical layer of ``degree/2`` ports per server wired as the geometric circulant, every
     pair's bytes split over both layers by one LP routing
     (:func:`solvers.hybrid_design.route_hybrid`).
+``rail``
+    Rail-optimised Clos of the same catalogue switches: NIC ``i`` of every server on rail
+    ``i`` (a leaf per rail and server group), the rails joined by the spine.
+``rail-only``
+    Rails with no spine (Wang et al., arXiv:2307.12169): ``degree`` separate one-NIC Clos, NIC
+    ``i`` of every server on rail ``i`` (:mod:`topoopt.fabrics.rail`); a server reaches a peer
+    over any rail (at server level, the hop over the scale-up fabric to the GPU on the peer's
+    rail is not charged).
 ``fat-tree-ina``, ``hybrid-ina``
     ``fat-tree`` and ``hybrid`` whose electrical switches are programmable and aggregate
     all-reduces in the network, ATP-style, with ATP's aggregator memory per switch
@@ -111,6 +119,8 @@ FABRICS = (
     "hybrid",
     "fat-tree-ina",
     "hybrid-ina",
+    "rail",
+    "rail-only",
 )
 DESIGNED = ("topoopt", "topoopt-released", "joint")
 
@@ -240,12 +250,14 @@ def leaf_hosts(servers: int) -> int:
 
 def switched_clos(
     name: str, workload: Workload, degree: int, link_bandwidth: float, oversubscription: float,
-    prices=None,
+    prices=None, layout: str = "bundled",
 ) -> FabricRun:  # fmt: skip
-    """The cheapest Clos of ``degree`` NICs of ``link_bandwidth`` per server (all of a server's
-    NICs on its leaf) from the price table's switch catalogue at that speed
-    (:func:`topoopt.fabrics.catalogue.plan_clos`: one switch when one serves all, else two or
-    three tiers); a 64-port switch at that speed, priced per port, when the catalogue has none.
+    """The cheapest Clos of ``degree`` NICs of ``link_bandwidth`` per server from the price
+    table's switch catalogue at that speed (:func:`topoopt.fabrics.catalogue.plan_clos`: one
+    switch when one serves all, else two or three tiers); a 64-port switch at that speed,
+    priced per port, when the catalogue has none. ``layout``: ``bundled`` (a server's NICs on
+    its leaf), ``rail`` (NIC ``i`` on rail ``i``, rails joined by the spine) or ``rail-only``
+    (one Clos per rail, no spine across rails: :func:`topoopt.fabrics.rail.rail_only`).
     ``fabric_info`` gives the tiers, switches per tier and the oversubscription realised.
 
     Examples
@@ -257,17 +269,23 @@ def switched_clos(
     """
     from topoopt.fabrics.catalogue import SwitchModel, plan_bill_of_materials, plan_clos
     from topoopt.fabrics.cost import load_prices, price_bill_of_materials
+    from topoopt.fabrics.rail import rail_only
 
+    if layout not in ("bundled", "rail", "rail-only"):
+        raise InputError("layout", layout, "bundled, rail or rail-only")
+    copies = degree if layout == "rail-only" else 1  # rail-only: one one-port Clos per rail
+    ports = 1 if layout == "rail-only" else degree
     table = load_prices() if prices is None else prices
     n, gbps = workload.servers, float(link_bandwidth) * 8.0 / 1e9
     models = [m for m in table.catalogue() if abs(m.gbps - gbps) <= 1e-6 * gbps]
     models = models or [SwitchModel(f"64x{gbps:g}G (priced per port)", 64, gbps)]
     best = None
     for m in models:
-        plan = plan_clos(n, m, oversubscription, ports_per_server=degree)
+        plan = plan_clos(n, m, oversubscription, ports_per_server=ports, rails=layout == "rail")
         if plan is None:
             continue
-        rep = price_bill_of_materials(plan_bill_of_materials(plan, gbps), table)
+        bom = {k: v * copies for k, v in plan_bill_of_materials(plan, gbps).items()}
+        rep = price_bill_of_materials(bom, table)
         if best is None or (rep.capex_usd, plan.switch_ports) < (
             best[1].capex_usd,
             best[0].switch_ports,
@@ -276,9 +294,16 @@ def switched_clos(
     if best is None:
         raise InputError("servers", n, f"a cluster a three-tier Clos of {gbps:g}G switches serves")
     plan, rep = best
-    fab = plan.fabric(float(link_bandwidth), gpus_per_server=workload.gpus_per_server)
+    gps = workload.gpus_per_server
+    if layout == "rail-only":
+        fab = rail_only(plan.shape, degree, float(link_bandwidth), gpus_per_server=gps)
+    else:
+        fab = plan.fabric(float(link_bandwidth), gpus_per_server=gps)
     run = FabricRun(name, fab, workload, capex_usd=rep.capex_usd, power_w=rep.power_w)
     info = {"family": fab.family, **plan.info()}
+    if layout == "rail-only":  # the plan is one rail's; the fabric is `degree` of them
+        info.update(rails=degree, switches=plan.switches * degree, ports_per_server=degree)
+        info["switch_ports"] = plan.switch_ports * degree
     run.cost_detail = {
         "capex_breakdown": rep.capex_by_component,
         "power_breakdown": rep.power_by_component,
@@ -327,6 +352,8 @@ def build_fabric(
         # the buyer's Clos of d NICs of B per server: catalogue switches at B, 1-3 tiers
         r = 1.0 if name == "fat-tree" else float(oversubscription)
         return switched_clos(name, workload, d, B, r, prices)
+    elif name in ("rail", "rail-only"):
+        return switched_clos(name, workload, d, B, 1.0, prices, layout=name)
     elif name == "fat-tree-cost-equivalent":
         ref = designs.get("topoopt") or build_fabric(
             "topoopt", workload, d, B, seed=seed, prices=prices, designs=designs

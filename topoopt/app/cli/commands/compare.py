@@ -41,6 +41,8 @@ ALL_FABRICS = (
     "hybrid",
     "fat-tree-ina",
     "hybrid-ina",
+    "rail",
+    "rail-only",
 )
 DEFAULT_FABRICS = "ideal,fat-tree,fat-tree-oversub,torus,expander,topoopt,topoopt-best,joint"
 
