@@ -73,6 +73,17 @@ def test_leaf_spine_spine_2048_servers_by_hand():
     assert cut_bandwidth(f, np.arange(n // 2)) == pytest.approx(n * p * B / 2)
 
 
+def test_bisection_with_several_nics_per_server():
+    """128 servers x 2 NICs on 64-port switches (8 leaves of 16 servers, 32 uplinks each):
+    the closed form counts both NICs, (8 / 2) x 32 B, as the max-flow cut of the halves does."""
+    from topoopt.fabrics.metrics import closed_form_bisection
+
+    f = plan_clos(128, SwitchModel("64x100G", 64, 100.0), ports_per_server=2).fabric(B)
+    assert closed_form_bisection(f) == pytest.approx(4 * 32 * B)
+    assert cut_bandwidth(f, np.arange(64)) == pytest.approx(4 * 32 * B)
+    assert closed_form_bisection(leaf_spine(16, radix=4, port_bandwidth=B)) is None  # 3 tiers
+
+
 def test_three_tier_plans_match_their_fabric():
     m = SwitchModel("64x100G", 64, 100.0)
     for n, p in ((2049, 1), (1100, 2), (600, 8)):
