@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from topoopt.app.report.time_units import time_unit
@@ -17,7 +16,9 @@ BOUNDS = ("ideal",)
 """Fabrics that are bounds, not products: never a winner, never on a cost plot."""
 
 EQUAL_CAPEX_RTOL = 0.02
-"""Two fabrics cost the same when their capex differ by at most this fraction."""
+"""A fabric is within the optical design's budget when its capex exceeds it by at most this
+fraction (the cost-equivalent fat-tree buys what can be built, so it often costs a little
+less than the budget it was given)."""
 
 _REFERENCE = ("topoopt-best", "topoopt", "joint", "topoopt-released")
 """The optical design whose capex the cost-equivalent fat-tree spends, in order of preference."""
@@ -28,15 +29,24 @@ def _t(seconds: float) -> str:
     return f"{seconds * k:.4g} {unit}"
 
 
-def equal_capex_rows(table: pd.DataFrame) -> pd.DataFrame:
-    """The products (no :data:`BOUNDS`) whose capex equals the reference optical design's
-    (within :data:`EQUAL_CAPEX_RTOL`); empty when the table has no optical design."""
-    products = table[~table["fabric"].isin(BOUNDS)]
-    ref = next((f for f in _REFERENCE if f in set(products["fabric"])), None)
+def _budget(table: pd.DataFrame) -> float | None:
+    """The capex of the reference optical design (:data:`_REFERENCE`), if the table has one."""
+    ref = next((f for f in _REFERENCE if f in set(table["fabric"])), None)
     if ref is None:
+        return None
+    return float(table.loc[table["fabric"] == ref, "capex_usd"].iloc[0])
+
+
+def equal_capex_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The products (no :data:`BOUNDS`) that fit the reference optical design's budget: capex at
+    most the design's (plus :data:`EQUAL_CAPEX_RTOL`); empty when the table has no optical
+    design."""
+    products = table[~table["fabric"].isin(BOUNDS)]
+    c0 = _budget(table)
+    if c0 is None:
         return products.iloc[0:0]
-    c0 = float(products.loc[products["fabric"] == ref, "capex_usd"].iloc[0])
-    return products[np.abs(products["capex_usd"] - c0) <= EQUAL_CAPEX_RTOL * abs(c0)]
+    ok = products["capex_usd"].notna() & products["iteration_s"].notna()
+    return products[ok & (products["capex_usd"] <= c0 + EQUAL_CAPEX_RTOL * abs(c0))]
 
 
 def best_rows(table: pd.DataFrame) -> set[int]:
@@ -91,15 +101,16 @@ def verdict_sentences(table: pd.DataFrame, iterations: Mapping[str, Any] | None 
     At equal capex (0.077 M$), fat-tree-cost-equivalent is the fastest: 1200 ms per iteration, 20.0 % less than joint (1500 ms).
     Fastest overall: fat-tree-cost-equivalent, 1.200x the ideal switch (a bound, not a product), for 0.077 M$.
     """  # noqa: E501
-    products = table[~table["fabric"].isin(BOUNDS)]
+    products = table[~table["fabric"].isin(BOUNDS) & table["iteration_s"].notna()]
     out = []
     same = equal_capex_rows(table).sort_values("iteration_s", kind="stable")
     runner = None
     if len(same) >= 2:
         win, runner = same.iloc[0], same.iloc[1]
+        budget = float(_budget(table))
         gain = 1 - float(win["iteration_s"]) / float(runner["iteration_s"])
         out.append(
-            f"At equal capex ({float(win['capex_usd']) / 1e6:.3f} M$), {win['fabric']} is the "
+            f"At equal capex ({budget / 1e6:.3f} M$), {win['fabric']} is the "
             f"fastest: {_t(float(win['iteration_s']))} per iteration, {100 * gain:.1f} % less "
             f"than {runner['fabric']} ({_t(float(runner['iteration_s']))})."
         )

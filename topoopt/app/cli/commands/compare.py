@@ -45,6 +45,8 @@ ALL_FABRICS = (
     "hybrid",
     "fat-tree-ina",
     "hybrid-ina",
+    "rail",
+    "rail-only",
 )
 DEFAULT_FABRICS = "ideal,fat-tree,fat-tree-oversub,torus,expander,topoopt,topoopt-best,joint"
 
@@ -139,6 +141,11 @@ def compare_command(
             continue
         t.add_column(head, justify="left" if head == "fabric" else "right", no_wrap=True)
     for _, r in table.iterrows():
+        if isinstance(r.get("error"), str):  # a fabric that cannot be built: say why
+            shown = [c for _, c, _ in cols if c in table]
+            t.add_row(r["fabric"], *["n/a"] * (len(shown) - 1))
+            print(f"{r['fabric']}: not built: {r['error']}", file=sys.stderr)
+            continue
         t.add_row(
             *[str(r[c]) if s is None else f"{r[c] * s:.3f}" for _, c, s in cols if c in table]
         )
