@@ -8,7 +8,9 @@ A plan has four required sections and one optional one; unknown fields are error
                   micro_batch_size: 1, global_batch_size: 1536, recompute: none,
                   zero: 0, fsdp: null, distributed_optimizer: false, order: tp-cp-ep-dp-pp}
     precision: {activation_bytes: 2, gradient_bytes: 2, parameter_bytes: 2}
-    cluster: {servers: 128, gpus_per_server: 8}
+    cluster: {servers: 128, gpus_per_server: 8,
+              gpu: h100-sxm,          # optional: a catalogue name or an inline spec
+              efficiency: 0.45}       # optional: overrides the GPU's default efficiency
     options: {...}            # counting conventions, see :class:`Options`
 
 :func:`load_plan` reads YAML or JSON (or takes a mapping), validates every field with pydantic and
@@ -36,12 +38,14 @@ from pydantic import (
 
 from traffic.decode import decode_text, parse_json, parse_yaml, read_input
 from traffic.errors import InputError
+from traffic.hardware import GpuSpec, gpu_names, gpu_spec, load_catalogue
 from traffic.limits import MAX_YAML_BYTES, check_plan_size
 from traffic.placement import DIMENSIONS, parse_order
 from traffic.zoo import ZOO, ModelSpec, zoo_names
 
 __all__ = [
     "Cluster",
+    "InlineGpu",
     "Options",
     "Parallelism",
     "Plan",
@@ -134,13 +138,59 @@ class Precision(BaseModel):
     parameter_bytes: int = _BYTES
 
 
+class InlineGpu(GpuSpec):
+    """A GPU spelled out in the plan (:class:`~traffic.hardware.GpuSpec`, sources optional)."""
+
+    label: str = "inline GPU"
+    source: str = "inline in the plan"
+    efficiency_source: str = "inline in the plan"
+
+
 class Cluster(BaseModel):
-    """Servers and GPUs per server; GPU ``r`` sits on server ``r // gpus_per_server``."""
+    """Servers, GPUs per server and the GPU; GPU ``r`` sits on server ``r // gpus_per_server``.
+
+    ``gpu`` is a name of the hardware catalogue (:mod:`traffic.hardware`: ``a100-80gb``,
+    ``h100-sxm``, ``h200``, ``b200``, ``gb200``, ``mi300x``, ...) or an inline spec with the
+    catalogue's fields; ``efficiency`` (in (0, 1]) overrides its default compute efficiency.
+    Without ``gpu`` the compute model is the long-standing default, an A100-SXM4-80GB at
+    efficiency 0.5 (the catalogue's ``a100-80gb``), and intra-server links keep the fabric's
+    bandwidth; with ``gpu`` they run at the GPU's scale-up (NVLink) bandwidth.
+    """
 
     model_config = _STRICT
 
     servers: PositiveInt
     gpus_per_server: PositiveInt
+    gpu: str | InlineGpu | None = None
+    efficiency: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
+
+    @field_validator("gpu", mode="before")
+    @classmethod
+    def _gpu(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            names = gpu_names(load_catalogue())
+            if v not in names:
+                raise ValueError("a GPU of the catalogue: " + ", ".join(names))
+        elif isinstance(v, Mapping):
+            return InlineGpu.model_validate(dict(v))
+        return v
+
+    @property
+    def gpu_spec(self) -> GpuSpec | None:
+        """The named or inline GPU with ``efficiency`` applied (None: the default A100)."""
+        g = self.gpu
+        if g is None:
+            return None
+        spec = gpu_spec(g) if isinstance(g, str) else g
+        if self.efficiency is not None:
+            spec = spec.model_copy(update={"efficiency": self.efficiency})
+        return spec
+
+    @property
+    def gpu_name(self) -> str:
+        """The catalogue name, ``inline`` for an inline spec, ``a100-80gb`` by default."""
+        g = self.gpu
+        return "a100-80gb" if g is None else (g if isinstance(g, str) else "inline")
 
 
 class Options(BaseModel):

@@ -22,6 +22,7 @@ from topoopt.atomic import atomic_write_text, atomic_write_with, check_writable
 from traffic.errors import InputError, check_finite
 
 __all__ = [
+    "GpuOption",
     "PriorityOption",
     "SplitAllreduceOption",
     "handle_errors",
@@ -48,6 +49,16 @@ SplitAllreduceOption = Annotated[
     typer.Option(help="Split every gradient all-reduce flow into micro-ops of at most BYTES"),
 ]
 """``--split-allreduce`` of ``simulate`` and ``compare``."""
+
+GpuOption = Annotated[
+    str | None,
+    typer.Option(
+        "--gpu",
+        help="GPU of the hardware catalogue replacing the plan's cluster.gpu (a100-80gb, "
+        "h100-sxm, h200, b200, gb200, mi300x, ...; docs/validation.md)",
+    ),
+]
+"""``--gpu`` of ``simulate``, ``compare`` and ``cosearch`` (:mod:`traffic.hardware`)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -9,6 +9,7 @@ from typing import Any
 from topoopt.flowsim.collectives import communication_time
 from topoopt.flowsim.iteration import SCHEDULES, simulate_iteration
 from topoopt.flowsim.priorities import check_priority
+from topoopt.flowsim.roofline import throughput_facts
 from topoopt.app.studies.compare import build_fabric
 from traffic.errors import InputError
 from traffic.load import load_workload
@@ -29,6 +30,7 @@ def simulate_plan(
     schedule: str | None = None,
     priority: str | None = None,
     split_allreduce: float | None = None,
+    gpu: str | None = None,
 ) -> dict[str, Any]:
     """Simulate ``plan`` on a design file or a fabric kind.
 
@@ -49,10 +51,14 @@ def simulate_plan(
         With ``priority`` (traffic classes, highest first)
         or ``split_allreduce`` (micro-op bytes; :mod:`topoopt.flowsim.priorities`) the iteration
         is simulated with them, and the result also has ``priority`` / ``split_allreduce_bytes``.
+        ``gpu`` (a catalogue name) replaces the plan's ``cluster.gpu``; the result says which
+        GPU it modelled and what it predicts (``gpu``, ``gpu_peak_tflops``, ``efficiency``,
+        ``model_flops_per_iteration``, ``tflops_per_gpu``, ``mfu``:
+        :func:`~topoopt.flowsim.roofline.throughput_facts`).
     """
     if schedule is not None and schedule not in SCHEDULES:
         raise InputError("--schedule", schedule, f"one of {', '.join(SCHEDULES)}")
-    workload = load_workload(plan)
+    workload = load_workload(plan, gpu=gpu)
     if design is not None:
         from solvers.model.design import Design
         from solvers.model.design_schema import check_design_rings, load_design
@@ -125,5 +131,6 @@ def simulate_plan(
         "comm_busy_s": it.comm_busy_s,
         "comm_alone_s": comm.total_s,
         "comm_alone_s_by_class": alone_by_class,
+        **throughput_facts(w, it.iteration_s),
         **extra,
     }

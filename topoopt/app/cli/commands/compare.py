@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from topoopt.app.cli.common import (
+    GpuOption,
     PriorityOption,
     SplitAllreduceOption,
     emit_json,
@@ -72,6 +73,7 @@ def compare_command(
     ] = None,
     priority: PriorityOption = None,
     split_allreduce: SplitAllreduceOption = None,
+    gpu: GpuOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     csv: Annotated[Path | None, typer.Option(help="Write the table as CSV")] = None,
     html: Annotated[Path | None, typer.Option(help="Write the interactive report")] = None,
@@ -87,7 +89,7 @@ def compare_command(
     from topoopt.fabrics.cost import resolve_prices
 
     price_table = resolve_prices(prices, preset)
-    workload = load_workload(plan)
+    workload = load_workload(plan, gpu=gpu)
     res = compare(
         workload,
         names,
@@ -118,7 +120,9 @@ def compare_command(
     if as_json:
         emit_json({"rows": json_rows(table), "params": res.params})  # null: no design
         return
-    t = Table(title=f"{workload.name}: {degree} x {link_gbps:g} Gbps per server")
+    t = Table(
+        title=f"{workload.name}: {degree} x {link_gbps:g} Gbps per server, {res.params['gpu']}"
+    )
     from topoopt.app.report.pages import SUMMARY_COLUMNS as cols  # the HTML summary's columns
 
     for head, _, _ in cols:

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from topoopt.app.cli.commands.compare import ALL_FABRICS
 from topoopt.app.cli.common import (
+    GpuOption,
     PriorityOption,
     SplitAllreduceOption,
     emit_json,
@@ -46,6 +47,7 @@ def simulate_command(
     ] = None,
     priority: PriorityOption = None,
     split_allreduce: SplitAllreduceOption = None,
+    gpu: GpuOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
     """Iteration time, communication time and exposed communication, per class."""
@@ -65,12 +67,13 @@ def simulate_command(
         schedule=schedule,
         priority=priority,
         split_allreduce=split_allreduce,
+        gpu=gpu,
     )
     check_finite(res, str(design) if design is not None else plan)  # never a null time
     if as_json:
         emit_json(res)
         return
-    t = Table(title=f"{res['workload']} on {res['fabric']}")
+    t = Table(title=f"{res['workload']} on {res['fabric']}, {res['gpu']} at {res['efficiency']:g}")
     t.add_column("quantity")
     t.add_column("ms", justify="right")
     for key in ("iteration_s", "compute_s", "comm_s", "exposed_comm_s"):
@@ -80,6 +83,9 @@ def simulate_command(
     for cls, v in res["comm_s_by_class"].items():
         t.add_row(f"comm {cls} (critical path)", f"{v * 1e3:.3f}")
     t.add_row("comm alone (phases in sequence)", f"{res['comm_alone_s'] * 1e3:.3f}")
+    if res["tflops_per_gpu"] is not None:
+        t.add_row("model TFLOP/s per GPU", f"{res['tflops_per_gpu']:.1f}")
+        t.add_row("MFU", f"{res['mfu']:.3f}")
     stdout.print(t)
 
 
