@@ -107,7 +107,7 @@ def _transformer(plan: Plan) -> tuple[list[Demand], int, dict[str, Any]]:
         demands += megatron.embedding_demands(plan, dense)
     else:
         demands += megatron.dp_demands(plan, dense, expert if m.is_moe else None)
-    lay = megatron.stage_layout(m, par.pp, par.vpp)
+    lay = megatron.stage_layout(m, par.pp, par.vpp, par.stage_layers)
     sp = megatron.stage_parameters(plan)
     info = {
         "micro_batches": plan.micro_batches,

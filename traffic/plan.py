@@ -5,6 +5,7 @@ A plan has four required sections and one optional one; unknown fields are error
     model: gpt3-175b          # a zoo name, or a mapping of shape fields (optionally `base: NAME`)
     parallelism: {tp: 8, pp: 16, dp: 8, ep: 1, etp: 1, cp: 1, sp: false, vpp: 1,
                   stage_tp: null,     # or one TP size per stage, e.g. [8, 8, 4, 4]
+                  stage_layers: null, # or one layer count per stage, e.g. [7, 8, ..., 8, 7]
                   micro_batch_size: 1, global_batch_size: 1536, recompute: none,
                   zero: 0, fsdp: null, distributed_optimizer: false, order: tp-cp-ep-dp-pp}
     precision: {activation_bytes: 2, gradient_bytes: 2, parameter_bytes: 2}
@@ -73,6 +74,10 @@ class Parallelism(BaseModel):
     ``global_batch``. ``zero`` (0..3) and ``fsdp`` are alternatives to each other and to
     ``distributed_optimizer`` (which is ZeRO-1 as Megatron implements it).
 
+    ``stage_layers`` gives each pipeline stage its own number of consecutive layers (summing to
+    the model's, ``vpp = 1``; Llama 3 405B puts 126 layers on 16 stages as 7, 8 x 14, 7); by
+    default every stage holds ``layers / pp``.
+
     ``stage_tp`` gives each pipeline stage its own tensor-parallel size (one entry per stage, as
     AlpaComm's meshes of different shardings): stage ``i`` then holds ``stage_tp[i] * cp * dp``
     GPUs, so the GPU count is ``dp * cp * sum(stage_tp)``; ``tp`` defaults to (and must equal)
@@ -83,6 +88,7 @@ class Parallelism(BaseModel):
 
     tp: PositiveInt = 1
     stage_tp: tuple[PositiveInt, ...] | None = None
+    stage_layers: tuple[PositiveInt, ...] | None = None
     pp: PositiveInt = 1
     dp: PositiveInt | None = None
     ep: PositiveInt = 1
@@ -116,6 +122,15 @@ class Parallelism(BaseModel):
             return v
         if not (isinstance(v, list | tuple) and v and all(_positive_int(x) for x in v)):
             raise ValueError("a list of positive integers, one tensor-parallel size per stage")
+        return tuple(v)
+
+    @field_validator("stage_layers", mode="before")
+    @classmethod
+    def _stage_layers(cls, v: Any) -> Any:
+        if v is None:
+            return v
+        if not (isinstance(v, list | tuple) and v and all(_positive_int(x) for x in v)):
+            raise ValueError("a list of positive integers, one layer count per stage")
         return tuple(v)
 
     @field_validator("order")
@@ -515,7 +530,17 @@ def check_plan(plan: Plan) -> Plan:
         raise InputError("parallelism.tp", t, f"a divisor of the model's ffn = {m.ffn}")
     if par.vpp > 1 and p == 1:
         raise InputError("parallelism.vpp", par.vpp, "1 when pp = 1 (interleaving needs pp > 1)")
-    if m.layers % (p * par.vpp):
+    if par.stage_layers is not None:
+        sl = par.stage_layers
+        if len(sl) != p:
+            raise InputError("parallelism.stage_layers", list(sl), f"one count per stage ({p})")
+        if sum(sl) != m.layers:
+            raise InputError(
+                "parallelism.stage_layers", list(sl), f"counts summing to layers = {m.layers}"
+            )
+        if par.vpp > 1:
+            raise InputError("parallelism.vpp", par.vpp, "1 with stage_layers")
+    elif m.layers % (p * par.vpp):
         raise InputError(
             "model.layers",
             m.layers,
