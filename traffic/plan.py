@@ -442,6 +442,14 @@ def check_plan(plan: Plan) -> Plan:
     m, par, opt = plan.model, plan.parallelism, plan.options
     gpus = plan.gpus
     t, p, cp = par.tp, par.pp, par.cp
+    spec = plan.cluster.gpu_spec
+    if spec is not None and plan.cluster.gpus_per_server > spec.scale_up_domain:
+        raise InputError(
+            "cluster.gpus_per_server",
+            plan.cluster.gpus_per_server,
+            f"at most the scale-up domain of {plan.cluster.gpu_name} ({spec.scale_up_domain} "
+            "GPUs): a server's GPUs share one NVLink / Infinity Fabric domain",
+        )
     if par.stage_tp is not None:
         _check_stage_tp(plan)
     elif par.dp is None:
@@ -493,6 +501,8 @@ def check_plan(plan: Plan) -> Plan:
                 )
         if par.sp:
             raise InputError("parallelism.sp", True, f"false for a {m.kind} model")
+        if par.stage_layers is not None:
+            raise InputError("parallelism.stage_layers", list(par.stage_layers), "null")
         if m.kind == "recsys":
             if not m.tables:
                 raise InputError("model.tables", [], "at least one table")
