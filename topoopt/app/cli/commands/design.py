@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from topoopt.app.cli.common import (
+    GpuOption,
     emit_json,
     handle_errors,
     prepare_output,
@@ -107,6 +108,7 @@ def design_command(
         Path | None,
         typer.Option(help="Write the designed fabric as GraphML (node types, capacity, count)"),
     ] = None,
+    gpu: GpuOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the design as JSON")] = False,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
 ) -> None:
@@ -125,7 +127,7 @@ def design_command(
     wired = None
     if prewired is not None:
         wired = read_prewired_file(prewired)
-    workload = load_workload(plan)
+    workload = load_workload(plan, gpu=gpu)
     problem = DesignProblem.from_workload(
         workload,
         degree=degree,
