@@ -121,7 +121,8 @@ def compare_command(
         emit_json({"rows": json_rows(table), "params": res.params})  # null: no design
         return
     t = Table(
-        title=f"{workload.name}: {degree} x {link_gbps:g} Gbps per server, {res.params['gpu']}"
+        title=f"{workload.name}: {degree} x {link_gbps:g} Gbps per server"
+        + ("" if res.params["gpu"] is None else f", {res.params['gpu']}")
     )
     from topoopt.app.report.pages import SUMMARY_COLUMNS as cols  # the HTML summary's columns
 

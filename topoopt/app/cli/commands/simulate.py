@@ -73,7 +73,8 @@ def simulate_command(
     if as_json:
         emit_json(res)
         return
-    t = Table(title=f"{res['workload']} on {res['fabric']}, {res['gpu']} at {res['efficiency']:g}")
+    gpu_text = "" if res["gpu"] is None else f", {res['gpu']} at {res['efficiency']:g}"
+    t = Table(title=f"{res['workload']} on {res['fabric']}{gpu_text}")
     t.add_column("quantity")
     t.add_column("ms", justify="right")
     for key in ("iteration_s", "compute_s", "comm_s", "exposed_comm_s"):
