@@ -39,6 +39,7 @@ def test_wheel_installs_and_imports_outside_checkout(tmp_path):
     for pkg in ("topoopt", "traffic", "solvers"):
         assert f"{pkg}/__init__.py" in names, f"{pkg} missing from the wheel"
     assert not any(n.startswith("tests/") for n in names)
+    assert "traffic/hardware/catalogue.yaml" in names  # the hardware catalogue's data file
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
@@ -70,6 +71,8 @@ def test_wheel_installs_and_imports_outside_checkout(tmp_path):
         "import topoopt, traffic, solvers, topoopt.app.cli.app\n"
         "for m in (topoopt, traffic, solvers):\n"
         "    print(m.__file__)\n"
+        "from traffic.hardware import load_catalogue\n"
+        "assert 'gb200' in load_catalogue().gpus\n"
     )
     out = _run([str(py), "-c", code], cwd=tmp_path, env=env).stdout.split()
     assert len(out) == 3

@@ -11,6 +11,7 @@ micro-batch of each stage (:func:`traffic.models.megatron.forward_flops`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from traffic.placement import StagedRankGrid, rank_grids
 from traffic.plan import Plan, check_plan, load_plan
 from traffic.workload import Demand, Workload
 
-__all__ = ["workload_from_plan"]
+__all__ = ["workload_from_plan", "model_flops"]
 
 
 def _conventions(plan: Plan) -> dict[str, Any]:
@@ -106,7 +107,7 @@ def _transformer(plan: Plan) -> tuple[list[Demand], int, dict[str, Any]]:
         demands += megatron.embedding_demands(plan, dense)
     else:
         demands += megatron.dp_demands(plan, dense, expert if m.is_moe else None)
-    lay = megatron.stage_layout(m, par.pp, par.vpp)
+    lay = megatron.stage_layout(m, par.pp, par.vpp, par.stage_layers)
     sp = megatron.stage_parameters(plan)
     info = {
         "micro_batches": plan.micro_batches,
@@ -118,6 +119,59 @@ def _transformer(plan: Plan) -> tuple[list[Demand], int, dict[str, Any]]:
         "(GPT: 24bsh^2 + 4bs^2h); last stage + 2*b*(s/cp)*h*V/t",
     }
     return demands, megatron.model_parameters(m, plan.tied), info
+
+
+def _compute_facts(plan: Plan, info: dict[str, Any]) -> dict[str, Any]:
+    """The GPU the plan names and the model FLOPs of one iteration (see :func:`model_flops`)."""
+    spec = plan.cluster.gpu_spec
+    gpu = None
+    if spec is not None:
+        gpu = {
+            "name": plan.cluster.gpu_name,
+            "label": spec.label,
+            "peak_flops": spec.peak_flops,
+            "efficiency": float(spec.efficiency),
+            "memory_bandwidth": spec.memory_bandwidth,
+            "memory_bytes": spec.memory_bytes,
+            "scale_up_bandwidth": spec.scale_up_bandwidth,
+            "scale_up_domain": int(spec.scale_up_domain),
+        }
+    model, hardware = model_flops(plan, info["forward_flops_per_microbatch_per_gpu"])
+    return {
+        "gpu": gpu,
+        "gpu_name": plan.cluster.gpu_name,
+        "model_flops_per_iteration": model,
+        "hardware_flops_per_iteration": hardware,
+    }
+
+
+def model_flops(plan: Plan, forward_per_gpu: list[float]) -> tuple[float, float]:
+    """Model FLOPs of one iteration, and the FLOPs the GPUs run (with recomputation).
+
+    The model count is forward + backward = 3 forward passes of every micro-batch:
+    ``3 * m * dp * sum_i F_i * t_i * cp`` with ``F_i`` the per-GPU forward FLOPs of stage ``i``
+    (:func:`traffic.models.megatron.forward_flops`), ``t_i`` its TP size and ``m`` the
+    micro-batches. For a transformer this is the PaLM count (Chowdhery et al. 2022, app. B)
+    ``6 * N * D + 12 * L * (heads * head_dim) * s * D`` over ``D`` tokens, with ``N`` the matrix
+    parameters a token passes through (attention, MLP or active experts, and the padded LM head;
+    no embedding lookup, norms or biases); for a GPT layer it equals Narayanan et al. (SC'21)
+    eq. 3 without recomputation, ``72 B s l h^2 (1 + s/(6h) + V/(12 l h))``. With full
+    recomputation the hardware count adds one forward of the layers (eq. 3 as printed,
+    ``96 B s l h^2 (1 + s/(6h) + V/(16 l h))``), otherwise the two counts are equal.
+    Recommendation and data-parallel models: ``3 * forward * global batch``.
+    """
+    par = plan.parallelism
+    tp = plan.stage_tp if plan.model.kind == "transformer" else (1,) * len(forward_per_gpu)
+    cp = par.cp if plan.model.kind == "transformer" else 1
+    passes = float(plan.micro_batches) * float(plan.dp) * float(cp)
+    fwd = math.fsum(f * t for f, t in zip(forward_per_gpu, tp, strict=True)) * passes
+    model = 3.0 * fwd
+    if plan.model.kind == "transformer" and par.recompute == "full":
+        m = plan.model
+        tokens = par.micro_batch_size * int(m.seq_len) / par.cp
+        logits = 2.0 * tokens * int(m.hidden) * float(megatron.plan_padded_vocab(plan)) * passes
+        return model, model + fwd - logits  # the layers run forward again, the LM head does not
+    return model, model
 
 
 def workload_from_plan(plan: Plan | Mapping[str, Any] | str | Path, name: str = "") -> Workload:
@@ -166,6 +220,7 @@ def workload_from_plan(plan: Plan | Mapping[str, Any] | str | Path, name: str = 
                 forward_flops_per_microbatch_per_gpu=[b * float(m.forward_flops_per_sample)],
                 flops_formula="b * forward_flops_per_sample",
             )
+    info.update(_compute_facts(plan, info))
     label = name or plan.source or m.name
     return Workload(
         gpus=plan.gpus,

@@ -33,6 +33,7 @@ __all__ = [
     "check_memory",
     "check_count",
     "check_plan_size",
+    "iteration_bytes_estimate",
 ]
 
 DEFAULT_BUDGET_GB = 8.0
@@ -135,8 +136,8 @@ def check_plan_size(plan: Any) -> None:
 
     Checked, before any array is built: every integer field of the model, parallelism and
     cluster is at most ``2**31 - 1``; ``servers * gpus_per_server * BYTES_PER_GPU`` fits the
-    memory budget; and the bytes of one iteration, estimated from the shape (parameters plus
-    activations of every micro-batch, 8 bytes each, times the GPUs) stay below ``2**62``.
+    memory budget; and the wire bytes of one iteration (:func:`iteration_bytes_estimate`, within
+    2x of the built Workload's ``total_wire_bytes``) stay below ``2**62``.
 
     Raises
     ------
@@ -162,23 +163,103 @@ def check_plan_size(plan: Any) -> None:
         raise InputError("options.capacity_factor", opt.capacity_factor, "a number in (0, 1e6]")
     if opt.expert_load is not None and not math.fsum(opt.expert_load) < 1e300:
         raise InputError("options.expert_load", opt.expert_load, "loads summing to less than 1e300")
-    m, par = plan.model, plan.parallelism
-    f = float
-    params = f(m.parameters or 0)
-    act = 0.0
-    if m.kind == "transformer" and m.layers and m.hidden:
-        h, ffn, e = f(m.hidden), f(m.ffn or 4 * m.hidden), f(max(m.experts, 1))
-        params += f(m.layers) * (4 * h * h + 3 * h * ffn * e) + f(m.vocab or 0) * h
-        act = f(par.micro_batch_size) * f(m.seq_len or 1) * h * f(m.layers)
-    for t in getattr(m, "tables", ()):
-        params += f(t.rows) * f(t.dim) * f(t.count)
-    for mlp in getattr(m, "mlps", ()):
-        params += sum(f(a) * f(b) for a, b in zip(mlp, mlp[1:], strict=False))
-    batches = f(plan.global_batch) / f(max(par.micro_batch_size, 1))
-    total = (params + act * max(batches, 1.0)) * 8.0 * f(gpus)
+    gpus_f = float(gpus)
+    total = iteration_bytes_estimate(plan)
     if not total < MAX_ITERATION_BYTES:
         raise InputError(
             "model",
-            f"about {total:.3g} bytes moved per iteration over {gpus:,} GPUs",
-            f"less than 2**62 = {MAX_ITERATION_BYTES:.3g} bytes (shape x batch x GPUs)",
+            f"about {total:.3g} bytes moved per iteration over {gpus_f:,.0f} GPUs",
+            f"less than 2**62 = {MAX_ITERATION_BYTES:.3g} bytes (iteration_bytes_estimate)",
         )
+
+
+def iteration_bytes_estimate(plan: Any) -> float:
+    """Wire bytes of one iteration summed over the GPUs, from the plan's sizes alone.
+
+    Closed forms of the families :mod:`traffic.models` builds (bandwidth-optimal wire bytes,
+    :func:`traffic.workload.wire_bytes_per_collective`), in floating point so that nothing
+    overflows, without building a group. With ``m`` micro-batches per pipeline, ``d, t, p, c``
+    the DP, TP, PP and CP sizes, ``A = b (s/c) h`` activation bytes of one micro-batch:
+
+    - TP: ``4`` all-reduces of ``A`` per layer and micro-batch (``6`` with full recomputation;
+      with SP the 10 or 6 all-gathers / reduce-scatters move the same bytes within 25 %):
+      ``k * 2 (t-1) A * L * m * d * c``;
+    - PP: a send of ``A`` (``A/t`` with SP or scatter/gather) forward and backward per stage
+      boundary and micro-batch from every TP rank: ``2 (p-1) m d c t A``;
+    - DP: the gradient all-reduce of the dense parameters over ``d c`` GPUs,
+      ``2 (dc-1) P_dense g`` (``g`` bytes per gradient element, 4 under Megatron's fp32 reduce
+      of bf16 parameters), the experts' over ``d/ep``; ZeRO-2/3 and FSDP repeat their
+      collectives every micro-batch unless ``defer_grad_sync``;
+    - EP: 4 all-to-alls (dispatch, combine, forward and backward) of ``top_k A`` per MoE layer
+      and micro-batch on every GPU; CP: the K/V all-gather and its reduce-scatter;
+    - recommendation and data-parallel models: the gradient all-reduce of every parameter,
+      plus for embedding tables the looked-up rows of every sample, forward and backward.
+
+    Examples
+    --------
+    GPT-3 175B, tp 8, pp 16, dp 128, global batch 24,576 on 16,384 GPUs: about 7e15 bytes (7.16e15
+    built)
+    (issue 24's false refusal estimated 7.81e18).
+
+    >>> from traffic.plan import load_plan
+    >>> p = load_plan({"model": "gpt3-175b", "parallelism": {"tp": 8, "pp": 16, "dp": 128,
+    ...                "global_batch_size": 24576}, "cluster": {"servers": 2048,
+    ...                "gpus_per_server": 8}})
+    >>> f"{iteration_bytes_estimate(p):.2e}"
+    '6.86e+15'
+    """
+    m, par, prec, opt = plan.model, plan.parallelism, plan.precision, plan.options
+    f = float
+    gpus = f(plan.cluster.servers) * f(plan.cluster.gpus_per_server)
+    gb = f(prec.gradient_bytes)
+    if m.kind != "transformer" or not (m.layers and m.hidden):
+        params = f(m.parameters or 0)
+        for mlp in getattr(m, "mlps", ()):
+            params += sum(f(a) * f(b) for a, b in zip(mlp, mlp[1:], strict=False))
+        lookups = 0.0
+        for tab in getattr(m, "tables", ()):
+            lookups += f(tab.dim) * f(tab.count)
+        batch = f(plan.global_batch or 1)
+        return 2.0 * params * gb * gpus + 2.0 * batch * lookups * f(prec.activation_bytes)
+    t, p, c = f(par.tp), f(par.pp), f(par.cp)
+    d = max(gpus / (t * p * c), 1.0)
+    micro = max(f(plan.global_batch) / (f(par.micro_batch_size) * d), 1.0)
+    h, layers = f(m.hidden), f(m.layers)
+    s = f(m.seq_len or 1)
+    ab = f(prec.activation_bytes)
+    act = f(par.micro_batch_size) * (s / c) * h * ab
+    k = 6.0 if par.recompute == "full" else 4.0
+    tp = k * 2.0 * (t - 1.0) * act * layers * micro * d * c
+    send = act / t if (par.sp or opt.pp_scatter_gather) else act
+    pp = 2.0 * (p - 1.0) * micro * d * c * t * send
+    heads = f(m.heads or 1)
+    hd = f(m.head_dim or (m.hidden // (m.heads or 1)))
+    kv = f(m.kv_heads or m.heads or 1)
+    ffn = f(m.ffn or 4 * m.hidden)
+    fin = 2.0 if m.gated_mlp else 1.0
+    experts = f(max(m.experts, 1))
+    moe_layers = max(layers - f(m.dense_layers), 0.0) if experts > 1 else 0.0
+    moe_ffn = f(m.moe_ffn or m.ffn or 4 * m.hidden)
+    attn = h * (heads + 2.0 * kv) * hd + heads * hd * h
+    dense_p = layers * attn + (layers - moe_layers) * (fin + 1.0) * h * ffn
+    dense_p += f(m.vocab or 0) * h * (1.0 if m.tied_embeddings else 2.0)
+    expert_p = moe_layers * (experts + f(m.shared_experts)) * (fin + 1.0) * h * moe_ffn
+    rb = 4.0 if (not (par.zero or par.fsdp) and prec.parameter_bytes == 2) else gb
+    if opt.grad_reduce_dtype in ("bf16", "fp16"):
+        rb = 2.0
+    elif opt.grad_reduce_dtype == "fp32":
+        rb = 4.0
+    elif opt.grad_reduce_dtype == "gradient":
+        rb = gb
+    ep = f(par.ep)
+    dp_bytes = 2.0 * (d * c - 1.0) * dense_p * rb + 2.0 * max(d / ep - 1.0, 0.0) * expert_p * rb
+    if (par.zero >= 2 or par.fsdp) and not opt.defer_grad_sync:
+        dp_bytes *= micro  # the reduce-scatter (and ZeRO-3 / FSDP gathers) per micro-batch
+        if par.zero == 3 or par.fsdp in ("full_shard", "hybrid_shard"):
+            dp_bytes *= 1.5  # two parameter all-gathers beside the gradient reduce-scatter
+    ep_bytes = 4.0 * moe_layers * micro * f(m.top_k) * act * d * c * t if experts > 1 else 0.0
+    cp_bytes = 0.0
+    if c > 1:
+        kv_act = f(par.micro_batch_size) * (s / c) * 2.0 * kv * hd * ab
+        cp_bytes = 2.0 * (c - 1.0) * kv_act * layers * micro * d * t
+    return tp + pp + dp_bytes + ep_bytes + cp_bytes

@@ -8,13 +8,13 @@ from pathlib import Path
 from traffic.errors import InputError
 from traffic.workload import Workload
 
-__all__ = ["load_workload", "TRACE_SUFFIXES", "PLAN_SUFFIXES"]
+__all__ = ["load_workload", "with_gpu", "TRACE_SUFFIXES", "PLAN_SUFFIXES"]
 
 TRACE_SUFFIXES = (".fbuf",)
 PLAN_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-def load_workload(source: str | os.PathLike) -> Workload:
+def load_workload(source: str | os.PathLike, gpu: str | None = None) -> Workload:
     """Read a Workload from a plan file (YAML/JSON), an embedded plan name, a TopoOpt task graph
     or a folder of Chakra execution traces.
 
@@ -24,6 +24,9 @@ def load_workload(source: str | os.PathLike) -> Workload:
         ``*.yaml``, ``*.yml`` or ``*.json``: a plan file; ``*.fbuf``: a TopoOpt task graph;
         a folder: Chakra traces ``NAME.<rank>.et`` (:func:`traffic.chakra.read_chakra`);
         otherwise the name of an embedded plan (``traffic/plans/NAME.yaml``).
+    gpu : str, optional
+        A GPU of the hardware catalogue replacing the plan's ``cluster.gpu`` (the GPU's default
+        efficiency then applies, the plan's ``cluster.efficiency`` is dropped); a plan only.
 
     Raises
     ------
@@ -37,16 +40,18 @@ def load_workload(source: str | os.PathLike) -> Workload:
     if path.is_dir():
         from traffic.chakra import read_chakra
 
+        _no_gpu(gpu, "a Chakra trace folder")
         return read_chakra(path)
     suffix = path.suffix.lower()
     if suffix in TRACE_SUFFIXES:
         from traffic.taskgraph import read_taskgraph
 
+        _no_gpu(gpu, "a task graph")
         return read_taskgraph(path)
     if suffix in PLAN_SUFFIXES:
         if not path.is_file():
             raise InputError("PLAN", str(source), "an existing plan file")
-        return workload_from_plan(load_plan(path))
+        return workload_from_plan(with_gpu(load_plan(path), gpu))
     if path.exists():
         raise InputError(
             "PLAN", str(source), f"a file ending in {', '.join(PLAN_SUFFIXES + TRACE_SUFFIXES)}"
@@ -56,4 +61,27 @@ def load_workload(source: str | os.PathLike) -> Workload:
         raise InputError(
             "PLAN", str(source), f"a plan or .fbuf file, or an embedded plan: {', '.join(names)}"
         )
-    return workload_from_plan(load_plan(embedded_plan_path(str(source))))
+    return workload_from_plan(with_gpu(load_plan(embedded_plan_path(str(source))), gpu))
+
+
+def _no_gpu(gpu: str | None, what: str) -> None:
+    if gpu is not None:
+        raise InputError("--gpu", gpu, f"a plan (not {what}: its compute times are its own)")
+
+
+def with_gpu(plan, gpu: str | None, field: str = "--gpu"):
+    """``plan`` with ``cluster.gpu`` replaced by the catalogue GPU ``gpu`` (None: unchanged).
+
+    >>> from traffic.plan import load_plan
+    >>> with_gpu(load_plan("gpt3-175b"), "h200").cluster.gpu
+    'h200'
+    """
+    if gpu is None:
+        return plan
+    from traffic.hardware import gpu_spec
+    from traffic.plan import Cluster
+
+    gpu_spec(gpu, field)
+    c = plan.cluster
+    cluster = Cluster(servers=c.servers, gpus_per_server=c.gpus_per_server, gpu=gpu)
+    return plan.model_copy(update={"cluster": cluster})

@@ -317,7 +317,7 @@ def memory_per_gpu(
     h, a = int(m.hidden), int(m.heads)
     mb = plan.micro_batches
     beta = plan.precision.activation_bytes
-    lay = megatron.stage_layout(m, p, v)
+    lay = megatron.stage_layout(m, p, v, par.stage_layers)
     params = megatron.stage_parameters(plan)
     acts: dict[int, tuple[float, float, float]] = {}
 

@@ -5,10 +5,13 @@ A plan has four required sections and one optional one; unknown fields are error
     model: gpt3-175b          # a zoo name, or a mapping of shape fields (optionally `base: NAME`)
     parallelism: {tp: 8, pp: 16, dp: 8, ep: 1, etp: 1, cp: 1, sp: false, vpp: 1,
                   stage_tp: null,     # or one TP size per stage, e.g. [8, 8, 4, 4]
+                  stage_layers: null, # or one layer count per stage, e.g. [7, 8, ..., 8, 7]
                   micro_batch_size: 1, global_batch_size: 1536, recompute: none,
                   zero: 0, fsdp: null, distributed_optimizer: false, order: tp-cp-ep-dp-pp}
     precision: {activation_bytes: 2, gradient_bytes: 2, parameter_bytes: 2}
-    cluster: {servers: 128, gpus_per_server: 8}
+    cluster: {servers: 128, gpus_per_server: 8,
+              gpu: h100-sxm,          # optional: a catalogue name or an inline spec
+              efficiency: 0.45}       # optional: overrides the GPU's default efficiency
     options: {...}            # counting conventions, see :class:`Options`
 
 :func:`load_plan` reads YAML or JSON (or takes a mapping), validates every field with pydantic and
@@ -36,12 +39,14 @@ from pydantic import (
 
 from traffic.decode import decode_text, parse_json, parse_yaml, read_input
 from traffic.errors import InputError
+from traffic.hardware import GpuSpec, gpu_names, gpu_spec, load_catalogue
 from traffic.limits import MAX_YAML_BYTES, check_plan_size
 from traffic.placement import DIMENSIONS, parse_order
 from traffic.zoo import ZOO, ModelSpec, zoo_names
 
 __all__ = [
     "Cluster",
+    "InlineGpu",
     "Options",
     "Parallelism",
     "Plan",
@@ -69,6 +74,10 @@ class Parallelism(BaseModel):
     ``global_batch``. ``zero`` (0..3) and ``fsdp`` are alternatives to each other and to
     ``distributed_optimizer`` (which is ZeRO-1 as Megatron implements it).
 
+    ``stage_layers`` gives each pipeline stage its own number of consecutive layers (summing to
+    the model's, ``vpp = 1``; Llama 3 405B puts 126 layers on 16 stages as 7, 8 x 14, 7); by
+    default every stage holds ``layers / pp``.
+
     ``stage_tp`` gives each pipeline stage its own tensor-parallel size (one entry per stage, as
     AlpaComm's meshes of different shardings): stage ``i`` then holds ``stage_tp[i] * cp * dp``
     GPUs, so the GPU count is ``dp * cp * sum(stage_tp)``; ``tp`` defaults to (and must equal)
@@ -79,6 +88,7 @@ class Parallelism(BaseModel):
 
     tp: PositiveInt = 1
     stage_tp: tuple[PositiveInt, ...] | None = None
+    stage_layers: tuple[PositiveInt, ...] | None = None
     pp: PositiveInt = 1
     dp: PositiveInt | None = None
     ep: PositiveInt = 1
@@ -114,6 +124,15 @@ class Parallelism(BaseModel):
             raise ValueError("a list of positive integers, one tensor-parallel size per stage")
         return tuple(v)
 
+    @field_validator("stage_layers", mode="before")
+    @classmethod
+    def _stage_layers(cls, v: Any) -> Any:
+        if v is None:
+            return v
+        if not (isinstance(v, list | tuple) and v and all(_positive_int(x) for x in v)):
+            raise ValueError("a list of positive integers, one layer count per stage")
+        return tuple(v)
+
     @field_validator("order")
     @classmethod
     def _order(cls, v: str) -> str:
@@ -134,13 +153,59 @@ class Precision(BaseModel):
     parameter_bytes: int = _BYTES
 
 
+class InlineGpu(GpuSpec):
+    """A GPU spelled out in the plan (:class:`~traffic.hardware.GpuSpec`, sources optional)."""
+
+    label: str = "inline GPU"
+    source: str = "inline in the plan"
+    efficiency_source: str = "inline in the plan"
+
+
 class Cluster(BaseModel):
-    """Servers and GPUs per server; GPU ``r`` sits on server ``r // gpus_per_server``."""
+    """Servers, GPUs per server and the GPU; GPU ``r`` sits on server ``r // gpus_per_server``.
+
+    ``gpu`` is a name of the hardware catalogue (:mod:`traffic.hardware`: ``a100-80gb``,
+    ``h100-sxm``, ``h200``, ``b200``, ``gb200``, ``mi300x``, ...) or an inline spec with the
+    catalogue's fields; ``efficiency`` (in (0, 1]) overrides its default compute efficiency.
+    Without ``gpu`` the compute model is the long-standing default, an A100-SXM4-80GB at
+    efficiency 0.5 (the catalogue's ``a100-80gb``), and intra-server links keep the fabric's
+    bandwidth; with ``gpu`` they run at the GPU's scale-up (NVLink) bandwidth.
+    """
 
     model_config = _STRICT
 
     servers: PositiveInt
     gpus_per_server: PositiveInt
+    gpu: str | InlineGpu | None = None
+    efficiency: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
+
+    @field_validator("gpu", mode="before")
+    @classmethod
+    def _gpu(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            names = gpu_names(load_catalogue())
+            if v not in names:
+                raise ValueError("a GPU of the catalogue: " + ", ".join(names))
+        elif isinstance(v, Mapping):
+            return InlineGpu.model_validate(dict(v))
+        return v
+
+    @property
+    def gpu_spec(self) -> GpuSpec | None:
+        """The named or inline GPU with ``efficiency`` applied (None: the default A100)."""
+        g = self.gpu
+        if g is None:
+            return None
+        spec = gpu_spec(g) if isinstance(g, str) else g
+        if self.efficiency is not None:
+            spec = spec.model_copy(update={"efficiency": self.efficiency})
+        return spec
+
+    @property
+    def gpu_name(self) -> str:
+        """The catalogue name, ``inline`` for an inline spec, ``a100-80gb`` by default."""
+        g = self.gpu
+        return "a100-80gb" if g is None else (g if isinstance(g, str) else "inline")
 
 
 class Options(BaseModel):
@@ -379,6 +444,14 @@ def check_plan(plan: Plan) -> Plan:
     m, par, opt = plan.model, plan.parallelism, plan.options
     gpus = plan.gpus
     t, p, cp = par.tp, par.pp, par.cp
+    spec = plan.cluster.gpu_spec
+    if spec is not None and plan.cluster.gpus_per_server > spec.scale_up_domain:
+        raise InputError(
+            "cluster.gpus_per_server",
+            plan.cluster.gpus_per_server,
+            f"at most the scale-up domain of {plan.cluster.gpu_name} ({spec.scale_up_domain} "
+            "GPUs): a server's GPUs share one NVLink / Infinity Fabric domain",
+        )
     if par.stage_tp is not None:
         _check_stage_tp(plan)
     elif par.dp is None:
@@ -430,6 +503,8 @@ def check_plan(plan: Plan) -> Plan:
                 )
         if par.sp:
             raise InputError("parallelism.sp", True, f"false for a {m.kind} model")
+        if par.stage_layers is not None:
+            raise InputError("parallelism.stage_layers", list(par.stage_layers), "null")
         if m.kind == "recsys":
             if not m.tables:
                 raise InputError("model.tables", [], "at least one table")
@@ -467,7 +542,17 @@ def check_plan(plan: Plan) -> Plan:
         raise InputError("parallelism.tp", t, f"a divisor of the model's ffn = {m.ffn}")
     if par.vpp > 1 and p == 1:
         raise InputError("parallelism.vpp", par.vpp, "1 when pp = 1 (interleaving needs pp > 1)")
-    if m.layers % (p * par.vpp):
+    if par.stage_layers is not None:
+        sl = par.stage_layers
+        if len(sl) != p:
+            raise InputError("parallelism.stage_layers", list(sl), f"one count per stage ({p})")
+        if sum(sl) != m.layers:
+            raise InputError(
+                "parallelism.stage_layers", list(sl), f"counts summing to layers = {m.layers}"
+            )
+        if par.vpp > 1:
+            raise InputError("parallelism.vpp", par.vpp, "1 with stage_layers")
+    elif m.layers % (p * par.vpp):
         raise InputError(
             "model.layers",
             m.layers,

@@ -52,19 +52,27 @@ def load_plan(plan: str | os.PathLike | Mapping[str, Any]):
     return _load(plan)
 
 
-def load_workload(plan) -> Workload:
+def load_workload(plan, gpu: str | None = None) -> Workload:
     """The :class:`~traffic.workload.Workload` (symbolic collectives, transfers, compute) of
-    ``plan`` (module docstring)."""
+    ``plan`` (module docstring); ``gpu`` (a hardware-catalogue name such as ``"h100-sxm"``)
+    replaces the plan's ``cluster.gpu``."""
     if isinstance(plan, Workload):
+        if gpu is not None:
+            from traffic.errors import InputError
+
+            raise InputError("gpu", gpu, "a plan name, file or dict (a Workload has its GPU)")
         return plan
     if isinstance(plan, Mapping):
         from traffic.build import workload_from_plan
         from traffic.plan import load_plan as _load
 
+        if gpu is not None:
+            cluster = {k: v for k, v in dict(plan.get("cluster", {})).items() if k != "efficiency"}
+            plan = {**plan, "cluster": {**cluster, "gpu": gpu}}
         return workload_from_plan(_load(plan))
     from traffic.load import load_workload as _load_workload
 
-    return _load_workload(plan)
+    return _load_workload(plan, gpu=gpu)
 
 
 @dataclass(frozen=True)
@@ -116,15 +124,16 @@ def simulate(
     seed: int = 0,
     schedule: str | None = None,
     priority: str | None = None,
+    gpu: str | None = None,
 ) -> Simulation:
     """Simulate one iteration of ``plan`` on a fabric kind (``ideal``, ``fat-tree``, ``torus``,
     ``joint``, ... as ``topoopt simulate --fabric``) or on a ``design.json``, with ``degree``
-    ports of ``link_gbps`` per server."""
+    ports of ``link_gbps`` per server; ``gpu`` names the accelerator (``h100-sxm``, ...)."""
     from topoopt.app.studies.simulate import simulate_plan
 
     return Simulation(
         simulate_plan(
-            load_workload(plan),
+            load_workload(plan, gpu),
             design=design,
             fabric=None if design is not None else fabric,
             degree=degree,
@@ -148,16 +157,18 @@ def compare(
     time_limit_s: float = 60.0,
     work_limit: float | None = None,
     prices=None,
+    gpu: str | None = None,
 ) -> pd.DataFrame:
     """``plan`` on each of ``fabrics`` (default: every fabric of ``topoopt compare``): a
     DataFrame with one row per fabric and the columns of
     :func:`topoopt.app.studies.compare.compare` (``fabric``, ``iteration_s``, ``comm_s``,
-    ``exposed_comm_s``, ``capex_usd``, ``power_w``, ``ratio_to_ideal``, ...)."""
+    ``exposed_comm_s``, ``capex_usd``, ``power_w``, ``ratio_to_ideal``, ``tflops_per_gpu``,
+    ``mfu``, ...); ``gpu`` names the accelerator (``h100-sxm``, ...)."""
     from topoopt.app.studies.compare import FABRICS
     from topoopt.app.studies.compare import compare as _compare
 
     res = _compare(
-        load_workload(plan),
+        load_workload(plan, gpu),
         FABRICS if fabrics is None else tuple(fabrics),
         degree,
         gbps_to_bytes_per_s(link_gbps),
@@ -181,13 +192,14 @@ def design(
     work_limit: float | None = None,
     objective: str = "iteration",
     priorities: bool = False,
+    gpu: str | None = None,
 ):
     """The optical circuits and routing of ``plan`` by ``solver`` (``joint``, ``topoopt``,
     ``topoopt-released``, ``expander``): a :class:`solvers.Design` (``to_json()`` writes
     ``design.json``)."""
     from solvers import DesignProblem, solve
 
-    w = load_workload(plan)
+    w = load_workload(plan, gpu)
     problem = DesignProblem.from_workload(
         w, degree=degree, link_bandwidth=gbps_to_bytes_per_s(link_gbps)
     )

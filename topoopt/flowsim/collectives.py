@@ -60,6 +60,7 @@ from topoopt.fabrics.fabric import Fabric
 from topoopt.flowsim.flowset import FlowSet
 from topoopt.flowsim.ina import ina_template
 from topoopt.flowsim.network import FlowBuilder, Network, simulate_builder
+from topoopt.flowsim.roofline import workload_scale_up_bandwidth
 from topoopt.flowsim.simulator import SimResult
 from topoopt.flowsim.templates import FlowTemplate
 from topoopt.paths import PathSet
@@ -628,7 +629,8 @@ def communication_time(
     routing : PathSet, optional
         Server-pair routes overriding the fabric's ECMP routes (e.g. from a solver).
     intra_bandwidth : float, optional
-        GPU intra-server egress bytes/s (default: the fabric's, else NVLink 3).
+        GPU intra-server egress bytes/s (default: the scale-up bandwidth of the plan's
+        ``cluster.gpu`` when it names one, else the fabric's, else NVLink 3).
     record_series : bool
         Keep the piecewise-constant link loads.
     aggregate : bool
@@ -654,6 +656,8 @@ def communication_time(
     >>> round(communication_time(w, ideal(4, port_bandwidth=1e9)).total_s * 1e6, 6)
     1502.0
     """
+    if intra_bandwidth is None:  # the scale-up bandwidth of the plan's cluster.gpu, if named
+        intra_bandwidth = workload_scale_up_bandwidth(workload)
     net = Network(fabric, workload.gpus_per_server, intra_bandwidth, routing=routing)
     net.check_workload(workload.gpus, workload.gpus_per_server)
     fb = FlowBuilder(net)

@@ -117,7 +117,13 @@ from topoopt.flowsim.collectives import (
 from topoopt.flowsim.ina import ina_template
 from topoopt.flowsim.network import FlowBuilder, Network, simulate_builder
 from topoopt.flowsim.priorities import check_priority, simulate_tasks
-from topoopt.flowsim.roofline import A100, RooflineParams, compute_time, optimizer_time
+from topoopt.flowsim.roofline import (
+    RooflineParams,
+    compute_time,
+    optimizer_time,
+    workload_gpu,
+    workload_scale_up_bandwidth,
+)
 from topoopt.flowsim.simulator import SimResult, WorkLimitExceeded
 from topoopt.paths import PathSet
 from traffic.errors import InputError
@@ -1244,7 +1250,7 @@ def simulate_iteration(
     algorithm: str = "ring",
     mode: str = "fluid",
     routing: PathSet | None = None,
-    gpu: RooflineParams = A100,
+    gpu: RooflineParams | None = None,
     bucket_bytes: float = 25e6,
     intra_bandwidth: float | None = None,
     exposed_by_class: bool = True,
@@ -1273,12 +1279,15 @@ def simulate_iteration(
         Collective flow model (:mod:`topoopt.flowsim.collectives`).
     routing : PathSet, optional
         Server-pair routes overriding the fabric's ECMP routes (e.g. a solver's).
-    gpu : RooflineParams
-        Compute throughput (default: A100 bf16 at 50 % of peak).
+    gpu : RooflineParams, optional
+        Compute throughput (default: the plan's ``cluster.gpu``,
+        :func:`~topoopt.flowsim.roofline.workload_gpu`; without one an A100 bf16 at 50 % of
+        peak).
     bucket_bytes : float
         Gradient bucket size (default 25 MB as PyTorch DDP / Megatron).
     intra_bandwidth : float, optional
-        Bytes/s of each GPU's intra-server link (default: the fabric's, else NVLink 3).
+        Bytes/s of each GPU's intra-server link (default: the scale-up bandwidth of the plan's
+        ``cluster.gpu`` when it names one, else the fabric's, else NVLink 3).
     exposed_by_class : bool
         Also simulate each class instantaneous to get ``exposed_by_class``.
     record_series : bool
@@ -1366,6 +1375,10 @@ def simulate_iteration(
         isinstance(bucket_bytes, int | float) and np.isfinite(bucket_bytes) and bucket_bytes > 0
     ):
         raise InputError("bucket_bytes", bucket_bytes, "a positive number of bytes")
+    if gpu is None:
+        gpu = workload_gpu(workload)
+    if intra_bandwidth is None:
+        intra_bandwidth = workload_scale_up_bandwidth(workload)
     if not isinstance(gpu, RooflineParams):
         raise InputError("gpu", type(gpu).__name__, "a RooflineParams")
     if schedule is not None and schedule not in SCHEDULES:

@@ -10,6 +10,12 @@ Defaults are an NVIDIA A100-SXM4-80GB: 312e12 FLOP/s dense bf16 tensor-core peak
 HBM2e bandwidth (NVIDIA A100 datasheet), efficiency 0.5 (Megatron-LM reaches 0.44 to 0.52 of peak
 on GPT-3-class models, Narayanan et al. SC'21, Table 1). :data:`H100` is the SXM5 H100: 989e12
 FLOP/s dense bf16 and 3.35e12 bytes/s HBM3.
+
+A plan that names its GPU (``cluster.gpu``, :mod:`traffic.hardware`) carries the catalogue's
+figures in ``Workload.info["gpu"]``; :func:`workload_gpu` turns them into a
+:class:`RooflineParams` (the default A100 when the plan names none) and
+:func:`workload_scale_up_bandwidth` gives the GPU's NVLink / Infinity Fabric egress for
+intra-server transfers. ``gpu: a100-80gb`` reproduces the default exactly.
 """
 
 from __future__ import annotations
@@ -20,7 +26,17 @@ import numpy as np
 
 from traffic.errors import InputError
 
-__all__ = ["RooflineParams", "A100", "H100", "compute_time", "optimizer_time"]
+__all__ = [
+    "RooflineParams",
+    "A100",
+    "H100",
+    "compute_time",
+    "optimizer_time",
+    "workload_gpu",
+    "plan_gpu",
+    "workload_scale_up_bandwidth",
+    "throughput_facts",
+]
 
 
 @dataclass(frozen=True)
@@ -100,3 +116,91 @@ def optimizer_time(parameters, gpu: RooflineParams = A100):
         raise InputError("parameters", parameters, "finite numbers >= 0")
     out = p * gpu.optimizer_bytes_per_parameter / gpu.memory_bandwidth
     return float(out) if out.ndim == 0 else out
+
+
+def workload_gpu(workload) -> RooflineParams:
+    """The roofline of the GPU a plan-derived workload names (:data:`A100` when none).
+
+    >>> from traffic.build import workload_from_plan
+    >>> plan = {"model": "gpt3-175b", "parallelism": {"tp": 8, "pp": 16, "dp": 1},
+    ...         "cluster": {"servers": 16, "gpus_per_server": 8, "gpu": "h100-sxm"}}
+    >>> g = workload_gpu(workload_from_plan(plan))
+    >>> g.name, g.peak_flops, g.efficiency
+    ('h100-sxm', 989000000000000.0, 0.43)
+    """
+    g = (getattr(workload, "info", None) or {}).get("gpu")
+    if not g:
+        return A100
+    return _params(g)
+
+
+def plan_gpu(plan) -> RooflineParams:
+    """The roofline of a plan's ``cluster.gpu`` (:data:`A100` when it names none)."""
+    spec = plan.cluster.gpu_spec
+    if spec is None:
+        return A100
+    return _params(
+        {
+            "peak_flops": spec.peak_flops,
+            "efficiency": spec.efficiency,
+            "memory_bandwidth": spec.memory_bandwidth,
+            "name": plan.cluster.gpu_name,
+        }
+    )
+
+
+def _params(g) -> RooflineParams:
+    return RooflineParams(
+        peak_flops=float(g["peak_flops"]),
+        efficiency=float(g["efficiency"]),
+        memory_bandwidth=float(g["memory_bandwidth"]),
+        name=str(g["name"]),
+    )
+
+
+def workload_scale_up_bandwidth(workload) -> float | None:
+    """Bytes/s of one GPU's scale-up egress if the workload names its GPU, else None."""
+    g = (getattr(workload, "info", None) or {}).get("gpu")
+    return float(g["scale_up_bandwidth"]) if g else None
+
+
+def throughput_facts(workload, iteration_s: float, gpu: RooflineParams | None = None) -> dict:
+    """What a result reports about the compute model and the throughput it predicts.
+
+    Returns
+    -------
+    dict
+        ``gpu`` (catalogue name; ``a100-80gb`` for the default), ``gpu_peak_tflops`` (dense
+        BF16), ``efficiency``, ``model_flops_per_iteration`` (3 forward passes of the model,
+        no recomputation: :func:`traffic.build.model_flops`), ``tflops_per_gpu`` (model FLOPs
+        over ``iteration_s`` and the GPUs, TFLOP/s) and ``mfu`` (``tflops_per_gpu`` over the
+        peak). The last three are None for a workload without a FLOP count (a task graph) or a
+        zero iteration time.
+
+    >>> from traffic.build import workload_from_plan
+    >>> w = workload_from_plan({"model": "gpt3-175b", "parallelism": {"tp": 8, "pp": 16, "dp": 1},
+    ...                         "cluster": {"servers": 16, "gpus_per_server": 8}})
+    >>> f = throughput_facts(w, 100.0)  # 3.386e18 FLOPs over 128 GPUs in 100 s
+    >>> f["gpu"], round(f["tflops_per_gpu"], 1), round(f["mfu"], 3)
+    ('a100-80gb', 264.5, 0.848)
+    """
+    if getattr(workload, "taskgraph", None) is not None:  # its compute times are its own
+        keys = ("gpu", "gpu_peak_tflops", "efficiency", "model_flops_per_iteration")
+        return {k: None for k in (*keys, "tflops_per_gpu", "mfu")}
+    g = gpu if gpu is not None else workload_gpu(workload)
+    info = getattr(workload, "info", None) or {}
+    name = info.get("gpu_name") or ("a100-80gb" if g is A100 else g.name)
+    flops = info.get("model_flops_per_iteration")
+    out = {
+        "gpu": name,
+        "gpu_peak_tflops": g.peak_flops / 1e12,
+        "efficiency": g.efficiency,
+        "model_flops_per_iteration": None if flops is None else float(flops),
+        "tflops_per_gpu": None,
+        "mfu": None,
+    }
+    if flops is not None and iteration_s > 0 and workload.gpus > 0:
+        per_gpu = float(flops) / (float(iteration_s) * workload.gpus)
+        out["tflops_per_gpu"] = per_gpu / 1e12
+        out["mfu"] = per_gpu / g.peak_flops
+    return out

@@ -51,7 +51,7 @@ def cp_demands(plan: Plan, grid: RankGrid) -> list[Demand]:
         return []
     size = kv_chunk_bytes(plan)
     nmb = plan.micro_batches
-    layers = stage_layout(plan.model, par.pp, par.vpp).layers
+    layers = stage_layout(plan.model, par.pp, par.vpp, par.stage_layers).layers
     bwd_factor = 2 + (1 if par.recompute == "full" else 0)
     out = []
     for i in range(par.pp):

@@ -217,10 +217,18 @@ class StageLayout:
         return tuple(a + b for a, b in zip(self.dense, self.moe, strict=True))
 
 
-def stage_layout(model: ModelSpec, pp: int, vpp: int = 1) -> StageLayout:
+def stage_layout(
+    model: ModelSpec, pp: int, vpp: int = 1, stage_layers: tuple[int, ...] | None = None
+) -> StageLayout:
     """Layers per stage: chunk ``c`` of ``l/(p*v)`` consecutive layers lives on stage ``c mod p``.
 
-    The first ``dense_layers`` layers of a MoE model have a dense MLP.
+    The first ``dense_layers`` layers of a MoE model have a dense MLP. ``stage_layers``
+    (``parallelism.stage_layers``, ``vpp = 1``) gives each stage its own count of consecutive
+    layers instead, e.g. Llama 3 405B's 126 layers on 16 stages as ``[7, 8, ..., 8, 7]``.
+
+    >>> from traffic.zoo import get_model
+    >>> stage_layout(get_model("llama3-405b"), 4, stage_layers=(31, 32, 32, 31))
+    StageLayout(dense=(31, 32, 32, 31), moe=(0, 0, 0, 0))
 
     Examples
     --------
@@ -229,11 +237,14 @@ def stage_layout(model: ModelSpec, pp: int, vpp: int = 1) -> StageLayout:
     StageLayout(dense=(3, 0, 0, 0), moe=(13, 16, 16, 16))
     """
     per_chunk = int(model.layers) // (pp * vpp)
+    sizes = [per_chunk] * (pp * vpp) if stage_layers is None else [int(x) for x in stage_layers]
+    starts = [sum(sizes[:c]) for c in range(len(sizes))]
     first_moe = model.dense_layers if model.is_moe else int(model.layers)
     dense = [0] * pp
     moe = [0] * pp
-    for c in range(pp * vpp):
-        lo, hi = c * per_chunk, (c + 1) * per_chunk
+    for c in range(len(sizes)):
+        per_chunk = sizes[c]
+        lo, hi = starts[c], starts[c] + per_chunk
         nd = max(0, min(hi, first_moe) - lo)
         dense[c % pp] += nd
         moe[c % pp] += per_chunk - nd
@@ -249,7 +260,7 @@ def stage_parameters(plan: Plan) -> list[LayerParams]:
     """
     m, par = plan.model, plan.parallelism
     p = par.pp
-    lay = stage_layout(m, p, par.vpp)
+    lay = stage_layout(m, p, par.vpp, par.stage_layers)
     h = int(m.hidden)
     vp = plan_padded_vocab(plan)
     out = []
@@ -326,7 +337,7 @@ def forward_flops(plan: Plan) -> list[float]:
     mlp_w = (fin + 1) * h * int(m.ffn)
     moe_w = h * int(m.experts) + (m.shared_experts + m.top_k) * (fin + 1) * h * int(m.moe_ffn)
     core = 4.0 * b * (s / cp) * s * m.attn_dim
-    lay = stage_layout(m, par.pp, par.vpp)
+    lay = stage_layout(m, par.pp, par.vpp, par.stage_layers)
     vp = plan_padded_vocab(plan)
     out = []
     for i in range(par.pp):
@@ -349,7 +360,7 @@ def tp_demands(plan: Plan, grid: RankGrid | StagedRankGrid) -> list[Demand]:
     nmb = plan.micro_batches
     size = b * (s // cp) * h * plan.precision.activation_bytes
     full = par.recompute == "full"
-    lay = stage_layout(m, par.pp, par.vpp)
+    lay = stage_layout(m, par.pp, par.vpp, par.stage_layers)
     moe_blocks = 1 + m.shared_experts
     params = stage_parameters(plan)
     out: list[Demand] = []

@@ -86,7 +86,7 @@ def moe_demands(plan: Plan, expert: RankGrid) -> list[Demand]:
     m, par = plan.model, plan.parallelism
     if not m.is_moe:
         return []
-    lay = stage_layout(m, par.pp, par.vpp)
+    lay = stage_layout(m, par.pp, par.vpp, par.stage_layers)
     nmb = plan.micro_batches
     size, pb, received = dispatch_matrix(plan)
     h, beta = int(m.hidden), plan.precision.activation_bytes

@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_TIME_LIMIT_S",
     "PROGRESS_EVERY_S",
     "PlainProgress",
+    "GpuOption",
     "PriorityOption",
     "SplitAllreduceOption",
     "handle_errors",
@@ -69,6 +70,16 @@ SplitAllreduceOption = Annotated[
     typer.Option(help="Split every gradient all-reduce flow into micro-ops of at most BYTES"),
 ]
 """``--split-allreduce`` of ``simulate`` and ``compare``."""
+
+GpuOption = Annotated[
+    str | None,
+    typer.Option(
+        "--gpu",
+        help="GPU of the hardware catalogue replacing the plan's cluster.gpu (a100-80gb, "
+        "h100-sxm, h200, b200, gb200, mi300x, ...; docs/validation.md)",
+    ),
+]
+"""``--gpu`` of ``simulate``, ``compare`` and ``cosearch`` (:mod:`traffic.hardware`)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -91,6 +91,7 @@ from topoopt.flowsim.collectives import communication_time
 from topoopt.flowsim.fabric_rings import ring_workload
 from topoopt.flowsim.iteration import IterationResult, simulate_iteration
 from topoopt.flowsim.priorities import check_priority
+from topoopt.flowsim.roofline import throughput_facts
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 from traffic.workload import Workload
@@ -575,6 +576,7 @@ def compare(
             "capex_usd": run.capex_usd,
             "power_w": run.power_w,
             **cost_columns(run, prices),
+            **throughput_facts(run.workload, it.iteration_s),
             "build_s": t1 - t0,
             "simulate_s": t2 - t1,
         }
@@ -612,6 +614,7 @@ def compare(
         "servers": workload.servers,
         "gpus": workload.gpus,
         "workload": workload.name,
+        "gpu": throughput_facts(workload, 0.0)["gpu"],
     }
     if priority is not None:
         params["priority"] = list(check_priority(priority))

@@ -10,6 +10,7 @@ from topoopt.app.studies.compare import build_fabric
 from topoopt.flowsim.collectives import communication_time
 from topoopt.flowsim.iteration import SCHEDULES, simulate_iteration
 from topoopt.flowsim.priorities import check_priority
+from topoopt.flowsim.roofline import throughput_facts
 from traffic.errors import InputError
 from traffic.load import load_workload
 from traffic.workload import Workload
@@ -30,6 +31,7 @@ def simulate_plan(
     schedule: str | None = None,
     priority: str | None = None,
     split_allreduce: float | None = None,
+    gpu: str | None = None,
 ) -> dict[str, Any]:
     """Simulate ``plan`` on a design file or a fabric kind.
 
@@ -53,10 +55,19 @@ def simulate_plan(
         With ``priority`` (traffic classes, highest first)
         or ``split_allreduce`` (micro-op bytes; :mod:`topoopt.flowsim.priorities`) the iteration
         is simulated with them, and the result also has ``priority`` / ``split_allreduce_bytes``.
+        ``gpu`` (a catalogue name) replaces the plan's ``cluster.gpu``; the result says which
+        GPU it modelled and what it predicts (``gpu``, ``gpu_peak_tflops``, ``efficiency``,
+        ``model_flops_per_iteration``, ``tflops_per_gpu``, ``mfu``:
+        :func:`~topoopt.flowsim.roofline.throughput_facts`).
     """
     if schedule is not None and schedule not in SCHEDULES:
         raise InputError("--schedule", schedule, f"one of {', '.join(SCHEDULES)}")
-    workload = plan if isinstance(plan, Workload) else load_workload(plan)
+    if isinstance(plan, Workload):
+        if gpu is not None:
+            raise InputError("gpu", gpu, "a plan name or file (a Workload carries its own GPU)")
+        workload = plan
+    else:
+        workload = load_workload(plan, gpu=gpu)
     priced: dict[str, Any] = {}
     if design is not None:
         from solvers import (
@@ -138,5 +149,6 @@ def simulate_plan(
         "comm_busy_s": it.comm_busy_s,
         "comm_alone_s": comm.total_s,
         "comm_alone_s_by_class": alone_by_class,
+        **throughput_facts(w, it.iteration_s),
         **extra,
     }

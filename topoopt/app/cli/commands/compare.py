@@ -15,6 +15,7 @@ from topoopt.app.cli.common import (
     DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
     DEFAULT_TIME_LIMIT_S,
+    GpuOption,
     PriorityOption,
     SplitAllreduceOption,
     emit_json,
@@ -80,6 +81,7 @@ def compare_command(
     ] = None,
     priority: PriorityOption = None,
     split_allreduce: SplitAllreduceOption = None,
+    gpu: GpuOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     csv: Annotated[Path | None, typer.Option(help="Write the table as CSV")] = None,
     html: Annotated[Path | None, typer.Option(help="Write the interactive report")] = None,
@@ -95,7 +97,7 @@ def compare_command(
     from topoopt.fabrics.cost import resolve_prices
 
     price_table = resolve_prices(prices, preset)
-    workload = load_workload(plan)
+    workload = load_workload(plan, gpu=gpu)
     res = compare(
         workload,
         names,
@@ -132,7 +134,10 @@ def compare_command(
     if as_json:
         emit_json({"rows": json_rows(table), "params": res.params})  # null: no design
         return
-    t = Table(title=f"{workload.name}: {degree} x {link_gbps:g} Gbps per server")
+    t = Table(
+        title=f"{workload.name}: {degree} x {link_gbps:g} Gbps per server"
+        + ("" if res.params["gpu"] is None else f", {res.params['gpu']}")
+    )
     from topoopt.app.report.pages import summary_columns  # the HTML summary's columns
 
     cols = summary_columns(table)

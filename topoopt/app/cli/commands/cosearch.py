@@ -14,6 +14,7 @@ from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
+    GpuOption,
     emit_json,
     handle_errors,
     prepare_output,
@@ -68,6 +69,9 @@ def setup(model: str, servers: int | None, gpus_per_server: int | None):
         "servers": servers or plan.cluster.servers,
         "gpus_per_server": gpus_per_server or plan.cluster.gpus_per_server,
     }
+    for key in ("gpu", "efficiency"):  # the plan's hardware stays
+        if base_mapping(plan)["cluster"].get(key) is not None:
+            cl[key] = base_mapping(plan)["cluster"][key]
     base = base_mapping(plan)
     base["model"] = {**base["model"], "global_batch": plan.global_batch}
     base["cluster"] = cl
@@ -211,6 +215,7 @@ def cosearch_command(
     ] = "ideal,fat-tree,fat-tree-cost-equivalent,topoopt,joint",
     seed: Annotated[int, typer.Option(help="Seed of every random choice")] = DEFAULT_SEED,
     address: Annotated[str | None, typer.Option(help="Existing Ray cluster address")] = None,
+    gpu: GpuOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     html: Annotated[Path | None, typer.Option(help="Write the report (HTML)")] = None,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
@@ -240,6 +245,12 @@ def cosearch_command(
         pareto_fabrics=tuple(f.strip() for f in pareto_fabrics.split(",") if f.strip()),
     )
     base, ref = setup(model, servers, gpus_per_server)
+    if gpu is not None:  # replaces the plan's GPU (and its efficiency override)
+        from traffic.hardware import gpu_spec
+
+        gpu_spec(gpu, "--gpu")
+        cl = {k: v for k, v in base["cluster"].items() if k != "efficiency"}
+        base = {**base, "cluster": {**cl, "gpu": gpu}}
     print("enumerating plans", file=sys.stderr)
     space = plan_space(base, gpu_memory_gb * 1e9)
     print(f"{len(space)} plans fit; cut: {space.rejected}", file=sys.stderr)

@@ -15,6 +15,7 @@ from topoopt.app.cli.common import (
     DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
     DEFAULT_TIME_LIMIT_S,
+    GpuOption,
     emit_json,
     handle_errors,
     prepare_output,
@@ -119,6 +120,7 @@ def design_command(
         Path | None,
         typer.Option(help="Write the designed fabric as GraphML (node types, capacity, count)"),
     ] = None,
+    gpu: GpuOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the design as JSON")] = False,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
 ) -> None:
@@ -135,7 +137,7 @@ def design_command(
     wired = None
     if prewired is not None:
         wired = read_prewired_file(prewired)
-    workload = load_workload(plan)
+    workload = load_workload(plan, gpu=gpu)
     problem = DesignProblem.from_workload(
         workload,
         degree=degree,

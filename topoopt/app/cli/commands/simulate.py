@@ -14,6 +14,7 @@ from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
+    GpuOption,
     PriorityOption,
     SplitAllreduceOption,
     emit_json,
@@ -51,6 +52,7 @@ def simulate_command(
     ] = None,
     priority: PriorityOption = None,
     split_allreduce: SplitAllreduceOption = None,
+    gpu: GpuOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
     """Iteration time, communication time and exposed communication, per class."""
@@ -70,12 +72,14 @@ def simulate_command(
         schedule=schedule,
         priority=priority,
         split_allreduce=split_allreduce,
+        gpu=gpu,
     )
     check_finite(res, str(design) if design is not None else plan)  # never a null time
     if as_json:
         emit_json(res)
         return
-    t = Table(title=f"{res['workload']} on {res['fabric']}")
+    gpu_text = "" if res["gpu"] is None else f", {res['gpu']} at {res['efficiency']:g}"
+    t = Table(title=f"{res['workload']} on {res['fabric']}{gpu_text}")
     t.add_column("quantity")
     from topoopt.app.report.time_units import time_unit
 
@@ -88,6 +92,9 @@ def simulate_command(
     for cls, v in res["comm_s_by_class"].items():
         t.add_row(f"comm {cls} (critical path)", f"{v * k:.3f}")
     t.add_row("comm alone (phases in sequence)", f"{res['comm_alone_s'] * k:.3f}")
+    if res["tflops_per_gpu"] is not None:
+        t.add_row("model TFLOP/s per GPU", f"{res['tflops_per_gpu']:.1f}")
+        t.add_row("MFU", f"{res['mfu']:.3f}")
     stdout.print(t)
 
 

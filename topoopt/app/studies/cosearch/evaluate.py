@@ -41,7 +41,13 @@ import numpy as np
 
 from topoopt.app.studies.cosearch.space import Candidate, candidate_plan, table_gpus
 from topoopt.flowsim.iteration import TooManyFlows, simulate_iteration
-from topoopt.flowsim.roofline import A100, RooflineParams, compute_time, optimizer_time
+from topoopt.flowsim.roofline import (
+    RooflineParams,
+    compute_time,
+    optimizer_time,
+    plan_gpu,
+    throughput_facts,
+)
 from traffic.build import workload_from_plan
 from traffic.memory import memory_per_gpu
 from traffic.models import megatron
@@ -115,8 +121,10 @@ def _stage_times(plan: Plan, gpu: RooflineParams):
     return f, o
 
 
-def compute_bound(plan: Plan, gpu: RooflineParams = A100) -> float:
+def compute_bound(plan: Plan, gpu: RooflineParams | None = None) -> float:
     """Compute-only lower bound of the iteration time, seconds (module docstring).
+
+    ``gpu`` defaults to the plan's ``cluster.gpu`` (:func:`topoopt.flowsim.roofline.plan_gpu`).
 
     Examples
     --------
@@ -128,7 +136,7 @@ def compute_bound(plan: Plan, gpu: RooflineParams = A100) -> float:
     >>> round(compute_bound(p), 2)
     180.17
     """
-    f, o = _stage_times(plan, gpu)
+    f, o = _stage_times(plan, plan_gpu(plan) if gpu is None else gpu)
     par = plan.parallelism
     p = f.size
     v = par.vpp if p > 1 else 1
@@ -303,6 +311,7 @@ def evaluate(task: EvalTask) -> dict[str, Any]:
         "compute_bound_s": compute_bound(plan),
         "network_bound_s": network_bound(w, task.degree, task.link_bandwidth),
         "fixed_topology": task.fixed_design is not None,
+        **throughput_facts(w, float(it.iteration_s) if it is not None else 0.0),
     }
     if task.keep_design:
         from traffic.expand import server_matrix
