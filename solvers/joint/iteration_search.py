@@ -428,6 +428,7 @@ class IterationSearch:
     block_keys: set = field(init=False, default_factory=set)
     cand_best: dict = field(init=False, default_factory=dict)
     congestion_design: Design | None = field(init=False, default=None)
+    warm_work: float = field(init=False, default=0.0)
 
     def __post_init__(self) -> None:
         from solvers.joint.driver import check_problem
@@ -553,6 +554,7 @@ class IterationSearch:
             )
         for b in bases:
             self.finalists.append((base_it[b.solver], len(self.finalists), b.solver, b))
+        self.warm_work = self.meter.used
         return ""
 
     def try_priorities(self) -> None:
@@ -591,9 +593,16 @@ class IterationSearch:
         as a finalist: the iteration search is then never slower than the congestion search in
         the flow model (on the demo's DLRM at 4 ports the congestion search's design was
         faster). It runs after the search, on its own budget, so the steps before it are
-        unchanged; its work is counted in ``work_used``."""
+        unchanged; its work is counted in ``work_used``. Skipped (deterministically) when the
+        warm start's simulations alone used the work limit: a problem that expensive to
+        simulate (``gpt3-175b-32``) has no room for another search's."""
         from solvers.joint.driver import WORK_PER_REFILL, congestion_search
 
+        if self.warm_work >= self.wl:  # deterministic: the warm start alone used the budget
+            self.info["congestion_search"] = {
+                "skipped": f"the warm start's simulations used the work limit ({self.wl:g} units)"
+            }
+            return
         if time.perf_counter() >= self.end:
             self.capped.append("congestion search")
             return
