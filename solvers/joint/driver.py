@@ -110,8 +110,10 @@ SELECT_BY = ("flow", "objective")
 """How :func:`congestion_search` picks its result among the finalists."""
 
 DEFAULT_WORK_LIMIT = 20.0
-"""Default work limit of :func:`congestion_search`, in work units (about a second of one core of the
-reference machine each, :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`). At 128 servers of
+"""Default work limit of :func:`congestion_search`, in work units (a deterministic count of LP
+work, :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`, about a second of one core per unit on
+the routing LPs of 128 servers; the flow-model judging has its own re-fill budget,
+:data:`FLOW_WORK_SHARE`). At 128 servers of
 degree 8 a routing costs 2-8 units (PDLP iterations x nonzeros), so about 3-8 candidates and
 swaps are routed, and the search with its flow-model judging fits the 60 s default time limit
 on 2 cores; small clusters route every candidate and run the swap search to its end."""
@@ -481,8 +483,9 @@ def congestion_search(
         (:mod:`solvers.joint.flow_select`). ``objective``: the smallest congestion objective
         wins.
     work_limit : float, optional
-        Deterministic budget of the search in work units (about one second of one core of the
-        reference machine each; :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`), default
+        Deterministic budget of the search in work units (LP work,
+        :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`: about one second of one core per unit
+        on large routing LPs), default
         :data:`DEFAULT_WORK_LIMIT`. Candidates are routed, and swaps evaluated, while the work
         spent is below the limit; the work of a step is counted from its LP sizes and
         iterations, never from the clock, so the same problem, seed, thread count and work

@@ -48,6 +48,9 @@ Pipeline
    (:func:`solvers.joint.local_search.swap_candidates`), guided by the window routing's hottest
    links (where critical bytes are most congested), each routed with the incumbent's routing
    kind and accepted when the simulated iteration drops.
+5b. *Congestion start.* The congestion search's design
+   (:func:`solvers.joint.driver.congestion_search`, on its own work limit) is simulated and
+   kept as a finalist: the result is never slower than it either.
 6. *Collectives.* :func:`solvers.joint.collective_choice.choose_collectives` tries each ring
    family of the result as a Blink tree packing on the group's circuits and keeps it when the
    simulated iteration drops; ``objective_s`` is then the picked design's simulated iteration
@@ -128,9 +131,13 @@ __all__ = [
 ]
 
 DEFAULT_ITERATION_WORK_LIMIT = 40.0
-"""Default work limit of :func:`iteration_design`, in work units (about one core-second each).
-The 16-server TopoOpt task graphs take about 0.5-1 unit per candidate (a routing LP and a
-simulation), so about 30-60 designs are simulated."""
+"""Default work limit of :func:`iteration_design`, in work units: a deterministic count (LP work,
+:data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`, plus :data:`WORK_PER_SIMULATION`,
+re-fills and :data:`WORK_PER_SIMULATED_FLOW` per simulation), not a time. What a unit costs
+depends on the workload: measured on 2 shared cores (2026-12-02), about 0.06 s on
+``gpt3-175b-32`` (the whole default search 2.9 s) and 0.6-0.7 s on the 16-server TopoOpt task
+graphs (DLRM, CANDLE: 24-27 s). The 16-server task graphs take about 0.5-1 unit per candidate
+(a routing LP and a simulation), so about 30-60 designs are simulated."""
 
 WORK_PER_SIMULATED_FLOW = 1.5e-4
 """Work units per flow of a simulated iteration (building, realising and reading it off:
@@ -189,6 +196,10 @@ construction further behind does not pay for its simulations)."""
 BLOCK_DETOURS = (0.0, 0.5)
 """Shares of the pairs across blocks moved onto detours through block mates
 (:func:`~solvers.joint.block_candidates.block_detours`) in the block routing step."""
+
+CONGESTION_START_SHARE = 0.5
+"""The congestion start (step 2c) may use at most this share of the wall-clock cap (a cap only:
+its work limit decides; when the clock cuts it the result says so)."""
 
 WARM_START = ("topoopt", "topoopt-released", "expander")
 """The baselines the iteration search starts from and never ships slower than."""
@@ -372,6 +383,7 @@ def iteration_design(
     s.block_routing()
     s.refine()
     s.local_search()
+    s.congestion_start()
     return s.finish()
 
 
@@ -417,6 +429,8 @@ class IterationSearch:
     blocky: list = field(init=False, default_factory=list)
     block_keys: set = field(init=False, default_factory=set)
     cand_best: dict = field(init=False, default_factory=dict)
+    congestion_design: Design | None = field(init=False, default=None)
+    warm_work: float = field(init=False, default=0.0)
 
     def __post_init__(self) -> None:
         from solvers.joint.driver import check_problem
@@ -466,9 +480,10 @@ class IterationSearch:
         ``info["objective"]`` ``"congestion"`` with ``reason``."""
         from solvers.joint.driver import congestion_search
 
+        left = self.end - time.perf_counter()
         d = congestion_search(
             self.problem,
-            time_limit_s=max(self.end - time.perf_counter(), 1e-3),
+            time_limit_s=max(min(left, CONGESTION_START_SHARE * float(self.time_limit_s)), 1e-3),
             seed=self.seed,
             threads=self.threads,
             progress=self.progress,
@@ -541,6 +556,7 @@ class IterationSearch:
             )
         for b in bases:
             self.finalists.append((base_it[b.solver], len(self.finalists), b.solver, b))
+        self.warm_work = self.meter.used
         return ""
 
     def try_priorities(self) -> None:
@@ -571,6 +587,54 @@ class IterationSearch:
         self.best = min(self.finalists, key=lambda x: (x[0], x[1]))
         if self.progress is not None:
             self.progress(self.best[0], self.bound_s)
+
+    def congestion_start(self) -> None:
+        """Step 5b: the congestion search's design
+        (:func:`solvers.joint.driver.congestion_search`, its own default work limit), simulated
+        (within :data:`FIRST_SIMULATION_SHARE` of the work limit, whatever is left) and kept
+        as a finalist: the iteration search is then never slower than the congestion search in
+        the flow model (on the demo's DLRM at 4 ports the congestion search's design was
+        faster). It runs after the search, on its own budget, so the steps before it are
+        unchanged; its work is counted in ``work_used``. Skipped (deterministically) when the
+        warm start's simulations alone used the work limit: a problem that expensive to
+        simulate (``gpt3-175b-32``) has no room for another search's."""
+        from solvers.joint.driver import WORK_PER_REFILL, congestion_search
+
+        if self.warm_work >= self.wl:  # deterministic: the warm start alone used the budget
+            self.info["congestion_search"] = {
+                "skipped": f"the warm start's simulations used the work limit ({self.wl:g} units)"
+            }
+            return
+        if time.perf_counter() >= self.end:
+            self.capped.append("congestion search")
+            return
+        left = self.end - time.perf_counter()
+        d = congestion_search(
+            self.problem,
+            time_limit_s=max(min(left, CONGESTION_START_SHARE * float(self.time_limit_s)), 1e-3),
+            seed=self.seed,
+            threads=self.threads,
+        )
+        self.meter.charge(d.info.get("work_used", 0.0))
+        self.info["congestion_search"] = {
+            "winner": d.info.get("winner"), "work_used": d.info.get("work_used"),
+            "deterministic": d.info.get("deterministic"),
+        }  # fmt: skip
+        if d.info.get("deterministic") is False:
+            self.capped.append("congestion search")
+        self.congestion_design = d
+        budget = int(FIRST_SIMULATION_SHARE * self.wl / WORK_PER_REFILL)
+        it, refills, flows = iteration_time(
+            d, self.problem, max_refills=budget, flows=True, compute_s=self.compute_ref
+        )
+        self.meter.charge(
+            WORK_PER_SIMULATION + refills * WORK_PER_REFILL + flows * WORK_PER_SIMULATED_FLOW
+        )
+        self.tried.append({"candidate": "congestion search", "routing": "its own",
+                           "iteration_s": it})  # fmt: skip
+        if np.isfinite(it):
+            self.finalists.append((it, len(self.finalists), "congestion search", d))
+        self.info["congestion_search"]["iteration_s"] = it
 
     def windows(self) -> None:
         """Step 3: the criticality-weighted window problems (task graphs; the phase problem

@@ -54,9 +54,9 @@ def _check_guarantee(d, problem, workload) -> None:
     """``d`` is no slower than its best warm start by the measure its guard used."""
     info = d.info
     if info["objective"] == "iteration":
-        mine = iteration_time(d, problem)
-        best = min(iteration_time(_baseline(problem, b), problem) for b in ITERATION_WARM_START)
-        assert mine <= best * (1 + 1e-9)
+        mine = iteration_time(d, problem)[0]
+        best = min(iteration_time(_baseline(problem, b), problem)[0] for b in ITERATION_WARM_START)
+        assert mine <= best * (1 + 1e-6)  # the search reuses the ideal run's compute: 2e-7
     elif info["selected_by"].startswith("flow model"):
         mine = _flow_key(d, problem, workload)
         best = min(_flow_key(_baseline(problem, b), problem, workload) for b in WARM_START)
@@ -128,3 +128,33 @@ def test_compare_rows_say_which_objective_ran_and_why(cp12):
     line = search_warning(next(r.design for r in res.runs if r.name == "joint"))
     assert line.startswith("warning: joint: the congestion objective decided (a warm-start")
     assert "\n" not in line
+
+
+def test_design_help_states_the_default_work_limits():
+    """``design --help`` quotes the defaults the code uses (issue 29 item 4: it said 30)."""
+    import typing
+
+    from solvers.joint.driver import DEFAULT_WORK_LIMIT
+    from solvers.joint.iteration_search import DEFAULT_ITERATION_WORK_LIMIT
+    from topoopt.app.cli.commands.design import design_command
+
+    hints = typing.get_type_hints(design_command.__wrapped__, include_extras=True)
+    text = hints["work_limit"].__metadata__[0].help
+    assert f"default {DEFAULT_ITERATION_WORK_LIMIT:g} with --objective iteration" in text
+    assert f"{DEFAULT_WORK_LIMIT:g} with congestion" in text
+
+
+def test_iteration_search_is_never_slower_than_the_congestion_search(cp12):
+    """The iteration search simulates the congestion search's design and keeps it as a
+    finalist (issue 29 item 3: on the demo's DLRM at 4 ports the congestion design was 14.84
+    against 15.89 ms)."""
+    workload, problem = cp12
+    it = solve(problem, "joint", objective="iteration")
+    cong = solve(problem, "joint", objective="congestion")
+    assert it.info["objective"] == "iteration" and it.info["deterministic"]
+    assert cong.info["deterministic"]
+    # the search's own simulations reuse the ideal run's compute-only iteration: they agree with
+    # a standalone simulation to about 2e-7 relative
+    mine = iteration_time(it, problem)[0]
+    assert mine == pytest.approx(it.objective_s, rel=1e-6)
+    assert mine <= iteration_time(cong, problem)[0] * (1 + 1e-6)
