@@ -11,7 +11,13 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from topoopt.app.cli.common import emit_json, handle_errors, prepare_output, stdout, write_output_text
+from topoopt.app.cli.common import (
+    emit_json,
+    handle_errors,
+    prepare_output,
+    stdout,
+    write_output_text,
+)
 from topoopt.units import gbps_to_bytes_per_s
 from traffic.errors import InputError
 

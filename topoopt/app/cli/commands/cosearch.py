@@ -10,7 +10,14 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from topoopt.app.cli.common import emit_json, handle_errors, prepare_output, stdout, write_output_text
+from topoopt.app.cli.common import (
+    emit_json,
+    handle_errors,
+    parse_name_list,
+    prepare_output,
+    stdout,
+    write_output_text,
+)
 from topoopt.units import gbps_to_bytes_per_s
 
 __all__ = ["register", "cosearch_command", "setup"]
@@ -217,6 +224,8 @@ def cosearch_command(
         raise InputError("--link-gbps", link_gbps, "a positive number")
     if workers < 1:
         raise InputError("--workers", workers, "a positive integer")
+    if finalists < 1:
+        raise InputError("--finalists", finalists, "an integer >= 1")
     cfg = SearchConfig(
         fabric=fabric,
         degree=degree,
@@ -226,7 +235,7 @@ def cosearch_command(
         method=method,
         finalists=finalists,
         work_limit=work_limit,
-        pareto_fabrics=tuple(f.strip() for f in pareto_fabrics.split(",") if f.strip()),
+        pareto_fabrics=tuple(parse_name_list(pareto_fabrics, "--pareto-fabrics")),
     )
     base, ref = setup(model, servers, gpus_per_server)
     print("enumerating plans", file=sys.stderr)

@@ -23,7 +23,13 @@ from typing import Annotated
 
 import typer
 
-from topoopt.app.cli.common import emit_json, handle_errors, prepare_output, write_output_text
+from topoopt.app.cli.common import (
+    check_not_an_input,
+    emit_json,
+    handle_errors,
+    prepare_output,
+    write_output_text,
+)
 from traffic.errors import InputError
 
 __all__ = ["register", "export_command"]
@@ -43,6 +49,7 @@ _OURS = re.compile(
 
 
 def _check_folder(out: Path, force: bool) -> None:
+    check_not_an_input(out, "--out")
     if out.exists() or out.is_symlink():
         if not force:
             raise InputError("--out", str(out), "a path that does not exist yet (or --force)")
