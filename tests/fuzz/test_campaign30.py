@@ -261,3 +261,81 @@ def test_diameter_refuses_before_searching_beyond_its_work(monkeypatch):
     monkeypatch.setattr(m, "DIAMETER_WORK", 600 * 2400 - 1)
     with pytest.raises(InputError, match="1.4e\\+06 link visits"):
         m.diameter(f)
+
+
+# ---- issue 30, "what to build" 1: sizes answered within seconds ------------------------------
+def _vgg_dp(tmp_path: Path, servers: int, gps: int = 1) -> Path:
+    g = servers * gps
+    p = tmp_path / f"vgg{servers}.yaml"
+    p.write_text(
+        f"model: vgg16\nparallelism: {{dp: {g}, micro_batch_size: 16, global_batch_size: "
+        f"{16 * g}}}\nprecision: {{activation_bytes: 4, gradient_bytes: 4, parameter_bytes: 4}}\n"
+        f"cluster: {{servers: {servers}, gpus_per_server: {gps}}}\n"
+    )
+    return p
+
+
+def test_flow_estimate_matches_the_flow_model_on_data_parallel_plans(tmp_path):
+    """VGG-16's 553,430,176-byte gradient in 25 MB buckets: 23 buckets, each a reduce-scatter
+    and an all-gather flow per GPU, plus 2 compute pieces: 48 flows per GPU; the flow model
+    builds that many plus its barriers and optimizer steps."""
+    from topoopt.fabrics import ideal
+    from topoopt.flowsim.iteration import TooManyFlows, simulate_iteration
+    from traffic.limits import estimate_flows
+    from traffic.load import load_workload
+
+    w = load_workload(str(_vgg_dp(tmp_path, 16, 8)))
+    assert estimate_flows(w) == 48 * 128
+    with pytest.raises(TooManyFlows) as exc:
+        simulate_iteration(w, ideal(16, gpus_per_server=8), max_flows=1)
+    built = int(str(exc.value).split("'")[1].split()[0].replace(",", ""))
+    assert 48 * 128 <= built <= 1.1 * 48 * 128
+
+
+def test_a_million_servers_are_refused_before_any_fabric(tmp_path, monkeypatch):
+    """The case of the issue: VGG-16 data parallel on 1,000,000 servers, simulate --fabric
+    ideal, gave nothing in 120 s. Now one line with the estimate, the cap and the variable that
+    raises it, before a fabric is built (a fabric builder that fails proves it)."""
+    import topoopt.app.studies.compare as compare_mod
+    import topoopt.app.studies.simulate as simulate_mod
+
+    def no_build(*a, **k):
+        raise AssertionError("a fabric was built")
+
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", "8")  # the default (conftest: 2)
+    monkeypatch.setattr(simulate_mod, "build_fabric", no_build, raising=False)
+    monkeypatch.setattr(compare_mod, "build_fabric", no_build)
+    plan = _vgg_dp(tmp_path, 1_000_000)
+    for args in (["simulate", plan, "--fabric", "ideal", "--json"], ["compare", plan, "--json"]):
+        line = one_line(args)
+        assert "about 48,000,000 flows" in line and "at most 4,000,000" in line, line
+        assert "TOPOOPT_MAX_FLOWS" in line
+    monkeypatch.setenv("TOPOOPT_MAX_FLOWS", "1e9")  # raised: the next limit is the fabric's
+    assert "a fabric was built" in str(run(["simulate", plan, "--fabric", "ideal"]).exception)
+
+
+def test_compare_checks_the_cost_equivalent_size_first(tmp_path, monkeypatch):
+    """4,096 servers: the catalogue's two-tier Clos cannot serve them; before, compare worked
+    57 s (the designed fabrics) before refusing."""
+    import topoopt.app.studies.compare as compare_mod
+
+    built = []
+    real = compare_mod.build_fabric
+
+    def recording(name, *a, **k):
+        built.append(name)
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(compare_mod, "build_fabric", recording)
+    line = one_line(["compare", _vgg_dp(tmp_path, 4096), "--json"])
+    assert "servers: got 4096" in line and "two-tier" in line
+    assert built == ["fat-tree"]  # refused by the leaf-spine rows, no design searched
+
+
+def test_strides_of_a_hundred_million_answer_inside_the_limit(monkeypatch):
+    """strides 100000000 8 --time-limit 5 ran past 300 s; now the limit cuts the listing of the
+    stride classes (one slice of 10^7 gcds past it at most). 64 bytes per server: 6.4 GB, within
+    the default budget (the fuzz conftest's 2 GB refuses it first)."""
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", "8")
+    line = one_line(["strides", "100000000", "8", "--time-limit", "0.01", "--json"])
+    assert line.startswith("error: --time-limit: got 0.01") and "n=100,000,000" in line

@@ -53,6 +53,9 @@ def simulate_plan(
     if schedule is not None and schedule not in SCHEDULES:
         raise InputError("--schedule", schedule, f"one of {', '.join(SCHEDULES)}")
     workload = load_workload(plan)
+    from traffic.limits import check_flow_work
+
+    check_flow_work(workload)  # before any fabric, route or flow (TOPOOPT_MAX_FLOWS)
     if design is not None:
         from solvers.model.design import Design
         from solvers.model.design_schema import check_design_rings, load_design
