@@ -434,7 +434,7 @@ def compare(
                 "servers", workload.servers, "a cluster a two-tier Clos of the catalogue can serve"
             )
     designs: dict[str, Any] = {}
-    for nm in ("fat-tree", "fat-tree-oversub"):  # seconds, and they refuse sizes: before designs
+    for nm in ("ideal", "fat-tree", "fat-tree-oversub"):  # seconds, and refusing sizes: first
         if nm in names:
             designs[nm] = build_fabric(
                 nm, workload, degree, link_bandwidth, oversubscription=oversubscription,
