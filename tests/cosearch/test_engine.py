@@ -97,3 +97,34 @@ def test_an_address_where_no_ray_head_listens_is_one_line_at_once():
     lines = r.stderr.strip().splitlines()
     assert r.exit_code == 2 and len(lines) == 1, r.stderr
     assert lines[0].startswith(f"error: --address: got '127.0.0.1:{port}'")
+
+
+def killed_once(item):
+    """SIGKILL the worker process on the first attempt of each item, then square (the marker
+    file is written before the kill, so the retry knows)."""
+    import signal
+
+    folder, x = item
+    marker = Path(folder) / f"killed-{x}"
+    if not marker.exists():
+        marker.write_text("killed once")
+        os.kill(os.getpid(), signal.SIGKILL)
+    return x * x
+
+
+@pytest.mark.slow
+def test_a_sigkilled_ray_worker_is_retried_with_equal_results(tmp_path):
+    """Issue 30 item 4: a worker process killed mid-evaluation (SIGKILL, no exception to
+    catch): Ray re-submits the task (max_retries) and the results equal the fault-free run."""
+    import ray
+    import ray.cloudpickle
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    items = [(str(tmp_path), k) for k in range(4)]
+    with Engine(2, progress=False) as eng:
+        out = eng.map(killed_once, items)
+    # the fault-free run, in-process (a marker for every item already: nobody is killed)
+    with Engine(1, progress=False) as eng:
+        assert out == eng.map(killed_once, items) == [k * k for k in range(4)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"killed-{k}" for k in range(4)]
+    assert not ray.is_initialized()
