@@ -172,7 +172,9 @@ class Engine:
                 ray.init(num_cpus=self.workers, **kwargs)
         except (ConnectionError, ValueError) as exc:  # unreachable, or not an address at all
             sys.stdout, self._stdout = self._stdout, None
-            raise InputError("--address", self.address, f"a reachable Ray cluster ({exc})") from None
+            raise InputError(
+                "--address", self.address, f"a reachable Ray cluster ({exc})"
+            ) from None
         self._started = True
 
     def close(self) -> None:
