@@ -40,7 +40,7 @@ from pydantic import (
 from traffic.decode import decode_text, parse_json, parse_yaml, read_input
 from traffic.errors import InputError
 from traffic.hardware import GpuSpec, gpu_names, gpu_spec, load_catalogue
-from traffic.limits import MAX_YAML_BYTES, check_plan_size
+from traffic.limits import MAX_YAML_BYTES, check_plan_size, max_input_bytes
 from traffic.placement import DIMENSIONS, parse_order
 from traffic.zoo import ZOO, ModelSpec, zoo_names
 
@@ -694,7 +694,12 @@ def load_plan(source: str | Path | Mapping[str, Any]) -> Plan:
         name = path.name
         if not path.exists():
             raise InputError("plan", str(source), "an existing plan file")
-        data = _parse_text(decode_text(read_input(path, "plan file", MAX_YAML_BYTES), name), name)
+        data = _parse_text(
+            decode_text(
+                read_input(path, "plan file", min(MAX_YAML_BYTES, max_input_bytes())), name
+            ),
+            name,
+        )
     if not isinstance(data, Mapping):
         raise InputError(
             name or "plan", type(data).__name__, "a mapping with model, parallelism..."

@@ -76,7 +76,10 @@ __all__ = [
 OBJECTIVES = ("diameter", "mean-hops")
 """Objectives of :func:`best_strides`."""
 
-_BATCH = 4096  # candidate sets evaluated together (memory ~ _BATCH * n bytes)
+_BATCH = 4096  # candidate sets evaluated together (memory ~ _BATCH * n / 2 bytes, capped:)
+_BATCH_BYTES = 1 << 28  # per-class distances of one batch (int8): rows = this / (n / 2)
+_LATTICE_POINTS = 2_000_000  # most lattice points of a truncated bound (else: exact BFS only)
+_BATCH_IMAGES = 2_000_000  # lattice images of one batch (rows x points; ~0.3 s here)
 _SAMPLE = 2048  # random stride sets tried first, for a good incumbent
 _SAMPLE_SLICE = 128  # ... evaluated this many at a time (the time limit is checked between)
 
@@ -163,7 +166,30 @@ def geometric_strides(n: int, d: int) -> list[int]:
     """
     n = _check_n(n)
     d = _check_degree(d)
-    return select_permutations(totient_perms(n), d // 2)
+    return _geometric(totient_perms(n), d // 2)
+
+
+def _geometric(cand: np.ndarray, k: int) -> list[int]:
+    """:func:`select_permutations` of the ascending distinct strides ``cand``, vectorised."""
+    if cand.size <= 4096:
+        return select_permutations(cand, k)
+    # select_permutations' rule on a sorted array (its Python set of phi(n) ints is slow at 10^6+)
+    if not 1 <= k <= cand.size:
+        raise InputError("k", k, f"an integer in [1, {cand.size}] (the number of candidates)")
+    ratio = (float(cand[-1]) / float(cand[0])) ** (1.0 / k)
+    value = float(cand[0])
+    chosen: list[int] = []
+    for _ in range(k):
+        i = int(np.searchsorted(cand, value - 1e-9, side="left"))
+        while i < cand.size and int(cand[i]) in chosen:
+            i += 1
+        if i == cand.size:  # the largest unused candidate
+            i = cand.size - 1
+            while int(cand[i]) in chosen:
+                i -= 1
+        chosen.append(int(cand[i]))
+        value *= ratio
+    return chosen
 
 
 # --------------------------------------------------------------------------- distances
@@ -174,12 +200,19 @@ def _offsets(n: int, strides: Sequence[int]) -> np.ndarray:
     return np.unique(np.concatenate([s, (-s) % n]))
 
 
-def circulant_distances(n: int, strides: Sequence[int]) -> np.ndarray:
+class _OutOfTime(Exception):
+    """The clock of :func:`best_strides` ran out inside an evaluation."""
+
+
+def circulant_distances(
+    n: int, strides: Sequence[int], deadline: float | None = None
+) -> np.ndarray:
     """Hop distance from node 0 to every node of the bidirectional circulant ``C_n(strides)``.
 
     One BFS from node 0 (the graph is vertex-transitive, so the distance from ``i`` to ``j`` is
     ``dist[(j - i) mod n]``), each level vectorised over the frontier. Unreachable nodes get
-    ``-1`` (the strides then share a factor with ``n``).
+    ``-1`` (the strides then share a factor with ``n``). ``deadline`` (a ``time.perf_counter``
+    value) stops the search between levels.
 
     Examples
     --------
@@ -196,8 +229,14 @@ def circulant_distances(n: int, strides: Sequence[int]) -> np.ndarray:
     level = 0
     while frontier.size:
         level += 1
-        nxt = np.unique((frontier[:, None] + off[None, :]) % n)
+        if deadline is not None and time.perf_counter() > deadline:
+            raise _OutOfTime
+        nxt = ((frontier[:, None] + off[None, :]) % n).reshape(-1)
         nxt = nxt[dist[nxt] < 0]
+        # each new node once, without sorting: one write per node survives, whichever it is
+        tag = -2 - np.arange(nxt.size, dtype=np.int64)
+        dist[nxt] = tag
+        nxt = nxt[dist[nxt] == tag]
         dist[nxt] = level
         frontier = nxt
     return dist
@@ -280,26 +319,31 @@ def moore_lower_bound(n: int, d: int) -> tuple[int, float]:
 
 
 # --------------------------------------------------------------------------- symmetry
-def _classes(n: int) -> np.ndarray:
-    """Stride classes ``min(s, n-s)`` coprime with ``n``, ascending."""
-    p = coprime_strides(n)
-    return p[p <= n - p]
+def _classes(n: int, deadline: float | None = None) -> np.ndarray:
+    """Stride classes ``min(s, n-s)`` coprime with ``n``, ascending (in slices of 10^7, so that a
+    ``deadline`` stops it: ``gcd`` over ``10^8`` strides takes seconds)."""
+    parts = []
+    for lo in range(1, n // 2 + 1, 10_000_000):
+        if deadline is not None and time.perf_counter() > deadline:
+            raise _OutOfTime
+        p = np.arange(lo, min(lo + 10_000_000, n // 2 + 1), dtype=np.int64)
+        parts.append(p[np.gcd(p, n) == 1])
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
-@lru_cache(maxsize=16)
-def _inverse_table(n: int) -> np.ndarray:
-    inv = np.zeros(n, dtype=np.int64)
-    for u in coprime_strides(n).tolist():
-        inv[u] = pow(u, -1, n)
-    return inv
+def _inverses(values: np.ndarray, n: int) -> np.ndarray:
+    """``u^-1 mod n`` of each unit ``u`` in ``values`` (only the distinct values are inverted:
+    a table of all of ``Z_n``'s units is ``phi(n)`` Python calls, minutes at ``n = 10^8``)."""
+    uniq, back = np.unique(values, return_inverse=True)
+    inv = np.array([pow(int(u), -1, n) for u in uniq.tolist()], dtype=np.int64)
+    return inv[back].reshape(np.shape(values))
 
 
 def _canonical_mask(sets: np.ndarray, n: int) -> np.ndarray:
     """Which rows (ascending stride classes, each holding 1) are canonical under ``S -> uS``."""
-    inv = _inverse_table(n)
     keep = np.ones(sets.shape[0], dtype=bool)
     for i in range(1, sets.shape[1]):
-        u = inv[sets[:, i]]
+        u = _inverses(sets[:, i], n)
         img = (u[:, None] * sets) % n
         img = np.sort(np.minimum(img, n - img), axis=1)
         diff = img - sets
@@ -330,10 +374,9 @@ def canonical_strides(n: int, strides: Sequence[int]) -> list[int]:
     )
     if s.size == 0 or (np.gcd(s, n) != 1).any():
         raise InputError("strides", list(strides), f"distinct strides coprime with n={n}")
-    inv = _inverse_table(n)
     best: tuple[int, ...] | None = None
     for x in s.tolist():
-        img = (inv[x] * s) % n
+        img = (pow(x, -1, n) * s) % n
         cand = tuple(sorted(np.minimum(img, n - img).tolist()))
         if best is None or cand < best:
             best = cand
@@ -457,6 +500,10 @@ def _random_sets(classes: np.ndarray, k: int, count: int, seed: int = 0) -> np.n
     """``count`` random sets of ``k`` distinct classes, each holding 1, ascending (seeded)."""
     rng = np.random.default_rng(seed)
     rest = classes[1:]
+    if count * rest.size > 4_000_000:  # (count, classes) random keys: 1.6 GB at n = 2 * 10^5
+        pick = np.array([rng.choice(rest.size, k - 1, replace=False) for _ in range(count)])
+        sets = np.hstack([np.ones((count, 1), np.int64), rest[pick.reshape(count, k - 1)]])
+        return np.sort(sets, axis=1)
     pick = np.argsort(rng.random((count, rest.size)), axis=1)[:, : k - 1]
     sets = np.hstack([np.ones((count, 1), np.int64), rest[pick]])
     return np.sort(sets, axis=1)
@@ -481,6 +528,16 @@ def _not_worse(
     if objective == "mean-hops":
         return (total < best_total) | ((total == best_total) & (diam <= best_diam))
     return (diam < best_diam) | ((diam == best_diam) & (total <= best_total))
+
+
+def _too_short(n: int, d: int, limit: float | None, step: str) -> InputError:
+    """The time limit ran out before a first stride set was evaluated: no answer to give."""
+    return InputError(
+        "--time-limit",
+        limit,
+        f"more seconds for n={n:,} and d={d} ({step} did not finish; it visits about "
+        f"{n * d // 2:,} node-strides), or a smaller n",
+    )
 
 
 @dataclass(frozen=True)
@@ -525,6 +582,8 @@ class StrideResult:
     evaluated: int
     wall_s: float
     solver: str = "symmetry-reduced branch-and-bound"
+    geometric: tuple = ()
+    """TopoOpt's geometric stride set for comparison: ``(strides, diameter, mean_hops)``."""
 
     @property
     def value(self) -> float:
@@ -603,7 +662,11 @@ def best_strides(
     if time_limit_s is not None and not time_limit_s > 0:
         raise InputError("time_limit_s", time_limit_s, "a positive number of seconds")
     k = d // 2
-    classes = _classes(n)
+    deadline = None if time_limit_s is None else t0 + time_limit_s
+    try:
+        classes = _classes(n, deadline)
+    except _OutOfTime:
+        raise _too_short(n, d, time_limit_s, "listing the stride classes") from None
     if k > classes.size:
         raise InputError(
             "d", d, f"at most {2 * classes.size} ports for n={n} (phi(n)/2 coprime stride classes)"
@@ -614,12 +677,22 @@ def best_strides(
         return (total, diam) if objective == "mean-hops" else (diam, total)
 
     # incumbent: the geometric rule, canonicalised (if its strides are distinct classes)
-    geo = canonical_strides(n, geometric_strides(n, d))
+    # TopoOpt's candidates (every p coprime with n) from the classes: p and n - p
+    geo_raw = _geometric(np.concatenate([classes, n - classes[::-1][classes[::-1] * 2 != n]]), k)
+    geo = canonical_strides(n, geo_raw)
     if len(geo) < k:
         geo = classes[:k].tolist()
         geo = canonical_strides(n, geo)
-    dist = circulant_distances(n, geo)
+    try:
+        dist = circulant_distances(n, geo, deadline)
+    except _OutOfTime:
+        raise _too_short(n, d, time_limit_s, "evaluating the first stride set") from None
     best_set = tuple(geo)
+    geo_stats = (tuple(geo_raw), int(dist.max()), float(dist.sum()) / (n - 1))
+    # rows of one batch: its distances in memory, its lattice images a fraction of a second
+    points = _ball(k, int(dist.max()))
+    rows = max(1, min(_BATCH, _BATCH_BYTES // (n // 2 + 1), _BATCH_IMAGES // points))
+    bounded = points <= _LATTICE_POINTS  # truncated bounds affordable
     best_key = key(int(dist.sum()), int(dist.max()))
     best_diam, best_total = int(dist.max()), int(dist.sum())
 
@@ -627,14 +700,14 @@ def best_strides(
     def out_of_time() -> bool:
         return time_limit_s is not None and time.perf_counter() - t0 > time_limit_s
 
-    if k > 1 and classes.size > k:
+    if k > 1 and classes.size > k and bounded:
         sample_all = _random_sets(classes, k, _SAMPLE)
         horizon0 = best_diam  # the same horizon for every slice (as for the whole sample)
         # in slices, so that a time limit also stops the start (many ports: costly bounds)
-        for lo in range(0, sample_all.shape[0], _SAMPLE_SLICE):
+        for lo in range(0, sample_all.shape[0], min(_SAMPLE_SLICE, rows)):
             if out_of_time():
                 break
-            sample = sample_all[lo : lo + _SAMPLE_SLICE]
+            sample = sample_all[lo : lo + min(_SAMPLE_SLICE, rows)]
             tot, dia, exact = _truncated_bounds(sample, n, k, horizon0)
             for i in np.flatnonzero(exact).tolist():
                 if key(int(tot[i]), int(dia[i])) < best_key:
@@ -655,13 +728,16 @@ def best_strides(
         sets = np.hstack([np.ones((chunk.shape[0], 1), np.int64), rest[chunk]])
         sets = sets[_canonical_mask(sets, n)]
         evaluated += sets.shape[0]
-        for lo in range(0, sets.shape[0], _BATCH):
+        for lo in range(0, sets.shape[0], rows):
             if out_of_time():  # checked per batch too: one chunk is 50 batches
                 status = "time-limit"
                 break
-            batch = sets[lo : lo + _BATCH]
+            batch = sets[lo : lo + rows]
+            exact = np.zeros(batch.shape[0], bool)
+            total_lb = diam_lb = exact  # (no bound: every set of the batch by BFS)
             # cascade of horizons: cheap loose bounds first, the incumbent's diameter last
-            for horizon in range(_first_horizon(objective, best_diam, lb_diam), best_diam + 1):
+            first_h = _first_horizon(objective, best_diam, lb_diam)
+            for horizon in range(first_h, best_diam + 1 if bounded else first_h):
                 total_lb, diam_lb, exact = _truncated_bounds(batch, n, k, horizon)
                 ok = _not_worse(objective, total_lb, diam_lb, best_total, best_diam)
                 batch, total_lb, diam_lb, exact = batch[ok], total_lb[ok], diam_lb[ok], exact[ok]
@@ -672,7 +748,11 @@ def best_strides(
                 if exact[i]:
                     tot_i, dia_i = int(total_lb[i]), int(diam_lb[i])
                 else:
-                    di = circulant_distances(n, s)
+                    try:
+                        di = circulant_distances(n, s, deadline)
+                    except _OutOfTime:
+                        status = "time-limit"
+                        break
                     tot_i, dia_i = int(di.sum()), int(di.max())
                 cand = key(tot_i, dia_i)
                 if cand < best_key or (cand == best_key and s < best_set):
@@ -695,4 +775,5 @@ def best_strides(
         lower_bound=lower,
         evaluated=evaluated,
         wall_s=time.perf_counter() - t0,
+        geometric=geo_stats,
     )

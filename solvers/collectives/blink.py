@@ -35,7 +35,14 @@ from solvers.collectives.overlay import Overlay
 from solvers.collectives.schedule import Tree
 from traffic.errors import InputError
 
-__all__ = ["Packing", "pack_trees", "roots_and_directions", "edmonds", "LP_ITERATION_LIMIT"]
+__all__ = [
+    "Packing",
+    "PackingStopped",
+    "pack_trees",
+    "roots_and_directions",
+    "edmonds",
+    "LP_ITERATION_LIMIT",
+]
 
 LP_ITERATION_LIMIT = 200_000
 """Simplex iterations allowed per LP solve (deterministic limit)."""
@@ -59,7 +66,8 @@ class Packing:
         Column-generation rounds.
     status : str
         ``optimal`` (no improving column), ``converged`` (the Lagrangian bound within
-        ``gap_tol`` of the rate), ``column-limit`` (stopped by the round limit).
+        ``gap_tol`` of the rate), ``column-limit`` (stopped by the round limit), ``lp-limit``
+        (a master LP stopped on its iteration limit: the packing of the last optimal one).
     columns : int
         Trees generated.
     """
@@ -190,6 +198,20 @@ def _ring_tree(n: int, root: int, inward: bool) -> np.ndarray:
     return parent
 
 
+class PackingStopped(RuntimeError):
+    """The tree-packing LP stopped without an optimum (GLOP's iteration limit: status 4,
+    ABNORMAL, ...) before any packing was found; callers keep their rings."""
+
+    def __init__(self, status: int):
+        super().__init__(f"tree-packing LP stopped with status {status}")
+        self.status = status
+
+
+def _solve_status(solver) -> int:
+    """``solver.Solve()`` (one place, so that a test can stand in for a limit)."""
+    return solver.Solve()
+
+
 class _Master:
     """The restricted master LP, kept between rounds: new trees enter as new columns (GLOP
     re-solves from its previous basis)."""
@@ -230,9 +252,9 @@ class _Master:
         self.xs.append(x)
 
     def solve(self):
-        status = self.solver.Solve()
+        status = _solve_status(self.solver)
         if status != self.pywraplp.Solver.OPTIMAL:
-            raise RuntimeError(f"tree-packing LP stopped with status {status}")
+            raise PackingStopped(status)
         y = np.zeros(self.cap.shape[0])
         for l_id, ct in self.rows.items():
             y[l_id] = max(0.0, ct.dual_value())
@@ -307,7 +329,13 @@ def pack_trees(
     lam, x = 0.0, np.zeros(0)
     for it in range(1, max_rounds + 1):
         rounds = it
-        lam, x, y, mu = master.solve()
+        try:
+            lam, x, y, mu = master.solve()
+        except PackingStopped:
+            if it == 1:  # no packing at all: the caller falls back to rings
+                raise
+            status, rounds = "lp-limit", it - 1  # the last optimal master's packing
+            break
         arc_cost = ov.load.T @ y
         added, mincost = 0, 0.0
         for c, (r, inward) in enumerate(commodities):

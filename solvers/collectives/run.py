@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.collectives.blink import pack_trees
+from solvers.collectives.blink import PackingStopped, pack_trees
 from solvers.collectives.bounds import COLLECTIVES, cut_bound
 from solvers.collectives.overlay import overlay, server_links
 from solvers.collectives.schedule import Schedule, template_schedule, time_schedule, tree_schedule
@@ -91,6 +91,14 @@ class CollectiveResult:
 
 
 _PARETO_CACHE: dict[tuple, list] = {}
+
+
+def _packing(ov, collective: str, root: int):
+    """:func:`pack_trees`, its LP limit as one line naming the algorithm (rings need no LP)."""
+    try:
+        return pack_trees(ov, collective, root=root)
+    except PackingStopped as exc:
+        raise InputError("--algorithm", "blink/synthesized", f"ring or tree here ({exc})") from None
 
 
 def _pareto(sl, base: str, max_chunks: int, root: int, work_limit: float) -> list:
@@ -208,7 +216,7 @@ def run_collective(
         sched = Schedule(collective, algorithm, n, size, sched.flows, False, sched.info)
         return CollectiveResult(t, bound.seconds, algorithm, sched, bound.formula)
     if algorithm == "blink":
-        p = pack_trees(ov, collective, root=root)
+        p = _packing(ov, collective, root)
         info = {
             "method": "blink",
             "packing_rate_bytes_per_s": p.rate,
@@ -254,7 +262,7 @@ def run_collective(
         else:
             notes.append("exact synthesis found no schedule within its limits")
     per_root = taccl_chunks * n if collective == "broadcast" else taccl_chunks  # one root
-    p = pack_trees(ov, collective, root=root)
+    p = _packing(ov, collective, root)
     s = taccl_schedule(
         ov, collective, size, chunks_per_root=per_root, chunks=chunks, root=root, packing=p
     )

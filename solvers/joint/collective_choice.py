@@ -36,6 +36,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from solvers.collectives.blink import PackingStopped
 from solvers.model.design import Design
 from solvers.model.problem import DesignProblem
 from traffic.workload import Workload
@@ -244,7 +245,12 @@ def choose_collectives(
         if len(key) > MAX_MEMBERS:
             info["skipped"].append(f"{phase} group {g} {op}: {len(key)} > {MAX_MEMBERS} servers")
             continue
-        entry = blink_entry(cur, phase, g, op, key)
+        try:
+            entry = blink_entry(cur, phase, g, op, key)
+        except PackingStopped as exc:  # a limit of the LP: the rings stay, as on every limit
+            rec["outcome"] = f"rings kept (the tree-packing LP stopped with status {exc.status})"
+            info["tried"].append(rec)
+            continue
         if entry is None:
             rec["outcome"] = "skipped (the group's circuits do not connect it)"
             info["tried"].append(rec)

@@ -480,12 +480,15 @@ def _canonical_prewired(value, n: int) -> np.ndarray:
     return Circuits(a, n, field="prewired").rows.copy()
 
 
-_INT_CELL = re.compile(r"[+-]?[0-9]{1,19}")
+_INT_CELL = re.compile(r"-?[0-9]{1,19}")
 PREWIRED_ROWS = TypeAdapter(
     list[Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=3, max_length=3)]]
 )
 """Schema of a JSON pre-wired list: ``[[u, v, count], ...]``, integers (strict: no ``true``,
 ``1.0`` or ``"1"``); ranges are checked by :func:`read_prewired`."""
+
+
+_PREWIRED_ONE_ROW = "at least one row u,v,count (leave --prewired out when nothing is pre-wired)"
 
 
 def read_prewired(text: str, name: str = "prewired") -> np.ndarray:
@@ -528,6 +531,8 @@ def read_prewired(text: str, name: str = "prewired") -> np.ndarray:
                 field += f" {cols[loc[1]]}"
             allowed = "a list [u, v, count]" if len(loc) == 1 else f"an integer 0..{MAX_ID}"
             raise InputError(field, err.get("input"), allowed if loc else "a JSON list") from None
+        if not rows:
+            raise InputError(name, "[]", _PREWIRED_ONE_ROW)
         return rows_array(
             rows, name, min_count=0, where=lambda i: f"{name} item {i}", distinct=False
         )
@@ -552,6 +557,8 @@ def read_prewired(text: str, name: str = "prewired") -> np.ndarray:
                 raise InputError(f"{name} line {lineno} {col}", c, f"an integer 0..{MAX_ID}")
             row.append(int(c))
         rows.append(row)
+    if not rows:
+        raise InputError(name, "the header u,v,count and no row", _PREWIRED_ONE_ROW)
     return rows_array(
         rows, name, min_count=0, where=lambda i: f"{name} row {i + 1}", distinct=False
     )

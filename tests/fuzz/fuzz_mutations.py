@@ -443,6 +443,9 @@ _CIRCUITS_TEXT = [
     ("negative", _text("0 -1\n")),
     ("unicode digit", _text("0 \u0663\n")),
     ("huge", _text("0 99999999999999999999999\n")),
+    # issue 30 (outside campaign): a plus sign is not an ASCII integer, as in the fail-ports CSV
+    ("plus sign", _text("+0 2\n")),
+    ("plus sign count", _text("0 1 +2\n")),
 ]
 _PREWIRED_CSV = [
     ("no header", _text("0,1,1\n")),
@@ -456,6 +459,10 @@ _PREWIRED_CSV = [
     ("a plan", _text("model: vgg16\n")),
     # blank lines before the header were dropped one by one (quadratic: 10^6 of them hung)
     ("blank lines first", _text("\n" * 1_000 + "u,v,count\n0,1,x\n")),
+    # issue 30: only the header (nothing pre-wired: leave --prewired out), a plus sign
+    ("header only", _text("u,v,count\n")),
+    ("header only upper case", _text("U,V,COUNT\n")),
+    ("plus sign", _text("u,v,count\n+0,1,1\n")),
 ]
 _PREWIRED_JSON = [
     ("two fields", _edit((0,), [0, 1])),
@@ -465,6 +472,7 @@ _PREWIRED_JSON = [
     ("true", _edit((0, 1), True)),
     ("an object", lambda t: {"a": 1}),
     ("beyond servers", _edit((0, 1), 99)),
+    ("empty list", lambda t: []),  # issue 30: as the header-only CSV
 ]
 _PRICES = [
     ("capex as a string", _edit(("fibre", "capex_usd"), "5")),

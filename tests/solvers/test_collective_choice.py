@@ -159,3 +159,44 @@ def test_cli_design_then_simulate_reproduces_the_time(tmp_path):
     assert r.exit_code == 0, r.output
     sim = json.loads(r.stdout)
     assert sim["iteration_s"] == pytest.approx(doc["objective_s"], rel=1e-9)
+
+
+def test_packing_lp_limit_keeps_the_rings(petersen, monkeypatch):
+    """Issue 29.18: GLOP stopping on its iteration limit (status 4, ABNORMAL) raised a
+    RuntimeError through compare/design. Now: a limit before any packing keeps the rings (the
+    design and its time unchanged, the record says why); a limit in a later round keeps the
+    last optimal master's packing (status lp-limit) at the initial columns' rate or better."""
+    import solvers.collectives.blink as blink
+    from solvers.collectives.overlay import overlay
+    from topoopt.fabrics.direct_connect import direct_connect
+
+    w, p, _ = petersen
+    base = topoopt_design(p)
+    c = np.array(PETERSEN)
+    d = Design(10, 3, B, c, base.rings, base.routing, "x", "feasible", 1.0, 0.0, 0.0, 0.0)
+    free, free_info = choose_collectives(d, p, w)
+    assert [e["algorithm"] for e in free.collectives] == ["blink"]  # without a limit: Blink
+    monkeypatch.setattr(blink, "_solve_status", lambda solver: 4)
+    out, info = choose_collectives(d, p, w)
+    assert out is d and info["comm_s"] == info["ring_comm_s"] == free_info["ring_comm_s"]
+    assert [t["outcome"] for t in info["tried"]] == [
+        "rings kept (the tree-packing LP stopped with status 4)"
+    ]
+    # a limit in round 2: round 1's packing (ring and fewest-hop trees), every weight kept
+    calls = []
+
+    def second_fails(solver):
+        calls.append(1)
+        return 4 if len(calls) > 1 else solver.Solve()
+
+    monkeypatch.setattr(blink, "_solve_status", second_fails)
+    ov = overlay(direct_connect(10, 3, circuits=c, port_bandwidth=B))
+    pk = blink.pack_trees(ov, "all-reduce")
+    assert pk.status == "lp-limit" and pk.iterations == 1 and len(calls) == 2
+    per_root: dict = {}
+    for t in pk.trees:
+        per_root[(t.root, t.inward)] = per_root.get((t.root, t.inward), 0.0) + t.share
+    assert len(per_root) == 20 and all(abs(v - 1.0) < 1e-9 for v in per_root.values())
+    monkeypatch.undo()
+    full = blink.pack_trees(ov, "all-reduce")
+    assert 0 < pk.rate <= full.rate * (1 + 1e-9)

@@ -44,7 +44,7 @@ CircuitRow = Annotated[list[_Id], Field(min_length=2, max_length=3)]
 """``[u, v]`` or ``[u, v, count]`` with non-negative integers (count checked by
 :func:`rows_array`)."""
 
-_INT = re.compile(r"[+-]?[0-9]{1,19}")
+_INT = re.compile(r"-?[0-9]{1,19}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_ ]*")
 
 

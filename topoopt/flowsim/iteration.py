@@ -366,6 +366,8 @@ class _Tasks:
         keep = hi > lo
         cols = {k: v[keep] for k, v in cols.items()}
         lo, hi = lo[keep], hi[keep]
+        if lo.size == 0:  # no task owns a flow (metadata-only or barrier-only traces)
+            return pd.DataFrame(columns=list(TIMELINE_COLUMNS))
         # starts: min over the range; finishes: max over the range (ranges are contiguous)
         order = np.argsort(lo, kind="stable")
         st = np.empty(lo.shape[0])

@@ -42,6 +42,7 @@ ranks), so the iteration model replays the trace's dependency graph.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections import defaultdict
@@ -53,6 +54,7 @@ from traffic.chakra.framing import ALLOWED as FRAMING_ALLOWED
 from traffic.chakra.framing import MAX_TRACE_BYTES, unframe
 from traffic.chakra.schema import COLLECTIVE, NODE_TYPE
 from traffic.errors import InputError
+from traffic.limits import MAX_ITERATION_BYTES, max_input_bytes
 from traffic.workload import CLASSES, PHASES, Demand, TaskGraph, Workload
 
 __all__ = ["OPS_BY_COMM_TYPE", "MAX_RANKS", "trace_files", "read_chakra", "is_chakra_folder"]
@@ -168,7 +170,7 @@ def _comm_groups(folder: Path) -> dict[str, tuple[int, ...]] | None:
 class _Rank:
     """One rank's nodes as arrays plus the indices of its communication nodes."""
 
-    __slots__ = ("rank", "src", "nodes", "index", "deps", "dangling")
+    __slots__ = ("rank", "src", "nodes", "index", "deps", "dangling", "self_ctrl")
 
     def __init__(self, rank: int, src: str, nodes):
         self.rank, self.src, self.nodes = rank, src, nodes
@@ -180,6 +182,7 @@ class _Rank:
         self.index = dict(zip(ids.tolist(), range(len(nodes)), strict=True))
         deps = set()  # (before, after, 1 for a control dependency / 0 for data)
         self.dangling = 0
+        self.self_ctrl = 0
         for i, n in enumerate(nodes):
             for ctrl, ids_ in ((1, n.ctrl_deps), (0, n.data_deps)):
                 for d in ids_:
@@ -188,6 +191,12 @@ class _Rank:
                         self.dangling += 1
                     elif j != i:
                         deps.add((j, i, ctrl))
+                    elif ctrl:  # a control cycle of one node: dropped like longer ones
+                        self.self_ctrl += 1
+                    else:  # a data cycle of one node: refused like longer ones
+                        raise InputError(
+                            f"{src}: node {d}.data_deps", f"node {d} itself", "other nodes' ids"
+                        )
         self.deps = np.array(sorted(deps), np.int64).reshape(-1, 3)
 
 
@@ -217,11 +226,14 @@ def read_chakra(
     n = len(files)
     ranks: list[_Rank] = []
     meta_gps = None
+    cap = MAX_TRACE_BYTES  # TOPOOPT_MAX_INPUT_MB lowers it when set (its default is lower)
+    if os.environ.get("TOPOOPT_MAX_INPUT_MB", "").strip():
+        cap = min(cap, max_input_bytes())
     for r, p in enumerate(files):
         try:
             size = p.stat().st_size
-            if size > MAX_TRACE_BYTES:
-                raise InputError(str(p), f"{size} bytes", f"at most {MAX_TRACE_BYTES} bytes")
+            if size > cap:
+                raise InputError(str(p), f"{size:,} bytes", f"a trace of at most {cap:,} bytes")
             data = p.read_bytes()
         except OSError as e:
             raise InputError(str(p), f"unreadable ({e.strerror or e})", FRAMING_ALLOWED) from None
@@ -385,6 +397,24 @@ def read_chakra(
             recv_after.append((ts, tr))
             p2p_rows.append((ts, (key[0], key[1])))
 
+    comm_bytes = math.fsum(float(i[1]) for i in T_info if i)
+    if not comm_bytes < MAX_ITERATION_BYTES:
+        raise InputError(
+            str(folder),
+            f"about {comm_bytes:.3g} bytes of comm_size over the ranks",
+            f"less than 2**62 = {MAX_ITERATION_BYTES:.3g} bytes per iteration (as for plans)",
+        )
+    moves = any(
+        T_info[t][0] != "barrier" and len(m) > 1 and T_info[t][1] > 0 for t, m, _ in coll_rows
+    ) or any(T_info[t][1] > 0 for t, _ in p2p_rows)
+    if not moves and not any(x > 0 for x in T_runtime):
+        raise InputError(
+            str(folder),
+            f"{n_nodes} nodes: no bytes moved and no compute time",
+            "traces with a collective or send of bytes between ranks, or a COMP_NODE with "
+            "duration_micros > 0 (else an iteration takes 0 s)",
+        )
+
     # ---- demand families ---------------------------------------------------------------------
     instances: dict[tuple, dict[tuple, list[int]]] = defaultdict(lambda: defaultdict(list))
     for t, members, tasks in coll_rows:
@@ -467,14 +497,14 @@ def read_chakra(
         edges_parts.append(np.stack([new_index[ra[:, 0]], new_index[ra[:, 1]], z], axis=1))
     edges = np.concatenate(edges_parts) if edges_parts else np.zeros((0, 3), np.int64)
     edges = edges[edges[:, 0] != edges[:, 1]]
-    dropped = 0
+    dropped = sum(rk.self_ctrl for rk in ranks)
     scc = _strong_components(keep.size, edges[:, :2])
     if scc is not None:
         # Older converters wrote a CPU operator and its GPU kernel as each other's dependency
         # (one by control, one by data). Data dependencies win: control dependencies inside a
         # cycle are dropped (and counted); a cycle of data dependencies is an error.
         inside = (scc[edges[:, 0]] == scc[edges[:, 1]]) & (edges[:, 2] == 1)
-        dropped = int(inside.sum())
+        dropped += int(inside.sum())
         edges = edges[~inside]
         if _strong_components(keep.size, edges[:, :2]) is not None:
             raise InputError(str(folder), "a dependency cycle", "an acyclic dependency graph")

@@ -19,6 +19,7 @@ import numpy as np
 import typer
 from rich.console import Console
 
+from topoopt.app.cli.option_text import OUTPUT_PARAMETERS, OUTPUT_TEXT
 from topoopt.atomic import atomic_write_text, atomic_write_with, check_writable
 from traffic.errors import InputError, check_finite
 
@@ -39,6 +40,8 @@ __all__ = [
     "stdout",
     "stderr",
     "prepare_output",
+    "check_not_an_input",
+    "parse_name_list",
     "write_output_text",
     "write_output_with",
     "write_output_json",
@@ -215,6 +218,7 @@ def handle_errors(func: F) -> F:
         if _DEPTH[0]:  # called from another command: its wrapper reports the error
             return func(*args, **kwargs)
         _OUTPUTS.clear()  # the outputs of this invocation (prepare_output)
+        _ARGUMENTS[:] = list(kwargs.items())  # its inputs, among them (check_not_an_input)
         # Warnings (numpy overflow on absurd but finite inputs, ...) are held back: a command that
         # ends in an error prints that one line only; one that succeeds re-issues them (so the
         # caller's warning filters, e.g. pytest's "error", still apply).
@@ -334,6 +338,67 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
+def parse_name_list(text: str, option: str) -> list[str]:
+    """The comma-separated names of an option, stripped; no empty list and no empty item.
+
+    Examples
+    --------
+    >>> parse_name_list("ideal, fat-tree", "--fabrics")
+    ['ideal', 'fat-tree']
+    >>> parse_name_list("ideal,,fat-tree", "--fabrics")
+    Traceback (most recent call last):
+    traffic.errors.InputError: --fabrics: got 'ideal,,fat-tree'; allowed: comma-separated names, none empty
+    """  # noqa: E501
+    names = [t.strip() for t in text.split(",")]
+    if not text.strip() or not all(names):
+        raise InputError(option, text, "comma-separated names, none empty")
+    return names
+
+
+# The arguments of this invocation, (parameter name, value); handle_errors sets it.
+_ARGUMENTS: list[tuple[str, Any]] = []
+
+
+def _paths_in(value: Any) -> list[str]:
+    if isinstance(value, str | os.PathLike):
+        return [os.fspath(value)]
+    if isinstance(value, list | tuple):
+        return [os.fspath(v) for v in value if isinstance(v, str | os.PathLike)]
+    return []
+
+
+def check_not_an_input(path: Path, option: str) -> None:
+    """Refuse an output that is an input of the same command, or a folder holding one.
+
+    An input is any other argument of the running command naming an existing file or folder
+    (``--force`` or not: replacing it would lose the input the output is computed from).
+
+    Raises
+    ------
+    InputError
+        Naming the output option and the input's parameter.
+    """
+    out = os.path.realpath(path)
+    for pname, value in _ARGUMENTS:
+        if pname in OUTPUT_PARAMETERS or "--" + pname.replace("_", "-") == option:
+            continue
+        for given in _paths_in(value):
+            try:
+                if not os.path.lexists(given):
+                    continue
+                real = os.path.realpath(given)
+            except (OSError, ValueError):
+                continue
+            inside = real == out or real.startswith(out.rstrip(os.sep) + os.sep)
+            if inside or _same_file(given, str(path)):
+                what = "the input" if real == out or _same_file(given, str(path)) else "a folder"
+                raise InputError(
+                    option,
+                    f"{path} ({what} {given} of {pname.replace('_', '-')})",
+                    "a path that is not an input of this command (and holds none)",
+                )
+
+
 def prepare_output(path: Path | None, force: bool, option: str | None = None) -> Path | None:
     """Check an output path before any work is done; remember it for the final write.
 
@@ -345,6 +410,10 @@ def prepare_output(path: Path | None, force: bool, option: str | None = None) ->
     if path is None:
         return None
     name = option or str(path)
+    typed = OUTPUT_TEXT.get((option or "").lstrip("-").replace("-", "_"))
+    if typed is not None and typed.endswith(("/", os.sep)) and os.fspath(path) == str(Path(typed)):
+        raise InputError(name, typed, "a file path (no trailing /: that names a folder)")
+    check_not_an_input(path, name)
     key = os.path.realpath(path)
     for other, (other_name, other_path, _) in _OUTPUTS.items():
         if key == other or _same_file(key, other):

@@ -133,6 +133,9 @@ class StyledCommand(TyperCommand):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _style(self)
+        from topoopt.app.cli.option_text import strict_numbers
+
+        strict_numbers(self)  # --degree 2.0, --link-gbps 1_00: one usage error line; --out m.csv/
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         return _usage_pieces(self, ctx, [])

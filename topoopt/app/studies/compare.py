@@ -542,7 +542,24 @@ def compare(
             raise InputError("fabrics", nm, f"a comma-separated list of {', '.join(FABRICS)}")
     if "ideal" not in names:
         names.insert(0, "ideal")
+    # sizes first, before any fabric is built (a refusal after minutes of work helps nobody)
+    from traffic.limits import check_flow_work
+
+    check_flow_work(workload, f"simulation (x {len(names)} fabrics)")
+    if "fat-tree-cost-equivalent" in names:
+        from topoopt.fabrics.cost import catalogue_steps
+
+        if not catalogue_steps(workload.servers, prices):
+            raise InputError(
+                "servers", workload.servers, "a cluster a two-tier Clos of the catalogue can serve"
+            )
     designs: dict[str, Any] = {}
+    for nm in ("ideal", "fat-tree", "fat-tree-oversub"):  # seconds, and refusing sizes: first
+        if nm in names:
+            designs[nm] = build_fabric(
+                nm, workload, degree, link_bandwidth, oversubscription=oversubscription,
+                seed=seed, prices=prices, designs=designs,
+            )  # fmt: skip
     rows, runs, its, comms = [], [], {}, {}
     for k, nm in enumerate(names):
         say(f"[{k + 1}/{len(names)}] {nm}: building")

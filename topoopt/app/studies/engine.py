@@ -19,6 +19,7 @@ stderr while a Ray session the engine started is open: ``--json`` output stays c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -26,7 +27,63 @@ from typing import Any
 
 from traffic.errors import InputError
 
-__all__ = ["Engine", "EvaluationFailed"]
+PROBE_SECONDS = 5.0
+"""How long :func:`probe_address` waits for a Ray head to accept a connection."""
+
+
+def probe_address(address: str, timeout_s: float = PROBE_SECONDS) -> None:
+    """Check that ``HOST:PORT`` (or ``ray://HOST:PORT``) accepts a TCP connection.
+
+    ``ray.init`` on an address where nothing listens retries for more than a minute and prints
+    Ray's own warnings on stderr; this check answers in at most ``timeout_s``. ``auto`` (Ray's
+    own discovery) is left to Ray.
+
+    Raises
+    ------
+    InputError
+        Not ``HOST:PORT``, or nothing answering there.
+
+    Examples
+    --------
+    >>> probe_address("127.0.0.1:1", 1.0)
+    Traceback (most recent call last):
+    ...
+    traffic.errors.InputError: --address: got '127.0.0.1:1'; allowed: a reachable Ray cluster (no answer at 127.0.0.1:1: Connection refused)
+    """  # noqa: E501
+    import socket
+
+    if address == "auto":
+        return
+    rest = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = rest.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError("--address", address, "HOST:PORT of a Ray cluster's head (or auto)")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise InputError(
+            "--address", address, f"a reachable Ray cluster (no answer at {host}:{port}: {why})"
+        ) from None
+
+
+__all__ = ["probe_address", "PROBE_SECONDS", "Engine", "EvaluationFailed"]
+
+
+@contextlib.contextmanager
+def _quiet_fd2():
+    """File descriptor 2 to /dev/null for the block (C++ logging bypasses ``sys.stderr``)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 class EvaluationFailed(RuntimeError):
@@ -89,7 +146,11 @@ class Engine:
         self.close()
 
     def _start(self) -> None:
+        if self.address is not None:
+            probe_address(self.address)  # one line in seconds, before Ray's minute of retries
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no network calls
+        # something that answers TCP but is no Ray head: give up after 10 s, not 60
+        os.environ.setdefault("RAY_gcs_rpc_server_reconnect_timeout_s", "10")
         import ray
 
         self._ray = ray
@@ -105,12 +166,15 @@ class Engine:
         self._stdout, sys.stdout = sys.stdout, sys.stderr
         try:
             if self.address is not None:
-                ray.init(address=self.address, **kwargs)
+                with _quiet_fd2():  # Ray's C++ client logs every retry on fd 2
+                    ray.init(address=self.address, **kwargs)
             else:
                 ray.init(num_cpus=self.workers, **kwargs)
         except (ConnectionError, ValueError) as exc:  # unreachable, or not an address at all
             sys.stdout, self._stdout = self._stdout, None
-            raise InputError("address", self.address, f"a reachable Ray cluster ({exc})") from None
+            raise InputError(
+                "--address", self.address, f"a reachable Ray cluster ({exc})"
+            ) from None
         self._started = True
 
     def close(self) -> None:

@@ -68,6 +68,9 @@ def simulate_plan(
         workload = plan
     else:
         workload = load_workload(plan, gpu=gpu)
+    from traffic.limits import check_flow_work
+
+    check_flow_work(workload)  # before any fabric, route or flow (TOPOOPT_MAX_FLOWS)
     priced: dict[str, Any] = {}
     if design is not None:
         from solvers import (
@@ -118,6 +121,9 @@ def simulate_plan(
         progress(f"simulating {workload.name} on {label}")
     if schedule is not None and w.taskgraph is not None:
         raise InputError("--schedule", schedule, "a plan (an imported task graph has its own)")
+    if schedule is not None and len(w.info.get("forward_flops_per_microbatch_per_gpu") or ()) == 1:
+        # the library runs any schedule on one stage (all alike); asked for here, it is a mistake
+        raise InputError("--schedule", schedule, "none for a plan without a pipeline (pp = 1)")
     it = simulate_iteration(
         w, fab, routing=routing, exposed_by_class=True, schedule=schedule, priority=priority,
         split_allreduce=split_allreduce,

@@ -346,7 +346,7 @@ def read_failure_file(path: str | Path) -> dict[str, np.ndarray]:
         # field over 128 KB, and a quoted field is not an integer anyway)
         reader = [line.split(",") for line in text.splitlines()]
         reader = [r for r in reader if r and any(x.strip() for x in r)]
-        header = [x.strip() for x in reader[0]] if reader else []
+        header = [x.strip().lower() for x in reader[0]] if reader else []  # as every header
         if header == ["server", "ports"]:
             key = "ports"
         elif header == ["u", "v", "count"]:

@@ -173,6 +173,9 @@ def collective_command(
             circuits=circuits,
             gpus=gpus,
         )
+    if servers is not None and fab.n_servers != servers:  # --design / --dims set the size
+        source = "--design" if design is not None else f"--fabric {fabric}"
+        raise InputError("--servers", servers, f"{fab.n_servers}, the servers of {source}")
     from solvers import run_collective
 
     res = run_collective(

@@ -20,6 +20,7 @@ from topoopt.app.cli.common import (
     SplitAllreduceOption,
     emit_json,
     handle_errors,
+    parse_name_list,
     prepare_output,
     stdout,
     to_jsonable,
@@ -93,7 +94,7 @@ def compare_command(
 
     prepare_output(csv, force, "--csv")
     prepare_output(html, force, "--html")
-    names = [f.strip() for f in fabrics.split(",") if f.strip()]
+    names = parse_name_list(fabrics, "--fabrics")
     from topoopt.fabrics.cost import resolve_prices
 
     price_table = resolve_prices(prices, preset)

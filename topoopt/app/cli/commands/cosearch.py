@@ -17,6 +17,7 @@ from topoopt.app.cli.common import (
     GpuOption,
     emit_json,
     handle_errors,
+    parse_name_list,
     prepare_output,
     stdout,
     write_output_text,
@@ -233,6 +234,8 @@ def cosearch_command(
         raise InputError("--link-gbps", link_gbps, "a positive number")
     if workers < 1:
         raise InputError("--workers", workers, "a positive integer")
+    if finalists < 1:
+        raise InputError("--finalists", finalists, "an integer >= 1")
     cfg = SearchConfig(
         fabric=fabric,
         degree=degree,
@@ -242,7 +245,7 @@ def cosearch_command(
         method=method,
         finalists=finalists,
         work_limit=work_limit,
-        pareto_fabrics=tuple(f.strip() for f in pareto_fabrics.split(",") if f.strip()),
+        pareto_fabrics=tuple(parse_name_list(pareto_fabrics, "--pareto-fabrics")),
     )
     base, ref = setup(model, servers, gpus_per_server)
     if gpu is not None:  # replaces the plan's GPU (and its efficiency override)

@@ -26,6 +26,7 @@ import typer
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
+    check_not_an_input,
     emit_json,
     handle_errors,
     prepare_output,
@@ -50,6 +51,7 @@ _OURS = re.compile(
 
 
 def _check_folder(out: Path, force: bool) -> None:
+    check_not_an_input(out, "--out")
     if out.exists() or out.is_symlink():
         if not force:
             raise InputError("--out", str(out), "a path that does not exist yet (or --force)")

@@ -16,6 +16,7 @@ from topoopt.app.cli.common import (
     DEFAULT_SEED,
     emit_json,
     handle_errors,
+    parse_name_list,
     prepare_output,
     stdout,
     write_output_json,
@@ -77,7 +78,7 @@ def reconfig_command(
         raise InputError("--max-evaluations", max_evaluations, "an integer >= 0")
     if not (math.isfinite(work_limit) and work_limit > 0):
         raise InputError("--work-limit", work_limit, "a finite number > 0")
-    names = tuple(s.strip() for s in phase_solvers.split(",") if s.strip())
+    names = tuple(parse_name_list(phase_solvers, "--phase-solvers"))
     if not names:
         raise InputError("--phase-solvers", phase_solvers, "one or more solver names or demand")
     prepare_output(out, force, "--out")

@@ -25,11 +25,11 @@ def strides_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
     """Best circulant strides (all coprime with N) for D ports, and TopoOpt's geometric rule."""
-    from solvers import best_strides, circulant_stats, geometric_strides
+    from solvers import best_strides
 
     result = best_strides(n, d, objective, time_limit_s=time_limit)
-    geo = geometric_strides(n, d)
-    geo_diam, geo_mean = circulant_stats(n, geo)
+    geo, geo_diam, geo_mean = result.geometric  # evaluated inside the time limit
+    geo = list(geo)
     if as_json:
         out = result.to_dict()
         out["geometric"] = {"strides": geo, "diameter": geo_diam, "mean_hops": geo_mean}
