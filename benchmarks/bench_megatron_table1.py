@@ -62,7 +62,7 @@ def predicted(row, efficiency: float) -> dict:
     import tempfile
 
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
-        json.dump(plan_of(row, efficiency), fh)
+        json.dump(plan_of(row, efficiency), fh, allow_nan=False)
     # the ideal switch at 8 x 200 Gbps per server: Selene's full-bisection fat-tree is
     # non-blocking, which the flow model's ideal switch is (and it builds in no time)
     res = simulate_plan(fh.name, fabric="ideal", degree=8, link_bandwidth=200e9 / 8)

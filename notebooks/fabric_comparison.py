@@ -84,3 +84,12 @@ px.scatter(
 joint = both[both["fabric"] == "joint"].set_index(["plan", "degree", "gbps"])["iteration_s"]
 topo = both[both["fabric"] == "topoopt"].set_index(["plan", "degree", "gbps"])["iteration_s"]
 (joint / topo).rename("joint / topoopt").to_frame()
+
+# %% [markdown]
+# ## Conclusion
+# At equal capex the answer depends on the job: on the data-parallel VGG-16 the optical designs
+# match the ideal switch, since a ring all-reduce needs only two circuits per server, while on
+# DLRM's all-to-all the joint design beats the TopoOpt baseline and the cost-equivalent fat-tree
+# at some points of the sweep and not at others (the last table). The honest summary for small
+# clusters is the README's: optics win on data-parallel and DLRM-like traffic, a fat-tree of the
+# same capex usually wins on tensor- and pipeline-heavy plans.

@@ -113,3 +113,12 @@ algos = pd.DataFrame(
 ).set_index("algorithm")
 assert algos["total bytes"].nunique() == 1
 algos
+
+# %% [markdown]
+# ## Conclusion
+# Tensor parallelism moves by far the most bytes of a Megatron plan, and with `tp` equal to the
+# GPUs of a server it never leaves the server: what the network carries is the pipeline and the
+# data-parallel traffic, plus expert all-to-alls for MoE. Sharding the optimizer state and the
+# parameters (FSDP) multiplies the data-parallel bytes that cross servers many times over, and the
+# collective algorithm changes which server pairs talk, never how many bytes move. So the network
+# question is decided by the inter-server column above, not by the total.
