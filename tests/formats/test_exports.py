@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import networkx as nx
+import numpy as np
 import pytest
 
 from traffic import load_workload
@@ -123,18 +124,89 @@ def test_astra_sim_export_writes_a_complete_input_set(tmp_path):
         ("Ring", 4),
         ("Ring", 4),
     ]
-    assert doc["dimensions"][1]["bandwidth_GBps"] == pytest.approx(25.0)
+    # one 200 Gbps port per direction per server, shared by 8 GPUs: 3.125 GB/s per NPU link,
+    # written in the GiB/s that ASTRA-sim's analytical backend reads
+    assert doc["dimensions"][1]["bandwidth_bytes_per_s"] == pytest.approx(25e9 / 8)
+    assert doc["dimensions"][1]["bandwidth"] == pytest.approx(25e9 / 8 / 2**30)
     net = (tmp_path / "as" / "network.yml").read_text()
     assert net.splitlines()[0] == "topology: [ Switch, Ring, Ring ]"
     assert "npus_count: [ 8, 4, 4 ]" in net
     system = json.loads((tmp_path / "as" / "system.json").read_text())
     assert system["all-reduce-implementation"] == ["ring"] * 3
+    assert system["local-mem-bw"] >= 1e5  # reduction memory cost negligible, as in our model
     assert len(list((tmp_path / "as" / "workload").glob("trace.*.et"))) == 128
-    assert "comm-group-configuration" in (tmp_path / "as" / "NOTE.md").read_text()
+    note = (tmp_path / "as" / "NOTE.md").read_text()
+    assert "comm-group-configuration" in note
+    # three dimensions: the congestion-aware binary refuses them, the unaware one runs them
+    assert "\nAstraSim_Analytical_Congestion_Unaware \\\n" in note
+    assert "only support 1-dim topology" in note and "exactly" not in note
+    assert "1-D ring" in note and "broadcast" in note and "local-mem-bw" in note
     r = run(
         tmp_path, "export", "vgg16-dp", "--format", "astra-sim", "--fabric", "torus", "--out", "x"
     )
     assert r.returncode == 2 and "--dims" in r.stderr and not (tmp_path / "x").exists()
+
+
+def _network_yml(text: str) -> dict:
+    """network.yml rows -> lists (the four keys ASTRA-sim's NetworkParser reads)."""
+    out = {}
+    for line in text.splitlines():
+        key, rest = line.split(":", 1)
+        vals = rest.split("#")[0].strip().strip("[]").split(",")
+        out[key] = [v.strip() for v in vals]
+    return out
+
+
+@pytest.mark.parametrize(
+    "family, build, kw",
+    [
+        ("ideal", lambda f: f.ideal(16, 4, 12.5e9, gpus_per_server=8), {}),
+        ("fat-tree", lambda f: f.fat_tree(8, 16, port_bandwidth=25e9, gpus_per_server=8), {}),
+        (
+            "leaf-spine",
+            lambda f: f.leaf_spine(32, 2.0, radix=16, ports_per_server=2, gpus_per_server=4),
+            {"oversubscription": 2.0},
+        ),
+        ("torus", lambda f: f.torus((4, 4), 50e9, gpus_per_server=8), {"torus_dims": (4, 4)}),
+        ("torus", lambda f: f.torus((2, 4, 4), 50e9, gpus_per_server=2), {"torus_dims": (2, 4, 4)}),
+        ("direct", lambda f: f.direct_connect(16, 4, None, 12.5e9, gpus_per_server=8), {}),
+        ("expander", lambda f: f.direct_connect(8, 6, None, 25e9, gpus_per_server=16), {}),
+    ],
+)
+@pytest.mark.parametrize("gb", ["GiB", "GB"])
+def test_astra_sim_bandwidth_is_each_npus_share_of_its_servers_nics(family, build, kw, gb):
+    """Per NPU, the scale-out links of network.yml add up to the server's NIC bandwidth (divided
+    by the oversubscription) over its GPUs, read back in the unit ASTRA-sim converts with."""
+    import topoopt.fabrics as fabrics
+    from topoopt.exports.astra_sim import astra_sim_config, links_per_npu
+
+    fab = build(fabrics)
+    g = fab.gpus_per_server
+    ports = int(fab.server_ports[0])
+    port_bw = float(fab.port_bandwidth[0])
+    nic = float(fab.server_bandwidth[0])
+    assert nic == pytest.approx(ports * port_bw)
+    cfg = astra_sim_config(
+        family,
+        servers=fab.n_servers,
+        gpus_per_server=g,
+        degree=ports,
+        link_bandwidth=port_bw,
+        gb=gb,
+        **kw,
+    )
+    net = _network_yml(cfg.network_yml)
+    topo, npus = net["topology"], [int(x) for x in net["npus_count"]]
+    bw = [float(x) * {"GiB": 2**30, "GB": 1e9}[gb] for x in net["bandwidth"]]
+    assert topo[0] == "Switch" and npus[0] == g  # a server's GPUs first: NPU r on server r // g
+    assert int(np.prod(npus)) == fab.n_gpus
+    per_npu = sum(
+        links_per_npu(t, n) * b for t, n, b in zip(topo[1:], npus[1:], bw[1:], strict=True)
+    )
+    share = nic / g / kw.get("oversubscription", 1.0)
+    assert per_npu == pytest.approx(share, rel=1e-8)
+    # and it is no longer the server's whole bandwidth on every NPU (the 8x of issue 28)
+    assert max(bw[1:]) <= nic / g * (1 + 1e-9)
 
 
 # ---- GraphML ----------------------------------------------------------------------------------

@@ -36,6 +36,11 @@ from traffic.errors import InputError
 __all__ = ["register", "export_command"]
 
 
+class GbUnit(StrEnum):
+    GiB = "GiB"
+    GB = "GB"
+
+
 class Format(StrEnum):
     chakra = "chakra"
     astra_sim = "astra-sim"
@@ -116,6 +121,14 @@ def export_command(
     dims: Annotated[
         str | None, typer.Option("--dims", help="astra-sim: torus shape, e.g. 4x4")
     ] = None,
+    gb: Annotated[
+        GbUnit,
+        typer.Option(
+            "--gb",
+            help="astra-sim: bytes of the 'GB' in network.yml's GB/s: GiB (2**30, what "
+            "astra-network-analytical up to 2024-11 converts with) or GB (1e9)",
+        ),
+    ] = GbUnit.GiB,
     name: Annotated[str, typer.Option("--name", help="Trace file prefix")] = "trace",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     force: Annotated[bool, typer.Option(help="Replace an earlier export at --out")] = False,
@@ -170,6 +183,7 @@ def export_command(
             link_bandwidth=gbps_to_bytes_per_s(link_gbps),
             oversubscription=oversubscription,
             torus_dims=torus,
+            gb=gb.value,
         )
 
         def fill(d: Path) -> dict:
@@ -193,16 +207,31 @@ def export_command(
         )
 
 
+def _binary(cfg) -> str:
+    """The ASTRA-sim analytical binary that runs ``cfg``: the congestion-aware one refuses any
+    network of more than one dimension ("only support 1-dim topology")."""
+    if len(cfg.dimensions) == 1:
+        return "AstraSim_Analytical_Congestion_Aware"
+    return "AstraSim_Analytical_Congestion_Unaware"
+
+
 def _note(w, fabric: str, cfg, name: str) -> str:
+    binary = _binary(cfg)
+    dims = ", ".join(
+        f"{d['topology']} of {d['npus_count']} at {d['bandwidth_bytes_per_s'] / 1e9:g} GB/s"
+        for d in cfg.dimensions
+    )
+    gb = cfg.gb
     lines = [
         f"# ASTRA-sim inputs for {w.name} ({w.gpus} GPUs, {w.gpus_per_server} per server)",
         "",
-        f"Fabric described: `{fabric}`.",
+        f"Fabric described: `{fabric}` as {len(cfg.dimensions)} dimension(s): {dims} "
+        "(bandwidth of one NPU's own link, per direction).",
         "",
-        "Run (analytical backend):",
+        "Run with ASTRA-sim 2.x's analytical backend:",
         "",
         "```sh",
-        "AstraSim_Analytical_Congestion_Aware \\",
+        f"{binary} \\",
         f"  --workload-configuration=workload/{name} \\",
         "  --comm-group-configuration=workload/comm_group.json \\",
         "  --system-configuration=system.json \\",
@@ -210,14 +239,54 @@ def _note(w, fabric: str, cfg, name: str) -> str:
         "  --network-configuration=network.yml",
         "```",
         "",
-        "## What could not be expressed",
+    ]
+    if binary.endswith("Unaware"):
+        lines += [
+            '`AstraSim_Analytical_Congestion_Aware` refuses this network ("only support 1-dim '
+            'topology": it has more than one dimension); the congestion-unaware binary runs it, '
+            "but gives every message its link's full bandwidth (no sharing between flows).",
+            "",
+        ]
+    lines += [
+        "## How the files are meant to be read",
+        "",
+        "- `network.yml`: NPU `r` is GPU `r mod "
+        f"{w.gpus_per_server}` of server `r div {w.gpus_per_server}`; every bandwidth is one "
+        "NPU's own link (a server's NIC bandwidth divided by its GPUs, as topoopt shares it), "
+        f"written in {gb}/s: astra-network-analytical converts its 'GB/s' with "
+        + ("2**30 bytes" if gb == "GiB" else "1e9 bytes")
+        + " (`bw_GBps_to_Bpns`); re-export with `--gb "
+        + ("GB" if gb == "GiB" else "GiB")
+        + "` for a build that converts the other way.",
+        "- `system.json`: `local-mem-bw` is large on purpose. ASTRA-sim charges each reduction "
+        "step 3 x chunk / local-mem-bw (one write, two reads); at its examples' 1600 GB/s that "
+        "adds 30-35 % to a large all-reduce over NVSwitch, a cost topoopt does not model. Set "
+        "the GPU's HBM bandwidth (GB/s) to include it.",
+        "",
+        "## What could not be expressed, and what ASTRA-sim does differently",
         "",
     ]
-    lines += [f"- {n}" for n in cfg.notes] or ["- nothing: the fabric maps onto ASTRA-sim exactly"]
+    lines += [f"- {n}" for n in cfg.notes]
     lines += [
-        "- the traces carry communication only, in one deadlock-free order per rank; compute and "
-        "the pipeline schedule are not written (topoopt's iteration model builds those itself)",
+        "- collectives on a sub-group (tensor-, expert-, pipeline-, data-parallel groups smaller "
+        "than all NPUs) are run by ASTRA-sim as a 1-D ring over the group's members "
+        "(CommunicatorGroup), not hierarchically over the dimensions; an all-to-all on a "
+        "sub-group is therefore a ring too",
+        "- broadcast nodes are not simulated on the network: ASTRA-sim replays them for their "
+        "`duration_micros` (1 ns when 0)",
+        "- ASTRA-sim has no per-flow routing: a design's circuits and routes are reduced to the "
+        "dimensions above",
     ]
+    if w.info.get("compute_nodes"):
+        lines.append(
+            "- compute is written as COMP_NODEs with `duration_micros` (topoopt's roofline time "
+            "per task, rounded to whole microseconds, which is all the field holds)"
+        )
+    else:
+        lines.append(
+            "- the traces carry communication only, in one deadlock-free order per rank; compute "
+            "and the pipeline schedule are not written"
+        )
     return "\n".join(lines) + "\n"
 
 
