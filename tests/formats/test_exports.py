@@ -278,3 +278,63 @@ def test_cli_graphml_of_a_fabric_and_of_a_design(tmp_path):
     assert sum(d["count"] for *_, d in g.edges(data=True)) == 16 * 4 // 2  # every port wired
     r = run(tmp_path, "fabric", "torus", "--dims", "4x4", "--graphml", "t.graphml")
     assert r.returncode == 2 and r.stderr.count("error:") == 1  # exists, no --force
+
+
+# ---- compute nodes, --max-nodes ------------------------------------------------------------
+
+PIPE = """model: gpt3-175b
+parallelism: {tp: 2, pp: 2, dp: 2, micro_batch_size: 1, global_batch_size: 8}
+precision: {activation_bytes: 2, gradient_bytes: 2, parameter_bytes: 2}
+cluster: {servers: 2, gpus_per_server: 4}
+"""
+
+
+def test_chakra_compute_nodes_carry_the_roofline_times_per_rank(tmp_path):
+    """2 m + 1 COMP_NODEs per rank (m = 8 / 2 = 4 micro-batches), forward F_s / 156 TFLOP/s,
+    backward twice that, in duration_micros; the collectives are unchanged."""
+    from topoopt.exports.astra_sim import compute_durations
+    from traffic.chakra import chakra_node_count, write_chakra
+    from traffic.chakra.framing import unframe
+
+    (tmp_path / "p.yaml").write_text(PIPE)
+    w = load_workload(str(tmp_path / "p.yaml"))
+    comp = compute_durations(w)
+    m = comp["micro_batches"]
+    assert m == 4
+    flops = np.asarray(w.info["forward_flops_per_microbatch_per_gpu"])
+    assert flops.shape == (2,)
+    # with pp = 2 the senders of the forward pipeline sends are the ranks of stage 0
+    send = next(d for d in w.demands if d.op == "send" and d.phase == "forward")
+    first = set(send.groups[:, 0].tolist())
+    out = tmp_path / "t"
+    out.mkdir()
+    info = write_chakra(w, out, compute=comp)
+    assert info["compute_nodes"] == w.gpus * (2 * m + 1)
+    assert info["nodes"] == chakra_node_count(w, comp) == chakra_node_count(w) + w.gpus * 9
+    for rank in range(w.gpus):
+        _, nodes = unframe((out / f"trace.{rank}.et").read_bytes(), "t")
+        comps = [n for n in nodes if n.type == 4]
+        s = 0 if rank in first else 1
+        f_us = round(flops[s] / 156e12 * 1e6)
+        assert [n.duration_micros for n in comps[: 2 * m]] == [f_us] * m + [2 * f_us] * m
+        assert [n.id for n in nodes] == list(range(len(nodes)))  # one chain
+        assert all(list(n.ctrl_deps) == [n.id - 1] for n in nodes[1:])
+    # reading the folder back gives the plan's traffic
+    back = load_workload(str(out))
+    for cls, b in w.bytes_by_class().items():
+        assert back.bytes_by_class()[cls] == pytest.approx(b, rel=1e-9)
+
+
+def test_export_node_cap_is_a_flag_and_memory_is_estimated_up_front(tmp_path, monkeypatch):
+    r = run(tmp_path, "export", "vgg16-dp", "--format", "chakra", "--out", "c", "--max-nodes", "10")
+    assert r.returncode == 2 and "--max-nodes" in r.stderr and "512 Chakra nodes" in r.stderr
+    assert not (tmp_path / "c").exists()
+    from traffic.chakra import chakra_memory_estimate, write_chakra
+
+    w = load_workload("vgg16-dp")
+    est = chakra_memory_estimate(w)
+    assert est > 128 * (1 << 16)  # a flush buffer per rank
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", str(est / 2e9))
+    with pytest.raises(InputError, match="TOPOOPT_MEMORY_BUDGET_GB"):
+        write_chakra(w, tmp_path)
+    assert not list(tmp_path.glob("*.et"))

@@ -50,6 +50,7 @@ __all__ = [
     "GB_UNITS",
     "LOCAL_MEM_BW_GBPS",
     "links_per_npu",
+    "compute_durations",
 ]
 
 FAMILIES = (
@@ -101,6 +102,60 @@ class AstraSimConfig:
     dimensions: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     gb: str = "GiB"
+
+
+def compute_durations(w, gpu=None) -> dict | None:
+    """Each rank's compute seconds as topoopt's iteration model prices them, for the trace.
+
+    ``forward``: ``F_s / (peak x efficiency)`` per micro-batch for a rank of stage ``s``
+    (:func:`topoopt.flowsim.roofline.compute_time` of the plan's
+    ``forward_flops_per_microbatch_per_gpu``); ``backward``: twice that (three times with full
+    recomputation); ``optimizer``: :func:`topoopt.flowsim.roofline.optimizer_time` of the stage's
+    parameters per GPU. A rank's stage is that of the sends it sources and the collectives it
+    joins (as in :mod:`topoopt.flowsim.iteration`). ``None`` for a workload that is not built
+    from a plan (a task graph or a trace: their compute is not priced by a roofline).
+
+    >>> from traffic import load_workload
+    >>> c = compute_durations(load_workload("vgg16-dp"))
+    >>> c["micro_batches"], bool(c["backward"][0] == 2 * c["forward"][0])
+    (1, True)
+    """
+    import numpy as np
+
+    from topoopt.flowsim.roofline import A100, compute_time, optimizer_time
+
+    gpu = gpu or A100
+    info, conv = dict(w.info), dict(w.conventions)
+    flops = info.get("forward_flops_per_microbatch_per_gpu")
+    if not flops or w.taskgraph is not None:
+        return None
+    flops = np.atleast_1d(np.asarray(flops, np.float64))
+    p = flops.shape[0]
+    stage = np.full(w.gpus, -1, np.int64)
+    for d in w.demands:
+        if d.stage is None or d.cls == "embedding":
+            continue
+        r = d.groups[:, 0] if d.op == "send" else d.groups.ravel()
+        stage[r] = d.stage
+    stage[stage < 0] = 0
+    stage = np.minimum(stage, p - 1)
+    t_f = np.asarray(compute_time(flops, gpu)).reshape(-1)
+    mult = 3.0 if conv.get("recompute") == "full" else 2.0
+    params = info.get("parameters_per_gpu_per_stage")
+    if not params:  # as the iteration model: the stage's gradient bytes / bytes per gradient
+        gb = float(conv.get("grad_reduce_bytes", 2) or 2)
+        params = [0.0] * p
+        for d in w.demands:
+            if d.cls == "dp" and d.phase == "backward" and d.op != "all-to-all":
+                params[min(d.stage or 0, p - 1)] += d.size * d.count / gb
+    t_opt = np.asarray(optimizer_time(np.asarray(params, np.float64), gpu)).reshape(-1)
+    return {
+        "micro_batches": int(info.get("micro_batches", 1)),
+        "forward": t_f[stage],
+        "backward": mult * t_f[stage],
+        "optimizer": t_opt[np.minimum(stage, t_opt.shape[0] - 1)],
+        "stage": stage,
+    }
 
 
 def _dim(

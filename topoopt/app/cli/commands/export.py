@@ -130,6 +130,21 @@ def export_command(
         ),
     ] = GbUnit.GiB,
     name: Annotated[str, typer.Option("--name", help="Trace file prefix")] = "trace",
+    compute: Annotated[
+        bool,
+        typer.Option(
+            help="chakra, astra-sim: write compute nodes with topoopt's roofline durations "
+            "(plans only)"
+        ),
+    ] = True,
+    max_nodes: Annotated[
+        int,
+        typer.Option(
+            "--max-nodes",
+            help="chakra, astra-sim: most trace nodes written (about 80 bytes each on disk); "
+            "memory is bounded by TOPOOPT_MEMORY_BUDGET_GB",
+        ),
+    ] = 200_000_000,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     force: Annotated[bool, typer.Option(help="Replace an earlier export at --out")] = False,
 ) -> None:
@@ -145,6 +160,8 @@ def export_command(
         _check_folder(out, force)
     if degree < 1:
         raise InputError("--degree", degree, "an integer >= 1")
+    if max_nodes < 1:
+        raise InputError("--max-nodes", max_nodes, "an integer >= 1")
     if not (link_gbps > 0 and link_gbps < 1e6):
         raise InputError("--link-gbps", link_gbps, "a number of Gbps > 0")
     if not (oversubscription >= 1 and oversubscription < 1e6):
@@ -168,13 +185,22 @@ def export_command(
         write_output_text(out, text)
         result.update(lines=len(parsed.lines), header=parsed.header)
     elif fmt is Format.chakra:
+        from topoopt.exports.astra_sim import compute_durations
         from traffic.chakra import write_chakra
 
-        result.update(_write_folder(out, force, lambda d: write_chakra(w, d, name=name)))
+        comp = compute_durations(w) if compute else None
+        result.update(
+            _write_folder(
+                out,
+                force,
+                lambda d: write_chakra(w, d, name=name, max_nodes=max_nodes, compute=comp),
+            )
+        )
     else:
-        from topoopt.exports.astra_sim import astra_sim_config
+        from topoopt.exports.astra_sim import astra_sim_config, compute_durations
         from traffic.chakra import write_chakra
 
+        comp = compute_durations(w) if compute else None
         cfg = astra_sim_config(
             fabric,
             servers=w.servers,
@@ -188,11 +214,11 @@ def export_command(
 
         def fill(d: Path) -> dict:
             (d / "workload").mkdir()
-            info = write_chakra(w, d / "workload", name=name)
+            info = write_chakra(w, d / "workload", name=name, max_nodes=max_nodes, compute=comp)
             (d / "network.yml").write_text(cfg.network_yml, encoding="utf-8")
             (d / "system.json").write_text(cfg.system_json, encoding="utf-8")
             (d / "remote_memory.json").write_text(cfg.remote_memory_json, encoding="utf-8")
-            (d / "NOTE.md").write_text(_note(w, fabric, cfg, name), encoding="utf-8")
+            (d / "NOTE.md").write_text(_note(w, fabric, cfg, name, comp), encoding="utf-8")
             return info
 
         result.update(_write_folder(out, force, fill))
@@ -215,7 +241,7 @@ def _binary(cfg) -> str:
     return "AstraSim_Analytical_Congestion_Unaware"
 
 
-def _note(w, fabric: str, cfg, name: str) -> str:
+def _note(w, fabric: str, cfg, name: str, comp=None) -> str:
     binary = _binary(cfg)
     dims = ", ".join(
         f"{d['topology']} of {d['npus_count']} at {d['bandwidth_bytes_per_s'] / 1e9:g} GB/s"
@@ -277,10 +303,14 @@ def _note(w, fabric: str, cfg, name: str) -> str:
         "- ASTRA-sim has no per-flow routing: a design's circuits and routes are reduced to the "
         "dimensions above",
     ]
-    if w.info.get("compute_nodes"):
+    if comp is not None:
         lines.append(
             "- compute is written as COMP_NODEs with `duration_micros` (topoopt's roofline time "
-            "per task, rounded to whole microseconds, which is all the field holds)"
+            f"per micro-batch, {comp['micro_batches']} micro-batch(es), rounded to whole "
+            "microseconds): one chain per rank, forward then backward micro-batch by "
+            "micro-batch, each followed by its collectives; no 1F1B order and no overlap of "
+            "compute with communication, so expect the replay at or above topoopt's "
+            "`iteration_s` (which overlaps gradient synchronisation and follows 1F1B)"
         )
     else:
         lines.append(
