@@ -270,8 +270,23 @@ def test_cli_graphml_of_a_fabric_and_of_a_design(tmp_path):
     r = run(
         tmp_path,
         *("design", "dlrm", "--degree", "4", "--solver", "topoopt", "--graphml", "d.graphml"),
+        *("--out", "d.json"),
     )
     assert r.returncode == 0, r.stderr
+    # the design exported for ASTRA-sim: its 4 ports x 100 Gbps per server as 2 rings, / 8 GPUs
+    r = run(tmp_path, "export", "dlrm", "--format", "astra-sim", "--design", "d.json")
+    assert r.returncode == 2 and "--out" in r.stderr
+    r = run(
+        tmp_path,
+        *("export", "dlrm", "--format", "astra-sim", "--design", "d.json", "--out", "as"),
+        "--json",
+    )
+    assert r.returncode == 0, r.stderr
+    dims = json.loads(r.stdout)["dimensions"]
+    assert [(x["topology"], x["npus_count"]) for x in dims] == [("Switch", 8), ("Ring", 16)]
+    assert 2 * dims[1]["bandwidth_bytes_per_s"] == pytest.approx(4 * 12.5e9 / 8)
+    note = (tmp_path / "as" / "NOTE.md").read_text()
+    assert "d.json (solver topoopt)" in note and "cannot be expressed" in note
     g = nx.read_graphml(tmp_path / "d.graphml")
     types = Counter(d["type"] for _, d in g.nodes(data=True))
     assert types == {"host": 16, "ocs": 4}  # one OCS per port index

@@ -109,6 +109,14 @@ def export_command(
     fabric: Annotated[
         str, typer.Option("--fabric", help="astra-sim: fabric family to describe")
     ] = "ideal",
+    design: Annotated[
+        Path | None,
+        typer.Option(
+            "--design",
+            help="astra-sim: a design.json written by `topoopt design` (its degree, link "
+            "bandwidth and ring orders; instead of --fabric)",
+        ),
+    ] = None,
     degree: Annotated[
         int, typer.Option("--degree", help="astra-sim: ports per server")
     ] = DEFAULT_DEGREE,
@@ -176,6 +184,11 @@ def export_command(
             raise InputError("--dims", dims, "sides >= 2, e.g. 4x4")
 
     w = load_workload(plan)
+    design_notes: list[str] = []
+    if design is not None:
+        if fmt is not Format.astra_sim:
+            raise InputError("--design", str(design), "only with --format astra-sim")
+        w, fabric, degree, link_gbps, design_notes = _from_design(w, design)
     result: dict = {"format": fmt.value, "out": str(out), "workload": w.name, "gpus": w.gpus}
     if fmt is Format.simai:
         from traffic.simai import parse_simai, simai_workload
@@ -218,7 +231,8 @@ def export_command(
             (d / "network.yml").write_text(cfg.network_yml, encoding="utf-8")
             (d / "system.json").write_text(cfg.system_json, encoding="utf-8")
             (d / "remote_memory.json").write_text(cfg.remote_memory_json, encoding="utf-8")
-            (d / "NOTE.md").write_text(_note(w, fabric, cfg, name, comp), encoding="utf-8")
+            note = _note(w, fabric, cfg, name, comp, design_notes)
+            (d / "NOTE.md").write_text(note, encoding="utf-8")
             return info
 
         result.update(_write_folder(out, force, fill))
@@ -241,7 +255,42 @@ def _binary(cfg) -> str:
     return "AstraSim_Analytical_Congestion_Unaware"
 
 
-def _note(w, fabric: str, cfg, name: str, comp=None) -> str:
+def _from_design(w, path: Path):
+    """The workload as the design runs it (its ring orders, :func:`solvers.design_workload`), the
+    ASTRA-sim family and ports that describe its fabric, and what ASTRA-sim cannot express."""
+    from solvers import (
+        DesignProblem,
+        HybridDesign,
+        check_design_rings,
+        design_workload,
+        load_design,
+    )
+    from topoopt.units import bytes_per_s_to_gbps
+
+    if not path.is_file():
+        raise InputError("--design", str(path), "an existing design.json file")
+    d = load_design(path)
+    if d.servers != w.servers:
+        raise InputError("--design", f"{d.servers} servers", f"a design for {w.servers} servers")
+    problem = DesignProblem.from_workload(w, d.degree, d.link_bandwidth)
+    check_design_rings(d, problem, str(path))
+    w2 = design_workload(w, d, problem)
+    notes = [
+        f"design {path.name} (solver {d.solver}): the workload's groups are written in the "
+        "design's ring orders (comm_group.json lists members in ring order)",
+        "the design's circuits, multi-hop routes and per-class priorities cannot be expressed: "
+        "ASTRA-sim's analytical network has no arbitrary-graph dimension and no routing table",
+    ]
+    if isinstance(d, HybridDesign):
+        fab = d.fabric()
+        ports = int(fab.server_ports[0] - fab.server_optical_ports[0])
+        bw = float(fab.port_bandwidth[0])
+        return w2, "hybrid", ports, bytes_per_s_to_gbps(bw), notes
+    family = d.solver if d.solver in ("topoopt", "joint", "expander") else "direct"
+    return w2, family, int(d.degree), bytes_per_s_to_gbps(float(d.link_bandwidth)), notes
+
+
+def _note(w, fabric: str, cfg, name: str, comp=None, design_notes=()) -> str:
     binary = _binary(cfg)
     dims = ", ".join(
         f"{d['topology']} of {d['npus_count']} at {d['bandwidth_bytes_per_s'] / 1e9:g} GB/s"
@@ -292,7 +341,7 @@ def _note(w, fabric: str, cfg, name: str, comp=None) -> str:
         "## What could not be expressed, and what ASTRA-sim does differently",
         "",
     ]
-    lines += [f"- {n}" for n in cfg.notes]
+    lines += [f"- {n}" for n in (*design_notes, *cfg.notes)]
     lines += [
         "- collectives on a sub-group (tensor-, expert-, pipeline-, data-parallel groups smaller "
         "than all NPUs) are run by ASTRA-sim as a 1-D ring over the group's members "
