@@ -38,10 +38,18 @@ def test_plan_to_simai_parses_back_with_the_plans_collectives(plan):
     tp = max(d.group_size for d in w.demands if d.cls == "tp")
     assert (h["model_parallel_NPU_group"], h["ga"], h["all_gpus"]) == (tp, m, w.gpus)
     assert h["pp"] == len({d.stage for d in w.demands})
-    assert h["pp_comm"] == max(d.size for d in w.demands if d.cls == "pp")
-    # every per-micro-batch collective of a stage appears count/m times, in its slot, with S
-    for stage in range(h["pp"]):
+    # pp_comm: one rank's pipeline send (with scatter-gather, 1/tp of the activation; the
+    # re-assembling all-gather inside the server has no SimAI slot)
+    assert h["pp_comm"] == max(d.size for d in w.demands if d.cls == "pp" and d.op == "send")
+    # one stage per file (SimAI replays the file on every rank): by default the one with the most
+    # forward FLOPs; every per-micro-batch collective of it appears count/m times, in its slot
+    flops = list(w.info["forward_flops_per_microbatch_per_gpu"])
+    default = flops.index(max(flops))
+    for stage in (default, h["pp"] - 1):
+        if stage != default:
+            wl = parse_simai(simai_workload(w, stage=stage))
         lines = [x for x in wl.lines if x.name.startswith(f"stage{stage}_")]
+        assert len(lines) == len(wl.lines)
         for slot, phase in (("fwd", "forward"), ("ig", "backward")):
             got = Counter(
                 (getattr(x, f"{slot}_type"), getattr(x, f"{slot}_bytes"))

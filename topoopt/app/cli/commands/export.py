@@ -138,6 +138,14 @@ def export_command(
         ),
     ] = GbUnit.GiB,
     name: Annotated[str, typer.Option("--name", help="Trace file prefix")] = "trace",
+    stage: Annotated[
+        int | None,
+        typer.Option(
+            "--stage",
+            help="simai: the pipeline stage written (SimAI replays one stage's layers on every "
+            "rank; default: the one with the most forward FLOPs)",
+        ),
+    ] = None,
     compute: Annotated[
         bool,
         typer.Option(
@@ -193,10 +201,11 @@ def export_command(
     if fmt is Format.simai:
         from traffic.simai import parse_simai, simai_workload
 
-        text = simai_workload(w)
+        text = simai_workload(w, stage=stage)
         parsed = parse_simai(text, str(out))  # what we write must parse
         write_output_text(out, text)
         result.update(lines=len(parsed.lines), header=parsed.header)
+        result["stage"] = int(parsed.lines[0].name.split("_")[0][5:]) if parsed.lines else 0
     elif fmt is Format.chakra:
         from topoopt.exports.astra_sim import compute_durations
         from traffic.chakra import write_chakra
