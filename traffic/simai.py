@@ -12,7 +12,17 @@ The format (SimAI's ``workload`` input, as AICB generates it):
   ``_DP_EP`` (expert data-parallel group), or ``NONE``. Sizes are bytes (``S``, nccl-tests
   convention); compute times are nanoseconds.
 
-What :func:`simai_workload` writes, for a Workload built from a plan: per pipeline stage, one line
+**One pipeline stage per file.** SimAI replays the same layer list on every rank (its
+``Workload`` is SPMD) and models the pipeline analytically, in ``Layer::report``: the bubble is
+the per-micro-batch time of the layers in the file (their forward, input- and weight-gradient
+compute plus exposed forward and input-gradient communication) times ``(pp - 1) / (ga vpp)``,
+and the pipeline transfers cost ``2 vpp ga pp_comm`` at the network's bandwidth. The layer lines
+are therefore one stage's layers, as AICB writes them (``layers / pp`` per file); a file holding
+every stage's layers would make each rank run ``pp`` stages of compute and tensor-parallel
+traffic. :func:`simai_workload` writes one stage, by default the one with the most forward
+FLOPs (the pipeline's bottleneck; the first of equals).
+
+What :func:`simai_workload` writes, for a Workload built from a plan and a stage ``s``: one line
 per collective a rank of that stage runs per micro-batch (forward collectives in the forward
 slot, backward ones in the input-gradient slot, side by side), then one line per collective it
 runs once per iteration (gradient synchronisation, in the weight-gradient slot). ``tp`` and
@@ -99,8 +109,14 @@ def _simai_type(cls: str, op: str, where: str, expert: bool = False) -> str:
     return t + "_EP"
 
 
-def simai_workload(w: Workload, *, flops_per_s: float = 312e12 * 0.5, update_ns: int = 100) -> str:
-    """The SimAI workload text of a plan's Workload (see the module docstring).
+def simai_workload(
+    w: Workload,
+    *,
+    flops_per_s: float = 312e12 * 0.5,
+    update_ns: int = 100,
+    stage: int | None = None,
+) -> str:
+    """The SimAI workload text of one pipeline stage of a plan's Workload (module docstring).
 
     Parameters
     ----------
@@ -110,6 +126,8 @@ def simai_workload(w: Workload, *, flops_per_s: float = 312e12 * 0.5, update_ns:
         Achieved FLOP/s per GPU that turns the plan's FLOPs into compute nanoseconds.
     update_ns : int
         The update-time column.
+    stage : int, optional
+        The pipeline stage written (default: the one with the most forward FLOPs).
     """
     info = dict(w.info)
     m = info.get("micro_batches")
@@ -128,8 +146,13 @@ def simai_workload(w: Workload, *, flops_per_s: float = 312e12 * 0.5, update_ns:
     stages = sorted({d.stage for d in w.demands if d.stage is not None} | {0})
     flops = np.atleast_1d(np.asarray(info.get("forward_flops_per_microbatch_per_gpu", 0.0)))
     pp_sizes = [d.size for d in w.demands if d.cls == "pp" and d.op == "send"]
+    if stage is None:
+        per = [float(flops[min(s, flops.size - 1)]) for s in stages]
+        stage = stages[int(np.argmax(per))]
+    if stage not in stages:
+        raise InputError("--stage", stage, f"a pipeline stage 0..{len(stages) - 1}")
     lines: list[str] = []
-    for s in stages:
+    for s in [stage]:
         per_mb = {"forward": [], "backward": []}
         per_it = []
         for d in w.demands:

@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import networkx as nx
+import numpy as np
 import pytest
 
 from traffic import load_workload
@@ -37,10 +38,18 @@ def test_plan_to_simai_parses_back_with_the_plans_collectives(plan):
     tp = max(d.group_size for d in w.demands if d.cls == "tp")
     assert (h["model_parallel_NPU_group"], h["ga"], h["all_gpus"]) == (tp, m, w.gpus)
     assert h["pp"] == len({d.stage for d in w.demands})
-    assert h["pp_comm"] == max(d.size for d in w.demands if d.cls == "pp")
-    # every per-micro-batch collective of a stage appears count/m times, in its slot, with S
-    for stage in range(h["pp"]):
+    # pp_comm: one rank's pipeline send (with scatter-gather, 1/tp of the activation; the
+    # re-assembling all-gather inside the server has no SimAI slot)
+    assert h["pp_comm"] == max(d.size for d in w.demands if d.cls == "pp" and d.op == "send")
+    # one stage per file (SimAI replays the file on every rank): by default the one with the most
+    # forward FLOPs; every per-micro-batch collective of it appears count/m times, in its slot
+    flops = list(w.info["forward_flops_per_microbatch_per_gpu"])
+    default = flops.index(max(flops))
+    for stage in (default, h["pp"] - 1):
+        if stage != default:
+            wl = parse_simai(simai_workload(w, stage=stage))
         lines = [x for x in wl.lines if x.name.startswith(f"stage{stage}_")]
+        assert len(lines) == len(wl.lines)
         for slot, phase in (("fwd", "forward"), ("ig", "backward")):
             got = Counter(
                 (getattr(x, f"{slot}_type"), getattr(x, f"{slot}_bytes"))
@@ -123,18 +132,89 @@ def test_astra_sim_export_writes_a_complete_input_set(tmp_path):
         ("Ring", 4),
         ("Ring", 4),
     ]
-    assert doc["dimensions"][1]["bandwidth_GBps"] == pytest.approx(25.0)
+    # one 200 Gbps port per direction per server, shared by 8 GPUs: 3.125 GB/s per NPU link,
+    # written in the GiB/s that ASTRA-sim's analytical backend reads
+    assert doc["dimensions"][1]["bandwidth_bytes_per_s"] == pytest.approx(25e9 / 8)
+    assert doc["dimensions"][1]["bandwidth"] == pytest.approx(25e9 / 8 / 2**30)
     net = (tmp_path / "as" / "network.yml").read_text()
     assert net.splitlines()[0] == "topology: [ Switch, Ring, Ring ]"
     assert "npus_count: [ 8, 4, 4 ]" in net
     system = json.loads((tmp_path / "as" / "system.json").read_text())
     assert system["all-reduce-implementation"] == ["ring"] * 3
+    assert system["local-mem-bw"] >= 1e5  # reduction memory cost negligible, as in our model
     assert len(list((tmp_path / "as" / "workload").glob("trace.*.et"))) == 128
-    assert "comm-group-configuration" in (tmp_path / "as" / "NOTE.md").read_text()
+    note = (tmp_path / "as" / "NOTE.md").read_text()
+    assert "comm-group-configuration" in note
+    # three dimensions: the congestion-aware binary refuses them, the unaware one runs them
+    assert "\nAstraSim_Analytical_Congestion_Unaware \\\n" in note
+    assert "only support 1-dim topology" in note and "exactly" not in note
+    assert "1-D ring" in note and "broadcast" in note and "local-mem-bw" in note
     r = run(
         tmp_path, "export", "vgg16-dp", "--format", "astra-sim", "--fabric", "torus", "--out", "x"
     )
     assert r.returncode == 2 and "--dims" in r.stderr and not (tmp_path / "x").exists()
+
+
+def _network_yml(text: str) -> dict:
+    """network.yml rows -> lists (the four keys ASTRA-sim's NetworkParser reads)."""
+    out = {}
+    for line in text.splitlines():
+        key, rest = line.split(":", 1)
+        vals = rest.split("#")[0].strip().strip("[]").split(",")
+        out[key] = [v.strip() for v in vals]
+    return out
+
+
+@pytest.mark.parametrize(
+    "family, build, kw",
+    [
+        ("ideal", lambda f: f.ideal(16, 4, 12.5e9, gpus_per_server=8), {}),
+        ("fat-tree", lambda f: f.fat_tree(8, 16, port_bandwidth=25e9, gpus_per_server=8), {}),
+        (
+            "leaf-spine",
+            lambda f: f.leaf_spine(32, 2.0, radix=16, ports_per_server=2, gpus_per_server=4),
+            {"oversubscription": 2.0},
+        ),
+        ("torus", lambda f: f.torus((4, 4), 50e9, gpus_per_server=8), {"torus_dims": (4, 4)}),
+        ("torus", lambda f: f.torus((2, 4, 4), 50e9, gpus_per_server=2), {"torus_dims": (2, 4, 4)}),
+        ("direct", lambda f: f.direct_connect(16, 4, None, 12.5e9, gpus_per_server=8), {}),
+        ("expander", lambda f: f.direct_connect(8, 6, None, 25e9, gpus_per_server=16), {}),
+    ],
+)
+@pytest.mark.parametrize("gb", ["GiB", "GB"])
+def test_astra_sim_bandwidth_is_each_npus_share_of_its_servers_nics(family, build, kw, gb):
+    """Per NPU, the scale-out links of network.yml add up to the server's NIC bandwidth (divided
+    by the oversubscription) over its GPUs, read back in the unit ASTRA-sim converts with."""
+    import topoopt.fabrics as fabrics
+    from topoopt.exports.astra_sim import astra_sim_config, links_per_npu
+
+    fab = build(fabrics)
+    g = fab.gpus_per_server
+    ports = int(fab.server_ports[0])
+    port_bw = float(fab.port_bandwidth[0])
+    nic = float(fab.server_bandwidth[0])
+    assert nic == pytest.approx(ports * port_bw)
+    cfg = astra_sim_config(
+        family,
+        servers=fab.n_servers,
+        gpus_per_server=g,
+        degree=ports,
+        link_bandwidth=port_bw,
+        gb=gb,
+        **kw,
+    )
+    net = _network_yml(cfg.network_yml)
+    topo, npus = net["topology"], [int(x) for x in net["npus_count"]]
+    bw = [float(x) * {"GiB": 2**30, "GB": 1e9}[gb] for x in net["bandwidth"]]
+    assert topo[0] == "Switch" and npus[0] == g  # a server's GPUs first: NPU r on server r // g
+    assert int(np.prod(npus)) == fab.n_gpus
+    per_npu = sum(
+        links_per_npu(t, n) * b for t, n, b in zip(topo[1:], npus[1:], bw[1:], strict=True)
+    )
+    share = nic / g / kw.get("oversubscription", 1.0)
+    assert per_npu == pytest.approx(share, rel=1e-8)
+    # and it is no longer the server's whole bandwidth on every NPU (the 8x of issue 28)
+    assert max(bw[1:]) <= nic / g * (1 + 1e-9)
 
 
 # ---- GraphML ----------------------------------------------------------------------------------
@@ -198,11 +278,86 @@ def test_cli_graphml_of_a_fabric_and_of_a_design(tmp_path):
     r = run(
         tmp_path,
         *("design", "dlrm", "--degree", "4", "--solver", "topoopt", "--graphml", "d.graphml"),
+        *("--out", "d.json"),
     )
     assert r.returncode == 0, r.stderr
+    # the design exported for ASTRA-sim: its 4 ports x 100 Gbps per server as 2 rings, / 8 GPUs
+    r = run(tmp_path, "export", "dlrm", "--format", "astra-sim", "--design", "d.json")
+    assert r.returncode == 2 and "--out" in r.stderr
+    r = run(
+        tmp_path,
+        *("export", "dlrm", "--format", "astra-sim", "--design", "d.json", "--out", "as"),
+        "--json",
+    )
+    assert r.returncode == 0, r.stderr
+    dims = json.loads(r.stdout)["dimensions"]
+    assert [(x["topology"], x["npus_count"]) for x in dims] == [("Switch", 8), ("Ring", 16)]
+    assert 2 * dims[1]["bandwidth_bytes_per_s"] == pytest.approx(4 * 12.5e9 / 8)
+    note = (tmp_path / "as" / "NOTE.md").read_text()
+    assert "d.json (solver topoopt)" in note and "cannot be expressed" in note
     g = nx.read_graphml(tmp_path / "d.graphml")
     types = Counter(d["type"] for _, d in g.nodes(data=True))
     assert types == {"host": 16, "ocs": 4}  # one OCS per port index
     assert sum(d["count"] for *_, d in g.edges(data=True)) == 16 * 4 // 2  # every port wired
     r = run(tmp_path, "fabric", "torus", "--dims", "4x4", "--graphml", "t.graphml")
     assert r.returncode == 2 and r.stderr.count("error:") == 1  # exists, no --force
+
+
+# ---- compute nodes, --max-nodes ------------------------------------------------------------
+
+PIPE = """model: gpt3-175b
+parallelism: {tp: 2, pp: 2, dp: 2, micro_batch_size: 1, global_batch_size: 8}
+precision: {activation_bytes: 2, gradient_bytes: 2, parameter_bytes: 2}
+cluster: {servers: 2, gpus_per_server: 4}
+"""
+
+
+def test_chakra_compute_nodes_carry_the_roofline_times_per_rank(tmp_path):
+    """2 m + 1 COMP_NODEs per rank (m = 8 / 2 = 4 micro-batches), forward F_s / 156 TFLOP/s,
+    backward twice that, in duration_micros; the collectives are unchanged."""
+    from topoopt.exports.astra_sim import compute_durations
+    from traffic.chakra import chakra_node_count, write_chakra
+    from traffic.chakra.framing import unframe
+
+    (tmp_path / "p.yaml").write_text(PIPE)
+    w = load_workload(str(tmp_path / "p.yaml"))
+    comp = compute_durations(w)
+    m = comp["micro_batches"]
+    assert m == 4
+    flops = np.asarray(w.info["forward_flops_per_microbatch_per_gpu"])
+    assert flops.shape == (2,)
+    # with pp = 2 the senders of the forward pipeline sends are the ranks of stage 0
+    send = next(d for d in w.demands if d.op == "send" and d.phase == "forward")
+    first = set(send.groups[:, 0].tolist())
+    out = tmp_path / "t"
+    out.mkdir()
+    info = write_chakra(w, out, compute=comp)
+    assert info["compute_nodes"] == w.gpus * (2 * m + 1)
+    assert info["nodes"] == chakra_node_count(w, comp) == chakra_node_count(w) + w.gpus * 9
+    for rank in range(w.gpus):
+        _, nodes = unframe((out / f"trace.{rank}.et").read_bytes(), "t")
+        comps = [n for n in nodes if n.type == 4]
+        s = 0 if rank in first else 1
+        f_us = round(flops[s] / 156e12 * 1e6)
+        assert [n.duration_micros for n in comps[: 2 * m]] == [f_us] * m + [2 * f_us] * m
+        assert [n.id for n in nodes] == list(range(len(nodes)))  # one chain
+        assert all(list(n.ctrl_deps) == [n.id - 1] for n in nodes[1:])
+    # reading the folder back gives the plan's traffic
+    back = load_workload(str(out))
+    for cls, b in w.bytes_by_class().items():
+        assert back.bytes_by_class()[cls] == pytest.approx(b, rel=1e-9)
+
+
+def test_export_node_cap_is_a_flag_and_memory_is_estimated_up_front(tmp_path, monkeypatch):
+    r = run(tmp_path, "export", "vgg16-dp", "--format", "chakra", "--out", "c", "--max-nodes", "10")
+    assert r.returncode == 2 and "--max-nodes" in r.stderr and "512 Chakra nodes" in r.stderr
+    assert not (tmp_path / "c").exists()
+    from traffic.chakra import chakra_memory_estimate, write_chakra
+
+    w = load_workload("vgg16-dp")
+    est = chakra_memory_estimate(w)
+    assert est > 128 * (1 << 16)  # a flush buffer per rank
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", str(est / 2e9))
+    with pytest.raises(InputError, match="TOPOOPT_MEMORY_BUDGET_GB"):
+        write_chakra(w, tmp_path)
+    assert not list(tmp_path.glob("*.et"))

@@ -1,19 +1,35 @@
 """ASTRA-sim 2.x inputs for a workload on one of our fabrics.
 
 ASTRA-sim's analytical network describes the cluster as dimensions, each a ``Ring``,
-``FullyConnected`` or ``Switch`` of ``npus_count`` NPUs with a per-link ``bandwidth`` (GB/s,
-1 GB = 1e9 bytes) and ``latency`` (ns). We write the closest such description of our fabric:
+``FullyConnected`` or ``Switch`` of ``npus_count`` NPUs with a per-link ``bandwidth`` and
+``latency`` (ns). NPU ``r`` has address ``(r mod g, r div g)`` for ``g`` GPUs per server, so the
+first dimension is a server's GPUs and the next ones are the servers.
+
+**Bandwidth is per NPU.** ASTRA-sim gives every NPU its own link(s) of ``bandwidth`` in each
+dimension (a ``Switch``: one link to the switch; a ``Ring``: one link to each neighbour), and a
+collective on a scale-out dimension runs on all ``g`` NPUs of a server at once, each on its own
+link. A server's NICs (``degree x B``, divided by the oversubscription) are shared by its ``g``
+GPUs, so each NPU's scale-out link is the server's bandwidth divided by ``g``: the GPU's share
+of the NIC bandwidth, as in topoopt's flow model.
+
+**Unit.** ``astra-network-analytical`` (``bw_GBps_to_Bpns`` in ``common/NetworkFunction.cpp``,
+up to at least commit 599a047, 2024-11, the one ASTRA-sim builds against) converts the
+"GB/s" it reads with ``2**30`` bytes per GB, so we write bytes/s / 2**30 (``gb="GiB"``, the
+default); pass ``gb="GB"`` for a build that converts with 1e9.
+
+We write the closest such description of our fabric:
 
 ======================================  =======================================================
 our fabric                               ASTRA-sim dimensions
 ======================================  =======================================================
 every fabric, inside a server           ``Switch`` of ``gpus_per_server`` (NVSwitch-like)
 ideal, fat-tree, leaf-spine, rail       ``Switch`` of the servers, bandwidth = per-server
-                                        bandwidth (divided by the oversubscription, if any)
-torus ``a x b x ...``                   one ``Ring`` per torus dimension, bandwidth = one port
-direct, expander, topoopt, joint        ``Ring`` of the servers with ``degree / 2`` ports per
-                                        direction (a union of ``degree/2`` rings, TopoOpt's
-                                        construction)
+                                        bandwidth / ``g`` (divided by the oversubscription)
+torus ``a x b x ...``                   one ``Ring`` per torus dimension, bandwidth = one
+                                        port / ``g`` per direction (two on a side of 2)
+direct, expander, topoopt, joint        ``Ring`` of the servers, bandwidth = ``degree / 2``
+                                        ports / ``g`` per direction (a union of ``degree/2``
+                                        rings, TopoOpt's construction)
 hybrid                                  ``Switch`` for the electrical layer; the optical layer
                                         cannot be expressed
 ======================================  =======================================================
@@ -27,7 +43,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-__all__ = ["AstraSimConfig", "astra_sim_config", "FAMILIES"]
+__all__ = [
+    "AstraSimConfig",
+    "astra_sim_config",
+    "FAMILIES",
+    "GB_UNITS",
+    "LOCAL_MEM_BW_GBPS",
+    "links_per_npu",
+    "compute_durations",
+]
 
 FAMILIES = (
     "ideal",
@@ -43,6 +67,30 @@ FAMILIES = (
 )
 """Fabric families :func:`astra_sim_config` maps."""
 
+GB_UNITS = {"GiB": float(2**30), "GB": 1e9}
+"""Bytes per "GB" of ASTRA-sim's bandwidth field, by the convention of the build that reads it."""
+
+LOCAL_MEM_BW_GBPS = 1_000_000
+"""``local-mem-bw`` written to ``system.json``, GB/s (1e9 bytes/s, ``Sys.cc``). ASTRA-sim charges
+every reduction step of a collective ``3 x chunk / local-mem-bw`` (one write, two reads:
+``PacketBundle::call``) before the next step; at the 1600 GB/s of its examples that adds about
+a third to a large all-reduce over a 300 GB/s NVSwitch. topoopt's model has no such cost, so
+we make it negligible; set the GPU's HBM bandwidth (e.g. 3350 for an H100) to model it."""
+
+
+def links_per_npu(topology: str, npus: int) -> int:
+    """Links one NPU has in an ASTRA-sim dimension: a ``Switch`` 1, a bidirectional ``Ring`` 2
+    (1 when it has only 2 NPUs), a ``FullyConnected`` ``npus - 1``.
+
+    >>> links_per_npu("Switch", 16), links_per_npu("Ring", 4), links_per_npu("Ring", 2)
+    (1, 2, 1)
+    """
+    if topology == "Switch":
+        return 1
+    if topology == "Ring":
+        return 2 if npus > 2 else 1
+    return npus - 1
+
 
 @dataclass(frozen=True)
 class AstraSimConfig:
@@ -53,13 +101,72 @@ class AstraSimConfig:
     remote_memory_json: str
     dimensions: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    gb: str = "GiB"
 
 
-def _dim(topology: str, npus: int, bandwidth_bytes_per_s: float, latency_s: float) -> dict:
+def compute_durations(w, gpu=None) -> dict | None:
+    """Each rank's compute seconds as topoopt's iteration model prices them, for the trace.
+
+    ``forward``: ``F_s / (peak x efficiency)`` per micro-batch for a rank of stage ``s``
+    (:func:`topoopt.flowsim.roofline.compute_time` of the plan's
+    ``forward_flops_per_microbatch_per_gpu``); ``backward``: twice that (three times with full
+    recomputation); ``optimizer``: :func:`topoopt.flowsim.roofline.optimizer_time` of the stage's
+    parameters per GPU. A rank's stage is that of the sends it sources and the collectives it
+    joins (as in :mod:`topoopt.flowsim.iteration`). ``None`` for a workload that is not built
+    from a plan (a task graph or a trace: their compute is not priced by a roofline).
+
+    >>> from traffic import load_workload
+    >>> c = compute_durations(load_workload("vgg16-dp"))
+    >>> c["micro_batches"], bool(c["backward"][0] == 2 * c["forward"][0])
+    (1, True)
+    """
+    import numpy as np
+
+    from topoopt.flowsim.roofline import A100, compute_time, optimizer_time
+
+    gpu = gpu or A100
+    info, conv = dict(w.info), dict(w.conventions)
+    flops = info.get("forward_flops_per_microbatch_per_gpu")
+    if not flops or w.taskgraph is not None:
+        return None
+    flops = np.atleast_1d(np.asarray(flops, np.float64))
+    p = flops.shape[0]
+    stage = np.full(w.gpus, -1, np.int64)
+    for d in w.demands:
+        if d.stage is None or d.cls == "embedding":
+            continue
+        r = d.groups[:, 0] if d.op == "send" else d.groups.ravel()
+        stage[r] = d.stage
+    stage[stage < 0] = 0
+    stage = np.minimum(stage, p - 1)
+    t_f = np.asarray(compute_time(flops, gpu)).reshape(-1)
+    mult = 3.0 if conv.get("recompute") == "full" else 2.0
+    params = info.get("parameters_per_gpu_per_stage")
+    if not params:  # as the iteration model: the stage's gradient bytes / bytes per gradient
+        gb = float(conv.get("grad_reduce_bytes", 2) or 2)
+        params = [0.0] * p
+        for d in w.demands:
+            if d.cls == "dp" and d.phase == "backward" and d.op != "all-to-all":
+                params[min(d.stage or 0, p - 1)] += d.size * d.count / gb
+    t_opt = np.asarray(optimizer_time(np.asarray(params, np.float64), gpu)).reshape(-1)
+    return {
+        "micro_batches": int(info.get("micro_batches", 1)),
+        "forward": t_f[stage],
+        "backward": mult * t_f[stage],
+        "optimizer": t_opt[np.minimum(stage, t_opt.shape[0] - 1)],
+        "stage": stage,
+    }
+
+
+def _dim(
+    topology: str, npus: int, bandwidth_bytes_per_s: float, latency_s: float, gb: float
+) -> dict:
+    """One dimension: ``bandwidth`` is what network.yml says (bytes/s / ``gb``)."""
     return {
         "topology": topology,
         "npus_count": int(npus),
-        "bandwidth_GBps": bandwidth_bytes_per_s / 1e9,
+        "bandwidth_bytes_per_s": float(bandwidth_bytes_per_s),
+        "bandwidth": bandwidth_bytes_per_s / gb,
         "latency_ns": latency_s * 1e9,
     }
 
@@ -75,10 +182,13 @@ def astra_sim_config(
     latency_s: float = 1e-6,
     oversubscription: float = 1.0,
     torus_dims: tuple[int, ...] | None = None,
+    gb: str = "GiB",
 ) -> AstraSimConfig:
     """The closest ASTRA-sim description of a fabric (see the module docstring).
 
-    Parameters are in bytes/s and seconds.
+    Parameters are in bytes/s and seconds; ``gb`` names the bytes per "GB" of the ASTRA-sim
+    build that reads the file (:data:`GB_UNITS`). Every dimension's ``bandwidth_bytes_per_s``
+    is one NPU's own link.
 
     Examples
     --------
@@ -86,25 +196,36 @@ def astra_sim_config(
     ...                      link_bandwidth=12.5e9)
     >>> print(c.network_yml.splitlines()[0])
     topology: [ Switch, Ring ]
-    >>> [d["bandwidth_GBps"] for d in c.dimensions]
-    [300.0, 25.0]
+    >>> [d["bandwidth_bytes_per_s"] / 1e9 for d in c.dimensions]  # per NPU: 2 x 12.5 / 8
+    [300.0, 3.125]
+    >>> round(c.dimensions[1]["bandwidth"], 4)  # in GiB/s
+    2.9104
     """
     from traffic.errors import InputError
 
     if family not in FAMILIES:
         raise InputError("--fabric", family, f"one of {', '.join(FAMILIES)}")
+    if gb not in GB_UNITS:
+        raise InputError("--gb", gb, " or ".join(GB_UNITS))
+    g = max(int(gpus_per_server), 1)
+    unit = GB_UNITS[gb]
     notes: list[str] = []
     dims = []
+
+    def dim(topology, npus, server_bw, lat):
+        dims.append(_dim(topology, npus, server_bw / g, lat, unit))
+
     if gpus_per_server > 1:
-        dims.append(_dim("Switch", gpus_per_server, intra_bandwidth, 0.25e-6))
+        dims.append(_dim("Switch", gpus_per_server, intra_bandwidth, 0.25e-6, unit))
     per_server = degree * link_bandwidth
     if family in ("ideal", "fat-tree", "leaf-spine", "rail"):
         bw = per_server / max(oversubscription, 1.0)
-        dims.append(_dim("Switch", servers, bw, latency_s))
+        dim("Switch", servers, bw, latency_s)
         if oversubscription > 1:
             notes.append(
                 f"{family}: oversubscription {oversubscription:g}:1 is expressed as a Switch "
-                f"of 1/{oversubscription:g} the per-server bandwidth ({bw / 1e9:g} GB/s): "
+                f"of 1/{oversubscription:g} the per-server bandwidth "
+                f"({bw / g / 1e9:g} GB/s per NPU): "
                 "ASTRA-sim's Switch has no tiers, so contention between racks is averaged out"
             )
         if family == "rail":
@@ -119,13 +240,15 @@ def astra_sim_config(
         if prod != servers:
             raise InputError("--dims", "x".join(map(str, shape)), f"a shape of {servers} servers")
         for a in shape:
-            dims.append(_dim("Ring", a, link_bandwidth, latency_s))
+            # a side of 2: both ports of the dimension reach the one neighbour (one link)
+            dim("Ring", a, link_bandwidth * (2 if a == 2 else 1), latency_s)
     elif family in ("direct", "expander", "topoopt", "joint"):
         rings = max(degree // 2, 1)
-        dims.append(_dim("Ring", servers, rings * link_bandwidth, latency_s))
+        dim("Ring", servers, rings * link_bandwidth, latency_s)
         notes.append(
             f"{family}: the optical circuits are expressed as {rings} parallel ring(s) of the "
-            f"servers ({rings} x {link_bandwidth / 1e9:g} GB/s per direction). TopoOpt's "
+            f"servers ({rings} x {link_bandwidth / 1e9:g} GB/s per direction per server, / {g} "
+            "per NPU). TopoOpt's "
             "all-reduce rings are exactly that; other circuits (MP matchings, a random "
             "expander, a joint design's strides and routing) are not: ASTRA-sim has no "
             "arbitrary-graph dimension, so all-to-all and pipeline traffic is approximated"
@@ -133,7 +256,7 @@ def astra_sim_config(
         if degree % 2:
             notes.append(f"{family}: an odd degree ({degree}); one port per server is unused")
     else:  # hybrid
-        dims.append(_dim("Switch", servers, per_server, latency_s))
+        dim("Switch", servers, per_server, latency_s)
         notes.append(
             "hybrid: only the electrical layer is written (a Switch of the servers); the "
             "optical circuits on top of it cannot be expressed as an ASTRA-sim dimension"
@@ -148,7 +271,8 @@ def astra_sim_config(
         [
             row("topology", lambda d: d["topology"]),
             row("npus_count", lambda d: str(d["npus_count"])),
-            row("bandwidth", lambda d: f"{d['bandwidth_GBps']:.6g}") + "  # GB/s",
+            row("bandwidth", lambda d: f"{d['bandwidth']:.12g}")
+            + f"  # per NPU link, 'GB/s' read as {gb}/s ({'2**30' if gb == 'GiB' else '1e9'} B)",
             row("latency", lambda d: f"{d['latency_ns']:.6g}") + "  # ns",
         ]
     )
@@ -163,7 +287,7 @@ def astra_sim_config(
         "reduce-scatter-implementation": ["ring"] * n,
         "all-to-all-implementation": ["direct"] * n,
         "collective-optimization": "localBWAware",
-        "local-mem-bw": 1600,
+        "local-mem-bw": LOCAL_MEM_BW_GBPS,
         "boost-mode": 0,
         "roofline-enabled": 0,
     }
@@ -176,4 +300,5 @@ def astra_sim_config(
         + "\n",
         dimensions=dims,
         notes=notes,
+        gb=gb,
     )

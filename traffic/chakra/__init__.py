@@ -8,6 +8,13 @@
 """
 
 from traffic.chakra.reader import is_chakra_folder, read_chakra, trace_files
-from traffic.chakra.writer import chakra_node_count, write_chakra
+from traffic.chakra.writer import chakra_memory_estimate, chakra_node_count, write_chakra
 
-__all__ = ["chakra_node_count", "is_chakra_folder", "read_chakra", "trace_files", "write_chakra"]
+__all__ = [
+    "chakra_memory_estimate",
+    "chakra_node_count",
+    "is_chakra_folder",
+    "read_chakra",
+    "trace_files",
+    "write_chakra",
+]

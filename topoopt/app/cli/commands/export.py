@@ -37,6 +37,11 @@ from traffic.errors import InputError
 __all__ = ["register", "export_command"]
 
 
+class GbUnit(StrEnum):
+    GiB = "GiB"
+    GB = "GB"
+
+
 class Format(StrEnum):
     chakra = "chakra"
     astra_sim = "astra-sim"
@@ -106,6 +111,14 @@ def export_command(
     fabric: Annotated[
         str, typer.Option("--fabric", help="astra-sim: fabric family to describe")
     ] = "ideal",
+    design: Annotated[
+        Path | None,
+        typer.Option(
+            "--design",
+            help="astra-sim: a design.json written by `topoopt design` (its degree, link "
+            "bandwidth and ring orders; instead of --fabric)",
+        ),
+    ] = None,
     degree: Annotated[
         int, typer.Option("--degree", help="astra-sim: ports per server")
     ] = DEFAULT_DEGREE,
@@ -118,7 +131,38 @@ def export_command(
     dims: Annotated[
         str | None, typer.Option("--dims", help="astra-sim: torus shape, e.g. 4x4")
     ] = None,
+    gb: Annotated[
+        GbUnit,
+        typer.Option(
+            "--gb",
+            help="astra-sim: bytes of the 'GB' in network.yml's GB/s: GiB (2**30, what "
+            "astra-network-analytical up to 2024-11 converts with) or GB (1e9)",
+        ),
+    ] = GbUnit.GiB,
     name: Annotated[str, typer.Option("--name", help="Trace file prefix")] = "trace",
+    stage: Annotated[
+        int | None,
+        typer.Option(
+            "--stage",
+            help="simai: the pipeline stage written (SimAI replays one stage's layers on every "
+            "rank; default: the one with the most forward FLOPs)",
+        ),
+    ] = None,
+    compute: Annotated[
+        bool,
+        typer.Option(
+            help="chakra, astra-sim: write compute nodes with topoopt's roofline durations "
+            "(plans only)"
+        ),
+    ] = True,
+    max_nodes: Annotated[
+        int,
+        typer.Option(
+            "--max-nodes",
+            help="chakra, astra-sim: most trace nodes written (about 80 bytes each on disk); "
+            "memory is bounded by TOPOOPT_MEMORY_BUDGET_GB",
+        ),
+    ] = 200_000_000,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     force: Annotated[bool, typer.Option(help="Replace an earlier export at --out")] = False,
 ) -> None:
@@ -134,6 +178,8 @@ def export_command(
         _check_folder(out, force)
     if degree < 1:
         raise InputError("--degree", degree, "an integer >= 1")
+    if max_nodes < 1:
+        raise InputError("--max-nodes", max_nodes, "an integer >= 1")
     if not (link_gbps > 0 and link_gbps < 1e6):
         raise InputError("--link-gbps", link_gbps, "a number of Gbps > 0")
     if not (oversubscription >= 1 and oversubscription < 1e6):
@@ -148,22 +194,37 @@ def export_command(
             raise InputError("--dims", dims, "sides >= 2, e.g. 4x4")
 
     w = load_workload(plan)
+    design_notes: list[str] = []
+    if design is not None:
+        if fmt is not Format.astra_sim:
+            raise InputError("--design", str(design), "only with --format astra-sim")
+        w, fabric, degree, link_gbps, design_notes = _from_design(w, design)
     result: dict = {"format": fmt.value, "out": str(out), "workload": w.name, "gpus": w.gpus}
     if fmt is Format.simai:
         from traffic.simai import parse_simai, simai_workload
 
-        text = simai_workload(w)
+        text = simai_workload(w, stage=stage)
         parsed = parse_simai(text, str(out))  # what we write must parse
         write_output_text(out, text)
         result.update(lines=len(parsed.lines), header=parsed.header)
+        result["stage"] = int(parsed.lines[0].name.split("_")[0][5:]) if parsed.lines else 0
     elif fmt is Format.chakra:
+        from topoopt.exports.astra_sim import compute_durations
         from traffic.chakra import write_chakra
 
-        result.update(_write_folder(out, force, lambda d: write_chakra(w, d, name=name)))
+        comp = compute_durations(w) if compute else None
+        result.update(
+            _write_folder(
+                out,
+                force,
+                lambda d: write_chakra(w, d, name=name, max_nodes=max_nodes, compute=comp),
+            )
+        )
     else:
-        from topoopt.exports.astra_sim import astra_sim_config
+        from topoopt.exports.astra_sim import astra_sim_config, compute_durations
         from traffic.chakra import write_chakra
 
+        comp = compute_durations(w) if compute else None
         cfg = astra_sim_config(
             fabric,
             servers=w.servers,
@@ -172,15 +233,17 @@ def export_command(
             link_bandwidth=gbps_to_bytes_per_s(link_gbps),
             oversubscription=oversubscription,
             torus_dims=torus,
+            gb=gb.value,
         )
 
         def fill(d: Path) -> dict:
             (d / "workload").mkdir()
-            info = write_chakra(w, d / "workload", name=name)
+            info = write_chakra(w, d / "workload", name=name, max_nodes=max_nodes, compute=comp)
             (d / "network.yml").write_text(cfg.network_yml, encoding="utf-8")
             (d / "system.json").write_text(cfg.system_json, encoding="utf-8")
             (d / "remote_memory.json").write_text(cfg.remote_memory_json, encoding="utf-8")
-            (d / "NOTE.md").write_text(_note(w, fabric, cfg, name), encoding="utf-8")
+            note = _note(w, fabric, cfg, name, comp, design_notes)
+            (d / "NOTE.md").write_text(note, encoding="utf-8")
             return info
 
         result.update(_write_folder(out, force, fill))
@@ -195,16 +258,66 @@ def export_command(
         )
 
 
-def _note(w, fabric: str, cfg, name: str) -> str:
+def _binary(cfg) -> str:
+    """The ASTRA-sim analytical binary that runs ``cfg``: the congestion-aware one refuses any
+    network of more than one dimension ("only support 1-dim topology")."""
+    if len(cfg.dimensions) == 1:
+        return "AstraSim_Analytical_Congestion_Aware"
+    return "AstraSim_Analytical_Congestion_Unaware"
+
+
+def _from_design(w, path: Path):
+    """The workload as the design runs it (its ring orders, :func:`solvers.design_workload`), the
+    ASTRA-sim family and ports that describe its fabric, and what ASTRA-sim cannot express."""
+    from solvers import (
+        DesignProblem,
+        HybridDesign,
+        check_design_rings,
+        design_workload,
+        load_design,
+    )
+    from topoopt.units import bytes_per_s_to_gbps
+
+    if not path.is_file():
+        raise InputError("--design", str(path), "an existing design.json file")
+    d = load_design(path)
+    if d.servers != w.servers:
+        raise InputError("--design", f"{d.servers} servers", f"a design for {w.servers} servers")
+    problem = DesignProblem.from_workload(w, d.degree, d.link_bandwidth)
+    check_design_rings(d, problem, str(path))
+    w2 = design_workload(w, d, problem)
+    notes = [
+        f"design {path.name} (solver {d.solver}): the workload's groups are written in the "
+        "design's ring orders (comm_group.json lists members in ring order)",
+        "the design's circuits, multi-hop routes and per-class priorities cannot be expressed: "
+        "ASTRA-sim's analytical network has no arbitrary-graph dimension and no routing table",
+    ]
+    if isinstance(d, HybridDesign):
+        fab = d.fabric()
+        ports = int(fab.server_ports[0] - fab.server_optical_ports[0])
+        bw = float(fab.port_bandwidth[0])
+        return w2, "hybrid", ports, bytes_per_s_to_gbps(bw), notes
+    family = d.solver if d.solver in ("topoopt", "joint", "expander") else "direct"
+    return w2, family, int(d.degree), bytes_per_s_to_gbps(float(d.link_bandwidth)), notes
+
+
+def _note(w, fabric: str, cfg, name: str, comp=None, design_notes=()) -> str:
+    binary = _binary(cfg)
+    dims = ", ".join(
+        f"{d['topology']} of {d['npus_count']} at {d['bandwidth_bytes_per_s'] / 1e9:g} GB/s"
+        for d in cfg.dimensions
+    )
+    gb = cfg.gb
     lines = [
         f"# ASTRA-sim inputs for {w.name} ({w.gpus} GPUs, {w.gpus_per_server} per server)",
         "",
-        f"Fabric described: `{fabric}`.",
+        f"Fabric described: `{fabric}` as {len(cfg.dimensions)} dimension(s): {dims} "
+        "(bandwidth of one NPU's own link, per direction).",
         "",
-        "Run (analytical backend):",
+        "Run with ASTRA-sim 2.x's analytical backend:",
         "",
         "```sh",
-        "AstraSim_Analytical_Congestion_Aware \\",
+        f"{binary} \\",
         f"  --workload-configuration=workload/{name} \\",
         "  --comm-group-configuration=workload/comm_group.json \\",
         "  --system-configuration=system.json \\",
@@ -212,14 +325,58 @@ def _note(w, fabric: str, cfg, name: str) -> str:
         "  --network-configuration=network.yml",
         "```",
         "",
-        "## What could not be expressed",
+    ]
+    if binary.endswith("Unaware"):
+        lines += [
+            '`AstraSim_Analytical_Congestion_Aware` refuses this network ("only support 1-dim '
+            'topology": it has more than one dimension); the congestion-unaware binary runs it, '
+            "but gives every message its link's full bandwidth (no sharing between flows).",
+            "",
+        ]
+    lines += [
+        "## How the files are meant to be read",
+        "",
+        "- `network.yml`: NPU `r` is GPU `r mod "
+        f"{w.gpus_per_server}` of server `r div {w.gpus_per_server}`; every bandwidth is one "
+        "NPU's own link (a server's NIC bandwidth divided by its GPUs, as topoopt shares it), "
+        f"written in {gb}/s: astra-network-analytical converts its 'GB/s' with "
+        + ("2**30 bytes" if gb == "GiB" else "1e9 bytes")
+        + " (`bw_GBps_to_Bpns`); re-export with `--gb "
+        + ("GB" if gb == "GiB" else "GiB")
+        + "` for a build that converts the other way.",
+        "- `system.json`: `local-mem-bw` is large on purpose. ASTRA-sim charges each reduction "
+        "step 3 x chunk / local-mem-bw (one write, two reads); at its examples' 1600 GB/s that "
+        "adds 30-35 % to a large all-reduce over NVSwitch, a cost topoopt does not model. Set "
+        "the GPU's HBM bandwidth (GB/s) to include it.",
+        "",
+        "## What could not be expressed, and what ASTRA-sim does differently",
         "",
     ]
-    lines += [f"- {n}" for n in cfg.notes] or ["- nothing: the fabric maps onto ASTRA-sim exactly"]
+    lines += [f"- {n}" for n in (*design_notes, *cfg.notes)]
     lines += [
-        "- the traces carry communication only, in one deadlock-free order per rank; compute and "
-        "the pipeline schedule are not written (topoopt's iteration model builds those itself)",
+        "- collectives on a sub-group (tensor-, expert-, pipeline-, data-parallel groups smaller "
+        "than all NPUs) are run by ASTRA-sim as a 1-D ring over the group's members "
+        "(CommunicatorGroup), not hierarchically over the dimensions; an all-to-all on a "
+        "sub-group is therefore a ring too",
+        "- broadcast nodes are not simulated on the network: ASTRA-sim replays them for their "
+        "`duration_micros` (1 ns when 0)",
+        "- ASTRA-sim has no per-flow routing: a design's circuits and routes are reduced to the "
+        "dimensions above",
     ]
+    if comp is not None:
+        lines.append(
+            "- compute is written as COMP_NODEs with `duration_micros` (topoopt's roofline time "
+            f"per micro-batch, {comp['micro_batches']} micro-batch(es), rounded to whole "
+            "microseconds): one chain per rank, forward then backward micro-batch by "
+            "micro-batch, each followed by its collectives; no 1F1B order and no overlap of "
+            "compute with communication, so expect the replay at or above topoopt's "
+            "`iteration_s` (which overlaps gradient synchronisation and follows 1F1B)"
+        )
+    else:
+        lines.append(
+            "- the traces carry communication only, in one deadlock-free order per rank; compute "
+            "and the pipeline schedule are not written"
+        )
     return "\n".join(lines) + "\n"
 
 
