@@ -503,6 +503,10 @@ def simulate_kernel(
     sent since a reference point, piecewise linear in ``t`` (``gV``, ``gT``, ``gshare``). A
     member's ``s_tg[i]`` is the service at which it has sent everything, so its bytes left are
     ``s_tg[i] - V(t)`` and nothing per member changes while its group keeps its members.
+    The members at the front of a group's list form a binary min-heap of their targets, so the
+    group's next completion is its first entry and the members due at an event are a subtree at
+    the top (a join or leave costs ``log`` of the group's size, never a scan of its members:
+    a million sub-flows sharing one link cost ``n log n``, not ``n**2``).
 
     Returns ``(release, finish, path_start, path_last, series_time, series_link, series_load,
     n_events, fill_steps, refilled)`` where ``refilled`` counts the sub-flow re-fills done.
@@ -544,8 +548,6 @@ def simulate_kernel(
     gshare = np.zeros(n_l)  # the members' rate
     gV = np.zeros(n_l)  # service at time gT
     gT = np.zeros(n_l)
-    gmin = np.full(n_l, np.inf)  # smallest member target (valid if gmin_ok)
-    gmin_ok = np.ones(n_l, np.bool_)
     gnext = np.full(n_l, np.inf)  # next member finish
     gin = np.full(n_l, -1, np.int64)  # event whose filling re-fills it (-1 once frozen)
     glist = np.empty(max(n_l, 1), np.int64)  # non-empty groups
@@ -577,6 +579,7 @@ def simulate_kernel(
     slinks = np.empty(max(n_l, 1), np.int64)
     lhk, lhl, bhead, bnext, lq, fb = _lq_arrays(n_l)
     done = np.empty(max(n_p, 1), np.int64)
+    dstk = np.empty(max(n_p, 1), np.int64)
     mark = np.full(n_l, -1, np.int64)
     xmark = np.full(n_l, -1, np.int64)
     wbuf = np.empty(max(n_p, 1))
@@ -595,16 +598,8 @@ def simulate_kernel(
         t_c = np.inf
         for k in range(n_g[0]):
             g = glist[k]
-            if not gmin_ok[g]:
-                v = np.inf
-                for q in range(lp_ptr[g], lp_ptr[g] + gsz[g]):
-                    x = s_tg[adj_s[q]]
-                    if x < v:
-                        v = x
-                gmin[g] = v
-                gmin_ok[g] = True
-            sh = gshare[g]
-            v = gT[g] + (gmin[g] - gV[g]) / sh if sh > 0.0 else np.inf
+            sh = gshare[g]  # the smallest member target heads the group's heap
+            v = gT[g] + (s_tg[adj_s[lp_ptr[g]]] - gV[g]) / sh if sh > 0.0 else np.inf
             gnext[g] = v
             if v < t_c:
                 t_c = v
@@ -629,19 +624,24 @@ def simulate_kernel(
                 g = glist[k]
                 if gnext[g] > cut:
                     continue
+                # the members due are a subtree at the top of the group's heap (a member's
+                # finish estimate grows with its target): walk it
                 sh = gshare[g]
-                for q in range(lp_ptr[g], lp_ptr[g] + gsz[g]):
-                    i = adj_s[q]
+                a = lp_ptr[g]
+                n_s = 1
+                dstk[0] = 0
+                while n_s > 0:
+                    n_s -= 1
+                    h = dstk[n_s]
+                    i = adj_s[a + h]
                     if gT[g] + (s_tg[i] - gV[g]) / sh <= cut:
                         done[n_done] = i
                         n_done += 1
-            for k in range(1, n_done):  # slots from the highest down (insertion sort)
-                v = done[k]
-                q = k
-                while q > 0 and done[q - 1] < v:
-                    done[q] = done[q - 1]
-                    q -= 1
-                done[q] = v
+                        for c2 in range(2 * h + 1, min(2 * h + 3, gsz[g])):
+                            dstk[n_s] = c2
+                            n_s += 1
+            if n_done > 1:  # slots from the highest down
+                done[:n_done] = np.sort(done[:n_done])[::-1]
             for k in range(n_done):
                 i = done[k]
                 p = act[i]
@@ -652,8 +652,7 @@ def simulate_kernel(
                     r0 = rp
                 path_last[p] = t
                 _leave(i, g, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j, lp_ptr,
-                       gsz, gcnt, rmeta, r_ok, rw, gmin, gmin_ok, glist, gpos,
-                       n_g)  # fmt: skip
+                       gsz, gcnt, rmeta, r_ok, rw, glist, gpos, n_g)  # fmt: skip
                 mp = s_mult[i]
                 for j in range(s_nl[i]):
                     lk = s_links[i, j]
@@ -869,8 +868,7 @@ def simulate_kernel(
                         continue
                     rem = s_tg[i] - (gV[go] + gshare[go] * (t - gT[go]))
                     _leave(i, go, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j,
-                           lp_ptr, gsz, gcnt, rmeta, r_ok, rw, gmin, gmin_ok, glist,
-                           gpos, n_g)  # fmt: skip
+                           lp_ptr, gsz, gcnt, rmeta, r_ok, rw, glist, gpos, n_g)  # fmt: skip
                 mf = s_mult[i]
                 for j in range(s_nl[i]):
                     m = s_links[i, j]
@@ -879,17 +877,14 @@ def simulate_kernel(
                 if gsz[lk] == 0:
                     gV[lk] = 0.0
                     gT[lk] = t
-                    gmin[lk] = np.inf
-                    gmin_ok[lk] = True
                     gpos[lk] = n_g[0]
                     glist[n_g[0]] = lk
                     n_g[0] += 1
                 s_tg[i] = gV[lk] + rem
-                if s_tg[i] < gmin[lk]:
-                    gmin[lk] = s_tg[i]
                 s_bj[i] = adj_j[q]
                 _swap_entries(q, lp_ptr[lk] + gsz[lk], adj_s, adj_j, s_slot)
                 gsz[lk] += 1
+                _gheap_up(lk, gsz[lk] - 1, lp_ptr, adj_s, adj_j, s_slot, s_tg)
                 gcnt[lk] += mf
                 _row_add(i, lk, 1, rmeta, r_ok, rw, s_links, s_nl, s_mult)
                 need -= mf
@@ -990,17 +985,20 @@ def _row_add(i, g, sign, rmeta, r_ok, rw, s_links, s_nl, s_mult):
 
 @njit(cache=True, inline="always")
 def _leave(i, g, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j, lp_ptr, gsz, gcnt,
-           rmeta, r_ok, rw, gmin, gmin_ok, glist, gpos, n_g):  # fmt: skip
+           rmeta, r_ok, rw, glist, gpos, n_g):  # fmt: skip
     """Take slot ``i`` out of group ``g`` (out of the front of ``g``'s list, just behind it, and
-    out of its row)."""
+    out of its row); the entry that takes its place in the group's heap is sifted into place."""
     jo = s_bj[i]
-    _swap_entries(s_slot[i, jo], lp_ptr[g] + gsz[g] - 1, adj_s, adj_j, s_slot)
+    pos = s_slot[i, jo]
+    _swap_entries(pos, lp_ptr[g] + gsz[g] - 1, adj_s, adj_j, s_slot)
     gsz[g] -= 1
     gcnt[g] -= s_mult[i]
     s_bj[i] = -1
     _row_add(i, g, -1, rmeta, r_ok, rw, s_links, s_nl, s_mult)
-    if s_tg[i] <= gmin[g]:
-        gmin_ok[g] = False
+    h = pos - lp_ptr[g]
+    if h < gsz[g]:
+        h = _gheap_up(g, h, lp_ptr, adj_s, adj_j, s_slot, s_tg)
+        _gheap_down(g, h, gsz[g], lp_ptr, adj_s, adj_j, s_slot, s_tg)
     if gsz[g] == 0:
         k = gpos[g]
         h = glist[n_g[0] - 1]
@@ -1008,6 +1006,36 @@ def _leave(i, g, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j, lp_ptr
         gpos[h] = k
         gpos[g] = -1
         n_g[0] -= 1
+
+
+@njit(cache=True, inline="always")
+def _gheap_up(g, h, lp_ptr, adj_s, adj_j, s_slot, s_tg):
+    """Sift entry ``h`` of group ``g``'s heap up (the group's members, the front of its link's
+    list, form a binary min-heap of their targets ``s_tg``); returns where it ends."""
+    a = lp_ptr[g]
+    while h > 0:
+        up = (h - 1) // 2
+        if s_tg[adj_s[a + up]] <= s_tg[adj_s[a + h]]:
+            break
+        _swap_entries(a + up, a + h, adj_s, adj_j, s_slot)
+        h = up
+    return h
+
+
+@njit(cache=True, inline="always")
+def _gheap_down(g, h, n, lp_ptr, adj_s, adj_j, s_slot, s_tg):
+    """Sift entry ``h`` of group ``g``'s heap (of ``n`` members) down (:func:`_gheap_up`)."""
+    a = lp_ptr[g]
+    while True:
+        c = 2 * h + 1
+        if c >= n:
+            break
+        if c + 1 < n and s_tg[adj_s[a + c + 1]] < s_tg[adj_s[a + c]]:
+            c += 1
+        if s_tg[adj_s[a + h]] <= s_tg[adj_s[a + c]]:
+            break
+        _swap_entries(a + h, a + c, adj_s, adj_j, s_slot)
+        h = c
 
 
 @njit(cache=True, error_model="numpy", inline="always")
