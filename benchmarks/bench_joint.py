@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from solvers.baselines.topoopt_method import topoopt_design
-from solvers.joint.driver import joint_design
+from solvers.joint.driver import congestion_search
 from solvers.model.problem import DesignProblem
 from traffic.workload import Demand, Workload
 
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
                       f"bound {bound:.6g} s", file=sys.stderr)  # fmt: skip
 
             for _ in range(args.repeat):
-                d = joint_design(
+                d = congestion_search(
                     p, time_limit_s=limit, seed=args.seed, progress=progress,
                     select_by=args.select_by, work_limit=args.work_limit,
                 )  # fmt: skip

@@ -6,20 +6,20 @@ other directly, never through this door. No name here is also a submodule's name
 
 - The problem and the designs: :class:`DesignProblem`, :class:`Design`, :class:`HybridDesign`,
   :class:`NodePaths`, :func:`read_prewired_file`, :func:`with_port_options`.
-- Solving: :func:`solve` (every solver by name: :data:`SOLVERS`, :data:`OBJECTIVES`),
+- Solving: :func:`solve` (every solver by name: :data:`SOLVERS`, :data:`OBJECTIVES`; what the
+  search did: :func:`search_summary`, :data:`SEARCH_COLUMNS`, :func:`search_warning`),
   :func:`solve_hybrid` (:func:`solvers.hybrid_design.hybrid_design`) and :func:`route_hybrid`
   (an optical layer over an electrical fabric),
   :func:`load_design` and :func:`check_design_rings` (``design.json`` back into a design).
 - Realising a design for the flow model: :func:`design_fabric`, :func:`design_routing`,
   :func:`design_workload`, :func:`realise_design` (all three), :func:`simulate_design`.
-- Studies' entry points: :func:`reconfigure` and :func:`run_baselines` (reconfiguration over
-  time), :func:`design_cluster` / :func:`cluster_totals` / :func:`play_arrivals` /
-  :func:`load_jobs` / :func:`load_arrivals` / :class:`OcsLayer` (shared clusters),
-  :func:`run_collective`, :data:`NVLINK2_BANDWIDTH`, :func:`dgx1` (collective schedules),
-  :func:`best_strides` /
-  :func:`circulant_stats` / :func:`geometric_strides` (circulant strides),
-  :func:`evaluate_routing` (the congestion objective of a routing), :func:`node_paths`,
-  :func:`ring_records`.
+- Studies' entry points: :func:`reconfigure`, :func:`run_baselines` and :func:`schedule_cost`
+  (reconfiguration over time); :func:`design_cluster`, :func:`cluster_totals`,
+  :func:`play_arrivals`, :func:`load_jobs`, :func:`load_arrivals`, :class:`OcsLayer` (shared
+  clusters); :func:`run_collective`, :data:`NVLINK2_BANDWIDTH`, :func:`dgx1` (collective
+  schedules); :func:`best_strides`, :func:`circulant_stats`, :func:`geometric_strides`
+  (circulant strides); :func:`evaluate_routing` (the congestion objective of a routing),
+  :func:`node_paths`, :func:`ring_records`.
 """
 
 from solvers.baselines.strides import best_strides, circulant_stats, geometric_strides
@@ -44,8 +44,18 @@ from solvers.realise import (
     simulate_design,
 )
 from solvers.reconfig.baselines import run_baselines
+from solvers.reconfig.capex import schedule_cost
 from solvers.reconfig.search import reconfigure
-from solvers.registry import OBJECTIVES, SOLVERS, check_design_rings, load_design, solve
+from solvers.registry import (
+    OBJECTIVES,
+    SEARCH_COLUMNS,
+    SOLVERS,
+    check_design_rings,
+    load_design,
+    search_summary,
+    search_warning,
+    solve,
+)
 
 __all__ = [
     "DesignProblem",
@@ -57,6 +67,9 @@ __all__ = [
     "SOLVERS",
     "OBJECTIVES",
     "solve",
+    "SEARCH_COLUMNS",
+    "search_summary",
+    "search_warning",
     "solve_hybrid",
     "route_hybrid",
     "load_design",
@@ -68,6 +81,7 @@ __all__ = [
     "simulate_design",
     "reconfigure",
     "run_baselines",
+    "schedule_cost",
     "design_cluster",
     "cluster_totals",
     "play_arrivals",

@@ -146,7 +146,7 @@ ELECTRICAL_FAMILIES = ("leaf-spine", "fat-tree")
 _SPEC_KEYS = {
     "leaf-spine": (
         "servers", "oversubscription", "radix", "leaf_hosts", "spine_radix", "port_bandwidth",
-        "gpus_per_server", "intra_server_bandwidth", "latency",
+        "gpus_per_server", "intra_server_bandwidth", "latency", "ports_per_server",
     ),
     "fat-tree": (
         "k", "servers", "oversubscription", "agg_oversubscription", "port_bandwidth",

@@ -17,13 +17,69 @@ from solvers.model.problem import DesignProblem
 from traffic.decode import decode_text, parse_json, read_input
 from traffic.errors import InputError
 
-__all__ = ["SOLVERS", "OBJECTIVES", "solve", "load_design", "check_design_rings"]
+__all__ = [
+    "SOLVERS",
+    "OBJECTIVES",
+    "SEARCH_COLUMNS",
+    "solve",
+    "search_summary",
+    "search_warning",
+    "load_design",
+    "check_design_rings",
+]
 
 SOLVERS = ("topoopt", "topoopt-released", "expander", "joint")
 """Solver names accepted by :func:`solve`."""
 
 OBJECTIVES = ("iteration", "congestion")
 """What the ``joint`` solver minimises (:func:`solve`'s ``objective``)."""
+
+SEARCH_COLUMNS = ("search_objective", "search_reason", "deterministic", "stopped_by")
+"""What :func:`search_summary` reports about a search (a ``compare`` row's columns)."""
+
+
+def search_summary(design: Design) -> dict:
+    """The objective a search actually used, why it fell back (None: it did not), whether the
+    result is deterministic (no wall-clock cut) and what stopped it; ``{}`` for a one-shot
+    baseline.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as D
+    >>> search_summary(D(info={"objective": "congestion", "objective_reason": "too large",
+    ...                        "deterministic": True, "stopped_by": "work limit"}))
+    {'search_objective': 'congestion', 'search_reason': 'too large', 'deterministic': True, \
+'stopped_by': 'work limit'}
+    >>> search_summary(D(info={}))
+    {}
+    """
+    info = dict(design.info or {})
+    if "deterministic" not in info:
+        return {}
+    keys = ("objective", "objective_reason", "deterministic", "stopped_by")
+    return {col: info.get(k) for col, k in zip(SEARCH_COLUMNS, keys, strict=True)}
+
+
+def search_warning(design: Design, label: str = "joint") -> str | None:
+    """One line for stderr when the search fell back to another objective or the wall clock
+    cut it (the result then depends on the machine's speed); None otherwise.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as D
+    >>> search_warning(D(info={"objective": "congestion", "objective_reason": "no compute model",
+    ...                        "deterministic": False, "time_limit_cut": ["swap search"]}))
+    'warning: joint: the congestion objective decided (no compute model); the time limit cut \
+swap search (not deterministic: raise --time-limit)'
+    """
+    info = dict(design.info or {})
+    parts = []
+    if info.get("objective_reason"):
+        parts.append(f"the {info.get('objective')} objective decided ({info['objective_reason']})")
+    if info.get("deterministic") is False:
+        cut = ", ".join(info.get("time_limit_cut") or ["the search"])
+        parts.append(f"the time limit cut {cut} (not deterministic: raise --time-limit)")
+    return f"warning: {label}: " + "; ".join(parts) if parts else None
 
 
 def solve(
@@ -64,7 +120,7 @@ def solve(
         :data:`~solvers.joint.iteration_search.DEFAULT_ITERATION_WORK_LIMIT`); it falls back to
         ``congestion`` when the problem has no compute model (``info["objective"]`` says
         which ran). ``congestion``: the per-phase congestion objective
-        (:func:`solvers.joint.driver.joint_design`), finalists judged by the flow model.
+        (:func:`solvers.joint.driver.congestion_search`), finalists judged by the flow model.
     priorities : bool
         ``joint --objective iteration`` only: per-class strict priority may be part of the
         design (``Design.priority``; :func:`solvers.joint.iteration_search.iteration_design`).
@@ -85,7 +141,7 @@ def solve(
 
         return expander_design(problem, seed=seed)
     if name == "joint":
-        from solvers.joint import joint_design
+        from solvers.joint import congestion_search
 
         trace: list[dict] = []
         t0 = time.perf_counter()
@@ -116,7 +172,7 @@ def solve(
                 priorities=priorities,
             )
         else:
-            design = joint_design(
+            design = congestion_search(
                 problem,
                 time_limit_s=time_limit_s,
                 seed=seed,

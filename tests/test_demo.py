@@ -36,10 +36,10 @@ def test_demo_json_table_and_report(demo_run):
             # TopoOpt's two variants (the demo's baseline, issue #13)
             assert sub["joint"]["iteration_s"] <= sub["topoopt-best"]["iteration_s"] * (1 + 1e-9)
             assert sub["joint"]["lower_bound_s"] <= sub["joint"]["objective_s"] * (1 + 1e-9)
-            # the cost-equivalent fat-tree costs what the TopoOpt design costs
-            assert sub["fat-tree-cost-equivalent"]["capex_usd"] == pytest.approx(
-                sub["topoopt-best"]["capex_usd"], rel=0.02
-            )
+            # the cost-equivalent fat-tree costs at most what the TopoOpt design costs: the
+            # fastest uniform catalogue Clos within that budget, priced as built (issue 29.11)
+            eq = sub["fat-tree-cost-equivalent"]
+            assert eq["capex_usd"] <= sub["topoopt-best"]["capex_usd"] * 1.02
     assert "traffic of dlrm" in r.stderr  # progress goes to stderr
     html = demo_run.report.read_text()
     assert html.count("Plotly.newPlot") >= 2 * len(DEMO_PLANS) + 4 * len(DEMO_DEGREES)

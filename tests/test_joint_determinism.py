@@ -1,6 +1,6 @@
 """The joint optimizer is deterministic for a given seed and thread count (issue 5, section 2).
 
-Every decision of :func:`solvers.joint.driver.joint_design` is taken on a deterministic work
+Every decision of :func:`solvers.joint.driver.congestion_search` is taken on a deterministic work
 budget; the wall clock is only a cap. Checked here:
 
 1. the same problem solved twice gives the same design document, except wall times;
@@ -22,7 +22,7 @@ import time
 import numpy as np
 import pytest
 
-from solvers.joint.driver import BOUND_WORK_SHARE, joint_design
+from solvers.joint.driver import BOUND_WORK_SHARE, congestion_search
 from solvers.model.congestion import evaluate_routing
 from solvers.model.design import design_document
 from solvers.model.problem import DesignProblem
@@ -74,7 +74,7 @@ def document(design) -> str:
 
 @pytest.fixture(scope="module")
 def reference(problem):
-    return joint_design(problem, time_limit_s=120.0, seed=0)
+    return congestion_search(problem, time_limit_s=120.0, seed=0)
 
 
 def test_reference_run_is_deterministic_and_valid(problem, reference):
@@ -96,10 +96,10 @@ def test_reference_run_is_deterministic_and_valid(problem, reference):
 
 
 def test_same_problem_twice_gives_the_same_document(problem, reference):
-    again = joint_design(problem, time_limit_s=120.0, seed=0)
+    again = congestion_search(problem, time_limit_s=120.0, seed=0)
     assert document(again) == document(reference)
     # and the documents do differ in something the comparison would see
-    assert document(again) != document(joint_design(problem, time_limit_s=120.0, work_limit=0))
+    assert document(again) != document(congestion_search(problem, time_limit_s=120.0, work_limit=0))
 
 
 class ScaledClock:
@@ -117,7 +117,7 @@ def test_design_does_not_depend_on_the_clock(problem, reference, monkeypatch, fa
     clock = ScaledClock(time.perf_counter, factor)
     real = time.monotonic()
     monkeypatch.setattr(time, "perf_counter", clock)
-    d = joint_design(problem, time_limit_s=120.0, seed=0)
+    d = congestion_search(problem, time_limit_s=120.0, seed=0)
     monkeypatch.undo()
     real = time.monotonic() - real
     assert d.info["deterministic"] is True
@@ -127,7 +127,7 @@ def test_design_does_not_depend_on_the_clock(problem, reference, monkeypatch, fa
 
 
 def test_tiny_time_limit_returns_a_valid_design_flagged_not_deterministic(problem):
-    d = joint_design(problem, time_limit_s=1e-3, seed=0)
+    d = congestion_search(problem, time_limit_s=1e-3, seed=0)
     assert d.info["deterministic"] is False
     assert d.info["stopped_by"] == "time limit"
     assert d.info["time_limit_cut"]
@@ -139,13 +139,13 @@ def test_tiny_time_limit_returns_a_valid_design_flagged_not_deterministic(proble
 
 
 def test_each_seed_is_reproducible(problem, reference):
-    one = [joint_design(problem, time_limit_s=120.0, seed=1) for _ in range(2)]
+    one = [congestion_search(problem, time_limit_s=120.0, seed=1) for _ in range(2)]
     assert document(one[0]) == document(one[1])
     assert one[0].info["seed"] == 1 and reference.info["seed"] == 0
 
 
 def test_work_limit_decides_how_far_the_search_goes(problem, reference):
-    none = joint_design(problem, time_limit_s=120.0, work_limit=0)
+    none = congestion_search(problem, time_limit_s=120.0, work_limit=0)
     assert none.info["candidates"] == []
     assert none.info["stopped_by"] == "work limit"
     assert none.info["deterministic"] is True
@@ -156,7 +156,7 @@ def test_work_limit_decides_how_far_the_search_goes(problem, reference):
     # first candidate is routed (a routing starts while the work used plus the last routing's
     # fits, and none ran yet), and then the limit stops the search
     limit = reference.info["candidates"][0]["work"] / 2
-    one = joint_design(problem, time_limit_s=120.0, work_limit=limit)
+    one = congestion_search(problem, time_limit_s=120.0, work_limit=limit)
     assert [c["candidate"] for c in one.info["candidates"]] == [
         reference.info["candidates"][0]["candidate"]
     ]

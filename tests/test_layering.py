@@ -247,3 +247,27 @@ def test_no_door_name_shadows_a_submodule():
         f"solvers.{name}" for name in exported(known["solvers"]) if f"solvers.{name}" in known
     )
     assert clashes == [], clashes
+
+
+def test_no_long_function_in_the_joint_search():
+    """The searches are rows of named steps (issue 27): no function or method of
+    ``solvers/joint/`` is over 150 lines."""
+    long = []
+    for path in sorted((ROOT / "solvers" / "joint").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                n = node.end_lineno - node.lineno + 1
+                if n > 150:
+                    long.append(f"{path.name}:{node.name} ({n} lines)")
+    assert long == [], long
+
+
+def test_one_canonical_circuit_type():
+    """Circuits are canonicalised in one place, ``topoopt/fabrics/circuits.py``."""
+    hits = [
+        f"{p.relative_to(ROOT)}"
+        for pkg in PACKAGES
+        for p in (ROOT / pkg).rglob("*.py")
+        if p.name != "circuits.py" and "canonical_circuits" in p.read_text()
+    ]
+    assert hits == [], hits

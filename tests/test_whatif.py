@@ -234,6 +234,25 @@ def test_guarantees(dlrm_case):
         assert len(r["failed"]) == sum(k for *_, k in f.lost_circuits(n).tolist())
 
 
+def test_reoptimised_faster_than_intact_is_the_intact_routing(dlrm_case):
+    """Issue 29 item 6: one failed circuit re-routed by ``joint`` (nothing rewired) beats the
+    intact design. The intact circuits on the re-optimised routes and rings are an intact design
+    at least as fast (the lost circuit comes back unused), so the gain is routing the intact
+    design left on the table, and whatif says so."""
+    case = dlrm_case
+    f = links_failure(case.ports, case.design.servers, 1, seed=3)
+    r = whatif(case, f, solver="joint")
+    assert r["rewired_circuits"] == 0 and not r["fallback"]
+    assert r["reoptimized_s"] < r["before_s"]
+    assert r["intact_on_reoptimized_s"] <= r["reoptimized_s"] * (1 + 1e-9)
+    assert r["intact_routing_suboptimal"]
+    # a failure whose re-optimisation is slower than the intact design reports nothing
+    g = ocs_failure(case.ports, case.design.servers, case.design.degree, 1)
+    q = whatif(case, g, solver="joint", before_s=r["before_s"])
+    assert q["reoptimized_s"] >= q["before_s"]
+    assert q["intact_on_reoptimized_s"] is None and not q["intact_routing_suboptimal"]
+
+
 def test_ocs_failure_takes_port_u_everywhere(dlrm_case):
     case = dlrm_case
     f = ocs_failure(case.ports, 8, 3, 0)

@@ -17,7 +17,10 @@ Megatron's distributed optimizer is ZeRO-1; FSDP ``full_shard`` is ZeRO-3, ``sha
 ZeRO-2 and ``hybrid_shard`` ZeRO-3 inside a shard group (``options.hybrid_shard_size``, default the
 data-parallel peers on one server). Here ``Psi`` is the rank's own share after tensor, pipeline
 and expert parallelism (:func:`traffic.models.megatron.stage_parameters`), parameter and gradient
-widths come from ``plan.precision`` and ``N_d`` is the data-parallel group of the parameters
+widths come from ``plan.precision`` (gradients: the element type the data-parallel reduction
+sends, :func:`traffic.models.megatron.reduce_bytes` of ``options.grad_reduce_dtype``, so a bf16
+Megatron run's fp32 gradient buffer counts 4 bytes, as the traffic model reduces 4-byte
+elements) and ``N_d`` is the data-parallel group of the parameters
 (``dp * cp`` for dense weights, the expert-data-parallel size for experts).
 
 Activations (Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
@@ -266,9 +269,14 @@ def _states(plan: Plan, psi: float, group: int):
         par = plan.parallelism
         on_server = max(1, plan.cluster.gpus_per_server // (par.tp * par.cp))
         n = min(group, hybrid or on_server)
-    prec = plan.precision
+    # the gradient buffer holds the elements the data-parallel reduction sends: one setting,
+    # options.grad_reduce_dtype (Megatron keeps bf16 runs' main_grad buffer in fp32)
     return zero_model_state_bytes(
-        psi, n, stage, parameter_bytes=prec.parameter_bytes, gradient_bytes=prec.gradient_bytes
+        psi,
+        n,
+        stage,
+        parameter_bytes=plan.precision.parameter_bytes,
+        gradient_bytes=megatron.reduce_bytes(plan),
     )
 
 
@@ -294,7 +302,7 @@ def memory_per_gpu(
     >>> from traffic.plan import load_plan
     >>> r = memory_per_gpu(load_plan("gpt3-175b"))
     >>> round(r.total_bytes / 2**30, 1), r.stage
-    (73.9, 0)
+    (76.7, 0)
     """
     m, par = plan.model, plan.parallelism
     if m.kind == "recsys":

@@ -165,9 +165,11 @@ class Options(BaseModel):
         and an all-gather backward), the LM-head input (1 all-reduce backward; with SP an
         all-gather forward, a reduce-scatter backward and, with ``sp_regather``, a re-gather) and
         the 3 fp32 cross-entropy all-reduces of ``b*s`` elements.
-    pp_scatter_gather : bool, default False
+    pp_scatter_gather : bool, default True
         SC'21 scatter/gather for pipeline sends without SP: each TP rank sends ``1/t`` of the
-        activation and the receiving stage all-gathers it over its TP group.
+        activation and the receiving stage all-gathers it over its TP group. Megatron-LM does
+        this by default whenever ``tp > 1`` (``--no-scatter-gather-tensors-in-pipeline`` turns
+        it off); with SP the activation is split anyway. False: every TP rank sends it all.
     vocab_pad_multiple : int, default 128
         Megatron pads the vocabulary to a multiple of ``vocab_pad_multiple * tp``.
     capacity_factor : float or None, default None
@@ -191,7 +193,7 @@ class Options(BaseModel):
     grad_reduce_dtype: Literal["auto", "gradient", "fp32", "bf16", "fp16"] = "auto"
     tied_embeddings: bool | None = None
     edge_extras: bool = True
-    pp_scatter_gather: bool = False
+    pp_scatter_gather: bool = True
     vocab_pad_multiple: PositiveInt = 128
     capacity_factor: PositiveFloat | None = None
     expert_load: tuple[float, ...] | None = None

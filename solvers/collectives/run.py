@@ -4,7 +4,9 @@
 ``0 .. n-1`` (one rank each). Algorithms:
 
 - ``ring``, ``tree``, ``halving-doubling``, ``direct``: the flow templates of
-  :mod:`topoopt.flowsim.collectives` (fluid mode);
+  :mod:`topoopt.flowsim.collectives` (fluid mode); the ring runs NCCL-like over the rings of
+  :func:`topoopt.flowsim.fabric_rings.fabric_rings` (a direct fabric's edge-disjoint
+  Hamiltonian cycles, each both ways; rank order on a switched fabric);
 - ``blink``: the tree packing of :mod:`solvers.collectives.blink`. It is never slower than the
   ring: the ring's schedule is timed too, and when it is faster the result is the ring's
   schedule, with ``schedule["selected"] == "ring"`` and the reason (a packing starts from the
@@ -40,6 +42,7 @@ from solvers.collectives.synthesis import (
     taccl_schedule,
 )
 from topoopt.fabrics.fabric import Fabric
+from topoopt.flowsim.fabric_rings import fabric_rings
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 
@@ -176,14 +179,14 @@ def run_collective(
     if algorithm in ALGORITHMS[:4]:
         if collective == "broadcast" and algorithm == "halving-doubling":
             raise InputError("algorithm", algorithm, "ring, tree or direct for a broadcast")
-        sched = template_schedule(collective, n, size, algorithm)
+        sched = template_schedule(collective, n, size, algorithm, fabric_rings(fabric))
         t, _ = time_schedule(sched, fabric, routing)
         return CollectiveResult(t, bound.seconds, algorithm, sched, bound.formula)
     if collective == "all-to-all" and algorithm == "blink":
         # no tree form: the better of the ring and direct schedules, saying so
         runs = []
         for alg in ("ring", "direct"):
-            sc = template_schedule(collective, n, size, alg)
+            sc = template_schedule(collective, n, size, alg, fabric_rings(fabric))
             runs.append((time_schedule(sc, fabric, routing)[0], alg, sc))
         runs.sort(key=lambda r: r[0])
         t, alg, sc = runs[0]
@@ -217,7 +220,7 @@ def run_collective(
             collective, n, size, list(p.trees), algorithm="blink", chunks=chunks, info=info
         )
         t, _ = time_schedule(sched, fabric, routing)
-        ring = template_schedule(collective, n, size, "ring")
+        ring = template_schedule(collective, n, size, "ring", fabric_rings(fabric))
         t_ring, _ = time_schedule(ring, fabric, routing)
         if t_ring < t:
             why = f"the ring ({t_ring:.6g} s) is faster than the packing ({t:.6g} s)"

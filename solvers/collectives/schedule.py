@@ -139,16 +139,22 @@ def _template(src, dst, b, deps: list[list[int]] | None, step) -> FlowTemplate:
     )
 
 
-def template_schedule(collective: str, n: int, size: float, algorithm: str) -> Schedule:
+def template_schedule(
+    collective: str, n: int, size: float, algorithm: str, ring_orders: np.ndarray | None = None
+) -> Schedule:
     """One of the existing algorithms (:func:`topoopt.flowsim.collectives.flow_template`,
-    fluid mode) as a schedule.
+    fluid mode) as a schedule; ``ring_orders`` (``(r, n)``) are the rings of a ring all-reduce,
+    reduce-scatter or all-gather (default: one ring in rank order).
 
     >>> s = template_schedule("all-gather", 4, 1000.0, "ring")
     >>> s.n_flows, float(s.flows.bytes.sum())
     (4, 3000.0)
     """
-    t = flow_template(collective, n, size, algorithm)
-    return Schedule(collective, algorithm, n, float(size), t)
+    ordered = collective in ("all-reduce", "reduce-scatter", "all-gather")
+    ro = ring_orders if algorithm == "ring" and ordered else None
+    t = flow_template(collective, n, size, algorithm, ring_orders=ro)
+    info = {} if ro is None else {"rings": int(np.asarray(ro).reshape(-1, n).shape[0])}
+    return Schedule(collective, algorithm, n, float(size), t, info=info)
 
 
 @dataclass(frozen=True, eq=False)

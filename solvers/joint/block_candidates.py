@@ -53,8 +53,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from solvers.model.congestion import canonical_circuits
 from solvers.model.problem import DesignProblem
+from topoopt.fabrics.circuits import Circuits
 
 __all__ = [
     "blocks",
@@ -269,7 +269,7 @@ def _constructions(problem: DesignProblem):
             if not across:
                 continue
             rows = _inside(comps, kind, m, dense) + across
-            c = canonical_circuits(np.array(rows, np.int64), n)
+            c = Circuits(np.array(rows, np.int64), n).rows
             deg = np.zeros(n, np.int64)
             np.add.at(deg, c[:, 0], c[:, 2])
             np.add.at(deg, c[:, 1], c[:, 2])

@@ -1,6 +1,6 @@
 """The joint optimizer's anytime pipeline: check, warm start, improve, route, bound, Design.
 
-Each step is a public function; :func:`joint_design` chains them under a deterministic work
+Each step is a public function; :func:`congestion_search` chains them under a deterministic work
 limit, with the wall-clock time limit only as a safety cap (see "Determinism" below).
 
 1. :func:`check_problem` -- raise :class:`InputError` on a problem no design can serve.
@@ -12,8 +12,7 @@ limit, with the wall-clock time limit only as a safety cap (see "Determinism" be
    optimal mean-hop strides (:func:`solvers.baselines.strides.best_strides`) instead of the
    geometric rule, and free ports filled. Each candidate is *routed by the LP*
    (:func:`route_design`), which also chooses the ring mixture of every mutable group (TopoOpt
-   splits evenly and routes MP traffic
-   on random shortest paths), and scored exactly.
+   splits evenly and routes MP traffic on random shortest paths), and scored exactly.
 4. :func:`solvers.joint.local_search.improve_by_swaps` -- degree-preserving 2-swaps that put a
    circuit on the hottest link, accepted when the routed objective drops.
 5. For clusters of at most ``exact_max_servers`` servers,
@@ -60,7 +59,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -72,15 +71,12 @@ from solvers.joint.flow_select import FLOW_SELECT_MAX_FLOWS, FlowScore, select_b
 from solvers.joint.flow_select import score as flow_score
 from solvers.joint.local_search import improve_by_swaps
 from solvers.joint.rings import circuit_rings, hamiltonian_cycles, stride_rings
-from solvers.model.congestion import (
-    canonical_circuits,
-    circuit_links,
-    evaluate_routing,
-)
+from solvers.model.congestion import evaluate_routing
 from solvers.model.design import Design, node_paths, ring_records
 from solvers.model.ports import fill_free_ports, merge_prewired, with_port_options
 from solvers.model.problem import DesignProblem
 from solvers.routing_lp import SharedRouting, min_hop_paths, route_circuits
+from topoopt.fabrics.circuits import Circuits, circuit_links
 from traffic.errors import InputError
 
 __all__ = [
@@ -91,11 +87,13 @@ __all__ = [
     "quick_score",
     "route_design",
     "to_design",
-    "joint_design",
+    "congestion_search",
+    "CongestionSearch",
     "WorkMeter",
     "default_work_limit",
     "flow_model_pairs",
     "SELECT_BY",
+    "WARM_START",
     "DEFAULT_WORK_LIMIT",
     "LP_ITERATION_LIMIT",
     "ROUTING_LP_TOLERANCE",
@@ -109,10 +107,10 @@ __all__ = [
 Progress = Callable[[float, float], None]
 
 SELECT_BY = ("flow", "objective")
-"""How :func:`joint_design` picks its result among the finalists."""
+"""How :func:`congestion_search` picks its result among the finalists."""
 
 DEFAULT_WORK_LIMIT = 20.0
-"""Default work limit of :func:`joint_design`, in work units (about a second of one core of the
+"""Default work limit of :func:`congestion_search`, in work units (about a second of one core of the
 reference machine each, :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`). At 128 servers of
 degree 8 a routing costs 2-8 units (PDLP iterations x nonzeros), so about 3-8 candidates and
 swaps are routed, and the search with its flow-model judging fits the 60 s default time limit
@@ -167,9 +165,21 @@ def check_problem(problem: DesignProblem) -> None:
             )
 
 
+WARM_START = ("topoopt", "topoopt-released")
+"""The baselines :func:`congestion_search` starts from and never ships slower than (in the flow
+model when it judges, else in the objective)."""
+
+
+def _flow_key(sc: FlowScore) -> tuple[float, float]:
+    """What the flow-model guard compares: the iteration time (communication alone without a
+    compute model), then communication."""
+    first = sc.comm_s if math.isnan(sc.iteration_s) else sc.iteration_s
+    return (first, sc.comm_s)
+
+
 def warm_start(problem: DesignProblem, seed: int = 0) -> list[Design]:
     """The TopoOpt baselines, best first."""
-    out = [topoopt_design(problem, v, seed=seed) for v in ("topoopt", "topoopt-released")]
+    out = [topoopt_design(problem, v, seed=seed) for v in WARM_START]
     return sorted(out, key=lambda d: d.objective_s)
 
 
@@ -205,7 +215,7 @@ def candidate_circuits(
         parts = [ar]
         if d_mp and mp.nnz:
             parts.append(mp_matchings(mp, d_mp, n)[0])
-        c = canonical_circuits(np.vstack(parts), n)
+        c = Circuits(np.vstack(parts), n).rows
         out.append((f"split d_ar={d_ar}", fill(c)))
     # all-server ring group (or no group): optimal mean-hop circulant for the ring ports
     whole = any(g.size == n for g in traffic.groups) or not traffic.groups
@@ -223,7 +233,7 @@ def candidate_circuits(
             parts = [c]
             if d - d_ar and mp.nnz:
                 parts.append(mp_matchings(mp, d - d_ar, n)[0])
-            c = canonical_circuits(np.vstack(parts), n)
+            c = Circuits(np.vstack(parts), n).rows
             out.append(
                 (f"best strides {list(res.strides)} + {d - d_ar} MP ports",
                  fill(c))
@@ -268,7 +278,7 @@ def quick_score(problem: DesignProblem, circuits: np.ndarray) -> float:
     fewest-hop path. ``inf`` when disconnected.
     """
     n = problem.n
-    c = canonical_circuits(circuits, n)
+    c = Circuits(circuits, n).rows
     src, dst, cap = circuit_links(c, problem.link_bandwidth)
     total = 0.0
     for ph in problem.phases:
@@ -313,7 +323,7 @@ def route_design(
     Deterministic: GLOP solves small LPs to optimality, PDLP stops at ``lp_tolerance`` or
     ``iteration_limit``; ``time_limit`` (seconds) is a wall-clock cap only (the routing's
     ``limit`` is ``"time"`` when it cut a solve). The routing's ``work`` counts the LP work."""
-    c = canonical_circuits(circuits, problem.n)
+    c = Circuits(circuits, problem.n).rows
     cands = ring_candidates_for(problem, c, extra, exact)
     try:
         routed = route_circuits(
@@ -344,7 +354,7 @@ def to_design(
     proven: bool = False,
 ) -> Design:
     """Package a routed design; the objective is recomputed by ``evaluate_routing``."""
-    c = canonical_circuits(circuits, problem.n)
+    c = Circuits(circuits, problem.n).rows
     src, dst, _ = circuit_links(c, problem.link_bandwidth)
     have = set((src * problem.n + dst).tolist())
     rings = ring_records(problem, routed.rings, have)
@@ -382,7 +392,7 @@ def _rebound(design: Design, lb: float, t0: float, info: dict, keep_info: bool =
 
 
 class WorkMeter:
-    """Deterministic work spent by :func:`joint_design` against its work limit.
+    """Deterministic work spent by :func:`congestion_search` against its work limit.
 
     ``used`` grows by each step's deterministic work (LP nonzeros x iterations and model sizes,
     :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`); a routing is only started while the
@@ -411,14 +421,15 @@ class WorkMeter:
 
 
 def default_work_limit(problem: DesignProblem) -> float:
-    """The work limit of :func:`joint_design` when none is given: :data:`DEFAULT_WORK_LIMIT`."""
+    """The work limit of :func:`congestion_search` when none is given:
+    :data:`DEFAULT_WORK_LIMIT`."""
     del problem  # one figure for every size: each step's work already scales with the size
     return DEFAULT_WORK_LIMIT
 
 
 def flow_model_pairs(problem: DesignProblem) -> int:
     """Server pairs with traffic summed over phases (fixed pairs + ring members): the size that
-    decides, deterministically, whether :func:`joint_design` judges finalists by the flow model
+    decides, deterministically, whether :func:`congestion_search` judges finalists by the flow model
     (at most :data:`FLOW_MAX_PAIRS`)."""
     return int(
         sum(
@@ -428,7 +439,7 @@ def flow_model_pairs(problem: DesignProblem) -> int:
     )
 
 
-def joint_design(
+def congestion_search(
     problem: DesignProblem,
     time_limit_s: float = 60.0,
     seed: int = 0,
@@ -494,155 +505,164 @@ def joint_design(
     >>> w = Workload(gpus=6, gpus_per_server=1, demands=(
     ...     Demand("all-reduce", np.arange(6).reshape(1, 6), 6e6, "dp", "backward"),))
     >>> p = DesignProblem.from_workload(w, degree=2, link_bandwidth=1e9)
-    >>> d = joint_design(p, time_limit_s=20)
+    >>> d = congestion_search(p, time_limit_s=20)
     >>> d.status, round(d.objective_s / d.lower_bound_s, 6)
     ('optimal', 1.0)
     >>> d.info["stopped_by"], d.info["deterministic"]
     ('optimal', True)
     """
-    t0 = time.perf_counter()
-    time_limit = float(time_limit_s)
-    end = t0 + time_limit
-    check_problem(problem)
-    if select_by not in SELECT_BY:
-        raise InputError("select_by", select_by, f"one of {', '.join(SELECT_BY)}")
-    if not np.isfinite(time_limit) or time_limit <= 0:
-        raise InputError("time_limit_s", time_limit_s, "a finite number of seconds > 0")
-    wl = default_work_limit(problem) if work_limit is None else float(work_limit)
-    if not np.isfinite(wl) or wl < 0:
-        raise InputError("work_limit", work_limit, "a finite number of work units >= 0")
-    meter = WorkMeter(wl)
-    capped: list[str] = []  # steps the wall-clock cap cut (non-empty: not deterministic)
-    info: dict = {"seed": int(seed), "threads": int(threads), "work_limit": wl, "steps": []}
-    bases = warm_start(problem, seed)
-    base = bases[0]
-    info["baseline"] = {b.solver: b.objective_s for b in bases}
-    inc_obj = base.objective_s
-    inc: tuple | None = None  # (circuits, routed, name, proven, util)
-    pool: list[tuple] = []  # every routed candidate: (objective, order, name, circuits, routed)
-    bound_s = base.lower_bound_s
-    n = problem.n
+    s = CongestionSearch(
+        problem, time_limit_s, seed, threads, progress, exact_max_servers, lp_max_servers,
+        local_search, select_by, work_limit,
+    )  # fmt: skip
+    s.judge_reference()
+    s.report()
+    if problem.n_phases == 0 or problem.n > lp_max_servers:
+        return s.baseline_only()
+    if s.bound():
+        return s.finish(s.bound_s)
+    s.candidates()
+    s.exact()
+    s.local_search()
+    if s.inc is None:
+        s.info["steps"].append("baseline kept (no candidate improved on it)")
+    return s.finish(s.bound_s)
 
-    # ---- flow-model judging: decided by the problem's size, never by the clock
-    workload = problem.workload if select_by == "flow" else None
-    known: dict[str, FlowScore] = {}
-    reserve = 0.0
-    flow_budget = int(FLOW_WORK_SHARE * wl / WORK_PER_REFILL)  # re-fills for the flow model
-    flow_used = 0
-    if workload is not None and problem.n_phases:
-        pairs = flow_model_pairs(problem)
-        if pairs > FLOW_MAX_PAIRS:
-            info["steps"].append(
-                f"flow model skipped ({pairs} server pairs with traffic > {FLOW_MAX_PAIRS})"
-            )
-            workload = None
-        else:
-            topo = next(b for b in bases if b.solver == "topoopt")
-            known["topoopt"] = flow_score(
-                topo.solver, topo, problem, workload, end - time.perf_counter(), flow_budget
-            )
-            flow_used = known["topoopt"].refills
-            if known["topoopt"].timed_out:
-                capped.append("flow model of topoopt")
-                workload = None
-            elif known["topoopt"].too_large:
+
+@dataclass(eq=False)
+class CongestionSearch:
+    """The state of one congestion search (:func:`congestion_search` chains its steps).
+
+    ``bases`` are the warm start (best first, ``base`` the best), ``inc_obj`` the incumbent's
+    objective and ``inc`` the incumbent ``(circuits, routed, name, proven, util)`` once a
+    candidate beat the baseline, ``pool`` every routed candidate ``(objective, order, name,
+    circuits, routed)``, ``bound_s`` the lower bound, ``workload`` the workload the flow model
+    judges with (None: the objective decides), ``known`` the flow scores so far, ``meter`` the
+    work and ``capped`` the steps the wall clock cut.
+    """
+
+    problem: DesignProblem
+    time_limit_s: float = 60.0
+    seed: int = 0
+    threads: int = 1
+    progress: Progress | None = None
+    exact_max_servers: int = 8
+    lp_max_servers: int = 256
+    search_swaps: bool = True
+    select_by: str = "flow"
+    work_limit: float | None = None
+    t0: float = field(init=False)
+    end: float = field(init=False)
+    search_end: float = field(init=False)
+    wl: float = field(init=False)
+    meter: WorkMeter = field(init=False)
+    capped: list = field(init=False, default_factory=list)
+    info: dict = field(init=False, default_factory=dict)
+    bases: list = field(init=False, default_factory=list)
+    base: Design = field(init=False)
+    inc_obj: float = field(init=False)
+    inc: tuple | None = field(init=False, default=None)
+    pool: list = field(init=False, default_factory=list)
+    bound_s: float = field(init=False)
+    workload: object = field(init=False, default=None)
+    known: dict = field(init=False, default_factory=dict)
+    flow_budget: int = field(init=False, default=0)
+    flow_used: int = field(init=False, default=0)
+    reference: str = field(init=False, default="topoopt")
+
+    def __post_init__(self) -> None:
+        """Check the inputs, then step 2: the warm start (the first incumbent)."""
+        self.t0 = time.perf_counter()
+        time_limit = float(self.time_limit_s)
+        self.end = self.t0 + time_limit
+        check_problem(self.problem)
+        if self.select_by not in SELECT_BY:
+            raise InputError("select_by", self.select_by, f"one of {', '.join(SELECT_BY)}")
+        if not np.isfinite(time_limit) or time_limit <= 0:
+            raise InputError("time_limit_s", self.time_limit_s, "a finite number of seconds > 0")
+        wl = default_work_limit(self.problem) if self.work_limit is None else float(self.work_limit)
+        if not np.isfinite(wl) or wl < 0:
+            raise InputError("work_limit", self.work_limit, "a finite number of work units >= 0")
+        self.wl = wl
+        self.meter = WorkMeter(wl)
+        self.info = {"seed": int(self.seed), "threads": int(self.threads), "work_limit": wl,
+                     "steps": []}  # fmt: skip
+        self.bases = warm_start(self.problem, self.seed)
+        self.base = self.bases[0]
+        self.info["baseline"] = {b.solver: b.objective_s for b in self.bases}
+        self.inc_obj = self.base.objective_s
+        self.bound_s = self.base.lower_bound_s
+        self.search_end = self.end
+
+    def judge_reference(self) -> None:
+        """Step 7, first part: whether the flow model judges the finalists (decided by the
+        problem's size, never by the clock), and the warm-start baselines' flow scores: the
+        fastest of them (iteration time, or communication without a compute model) is the
+        ``reference`` no choice may be slower than. When one of them cannot be simulated
+        (too large, over the flow work limit, cut by the clock) the objective decides, which
+        no baseline beats either."""
+        problem, info = self.problem, self.info
+        workload = problem.workload if self.select_by == "flow" else None
+        reserve = 0.0
+        self.flow_budget = flow_budget = int(FLOW_WORK_SHARE * self.wl / WORK_PER_REFILL)
+        if workload is not None and problem.n_phases:
+            pairs = flow_model_pairs(problem)
+            if pairs > FLOW_MAX_PAIRS:
                 info["steps"].append(
-                    "flow model skipped (topoopt's iteration has more than "
+                    f"flow model skipped ({pairs} server pairs with traffic > {FLOW_MAX_PAIRS})"
+                )
+                workload = None
+        for name in WARM_START if workload is not None and problem.n_phases else ():
+            b = next(b for b in self.bases if b.solver == name)
+            ref = flow_score(
+                name, b, problem, workload, self.end - time.perf_counter(),
+                flow_budget - self.flow_used,
+            )  # fmt: skip
+            self.known[name] = ref
+            self.flow_used += ref.refills
+            if ref.timed_out:
+                self.capped.append(f"flow model of {name}")
+                workload = None
+            elif ref.too_large:
+                info["steps"].append(
+                    f"flow model skipped ({name}'s iteration has more than "
                     f"{FLOW_SELECT_MAX_FLOWS:,} flows)"
                 )
                 workload = None
-            elif known["topoopt"].over_budget:
+            elif ref.over_budget:
                 info["steps"].append(
-                    "flow model skipped (topoopt's simulation needs more than the flow work "
-                    f"limit of {flow_budget} re-fills)"
+                    f"flow model skipped ({name}'s simulation needs more than the flow "
+                    f"work limit of {flow_budget} re-fills)"
                 )
                 workload = None
-            else:  # the wall-clock cap keeps time for about four more simulations
-                reserve = min(0.4 * time_limit, 4 * 1.3 * known["topoopt"].wall_s)
-    search_end = end - reserve  # the search's wall-clock cap
+            elif name == "topoopt":  # the wall-clock cap keeps time for about four more
+                reserve = min(0.4 * float(self.time_limit_s), 4 * 1.3 * ref.wall_s)
+            if workload is None:
+                reserve = 0.0
+                break
+        if workload is not None and problem.n_phases:
+            self.reference = min(WARM_START, key=lambda nm: _flow_key(self.known[nm]))
+        self.workload = workload
+        self.search_end = self.end - reserve  # the search's wall-clock cap
 
-    def report():
-        if progress is not None:
-            progress(inc_obj, bound_s)
+    def report(self) -> None:
+        """Tell ``progress`` the incumbent and the bound."""
+        if self.progress is not None:
+            self.progress(self.inc_obj, self.bound_s)
 
-    def cap_left(step: str) -> float | None:
+    def cap_left(self, step: str) -> float | None:
         """Seconds the search may still use; None (and the step recorded) when the cap is up."""
-        left = search_end - time.perf_counter()
+        left = self.search_end - time.perf_counter()
         if left <= 0:
-            capped.append(step)
+            self.capped.append(step)
             return None
         return left
 
-    def finish(lb: float) -> Design:
-        """Finalists (best routed candidates, then the baselines), judged; the winner packaged."""
-        finalists: list[tuple[str, Design, tuple | None]] = []
-        if inc is not None:
-            finalists.append((inc[2], None, inc))
-        for val, _, name, c, routed in sorted(pool, key=lambda x: (x[0], x[1])):
-            if len(finalists) >= 2 or val >= base.objective_s * (1 + 0.5):
-                break
-            if inc is not None and name == inc[2]:
-                continue
-            finalists.append((name, None, (c, routed, name, False, None)))
-        finalists += [(b.solver, b, None) for b in bases]
-        built = []
-        for name, design, entry in finalists:
-            if design is None:
-                c, routed, nm, proven, _ = entry
-                design = to_design(problem, c, routed, lb, "joint", t0, info, proven=proven)
-            built.append((name, design))
-        built.sort(key=lambda x: x[1].objective_s)  # smallest objective first; stable
-        pick = 0
-        if workload is not None and problem.n_phases:
-            # simulate the cheapest first (fewest routing paths, then smallest objective): if
-            # the wall-clock cap stops a long simulation, the quick ones have been judged
-            built.sort(key=lambda x: (x[1].routing.weight.size, x[1].objective_s))
-            pick, scores = select_by_flow(
-                built, problem, workload, end, known, max_refills=flow_budget - flow_used
-            )
-            if any(sc.timed_out for sc in scores):
-                capped.append("flow model of the finalists")
-            over = [sc.name for sc in scores if sc.over_budget]
-            if over:
-                info["flow_over_budget"] = over
-            info["flow_refills"] = {sc.name: sc.refills for sc in scores}
-            info["flow_comm_s"] = {sc.name: sc.comm_s for sc in scores}
-            info["flow_iteration_s"] = {sc.name: sc.iteration_s for sc in scores}
-            info["flow_wall_s"] = {sc.name: sc.wall_s for sc in scores}
-            info["selected_by"] = "flow model (communication, no slower than topoopt)"
-        else:
-            info["selected_by"] = "optimizer objective"
-        name, chosen = built[pick]
-        info["winner"] = name
-        info["work_used"] = round(meter.used, 6)
-        if capped:
-            info["stopped_by"] = "time limit"
-            info["time_limit_cut"] = list(dict.fromkeys(capped))
-        elif chosen.objective_s <= lb * (1 + 1e-6) or (inc is not None and inc[3]):
-            info["stopped_by"] = "optimal"
-        elif meter.stopped:
-            info["stopped_by"] = "work limit"
-        else:
-            info["stopped_by"] = "done"
-        info["deterministic"] = not capped
-        if chosen.solver == "joint":
-            if inc is not None and name == inc[2]:
-                info["routing_solver"] = inc[1].solver
-            out = with_port_options(_rebound(chosen, lb, t0, info, keep_info=True), problem)
-        else:
-            out = with_port_options(_rebound(chosen, lb, t0, info), problem)
-        # step 8: Blink packings where they beat the rings (solvers.joint.collective_choice)
-        from solvers.joint.collective_choice import choose_collectives
-
-        ring_times = None
-        if name in info.get("flow_comm_s", {}):
-            keys = ("flow_comm_s", "flow_iteration_s", "flow_refills")
-            ring_times = tuple(info[k][name] for k in keys)
-        picked, cinfo = choose_collectives(out, problem, workload, ring_times)
-        return replace(picked, info={**picked.info, "collective_choice": cinfo})
-
-    report()
-    if problem.n_phases == 0 or n > lp_max_servers:
+    def baseline_only(self) -> Design:
+        """Above ``lp_max_servers`` (or without phases): the baselines and the best of them
+        with its free ports filled, judged (:meth:`finish`)."""
+        problem, info, base = self.problem, self.info, self.base
+        n = problem.n
         info["steps"].append("baseline only (routing LP not run above lp_max_servers)")
         filled = fill_free_ports(
             base.circuits, n, problem.usable_ports(), topoopt_traffic(problem).mp, problem.pair_cap
@@ -656,150 +676,254 @@ def joint_design(
             )  # fmt: skip
             ev = evaluate_routing(problem, filled, more.phase_routings(problem))
             if ev.feasible and ev.objective <= base.objective_s:
-                base = Design(
+                self.base = Design(
                     n, problem.degree, problem.link_bandwidth, filled, base.rings, base.routing,
                     f"{base.solver} + free ports", base.status, ev.objective, base.lower_bound_s,
                     0.0, 0.0, base.info,
                 )  # fmt: skip
-                bases = [base, *bases]
+                self.bases = [self.base, *self.bases]
         b = lower_bound(problem, use_lp=False)
         info["bound_method"] = b.method
-        return finish(max(bound_s, b.lower_bound_s))
+        return self.finish(max(self.bound_s, b.lower_bound_s))
 
-    # ---- bound first (the LP relaxation when small enough; GLOP exact, PDLP iteration-capped)
-    left = cap_left("lower bound")
-    if left is not None:
-        b = lower_bound(
-            problem, use_lp=True, time_limit=left, iteration_limit=LP_ITERATION_LIMIT,
-            work_limit=BOUND_WORK_SHARE * wl,
-        )  # fmt: skip
-        if b.limit == "time":
-            capped.append("lower bound")
-    else:
-        b = lower_bound(problem, use_lp=False)
-    meter.charge(b.work)
-    info["bound_work"] = b.work
-    bound_s = max(bound_s, b.lower_bound_s)
-    info["bound_method"] = b.method
-    report()
-    if inc_obj <= bound_s * (1 + 1e-9):
-        info["steps"].append("baseline meets the lower bound: optimal")
-        return finish(bound_s)
+    def bound(self) -> bool:
+        """Step 6, run first: the LP relaxation when small enough (GLOP exact, PDLP
+        iteration-capped). True when the baseline meets it (optimal: nothing to search)."""
+        problem = self.problem
+        left = self.cap_left("lower bound")
+        if left is not None:
+            b = lower_bound(
+                problem, use_lp=True, time_limit=left, iteration_limit=LP_ITERATION_LIMIT,
+                work_limit=BOUND_WORK_SHARE * self.wl,
+            )  # fmt: skip
+            if b.limit == "time":
+                self.capped.append("lower bound")
+        else:
+            b = lower_bound(problem, use_lp=False)
+        self.meter.charge(b.work)
+        self.info["bound_work"] = b.work
+        self.bound_s = max(self.bound_s, b.lower_bound_s)
+        self.info["bound_method"] = b.method
+        self.report()
+        if self.inc_obj <= self.bound_s * (1 + 1e-9):
+            self.info["steps"].append("baseline meets the lower bound: optimal")
+            return True
+        return False
 
-    def route(c, step: str, exact: bool = False):
+    def route(self, c, step: str, exact: bool = False):
         """``route_design`` under the wall-clock cap, its work charged; None when the cap is up."""
-        left = cap_left(step)
+        left = self.cap_left(step)
         if left is None:
             return None
-        routed, val, util = route_design(problem, c, left, extra=base, exact=exact)
+        routed, val, util = route_design(self.problem, c, left, extra=self.base, exact=exact)
         if routed is not None:
-            meter.charge(routed.work, step=True)
+            self.meter.charge(routed.work, step=True)
             if routed.limit == "time":
-                capped.append(step)
+                self.capped.append(step)
             if routed.fallback:  # an LP stopped without a solution: fewest-hop paths instead
                 why = routed.limit or routed.status
-                info.setdefault("lp_fallbacks", []).append(f"{step}: {routed.fallback} ({why})")
+                self.info.setdefault("lp_fallbacks", []).append(
+                    f"{step}: {routed.fallback} ({why})"
+                )
         return routed, val, util
 
-    # ---- candidates: the baselines' circuits and the other splits, each routed by the LP
-    tried = []
-    others = [(f"{x.solver} circuits", x.circuits) for x in bases[1:]]
-    others += candidate_circuits(problem, deadline=math.inf)
-    scored = sorted(
-        ((quick_score(problem, c), i, name, c) for i, (name, c) in enumerate(others)),
-        key=lambda x: (x[0], x[1]),
-    )
-    cands = [(f"{base.solver} circuits", base.circuits)] + [(nm, c) for _, _, nm, c in scored]
-    seen: set[bytes] = set()
-    for name, c in cands:
-        key = canonical_circuits(c, n).tobytes()
-        if key in seen:
-            continue
-        seen.add(key)
-        if not meter.allows():
-            break
-        before = meter.used
-        ts = time.perf_counter()
-        got = route(c, f"routing {name}")
-        if got is None:
-            break
-        routed, val, util = got
-        tried.append({"candidate": name, "objective_s": val, "work": meter.used - before,
-                      "wall_s": time.perf_counter() - ts})  # fmt: skip
-        if np.isfinite(val):
-            pool.append((val, len(pool), name, canonical_circuits(c, n), routed))
-        if val < inc_obj * (1 - 1e-12):
-            inc_obj = val
-            inc = (canonical_circuits(c, n), routed, name, False, util)
-            report()
-            if inc_obj <= bound_s * (1 + 1e-9):
+    def candidates(self) -> None:
+        """Step 3: the baselines' circuits and the other splits (cheapest estimate first), each
+        routed by the LP while the work limit allows."""
+        problem, n, base = self.problem, self.problem.n, self.base
+        tried = []
+        others = [(f"{x.solver} circuits", x.circuits) for x in self.bases[1:]]
+        others += candidate_circuits(problem, deadline=math.inf)
+        scored = sorted(
+            ((quick_score(problem, c), i, name, c) for i, (name, c) in enumerate(others)),
+            key=lambda x: (x[0], x[1]),
+        )
+        cands = [(f"{base.solver} circuits", base.circuits)] + [(nm, c) for _, _, nm, c in scored]
+        seen: set[bytes] = set()
+        for name, c in cands:
+            key = Circuits(c, n).rows.tobytes()
+            if key in seen:
+                continue
+            seen.add(key)
+            if not self.meter.allows():
                 break
-    info["candidates"] = tried
+            before = self.meter.used
+            ts = time.perf_counter()
+            got = self.route(c, f"routing {name}")
+            if got is None:
+                break
+            routed, val, util = got
+            tried.append({"candidate": name, "objective_s": val, "work": self.meter.used - before,
+                          "wall_s": time.perf_counter() - ts})  # fmt: skip
+            if np.isfinite(val):
+                self.pool.append((val, len(self.pool), name, Circuits(c, n).rows, routed))
+            if val < self.inc_obj * (1 - 1e-12):
+                self.inc_obj = val
+                self.inc = (Circuits(c, n).rows, routed, name, False, util)
+                self.report()
+                if self.inc_obj <= self.bound_s * (1 + 1e-9):
+                    break
+        self.info["candidates"] = tried
 
-    # ---- exact MIP for tiny clusters (SCIP under a node limit)
-    if n <= exact_max_servers and inc_obj > bound_s * (1 + 1e-9) and meter.allows():
-        left = cap_left("exact MIP")
-        if left is not None:
-            hint = inc[0] if inc is not None else base.circuits
-            ex = exact_design(
-                problem, inc_obj, time_limit=left, threads=threads, seed=seed,
-                hint_circuits=hint, node_limit=EXACT_NODE_LIMIT,
-            )  # fmt: skip
-            info["exact"] = {"status": ex.status, "objective_s": ex.objective_s,
-                             "bound_s": ex.bound_s, "limit": ex.limit,
-                             "stopped_by": ex.stopped_by}  # fmt: skip
-            if ex.limit == "time":
-                capped.append("exact MIP")
-            elif ex.limit:
-                meter.stopped = True
-            if ex.status == "optimal":
-                bound_s = max(bound_s, ex.bound_s * (1 - 1e-6))
-            got = None
-            if ex.circuits is not None:
-                got = route(ex.circuits, "routing the exact MIP's design", exact=True)
-            if got is not None:
-                routed, val, util = got
-                if val < inc_obj * (1 - 1e-9) or (inc is None and val <= inc_obj * (1 + 1e-9)):
-                    inc_obj = val
-                    proven = ex.status == "optimal" and val <= ex.objective_s * (1 + 1e-6)
-                    inc = (ex.circuits, routed, "exact MIP", proven, util)
-            report()
+    def exact(self) -> None:
+        """Step 5: the exact MIP for tiny clusters (SCIP under a node limit), warm-started with
+        the incumbent."""
+        n, info, meter = self.problem.n, self.info, self.meter
+        if n > self.exact_max_servers or self.inc_obj <= self.bound_s * (1 + 1e-9):
+            return
+        if not meter.allows():
+            return
+        left = self.cap_left("exact MIP")
+        if left is None:
+            return
+        hint = self.inc[0] if self.inc is not None else self.base.circuits
+        ex = exact_design(
+            self.problem, self.inc_obj, time_limit=left, threads=self.threads, seed=self.seed,
+            hint_circuits=hint, node_limit=EXACT_NODE_LIMIT,
+        )  # fmt: skip
+        info["exact"] = {"status": ex.status, "objective_s": ex.objective_s,
+                         "bound_s": ex.bound_s, "limit": ex.limit,
+                         "stopped_by": ex.stopped_by}  # fmt: skip
+        if ex.limit == "time":
+            self.capped.append("exact MIP")
+        elif ex.limit:
+            meter.stopped = True
+        if ex.status == "optimal":
+            self.bound_s = max(self.bound_s, ex.bound_s * (1 - 1e-6))
+        got = None
+        if ex.circuits is not None:
+            got = self.route(ex.circuits, "routing the exact MIP's design", exact=True)
+        if got is not None:
+            routed, val, util = got
+            inc_obj = self.inc_obj
+            if val < inc_obj * (1 - 1e-9) or (self.inc is None and val <= inc_obj * (1 + 1e-9)):
+                self.inc_obj = val
+                proven = ex.status == "optimal" and val <= ex.objective_s * (1 + 1e-6)
+                self.inc = (ex.circuits, routed, "exact MIP", proven, util)
+        self.report()
 
-    # ---- local search on the incumbent
-    optimal = inc_obj <= bound_s * (1 + 1e-9)
-    if local_search and not optimal and inc is not None:
+    def local_search(self) -> None:
+        """Step 4: degree-preserving 2-swaps on the incumbent
+        (:func:`solvers.joint.local_search.improve_by_swaps`)."""
+        optimal = self.inc_obj <= self.bound_s * (1 + 1e-9)
+        inc = self.inc
+        if not self.search_swaps or optimal or inc is None:
+            return
+        last: dict = {}
 
         def evaluate(c):
-            got = route(c, "swap search")
+            got = self.route(c, "swap search")
             last["eval"] = got
             return (np.inf, None) if got is None else got[1:]
 
         def improved(c, v):
-            nonlocal inc_obj
-            inc_obj = v
+            self.inc_obj = v
             last["best"] = last["eval"]
-            report()
-
-        last: dict = {}
+            self.report()
 
         def keep_going() -> bool:
-            if not meter.allows():
+            if not self.meter.allows():
                 return False
-            if time.perf_counter() >= search_end:
-                capped.append("swap search")
+            if time.perf_counter() >= self.search_end:
+                self.capped.append("swap search")
                 return False
             return True
 
         best_c, best_v, evals = improve_by_swaps(
-            inc[0], n, problem.pair_cap, evaluate, (inc_obj, inc[4]),
-            on_improve=improved, floor=problem.prewired_circuits(), keep_going=keep_going,
+            inc[0], self.problem.n, self.problem.pair_cap, evaluate, (self.inc_obj, inc[4]),
+            on_improve=improved, floor=self.problem.prewired_circuits(), keep_going=keep_going,
         )  # fmt: skip
-        info["local_search_evaluations"] = evals
+        self.info["local_search_evaluations"] = evals
         if "best" in last and not np.array_equal(best_c, inc[0]):
             routed, val, util = last["best"]
-            inc = (best_c, routed, inc[2] + " + swaps", False, util)
-            inc_obj = val
+            self.inc = (best_c, routed, inc[2] + " + swaps", False, util)
+            self.inc_obj = val
 
-    if inc is None:
-        info["steps"].append("baseline kept (no candidate improved on it)")
-    return finish(bound_s)
+    def finalists(self, lb: float) -> list[tuple[str, Design]]:
+        """The incumbent, the next best routed candidate, then the baselines, packaged; smallest
+        objective first."""
+        inc, base = self.inc, self.base
+        finalists: list[tuple[str, Design, tuple | None]] = []
+        if inc is not None:
+            finalists.append((inc[2], None, inc))
+        for val, _, name, c, routed in sorted(self.pool, key=lambda x: (x[0], x[1])):
+            if len(finalists) >= 2 or val >= base.objective_s * (1 + 0.5):
+                break
+            if inc is not None and name == inc[2]:
+                continue
+            finalists.append((name, None, (c, routed, name, False, None)))
+        finalists += [(b.solver, b, None) for b in self.bases]
+        built = []
+        for name, design, entry in finalists:
+            if design is None:
+                c, routed, nm, proven, _ = entry
+                design = to_design(
+                    self.problem, c, routed, lb, "joint", self.t0, self.info, proven=proven
+                )
+            built.append((name, design))
+        built.sort(key=lambda x: x[1].objective_s)  # smallest objective first; stable
+        return built
+
+    def judge(self, built: list[tuple[str, Design]]) -> int:
+        """Step 7: the finalists simulated by the flow model (when it judges), the fastest
+        admissible one picked (:func:`~solvers.joint.flow_select.select_by_flow`); returns its
+        index in ``built`` (which it sorts cheapest simulation first)."""
+        problem, info, workload = self.problem, self.info, self.workload
+        if workload is None or not problem.n_phases:
+            info["selected_by"] = "optimizer objective"
+            return 0
+        # simulate the cheapest first (fewest routing paths, then smallest objective): if
+        # the wall-clock cap stops a long simulation, the quick ones have been judged
+        built.sort(key=lambda x: (x[1].routing.weight.size, x[1].objective_s))
+        pick, scores = select_by_flow(
+            built, problem, workload, self.end, self.known, reference=self.reference,
+            max_refills=self.flow_budget - self.flow_used,
+        )  # fmt: skip
+        if any(sc.timed_out for sc in scores):
+            self.capped.append("flow model of the finalists")
+        over = [sc.name for sc in scores if sc.over_budget]
+        if over:
+            info["flow_over_budget"] = over
+        info["flow_refills"] = {sc.name: sc.refills for sc in scores}
+        info["flow_comm_s"] = {sc.name: sc.comm_s for sc in scores}
+        info["flow_iteration_s"] = {sc.name: sc.iteration_s for sc in scores}
+        info["flow_wall_s"] = {sc.name: sc.wall_s for sc in scores}
+        info["flow_reference"] = self.reference
+        info["selected_by"] = (
+            f"flow model (communication, no slower than {self.reference}, the fastest warm start)"
+        )
+        return pick
+
+    def finish(self, lb: float) -> Design:
+        """Finalists (best routed candidates, then the baselines), judged; the winner packaged,
+        then step 8: Blink packings where they beat the rings
+        (:func:`solvers.joint.collective_choice.choose_collectives`)."""
+        from solvers.joint.collective_choice import choose_collectives
+
+        problem, info, capped, inc = self.problem, self.info, self.capped, self.inc
+        built = self.finalists(lb)
+        name, chosen = built[self.judge(built)]
+        info["winner"] = name
+        info["work_used"] = round(self.meter.used, 6)
+        if capped:
+            info["stopped_by"] = "time limit"
+            info["time_limit_cut"] = list(dict.fromkeys(capped))
+        elif chosen.objective_s <= lb * (1 + 1e-6) or (inc is not None and inc[3]):
+            info["stopped_by"] = "optimal"
+        elif self.meter.stopped:
+            info["stopped_by"] = "work limit"
+        else:
+            info["stopped_by"] = "done"
+        info["deterministic"] = not capped
+        if chosen.solver == "joint":
+            if inc is not None and name == inc[2]:
+                info["routing_solver"] = inc[1].solver
+            out = with_port_options(_rebound(chosen, lb, self.t0, info, keep_info=True), problem)
+        else:
+            out = with_port_options(_rebound(chosen, lb, self.t0, info), problem)
+        ring_times = None
+        if name in info.get("flow_comm_s", {}):
+            keys = ("flow_comm_s", "flow_iteration_s", "flow_refills")
+            ring_times = tuple(info[k][name] for k in keys)
+        picked, cinfo = choose_collectives(out, problem, self.workload, ring_times)
+        return replace(picked, info={**picked.info, "collective_choice": cinfo})

@@ -153,194 +153,255 @@ def exact_design(
     ('optimal', 1.0, True)
     """
     t0 = time.perf_counter()
-    n, B = problem.n, problem.link_bandwidth
+    n = problem.n
     if n > MAX_EXACT_SERVERS:
         raise InputError("servers", n, f"at most {MAX_EXACT_SERVERS} for the exact MIP")
     if not np.isfinite(upper_bound_s) or upper_bound_s <= 0:
         raise InputError("upper_bound_s", upper_bound_s, "a finite number of seconds > 0")
-    K = problem.pair_cap
-    P = problem.n_phases
-    iu, iv = np.triu_indices(n, 1)
-    E = iu.size
-    a_src = np.concatenate([iu, iv])
-    a_dst = np.concatenate([iv, iu])
-    a_pair = np.concatenate([np.arange(E), np.arange(E)])
-    A_ = 2 * E
-    # scaling: bytes / U, seconds / T0 with T0 = U / B
-    U = max(
-        [float(ph.fixed.max()) for ph in problem.phases]
-        + [float(ph.ring_bytes.max()) for ph in problem.phases if ph.n_groups]
-        + [1e-300]
-    )
-    T0 = U / B
-    M = upper_bound_s / T0 * (1 + 1e-6)
-
-    # ---- variables (column index ranges)
-    nv = 0
-
-    def block(size):
-        nonlocal nv
-        start = nv
-        nv += size
-        return start
-
-    cy = block(E * K)  # y[e, k-1]
-    cT = block(P)
-    cw = block(P * E * K)
-    phase_blocks = []
-    cands_all, ring_cols = [], []
-    for ph in problem.phases:
-        cands = [hamiltonian_cycles(ph.group(g)) for g in range(ph.n_groups)]
-        lam0 = block(sum(len(c) for c in cands))
-        sources = np.unique(
-            np.concatenate([ph.fixed.tocoo().row.astype(np.int64), ph.group_servers])
-        )
-        f0 = block(sources.size * A_)
-        phase_blocks.append((lam0, sources, f0))
-        cands_all.append(cands)
-        ring_cols.append(lam0)
-    integers = np.zeros(nv, bool)
-    integers[cy : cy + E * K] = True
-    var_lb = np.zeros(nv)
-    var_ub = np.full(nv, np.inf)
-    var_ub[cy : cy + E * K] = 1.0
-    var_ub[cT : cT + P] = M  # (9)
-
-    rows, cols, vals, rlb, rub = [], [], [], [], []
-    r = 0
-
-    def add(rr, cc, vv):
-        rows.append(np.asarray(rr, np.int64))
-        cols.append(np.asarray(cc, np.int64))
-        vals.append(np.asarray(vv, np.float64))
-
-    kk = np.arange(1, K + 1)
-    ycol = cy + np.arange(E)[:, None] * K + (kk - 1)[None, :]  # (E, K)
-    # (1) ports
-    for ends in (iu, iv):
-        add(r + np.repeat(ends, K), ycol.ravel(), np.tile(kk, E))
-    rlb.append(np.full(n, -np.inf))
-    rub.append(problem.usable_ports().astype(np.float64))  # d, or d - reserved_u
-    r += n
-    # (2) one count per pair
-    add(r + np.repeat(np.arange(E), K), ycol.ravel(), np.ones(E * K))
-    rlb.append(np.full(E, -np.inf))
-    rub.append(np.ones(E))
-    r += E
-    # (10) pre-wired pairs keep their circuits
-    pre = problem.prewired_circuits()
-    if pre.size:
-        e_pre = np.searchsorted(iu * n + iv, pre[:, 0] * n + pre[:, 1])
-        add(r + np.repeat(np.arange(e_pre.size), K), ycol[e_pre].ravel(), np.tile(kk, e_pre.size))
-        rlb.append(pre[:, 2].astype(np.float64))
-        rub.append(np.full(e_pre.size, np.inf))
-        r += e_pre.size
+    m = _ExactModel(problem, upper_bound_s)
+    m.define_variables()
+    m.define_port_constraints()
+    m.define_count_constraints()
+    m.define_prewired_constraints()
     for p, ph in enumerate(problem.phases):
-        lam0, sources, f0 = phase_blocks[p]
-        cands = cands_all[p]
-        S = sources.size
-        spos = {int(s): i for i, s in enumerate(sources)}
-        # (3) ring mix
-        off = 0
-        for g, cl in enumerate(cands):
-            if ph.ring_bytes[g] > 0:
-                add(np.full(len(cl), r), lam0 + off + np.arange(len(cl)), np.ones(len(cl)))
-                rlb.append(np.ones(1))
-                rub.append(np.ones(1))
-                r += 1
-            off += len(cl)
-        # (4) conservation per source and node
-        fcol = f0 + np.arange(S * A_)
-        fs, fa = np.arange(S * A_) // A_, np.arange(S * A_) % A_
-        add(r + fs * n + a_src[fa], fcol, np.ones(S * A_))
-        add(r + fs * n + a_dst[fa], fcol, -np.ones(S * A_))
-        rhs = np.zeros(S * n)
-        fx = ph.fixed.tocoo()
-        for s_, t_, b_ in zip(fx.row.tolist(), fx.col.tolist(), fx.data.tolist(), strict=True):
-            rhs[spos[s_] * n + s_] += b_ / U
-            rhs[spos[s_] * n + t_] -= b_ / U
-        off = 0
-        for g, cl in enumerate(cands):
-            coef = ph.ring_bytes[g] / U
-            for j, ring in enumerate(cl):
-                if coef > 0:
-                    a, b = ring, np.roll(ring, -1)
-                    sp_ = np.array([spos[int(x)] for x in a])
-                    add(r + sp_ * n + a, np.full(a.size, lam0 + off + j), np.full(a.size, -coef))
-                    add(r + sp_ * n + b, np.full(a.size, lam0 + off + j), np.full(a.size, coef))
-            off += len(cl)
-        rlb.append(rhs)
-        rub.append(rhs)
-        r += S * n
-        # (5) capacity: sum_s f - sum_k k w <= 0   (B T0 / U == 1 in scaled units)
-        add(r + np.tile(np.arange(A_), S), fcol, np.ones(S * A_))
-        wcol = cw + p * E * K + np.arange(E)[:, None] * K + (kk - 1)[None, :]  # (E, K)
-        add(r + np.repeat(np.arange(A_), K), wcol[a_pair].ravel(), -np.tile(kk, A_).astype(float))
-        rlb.append(np.full(A_, -np.inf))
-        rub.append(np.zeros(A_))
-        r += A_
-        # (6) w - M y <= 0 ; (7) w - T <= 0 ; (8) w - T - M y >= -M
-        w = wcol.ravel()
-        y = ycol.ravel()
-        m = w.size
-        add(r + np.arange(m), w, np.ones(m))
-        add(r + np.arange(m), y, np.full(m, -M))
-        rlb.append(np.full(m, -np.inf))
-        rub.append(np.zeros(m))
-        r += m
-        add(r + np.arange(m), w, np.ones(m))
-        add(r + np.arange(m), np.full(m, cT + p), -np.ones(m))
-        rlb.append(np.full(m, -np.inf))
-        rub.append(np.zeros(m))
-        r += m
-        add(r + np.arange(m), w, np.ones(m))
-        add(r + np.arange(m), np.full(m, cT + p), -np.ones(m))
-        add(r + np.arange(m), y, np.full(m, -M))
-        rlb.append(np.full(m, -M))
-        rub.append(np.full(m, np.inf))
-        r += m
-    A = sp.csr_matrix(
-        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r, nv)
-    )
-    c = np.zeros(nv)
-    c[cT : cT + P] = 1.0
-    hint = None
-    if hint_circuits is not None:
-        hint = np.zeros(nv)
-        hc = np.asarray(hint_circuits, np.int64).reshape(-1, 3)
-        for u, v, k in hc.tolist():
-            if 1 <= k <= K:
-                u, v = min(u, v), max(u, v)
-                e = int(np.flatnonzero((iu == u) & (iv == v))[0])
-                hint[ycol[e, k - 1]] = 1.0
+        m.define_ring_mix_constraints(p, ph)
+        m.define_conservation_constraints(p, ph)
+        m.define_capacity_constraints(p)
+        m.define_linearisation_constraints(p)
+    A, c, lo, hi = m.matrix()
     res = solve_matrix_program(
-        c, A, np.concatenate(rlb), np.concatenate(rub), var_lb, var_ub, integers=integers,
-        solver=solver, time_limit=time_limit, threads=threads, seed=seed, hint=hint,
+        c, A, lo, hi, m.var_lb, m.var_ub, integers=m.integers, solver=solver,
+        time_limit=time_limit, threads=threads, seed=seed, hint=m.hint(hint_circuits),
         relative_gap=1e-6, node_limit=node_limit,
     )  # fmt: skip
-    circuits = None
-    weights = []
-    if res.x is not None:
-        yv = np.rint(res.x[ycol]).astype(np.int64)  # (E, K)
-        cnt = (yv * kk[None, :]).sum(axis=1)
-        keep = cnt > 0
-        circuits = np.stack([iu[keep], iv[keep], cnt[keep]], axis=1).astype(np.int64)
-        for p in range(P):
-            off = ring_cols[p]
-            wp = []
-            for cl in cands_all[p]:
-                wp.append(np.maximum(res.x[off : off + len(cl)], 0.0))
-                off += len(cl)
-            weights.append(wp)
-    bound = res.bound * T0 if np.isfinite(res.bound) else 0.0
+    circuits, weights = m.solution(res.x)
+    bound = res.bound * m.T0 if np.isfinite(res.bound) else 0.0
     return ExactResult(
         circuits,
-        cands_all,
+        m.cands_all,
         weights,
-        res.objective * T0,
+        res.objective * m.T0,
         max(bound, 0.0),
         res.status,
         solver,
         time.perf_counter() - t0,
         res.limit,
     )
+
+
+class _ExactModel:
+    """The MIP of the module docstring as a sparse matrix program, built one constraint family
+    at a time (each ``define_*`` method adds the rows of its numbered constraints).
+
+    Scaling: bytes / ``U``, seconds / ``T0`` with ``T0 = U / B``, so ``B T0 / U == 1``.
+    """
+
+    def __init__(self, problem: DesignProblem, upper_bound_s: float) -> None:
+        n, B = problem.n, problem.link_bandwidth
+        self.problem, self.n = problem, n
+        self.K = problem.pair_cap
+        self.P = problem.n_phases
+        self.iu, self.iv = np.triu_indices(n, 1)
+        self.E = E = self.iu.size
+        self.a_src = np.concatenate([self.iu, self.iv])
+        self.a_dst = np.concatenate([self.iv, self.iu])
+        self.a_pair = np.concatenate([np.arange(E), np.arange(E)])
+        self.A_ = 2 * E
+        self.U = max(
+            [float(ph.fixed.max()) for ph in problem.phases]
+            + [float(ph.ring_bytes.max()) for ph in problem.phases if ph.n_groups]
+            + [1e-300]
+        )
+        self.T0 = self.U / B
+        self.M = upper_bound_s / self.T0 * (1 + 1e-6)
+        self.kk = np.arange(1, self.K + 1)
+        self.nv = 0
+        self.rows, self.cols, self.vals, self.rlb, self.rub = [], [], [], [], []
+        self.r = 0
+
+    def block(self, size: int) -> int:
+        """Reserve ``size`` variable columns; returns the first."""
+        start = self.nv
+        self.nv += size
+        return start
+
+    def add(self, rr, cc, vv) -> None:
+        """Add the coefficients ``vv`` at rows ``rr``, columns ``cc``."""
+        self.rows.append(np.asarray(rr, np.int64))
+        self.cols.append(np.asarray(cc, np.int64))
+        self.vals.append(np.asarray(vv, np.float64))
+
+    def bounds(self, lo, hi, count: int) -> None:
+        """The row bounds of the ``count`` rows just added."""
+        self.rlb.append(lo)
+        self.rub.append(hi)
+        self.r += count
+
+    def define_variables(self) -> None:
+        """Columns: ``y[e, k-1]``, ``T_p``, ``w[p, e, k-1]``, then per phase the ring weights
+        ``lambda`` and the flows ``f`` of each source; integrality and bounds ((9))."""
+        problem, E, K, P = self.problem, self.E, self.K, self.P
+        self.cy = self.block(E * K)  # y[e, k-1]
+        self.cT = self.block(P)
+        self.cw = self.block(P * E * K)
+        self.phase_blocks = []
+        self.cands_all, self.ring_cols = [], []
+        for ph in problem.phases:
+            cands = [hamiltonian_cycles(ph.group(g)) for g in range(ph.n_groups)]
+            lam0 = self.block(sum(len(c) for c in cands))
+            sources = np.unique(
+                np.concatenate([ph.fixed.tocoo().row.astype(np.int64), ph.group_servers])
+            )
+            f0 = self.block(sources.size * self.A_)
+            self.phase_blocks.append((lam0, sources, f0))
+            self.cands_all.append(cands)
+            self.ring_cols.append(lam0)
+        nv = self.nv
+        self.integers = np.zeros(nv, bool)
+        self.integers[self.cy : self.cy + E * K] = True
+        self.var_lb = np.zeros(nv)
+        self.var_ub = np.full(nv, np.inf)
+        self.var_ub[self.cy : self.cy + E * K] = 1.0
+        self.var_ub[self.cT : self.cT + P] = self.M  # (9)
+        self.ycol = self.cy + np.arange(E)[:, None] * K + (self.kk - 1)[None, :]  # (E, K)
+
+    def define_port_constraints(self) -> None:
+        """(1) ports: ``sum_e sum_k k y_{e,k} <= d_u`` (usable ports)."""
+        r, K, E, kk = self.r, self.K, self.E, self.kk
+        for ends in (self.iu, self.iv):
+            self.add(r + np.repeat(ends, K), self.ycol.ravel(), np.tile(kk, E))
+        ports = self.problem.usable_ports().astype(np.float64)  # d, or d - reserved_u
+        self.bounds(np.full(self.n, -np.inf), ports, self.n)
+
+    def define_count_constraints(self) -> None:
+        """(2) one count per pair: ``sum_k y_{e,k} <= 1``."""
+        E, K = self.E, self.K
+        self.add(self.r + np.repeat(np.arange(E), K), self.ycol.ravel(), np.ones(E * K))
+        self.bounds(np.full(E, -np.inf), np.ones(E), E)
+
+    def define_prewired_constraints(self) -> None:
+        """(10) pre-wired pairs keep their circuits: ``sum_k k y_{e,k} >= P_e``."""
+        pre = self.problem.prewired_circuits()
+        if not pre.size:
+            return
+        n, K = self.n, self.K
+        e_pre = np.searchsorted(self.iu * n + self.iv, pre[:, 0] * n + pre[:, 1])
+        self.add(
+            self.r + np.repeat(np.arange(e_pre.size), K), self.ycol[e_pre].ravel(),
+            np.tile(self.kk, e_pre.size),
+        )  # fmt: skip
+        self.bounds(pre[:, 2].astype(np.float64), np.full(e_pre.size, np.inf), e_pre.size)
+
+    def define_ring_mix_constraints(self, p: int, ph) -> None:
+        """(3) ring mix: ``sum_c lambda_c = 1`` for every group of phase ``p`` with bytes."""
+        lam0 = self.phase_blocks[p][0]
+        off = 0
+        for g, cl in enumerate(self.cands_all[p]):
+            if ph.ring_bytes[g] > 0:
+                self.add(
+                    np.full(len(cl), self.r), lam0 + off + np.arange(len(cl)), np.ones(len(cl))
+                )
+                self.bounds(np.ones(1), np.ones(1), 1)
+            off += len(cl)
+
+    def define_conservation_constraints(self, p: int, ph) -> None:
+        """(4) flow conservation per source and node of phase ``p``, rings included."""
+        n, A_, U, r = self.n, self.A_, self.U, self.r
+        lam0, sources, f0 = self.phase_blocks[p]
+        S = sources.size
+        spos = {int(s): i for i, s in enumerate(sources)}
+        fcol = f0 + np.arange(S * A_)
+        fs, fa = np.arange(S * A_) // A_, np.arange(S * A_) % A_
+        self.add(r + fs * n + self.a_src[fa], fcol, np.ones(S * A_))
+        self.add(r + fs * n + self.a_dst[fa], fcol, -np.ones(S * A_))
+        rhs = np.zeros(S * n)
+        fx = ph.fixed.tocoo()
+        for s_, t_, b_ in zip(fx.row.tolist(), fx.col.tolist(), fx.data.tolist(), strict=True):
+            rhs[spos[s_] * n + s_] += b_ / U
+            rhs[spos[s_] * n + t_] -= b_ / U
+        off = 0
+        for g, cl in enumerate(self.cands_all[p]):
+            coef = ph.ring_bytes[g] / U
+            for j, ring in enumerate(cl):
+                if coef > 0:
+                    a, b = ring, np.roll(ring, -1)
+                    sp_ = np.array([spos[int(x)] for x in a])
+                    col = np.full(a.size, lam0 + off + j)
+                    self.add(r + sp_ * n + a, col, np.full(a.size, -coef))
+                    self.add(r + sp_ * n + b, col, np.full(a.size, coef))
+            off += len(cl)
+        self.bounds(rhs, rhs, S * n)
+
+    def wcol(self, p: int) -> np.ndarray:
+        """Columns of ``w[p, e, k-1]``, shape ``(E, K)``."""
+        E, K = self.E, self.K
+        return self.cw + p * E * K + np.arange(E)[:, None] * K + (self.kk - 1)[None, :]
+
+    def define_capacity_constraints(self, p: int) -> None:
+        """(5) capacity: ``sum_s f - sum_k k w <= 0`` on every arc (``B T0 / U == 1``)."""
+        A_, K, r = self.A_, self.K, self.r
+        f0 = self.phase_blocks[p][2]
+        S = self.phase_blocks[p][1].size
+        self.add(r + np.tile(np.arange(A_), S), f0 + np.arange(S * A_), np.ones(S * A_))
+        wk = self.wcol(p)[self.a_pair].ravel()
+        self.add(r + np.repeat(np.arange(A_), K), wk, -np.tile(self.kk, A_).astype(float))
+        self.bounds(np.full(A_, -np.inf), np.zeros(A_), A_)
+
+    def define_linearisation_constraints(self, p: int) -> None:
+        """(6) ``w - M y <= 0``; (7) ``w - T <= 0``; (8) ``w - T - M y >= -M``."""
+        w, y, M = self.wcol(p).ravel(), self.ycol.ravel(), self.M
+        m = w.size
+        T = np.full(m, self.cT + p)
+        self.add(self.r + np.arange(m), w, np.ones(m))
+        self.add(self.r + np.arange(m), y, np.full(m, -M))
+        self.bounds(np.full(m, -np.inf), np.zeros(m), m)
+        self.add(self.r + np.arange(m), w, np.ones(m))
+        self.add(self.r + np.arange(m), T, -np.ones(m))
+        self.bounds(np.full(m, -np.inf), np.zeros(m), m)
+        self.add(self.r + np.arange(m), w, np.ones(m))
+        self.add(self.r + np.arange(m), T, -np.ones(m))
+        self.add(self.r + np.arange(m), y, np.full(m, -M))
+        self.bounds(np.full(m, -M), np.full(m, np.inf), m)
+
+    def matrix(self) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray, np.ndarray]:
+        """``(A, c, row lower, row upper)``: the objective ``min sum_p T_p``."""
+        A = sp.csr_matrix(
+            (np.concatenate(self.vals), (np.concatenate(self.rows), np.concatenate(self.cols))),
+            shape=(self.r, self.nv),
+        )
+        c = np.zeros(self.nv)
+        c[self.cT : self.cT + self.P] = 1.0
+        return A, c, np.concatenate(self.rlb), np.concatenate(self.rub)
+
+    def hint(self, hint_circuits: np.ndarray | None) -> np.ndarray | None:
+        """The ``y`` of a starting design (rows ``[u, v, count]``), or None."""
+        if hint_circuits is None:
+            return None
+        hint = np.zeros(self.nv)
+        hc = np.asarray(hint_circuits, np.int64).reshape(-1, 3)
+        for u, v, k in hc.tolist():
+            if 1 <= k <= self.K:
+                u, v = min(u, v), max(u, v)
+                e = int(np.flatnonzero((self.iu == u) & (self.iv == v))[0])
+                hint[self.ycol[e, k - 1]] = 1.0
+        return hint
+
+    def solution(self, x: np.ndarray | None) -> tuple[np.ndarray | None, list]:
+        """The circuits and the ring weights of a solution ``x`` (None, [] without one)."""
+        circuits = None
+        weights = []
+        if x is None:
+            return circuits, weights
+        kk, iu, iv = self.kk, self.iu, self.iv
+        yv = np.rint(x[self.ycol]).astype(np.int64)  # (E, K)
+        cnt = (yv * kk[None, :]).sum(axis=1)
+        keep = cnt > 0
+        circuits = np.stack([iu[keep], iv[keep], cnt[keep]], axis=1).astype(np.int64)
+        for p in range(self.P):
+            off = self.ring_cols[p]
+            wp = []
+            for cl in self.cands_all[p]:
+                wp.append(np.maximum(x[off : off + len(cl)], 0.0))
+                off += len(cl)
+            weights.append(wp)
+        return circuits, weights

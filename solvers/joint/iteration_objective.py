@@ -301,8 +301,7 @@ def two_hop_spread(circuits: np.ndarray, n: int, src: np.ndarray, dst: np.ndarra
     -------
     list of list of (list[int], float)
         Per pair, its ``(server path, weight)`` list
-        (:meth:`solvers.model.design.NodePaths.to_lists`
-        form).
+        (:meth:`solvers.model.design.NodePaths.to_lists` form).
 
     Examples
     --------

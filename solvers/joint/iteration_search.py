@@ -67,7 +67,7 @@ re-fills (a longer one stops deterministically and its design is not chosen). Th
 When the flow model cannot judge (no compute model: a hand-made Workload or a problem without
 one; more than :data:`ITERATION_MAX_SERVERS` servers, as the 128-server DLRM task graph; or the
 warm start's first simulation needs more than :data:`FIRST_SIMULATION_SHARE` of the work
-limit), the congestion objective decides (:func:`solvers.joint.driver.joint_design`) and
+limit), the congestion objective decides (:func:`solvers.joint.driver.congestion_search`) and
 ``info["objective"]`` says so with the reason.
 
 Priorities
@@ -91,7 +91,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -111,14 +111,16 @@ from solvers.joint.iteration_objective import (
     window_count,
     window_problem,
 )
-from solvers.model.congestion import canonical_circuits, evaluate_routing
+from solvers.model.congestion import evaluate_routing
 from solvers.model.design import Design
 from solvers.model.ports import with_port_options
 from solvers.model.problem import DesignProblem
+from topoopt.fabrics.circuits import Circuits
 from traffic.errors import InputError
 
 __all__ = [
     "iteration_design",
+    "IterationSearch",
     "priority_orders",
     "DEFAULT_ITERATION_WORK_LIMIT",
     "WORK_PER_SIMULATED_FLOW",
@@ -223,7 +225,7 @@ def circulant_candidates(problem: DesignProblem, rank_by: DesignProblem) -> list
     for strides in itertools.combinations(pool, k):
         if math.gcd(n, *strides) != 1:
             continue  # disconnected
-        c = canonical_circuits(circulant_circuits(n, strides), n)
+        c = Circuits(circulant_circuits(n, strides), n).rows
         if c[:, 2].max() > problem.pair_cap:
             continue
         out.append((f"circulant {list(strides)}", c))
@@ -248,7 +250,7 @@ def sorted_by_hops(candidates: list, n: int) -> list:
     from scipy.sparse.csgraph import shortest_path
 
     def mean_hops(c: np.ndarray) -> float:
-        c = canonical_circuits(c, n)
+        c = Circuits(c, n).rows
         a = sp.coo_matrix((np.ones(c.shape[0]), (c[:, 0], c[:, 1])), shape=(n, n))
         dist = shortest_path(a.tocsr(), unweighted=True, directed=False)
         off = ~np.eye(n, dtype=bool)
@@ -321,6 +323,8 @@ def iteration_design(
 ) -> Design:
     """The joint optimizer under the iteration objective (module docstring).
 
+    The steps of :class:`IterationSearch` in order; each can also be called alone.
+
     Parameters
     ----------
     problem : DesignProblem
@@ -352,256 +356,381 @@ def iteration_design(
         objective, for comparison); with ``priorities``, ``priority_iteration_s`` (each
         baseline under each order tried) and ``priority`` (the order searched, or none).
     """
-    from solvers.baselines.expander_design import expander_design
-    from solvers.baselines.topoopt_method import topoopt_design
-    from solvers.joint.driver import WORK_PER_REFILL, check_problem, joint_design
+    s = IterationSearch(
+        problem, time_limit_s, seed, threads, progress, work_limit, local_search, priorities
+    )
+    reason = s.cannot_simulate()
+    if reason:
+        return s.fallback(reason)
+    s.bound()
+    reason = s.warm_start()
+    if reason:
+        return s.fallback(reason)
+    s.try_priorities()
+    s.windows()
+    s.candidates()
+    s.block_routing()
+    s.refine()
+    s.local_search()
+    return s.finish()
 
-    t0 = time.perf_counter()
-    time_limit = float(time_limit_s)
-    if not np.isfinite(time_limit) or time_limit <= 0:
-        raise InputError("time_limit_s", time_limit_s, "a finite number of seconds > 0")
-    wl = DEFAULT_ITERATION_WORK_LIMIT if work_limit is None else float(work_limit)
-    if not np.isfinite(wl) or wl < 0:
-        raise InputError("work_limit", work_limit, "a finite number of work units >= 0")
-    check_problem(problem)
-    end = t0 + time_limit
-    workload = problem.workload
 
-    def fallback(reason: str) -> Design:
-        d = joint_design(
-            problem,
-            time_limit_s=max(end - time.perf_counter(), 1e-3),
-            seed=seed,
-            threads=threads,
-            progress=progress,
-            work_limit=None if work_limit is None else wl,
+@dataclass(eq=False)
+class IterationSearch:
+    """The state of one iteration search (:func:`iteration_design` chains its steps).
+
+    Attributes set by the steps: ``bound_s`` (step 1), ``bases`` and ``base_it`` (step 2),
+    ``finalists`` (every simulated design: ``(iteration, order, name, design)``) and ``best``
+    (the incumbent, one of them), ``prio`` (the class order tried beside fair sharing),
+    ``routings`` (step 3), ``cand_best`` (per candidate key: ``(iteration, kind, util, alpha,
+    LP-routed design)``, steps 4-4b), ``meter`` (work), ``capped`` (steps the wall clock cut)
+    and ``info``.
+    """
+
+    problem: DesignProblem
+    time_limit_s: float = 60.0
+    seed: int = 0
+    threads: int = 1
+    progress: Callable[[float, float], None] | None = None
+    work_limit: float | None = None
+    search_swaps: bool = True
+    priorities: bool = False
+    t0: float = field(init=False)
+    end: float = field(init=False)
+    wl: float = field(init=False)
+    meter: _Meter = field(init=False)
+    capped: list = field(init=False, default_factory=list)
+    info: dict = field(init=False, default_factory=dict)
+    compute_ref: float | None = field(init=False, default=None)
+    cp_bound: float = field(init=False, default=-math.inf)
+    ideal_it: float = field(init=False, default=math.inf)
+    bound_s: float = field(init=False, default=-math.inf)
+    sched: object = field(init=False, default=None)
+    bases: list = field(init=False, default_factory=list)
+    base_it: dict = field(init=False, default_factory=dict)
+    finalists: list = field(init=False, default_factory=list)
+    best: tuple = field(init=False, default=())
+    prio: tuple = field(init=False, default=())
+    routings: dict = field(init=False, default_factory=dict)
+    tried: list = field(init=False, default_factory=list)
+    uniq: list = field(init=False, default_factory=list)
+    blocky: list = field(init=False, default_factory=list)
+    block_keys: set = field(init=False, default_factory=set)
+    cand_best: dict = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from solvers.joint.driver import check_problem
+
+        self.t0 = time.perf_counter()
+        time_limit = float(self.time_limit_s)
+        if not np.isfinite(time_limit) or time_limit <= 0:
+            raise InputError("time_limit_s", self.time_limit_s, "a finite number of seconds > 0")
+        wl = DEFAULT_ITERATION_WORK_LIMIT if self.work_limit is None else float(self.work_limit)
+        if not np.isfinite(wl) or wl < 0:
+            raise InputError("work_limit", self.work_limit, "a finite number of work units >= 0")
+        check_problem(self.problem)
+        self.wl = wl
+        self.end = self.t0 + time_limit
+        self.meter = _Meter(wl)
+        self.info = {"objective": "iteration", "seed": int(self.seed), "work_limit": wl}
+
+    @property
+    def workload(self):
+        """The problem's GPU-level workload (simulated by every step)."""
+        return self.problem.workload
+
+    @property
+    def window_problem(self) -> DesignProblem:
+        """The criticality-weighted window problem (step 3), else the phase problem."""
+        return self.routings.get("windows", self.problem)
+
+    def out_of_time(self) -> bool:
+        """The work limit or the wall-clock cap stops the next step."""
+        return not self.meter.allows() or time.perf_counter() >= self.end
+
+    def cannot_simulate(self) -> str:
+        """Why the flow model cannot judge this problem (then the congestion search decides),
+        or ``""``."""
+        if not has_compute_model(self.workload) or self.problem.n_phases == 0:
+            return "the workload has no compute model: the iteration cannot be simulated"
+        n = self.problem.n
+        if n > ITERATION_MAX_SERVERS:
+            return (
+                f"{n} servers > {ITERATION_MAX_SERVERS}: one flow simulation takes about as long "
+                "as the whole search budget"
+            )
+        return ""
+
+    def fallback(self, reason: str) -> Design:
+        """The congestion search's design (:func:`solvers.joint.driver.congestion_search`),
+        ``info["objective"]`` ``"congestion"`` with ``reason``."""
+        from solvers.joint.driver import congestion_search
+
+        d = congestion_search(
+            self.problem,
+            time_limit_s=max(self.end - time.perf_counter(), 1e-3),
+            seed=self.seed,
+            threads=self.threads,
+            progress=self.progress,
+            work_limit=None if self.work_limit is None else self.wl,
         )
         info = {**dict(d.info), "objective": "congestion", "objective_reason": reason}
-        return replace(d, info=info, wall_s=time.perf_counter() - t0)
+        return replace(d, info=info, wall_s=time.perf_counter() - self.t0)
 
-    if not has_compute_model(workload) or problem.n_phases == 0:
-        return fallback("the workload has no compute model: the iteration cannot be simulated")
-
-    n = problem.n
-    if n > ITERATION_MAX_SERVERS:
-        return fallback(
-            f"{n} servers > {ITERATION_MAX_SERVERS}: one flow simulation takes about as long as "
-            "the whole search budget"
-        )
-    meter = _Meter(wl)
-    capped: list[str] = []
-    info: dict = {"objective": "iteration", "seed": int(seed), "work_limit": wl}
-
-    def simulate(design: Design, step: str, share: float = 1.0) -> float:
+    def simulate(self, design: Design, step: str, share: float = 1.0) -> float:
         """Flow-model iteration time under ``share`` of the work left; ``inf`` when it does
         not fit."""
-        if time.perf_counter() >= end:
-            capped.append(step)
+        from solvers.joint.driver import WORK_PER_REFILL
+
+        if time.perf_counter() >= self.end:
+            self.capped.append(step)
             return math.inf
-        budget = int(share * meter.left / WORK_PER_REFILL)
+        budget = int(share * self.meter.left / WORK_PER_REFILL)
         it, refills, flows = iteration_time(
-            design, problem, max_refills=budget, flows=True, compute_s=compute_ref
+            design, self.problem, max_refills=budget, flows=True, compute_s=self.compute_ref
         )
-        meter.charge(
+        self.meter.charge(
             WORK_PER_SIMULATION + refills * WORK_PER_REFILL + flows * WORK_PER_SIMULATED_FLOW
         )
         return it
 
-    # ---- 1. bound: critical path at the shortest durations, and the ideal switch
-    cp_bound = -math.inf
-    sched = None
-    if workload.taskgraph is not None:
-        cp_bound = iteration_lower_bound(workload, problem.degree, problem.link_bandwidth)
-        cp_bound = cp_bound.makespan_s
-    ideal_res, sched = ideal_reference(workload, problem.degree, problem.link_bandwidth)
-    # the compute-only iteration does not depend on the fabric: simulated once (task graphs)
-    compute_ref = float(ideal_res.compute_s) if workload.taskgraph is not None else None
-    meter.charge(
-        ideal_res.info["refills"] * WORK_PER_REFILL
-        + ideal_res.info["flows"] * WORK_PER_SIMULATED_FLOW
-    )
-    ideal_it = float(ideal_res.iteration_s)
-    bound = max(cp_bound, ideal_it)
-    info.update(critical_path_bound_s=float(cp_bound), ideal_iteration_s=ideal_it)
+    def bound(self) -> None:
+        """Step 1: the critical path at the shortest durations, and the ideal switch."""
+        from solvers.joint.driver import WORK_PER_REFILL
 
-    # ---- 2. warm start: the baselines, simulated
-    bases = [topoopt_design(problem, v, seed=seed) for v in ("topoopt", "topoopt-released")]
-    bases.append(expander_design(problem, seed=seed))
-    base_it = {}
-    for b in bases:  # the first may take half the budget: larger problems fall back early
-        share = FIRST_SIMULATION_SHARE if not base_it else 1.0
-        base_it[b.solver] = simulate(b, f"flow model of {b.solver}", share)
-        if not np.isfinite(base_it[b.solver]):
-            break
-    info["iteration_s"] = dict(base_it)
-    if not all(np.isfinite(v) for v in base_it.values()):
-        return fallback(
-            "a warm-start baseline's simulation does not fit the work limit "
-            f"({wl:g} units) or the time limit"
+        problem, workload = self.problem, self.workload
+        cp_bound = -math.inf
+        if workload.taskgraph is not None:
+            cp_bound = iteration_lower_bound(workload, problem.degree, problem.link_bandwidth)
+            cp_bound = cp_bound.makespan_s
+        ideal_res, self.sched = ideal_reference(workload, problem.degree, problem.link_bandwidth)
+        # the compute-only iteration does not depend on the fabric: simulated once (task graphs)
+        if workload.taskgraph is not None:
+            self.compute_ref = float(ideal_res.compute_s)
+        self.meter.charge(
+            ideal_res.info["refills"] * WORK_PER_REFILL
+            + ideal_res.info["flows"] * WORK_PER_SIMULATED_FLOW
         )
+        self.cp_bound = cp_bound
+        self.ideal_it = float(ideal_res.iteration_s)
+        self.bound_s = max(cp_bound, self.ideal_it)
+        self.info.update(critical_path_bound_s=float(cp_bound), ideal_iteration_s=self.ideal_it)
 
-    finalists: list[tuple[float, int, str, Design]] = []  # (iteration, order, name, design)
-    for b in bases:
-        finalists.append((base_it[b.solver], len(finalists), b.solver, b))
-    prio: tuple[str, ...] = ()  # the class order tried beside fair sharing from here on
-    if priorities:
-        by_order: dict[str, dict[str, float]] = {}
-        gain = (1.0, ())
-        for order in priority_orders(problem):
-            label = ",".join(order)
-            by_order[label] = {}
-            for b in bases:
-                if not meter.allows() or time.perf_counter() >= end:
-                    break
-                it = simulate(replace(b, priority=order), f"flow model of {b.solver} [{label}]")
-                by_order[label][b.solver] = it
-                if np.isfinite(it):
-                    finalists.append((it, len(finalists), f"{b.solver} [{label} first]",
-                                      replace(b, priority=order)))  # fmt: skip
-                    if it / base_it[b.solver] < gain[0] * (1 - 1e-9):
-                        gain = (it / base_it[b.solver], order)
-        prio = gain[1]
-        info["priority_iteration_s"] = by_order
-        info["priority"] = list(prio)
-    best = min(finalists, key=lambda x: (x[0], x[1]))
-    if progress is not None:
-        progress(best[0], bound)
+    def warm_start(self) -> str:
+        """Step 2: the baselines of :data:`WARM_START`, simulated; the fastest is the first
+        incumbent. Returns why the flow model cannot judge (a simulation did not fit), or
+        ``""``."""
+        from solvers.baselines.expander_design import expander_design
+        from solvers.baselines.topoopt_method import topoopt_design
 
-    # ---- 3. criticality windows
-    routings: dict[str, DesignProblem] = {"phases": problem}
-    if sched is not None:
-        k = window_count(n)
-        routings["windows"] = window_problem(problem, sched, k)
-        for k2 in sorted({max(2, k // 2), 3 * k // 2} - {k}):
-            routings[f"windows/{k2}"] = window_problem(problem, sched, k2)
-    windows = routings.get("windows", problem)
-    info["windows"] = windows.n_phases if windows is not problem else 0
+        problem, seed = self.problem, self.seed
+        bases = [topoopt_design(problem, v, seed=seed) for v in ("topoopt", "topoopt-released")]
+        bases.append(expander_design(problem, seed=seed))
+        self.bases = bases
+        base_it = self.base_it
+        for b in bases:  # the first may take half the budget: larger problems fall back early
+            share = FIRST_SIMULATION_SHARE if not base_it else 1.0
+            base_it[b.solver] = self.simulate(b, f"flow model of {b.solver}", share)
+            if not np.isfinite(base_it[b.solver]):
+                break
+        self.info["iteration_s"] = dict(base_it)
+        if not all(np.isfinite(v) for v in base_it.values()):
+            return (
+                "a warm-start baseline's simulation does not fit the work limit "
+                f"({self.wl:g} units) or the time limit"
+            )
+        for b in bases:
+            self.finalists.append((base_it[b.solver], len(self.finalists), b.solver, b))
+        return ""
 
-    from solvers.joint.driver import candidate_circuits, quick_score, route_design, to_design
+    def try_priorities(self) -> None:
+        """Step 2 with ``priorities``: every baseline under each class order of
+        :func:`priority_orders`; the order that gains most is tried beside fair sharing from
+        here on (``prio``). Then the incumbent is the fastest finalist."""
+        if self.priorities:
+            by_order: dict[str, dict[str, float]] = {}
+            gain = (1.0, ())
+            for order in priority_orders(self.problem):
+                label = ",".join(order)
+                by_order[label] = {}
+                for b in self.bases:
+                    if self.out_of_time():
+                        break
+                    d = replace(b, priority=order)
+                    it = self.simulate(d, f"flow model of {b.solver} [{label}]")
+                    by_order[label][b.solver] = it
+                    if np.isfinite(it):
+                        self.finalists.append(
+                            (it, len(self.finalists), f"{b.solver} [{label} first]", d)
+                        )
+                        if it / self.base_it[b.solver] < gain[0] * (1 - 1e-9):
+                            gain = (it / self.base_it[b.solver], order)
+            self.prio = gain[1]
+            self.info["priority_iteration_s"] = by_order
+            self.info["priority"] = list(self.prio)
+        self.best = min(self.finalists, key=lambda x: (x[0], x[1]))
+        if self.progress is not None:
+            self.progress(self.best[0], self.bound_s)
 
-    def routed_design(c, prob: DesignProblem, name: str) -> tuple[Design | None, np.ndarray]:
-        left = end - time.perf_counter()
+    def windows(self) -> None:
+        """Step 3: the criticality-weighted window problems (task graphs; the phase problem
+        otherwise)."""
+        problem, sched = self.problem, self.sched
+        self.routings = {"phases": problem}
+        if sched is not None:
+            k = window_count(problem.n)
+            self.routings["windows"] = window_problem(problem, sched, k)
+            for k2 in sorted({max(2, k // 2), 3 * k // 2} - {k}):
+                self.routings[f"windows/{k2}"] = window_problem(problem, sched, k2)
+        windows = self.window_problem
+        self.info["windows"] = windows.n_phases if windows is not problem else 0
+
+    def routed_design(self, c, prob: DesignProblem, name: str) -> tuple[Design | None, np.ndarray]:
+        """``c`` routed by the LP on ``prob`` (work charged), as a Design of the phase problem,
+        and its per-link utilisation; None when the clock is up or it does not route."""
+        from solvers.joint.driver import route_design, to_design
+
+        left = self.end - time.perf_counter()
         if left <= 0:
-            capped.append(f"routing {name}")
+            self.capped.append(f"routing {name}")
             return None, np.zeros(0)
-        routed, val, util = route_design(prob, c, left, extra=bases[0])
+        routed, val, util = route_design(prob, c, left, extra=self.bases[0])
         if routed is None:
             return None, util
-        meter.charge(routed.work + WORK_PER_ROUTED_PHASE * prob.n_phases)
+        self.meter.charge(routed.work + WORK_PER_ROUTED_PHASE * prob.n_phases)
         if routed.limit == "time":
-            capped.append(f"routing {name}")
-        d = to_design(prob, c, routed, 0.0, "joint", t0, {})
-        if prob is not problem:
-            d = remap_rings(d, prob, problem)
+            self.capped.append(f"routing {name}")
+        d = to_design(prob, c, routed, 0.0, "joint", self.t0, {})
+        if prob is not self.problem:
+            d = remap_rings(d, prob, self.problem)
         return d, util
 
-    tried: list[dict] = []
-
-    def simulate_and_keep(d: Design, name: str, label: str) -> float:
+    def simulate_and_keep(self, d: Design, name: str, label: str) -> float:
         """Simulate ``d`` (candidate ``name`` routed as ``label``), record it, keep it as a
         finalist (and the incumbent when faster); returns its iteration."""
-        nonlocal best
-        it = simulate(d, f"flow model of {name}")
-        tried.append({"candidate": name, "routing": label, "iteration_s": it})
+        it = self.simulate(d, f"flow model of {name}")
+        self.tried.append({"candidate": name, "routing": label, "iteration_s": it})
         if np.isfinite(it):
-            finalists.append((it, len(finalists), f"{name} ({label} routing)", d))
-            if it < best[0] * (1 - 1e-12):
-                best = finalists[-1]
-                if progress is not None:
-                    progress(it, bound)
+            self.finalists.append((it, len(self.finalists), f"{name} ({label} routing)", d))
+            if it < self.best[0] * (1 - 1e-12):
+                self.best = self.finalists[-1]
+                if self.progress is not None:
+                    self.progress(it, self.bound_s)
         return it
 
-    def widen(d0: Design, name: str, kind: str, alphas) -> tuple[float, float]:
+    def widen(self, d0: Design, name: str, kind: str, alphas) -> tuple[float, float]:
         """Simulate the LP-routed ``d0`` widened by each ``alpha``
         (:func:`~solvers.joint.iteration_objective.spread_routing`), keep; returns the best
         (iteration, alpha)."""
         out = (math.inf, 0.0)
+        prio = self.prio
         for a in alphas:
             for order in ((), prio) if prio else ((),):
-                if not meter.allows() or time.perf_counter() >= end:
+                if self.out_of_time():
                     break
                 d = spread_routing(d0, a)
                 label = kind if a <= 0 else f"{kind}, {a:g} two-hop spread"
                 if order:
                     d = replace(d, priority=order)
                     label += f", {','.join(order)} first"
-                it = simulate_and_keep(d, name, label)
+                it = self.simulate_and_keep(d, name, label)
                 if it < out[0]:
                     out = (it, float(a))
         return out
 
-    def consider(c, name: str, kinds=("phases", "windows"), alpha: float = 0.0) -> tuple:
+    def consider(self, c, name: str, kinds=("phases", "windows"), alpha: float = 0.0) -> tuple:
         """Route ``c`` each way (widened by ``alpha``), simulate, keep; returns the best
         (iteration, kind, util, alpha, LP-routed design)."""
         out = (math.inf, "", np.zeros(0), alpha, None)
         for kind in kinds:
-            if not meter.allows() or time.perf_counter() >= end:
+            if self.out_of_time():
                 break
-            d0, util = routed_design(c, routings[kind], name)
+            d0, util = self.routed_design(c, self.routings[kind], name)
             if d0 is None:
                 continue
-            it, _ = widen(d0, name, kind, (alpha,))
+            it, _ = self.widen(d0, name, kind, (alpha,))
             if it < out[0]:
                 out = (it, kind, util, alpha, d0)
         return out
 
-    # ---- 4. candidates: routed on the windows first (cheapest estimate first), then the best
-    # few on the phases and on other window counts too
-    raw = [(f"{b.solver} circuits", b.circuits) for b in bases]
-    raw += candidate_circuits(problem, deadline=math.inf)
-    if windows is not problem:
-        raw += [(f"{nm} [windows]", c) for nm, c in candidate_circuits(windows, math.inf)]
-    circulants = circulant_candidates(problem, windows)
-    raw += circulants
-    blocky = block_constructions(problem)
-    raw += [(nm, c) for nm, c, _ in blocky]
-    seen: set[bytes] = set()
-    uniq = []
-    for nm, c in raw:
-        c = canonical_circuits(c, n)
-        key = c.tobytes()
-        if key not in seen:
-            seen.add(key)
-            uniq.append((nm, c))
-    order = sorted(range(len(uniq)), key=lambda i: (quick_score(windows, uniq[i][1]), i))
-    # the circulants of fewest mean hops first (TopoOpt's criterion: every flow, critical or
-    # not, crosses fewer links), then everything by its estimate
-    short = {c.tobytes() for _, c in sorted_by_hops(circulants, n)[:SHORTEST_CIRCULANTS]}
-    # then the block constructions first_block_candidates names (few, and built for plans whose
-    # fixed traffic forms blocks); the other block constructions wait their estimate's turn
-    block_keys = {
-        canonical_circuits(c, n).tobytes() for _, c in first_block_candidates(problem)
-    } - short
-    order = (
-        [i for i in order if uniq[i][1].tobytes() in short]
-        + [i for i in order if uniq[i][1].tobytes() in block_keys]
-        + [i for i in order if uniq[i][1].tobytes() not in short | block_keys]
-    )
-    first = ("windows",) if windows is not problem else ("phases",)
-    cand_best: dict[bytes, tuple] = {}
-    for i in order:
-        nm, c = uniq[i]
-        full = meter.used >= CANDIDATE_SHARE * meter.limit and len(cand_best) >= 2
-        if full and c.tobytes() not in block_keys:
-            break  # the rest of the budget: the best candidates' other routings, swaps
-        if not meter.allows() or time.perf_counter() >= end:
-            break
-        # block constructions are routed on the phases: the window routing spreads their fixed
-        # traffic over the blocks' few circuits across
-        kinds = first if c.tobytes() not in block_keys else ("phases",)
-        cand_best[c.tobytes()] = consider(c, nm, kinds=kinds)
-    # ---- 4b. the best block construction's rings balanced across the blocks' positions and
-    # its pairs across detoured through block mates (simulations only)
-    block_set = {canonical_circuits(c, n).tobytes(): comps for _, c, comps in blocky}
-    routed_blocks = sorted(
-        (k for k in cand_best if k in block_set and cand_best[k][4] is not None),
-        key=lambda k: (cand_best[k][0], k),
-    )
-    info["block_routing"] = None
-    if routed_blocks and cand_best[routed_blocks[0]][0] <= (1 + BLOCK_ROUTING_MARGIN) * best[0]:
+    def name_of(self, key: bytes) -> str:
+        """The name of the candidate whose canonical circuits have bytes ``key``."""
+        return next(nm for nm, cc in self.uniq if cc.tobytes() == key)
+
+    def candidate_order(self) -> list[int]:
+        """Step 4's candidates (``uniq``, deduplicated) and the order they are tried in: the
+        shortest circulants, the named block constructions, then by estimate."""
+        from solvers.joint.driver import candidate_circuits, quick_score
+
+        problem, n, windows = self.problem, self.problem.n, self.window_problem
+        raw = [(f"{b.solver} circuits", b.circuits) for b in self.bases]
+        raw += candidate_circuits(problem, deadline=math.inf)
+        if windows is not problem:
+            raw += [(f"{nm} [windows]", c) for nm, c in candidate_circuits(windows, math.inf)]
+        circulants = circulant_candidates(problem, windows)
+        raw += circulants
+        self.blocky = block_constructions(problem)
+        raw += [(nm, c) for nm, c, _ in self.blocky]
+        seen: set[bytes] = set()
+        uniq = self.uniq
+        for nm, c in raw:
+            c = Circuits(c, n).rows
+            key = c.tobytes()
+            if key not in seen:
+                seen.add(key)
+                uniq.append((nm, c))
+        order = sorted(range(len(uniq)), key=lambda i: (quick_score(windows, uniq[i][1]), i))
+        # the circulants of fewest mean hops first (TopoOpt's criterion: every flow, critical or
+        # not, crosses fewer links), then everything by its estimate
+        short = {c.tobytes() for _, c in sorted_by_hops(circulants, n)[:SHORTEST_CIRCULANTS]}
+        # then the block constructions first_block_candidates names (few, and built for plans
+        # whose fixed traffic forms blocks); the other block constructions wait their turn
+        self.block_keys = {
+            Circuits(c, n).rows.tobytes() for _, c in first_block_candidates(problem)
+        } - short
+        keys = self.block_keys
+        return (
+            [i for i in order if uniq[i][1].tobytes() in short]
+            + [i for i in order if uniq[i][1].tobytes() in keys]
+            + [i for i in order if uniq[i][1].tobytes() not in short | keys]
+        )
+
+    def candidates(self) -> None:
+        """Step 4: the candidates (:meth:`candidate_order`) routed on the windows (the named
+        block constructions on the phases), simulated, within :data:`CANDIDATE_SHARE` of the
+        work limit."""
+        order = self.candidate_order()
+        meter = self.meter
+        first = ("windows",) if self.window_problem is not self.problem else ("phases",)
+        for i in order:
+            nm, c = self.uniq[i]
+            full = meter.used >= CANDIDATE_SHARE * meter.limit and len(self.cand_best) >= 2
+            if full and c.tobytes() not in self.block_keys:
+                break  # the rest of the budget: the best candidates' other routings, swaps
+            if self.out_of_time():
+                break
+            # block constructions are routed on the phases: the window routing spreads their
+            # fixed traffic over the blocks' few circuits across
+            kinds = first if c.tobytes() not in self.block_keys else ("phases",)
+            self.cand_best[c.tobytes()] = self.consider(c, nm, kinds=kinds)
+
+    def block_routing(self) -> None:
+        """Step 4b: the best block construction's rings balanced across the blocks' positions
+        and its pairs across detoured through block mates (simulations only)."""
+        problem, n, cand_best = self.problem, self.problem.n, self.cand_best
+        block_set = {Circuits(c, n).rows.tobytes(): comps for _, c, comps in self.blocky}
+        routed_blocks = sorted(
+            (k for k in cand_best if k in block_set and cand_best[k][4] is not None),
+            key=lambda k: (cand_best[k][0], k),
+        )
+        self.info["block_routing"] = None
+        if not routed_blocks:
+            return
+        if cand_best[routed_blocks[0]][0] > (1 + BLOCK_ROUTING_MARGIN) * self.best[0]:
+            return
         key = routed_blocks[0]
         it0, kind, util, a0, d0 = cand_best[key]
-        nm = next(nm for nm, cc in uniq if cc.tobytes() == key)
+        nm = self.name_of(key)
         comps = block_set[key]
         balanced = balanced_block_rings(d0, problem, comps)
         ring_label, dr = ", balanced block rings", balanced
@@ -611,139 +740,158 @@ def iteration_design(
         for a, det in ((a, det) for a in BLOCK_SPREADS for det in BLOCK_DETOURS):
             if not ring_label and det <= 0:
                 continue  # the LP's rings without detours: widened below
-            if not meter.allows() or time.perf_counter() >= end:
+            if self.out_of_time():
                 break
             d = block_detours(spread_routing(dr, a), problem, det, comps)
             label = kind + ring_label
             label += f", {a:g} two-hop spread" if a > 0 else ""
             label += f", {det:g} block detours" if det > 0 else ""
-            if prio:
-                d = replace(d, priority=prio)
-                label += f", {','.join(prio)} first"
-            it = simulate_and_keep(d, nm, label)
+            if self.prio:
+                d = replace(d, priority=self.prio)
+                label += f", {','.join(self.prio)} first"
+            it = self.simulate_and_keep(d, nm, label)
             if it < got[0]:
                 got = (it, label)
-        info["block_routing"] = {"candidate": nm, "best": got[1], "iteration_s": got[0]}
+        self.info["block_routing"] = {"candidate": nm, "best": got[1], "iteration_s": got[0]}
         if got[0] < it0:  # the swap search must beat it
             cand_best[key] = (got[0], kind, util, a0, d0)
 
-    if windows is not problem:
+    def refine(self) -> None:
+        """Step 4, last part: the :data:`PHASE_ROUTED` best candidates routed on the other
+        window counts, and their routings widened onto two-hop paths (:data:`SPREADS`)."""
+        cand_best = self.cand_best
+        if self.window_problem is not self.problem:
+            top = sorted(cand_best, key=lambda k: (cand_best[k][0], k))[:PHASE_ROUTED]
+            others = tuple(k for k in self.routings if k.startswith("windows/"))
+            for key in top:
+                if self.out_of_time():
+                    break
+                c = np.frombuffer(key, np.int64).reshape(-1, 3)
+                got = self.consider(c, self.name_of(key), kinds=others)
+                if got[0] < cand_best[key][0]:
+                    cand_best[key] = got
+        # the best candidates' routings widened onto two-hop paths (simulations only)
         top = sorted(cand_best, key=lambda k: (cand_best[k][0], k))[:PHASE_ROUTED]
-        others = tuple(k for k in routings if k.startswith("windows/"))
         for key in top:
-            if not meter.allows() or time.perf_counter() >= end:
-                break
-            c = np.frombuffer(key, np.int64).reshape(-1, 3)
-            nm = next(nm for nm, cc in uniq if cc.tobytes() == key)
-            got = consider(c, nm, kinds=others)
-            if got[0] < cand_best[key][0]:
-                cand_best[key] = got
-    # the best candidates' routings widened onto two-hop paths (simulations only)
-    top = sorted(cand_best, key=lambda k: (cand_best[k][0], k))[:PHASE_ROUTED]
-    for key in top:
-        it0, kind, util, _, d0 = cand_best[key]
-        if d0 is None:
-            continue
-        nm = next(nm for nm, cc in uniq if cc.tobytes() == key)
-        it, a = widen(d0, nm, kind, SPREADS)
-        if it < it0:
-            cand_best[key] = (it, kind, util, a, d0)
+            it0, kind, util, _, d0 = cand_best[key]
+            if d0 is None:
+                continue
+            it, a = self.widen(d0, self.name_of(key), kind, SPREADS)
+            if it < it0:
+                cand_best[key] = (it, kind, util, a, d0)
 
-    # ---- 5. local search from the best routed candidate
-    evals = 0
-    if local_search and cand_best:
-        from solvers.joint.local_search import swap_candidates
+    def local_search(self) -> None:
+        """Step 5: degree-preserving 2-swaps from the best routed candidate, guided by the
+        window routing's hottest links, accepted when the simulated iteration drops."""
+        evals = 0
+        cand_best, windows, problem = self.cand_best, self.window_problem, self.problem
+        if self.search_swaps and cand_best:
+            from solvers.joint.local_search import swap_candidates
 
-        key = min(cand_best, key=lambda k: (cand_best[k][0], k))
-        cur_it, kind, util, alpha, _ = cand_best[key]
-        cur_c = np.frombuffer(key, np.int64).reshape(-1, 3)
-        if kind != "windows" and windows is not problem:
-            _, util = routed_design(cur_c, windows, "local search guide")
-        tabu: set[bytes] = set(cand_best)
-        for _ in range(50):
-            improved = False
-            if util.size == 0:
-                break
-            for cand in swap_candidates(
-                cur_c, n, util, problem.pair_cap, floor=problem.prewired_circuits()
-            ):
-                if not meter.allows() or time.perf_counter() >= end:
+            key = min(cand_best, key=lambda k: (cand_best[k][0], k))
+            cur_it, kind, util, alpha, _ = cand_best[key]
+            cur_c = np.frombuffer(key, np.int64).reshape(-1, 3)
+            if kind != "windows" and windows is not problem:
+                _, util = self.routed_design(cur_c, windows, "local search guide")
+            tabu: set[bytes] = set(cand_best)
+            for _ in range(50):
+                improved = False
+                if util.size == 0:
                     break
-                k2 = cand.tobytes()
-                if k2 in tabu:
-                    continue
-                tabu.add(k2)
-                evals += 1
-                it, kd, u2, _, _ = consider(cand, "swap", kinds=(kind or "phases",), alpha=alpha)
-                if it < cur_it * (1 - 1e-9):
-                    cur_c, cur_it = cand, it
-                    if windows is not problem and kd != "windows":
-                        _, u2 = routed_design(cand, windows, "local search guide")
-                    util = u2
-                    improved = True
+                for cand in swap_candidates(
+                    cur_c, problem.n, util, problem.pair_cap, floor=problem.prewired_circuits()
+                ):
+                    if self.out_of_time():
+                        break
+                    k2 = cand.tobytes()
+                    if k2 in tabu:
+                        continue
+                    tabu.add(k2)
+                    evals += 1
+                    it, kd, u2, _, _ = self.consider(
+                        cand, "swap", kinds=(kind or "phases",), alpha=alpha
+                    )
+                    if it < cur_it * (1 - 1e-9):
+                        cur_c, cur_it = cand, it
+                        if windows is not problem and kd != "windows":
+                            _, u2 = self.routed_design(cand, windows, "local search guide")
+                        util = u2
+                        improved = True
+                        break
+                if not improved:
                     break
-            if not improved:
-                break
-    info["local_search_evaluations"] = evals
-    info["candidates"] = tried
-    if time.perf_counter() >= end:
-        capped.append("search")
+        self.info["local_search_evaluations"] = evals
+        self.info["candidates"] = self.tried
+        if time.perf_counter() >= self.end:
+            self.capped.append("search")
 
-    # ---- finish: the fastest finalist (baselines included), checked against the warm start
-    it_best, _, name, chosen = min(finalists, key=lambda x: (x[0], x[1]))
-    fastest_base = min(base_it.values())
-    if not it_best <= fastest_base:
-        raise RuntimeError(
-            f"iteration search would ship {it_best} s, slower than its warm start {fastest_base} s"
-        )
-    info["never_slower_than_warm_start"] = True
-    info["winner"] = name
-    info["work_used"] = round(meter.used, 6)
-    ev = evaluate_routing(problem, chosen.circuits, chosen.phase_routings(problem))
-    info["congestion_objective_s"] = float(ev.objective) if ev.feasible else None
-    if capped:
-        info["stopped_by"] = "time limit"
-        info["time_limit_cut"] = list(dict.fromkeys(capped))
-    elif meter.stopped:
-        info["stopped_by"] = "work limit"
-    else:
-        info["stopped_by"] = "done"
-    info["deterministic"] = not capped
-    if chosen.solver != "joint":
-        info["baseline_info"] = dict(chosen.info)
-    if chosen.priority:  # the ideal switch under the same priorities too (the lesser counts)
-        from topoopt.fabrics import ideal
-        from topoopt.flowsim.iteration import simulate_iteration
+    def finish(self) -> Design:
+        """Step 6: the fastest finalist (baselines included), checked against the warm start,
+        packaged; then the collectives (:meth:`collectives`)."""
+        problem, info, capped = self.problem, self.info, self.capped
+        it_best, _, name, chosen = min(self.finalists, key=lambda x: (x[0], x[1]))
+        fastest_base = min(self.base_it.values())
+        if not it_best <= fastest_base:
+            raise RuntimeError(
+                f"iteration search would ship {it_best} s, slower than its warm start "
+                f"{fastest_base} s"
+            )
+        info["never_slower_than_warm_start"] = True
+        info["winner"] = name
+        info["work_used"] = round(self.meter.used, 6)
+        ev = evaluate_routing(problem, chosen.circuits, chosen.phase_routings(problem))
+        info["congestion_objective_s"] = float(ev.objective) if ev.feasible else None
+        if capped:
+            info["stopped_by"] = "time limit"
+            info["time_limit_cut"] = list(dict.fromkeys(capped))
+        elif self.meter.stopped:
+            info["stopped_by"] = "work limit"
+        else:
+            info["stopped_by"] = "done"
+        info["deterministic"] = not capped
+        if chosen.solver != "joint":
+            info["baseline_info"] = dict(chosen.info)
+        bound = self.bound_s
+        if chosen.priority:  # the ideal switch under the same priorities too (the lesser counts)
+            from topoopt.fabrics import ideal
+            from topoopt.flowsim.iteration import simulate_iteration
 
-        fab = ideal(
-            n, problem.degree, problem.link_bandwidth, gpus_per_server=workload.gpus_per_server
-        )
-        ideal_p = simulate_iteration(
-            workload, fab, exposed_by_class=False, compute_s=compute_ref, priority=chosen.priority
-        ).iteration_s
-        info["ideal_priority_iteration_s"] = float(ideal_p)
-        bound = max(cp_bound, min(ideal_it, float(ideal_p)))
-    lb = min(bound, it_best)
-    gap = (it_best - lb) / it_best if it_best > 0 else 0.0
-    status = "optimal" if gap <= 1e-6 else "feasible"
-    out = Design(
-        chosen.servers, chosen.degree, chosen.link_bandwidth, chosen.circuits, chosen.rings,
-        chosen.routing, "joint", status, it_best, lb, gap, time.perf_counter() - t0, info,
-        priority=chosen.priority,
-    )  # fmt: skip
-    # Blink packings where they beat the rings (solvers.joint.collective_choice)
-    from solvers.joint.collective_choice import choose_collectives
-
-    picked, cinfo = choose_collectives(out, problem, workload)
-    info["collective_choice"] = cinfo
-    if picked.collectives and cinfo["iteration_s"] < it_best:
-        it_best = cinfo["iteration_s"]  # what simulate --design gives the picked design
-        lb = min(lb, it_best)
+            workload = self.workload
+            fab = ideal(
+                problem.n, problem.degree, problem.link_bandwidth,
+                gpus_per_server=workload.gpus_per_server,
+            )  # fmt: skip
+            ideal_p = simulate_iteration(
+                workload, fab, exposed_by_class=False, compute_s=self.compute_ref,
+                priority=chosen.priority,
+            ).iteration_s  # fmt: skip
+            info["ideal_priority_iteration_s"] = float(ideal_p)
+            bound = max(self.cp_bound, min(self.ideal_it, float(ideal_p)))
+        lb = min(bound, it_best)
         gap = (it_best - lb) / it_best if it_best > 0 else 0.0
-        # the bound assumes ring collectives: a packing may beat it, so no optimality claim
-        cinfo["bound_note"] = "lower_bound_s assumes ring collectives (capped at the objective)"
-        out = replace(
-            picked, status="feasible", objective_s=it_best, lower_bound_s=lb, gap=gap,
-            wall_s=time.perf_counter() - t0,
+        status = "optimal" if gap <= 1e-6 else "feasible"
+        out = Design(
+            chosen.servers, chosen.degree, chosen.link_bandwidth, chosen.circuits, chosen.rings,
+            chosen.routing, "joint", status, it_best, lb, gap, time.perf_counter() - self.t0,
+            info, priority=chosen.priority,
         )  # fmt: skip
-    return with_port_options(out, problem)
+        return with_port_options(self.collectives(out, it_best, lb), problem)
+
+    def collectives(self, out: Design, it_best: float, lb: float) -> Design:
+        """Step 6, last part: Blink packings where they beat the rings
+        (:func:`solvers.joint.collective_choice.choose_collectives`)."""
+        from solvers.joint.collective_choice import choose_collectives
+
+        picked, cinfo = choose_collectives(out, self.problem, self.workload)
+        self.info["collective_choice"] = cinfo
+        if picked.collectives and cinfo["iteration_s"] < it_best:
+            it_best = cinfo["iteration_s"]  # what simulate --design gives the picked design
+            lb = min(lb, it_best)
+            gap = (it_best - lb) / it_best if it_best > 0 else 0.0
+            # the bound assumes ring collectives: a packing may beat it, so no optimality claim
+            cinfo["bound_note"] = "lower_bound_s assumes ring collectives (capped at the objective)"
+            out = replace(
+                picked, status="feasible", objective_s=it_best, lower_bound_s=lb, gap=gap,
+                wall_s=time.perf_counter() - self.t0,
+            )  # fmt: skip
+        return out

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from solvers.model.congestion import canonical_circuits
+from topoopt.fabrics.circuits import Circuits
 
 __all__ = ["swap_candidates", "improve_by_swaps"]
 
@@ -47,7 +47,7 @@ def swap_candidates(
     >>> [x.tolist() for x in swap_candidates(c, 4, util, 2, floor=np.array([[0, 2, 1]]))]
     [[[0, 1, 2], [0, 2, 1], [1, 3, 1], [2, 3, 2]]]
     """
-    c = canonical_circuits(circuits, n)
+    c = Circuits(circuits, n).rows
     E = c.shape[0]
     if E < 2:
         return []
@@ -79,7 +79,7 @@ def swap_candidates(
             new[i, 2] -= 1
             new[j, 2] -= 1
             add = np.array([[u, v, 1], [min(x, y), max(x, y), 1]], np.int64)
-            cand = canonical_circuits(np.vstack([new, add]), n)
+            cand = Circuits(np.vstack([new, add]), n).rows
             if cand[:, 2].max() > pair_cap:
                 continue
             out.append(cand)
@@ -125,7 +125,7 @@ def improve_by_swaps(
     >>> improve_by_swaps(ring, 4, 2, evaluate, (2.0, util), keep_going=lambda: False)[2]
     0
     """
-    best_c = canonical_circuits(circuits, n)
+    best_c = Circuits(circuits, n).rows
     best_v, util = current
     evals = 0
     for _ in range(max_rounds):

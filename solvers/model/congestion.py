@@ -39,7 +39,6 @@ __all__ = [
     "RingSet",
     "PhaseRouting",
     "Evaluation",
-    "canonical_circuits",
     "link_lookup",
     "ring_steps",
     "phase_pairs",
@@ -50,12 +49,6 @@ __all__ = [
 ]
 
 _TOL = 1e-6
-
-
-def canonical_circuits(circuits, n: int) -> np.ndarray:
-    """A writable copy of :class:`~topoopt.fabrics.circuits.Circuits` ``(circuits, n).rows``:
-    a thin wrapper kept only until the joint search's last caller is migrated."""
-    return Circuits(circuits, n).rows.copy()
 
 
 def link_lookup(src: np.ndarray, dst: np.ndarray, n: int):

@@ -36,7 +36,9 @@ def test_ring_on_a_torus_is_the_closed_form():
                "--collective", "all-gather", "--size", "1e6", "--json")  # fmt: skip
     doc = json.loads(r.stdout)
     assert doc["algorithm"] == "ring"
-    assert doc["time_s"] == pytest.approx(3 / 4 * 1e6 / 1e9 + 1e-6)
+    # the 4-ring both ways (two NCCL-like rings of S/2): (n-1)/n * (S/2) / B plus one hop
+    assert doc["time_s"] == pytest.approx(3 / 4 * 0.5e6 / 1e9 + 1e-6)
+    assert doc["schedule"]["rings"] == 2
 
 
 def test_human_table():

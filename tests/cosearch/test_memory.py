@@ -77,35 +77,42 @@ def test_pipeline_in_flight_matches_korthikanti():
     assert in_flight_layers(6, 16, 0, 3) == 18
 
 
-def _plan(**par):
-    return load_plan(
-        {
-            "model": "gpt3-175b",
-            "parallelism": {"micro_batch_size": 1, **par},
-            "cluster": {"servers": 16, "gpus_per_server": 8},
-        }
-    )
+def _plan(options=None, **par):
+    doc = {
+        "model": "gpt3-175b",
+        "parallelism": {"micro_batch_size": 1, **par},
+        "cluster": {"servers": 16, "gpus_per_server": 8},
+    }
+    if options:
+        doc["options"] = options
+    return load_plan(doc)
 
 
 def test_memory_per_gpu_sums_independent_derivation():
-    """GPT-3 175B tp8 pp16 dp1 on 128 GPUs: stage 0 holds its exact parameters x 16 bytes and
-    16 micro-batches x 6 layers x 23 sbh of activations plus the embedding dropout mask."""
+    """GPT-3 175B tp8 pp16 dp1 on 128 GPUs: stage 0 holds its exact parameters x 18 bytes (2-byte
+    weight, Megatron's fp32 gradient buffer of a bf16 run, 12 bytes of Adam state; 16 with
+    2-byte gradients, the ZeRO paper's count) and 16 micro-batches x 6 layers x 23 sbh of
+    activations plus the embedding dropout mask."""
     plan = _plan(tp=8, pp=16, dp=1)
     r = memory_per_gpu(plan)
     psi0 = stage_parameters(plan)[0].dense
     sbh = 2048 * 12288
     assert r.stage == 0
-    assert r.parameters_bytes + r.gradients_bytes + r.optimizer_bytes == 16 * psi0
+    assert r.parameters_bytes + r.gradients_bytes + r.optimizer_bytes == 18 * psi0
+    r16 = memory_per_gpu(_plan({"grad_reduce_dtype": "gradient"}, tp=8, pp=16, dp=1))
+    assert r16.parameters_bytes + r16.gradients_bytes + r16.optimizer_bytes == 16 * psi0
     assert r.activations_bytes == pytest.approx(96 * 23 * sbh + 16 * sbh)
-    assert r.total_bytes < 80e9  # the hand plan fits an 80 GB A100
+    assert r.total_bytes < 80 * 2**30  # the hand plan fits an 80 GB A100 (81,920 MiB)
 
 
 def test_sharding_divides_states():
-    """ZeRO stages and FSDP modes shard what the ZeRO paper says, over dp * cp ranks."""
-    base = memory_per_gpu(_plan(tp=8, pp=4, dp=4))
-    z1 = memory_per_gpu(_plan(tp=8, pp=4, dp=4, distributed_optimizer=True))
-    z3 = memory_per_gpu(_plan(tp=8, pp=4, dp=4, fsdp="full_shard"))
-    z2 = memory_per_gpu(_plan(tp=8, pp=4, dp=4, zero=2))
+    """ZeRO stages and FSDP modes shard what the ZeRO paper says, over dp * cp ranks (one
+    gradient width for all, so that only the sharding differs)."""
+    o = {"grad_reduce_dtype": "bf16"}
+    base = memory_per_gpu(_plan(o, tp=8, pp=4, dp=4))
+    z1 = memory_per_gpu(_plan(o, tp=8, pp=4, dp=4, distributed_optimizer=True))
+    z3 = memory_per_gpu(_plan(o, tp=8, pp=4, dp=4, fsdp="full_shard"))
+    z2 = memory_per_gpu(_plan(o, tp=8, pp=4, dp=4, zero=2))
     assert z1.optimizer_bytes == pytest.approx(base.optimizer_bytes / 4)
     assert z1.parameters_bytes == base.parameters_bytes
     assert z2.gradients_bytes == pytest.approx(base.gradients_bytes / 4)
@@ -125,3 +132,20 @@ def test_recsys_memory_follows_placement():
     where[1] = 0
     two = memory_per_gpu(plan, table_gpus=where)
     assert two.parameters_bytes - rr.parameters_bytes == pytest.approx(table)
+
+
+@pytest.mark.parametrize("dtype", ["auto", "fp32", "bf16", "gradient"])
+@pytest.mark.parametrize("par", [{}, {"zero": 2}, {"distributed_optimizer": True}])
+def test_gradient_memory_and_traffic_use_one_width(dtype, par):
+    """Issue 29 item 16: the gradient buffer counted in memory has the width the data-parallel
+    reduction sends (traffic conventions.grad_reduce_bytes); the old model counted 2 bytes
+    while the traffic reduced 4 (bf16 Megatron runs reduce in fp32)."""
+    from traffic.build import workload_from_plan
+
+    plan = _plan({"grad_reduce_dtype": dtype}, tp=8, pp=4, dp=4, **par)
+    beta = workload_from_plan(plan).conventions["grad_reduce_bytes"]
+    assert beta == {"fp32": 4, "bf16": 2, "gradient": 2}.get(dtype, 2 if par.get("zero") else 4)
+    r = memory_per_gpu(plan)
+    psi = stage_parameters(plan)[r.stage].dense
+    shard = 4 if par.get("zero", 0) >= 2 else 1
+    assert r.gradients_bytes == beta * psi / shard

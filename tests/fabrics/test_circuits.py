@@ -2,8 +2,9 @@
 
 Invariants on random inputs, every constructor (rows with and without a count, numpy arrays,
 networkx graphs and multigraphs, another ``Circuits``) against a brute-force canonicaliser, the
-views against networkx, and the wrappers that replaced the three old canonicalisers
-(``normalise_circuits``, ``canonical_circuits``, the pre-wired one) against the same oracle.
+views against networkx, and what is left of the three old canonicalisers (``normalise_circuits``
+and the pre-wired reader's, now thin users of ``Circuits``; ``canonical_circuits`` is gone)
+against the same oracle.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from solvers.model.congestion import canonical_circuits
 from solvers.model.problem import _canonical_prewired
 from topoopt.fabrics.circuits import Circuits
 from topoopt.fabrics.direct_connect import normalise_circuits
@@ -64,8 +64,7 @@ def test_constructors_agree_with_brute_force(seed):
     g.add_nodes_from(range(n))
     g.add_edges_from(map(tuple, ones.tolist()))
     assert Circuits(g, n) == c
-    # the wrappers of the old canonicalisers give the same rows
-    assert canonical_circuits(rows, n).tolist() == want
+    # what was left of the old canonicalisers gives the same rows
     assert _canonical_prewired(rows, n).tolist() == want
     nz = rows[rows[:, 2] > 0]
     assert normalise_circuits(nz, n).tolist() == want

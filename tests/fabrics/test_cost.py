@@ -91,7 +91,8 @@ def test_cost_equivalent_bandwidth_recovers_known_design():
     # a cheaper target gives a slower fat-tree
     half = cost_equivalent_fat_tree(target / 2, 128)
     assert half.port_bandwidth < eq.port_bandwidth
-    assert half.capex_usd == pytest.approx(target / 2, rel=1e-9)
+    assert half.capex_usd <= target / 2  # buildable: one uniform speed within the budget
+    assert half.info["fluid_bound"]["server_gbps"] > half.port_bandwidth * 8 / 1e9
     with pytest.raises(InputError, match="target_capex"):
         cost_equivalent_fat_tree(1.0, 128)
 
@@ -205,18 +206,22 @@ def test_cost_equivalent_64_vs_128_servers_closed_form():
     Budget X = 2,420 USD per server (a 4 x 100G patch-panel design: 4 x (400 + 100 + 5 + 100)).
     Both sizes fit one switch at 200G (64x200G, 128x200G) and at 400G (64x400G, 128x400G), so
     the per-server cost is 700 + 2*300 + 5 + 350 = 1,655 at 200G and 1,200 + 2*600 + 5 + 600 =
-    3,005 at 400G, and the mix buys 200 + 200 (X - 1655) / (3005 - 1655) = 313.33 Gbps.
+    3,005 at 400G. The buildable fat-tree is the uniform 200G one (1,655 per server, under the
+    budget; issue 29.11: the old code priced the unbuyable mix); the mix that spends X exactly,
+    200 + 200 (X - 1655) / (3005 - 1655) = 313.33 Gbps, is reported as a bound only.
     """
     x = 4 * (400 + 100 + 5 + 100)
     assert x == cost(direct_connect(64, 4, port_bandwidth=12.5e9)).capex_usd / 64
-    want = 200 + 200 * (x - 1655) / (3005 - 1655)
+    fluid = 200 + 200 * (x - 1655) / (3005 - 1655)
     for n in (64, 128):
         eq = cost_equivalent_fat_tree(x * n, n)
-        assert eq.port_bandwidth * 8 / 1e9 == pytest.approx(want, rel=1e-9)
-        assert eq.server_bandwidth == pytest.approx(want * 1e9 / 8, rel=1e-9)
-        assert eq.capex_usd == pytest.approx(x * n, rel=1e-9)
+        assert eq.port_bandwidth * 8 / 1e9 == pytest.approx(200.0, rel=1e-12)
+        assert eq.server_bandwidth == pytest.approx(200e9 / 8, rel=1e-12)
+        assert eq.capex_usd == pytest.approx(1655 * n, rel=1e-12)
+        assert eq.capex_usd == cost(eq.fabric).capex_usd  # the price of what is built
         assert eq.info["tiers"] == 1
-        assert [m["gbps"] for m in eq.info["mix"]] == [200.0, 400.0]
+        assert eq.info["fluid_bound"]["server_gbps"] == pytest.approx(fluid, rel=1e-9)
+        assert [m["gbps"] for m in eq.info["fluid_bound"]["mix"]] == [200.0, 400.0]
         assert sum(eq.capex_breakdown.values()) == pytest.approx(eq.capex_usd, rel=1e-12)
 
 
@@ -259,8 +264,10 @@ def test_bandwidth_per_server_has_no_unexplained_cliffs(per_server):
         if bw_b < bw_a * (1 - 1e-12):
             drops += 1
             assert st_a != st_b, f"bandwidth fell from {a} to {b} servers within one step"
-        if not eq_b.info["capped"]:
-            assert eq_b.capex_usd == pytest.approx(per_server * b, rel=1e-9)
+        if not eq_b.info["capped"]:  # the fastest uniform step within the budget
+            assert eq_b.capex_usd <= per_server * b * (1 + 1e-12)
+            faster = [s for s in eq_b.info["catalogue_steps"] if s["server_gbps"] > bw_b * 8e-9]
+            assert all(s["capex_usd"] > per_server * b for s in faster)
     assert drops < 60
 
 
@@ -272,7 +279,9 @@ def test_catalogue_steps_are_increasing_in_cost_and_speed():
         assert c == sorted(c) and len(set(c)) == len(c) and g == sorted(g)
         for s in st:
             assert s.plan.model.gbps == s.gbps
-            assert s.plan.tiers == (1 if n <= s.plan.model.radix else 2)
+            r = s.plan.model.radix
+            want = 1 if n <= r else (2 if -(-n // (r // 2)) <= r else 3)
+            assert s.plan.tiers == want
 
 
 def test_cost_equivalent_capped_and_fabric_info():
@@ -324,15 +333,14 @@ def test_scaled_prices():
 
 
 def test_cost_equivalent_max_bandwidth():
-    """With a bandwidth cap the fat-tree buys the mix at the cap (capex below the target).
+    """With a bandwidth cap the fat-tree buys the fastest uniform step under the cap.
 
-    64 servers, one switch at 200G (1,655 USD per server) and 400G (3,005): a 300G cap is the
-    half-half mix, (1655 + 3005) / 2 = 2,330 USD per server, whatever the target above it.
+    64 servers, one switch at 200G (1,655 USD per server) and 400G (3,005): a 300G cap buys the
+    200G switch (capex 64 x 1,655, below the target), ``capped`` when the budget would buy 400G.
     """
     eq = cost_equivalent_fat_tree(1e7, 64, max_bandwidth=300e9 / 8)
-    assert eq.port_bandwidth == pytest.approx(300e9 / 8)
-    assert eq.capex_usd == pytest.approx(64 * (1655 + 3005) / 2, rel=1e-12)
+    assert eq.port_bandwidth == pytest.approx(200e9 / 8)
+    assert eq.capex_usd == pytest.approx(64 * 1655, rel=1e-12)
     assert eq.info["capped"] == "max_bandwidth"
-    assert [m["share"] for m in eq.info["mix"]] == pytest.approx([0.5, 0.5])
     below = cost_equivalent_fat_tree(64 * 2000.0, 64, max_bandwidth=300e9 / 8)
-    assert below.info["capped"] is None and below.port_bandwidth < 300e9 / 8
+    assert below.info["capped"] is None and below.port_bandwidth == pytest.approx(200e9 / 8)

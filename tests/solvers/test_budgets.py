@@ -26,7 +26,7 @@ import scipy.sparse as sp
 
 import solvers.routing_lp as routing_lp
 from solvers.baselines.topoopt_method import topoopt_design
-from solvers.joint.driver import joint_design
+from solvers.joint.driver import congestion_search
 from solvers.joint.exact_mip import exact_design
 from solvers.model.problem import DesignProblem, PhaseTraffic
 from solvers.routing_lp import (
@@ -278,7 +278,7 @@ def test_exact_mip_returns_its_incumbent_at_a_tiny_limit(cap, request):
 def test_joint_design_is_feasible_when_every_solve_hits_a_tiny_limit(cap, request):
     stops = request.getfixturevalue(cap)
     p = DesignProblem.from_workload(_workload(6), degree=2, link_bandwidth=1e9)
-    d = joint_design(p, time_limit_s=60, select_by="objective")  # 6 servers: the MIP runs too
+    d = congestion_search(p, time_limit_s=60, select_by="objective")  # 6 servers: the MIP runs too
     assert stops.solves > 0 and stops.limited > 0  # the limits really bit
     check_design(d, p)
     assert d.info["stopped_by"] in ("optimal", "work limit", "time limit", "done")

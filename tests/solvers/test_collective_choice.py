@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from solvers.baselines.topoopt_method import topoopt_design
 from solvers.joint.collective_choice import blink_entry, choose_collectives
-from solvers.joint.driver import joint_design
+from solvers.joint.driver import congestion_search
 from solvers.joint.flow_select import flow_times
 from solvers.model.design import Design
 from solvers.model.problem import DesignProblem
@@ -48,7 +48,7 @@ def _dp(n: int, size: float = S) -> Workload:
 def petersen():
     w = _dp(10)
     p = DesignProblem.from_workload(w, degree=3, link_bandwidth=B, prewired=np.array(PETERSEN))
-    return w, p, joint_design(p, time_limit_s=60, local_search=False)
+    return w, p, congestion_search(p, time_limit_s=60, local_search=False)
 
 
 def test_joint_picks_blink_on_petersen(petersen):
@@ -107,7 +107,7 @@ def test_rings_kept_where_they_are_optimal():
     """A 6-server ring of single circuits: the ring meets the cut bound, nothing is picked."""
     w = _dp(6)
     p = DesignProblem.from_workload(w, degree=2, link_bandwidth=B)
-    d = joint_design(p, time_limit_s=30)
+    d = congestion_search(p, time_limit_s=30)
     ch = d.info["collective_choice"]
     assert d.collectives == ()
     assert [t["outcome"] for t in ch["tried"]] == ["rings kept (not faster)"]

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from solvers.baselines.topoopt_method import topoopt_design
-from solvers.joint import joint_design
+from solvers.joint import congestion_search
 from solvers.joint.flow_select import FlowScore, flow_times, score, select_by_flow
 from solvers.model.problem import DesignProblem
 from traffic.load import load_workload
@@ -114,7 +114,7 @@ def test_select_by_flow_shares_the_work_limit_in_order(dlrm_problem):
 
 def test_joint_is_never_slower_than_topoopt_in_the_flow_model(dlrm_problem):
     w, p = dlrm_problem
-    d = joint_design(p, time_limit_s=20, seed=0)
+    d = congestion_search(p, time_limit_s=20, seed=0)
     base = topoopt_design(p, "topoopt", seed=0)
     jc, ji, _ = flow_times(d, p, w)
     bc, bi, _ = flow_times(base, p, w)
@@ -126,6 +126,6 @@ def test_joint_is_never_slower_than_topoopt_in_the_flow_model(dlrm_problem):
     # far apart, issue 13)
     assert jc < 0.8 * bc
     # judged by the objective instead, the result still never loses to the baseline there
-    o = joint_design(p, time_limit_s=20, seed=0, select_by="objective")
+    o = congestion_search(p, time_limit_s=20, seed=0, select_by="objective")
     assert o.objective_s <= base.objective_s * (1 + 1e-9)
     assert o.info["selected_by"] == "optimizer objective"

@@ -19,7 +19,7 @@ from scipy.optimize import linprog
 
 from solvers.baselines.topoopt_method import topoopt_design
 from solvers.bounds import ideal_switch_bound
-from solvers.joint.driver import joint_design
+from solvers.joint.driver import congestion_search
 from solvers.joint.exact_mip import exact_design
 from solvers.model.congestion import evaluate_routing
 from solvers.model.design import Design
@@ -189,7 +189,9 @@ def workload_problems():
 @pytest.mark.parametrize("name,problem", list(workload_problems()))
 def test_driver_invariants(name, problem):
     seen = []
-    d = joint_design(problem, time_limit_s=20, seed=1, progress=lambda a, b: seen.append((a, b)))
+    d = congestion_search(
+        problem, time_limit_s=20, seed=1, progress=lambda a, b: seen.append((a, b))
+    )
     assert d.solver == "joint" and d.status in ("optimal", "feasible")
     assert (d.port_usage() <= problem.degree).all()
     # routing conserves flow and the objective is what the evaluator recomputes
@@ -216,8 +218,8 @@ def test_driver_invariants(name, problem):
 
 def test_driver_is_deterministic():
     _, problem = next(iter(workload_problems()))
-    a = joint_design(problem, time_limit_s=20, seed=3)
-    b = joint_design(problem, time_limit_s=20, seed=3)
+    a = congestion_search(problem, time_limit_s=20, seed=3)
+    b = congestion_search(problem, time_limit_s=20, seed=3)
     assert np.array_equal(a.circuits, b.circuits)
     assert a.objective_s == b.objective_s
     assert a.routing.to_dict() == b.routing.to_dict()
@@ -229,7 +231,7 @@ def test_pure_data_parallel_within_two_percent_of_ideal():
         w = Workload(gpus=n * 4, gpus_per_server=4, demands=(
             Demand("all-reduce", r, 64e6, "dp", "backward"),))  # fmt: skip
         problem = DesignProblem.from_workload(w, degree=deg, link_bandwidth=1e9)
-        d = joint_design(problem, time_limit_s=20)
+        d = congestion_search(problem, time_limit_s=20)
         ideal = ideal_switch_bound(problem).sum()
         assert d.objective_s <= 1.02 * ideal, (n, deg, d.objective_s / ideal)
 
@@ -238,7 +240,7 @@ def test_driver_on_a_tiny_cluster_is_exact():
     # one phase: the design's single routing loses nothing, so the driver reaches the optimum
     name, problem = list(tiny_problems())[0]  # n = 4, d = 3
     want, _ = brute_force(problem)
-    d = joint_design(problem, time_limit_s=30)
+    d = congestion_search(problem, time_limit_s=30)
     assert d.objective_s == pytest.approx(want, rel=1e-5)
     assert d.status == "optimal"
     assert d.lower_bound_s == pytest.approx(want, rel=1e-5)
@@ -246,7 +248,7 @@ def test_driver_on_a_tiny_cluster_is_exact():
     # may route each phase its own way, so the optimum is a lower bound the driver respects
     name, problem = list(tiny_problems())[1]  # n = 5, d = 2
     want, _ = brute_force(problem)
-    d = joint_design(problem, time_limit_s=30)
+    d = congestion_search(problem, time_limit_s=30)
     assert d.lower_bound_s == pytest.approx(want, rel=1e-5)
     assert d.objective_s >= want * (1 - 1e-9)
 
@@ -254,7 +256,7 @@ def test_driver_on_a_tiny_cluster_is_exact():
 def test_bad_input():
     ph = PhaseTraffic("p", [0, 4], np.arange(4), [1.0], sp.csr_matrix((4, 4)))
     with pytest.raises(InputError, match="degree"):
-        joint_design(DesignProblem(4, 1, 1.0, (ph,)), time_limit_s=5)
+        congestion_search(DesignProblem(4, 1, 1.0, (ph,)), time_limit_s=5)
     with pytest.raises(InputError, match="upper_bound_s"):
         exact_design(DesignProblem(4, 2, 1.0, (ph,)), upper_bound_s=np.inf)
 
@@ -262,7 +264,7 @@ def test_bad_input():
 def test_large_cluster_fallback_is_never_worse_than_the_baseline():
     # above lp_max_servers the driver keeps the best baseline (free ports filled), re-scored
     for _, problem in workload_problems():
-        d = joint_design(problem, time_limit_s=10, lp_max_servers=4)
+        d = congestion_search(problem, time_limit_s=10, lp_max_servers=4)
         base = min(topoopt_design(problem, v).objective_s for v in ("topoopt", "topoopt-released"))
         ev = evaluate_routing(problem, d.circuits, d.phase_routings(problem))
         assert ev.feasible and ev.objective == pytest.approx(d.objective_s, rel=1e-9)
@@ -273,7 +275,7 @@ def test_large_cluster_fallback_is_never_worse_than_the_baseline():
 def test_select_by_is_checked():
     _, problem = next(iter(workload_problems()))
     with pytest.raises(InputError, match="select_by: got 'fastest'"):
-        joint_design(problem, time_limit_s=5, select_by="fastest")
+        congestion_search(problem, time_limit_s=5, select_by="fastest")
 
 
 def test_hand_made_workload_is_judged_by_communication_alone():
@@ -282,7 +284,7 @@ def test_hand_made_workload_is_judged_by_communication_alone():
     from solvers.joint.flow_select import flow_times
 
     _, problem = next(iter(workload_problems()))
-    d = joint_design(problem, time_limit_s=20)
+    d = congestion_search(problem, time_limit_s=20)
     base = topoopt_design(problem, "topoopt")
     jc, ji, _ = flow_times(d, problem, problem.workload)
     bc, _, _ = flow_times(base, problem, problem.workload)

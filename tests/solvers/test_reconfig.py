@@ -324,6 +324,34 @@ def test_cli_json(small, tmp_path):
     assert doc["reconfigurations"] == len(entries) - 1 + wraps > 0
     assert all({"start_s", "phase", "circuits"} <= set(e) for e in doc["schedule"])
     assert json.loads(out.read_text()) == doc
+    # capex of what each schedule needs, priced by hand (issue 29 item 13): 8 servers x 4 ports
+    # at 100 Gbps, each port a NIC port ($400, 9 W), a transceiver ($100, 3.5 W), a fibre ($5)
+    # and a device port: an OCS's ($500, 0.75 W) to change circuits at 10 us, a patch panel's
+    # ($100, 0 W) for the static design
+    ports = 8 * 4
+    assert doc["capex"]["chosen"]["device"] == "ocs"
+    assert doc["capex"]["chosen"]["capex_usd"] == pytest.approx(ports * (400 + 100 + 5 + 500))
+    assert doc["capex"]["chosen"]["power_w"] == pytest.approx(ports * (9 + 3.5 + 0.75))
+    assert doc["capex"]["chosen"]["capex_by_component"]["ocs"] == pytest.approx(ports * 500)
+    assert doc["capex"]["static"]["device"] == "patch-panel"
+    assert doc["capex"]["static"]["capex_usd"] == pytest.approx(ports * (400 + 100 + 5 + 100))
+    assert doc["capex"]["static"]["power_w"] == pytest.approx(ports * (9 + 3.5))
+    assert doc["prices"] == "default"
+
+
+def test_cli_table_prices_each_schedule(small, tmp_path):
+    """The table has the capex column; with no reconfiguration the chosen schedule is priced on
+    patch panels like the static one (a delay too long to pay)."""
+    _, path, _ = small
+    out = tmp_path / "schedule.json"
+    args = ["--degree", "4", "--link-gbps", "100", "--delay-us", "1e8", "--solver", "topoopt"]
+    p = _cli(str(path), *args, "--phase-solvers", "topoopt", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["reconfigurations"] == 0
+    assert doc["capex"]["chosen"] == doc["capex"]["static"]
+    assert doc["capex"]["static"]["capex_usd"] == pytest.approx(32 * 605)
+    assert "capex (USD)" in p.stdout and "19,360" in p.stdout and "patch-panel" in p.stdout
 
 
 def test_evaluation_limit_keeps_the_incumbent(small):

@@ -46,6 +46,7 @@ def _fat_tree_time(workload, optical_fabric, mode, factor):
         prices=p,
         max_bandwidth=D * B,
         gpus_per_server=workload.gpus_per_server,
+        fluid_mix=True,
     )
     return simulate_iteration(workload, eq.fabric, exposed_by_class=False).iteration_s
 

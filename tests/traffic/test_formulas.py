@@ -39,10 +39,16 @@ def fam(w, name=None, cls=None, stage=None, phase=None, op=None):
     return out
 
 
-def test_gpt3_ptdp_tp_pp_dp():
+@pytest.mark.parametrize("sg", [None, False])
+def test_gpt3_ptdp_tp_pp_dp(sg):
     l, h, s, V = GPT3["l"], GPT3["h"], GPT3["s"], GPT3["V"]
     t, p, d, b, B = 8, 16, 8, 1, 1536
-    w = workload_from_plan(gpt3_plan())
+    doc = gpt3_plan()
+    if sg is not None:
+        doc["options"]["pp_scatter_gather"] = sg
+    w = workload_from_plan(doc)
+    sg = True if sg is None else sg  # Megatron's default (SC'21 section 4.1)
+    assert w.conventions["pp_scatter_gather"] is sg
     m = B // (b * d)
     assert m == 192 and w.info["micro_batches"] == 192
     per_stage = l // p
@@ -55,10 +61,16 @@ def test_gpt3_ptdp_tp_pp_dp():
             (f,) = fam(w, cls="tp", stage=i, phase=ph)
             assert (f.op, f.size, f.count, f.group_size, f.n_groups) == (
                 "all-reduce", S, 2 * per_stage * m, t, d)  # fmt: skip
-    # PP: b*s*h*2 per boundary per micro-batch each way from each of the t*d ranks
-    pp = fam(w, cls="pp")
-    assert len(pp) == 2 * (p - 1)
-    assert all(f.size == S and f.count == m and f.n_groups == t * d for f in pp)
+    # PP: b*s*h*2 per boundary per micro-batch each way from each of the t*d ranks; with the
+    # SC'21 scatter/gather each rank sends 1/t of it and the receiving stage's TP group (d
+    # groups of t) all-gathers the whole tensor
+    sends = fam(w, cls="pp", op="send")
+    assert len(sends) == 2 * (p - 1)
+    S_pp = S // t if sg else S
+    assert all(f.size == S_pp and f.count == m and f.n_groups == t * d for f in sends)
+    gathers = fam(w, cls="pp", op="all-gather")
+    assert len(gathers) == (2 * (p - 1) if sg else 0)
+    assert all((f.size, f.count, f.group_size, f.n_groups) == (S, m, t, d) for f in gathers)
     (f01,) = fam(w, name="pp send 0->1")
     assert f01.groups[:, 1].tolist() == (f01.groups[:, 0] + t * d).tolist()
     # DP: exact per-stage parameters per TP rank (12h^2/t + 7h/t + 6h per layer), reduced in
@@ -82,7 +94,9 @@ def test_gpt3_ptdp_tp_pp_dp():
     assert w.parameters == 12 * l * h * h + 13 * l * h + (V + s) * h + 2 * h
     # total wire bytes per iteration, all classes, summed over groups
     tp_total = p * d * (2 * 4 * per_stage * m) * (t - 1) * S
-    pp_total = 2 * (p - 1) * t * d * m * S
+    pp_total = 2 * (p - 1) * t * d * m * S_pp
+    if sg:  # all-gather: each of the t members sends (t-1)/t * S
+        pp_total += 2 * (p - 1) * d * m * (t - 1) * S
     dp_total = t * sum(2 * (d - 1) * n * 4 for n in expect)
     emb_total = t * d * 2 * 1 * emb.size
     assert w.total_wire_bytes() == tp_total + pp_total + dp_total + emb_total

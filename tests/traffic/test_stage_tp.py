@@ -300,17 +300,20 @@ def _inter_pp(w: Workload) -> float:
     return float(m.sum() - m.diagonal().sum())
 
 
-@pytest.mark.parametrize("sp", [False, True])
-def test_plan_pp_inter_server_bytes_follow_the_formulas(sp):
+@pytest.mark.parametrize(("sp", "sg"), [(False, False), (False, True), (True, True)])
+def test_plan_pp_inter_server_bytes_follow_the_formulas(sp, sg):
     # stages 8, 8, 4, 4 on 8-GPU servers, dp = 2: stage 0 on servers 0-1, 1 on 2-3, 2 on 4,
     # 3 on 5. Boundaries 0-1 and 2-3 are plain sends, 1-2 reshards 8 -> 4 (and 4 -> 8 back).
+    # A plain send is 1/t of the activation per rank with SP or the SC'21 scatter/gather (sg,
+    # Megatron's default; its TP all-gather stays inside a server), all of it otherwise.
     res = {}
     for alg in ("naive", "broadcast"):
-        p = load_plan(plan(sp=sp, options={"resharding": alg}))
+        p = load_plan(plan(sp=sp, options={"resharding": alg, "pp_scatter_gather": sg}))
         w = workload_from_plan(p)
         res[alg] = _inter_pp(w)
         m, S = p.micro_batches, 1 * 512 * 1024 * 2
-        plain = 2 * m * 2 * (8 * (S // 8 if sp else S) + 4 * (S // 4 if sp else S))
+        split = sp or sg
+        plain = 2 * m * 2 * (8 * (S // 8 if split else S) + 4 * (S // 4 if split else S))
         if sp:
             reshard = 2 * m * 2 * S  # every element once, each way
         elif alg == "naive":

@@ -1,7 +1,8 @@
 """Fabrics: one array-based network model, its families, routing, metrics, cost and power.
 
-Families: :func:`ideal`, :func:`fat_tree`, :func:`leaf_spine`, :func:`rail_optimized`,
-:func:`torus`, :func:`tpu_v4_torus`, :func:`direct_connect`, :func:`expander`, :func:`hybrid`.
+Families: :func:`ideal`, :func:`fat_tree`, :func:`leaf_spine` (one to three tiers,
+:func:`clos_shape`), :func:`rail_optimized`, :func:`rail_only`, :func:`torus`,
+:func:`tpu_v4_torus`, :func:`direct_connect`, :func:`expander`, :func:`hybrid`.
 Routing: :func:`routes` -> :class:`topoopt.paths.PathSet`. Metrics: :func:`bisection`,
 :func:`diameter`. Cost: :func:`bill_of_materials`, :func:`cost`, :func:`cost_equivalent_fat_tree`.
 """
@@ -24,10 +25,18 @@ from topoopt.fabrics.direct_connect import (
 )
 from topoopt.fabrics.expander import expander
 from topoopt.fabrics.fabric import LINK_KINDS, NODE_KINDS, Fabric, build_fabric
-from topoopt.fabrics.fat_tree import fat_tree, leaf_spine, rail_optimized
+from topoopt.fabrics.fat_tree import (
+    ClosShape,
+    clos,
+    clos_shape,
+    fat_tree,
+    leaf_spine,
+    rail_optimized,
+)
 from topoopt.fabrics.hybrid import add_optical_layer, hybrid
 from topoopt.fabrics.ideal import ideal
 from topoopt.fabrics.metrics import Bisection, bisection, bisection_bandwidth, diameter
+from topoopt.fabrics.rail import rail_only
 from topoopt.fabrics.routing import (
     dimension_order_routes,
     explicit_paths,
@@ -46,6 +55,10 @@ __all__ = [
     "fat_tree",
     "leaf_spine",
     "rail_optimized",
+    "rail_only",
+    "ClosShape",
+    "clos_shape",
+    "clos",
     "torus",
     "tpu_v4_torus",
     "parse_dims",

@@ -3,19 +3,25 @@
 A :class:`SwitchModel` is one orderable switch configuration (radix x port speed of a merchant
 ASIC, breakout modes included; the default list is ``switch_catalogue`` in ``prices.yaml``).
 :func:`plan_clos` sizes the cheapest full-bisection (or ``R``:1 oversubscribed) Clos of one model
-for ``n`` servers, the way a buyer would:
+for ``n`` servers of ``P`` NIC ports each (one NIC per port, every port at the model's speed),
+the way a buyer would (:func:`topoopt.fabrics.fat_tree.clos_shape` holds the geometry):
 
-- one tier when ``n <= radix``: a single switch;
-- two tiers otherwise: ``L = ceil(n / h_max)`` leaves with the servers spread evenly
-  (``h = ceil(n / L)`` each, ``h_max`` from :func:`topoopt.fabrics.fat_tree.hosts_per_leaf`),
-  ``u = ceil(h / R)`` uplinks per leaf, and as few spines ``S`` as the ports allow: every leaf
-  has a bundle of ``b = ceil(u / S)`` parallel cables to every spine (bundles as in Solnushkin,
-  arXiv:1301.6179), the smallest ``S`` with ``h + S b <= radix`` and ``L b <= radix``. Spines
-  are bought for their ports, never one mostly-empty spine per uplink (the cliff of issue 13:
-  128 servers on 64-port switches used to buy 32 spines with 4 of 64 ports used);
-- larger clusters (``L > radix``, a third tier) are out of scope: :func:`plan_clos` returns
+- one tier when the ``n P`` ports fit one switch (``n`` with rails: one switch per rail);
+- two tiers otherwise: ``L = ceil(n / s_max)`` leaves with the servers spread evenly
+  (``s = ceil(n / L)`` each; ``s_max P`` host ports from
+  :func:`topoopt.fabrics.fat_tree.hosts_per_leaf`), ``u = ceil(s P / R)`` uplinks per leaf
+  (so at most ``R``:1; the ratio built, :attr:`ClosShape.oversubscription`, is reported),
+  and as few spines ``S`` as the ports allow: every leaf has a bundle of ``b = ceil(u / S)``
+  parallel cables to every spine (bundles as in Solnushkin, arXiv:1301.6179), the smallest
+  ``S`` with ``s P + S b <= radix`` and ``L b <= radix``. Spines are bought for their ports,
+  never one mostly-empty spine per uplink;
+- three tiers when the leaves outnumber the radix: pods of at most ``radix / 2`` leaves with
+  ``u`` aggregation switches each and ``u`` planes of cores (Al-Fares' k-ary fat-tree at
+  ``n = k^3 / 4``), cores bundled as above. Beyond three tiers :func:`plan_clos` returns
   ``None`` and the model is skipped.
 
+Every tier is priced by the same rules (:func:`plan_bill_of_materials`): a NIC per server port,
+a transceiver at both ends of every cable, a fibre per cable, every switch bought whole.
 The plan is closed-form (no fabric is built) so cost curves over thousands of cluster sizes are
 cheap; :meth:`ClosPlan.fabric` builds the :class:`~topoopt.fabrics.fabric.Fabric` it describes and
 :func:`plan_bill_of_materials` gives the same counts as
@@ -28,7 +34,8 @@ import math
 from dataclasses import dataclass
 
 from topoopt.fabrics.fabric import Fabric, check_float, check_int
-from topoopt.fabrics.fat_tree import hosts_per_leaf, leaf_spine
+from topoopt.fabrics.fat_tree import ClosShape, clos, clos_shape, hosts_per_leaf
+from traffic.errors import InputError
 
 __all__ = [
     "SwitchModel",
@@ -61,33 +68,64 @@ class SwitchModel:
 
 @dataclass(frozen=True)
 class ClosPlan:
-    """A one- or two-tier Clos of one :class:`SwitchModel` for ``servers`` servers.
+    """A one-, two- or three-tier Clos of one :class:`SwitchModel` (its :class:`ClosShape`).
 
-    ``spines == 0`` means one tier (``leaves == 1``, the servers on one switch).
+    ``oversubscription`` is the ratio asked; :attr:`ClosShape.oversubscription` the one built.
     """
 
-    servers: int
     model: SwitchModel
     oversubscription: float
-    leaves: int
-    hosts_per_leaf: int
-    uplinks: int
-    spines: int
+    shape: ClosShape
+
+    @property
+    def servers(self) -> int:
+        """Servers served."""
+        return self.shape.servers
+
+    @property
+    def ports_per_server(self) -> int:
+        """NIC ports (= NICs) per server."""
+        return self.shape.ports_per_server
 
     @property
     def tiers(self) -> int:
-        """Switch tiers: 1 (one switch) or 2 (leaf-spine)."""
-        return 1 if self.spines == 0 else 2
+        """Switch tiers: 1 (one switch, or one per rail), 2 or 3."""
+        return self.shape.tiers
+
+    @property
+    def leaves(self) -> int:
+        """Leaf switches."""
+        return self.shape.leaves
+
+    @property
+    def hosts_per_leaf(self) -> int:
+        """Servers per leaf (per leaf group with rails)."""
+        return self.shape.servers_per_leaf
+
+    @property
+    def uplinks(self) -> int:
+        """Uplink cables per leaf (0 with one tier)."""
+        return self.shape.uplinks
+
+    @property
+    def spines(self) -> int:
+        """Tier-2 switches: spines, or aggregation switches of every pod (0 with one tier)."""
+        return self.shape.spines
+
+    @property
+    def cores(self) -> int:
+        """Tier-3 switches (0 below three tiers)."""
+        return self.shape.cores
 
     @property
     def bundle(self) -> int:
-        """Parallel cables between one leaf and one spine (0 with one tier)."""
-        return self.uplinks // self.spines if self.spines else 0
+        """Parallel cables between one leaf and one tier-2 switch (0 with one tier)."""
+        return self.shape.bundle
 
     @property
     def switches(self) -> int:
-        """Switches bought."""
-        return self.leaves + self.spines
+        """Switches bought, every tier."""
+        return self.shape.switches
 
     @property
     def switch_ports(self) -> int:
@@ -96,47 +134,54 @@ class ClosPlan:
 
     @property
     def fabric_cables(self) -> int:
-        """Leaf-spine cables (host cables not included)."""
-        return self.leaves * self.uplinks if self.spines else 0
+        """Switch-to-switch cables (host cables not included)."""
+        return self.shape.fabric_cables
+
+    @property
+    def server_gbps(self) -> float:
+        """Network bandwidth per server, Gbps: its ports at the model's speed."""
+        return self.ports_per_server * float(self.model.gbps)
 
     def fabric(self, port_bandwidth: float, gpus_per_server: int = 1) -> Fabric:
-        """The leaf-spine :class:`Fabric` of this plan with every port at ``port_bandwidth``.
+        """The :class:`Fabric` of this plan with every port at ``port_bandwidth`` (bytes/s).
 
         >>> m = SwitchModel("64x100G", 64, 100.0)
         >>> f = plan_clos(128, m).fabric(12.5e9)
         >>> f.n_switches, f.n_physical_links
         (6, 256)
         """
-        return leaf_spine(
-            self.servers,
-            self.oversubscription,
-            radix=self.model.radix,
-            leaf_hosts=self.hosts_per_leaf,
-            spines=self.spines or None,
-            port_bandwidth=port_bandwidth,
+        return clos(
+            self.shape,
+            port_bandwidth,
+            oversubscription=self.oversubscription,
             gpus_per_server=gpus_per_server,
         )
 
     def info(self) -> dict:
-        """JSON-able description (for reports)."""
+        """JSON-able description (for reports): tiers, switch model, counts per tier."""
         return {
-            "tiers": self.tiers,
+            **self.shape.info(),
             "switch": self.model.name,
             "radix": self.model.radix,
             "switch_gbps": self.model.gbps,
-            "leaves": self.leaves,
-            "spines": self.spines,
+            "server_gbps": self.server_gbps,
             "hosts_per_leaf": self.hosts_per_leaf,
-            "uplinks_per_leaf": self.uplinks if self.spines else 0,
-            "bundle": self.bundle,
+            "switches": self.switches,
             "switch_ports": self.switch_ports,
             "oversubscription": self.oversubscription,
         }
 
 
-def plan_clos(servers: int, model: SwitchModel, oversubscription: float = 1.0) -> ClosPlan | None:
-    """The buyer's Clos of ``model`` switches for ``servers`` servers (module docstring), or
-    ``None`` when it would need a third tier.
+def plan_clos(
+    servers: int,
+    model: SwitchModel,
+    oversubscription: float = 1.0,
+    *,
+    ports_per_server: int = 1,
+    rails: bool = False,
+) -> ClosPlan | None:
+    """The buyer's Clos of ``model`` switches for ``servers`` servers of ``ports_per_server``
+    NIC ports (module docstring), or ``None`` when it would need a fourth tier.
 
     Examples
     --------
@@ -146,43 +191,45 @@ def plan_clos(servers: int, model: SwitchModel, oversubscription: float = 1.0) -
     (2, 4, 32, 32, 2, 16, 384)
     >>> plan_clos(64, m).switch_ports, plan_clos(65, m).leaves, plan_clos(65, m).spines
     (64, 3, 2)
-    >>> plan_clos(2049, m) is None
-    True
+    >>> p = plan_clos(2049, m); p.tiers, p.leaves, p.spines, p.cores
+    (3, 65, 96, 64)
+    >>> plan_clos(16, m, ports_per_server=8).tiers, plan_clos(70_000, m) is None
+    (2, True)
     """
     n = check_int("servers", servers)
     r = check_float("oversubscription", oversubscription, 1.0, strict=False)
+    p = check_int("ports_per_server", ports_per_server)
     radix = int(model.radix)
-    if n <= radix:
-        return ClosPlan(n, model, r, 1, n, 0, 0)
-    h_max = hosts_per_leaf(radix, r)
-    if h_max < 1:
+    per = 1 if rails else p
+    if n * per <= radix:
+        s = n
+    else:
+        s_max = hosts_per_leaf(radix, r) // per
+        if s_max < 1:
+            return None
+        s = math.ceil(n / math.ceil(n / s_max))
+    try:
+        shape = clos_shape(
+            n, radix, r, ports_per_server=p, rails=rails, servers_per_leaf=s, pack=True
+        )
+    except InputError:
         return None
-    leaves = math.ceil(n / h_max)
-    if leaves > radix:
-        return None
-    h = math.ceil(n / leaves)
-    leaves = math.ceil(n / h)
-    u = math.ceil(h / r)
-    for spines in range(1, u + 1):
-        bundle = -(-u // spines)
-        if h + spines * bundle <= radix and leaves * bundle <= radix:
-            return ClosPlan(n, model, r, leaves, h, spines * bundle, spines)
-    raise AssertionError("unreachable: spines = u always fits")  # pragma: no cover
+    return ClosPlan(model, r, shape)
 
 
 def plan_bill_of_materials(plan: ClosPlan, gbps: float) -> dict[str, int]:
     """Component counts of ``plan`` built at ``gbps`` per port, keyed as
-    :func:`topoopt.fabrics.cost.bill_of_materials` keys them (every cable fibre, one NIC port per
-    server).
+    :func:`topoopt.fabrics.cost.bill_of_materials` keys them (every cable fibre with a
+    transceiver at both ends, one NIC per server port, every tier alike).
 
     >>> m = SwitchModel("64x100G", 64, 100.0)
     >>> plan_bill_of_materials(plan_clos(128, m), 100.0)["transceiver_100G"]
     512
     """
     g = speed_label(gbps)
-    cables = plan.servers + plan.fabric_cables
+    cables = plan.shape.host_cables + plan.fabric_cables
     return {
-        f"nic_port_{g}": plan.servers,
+        f"nic_port_{g}": plan.shape.host_cables,
         f"transceiver_{g}": 2 * cables,
         "fibre": cables,
         f"switch_{plan.model.radix}x{g}": plan.switches,

@@ -402,22 +402,38 @@ def cost(fabric: Fabric, prices: PriceTable | None = None) -> CostReport:
 
 @dataclass(frozen=True)
 class _Step:
-    """The cheapest catalogue Clos at one catalogue speed."""
+    """The cheapest catalogue Clos at one bandwidth per server (``ports`` NICs of ``gbps``)."""
 
     gbps: float
     plan: ClosPlan
     report: CostReport
 
+    @property
+    def ports(self) -> int:
+        """NICs (ports) per server."""
+        return self.plan.ports_per_server
+
+    @property
+    def server_gbps(self) -> float:
+        """Bandwidth per server, Gbps."""
+        return self.ports * self.gbps
+
 
 def catalogue_steps(
-    servers: int, prices: PriceTable | None = None, oversubscription: float = 1.0
+    servers: int,
+    prices: PriceTable | None = None,
+    oversubscription: float = 1.0,
+    max_ports: int = 1,
 ) -> list[_Step]:
-    """Per catalogue speed, the cheapest Clos (:func:`~topoopt.fabrics.catalogue.plan_clos`) of
-    the catalogue's models at that speed for ``servers`` servers, keeping only speeds whose cost
-    is below every faster speed's (a buyer never pays more for less).
+    """Per bandwidth per server, the cheapest Clos (:func:`~topoopt.fabrics.catalogue.plan_clos`,
+    one, two or three tiers) of the catalogue's models for ``servers`` servers of ``1 ..
+    max_ports`` NICs each (every NIC at the switch's speed), keeping only bandwidths whose cost
+    is below every higher bandwidth's (a buyer never pays more for less).
 
     >>> [(s.gbps, s.plan.tiers, s.plan.model.radix) for s in catalogue_steps(128)][-3:]
     [(200.0, 1, 128), (400.0, 1, 128), (800.0, 2, 64)]
+    >>> [(s.ports, s.gbps) for s in catalogue_steps(128, max_ports=8)][-2:]
+    [(7, 800.0), (8, 800.0)]
     """
     prices = load_prices() if prices is None else prices
     lo = max(prices.speed_range(item)[0] for item in SPEED_ITEMS)
@@ -426,18 +442,21 @@ def catalogue_steps(
     for model in prices.catalogue():
         if not lo - 1e-9 <= model.gbps <= hi + 1e-9:
             continue
-        plan = plan_clos(servers, model, oversubscription)
-        if plan is None:
-            continue
-        rep = price_bill_of_materials(plan_bill_of_materials(plan, model.gbps), prices)
-        best = steps.get(model.gbps)
-        if best is None or (rep.capex_usd, plan.switch_ports) < (
-            best.report.capex_usd,
-            best.plan.switch_ports,
-        ):
-            steps[model.gbps] = _Step(model.gbps, plan, rep)
+        for p in range(1, int(max_ports) + 1):
+            plan = plan_clos(servers, model, oversubscription, ports_per_server=p)
+            if plan is None:
+                continue
+            rep = price_bill_of_materials(plan_bill_of_materials(plan, model.gbps), prices)
+            key = round(p * model.gbps, 6)
+            best = steps.get(key)
+            if best is None or (rep.capex_usd, plan.switch_ports, p) < (
+                best.report.capex_usd,
+                best.plan.switch_ports,
+                best.ports,
+            ):
+                steps[key] = _Step(model.gbps, plan, rep)
     kept: list[_Step] = []
-    for s in sorted(steps.values(), key=lambda s: -s.gbps):
+    for s in sorted(steps.values(), key=lambda s: -s.server_gbps):
         if not kept or s.report.capex_usd < kept[-1].report.capex_usd:
             kept.append(s)
     return kept[::-1]
@@ -472,6 +491,8 @@ def _mix(a: Mapping[str, float], b: Mapping[str, float], t: float) -> dict[str, 
 def _step_info(s: _Step, share: float | None = None) -> dict:
     d = {
         "gbps": s.gbps,
+        "ports": s.ports,
+        "server_gbps": s.server_gbps,
         "switch": s.plan.model.name,
         "tiers": s.plan.tiers,
         "switches": s.plan.switches,
@@ -490,66 +511,75 @@ def _catalogue_equivalent(
     gpus_per_server: int,
     prices: PriceTable,
     max_gbps: float | None = None,
+    max_ports: int = 1,
+    fluid_mix: bool = False,
 ) -> CostEquivalent:
-    steps = catalogue_steps(servers, prices, oversubscription)
+    steps = catalogue_steps(servers, prices, oversubscription, max_ports)
     if not steps:
-        raise InputError("servers", servers, "a cluster a two-tier Clos of the catalogue can serve")
+        raise InputError("servers", servers, "a cluster a three-tier Clos of the catalogue serves")
     costs = np.array([s.report.capex_usd for s in steps])
-    speeds = np.array([s.gbps for s in steps])
+    speeds = np.array([s.server_gbps for s in steps])
     if target < costs[0] * (1 - 1e-12):
         raise InputError(
             "target_capex",
             target,
             f">= {costs[0]:,.0f} USD (the cheapest catalogue Clos for {servers} servers, "
-            f"{steps[0].gbps:g} Gbps)",
+            f"{steps[0].server_gbps:g} Gbps)",
         )
-    k = int(np.searchsorted(costs, target, side="right")) - 1
-    capped = "catalogue" if k >= len(steps) - 1 else None
-    if capped:
-        k, t = len(steps) - 1, 0.0
-    else:
+    ok = costs <= target * (1 + 1e-12)
+    if max_gbps is not None:
+        ok &= speeds <= max_gbps * (1 + 1e-12)
+    if not ok.any():
+        raise InputError("max_bandwidth", max_gbps, f">= {speeds[0]:g} Gbps per server")
+    k = int(np.flatnonzero(ok)[-1])  # the fastest buildable uniform fabric within budget
+    capped = None
+    if k == len(steps) - 1:
+        capped = "catalogue"
+    elif max_gbps is not None and costs[k + 1] <= target * (1 + 1e-12):
+        capped = "max_bandwidth"  # the budget buys more than the cap allows
+    # the fluid bound: a share t of the next step, spending the budget exactly (not buildable
+    # as one uniform fabric; reported, never simulated or priced)
+    fluid = {"server_gbps": float(speeds[k]), "mix": [_step_info(steps[k], 1.0)]}
+    t = 0.0
+    if capped is None:
         t = float((target - costs[k]) / (costs[k + 1] - costs[k]))
-    gbps = speeds[k] + t * (speeds[k + 1] - speeds[k]) if t > 0 else float(speeds[k])
-    if max_gbps is not None and gbps > max_gbps:
-        # no more bandwidth than asked for: the mix at max_gbps, capex below the target
-        capped = "max_bandwidth"
-        gbps = float(max_gbps)
-        k = max(0, int(np.searchsorted(speeds, gbps, side="right")) - 1)
-        t = 0.0
-        if k < len(steps) - 1 and gbps > speeds[k]:
-            t = float((gbps - speeds[k]) / (speeds[k + 1] - speeds[k]))
-    lo = steps[k]
-    hi = steps[k + 1] if t > 0 else lo
-    # the simulated topology: the endpoint with more tiers / switch ports (conservative in hops)
-    deeper = (hi.plan.tiers, hi.plan.switch_ports) >= (lo.plan.tiers, lo.plan.switch_ports)
-    shape = hi if deeper else lo
-    bw = gbps * 1e9 / 8.0
-    fab = shape.plan.fabric(bw, gpus_per_server=gpus_per_server)
-    capex_b = _mix(lo.report.capex_by_component, hi.report.capex_by_component, t)
-    power_b = _mix(lo.report.power_by_component, hi.report.power_by_component, t)
+        if max_gbps is not None and speeds[k] + t * (speeds[k + 1] - speeds[k]) > max_gbps:
+            t = max(0.0, float((max_gbps - speeds[k]) / (speeds[k + 1] - speeds[k])))  # the cap
+        fluid = {
+            "server_gbps": float(speeds[k] + t * (speeds[k + 1] - speeds[k])),
+            "mix": [_step_info(steps[k], 1.0 - t), _step_info(steps[k + 1], t)],
+        }
+    st = steps[k]
+    bw = st.gbps * 1e9 / 8.0
+    capex, power = st.report.capex_usd, st.report.power_w
+    capex_b, power_b = st.report.capex_by_component, st.report.power_by_component
+    if fluid_mix and capped is None and t > 0:
+        # the fluid model (a bound): the deeper endpoint's shape at the mixed rate, the mixed
+        # capex (the target); for sensitivity studies (topoopt.app.studies.breakeven)
+        lo, hi = steps[k], steps[k + 1]
+        deeper = (hi.plan.tiers, hi.plan.switch_ports) >= (lo.plan.tiers, lo.plan.switch_ports)
+        st = hi if deeper else lo
+        bw = fluid["server_gbps"] / st.ports * 1e9 / 8.0
+        capex_b = _mix(lo.report.capex_by_component, hi.report.capex_by_component, t)
+        power_b = _mix(lo.report.power_by_component, hi.report.power_by_component, t)
+        capex, power = float(sum(capex_b.values())), float(sum(power_b.values()))
+    fab = st.plan.fabric(bw, gpus_per_server=gpus_per_server)
     info = {
-        "family": "leaf-spine",
+        "family": fab.family,
         "method": "catalogue",
-        **shape.plan.info(),
-        "link_gbps": gbps,
-        "server_bandwidth": bw,
+        **st.plan.info(),
+        "link_gbps": bw * 8.0 / 1e9,
+        "server_bandwidth": bw * st.ports,
+        "priced_as": "fluid mix (a bound)"
+        if capex_b is not st.report.capex_by_component
+        else "built",
         "target_capex_usd": target,
         "capped": capped,
         "max_gbps": max_gbps,
-        "mix": [_step_info(lo, 1.0 - t)] + ([] if hi is lo else [_step_info(hi, t)]),
+        "fluid_bound": fluid,
         "catalogue_steps": [_step_info(s) for s in steps],
     }
-    return CostEquivalent(
-        fab,
-        bw,
-        oversubscription,
-        float(sum(capex_b.values())),
-        target,
-        float(sum(power_b.values())),
-        capex_b,
-        power_b,
-        info,
-    )
+    return CostEquivalent(fab, bw, oversubscription, capex, target, power, capex_b, power_b, info)
 
 
 def cost_equivalent_fat_tree(
@@ -565,6 +595,8 @@ def cost_equivalent_fat_tree(
     gpus_per_server: int = 1,
     prices: PriceTable | None = None,
     max_bandwidth: float | None = None,
+    max_ports: int = 1,
+    fluid_mix: bool = False,
 ) -> CostEquivalent:
     """TopoOpt's cost-equivalent fat-tree: the Clos fabric whose capex equals ``target_capex``.
 
@@ -577,14 +609,17 @@ def cost_equivalent_fat_tree(
     vary : {"bandwidth", "oversubscription"}
         ``bandwidth``: keep ``oversubscription`` (default 1, full bisection) and buy the fastest
         Clos the budget affords from the price table's switch catalogue
-        (:func:`catalogue_steps`: per catalogue speed, the cheapest one- or two-tier Clos of the
-        models at that speed). Between two catalogue speeds the buyer mixes them: a share ``t``
-        of the fabric at the faster speed, capex ``(1 - t) C_lo + t C_hi = target`` and
-        bandwidth per server ``(1 - t) s_lo + t s_hi``. The simulated fabric is the endpoint
-        with more tiers at that mixed rate. Above the fastest catalogue step the fabric is that
-        step (``info["capped"] == "catalogue"``, capex below the target); with
-        ``max_bandwidth`` (bytes/s per server) it never buys more than that
-        (``info["capped"] == "max_bandwidth"``: ``compare`` passes the ideal switch's
+        (:func:`catalogue_steps`: per bandwidth per server, the cheapest one-, two- or
+        three-tier Clos of the models, servers with 1 to ``max_ports`` NICs at the switch's
+        speed). What is bought is buildable: one uniform speed, the fastest step whose capex is
+        within the target (capex at or below it). The fluid speed mix that spends the target
+        exactly (a share ``t`` of the next step, bandwidth ``(1 - t) s_k + t s_{k+1}``) cannot
+        be bought as one fabric: it is reported as a bound in ``info["fluid_bound"]``; with
+        ``fluid_mix`` (sensitivity studies only) the bound is what is returned: the deeper
+        endpoint's shape at the mixed rate, capex the target (``info["priced_as"]``).
+        Above the fastest catalogue step the fabric is that step (``info["capped"] ==
+        "catalogue"``); with ``max_bandwidth`` (bytes/s per server) it never buys more than
+        that (``info["capped"] == "max_bandwidth"``: ``compare`` passes the ideal switch's
         ``degree x B``, so the ideal switch stays a bound).
         ``oversubscription``: keep ``port_bandwidth`` and return the smallest oversubscription
         whose capex does not exceed the target, among ``(k/2)/u`` for a k-ary fat-tree (every
@@ -594,8 +629,9 @@ def cost_equivalent_fat_tree(
     Returns
     -------
     CostEquivalent
-        With ``info``: tiers, switch model, leaves, spines, bundle, link rate, oversubscription,
-        bandwidth per server, the mix and every catalogue step (``vary="bandwidth"``).
+        With ``info``: tiers, switch model, counts per tier, NICs per server, link rate,
+        oversubscription, bandwidth per server, the fluid bound and every catalogue step
+        (``vary="bandwidth"``).
 
     Raises
     ------
@@ -615,7 +651,9 @@ def cost_equivalent_fat_tree(
     if vary == "bandwidth":
         cap = None if max_bandwidth is None else check_float("max_bandwidth", max_bandwidth)
         mg = None if cap is None else cap * 8.0 / 1e9
-        return _catalogue_equivalent(target, servers, r, gpus_per_server, prices, mg)
+        return _catalogue_equivalent(
+            target, servers, r, gpus_per_server, prices, mg, max_ports, fluid_mix
+        )
     if vary != "oversubscription":
         raise InputError("vary", vary, "bandwidth or oversubscription")
 

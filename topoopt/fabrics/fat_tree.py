@@ -7,6 +7,7 @@ bandwidth: with ``h`` downlinks it gets ``ceil(h / R)`` uplinks (all links at on
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -20,7 +21,16 @@ from topoopt.fabrics.fabric import (
 from topoopt.fabrics.ideal import DEFAULT_PORT_BANDWIDTH
 from traffic.errors import InputError
 
-__all__ = ["fat_tree", "leaf_spine", "rail_optimized", "hosts_per_leaf"]
+__all__ = [
+    "fat_tree",
+    "leaf_spine",
+    "rail_optimized",
+    "hosts_per_leaf",
+    "ClosShape",
+    "clos_shape",
+    "clos_cables",
+    "clos",
+]
 
 
 def hosts_per_leaf(radix: int, oversubscription: float) -> int:
@@ -137,56 +147,243 @@ def fat_tree(
     )
 
 
-def _two_tier(
-    n: int,
-    ports_per_server: int,
-    radix: int,
-    r: float,
-    h: int | None,
-    spine_radix: int | None,
-    spines: int | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int, int]:
-    """Leaves of ``h`` server ports, one uplink per (leaf, spine); rails when ports > 1.
+@dataclass(frozen=True)
+class ClosShape:
+    """Switch counts and wiring of a one-, two- or three-tier Clos (:func:`clos_shape`).
 
-    With ``spines``, every leaf instead has a bundle of ``ceil(u / spines)`` parallel cables to
-    each of ``spines`` spines (spines sized by ports, not one per uplink; ``u`` rounds up to a
-    multiple of ``spines``).
-
-    Returns host-cable (u, v) arrays, leaf-spine cable (u, v) arrays, leaves, spines, uplinks.
-    Leaf ``g * P + p`` serves port ``p`` of the servers of group ``g``.
+    Servers have ``ports_per_server`` NIC ports. Bundled (``rails=False``): all of a server's
+    ports go to its leaf, ``servers_per_leaf`` servers a leaf. Rails: port ``p`` of the servers
+    of group ``g`` goes to leaf ``g * P + p``. Tier 2 is the spines (two tiers) or every pod's
+    aggregation switches (three tiers, ``pods > 0``: ``uplinks`` per pod, one cable from each
+    leaf of the pod to each; aggregation switch ``j`` of every pod reaches the ``C =
+    cores_per_plane`` cores of plane ``j`` with ``core_bundle`` cables each).
     """
-    if h is None:
-        h = radix if n <= radix else hosts_per_leaf(radix, r)
-    if h < 1:
-        raise InputError("radix", radix, "room for at least one host and one uplink")
-    groups = math.ceil(n / h)
-    leaves = groups * ports_per_server
-    server = np.repeat(np.arange(n), ports_per_server)
-    rail = np.tile(np.arange(ports_per_server), n)
-    host_u, host_v = server, n + (server // h) * ports_per_server + rail
+
+    servers: int
+    ports_per_server: int
+    rails: bool
+    radix: int
+    spine_radix: int
+    servers_per_leaf: int
+    leaves: int
+    uplinks: int
+    spines: int
+    bundle: int
+    pods: int = 0
+    leaves_per_pod: int = 0
+    cores_per_plane: int = 0
+    core_bundle: int = 0
+
+    @property
+    def tiers(self) -> int:
+        """Switch tiers: 1 (leaves only), 2 (leaf-spine) or 3 (leaf, aggregation, core)."""
+        return 1 if self.spines == 0 else (3 if self.pods else 2)
+
+    @property
+    def host_ports_per_leaf(self) -> int:
+        """Server ports on one (full) leaf."""
+        return self.servers_per_leaf * (1 if self.rails else self.ports_per_server)
+
+    @property
+    def cores(self) -> int:
+        """Tier-3 switches (0 below three tiers)."""
+        return self.uplinks * self.cores_per_plane if self.pods else 0
+
+    @property
+    def switches(self) -> int:
+        """Switches of every tier."""
+        return self.leaves + self.spines + self.cores
+
+    @property
+    def agg_uplinks(self) -> int:
+        """Core-facing cables of one aggregation switch (three tiers)."""
+        return self.cores_per_plane * self.core_bundle
+
+    @property
+    def fabric_cables(self) -> int:
+        """Switch-to-switch cables (members of bundles), every tier."""
+        return self.leaves * self.uplinks + self.spines * self.agg_uplinks
+
+    @property
+    def host_cables(self) -> int:
+        """Server-to-leaf cables (one per NIC port)."""
+        return self.servers * self.ports_per_server
+
+    @property
+    def oversubscription(self) -> float:
+        """Realised leaf oversubscription: host ports over uplinks of a full leaf (1 with one
+        tier: no uplink, nothing to oversubscribe)."""
+        return self.host_ports_per_leaf / self.uplinks if self.uplinks else 1.0
+
+    def info(self) -> dict:
+        """JSON-able counts per tier."""
+        return {
+            "tiers": self.tiers,
+            "ports_per_server": self.ports_per_server,
+            "rails": self.rails,
+            "leaves": self.leaves,
+            "spines": self.spines if self.tiers == 2 else 0,
+            "aggregation": self.spines if self.tiers == 3 else 0,
+            "cores": self.cores,
+            "pods": self.pods,
+            "servers_per_leaf": self.servers_per_leaf,
+            "uplinks_per_leaf": self.uplinks,
+            "bundle": self.bundle,
+            "core_bundle": self.core_bundle,
+            "oversubscription_realised": self.oversubscription,
+        }
+
+
+def clos_shape(
+    servers: int,
+    radix: int,
+    oversubscription: float = 1.0,
+    *,
+    ports_per_server: int = 1,
+    rails: bool = False,
+    servers_per_leaf: int | None = None,
+    spines: int | None = None,
+    spine_radix: int | None = None,
+    pack: bool = False,
+) -> ClosShape:
+    """The Clos :func:`leaf_spine` / :func:`rail_optimized` build: one, two or three tiers.
+
+    1. Leaves take ``h`` servers (``servers_per_leaf``; default: all when their ports fit one
+       switch, else :func:`hosts_per_leaf` host ports, divided by the ports per server when
+       bundled) and ``u = ceil(h_ports / R)`` uplinks.
+    2. One leaf group: no spine. Two tiers when the leaves fit the spine radix: ``u`` spines
+       (one cable from every leaf to each), or ``spines`` spines with bundles of
+       ``ceil(u / spines)`` cables, or with ``pack`` the fewest spines whose bundles fit.
+    3. Otherwise three tiers (Al-Fares' k-ary fat-tree when ``servers = k^3/4``): pods of at
+       most ``spine_radix // 2`` leaves, ``u`` aggregation switches a pod (full bisection at
+       the aggregation layer), ``u`` core planes of ``C`` cores, each aggregation switch with
+       ``C`` bundles of ``ceil(Lp / C)`` cables (the fewest cores whose ports allow it).
+
+    Examples
+    --------
+    >>> s = clos_shape(16, 4)  # k = 4 fat-tree
+    >>> s.tiers, s.leaves, s.spines, s.cores, s.pods
+    (3, 8, 8, 4, 4)
+    >>> s = clos_shape(2048, 64, ports_per_server=8)
+    >>> s.tiers, s.leaves, s.spines, s.cores, s.core_bundle
+    (3, 512, 512, 256, 4)
+    """
+    n = check_int("servers", servers)
+    radix = check_int("radix", radix, minimum=2)
+    r = check_float("oversubscription", oversubscription, 1.0, strict=False)
+    p = check_int("ports_per_server", ports_per_server)
+    sr = radix if spine_radix is None else check_int("spine_radix", spine_radix, minimum=2)
+    per = 1 if rails else p  # ports a server puts on one leaf
+    if servers_per_leaf is not None:
+        s = check_int("leaf_hosts", servers_per_leaf)
+    elif n * per <= radix:
+        s = n
+    else:
+        s = hosts_per_leaf(radix, r) // per
+    if s < 1 or s * per > radix:
+        raise InputError("radix", radix, f"room for a server's {per} ports and an uplink")
+    groups = math.ceil(n / s)
+    leaves = groups * (p if rails else 1)
     if groups == 1:
-        return host_u, host_v, np.zeros(0, np.int64), np.zeros(0, np.int64), leaves, 0, 0
-    u = math.ceil(h / r)
-    if h + u > radix:
-        raise InputError("hosts_per_leaf", h, f"h + ceil(h/R) <= radix {radix}")
-    spine_radix = radix if spine_radix is None else spine_radix
-    if leaves > spine_radix:
-        raise InputError(
-            "servers",
-            n,
-            f"at most {spine_radix // ports_per_server * h} for a two-tier fabric of radix "
-            f"{radix} (leaves {leaves} > spine radix {spine_radix}); use a fat-tree",
-        )
-    n_sp = u if spines is None else spines
-    bundle = -(-u // n_sp)
-    if h + n_sp * bundle > radix or leaves * bundle > spine_radix:
-        raise InputError(
-            "spines", spines, f"room for {u} uplinks per leaf in equal bundles to every spine"
-        )
-    u = n_sp * bundle
-    leaf = np.repeat(np.arange(leaves), u)
-    sp = np.tile(np.repeat(np.arange(n_sp), bundle), leaves)
-    return host_u, host_v, n + leaf, n + leaves + sp, leaves, n_sp, u
+        return ClosShape(n, p, rails, radix, sr, s, leaves, 0, 0, 0)
+    hp = s * per
+    u = math.ceil(hp / r)
+    if hp + u > radix:
+        raise InputError("hosts_per_leaf", s, f"h + ceil(h/R) <= radix {radix}")
+    if spines is not None:
+        b = -(-u // spines)
+        if hp + spines * b > radix or leaves * b > sr:
+            raise InputError(
+                "spines", spines, f"room for {u} uplinks per leaf in equal bundles to every spine"
+            )
+        return ClosShape(n, p, rails, radix, sr, s, leaves, spines * b, spines, b)
+    if leaves <= sr:
+        if pack:
+            for sp_ in range(1, u + 1):
+                b = -(-u // sp_)
+                if hp + sp_ * b <= radix and leaves * b <= sr:
+                    return ClosShape(n, p, rails, radix, sr, s, leaves, sp_ * b, sp_, b)
+        return ClosShape(n, p, rails, radix, sr, s, leaves, u, u, 1)
+    lp_max = sr // 2
+    pods = math.ceil(leaves / lp_max)
+    if pods > sr:
+        most = sr * lp_max * s // (p if rails else 1)
+        raise InputError("servers", n, f"at most {most} for a three-tier Clos of radix {radix}")
+    lp = math.ceil(leaves / pods)
+    pods = math.ceil(leaves / lp)
+    for c in range(-(-lp // max(1, sr // pods)), lp + 1):
+        cb = -(-lp // c)
+        if pods * cb <= sr and lp + c * cb <= sr:
+            break
+    return ClosShape(n, p, rails, radix, sr, s, leaves, u, pods * u, 1, pods, lp, c, cb)
+
+
+def clos_cables(shape: ClosShape) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cable endpoints and multiplicities of ``shape`` (nodes: servers, leaves, tier 2, tier 3)."""
+    n, p, s = shape.servers, shape.ports_per_server, shape.servers_per_leaf
+    l0 = n
+    t0 = l0 + shape.leaves
+    c0 = t0 + shape.spines
+    if shape.rails:
+        server = np.repeat(np.arange(n), p)
+        hu, hv = server, l0 + (server // s) * p + np.tile(np.arange(p), n)
+        hm = np.ones(hu.shape[0], np.int64)
+    else:
+        hu = np.arange(n)
+        hv, hm = l0 + hu // s, np.full(n, p, np.int64)
+    if shape.tiers == 1:
+        return hu, hv, hm
+    u = shape.uplinks
+    if shape.tiers == 2:
+        leaf = np.repeat(np.arange(shape.leaves), shape.spines)
+        sp_ = np.tile(np.arange(shape.spines), shape.leaves)
+        lm = np.full(leaf.shape[0], shape.bundle, np.int64)
+        return np.r_[hu, l0 + leaf], np.r_[hv, t0 + sp_], np.r_[hm, lm]
+    leaf = np.repeat(np.arange(shape.leaves), u)
+    j = np.tile(np.arange(u), shape.leaves)
+    lu, lv = l0 + leaf, t0 + (leaf // shape.leaves_per_pod) * u + j
+    c = shape.cores_per_plane
+    agg = np.repeat(np.arange(shape.spines), c)
+    core = (agg % u) * c + np.tile(np.arange(c), shape.spines)
+    au, av = t0 + agg, c0 + core
+    am = np.full(agg.shape[0], shape.core_bundle, np.int64)
+    return np.r_[hu, lu, au], np.r_[hv, lv, av], np.r_[hm, np.ones(lu.shape[0], np.int64), am]
+
+
+def _clos_fabric(
+    family: str, params: dict, shape: ClosShape, b: float, g: int, intra, latency
+) -> Fabric:
+    u, v, m = clos_cables(shape)
+    n, sw = shape.servers, shape.switches
+    kind = np.array(["server"] * n + ["switch"] * sw)
+    layer = np.r_[
+        np.zeros(n), np.ones(shape.leaves), np.full(shape.spines, 2), np.full(shape.cores, 3)
+    ]
+    node_ports = np.r_[
+        np.full(n, shape.ports_per_server),
+        np.full(shape.leaves, shape.radix),
+        np.full(shape.spines + shape.cores, shape.spine_radix),
+    ]
+    params = {**params, "tiers": shape.tiers}
+    if shape.ports_per_server > 1 and not shape.rails:
+        params["ports_per_server"] = shape.ports_per_server
+    return build_fabric(
+        family,
+        params,
+        kind,
+        layer,
+        node_ports,
+        u,
+        v,
+        b,
+        "electrical",
+        multiplicity=m,
+        latency=latency,
+        server_ports=shape.ports_per_server,
+        port_bandwidth=b,
+        gpus_per_server=g,
+        intra_server_bandwidth=intra,
+    )
 
 
 def leaf_spine(
@@ -197,48 +394,44 @@ def leaf_spine(
     leaf_hosts: int | None = None,
     spine_radix: int | None = None,
     spines: int | None = None,
+    ports_per_server: int = 1,
     port_bandwidth: float = DEFAULT_PORT_BANDWIDTH,
     gpus_per_server: int = 1,
     intra_server_bandwidth: float | None = None,
     latency: float = DEFAULT_LINK_LATENCY,
 ) -> Fabric:
-    """Two-tier leaf-spine fabric for any server count.
+    """Leaf-spine fabric for any server count: one, two or three tiers (:func:`clos_shape`).
 
-    Leaves have ``radix`` ports: ``h`` host ports (default :func:`hosts_per_leaf`, or all
-    ``radix`` when every server fits on one leaf, which then needs no spine) and
-    ``u = ceil(h / R)`` uplinks, one to each of ``u`` spines. Needs ``leaves <= spine_radix``.
-    ``spines`` packs the uplinks onto fewer spines instead: ``b = ceil(u / spines)`` parallel
-    cables from every leaf to every spine (``spines * b >= u`` uplinks), needing
-    ``h + spines * b <= radix`` and ``leaves * b <= spine_radix`` (what a buyer does when
-    leaves are few: no spine bought for 4 of its 64 ports).
+    Leaves have ``radix`` ports: ``h`` servers (``leaf_hosts``; default :func:`hosts_per_leaf`
+    host ports, or every server when they fit one leaf, which then needs no spine), each with
+    ``ports_per_server`` NIC ports of ``port_bandwidth`` to its leaf, and
+    ``u = ceil(h P / R)`` uplinks, one to each of ``u`` spines while the leaves fit the spine
+    radix. ``spines`` packs the uplinks onto fewer spines instead: ``b = ceil(u / spines)``
+    parallel cables from every leaf to every spine, needing ``h P + spines * b <= radix`` and
+    ``leaves * b <= spine_radix`` (what a buyer does when leaves are few). With more leaves
+    than the spine radix, a third tier (pods and cores, :func:`clos_shape`).
 
     Examples
     --------
     >>> f = leaf_spine(128, 1.0, radix=16)
     >>> f.n_switches, f.n_physical_links, int(f.node_ports[128:].sum())
     (24, 256, 384)
+    >>> f = leaf_spine(16, radix=4)  # the k = 4 fat-tree's counts
+    >>> f.params["tiers"], f.n_switches, f.n_physical_links
+    (3, 20, 48)
     """
     n = check_int("servers", servers)
     r = check_float("oversubscription", oversubscription, 1.0, strict=False)
-    radix = check_int("radix", radix, minimum=2)
     b = check_float("port_bandwidth", port_bandwidth)
-    h = None if leaf_hosts is None else check_int("leaf_hosts", leaf_hosts)
-    sr = None if spine_radix is None else check_int("spine_radix", spine_radix, minimum=2)
-    sp = None if spines is None else check_int("spines", spines)
-    hu, hv, lu, lv, leaves, n_sp, up = _two_tier(n, 1, radix, r, h, sr, sp)
+    sp_ = None if spines is None else check_int("spines", spines)
+    shape = clos_shape(
+        n, radix, r, ports_per_server=ports_per_server, servers_per_leaf=leaf_hosts,
+        spines=sp_, spine_radix=spine_radix,
+    )  # fmt: skip
     return _clos_fabric(
         "leaf-spine",
-        {"servers": n, "oversubscription": r, "radix": radix, "port_bandwidth": b},
-        n,
-        1,
-        leaves,
-        n_sp,
-        radix,
-        sr,
-        hu,
-        hv,
-        lu,
-        lv,
+        {"servers": n, "oversubscription": r, "radix": shape.radix, "port_bandwidth": b},
+        shape,
         b,
         gpus_per_server,
         intra_server_bandwidth,
@@ -257,12 +450,13 @@ def rail_optimized(
     intra_server_bandwidth: float | None = None,
     latency: float = DEFAULT_LINK_LATENCY,
 ) -> Fabric:
-    """Rail-optimised two-tier fabric: NIC ``i`` of every server (GPU ``i``'s) on rail ``i``.
+    """Rail-optimised Clos: NIC ``i`` of every server (GPU ``i``'s) on rail ``i``.
 
     Each server has ``gpus_per_server`` NIC ports. Servers are cut into groups of ``h`` (all of
     them when they fit one switch); group ``g`` has one rail (leaf) switch per GPU index, leaf
     ``g * G + i`` takes NIC ``i`` of the group's servers. With more than one group, every leaf
-    has ``ceil(h / R)`` uplinks, one to each spine.
+    has ``ceil(h / R)`` uplinks, one to each spine (a third tier when the leaves outnumber the
+    spine radix, :func:`clos_shape`).
 
     Examples
     --------
@@ -273,29 +467,18 @@ def rail_optimized(
     n = check_int("servers", servers)
     g = check_int("gpus_per_server", gpus_per_server)
     r = check_float("oversubscription", oversubscription, 1.0, strict=False)
-    radix = check_int("radix", radix, minimum=2)
     b = check_float("port_bandwidth", port_bandwidth)
-    sr = None if spine_radix is None else check_int("spine_radix", spine_radix, minimum=2)
-    hu, hv, lu, lv, leaves, spines, up = _two_tier(n, g, radix, r, None, sr)
+    shape = clos_shape(n, radix, r, ports_per_server=g, rails=True, spine_radix=spine_radix)
     return _clos_fabric(
         "rail-optimized",
         {
             "servers": n,
             "gpus_per_server": g,
             "oversubscription": r,
-            "radix": radix,
+            "radix": shape.radix,
             "port_bandwidth": b,
         },
-        n,
-        g,
-        leaves,
-        spines,
-        radix,
-        sr,
-        hu,
-        hv,
-        lu,
-        lv,
+        shape,
         b,
         g,
         intra_server_bandwidth,
@@ -303,25 +486,39 @@ def rail_optimized(
     )
 
 
-def _clos_fabric(
-    family, params, n, ports, leaves, spines, radix, sr, hu, hv, lu, lv, b, g, intra, latency
+def clos(
+    shape: ClosShape,
+    port_bandwidth: float = DEFAULT_PORT_BANDWIDTH,
+    *,
+    oversubscription: float = 1.0,
+    gpus_per_server: int = 1,
+    intra_server_bandwidth: float | None = None,
+    latency: float = DEFAULT_LINK_LATENCY,
 ) -> Fabric:
-    kind = np.array(["server"] * n + ["switch"] * (leaves + spines))
-    layer = np.r_[np.zeros(n), np.ones(leaves), np.full(spines, 2)]
-    node_ports = np.r_[np.full(n, ports), np.full(leaves, radix), np.full(spines, sr or radix)]
-    return build_fabric(
-        family,
+    """The :class:`Fabric` of a :class:`ClosShape`, every port at ``port_bandwidth``: family
+    ``rail-optimized`` for rails, else ``leaf-spine`` (``oversubscription``: the ratio asked,
+    recorded in ``params`` next to the realised one).
+
+    >>> f = clos(clos_shape(128, 64, ports_per_server=2, pack=True), 1e9)
+    >>> f.family, f.n_switches, int(f.server_ports[0]), f.params["tiers"]
+    ('leaf-spine', 12, 2, 2)
+    """
+    b = check_float("port_bandwidth", port_bandwidth)
+    params = {
+        "servers": shape.servers,
+        "oversubscription": float(oversubscription),
+        "oversubscription_realised": shape.oversubscription,
+        "radix": shape.radix,
+        "port_bandwidth": b,
+    }
+    if shape.rails:
+        params["rails"] = shape.ports_per_server
+    return _clos_fabric(
+        "rail-optimized" if shape.rails else "leaf-spine",
         params,
-        kind,
-        layer,
-        node_ports,
-        np.r_[hu, lu],
-        np.r_[hv, lv],
+        shape,
         b,
-        "electrical",
-        latency=latency,
-        server_ports=ports,
-        port_bandwidth=b,
-        gpus_per_server=g,
-        intra_server_bandwidth=intra,
+        gpus_per_server,
+        intra_server_bandwidth,
+        latency,
     )

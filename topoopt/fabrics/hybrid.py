@@ -127,6 +127,7 @@ def hybrid(
     oversubscription: float = 1.0,
     k: int | None = None,
     radix: int = 64,
+    ports_per_server: int = 1,
     circuits: Any = None,
     port_bandwidth: float = DEFAULT_PORT_BANDWIDTH,
     optical_port_bandwidth: float | None = None,
@@ -148,6 +149,8 @@ def hybrid(
         Electrical family; ``fat-tree`` needs ``k``.
     oversubscription : float
         Oversubscription of the electrical fabric at the leaf/edge layer.
+    ports_per_server : int
+        Electrical NIC ports (NICs) per server, each of ``port_bandwidth`` (leaf-spine only).
 
     Examples
     --------
@@ -160,6 +163,7 @@ def hybrid(
             servers,
             oversubscription,
             radix=radix,
+            ports_per_server=ports_per_server,
             port_bandwidth=port_bandwidth,
             gpus_per_server=gpus_per_server,
             intra_server_bandwidth=intra_server_bandwidth,

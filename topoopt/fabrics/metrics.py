@@ -79,17 +79,20 @@ def closed_form_bisection(fabric: Fabric) -> float | None:
         u_a = math.ceil(k / 2 / p["agg_oversubscription"])
         return (k // 2) * u_e * u_a * p["port_bandwidth"]
     if fam in ("leaf-spine", "rail-optimized"):
-        rails = p.get("gpus_per_server", 1)
+        rails = p.get("rails", p.get("gpus_per_server", 1)) if fam == "rail-optimized" else 1
+        per = p.get("ports_per_server", 1)  # a server's NICs on its one leaf
         b = p["port_bandwidth"]
         leaves_total = int(np.count_nonzero(fabric.node_layer == 1))
         groups = leaves_total // rails
         if groups == 1:
-            return (n // 2) * rails * b
+            return (n // 2) * rails * per * b
+        if p.get("tiers", 2) > 2:
+            return None  # three tiers: pods need not split evenly (use the max-flow methods)
         h = -(-n // groups)
         if n != groups * h or groups % 2:
             return None
-        u = math.ceil(h / p["oversubscription"])
-        return (groups // 2) * rails * min(h, u) * b
+        u = math.ceil(h * per / p["oversubscription"])
+        return (groups // 2) * rails * min(h * per, u) * b
     if fam in ("torus", "tpu-v4"):
         if p.get("twist") is not None:
             return None

@@ -474,8 +474,15 @@ def _critical_comm(sim: SimResult, fb: FlowBuilder, tasks: _Tasks) -> tuple[floa
 # ------------------------------------------------------------------------------------------------
 
 
+def _prefetched(d: Demand) -> bool:
+    """A sharded parameter all-gather of a forward or backward pass (FSDP, ZeRO-3): it runs on its
+    own stream one slot ahead of the compute that needs it (:meth:`_PipelineModel._prefetch`),
+    neither joining cells nor waiting behind a cell's blocking collectives."""
+    return d.op == "all-gather" and d.cls == "dp" and d.phase in ("forward", "backward")
+
+
 def _blocking(d: Demand) -> bool:
-    if d.op == "send":
+    if d.op == "send" or _prefetched(d):
         return False
     if d.phase == "forward" or d.op == "all-to-all":
         return True
@@ -590,10 +597,13 @@ class _PipelineModel:
     def _classify(self):
         w = self.w
         self.blocking, self.sync, self.after_opt, self.sends = [], [], [], {}
+        self.prefetch = []
         for idx, d in enumerate(w.demands):
             if d.group_size <= 1 or d.count == 0 or d.n_groups == 0:
                 continue
-            if d.op == "send":
+            if _prefetched(d):
+                self.prefetch.append(idx)
+            elif d.op == "send":
                 a = int(self.rank_stage[d.groups[0, 0]])
                 z = int(self.rank_stage[d.groups[0, 1]])
                 self.sends.setdefault((d.phase, a, z), []).append(idx)
@@ -691,9 +701,15 @@ class _PipelineModel:
                     mb=o[j, 1],
                     name=f"{ph[j][0].upper()}{o[j, 1]}c{o[j, 2]}",
                 )
-            # ---- blocking comm per (cell, slot): isolated durations or real flows
-            kdur = np.zeros((nc, S))
-            kcls: dict[str, np.ndarray] = {}  # the part of kdur each class takes
+            # ---- blocking comm per (cell, slot): isolated durations or real flows. Each rank
+            # runs its collectives one after the other; groups of other ranks run meanwhile
+            # (the TP groups of a cell an all-to-all or a sharded group joins): a cell's task
+            # lasts as long as its busiest rank's
+            ranks = np.flatnonzero(self.rank_stage == i)
+            local = np.full(w.gpus, -1, np.int64)
+            local[ranks] = np.arange(ranks.size)
+            rdur = np.zeros((ranks.size, S))
+            rcls: dict[str, np.ndarray] = {}  # the part of rdur each class takes
             is_last = np.zeros(S, bool)
             for ph_code in (0, 1):
                 sl = np.flatnonzero(o[:, 0] == ph_code)
@@ -706,7 +722,7 @@ class _PipelineModel:
                 rcell = self.cell_of[rows[:, 0]]
                 base, rem = divmod(d.count, m * v)
                 sl = np.flatnonzero(o[:, 0] == ph_code)
-                for ci, c in enumerate(cs):
+                for c in cs:
                     my = np.flatnonzero(rcell == c)
                     if my.size == 0:
                         continue
@@ -719,13 +735,24 @@ class _PipelineModel:
                                 continue
                             d_reg = self._isolated(idx, r, base) if base else 0.0
                             d_last = self._isolated(idx, r, base + rem) if base + rem else 0.0
-                            kdur[ci, sl] += d_reg
-                            kdur[ci, sl[-1]] += d_last - d_reg
-                            kc = kcls.setdefault(d.cls, np.zeros((nc, S)))
-                            kc[ci, sl] += d_reg
-                            kc[ci, sl[-1]] += d_last - d_reg
+                            lr = local[row][:, None]
+                            rdur[lr, sl[None, :]] += d_reg
+                            rdur[lr[:, 0], sl[-1]] += d_last - d_reg
+                            rc = rcls.setdefault(d.cls, np.zeros((ranks.size, S)))
+                            rc[lr, sl[None, :]] += d_reg
+                            rc[lr[:, 0], sl[-1]] += d_last - d_reg
                         else:
                             cross_rows.append((idx, r, c, sl, base, rem))
+            # the busiest rank of each cell (first of equals) and its per-class parts
+            rc_cell = self.cell_of[ranks]
+            order = np.lexsort((np.arange(ranks.size), rc_cell))
+            starts = np.searchsorted(rc_cell[order], cs)
+            busiest = np.zeros((nc, S), np.int64)
+            for ci in range(nc):
+                mine = order[starts[ci] : (starts[ci + 1] if ci + 1 < nc else order.size)]
+                busiest[ci] = mine[np.argmax(rdur[mine], axis=0)]
+            kdur = np.take_along_axis(rdur, busiest, axis=0)
+            kcls = {c: np.take_along_axis(x, busiest, axis=0) for c, x in rcls.items()}
             cls_label = "+".join(sorted(labels)) or "none"
             kid = fb.add_links(np.repeat(dev[cs], S), kdur.ravel()).reshape(nc, S)
             K[cs] = kid
@@ -770,6 +797,9 @@ class _PipelineModel:
                     mb=int(self.orders[i][j, 1]),
                     name=d.name,
                 )
+        # ---- parameter all-gathers (FSDP, ZeRO-3), prefetched on their own stream
+        for idx in self.prefetch:
+            self._prefetch(fb, tasks, idx, instant, Cst, K)
         # ---- pipeline: sends between chunks, and the turn at the last chunk
         for b in range(p * v - 1):
             a, z = b % p, (b + 1) % p
@@ -853,6 +883,71 @@ class _PipelineModel:
             self._sync(fb, tasks, idx, instant, Pid, merge, start=opt)
         return fb, tasks, merge
 
+    def _prefetch_flows(self, idx):
+        """``(stage, slots, flows)`` of a prefetched family: the stage's slots of its phase in
+        execution order and one slot's flows, all rows (``count`` gathers spread evenly over
+        the slots: with ``vpp`` chunks a slot gathers its chunk's share)."""
+        w = self.w
+        d = w.demands[idx]
+        i = int(self.rank_stage[d.groups[0, 0]])
+        o = self.orders[i]
+        sl = np.flatnonzero(o[:, 0] == (0 if d.phase == "forward" else 1))
+        cf = expand_demand(
+            w, idx, algorithm=self.algorithm, mode=self.mode, repeats=1,
+            size=d.size * d.count / sl.size, network=self.net,
+        )  # fmt: skip
+        return i, sl, cf
+
+    def _prefetch(self, fb, tasks, idx, instant, Cst, K):
+        """A sharded parameter all-gather, one per slot of its phase, as FSDP runs it: on its own
+        stream (slot ``k``'s gather after slot ``k - 1``'s), issued once slot ``j - 2`` of every
+        member cell has ended (slot ``j - 1`` may run: one slot of prefetch, overlapping its
+        compute), and slot ``j``'s compute in every member cell waits for it. Blocking
+        collectives (TP) neither wait for it nor delay it."""
+        w = self.w
+        d = w.demands[idx]
+        i, sl, cf = self._prefetch_flows(idx)
+        G, n = d.n_groups, sl.size
+        tot = cf.n_flows
+        if tot == 0:
+            return
+        nt = tot // G
+        lens = np.tile(np.diff(cf.dep_ptr), n)
+        ptr = np.zeros(n * tot + 1, np.int64)
+        np.cumsum(lens, out=ptr[1:])
+        deps = (cf.deps[None, :] + (np.arange(n) * tot)[:, None]).ravel() + fb.n
+        ids = fb.add_ranks(
+            np.tile(cf.src, n), np.tile(cf.dst, n), np.tile(cf.size, n), after=deps,
+            after_ptr=ptr, instantaneous=d.cls in instant,
+        ).reshape(n, G, nt)  # fmt: skip
+        Q = fb.add_links(fb.net.null_link, np.zeros(n * G)).reshape(n, G)
+        R = fb.add_links(fb.net.null_link, np.zeros(n * G)).reshape(n, G)
+        free = np.diff(cf.dep_ptr)[:nt] == 0
+        fb.add_deps(ids[:, :, free], np.broadcast_to(Q[:, :, None], (n, G, int(free.sum()))))
+        fb.add_deps(np.broadcast_to(R[:, :, None], ids.shape), ids)
+        fb.add_deps(Q[1:], R[:-1])
+        cells = self.cell_of[demand_rows(w, idx)]  # (G, g)
+        g = cells.shape[1]
+        gate = np.flatnonzero(sl >= 2)
+        fb.add_deps(
+            np.broadcast_to(Q[gate][:, :, None], (gate.size, G, g)),
+            K[cells[None, :, :], (sl[gate] - 2)[:, None, None]],
+        )
+        fb.add_deps(
+            Cst[cells[None, :, :], sl[:, None, None]], np.broadcast_to(R[:, :, None], (n, G, g))
+        )
+        tasks.add(
+            "sync",
+            d.cls,
+            d.phase,
+            ids[:, :, 0].ravel(),
+            ids[:, :, -1].ravel() + 1,
+            cell=np.tile(cells[:, 0], n),
+            stage=i,
+            mb=np.repeat(self.orders[i][sl, 1], G),
+            name=d.name,
+        )
+
     def _sync_template(self, idx, bucketed):
         """Merged rows of a bucketed family and its per-bucket flow template: ``(urows,
         ucells, mult, distinct, nb, template, ends)`` (``distinct``: rows whose members sit on
@@ -919,6 +1014,10 @@ class _PipelineModel:
                     )  # fmt: skip
                     sizes[reps] = cf.n_flows
                 n += cross * k * sizes[reps]
+        for idx in self.prefetch:
+            _, sl, cf = self._prefetch_flows(idx)
+            if cf.n_flows:
+                n += sl.size * (cf.n_flows + 2 * w.demands[idx].n_groups)
         for b in range(p * v - 1):  # the pipeline boundaries build() visits
             a, z = b % p, (b + 1) % p
             for key in (("forward", a, z), ("backward", z, a)):
@@ -1225,8 +1324,8 @@ def simulate_iteration(
         A *coarsening*, off by default: at most this many gradient-sync buckets per channel
         (bucket bytes grow to ``total / max_buckets`` where ``total / bucket_bytes`` exceeds it;
         the last backward task is cut into as many pieces). Families that repeat every
-        micro-batch (ZeRO-2 reduce-scatters, FSDP's backward all-gathers and reduce-scatters:
-        ``m`` times the stage's parameters) otherwise ask ``m S / bucket_bytes`` buckets, 168 k
+        micro-batch (ZeRO-2 and FSDP reduce-scatters; FSDP's parameter all-gathers are not bucketed:
+        one per slot, prefetched) otherwise ask ``m S / bucket_bytes`` buckets, 168 k
         for GPT-3 175B with ``m = 96`` on 16 servers, i.e. 43 M flows. Alone on their links,
         ``n`` buckets end about ``T/n + X + n a`` (network-bound) or ``T + X/n + a``
         (compute-bound) after the last backward starts (``T`` its compute, ``X`` the transfer

@@ -15,7 +15,16 @@ import typer
 from topoopt.app.cli import commands
 from topoopt.app.cli.help_style import StyledGroup, apply_help_style
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "PANELS"]
+
+PANELS = {
+    "Core commands": ("traffic", "fabric", "design", "simulate", "compare"),
+    "Studies": ("demo", "breakeven", "cosearch", "whatif", "reconfig", "cluster", "collective"),
+    "Tools": ("export", "strides", "netsim"),
+}
+"""The help panels of ``topoopt -h``, in order: the five commands a new user needs first (plan ->
+traffic, fabric, design, simulate, compare), the studies built on them, and the tools (exports
+to other simulators, the stride search, the bare flow model)."""
 
 # click's exception classes, reached through typer's public BadParameter (typer vendors click)
 _CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
@@ -43,6 +52,10 @@ class _OneLineErrors(StyledGroup):
             print(_one_line(exc), file=sys.stderr)
             raise typer.Exit(exc.exit_code) from None
 
+    def list_commands(self, ctx):  # noqa: D102 (click hook): the order of PANELS
+        rank = {name: i for i, name in enumerate(n for names in PANELS.values() for n in names)}
+        return sorted(super().list_commands(ctx), key=lambda name: rank.get(name, len(rank)))
+
     def make_context(self, *args, **kwargs):  # noqa: D102 (click hook)
         return self._guard(super().make_context, *args, **kwargs)
 
@@ -55,6 +68,7 @@ app = typer.Typer(
     name="topoopt",
     help="Design the optical network of a training cluster together with the job that runs on it.",
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     add_completion=False,
     pretty_exceptions_enable=False,
 )
@@ -77,8 +91,18 @@ def _root(
     """Design the optical network of a training cluster together with the job that runs on it."""
 
 
+def _panel_order(app: typer.Typer) -> None:
+    """Put every registered command and group in its :data:`PANELS` panel (a command named in
+    no panel under "Other"); the root group lists them in that order."""
+    panel = {name: title for title, names in PANELS.items() for name in names}
+    for infos in (app.registered_commands, app.registered_groups):
+        for info in infos:
+            info.rich_help_panel = panel.get(info.name, "Other")
+
+
 for _info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
     importlib.import_module(f"{commands.__name__}.{_info.name}").register(app)
+_panel_order(app)
 apply_help_style(app)  # PLAN not {plan}, no <bool>, brackets in help texts kept
 
 

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,12 @@ from topoopt.atomic import atomic_write_text, atomic_write_with, check_writable
 from traffic.errors import InputError, check_finite
 
 __all__ = [
+    "DEFAULT_DEGREE",
+    "DEFAULT_LINK_GBPS",
+    "DEFAULT_SEED",
+    "DEFAULT_TIME_LIMIT_S",
+    "PROGRESS_EVERY_S",
+    "PlainProgress",
     "PriorityOption",
     "SplitAllreduceOption",
     "handle_errors",
@@ -36,6 +43,20 @@ __all__ = [
     "write_output_json",
     "dumps_strict",
 ]
+
+DEFAULT_DEGREE = 8
+"""``--degree``: network ports per server, in every command that takes it."""
+
+DEFAULT_LINK_GBPS = 100.0
+"""``--link-gbps``: bandwidth of one port, Gbps."""
+
+DEFAULT_SEED = 0
+"""``--seed``: the seed of every random choice."""
+
+DEFAULT_TIME_LIMIT_S = 900.0
+"""``--time-limit``: the wall-clock safety cap of a design search, seconds. Searches stop on their
+deterministic work limits first; the cap only cuts a search on a machine much slower than
+expected (the result then says ``deterministic: false``)."""
 
 PriorityOption = Annotated[
     str | None,
@@ -105,6 +126,60 @@ def check_edge_units(options: dict[str, Any]) -> None:
             raise InputError(option, value, "a finite number of ms >= 0")
 
 
+PROGRESS_EVERY_S = 5.0
+"""When stderr is not a terminal, one progress line goes out at most this often (seconds)."""
+
+
+class PlainProgress(io.TextIOBase):
+    r"""stderr of a command whose stderr is a file or a pipe (nohup, CI): everything is held, and
+    the latest complete line goes out at most every ``every_s`` seconds, the first one
+    ``every_s`` after the start, so a long run shows it is alive and a short or failing one
+    prints nothing but its own result (or its one error line).
+
+    :meth:`rest` is what was held and not yet written, in order, for the end of a successful
+    run.
+
+    Examples
+    --------
+    >>> out, now = io.StringIO(), [0.0]
+    >>> p = PlainProgress(out, every_s=5.0, clock=lambda: now[0])
+    >>> _ = p.write("a\nb\n"); now[0] = 6.0; _ = p.write("c\nd")
+    >>> out.getvalue(), p.rest()
+    ('c\n', 'a\nb\nd')
+    """
+
+    def __init__(self, real: Any, every_s: float = PROGRESS_EVERY_S, clock=time.monotonic):
+        self._real, self._every, self._clock = real, float(every_s), clock
+        self._last = clock()
+        self._lines: list[str] = []
+        self._sent: set[int] = set()
+        self._partial = ""
+
+    def writable(self) -> bool:  # noqa: D102 (io hook)
+        return True
+
+    def write(self, s: str) -> int:  # noqa: D102 (io hook)
+        text = self._partial + s
+        *done, self._partial = text.split("\n")
+        self._lines += done
+        now = self._clock()
+        if done and now - self._last >= self._every:
+            self._sent.add(len(self._lines) - 1)
+            self._real.write(self._lines[-1] + "\n")
+            self._real.flush()
+            self._last = now
+        return len(s)
+
+    def getvalue(self) -> str:
+        """Everything written, sent or not."""
+        return "".join(line + "\n" for line in self._lines) + self._partial
+
+    def rest(self) -> str:
+        """What was held and not yet written."""
+        kept = (line + "\n" for i, line in enumerate(self._lines) if i not in self._sent)
+        return "".join(kept) + self._partial
+
+
 _DEPTH = [0]
 """How many :func:`handle_errors` wrappers are running (nested commands report once)."""
 
@@ -132,10 +207,10 @@ def handle_errors(func: F) -> F:
         # Warnings (numpy overflow on absurd but finite inputs, ...) are held back: a command that
         # ends in an error prints that one line only; one that succeeds re-issues them (so the
         # caller's warning filters, e.g. pytest's "error", still apply).
-        # Progress goes to stderr as it happens on a terminal; otherwise it is held back and
-        # printed when the command succeeds, so a failing run prints its one error line only.
+        # Progress goes to stderr as it happens on a terminal; otherwise (PlainProgress) one line
+        # every PROGRESS_EVERY_S goes out and the rest is printed when the command succeeds.
         real_err = sys.stderr
-        held = None if _live_progress(real_err) else io.StringIO()
+        held = None if _live_progress(real_err) else PlainProgress(real_err, PROGRESS_EVERY_S)
         error = None
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -157,7 +232,7 @@ def handle_errors(func: F) -> F:
             except BaseException:  # an exit code of the command's own, or a crash: show all
                 if held is not None:
                     sys.stderr = real_err
-                    real_err.write(held.getvalue())
+                    real_err.write(held.rest())
                     held = None
                 raise
             finally:
@@ -168,7 +243,7 @@ def handle_errors(func: F) -> F:
             print(error, file=sys.stderr)
             raise typer.Exit(2) from None
         if held is not None:
-            sys.stderr.write(held.getvalue())
+            sys.stderr.write(held.rest())
         for w in caught:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
         return result

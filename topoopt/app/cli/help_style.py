@@ -9,11 +9,15 @@ the application is given the classes below (:func:`apply_help_style`, called by
   ``metavar``), in the usage line and the argument panel;
 - show no metavar for flags (``--force``, ``--json``);
 - show value options as ``INTEGER``, ``FLOAT``, ``PATH``, ``TEXT`` or ``[a|b|c]`` (choices in full);
-- escape rich markup in every help text, so brackets are printed as written.
+- escape rich markup in every help text, so brackets are printed as written;
+- fill in defaults that live in the code (:func:`code_default`) when the help is printed, so a help
+  text quotes the constant the code uses without importing a solver at start-up.
 """
 
 from __future__ import annotations
 
+import importlib
+import re
 from typing import Any
 
 import typer
@@ -21,9 +25,45 @@ from rich.markup import escape
 from typer.core import TyperArgument, TyperCommand, TyperGroup
 from typer.models import DefaultPlaceholder
 
-__all__ = ["StyledCommand", "StyledGroup", "apply_help_style", "metavar_of"]
+__all__ = [
+    "StyledCommand",
+    "StyledGroup",
+    "apply_help_style",
+    "code_default",
+    "fill_code_defaults",
+    "metavar_of",
+]
 
 _TYPE_NAMES = {"int": "INTEGER", "float": "FLOAT", "path": "PATH", "str": "TEXT", "bool": "BOOLEAN"}
+
+
+_CODE_DEFAULT = re.compile(r"@@([\w.]+):(\w+)@@")
+
+
+def code_default(module: str, name: str) -> str:
+    """A placeholder for the value of ``module.name`` in a help text, filled in (``%g``) when the
+    help is printed, so a documented default is the code's constant, never a copy of it.
+
+    Examples
+    --------
+    >>> text = "default " + code_default("topoopt.fabrics.fabric", "DEFAULT_LINK_LATENCY") + " s"
+    >>> fill_code_defaults(text)
+    'default 1e-06 s'
+    """
+    return f"@@{module}:{name}@@"
+
+
+def fill_code_defaults(text: str) -> str:
+    """``text`` with every :func:`code_default` placeholder replaced by the constant's value."""
+    return _CODE_DEFAULT.sub(
+        lambda m: f"{getattr(importlib.import_module(m.group(1)), m.group(2)):g}", text
+    )
+
+
+def _fill(cmd: Any) -> None:
+    for p in cmd.params:
+        if getattr(p, "help", None) and "@@" in p.help:
+            p.help = fill_code_defaults(p.help)
 
 
 def metavar_of(param: Any, ctx: Any) -> str:
@@ -96,6 +136,10 @@ class StyledCommand(TyperCommand):
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         return _usage_pieces(self, ctx, [])
+
+    def format_help(self, ctx: Any, formatter: Any) -> Any:
+        _fill(self)
+        return super().format_help(ctx, formatter)
 
     def get_help_option(self, ctx: Any) -> Any:
         return _flag_without_metavar(super().get_help_option(ctx))

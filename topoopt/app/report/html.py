@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -24,6 +24,8 @@ _STYLE = (
     "table.summary th,table.summary td{padding:0.2em 0.7em;border-bottom:1px solid #ddd}"
     "table.summary td.num{text-align:right;font-variant-numeric:tabular-nums}"
     "table.summary th{text-align:left;background:#f3f3f3}"
+    "table.summary tr.best td{background:#e3f4e1;font-weight:bold}"
+    "div#verdict{border-left:4px solid #2e7d32;padding:0.3em 1em;margin:1em 0;background:#f6fbf5}"
 )
 
 
@@ -43,9 +45,12 @@ def _cell(value) -> tuple[str, bool]:
     return str(value), False
 
 
-def summary_html(frame: pd.DataFrame, caption: str = "Summary") -> str:
+def summary_html(
+    frame: pd.DataFrame, caption: str = "Summary", highlight: Collection[int] = ()
+) -> str:
     """An HTML table of ``frame`` (columns as headers; numbers right-aligned, 4 significant
-    digits, non-finite shown as ``-``), for the top of a report.
+    digits, non-finite shown as ``-``), for the top of a report; the rows at the positions in
+    ``highlight`` are marked ``class="best"``.
 
     Examples
     --------
@@ -58,13 +63,13 @@ def summary_html(frame: pd.DataFrame, caption: str = "Summary") -> str:
     """
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
     rows = []
-    for rec in frame.itertuples(index=False):
+    for i, rec in enumerate(frame.itertuples(index=False)):
         cells = []
         for v in rec:
             text, num = _cell(v)
             cls = ' class="num"' if num else ""
             cells.append(f"<td{cls}>{html.escape(text)}</td>")
-        rows.append("<tr>" + "".join(cells) + "</tr>")
+        rows.append(('<tr class="best">' if i in highlight else "<tr>") + "".join(cells) + "</tr>")
     return (
         f'<table class="summary"><caption>{html.escape(caption)}</caption>\n'
         f"<tr>{head}</tr>\n" + "\n".join(rows) + "\n</table>"
@@ -76,11 +81,15 @@ def page_html(
     title: str,
     intro: str = "",
     summary: Sequence[tuple[str, pd.DataFrame]] = (),
+    verdict: Sequence[str] = (),
+    highlight: Collection[int] = (),
 ) -> str:
     """One HTML page holding ``figures`` (``(div_id, figure)`` pairs) under a title.
 
     plotly.js is included once, inline; each figure is a ``div`` with the given id. ``summary``
-    (``(caption, table)`` pairs) is shown as HTML tables at the top, before the figures.
+    (``(caption, table)`` pairs) is shown as HTML tables at the top, before the figures;
+    ``verdict`` sentences open the page in ``<div id="verdict">``, and ``highlight`` marks rows of
+    the first summary table (:func:`summary_html`).
     """
     parts = []
     for k, (div_id, fig) in enumerate(figures):
@@ -100,7 +109,15 @@ def page_html(
         f"<style>{_STYLE}</style>\n</head>\n<body>\n"
         f"<h1>{html.escape(title)}</h1>\n"
         + (f"<p>{html.escape(intro)}</p>\n" if intro else "")
-        + "".join(summary_html(frame, caption) + "\n" for caption, frame in summary)
+        + (
+            '<div id="verdict">' + "".join(f"<p>{html.escape(s)}</p>" for s in verdict) + "</div>\n"
+            if verdict
+            else ""
+        )
+        + "".join(
+            summary_html(frame, caption, highlight if k == 0 else ()) + "\n"
+            for k, (caption, frame) in enumerate(summary)
+        )
         + body
         + "\n</body>\n</html>\n"
     )

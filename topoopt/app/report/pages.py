@@ -14,8 +14,17 @@ from topoopt.app.report.compare_figures import (
 from topoopt.app.report.cost_figures import cost_breakdown_bars
 from topoopt.app.report.design_figures import circuit_graph, optimizer_traces
 from topoopt.app.report.html import page_html
+from topoopt.app.report.time_units import time_unit
+from topoopt.app.report.verdict import best_rows, verdict_sentences
 
-__all__ = ["circuit_utilisation", "compare_figures", "compare_page", "compare_summary"]
+__all__ = [
+    "SUMMARY_COLUMNS",
+    "circuit_utilisation",
+    "compare_figures",
+    "compare_page",
+    "compare_summary",
+    "summary_columns",
+]
 
 SUMMARY_COLUMNS = (
     ("fabric", "fabric", None),
@@ -26,14 +35,29 @@ SUMMARY_COLUMNS = (
     ("power kW", "power_w", 1e-3),
     ("Gbps/server", "server_bandwidth", 8e-9),
     ("x ideal", "ratio_to_ideal", 1.0),
+    ("iter/s per M$", "iterations_per_s_per_musd", 1.0),
 )
+"""``(heading, column, scale)`` of the comparison summary (terminal and HTML); times are in ms
+here, in seconds when a value passes 10 s (:func:`summary_columns`)."""
+
+TIME_COLUMNS = ("iteration_s", "comm_s", "exposed_comm_s")
+
+
+def summary_columns(table) -> tuple[tuple[str, str, float | None], ...]:
+    """:data:`SUMMARY_COLUMNS` for ``table``: the time columns in seconds (headed ``s``) when any
+    of them passes :data:`topoopt.app.report.time_units.SECONDS_ABOVE_S`, else in ms."""
+    unit, factor = time_unit(*(table[c] for c in TIME_COLUMNS if c in table))
+    return tuple(
+        (head.replace(" ms", f" {unit}"), col, factor) if col in TIME_COLUMNS else (head, col, s)
+        for head, col, s in SUMMARY_COLUMNS
+    )
 
 
 def compare_summary(table, keys: tuple[str, ...] = ()) -> pd.DataFrame:
-    """The summary table of a comparison (the CLI's columns, in ms, M$, kW), ``keys`` columns
+    """The summary table of a comparison (the CLI's columns, in ms or s, M$, kW), ``keys`` columns
     (e.g. ``plan``, ``degree``) first; columns the table lacks are left out."""
     out = {k: table[k] for k in keys if k in table}
-    for head, col, scale in SUMMARY_COLUMNS:
+    for head, col, scale in summary_columns(table):
         if col in table:
             out[head] = table[col] if scale is None else table[col] * scale
     return pd.DataFrame(out)
@@ -128,5 +152,10 @@ def compare_page(res, title: str) -> str:
         f"{p['link_bandwidth'] * 8 / 1e9:g} Gbps per server."
     )
     return page_html(
-        compare_figures(res), title, intro=intro, summary=[("Summary", compare_summary(res.table))]
+        compare_figures(res),
+        title,
+        intro=intro,
+        summary=[("Summary (best rows in bold; ideal is a bound)", compare_summary(res.table))],
+        verdict=verdict_sentences(res.table, res.iterations),
+        highlight=best_rows(res.table),
     )

@@ -139,6 +139,7 @@ class PriceProbe:
                 prices=p,
                 max_bandwidth=self.max_bandwidth,
                 gpus_per_server=self.workload.gpus_per_server,
+                fluid_mix=True,  # a continuous price curve: the speed-mix bound (docs/costs.md)
             )
         except InputError:
             row.update(

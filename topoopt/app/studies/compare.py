@@ -15,16 +15,21 @@ Fabric names (:data:`FABRICS`):
     switch, switch to server) take half a link latency each, so that a transfer between two
     servers takes one link latency, the least any fabric offers (a direct circuit).
 ``fat-tree``
-    Full-bisection leaf-spine, one NIC of ``degree x B`` per server, :func:`leaf_hosts`
-    servers per leaf.
+    The buyer's full-bisection Clos of ``degree`` NICs of ``B`` per server (one NIC per port,
+    a server's NICs on its leaf), of the catalogue's switches at ``B``
+    (:func:`switched_clos`): one switch when one serves all, else two or three tiers. Its
+    row's ``fabric_info`` gives the tiers and switches per tier.
 ``fat-tree-oversub``
-    The same with ``oversubscription`` (default 4:1) at the leaves.
+    The same with ``oversubscription`` (default 4:1) at the leaves, priced with fewer uplinks
+    and spine ports; ``fabric_info["oversubscription_realised"]`` is the ratio built (1 when one
+    switch serves every server), and the row's ``note`` says when it differs from the one asked.
 ``fat-tree-cost-equivalent``
-    The fastest full-bisection Clos (one or two tiers) that the ``topoopt`` optical design's
-    capex buys from the price table's switch catalogue, mixing two catalogue speeds to spend
-    exactly that capex (TopoOpt's "cost-equivalent fat-tree";
+    The fastest full-bisection Clos (one to three tiers, 1 to ``degree`` NICs per server) that
+    the ``topoopt`` optical design's capex buys from the price table's switch catalogue at one
+    uniform speed, priced as built (TopoOpt's "cost-equivalent fat-tree";
     :func:`topoopt.fabrics.cost.cost_equivalent_fat_tree`). Its row's ``fabric_info`` says
-    what was bought: tiers, switch model, leaves, spines, link rate, the mix.
+    what was bought: tiers, switch model, counts per tier, NICs and link rate, and the fluid
+    speed mix that would spend the budget exactly, as a bound only (``fluid_bound``).
 ``torus``
     A ``D``-dimensional torus of ``B`` links with ``D = min(3, degree // 2)`` (a ring for 2 or 3
     ports, 2-D for 4 or 5, 3-D from 6), dimension sizes as equal as possible,
@@ -32,6 +37,9 @@ Fabric names (:data:`FABRICS`):
     routing.
 ``expander``
     Random ``degree``-regular direct-connect (seeded), ECMP over circuits with host forwarding.
+    On both, a ring collective over all servers runs NCCL-like over the fabric's edge-disjoint
+    Hamiltonian cycles, each in both directions (:mod:`topoopt.flowsim.fabric_rings`); rings
+    over fewer servers run their rank order both ways.
 ``topoopt``, ``topoopt-released``, ``joint``
     Optical direct-connect designs by the solvers (:mod:`solvers.registry`), with their rings
     and routing.
@@ -40,9 +48,18 @@ Fabric names (:data:`FABRICS`):
     and ``topoopt-released``: the baseline to judge against. Its row's ``solver`` names the
     winner.
 ``hybrid``
-    Leaf-spine (oversubscribed ``oversubscription``:1, ``degree/2 x B`` NICs) plus an optical
-    layer of ``degree/2`` ports per server wired as the geometric circulant, every pair's bytes
-    split over both layers by one LP routing (:func:`solvers.hybrid_design.route_hybrid`).
+    Leaf-spine (oversubscribed ``oversubscription``:1, ``degree - degree/2`` NICs of ``B``) plus
+    an optical layer of ``degree/2`` ports per server wired as the geometric circulant, every
+    pair's bytes split over both layers by one LP routing
+    (:func:`solvers.hybrid_design.route_hybrid`).
+``rail``
+    Rail-optimised Clos of the same catalogue switches: NIC ``i`` of every server on rail
+    ``i`` (a leaf per rail and server group), the rails joined by the spine.
+``rail-only``
+    Rails with no spine (Wang et al., arXiv:2307.12169): ``degree`` separate one-NIC Clos, NIC
+    ``i`` of every server on rail ``i`` (:mod:`topoopt.fabrics.rail`); a server reaches a peer
+    over any rail (at server level, the hop over the scale-up fabric to the GPU on the peer's
+    rail is not charged).
 ``fat-tree-ina``, ``hybrid-ina``
     ``fat-tree`` and ``hybrid`` whose electrical switches are programmable and aggregate
     all-reduces in the network, ATP-style, with ATP's aggregator memory per switch
@@ -63,16 +80,15 @@ import numpy as np
 import pandas as pd
 
 from topoopt.app.studies.ina_fabrics import ina_run
-from topoopt.fabrics.catalogue import packed_spines
 from topoopt.fabrics.cost import cost as fabric_cost
 from topoopt.fabrics.cost import cost_equivalent_fat_tree
 from topoopt.fabrics.expander import expander
 from topoopt.fabrics.fabric import Fabric
-from topoopt.fabrics.fat_tree import leaf_spine
 from topoopt.fabrics.hybrid import hybrid
 from topoopt.fabrics.ideal import ideal_bound
 from topoopt.fabrics.torus import torus
 from topoopt.flowsim.collectives import communication_time
+from topoopt.flowsim.fabric_rings import ring_workload
 from topoopt.flowsim.iteration import IterationResult, simulate_iteration
 from topoopt.flowsim.priorities import check_priority
 from topoopt.paths import PathSet
@@ -89,6 +105,7 @@ __all__ = [
     "compare",
     "cost_columns",
     "leaf_hosts",
+    "switched_clos",
     "torus_dims",
 ]
 
@@ -106,6 +123,8 @@ FABRICS = (
     "hybrid",
     "fat-tree-ina",
     "hybrid-ina",
+    "rail",
+    "rail-only",
 )
 DESIGNED = ("topoopt", "topoopt-released", "joint")
 
@@ -126,8 +145,15 @@ def json_rows(table: pd.DataFrame) -> list[dict]:
     >>> json_rows(t)[0]
     {'fabric': 'ideal', 'iteration_s': 1.0, 'objective_s': None, 'solver': None}
     """
+    from solvers import SEARCH_COLUMNS
+
     rows = table.to_dict(orient="records")
     for row in rows:
+        failed = isinstance(row.get("error"), str)  # a fabric that could not be built
+        for k, v in row.items():
+            bad = failed or k in ("note", "error", *SEARCH_COLUMNS)
+            if isinstance(v, float) and math.isnan(v) and bad:
+                row[k] = None
         if not isinstance(row.get("solver"), str):
             for k in DESIGN_COLUMNS:
                 v = row.get(k)
@@ -229,6 +255,76 @@ def leaf_hosts(servers: int) -> int:
     return max(2, min(16, servers // 2))
 
 
+def switched_clos(
+    name: str, workload: Workload, degree: int, link_bandwidth: float, oversubscription: float,
+    prices=None, layout: str = "bundled",
+) -> FabricRun:  # fmt: skip
+    """The cheapest Clos of ``degree`` NICs of ``link_bandwidth`` per server from the price
+    table's switch catalogue at that speed (:func:`topoopt.fabrics.catalogue.plan_clos`: one
+    switch when one serves all, else two or three tiers); a 64-port switch at that speed,
+    priced per port, when the catalogue has none. ``layout``: ``bundled`` (a server's NICs on
+    its leaf), ``rail`` (NIC ``i`` on rail ``i``, rails joined by the spine) or ``rail-only``
+    (one Clos per rail, no spine across rails: :func:`topoopt.fabrics.rail.rail_only`).
+    ``fabric_info`` gives the tiers, switches per tier and the oversubscription realised.
+
+    Examples
+    --------
+    >>> from traffic.load import load_workload
+    >>> run = switched_clos("fat-tree", load_workload("dlrm"), 4, 12.5e9, 1.0)
+    >>> run.cost_detail["fabric_info"]["tiers"], run.fabric.server_ports[:2].tolist()
+    (1, [4, 4])
+    """
+    from topoopt.fabrics.catalogue import SwitchModel, plan_bill_of_materials, plan_clos
+    from topoopt.fabrics.cost import load_prices, price_bill_of_materials
+    from topoopt.fabrics.rail import rail_only
+
+    if layout not in ("bundled", "rail", "rail-only"):
+        raise InputError("layout", layout, "bundled, rail or rail-only")
+    copies = degree if layout == "rail-only" else 1  # rail-only: one one-port Clos per rail
+    ports = 1 if layout == "rail-only" else degree
+    table = load_prices() if prices is None else prices
+    n, gbps = workload.servers, float(link_bandwidth) * 8.0 / 1e9
+    models = [m for m in table.catalogue() if abs(m.gbps - gbps) <= 1e-6 * gbps]
+    models = models or [SwitchModel(f"64x{gbps:g}G (priced per port)", 64, gbps)]
+    best = None
+    for m in models:
+        plan = plan_clos(n, m, oversubscription, ports_per_server=ports, rails=layout == "rail")
+        if plan is None:
+            continue
+        bom = {k: v * copies for k, v in plan_bill_of_materials(plan, gbps).items()}
+        rep = price_bill_of_materials(bom, table)
+        if best is None or (rep.capex_usd, plan.switch_ports) < (
+            best[1].capex_usd,
+            best[0].switch_ports,
+        ):
+            best = (plan, rep)
+    if best is None:
+        raise InputError("servers", n, f"a cluster a three-tier Clos of {gbps:g}G switches serves")
+    plan, rep = best
+    gps = workload.gpus_per_server
+    if layout == "rail-only":
+        fab = rail_only(plan.shape, degree, float(link_bandwidth), gpus_per_server=gps)
+    else:
+        fab = plan.fabric(float(link_bandwidth), gpus_per_server=gps)
+    run = FabricRun(name, fab, workload, capex_usd=rep.capex_usd, power_w=rep.power_w)
+    info = {"family": fab.family, **plan.info()}
+    if layout == "rail-only":  # the plan is one rail's; the fabric is `degree` of them
+        info.update(rails=degree, switches=plan.switches * degree, ports_per_server=degree)
+        info["switch_ports"] = plan.switch_ports * degree
+    run.cost_detail = {
+        "capex_breakdown": rep.capex_by_component,
+        "power_breakdown": rep.power_by_component,
+        "fabric_info": info,
+    }
+    realised = plan.shape.oversubscription
+    if abs(realised - oversubscription) > 1e-9:
+        run.note = (
+            f"oversubscription {oversubscription:g}:1 asked, {realised:g}:1 built "
+            f"({plan.tiers} tier{'s' if plan.tiers > 1 else ''})"
+        )
+    return run
+
+
 def _price(fabric: Fabric, prices) -> tuple[float, float]:
     r = fabric_cost(fabric, prices)
     return r.capex_usd, r.power_w
@@ -259,26 +355,21 @@ def build_fabric(
     if name == "ideal":
         # a bound: server to server in one link's latency, the least any fabric offers
         fab = ideal_bound(n, d, B, **common)
-    elif name == "fat-tree":
-        # spines bought for their ports (bundles), not one mostly-empty spine per uplink
-        h = leaf_hosts(n)
-        sp = packed_spines(n, 1.0, 64, h)
-        fab = leaf_spine(n, 1.0, leaf_hosts=h, spines=sp, port_bandwidth=d * B, **common)
-    elif name == "fat-tree-oversub":
-        h = leaf_hosts(n)
-        sp = packed_spines(n, oversubscription, 64, h)
-        fab = leaf_spine(
-            n, oversubscription, leaf_hosts=h, spines=sp, port_bandwidth=d * B, **common
-        )
+    elif name in ("fat-tree", "fat-tree-oversub"):
+        # the buyer's Clos of d NICs of B per server: catalogue switches at B, 1-3 tiers
+        r = 1.0 if name == "fat-tree" else float(oversubscription)
+        return switched_clos(name, workload, d, B, r, prices)
+    elif name in ("rail", "rail-only"):
+        return switched_clos(name, workload, d, B, 1.0, prices, layout=name)
     elif name == "fat-tree-cost-equivalent":
         ref = designs.get("topoopt") or build_fabric(
             "topoopt", workload, d, B, seed=seed, prices=prices, designs=designs
         )
         # never more than the ideal switch's d x B per server: the ideal stays a bound
         eq = cost_equivalent_fat_tree(
-            ref.capex_usd, n, prices=prices, max_bandwidth=d * B, **common
+            ref.capex_usd, n, prices=prices, max_bandwidth=d * B, max_ports=d, **common
         )
-        # capex is the catalogue speed mix's (module docstring of topoopt.fabrics.cost)
+        # a buildable uniform Clos: capex is its bill of materials (topoopt.fabrics.cost)
         run = FabricRun(name, eq.fabric, workload, capex_usd=eq.capex_usd, power_w=eq.power_w)
         run.cost_detail = {
             "capex_breakdown": eq.capex_breakdown,
@@ -304,7 +395,8 @@ def build_fabric(
             n,
             d // 2,
             oversubscription=oversubscription,
-            port_bandwidth=(d - d // 2) * B,
+            ports_per_server=d - d // 2,  # one NIC per port, as on every fabric
+            port_bandwidth=B,
             optical_port_bandwidth=B,
             **common,
         )
@@ -367,9 +459,39 @@ def build_fabric(
         return run
     else:
         raise InputError("fabric", name, f"one of {', '.join(FABRICS)}")
+    if name in ("torus", "expander"):  # NCCL-like rings: Hamiltonian cycles, both directions
+        run = FabricRun(name, fab, ring_workload(workload, fab, seed))
+        run.note = "rings: edge-disjoint Hamiltonian cycles, both directions (fabric_rings)"
+        run.capex_usd, run.power_w = _price(fab, prices)
+        return run
     run = FabricRun(name, fab, workload)
     run.capex_usd, run.power_w = _price(fab, prices)
     return run
+
+
+def _build_and_simulate(
+    nm, workload, degree, link_bandwidth, designs, say, tag, *, oversubscription, seed,
+    time_limit_s, prices, progress, work_limit, priority, split_allreduce,
+):  # fmt: skip
+    """Build fabric ``nm`` and simulate the workload on it: ``(run, iteration, comm, t_built)``.
+    An :class:`InputError` here means the fabric cannot be built or routed (e.g. a random
+    expander that is not connected); :func:`compare` turns it into a row that says why."""
+    run = designs.get(nm) or build_fabric(
+        nm, workload, degree, link_bandwidth, oversubscription=oversubscription, seed=seed,
+        time_limit_s=time_limit_s, prices=prices, designs=designs, progress=progress,
+        work_limit=work_limit,
+    )  # fmt: skip
+    if run.fabric.n_servers > 1:
+        run.fabric.check_connected()  # e.g. a random 2-regular expander: disjoint cycles
+    t1 = time.perf_counter()
+    say(f"{tag} {nm}: simulating")
+    own = getattr(run.design, "priority", ()) or None  # a design's own class priorities
+    it = simulate_iteration(
+        run.workload, run.fabric, routing=run.routing, exposed_by_class=False,
+        priority=priority if priority is not None else own, split_allreduce=split_allreduce,
+    )  # fmt: skip
+    cm = communication_time(run.workload, run.fabric, routing=run.routing)
+    return run, it, cm, t1
 
 
 def compare(
@@ -402,7 +524,9 @@ def compare(
         (:func:`cost_columns`), ``iterations_per_s_per_musd`` (throughput per million USD of
         network), ``ratio_to_ideal`` (iteration time over the ideal switch's), ``build_s``,
         ``simulate_s``, plus the solver's ``objective_s``, ``lower_bound_s`` and ``gap`` for
-        designed fabrics.
+        designed fabrics, ``note`` where the fabric says something about itself, and ``error``
+        (why) on the row of a fabric that cannot be built or routed (its figures are NaN; the
+        other fabrics run). Only ``ideal`` failing fails the comparison.
 
     ``progress`` receives one-line messages; ``on_fabric_done(name)`` is called after each
     fabric (for progress bars). ``time_limit_s`` caps the designed fabrics' searches on the
@@ -422,27 +546,21 @@ def compare(
     for k, nm in enumerate(names):
         say(f"[{k + 1}/{len(names)}] {nm}: building")
         t0 = time.perf_counter()
-        run = designs.get(nm) or build_fabric(
-            nm,
-            workload,
-            degree,
-            link_bandwidth,
-            oversubscription=oversubscription,
-            seed=seed,
-            time_limit_s=time_limit_s,
-            prices=prices,
-            designs=designs,
-            progress=progress,
-            work_limit=work_limit,
-        )
-        t1 = time.perf_counter()
-        say(f"[{k + 1}/{len(names)}] {nm}: simulating")
-        own = getattr(run.design, "priority", ()) or None  # a design's own class priorities
-        it = simulate_iteration(
-            run.workload, run.fabric, routing=run.routing, exposed_by_class=False,
-            priority=priority if priority is not None else own, split_allreduce=split_allreduce,
-        )  # fmt: skip
-        cm = communication_time(run.workload, run.fabric, routing=run.routing)
+        try:
+            run, it, cm, t1 = _build_and_simulate(
+                nm, workload, degree, link_bandwidth, designs, say, f"[{k + 1}/{len(names)}]",
+                oversubscription=oversubscription, seed=seed, time_limit_s=time_limit_s,
+                prices=prices, progress=progress, work_limit=work_limit, priority=priority,
+                split_allreduce=split_allreduce,
+            )  # fmt: skip
+        except InputError as e:
+            if nm == "ideal":
+                raise  # the bound every row is measured against
+            say(f"[{k + 1}/{len(names)}] {nm}: cannot be built: {e}")
+            rows.append({"fabric": nm, "error": str(e), "build_s": time.perf_counter() - t0})
+            if on_fabric_done is not None:
+                on_fabric_done(nm)
+            continue
         t2 = time.perf_counter()
         runs.append(run)
         its[nm], comms[nm] = it, cm
@@ -460,6 +578,8 @@ def compare(
             "build_s": t1 - t0,
             "simulate_s": t2 - t1,
         }
+        if run.note:
+            row["note"] = run.note
         if run.design is not None:
             row.update(
                 objective_s=run.design.objective_s,
@@ -468,6 +588,9 @@ def compare(
                 solver_status=run.design.status,
                 solver=run.design.solver,
             )
+            from solvers import search_summary
+
+            row.update(search_summary(run.design))  # the objective used, why, deterministic
         rows.append(row)
         if on_fabric_done is not None:
             on_fabric_done(nm)
@@ -476,7 +599,9 @@ def compare(
     table["ratio_to_ideal"] = table["iteration_s"] / ideal_t
     with np.errstate(divide="ignore"):
         table["iterations_per_s_per_musd"] = np.where(
-            table["capex_usd"] > 0, 1e6 / (table["iteration_s"] * table["capex_usd"]), math.inf
+            table["capex_usd"] > 0,
+            1e6 / (table["iteration_s"] * table["capex_usd"]),
+            np.where(table["capex_usd"].isna(), math.nan, math.inf),
         )
     params = {
         "degree": degree,

@@ -104,9 +104,20 @@ class DemoResult:
         summary = compare_summary(self.comparison, keys=("plan", "degree")).rename(
             columns={"degree": "ports"}
         )
+        from topoopt.app.report.verdict import best_rows, verdict_sentences
+
+        verdict, best = [], set()
+        for (plan, degree), res in self.compares.items():
+            said = verdict_sentences(res.table, res.iterations)
+            if said:
+                verdict.append(f"{plan}, {degree} ports: {said[0]}")
+        for _, part in self.comparison.groupby(["plan", "degree"], sort=False):
+            best |= {self.comparison.index.get_loc(i) for i in part.index[list(best_rows(part))]}
         return page_html(
             self.figures,
             "topoopt demo",
+            verdict=verdict,
+            highlight=best,
             summary=[("Simulated iteration per plan, ports per server and fabric", summary)],
             intro=(
                 "Traffic of each plan, then for each plan and port count: iteration time against "

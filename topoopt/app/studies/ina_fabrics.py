@@ -43,7 +43,7 @@ def ina_run(name: str, base: Any, prices=None) -> Any:
     >>> from traffic.workload import Demand, Workload
     >>> from topoopt.app.studies.compare import build_fabric
     >>> w = Workload(4, 1, (Demand("all-reduce", [[0, 1, 2, 3]], 1e6, "dp", "backward"),))
-    >>> run = ina_run("fat-tree-ina", build_fabric("fat-tree", w, 4, 1e9))
+    >>> run = ina_run("fat-tree-ina", build_fabric("fat-tree", w, 4, 12.5e9))
     >>> run.name, run.fabric.params["ina_memory_bytes"]
     ('fat-tree-ina', 5120000.0)
     """
@@ -65,7 +65,7 @@ def ina_run(name: str, base: Any, prices=None) -> Any:
         if communication_time(w, base.fabric, routing=base.routing).total_s <= best:
             fab, routing = with_ina(base.fabric, memory_bytes=0.0), base.routing
             note = "programmable switches not used: the host algorithm is faster on this plan"
-    run = replace(base, name=name, fabric=fab, routing=routing)
+    run = replace(base, name=name, fabric=fab, routing=routing, cost_detail=None)  # re-priced
     run.note = "; ".join(x for x in (base.note, note) if x)
     rep = cost(fab, prices)
     run.capex_usd, run.power_w = rep.capex_usd, rep.power_w

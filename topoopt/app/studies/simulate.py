@@ -42,7 +42,10 @@ def simulate_plan(
         minus the time with that class instantaneous), ``comm_busy_s`` (time some
         communication is in flight), ``comm_alone_s`` and ``comm_alone_s_by_class`` (the
         communication alone, every phase's flows released together, phases in sequence; per
-        class: that class alone), ``fabric``, ``workload``, ``servers``, ``gpus``. Definitions
+        class: that class alone), ``fabric``, ``workload``, ``servers``, ``gpus``; with
+        ``fabric``, its ``capex_usd``, ``power_w`` and
+        :func:`~topoopt.app.studies.compare.cost_columns` (``server_bandwidth``, breakdowns,
+        ``fabric_info``: tiers, switches). Definitions
         in :mod:`topoopt.flowsim.iteration`. With a pipeline schedule (``schedule``: ``1f1b``,
         ``interleaved`` or ``eager-1f1b``, :func:`~topoopt.flowsim.iteration.simulate_iteration`)
         also ``schedule`` and ``schedule_used``, and for ``eager-1f1b`` the iteration time of
@@ -54,6 +57,7 @@ def simulate_plan(
     if schedule is not None and schedule not in SCHEDULES:
         raise InputError("--schedule", schedule, f"one of {', '.join(SCHEDULES)}")
     workload = plan if isinstance(plan, Workload) else load_workload(plan)
+    priced: dict[str, Any] = {}
     if design is not None:
         from solvers import (
             DesignProblem,
@@ -96,6 +100,9 @@ def simulate_plan(
             progress=progress,
         )
         fab, w, routing, label = run.fabric, run.workload, run.routing, fabric
+        from topoopt.app.studies.compare import cost_columns
+
+        priced = {"capex_usd": run.capex_usd, "power_w": run.power_w, **cost_columns(run)}
     if progress:
         progress(f"simulating {workload.name} on {label}")
     if schedule is not None and w.taskgraph is not None:
@@ -110,7 +117,7 @@ def simulate_plan(
         alone = communication_time(w.select(classes=[cls]), fab, routing=routing)
         alone_by_class[cls] = alone.total_s
     keys = ("schedule", "schedule_used", "eager_1f1b_s", "1f1b_s")
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = dict(priced)  # a built fabric's capex, power, tiers (compare's)
     if schedule is not None:
         extra.update({k: it.info[k] for k in keys if k in it.info})
     if priority is not None:

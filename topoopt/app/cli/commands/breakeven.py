@@ -13,6 +13,10 @@ import typer
 from rich.table import Table
 
 from topoopt.app.cli.common import (
+    DEFAULT_DEGREE,
+    DEFAULT_LINK_GBPS,
+    DEFAULT_SEED,
+    DEFAULT_TIME_LIMIT_S,
     emit_json,
     handle_errors,
     prepare_output,
@@ -50,8 +54,8 @@ def _finite(obj):
 @handle_errors
 def breakeven_command(
     plan: Annotated[str, typer.Argument(help="Plan file, embedded plan name, or .fbuf")],
-    degree: Annotated[int, typer.Option(help="Optical ports per server")] = 8,
-    link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps")] = 100.0,
+    degree: Annotated[int, typer.Option(help="Optical ports per server")] = DEFAULT_DEGREE,
+    link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps")] = DEFAULT_LINK_GBPS,
     design_fabric: Annotated[
         Design, typer.Option("--design-fabric", "--solver", help="The optical design")
     ] = Design.topoopt,
@@ -69,8 +73,10 @@ def breakeven_command(
         str | None, typer.Option(help="Named price table (topoopt-paper), see docs/costs.md")
     ] = None,
     rel_tol: Annotated[float, typer.Option(help="Bisection stops at this price ratio - 1")] = 1e-3,
-    time_limit: Annotated[float, typer.Option(help="Seconds for the joint optimizer")] = 30.0,
-    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = 0,
+    time_limit: Annotated[
+        float, typer.Option(help="Seconds for the joint optimizer")
+    ] = DEFAULT_TIME_LIMIT_S,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = DEFAULT_SEED,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     html: Annotated[Path | None, typer.Option(help="Write iteration time vs price")] = None,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,

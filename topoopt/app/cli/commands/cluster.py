@@ -12,6 +12,9 @@ import typer
 from rich.table import Table
 
 from topoopt.app.cli.common import (
+    DEFAULT_DEGREE,
+    DEFAULT_LINK_GBPS,
+    DEFAULT_SEED,
     emit_json,
     handle_errors,
     prepare_output,
@@ -28,8 +31,8 @@ __all__ = ["register", "cluster_command"]
 def cluster_command(
     jobs: Annotated[Path, typer.Argument(help="Jobs file (YAML/JSON): jobs: [{name, plan}]")],
     servers: Annotated[int, typer.Option(help="Servers of the cluster")],
-    degree: Annotated[int, typer.Option(help="Optical ports per server")] = 4,
-    link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps")] = 100.0,
+    degree: Annotated[int, typer.Option(help="Optical ports per server")] = DEFAULT_DEGREE,
+    link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps")] = DEFAULT_LINK_GBPS,
     ocs_radix: Annotated[
         int | None, typer.Option(help="Ports of one OCS unit (default: one unit per port index)")
     ] = None,
@@ -40,7 +43,7 @@ def cluster_command(
     work_limit: Annotated[
         float, typer.Option(help="Deterministic work budget of each joint solve")
     ] = 1.0,
-    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = DEFAULT_SEED,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     html: Annotated[Path | None, typer.Option(help="Write an HTML report")] = None,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,

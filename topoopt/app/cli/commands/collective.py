@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.table import Table
 
-from topoopt.app.cli.common import emit_json, handle_errors, stdout
+from topoopt.app.cli.common import DEFAULT_SEED, emit_json, handle_errors, stdout
 from topoopt.units import gbps_to_bytes_per_s
 from traffic.errors import InputError
 
@@ -121,9 +121,9 @@ def _size(text: str) -> float:
 
 @handle_errors
 def collective_command(
-    collective: Annotated[str, typer.Option(help="; ".join(COLLECTIVES))],
+    collective: Annotated[Literal[COLLECTIVES], typer.Option(help="The collective")],
     size: Annotated[str, typer.Option(help="nccl-tests size S, bytes (e.g. 1e9)")],
-    algorithm: Annotated[str, typer.Option(help=", ".join(ALGORITHMS))] = "ring",
+    algorithm: Annotated[Literal[ALGORITHMS], typer.Option(help="How it is scheduled")] = "ring",
     fabric: Annotated[
         str | None, typer.Option("--fabric", help="Fabric kind: " + ", ".join(FABRIC_KINDS))
     ] = None,
@@ -132,7 +132,7 @@ def collective_command(
     ] = None,
     servers: Annotated[int | None, typer.Option(help="Servers")] = None,
     degree: Annotated[int | None, typer.Option(help="Ports per server")] = None,
-    seed: Annotated[int, typer.Option(help="Seed (expander)")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed (expander)")] = DEFAULT_SEED,
     link_gbps: Annotated[
         float | None, typer.Option(help="Port bandwidth, Gbps (default 100; dgx1: 200/NVLink)")
     ] = None,

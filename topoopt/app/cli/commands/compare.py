@@ -11,6 +11,10 @@ import typer
 from rich.table import Table
 
 from topoopt.app.cli.common import (
+    DEFAULT_DEGREE,
+    DEFAULT_LINK_GBPS,
+    DEFAULT_SEED,
+    DEFAULT_TIME_LIMIT_S,
     PriorityOption,
     SplitAllreduceOption,
     emit_json,
@@ -41,6 +45,8 @@ ALL_FABRICS = (
     "hybrid",
     "fat-tree-ina",
     "hybrid-ina",
+    "rail",
+    "rail-only",
 )
 DEFAULT_FABRICS = "ideal,fat-tree,fat-tree-oversub,torus,expander,topoopt,topoopt-best,joint"
 
@@ -58,11 +64,13 @@ def compare_command(
             show_default=False,
         ),
     ] = DEFAULT_FABRICS,
-    degree: Annotated[int, typer.Option(help="Ports per server")] = 8,
-    link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps")] = 100.0,
+    degree: Annotated[int, typer.Option(help="Ports per server")] = DEFAULT_DEGREE,
+    link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps")] = DEFAULT_LINK_GBPS,
     oversubscription: Annotated[float, typer.Option(help="Of fat-tree-oversub / hybrid")] = 4.0,
-    time_limit: Annotated[float, typer.Option(help="Seconds for the joint optimizer")] = 30.0,
-    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = 0,
+    time_limit: Annotated[
+        float, typer.Option(help="Seconds for the joint optimizer")
+    ] = DEFAULT_TIME_LIMIT_S,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = DEFAULT_SEED,
     prices: Annotated[
         str | None,
         typer.Option(help="Price table: a YAML file merged over the defaults, or a preset name"),
@@ -103,6 +111,12 @@ def compare_command(
     )
     table = res.table
     res.params["prices"] = price_table.source
+    from solvers import search_warning
+
+    for run in res.runs:  # one line per search that fell back or was cut by the clock
+        warning = None if run.design is None else search_warning(run.design, run.name)
+        if warning:
+            print(warning, file=sys.stderr)
     if csv is not None:
         flat = table.copy()
         for col in ("capex_breakdown", "power_breakdown", "fabric_info"):
@@ -119,12 +133,29 @@ def compare_command(
         emit_json({"rows": json_rows(table), "params": res.params})  # null: no design
         return
     t = Table(title=f"{workload.name}: {degree} x {link_gbps:g} Gbps per server")
-    from topoopt.app.report.pages import SUMMARY_COLUMNS as cols  # the HTML summary's columns
+    from topoopt.app.report.pages import summary_columns  # the HTML summary's columns
 
-    for head, _, _ in cols:
+    cols = summary_columns(table)
+    for head, c, _ in cols:
+        if c not in table:
+            continue
         t.add_column(head, justify="left" if head == "fabric" else "right", no_wrap=True)
     for _, r in table.iterrows():
-        t.add_row(*[str(r[c]) if s is None else f"{r[c] * s:.3f}" for _, c, s in cols])
+        if isinstance(r.get("error"), str):  # a fabric that cannot be built: say why
+            shown = [c for _, c, _ in cols if c in table]
+            t.add_row(r["fabric"], *["n/a"] * (len(shown) - 1))
+            print(f"{r['fabric']}: not built: {r['error']}", file=sys.stderr)
+            continue
+        t.add_row(
+            *[str(r[c]) if s is None else f"{r[c] * s:.3f}" for _, c, s in cols if c in table]
+        )
+    from topoopt.app.report.verdict import best_rows, verdict_sentences
+
+    for sentence in verdict_sentences(table, res.iterations):
+        stdout.print(sentence, markup=False, highlight=False)
+    best = best_rows(table)
+    for i, row in enumerate(t.rows):
+        row.style = "bold green" if i in best else None
     stdout.print(t)
 
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.table import Table
 
 from topoopt.app.cli.common import (
+    DEFAULT_DEGREE,
+    DEFAULT_LINK_GBPS,
+    DEFAULT_SEED,
     emit_json,
     handle_errors,
     prepare_output,
@@ -191,10 +194,12 @@ def cosearch_command(
     ] = None,
     gpus_per_server: Annotated[int | None, typer.Option(help="GPUs per server")] = None,
     gpu_memory_gb: Annotated[float, typer.Option(help="Memory per GPU, GB (1e9 bytes)")] = 80.0,
-    degree: Annotated[int, typer.Option(help="Ports per server")] = 8,
-    link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps")] = 100.0,
+    degree: Annotated[int, typer.Option(help="Ports per server")] = DEFAULT_DEGREE,
+    link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps")] = DEFAULT_LINK_GBPS,
     fabric: Annotated[str, typer.Option(help="Fabric to choose the plan for")] = "joint",
-    method: Annotated[str, typer.Option(help="refine (ours) or topoopt-mcmc")] = "refine",
+    method: Annotated[
+        Literal["refine", "topoopt-mcmc"], typer.Option(help="refine (ours) or topoopt-mcmc")
+    ] = "refine",
     workers: Annotated[int, typer.Option(help="Parallel evaluations (1: no Ray)")] = 1,
     max_evaluations: Annotated[int, typer.Option(help="Flow-model evaluations in all")] = 40,
     finalists: Annotated[int, typer.Option(help="Plans judged on the target fabric")] = 3,
@@ -204,7 +209,7 @@ def cosearch_command(
     pareto_fabrics: Annotated[
         str, typer.Option(help="Comma-separated fabrics for the Pareto front")
     ] = "ideal,fat-tree,fat-tree-cost-equivalent,topoopt,joint",
-    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = DEFAULT_SEED,
     address: Annotated[str | None, typer.Option(help="Existing Ray cluster address")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     html: Annotated[Path | None, typer.Option(help="Write the report (HTML)")] = None,

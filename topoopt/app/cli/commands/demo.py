@@ -66,13 +66,16 @@ def demo_command(
         )
         return
     t = Table(title="Simulated iteration per fabric (flow model); x ideal = over the ideal switch")
+    from topoopt.app.report.time_units import time_unit
+
+    unit, k = time_unit(cmp["iteration_s"], cmp["comm_s"], cmp["exposed_comm_s"])
     for head in (
         "plan",
         "ports",
         "fabric",
-        "iteration ms",
-        "comm ms",
-        "exposed ms",
+        f"iteration {unit}",
+        f"comm {unit}",
+        f"exposed {unit}",
         "capex M$",
         "x ideal",
     ):
@@ -82,9 +85,9 @@ def demo_command(
             str(r["plan"]),
             str(int(r["degree"])),
             str(r["fabric"]),
-            f"{r['iteration_s'] * 1e3:.2f}",
-            f"{r['comm_s'] * 1e3:.2f}",
-            f"{r['exposed_comm_s'] * 1e3:.2f}",
+            f"{r['iteration_s'] * k:.2f}",
+            f"{r['comm_s'] * k:.2f}",
+            f"{r['exposed_comm_s'] * k:.2f}",
             f"{r['capex_usd'] / 1e6:.3f}",
             f"{r['ratio_to_ideal']:.3f}",
         )

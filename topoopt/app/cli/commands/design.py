@@ -11,6 +11,10 @@ import typer
 from rich.table import Table
 
 from topoopt.app.cli.common import (
+    DEFAULT_DEGREE,
+    DEFAULT_LINK_GBPS,
+    DEFAULT_SEED,
+    DEFAULT_TIME_LIMIT_S,
     emit_json,
     handle_errors,
     prepare_output,
@@ -19,6 +23,7 @@ from topoopt.app.cli.common import (
     write_output_text,
     write_output_with,
 )
+from topoopt.app.cli.help_style import code_default
 from topoopt.units import gbps_to_bytes_per_s
 
 __all__ = ["register", "design_command"]
@@ -50,11 +55,15 @@ class Electrical(StrEnum):
 def design_command(
     plan: Annotated[str, typer.Argument(help="Plan file, embedded plan name, or .fbuf")],
     fabric: Annotated[FabricKind, typer.Option(help="What to design")] = FabricKind.optical,
-    degree: Annotated[int, typer.Option(help="Optical ports per server")] = 8,
-    link_gbps: Annotated[float, typer.Option(help="Bandwidth of one port, Gbps")] = 100.0,
+    degree: Annotated[int, typer.Option(help="Optical ports per server")] = DEFAULT_DEGREE,
+    link_gbps: Annotated[
+        float, typer.Option(help="Bandwidth of one port, Gbps")
+    ] = DEFAULT_LINK_GBPS,
     solver: Annotated[Solver, typer.Option(help="Optimizer")] = Solver.joint,
-    time_limit: Annotated[float, typer.Option(help="Seconds the joint optimizer may use")] = 60.0,
-    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = 0,
+    time_limit: Annotated[
+        float, typer.Option(help="Seconds the joint optimizer may use")
+    ] = DEFAULT_TIME_LIMIT_S,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = DEFAULT_SEED,
     objective: Annotated[
         Objective,
         typer.Option(
@@ -65,8 +74,11 @@ def design_command(
     work_limit: Annotated[
         float | None,
         typer.Option(
-            help="Joint: deterministic work budget (units of about 1 core-second; default 30 with "
-            "--objective iteration, 20 with congestion); "
+            help="Joint: deterministic work budget (units of about 1 core-second; default "
+            + code_default("solvers.joint.iteration_search", "DEFAULT_ITERATION_WORK_LIMIT")
+            + " with --objective iteration, "
+            + code_default("solvers.joint.driver", "DEFAULT_WORK_LIMIT")
+            + " with congestion); "
             "the same plan, seed and work limit give the same design on any machine"
         ),
     ] = None,
@@ -156,6 +168,11 @@ def design_command(
             priorities=priorities,
         )
         design = with_port_options(design, problem)
+        from solvers import search_warning
+
+        warning = search_warning(design, solver.value)
+        if warning:  # fell back to another objective, or cut by the clock
+            print(warning, file=sys.stderr)
     check_finite(design.to_dict(), plan, "design")  # design.json is strict JSON: no Infinity
     if out is not None:
         write_output_json(out, design.to_dict(), indent=1)  # design.to_json(), strict

@@ -23,7 +23,14 @@ from typing import Annotated
 
 import typer
 
-from topoopt.app.cli.common import emit_json, handle_errors, prepare_output, write_output_text
+from topoopt.app.cli.common import (
+    DEFAULT_DEGREE,
+    DEFAULT_LINK_GBPS,
+    emit_json,
+    handle_errors,
+    prepare_output,
+    write_output_text,
+)
 from traffic.errors import InputError
 
 __all__ = ["register", "export_command"]
@@ -97,8 +104,12 @@ def export_command(
     fabric: Annotated[
         str, typer.Option("--fabric", help="astra-sim: fabric family to describe")
     ] = "ideal",
-    degree: Annotated[int, typer.Option("--degree", help="astra-sim: ports per server")] = 4,
-    link_gbps: Annotated[float, typer.Option("--link-gbps", help="astra-sim: port Gbps")] = 100.0,
+    degree: Annotated[
+        int, typer.Option("--degree", help="astra-sim: ports per server")
+    ] = DEFAULT_DEGREE,
+    link_gbps: Annotated[
+        float, typer.Option("--link-gbps", help="astra-sim: port Gbps")
+    ] = DEFAULT_LINK_GBPS,
     oversubscription: Annotated[
         float, typer.Option(help="astra-sim: oversubscription of a fat-tree / leaf-spine")
     ] = 1.0,

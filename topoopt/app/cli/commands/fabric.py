@@ -219,19 +219,21 @@ def leaf_spine_cmd(
     radix: Annotated[int, typer.Option(help="Switch ports")] = 64,
     link_gbps: GbpsOpt = 100.0,
     gpus_per_server: GpusOpt = 1,
+    nics: Annotated[int, typer.Option(help="NICs (ports) per server, all on its leaf")] = 1,
     as_json: JsonOpt = False,
     html: HtmlOpt = None,
     force: ForceOpt = False,
     prices: PricesOpt = None,
     graphml: GraphmlOpt = None,
 ) -> None:
-    """Two-tier leaf-spine."""
+    """Leaf-spine Clos: one, two or three tiers as the server count and radix require."""
     from topoopt.fabrics import leaf_spine
 
     f = leaf_spine(
         servers,
         oversubscription,
         radix=radix,
+        ports_per_server=nics,
         port_bandwidth=gbps_to_bytes_per_s(link_gbps),
         gpus_per_server=gpus_per_server,
     )

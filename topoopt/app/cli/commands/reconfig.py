@@ -11,6 +11,9 @@ import typer
 from rich.table import Table
 
 from topoopt.app.cli.common import (
+    DEFAULT_DEGREE,
+    DEFAULT_LINK_GBPS,
+    DEFAULT_SEED,
     emit_json,
     handle_errors,
     prepare_output,
@@ -26,8 +29,10 @@ __all__ = ["register", "reconfig_command"]
 @handle_errors
 def reconfig_command(
     plan: Annotated[str, typer.Argument(help="Plan file, embedded plan name, or .fbuf")],
-    degree: Annotated[int, typer.Option(help="Optical ports per server")] = 4,
-    link_gbps: Annotated[float, typer.Option(help="Bandwidth of one port, Gbps")] = 100.0,
+    degree: Annotated[int, typer.Option(help="Optical ports per server")] = DEFAULT_DEGREE,
+    link_gbps: Annotated[
+        float, typer.Option(help="Bandwidth of one port, Gbps")
+    ] = DEFAULT_LINK_GBPS,
     delay_us: Annotated[
         float, typer.Option(help="Reconfiguration delay of the switch, microseconds")
     ] = 10_000.0,
@@ -44,16 +49,24 @@ def reconfig_command(
     max_evaluations: Annotated[
         int, typer.Option(help="Schedules simulated at most per dark time (work limit)")
     ] = 128,
-    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = DEFAULT_SEED,
     baselines: Annotated[
         bool, typer.Option("--baselines", help="Also run OCS-reconfig and SiP-ML-like")
     ] = False,
+    prices: Annotated[
+        str | None,
+        typer.Option(help="Price table: a YAML file merged over the defaults, or a preset name"),
+    ] = None,
+    preset: Annotated[
+        str | None, typer.Option(help="Named price table (topoopt-paper), see docs/costs.md")
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Write the schedule (JSON) here")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     force: Annotated[bool, typer.Option(help="Overwrite an existing --out")] = False,
 ) -> None:
     """Choose when to change which circuits in an iteration (never slower than static)."""
-    from solvers import reconfigure, run_baselines
+    from solvers import reconfigure, run_baselines, schedule_cost
+    from topoopt.fabrics.cost import resolve_prices
     from traffic.load import load_workload
 
     if isinstance(delay_us, bool) or not (math.isfinite(delay_us) and delay_us >= 0):
@@ -68,6 +81,7 @@ def reconfig_command(
     if not names:
         raise InputError("--phase-solvers", phase_solvers, "one or more solver names or demand")
     prepare_output(out, force, "--out")
+    price_table = resolve_prices(prices, preset)
     workload = load_workload(plan)
     static = None
     if design is not None:
@@ -98,7 +112,24 @@ def reconfig_command(
     )
     if baselines:
         res.baselines.extend(run_baselines(res, workload, degree, bw))
-    doc = {"workload": workload.name, "degree": degree, "link_gbps": link_gbps, **res.to_dict()}
+
+    def priced(reconfigurations: int) -> dict:
+        return schedule_cost(
+            res.static.circuits, workload.servers, degree, bw, reconfigurations, price_table,
+            workload.gpus_per_server,
+        )  # fmt: skip
+
+    capex = {"chosen": priced(res.reconfigurations), "static": priced(0)}
+    for b in res.baselines:
+        capex[b["baseline"]] = priced(b["reconfigurations"])
+    doc = {
+        "workload": workload.name,
+        "degree": degree,
+        "link_gbps": link_gbps,
+        **res.to_dict(),
+        "capex": capex,
+        "prices": price_table.source,
+    }
     check_finite(doc, plan)
     if out is not None:
         write_output_json(out, doc, indent=1)
@@ -109,11 +140,24 @@ def reconfig_command(
     t.add_column("schedule")
     t.add_column("iteration (ms)", justify="right")
     t.add_column("reconfigurations", justify="right")
-    t.add_row("chosen", f"{res.iteration_s * 1e3:.4f}", str(res.reconfigurations))
-    t.add_row("static", f"{res.static_iteration_s * 1e3:.4f}", "0")
+    t.add_column("device")
+    t.add_column("capex (USD)", justify="right")
+    t.add_column("power (W)", justify="right")
+
+    def money(name: str) -> list[str]:
+        c = capex[name]
+        return [c["device"], f"{c['capex_usd']:,.0f}", f"{c['power_w']:,.0f}"]
+
+    t.add_row("chosen", f"{res.iteration_s * 1e3:.4f}", str(res.reconfigurations), *money("chosen"))
+    t.add_row("static", f"{res.static_iteration_s * 1e3:.4f}", "0", *money("static"))
     for b in res.baselines:
-        t.add_row(b["baseline"], f"{b['iteration_s'] * 1e3:.4f}", str(b["reconfigurations"]))
-    t.add_row("lower bound", f"{res.lower_bound_s * 1e3:.4f}", "")
+        t.add_row(
+            b["baseline"],
+            f"{b['iteration_s'] * 1e3:.4f}",
+            str(b["reconfigurations"]),
+            *money(b["baseline"]),
+        )
+    t.add_row("lower bound", f"{res.lower_bound_s * 1e3:.4f}", "", "", "", "")
     stdout.print(t)
     for cs, start, ph in zip(
         res.schedule.sets, res.schedule.starts, res.schedule.phases, strict=True

@@ -11,6 +11,9 @@ from rich.table import Table
 
 from topoopt.app.cli.commands.compare import ALL_FABRICS
 from topoopt.app.cli.common import (
+    DEFAULT_DEGREE,
+    DEFAULT_LINK_GBPS,
+    DEFAULT_SEED,
     PriorityOption,
     SplitAllreduceOption,
     emit_json,
@@ -33,10 +36,12 @@ def simulate_command(
         str | None,
         typer.Option(help="A fabric kind, one of: " + ", ".join(ALL_FABRICS)),
     ] = None,
-    degree: Annotated[int, typer.Option(help="Ports per server (with --fabric)")] = 8,
-    link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps (with --fabric)")] = 100.0,
+    degree: Annotated[int, typer.Option(help="Ports per server (with --fabric)")] = DEFAULT_DEGREE,
+    link_gbps: Annotated[
+        float, typer.Option(help="Port bandwidth, Gbps (with --fabric)")
+    ] = DEFAULT_LINK_GBPS,
     oversubscription: Annotated[float, typer.Option(help="For oversubscribed fabrics")] = 4.0,
-    seed: Annotated[int, typer.Option(help="Seed of random fabrics and solvers")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of random fabrics and solvers")] = DEFAULT_SEED,
     schedule: Annotated[
         str | None,
         typer.Option(
@@ -72,14 +77,17 @@ def simulate_command(
         return
     t = Table(title=f"{res['workload']} on {res['fabric']}")
     t.add_column("quantity")
-    t.add_column("ms", justify="right")
+    from topoopt.app.report.time_units import time_unit
+
+    unit, k = time_unit([res["iteration_s"], res["comm_alone_s"]])
+    t.add_column(unit, justify="right")
     for key in ("iteration_s", "compute_s", "comm_s", "exposed_comm_s"):
-        t.add_row(key.removesuffix("_s"), f"{res[key] * 1e3:.3f}")
+        t.add_row(key.removesuffix("_s"), f"{res[key] * k:.3f}")
     for cls, v in res["exposed_comm_s_by_class"].items():
-        t.add_row(f"exposed {cls}", f"{v * 1e3:.3f}")
+        t.add_row(f"exposed {cls}", f"{v * k:.3f}")
     for cls, v in res["comm_s_by_class"].items():
-        t.add_row(f"comm {cls} (critical path)", f"{v * 1e3:.3f}")
-    t.add_row("comm alone (phases in sequence)", f"{res['comm_alone_s'] * 1e3:.3f}")
+        t.add_row(f"comm {cls} (critical path)", f"{v * k:.3f}")
+    t.add_row("comm alone (phases in sequence)", f"{res['comm_alone_s'] * k:.3f}")
     stdout.print(t)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.table import Table
@@ -17,7 +17,7 @@ def strides_command(
     n: Annotated[int, typer.Argument(help="Servers")],
     d: Annotated[int, typer.Argument(help="Ports per server (even: each stride uses +p and -p)")],
     objective: Annotated[
-        str, typer.Option(help="What to minimise: diameter or mean-hops")
+        Literal["diameter", "mean-hops"], typer.Option(help="What to minimise")
     ] = "mean-hops",
     time_limit: Annotated[
         float | None, typer.Option(help="Stop after this many seconds (default: run to proof)")

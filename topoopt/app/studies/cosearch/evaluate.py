@@ -251,6 +251,7 @@ def evaluate(task: EvalTask) -> dict[str, Any]:
     plan, w = workload_for(task.base, task.candidate)
     design = None
     routing = None
+    priced = None
     if task.fixed_design is not None:
         from solvers import design_fabric
 
@@ -262,6 +263,9 @@ def evaluate(task: EvalTask) -> dict[str, Any]:
     else:
         run = build_fabric(task.fabric, w, task.degree, task.link_bandwidth, seed=task.seed)
         fab, run_w, routing, design = run.fabric, run.workload, run.routing, run.design
+        # compare's price of the fabric (one function): the cost-equivalent fat-tree and the
+        # catalogue Clos are priced as bought, not re-priced from their arrays (issue 29.9)
+        priced = (run.capex_usd, run.power_w)
     it, skipped = None, None
     exact_limit = SCREEN_FLOWS if task.screening else MAX_FLOWS
     for max_buckets, limit in ((None, exact_limit), (SCREEN_MAX_BUCKETS, MAX_FLOWS)):
@@ -273,7 +277,9 @@ def evaluate(task: EvalTask) -> dict[str, Any]:
             break
         except TooManyFlows as e:
             skipped = f"too large: {e.n_flows:,} flows (limit {e.max_flows:,})"
-    c = fabric_cost(fab)
+    if priced is None:
+        c = fabric_cost(fab)
+        priced = (c.capex_usd, c.power_w)
     tg = None
     if task.candidate.table_servers is not None:
         tg = table_gpus(task.candidate.table_servers, plan.cluster.gpus_per_server)
@@ -291,8 +297,8 @@ def evaluate(task: EvalTask) -> dict[str, Any]:
         "coarsened": bool(it.info.get("buckets_capped")) if it is not None else False,
         "flows": int(it.info["flows"]) if it is not None else None,
         "skipped": None if it is not None else skipped,
-        "capex_usd": float(c.capex_usd),
-        "power_w": float(c.power_w),
+        "capex_usd": float(priced[0]),
+        "power_w": float(priced[1]),
         "memory_per_gpu_bytes": float(mem.total_bytes),
         "compute_bound_s": compute_bound(plan),
         "network_bound_s": network_bound(w, task.degree, task.link_bandwidth),

@@ -1,0 +1,95 @@
+"""NCCL-like rings on direct fabrics (issue 29 item 14): edge-disjoint Hamiltonian cycles, both
+directions, against the closed-form ring time."""
+
+import numpy as np
+import pytest
+
+from solvers.collectives.run import run_collective
+from topoopt.app.studies.compare import build_fabric
+from topoopt.fabrics import expander, ideal, torus
+from topoopt.flowsim.collectives import communication_time
+from topoopt.flowsim.fabric_rings import fabric_rings, hamiltonian_factors, ring_workload
+from traffic.workload import Demand, Workload
+
+B = 12.5e9
+
+
+def _check_cycles(fab, cycles):
+    """Every cycle visits every server once along cables; no cable used more often than it
+    exists (bundles count their multiplicity)."""
+    n = fab.n_servers
+    have = {}
+    for s, d, m in zip(fab.src.tolist(), fab.dst.tolist(), fab.multiplicity.tolist(), strict=True):
+        if s < n and d < n and s < d:
+            have[(s, d)] = have.get((s, d), 0) + m
+    used = {}
+    for c in cycles:
+        assert sorted(c.tolist()) == list(range(n))
+        for a, b in zip(c.tolist(), np.roll(c, -1).tolist(), strict=True):
+            k = (min(a, b), max(a, b))
+            assert k in have, f"{k} is not a cable"
+            used[k] = used.get(k, 0) + 1
+    assert all(used[k] <= have[k] for k in used)
+
+
+@pytest.mark.parametrize(
+    ("dims", "expect"), [("4x4", 2), ("8x4", 2), ("4x3", 2), ("8x4x4", 3), ("16", 1)]
+)
+def test_torus_hamiltonian_decomposition(dims, expect):
+    fab = torus(dims, B)
+    cyc = hamiltonian_factors(fab)
+    assert len(cyc) == expect  # a full decomposition: every port on a ring
+    _check_cycles(fab, cyc)
+    assert fabric_rings(fab).shape == (2 * expect, fab.n_servers)
+
+
+def test_expander_cycles_are_edge_disjoint():
+    fab = expander(32, 8, 0, B)
+    cyc = hamiltonian_factors(fab)
+    assert len(cyc) >= 2
+    _check_cycles(fab, cyc)
+
+
+def test_switched_fabric_keeps_rank_order():
+    assert fabric_rings(ideal(5, 1, B)).tolist() == [[0, 1, 2, 3, 4]]
+
+
+@pytest.mark.parametrize("dims", ["4x4", "8x4", "16"])
+def test_torus_ring_all_reduce_meets_its_bound(dims):
+    # 2k rings (k Hamiltonian cycles, both ways) of S/(2k) each: every directed cable carries
+    # 2(n-1)/n * S/(2k) bytes, so T = 2(n-1)/n * S / (2 D B) with D dimensions (2D ports of B);
+    # one ring in rank order took 4x that on the 4x4 torus
+    S = 1e9
+    fab = torus(dims, B)
+    n, D = fab.n_servers, len(dims.split("x"))
+    closed = 2 * (n - 1) / n * S / (2 * D * B)
+    r = run_collective(fab, "all-reduce", S, "ring")
+    assert r.lower_bound_s == pytest.approx(closed, rel=1e-9)
+    assert r.time_s == pytest.approx(closed, rel=1e-3)  # plus link latencies only
+
+
+def test_compare_torus_pure_dp_equals_the_ideal_switch():
+    # pure DP over 16 servers on the 2-D torus of 4 ports: the same 4B per server as the ideal
+    # switch, so the two rings both ways give the ideal's communication time (old: 4x)
+    S = 4e8
+    w = Workload(16, 1, (Demand("all-reduce", [list(range(16))], S, "dp", "backward"),))
+    run = build_fabric("torus", w, 4, B)
+    assert run.fabric.params["dims"] in ([4, 4], (4, 4))
+    t = communication_time(run.workload, run.fabric).total_s
+    closed = 2 * 15 / 16 * S / (4 * B)
+    assert t == pytest.approx(closed, rel=1e-3)
+    t_ideal = communication_time(w, build_fabric("ideal", w, 4, B).fabric).total_s
+    assert t == pytest.approx(t_ideal, rel=1e-3)
+
+
+def test_ring_workload_partial_groups_run_both_ways():
+    # two groups of 4 servers each on a 4x2 torus: not all servers, so rank order and its
+    # reverse, half the bytes each; wire bytes unchanged
+    fab = torus("4x2", B)
+    w = Workload(8, 1, (Demand("all-reduce", [[0, 1, 2, 3], [4, 5, 6, 7]], 1e6, "dp", "backward"),))
+    rw = ring_workload(w, fab)
+    assert [d.groups.tolist() for d in rw.demands] == [
+        [[0, 1, 2, 3], [4, 5, 6, 7]],
+        [[3, 2, 1, 0], [7, 6, 5, 4]],
+    ]
+    assert rw.total_wire_bytes() == pytest.approx(w.total_wire_bytes())

@@ -1,0 +1,124 @@
+"""Every fabric of ``compare`` at today's NICs (issue 24.3: one NIC per port, 8 x 400 G), the
+switched rows priced at the catalogue (issue 29.10), one pricing for compare and cosearch
+(29.9), and a fabric that cannot be built as a row that says why (29.19)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from topoopt.app.studies.compare import FABRICS, build_fabric, compare
+from topoopt.fabrics.cost import bill_of_materials, cost, load_prices
+from traffic.workload import Workload
+
+P = load_prices()
+B400 = 50e9  # 400 Gbps in bytes/s
+
+
+def _ring_workload(n: int) -> Workload:
+    """llama2-7b on ``n`` servers of one GPU: pipeline of 2 stages, data parallel n / 2."""
+    from traffic.build import workload_from_plan
+
+    par = {"tp": 1, "pp": 2, "dp": n // 2, "micro_batch_size": 1, "global_batch_size": n}
+    return workload_from_plan(
+        {"model": "llama2-7b", "parallelism": par, "cluster": {"servers": n, "gpus_per_server": 1}}
+    )
+
+
+def _unit(item, gbps=None):
+    return P.unit(item, gbps)[0]
+
+
+def test_every_fabric_at_8_ports_of_400g():
+    """``--degree 8 --link-gbps 400`` on every fabric (it failed on fat-tree, fat-tree-oversub
+    and hybrid with ``prices.nic_port: got 3200.0``): each row is finite, every fabric but the
+    torus (a 3-D torus uses 6 of the 8 ports) and the cost-equivalent fat-tree (it buys what
+    its budget affords) has 8 NICs of 400 G per server, and the fat-tree gives each server 8
+    links of 400 G to one 128 x 400 G switch, priced by hand: 128 NICs, 256 transceivers, 128
+    fibres, 128 switch ports."""
+    n, d = 16, 8
+    w = _ring_workload(n)
+    res = compare(w, FABRICS, degree=d, link_bandwidth=B400, time_limit_s=5.0, work_limit=2.0)
+    t = res.table.set_index("fabric")
+    assert "error" not in t or t["error"].isna().all()
+    assert set(t.index) == set(FABRICS)
+    assert np.isfinite(t["iteration_s"].to_numpy(float)).all()
+    runs = {r.name: r for r in res.runs}
+    for name in FABRICS:
+        if name in ("torus", "fat-tree-cost-equivalent"):
+            continue
+        bom = bill_of_materials(runs[name].fabric)
+        nics = {k: v for k, v in bom.items() if k.startswith("nic_port_")}
+        assert nics == {"nic_port_400G": n * d}, name
+        assert t.loc[name, "server_bandwidth"] == pytest.approx(d * B400), name
+    for name in ("fat-tree", "fat-tree-oversub"):
+        f = runs[name].fabric
+        assert f.server_ports.tolist() == [d] * n and np.all(f.port_bandwidth == B400)
+        host = f.src < n
+        assert np.all(f.multiplicity[host] == d) and np.all(f.capacity[host] == d * B400)
+    want = (
+        128 * _unit("nic_port", 400)
+        + 256 * _unit("transceiver", 400)
+        + 128 * _unit("fibre")
+        + 128 * _unit("switch_port", 400)
+    )
+    assert t.loc["fat-tree", "capex_usd"] == pytest.approx(want, rel=1e-12)
+    assert t.loc["fat-tree", "fabric_info"]["switch"] == "Tomahawk 5 128x400G"
+    eq = t.loc["fat-tree-cost-equivalent"]
+    assert eq["capex_usd"] <= t.loc["topoopt", "capex_usd"] * (1 + 1e-12)
+    assert eq["capex_usd"] == pytest.approx(cost(runs["fat-tree-cost-equivalent"].fabric).capex_usd)
+
+
+@pytest.mark.parametrize(
+    ("degree", "gbps", "want"),
+    [
+        # 32 x 400G ports: one 32 x 400G switch (the old row bought three 64-port switches and
+        # 16-host leaves "so that traffic crosses the spine": 230,720 USD)
+        (1, 400, 32 * 1200 + 64 * 600 + 32 * 5 + 32 * 600),
+        # 4 x 100G NICs a server, 128 ports: one 128 x 100G switch
+        (4, 100, 128 * 400 + 256 * 100 + 128 * 5 + 128 * 190),
+    ],
+)
+def test_fat_tree_row_is_the_catalogue_price(degree, gbps, want):
+    w = _ring_workload(32)
+    run = build_fabric("fat-tree", w, degree, gbps * 1e9 / 8)
+    assert run.capex_usd == pytest.approx(want, rel=1e-12)
+    assert run.capex_usd == pytest.approx(cost(run.fabric).capex_usd, rel=1e-12)
+    assert run.fabric.n_switches == 1 and run.cost_detail["fabric_info"]["tiers"] == 1
+
+
+def test_cosearch_prices_the_cost_equivalent_fat_tree_as_compare_does():
+    """One price for one fabric (issue 29.9: cosearch re-priced the cost-equivalent fat-tree
+    from its arrays, $91,251 against compare's $77,440)."""
+    from topoopt.app.studies.cosearch import evaluate as ev
+    from topoopt.app.studies.cosearch.space import Candidate
+
+    base = {"model": "llama2-7b", "cluster": {"servers": 4, "gpus_per_server": 8}}
+    par = {"tp": 8, "pp": 1, "dp": 4, "micro_batch_size": 1, "global_batch_size": 16}
+    cand = Candidate(tuple(sorted(par.items())), None, "tp8 dp4")
+    rec = ev.evaluate(ev.EvalTask(0, base, cand, "fat-tree-cost-equivalent", 4, 12.5e9))
+    _, w = ev.workload_for(base, cand)
+    run = build_fabric("fat-tree-cost-equivalent", w, 4, 12.5e9)
+    assert rec["capex_usd"] == run.capex_usd == cost(run.fabric).capex_usd
+    assert rec["power_w"] == run.power_w
+
+
+def test_a_fabric_that_cannot_be_built_gets_a_row():
+    """``compare dlrm --degree 2``: the seeded random 2-regular expander on 16 servers is
+    disjoint cycles; its row says why and the other fabrics run (the whole command failed)."""
+    from typer.testing import CliRunner
+
+    from topoopt.app.cli.app import app
+
+    r = CliRunner().invoke(
+        app, ["compare", "dlrm", "--fabrics", "ideal,expander,fat-tree", "--degree", "2", "--json"]
+    )
+    assert r.exit_code == 0, r.output
+    rows = {x["fabric"]: x for x in json.loads(r.stdout)["rows"]}
+    assert "unreachable" in rows["expander"]["error"]
+    assert rows["expander"]["iteration_s"] is None and rows["expander"]["capex_usd"] is None
+    for name in ("ideal", "fat-tree"):
+        assert math.isfinite(rows[name]["iteration_s"]) and rows[name].get("error") is None

@@ -1,0 +1,55 @@
+"""Progress when stderr is not a terminal (nohup, CI): plain lines as the work goes, each once."""
+
+from __future__ import annotations
+
+import io
+
+from typer.testing import CliRunner
+
+from topoopt.app.cli import common
+from topoopt.app.cli.app import app
+from topoopt.app.cli.common import PlainProgress
+
+
+def test_one_line_per_interval_and_the_rest_at_the_end():
+    out, now = io.StringIO(), [0.0]
+    p = PlainProgress(out, every_s=5.0, clock=lambda: now[0])
+    for t in (1.0, 4.9, 5.0, 6.0, 9.9, 10.0, 10.5):  # a line at each time
+        now[0] = t
+        p.write(f"at {t}\n")
+    # sent: the first line at >= 5 s after the start (5.0), then the first >= 5 s after that
+    assert out.getvalue() == "at 5.0\nat 10.0\n"
+    assert p.rest() == "at 1.0\nat 4.9\nat 6.0\nat 9.9\nat 10.5\n"
+    assert sorted((out.getvalue() + p.rest()).splitlines()) == sorted(p.getvalue().splitlines())
+
+
+def test_cli_progress_goes_out_while_it_runs(tmp_path, monkeypatch):
+    """With stderr a pipe and a 0 s interval every progress line is written as it happens (the
+    sink sees it before the command ends) and none is written twice."""
+    seen_during = []
+    real_write = PlainProgress.write
+
+    def spy(self, s):
+        n = real_write(self, s)
+        seen_during.append(len(self._sent))  # lines already written to the real stderr
+        return n
+
+    monkeypatch.setattr(common, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(PlainProgress, "write", spy)
+    plan = tmp_path / "p.yaml"
+    plan.write_text(
+        "model: llama2-7b\n"
+        "parallelism: {tp: 1, pp: 1, dp: 8, micro_batch_size: 1, global_batch_size: 16}\n"
+        "cluster: {servers: 8, gpus_per_server: 1}\n"
+    )
+    res = CliRunner().invoke(app, ["compare", str(plan), "--fabrics", "ideal,fat-tree", "--json"])
+    assert res.exit_code == 0, res.output
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("[")]
+    assert lines == [
+        "[1/2] ideal: building",
+        "[1/2] ideal: simulating",
+        "[2/2] fat-tree: building",
+        "[2/2] fat-tree: simulating",
+    ]
+    # each line went out as it was written (print writes the text, then the newline)
+    assert seen_during.index(1) < seen_during.index(2) < seen_during.index(4)

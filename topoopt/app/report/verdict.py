@@ -1,0 +1,127 @@
+"""The verdict of a comparison in two or three sentences: who wins at equal capex, by how much,
+and what binds the runner-up (its busiest traffic class and link), computed from the table."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from topoopt.app.report.time_units import time_unit
+
+__all__ = ["BOUNDS", "EQUAL_CAPEX_RTOL", "best_rows", "equal_capex_rows", "verdict_sentences"]
+
+BOUNDS = ("ideal",)
+"""Fabrics that are bounds, not products: never a winner, never on a cost plot."""
+
+EQUAL_CAPEX_RTOL = 0.02
+"""A fabric is within the optical design's budget when its capex exceeds it by at most this
+fraction (the cost-equivalent fat-tree buys what can be built, so it often costs a little
+less than the budget it was given)."""
+
+_REFERENCE = ("topoopt-best", "topoopt", "joint", "topoopt-released")
+"""The optical design whose capex the cost-equivalent fat-tree spends, in order of preference."""
+
+
+def _t(seconds: float) -> str:
+    unit, k = time_unit([seconds])
+    return f"{seconds * k:.4g} {unit}"
+
+
+def _budget(table: pd.DataFrame) -> float | None:
+    """The capex of the reference optical design (:data:`_REFERENCE`), if the table has one."""
+    ref = next((f for f in _REFERENCE if f in set(table["fabric"])), None)
+    if ref is None:
+        return None
+    return float(table.loc[table["fabric"] == ref, "capex_usd"].iloc[0])
+
+
+def equal_capex_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The products (no :data:`BOUNDS`) that fit the reference optical design's budget: capex at
+    most the design's (plus :data:`EQUAL_CAPEX_RTOL`); empty when the table has no optical
+    design."""
+    products = table[~table["fabric"].isin(BOUNDS)]
+    c0 = _budget(table)
+    if c0 is None:
+        return products.iloc[0:0]
+    ok = products["capex_usd"].notna() & products["iteration_s"].notna()
+    return products[ok & (products["capex_usd"] <= c0 + EQUAL_CAPEX_RTOL * abs(c0))]
+
+
+def best_rows(table: pd.DataFrame) -> set[int]:
+    """Positions of the rows to highlight: the fastest product overall and the fastest at equal
+    capex."""
+    products = table[~table["fabric"].isin(BOUNDS)]
+    out = set()
+    if len(products):
+        out.add(table.index.get_loc(products["iteration_s"].idxmin()))
+    same = equal_capex_rows(table)
+    if len(same) >= 2:
+        out.add(table.index.get_loc(same["iteration_s"].idxmin()))
+    return out
+
+
+def _binding(name: str, it: Any) -> str | None:
+    """What binds fabric ``name``: its largest critical-path class and its busiest link."""
+    parts = []
+    by_class = getattr(it, "comm_by_class", None) or {}
+    if by_class:
+        cls, sec = max(by_class.items(), key=lambda kv: kv[1])
+        if sec > 0:
+            parts.append(f"most of its critical-path communication is {cls} ({_t(sec)})")
+    links = getattr(it, "links", None)
+    if links is not None and len(links) and "utilisation" in links:
+        net = links[links["kind"] != "intra"] if "kind" in links else links
+        if len(net):
+            row = net.loc[net["utilisation"].idxmax()]
+            parts.append(
+                f"its busiest network link (node {int(row['src'])} -> {int(row['dst'])}) is busy "
+                f"{100 * float(row['utilisation']):.0f} % of the iteration"
+            )
+    return f"On {name}, " + " and ".join(parts) + "." if parts else None
+
+
+def verdict_sentences(table: pd.DataFrame, iterations: Mapping[str, Any] | None = None) -> list:
+    """Two or three sentences that state a comparison's result.
+
+    1. At equal capex (the rows of :func:`equal_capex_rows`): the fastest and its margin over
+       the runner-up, in per cent of the runner-up's iteration time.
+    2. The fastest product overall, its ratio to the ideal switch (named as a bound) and capex.
+    3. With ``iterations`` (fabric -> :class:`~topoopt.flowsim.iteration.IterationResult`): what
+       binds the runner-up at equal capex (:func:`_binding`).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"fabric": ["ideal", "fat-tree-cost-equivalent", "joint"],
+    ...                   "iteration_s": [1.0, 1.2, 1.5], "capex_usd": [9e4, 7.7e4, 7.7e4],
+    ...                   "ratio_to_ideal": [1.0, 1.2, 1.25]})
+    >>> for s in verdict_sentences(t):
+    ...     print(s)
+    At equal capex (0.077 M$), fat-tree-cost-equivalent is the fastest: 1200 ms per iteration, 20.0 % less than joint (1500 ms).
+    Fastest overall: fat-tree-cost-equivalent, 1.200x the ideal switch (a bound, not a product), for 0.077 M$.
+    """  # noqa: E501
+    products = table[~table["fabric"].isin(BOUNDS) & table["iteration_s"].notna()]
+    out = []
+    same = equal_capex_rows(table).sort_values("iteration_s", kind="stable")
+    runner = None
+    if len(same) >= 2:
+        win, runner = same.iloc[0], same.iloc[1]
+        budget = float(_budget(table))
+        gain = 1 - float(win["iteration_s"]) / float(runner["iteration_s"])
+        out.append(
+            f"At equal capex ({budget / 1e6:.3f} M$), {win['fabric']} is the "
+            f"fastest: {_t(float(win['iteration_s']))} per iteration, {100 * gain:.1f} % less "
+            f"than {runner['fabric']} ({_t(float(runner['iteration_s']))})."
+        )
+    if len(products):
+        best = products.loc[products["iteration_s"].idxmin()]
+        out.append(
+            f"Fastest overall: {best['fabric']}, {float(best['ratio_to_ideal']):.3f}x the ideal "
+            f"switch (a bound, not a product), for {float(best['capex_usd']) / 1e6:.3f} M$."
+        )
+    if iterations and runner is not None and runner["fabric"] in iterations:
+        why = _binding(str(runner["fabric"]), iterations[runner["fabric"]])
+        if why:
+            out.append(why)
+    return out

@@ -1,0 +1,92 @@
+"""Rail-only fabrics (Wang et al., "Rail-only: a low-cost high-performance network for training
+LLMs with trillion parameters", arXiv:2307.12169): rails with no spine across them.
+
+NIC ``p`` of every server (GPU ``p``'s) is on rail ``p``; each rail is its own Clos of one port
+per server (one switch when the servers fit it), and no switch joins two rails. Traffic between
+GPUs on different rails crosses the server's scale-up fabric (NVLink) to the GPU on the peer's
+rail first; at the server level of :class:`~topoopt.fabrics.fabric.Fabric` a server reaches a
+peer over any rail, so the model charges that hop to the intra-server links, which it does not
+cap here (the rail-optimised Clos, :func:`topoopt.fabrics.fat_tree.rail_optimized`, adds the
+spine that makes a rail reach every other).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from topoopt.fabrics.fabric import (
+    DEFAULT_LINK_LATENCY,
+    Fabric,
+    build_fabric,
+    check_float,
+    check_int,
+)
+from topoopt.fabrics.fat_tree import ClosShape, clos_cables
+from topoopt.fabrics.ideal import DEFAULT_PORT_BANDWIDTH
+from traffic.errors import InputError
+
+__all__ = ["rail_only"]
+
+
+def rail_only(
+    rail: ClosShape,
+    rails: int,
+    port_bandwidth: float = DEFAULT_PORT_BANDWIDTH,
+    *,
+    gpus_per_server: int = 1,
+    intra_server_bandwidth: float | None = None,
+    latency: float = DEFAULT_LINK_LATENCY,
+) -> Fabric:
+    """``rails`` copies of the one-port Clos ``rail``, server port ``p`` on copy ``p``.
+
+    Parameters
+    ----------
+    rail : ClosShape
+        One rail: a Clos of one port per server (:func:`topoopt.fabrics.fat_tree.clos_shape`).
+    rails : int
+        Rails = NICs per server.
+
+    Examples
+    --------
+    >>> from topoopt.fabrics.fat_tree import clos_shape
+    >>> f = rail_only(clos_shape(128, 64, pack=True), 4, 1e9)
+    >>> f.family, f.n_switches, int(f.server_ports[0]), f.n_physical_links
+    ('rail-only', 24, 4, 1024)
+    """
+    if rail.ports_per_server != 1 or rail.rails:
+        raise InputError("rail", rail.ports_per_server, "a Clos of one port per server")
+    p = check_int("rails", rails)
+    b = check_float("port_bandwidth", port_bandwidth)
+    n, sw = rail.servers, rail.switches
+    u, v, m = clos_cables(rail)
+    off = np.repeat(np.arange(p) * sw, u.shape[0])
+    uu, vv = np.tile(u, p), np.tile(v, p)
+    uu = np.where(uu >= n, uu + off, uu)
+    vv = np.where(vv >= n, vv + off, vv)
+    layer1 = np.r_[np.ones(rail.leaves), np.full(rail.spines, 2), np.full(rail.cores, 3)]
+    ports1 = np.r_[
+        np.full(rail.leaves, rail.radix), np.full(rail.spines + rail.cores, rail.spine_radix)
+    ]
+    return build_fabric(
+        "rail-only",
+        {
+            "servers": n,
+            "rails": p,
+            "radix": rail.radix,
+            "port_bandwidth": b,
+            "tiers": rail.tiers,
+        },
+        np.array(["server"] * n + ["switch"] * (p * sw)),
+        np.r_[np.zeros(n), np.tile(layer1, p)],
+        np.r_[np.full(n, p), np.tile(ports1, p)],
+        uu,
+        vv,
+        b,
+        "electrical",
+        multiplicity=np.tile(m, p),
+        latency=latency,
+        server_ports=p,
+        port_bandwidth=b,
+        gpus_per_server=gpus_per_server,
+        intra_server_bandwidth=intra_server_bandwidth,
+    )

@@ -1,0 +1,392 @@
+"""NCCL-like rings on a fabric: edge-disjoint Hamiltonian cycles, each run both ways.
+
+NCCL runs a collective over several rings ("channels") laid on the links it finds, and each
+ring's traffic flows one way round it; rings in opposite directions use both directions of every
+full-duplex link. On a direct fabric (torus, expander, direct-connect) one ring in rank order
+uses one of a server's ``d`` ports (or multi-hop routes), so it runs up to ``d`` times slower than
+the fabric allows. This module builds the rings a direct fabric offers:
+
+1. the server multigraph of the fabric's server-to-server cables (a bundle of ``m`` cables is
+   ``m`` parallel edges);
+2. a 2-factorisation of it (every server degree 2 in each factor): a torus's dimensions (one
+   factor per dimension and parallel link), otherwise Petersen's construction (orient an Euler
+   circuit, split the ``d/2``-regular bipartite out/in graph into perfect matchings);
+3. local search: on a 4-cycle ``a b c d`` whose edges ``ab, cd`` lie in factor ``p`` and
+   ``bc, da`` in factor ``q``, exchanging the two pairs keeps both 2-factors; an exchange is kept
+   when it lowers the number of cycles of one factor without raising the other's (seeded order);
+4. every factor that is now one cycle is a Hamiltonian ring; :func:`fabric_rings` returns those
+   rings in both directions (``2 k`` rings for ``k`` cycles). The ``d``-regular 2-D torus always
+   has a decomposition into two Hamiltonian cycles (Kotzig); the search finds it on the tori
+   :func:`torus` builds (tested on the sizes ``compare`` uses).
+
+Where the search finds no Hamiltonian factor, the rings are one cycle of rank order and its
+reverse (both directions of every route). On switched fabrics a server's egress port is its
+bottleneck whatever the ring, so :func:`fabric_rings` returns the one ring in rank order.
+
+:func:`ring_workload` splits a workload's mutable ring collectives over those rings (``S / r``
+each), as :func:`solvers.realise.design_workload` does for a design's rings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from topoopt.fabrics.fabric import Fabric
+from traffic.workload import Workload
+
+__all__ = ["fabric_rings", "hamiltonian_factors", "ring_workload", "is_direct"]
+
+_ORDERED = ("all-reduce", "reduce-scatter", "all-gather")
+_MAX_SERVERS = 4096
+_MAX_SWEEPS = 60
+_PLATEAU_SWEEPS = 20
+_POSA_TRIES = 8
+_POSA_STEPS = 40
+
+
+def is_direct(fabric: Fabric) -> bool:
+    """True when the fabric has no switches (servers wired to servers: torus, expander, ...)."""
+    return fabric.n_switches == 0
+
+
+def _server_edges(fabric: Fabric) -> tuple[np.ndarray, np.ndarray]:
+    n = fabric.n_servers
+    s, d = np.asarray(fabric.src), np.asarray(fabric.dst)
+    keep = (s < n) & (d < n) & (s < d)
+    m = np.asarray(fabric.multiplicity)[keep]
+    return np.repeat(s[keep], m), np.repeat(d[keep], m)
+
+
+def _dimension_factors(fabric: Fabric, u: np.ndarray, v: np.ndarray) -> list[np.ndarray] | None:
+    """Edge ids of each dimension's factors on an untwisted torus (None otherwise)."""
+    c = fabric.coords
+    if c is None or fabric.params.get("twist") not in (None, False):
+        return None
+    diff = c[u] != c[v]
+    if np.any(diff.sum(axis=1) != 1):
+        return None
+    dim = np.argmax(diff, axis=1)
+    n = fabric.n_servers
+    out = []
+    for k in range(c.shape[1]):
+        ids = np.flatnonzero(dim == k)
+        if ids.size == 0:
+            continue
+        if ids.size % n:
+            return None
+        f = ids.size // n  # factors of this dimension: the parallel copies, round-robin
+        pk = u[ids] * n + v[ids]
+        occ = np.zeros(ids.size, np.int64)  # occurrence of each edge among its pair's copies
+        srt = np.argsort(pk, kind="stable")
+        first = np.searchsorted(pk[srt], pk[srt])
+        occ[srt] = np.arange(ids.size) - first
+        out.extend(ids[occ % f == c] for c in range(f))
+    # each factor must give every server degree 2
+    for f in out:
+        deg = np.bincount(np.concatenate([u[f], v[f]]), minlength=n)
+        if np.any(deg != 2):
+            return None
+    return out
+
+
+def _petersen_factors(n: int, u: np.ndarray, v: np.ndarray) -> list[np.ndarray] | None:
+    """Petersen's 2-factorisation of an even-regular multigraph (None when it is not one)."""
+    import networkx as nx
+
+    deg = np.bincount(np.concatenate([u, v]), minlength=n)
+    if deg[0] % 2 or np.any(deg != deg[0]) or deg[0] == 0:
+        return None
+    g = nx.MultiGraph()
+    g.add_nodes_from(range(n))
+    for e, (a, b) in enumerate(zip(u.tolist(), v.tolist(), strict=True)):
+        g.add_edge(a, b, key=e)
+    if not nx.is_connected(g):
+        return None
+    arcs = [(a, b, k) for a, b, k in nx.eulerian_circuit(g, keys=True)]
+    # bipartite out-copy a -> in-copy b, deg/2-regular: peel perfect matchings
+    left: dict[int, list[tuple[int, int]]] = {i: [] for i in range(n)}
+    for a, b, k in arcs:
+        left[a].append((b, k))
+    factors = []
+    for _ in range(int(deg[0]) // 2):
+        bg = nx.Graph()
+        bg.add_nodes_from(range(n), bipartite=0)
+        bg.add_nodes_from(range(n, 2 * n), bipartite=1)
+        for a in range(n):
+            for b, _k in left[a]:
+                bg.add_edge(a, n + b)
+        match = nx.bipartite.hopcroft_karp_matching(bg, top_nodes=range(n))
+        ids = []
+        for a in range(n):
+            b = match[a] - n
+            j = next(i for i, (bb, _k) in enumerate(left[a]) if bb == b)
+            ids.append(left[a].pop(j)[1])
+        factors.append(np.asarray(ids, np.int64))
+    return factors
+
+
+def _cycles(n: int, u: np.ndarray, v: np.ndarray) -> int:
+    a = sp.coo_matrix((np.ones(u.size), (u, v)), shape=(n, n))
+    return int(connected_components(a, directed=False)[0])
+
+
+def _four_cycles(n: int, u: np.ndarray, v: np.ndarray) -> list[tuple[int, int, int, int]]:
+    adj = sp.coo_matrix((np.ones(u.size), (u, v)), shape=(n, n)).tocsr()
+    adj = ((adj + adj.T) > 0).astype(np.int64).tocsr()
+    nbrs = [adj.indices[adj.indptr[i] : adj.indptr[i + 1]] for i in range(n)]
+    common = (adj @ adj).tocoo()
+    out = []
+    for a, c in zip(common.row.tolist(), common.col.tolist(), strict=True):
+        if a >= c:
+            continue
+        mid = np.intersect1d(nbrs[a], nbrs[c])
+        for i in range(mid.size):
+            for j in range(i + 1, mid.size):
+                out.append((a, int(mid[i]), c, int(mid[j])))
+    return out
+
+
+def hamiltonian_factors(fabric: Fabric, seed: int = 0) -> list[np.ndarray]:
+    """Edge-disjoint Hamiltonian cycles of a direct fabric's servers (module docstring).
+
+    Returns
+    -------
+    list of numpy.ndarray
+        Each a server order ``(n,)`` following one Hamiltonian cycle (consecutive servers, and
+        the last and first, joined by a cable); no two cycles share a cable.
+
+    Examples
+    --------
+    A 4x4 torus of 4 ports per server splits into two Hamiltonian cycles:
+
+    >>> from topoopt.fabrics import torus
+    >>> cyc = hamiltonian_factors(torus("4x4", 1e9))
+    >>> len(cyc), sorted(cyc[0].tolist()) == list(range(16))
+    (2, True)
+    """
+    key = ("hamiltonian_factors", seed)
+    if key in fabric._cache:
+        return fabric._cache[key]
+    n = fabric.n_servers
+    out: list[np.ndarray] = []
+    u, v = _server_edges(fabric)
+    if 3 <= n <= _MAX_SERVERS and u.size:
+        factors = _dimension_factors(fabric, u, v) or _petersen_factors(n, u, v)
+        if factors:
+            out = _search(n, u, v, factors, seed)
+        if len(out) < u.size // n:  # not a full decomposition: try rotation-extension too
+            alt = _sequential(n, u, v, seed)
+            out = alt if len(alt) > len(out) else out
+    fabric._cache[key] = out
+    return out
+
+
+def _search(n, u, v, factors, seed) -> list[np.ndarray]:
+    owner = np.full(u.size, -1, np.int64)
+    for p, f in enumerate(factors):
+        owner[f] = p
+    pair: dict[tuple[int, int], list[int]] = {}
+    for e, (a, b) in enumerate(zip(u.tolist(), v.tolist(), strict=True)):
+        pair.setdefault((min(a, b), max(a, b)), []).append(e)
+
+    def count(p):
+        f = owner == p
+        return _cycles(n, u[f], v[f])
+
+    counts = [count(p) for p in range(len(factors))]
+    squares = _four_cycles(n, u, v)
+    rng = np.random.default_rng(seed)
+
+    def edge(a, b, p):
+        for e in pair.get((min(a, b), max(a, b)), ()):
+            if owner[e] == p:
+                return e
+        return None
+
+    # sweeps over the 4-cycles in a seeded order: keep an exchange that lowers the cycle count
+    # of one factor without raising the other's; when a sweep finds none, neutral exchanges
+    # (same total) are kept with probability 1/2 to leave the plateau
+    stuck = 0
+    for _sweep in range(_MAX_SWEEPS):
+        if all(c == 1 for c in counts) or not squares or stuck > _PLATEAU_SWEEPS:
+            break
+        better = False
+        for i in rng.permutation(len(squares)).tolist():
+            a, b, c, d = squares[i]
+            for w, x, y, z in ((a, b, c, d), (b, c, d, a)):
+                for p in range(len(factors)):
+                    one = [edge(w, x, p), edge(y, z, p)]
+                    if None in one or one[0] == one[1]:
+                        continue
+                    for q in range(len(factors)):
+                        if q == p or counts[p] == counts[q] == 1:
+                            continue
+                        two = [edge(x, y, q), edge(z, w, q)]
+                        if None in two or two[0] == two[1]:
+                            continue
+                        owner[one], owner[two] = q, p
+                        cp, cq = count(p), count(q)
+                        total, old = cp + cq, counts[p] + counts[q]
+                        if (cp <= counts[p] and cq <= counts[q] and total < old) or (
+                            stuck and total == old and rng.random() < 0.5
+                        ):
+                            better = better or total < old
+                            counts[p], counts[q] = cp, cq
+                            break
+                        owner[one], owner[two] = p, q
+        stuck = 0 if better else stuck + 1
+    return [_walk(n, u[owner == p], v[owner == p]) for p in range(len(factors)) if counts[p] == 1]
+
+
+def _sequential(n: int, u: np.ndarray, v: np.ndarray, seed: int) -> list[np.ndarray]:
+    """Hamiltonian cycles found one after the other by Posa's rotation-extension on the cables
+    not yet used (a few seeded attempts each)."""
+    rng = np.random.default_rng(seed)
+    left: dict[tuple[int, int], int] = {}
+    for a, b in zip(u.tolist(), v.tolist(), strict=True):
+        k = (min(a, b), max(a, b))
+        left[k] = left.get(k, 0) + 1
+    out = []
+    while True:
+        nbrs: list[list[int]] = [[] for _ in range(n)]
+        for a, b in left:
+            nbrs[a].append(b)
+            nbrs[b].append(a)
+        if min(len(x) for x in nbrs) < 2:
+            break
+        cyc = None
+        for _ in range(_POSA_TRIES):
+            cyc = _posa(n, nbrs, rng)
+            if cyc is not None:
+                break
+        if cyc is None:
+            break
+        out.append(np.asarray(cyc, np.int64))
+        for a, b in zip(cyc, cyc[1:] + cyc[:1], strict=True):
+            k = (min(a, b), max(a, b))
+            left[k] -= 1
+            if left[k] == 0:
+                del left[k]
+    return out
+
+
+def _posa(n: int, nbrs: list[list[int]], rng) -> list[int] | None:
+    sets = [set(x) for x in nbrs]
+    path = [int(rng.integers(n))]
+    pos = np.full(n, -1, np.int64)
+    pos[path[0]] = 0
+    for _ in range(_POSA_STEPS * n):
+        end = path[-1]
+        free = [w for w in nbrs[end] if pos[w] < 0]
+        if free:
+            w = free[int(rng.integers(len(free)))]
+            pos[w] = len(path)
+            path.append(w)
+            continue
+        if len(path) == n and path[0] in sets[end]:
+            return path
+        inner = [w for w in nbrs[end] if pos[w] < len(path) - 2]
+        if not inner:
+            return None
+        i = int(pos[inner[int(rng.integers(len(inner)))]])
+        path[i + 1 :] = path[i + 1 :][::-1]
+        pos[path[i + 1 :]] = np.arange(i + 1, len(path))
+    return None
+
+
+def _walk(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Server order along a Hamiltonian 2-factor given by its edges."""
+    nb: list[list[int]] = [[] for _ in range(n)]
+    for a, b in zip(u.tolist(), v.tolist(), strict=True):
+        nb[a].append(b)
+        nb[b].append(a)
+    order, prev, cur = [0], -1, 0
+    for _ in range(n - 1):
+        nxt = nb[cur][0] if nb[cur][0] != prev else nb[cur][1]
+        order.append(nxt)
+        prev, cur = cur, nxt
+    return np.asarray(order, np.int64)
+
+
+def fabric_rings(fabric: Fabric, seed: int = 0) -> np.ndarray:
+    """``(r, n)`` server orders of the rings a collective over all servers runs (docstring).
+
+    Direct fabrics: every Hamiltonian cycle of :func:`hamiltonian_factors` in both directions
+    (or rank order and its reverse when there is none); switched fabrics: rank order.
+
+    >>> from topoopt.fabrics import torus, ideal
+    >>> fabric_rings(torus("4x4", 1e9)).shape, fabric_rings(ideal(4)).tolist()
+    ((4, 16), [[0, 1, 2, 3]])
+    """
+    n = fabric.n_servers
+    if not is_direct(fabric) or n < 3:
+        return np.arange(n, dtype=np.int64).reshape(1, n)
+    cyc = hamiltonian_factors(fabric, seed) or [np.arange(n, dtype=np.int64)]
+    return np.stack([r for c in cyc for r in (c, c[::-1])])
+
+
+def ring_workload(workload: Workload, fabric: Fabric, seed: int = 0) -> Workload:
+    """``workload`` with its mutable ring collectives split over the fabric's rings.
+
+    A family row whose members span every server follows :func:`fabric_rings` (members ordered
+    by their server's place on the ring, then by rank; ``S / r`` per ring). On a direct fabric
+    the other rows run their rank-order ring and its reverse (``S / 2`` each). Families that are
+    already ordered, carry a schedule, or belong to a task-graph workload are kept.
+
+    Examples
+    --------
+    >>> from traffic.workload import Demand
+    >>> from topoopt.fabrics import torus
+    >>> w = Workload(16, 1, (Demand("all-reduce", [list(range(16))], 8e6, "dp", "backward"),))
+    >>> rw = ring_workload(w, torus("4x4", 1e9))
+    >>> len(rw.demands), rw.total_wire_bytes() == w.total_wire_bytes()
+    (4, True)
+    """
+    n = fabric.n_servers
+    if workload.taskgraph is not None or n < 3:
+        return workload
+    rings = fabric_rings(fabric, seed)
+    direct = is_direct(fabric)
+    if rings.shape[0] == 1 and not direct:
+        return workload
+    gps = workload.gpus_per_server
+    out = []
+    for d in workload.demands:
+        if not (
+            d.mutable
+            and not d.ordered
+            and d.schedule is None
+            and d.op in _ORDERED
+            and d.group_size > 1
+            and d.n_groups
+        ):
+            out.append(d)
+            continue
+        rows = np.sort(d.groups, axis=1)
+        srv = rows // gps
+        full = np.array([np.unique(s).size == n for s in srv])
+        if full.any():
+            sub, ssub = rows[full], srv[full]
+            for j, order in enumerate(rings):
+                pos = np.empty(n, np.int64)
+                pos[order] = np.arange(n)
+                key = pos[ssub] * (workload.gpus + 1) + sub
+                ordered = np.take_along_axis(sub, np.argsort(key, axis=1), axis=1)
+                name = f"{d.name} [ring {j + 1}/{rings.shape[0]}]"
+                out.append(
+                    replace(
+                        d, groups=ordered, size=d.size / rings.shape[0], ordered=True, name=name
+                    )
+                )
+        rest = rows[~full]
+        if rest.size and direct and d.group_size > 2:
+            for j, r in enumerate((rest, rest[:, ::-1])):
+                name = f"{d.name} [ring {j + 1}/2]"
+                out.append(replace(d, groups=r, size=d.size / 2, ordered=True, name=name))
+        elif rest.size:
+            out.append(replace(d, groups=rest))
+    return replace(workload, demands=tuple(out))
