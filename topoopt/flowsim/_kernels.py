@@ -484,13 +484,16 @@ def _grow(a, need):
 @njit(cache=True, error_model="numpy")
 def simulate_kernel(
     cap, path_ptr, path_links, pflow, pbytes, plat, flow_ptr, start, dep_ptr, deps, rdep_ptr,
-    rdep, lp_ptr, rtol, record, pmult, max_refills, row_space,
+    rdep, lp_ptr, rtol, record, emult, max_refills, row_space,
 ):  # fmt: skip
     """Run the event loop of :func:`topoopt.flowsim.simulator.simulate` on flat arrays.
 
-    Sub-flow ``p`` stands for ``pmult[p]`` identical sub-flows (its flow's multiplicity):
+    Sub-flow ``p`` stands for identical sub-flows counted per link: on the link of incidence
+    entry ``e`` (``path_links[e]``) it counts ``emult[e]`` times (its flow's multiplicity when
+    every member crosses every link of the path; a symmetry quotient,
+    :mod:`topoopt.flowsim.symmetry`, counts the members of a class per link of a link class).
     ``pbytes[p]`` and its rate are a member's; link counts, loads and the filling count it
-    ``pmult[p]`` times. ``lp_ptr[l]`` is where link ``l``'s slots start in the list of its
+    ``emult`` times on each link. ``lp_ptr[l]`` is where link ``l``'s slots start in the list of its
     active sub-flows (``lp_ptr[l+1] - lp_ptr[l]`` = the number of sub-flows crossing it).
 
     The active sub-flows live in slots ``0 .. n_act - 1`` (``act[i]`` is the sub-flow in slot
@@ -530,7 +533,7 @@ def simulate_kernel(
     s_links = np.empty((max(n_p, 1), width), np.int32)  # its links
     s_slot = np.empty((max(n_p, 1), width), np.int32)  # where each sits in that link's list
     s_nl = np.empty(max(n_p, 1), np.int64)  # how many links
-    s_mult = np.empty(max(n_p, 1), np.int64)
+    s_mult = np.empty((max(n_p, 1), width), np.int64)  # its count on each of its links
     s_tg = np.empty(max(n_p, 1))  # service target in its group (bytes left if ungrouped)
     s_in = np.zeros(max(n_p, 1), np.bool_)  # an ungrouped arrival being filled
     s_bj = np.full(max(n_p, 1), -1, np.int64)  # which of its links is its group's (-1: none)
@@ -653,9 +656,9 @@ def simulate_kernel(
                 path_last[p] = t
                 _leave(i, g, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j, lp_ptr,
                        gsz, gcnt, rmeta, r_ok, rw, glist, gpos, n_g)  # fmt: skip
-                mp = s_mult[i]
                 for j in range(s_nl[i]):
                     lk = s_links[i, j]
+                    mp = s_mult[i, j]
                     fw[lk, 0] += rp * mp
                     nact[lk] -= mp
                     if record and mark[lk] != ev:
@@ -700,11 +703,11 @@ def simulate_kernel(
                 act[i] = p
                 s_tg[i] = pbytes[p]
                 s_bj[i] = -1
-                mp = pmult[p]
-                s_mult[i] = mp
                 s_nl[i] = path_ptr[p + 1] - path_ptr[p]
                 for j in range(s_nl[i]):
                     lk = path_links[path_ptr[p] + j]
+                    mp = emult[path_ptr[p] + j]
+                    s_mult[i, j] = mp
                     s_links[i, j] = lk
                     nact[lk] += mp
                     s = lp_ptr[lk] + alen[lk]
@@ -722,8 +725,8 @@ def simulate_kernel(
                     if xmark[lk] == ev:
                         continue
                     xmark[lk] = ev
-                    v = _water_level(lk, cap[lk], nact[lk], lp_ptr, alen, adj_s, s_links, s_bj,
-                                     gshare, s_mult, wbuf, mbuf)  # fmt: skip
+                    v = _water_level(lk, cap[lk], nact[lk], lp_ptr, alen, adj_s, adj_j, s_links,
+                                     s_bj, gshare, s_mult, wbuf, mbuf)  # fmt: skip
                     if v < r0:
                         r0 = v
         if n_done + n_rel == 0:
@@ -749,11 +752,11 @@ def simulate_kernel(
                 n_w += 1
         for i in range(n_old, n_act):
             s_in[i] = True
-            mf = s_mult[i]
-            left += mf
+            left += 1
             n_rows += 1
             for j in range(s_nl[i]):
                 lk = s_links[i, j]
+                mf = s_mult[i, j]
                 c = fw[lk, 1]
                 if c == 0.0:
                     slinks[n_sl] = lk
@@ -764,7 +767,7 @@ def simulate_kernel(
             while n_w > 0:
                 n_w -= 1
                 g = gwork[n_w]
-                left += gcnt[g]
+                left += gsz[g]
                 n_rows += gsz[g]
                 rp = gshare[g]
                 a = rmeta[g, 0]
@@ -847,7 +850,7 @@ def simulate_kernel(
                 gT[lk] = t
             gin[lk] = -1
             gshare[lk] = x
-            left -= own
+            left -= gsz[lk]
             # the others from the back of the list, where arrivals are (one that joins swaps
             # with the first entry behind the group, which is looked at next)
             need = c - own
@@ -869,11 +872,12 @@ def simulate_kernel(
                     rem = s_tg[i] - (gV[go] + gshare[go] * (t - gT[go]))
                     _leave(i, go, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j,
                            lp_ptr, gsz, gcnt, rmeta, r_ok, rw, glist, gpos, n_g)  # fmt: skip
-                mf = s_mult[i]
                 for j in range(s_nl[i]):
                     m = s_links[i, j]
+                    mf = s_mult[i, j]
                     fw[m, 0] = max(fw[m, 0] - x * mf, 0.0)
                     fw[m, 1] -= mf
+                mf = s_mult[i, adj_j[q]]  # its count on this link
                 if gsz[lk] == 0:
                     gV[lk] = 0.0
                     gT[lk] = t
@@ -888,7 +892,7 @@ def simulate_kernel(
                 gcnt[lk] += mf
                 _row_add(i, lk, 1, rmeta, r_ok, rw, s_links, s_nl, s_mult)
                 need -= mf
-                left -= mf
+                left -= 1
             if fw[lk, 1] != 0.0:
                 raise RuntimeError("flow model: a filled link kept unfrozen sub-flows (a bug)")
         if left != 0:
@@ -928,13 +932,12 @@ def _row(g, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links, s_nl, s_
     e = a
     for q in range(lp_ptr[g], lp_ptr[g] + gsz[g]):
         i = adj_s[q]
-        mf = s_mult[i]
         for j in range(s_nl[i]):
             m = s_links[i, j]
             if r_tmp[m] == 0:
                 rw[e, 0] = m
                 e += 1
-            r_tmp[m] += mf
+            r_tmp[m] += s_mult[i, j]
     for k in range(a, e):
         m = rw[k, 0]
         if r_tmp[m] > 2147483647:
@@ -959,9 +962,9 @@ def _row_add(i, g, sign, rmeta, r_ok, rw, s_links, s_nl, s_mult):
         return
     a = rmeta[g, 0]
     n = rmeta[g, 1]
-    mf = sign * s_mult[i]
     for j in range(s_nl[i]):
         m = s_links[i, j]
+        mf = sign * s_mult[i, j]
         k = a
         while k < a + n and rw[k, 0] != m:
             k += 1
@@ -992,7 +995,7 @@ def _leave(i, g, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j, lp_ptr
     pos = s_slot[i, jo]
     _swap_entries(pos, lp_ptr[g] + gsz[g] - 1, adj_s, adj_j, s_slot)
     gsz[g] -= 1
-    gcnt[g] -= s_mult[i]
+    gcnt[g] -= s_mult[i, jo]
     s_bj[i] = -1
     _row_add(i, g, -1, rmeta, r_ok, rw, s_links, s_nl, s_mult)
     h = pos - lp_ptr[g]
@@ -1116,10 +1119,10 @@ def _move_slot(a, b, act, s_links, s_slot, s_nl, s_mult, s_tg, s_bj, adj_s):
     act[b] = act[a]
     s_bj[b] = s_bj[a]
     s_nl[b] = s_nl[a]
-    s_mult[b] = s_mult[a]
     s_tg[b] = s_tg[a]
     for j in range(s_nl[a]):
         s_links[b, j] = s_links[a, j]
+        s_mult[b, j] = s_mult[a, j]
         s = s_slot[a, j]
         s_slot[b, j] = s
         adj_s[s] = b
@@ -1142,7 +1145,8 @@ def _swap_entries(a, b, adj_s, adj_j, s_slot):
 
 @njit(cache=True)
 def _water_level(
-    lk, capacity, n_active, lp_ptr, alen, adj_s, s_links, s_bj, gshare, s_mult, wbuf, mbuf
+    lk, capacity, n_active, lp_ptr, alen, adj_s, adj_j, s_links, s_bj, gshare, s_mult, wbuf,
+    mbuf,
 ):  # fmt: skip
     """A lower bound, exact up to rounding when the iteration converges, of the level ``x``
     solving ``sum_f m_f min(rate_f, x) + k x = capacity`` on link ``lk``: ``f`` over its active
@@ -1164,7 +1168,7 @@ def _water_level(
         r = gshare[s_links[i, s_bj[i]]]
         if r > 0.0:
             wbuf[m] = r
-            mbuf[m] = s_mult[i]
+            mbuf[m] = s_mult[i, adj_j[q]]
             m += 1
     left = capacity
     n = n_active
