@@ -150,6 +150,10 @@ class SimResult:
     refills : int
         Sub-flow rates recomputed over all events (the re-fills; a measure of the work done,
         at least the number of rate changes). -1 when not recorded.
+    reduction : dict, optional
+        How the symmetry reduction went when the run went through it
+        (:func:`topoopt.flowsim.symmetry.simulate_reduced`: ``status`` ``on``/``off``, the
+        classes found, ``reason`` when off); ``None`` when it was not asked for.
     """
 
     start: np.ndarray
@@ -167,6 +171,7 @@ class SimResult:
     fill_rounds: int
     simulated_flows: int = -1
     refills: int = -1
+    reduction: dict | None = None
 
     def link_load(self, link: int) -> tuple[np.ndarray, np.ndarray]:
         """Piecewise-constant load of one link: ``(times, loads)``; the load is ``loads[i]``
@@ -354,4 +359,5 @@ def expand_classes(result: SimResult, flows: FlowSet, class_of: np.ndarray) -> S
         fill_rounds=result.fill_rounds,
         simulated_flows=result.simulated_flows,
         refills=result.refills,
+        reduction=result.reduction,
     )
