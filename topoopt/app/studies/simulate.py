@@ -30,6 +30,7 @@ def simulate_plan(
     schedule: str | None = None,
     priority: str | None = None,
     split_allreduce: float | None = None,
+    reduction: bool = True,
 ) -> dict[str, Any]:
     """Simulate ``plan`` on a design file or a fabric kind.
 
@@ -53,6 +54,8 @@ def simulate_plan(
         With ``priority`` (traffic classes, highest first)
         or ``split_allreduce`` (micro-op bytes; :mod:`topoopt.flowsim.priorities`) the iteration
         is simulated with them, and the result also has ``priority`` / ``split_allreduce_bytes``.
+        ``reduction``: what the symmetry reduction found (``status`` ``on``/``off``, classes,
+        flows before and after, ``reason`` when off); ``reduction=False`` runs without it.
     """
     if schedule is not None and schedule not in SCHEDULES:
         raise InputError("--schedule", schedule, f"one of {', '.join(SCHEDULES)}")
@@ -109,7 +112,7 @@ def simulate_plan(
         raise InputError("--schedule", schedule, "a plan (an imported task graph has its own)")
     it = simulate_iteration(
         w, fab, routing=routing, exposed_by_class=True, schedule=schedule, priority=priority,
-        split_allreduce=split_allreduce,
+        split_allreduce=split_allreduce, reduction=reduction,
     )  # fmt: skip
     comm = communication_time(w, fab, routing=routing)
     alone_by_class = {}
@@ -138,5 +141,6 @@ def simulate_plan(
         "comm_busy_s": it.comm_busy_s,
         "comm_alone_s": comm.total_s,
         "comm_alone_s_by_class": alone_by_class,
+        "reduction": it.info["reduction"],
         **extra,
     }

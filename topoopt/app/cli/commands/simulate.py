@@ -51,6 +51,9 @@ def simulate_command(
     ] = None,
     priority: PriorityOption = None,
     split_allreduce: SplitAllreduceOption = None,
+    reduction: Annotated[
+        bool, typer.Option(help="Simulate through the symmetry quotient (exact; off to check)")
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
     """Iteration time, communication time and exposed communication, per class."""
@@ -70,6 +73,7 @@ def simulate_command(
         schedule=schedule,
         priority=priority,
         split_allreduce=split_allreduce,
+        reduction=reduction,
     )
     check_finite(res, str(design) if design is not None else plan)  # never a null time
     if as_json:
