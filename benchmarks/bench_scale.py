@@ -13,6 +13,11 @@ Cases (every one run in a fresh process, so two trees can be compared side by si
   loaded; SimGrid: platform build + run, timed inside the peer) and whole processes (ours:
   interpreter start, import, kernel load from numba's cache, read the netsim JSON, simulate;
   SimGrid: its peer process), and the largest relative difference of finish times.
+- ``gpt3``: ``topoopt simulate`` of GPT-3 175B (tp 8, pp 16, dp = GPUs / 128, 1,536 sequences)
+  on the ideal switch and a fat-tree (``--gpt3-gpus``, default 2,048 8,192 16,384), with the
+  symmetry reduction and, up to ``--gpt3-unreduced-max`` GPUs, without (``--no-reduction``):
+  each a whole process under ``/usr/bin/time -v`` (wall, user + system CPU, peak resident
+  memory), the classes found, and the relative difference of the iteration times.
 
 Printed per case: wall and CPU seconds of the simulation (CPU time is the fairer figure on a
 loaded machine), events, and for a baseline the ratio and the largest relative difference of
@@ -41,7 +46,75 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 PEER = ROOT / "tests" / "peers" / "simgrid_peer.py"
-CASES = ("one-link", "k16-mixed", "simgrid")
+CASES = ("one-link", "k16-mixed", "simgrid", "gpt3")
+GPT3_PLAN = """model: gpt3-175b
+parallelism: {{tp: 8, pp: 16, dp: {dp}, micro_batch_size: 1, global_batch_size: 1536}}
+precision: {{activation_bytes: 2, gradient_bytes: 2, parameter_bytes: 2}}
+cluster: {{servers: {servers}, gpus_per_server: 8}}
+"""
+
+
+def gpt3_run(gpus: int, fabric: str, reduced: bool, tmp: str, timeout: float) -> dict:
+    """One ``topoopt simulate --json`` process under ``/usr/bin/time -v``: its figures."""
+    plan = Path(tmp) / f"gpt3-{gpus}.yaml"
+    plan.write_text(GPT3_PLAN.format(dp=gpus // 128, servers=gpus // 8))
+    cmd = ["/usr/bin/time", "-v", sys.executable, "-m", "topoopt", "simulate", str(plan)]
+    cmd += ["--fabric", fabric, "--json"] + ([] if reduced else ["--no-reduction"])
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"over {timeout:.0f} s"}
+    facts = {}
+    for ln in r.stderr.splitlines():
+        k, _, v = ln.strip().rpartition(": ")
+        facts[k] = v
+    if r.returncode != 0:
+        tail = [ln for ln in r.stderr.splitlines() if ln.startswith("error")]
+        return {"error": tail[0] if tail else f"exit {r.returncode}"}
+    h, m, sec = (
+        [0.0, 0.0]
+        + [float(x) for x in facts["Elapsed (wall clock) time (h:mm:ss or m:ss)"].split(":")]
+    )[-3:]
+    out = json.loads(r.stdout)
+    return {
+        "wall": 3600 * h + 60 * m + sec,
+        "cpu": float(facts["User time (seconds)"]) + float(facts["System time (seconds)"]),
+        "rss_gb": float(facts["Maximum resident set size (kbytes)"]) / 1e6,
+        "iteration_s": out["iteration_s"],
+        "reduction": out.get("reduction", {}),
+    }
+
+
+def gpt3_rows(gpus_list: list[int], unreduced_max: int, tmp: str, timeout: float) -> None:
+    for gpus in gpus_list:
+        for fabric in ("ideal", "fat-tree"):
+            red = gpt3_run(gpus, fabric, True, tmp, timeout)
+            line = f"gpt3 {gpus:>6} GPUs {fabric:<9}"
+            if "error" in red:
+                print(f"{line} reduced: {red['error']}", flush=True)
+                continue
+            info = red["reduction"]
+            cls = (
+                f"{info.get('flow_classes')}/{info.get('flows')} flow classes"
+                if info.get("status") == "on"
+                else f"off ({info.get('reason')})"
+            )
+            line += (
+                f" reduced {red['wall']:7.1f} s wall {red['cpu']:7.1f} s cpu "
+                f"{red['rss_gb']:5.2f} GB [{cls}]"
+            )
+            if gpus <= unreduced_max:
+                un = gpt3_run(gpus, fabric, False, tmp, timeout)
+                if "error" in un:
+                    line += f" | unreduced: {un['error']}"
+                else:
+                    diff = abs(un["iteration_s"] - red["iteration_s"]) / un["iteration_s"]
+                    line += (
+                        f" | unreduced {un['wall']:7.1f} s wall {un['cpu']:7.1f} s cpu "
+                        f"{un['rss_gb']:5.2f} GB; iteration rel diff {diff:.1e}"
+                    )
+            print(line, flush=True)
 
 
 def _flow_tools(tree: str):
@@ -133,6 +206,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--baseline-one-link", type=int, default=200_000)
     ap.add_argument("--k16", type=int, default=100_000)
     ap.add_argument("--simgrid", type=int, default=10_000)
+    ap.add_argument("--gpt3-gpus", nargs="*", type=int, default=[2048, 8192, 16384])
+    ap.add_argument("--gpt3-unreduced-max", type=int, default=2048)
+    ap.add_argument("--gpt3-timeout", type=float, default=900.0)
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -144,6 +220,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"load average {load:.1f} on {os.cpu_count()} cores (wall times inflate under load)")
     with tempfile.TemporaryDirectory() as tmp:
         for case in args.cases:
+            if case == "gpt3":
+                gpt3_rows(args.gpt3_gpus, args.gpt3_unreduced_max, tmp, args.gpt3_timeout)
+                continue
             if case == "simgrid":
                 print(simgrid_row(str(ROOT), args.simgrid, tmp), flush=True)
                 continue
