@@ -121,12 +121,21 @@ class Reduction:
 
 
 def _dense(*cols: np.ndarray) -> np.ndarray:
-    """Class ids ``0..`` (numbered by first occurrence) of the rows of the given columns."""
+    """Class ids ``0..`` (numbered by first occurrence) of the rows of the given columns, by a
+    64-bit hash of each row (a collision can only merge classes, which :func:`is_equitable`
+    then rejects unless the merged partition is still equitable, hence still exact)."""
     n = cols[0].shape[0]
     if n == 0:
         return np.zeros(0, np.int64)
-    key = np.column_stack([np.asarray(c).view(np.int64) for c in cols])
-    _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    h = np.full(n, 0x243F6A8885A308D3, np.uint64)
+    with np.errstate(over="ignore"):
+        for c in cols:
+            h ^= np.ascontiguousarray(c).view(np.uint64)
+            h *= np.uint64(0x9E3779B97F4A7C15)
+            h ^= h >> np.uint64(31)
+            h *= np.uint64(0xBF58476D1CE4E5B9)
+            h ^= h >> np.uint64(29)
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
     rank = np.empty(first.shape[0], np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(first.shape[0])
     return rank[inv.reshape(-1)]
@@ -213,17 +222,18 @@ def _uniform_counts(u_class, u_of, v_class_of, n_u, n_uc) -> bool:
     ``(u_of[k], v_class_of[k])`` counted per ``u``, the same table for every member."""
     n_vc = int(v_class_of.max()) + 1 if v_class_of.size else 1
     key, cnt = np.unique(u_of * n_vc + v_class_of, return_counts=True)
-    u = key // n_vc
-    row = np.column_stack([u_class[u], key % n_vc, cnt])
-    trip, members = np.unique(row, axis=0, return_counts=True)
-    size = np.bincount(u_class, minlength=n_uc)
-    if trip.shape[0] == 0:
+    if key.shape[0] == 0:
         return True
-    # every (class, v-class) pair has one count and every member of the class has it
-    pair = trip[:, 0] * n_vc + trip[:, 1]
-    if np.unique(pair).shape[0] != pair.shape[0]:
-        return False
-    return bool(np.all(members == size[trip[:, 0]]))
+    u = key // n_vc
+    pair = u_class[u] * n_vc + key % n_vc
+    order = np.lexsort((cnt, pair))
+    pair, cnt = pair[order], cnt[order]
+    same = pair[1:] == pair[:-1]
+    if np.any(same & (cnt[1:] != cnt[:-1])):
+        return False  # two members of a class meet a v-class a different number of times
+    upair, members = np.unique(pair, return_counts=True)
+    size = np.bincount(u_class, minlength=n_uc)
+    return bool(np.all(members == size[upair // n_vc]))
 
 
 def is_equitable(fs: FlowSet, part: Partition) -> bool:
