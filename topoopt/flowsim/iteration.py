@@ -1264,7 +1264,7 @@ def simulate_iteration(
     exposed_by_class: bool = True,
     record_series: bool = False,
     aggregate: bool = True,
-    reduction: bool = True,
+    reduction: bool = False,
     max_refills: int | None = None,
     compute_s: float | None = None,
     schedule: str | None = None,
@@ -1312,7 +1312,9 @@ def simulate_iteration(
         refinement, checked exactly, expanded back per flow): the same result up to rounding.
         ``info["reduction"]`` says what it found (``status`` ``on``/``off``, classes, flows
         before and after) or why it is off. Not used with ``simulator``, ``priority`` or
-        ``split_allreduce`` (``off`` with that reason).
+        ``split_allreduce`` (``off`` with that reason). Off by default: exact, but at 2,048
+        GPUs its colour refinement still costs more than the smaller simulation saves
+        (``benchmarks/bench_scale.py --cases gpt3``).
     max_refills : int, optional
         Work limit shared by the iteration's simulations (with compute, compute alone, one per
         class): :class:`~topoopt.flowsim.simulator.WorkLimitExceeded` once they need more

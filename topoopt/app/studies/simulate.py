@@ -30,7 +30,7 @@ def simulate_plan(
     schedule: str | None = None,
     priority: str | None = None,
     split_allreduce: float | None = None,
-    reduction: bool = True,
+    reduction: bool = False,
 ) -> dict[str, Any]:
     """Simulate ``plan`` on a design file or a fabric kind.
 

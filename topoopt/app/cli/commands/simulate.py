@@ -52,8 +52,9 @@ def simulate_command(
     priority: PriorityOption = None,
     split_allreduce: SplitAllreduceOption = None,
     reduction: Annotated[
-        bool, typer.Option(help="Simulate through the symmetry quotient (exact; off to check)")
-    ] = True,
+        bool,
+        typer.Option(help="Simulate through the symmetry quotient (exact; not yet faster)"),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
     """Iteration time, communication time and exposed communication, per class."""
