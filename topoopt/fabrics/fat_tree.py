@@ -22,6 +22,8 @@ from topoopt.fabrics.ideal import DEFAULT_PORT_BANDWIDTH
 from traffic.errors import InputError
 
 __all__ = [
+    "leaf_hosts",
+    "fat_tree_radix",
     "fat_tree",
     "leaf_spine",
     "rail_optimized",
@@ -43,6 +45,29 @@ def hosts_per_leaf(radix: int, oversubscription: float) -> int:
     while h > 0 and h + math.ceil(h / oversubscription) > radix:
         h -= 1
     return h
+
+
+def leaf_hosts(servers: int) -> int:
+    """Servers per leaf switch of the leaf-spines that the hybrid designs are built on: 16, or
+    half the servers when fewer, so that traffic crosses the spine (and an oversubscription
+    bites) at every cluster size.
+
+    >>> leaf_hosts(128), leaf_hosts(16), leaf_hosts(3)
+    (16, 8, 2)
+    """
+    return max(2, min(16, servers // 2))
+
+
+def fat_tree_radix(servers: int) -> int:
+    """The smallest even ``k`` whose k-ary fat-tree holds ``servers`` hosts (``k^3 / 4 >= n``).
+
+    >>> fat_tree_radix(16), fat_tree_radix(17), fat_tree_radix(1024)
+    (4, 6, 16)
+    """
+    k = 2
+    while k**3 // 4 < servers:
+        k += 2
+    return k
 
 
 def fat_tree(

@@ -484,13 +484,16 @@ def _grow(a, need):
 @njit(cache=True, error_model="numpy")
 def simulate_kernel(
     cap, path_ptr, path_links, pflow, pbytes, plat, flow_ptr, start, dep_ptr, deps, rdep_ptr,
-    rdep, lp_ptr, rtol, record, pmult, max_refills, row_space,
+    rdep, lp_ptr, rtol, record, emult, max_refills, row_space,
 ):  # fmt: skip
     """Run the event loop of :func:`topoopt.flowsim.simulator.simulate` on flat arrays.
 
-    Sub-flow ``p`` stands for ``pmult[p]`` identical sub-flows (its flow's multiplicity):
+    Sub-flow ``p`` stands for identical sub-flows counted per link: on the link of incidence
+    entry ``e`` (``path_links[e]``) it counts ``emult[e]`` times (its flow's multiplicity when
+    every member crosses every link of the path; a symmetry quotient,
+    :mod:`topoopt.flowsim.symmetry`, counts the members of a class per link of a link class).
     ``pbytes[p]`` and its rate are a member's; link counts, loads and the filling count it
-    ``pmult[p]`` times. ``lp_ptr[l]`` is where link ``l``'s slots start in the list of its
+    ``emult`` times on each link. ``lp_ptr[l]`` is where link ``l``'s slots start in the list of its
     active sub-flows (``lp_ptr[l+1] - lp_ptr[l]`` = the number of sub-flows crossing it).
 
     The active sub-flows live in slots ``0 .. n_act - 1`` (``act[i]`` is the sub-flow in slot
@@ -503,6 +506,10 @@ def simulate_kernel(
     sent since a reference point, piecewise linear in ``t`` (``gV``, ``gT``, ``gshare``). A
     member's ``s_tg[i]`` is the service at which it has sent everything, so its bytes left are
     ``s_tg[i] - V(t)`` and nothing per member changes while its group keeps its members.
+    The members at the front of a group's list form a binary min-heap of their targets, so the
+    group's next completion is its first entry and the members due at an event are a subtree at
+    the top (a join or leave costs ``log`` of the group's size, never a scan of its members:
+    a million sub-flows sharing one link cost ``n log n``, not ``n**2``).
 
     Returns ``(release, finish, path_start, path_last, series_time, series_link, series_load,
     n_events, fill_steps, refilled)`` where ``refilled`` counts the sub-flow re-fills done.
@@ -526,7 +533,7 @@ def simulate_kernel(
     s_links = np.empty((max(n_p, 1), width), np.int32)  # its links
     s_slot = np.empty((max(n_p, 1), width), np.int32)  # where each sits in that link's list
     s_nl = np.empty(max(n_p, 1), np.int64)  # how many links
-    s_mult = np.empty(max(n_p, 1), np.int64)
+    s_mult = np.empty((max(n_p, 1), width), np.int64)  # its count on each of its links
     s_tg = np.empty(max(n_p, 1))  # service target in its group (bytes left if ungrouped)
     s_in = np.zeros(max(n_p, 1), np.bool_)  # an ungrouped arrival being filled
     s_bj = np.full(max(n_p, 1), -1, np.int64)  # which of its links is its group's (-1: none)
@@ -544,8 +551,6 @@ def simulate_kernel(
     gshare = np.zeros(n_l)  # the members' rate
     gV = np.zeros(n_l)  # service at time gT
     gT = np.zeros(n_l)
-    gmin = np.full(n_l, np.inf)  # smallest member target (valid if gmin_ok)
-    gmin_ok = np.ones(n_l, np.bool_)
     gnext = np.full(n_l, np.inf)  # next member finish
     gin = np.full(n_l, -1, np.int64)  # event whose filling re-fills it (-1 once frozen)
     glist = np.empty(max(n_l, 1), np.int64)  # non-empty groups
@@ -577,6 +582,7 @@ def simulate_kernel(
     slinks = np.empty(max(n_l, 1), np.int64)
     lhk, lhl, bhead, bnext, lq, fb = _lq_arrays(n_l)
     done = np.empty(max(n_p, 1), np.int64)
+    dstk = np.empty(max(n_p, 1), np.int64)
     mark = np.full(n_l, -1, np.int64)
     xmark = np.full(n_l, -1, np.int64)
     wbuf = np.empty(max(n_p, 1))
@@ -595,16 +601,8 @@ def simulate_kernel(
         t_c = np.inf
         for k in range(n_g[0]):
             g = glist[k]
-            if not gmin_ok[g]:
-                v = np.inf
-                for q in range(lp_ptr[g], lp_ptr[g] + gsz[g]):
-                    x = s_tg[adj_s[q]]
-                    if x < v:
-                        v = x
-                gmin[g] = v
-                gmin_ok[g] = True
-            sh = gshare[g]
-            v = gT[g] + (gmin[g] - gV[g]) / sh if sh > 0.0 else np.inf
+            sh = gshare[g]  # the smallest member target heads the group's heap
+            v = gT[g] + (s_tg[adj_s[lp_ptr[g]]] - gV[g]) / sh if sh > 0.0 else np.inf
             gnext[g] = v
             if v < t_c:
                 t_c = v
@@ -629,19 +627,24 @@ def simulate_kernel(
                 g = glist[k]
                 if gnext[g] > cut:
                     continue
+                # the members due are a subtree at the top of the group's heap (a member's
+                # finish estimate grows with its target): walk it
                 sh = gshare[g]
-                for q in range(lp_ptr[g], lp_ptr[g] + gsz[g]):
-                    i = adj_s[q]
+                a = lp_ptr[g]
+                n_s = 1
+                dstk[0] = 0
+                while n_s > 0:
+                    n_s -= 1
+                    h = dstk[n_s]
+                    i = adj_s[a + h]
                     if gT[g] + (s_tg[i] - gV[g]) / sh <= cut:
                         done[n_done] = i
                         n_done += 1
-            for k in range(1, n_done):  # slots from the highest down (insertion sort)
-                v = done[k]
-                q = k
-                while q > 0 and done[q - 1] < v:
-                    done[q] = done[q - 1]
-                    q -= 1
-                done[q] = v
+                        for c2 in range(2 * h + 1, min(2 * h + 3, gsz[g])):
+                            dstk[n_s] = c2
+                            n_s += 1
+            if n_done > 1:  # slots from the highest down
+                done[:n_done] = np.sort(done[:n_done])[::-1]
             for k in range(n_done):
                 i = done[k]
                 p = act[i]
@@ -652,11 +655,10 @@ def simulate_kernel(
                     r0 = rp
                 path_last[p] = t
                 _leave(i, g, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j, lp_ptr,
-                       gsz, gcnt, rmeta, r_ok, rw, gmin, gmin_ok, glist, gpos,
-                       n_g)  # fmt: skip
-                mp = s_mult[i]
+                       gsz, gcnt, rmeta, r_ok, rw, glist, gpos, n_g)  # fmt: skip
                 for j in range(s_nl[i]):
                     lk = s_links[i, j]
+                    mp = s_mult[i, j]
                     fw[lk, 0] += rp * mp
                     nact[lk] -= mp
                     if record and mark[lk] != ev:
@@ -701,11 +703,11 @@ def simulate_kernel(
                 act[i] = p
                 s_tg[i] = pbytes[p]
                 s_bj[i] = -1
-                mp = pmult[p]
-                s_mult[i] = mp
                 s_nl[i] = path_ptr[p + 1] - path_ptr[p]
                 for j in range(s_nl[i]):
                     lk = path_links[path_ptr[p] + j]
+                    mp = emult[path_ptr[p] + j]
+                    s_mult[i, j] = mp
                     s_links[i, j] = lk
                     nact[lk] += mp
                     s = lp_ptr[lk] + alen[lk]
@@ -723,8 +725,8 @@ def simulate_kernel(
                     if xmark[lk] == ev:
                         continue
                     xmark[lk] = ev
-                    v = _water_level(lk, cap[lk], nact[lk], lp_ptr, alen, adj_s, s_links, s_bj,
-                                     gshare, s_mult, wbuf, mbuf)  # fmt: skip
+                    v = _water_level(lk, cap[lk], nact[lk], lp_ptr, alen, adj_s, adj_j, s_links,
+                                     s_bj, gshare, s_mult, wbuf, mbuf)  # fmt: skip
                     if v < r0:
                         r0 = v
         if n_done + n_rel == 0:
@@ -750,11 +752,11 @@ def simulate_kernel(
                 n_w += 1
         for i in range(n_old, n_act):
             s_in[i] = True
-            mf = s_mult[i]
-            left += mf
+            left += 1
             n_rows += 1
             for j in range(s_nl[i]):
                 lk = s_links[i, j]
+                mf = s_mult[i, j]
                 c = fw[lk, 1]
                 if c == 0.0:
                     slinks[n_sl] = lk
@@ -765,7 +767,7 @@ def simulate_kernel(
             while n_w > 0:
                 n_w -= 1
                 g = gwork[n_w]
-                left += gcnt[g]
+                left += gsz[g]
                 n_rows += gsz[g]
                 rp = gshare[g]
                 a = rmeta[g, 0]
@@ -848,7 +850,7 @@ def simulate_kernel(
                 gT[lk] = t
             gin[lk] = -1
             gshare[lk] = x
-            left -= own
+            left -= gsz[lk]
             # the others from the back of the list, where arrivals are (one that joins swaps
             # with the first entry behind the group, which is looked at next)
             need = c - own
@@ -869,31 +871,28 @@ def simulate_kernel(
                         continue
                     rem = s_tg[i] - (gV[go] + gshare[go] * (t - gT[go]))
                     _leave(i, go, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j,
-                           lp_ptr, gsz, gcnt, rmeta, r_ok, rw, gmin, gmin_ok, glist,
-                           gpos, n_g)  # fmt: skip
-                mf = s_mult[i]
+                           lp_ptr, gsz, gcnt, rmeta, r_ok, rw, glist, gpos, n_g)  # fmt: skip
                 for j in range(s_nl[i]):
                     m = s_links[i, j]
+                    mf = s_mult[i, j]
                     fw[m, 0] = max(fw[m, 0] - x * mf, 0.0)
                     fw[m, 1] -= mf
+                mf = s_mult[i, adj_j[q]]  # its count on this link
                 if gsz[lk] == 0:
                     gV[lk] = 0.0
                     gT[lk] = t
-                    gmin[lk] = np.inf
-                    gmin_ok[lk] = True
                     gpos[lk] = n_g[0]
                     glist[n_g[0]] = lk
                     n_g[0] += 1
                 s_tg[i] = gV[lk] + rem
-                if s_tg[i] < gmin[lk]:
-                    gmin[lk] = s_tg[i]
                 s_bj[i] = adj_j[q]
                 _swap_entries(q, lp_ptr[lk] + gsz[lk], adj_s, adj_j, s_slot)
                 gsz[lk] += 1
+                _gheap_up(lk, gsz[lk] - 1, lp_ptr, adj_s, adj_j, s_slot, s_tg)
                 gcnt[lk] += mf
                 _row_add(i, lk, 1, rmeta, r_ok, rw, s_links, s_nl, s_mult)
                 need -= mf
-                left -= mf
+                left -= 1
             if fw[lk, 1] != 0.0:
                 raise RuntimeError("flow model: a filled link kept unfrozen sub-flows (a bug)")
         if left != 0:
@@ -933,13 +932,12 @@ def _row(g, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links, s_nl, s_
     e = a
     for q in range(lp_ptr[g], lp_ptr[g] + gsz[g]):
         i = adj_s[q]
-        mf = s_mult[i]
         for j in range(s_nl[i]):
             m = s_links[i, j]
             if r_tmp[m] == 0:
                 rw[e, 0] = m
                 e += 1
-            r_tmp[m] += mf
+            r_tmp[m] += s_mult[i, j]
     for k in range(a, e):
         m = rw[k, 0]
         if r_tmp[m] > 2147483647:
@@ -964,9 +962,9 @@ def _row_add(i, g, sign, rmeta, r_ok, rw, s_links, s_nl, s_mult):
         return
     a = rmeta[g, 0]
     n = rmeta[g, 1]
-    mf = sign * s_mult[i]
     for j in range(s_nl[i]):
         m = s_links[i, j]
+        mf = sign * s_mult[i, j]
         k = a
         while k < a + n and rw[k, 0] != m:
             k += 1
@@ -990,17 +988,20 @@ def _row_add(i, g, sign, rmeta, r_ok, rw, s_links, s_nl, s_mult):
 
 @njit(cache=True, inline="always")
 def _leave(i, g, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j, lp_ptr, gsz, gcnt,
-           rmeta, r_ok, rw, gmin, gmin_ok, glist, gpos, n_g):  # fmt: skip
+           rmeta, r_ok, rw, glist, gpos, n_g):  # fmt: skip
     """Take slot ``i`` out of group ``g`` (out of the front of ``g``'s list, just behind it, and
-    out of its row)."""
+    out of its row); the entry that takes its place in the group's heap is sifted into place."""
     jo = s_bj[i]
-    _swap_entries(s_slot[i, jo], lp_ptr[g] + gsz[g] - 1, adj_s, adj_j, s_slot)
+    pos = s_slot[i, jo]
+    _swap_entries(pos, lp_ptr[g] + gsz[g] - 1, adj_s, adj_j, s_slot)
     gsz[g] -= 1
-    gcnt[g] -= s_mult[i]
+    gcnt[g] -= s_mult[i, jo]
     s_bj[i] = -1
     _row_add(i, g, -1, rmeta, r_ok, rw, s_links, s_nl, s_mult)
-    if s_tg[i] <= gmin[g]:
-        gmin_ok[g] = False
+    h = pos - lp_ptr[g]
+    if h < gsz[g]:
+        h = _gheap_up(g, h, lp_ptr, adj_s, adj_j, s_slot, s_tg)
+        _gheap_down(g, h, gsz[g], lp_ptr, adj_s, adj_j, s_slot, s_tg)
     if gsz[g] == 0:
         k = gpos[g]
         h = glist[n_g[0] - 1]
@@ -1008,6 +1009,36 @@ def _leave(i, g, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j, lp_ptr
         gpos[h] = k
         gpos[g] = -1
         n_g[0] -= 1
+
+
+@njit(cache=True, inline="always")
+def _gheap_up(g, h, lp_ptr, adj_s, adj_j, s_slot, s_tg):
+    """Sift entry ``h`` of group ``g``'s heap up (the group's members, the front of its link's
+    list, form a binary min-heap of their targets ``s_tg``); returns where it ends."""
+    a = lp_ptr[g]
+    while h > 0:
+        up = (h - 1) // 2
+        if s_tg[adj_s[a + up]] <= s_tg[adj_s[a + h]]:
+            break
+        _swap_entries(a + up, a + h, adj_s, adj_j, s_slot)
+        h = up
+    return h
+
+
+@njit(cache=True, inline="always")
+def _gheap_down(g, h, n, lp_ptr, adj_s, adj_j, s_slot, s_tg):
+    """Sift entry ``h`` of group ``g``'s heap (of ``n`` members) down (:func:`_gheap_up`)."""
+    a = lp_ptr[g]
+    while True:
+        c = 2 * h + 1
+        if c >= n:
+            break
+        if c + 1 < n and s_tg[adj_s[a + c + 1]] < s_tg[adj_s[a + c]]:
+            c += 1
+        if s_tg[adj_s[a + h]] <= s_tg[adj_s[a + c]]:
+            break
+        _swap_entries(a + h, a + c, adj_s, adj_j, s_slot)
+        h = c
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -1088,10 +1119,10 @@ def _move_slot(a, b, act, s_links, s_slot, s_nl, s_mult, s_tg, s_bj, adj_s):
     act[b] = act[a]
     s_bj[b] = s_bj[a]
     s_nl[b] = s_nl[a]
-    s_mult[b] = s_mult[a]
     s_tg[b] = s_tg[a]
     for j in range(s_nl[a]):
         s_links[b, j] = s_links[a, j]
+        s_mult[b, j] = s_mult[a, j]
         s = s_slot[a, j]
         s_slot[b, j] = s
         adj_s[s] = b
@@ -1114,7 +1145,8 @@ def _swap_entries(a, b, adj_s, adj_j, s_slot):
 
 @njit(cache=True)
 def _water_level(
-    lk, capacity, n_active, lp_ptr, alen, adj_s, s_links, s_bj, gshare, s_mult, wbuf, mbuf
+    lk, capacity, n_active, lp_ptr, alen, adj_s, adj_j, s_links, s_bj, gshare, s_mult, wbuf,
+    mbuf,
 ):  # fmt: skip
     """A lower bound, exact up to rounding when the iteration converges, of the level ``x``
     solving ``sum_f m_f min(rate_f, x) + k x = capacity`` on link ``lk``: ``f`` over its active
@@ -1136,7 +1168,7 @@ def _water_level(
         r = gshare[s_links[i, s_bj[i]]]
         if r > 0.0:
             wbuf[m] = r
-            mbuf[m] = s_mult[i]
+            mbuf[m] = s_mult[i, adj_j[q]]
             m += 1
     left = capacity
     n = n_active

@@ -499,6 +499,7 @@ def _blocking(d: Demand) -> bool:
 
 class _PipelineModel:
     aggregate = True  # simulate identical flows as classes (simulate_iteration's switch)
+    reduction = True  # simulate through the symmetry quotient (simulate_iteration's switch)
 
     def __init__(
         self,
@@ -657,7 +658,9 @@ class _PipelineModel:
                 cf = replace(cf, src=cf.src % gps, dst=cf.dst % gps)
                 fb = FlowBuilder(self.net)
                 cf.add_to(fb)
-                sim = simulate_builder(fb, aggregate=self.aggregate, record_series=False)
+                sim = simulate_builder(
+                    fb, aggregate=self.aggregate, record_series=False, reduction=self.reduction
+                )
                 self._iso_cache[key] = sim.makespan
         return self._iso_cache[key]
 
@@ -1245,6 +1248,17 @@ def _classes(w: Workload) -> list[str]:
     return [c for c in CLASSES if c in present]
 
 
+def _reduction_info(sim, asked, simulator, priority, split_allreduce) -> dict:
+    """What ``info["reduction"]`` reports: the symmetry reduction's own record, or why off."""
+    if not asked:
+        return {"status": "off", "reason": "not asked (--no-reduction)"}
+    if simulator is not None:
+        return {"status": "off", "reason": "a custom simulator (time-varying fabric)"}
+    if priority is not None or split_allreduce is not None:
+        return {"status": "off", "reason": "priorities / split all-reduce (epoch engine)"}
+    return dict(sim.reduction) if sim.reduction is not None else {"status": "off"}
+
+
 def simulate_iteration(
     workload: Workload,
     fabric: Fabric,
@@ -1258,6 +1272,7 @@ def simulate_iteration(
     exposed_by_class: bool = True,
     record_series: bool = False,
     aggregate: bool = True,
+    reduction: bool = False,
     max_refills: int | None = None,
     compute_s: float | None = None,
     schedule: str | None = None,
@@ -1302,6 +1317,15 @@ def simulate_iteration(
         servers in an all-to-all) as one flow with a multiplicity
         (:func:`topoopt.flowsim.network.simulate_builder`): exact, only faster. ``sim`` is per
         flow either way; ``info["simulated_flows"]`` counts what the event loop ran.
+    reduction : bool
+        Simulate through the symmetry quotient (:mod:`topoopt.flowsim.symmetry`: one
+        representative per class of interchangeable flows and links, found by colour
+        refinement, checked exactly, expanded back per flow): the same result up to rounding.
+        ``info["reduction"]`` says what it found (``status`` ``on``/``off``, classes, flows
+        before and after) or why it is off. Not used with ``simulator``, ``priority`` or
+        ``split_allreduce`` (``off`` with that reason). Off by default: exact, but at 2,048
+        GPUs its colour refinement still costs more than the smaller simulation saves
+        (``benchmarks/bench_scale.py --cases gpt3``).
     max_refills : int, optional
         Work limit shared by the iteration's simulations (with compute, compute alone, one per
         class): :class:`~topoopt.flowsim.simulator.WorkLimitExceeded` once they need more
@@ -1405,6 +1429,7 @@ def simulate_iteration(
             workload, net, gpu, bucket_bytes, algorithm, mode, schedule, max_buckets
         )
         model.aggregate = aggregate
+        model.reduction = reduction
         if max_flows is not None:
             n_built = model.n_flows()
             if n_built > max_flows:
@@ -1414,6 +1439,8 @@ def simulate_iteration(
 
     if not isinstance(aggregate, bool):
         raise InputError("aggregate", aggregate, "True or False")
+    if not isinstance(reduction, bool):
+        raise InputError("reduction", reduction, "True or False")
 
     used = [0]  # sub-flow re-fills of the simulations so far (their work)
 
@@ -1430,8 +1457,9 @@ def simulate_iteration(
                 )  # fmt: skip
             else:
                 sim = simulate_builder(
-                    fb, aggregate=aggregate, record_series=series, max_refills=limit
-                )
+                    fb, aggregate=aggregate, record_series=series, max_refills=limit,
+                    reduction=reduction,
+                )  # fmt: skip
         except WorkLimitExceeded as e:  # report the work of all the simulations so far
             raise WorkLimitExceeded(used[0] + e.refills, max_refills) from None
         used[0] += sim.refills
@@ -1445,6 +1473,7 @@ def simulate_iteration(
             workload, net, gpu, bucket_bytes, algorithm, mode, "1f1b", max_buckets
         )
         model.aggregate = aggregate
+        model.reduction = reduction
         plain = run((), record_series)
         eager_facts = {"eager_1f1b_s": float(sim.makespan), "1f1b_s": float(plain[0].makespan)}
         if plain[0].makespan < sim.makespan:
@@ -1491,6 +1520,7 @@ def simulate_iteration(
         "refills": int(used[0]),
         "merge_factors": uniq,
         "merge_exact": len(uniq) <= 1,
+        "reduction": _reduction_info(sim, reduction, simulator, priority, split_allreduce),
         "algorithm": algorithm,
         "mode": mode,
         "gpu": gpu.name,

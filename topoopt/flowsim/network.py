@@ -59,6 +59,7 @@ from topoopt.flowsim.flowset import (
     identical_classes,
 )
 from topoopt.flowsim.simulator import SimResult, expand_classes, simulate
+from topoopt.flowsim.symmetry import simulate_reduced
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 from traffic.limits import check_memory
@@ -518,6 +519,7 @@ def simulate_builder(
     record_series: bool = True,
     start=0.0,
     max_refills: int | None = None,
+    reduction: bool = False,
 ) -> SimResult:
     """Simulate every flow of a :class:`FlowBuilder`, per builder flow id.
 
@@ -525,6 +527,9 @@ def simulate_builder(
     (:meth:`FlowBuilder.build_classes`) and the result is expanded back to every flow
     (:func:`topoopt.flowsim.simulator.expand_classes`): the same result as without, up to
     rounding. ``max_refills``: the work limit of :func:`topoopt.flowsim.simulator.simulate`.
+    With ``reduction``, the (aggregated) flows are simulated through their symmetry quotient
+    (:func:`topoopt.flowsim.symmetry.simulate_reduced`; exact, ``SimResult.reduction`` says
+    what it found).
 
     Examples
     --------
@@ -537,8 +542,11 @@ def simulate_builder(
     """
     if not isinstance(aggregate, bool):
         raise InputError("aggregate", aggregate, "True or False")
+    if not isinstance(reduction, bool):
+        raise InputError("reduction", reduction, "True or False")
+    run = simulate_reduced if reduction else simulate
     if not aggregate:
-        return simulate(builder.build(start), record_series=record_series, max_refills=max_refills)
+        return run(builder.build(start), record_series=record_series, max_refills=max_refills)
     flows, class_of = builder.build_classes(start)
-    sim = simulate(flows, record_series=record_series, max_refills=max_refills)
+    sim = run(flows, record_series=record_series, max_refills=max_refills)
     return expand_classes(sim, flows, class_of)

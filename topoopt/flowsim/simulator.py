@@ -150,6 +150,10 @@ class SimResult:
     refills : int
         Sub-flow rates recomputed over all events (the re-fills; a measure of the work done,
         at least the number of rate changes). -1 when not recorded.
+    reduction : dict, optional
+        How the symmetry reduction went when the run went through it
+        (:func:`topoopt.flowsim.symmetry.simulate_reduced`: ``status`` ``on``/``off``, the
+        classes found, ``reason`` when off); ``None`` when it was not asked for.
     """
 
     start: np.ndarray
@@ -167,6 +171,7 @@ class SimResult:
     fill_rounds: int
     simulated_flows: int = -1
     refills: int = -1
+    reduction: dict | None = None
 
     def link_load(self, link: int) -> tuple[np.ndarray, np.ndarray]:
         """Piecewise-constant load of one link: ``(times, loads)``; the load is ``loads[i]``
@@ -206,6 +211,8 @@ def simulate(
     rtol: float = 1e-12,
     record_series: bool = True,
     max_refills: int | None = None,
+    incidence_multiplicity: np.ndarray | None = None,
+    path_latency: np.ndarray | None = None,
 ) -> SimResult:
     """Simulate a :class:`FlowSet` under max-min fair sharing (semantics in the module docstring).
 
@@ -220,6 +227,14 @@ def simulate(
     max_refills : int, optional
         Work limit: raise :class:`WorkLimitExceeded` as soon as more sub-flow re-fills than this
         are needed (deterministic, unlike a time limit).
+    incidence_multiplicity : numpy.ndarray, optional
+        ``int64`` per entry of ``flows.path_links``: how many times the sub-flow counts on that
+        link (default: its flow's multiplicity on every link). A symmetry quotient
+        (:mod:`topoopt.flowsim.symmetry`) counts, on a representative link, the members of a
+        class of sub-flows crossing each link of its class. ``link_bytes`` and loads follow it.
+    path_latency : numpy.ndarray, optional
+        ``float64 (P,)``: latency added to each sub-flow (default: the sum over its links; a
+        quotient path stands for paths crossing some link classes more than once).
 
     Returns
     -------
@@ -245,7 +260,17 @@ def simulate(
     if fs.path_links.shape[0] >= 2**31:  # the kernel's slot and list indices are int32
         raise InputError("flows.paths", fs.path_links.shape[0], "fewer than 2**31 link entries")
     rdep_ptr, rdep = fs.dependents()
-    plat = fs.path_latency()
+    plat = fs.path_latency() if path_latency is None else np.asarray(path_latency, np.float64)
+    if incidence_multiplicity is None:
+        emult = np.repeat(fs.path_multiplicity(), np.diff(fs.path_ptr))
+    else:
+        emult = np.ascontiguousarray(incidence_multiplicity, np.int64).reshape(-1)
+        if emult.shape != fs.path_links.shape or (emult.size and emult.min() < 1):
+            raise InputError(
+                "incidence_multiplicity", emult.shape, f"{fs.path_links.shape[0]} integers >= 1"
+            )
+    if plat.shape != (fs.n_paths,):
+        raise InputError("path_latency", plat.shape, f"shape ({fs.n_paths},)")
     # room per link for the list of its active sub-flows
     lp_ptr = np.zeros(fs.n_links + 1, np.int64)
     np.cumsum(np.bincount(fs.path_links, minlength=fs.n_links), out=lp_ptr[1:])
@@ -265,7 +290,7 @@ def simulate(
         lp_ptr,
         float(rtol),
         bool(record_series),
-        fs.path_multiplicity(),
+        emult,
         limit,
         ROW_SPACE,
     )
@@ -274,7 +299,7 @@ def simulate(
         raise WorkLimitExceeded(refills, limit)
     link_bytes = np.bincount(
         fs.path_links,
-        weights=np.repeat(fs.path_bytes() * fs.path_multiplicity(), np.diff(fs.path_ptr)),
+        weights=np.repeat(fs.path_bytes(), np.diff(fs.path_ptr)) * emult,
         minlength=fs.n_links,
     )
     return SimResult(
@@ -334,4 +359,5 @@ def expand_classes(result: SimResult, flows: FlowSet, class_of: np.ndarray) -> S
         fill_rounds=result.fill_rounds,
         simulated_flows=result.simulated_flows,
         refills=result.refills,
+        reduction=result.reduction,
     )

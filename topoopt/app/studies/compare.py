@@ -105,7 +105,6 @@ __all__ = [
     "build_fabric",
     "compare",
     "cost_columns",
-    "leaf_hosts",
     "switched_clos",
     "torus_dims",
 ]
@@ -244,16 +243,6 @@ def _factorisations(n: int, k: int):
         if n % f == 0:
             for rest in _factorisations(n // f, k - 1):
                 yield (f, *rest)
-
-
-def leaf_hosts(servers: int) -> int:
-    """Servers per leaf switch of the compared leaf-spines: 16, or half the servers when fewer,
-    so that traffic crosses the spine (and an oversubscription bites) at every cluster size.
-
-    >>> leaf_hosts(128), leaf_hosts(16), leaf_hosts(3)
-    (16, 8, 2)
-    """
-    return max(2, min(16, servers // 2))
 
 
 def switched_clos(

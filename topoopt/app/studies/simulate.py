@@ -32,6 +32,7 @@ def simulate_plan(
     priority: str | None = None,
     split_allreduce: float | None = None,
     gpu: str | None = None,
+    reduction: bool = False,
 ) -> dict[str, Any]:
     """Simulate ``plan`` on a design file or a fabric kind.
 
@@ -59,6 +60,8 @@ def simulate_plan(
         GPU it modelled and what it predicts (``gpu``, ``gpu_peak_tflops``, ``efficiency``,
         ``model_flops_per_iteration``, ``tflops_per_gpu``, ``mfu``:
         :func:`~topoopt.flowsim.roofline.throughput_facts`).
+        ``reduction``: what the symmetry reduction found (``status`` ``on``/``off``, classes,
+        flows before and after, ``reason`` when off); ``reduction=False`` runs without it.
     """
     if schedule is not None and schedule not in SCHEDULES:
         raise InputError("--schedule", schedule, f"one of {', '.join(SCHEDULES)}")
@@ -126,7 +129,7 @@ def simulate_plan(
         raise InputError("--schedule", schedule, "none for a plan without a pipeline (pp = 1)")
     it = simulate_iteration(
         w, fab, routing=routing, exposed_by_class=True, schedule=schedule, priority=priority,
-        split_allreduce=split_allreduce,
+        split_allreduce=split_allreduce, reduction=reduction,
     )  # fmt: skip
     comm = communication_time(w, fab, routing=routing)
     alone_by_class = {}
@@ -156,5 +159,6 @@ def simulate_plan(
         "comm_alone_s": comm.total_s,
         "comm_alone_s_by_class": alone_by_class,
         **throughput_facts(w, it.iteration_s),
+        "reduction": it.info["reduction"],
         **extra,
     }

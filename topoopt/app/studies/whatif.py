@@ -622,13 +622,11 @@ def _fat_tree_sweep(case: Case, samples: int, seed: int, progress) -> dict[str, 
     run); ``samples`` of the switches whose loss leaves every server connected (drawn with
     ``default_rng(seed)``) are simulated with ECMP on the links that remain.
     """
-    from topoopt.fabrics.fat_tree import fat_tree
+    from topoopt.fabrics.fat_tree import fat_tree, fat_tree_radix
     from topoopt.flowsim.iteration import simulate_iteration
 
     d, n = case.design, case.design.servers
-    k = 2
-    while k**3 // 4 < n:
-        k += 2
+    k = fat_tree_radix(n)
     w = case.workload
     fab = fat_tree(k, n, port_bandwidth=d.degree * d.link_bandwidth,
                    gpus_per_server=w.gpus_per_server)  # fmt: skip

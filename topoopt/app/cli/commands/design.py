@@ -231,8 +231,7 @@ def _hybrid(
 ):
     """The optical layer of a hybrid fabric designed over the given electrical fabric."""
     from solvers import solve_hybrid
-    from topoopt.app.studies.compare import leaf_hosts
-    from topoopt.fabrics.fat_tree import fat_tree, leaf_spine
+    from topoopt.fabrics.fat_tree import fat_tree, fat_tree_radix, leaf_hosts, leaf_spine
 
     n, gps = workload.servers, workload.gpus_per_server
     b_el = gbps_to_bytes_per_s(link_gbps if electrical_gbps is None else electrical_gbps)
@@ -241,11 +240,12 @@ def _hybrid(
             n, oversubscription, leaf_hosts=leaf_hosts(n), port_bandwidth=b_el, gpus_per_server=gps
         )
     else:
-        k = 2
-        while k**3 // 4 < n:
-            k += 2
         elec = fat_tree(
-            k, n, oversubscription=oversubscription, port_bandwidth=b_el, gpus_per_server=gps
+            fat_tree_radix(n),
+            n,
+            oversubscription=oversubscription,
+            port_bandwidth=b_el,
+            gpus_per_server=gps,
         )
 
     def report(incumbent_s: float, bound_s: float) -> None:

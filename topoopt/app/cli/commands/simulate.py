@@ -53,6 +53,10 @@ def simulate_command(
     priority: PriorityOption = None,
     split_allreduce: SplitAllreduceOption = None,
     gpu: GpuOption = None,
+    reduction: Annotated[
+        bool,
+        typer.Option(help="Simulate through the symmetry quotient (exact; not yet faster)"),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
     """Iteration time, communication time and exposed communication, per class."""
@@ -73,6 +77,7 @@ def simulate_command(
         priority=priority,
         split_allreduce=split_allreduce,
         gpu=gpu,
+        reduction=reduction,
     )
     check_finite(res, str(design) if design is not None else plan)  # never a null time
     if as_json:

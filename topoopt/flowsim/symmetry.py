@@ -1,0 +1,435 @@
+"""Symmetry reduction of a :class:`~topoopt.flowsim.flowset.FlowSet`: simulate one representative
+per class of interchangeable flows, sub-flows and links, exactly.
+
+Classes
+-------
+The classes are the *coarsest equitable partition* (colour refinement) of flows, sub-flows (paths)
+and links that refines their own data:
+
+- links start coloured by ``(capacity, latency)``, sub-flows by their weight, flows by
+  ``(size, start, multiplicity)``;
+- a link's next colour adds the multiset of the colours of the sub-flows crossing it; a
+  sub-flow's adds its flow's colour and the multiset of its links' colours; a flow's adds the
+  multiset of its sub-flows' colours and the *set* of its dependencies' colours (taken in a
+  topological order, so one pass settles a whole dependency chain:
+  :func:`topoopt.flowsim._kernels.classes_kernel`);
+- repeated until no class splits. Multisets are hashed (sums of seeded random 64-bit words);
+  the result is then *checked exactly* (:func:`is_equitable`), so a hash collision can only turn
+  the reduction off, never make it wrong.
+
+Why simulating the quotient is exact
+------------------------------------
+Equitable means: every link of class ``L`` is crossed by the same number ``d(L, P)`` of sub-flows
+of class ``P`` (members counted with multiplicity), every sub-flow of ``P`` crosses the same
+number ``c(P, L)`` of links of ``L``, the flows of a class have the same sub-flow classes and the
+same dependency classes. By induction over the events (the induction of the multiplicity proof
+in :mod:`topoopt.flowsim.simulator`): if the active sub-flows are a union of classes, all
+members of a class having one rate, then during progressive filling every link of ``L`` carries
+``sum_P d(L, P) r_P`` and fills at the same level, and a sub-flow of ``P`` freezes when one of
+its links does, as every member of ``P`` does (they cross the same link classes): all members
+of a class keep one rate. Members have equal bytes (same weight, same flow size) and equal
+release times (same start, same dependency classes, whose members finish together by
+induction), so they finish together, and their paths have equal latency (``sum_L c(P, L)
+lat_L``). The max-min allocation is unique, so the unreduced simulation computes exactly these
+rates. The quotient has one link per link class (its capacity and latency), one sub-flow per
+sub-flow class, counting ``d(L, P)`` times on link ``L`` (per-incidence multiplicity), and one
+flow per flow class: the same fillings, the same events, per member.
+
+Where symmetry breaks (an irregular design, a failed link, a non-uniform all-to-all) the
+refinement splits the classes that stop being interchangeable: the reduction coarsens by itself,
+down to one flow per class (then it is off: nothing to gain).
+
+Examples
+--------
+Four equal flows between four servers in a ring, one per link:
+
+>>> from topoopt.flowsim.flowset import FlowSet
+>>> fs = FlowSet.single_path([10.0] * 4, [0.0] * 4, size=[5.0] * 4, start=[0.0] * 4,
+...                          paths=[[0], [1], [2], [3]])
+>>> red = reduce_flows(fs)
+>>> red.info["status"], red.flows.n_flows, red.flows.n_links
+('on', 1, 1)
+>>> simulate_reduced(fs).finish.tolist()
+[0.5, 0.5, 0.5, 0.5]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from topoopt.csr import gather_rows
+from topoopt.flowsim._kernels import classes_kernel
+from topoopt.flowsim.flowset import FlowSet, class_dependencies, class_representatives
+from topoopt.flowsim.simulator import SimResult, simulate
+
+__all__ = [
+    "Partition",
+    "Reduction",
+    "equitable_partition",
+    "expand_reduced",
+    "is_equitable",
+    "reduce_flows",
+    "simulate_reduced",
+]
+
+MAX_ROUNDS = 200
+"""Refinement rounds before giving up (each round splits at least one class; the number of
+rounds is about the diameter of the flow-link incidence, a handful on real fabrics)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Partition:
+    """Classes of flows, sub-flows and links (``int64``, numbered ``0 ..`` by first member)."""
+
+    flow: np.ndarray
+    path: np.ndarray
+    link: np.ndarray
+    rounds: int
+
+    @property
+    def n_flow_classes(self) -> int:
+        return int(self.flow.max()) + 1 if self.flow.size else 0
+
+    @property
+    def n_path_classes(self) -> int:
+        return int(self.path.max()) + 1 if self.path.size else 0
+
+    @property
+    def n_link_classes(self) -> int:
+        return int(self.link.max()) + 1 if self.link.size else 0
+
+
+@dataclass(frozen=True, eq=False)
+class Reduction:
+    """A quotient :class:`FlowSet` and how to map its results back.
+
+    ``flows`` is the quotient (flow ``F`` for flow class ``F``, link ``L`` for link class ``L``),
+    ``emult`` its per-incidence multiplicity and ``plat`` its paths' latencies (arguments of
+    :func:`topoopt.flowsim.simulator.simulate`); ``qpath[P]`` is the quotient sub-flow of
+    sub-flow class ``P``. ``info`` is what the JSON reports (``status`` ``on`` or ``off``,
+    ``reason`` when off, class and element counts).
+    """
+
+    partition: Partition | None
+    flows: FlowSet | None
+    emult: np.ndarray | None
+    plat: np.ndarray | None
+    qpath: np.ndarray | None
+    info: dict = field(default_factory=dict)
+
+
+def _dense(*cols: np.ndarray) -> np.ndarray:
+    """Class ids ``0..`` (numbered by first occurrence) of the rows of the given columns, by a
+    64-bit hash of each row (a collision can only merge classes, which :func:`is_equitable`
+    then rejects unless the merged partition is still equitable, hence still exact)."""
+    n = cols[0].shape[0]
+    if n == 0:
+        return np.zeros(0, np.int64)
+    h = np.full(n, 0x243F6A8885A308D3, np.uint64)
+    with np.errstate(over="ignore"):
+        for c in cols:
+            h ^= np.ascontiguousarray(c).view(np.uint64)
+            h *= np.uint64(0x9E3779B97F4A7C15)
+            h ^= h >> np.uint64(31)
+            h *= np.uint64(0xBF58476D1CE4E5B9)
+            h ^= h >> np.uint64(29)
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    rank = np.empty(first.shape[0], np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.shape[0])
+    return rank[inv.reshape(-1)]
+
+
+def _multiset_hash(owner_ptr: np.ndarray, items: np.ndarray, colour: np.ndarray, words):
+    """Per row of the CSR ``(owner_ptr, items)``: the wrapping sum of ``words[colour[item]]``
+    (a hash of the multiset of the items' colours; empty rows hash to 0)."""
+    n = owner_ptr.shape[0] - 1
+    out = np.zeros(n, np.uint64)
+    if items.shape[0] == 0:
+        return out
+    vals = words[colour[items]]
+    nz = np.flatnonzero(np.diff(owner_ptr) > 0)
+    out[nz] = np.add.reduceat(vals, owner_ptr[:-1][nz])
+    return out
+
+
+def _csr_by(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(ptr, order)``: the positions of ``keys`` grouped by key value ``0..n-1``."""
+    order = np.argsort(keys, kind="stable")
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
+    return ptr, order
+
+
+def equitable_partition(fs: FlowSet, *, seed: int = 0, max_rounds: int = MAX_ROUNDS):
+    """The coarsest equitable partition of ``fs``'s flows, sub-flows and links (module
+    docstring), by colour refinement; ``None`` if it did not settle in ``max_rounds`` rounds.
+
+    Examples
+    --------
+    Two flows on two parallel links, and a third on a link of its own with twice the capacity:
+
+    >>> fs = FlowSet.single_path([1.0, 1.0, 2.0], [0.0] * 3, size=[1.0] * 3, start=[0.0] * 3,
+    ...                          paths=[[0], [1], [2]])
+    >>> part = equitable_partition(fs)
+    >>> part.flow.tolist(), part.link.tolist()
+    ([0, 0, 1], [0, 0, 1])
+    """
+    rng = np.random.default_rng(seed)
+    n_f, n_p, n_l = fs.n_flows, fs.n_paths, fs.n_links
+    path_flow = fs.path_flow()
+    inc_path = np.repeat(np.arange(n_p, dtype=np.int64), np.diff(fs.path_ptr))
+    l_ptr, l_order = _csr_by(fs.path_links, n_l)
+    link_paths = inc_path[l_order]  # sub-flows crossing each link, CSR l_ptr
+    flow_paths = np.arange(n_p, dtype=np.int64)  # CSR flow_ptr
+    owner = np.repeat(np.arange(n_f, dtype=np.int64), np.diff(fs.dep_ptr))
+    rptr, rorder = _csr_by(fs.deps, n_f)
+    rflows = owner[rorder]
+
+    lc = _dense(fs.capacity, fs.latency)
+    pc = _dense(fs.weight)
+    fc = _dense(fs.size, fs.start, fs.multiplicity)
+    counts = (-1, -1, -1)
+    for rounds in range(1, max_rounds + 1):
+        n_words = max(int(max(lc.max(initial=0), pc.max(initial=0), fc.max(initial=0))) + 1, 1)
+        words = rng.integers(0, 2**63, size=(3, n_words), dtype=np.uint64)
+        words |= np.uint64(1)
+        h_lp = _multiset_hash(l_ptr, link_paths, pc, words[0])
+        h_pl = _multiset_hash(fs.path_ptr, fs.path_links, lc, words[1])
+        h_fp = _multiset_hash(fs.flow_ptr, flow_paths, pc, words[2])
+        new_l = _dense(lc, h_lp)
+        new_p = _dense(pc, fc[path_flow], h_pl)
+        base = np.column_stack([fc, h_fp.view(np.int64)])
+        cls, visited = classes_kernel(base, fs.dep_ptr, fs.deps, rptr, rflows)
+        if visited < n_f:
+            return None
+        new_f = _dense(cls)
+        lc, pc, fc = new_l, new_p, new_f
+        now = (
+            int(lc.max(initial=-1)) + 1,
+            int(pc.max(initial=-1)) + 1,
+            int(fc.max(initial=-1)) + 1,
+        )
+        if now == counts:
+            return Partition(flow=fc, path=pc, link=lc, rounds=rounds)
+        counts = now
+    return None
+
+
+def _uniform_counts(u_class, u_of, v_class_of, n_u, n_uc) -> bool:
+    """Every element ``u`` of one class meets each class of ``v`` equally often: the pairs
+    ``(u_of[k], v_class_of[k])`` counted per ``u``, the same table for every member."""
+    n_vc = int(v_class_of.max()) + 1 if v_class_of.size else 1
+    key, cnt = np.unique(u_of * n_vc + v_class_of, return_counts=True)
+    if key.shape[0] == 0:
+        return True
+    u = key // n_vc
+    pair = u_class[u] * n_vc + key % n_vc
+    order = np.lexsort((cnt, pair))
+    pair, cnt = pair[order], cnt[order]
+    same = pair[1:] == pair[:-1]
+    if np.any(same & (cnt[1:] != cnt[:-1])):
+        return False  # two members of a class meet a v-class a different number of times
+    upair, members = np.unique(pair, return_counts=True)
+    size = np.bincount(u_class, minlength=n_uc)
+    return bool(np.all(members == size[upair // n_vc]))
+
+
+def is_equitable(fs: FlowSet, part: Partition) -> bool:
+    """Check exactly that ``part`` is an equitable partition of ``fs`` that keeps its data:
+    equal capacity and latency per link class, weight per sub-flow class, size, start and
+    multiplicity per flow class; each sub-flow class inside one flow class; equal counts of
+    each link class per sub-flow and of each sub-flow class per link (multiplicity counted), of
+    each sub-flow class per flow; the same set of dependency classes per flow class.
+
+    Examples
+    --------
+    >>> fs = FlowSet.single_path([1.0, 1.0], [0.0] * 2, size=[1.0, 2.0], start=[0.0] * 2,
+    ...                          paths=[[0], [1]])
+    >>> is_equitable(fs, Partition(np.array([0, 0]), np.array([0, 0]), np.array([0, 0]), 0))
+    False
+    """
+    f, p, lk = part.flow, part.path, part.link
+    if f.shape != (fs.n_flows,) or p.shape != (fs.n_paths,) or lk.shape != (fs.n_links,):
+        return False
+    n_fc, n_pc, n_lc = part.n_flow_classes, part.n_path_classes, part.n_link_classes
+
+    def constant(cls, n_c, *vals) -> bool:
+        rep = class_representatives(cls, n_c)
+        return all(np.array_equal(v, v[rep][cls]) for v in vals)
+
+    path_flow = fs.path_flow()
+    if not (
+        constant(lk, n_lc, fs.capacity, fs.latency)
+        and constant(p, n_pc, fs.weight, f[path_flow])
+        and constant(f, n_fc, fs.size, fs.start, fs.multiplicity)
+    ):
+        return False
+    inc_path = np.repeat(np.arange(fs.n_paths, dtype=np.int64), np.diff(fs.path_ptr))
+    if fs.path_links.size:
+        if not _uniform_counts(p, inc_path, lk[fs.path_links], fs.n_paths, n_pc):
+            return False
+        # per link, sub-flow classes counted with their multiplicity: repeat the entries
+        mult = fs.multiplicity[path_flow][inc_path]
+        links_rep = np.repeat(fs.path_links, mult)
+        if not _uniform_counts(lk, links_rep, np.repeat(p[inc_path], mult), fs.n_links, n_lc):
+            return False
+        unused = np.bincount(fs.path_links, minlength=fs.n_links) == 0
+        if not constant(lk, n_lc, unused):
+            return False
+    if fs.n_paths and not _uniform_counts(f, path_flow, p, fs.n_flows, n_fc):
+        return False
+    owner = np.repeat(np.arange(fs.n_flows, dtype=np.int64), np.diff(fs.dep_ptr))
+    if fs.deps.size:
+        # the set of dependency classes: deduplicate (flow, class) pairs first
+        n_c = max(n_fc, 1)
+        key = np.unique(owner * n_c + f[fs.deps])
+        if not _uniform_counts(f, key // n_c, key % n_c, fs.n_flows, n_fc):
+            return False
+    has_deps = np.diff(fs.dep_ptr) > 0
+    return constant(f, n_fc, has_deps)
+
+
+def reduce_flows(fs: FlowSet, *, seed: int = 0) -> Reduction:
+    """The symmetry quotient of ``fs`` (module docstring), or an ``off`` :class:`Reduction`
+    saying why (no symmetry, the refinement did not settle, the check failed).
+
+    Examples
+    --------
+    >>> fs = FlowSet.single_path([1.0, 1.0], [0.0] * 2, size=[1.0, 2.0], start=[0.0] * 2,
+    ...                          paths=[[0], [1]])
+    >>> reduce_flows(fs).info["status"], reduce_flows(fs).info["reason"]
+    ('off', 'no symmetry: every flow is its own class')
+    """
+    base = {"flows": fs.n_flows, "paths": fs.n_paths, "links": fs.n_links}
+    if fs.n_flows == 0:
+        return Reduction(None, None, None, None, None, {"status": "off", "reason": "no flows"})
+    part = equitable_partition(fs, seed=seed)
+    if part is None:
+        info = {"status": "off", "reason": f"refinement did not settle in {MAX_ROUNDS} rounds"}
+        return Reduction(None, None, None, None, None, {**info, **base})
+    counts = {
+        "flow_classes": part.n_flow_classes,
+        "path_classes": part.n_path_classes,
+        "link_classes": part.n_link_classes,
+        "rounds": part.rounds,
+    }
+    if part.n_flow_classes == fs.n_flows and part.n_path_classes == fs.n_paths:
+        info = {"status": "off", "reason": "no symmetry: every flow is its own class"}
+        return Reduction(part, None, None, None, None, {**info, **base, **counts})
+    if not is_equitable(fs, part):
+        info = {"status": "off", "reason": "classes failed the exact equitability check"}
+        return Reduction(part, None, None, None, None, {**info, **base, **counts})
+    q, emult, plat, qpath = _quotient(fs, part)
+    info = {"status": "on", **base, **counts}
+    return Reduction(part, q, emult, plat, qpath, info)
+
+
+def _quotient(fs: FlowSet, part: Partition):
+    """The quotient FlowSet, its per-incidence multiplicity, path latencies and the quotient
+    sub-flow of every sub-flow class."""
+    n_fc, n_pc, n_lc = part.n_flow_classes, part.n_path_classes, part.n_link_classes
+    path_flow = fs.path_flow()
+    rep_l = class_representatives(part.link, n_lc)
+    rep_f = class_representatives(part.flow, n_fc)
+    rep_p = class_representatives(part.path, n_pc)
+    # quotient sub-flows in the order of their flow class (then class number)
+    p_fc = part.flow[path_flow[rep_p]]
+    order = np.lexsort((np.arange(n_pc), p_fc))
+    qpath = np.empty(n_pc, np.int64)
+    qpath[order] = np.arange(n_pc)
+    flow_ptr = np.zeros(n_fc + 1, np.int64)
+    np.cumsum(np.bincount(p_fc, minlength=n_fc), out=flow_ptr[1:])
+    # incidences per (sub-flow class, link class), members counted with multiplicity, per link
+    inc_path = np.repeat(np.arange(fs.n_paths, dtype=np.int64), np.diff(fs.path_ptr))
+    mult = fs.multiplicity[path_flow][inc_path]
+    key = qpath[part.path[inc_path]] * n_lc + part.link[fs.path_links]
+    ukey, inv = np.unique(key, return_inverse=True)
+    total = np.bincount(inv.reshape(-1), weights=mult, minlength=ukey.shape[0])
+    total = np.rint(total).astype(np.int64)
+    lsize = np.bincount(part.link, minlength=n_lc)
+    ql = ukey % n_lc
+    emult = total // lsize[ql]  # exact: equitable (checked)
+    qp = ukey // n_lc
+    path_ptr = np.zeros(n_pc + 1, np.int64)
+    np.cumsum(np.bincount(qp, minlength=n_pc), out=path_ptr[1:])
+    w = fs.weight[rep_p[order]]
+    wsum = np.add.reduceat(w, flow_ptr[:-1])
+    qfc = p_fc[order]
+    dep_ptr, deps = class_dependencies(part.flow, rep_f, fs.dep_ptr, fs.deps)
+    q = FlowSet(
+        capacity=fs.capacity[rep_l],
+        latency=fs.latency[rep_l],
+        size=fs.size[rep_f] * wsum,
+        start=fs.start[rep_f],
+        flow_ptr=flow_ptr,
+        path_ptr=path_ptr,
+        path_links=ql,
+        weight=w / wsum[qfc],
+        dep_ptr=dep_ptr,
+        deps=deps,
+    )
+    plat = fs.path_latency()[rep_p[order]]
+    return q, emult, plat, qpath
+
+
+def expand_reduced(result: SimResult, fs: FlowSet, red: Reduction) -> SimResult:
+    """The result of simulating ``red.flows`` for every flow, sub-flow and link of ``fs``.
+
+    Link loads of a representative link are each member link's; the change log lists every
+    member link, sorted by time then link.
+    """
+    part = red.partition
+    qp = red.qpath[part.path]
+    lptr, lorder = _csr_by(part.link, part.n_link_classes)
+    sel = gather_rows(lptr, result.series_link)
+    counts = np.diff(lptr)[result.series_link]
+    s_time = np.repeat(result.series_time, counts)
+    s_link = lorder[sel]
+    s_load = np.repeat(result.series_load, counts)
+    o = np.lexsort((s_link, s_time))
+    return SimResult(
+        start=result.start[part.flow],
+        finish=result.finish[part.flow],
+        path_start=result.path_start[qp],
+        path_last_byte=result.path_last_byte[qp],
+        path_finish=result.path_finish[qp],
+        link_bytes=result.link_bytes[part.link],
+        capacity=fs.capacity,
+        series_time=s_time[o],
+        series_link=s_link[o],
+        series_load=s_load[o],
+        makespan=result.makespan,
+        n_events=result.n_events,
+        fill_rounds=result.fill_rounds,
+        simulated_flows=result.simulated_flows,
+        refills=result.refills,
+        reduction=dict(red.info),
+    )
+
+
+def simulate_reduced(
+    fs: FlowSet,
+    *,
+    rtol: float = 1e-12,
+    record_series: bool = True,
+    max_refills: int | None = None,
+    reduction: Reduction | None = None,
+) -> SimResult:
+    """:func:`~topoopt.flowsim.simulator.simulate` through the symmetry quotient
+    (:func:`reduce_flows`; the plain simulation when the reduction is off): the same result per
+    flow, sub-flow and link, up to rounding."""
+    red = reduce_flows(fs) if reduction is None else reduction
+    if red.flows is None:
+        res = simulate(fs, rtol=rtol, record_series=record_series, max_refills=max_refills)
+        return replace(res, reduction=dict(red.info))
+    res = simulate(
+        red.flows,
+        rtol=rtol,
+        record_series=record_series,
+        max_refills=max_refills,
+        incidence_multiplicity=red.emult,
+        path_latency=red.plat,
+    )
+    return expand_reduced(res, fs, red)
