@@ -140,6 +140,8 @@ def ocs_spine_shape(
     if s < 1:
         raise InputError("ports_per_server", p, f"at most {radix // 2} on a {radix}-port leaf")
     leaves = math.ceil(n / s)
+    if leaves < 2:
+        raise InputError("servers", n, f"more than {s} (one leaf holds them: no spine to replace)")
     if pods is None:
         pods = max(2, math.ceil(leaves / (radix // 2)))
     pods = check_int("pods", pods)

@@ -42,8 +42,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, RootModel
 
 from traffic.errors import InputError
 
@@ -89,7 +88,11 @@ RTOL = 0.02
 class _JobEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     plan: str = Field(min_length=1)
-    weight: PositiveFloat = 1.0
+    weight: PositiveFloat = Field(1.0, allow_inf_nan=False)
+
+
+class _JobsFile(RootModel[list[_JobEntry]]):
+    root: list[_JobEntry] = Field(min_length=1)
 
 
 @dataclass(frozen=True)
@@ -122,32 +125,23 @@ def load_jobs(source: str | Path) -> list[Job]:
     InputError
         One line naming the field (``jobs[i].plan``, ``jobs[i].weight``, ...).
     """
+    from traffic.decode import load_document, validate
+
     path = Path(source)
-    if path.suffix.lower() in (".yaml", ".yml") and path.is_file():
-        try:
-            data = yaml.safe_load(path.read_text())
-        except (yaml.YAMLError, UnicodeDecodeError) as e:
-            why = f"a readable YAML file ({type(e).__name__})"
-            raise InputError("JOBS", str(source), why) from None
+    if path.suffix.lower() in (".yaml", ".yml", ".json") and path.is_file():
+        data = load_document(path, "jobs file")
         if isinstance(data, list):
-            if not data:
-                raise InputError("jobs", "[]", "a non-empty list of {plan, weight}")
+            entries = validate(_JobsFile, data, str(path)).root
             jobs = []
-            for i, item in enumerate(data):
-                if not isinstance(item, dict):
-                    raise InputError(f"jobs[{i}]", repr(item)[:60], "a mapping {plan, weight}")
-                try:
-                    e = _JobEntry.model_validate(item)
-                except ValidationError as err:
-                    first = err.errors()[0]
-                    loc = ".".join(str(x) for x in first["loc"]) or "entry"
-                    got = first.get("input")
-                    got = "missing" if first["type"] == "missing" else repr(got)[:60]
-                    raise InputError(f"jobs[{i}].{loc}", got, first["msg"]) from None
-                ref = e.plan
-                local = path.parent / ref
-                src = str(local) if local.suffix.lower() in (".yaml", ".yml", ".json") else ref
-                jobs.append(Job(Path(ref).stem, _plan(src, f"jobs[{i}].plan"), e.weight))
+            for i, e in enumerate(entries):
+                local = path.parent / e.plan
+                suffix = local.suffix.lower() in (".yaml", ".yml", ".json")
+                src = str(local) if suffix else e.plan
+                jobs.append(Job(Path(e.plan).stem, _plan(src, f"jobs[{i}].plan"), e.weight))
+            names = [j.name for j in jobs]
+            dup = next((n for n in names if names.count(n) > 1), None)
+            if dup is not None:
+                raise InputError("jobs.plan", dup, "each plan once (give it a weight instead)")
             return jobs
     plan = _plan(str(source), "JOBS")
     return [Job(Path(str(source)).stem, plan, 1.0)]
