@@ -67,6 +67,8 @@ _DESIGN = ("design", _PLAN, "--degree", "2", "--solver", "topoopt", "--prewired"
 _SIM_KEYS = ("iteration_s", "compute_s", "comm_s", "exposed_comm_s")
 _CLUSTER = ("cluster", "--servers", "8", "--degree", "2", "--json")
 _CLUSTER_ARR = ("cluster", str(SEEDS / "cluster-jobs.yaml"), *_CLUSTER[1:], "--arrivals", "{}")
+_ADVISE = ("advise", "{}", "--gpus", "16", "--degree", "4", "--link-gbps", "100", "--time-limit",
+           "1", "--json")  # fmt: skip
 _FAB_KEYS = ("servers", "capex_usd", "power_w", "bisection_bandwidth")
 
 KINDS = {
@@ -89,6 +91,14 @@ KINDS = {
             "yaml",
             _CLUSTER_ARR,
             ("jobs", "events"),
+        ),
+        Kind(
+            "advise-jobs",
+            "advise-jobs.yaml",
+            ".yaml",
+            "yaml",
+            _ADVISE,
+            ("verdict", "rows", "pareto", "equal_capex", "equal_iteration"),
         ),
         Kind(
             "prices",

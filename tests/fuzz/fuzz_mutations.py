@@ -527,6 +527,21 @@ _CLUSTER_ARRIVALS = [
     ("event extra key", _edit(("events", 0, "note"), "x")),
     ("a jobs file", lambda t: {"jobs": [{"name": "a", "plan": "dlrm"}]}),
 ]
+_ADVISE_JOBS = [
+    ("weight 0", _edit((0, "weight"), 0)),
+    ("weight negative", _edit((0, "weight"), -1.5)),
+    ("weight .inf", _edit((0, "weight"), "@@INF@@")),
+    ("weight a string", _edit((0, "weight"), "2")),
+    ("unknown plan", _edit((0, "plan"), "no-such-plan")),
+    ("missing plan file", _edit((0, "plan"), "missing.yaml")),
+    ("plan a number", _edit((0, "plan"), 7)),
+    ("empty plan", _edit((0, "plan"), "")),
+    ("job without plan", _edit((0,), {"weight": 1.0})),
+    ("job extra key", _edit((0, "gpus"), 4)),
+    ("job a string", _edit((0,), "dlrm")),
+    ("no jobs", lambda t: []),
+    ("same plan twice", lambda t: [t[0], t[0]]),
+]
 TARGETED: dict[str, list[tuple[str, Edit]]] = {
     "design": _DESIGN,
     "design-hybrid": _HYBRID,
@@ -540,6 +555,7 @@ TARGETED: dict[str, list[tuple[str, Edit]]] = {
     "prices": _PRICES,
     "cluster-jobs": _CLUSTER_JOBS,
     "cluster-arrivals": _CLUSTER_ARRIVALS,
+    "advise-jobs": _ADVISE_JOBS,
 }
 """Per kind: known-wrong edits of the decoded seed (every one must end in exit 2)."""
 

@@ -10,7 +10,8 @@ Counting rules (per fabric, from its arrays):
 - a fibre cable (electrical fabric): one fibre and a transceiver at each end, per member;
   a copper cable: one ``copper_cable``, no transceivers;
 - optical layer: every optical server port has one transceiver and one fibre to its device;
-  every OCS / patch-panel port is counted.
+  so has each end of a circuit between two switches (an OCS spine,
+  :mod:`topoopt.fabrics.ocs_spine`); every OCS / patch-panel port is counted.
 
 Capex and power are ``sum(count * unit price)`` with unit prices from :class:`PriceTable`, and
 split by component (:data:`COMPONENTS`: ``nic``, ``transceiver``, ``switch``, ``cable``, ``ocs``,
@@ -268,8 +269,21 @@ def bill_of_materials(fabric: Fabric) -> dict[str, int]:
         add(f"{nic}_{sp}", opt_ports)
         add(f"transceiver_{sp}", opt_ports)
         add("fibre", opt_ports)
-    # cables of the electrical (non-circuit) layer: the first direction of each cable
+    # circuits between two switches (an OCS spine): each end is a switch port with one
+    # transceiver and one fibre to its OCS port
     first = np.arange(0, fabric.n_links, 2)
+    sw_opt = first[fabric.link_kind[first] == "optical"]
+    sw_opt = sw_opt[
+        (fabric.node_kind[fabric.src[sw_opt]] == "switch")
+        & (fabric.node_kind[fabric.dst[sw_opt]] == "switch")
+    ]
+    if sw_opt.size:
+        per_o = fabric.capacity[sw_opt] / fabric.multiplicity[sw_opt]
+        m_o = fabric.multiplicity[sw_opt]
+        for bw in np.unique(per_o):
+            add(f"transceiver_{_speed_label(_gbps(bw))}", 2 * m_o[per_o == bw].sum())
+        add("fibre", 2 * m_o.sum())
+    # cables of the electrical (non-circuit) layer: the first direction of each cable
     first = first[fabric.link_kind[first] != "optical"]
     first = first[fabric.link_kind[first] != "intra-server"]
     per = fabric.capacity[first] / fabric.multiplicity[first]

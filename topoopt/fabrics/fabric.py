@@ -9,9 +9,10 @@ Conventions
 - Parallel cables/circuits between the same two nodes are bundled into one cable id whose
   ``multiplicity`` is their number and whose capacity is their summed bandwidth; the physical link
   count is ``multiplicity.sum() / 2`` (each direction carries the multiplicity).
-- An optical circuit between two servers is a link of kind ``"optical"`` between the server nodes;
-  the OCS / patch panel it crosses is transparent to routing and appears as an (unlinked) node that
-  the bill of materials counts.
+- An optical circuit between two servers is a link of kind ``"optical"`` between the server nodes
+  (between two switches on an OCS spine, :mod:`topoopt.fabrics.ocs_spine`); the OCS / patch
+  panel it crosses is transparent to routing and appears as an (unlinked) node that the bill of
+  materials counts.
 - Units: capacity in bytes/s, latency in seconds.
 """
 
@@ -277,9 +278,15 @@ class Fabric:
                 int(ends_o[i]),
                 f"at most its {int(self.server_optical_ports[i])} optical ports",
             )
-        if np.any(ends_o[s:] > 0):
-            i = int(np.flatnonzero(ends_o[s:] > 0)[0]) + s
-            raise InputError(f"fabric.node[{i}]", "optical circuit", "circuits between servers")
+        # a circuit ends at a server or, on an OCS spine, at a switch (a port of the switch)
+        dev = np.flatnonzero((ends_o > 0) & (self.node_kind != "switch"))
+        dev = dev[dev >= s]
+        if dev.size:
+            i = int(dev[0])
+            raise InputError(
+                f"fabric.node[{i}]", "optical circuit", "circuits between servers or switches"
+            )
+        ends_e = ends_e + np.where(self.node_kind == "switch", ends_o, 0)
         over = np.flatnonzero(ends_e[s:] > self.node_ports[s:])
         if over.size:
             i = int(over[0]) + s

@@ -60,6 +60,12 @@ Fabric names (:data:`FABRICS`):
     ``i`` of every server on rail ``i`` (:mod:`topoopt.fabrics.rail`); a server reaches a peer
     over any rail (at server level, the hop over the scale-up fabric to the GPU on the peer's
     rail is not charged).
+``ocs-spine``
+    Jupiter-style (:mod:`topoopt.fabrics.ocs_spine`): pods of leaves and aggregation switches
+    (catalogue switches at ``B``, ``degree`` NICs per server on its leaf) whose aggregation
+    uplinks land on 136-port OCSes instead of spine switches; the pod-to-pod circuits are
+    engineered from the job's pod-level traffic (ring-expanded, :func:`ocs_spine_run`), pairs
+    without a circuit go through a transit pod (shortest-path ECMP).
 ``fat-tree-ina``, ``hybrid-ina``
     ``fat-tree`` and ``hybrid`` whose electrical switches are programmable and aggregate
     all-reduces in the network, ATP-style, with ATP's aggregator memory per switch
@@ -105,6 +111,7 @@ __all__ = [
     "build_fabric",
     "compare",
     "cost_columns",
+    "ocs_spine_run",
     "switched_clos",
     "torus_dims",
 ]
@@ -125,6 +132,7 @@ FABRICS = (
     "hybrid-ina",
     "rail",
     "rail-only",
+    "ocs-spine",
 )
 DESIGNED = ("topoopt", "topoopt-released", "joint")
 
@@ -315,6 +323,43 @@ def switched_clos(
     return run
 
 
+def ocs_spine_run(
+    name: str, workload: Workload, degree: int, link_bandwidth: float, prices=None
+) -> FabricRun:
+    """The cheapest OCS spine (:func:`topoopt.fabrics.ocs_spine.ocs_spine`) of the catalogue's
+    switches at ``link_bandwidth``, its circuits engineered for ``workload``'s pod-level
+    traffic (every demand expanded to ring pair traffic between servers)."""
+    from topoopt.fabrics.cost import load_prices
+    from topoopt.fabrics.ocs_spine import ocs_spine, ocs_spine_shape, pod_demand
+    from traffic.expand import expand
+
+    table = load_prices() if prices is None else prices
+    n, gbps = workload.servers, float(link_bandwidth) * 8.0 / 1e9
+    radixes = sorted({m.radix for m in table.catalogue() if abs(m.gbps - gbps) <= 1e-6 * gbps})
+    matrix = expand(workload, "ring", "server").matrix()
+    best, why = None, None
+    for radix in radixes or [64]:
+        try:
+            sh = ocs_spine_shape(n, radix, ports_per_server=degree)
+        except InputError as e:
+            why = e
+            continue
+        pod_of = np.arange(n) // sh.servers_per_leaf // sh.leaves_per_pod
+        fab = ocs_spine(
+            n, radix, ports_per_server=degree, demand=pod_demand(matrix, pod_of, sh.pods),
+            port_bandwidth=float(link_bandwidth), gpus_per_server=workload.gpus_per_server,
+        )  # fmt: skip
+        capex, power = _price(fab, table)
+        if best is None or capex < best[1]:
+            best = (fab, capex, power, sh)
+    if best is None:
+        raise why or InputError("servers", n, "a cluster an OCS spine serves")
+    fab, capex, power, sh = best
+    run = FabricRun(name, fab, workload, capex_usd=capex, power_w=power)
+    run.note = f"{sh.pods} pods, {sh.ocses} OCS, circuits engineered for the job's pod traffic"
+    return run
+
+
 def _price(fabric: Fabric, prices) -> tuple[float, float]:
     r = fabric_cost(fabric, prices)
     return r.capex_usd, r.power_w
@@ -349,6 +394,8 @@ def build_fabric(
         # the buyer's Clos of d NICs of B per server: catalogue switches at B, 1-3 tiers
         r = 1.0 if name == "fat-tree" else float(oversubscription)
         return switched_clos(name, workload, d, B, r, prices)
+    elif name == "ocs-spine":
+        return ocs_spine_run(name, workload, d, B, prices)
     elif name in ("rail", "rail-only"):
         return switched_clos(name, workload, d, B, 1.0, prices, layout=name)
     elif name == "fat-tree-cost-equivalent":

@@ -49,6 +49,7 @@ ALL_FABRICS = (
     "hybrid-ina",
     "rail",
     "rail-only",
+    "ocs-spine",
 )
 DEFAULT_FABRICS = "ideal,fat-tree,fat-tree-oversub,torus,expander,topoopt,topoopt-best,joint"
 

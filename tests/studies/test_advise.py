@@ -1,0 +1,170 @@
+"""advise: equal capex / equal iteration against hand-priced small cases, the verdict against
+the table, the CLI's JSON keys and one-line errors (16-server DLRM, 4 x 100 G)."""
+
+import json
+import re
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from topoopt.app.cli.app import app
+from topoopt.app.studies.advise import (
+    FAMILY_OF,
+    advise,
+    equal_capex,
+    equal_iteration,
+    load_jobs,
+    pareto_rows,
+    scale_plan,
+)
+from topoopt.fabrics.cost import load_prices
+
+RUNNER = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def small():
+    jobs = load_jobs("dlrm")
+    return advise(jobs, degree=4, link_bandwidth=12.5e9, time_limit_s=2.0, progress=False)
+
+
+def _hand_capex(p, nics, transceivers, fibres, switch_ports, gbps=100):
+    return (
+        nics * p.unit("nic_port", gbps)[0]
+        + transceivers * p.unit("transceiver", gbps)[0]
+        + fibres * p.unit("fibre")[0]
+        + switch_ports * p.unit("switch_port", gbps)[0]
+    )
+
+
+def test_rows_are_priced_as_by_hand(small):
+    p = load_prices()
+    rows = small.rows.set_index("fabric")
+    assert set(rows["family"]) == set(FAMILY_OF.values())
+    # 16 servers x 4 NICs = 64 ports: one 64-port switch, 64 cables with two transceivers each
+    assert rows.loc["fat-tree", "capex_usd"] == pytest.approx(_hand_capex(p, 64, 128, 64, 64))
+    assert rows.loc["fat-tree", "tiers"] == 1
+    # the 4x4 torus: 32 cables (two dimensions, one link each way), no switch
+    torus = rows.loc["torus"]
+    assert torus["capex_usd"] < rows.loc["fat-tree", "capex_usd"]
+    assert (
+        (rows["iterations_per_s_per_musd"] * rows["iteration_s"] * rows["capex_usd"])
+        .round(6)
+        .eq(1e6)
+        .all()
+    )
+    assert (
+        (rows["iterations_per_s_per_kw"] * rows["iteration_s"] * rows["power_w"])
+        .round(6)
+        .eq(1e3)
+        .all()
+    )
+
+
+def test_equal_capex_and_iteration_by_brute_force(small):
+    rows = small.rows[small.rows["iteration_s"].notna()]
+    j = small.judged["dlrm"]
+    budget = float(rows.loc[rows["fabric"] == "fat-tree", "capex_usd"].iloc[0])
+    assert j["equal_capex"]["budget_usd"] == budget
+    ok = rows[rows["capex_usd"] <= budget * 1.02]
+    assert j["equal_capex"]["winner"] == ok.loc[ok["iteration_s"].idxmin(), "fabric"]
+    target = float(rows.loc[rows["fabric"] == "fat-tree", "iteration_s"].iloc[0])
+    ok = rows[rows["iteration_s"] <= target * 1.02]
+    assert float(rows.set_index("fabric").loc[j["equal_iteration"]["winner"], "capex_usd"]) == (
+        ok["capex_usd"].min()
+    )
+    front = set(j["pareto"])
+    for _, a in rows.iterrows():  # nothing on the front is dominated, everything off it is
+        dom = (
+            (rows["capex_usd"] <= a["capex_usd"])
+            & (rows["power_w"] <= a["power_w"])
+            & (rows["iteration_s"] <= a["iteration_s"])
+            & (
+                (rows["capex_usd"] < a["capex_usd"])
+                | (rows["power_w"] < a["power_w"])
+                | (rows["iteration_s"] < a["iteration_s"])
+            )
+        ).any()
+        assert (a["fabric"] in front) == (not dom)
+
+
+def test_hand_priced_table():
+    # three hand-priced fabrics: a 100 k$ Clos at 2 s, a 60 k$ rail-only at 2.01 s, a 120 k$
+    # optical design at 1 s
+    t = pd.DataFrame(
+        {
+            "fabric": ["fat-tree", "rail-only", "joint"],
+            "family": ["clos", "rail-only", "direct"],
+            "capex_usd": [100e3, 60e3, 120e3],
+            "power_w": [5e3, 3e3, 1e3],
+            "iteration_s": [2.0, 2.01, 1.0],
+        }
+    )
+    ec = equal_capex(t)
+    assert (ec["winner"], ec["runner_up"]) == ("fat-tree", "rail-only")
+    assert ec["margin"] == pytest.approx(1 - 2.0 / 2.01)
+    assert equal_capex(t, 130e3)["winner"] == "joint"
+    ei = equal_iteration(t)
+    assert (ei["winner"], ei["runner_up"], ei["capex_ratio"]) == ("rail-only", "fat-tree", 100 / 60)
+    assert equal_iteration(t, 1.0)["winner"] == "joint"
+    assert pareto_rows(t)["fabric"].tolist() == ["fat-tree", "rail-only", "joint"]
+    worse = pd.DataFrame(
+        [{"fabric": "rail", "capex_usd": 110e3, "power_w": 6e3, "iteration_s": 2.5}]
+    )
+    assert pareto_rows(pd.concat([t, worse]))["fabric"].tolist() == [
+        "fat-tree",
+        "rail-only",
+        "joint",
+    ]
+
+
+def test_verdict_matches_the_table(small):
+    rows = small.rows.set_index("fabric")
+    j = small.judged["dlrm"]
+    first = small.verdict[0]
+    win, runner = j["equal_capex"]["winner"], j["equal_capex"]["runner_up"]
+    m = re.match(r"dlrm: at equal capex \(at most ([\d.]+) M\$\) buy (\S+) \(", first)
+    assert m and m.group(2) == win
+    assert float(m.group(1)) == pytest.approx(j["equal_capex"]["budget_usd"] / 1e6, abs=5e-4)
+    assert f"{rows.loc[win, 'iteration_s']:.4g} s per iteration" in first
+    assert f"{100 * j['equal_capex']['margin']:.1f} % less than {runner}" in first
+    second = small.verdict[1]
+    assert f"the cheapest is {j['equal_iteration']['winner']}" in second
+    assert any("ideal switch (a bound)" in s for s in small.verdict)
+
+
+def test_scale_plan_rederives_dp():
+    p = scale_plan(load_jobs("mixtral-8x7b")[0].plan, 1024, "h100-sxm")
+    assert (p.cluster.servers, p.dp, p.cluster.gpu) == (128, 128, "h100-sxm")
+    assert p.global_batch == 512 * 128 // 16
+
+
+def test_cli_json_keys_and_errors(tmp_path):
+    r = RUNNER.invoke(
+        app,
+        ["advise", "dlrm", "--gpus", "32", "--degree", "4", "--link-gbps", "100",
+         "--time-limit", "1", "--json"],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert {"verdict", "rows", "pareto", "equal_capex", "equal_iteration"} <= set(doc)
+    keys = {"family", "fabric", "plan", "capex_usd", "power_w", "iteration_s", "gpus",
+            "iterations_per_s_per_musd", "iterations_per_s_per_kw"}  # fmt: skip
+    built = [row for row in doc["rows"] if row.get("error") is None]
+    assert built and all(keys <= set(row) for row in built)
+    assert all(row["gpus"] == 32 for row in doc["rows"])
+    bad = tmp_path / "jobs.yaml"
+    for text, field in (
+        ("- {plan: dlrm, weight: -1}\n", "weight"),
+        ("- {plan: dlrm, weihgt: 1}\n", "weihgt"),
+        ("- {plan: no-such-plan}\n", "jobs[0].plan"),
+    ):
+        bad.write_text(text)
+        r = RUNNER.invoke(app, ["advise", str(bad), "--json"])
+        assert r.exit_code == 2 and r.stdout == ""
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error:") and field in lines[0]
+    for argv in (["--gpus", "12"], ["--budget", "-1"], ["--target-iteration-s", "0"]):
+        r = RUNNER.invoke(app, ["advise", "dlrm", *argv, "--json"])
+        assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1

@@ -1,0 +1,126 @@
+"""``topoopt advise JOBS``: every fabric family on these jobs at this scale; the verdict."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from topoopt.app.cli.common import (
+    DEFAULT_DEGREE,
+    DEFAULT_SEED,
+    GpuOption,
+    emit_json,
+    handle_errors,
+    prepare_output,
+    stdout,
+    write_output_text,
+)
+from topoopt.units import gbps_to_bytes_per_s
+
+__all__ = ["register", "advise_command"]
+
+
+@handle_errors
+def advise_command(
+    jobs: Annotated[
+        str, typer.Argument(help="A plan (file or embedded name) or a jobs file: [{plan, weight}]")
+    ],
+    gpus: Annotated[
+        int | None, typer.Option(help="GPUs of the cluster (servers and dp re-derived)")
+    ] = None,
+    gpu: GpuOption = None,
+    degree: Annotated[int, typer.Option(help="NICs (ports) per server")] = DEFAULT_DEGREE,
+    link_gbps: Annotated[float, typer.Option(help="NIC / port bandwidth, Gbps")] = 400.0,
+    budget: Annotated[
+        float | None, typer.Option(help="Budget, USD (default: the full-bisection Clos's capex)")
+    ] = None,
+    target_iteration_s: Annotated[
+        float | None,
+        typer.Option(help="Target iteration time, s (default: the full-bisection Clos's)"),
+    ] = None,
+    oversubscription: Annotated[float, typer.Option(help="Of the oversubscribed Clos")] = 4.0,
+    time_limit: Annotated[float, typer.Option(help="Seconds for the joint optimizer")] = 30.0,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice")] = DEFAULT_SEED,
+    prices: Annotated[
+        str | None,
+        typer.Option(help="Price table: a YAML file merged over the defaults, or a preset name"),
+    ] = None,
+    preset: Annotated[str | None, typer.Option(help="Named price table")] = None,
+    cosearch: Annotated[
+        bool, typer.Option(help="Co-search the plans per family (not available in advise yet)")
+    ] = False,
+    workers: Annotated[int, typer.Option(help="Parallel evaluations (1: no Ray)")] = 1,
+    address: Annotated[str | None, typer.Option(help="Existing Ray cluster address")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
+    html: Annotated[Path | None, typer.Option(help="Write the HTML report")] = None,
+    force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
+) -> None:
+    """Which network to buy: Pareto, equal capex, equal iteration, verdict per job."""
+    from topoopt.app.studies.advise import advise, json_document, load_jobs
+    from topoopt.fabrics.cost import resolve_prices
+    from traffic.errors import InputError
+
+    prepare_output(html, force, "--html")
+    if cosearch:
+        raise InputError("--cosearch", True, "off (advise evaluates the plans as given)")
+    if workers < 1:
+        raise InputError("--workers", workers, "a positive integer")
+    price_table = resolve_prices(prices, preset)
+    job_list = load_jobs(jobs)
+    res = advise(
+        job_list, gpus=gpus, gpu=gpu, degree=degree, link_bandwidth=gbps_to_bytes_per_s(link_gbps),
+        budget_usd=budget, target_iteration_s=target_iteration_s,
+        oversubscription=oversubscription, seed=seed, time_limit_s=time_limit,
+        prices=price_table, workers=workers, address=address, progress=True,
+    )  # fmt: skip
+    doc = json_document(res)
+    if html is not None:
+        from topoopt.app.report.html import page_html
+
+        cols = [
+            "job", "family", "fabric", "capex_usd", "power_w", "iteration_s",
+            "iterations_per_s_per_musd", "iterations_per_s_per_kw", "server_gbps", "tiers",
+            "optics_share",
+        ]  # fmt: skip
+        frame = res.rows[[c for c in cols if c in res.rows]]
+        title = f"advise: {', '.join(j['name'] for j in res.params['jobs'])}"
+        write_output_text(html, page_html([], title, verdict=res.verdict, summary=[("", frame)]))
+    if as_json:
+        emit_json(doc)
+        return
+    t = Table(
+        title=f"advise: {degree} x {link_gbps:g} Gbps per server"
+        + ("" if res.params["gpu"] is None else f", {res.params['gpu']}")
+    )
+    heads = (
+        ("job", "job", None), ("family", "family", None), ("fabric", "fabric", None),
+        ("capex M$", "capex_usd", 1e-6), ("power kW", "power_w", 1e-3),
+        ("iteration s", "iteration_s", 1.0), ("it/s per M$", "iterations_per_s_per_musd", 1.0),
+        ("it/s per kW", "iterations_per_s_per_kw", 1.0), ("Gbps/server", "server_gbps", 1.0),
+        ("tiers", "tiers", None), ("optics %", "optics_share", 100.0),
+    )  # fmt: skip
+    for h, _, _ in heads:
+        t.add_column(h, justify="left" if h in ("job", "family", "fabric") else "right")
+    for _, r in res.rows.iterrows():
+        if isinstance(r.get("error"), str):
+            print(f"{r['job']} / {r['fabric']}: not built: {r['error']}", file=sys.stderr)
+            continue
+        pareto = r["fabric"] in res.judged[r["job"]]["pareto"]
+        cells = [
+            (str(r[c]) if s is None else f"{float(r[c]) * s:.4g}") if c in r else ""
+            for _, c, s in heads
+        ]
+        t.add_row(*cells, style="bold green" if pareto else None)
+    stdout.print(t)
+    stdout.print("bold green: on the Pareto front (capex, power, iteration)", highlight=False)
+    for s in res.verdict:
+        stdout.print(s, markup=False, highlight=False)
+    stdout.print(f"{len(res.rows)} evaluations in {res.wall_s:.1f} s", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("advise")(advise_command)
