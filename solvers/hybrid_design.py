@@ -94,7 +94,6 @@ Units: bytes, bytes/s, seconds.
 from __future__ import annotations
 
 import heapq
-import json
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -304,10 +303,6 @@ class HybridDesign(Design):
             "electrical": dict(self.electrical),
             "device": self.device,
         }
-
-    def to_json(self) -> str:
-        """``design.json`` text: :class:`solvers.model.design.Design`'s keys plus ``electrical``."""
-        return json.dumps(self.to_dict(), indent=1, allow_nan=False)  # strict JSON
 
     @classmethod
     def from_json(cls, text: str) -> HybridDesign:
