@@ -30,6 +30,7 @@ Task-graph workloads are skipped (their tasks name ring families).
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -178,6 +179,7 @@ def choose_collectives(
     problem: DesignProblem,
     workload: Workload | None,
     known: tuple[float, float, int] | None = None,
+    deadline: float | None = None,
 ) -> tuple[Design, dict]:
     """``design`` with the Blink packings that shorten its simulated iteration (module
     docstring), and what was tried.
@@ -192,6 +194,11 @@ def choose_collectives(
     known : (float, float, int), optional
         :func:`~solvers.joint.flow_select.flow_times` of ``design`` (with its rings) when
         already simulated: communication, iteration (NaN without a compute model), re-fills.
+    deadline : float, optional
+        :func:`time.perf_counter` time by which the pass ends: each simulation then runs in a
+        child process killed at the deadline (:func:`~solvers.joint.flow_select.score`), no
+        family is tried after it, and ``info["time_limit"]`` is True when it cut the pass (the
+        design keeps what was picked before).
 
     Returns
     -------
@@ -215,10 +222,24 @@ def choose_collectives(
     >>> d.collectives, [t["outcome"] for t in info["tried"]]
     ((), ['rings kept (not faster)'])
     """
-    from solvers.joint.flow_select import flow_times
     from topoopt.flowsim.simulator import WorkLimitExceeded
 
     info: dict = {"tried": [], "skipped": []}
+
+    def times(d: Design, cap: int | None) -> tuple[float, float, int] | None:
+        """The flow model's times of ``d``; None when the deadline cut the simulation."""
+        from solvers.joint.flow_select import flow_times, score
+
+        if deadline is None:
+            return flow_times(d, problem, workload, max_refills=cap)
+        sc = score("trial", d, problem, workload, deadline - time.perf_counter(), cap)
+        if sc.over_budget and not sc.too_large:
+            raise WorkLimitExceeded(sc.refills, cap)
+        if sc.timed_out or not np.isfinite(sc.comm_s):
+            info["time_limit"] = True
+            return None
+        return sc.comm_s, sc.iteration_s, sc.refills
+
     if workload is None:
         info["skipped"].append("no workload: the flow model cannot judge")
         return design, info
@@ -232,13 +253,21 @@ def choose_collectives(
     if known is not None and np.isfinite(known[0]) and not design.collectives:
         comm, it, used = float(known[0]), float(known[1]), int(known[2])
     else:
-        comm, it, used = flow_times(design, problem, workload)
+        got = times(design, None)
+        if got is None:
+            info["skipped"].append("time limit: the design's own simulation was cut")
+            return design, info
+        comm, it, used = got
     info["ring_comm_s"], info["ring_iteration_s"] = comm, it
     best = _metric(comm, it)
     cap = int(REFILL_FACTOR * max(used, 1000))
     cur = design
     for j, (phase, g, op, key) in enumerate(fams):
         rec = {"phase": phase, "group": g, "collective": op, "servers": len(key)}
+        if info.get("time_limit") or (deadline is not None and time.perf_counter() >= deadline):
+            info["time_limit"] = True
+            info["skipped"].append(f"{phase} group {g} {op}: the time limit was up")
+            continue
         if j >= MAX_FAMILIES:
             info["skipped"].append(f"{phase} group {g} {op}: beyond {MAX_FAMILIES} families")
             continue
@@ -257,11 +286,16 @@ def choose_collectives(
             continue
         trial = replace(cur, collectives=(*cur.collectives, entry))
         try:
-            c2, it2, _ = flow_times(trial, problem, workload, max_refills=cap)
+            got = times(trial, cap)
         except WorkLimitExceeded:
             rec["outcome"] = f"rings kept (the trial needs more than {cap} re-fills)"
             info["tried"].append(rec)
             continue
+        if got is None:
+            rec["outcome"] = "rings kept (the time limit cut the trial)"
+            info["tried"].append(rec)
+            continue
+        c2, it2, _ = got
         rec.update(comm_s=c2, iteration_s=it2, packing=entry["info"])
         if _metric(c2, it2) < best * (1 - MIN_GAIN):
             cur, best, comm, it = trial, _metric(c2, it2), c2, it2

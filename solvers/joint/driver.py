@@ -928,5 +928,13 @@ class CongestionSearch:
         if name in info.get("flow_comm_s", {}):
             keys = ("flow_comm_s", "flow_iteration_s", "flow_refills")
             ring_times = tuple(info[k][name] for k in keys)
-        picked, cinfo = choose_collectives(out, problem, self.workload, ring_times)
-        return replace(picked, info={**picked.info, "collective_choice": cinfo})
+        picked, cinfo = choose_collectives(
+            out, problem, self.workload, ring_times, deadline=self.end
+        )
+        extra = {"collective_choice": cinfo}
+        if cinfo.get("time_limit"):  # the clock cut the Blink pass: say so
+            extra.update(
+                stopped_by="time limit", deterministic=False,
+                time_limit_cut=list(dict.fromkeys([*capped, "collective choice"])),
+            )  # fmt: skip
+        return replace(picked, info={**picked.info, **extra})

@@ -134,3 +134,54 @@ def test_same_result_with_one_and_two_workers():
         two = cosearch(space, cfg, eng, reference=REF)
     assert _strip(one.records) == _strip(two.records)
     assert one.best["key"] == two.best["key"]
+
+
+class _TableRunner:
+    """A stand-in for the evaluation engine: each (candidate, fabric) has a given time."""
+
+    def __init__(self, times):
+        self.times, self.records = times, []
+
+    def run(self, jobs, label):
+        out = []
+        for cand, fabric, stage, _, _ in jobs:
+            t = self.times[(cand.key, fabric)]
+            out.append({"index": len(self.records), "key": cand.key, "iteration_s": t,
+                        "stage": stage})  # fmt: skip
+            self.records.append(out[-1])
+        return out
+
+
+def test_joint_finalists_by_ideal_time_find_what_the_cheap_level_ranks_last():
+    """Target ``joint`` (never slower than the cheap ``topoopt`` design, never faster than the
+    ideal switch): the candidate fastest on the ideal switch but slowest on TopoOpt's one-shot
+    design is the best on ``joint``. Ranking finalists by the cheap time (the old rule) never
+    sent it to ``joint``; by ideal time it is found (the brute-force optimum over all
+    candidates), and candidates whose ideal time is at least the best cheap time are never
+    sent."""
+    from topoopt.app.studies.cosearch.search import _refine
+
+    space = plan_space(BASE, 80e9, SMALL)
+    n = len(space)
+    assert n >= 4
+    keys = [c.key for c in space.candidates]
+    times = {}
+    for i, k in enumerate(keys):
+        ideal = 1.0 + 0.1 * i
+        cheap = 10.0 if i == 0 else 2.0 + 0.1 * i
+        times[(k, "ideal")] = ideal
+        times[(k, "topoopt")] = cheap
+        times[(k, "joint")] = ideal + 0.05 if i == 0 else cheap - 0.1
+    times[(keys[-1], "ideal")] = 3.0  # no faster on the ideal switch than the best cheap time
+    times[(keys[-1], "joint")] = 3.0  # ... so on joint it cannot beat it
+    brute = min(keys, key=lambda k: times[(k, "joint")])
+    cfg = SearchConfig(
+        fabric="joint", degree=2, max_evaluations=3 * n, finalists=2, pareto_fabrics=()
+    )
+    run = _TableRunner(times)
+    best, _, _, levels, counts = _refine(space, cfg, run, None, [0.0] * n)
+    assert best["key"] == brute == keys[0]
+    sent = {space.candidates[k].key for k in levels["target"]}
+    assert keys[1] in sent  # the best cheap candidate, which makes the cut safe
+    assert keys[-1] not in sent
+    assert counts["pruned by the cheap level"] >= 1

@@ -200,3 +200,30 @@ def test_packing_lp_limit_keeps_the_rings(petersen, monkeypatch):
     monkeypatch.undo()
     full = blink.pack_trees(ov, "all-reduce")
     assert 0 < pk.rate <= full.rate * (1 + 1e-9)
+
+
+def test_deadline_cuts_the_pass_and_says_so(petersen):
+    """Issue 29 item 20: the Blink pass honours the search's deadline. A deadline already past:
+    nothing is tried, the rings stay, ``time_limit`` says the clock cut it (the search then
+    reports ``stopped_by = "time limit"``). A distant one: the same pick as without a deadline
+    (each trial simulated in a child process killed at the deadline)."""
+    import time
+
+    w, p, d = petersen
+    rings = _without_collectives(d)
+    known = flow_times(rings, p, w)
+    out, info = choose_collectives(rings, p, w, known, deadline=time.perf_counter())
+    assert out is rings and out.collectives == ()
+    assert info["time_limit"] is True and info["tried"] == []
+    assert any("time limit" in s for s in info["skipped"])
+    out, info = choose_collectives(rings, p, w, known, deadline=time.perf_counter() + 600)
+    assert "time_limit" not in info
+    assert [c["algorithm"] for c in out.collectives] == ["blink"]
+    assert info["comm_s"] == pytest.approx(d.info["collective_choice"]["comm_s"], rel=1e-12)
+
+
+def _without_collectives(d: Design) -> Design:
+    """``d`` without its collectives (its rings)."""
+    from dataclasses import replace
+
+    return replace(d, collectives=())

@@ -137,9 +137,10 @@ def test_design_help_states_the_default_work_limits():
     from solvers.joint.driver import DEFAULT_WORK_LIMIT
     from solvers.joint.iteration_search import DEFAULT_ITERATION_WORK_LIMIT
     from topoopt.app.cli.commands.design import design_command
+    from topoopt.app.cli.help_style import fill_code_defaults
 
     hints = typing.get_type_hints(design_command.__wrapped__, include_extras=True)
-    text = hints["work_limit"].__metadata__[0].help
+    text = fill_code_defaults(hints["work_limit"].__metadata__[0].help)  # as --help prints it
     assert f"default {DEFAULT_ITERATION_WORK_LIMIT:g} with --objective iteration" in text
     assert f"{DEFAULT_WORK_LIMIT:g} with congestion" in text
 

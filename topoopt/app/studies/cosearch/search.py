@@ -17,8 +17,13 @@ keyed by index; every decision reads only finished batches):
     2. *Cheap topology*: the top ``K`` by ideal-switch time on TopoOpt's TopologyFinder design
        (``topoopt``, one shot), skipping those whose ideal-switch time already exceeds the best
        cheap result.
-    3. *Target*: the top ``F`` of level 2 (and the reference plan, always) on ``--fabric`` (e.g.
+    3. *Target*: ``F`` finalists (and the reference plan, always) on ``--fabric`` (e.g.
        ``joint``, the expensive optimizer, only for these finalists). The best of them wins.
+       For ``joint`` (:data:`UPPER_BOUNDED_BY_CHEAP`: never slower than the cheap level's
+       design) they are the best cheap candidate and then the others by ideal-switch time (a
+       lower bound on ``joint``'s), those whose ideal-switch time is at least the best cheap
+       time cut (they cannot beat it); TopoOpt's one-shot time is a poor stand-in for
+       ``joint``'s. Other targets: the top ``F`` of level 2.
     4. *Pareto*: the winner and the reference on the comparison fabrics (capex vs iteration).
     When the target fabric is not designed, level 2 is skipped.
 
@@ -59,6 +64,7 @@ __all__ = [
     "CHAINS",
     "METHODS",
     "PARETO_FABRICS",
+    "UPPER_BOUNDED_BY_CHEAP",
     "SearchConfig",
     "SearchResult",
     "cosearch",
@@ -76,6 +82,11 @@ METHODS = ("refine", "topoopt-mcmc")
 
 PARETO_FABRICS = ("ideal", "fat-tree", "fat-tree-cost-equivalent", "topoopt", "joint")
 """Fabrics the winner and the reference are also judged on (the Pareto front)."""
+
+UPPER_BOUNDED_BY_CHEAP = ("joint",)
+"""Targets never slower than the cheap level's design (``joint`` starts from ``topoopt``): their
+finalists are chosen by ideal-switch time, the cheap level only prunes
+(:func:`_finalists_by_ideal`)."""
 
 _SCREENING = ("ideal switch", "cheap topology", "mcmc", "mcmc (fixed topology)")
 """Stages that rank candidates (coarsened buckets, :data:`.evaluate.SCREEN_MAX_BUCKETS`); the
@@ -221,6 +232,31 @@ def _by_time(rows: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: (r["iteration_s"], r["key"]))
 
 
+def _finalists_by_ideal(
+    ranked: list[int], ideal: dict[int, dict], cheap: dict[int, dict], best_cheap: int, F: int
+) -> tuple[list[int], int]:
+    """Level 3's candidates for a target never slower than the cheap level (``joint``): the
+    best cheap candidate, then the others by ideal-switch time (a lower bound on the target's
+    time), without those whose ideal-switch time is at least the best cheap time (they cannot
+    beat the best cheap candidate on the target, which is at most its cheap time); returns them
+    (``F`` first) and how many were cut that way.
+
+    Examples
+    --------
+    >>> ideal = {0: {"iteration_s": 1.0}, 1: {"iteration_s": 2.0}, 2: {"iteration_s": 4.0}}
+    >>> cheap = {0: {"iteration_s": 5.0}, 1: {"iteration_s": 3.0}}
+    >>> _finalists_by_ideal([0, 1, 2], ideal, cheap, 1, 2)
+    ([0, 1], 1)
+    """
+    limit = cheap[best_cheap]["iteration_s"]
+    keep = [k for k in ranked if k != best_cheap and ideal[k]["iteration_s"] < limit]
+    cut = len(ranked) - 1 - len(keep)
+    out = keep[: F - 1] + [best_cheap]
+    pos = {k: i for i, k in enumerate(ranked)}
+    out.sort(key=lambda k: (ideal[k]["iteration_s"], pos[k]))
+    return out, cut
+
+
 def _refine(space: Space, cfg: SearchConfig, run: _Runner, ref: Candidate | None, bounds):
     E = cfg.max_evaluations
     designed = cfg.fabric in DESIGNED
@@ -258,6 +294,7 @@ def _refine(space: Space, cfg: SearchConfig, run: _Runner, ref: Candidate | None
     idx_to_cand = {r["index"]: k for k, r in ideal.items()}
     finalists = [idx_to_cand[i] for i in ranked]
     cheap: dict[int, dict] = {}
+    cut_by_cheap = None
     if K:
         best_cheap = math.inf
         for start in range(0, K, BATCH):
@@ -272,7 +309,11 @@ def _refine(space: Space, cfg: SearchConfig, run: _Runner, ref: Candidate | None
             for k, r in zip(batch, run.run(jobs, "cheap topology"), strict=True):
                 cheap[k] = r
             best_cheap = min(r["iteration_s"] for r in cheap.values())
-        finalists = sorted(cheap, key=lambda k: (cheap[k]["iteration_s"], space.candidates[k].key))
+        by_cheap = sorted(cheap, key=lambda k: (cheap[k]["iteration_s"], space.candidates[k].key))
+        if cfg.fabric in UPPER_BOUNDED_BY_CHEAP:
+            finalists, cut_by_cheap = _finalists_by_ideal(finalists, ideal, cheap, by_cheap[0], F)
+        else:
+            finalists = by_cheap
     final_idx = finalists[:F]
     jobs = [(space.candidates[k], cfg.fabric, "target", None, True) for k in final_idx]
     if ref is not None:
@@ -284,6 +325,8 @@ def _refine(space: Space, cfg: SearchConfig, run: _Runner, ref: Candidate | None
     best = _by_time(pool)[0]
     levels = {"ideal": ideal, "cheap": cheap, "target": dict(zip(final_idx, target, strict=True))}
     counts = {"pruned by bounds": cut_by_bound, "not reached (budget)": unexplored}
+    if cut_by_cheap is not None:
+        counts["pruned by the cheap level"] = cut_by_cheap
     return best, ref_rec, par_fabrics, levels, counts
 
 
