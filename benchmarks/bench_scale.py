@@ -157,7 +157,9 @@ def child(tree: str, case: str, n: int, out: str) -> None:
     res = simulate(fs, record_series=False)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     np.save(out + ".npy", res.finish)
-    Path(out).write_text(json.dumps({"wall": wall, "cpu": cpu, "events": res.n_events}))
+    Path(out).write_text(
+        json.dumps({"wall": wall, "cpu": cpu, "events": res.n_events}, allow_nan=False)
+    )
 
 
 def run_tree(tree: str, case: str, n: int, tmp: str) -> tuple[dict, np.ndarray]:

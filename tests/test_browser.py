@@ -78,8 +78,14 @@ def test_every_figure_is_rendered_without_console_errors(report, tmp_path):
     dom = r.stdout
     top = dom.index('<table class="summary">')
     assert top < min(dom.index(f'id="{fid}"') for fid in figures)
+    # the verdict (generated sentences) opens the page, above the table
+    verdict = dom.index('id="verdict"')
+    assert verdict < top
+    said = re.sub(r"<[^>]+>", " ", dom[verdict : dom.index("</div>", verdict)])
+    assert said.count("At equal capex") == len(DEMO_PLANS) * len(DEMO_DEGREES)
     table = dom[top : dom.index("</table>", top)]
-    assert table.count("<tr>") == 1 + len(DEMO_PLANS) * len(DEMO_DEGREES) * len(DEMO_FABRICS)
+    rows = len(re.findall(r"<tr[ >]", table))  # the best rows are <tr class="best">
+    assert rows == 1 + len(DEMO_PLANS) * len(DEMO_DEGREES) * len(DEMO_FABRICS)
     console = [ln for ln in r.stderr.splitlines() if ":CONSOLE" in ln]
     errors = [ln for ln in console if re.search(r"error|uncaught|exception", ln, re.I)]
     assert not errors, "\n".join(errors)

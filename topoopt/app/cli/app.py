@@ -19,7 +19,16 @@ __all__ = ["app", "main", "PANELS"]
 
 PANELS = {
     "Core commands": ("traffic", "fabric", "design", "simulate", "compare"),
-    "Studies": ("demo", "breakeven", "cosearch", "whatif", "reconfig", "cluster", "collective"),
+    "Studies": (
+        "advise",
+        "demo",
+        "breakeven",
+        "cosearch",
+        "whatif",
+        "reconfig",
+        "cluster",
+        "collective",
+    ),
     "Tools": ("export", "strides", "netsim"),
 }
 """The help panels of ``topoopt -h``, in order: the five commands a new user needs first (plan ->

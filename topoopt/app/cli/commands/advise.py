@@ -11,7 +11,9 @@ from rich.table import Table
 
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
+    DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
+    DEFAULT_TIME_LIMIT_S,
     GpuOption,
     emit_json,
     handle_errors,
@@ -34,7 +36,9 @@ def advise_command(
     ] = None,
     gpu: GpuOption = None,
     degree: Annotated[int, typer.Option(help="NICs (ports) per server")] = DEFAULT_DEGREE,
-    link_gbps: Annotated[float, typer.Option(help="NIC / port bandwidth, Gbps")] = 400.0,
+    link_gbps: Annotated[
+        float, typer.Option(help="NIC / port bandwidth, Gbps")
+    ] = DEFAULT_LINK_GBPS,
     budget: Annotated[
         float | None, typer.Option(help="Budget, USD (default: the full-bisection Clos's capex)")
     ] = None,
@@ -43,7 +47,9 @@ def advise_command(
         typer.Option(help="Target iteration time, s (default: the full-bisection Clos's)"),
     ] = None,
     oversubscription: Annotated[float, typer.Option(help="Of the oversubscribed Clos")] = 4.0,
-    time_limit: Annotated[float, typer.Option(help="Seconds for the joint optimizer")] = 30.0,
+    time_limit: Annotated[
+        float, typer.Option(help="Wall-clock cap of the joint optimizer, seconds")
+    ] = DEFAULT_TIME_LIMIT_S,
     seed: Annotated[int, typer.Option(help="Seed of every random choice")] = DEFAULT_SEED,
     prices: Annotated[
         str | None,
