@@ -81,3 +81,14 @@ def test_compare_html_opens_with_the_verdict(tmp_path):
     assert f"{win['fabric']} is the fastest" in said[0] and f"{margin:.1f} % less" in said[0]
     assert said[2].startswith(f"On {lose['fabric']}, ")
     assert text.count('<tr class="best">') == len(best_rows(rows))
+
+
+def test_a_tie_is_called_a_tie():
+    """Within 0.1 % (the design suite's rule) no fabric is "the fastest" at equal capex."""
+    t = TABLE.copy()
+    t.loc[t["fabric"] == "joint", "iteration_s"] = 66.05  # 0.08 % slower than the fat-tree's 66
+    said = verdict_sentences(t)[0]
+    assert said == (
+        "At equal capex (3.000 M$), fat-tree-cost-equivalent and joint tie: 66 s and 66.05 s per "
+        "iteration (within 0.1 %)."
+    )

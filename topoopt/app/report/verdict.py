@@ -10,10 +10,20 @@ import pandas as pd
 
 from topoopt.app.report.time_units import time_unit
 
-__all__ = ["BOUNDS", "EQUAL_CAPEX_RTOL", "best_rows", "equal_capex_rows", "verdict_sentences"]
+__all__ = [
+    "BOUNDS",
+    "EQUAL_CAPEX_RTOL",
+    "TIE_RTOL",
+    "best_rows",
+    "equal_capex_rows",
+    "verdict_sentences",
+]
 
 BOUNDS = ("ideal",)
 """Fabrics that are bounds, not products: never a winner, never on a cost plot."""
+
+TIE_RTOL = 0.001
+"""Two iteration times within this fraction are a tie (the design suite's rule)."""
 
 EQUAL_CAPEX_RTOL = 0.02
 """A fabric is within the optical design's budget when its capex exceeds it by at most this
@@ -107,13 +117,21 @@ def verdict_sentences(table: pd.DataFrame, iterations: Mapping[str, Any] | None 
     runner = None
     if len(same) >= 2:
         win, runner = same.iloc[0], same.iloc[1]
-        budget = float(_budget(table))
         gain = 1 - float(win["iteration_s"]) / float(runner["iteration_s"])
-        out.append(
-            f"At equal capex ({budget / 1e6:.3f} M$), {win['fabric']} is the "
-            f"fastest: {_t(float(win['iteration_s']))} per iteration, {100 * gain:.1f} % less "
-            f"than {runner['fabric']} ({_t(float(runner['iteration_s']))})."
-        )
+        budget = float(_budget(table))
+        if gain < TIE_RTOL:
+            out.append(
+                f"At equal capex ({budget / 1e6:.3f} M$), {win['fabric']} and "
+                f"{runner['fabric']} tie: {_t(float(win['iteration_s']))} and "
+                f"{_t(float(runner['iteration_s']))} per iteration (within "
+                f"{100 * TIE_RTOL:.1f} %)."
+            )
+        else:
+            out.append(
+                f"At equal capex ({budget / 1e6:.3f} M$), {win['fabric']} is the "
+                f"fastest: {_t(float(win['iteration_s']))} per iteration, {100 * gain:.1f} % less "
+                f"than {runner['fabric']} ({_t(float(runner['iteration_s']))})."
+            )
     if len(products):
         best = products.loc[products["iteration_s"].idxmin()]
         out.append(

@@ -99,18 +99,26 @@ class DemoResult:
             if run.design is not None
         )
 
+    def verdict(self) -> list[str]:
+        """One sentence per plan and port count: who wins at equal capex, by how much
+        (:func:`topoopt.app.report.verdict.verdict_sentences`)."""
+        from topoopt.app.report.verdict import verdict_sentences
+
+        out = []
+        for (plan, degree), res in self.compares.items():
+            said = verdict_sentences(res.table, res.iterations)
+            if said:
+                out.append(f"{plan}, {degree} ports: {said[0]}")
+        return out
+
     def html(self) -> str:
         """The self-contained report page."""
         summary = compare_summary(self.comparison, keys=("plan", "degree")).rename(
             columns={"degree": "ports"}
         )
-        from topoopt.app.report.verdict import best_rows, verdict_sentences
+        from topoopt.app.report.verdict import best_rows
 
-        verdict, best = [], set()
-        for (plan, degree), res in self.compares.items():
-            said = verdict_sentences(res.table, res.iterations)
-            if said:
-                verdict.append(f"{plan}, {degree} ports: {said[0]}")
+        verdict, best = self.verdict(), set()
         for _, part in self.comparison.groupby(["plan", "degree"], sort=False):
             best |= {self.comparison.index.get_loc(i) for i in part.index[list(best_rows(part))]}
         return page_html(

@@ -61,6 +61,7 @@ def demo_command(
                 "report": str(out),
                 "traffic": result.traffic.to_dict(orient="records"),
                 "rows": _json_rows(cmp),
+                "verdict": result.verdict(),
                 "deterministic": result.deterministic,
             }
         )
@@ -68,30 +69,26 @@ def demo_command(
     t = Table(title="Simulated iteration per fabric (flow model); x ideal = over the ideal switch")
     from topoopt.app.report.time_units import time_unit
 
-    unit, k = time_unit(cmp["iteration_s"], cmp["comm_s"], cmp["exposed_comm_s"])
-    for head in (
-        "plan",
-        "ports",
-        "fabric",
-        f"iteration {unit}",
-        f"comm {unit}",
-        f"exposed {unit}",
-        "capex M$",
-        "x ideal",
-    ):
+    # one unit per plan (ms for DLRM, s for GPT-3), written in every cell
+    units = {
+        plan: time_unit(g["iteration_s"], g["comm_s"], g["exposed_comm_s"])
+        for plan, g in cmp.groupby("plan", sort=False)
+    }
+    for head in ("plan", "ports", "fabric", "iteration", "comm", "exposed", "capex M$", "x ideal"):
         t.add_column(head, justify="left" if head in ("plan", "fabric") else "right", no_wrap=True)
     for _, r in cmp.iterrows():
+        unit, k = units[r["plan"]]
         t.add_row(
             str(r["plan"]),
             str(int(r["degree"])),
             str(r["fabric"]),
-            f"{r['iteration_s'] * k:.2f}",
-            f"{r['comm_s'] * k:.2f}",
-            f"{r['exposed_comm_s'] * k:.2f}",
+            *(f"{r[c] * k:.2f} {unit}" for c in ("iteration_s", "comm_s", "exposed_comm_s")),
             f"{r['capex_usd'] / 1e6:.3f}",
             f"{r['ratio_to_ideal']:.3f}",
         )
     stdout.print(t)  # the report's path is on stderr, once ("wrote ...")
+    for sentence in result.verdict():  # the verdict, as the report opens with it
+        stdout.print(sentence, markup=False, highlight=False)
 
 
 def _say(bar: Progress, message: str) -> None:
