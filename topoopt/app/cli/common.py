@@ -3,6 +3,7 @@ progress on stderr, atomic output files."""
 
 from __future__ import annotations
 
+import enum
 import functools
 import io
 import json
@@ -36,6 +37,7 @@ __all__ = [
     "handle_errors",
     "check_edge_units",
     "emit_json",
+    "json_envelope",
     "to_jsonable",
     "stdout",
     "stderr",
@@ -320,9 +322,82 @@ def dumps_strict(obj: Any, what: str = "output", indent: int | None = None) -> s
         raise InputError(at, "a non-finite number", "finite numbers only (strict JSON)") from None
 
 
+def _click_context() -> Any:
+    """The click context of the running command, or None outside one (typer vendors click)."""
+    try:
+        from typer._click.globals import get_current_context
+    except ImportError:  # a typer that uses click itself
+        from click import get_current_context
+    return get_current_context(silent=True)
+
+
+def _echo(value: Any) -> Any:
+    """An input value as JSON: paths as text, enumeration members as their values."""
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, list | tuple):
+        return [_echo(v) for v in value]
+    return value
+
+
+def _invocation() -> tuple[str | None, dict[str, Any]]:
+    """``(command, inputs)`` of the running command, from its click context.
+
+    ``command`` is the command path below ``topoopt`` (``"compare"``, ``"fabric fat-tree"``);
+    ``inputs`` echoes what the command was given: ``{"arguments": {NAME: value},
+    "options": {"--flag": value}}``, every option with its value, defaults included. Outside a
+    command (a library call): ``(None, {})``.
+    """
+    ctx = _click_context()
+    if ctx is None:
+        return None, {}
+    names, up = [], ctx
+    while up.parent is not None:  # the root (topoopt itself) is not named
+        names.append(up.info_name)
+        up = up.parent
+    if not names:
+        return None, {}
+    arguments: dict[str, Any] = {}
+    options: dict[str, Any] = {}
+    for param in ctx.command.params:
+        if param.name not in ctx.params:
+            continue
+        value = _echo(ctx.params[param.name])
+        if param.param_type_name == "argument":
+            arguments[param.name] = value
+        else:
+            flag = next((o for o in param.opts if o.startswith("--")), param.opts[0])
+            options[flag] = value
+    return " ".join(reversed(names)), {"arguments": arguments, "options": options}
+
+
+def json_envelope(obj: Any) -> dict[str, Any]:
+    """The one envelope of every ``--json`` document: ``topoopt_version``, ``command`` and
+    ``inputs`` (:func:`_invocation`) first, then the command's own keys (a document that is not
+    a mapping goes under ``"result"``).
+
+    Examples
+    --------
+    >>> doc = json_envelope({"iteration_s": 1.5})
+    >>> list(doc), doc["command"], doc["inputs"], doc["iteration_s"]
+    (['topoopt_version', 'command', 'inputs', 'iteration_s'], None, {}, 1.5)
+    """
+    from topoopt import __version__
+
+    command, inputs = _invocation()
+    body = dict(obj) if isinstance(obj, dict) else {"result": obj}
+    clash = {"topoopt_version", "command", "inputs"} & set(body)
+    if clash:  # a programming error of a command, not bad input
+        raise ValueError(f"a JSON document of {command} has envelope keys of its own: {clash}")
+    return {"topoopt_version": __version__, "command": command, "inputs": inputs, **body}
+
+
 def emit_json(obj: Any) -> None:
-    """Print exactly one JSON document on stdout (strict JSON: no NaN or Infinity)."""
-    sys.stdout.write(dumps_strict(obj, "result", indent=2) + "\n")
+    """Print exactly one JSON document on stdout (strict JSON: no NaN or Infinity), in the
+    envelope of :func:`json_envelope`."""
+    sys.stdout.write(dumps_strict(json_envelope(obj), "result", indent=2) + "\n")
     sys.stdout.flush()
 
 
