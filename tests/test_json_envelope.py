@@ -87,7 +87,7 @@ def _cases(f) -> dict[str, list[str]]:
             "cluster": ["cluster", str(f["jobs"]), "--servers", "16", "--degree", "2"],
             "collective": (
                 "collective --fabric expander --servers 8 --degree 3 --collective all-reduce "
-                "--size 1000000"
+                "--size 1MiB"
             ).split(),
             "whatif": ["whatif", str(f["design"]), "--plan", "dlrm", "--fail-links", "1"],
             "reconfig": "reconfig dlrm --degree 2 --solver topoopt --phase-solvers demand".split(),
@@ -153,7 +153,9 @@ def test_envelope(command, files, small_demo):
 
 
 def _number(text: str) -> float:
-    return float(text)
+    from topoopt.app.cli.byte_sizes import parse_bytes
+
+    return parse_bytes(text, "value")
 
 
 def test_envelope_outside_a_command():

@@ -71,10 +71,15 @@ PriorityOption = Annotated[
 """``--priority`` of ``simulate`` and ``compare`` (:mod:`topoopt.flowsim.priorities`)."""
 
 SplitAllreduceOption = Annotated[
-    float | None,
-    typer.Option(help="Split every gradient all-reduce flow into micro-ops of at most BYTES"),
+    str | None,
+    typer.Option(
+        metavar="SIZE",
+        help="Split every gradient all-reduce flow into micro-ops of at most SIZE: bytes (4e6) "
+        "or with a suffix (4MiB, 10GB)",
+    ),
 ]
-"""``--split-allreduce`` of ``simulate`` and ``compare``."""
+"""``--split-allreduce`` of ``simulate`` and ``compare``: a size for
+:func:`topoopt.app.cli.byte_sizes.parse_bytes`."""
 
 GpuOption = Annotated[
     str | None,

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 from rich.table import Table
 
+from topoopt.app.cli.byte_sizes import parse_bytes
 from topoopt.app.cli.common import DEFAULT_SEED, emit_json, handle_errors, stdout
 from topoopt.units import gbps_to_bytes_per_s
 from traffic.errors import InputError
@@ -109,20 +109,15 @@ def _design_fabric(path: Path):
     return fab, d.routing_pathset(fab)
 
 
-def _size(text: str) -> float:
-    try:
-        v = float(text)
-    except (TypeError, ValueError):
-        raise InputError("--size", text, "a number of bytes > 0, e.g. 1e9") from None
-    if not (math.isfinite(v) and v > 0):
-        raise InputError("--size", text, "a finite number of bytes > 0")
-    return v
-
-
 @handle_errors
 def collective_command(
     collective: Annotated[Literal[COLLECTIVES], typer.Option(help="The collective")],
-    size: Annotated[str, typer.Option(help="nccl-tests size S, bytes (e.g. 1e9)")],
+    size: Annotated[
+        str,
+        typer.Option(
+            metavar="SIZE", help="nccl-tests size S: bytes (1e9) or with a suffix (1GiB, 512MiB)"
+        ),
+    ],
     algorithm: Annotated[Literal[ALGORITHMS], typer.Option(help="How it is scheduled")] = "ring",
     fabric: Annotated[
         str | None, typer.Option("--fabric", help="Fabric kind: " + ", ".join(FABRIC_KINDS))
@@ -154,7 +149,7 @@ def collective_command(
         raise InputError("--collective", collective, f"one of {', '.join(COLLECTIVES)}")
     if algorithm not in ALGORITHMS:
         raise InputError("--algorithm", algorithm, f"one of {', '.join(ALGORITHMS)}")
-    nbytes = _size(size)
+    nbytes = parse_bytes(size, "--size")
     if chunks is not None and chunks < 1:
         raise InputError("--chunks", chunks, "an integer >= 1")
     routing = None

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from topoopt.app.cli.byte_sizes import parse_bytes
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
@@ -111,7 +112,7 @@ def compare_command(
         prices=price_table,
         progress=lambda m: print(m, file=sys.stderr),
         priority=priority,
-        split_allreduce=split_allreduce,
+        split_allreduce=parse_bytes(split_allreduce, "--split-allreduce"),
     )
     table = res.table
     res.params["prices"] = price_table.source

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 import typer
 from rich.table import Table
 
+from topoopt.app.cli.byte_sizes import parse_bytes
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
@@ -198,7 +199,13 @@ def cosearch_command(
         int | None, typer.Option(help="Servers (default: the plan's, or 16)")
     ] = None,
     gpus_per_server: Annotated[int | None, typer.Option(help="GPUs per server")] = None,
-    gpu_memory_gb: Annotated[float, typer.Option(help="Memory per GPU, GB (1e9 bytes)")] = 80.0,
+    gpu_memory_gb: Annotated[
+        str,
+        typer.Option(
+            metavar="SIZE",
+            help="Memory per GPU: GB (1e9 bytes) as a plain number, or with a suffix (80GB, 96GiB)",
+        ),
+    ] = "80",
     degree: Annotated[int, typer.Option(help="Ports per server")] = DEFAULT_DEGREE,
     link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps")] = DEFAULT_LINK_GBPS,
     fabric: Annotated[str, typer.Option(help="Fabric to choose the plan for")] = "joint",
@@ -228,8 +235,7 @@ def cosearch_command(
     from traffic.errors import InputError
 
     prepare_output(html, force, "--html")
-    if not gpu_memory_gb > 0:
-        raise InputError("--gpu-memory-gb", gpu_memory_gb, "a positive number")
+    memory_bytes = parse_bytes(gpu_memory_gb, "--gpu-memory-gb", plain_unit=1e9, plain_name="GB")
     if not link_gbps > 0:
         raise InputError("--link-gbps", link_gbps, "a positive number")
     if workers < 1:
@@ -255,7 +261,7 @@ def cosearch_command(
         cl = {k: v for k, v in base["cluster"].items() if k != "efficiency"}
         base = {**base, "cluster": {**cl, "gpu": gpu}}
     print("enumerating plans", file=sys.stderr)
-    space = plan_space(base, gpu_memory_gb * 1e9)
+    space = plan_space(base, memory_bytes)
     print(f"{len(space)} plans fit; cut: {space.rejected}", file=sys.stderr)
     with Engine(workers, address, progress=sys.stderr.isatty() or True) as eng:
         res = cosearch(space, cfg, eng, reference=ref)

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from topoopt.app.cli.byte_sizes import parse_bytes
 from topoopt.app.cli.commands.compare import ALL_FABRICS
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
@@ -75,7 +76,7 @@ def simulate_command(
         progress=lambda m: print(m, file=sys.stderr),
         schedule=schedule,
         priority=priority,
-        split_allreduce=split_allreduce,
+        split_allreduce=parse_bytes(split_allreduce, "--split-allreduce"),
         gpu=gpu,
         reduction=reduction,
     )
