@@ -53,3 +53,60 @@ def test_cli_progress_goes_out_while_it_runs(tmp_path, monkeypatch):
     ]
     # each line went out as it was written (print writes the text, then the newline)
     assert seen_during.index(1) < seen_during.index(2) < seen_during.index(4)
+
+
+# ------------------------------------------------------------------ on a terminal (issue 28)
+def test_bar_with_eta_on_a_terminal():
+    """A forced terminal: the bar counts the ``[k/N]`` steps, shows the elapsed time and the
+    ETA, and prints every message above itself as written."""
+    import re
+
+    from rich.console import Console
+
+    from topoopt.app.cli.common import CommandProgress
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=120, color_system=None)
+    with CommandProgress("compare", terminal=True, console=console) as p:
+        p("[1/4] ideal: building")
+        p("[2/4] fat-tree: building")
+        task = p._bar.tasks[0]
+        assert (task.total, task.completed) == (4, 1)  # step 2 of 4 started: 1 done
+        p.advance()
+        assert task.completed == 2
+        p._bar.refresh()
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    assert "[1/4] ideal: building" in text and "[2/4] fat-tree: building" in text
+    frame = next(ln for ln in text.splitlines() if "2/4" in ln and "ETA" in ln)
+    assert re.search(
+        r"compare: fat-tree: building .*2/4 +\d:\d\d:\d\d ETA (\d:\d\d:\d\d|-:--:--)", frame
+    )
+
+
+def test_cli_bar_on_a_terminal(monkeypatch):
+    """``compare`` on a (forced) terminal draws the bar with the ETA column on stderr; stdout
+    is still exactly one JSON document."""
+    import json
+    import re
+
+    monkeypatch.setenv("TOPOOPT_PROGRESS", "1")  # stderr written live, not held
+    monkeypatch.setattr(common, "_is_terminal", lambda _stream: True)
+    res = CliRunner().invoke(app, ["compare", "dlrm", "--fabrics", "ideal,fat-tree", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["command"] == "compare"
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", res.stderr)
+    assert "[2/2] fat-tree: simulating" in text
+    assert re.search(r"compare: .*\d/2 .*ETA", text), text[-2000:]
+
+
+def test_no_bar_off_a_terminal():
+    out = io.StringIO()
+    from rich.console import Console
+
+    from topoopt.app.cli.common import CommandProgress
+
+    with CommandProgress("design", terminal=False, console=Console(file=out)) as p:
+        p("joint: incumbent 12 ms")
+        p.advance()
+        p.total(3)
+    assert out.getvalue() == "joint: incumbent 12 ms\n"  # the line only: no bar, no codes

@@ -9,6 +9,7 @@ import io
 import json
 import math
 import os
+import re
 import sys
 import time
 import warnings
@@ -31,6 +32,8 @@ __all__ = [
     "DEFAULT_TIME_LIMIT_S",
     "PROGRESS_EVERY_S",
     "PlainProgress",
+    "CommandProgress",
+    "command_progress",
     "GpuOption",
     "PriorityOption",
     "SplitAllreduceOption",
@@ -199,6 +202,116 @@ class PlainProgress(io.TextIOBase):
         """What was held and not yet written."""
         kept = (line + "\n" for i, line in enumerate(self._lines) if i not in self._sent)
         return "".join(kept) + self._partial
+
+
+_STEP = re.compile(r"\[(?P<k>[0-9]+)/(?P<n>[0-9]+)\]")
+
+
+class CommandProgress:
+    r"""The progress of one command: a rich bar with elapsed time and ETA on a terminal, the
+    plain lines of :class:`PlainProgress` otherwise.
+
+    Call it with each one-line message (it is the ``progress`` callback the studies take). A
+    message that opens with ``[k/N]`` (``compare``'s ``[2/5] fat-tree: building``) sets the bar
+    to step ``k`` of ``N``, ``k - 1`` steps done, so the ETA is the mean time of a finished
+    step times the steps left; :meth:`advance` and :meth:`total` count steps explicitly. Work
+    with no count shows a pulsing bar and the elapsed time. On a terminal the messages are
+    printed above the bar as written; off one they go to stderr (held and sent every
+    :data:`PROGRESS_EVERY_S` by :func:`handle_errors`).
+
+    Parameters
+    ----------
+    label : str
+        The bar's name until the first message.
+    terminal : bool, optional
+        Draw the bar (default: whether stderr is a terminal).
+    console : rich.console.Console, optional
+        Where the bar goes (default: a console on the current stderr).
+
+    Examples
+    --------
+    >>> out = io.StringIO()
+    >>> with CommandProgress("compare", terminal=False, console=Console(file=out)) as p:
+    ...     p("[1/2] ideal: building")
+    ...     p("[2/2] fat-tree: building")
+    >>> out.getvalue()
+    '[1/2] ideal: building\n[2/2] fat-tree: building\n'
+    """
+
+    def __init__(self, label: str, terminal: bool | None = None, console: Console | None = None):
+        self.label = label
+        self.terminal = _is_terminal(sys.stderr) if terminal is None else bool(terminal)
+        self._console = console
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> CommandProgress:
+        if self.terminal:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            console = self._console or Console(file=sys.stderr, force_terminal=True)
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=console,
+                transient=True,
+            )
+            self._bar.__enter__()
+            self._task = self._bar.add_task(self.label, total=None)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+            self._bar = None
+
+    def __call__(self, message: str) -> None:
+        """One progress line (a ``[k/N]`` prefix sets the step)."""
+        if self._bar is None:
+            if self._console is not None:
+                self._console.file.write(message + "\n")
+            else:
+                print(message, file=sys.stderr)
+            return
+        self._bar.console.print(message, markup=False, highlight=False, soft_wrap=True)
+        m = _STEP.match(message)
+        description = message[m.end() :].strip() if m else message
+        if m:
+            self._bar.update(self._task, total=int(m["n"]), completed=int(m["k"]) - 1)
+        self._bar.update(self._task, description=self.label + ": " + description[:60])
+
+    def total(self, n: int) -> None:
+        """The work has ``n`` steps."""
+        if self._bar is not None:
+            self._bar.update(self._task, total=n)
+
+    def advance(self, steps: int = 1) -> None:
+        """``steps`` more steps are done."""
+        if self._bar is not None:
+            self._bar.advance(self._task, steps)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def command_progress(label: str) -> CommandProgress:
+    """The :class:`CommandProgress` of the running command (a bar on a terminal)."""
+    return CommandProgress(label)
 
 
 _DEPTH = [0]

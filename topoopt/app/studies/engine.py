@@ -202,7 +202,14 @@ class Engine:
     def _bar(self, total: int, label: str):
         """A rich bar on a terminal; one line per finished evaluation otherwise (logs)."""
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         if self.progress and not sys.stderr.isatty():
             return _Lines()
@@ -211,6 +218,8 @@ class Engine:
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
             console=Console(file=sys.stderr),
             disable=not self.progress,
             transient=False,

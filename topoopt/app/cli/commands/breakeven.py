@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import enum
 import math
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -17,6 +16,7 @@ from topoopt.app.cli.common import (
     DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
     DEFAULT_TIME_LIMIT_S,
+    command_progress,
     emit_json,
     handle_errors,
     prepare_output,
@@ -89,18 +89,19 @@ def breakeven_command(
     prepare_output(html, force, "--html")
     table = resolve_prices(prices, preset)
     workload = load_workload(plan)
-    res = breakeven(
-        workload,
-        degree,
-        gbps_to_bytes_per_s(link_gbps),
-        design_fabric=design_fabric.value,
-        mode=mode.value,
-        prices=table,
-        seed=seed,
-        time_limit_s=time_limit,
-        rel_tol=rel_tol,
-        progress=lambda m: print(m, file=sys.stderr),
-    )
+    with command_progress("breakeven") as bar:
+        res = breakeven(
+            workload,
+            degree,
+            gbps_to_bytes_per_s(link_gbps),
+            design_fabric=design_fabric.value,
+            mode=mode.value,
+            prices=table,
+            seed=seed,
+            time_limit_s=time_limit,
+            rel_tol=rel_tol,
+            progress=bar,
+        )
     if html is not None:
         from topoopt.app.report.cost_figures import breakeven_curve
         from topoopt.app.report.html import page_html

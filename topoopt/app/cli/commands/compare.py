@@ -19,6 +19,7 @@ from topoopt.app.cli.common import (
     GpuOption,
     PriorityOption,
     SplitAllreduceOption,
+    command_progress,
     emit_json,
     handle_errors,
     parse_name_list,
@@ -101,19 +102,21 @@ def compare_command(
 
     price_table = resolve_prices(prices, preset)
     workload = load_workload(plan, gpu=gpu)
-    res = compare(
-        workload,
-        names,
-        degree,
-        gbps_to_bytes_per_s(link_gbps),
-        oversubscription=oversubscription,
-        seed=seed,
-        time_limit_s=time_limit,
-        prices=price_table,
-        progress=lambda m: print(m, file=sys.stderr),
-        priority=priority,
-        split_allreduce=parse_bytes(split_allreduce, "--split-allreduce"),
-    )
+    with command_progress("compare") as bar:
+        res = compare(
+            workload,
+            names,
+            degree,
+            gbps_to_bytes_per_s(link_gbps),
+            oversubscription=oversubscription,
+            seed=seed,
+            time_limit_s=time_limit,
+            prices=price_table,
+            progress=bar,
+            priority=priority,
+            on_fabric_done=lambda _name: bar.advance(),
+            split_allreduce=parse_bytes(split_allreduce, "--split-allreduce"),
+        )
     table = res.table
     res.params["prices"] = price_table.source
     from solvers import search_warning

@@ -16,6 +16,7 @@ from topoopt.app.cli.common import (
     DEFAULT_SEED,
     DEFAULT_TIME_LIMIT_S,
     GpuOption,
+    command_progress,
     emit_json,
     handle_errors,
     prepare_output,
@@ -161,16 +162,17 @@ def design_command(
             seed,
         )
     else:
-        design = solve(
-            problem,
-            solver.value,
-            time_limit_s=time_limit,
-            seed=seed,
-            progress=lambda m: print(m, file=sys.stderr),
-            work_limit=work_limit,
-            objective=objective.value,
-            priorities=priorities,
-        )
+        with command_progress("design") as bar:
+            design = solve(
+                problem,
+                solver.value,
+                time_limit_s=time_limit,
+                seed=seed,
+                progress=bar,
+                work_limit=work_limit,
+                objective=objective.value,
+                priorities=priorities,
+            )
         design = with_port_options(design, problem)
         from solvers import search_warning
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +13,7 @@ from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
+    command_progress,
     emit_json,
     handle_errors,
     parse_name_list,
@@ -98,19 +98,20 @@ def reconfig_command(
                 f"a design for {workload.servers} servers x {degree} ports (the plan, --degree)",
             )
     bw = gbps_to_bytes_per_s(link_gbps)
-    res = reconfigure(
-        workload,
-        degree,
-        bw,
-        delay_us / 1e6,
-        static_design=static,
-        static_solver=solver,
-        solvers=names,
-        seed=seed,
-        work_limit=work_limit,
-        max_evaluations=max_evaluations,
-        progress=lambda m: print(m, file=sys.stderr),
-    )
+    with command_progress("reconfig") as bar:
+        res = reconfigure(
+            workload,
+            degree,
+            bw,
+            delay_us / 1e6,
+            static_design=static,
+            static_solver=solver,
+            solvers=names,
+            seed=seed,
+            work_limit=work_limit,
+            max_evaluations=max_evaluations,
+            progress=bar,
+        )
     if baselines:
         res.baselines.extend(run_baselines(res, workload, degree, bw))
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -18,6 +17,7 @@ from topoopt.app.cli.common import (
     GpuOption,
     PriorityOption,
     SplitAllreduceOption,
+    command_progress,
     emit_json,
     handle_errors,
     stdout,
@@ -65,21 +65,22 @@ def simulate_command(
 
     if (design is None) == (fabric is None):
         raise InputError("--design/--fabric", "both" if design else "neither", "exactly one")
-    res = simulate_plan(
-        plan,
-        design=design,
-        fabric=fabric,
-        degree=degree,
-        link_bandwidth=gbps_to_bytes_per_s(link_gbps),
-        oversubscription=oversubscription,
-        seed=seed,
-        progress=lambda m: print(m, file=sys.stderr),
-        schedule=schedule,
-        priority=priority,
-        split_allreduce=parse_bytes(split_allreduce, "--split-allreduce"),
-        gpu=gpu,
-        reduction=reduction,
-    )
+    with command_progress("simulate") as bar:
+        res = simulate_plan(
+            plan,
+            design=design,
+            fabric=fabric,
+            degree=degree,
+            link_bandwidth=gbps_to_bytes_per_s(link_gbps),
+            oversubscription=oversubscription,
+            seed=seed,
+            progress=bar,
+            schedule=schedule,
+            priority=priority,
+            split_allreduce=parse_bytes(split_allreduce, "--split-allreduce"),
+            gpu=gpu,
+            reduction=reduction,
+        )
     check_finite(res, str(design) if design is not None else plan)  # never a null time
     if as_json:
         emit_json(res)
