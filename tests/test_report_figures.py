@@ -96,11 +96,11 @@ def test_comparison_figures():
     )
     bars = ratio_bars(table)
     assert list(bars.data[0].y) == [1.0, 2.0] and list(bars.data[1].y) == [1.0, 3.0]
-    scatter = time_vs_capex(table)
-    assert [(t.name, list(t.x), list(t.y)) for t in scatter.data] == [
-        ("ideal", [1.0], [1000.0]),
-        ("fat-tree", [2.0], [2000.0]),
-    ]
+    scatter = time_vs_capex(table)  # the ideal switch: a line at its time, not a point
+    assert [(t.name, list(t.x), list(t.y)) for t in scatter.data] == [("fat-tree", [2.0], [2000.0])]
+    (line,) = scatter.layout.shapes
+    assert (line.y0, line.y1, line.line.dash) == (1000.0, 1000.0, "dot")
+    assert "a bound, not a product" in scatter.layout.annotations[0].text
     tl = pd.DataFrame(
         {
             "task": [0, 1],
@@ -330,3 +330,105 @@ def test_comparison_report_traces_every_design_and_starts_with_the_summary():
     assert page.index('<table class="summary">') < page.index('<section class="figure">')
     for name in ("ideal", "topoopt", "topoopt-released"):
         assert f"<td>{name}</td>" in page
+
+
+# ------------------------------------------------------------------------------------------
+# One colour per fabric across all reports; the ideal switch off cost plots (issue 28).
+# ------------------------------------------------------------------------------------------
+
+
+def test_every_fabric_has_its_own_style():
+    from topoopt.app.report.palette import BOUNDS, FABRIC_STYLES
+    from topoopt.app.studies.compare import FABRICS
+
+    assert set(FABRICS) <= set(FABRIC_STYLES)
+    colours = [s["color"] for s in FABRIC_STYLES.values()]
+    assert len(set(colours)) == len(colours)  # no two fabrics share a colour
+    assert set(BOUNDS) == {"ideal"}
+
+
+def _compare_like_table(fabrics):
+    n = len(fabrics)
+    return pd.DataFrame(
+        {
+            "fabric": fabrics,
+            "iteration_s": 1.0 + 0.1 * np.arange(n),
+            "comm_s": 0.5 + 0.1 * np.arange(n),
+            "capex_usd": 1e6 * (1 + np.arange(n)),
+            "server_bandwidth": np.full(n, 1e11),
+            "capex_breakdown": [{"switch": 1e6 * (1 + k)} for k in range(n)],
+            "power_breakdown": [{"switch": 1e3} for _ in range(n)],
+        }
+    )
+
+
+def test_one_colour_per_fabric_in_every_figure():
+    """``joint`` (and every other fabric) has one colour and symbol in the capex scatter, the
+    utilisation CDF and the cosearch Pareto plot, whatever the other fabrics of the figure and
+    their order (the optimizer traces: the next test)."""
+    from topoopt.app.report.cosearch_figures import pareto_figure
+    from topoopt.app.report.palette import FABRIC_STYLES
+
+    want = {f: FABRIC_STYLES[f] for f in ("joint", "fat-tree", "topoopt", "torus")}
+    seen: dict[str, set] = {f: set() for f in want}
+
+    def note(name, colour, symbol=None):
+        if name in seen:
+            seen[name].add(colour)
+            assert symbol in (None, want[name]["symbol"]), name
+
+    for order in (["ideal", "joint", "fat-tree", "topoopt"], ["torus", "topoopt", "joint"]):
+        for t in time_vs_capex(_compare_like_table(order)).data:
+            note(t.name, t.marker.color, t.marker.symbol)
+        frame = pd.DataFrame({"utilisation": [0.1, 0.5], "kind": "network"})
+        for t in utilisation_cdf({f: frame for f in order}).data:
+            note(t.name, t.line.color)
+        records = [
+            {"fabric": f, "iteration_s": 1.0 + k, "capex_usd": 1e6 * (3 - k), "label": f"p{k}"}
+            for k, f in enumerate(order)
+        ]
+        for t in pareto_figure(records, records).data:
+            if t.name != "Pareto front":
+                note(t.name, t.marker.color, t.marker.symbol)
+    for f, colours in seen.items():
+        assert colours == {want[f]["color"]}, (f, colours)
+
+
+def test_optimizer_traces_take_the_fabric_colours():
+    from solvers import DesignProblem, solve
+    from topoopt.app.report.design_figures import optimizer_traces
+    from topoopt.app.report.palette import FABRIC_STYLES
+    from traffic.load import load_workload
+
+    w = load_workload("dlrm")
+    d = solve(DesignProblem.from_workload(w, 4, 12.5e9), "topoopt", seed=0)
+    for names in (["topoopt", "joint"], ["joint", "topoopt"]):
+        fig = optimizer_traces({n: d for n in names})
+        for t in fig.data:
+            fabric = t.legendgroup
+            assert t.line.color == FABRIC_STYLES[fabric]["color"], t.name
+
+
+def test_the_ideal_switch_is_off_cost_plots():
+    from topoopt.app.report.cosearch_figures import pareto_figure
+    from topoopt.app.report.cost_figures import cost_breakdown_bars
+
+    table = _compare_like_table(["ideal", "fat-tree", "joint"])
+    scatter = time_vs_capex(table)
+    assert [t.name for t in scatter.data] == ["fat-tree", "joint"]
+    assert [s.y0 for s in scatter.layout.shapes] == [1000.0]  # its time, as a bound line
+    bars = cost_breakdown_bars(table, "capex")
+    assert [x.split("<br>")[0] for x in bars.data[0].x] == ["fat-tree", "joint"]
+    assert list(bars.data[0].y) == [2.0, 3.0]
+    # the ideal switch cheapest and fastest: the front is recomputed over the products
+    records = [
+        {"fabric": "ideal", "iteration_s": 0.5, "capex_usd": 1e5, "label": "a"},
+        {"fabric": "fat-tree", "iteration_s": 2.0, "capex_usd": 1e6, "label": "b"},
+        {"fabric": "joint", "iteration_s": 1.0, "capex_usd": 2e6, "label": "c"},
+        {"fabric": "joint", "iteration_s": 3.0, "capex_usd": 3e6, "label": "d"},
+    ]
+    fig = pareto_figure(records, [records[0]])
+    names = [t.name for t in fig.data]
+    assert "ideal" not in names
+    front = fig.data[names.index("Pareto front")]
+    assert list(front.x) == [1.0, 2.0] and list(front.y) == [2000.0, 1000.0]

@@ -7,6 +7,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from topoopt.app.report.palette import FABRIC_STYLES, fabric_styles, is_bound, trace_style
+
 __all__ = [
     "trace_style",
     "merge_intervals",
@@ -17,42 +19,19 @@ __all__ = [
 ]
 
 
-# Distinct styles for one trace per fabric: colours (plotly's D3 palette, then more), marker
-# symbols and line dashes cycle at different lengths, so no two of the first 70 traces share all.
-PALETTE = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf",
-)  # fmt: skip
-SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star", "cross")
-DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "5px,2px,1px,2px")
-
-
-def trace_style(k: int) -> dict[str, str]:
-    """Colour, marker symbol and dash of the ``k``-th trace of a figure (distinct for k < 70).
-
-    Examples
-    --------
-    >>> trace_style(0) == {"color": "#1f77b4", "symbol": "circle", "dash": "solid"}
-    True
-    >>> len({tuple(trace_style(k).values()) for k in range(70)})
-    70
-    """
-    return {
-        "color": PALETTE[k % len(PALETTE)],
-        "symbol": SYMBOLS[k % len(SYMBOLS)],
-        "dash": DASHES[k % len(DASHES)],
-    }
-
-
 def time_vs_capex(table: pd.DataFrame, title: str = "Iteration time vs network capex") -> go.Figure:
     """One point per fabric (the TopoOpt paper's view): capex on x, iteration time on y.
 
-    Each fabric is its own trace (a legend entry with its own colour and marker symbol) and is
-    named on hover, so nearby points never print labels over each other.
+    Each fabric is its own trace (a legend entry in its colour and marker symbol of
+    :mod:`topoopt.app.report.palette`) and is named on hover, so nearby points never print
+    labels over each other. The ideal switch is a bound, not a product: it has no point, only a
+    dotted line at its iteration time.
     """
     fig = go.Figure()
-    for k, (_, r) in enumerate(table.iterrows()):
-        st = trace_style(k)
+    products = table[~table["fabric"].map(lambda f: is_bound(str(f)))]
+    styles = fabric_styles(str(f) for f in products["fabric"])
+    for _, r in products.iterrows():
+        st = styles[str(r["fabric"])]
         fig.add_scatter(
             x=[r["capex_usd"] / 1e6],
             y=[r["iteration_s"] * 1e3],
@@ -62,6 +41,13 @@ def time_vs_capex(table: pd.DataFrame, title: str = "Iteration time vs network c
             hovertemplate=(
                 f"{r['fabric']}<br>capex %{{x:.3f}} M$<br>iteration %{{y:.3f}} ms<extra></extra>"
             ),
+        )
+    for _, r in table[table["fabric"].map(lambda f: is_bound(str(f)))].iterrows():
+        fig.add_hline(
+            y=float(r["iteration_s"]) * 1e3,
+            line={"dash": "dot", "color": FABRIC_STYLES.get(str(r["fabric"]), {}).get("color")},
+            annotation_text=f"{r['fabric']} switch: a bound, not a product",
+            annotation_position="top left",
         )
     fig.update_layout(
         title=title,
@@ -86,18 +72,17 @@ def ratio_bars(table: pd.DataFrame, title: str = "Ratio to the ideal switch") ->
 def utilisation_cdf(links: dict[str, pd.DataFrame], title: str = "Link utilisation") -> go.Figure:
     """CDF of network-link utilisation (bytes / (capacity x iteration time)) per fabric.
 
-    Each fabric's line has its own colour and dash pattern (:func:`trace_style`), so lines that
+    Each fabric's line has its own colour and dash pattern (:func:`fabric_styles`), so lines that
     lie on top of each other stay visible; the legend lists every fabric.
     """
     fig = go.Figure()
-    k = 0
+    styles = fabric_styles(links)
     for name, frame in links.items():
         net = frame[frame["kind"] != "intra-server"] if "kind" in frame else frame
         u = np.sort(net["utilisation"].to_numpy())
         if u.size == 0:
             continue
-        st = trace_style(k)
-        k += 1
+        st = styles[name]
         fig.add_scatter(
             x=u,
             y=np.arange(1, u.size + 1) / u.size,

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from topoopt.app.report.design_figures import circuit_graph
 from topoopt.app.report.html import page_html
+from topoopt.app.report.palette import fabric_styles, is_bound
 
 __all__ = [
     "pareto_figure",
@@ -22,10 +23,20 @@ __all__ = [
 
 
 def pareto_figure(records, pareto, title: str = "Iteration time vs network capex") -> go.Figure:
-    """Every (plan, fabric) judged on a built fabric, one colour per fabric; the front as a line."""
+    """Every (plan, fabric) judged on a built fabric, in each fabric's colour and symbol
+    (:mod:`topoopt.app.report.palette`); the front of what is plotted as a line. The ideal switch
+    is a bound, not a product: it is left off (its points and the front through them)."""
     fig = go.Figure()
     records = [r for r in records if math.isfinite(r["iteration_s"])]  # not skipped ones
+    records = [r for r in records if not is_bound(str(r["fabric"]))]
+    if any(is_bound(str(r["fabric"])) for r in pareto):  # the front of the products alone
+        pareto, fastest = [], math.inf
+        for r in sorted(records, key=lambda r: (r["capex_usd"], r["iteration_s"])):
+            if r["iteration_s"] < fastest:
+                pareto.append(r)
+                fastest = r["iteration_s"]
     fabrics = sorted({r["fabric"] for r in records})
+    styles = fabric_styles(fabrics)
     for f in fabrics:
         rows = [r for r in records if r["fabric"] == f]
         fig.add_trace(
@@ -35,7 +46,7 @@ def pareto_figure(records, pareto, title: str = "Iteration time vs network capex
                 mode="markers",
                 name=f,
                 text=[r["label"] for r in rows],
-                marker={"size": 10},
+                marker={"size": 10, "color": styles[f]["color"], "symbol": styles[f]["symbol"]},
                 hovertemplate="%{text}<br>capex %{x:.3f} M$<br>%{y:.3f} ms<extra>" + f + "</extra>",
             )
         )

@@ -7,6 +7,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from topoopt.app.report.palette import is_bound
+
 __all__ = ["cost_breakdown_bars", "breakeven_curve"]
 
 
@@ -16,7 +18,9 @@ def cost_breakdown_bars(
     """Capex (``what="capex"``, M$) or power (``"power"``, kW) of each fabric stacked by
     component (the rows' ``capex_breakdown`` / ``power_breakdown``); the x labels carry each
     fabric's network bandwidth per server (``server_bandwidth``, Gbps) and the cost-equivalent
-    fat-tree's switch and tiers (``fabric_info``)."""
+    fat-tree's switch and tiers (``fabric_info``). The ideal switch (a bound, not a product:
+    :data:`topoopt.app.report.palette.BOUNDS`) has no bar."""
+    table = table[~table["fabric"].map(lambda f: is_bound(str(f)))]
     col, scale, unit = {
         "capex": ("capex_breakdown", 1e-6, "million USD"),
         "power": ("power_breakdown", 1e-3, "kW"),

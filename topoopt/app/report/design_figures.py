@@ -177,12 +177,13 @@ def optimizer_traces(
     """Incumbent (solid, markers) and lower bound (dashed) over wall time of every design in
     ``designs`` (name -> design), one colour per design (:func:`design_trace`; a solver without a
     trace shows its final point). Non-finite values are left out."""
-    from topoopt.app.report.compare_figures import trace_style
+    from topoopt.app.report.palette import fabric_styles
 
     fig = go.Figure()
-    for k, (name, design) in enumerate(designs.items()):
+    styles = fabric_styles(designs)
+    for name, design in designs.items():
         rows = design_trace(design)
-        st = trace_style(k)
+        st = styles[name]
         for key, label, dash in (
             ("objective_s", "incumbent", "solid"),
             ("lower_bound_s", "lower bound", "dash"),
