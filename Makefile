@@ -5,14 +5,14 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 APT    := env DEBIAN_FRONTEND=noninteractive apt-get -y -q
 
-.PHONY: setup system-deps demo test lint clean ns3-peer
+.PHONY: setup system-deps demo test docs lint clean ns3-peer
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,docs]'
 	touch $@
 
 # SimGrid (the flow model's peer, Debian's python3-simgrid for /usr/bin/python3) and Chromium
@@ -38,6 +38,11 @@ test: setup
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc
 
+# The documentation site (docs/ and the API reference from the numpydoc docstrings) in site/;
+# warnings are errors (tests/test_docs_site.py builds it the same way).
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict -q
+
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
@@ -49,4 +54,4 @@ ns3-peer:
 	.venv-ns3/bin/python -m pip install -q 'ns3==3.44.post0'
 
 clean:
-	rm -rf $(VENV) dist build .pytest_cache .ruff_cache
+	rm -rf $(VENV) dist build site .pytest_cache .ruff_cache
