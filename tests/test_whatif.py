@@ -378,3 +378,6 @@ def test_cli_sweep_json(dlrm_design_file):
     # 16 servers on a k=4 fat-tree fill all 8 edge switches, each loss cuts 2 servers off
     assert (ft["k"], ft["switches"], ft["switch_losses_disconnecting"]) == (4, 20, 8)
     assert "fat-tree" in r.stderr  # progress on stderr
+    # the steps are counted (a terminal's bar shows their ETA): one per sample and failure size
+    steps = [ln for ln in r.stderr.splitlines() if ln.startswith("[")]
+    assert steps == ["[1/2] 1 failed, sample 1", "[2/2] 2 failed, sample 1"]

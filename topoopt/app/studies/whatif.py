@@ -703,6 +703,8 @@ def whatif_sweep(
         after, reopt, disc, lost, rewired, intact = [], [], 0, 0, [], []
         for i in range(samples):
             s = seed * 1000 + 10 * i + k
+            if progress is not None:  # [step/steps]: the CLI's bar counts them (ETA)
+                progress(f"[{(k - 1) * samples + i + 1}/{2 * samples}] {k} failed, sample {i + 1}")
             f = links_failure(case.ports, case.design.servers, k, s)
             r = whatif(case, f, solver=solver, seed=seed, work_limit=work_limit,
                        time_limit_s=time_limit_s, before_s=before, progress=progress)  # fmt: skip

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from topoopt.app.cli.common import DEFAULT_SEED, emit_json, handle_errors, stdout
+from topoopt.app.cli.common import (
+    DEFAULT_SEED,
+    command_progress,
+    emit_json,
+    handle_errors,
+    stdout,
+)
 from traffic.errors import InputError
 
 __all__ = ["register", "whatif_command"]
@@ -74,14 +79,12 @@ def whatif_command(
     case = load_case(design, plan)
     d = case.design
 
-    def progress(m: str) -> None:
-        print(m, file=sys.stderr)
-
     if sweep:
-        res = whatif_sweep(
-            case, samples=samples, seed=seed, solver=solver, work_limit=work_limit,
-            progress=progress,
-        )  # fmt: skip
+        with command_progress("whatif") as bar:
+            res = whatif_sweep(
+                case, samples=samples, seed=seed, solver=solver, work_limit=work_limit,
+                progress=bar,
+            )  # fmt: skip
         if as_json:
             emit_json(res)
             return
@@ -123,7 +126,8 @@ def whatif_command(
         f = ocs_failure(case.ports, d.servers, d.degree, fail_ocs)
     else:
         f = ports_failure(case.ports, d.servers, d.degree, spec)
-    res = whatif(case, f, solver=solver, seed=seed, work_limit=work_limit, progress=progress)
+    with command_progress("whatif") as bar:
+        res = whatif(case, f, solver=solver, seed=seed, work_limit=work_limit, progress=bar)
     if res["after_s"] is None and res["reoptimized_s"] is None:
         raise InputError(
             "failure",
