@@ -266,6 +266,7 @@ class CommandProgress:
                 TimeRemainingColumn(),
                 console=console,
                 transient=True,
+                redirect_stdout=False,  # stdout is the command's data, never the bar's
             )
             self._bar.__enter__()
             self._task = self._bar.add_task(self.label, total=None)
