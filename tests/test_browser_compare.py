@@ -60,6 +60,12 @@ def compare_html(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def geometry(compare_html, tmp_path_factory) -> dict:
+    """The probe's bounding boxes of the verdict, the summary table and the first figure."""
+    return _geometry(compare_html, tmp_path_factory.mktemp("probe"))
+
+
 def _geometry(page, tmp_path) -> dict:
     probed = tmp_path / "probed.html"
     probed.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
@@ -70,8 +76,8 @@ def _geometry(page, tmp_path) -> dict:
     return json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&"))
 
 
-def test_verdict_is_visible_at_the_top(compare_html, tmp_path):
-    g = _geometry(compare_html, tmp_path)
+def test_verdict_is_visible_at_the_top(geometry):
+    g = geometry
     v, table, fig = g["verdict"], g["table"], g["figure"]
     assert v is not None and table is not None and fig is not None
     assert v["visibility"] == "visible" and v["display"] != "none" and float(v["opacity"]) > 0
@@ -83,8 +89,8 @@ def test_verdict_is_visible_at_the_top(compare_html, tmp_path):
     assert "a bound, not a product" in v["text"]
 
 
-def test_verdict_pixels_hold_text(compare_html, tmp_path):
-    g = _geometry(compare_html, tmp_path)
+def test_verdict_pixels_hold_text(compare_html, geometry, tmp_path):
+    g = geometry
     v, dpr = g["verdict"], g["dpr"]
     shot = tmp_path / "shot.png"
     r = _chromium(
