@@ -34,8 +34,8 @@ def test_sentences_state_the_table():
     ]
     # the fastest of those is the cost-equivalent fat-tree, 66 s against joint's 72 s: 1 - 66/72
     assert said[0] == (
-        "At equal capex (3.000 M$), fat-tree-cost-equivalent is the fastest: 66 s per iteration, "
-        "8.3 % less than joint (72 s)."
+        "At equal capex (at most 3.000 M$, topoopt-best's capex), fat-tree-cost-equivalent is the "
+        "fastest: 66 s per iteration for 3.000 M$, 8.3 % less than joint (72 s, 3.030 M$)."
     )
     # the ideal switch (60 s) is a bound, never the winner: the full fat-tree is, at 61/60
     assert said[1] == (
@@ -89,6 +89,6 @@ def test_a_tie_is_called_a_tie():
     t.loc[t["fabric"] == "joint", "iteration_s"] = 66.05  # 0.08 % slower than the fat-tree's 66
     said = verdict_sentences(t)[0]
     assert said == (
-        "At equal capex (3.000 M$), fat-tree-cost-equivalent and joint tie: 66 s and 66.05 s per "
-        "iteration (within 0.1 %)."
+        "At equal capex (at most 3.000 M$, topoopt-best's capex), fat-tree-cost-equivalent and "
+        "joint tie: 66 s (3.000 M$) and 66.05 s (3.030 M$) per iteration (within 0.1 %)."
     )

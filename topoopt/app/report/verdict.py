@@ -39,12 +39,21 @@ def _t(seconds: float) -> str:
     return f"{seconds * k:.4g} {unit}"
 
 
+def _reference(table: pd.DataFrame) -> str | None:
+    """The reference optical design (:data:`_REFERENCE`) of the table, if it has one."""
+    return next((f for f in _REFERENCE if f in set(table["fabric"])), None)
+
+
 def _budget(table: pd.DataFrame) -> float | None:
     """The capex of the reference optical design (:data:`_REFERENCE`), if the table has one."""
-    ref = next((f for f in _REFERENCE if f in set(table["fabric"])), None)
+    ref = _reference(table)
     if ref is None:
         return None
     return float(table.loc[table["fabric"] == ref, "capex_usd"].iloc[0])
+
+
+def _m(usd: float) -> str:
+    return f"{usd / 1e6:.3f} M$"
 
 
 def equal_capex_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -95,8 +104,10 @@ def _binding(name: str, it: Any) -> str | None:
 def verdict_sentences(table: pd.DataFrame, iterations: Mapping[str, Any] | None = None) -> list:
     """Two or three sentences that state a comparison's result.
 
-    1. At equal capex (the rows of :func:`equal_capex_rows`): the fastest and its margin over
-       the runner-up, in per cent of the runner-up's iteration time.
+    1. At equal capex (the rows of :func:`equal_capex_rows`: at most the reference optical
+       design's capex, which the sentence names): the fastest and its margin over the runner-up,
+       in per cent of the runner-up's iteration time, each with its own capex (the
+       cost-equivalent fat-tree often buys less than its budget: it buys what can be built).
     2. The fastest product overall, its ratio to the ideal switch (named as a bound) and capex.
     3. With ``iterations`` (fabric -> :class:`~topoopt.flowsim.iteration.IterationResult`): what
        binds the runner-up at equal capex (:func:`_binding`).
@@ -108,7 +119,7 @@ def verdict_sentences(table: pd.DataFrame, iterations: Mapping[str, Any] | None 
     ...                   "ratio_to_ideal": [1.0, 1.2, 1.25]})
     >>> for s in verdict_sentences(t):
     ...     print(s)
-    At equal capex (0.077 M$), fat-tree-cost-equivalent is the fastest: 1200 ms per iteration, 20.0 % less than joint (1500 ms).
+    At equal capex (at most 0.077 M$, joint's capex), fat-tree-cost-equivalent is the fastest: 1200 ms per iteration for 0.077 M$, 20.0 % less than joint (1500 ms, 0.077 M$).
     Fastest overall: fat-tree-cost-equivalent, 1.200x the ideal switch (a bound, not a product), for 0.077 M$.
     """  # noqa: E501
     products = table[~table["fabric"].isin(BOUNDS) & table["iteration_s"].notna()]
@@ -118,19 +129,18 @@ def verdict_sentences(table: pd.DataFrame, iterations: Mapping[str, Any] | None 
     if len(same) >= 2:
         win, runner = same.iloc[0], same.iloc[1]
         gain = 1 - float(win["iteration_s"]) / float(runner["iteration_s"])
-        budget = float(_budget(table))
+        head = f"At equal capex (at most {_m(float(_budget(table)))}, {_reference(table)}'s capex)"
+        tw, tr = _t(float(win["iteration_s"])), _t(float(runner["iteration_s"]))
+        cw, cr = _m(float(win["capex_usd"])), _m(float(runner["capex_usd"]))
         if gain < TIE_RTOL:
             out.append(
-                f"At equal capex ({budget / 1e6:.3f} M$), {win['fabric']} and "
-                f"{runner['fabric']} tie: {_t(float(win['iteration_s']))} and "
-                f"{_t(float(runner['iteration_s']))} per iteration (within "
-                f"{100 * TIE_RTOL:.1f} %)."
+                f"{head}, {win['fabric']} and {runner['fabric']} tie: {tw} ({cw}) and {tr} "
+                f"({cr}) per iteration (within {100 * TIE_RTOL:.1f} %)."
             )
         else:
             out.append(
-                f"At equal capex ({budget / 1e6:.3f} M$), {win['fabric']} is the "
-                f"fastest: {_t(float(win['iteration_s']))} per iteration, {100 * gain:.1f} % less "
-                f"than {runner['fabric']} ({_t(float(runner['iteration_s']))})."
+                f"{head}, {win['fabric']} is the fastest: {tw} per iteration for {cw}, "
+                f"{100 * gain:.1f} % less than {runner['fabric']} ({tr}, {cr})."
             )
     if len(products):
         best = products.loc[products["iteration_s"].idxmin()]
