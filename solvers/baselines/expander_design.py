@@ -124,7 +124,7 @@ def expander_design(problem: DesignProblem, seed: int = 0) -> Design:
         info.update(
             d_free=problem.free_degree,
             random_regular_degree=d_r if d_r >= 2 else 0,
-            prewired_circuits=int(problem.prewired_circuits()[:, 2].sum()),
+            prewired_circuits=problem.prewired_circuits().total,
             free_ports_filled=int(circuits[:, 2].sum()) - before,
         )
     else:

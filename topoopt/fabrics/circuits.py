@@ -176,6 +176,10 @@ class Circuits:
     def tolist(self) -> list[list[int]]:
         return self.rows.tolist()
 
+    def __iter__(self):
+        """The rows as ``(u, v, count)`` tuples of ints, in canonical order."""
+        return iter([tuple(r) for r in self.rows.tolist()])
+
     # -- views -----------------------------------------------------------------------------
 
     def degrees(self) -> np.ndarray:
