@@ -216,12 +216,9 @@ class Failure:
     failed_ports: np.ndarray
     label: str
 
-    def lost_circuits(self, n: int) -> np.ndarray:
-        """Lost circuits as canonical ``[u, v, count]`` rows."""
-        if not self.lost.shape[0]:
-            return np.zeros((0, 3), np.int64)
-        key, cnt = np.unique(self.lost[:, 0] * n + self.lost[:, 1], return_counts=True)
-        return np.column_stack([key // n, key % n, cnt]).astype(np.int64)
+    def lost_circuits(self, n: int) -> Circuits:
+        """The lost circuits (one row of :attr:`lost` is one circuit)."""
+        return Circuits(self.lost[:, :2], n)
 
     def records(self) -> list[dict[str, int]]:
         """JSON rows ``{"u", "v", "port_u", "port_v"}``."""
@@ -478,7 +475,7 @@ def _rerouted_paths(case: Case, survived):
     )
 
 
-def _subtract(circuits: Circuits, lost: np.ndarray, n: int) -> Circuits:
+def _subtract(circuits: Circuits, lost: Circuits, n: int) -> Circuits:
     have = {(u, v): k for u, v, k in circuits.tolist()}
     for u, v, k in lost.tolist():
         have[(u, v)] -= k
