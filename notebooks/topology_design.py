@@ -56,7 +56,7 @@ pd.DataFrame(
             "lower bound (ms)": d.lower_bound_s * 1e3,
             "gap": d.gap,
             "status": d.status,
-            "circuits": int(d.circuits[:, 2].sum()),
+            "circuits": d.circuits.total,
             "rings": len(d.rings),
             "wall (s)": d.wall_s,
         }
@@ -68,7 +68,7 @@ pd.DataFrame(
 best = designs["joint"]
 assert best.objective_s <= designs["topoopt"].objective_s + 1e-12
 assert best.port_usage().max() <= problem.degree
-circuits = pd.DataFrame(best.circuits, columns=["u", "v", "count"])
+circuits = pd.DataFrame(best.circuits.rows, columns=["u", "v", "count"])
 circuits.head(10)
 
 # %% [markdown]

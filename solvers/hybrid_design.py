@@ -575,7 +575,7 @@ def _candidate_paths(
     return cands
 
 
-def _ring_options(problem: DesignProblem, circuits: np.ndarray) -> list[list[list[np.ndarray]]]:
+def _ring_options(problem: DesignProblem, circuits: Circuits) -> list[list[list[np.ndarray]]]:
     """Per phase, per group: candidate rings (along circuits first, then ascending/reverse)."""
     from solvers.joint.rings import circuit_rings
 
@@ -584,7 +584,7 @@ def _ring_options(problem: DesignProblem, circuits: np.ndarray) -> list[list[lis
         groups = []
         for g in range(ph.n_groups):
             m = ph.group(g)
-            along = circuit_rings(m, circuits, problem.n, limit=4) if circuits.size else []
+            along = circuit_rings(m, circuits, problem.n, limit=4) if len(circuits) else []
             plain = [m.copy(), np.concatenate([m[:1], m[1:][::-1]])] if m.size > 2 else [m.copy()]
             uniq: dict[bytes, np.ndarray] = {}
             for r in along + plain:
@@ -735,8 +735,9 @@ def route_hybrid(
         raise InputError("problem.n", problem.n, f"the fabric's {fabric.n_servers} servers")
     opt = fabric.link_kind == "optical"
     circ = np.column_stack([fabric.src[opt], fabric.dst[opt], fabric.multiplicity[opt]])
-    circ = Circuits(circ[circ[:, 0] < circ[:, 1]], problem.n).rows
-    options = _ring_options(problem, circ)
+    circuits = Circuits(circ[circ[:, 0] < circ[:, 1]], problem.n)
+    circ = circuits.rows
+    options = _ring_options(problem, circuits)
     fwd = np.ones(fabric.n_nodes, bool)
     if not opt.any():
         fwd[: fabric.n_servers] = fabric.n_switches == 0
@@ -900,7 +901,7 @@ def _greedy_b_matching(
         free[j] -= 1
         heapq.heappush(heap, (negw * (c + 1) / (c + 2), i, j))
     rows = [[i, j, c] for (i, j), c in sorted(count.items())]
-    return Circuits(np.asarray(rows, np.int64).reshape(-1, 3), n).rows
+    return Circuits(rows, n).rows
 
 
 def _pair_weights(
@@ -1127,7 +1128,7 @@ def hybrid_design(
     if problem.reserved is not None or problem.prewired is not None:
         options["reserved_ports"] = d - usable
         options["prewired"] = pre
-        info["prewired_circuits"] = int(pre[:, 2].sum()) if pre.size else 0
+        info["prewired_circuits"] = pre.total
     return HybridDesign(
         servers=n, degree=d, link_bandwidth=b_opt, circuits=best_c,
         rings=tuple(ring_records(problem, r.rings, have)), routing=node_paths(r.paths, f.dst),
@@ -1144,7 +1145,7 @@ def _swap_in(
     use: dict,
     n: int,
     d: int | np.ndarray,
-    floor: np.ndarray | None = None,
+    floor: Circuits | None = None,
     pair_cap: int | None = None,
 ):
     """Circuits with one more ``(a, c)``: a free port is used, else the least used circuits
@@ -1162,7 +1163,7 @@ def _swap_in(
     >>> use = {(0, 2): 0.1, (0, 3): 0.5, (1, 2): 0.2, (1, 3): 0.4}
     >>> _swap_in(c, 0, 1, use, 4, 2).tolist()
     [[0, 1, 1], [0, 3, 1], [1, 3, 1]]
-    >>> _swap_in(c, 0, 1, use, 4, 2, floor=np.array([[0, 2, 1]])).tolist()
+    >>> _swap_in(c, 0, 1, use, 4, 2, floor=Circuits([[0, 2, 1]], 4)).tolist()
     [[0, 1, 1], [0, 2, 1], [1, 3, 1], [2, 3, 1]]
     """
     deg = circuit_degrees(circuits, n)
@@ -1170,7 +1171,7 @@ def _swap_in(
     rows = {(int(u), int(v)): int(k) for u, v, k in circuits.tolist()}
     keep = {}
     if floor is not None and len(floor):
-        keep = {(int(u), int(v)): int(k) for u, v, k in np.asarray(floor).reshape(-1, 3)}
+        keep = {(int(u), int(v)): int(k) for u, v, k in floor.tolist()}
 
     def least(x: int, avoid: int):
         mine = [
@@ -1197,8 +1198,7 @@ def _swap_in(
     if len(other) == 2 and other[0] != other[1]:
         k2 = (min(other), max(other))
         rows[k2] = rows.get(k2, 0) + 1
-    out = np.asarray([[u, v, k] for (u, v), k in rows.items() if k > 0], np.int64).reshape(-1, 3)
-    out = Circuits(out, n).rows
+    out = Circuits([[u, v, k] for (u, v), k in rows.items() if k > 0], n).rows
     if np.any(circuit_degrees(out, n) > dd):
         return None
     if pair_cap is not None and out.size and out[:, 2].max() > pair_cap:

@@ -29,7 +29,6 @@ import numpy as np
 
 from solvers.model.design import Design
 from solvers.model.problem import DesignProblem
-from topoopt.fabrics.direct_connect import direct_connect
 from topoopt.fabrics.fabric import Fabric
 from topoopt.paths import PathSet
 from traffic.errors import InputError
@@ -56,11 +55,9 @@ def design_fabric(
 ) -> Fabric:
     """The direct-connect fabric of ``design`` (``degree`` ports of ``link_bandwidth``)."""
     kw = {} if latency is None else {"latency": latency}
-    return direct_connect(
-        design.servers,
+    return design.circuits.to_fabric(
         design.degree,
-        circuits=design.circuits,
-        port_bandwidth=design.link_bandwidth,
+        design.link_bandwidth,
         device=device,
         gpus_per_server=gpus_per_server,
         intra_server_bandwidth=intra_server_bandwidth,

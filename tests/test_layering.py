@@ -271,3 +271,69 @@ def test_one_canonical_circuit_type():
         if p.name != "circuits.py" and "canonical_circuits" in p.read_text()
     ]
     assert hits == [], hits
+
+
+RESHAPE_ALLOWED = {
+    ("solvers/model/design_schema.py", "_check_rows"): (
+        "validates the raw design.json rows (3-int lists from the schema) before a Circuits is "
+        "built, so its errors can name the document's row index"
+    ),
+    ("solvers/cluster/job_design.py", "fill_ports"): (
+        "rows [u, v, port] of an OCS port assignment (a plane per circuit), not circuits"
+    ),
+}
+"""Functions outside ``topoopt/fabrics/circuits.py`` that may reshape ``(-1, 3)`` rows, with
+the reason: none of them receives circuits."""
+
+
+def _reshapes_to_rows(call: ast.Call) -> bool:
+    """``x.reshape(-1, 3)`` or ``x.reshape((-1, 3))`` (or ``np.reshape(x, (-1, 3))``)."""
+    f = call.func
+    if not (isinstance(f, ast.Attribute) and f.attr == "reshape"):
+        return False
+    args = (
+        call.args[1:]
+        if isinstance(f.value, ast.Name) and f.value.id in ("np", "numpy")
+        else (call.args)
+    )
+    if len(args) == 1 and isinstance(args[0], ast.Tuple):
+        args = args[0].elts
+    try:
+        return [ast.literal_eval(a) for a in args] == [-1, 3]
+    except ValueError:
+        return False
+
+
+def test_circuit_receivers_trust_circuits():
+    """Receivers take a ``Circuits`` and read its rows (issue 27, item 5): no module of
+    ``solvers`` or ``topoopt`` but ``topoopt/fabrics/circuits.py`` reshapes rows to ``(-1, 3)``,
+    except the allow-listed functions (each with its reason)."""
+    found = {}
+    for pkg in ("solvers", "topoopt"):
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            rel = str(path.relative_to(ROOT))
+            if rel == "topoopt/fabrics/circuits.py":
+                continue
+            tree = ast.parse(path.read_text())
+            for fn in ast.walk(tree):
+                if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                    continue
+                for node in ast.walk(fn):
+                    if isinstance(node, ast.Call) and _reshapes_to_rows(node):
+                        found.setdefault((rel, fn.name), []).append(node.lineno)
+    stray = {k: v for k, v in found.items() if k not in RESHAPE_ALLOWED}
+    assert stray == {}, f"reshape(-1, 3) outside circuits.py (take a Circuits instead): {stray}"
+    assert set(found) == set(RESHAPE_ALLOWED), "an allow-list entry no longer reshapes: drop it"
+
+
+def test_the_reshape_finder_finds_a_planted_receiver():
+    calls = [
+        "c = np.asarray(circuits, np.int64).reshape(-1, 3)",
+        "c = x.reshape((-1, 3))",
+        "c = np.reshape(x, (-1, 3))",
+    ]
+    for src in calls:
+        call = ast.parse(src).body[0].value
+        assert _reshapes_to_rows(call), src
+    for src in ("c = x.reshape(-1, 2)", "c = x.reshape(-1)", "c = np.reshape(x, (3, -1))"):
+        assert not _reshapes_to_rows(ast.parse(src).body[0].value), src

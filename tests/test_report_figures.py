@@ -19,6 +19,7 @@ from topoopt.app.report.compare_figures import (
 from topoopt.app.report.design_figures import circuit_graph, optimizer_trace
 from topoopt.app.report.pages import circuit_utilisation
 from topoopt.app.report.traffic_figures import server_heatmap
+from topoopt.fabrics.circuits import Circuits
 from traffic.expand import expand
 from traffic.workload import Demand, Workload
 
@@ -51,7 +52,7 @@ def test_heatmap_has_one_view_per_class_and_they_add_up():
 
 
 def test_circuit_utilisation_takes_the_busier_direction():
-    circuits = np.array([[0, 1, 1], [1, 2, 2]])
+    circuits = Circuits([[0, 1, 1], [1, 2, 2]], 3)
     links = pd.DataFrame(
         {
             "src": [0, 1, 1, 2, 3],

@@ -17,12 +17,9 @@ import time
 
 import networkx as nx
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from solvers.baselines.topoopt_method import (
     finish_design,
-    hop_distances,
     require_connected,
     sample_shortest_paths,
 )
@@ -78,13 +75,14 @@ def random_fill(circuits, n: int, budget, pair_cap: int, seed: int = 0) -> np.nd
     >>> circuit_degrees(c, 6).astype(int).tolist()
     [2, 2, 2, 2, 2, 2]
     """
-    c = Circuits(circuits, n).rows
+    cur = Circuits(circuits, n)
+    c = cur.rows
     budget = np.broadcast_to(np.asarray(budget, np.int64), (n,))
     free = np.maximum(budget - circuit_degrees(c, n), 0).astype(np.int64)
     rng = np.random.default_rng(seed)
     count = np.zeros((n, n), np.int64)
     count[c[:, 0], c[:, 1]] = c[:, 2]
-    rows = [list(r) for r in c.tolist()]
+    added: list[list[int]] = []
     while True:
         idx = np.flatnonzero(free > 0)
         if idx.size < 2:
@@ -94,9 +92,7 @@ def random_fill(circuits, n: int, budget, pair_cap: int, seed: int = 0) -> np.nd
         ok = count[a, b] < pair_cap
         if not ok.any():
             break
-        arr = np.asarray(rows, np.int64).reshape(-1, 3)
-        adj = sp.coo_matrix((np.ones(arr.shape[0]), (arr[:, 0], arr[:, 1])), shape=(n, n))
-        k, label = connected_components(adj, directed=False)
+        k, label = cur.merged(added).components()
         if k > 1:
             cross = ok & (label[a] != label[b])
             if cross.any():
@@ -108,8 +104,8 @@ def random_fill(circuits, n: int, budget, pair_cap: int, seed: int = 0) -> np.nd
         count[x, y] += 1
         free[x] -= 1
         free[y] -= 1
-        rows.append([x, y, 1])
-    return Circuits(np.asarray(rows, np.int64).reshape(-1, 3), n).rows
+        added.append([x, y, 1])
+    return cur.merged(added).rows
 
 
 def expander_design(problem: DesignProblem, seed: int = 0) -> Design:
@@ -124,11 +120,11 @@ def expander_design(problem: DesignProblem, seed: int = 0) -> Design:
         circuits = merge_prewired(circuits, problem)
         before = int(circuits[:, 2].sum())
         circuits = random_fill(circuits, n, problem.usable_ports(), problem.pair_cap, seed)
-        require_connected(problem, circuits)
+        require_connected(problem, Circuits(circuits, n))
         info.update(
             d_free=problem.free_degree,
             random_regular_degree=d_r if d_r >= 2 else 0,
-            prewired_circuits=int(problem.prewired_circuits()[:, 2].sum()),
+            prewired_circuits=problem.prewired_circuits().total,
             free_ports_filled=int(circuits[:, 2].sum()) - before,
         )
     else:
@@ -156,7 +152,6 @@ def expander_design(problem: DesignProblem, seed: int = 0) -> Design:
         o = r["order"]
         keys |= {a * n + b for a, b in zip(o, o[1:] + o[:1], strict=True)}
     key = np.array(sorted(keys), np.int64)
-    routing = sample_shortest_paths(
-        circuits, n, key // n, key % n, 1, seed, hop_distances(circuits, n)
-    )
-    return finish_design(problem, circuits, rings, routing, "expander", t0, info)
+    circ = Circuits(circuits, n)
+    routing = sample_shortest_paths(circ, key // n, key % n, 1, seed, circ.hop_distances())
+    return finish_design(problem, circ, rings, routing, "expander", t0, info)

@@ -48,7 +48,6 @@ from collections import deque
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import shortest_path
 
 from solvers.baselines.strides import select_permutations, totient_perms
 from solvers.baselines.traffic_input import TopoOptTraffic, topoopt_traffic
@@ -72,7 +71,6 @@ __all__ = [
     "tie_break_weights",
     "max_weight_matching",
     "mp_matchings",
-    "hop_distances",
     "sample_shortest_paths",
     "ideal_lower_bound",
     "finish_design",
@@ -496,16 +494,14 @@ def mp_matchings(
     np.fill_diagonal(w, 0.0)
     count = np.zeros((n, n), dtype=np.int64)
     rows: list[tuple[int, int]] = []
+    built = Circuits(() if base is None else base, n)
     for _ in range(int(ports)):
         if partners is None:  # the complete graph: every pair, ties broken inside the blossom
             iu, ju = np.triu_indices(n, 1)
             iu, ju = iu.astype(np.int64), ju.astype(np.int64)
         else:
             iu, ju = candidate_pairs(w, partners)
-        built = np.array([[a, b, 1] for a, b in rows], np.int64).reshape(-1, 3)
-        if base is not None:
-            built = np.vstack([np.asarray(base, np.int64).reshape(-1, 3), built])
-        hops = hop_distances(built, n)
+        hops = built.merged(rows).hop_distances()
         key = tie_break_weights(w[iu, ju], hops[iu, ju], n)
         # complete graph: the heaviest perfect matching; sparsified: the heaviest matching of
         # the candidates (a maximum-cardinality one could trade heavy pairs for more pairs),
@@ -519,20 +515,13 @@ def mp_matchings(
             w[a, b] *= c / (c + 1)
             w[b, a] = w[a, b]
             rows.append((a, b))
-    circuits = np.array([[a, b, 1] for a, b in rows], dtype=np.int64).reshape(-1, 3)
-    return Circuits(circuits, n).rows, w
+    return Circuits(rows, n).rows, w
 
 
 # --------------------------------------------------------------------------- 4. routing
-def hop_distances(circuits: np.ndarray, n: int) -> np.ndarray:
-    """All-pairs hop counts of the circuit graph (``inf`` where disconnected)."""
-    c = np.asarray(circuits, np.int64).reshape(-1, 3)
-    adj = sp.coo_matrix((np.ones(c.shape[0]), (c[:, 0], c[:, 1])), shape=(n, n)).tocsr()
-    return shortest_path(adj, directed=False, unweighted=True)
-
-
-def _neighbour_table(circuits: np.ndarray, n: int) -> np.ndarray:
-    c = np.asarray(circuits, np.int64).reshape(-1, 3)
+def _neighbour_table(circuits: Circuits) -> np.ndarray:
+    """``(n, max degree)`` neighbours of each server, ascending, ``-1``-padded."""
+    c, n = circuits.rows, circuits.n
     u = np.concatenate([c[:, 0], c[:, 1]])
     v = np.concatenate([c[:, 1], c[:, 0]])
     order = np.lexsort((v, u))
@@ -545,8 +534,7 @@ def _neighbour_table(circuits: np.ndarray, n: int) -> np.ndarray:
 
 
 def sample_shortest_paths(
-    circuits: np.ndarray,
-    n: int,
+    circuits: Circuits,
     src: np.ndarray,
     dst: np.ndarray,
     k: int = 1,
@@ -568,11 +556,11 @@ def sample_shortest_paths(
     src = np.asarray(src, np.int64)
     dst = np.asarray(dst, np.int64)
     if dist is None:
-        dist = hop_distances(circuits, n)
+        dist = circuits.hop_distances()
     if src.size and not np.all(np.isfinite(dist[src, dst])):
         bad = int(np.flatnonzero(~np.isfinite(dist[src, dst]))[0])
         raise InputError("routing", f"{int(src[bad])}->{int(dst[bad])}", "connected servers")
-    table = _neighbour_table(circuits, n)
+    table = _neighbour_table(circuits)
     rng = np.random.default_rng(seed)
     hops = dist[src, dst].astype(np.int64) if src.size else np.zeros(0, np.int64)
     hmax = int(hops.max(initial=0))
@@ -818,10 +806,11 @@ def topoopt_design(
             problem.pair_cap, connect=True,
         )  # fmt: skip
         filled = int(circuits[:, 2].sum()) - before
-        require_connected(problem, circuits)
+        require_connected(problem, Circuits(circuits, n))
         if not ar_circ.size:
             ar_circ = circuits  # virtual rings are forwarded over whatever circuits there are
-    dist_all = hop_distances(circuits, n)
+    circ, ar = Circuits(circuits, n), Circuits(ar_circ, n)
+    dist_all = circ.hop_distances()
     # commodities: MP pairs (k shortest paths) and ring steps (direct, or virtual-ring routes)
     mp = traffic.mp.tocoo()
     mp_key = set((mp.row.astype(np.int64) * n + mp.col).tolist())
@@ -844,10 +833,10 @@ def topoopt_design(
                 step_paths[key] = walk
             else:
                 if ar_dist is None:
-                    ar_dist = hop_distances(ar_circ, n)
-                one = sample_shortest_paths(ar_circ, n, [a], [b], 1, seed, ar_dist)
+                    ar_dist = ar.hop_distances()
+                one = sample_shortest_paths(ar, [a], [b], 1, seed, ar_dist)
                 step_paths[key] = one.to_lists()[0][0][0]
-    mp_paths = sample_shortest_paths(circuits, n, mp_src, mp_dst, k, seed, dist_all)
+    mp_paths = sample_shortest_paths(circ, mp_src, mp_dst, k, seed, dist_all)
     keys = np.array(sorted(step_paths), np.int64)
     steps = NodePaths.from_lists(
         keys // n, keys % n, [[(step_paths[x], 1.0)] for x in keys.tolist()]
@@ -867,20 +856,16 @@ def topoopt_design(
     }
     if options:
         info["d_free"] = d_build
-        info["prewired_circuits"] = int(problem.prewired_circuits()[:, 2].sum())
+        info["prewired_circuits"] = problem.prewired_circuits().total
         info["free_ports_filled"] = filled
-    return finish_design(problem, circuits, rings, routing, variant, t0, info)
+    return finish_design(problem, circ, rings, routing, variant, t0, info)
 
 
-def require_connected(problem: DesignProblem, circuits: np.ndarray) -> None:
+def require_connected(problem: DesignProblem, circuits: Circuits) -> None:
     """Raise :class:`InputError` when two servers with traffic are in different components of
     ``circuits`` (what too many reserved ports or pre-wired circuits can leave)."""
-    from scipy.sparse.csgraph import connected_components
-
     n = problem.n
-    c = np.asarray(circuits, np.int64).reshape(-1, 3)
-    adj = sp.coo_matrix((np.ones(c.shape[0]), (c[:, 0], c[:, 1])), shape=(n, n))
-    _, label = connected_components(adj, directed=False)
+    _, label = circuits.components()
     busy = np.zeros(n, bool)
     for ph in problem.phases:
         busy |= (ph.out_bytes(n) > 0) | (ph.in_bytes(n) > 0)

@@ -275,7 +275,7 @@ def design_job(
             workload, d, link_bandwidth, reserved=d - deg, prewired=wired
         )
         design = _solve(problem, solver, seed, work_limit)
-        if not np.array_equal(Circuits(design.circuits, m).rows, wired):
+        if not np.array_equal(design.circuits.rows, wired):
             a2 = assign_ports(design.circuits, units)  # pragma: no cover - solvers keep prewired
             if not a2.complete:
                 raise NotConnected(f"job {name}: the re-solved design is not realisable")

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from topoopt.fabrics.circuits import Circuits
 from traffic.errors import InputError
 
 __all__ = ["OcsLayer", "PortAssignment", "assign_ports", "expand_circuits", "DEFAULT_STEPS"]
@@ -133,26 +134,25 @@ class PortAssignment:
         return np.stack([self.u[k], self.v[k]], axis=1)
 
 
-def expand_circuits(circuits) -> tuple[np.ndarray, np.ndarray]:
-    """Unit circuits ``(u, v)`` with ``u < v`` of rows ``[u, v, count]``.
+def expand_circuits(circuits: Circuits) -> tuple[np.ndarray, np.ndarray]:
+    """Unit circuits ``(u, v)`` with ``u < v``, one per circuit, in row order.
 
-    >>> [a.tolist() for a in expand_circuits([[1, 0, 2], [1, 2, 1]])]
+    >>> [a.tolist() for a in expand_circuits(Circuits([[1, 0, 2], [1, 2, 1]], 3))]
     [[0, 0, 1], [1, 1, 2]]
     """
-    c = np.asarray(circuits, np.int64).reshape(-1, 3)
-    lo, hi = np.minimum(c[:, 0], c[:, 1]), np.maximum(c[:, 0], c[:, 1])
-    return np.repeat(lo, c[:, 2]), np.repeat(hi, c[:, 2])
+    c = circuits.rows
+    return np.repeat(c[:, 0], c[:, 2]), np.repeat(c[:, 1], c[:, 2])
 
 
 def assign_ports(
-    circuits, units: np.ndarray, steps: int = DEFAULT_STEPS, restarts: int = 4
+    circuits: Circuits, units: np.ndarray, steps: int = DEFAULT_STEPS, restarts: int = 4
 ) -> PortAssignment:
     """Colour the circuits with planes (module docstring): exact search, else a best partial.
 
     Parameters
     ----------
-    circuits : array-like
-        Rows ``[u, v, count]`` over servers ``0..m-1``.
+    circuits : Circuits
+        The circuits on the ``m`` servers.
     units : numpy.ndarray
         ``(D, m)`` unit of every server's port on each plane (:meth:`OcsLayer.restrict`).
     steps : int
@@ -171,18 +171,18 @@ def assign_ports(
     A triangle is not realisable on two ports, a square is:
 
     >>> one = np.zeros((2, 4), np.int64)
-    >>> assign_ports([[0, 1, 1], [1, 2, 1], [0, 2, 1]], one[:, :3]).complete
+    >>> assign_ports(Circuits([[0, 1, 1], [1, 2, 1], [0, 2, 1]], 3), one[:, :3]).complete
     False
-    >>> a = assign_ports([[0, 1, 1], [1, 2, 1], [2, 3, 1], [0, 3, 1]], one)
-    >>> a.complete, a.port.tolist()
-    (True, [0, 1, 0, 1])
+    >>> a = assign_ports(Circuits([[0, 1, 1], [1, 2, 1], [2, 3, 1], [0, 3, 1]], 4), one)
+    >>> a.complete, a.u.tolist(), a.v.tolist(), a.port.tolist()
+    (True, [0, 0, 1, 2], [1, 3, 2, 3], [0, 1, 1, 0])
     """
     units = np.asarray(units, np.int64)
     d, m = units.shape
+    if circuits.n != m:
+        raise InputError("circuits servers", circuits.n, f"{m} (the servers of units)")
     u, v = expand_circuits(circuits)
     e = u.size
-    if e and (u.min() < 0 or v.max() >= m or np.any(u == v)):
-        raise InputError("circuits", "a self-loop or a server out of range", f"servers 0..{m - 1}")
     allowed = units[:, u] == units[:, v]  # (d, e)
     best = np.full(e, -1, np.int64)
     proven = False

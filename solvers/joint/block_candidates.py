@@ -426,7 +426,7 @@ def block_detours(design, problem: DesignProblem, alpha: float, comps=None):
     return replace(design, routing=NodePaths.from_lists(rt.src, rt.dst, out))
 
 
-def _block_index(comps, n: int, circuits):
+def _block_index(comps, n: int, circuits: Circuits):
     """``(block_of, pos_of, have)``: each server's block and position in it (-1 outside every
     block) and the set of ordered server pairs joined by a circuit."""
     block_of = np.full(n, -1, np.int64)
@@ -434,8 +434,7 @@ def _block_index(comps, n: int, circuits):
     for b, c in enumerate(comps):
         block_of[c] = b
         pos_of[c] = np.arange(len(c))
-    c = np.asarray(circuits, np.int64).reshape(-1, 3)
-    c = c[c[:, 2] > 0]
+    c = circuits.rows
     have = {(int(u), int(v)) for u, v in c[:, :2]} | {(int(v), int(u)) for u, v in c[:, :2]}
     return block_of, pos_of, have
 

@@ -139,7 +139,7 @@ def blink_entry(
     k = m.size
     pos = np.full(design.servers, -1, np.int64)
     pos[m] = np.arange(k)
-    c = design.circuits
+    c = design.circuits.rows
     inside = (pos[c[:, 0]] >= 0) & (pos[c[:, 1]] >= 0) if c.size else np.zeros(0, bool)
     sub = np.column_stack([pos[c[inside, 0]], pos[c[inside, 1]], c[inside, 2]])
     if sub.shape[0] == 0:

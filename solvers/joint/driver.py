@@ -76,7 +76,7 @@ from solvers.model.design import Design, node_paths, ring_records
 from solvers.model.ports import fill_free_ports, merge_prewired, with_port_options
 from solvers.model.problem import DesignProblem
 from solvers.routing_lp import SharedRouting, min_hop_paths, route_circuits
-from topoopt.fabrics.circuits import Circuits, circuit_links
+from topoopt.fabrics.circuits import Circuits
 from traffic.errors import InputError
 
 __all__ = [
@@ -231,7 +231,7 @@ def candidate_circuits(
                 res = best_strides(n, d_ar, "mean-hops", time_limit_s=min(stride_time, left / 2))
             except InputError:
                 continue
-            c = np.asarray(circulant_circuits(n, res.strides), np.int64).reshape(-1, 3)
+            c = circulant_circuits(n, res.strides)
             parts = [c]
             if d - d_ar and mp.nnz:
                 parts.append(mp_matchings(mp, d - d_ar, n)[0])
@@ -247,7 +247,7 @@ def candidate_circuits(
 
 
 def ring_candidates_for(
-    problem: DesignProblem, circuits: np.ndarray, extra: Design | None = None, exact: bool = False
+    problem: DesignProblem, circuits: Circuits, extra: Design | None = None, exact: bool = False
 ) -> list[list[list[np.ndarray]]]:
     """Candidate rings per phase and group: rings along circuits, stride 1 both ways, the
     baseline's rings, and (``exact``) every Hamiltonian cycle of groups of at most 6."""
@@ -280,8 +280,8 @@ def quick_score(problem: DesignProblem, circuits: np.ndarray) -> float:
     fewest-hop path. ``inf`` when disconnected.
     """
     n = problem.n
-    c = Circuits(circuits, n).rows
-    src, dst, cap = circuit_links(c, problem.link_bandwidth)
+    cc = Circuits(circuits, n)
+    src, dst, cap = cc.links(problem.link_bandwidth)
     total = 0.0
     for ph in problem.phases:
         fx = ph.fixed.tocoo()
@@ -290,7 +290,7 @@ def quick_score(problem: DesignProblem, circuits: np.ndarray) -> float:
         b_parts = [fx.data]
         for g in range(ph.n_groups):
             m = ph.group(g)
-            rings = circuit_rings(m, c, n, limit=4) or [m]
+            rings = circuit_rings(m, cc, n, limit=4) or [m]
             for o in rings:
                 s_parts.append(o)
                 t_parts.append(np.roll(o, -1))
@@ -325,19 +325,20 @@ def route_design(
     Deterministic: GLOP solves small LPs to optimality, PDLP stops at ``lp_tolerance`` or
     ``iteration_limit``; ``time_limit`` (seconds) is a wall-clock cap only (the routing's
     ``limit`` is ``"time"`` when it cut a solve). The routing's ``work`` counts the LP work."""
-    c = Circuits(circuits, problem.n).rows
-    cands = ring_candidates_for(problem, c, extra, exact)
+    cc = Circuits(circuits, problem.n)
+    c = cc.rows
+    cands = ring_candidates_for(problem, cc, extra, exact)
     try:
         routed = route_circuits(
-            problem, c, cands, time_limit=time_limit, iteration_limit=iteration_limit,
+            problem, cc, cands, time_limit=time_limit, iteration_limit=iteration_limit,
             lp_tolerance=lp_tolerance,
         )  # fmt: skip
     except InputError:
         return None, np.inf, np.zeros(2 * c.shape[0])
-    ev = evaluate_routing(problem, c, routed.routings(), keep_loads=True)
+    ev = evaluate_routing(problem, cc, routed.routings(), keep_loads=True)
     if not ev.feasible:
         return None, np.inf, np.zeros(2 * c.shape[0])
-    _, _, cap = circuit_links(c, problem.link_bandwidth)
+    _, _, cap = cc.links(problem.link_bandwidth)
     util = np.zeros(cap.size)
     for t, loads in zip(ev.phase_times, ev.link_loads, strict=True):
         if t > 0:
@@ -356,8 +357,8 @@ def to_design(
     proven: bool = False,
 ) -> Design:
     """Package a routed design; the objective is recomputed by ``evaluate_routing``."""
-    c = Circuits(circuits, problem.n).rows
-    src, dst, _ = circuit_links(c, problem.link_bandwidth)
+    c = Circuits(circuits, problem.n)
+    src, dst, _ = c.links(problem.link_bandwidth)
     have = set((src * problem.n + dst).tolist())
     rings = ring_records(problem, routed.rings, have)
     routing = node_paths(routed.paths, dst)
@@ -670,7 +671,7 @@ class CongestionSearch:
         filled = fill_free_ports(
             base.circuits, n, problem.usable_ports(), topoopt_traffic(problem).mp, problem.pair_cap
         )
-        added = int(filled[:, 2].sum() - base.circuits[:, 2].sum())
+        added = int(filled[:, 2].sum()) - base.circuits.total
         info["free_ports_filled"] = added
         if added:
             more = Design(
@@ -779,7 +780,7 @@ class CongestionSearch:
         left = self.cap_left("exact MIP")
         if left is None:
             return
-        hint = self.inc[0] if self.inc is not None else self.base.circuits
+        hint = Circuits(self.inc[0], n) if self.inc is not None else self.base.circuits
         ex = exact_design(
             self.problem, self.inc_obj, time_limit=left, threads=self.threads, seed=self.seed,
             hint_circuits=hint, node_limit=EXACT_NODE_LIMIT,

@@ -49,6 +49,7 @@ import scipy.sparse as sp
 from solvers.joint.rings import hamiltonian_cycles
 from solvers.model.problem import DesignProblem
 from solvers.routing_lp import solve_matrix_program
+from topoopt.fabrics.circuits import Circuits
 from traffic.errors import InputError
 
 __all__ = ["ExactResult", "exact_design", "MAX_EXACT_SERVERS"]
@@ -108,7 +109,7 @@ def exact_design(
     solver: str = "scip",
     threads: int = 1,
     seed: int = 0,
-    hint_circuits: np.ndarray | None = None,
+    hint_circuits: Circuits | None = None,
     node_limit: int | None = None,
 ) -> ExactResult:
     """Solve the joint MIP (module docstring) for a small cluster.
@@ -125,8 +126,8 @@ def exact_design(
         MathOpt MIP solver (``scip``).
     threads, seed : int
         Passed to the solver (deterministic for a given pair).
-    hint_circuits : numpy.ndarray, optional
-        A starting design (rows ``[u, v, count]``).
+    hint_circuits : Circuits, optional
+        A starting design.
     node_limit : int, optional
         Branch-and-bound nodes (a deterministic limit; ``time_limit`` is then a wall-clock cap,
         and ``limit`` of the result says which one stopped the search).
@@ -281,7 +282,7 @@ class _ExactModel:
 
     def define_prewired_constraints(self) -> None:
         """(10) pre-wired pairs keep their circuits: ``sum_k k y_{e,k} >= P_e``."""
-        pre = self.problem.prewired_circuits()
+        pre = self.problem.prewired_circuits().rows
         if not pre.size:
             return
         n, K = self.n, self.K
@@ -373,15 +374,13 @@ class _ExactModel:
         c[self.cT : self.cT + self.P] = 1.0
         return A, c, np.concatenate(self.rlb), np.concatenate(self.rub)
 
-    def hint(self, hint_circuits: np.ndarray | None) -> np.ndarray | None:
-        """The ``y`` of a starting design (rows ``[u, v, count]``), or None."""
+    def hint(self, hint_circuits: Circuits | None) -> np.ndarray | None:
+        """The ``y`` of a starting design, or None."""
         if hint_circuits is None:
             return None
         hint = np.zeros(self.nv)
-        hc = np.asarray(hint_circuits, np.int64).reshape(-1, 3)
-        for u, v, k in hc.tolist():
+        for u, v, k in hint_circuits.tolist():
             if 1 <= k <= self.K:
-                u, v = min(u, v), max(u, v)
                 e = int(np.flatnonzero((self.iu == u) & (self.iv == v))[0])
                 hint[self.ycol[e, k - 1]] = 1.0
         return hint

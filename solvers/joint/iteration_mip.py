@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from topoopt.fabrics.circuits import Circuits
 from traffic.errors import InputError
 from traffic.workload import Workload
 
@@ -40,9 +41,9 @@ __all__ = ["IterationMIPResult", "iteration_mip"]
 
 @dataclass(frozen=True)
 class IterationMIPResult:
-    """The optimum: circuits ``[a, b, k]`` (pairs with traffic), makespan, solver status."""
+    """The optimum: circuits (on the pairs with traffic), makespan, solver status."""
 
-    circuits: np.ndarray
+    circuits: Circuits
     makespan_s: float
     status: str
 
@@ -129,6 +130,6 @@ def iteration_mip(
     for p, (a, b) in enumerate(keys):
         k = next(k for k in range(1, cap + 1) if y[p, k].solution_value() > 0.5)
         rows.append([a, b, k])
-    circuits = np.asarray(sorted(rows), np.int64).reshape(-1, 3)
+    circuits = Circuits(rows, n)
     st = "optimal" if status == pywraplp.Solver.OPTIMAL else "feasible"
     return IterationMIPResult(circuits, float(M.solution_value()), st)

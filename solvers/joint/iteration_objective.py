@@ -39,6 +39,7 @@ import scipy.sparse as sp
 from solvers.joint.critical_path import Schedule, criticality, schedule
 from solvers.model.design import Design
 from solvers.model.problem import DesignProblem, PhaseTraffic, _merge_groups, ring_factor
+from topoopt.fabrics.circuits import Circuits
 from traffic.workload import TaskGraph, Workload
 
 __all__ = [
@@ -287,7 +288,7 @@ def iteration_time(
     return (*out, int(it.info["flows"])) if flows else out
 
 
-def two_hop_spread(circuits: np.ndarray, n: int, src: np.ndarray, dst: np.ndarray):
+def two_hop_spread(circuits: Circuits, n: int, src: np.ndarray, dst: np.ndarray):
     """The widest routing of at most two hops for each pair ``(src[k], dst[k])``.
 
     The direct circuits (weight = their number ``m_uv``) and every two-hop path ``u -> x -> v``
@@ -307,11 +308,11 @@ def two_hop_spread(circuits: np.ndarray, n: int, src: np.ndarray, dst: np.ndarra
     --------
     Square 0-1-2-3-0 with a doubled diagonal 0-2: 0 -> 2 goes 1/2 direct, 1/4 via 1, 1/4 via 3.
 
-    >>> c = np.array([[0, 1, 1], [1, 2, 1], [2, 3, 1], [0, 3, 1], [0, 2, 2]])
+    >>> c = Circuits([[0, 1, 1], [1, 2, 1], [2, 3, 1], [0, 3, 1], [0, 2, 2]], 4)
     >>> two_hop_spread(c, 4, np.array([0]), np.array([2]))
     [[([0, 2], 0.5), ([0, 1, 2], 0.25), ([0, 3, 2], 0.25)]]
     """
-    c = np.asarray(circuits, np.int64).reshape(-1, 3)
+    c = circuits.rows
     m = np.zeros((n, n))
     np.add.at(m, (c[:, 0], c[:, 1]), c[:, 2])
     np.add.at(m, (c[:, 1], c[:, 0]), c[:, 2])

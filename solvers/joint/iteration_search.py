@@ -885,7 +885,7 @@ class IterationSearch:
             for key in top:
                 if self.out_of_time():
                     break
-                c = np.frombuffer(key, np.int64).reshape(-1, 3)
+                c = Circuits.from_key(key, self.problem.n)
                 got = self.consider(c, self.name_of(key), kinds=others)
                 if got[0] < cand_best[key][0]:
                     cand_best[key] = got
@@ -909,7 +909,7 @@ class IterationSearch:
 
             key = min(cand_best, key=lambda k: (cand_best[k][0], k))
             cur_it, kind, util, alpha, _ = cand_best[key]
-            cur_c = np.frombuffer(key, np.int64).reshape(-1, 3)
+            cur_c = Circuits.from_key(key, problem.n).rows
             if kind != "windows" and windows is not problem:
                 _, util = self.routed_design(cur_c, windows, "local search guide")
             tabu: set[bytes] = set(cand_best)

@@ -30,13 +30,13 @@ def swap_candidates(
     pair_cap: int,
     limit: int = 6,
     hot: tuple[int, int] | None = None,
-    floor: np.ndarray | None = None,
+    floor: Circuits | None = None,
 ) -> list[np.ndarray]:
     """Degree-preserving 2-swaps that add a circuit on the hottest pair (module docstring).
 
     ``link_util`` is load / capacity of each directed link of :func:`circuit_links` order
     (``2c`` is ``u -> v`` of row ``c``). ``hot`` overrides the target pair. ``floor``: rows
-    ``[u, v, count]`` (the pre-wired circuits) no swap may take a pair below.
+    :class:`Circuits` (the pre-wired circuits) no swap may take a pair below.
 
     Examples
     --------
@@ -44,7 +44,7 @@ def swap_candidates(
 
     >>> c = np.array([[0, 1, 1], [0, 2, 1], [0, 3, 1], [1, 2, 1], [1, 3, 1], [2, 3, 1]])
     >>> util = np.repeat([1.0, 0.1, 0.2, 0.3, 0.4, 0.5], 2)
-    >>> [x.tolist() for x in swap_candidates(c, 4, util, 2, floor=np.array([[0, 2, 1]]))]
+    >>> [x.tolist() for x in swap_candidates(c, 4, util, 2, floor=Circuits([[0, 2, 1]], 4))]
     [[[0, 1, 2], [0, 2, 1], [1, 3, 1], [2, 3, 2]]]
     """
     c = Circuits(circuits, n).rows
@@ -63,7 +63,7 @@ def swap_candidates(
     at_u = [i for i in range(E) if u in (c[i, 0], c[i, 1]) and v not in (c[i, 0], c[i, 1])]
     at_v = [i for i in range(E) if v in (c[i, 0], c[i, 1]) and u not in (c[i, 0], c[i, 1])]
     if floor is not None and len(floor):
-        keep = {(int(a), int(b)): int(k) for a, b, k in np.asarray(floor).reshape(-1, 3)}
+        keep = {(int(a), int(b)): int(k) for a, b, k in floor.tolist()}
         at_u = [i for i in at_u if c[i, 2] > keep.get((int(c[i, 0]), int(c[i, 1])), 0)]
         at_v = [i for i in at_v if c[i, 2] > keep.get((int(c[i, 0]), int(c[i, 1])), 0)]
     at_u.sort(key=lambda i: (util[i], i))
@@ -97,7 +97,7 @@ def improve_by_swaps(
     deadline: float = math.inf,
     max_rounds: int = 50,
     on_improve: Callable[[np.ndarray, float], None] | None = None,
-    floor: np.ndarray | None = None,
+    floor: Circuits | None = None,
     keep_going: Callable[[], bool] | None = None,
 ) -> tuple[np.ndarray, float, int]:
     """First-improvement local search over :func:`swap_candidates`.

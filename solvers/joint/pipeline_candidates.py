@@ -123,7 +123,7 @@ def pipeline_candidates(problem: DesignProblem) -> list[tuple[str, np.ndarray]]:
                 if k > 0:
                     for i, j in zip(m, np.roll(m, -1), strict=True):
                         _add(free, rows, int(i), int(j), k)
-            c = Circuits(np.asarray(rows, np.int64).reshape(-1, 3), n).rows
+            c = Circuits(rows, n).rows
             if c.size and c[:, 2].max() > cap:
                 continue
             c = fill_free_ports(c, n, d, traffic.mp, cap)

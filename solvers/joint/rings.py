@@ -19,6 +19,8 @@ import math
 
 import numpy as np
 
+from topoopt.fabrics.circuits import Circuits
+
 __all__ = ["hamiltonian_cycles", "stride_rings", "circuit_rings", "ring_candidates"]
 
 
@@ -57,7 +59,7 @@ def stride_rings(members, strides) -> list[np.ndarray]:
     return out
 
 
-def circuit_rings(members, circuits: np.ndarray, n: int, limit: int = 8) -> list[np.ndarray]:
+def circuit_rings(members, circuits: Circuits, n: int, limit: int = 8) -> list[np.ndarray]:
     """Up to ``limit`` directed rings through ``members`` that follow circuits.
 
     Greedy: the members' induced circuit graph is walked from each start, always to the
@@ -68,7 +70,7 @@ def circuit_rings(members, circuits: np.ndarray, n: int, limit: int = 8) -> list
 
     Examples
     --------
-    >>> c = np.array([[0, 1, 1], [1, 2, 1], [2, 3, 1], [0, 3, 1]])
+    >>> c = Circuits([[0, 1, 1], [1, 2, 1], [2, 3, 1], [0, 3, 1]], 4)
     >>> [r.tolist() for r in circuit_rings([0, 1, 2, 3], c, 4)]
     [[0, 1, 2, 3], [0, 3, 2, 1]]
     """
@@ -78,7 +80,7 @@ def circuit_rings(members, circuits: np.ndarray, n: int, limit: int = 8) -> list
         return [m.copy()]
     inside = np.zeros(n, bool)
     inside[m] = True
-    c = np.asarray(circuits, np.int64).reshape(-1, 3)
+    c = circuits.rows
     keep = inside[c[:, 0]] & inside[c[:, 1]]
     adj: dict[int, list[int]] = {int(u): [] for u in m}
     for u, v, _ in c[keep].tolist():
@@ -118,7 +120,7 @@ def circuit_rings(members, circuits: np.ndarray, n: int, limit: int = 8) -> list
 
 
 def ring_candidates(
-    members, circuits: np.ndarray | None = None, n: int | None = None, strides=(1,)
+    members, circuits: Circuits | None = None, n: int | None = None, strides=(1,)
 ) -> list[np.ndarray]:
     """Candidate rings for one group: rings along circuits (when given) plus stride rings.
 

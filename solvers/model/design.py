@@ -31,7 +31,7 @@ from solvers.model.congestion import (
 )
 from solvers.model.design_schema import validate_design_document
 from solvers.model.problem import DesignProblem
-from topoopt.fabrics.circuits import Circuits, circuit_degrees, circuit_links
+from topoopt.fabrics.circuits import Circuits
 from topoopt.paths import PathSet
 from traffic.decode import parse_json
 from traffic.errors import InputError
@@ -202,8 +202,10 @@ class Design:
         Ports per server.
     link_bandwidth : float
         Bytes/s of one circuit, each direction.
-    circuits : numpy.ndarray
-        ``int64 (E, 3)`` rows ``[u, v, count]``, ``u < v``, sorted and merged.
+    circuits : Circuits
+        The circuits (:class:`topoopt.fabrics.circuits.Circuits`: canonical rows
+        ``[u, v, count]``, ``u < v``, sorted and merged); the constructor takes anything
+        :class:`~topoopt.fabrics.circuits.Circuits` does and keeps the value.
     rings : tuple of dict
         One per directed ring: ``{"phase": name, "group": index in that phase,
         "members": sorted servers, "order": servers in ring order, "stride": int or None,
@@ -216,8 +218,8 @@ class Design:
         Solver-specific facts (degree split, strides, seeds, ...), JSON-ready.
     reserved_ports : numpy.ndarray, optional
         ``int64 (n,)`` ports per server the problem reserved (``None``: no option given).
-    prewired : numpy.ndarray, optional
-        ``int64 (k, 3)`` pre-wired circuits of the problem (``None``: no option given).
+    prewired : Circuits, optional
+        Pre-wired circuits of the problem (``None``: no option given).
     collectives : tuple of dict
         Schedules picked instead of the rings for some collectives (default none):
         ``{"phase", "group", "collective", "algorithm": "blink", "members": sorted servers,
@@ -235,7 +237,7 @@ class Design:
     servers: int
     degree: int
     link_bandwidth: float
-    circuits: np.ndarray
+    circuits: Circuits
     rings: tuple[dict, ...]
     routing: NodePaths
     solver: str
@@ -246,7 +248,7 @@ class Design:
     wall_s: float
     info: Mapping[str, Any] = field(default_factory=dict)
     reserved_ports: np.ndarray | None = None
-    prewired: np.ndarray | None = None
+    prewired: Circuits | None = None
     collectives: tuple[dict, ...] = ()
     priority: tuple[str, ...] = ()
 
@@ -254,14 +256,14 @@ class Design:
         n = int(self.servers)
         object.__setattr__(self, "collectives", tuple(self.collectives))
         object.__setattr__(self, "priority", tuple(self.priority))
-        object.__setattr__(self, "circuits", Circuits(self.circuits, n).rows)
+        object.__setattr__(self, "circuits", Circuits(self.circuits, n))
         if self.reserved_ports is not None:
             r = np.asarray(self.reserved_ports, np.int64).reshape(-1)
             if r.shape != (n,):
                 raise InputError("reserved_ports", f"{r.size} values", f"{n} values")
             object.__setattr__(self, "reserved_ports", r)
         if self.prewired is not None:
-            object.__setattr__(self, "prewired", Circuits(self.prewired, n).rows)
+            object.__setattr__(self, "prewired", Circuits(self.prewired, n, field="prewired"))
         object.__setattr__(self, "rings", tuple(self.rings))
         deg = self.port_usage()
         if np.any(deg > self.degree):
@@ -270,12 +272,12 @@ class Design:
 
     def port_usage(self) -> np.ndarray:
         """Ports used at each server."""
-        return circuit_degrees(self.circuits, self.servers)
+        return self.circuits.degrees()
 
     def phase_routings(self, problem: DesignProblem) -> tuple[PhaseRouting, ...]:
         """Per-phase rings and link-id paths for
         :func:`solvers.model.congestion.evaluate_routing`."""
-        src, dst, _ = circuit_links(self.circuits, self.link_bandwidth)
+        src, dst, _ = self.circuits.links(self.link_bandwidth)
         paths = self.routing.to_pathset(src, dst, self.servers)
         out = []
         for ph in problem.phases:
@@ -348,7 +350,7 @@ def design_document(design) -> dict[str, Any]:
     for key in ("reserved_ports", "prewired"):
         value = getattr(design, key, None)
         if value is not None:
-            doc[key] = np.asarray(value).tolist()
+            doc[key] = value.tolist()
     if getattr(design, "collectives", ()):  # absent when none: older files stay identical
         doc["collectives"] = [_finite_or_null(dict(c)) for c in design.collectives]
     if getattr(design, "priority", ()):  # absent when none: older files stay identical
@@ -386,7 +388,7 @@ def design_fields(doc) -> dict[str, Any]:
         "servers": doc.servers,
         "degree": doc.degree,
         "link_bandwidth": doc.link_bandwidth,
-        "circuits": np.asarray(doc.circuits, np.int64).reshape(-1, 3),
+        "circuits": Circuits(doc.circuits, doc.servers),
         "rings": tuple(ring.model_dump() for ring in doc.rings),
         "routing": NodePaths(
             r.src, r.dst, r.commodity_ptr, r.path_ptr, np.asarray(r.nodes, np.int64), r.weight
@@ -402,7 +404,7 @@ def design_fields(doc) -> dict[str, Any]:
     if doc.reserved_ports is not None:
         fields["reserved_ports"] = np.asarray(doc.reserved_ports, np.int64)
     if doc.prewired is not None:
-        fields["prewired"] = np.asarray(doc.prewired, np.int64).reshape(-1, 3)
+        fields["prewired"] = Circuits(doc.prewired, doc.servers, field="prewired")
     if doc.collectives is not None:
         fields["collectives"] = tuple(c.model_dump() for c in doc.collectives)
     if getattr(doc, "priority", None) is not None:

@@ -15,11 +15,10 @@ from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from solvers.model.design import Design
 from solvers.model.problem import DesignProblem, check_within_ports
-from topoopt.fabrics.circuits import Circuits, circuit_degrees
+from topoopt.fabrics.circuits import Circuits
 from traffic.errors import InputError
 
 __all__ = [
@@ -50,11 +49,12 @@ def merge_prewired(circuits, problem: DesignProblem) -> np.ndarray:
     [[0, 1, 1], [1, 2, 1]]
     """
     n = problem.n
-    c = Circuits(circuits, n).rows
+    cc = Circuits(circuits, n)
+    c = cc.rows
     pre = problem.prewired_circuits()
-    if not pre.size:
+    if not len(pre):
         return c
-    both = Circuits(np.vstack([c, pre]), n).rows.copy()  # counts cut back below
+    both = cc.merged(pre).rows.copy()  # counts cut back below
     own = {(u, v): k for u, v, k in c.tolist()}
     wired = {(u, v) for u, v, _ in pre.tolist()}
     cap = problem.pair_cap
@@ -87,28 +87,26 @@ def check_ports(design, problem: DesignProblem) -> None:
     circuits (pre-wired pair 1-2) 0
     """
     n = problem.n
-    circuits = getattr(design, "circuits", design)
-    c = Circuits(circuits, n).rows
-    used = circuit_degrees(c, n)
-    check_within_ports("circuits", used, problem.usable_ports(), problem.degree)
+    c = Circuits(getattr(design, "circuits", design), n)  # a Design's is kept as it is
+    check_within_ports("circuits", c.degrees(), problem.usable_ports(), problem.degree)
     check_prewired_present(c, problem.prewired_circuits())
 
 
-def check_prewired_present(circuits: np.ndarray, prewired: np.ndarray) -> None:
-    """Raise :class:`InputError` when a canonical ``[u, v, count]`` circuit list has fewer
-    circuits on some pre-wired pair than ``prewired`` (canonical too) requires.
+def check_prewired_present(circuits: Circuits, prewired: Circuits) -> None:
+    """Raise :class:`InputError` when ``circuits`` have fewer circuits on some pre-wired pair
+    than ``prewired`` requires.
 
     Examples
     --------
-    >>> check_prewired_present(np.array([[0, 1, 2]]), np.array([[0, 1, 1]]))
-    >>> check_prewired_present(np.array([[0, 1, 1]]), np.array([[1, 2, 1]]))
+    >>> check_prewired_present(Circuits([[0, 1, 2]], 3), Circuits([[0, 1, 1]], 3))
+    >>> check_prewired_present(Circuits([[0, 1, 1]], 3), Circuits([[1, 2, 1]], 3))
     Traceback (most recent call last):
     ...
     traffic.errors.InputError: circuits (pre-wired pair 1-2): got 0; allowed: at least the 1 pre-wired circuit(s)
     """  # noqa: E501
-    if not prewired.size:
+    if not len(prewired):
         return
-    have = {(int(u), int(v)): int(k) for u, v, k in np.asarray(circuits).tolist()}
+    have = {(int(u), int(v)): int(k) for u, v, k in circuits.tolist()}
     for u, v, k in prewired.tolist():
         if have.get((u, v), 0) < k:
             raise InputError(
@@ -157,8 +155,9 @@ def fill_free_ports(
     >>> fill_free_ports([[0, 1, 1], [2, 3, 1]], 4, 2, sp.csr_matrix((4, 4)), 1, True).tolist()
     [[0, 1, 1], [0, 2, 1], [1, 3, 1], [2, 3, 1]]
     """
-    c = Circuits(circuits, n).rows
-    free = np.maximum(np.asarray(d, np.int64) - circuit_degrees(c, n), 0)
+    cur = Circuits(circuits, n)
+    c = cur.rows
+    free = np.maximum(np.asarray(d, np.int64) - cur.degrees(), 0)
     if free.sum() < 2:
         return c
     dem = sp.csr_matrix(demand)
@@ -178,7 +177,7 @@ def fill_free_ports(
         if not ok.any():
             break
         if connect:
-            ok = _joining(ok, idx, free, n, c, added)
+            ok = _joining(ok, idx, free, cur.merged(added))
         score = np.where(ok, w, -np.inf)
         flat = int(np.argmax(score))  # first maximum: lowest (a, b) among ties
         a, b = int(idx[flat // idx.size]), int(idx[flat % idx.size])
@@ -188,15 +187,13 @@ def fill_free_ports(
         added.append([a, b, 1])
     if not added:
         return c
-    return Circuits(np.vstack([c, np.asarray(added, np.int64)]), n).rows
+    return cur.merged(added).rows
 
 
-def _joining(ok, idx, free, n, c, added) -> np.ndarray:
-    """``ok`` restricted to pairs that join two components of ``c + added`` (those after which
-    the merged component keeps a free port first); ``ok`` itself when none joins."""
-    allc = np.vstack([c, np.asarray(added, np.int64).reshape(-1, 3)])
-    adj = sp.coo_matrix((np.ones(allc.shape[0]), (allc[:, 0], allc[:, 1])), shape=(n, n))
-    k, label = connected_components(adj, directed=False)
+def _joining(ok, idx, free, now: Circuits) -> np.ndarray:
+    """``ok`` restricted to pairs that join two components of the circuits ``now`` (those after
+    which the merged component keeps a free port first); ``ok`` itself when none joins."""
+    k, label = now.components()
     if k == 1:
         return ok
     lab = label[idx]

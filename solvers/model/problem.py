@@ -208,9 +208,9 @@ class DesignProblem:
     reserved : int or array_like of int, optional
         Ports per server held back from the optimizer (one value for all, or ``n`` values);
         stored as an ``int64 (n,)`` array, or ``None`` (see the module docstring).
-    prewired : array_like, optional
-        Circuits ``[u, v, count]`` that exist and must stay; stored canonical ``int64 (k, 3)``
-        (see the module docstring).
+    prewired : Circuits or array_like, optional
+        Circuits ``[u, v, count]`` that exist and must stay; stored as a
+        :class:`~topoopt.fabrics.circuits.Circuits` (see the module docstring).
 
     Raises
     ------
@@ -246,7 +246,7 @@ class DesignProblem:
     name: str = ""
     workload: Workload | None = field(default=None, repr=False)
     reserved: np.ndarray | None = None
-    prewired: np.ndarray | None = None
+    prewired: Circuits | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.n, bool) or int(self.n) != self.n or self.n < 2:
@@ -281,8 +281,9 @@ class DesignProblem:
                 self, "reserved", _check_reserved(self.reserved, self.n, self.degree)
             )
         if self.prewired is not None:
-            pre = _canonical_prewired(self.prewired, self.n)
-            object.__setattr__(self, "prewired", pre)
+            pc = _canonical_prewired(self.prewired, self.n)
+            object.__setattr__(self, "prewired", pc)
+            pre = pc.rows
             if pre.size and pre[:, 2].max() > self.pair_cap:
                 r = int(np.argmax(pre[:, 2]))
                 raise InputError(
@@ -299,7 +300,7 @@ class DesignProblem:
         """True when some port is reserved or some circuit pre-wired."""
         return bool(
             (self.reserved is not None and self.reserved.any())
-            or (self.prewired is not None and self.prewired.size)
+            or (self.prewired is not None and len(self.prewired))
         )
 
     def usable_ports(self) -> np.ndarray:
@@ -310,12 +311,7 @@ class DesignProblem:
 
     def prewired_degrees(self) -> np.ndarray:
         """``int64 (n,)``: ports the pre-wired circuits take at each server."""
-        c = self.prewired
-        if c is None or not c.size:
-            return np.zeros(self.n, np.int64)
-        return (
-            np.bincount(c[:, 0], c[:, 2], self.n) + np.bincount(c[:, 1], c[:, 2], self.n)
-        ).astype(np.int64)
+        return self.prewired_circuits().degrees()
 
     def free_ports(self) -> np.ndarray:
         """``int64 (n,)``: ports left for the optimizer (usable minus pre-wired)."""
@@ -326,9 +322,9 @@ class DesignProblem:
         """``min_i free_i``: the uniform degree a regular construction can use on top."""
         return int(self.free_ports().min())
 
-    def prewired_circuits(self) -> np.ndarray:
-        """The pre-wired circuits, ``int64 (k, 3)`` (empty when there are none)."""
-        return np.zeros((0, 3), np.int64) if self.prewired is None else self.prewired.copy()
+    def prewired_circuits(self) -> Circuits:
+        """The pre-wired circuits (none when the problem has no such option)."""
+        return Circuits((), self.n) if self.prewired is None else self.prewired
 
     @property
     def pair_cap(self) -> int:
@@ -469,15 +465,17 @@ def _check_reserved(value, n: int, degree: int) -> np.ndarray:
     return a
 
 
-def _canonical_prewired(value, n: int) -> np.ndarray:
-    """Pre-wired rows as canonical ``int64 (k, 3)``: ``u < v``, merged, sorted, no zero count."""
+def _canonical_prewired(value, n: int) -> Circuits:
+    """Pre-wired rows as :class:`Circuits` (``u < v``, merged, sorted, no zero count)."""
+    if isinstance(value, Circuits):
+        return Circuits(value, n, field="prewired")
     allowed = "rows [u, v, count] of integers"
     a = _integers(value, "prewired", allowed)
     if a.size == 0:
-        return np.zeros((0, 3), np.int64)
+        return Circuits((), n)
     if a.ndim != 2 or a.shape[1] != 3:
         raise InputError("prewired", f"shape {a.shape}", allowed + " (shape (k, 3))")
-    return Circuits(a, n, field="prewired").rows.copy()
+    return Circuits(a, n, field="prewired")
 
 
 _INT_CELL = re.compile(r"-?[0-9]{1,19}")

@@ -88,15 +88,14 @@ carrying an equal share."""
 _ranges = ranges
 
 
-def connected(circuits: np.ndarray, n: int) -> bool:
-    """Whether the circuits join all ``n`` servers.
+def connected(circuits: Circuits, n: int) -> bool:
+    """Whether the circuits join all ``n`` servers (a :class:`Circuits` on fewer servers leaves
+    the last ones out).
 
-    >>> connected(np.array([[0, 1, 1], [1, 2, 1]]), 3), connected(np.array([[0, 1, 1]]), 3)
+    >>> connected(Circuits([[0, 1, 1], [1, 2, 1]]), 3), connected(Circuits([[0, 1, 1]]), 3)
     (True, False)
     """
-    c = np.asarray(circuits, np.int64).reshape(-1, 3)
-    g = csr_matrix((np.ones(c.shape[0]), (c[:, 0], c[:, 1])), shape=(n, n))
-    return csgraph.connected_components(g, directed=False)[0] == 1
+    return n <= 1 or (circuits.n == n and circuits.connected())
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,8 +104,9 @@ class CircuitSet:
 
     Attributes
     ----------
-    circuits : numpy.ndarray
-        ``int64 (m, 3)`` rows ``[u, v, count]`` (stored canonical: ``u < v``, merged, sorted).
+    circuits : Circuits
+        The circuits (stored as a :class:`Circuits`: given one, it is kept; rows are read on
+        one more server than their largest id).
     routing : NodePaths, optional
         Weighted server paths over these circuits (pairs it does not cover: ECMP, at most
         :data:`ECMP_MAX_PATHS` paths per pair).
@@ -119,24 +119,20 @@ class CircuitSet:
     [[0, 1, 2]]
     """
 
-    circuits: np.ndarray
+    circuits: Circuits
     routing: NodePaths | None = None
     label: str = ""
 
     def __post_init__(self) -> None:
-        c = np.asarray(self.circuits, np.int64).reshape(-1, 3)
-        n = int(c[:, :2].max()) + 1 if c.size else 1
-        object.__setattr__(self, "circuits", Circuits(c, n).rows)
+        object.__setattr__(self, "circuits", Circuits(self.circuits))
 
     def same_circuits(self, other: CircuitSet) -> bool:
-        """Whether both sets hold the same circuits (routing aside)."""
-        return self.circuits.shape == other.circuits.shape and bool(
-            np.array_equal(self.circuits, other.circuits)
-        )
+        """Whether both sets hold the same circuits (routing aside; the server count aside)."""
+        return bool(np.array_equal(self.circuits.rows, other.circuits.rows))
 
     def ports(self, n: int) -> np.ndarray:
         """Ports used at each of ``n`` servers."""
-        c = self.circuits
+        c = self.circuits.rows
         return (np.bincount(c[:, 0], c[:, 2], n) + np.bincount(c[:, 1], c[:, 2], n)).astype(
             np.int64
         )
@@ -234,7 +230,7 @@ class RealisedSchedule:
         """Routes of entry ``k``'s set for server ``pairs`` (``(K, 2)``), on union link ids."""
         pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
         cs = self.schedule.sets[k]
-        key = (cs.circuits.tobytes(), id(cs.routing), pairs.tobytes())
+        key = (cs.circuits.key, id(cs.routing), pairs.tobytes())
         if key in self._routes:
             return self._routes[key]
         fab = self.fabric
@@ -252,7 +248,8 @@ class RealisedSchedule:
             from topoopt.fabrics.routing import routes
 
             n = fab.n_servers
-            own = direct_connect(n, max(1, int(cs.ports(n).max())), cs.circuits, 1.0)
+            c = cs.circuits.rows
+            own = direct_connect(n, max(1, int(cs.ports(n).max())), c, 1.0)
             try:
                 ps = routes(own, "ecmp", pairs=missing, k=ECMP_MAX_PATHS, seed=0)
                 bad = np.diff(ps.commodity_ptr) == 0
@@ -261,7 +258,7 @@ class RealisedSchedule:
             if bad.any():
                 reach = csgraph.connected_components(
                     csr_matrix(
-                        (np.ones(cs.circuits.shape[0]), (cs.circuits[:, 0], cs.circuits[:, 1])),
+                        (np.ones(c.shape[0]), (c[:, 0], c[:, 1])),
                         shape=(n, n),
                     ),
                     directed=False,
@@ -325,7 +322,7 @@ def realise_schedule(
     n = int(servers)
     union = np.zeros((n, n), np.int64)
     for cs in schedule.sets:
-        c = cs.circuits
+        c = cs.circuits.rows
         if c.size and c[:, 1].max() >= n:
             raise InputError("schedule.circuits", int(c[:, 1].max()), f"server ids 0..{n - 1}")
         np.maximum.at(union, (c[:, 0], c[:, 1]), c[:, 2])
@@ -345,7 +342,7 @@ def realise_schedule(
     caps = np.zeros((len(schedule.sets), fabric.n_links))
     for k, cs in enumerate(schedule.sets):
         m = np.zeros((n, n), np.int64)
-        c = cs.circuits
+        c = cs.circuits.rows
         m[c[:, 0], c[:, 1]] = c[:, 2]
         caps[k] = m[lo, hi] * float(link_bandwidth)
     entries: list[list] = [[0.0, caps[0], 0]]
@@ -597,7 +594,7 @@ def iteration_under_schedule(
         fabric = direct_connect(
             n,
             max(1, int(cs.ports(n).max())),
-            cs.circuits,
+            cs.circuits.rows,
             link_bandwidth,
             device="ocs",
             gpus_per_server=workload.gpus_per_server,

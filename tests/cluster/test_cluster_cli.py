@@ -15,6 +15,7 @@ from realisable import check_cluster_circuits, unit_edges
 from test_cluster_design import tiny_plan
 
 from solvers.cluster.ocs import OcsLayer, assign_ports
+from topoopt.fabrics.circuits import Circuits
 
 SEEDS = Path(__file__).resolve().parents[1] / "fuzz" / "seeds"
 JOBS = SEEDS / "cluster-jobs.yaml"
@@ -64,7 +65,8 @@ def test_json_html_and_arrivals(tmp_path):
     # the reported circuits of the late job are realisable by an independent assignment
     rows = [[u, v, 1] for u, v, _, _ in late["circuits"]]
     local = np.searchsorted(late["servers"], np.asarray(rows)[:, :2])
-    a = assign_ports(np.hstack([local, np.ones((len(rows), 1), int)]), np.zeros((2, 5), int))
+    local_c = Circuits(np.hstack([local, np.ones((len(rows), 1), int)]), 5)
+    a = assign_ports(local_c, np.zeros((2, 5), int))
     assert a.complete and len(unit_edges(rows)) == late["n_circuits"]
     text = html.read_text()
     assert "cluster-iteration" in text and "cluster-changes" in text and "vision" in text

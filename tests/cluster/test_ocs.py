@@ -7,6 +7,7 @@ import pytest
 from realisable import brute_force_realisable, unit_edges, valid
 
 from solvers.cluster.ocs import OcsLayer, assign_ports
+from topoopt.fabrics.circuits import Circuits
 from traffic.errors import InputError
 
 
@@ -47,7 +48,7 @@ def test_assign_ports_agrees_with_brute_force():
     for _ in range(150):
         circuits, units = _random_case(rng)
         truth = brute_force_realisable(circuits, units)
-        a = assign_ports(circuits, units)
+        a = assign_ports(Circuits(circuits, units.shape[1]), units)
         assert a.proven
         assert a.complete == truth, (circuits, units.tolist())
         seen[truth] += 1
@@ -62,18 +63,18 @@ def test_assign_ports_agrees_with_brute_force():
 
 def test_odd_ring_needs_three_planes():
     ring5 = [[i, (i + 1) % 5, 1] for i in range(5)]
-    assert not assign_ports(ring5, np.zeros((2, 5), int)).complete
-    assert assign_ports(ring5, np.zeros((3, 5), int)).complete
+    assert not assign_ports(Circuits(ring5, 5), np.zeros((2, 5), int)).complete
+    assert assign_ports(Circuits(ring5, 5), np.zeros((3, 5), int)).complete
     ring6 = [[i, (i + 1) % 6, 1] for i in range(6)]
-    assert assign_ports(ring6, np.zeros((2, 6), int)).complete
+    assert assign_ports(Circuits(ring6, 6), np.zeros((2, 6), int)).complete
 
 
 def test_budget_exhausted_is_not_a_proof():
     # K_{5} on 4 planes: class 2 (needs 5 colours); with 2 steps the search cannot finish
     k5 = [[u, v, 1] for u in range(5) for v in range(u + 1, 5)]
-    a = assign_ports(k5, np.zeros((4, 5), int), steps=2)
+    a = assign_ports(Circuits(k5, 5), np.zeros((4, 5), int), steps=2)
     assert not a.complete and not a.proven
-    full = assign_ports(k5, np.zeros((4, 5), int))
+    full = assign_ports(Circuits(k5, 5), np.zeros((4, 5), int))
     assert not full.complete and full.proven
 
 

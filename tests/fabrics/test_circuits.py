@@ -126,3 +126,60 @@ def test_degree_and_min_count():
     assert len(Circuits([[0, 1, 0]], 3)) == 0 and Circuits((), 0).connected()
     with pytest.raises(InputError):
         Circuits(Circuits([[0, 1, 1]], 3), 4)  # another cluster size
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_to_fabric_is_the_hand_counted_direct_connect_fabric(seed):
+    """n servers + d devices, one bundled link per row and direction of count x B bytes/s, the
+    counts in ``params``; the same fabric ``direct_connect`` builds from the raw rows."""
+    from topoopt.fabrics.direct_connect import direct_connect
+
+    rng = np.random.default_rng(50 + seed)
+    n = int(rng.integers(3, 10))
+    c = Circuits(random_rows(rng, n, int(rng.integers(1, 20)), zeros=False), n)
+    d, b = int(c.degrees().max()) + int(rng.integers(0, 3)), 1e9 * (seed + 1)
+    f = c.to_fabric(d, b, device="ocs")
+    assert f.n_nodes == n + d and f.n_servers == n
+    assert f.params["circuits"] == int(sum(k for _, _, k in c)) == c.total
+    assert f.params["degree"] == d and f.params["device"] == "ocs"
+    # every directed link joins two servers with circuits; its capacity is count x B
+    want = {}
+    for u, v, k in c.tolist():
+        want[(u, v)] = want[(v, u)] = k * b
+    got = {(int(s), int(t)): float(cap) for s, t, cap in zip(f.src, f.dst, f.capacity, strict=True)}
+    assert got == pytest.approx(want)
+    assert f.reconfiguration_delay == pytest.approx(0.01)
+    raw = direct_connect(n, d, c.rows[::-1, [1, 0, 2]], b, device="ocs")
+    assert raw.params == f.params and np.array_equal(raw.capacity, f.capacity)
+    # degree defaults to the busiest server; a degree below it is one InputError
+    assert c.to_fabric().params["degree"] == int(c.degrees().max())
+    with pytest.raises(InputError, match="at most"):
+        c.to_fabric(int(c.degrees().max()) - 1)
+
+
+def test_key_round_trip_and_server_count_default():
+    c = Circuits([[3, 1, 2], [0, 1, 1]], 5)
+    assert Circuits.from_key(c.key, 5) == c and Circuits([[0, 1, 1]], 5).key != c.key
+    assert Circuits([[3, 1, 2], [0, 1, 1]]).n == 4  # one more than the largest id
+    assert Circuits().n == 1 and len(Circuits()) == 0
+    assert list(c) == [(0, 1, 1), (1, 3, 2)]
+
+
+def test_a_design_holds_and_writes_a_circuits_value():
+    """``Design.circuits`` is a ``Circuits`` built once, kept by ``replace`` and the JSON round
+    trip, and written as the same rows ``[u, v, count]``."""
+    import json
+    from dataclasses import replace
+
+    from solvers.model.design import Design, NodePaths
+
+    d = Design(4, 2, 1e9, [[1, 0, 1], [2, 3, 1], [0, 1, 1]], (), NodePaths.empty(),
+               "x", "feasible", 0.0, 0.0, 0.0, 0.0, prewired=[[3, 2, 1]])  # fmt: skip
+    assert isinstance(d.circuits, Circuits) and d.circuits.tolist() == [[0, 1, 2], [2, 3, 1]]
+    assert isinstance(d.prewired, Circuits) and d.prewired.tolist() == [[2, 3, 1]]
+    assert replace(d, status="optimal").circuits.rows is d.circuits.rows  # shared, not redone
+    doc = json.loads(d.to_json())
+    assert doc["circuits"] == [[0, 1, 2], [2, 3, 1]] and doc["prewired"] == [[2, 3, 1]]
+    back = Design.from_json(d.to_json())
+    assert back.circuits == d.circuits and back.prewired == d.prewired
+    assert back.to_json() == d.to_json()

@@ -16,6 +16,7 @@ from solvers.joint.iteration_objective import iteration_time, task_times, window
 from solvers.model.design import Design, NodePaths
 from solvers.model.problem import DesignProblem
 from solvers.registry import solve
+from topoopt.fabrics.circuits import Circuits
 from traffic.workload import Demand, TaskGraph, Workload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -284,7 +285,7 @@ def test_two_hop_spread_matches_enumerated_paths():
     g.add_nodes_from(range(n))
     g.add_weighted_edges_from((int(a), int(b), int(k)) for a, b, k in c)
     src, dst = zip(*[(u, v) for u in range(n) for v in range(n) if u != v], strict=True)
-    got = two_hop_spread(c, n, np.array(src), np.array(dst))
+    got = two_hop_spread(Circuits(c, n), n, np.array(src), np.array(dst))
     for (u, v), paths in zip(zip(src, dst, strict=True), got, strict=True):
         want = {}
         for path in nx.all_simple_paths(g, u, v, cutoff=2):

@@ -27,6 +27,7 @@ from solvers.reconfig import (
 from solvers.reconfig.baselines import LIVE_FACTOR, MAX_WINDOWS, baseline_schedule, run_baselines
 from solvers.reconfig.schedule import connected, simulate_schedule
 from solvers.reconfig.search import TIMINGS, schedule_for
+from topoopt.fabrics.circuits import Circuits
 from topoopt.flowsim.network import FlowBuilder, Network
 from traffic.errors import InputError
 
@@ -165,7 +166,7 @@ def test_demand_circuits_invariants(seed):
     m = rng.random((n, n)) * (rng.random((n, n)) < 0.3)
     c = demand_circuits(m, d, max_parallel=2)
     ports = np.bincount(c[:, 0], c[:, 2], n) + np.bincount(c[:, 1], c[:, 2], n)
-    assert ports.max() <= d and c[:, 2].max() <= 2 and connected(c, n)
+    assert ports.max() <= d and c[:, 2].max() <= 2 and connected(Circuits(c, n), n)
     assert np.all(c[:, 0] < c[:, 1])
     # the pair of largest demand gets a circuit
     sym = np.maximum(m, m.T)

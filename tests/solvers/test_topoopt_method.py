@@ -19,7 +19,6 @@ from solvers.baselines.topoopt_method import (
     candidate_pairs,
     coin_change,
     degree_split,
-    hop_distances,
     max_weight_matching,
     mp_matchings,
     sample_shortest_paths,
@@ -28,6 +27,7 @@ from solvers.baselines.topoopt_method import (
 from solvers.model.congestion import evaluate_routing
 from solvers.model.design import Design, NodePaths
 from solvers.model.problem import DesignProblem
+from topoopt.fabrics.circuits import Circuits
 from traffic.errors import InputError
 from traffic.workload import Demand, Workload
 
@@ -224,7 +224,7 @@ def test_bad_degrees():
 
 def test_k_shortest_paths_are_shortest_and_distinct():
     circuits = np.array([[u, (u + 1) % 8, 1] for u in range(8)] + [[0, 4, 1]])  # ring + chord
-    paths = sample_shortest_paths(circuits, 8, [0, 2], [4, 6], k=6, seed=0)
+    paths = sample_shortest_paths(Circuits(circuits, 8), [0, 2], [4, 6], k=6, seed=0)
     lists = paths.to_lists()
     assert [p[0] for p in lists[0]] == [[0, 4]]  # the chord is the only shortest path
     # 2 -> 6: lengths 4 via 3-4-5 or via 1-0-(7 or 4)... all shortest paths have 3 hops
@@ -346,15 +346,13 @@ def test_path_draws_merge_duplicates_like_a_per_pair_unique():
     c = np.array([[i, (i + s) % n, 1] for i in range(n) for s in (1, 5)], np.int64)
     src = rng.integers(0, n, 200)
     dst = (src + rng.integers(1, n, 200)) % n
-    got = sample_shortest_paths(c, n, src, dst, k=4, seed=7)
-    from solvers.baselines.topoopt_method import hop_distances
-
-    dist = hop_distances(c, n)
+    got = sample_shortest_paths(Circuits(c, n), src, dst, k=4, seed=7)
+    dist = dict(nx.all_pairs_shortest_path_length(nx.Graph(c[:, :2].tolist())))
     lists = got.to_lists()
     for i in range(src.size):
         paths = [tuple(p) for p, _ in lists[i]]
         assert paths == sorted(set(paths))  # distinct, lexicographic
-        assert all(len(p) - 1 == dist[src[i], dst[i]] for p in paths)  # shortest
+        assert all(len(p) - 1 == dist[src[i]][dst[i]] for p in paths)  # shortest
         assert sum(wt for _, wt in lists[i]) == pytest.approx(1.0)
 
 
@@ -405,8 +403,8 @@ def test_more_ports_nest_the_topology_when_the_allreduce_share_is_unchanged():
         a = {(u, v): k for u, v, k in designs[small].circuits.tolist()}
         b = {(u, v): k for u, v, k in designs[big].circuits.tolist()}
         assert all(b.get(pair, 0) >= k for pair, k in a.items())
-        ha = hop_distances(designs[small].circuits, 16)
-        hb = hop_distances(designs[big].circuits, 16)
+        ha = designs[small].circuits.hop_distances()
+        hb = designs[big].circuits.hop_distances()
         assert np.all(hb <= ha) and np.isfinite(ha).all()
 
 

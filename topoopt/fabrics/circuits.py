@@ -5,10 +5,11 @@ A :class:`Circuits` holds ``int64 (E, 3)`` rows ``[u, v, count]`` with ``u < v``
 once, at the boundary, from whatever a caller has (rows with or without a count, a numpy array, a
 networkx (multi)graph, another :class:`Circuits`), and every receiver trusts it: the views
 (:meth:`~Circuits.degrees`, :meth:`~Circuits.links`, :meth:`~Circuits.link_of`,
-:meth:`~Circuits.hop_distances`, :meth:`~Circuits.connected`, :meth:`~Circuits.merged`) are
-methods, so no solver reshapes or re-canonicalises an array. The fabric of a circuit set is
-:func:`topoopt.fabrics.direct_connect.direct_connect`, which takes a :class:`Circuits` as it is
-(the builder depends on the value, not the reverse).
+:meth:`~Circuits.hop_distances`, :meth:`~Circuits.connected`, :meth:`~Circuits.merged`,
+:meth:`~Circuits.to_fabric`) are methods, so no solver reshapes or re-canonicalises an array.
+:meth:`~Circuits.to_fabric` builds through :func:`topoopt.fabrics.circuit_fabric.circuit_fabric`,
+which takes the value as it is and imports nothing of this module (no import circle);
+:func:`topoopt.fabrics.direct_connect.direct_connect` is a :class:`Circuits` plus that builder.
 
 The directed links of a circuit table (:meth:`Circuits.links`) are numbered ``2 i`` for
 ``u -> v`` and ``2 i + 1`` for ``v -> u`` of row ``i``, each with ``count x link_bandwidth``
@@ -83,8 +84,9 @@ class Circuits:
         ``(u, v)`` or ``(u, v, count)`` rows in any order and orientation (a pair may repeat:
         counts add up; zero counts are dropped), or a (multi)graph over ``0..n-1`` (an edge
         attribute ``count`` multiplies an edge; parallel edges add up).
-    n : int
-        Number of servers.
+    n : int, optional
+        Number of servers (default: one more than the largest server id, at least 1; a
+        :class:`Circuits` keeps its own and must match ``n`` when both are given).
     field : str
         The input's name in error messages (``"circuits"``, ``"prewired"``, ...).
     degree : int or array_like, optional
@@ -109,17 +111,27 @@ class Circuits:
     __slots__ = ("n", "rows", "_keys")
 
     def __init__(
-        self, data: Any = (), n: int = 0, *, field: str = "circuits", degree=None, min_count=0
+        self,
+        data: Any = (),
+        n: int | None = None,
+        *,
+        field: str = "circuits",
+        degree=None,
+        min_count=0,
     ):
-        n = int(n)
-        if n < 0:
-            raise InputError("servers", n, "an integer >= 0")
         if isinstance(data, Circuits):
+            n = data.n if n is None else int(n)
             if data.n != n:
                 raise InputError(f"{field} servers", data.n, f"{n} servers")
             rows = data.rows
         else:
-            rows = _canonical(_rows_of(data, field), n, field, int(min_count))
+            raw = _rows_of(data, field)
+            if n is None:
+                n = max(int(raw[:, :2].max()) + 1, 1) if raw.size else 1
+            n = int(n)
+            if n < 0:
+                raise InputError("servers", n, "an integer >= 0")
+            rows = _canonical(raw, n, field, int(min_count))
             rows.flags.writeable = False
         object.__setattr__(self, "n", n)
         object.__setattr__(self, "rows", rows)
@@ -163,6 +175,10 @@ class Circuits:
 
     def tolist(self) -> list[list[int]]:
         return self.rows.tolist()
+
+    def __iter__(self):
+        """The rows as ``(u, v, count)`` tuples of ints, in canonical order."""
+        return iter([tuple(r) for r in self.rows.tolist()])
 
     # -- views -----------------------------------------------------------------------------
 
@@ -232,6 +248,42 @@ class Circuits:
         """These circuits plus ``other``'s (counts add up)."""
         rows = other.rows if isinstance(other, Circuits) else _rows_of(other, "circuits")
         return Circuits(np.vstack([self.rows, rows]), self.n)
+
+    @property
+    def key(self) -> bytes:
+        """The rows as bytes: equal circuits on the same servers give equal keys (a dict key)."""
+        return self.rows.tobytes()
+
+    @classmethod
+    def from_key(cls, key: bytes, n: int) -> Circuits:
+        """The circuits whose :attr:`key` is ``key`` (on ``n`` servers; trusted, not re-checked).
+
+        >>> c = Circuits([[1, 0, 2]], 3)
+        >>> Circuits.from_key(c.key, 3) == c
+        True
+        """
+        out = object.__new__(cls)
+        rows = np.frombuffer(key, np.int64).reshape(-1, 3)
+        object.__setattr__(out, "n", int(n))
+        object.__setattr__(out, "rows", rows)
+        object.__setattr__(out, "_keys", None)
+        return out
+
+    def to_fabric(self, degree: int | None = None, port_bandwidth: float | None = None, **kw):
+        """The direct-connect :class:`~topoopt.fabrics.fabric.Fabric` of these circuits:
+        ``degree`` ports per server (default: the most any server uses) of ``port_bandwidth``
+        bytes/s on optical devices; keywords as
+        :func:`topoopt.fabrics.circuit_fabric.circuit_fabric` (``device``, ``latency``, ...).
+
+        >>> f = Circuits([[0, 1, 2], [1, 2, 1]], 3).to_fabric(4, 1e9)
+        >>> f.n_nodes, f.params["circuits"], f.params["degree"]
+        (7, 3, 4)
+        """
+        from topoopt.fabrics.circuit_fabric import circuit_fabric
+
+        if port_bandwidth is not None:
+            kw["port_bandwidth"] = port_bandwidth
+        return circuit_fabric(self, degree, **kw)
 
 
 def _canonical(a: np.ndarray, n: int, field: str, min_count: int = 0) -> np.ndarray:

@@ -16,16 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from topoopt.fabrics.circuits import Circuits
-from topoopt.fabrics.fabric import (
-    DEFAULT_LINK_LATENCY,
-    Fabric,
-    build_fabric,
-    check_float,
-    check_int,
+from topoopt.fabrics.circuit_fabric import (
+    DEFAULT_PATCH_PANEL_DELAY,
+    DEVICES,
+    reconfiguration_delay_for,
 )
+from topoopt.fabrics.circuits import Circuits
+from topoopt.fabrics.fabric import DEFAULT_LINK_LATENCY, Fabric, check_float, check_int
 from topoopt.fabrics.ideal import DEFAULT_PORT_BANDWIDTH
-from topoopt.fabrics.torus import DEFAULT_OCS_DELAY
 from traffic.errors import InputError
 
 __all__ = [
@@ -39,25 +37,6 @@ __all__ = [
     "select_permutations",
     "reconfiguration_delay_for",
 ]
-
-DEVICES = ("patch-panel", "ocs")
-"""Optical devices realising the circuits."""
-
-DEFAULT_PATCH_PANEL_DELAY = 300.0
-"""Reconfiguration time of a (robotic) patch panel, seconds: "minutes", taken as 5 min."""
-
-
-def reconfiguration_delay_for(device: str, delay: float | None = None) -> float:
-    """Reconfiguration delay of ``device`` in seconds (``delay`` overrides the default).
-
-    >>> reconfiguration_delay_for("ocs"), reconfiguration_delay_for("patch-panel")
-    (0.01, 300.0)
-    """
-    if device not in DEVICES:
-        raise InputError("device", device, f"one of {', '.join(DEVICES)}")
-    if delay is not None:
-        return check_float("reconfiguration_delay", delay, 0.0, strict=False)
-    return DEFAULT_OCS_DELAY if device == "ocs" else DEFAULT_PATCH_PANEL_DELAY
 
 
 def normalise_circuits(circuits: Any, servers: int, degree: int | None = None) -> np.ndarray:
@@ -231,34 +210,22 @@ def direct_connect(
     d = check_int("degree", degree)
     b = check_float("port_bandwidth", port_bandwidth)
     delay = reconfiguration_delay_for(device, reconfiguration_delay)
-    params: dict[str, Any] = {"servers": n, "degree": d, "port_bandwidth": b, "device": device}
+    strides = None
     if circuits is None:
         if n < 2 or d < 2:
             raise InputError("circuits", None, "given explicitly when servers < 2 or degree < 2")
         strides = geometric_strides(n, d // 2)
-        params["strides"] = strides
         circuits = circulant_circuits(n, strides)
-    circ = normalise_circuits(circuits, n, d)
-    params["circuits"] = int(circ[:, 2].sum())
-    params.update(extra_params or {})
-    kind = np.array(["server"] * n + [device] * d)
-    return build_fabric(
-        family,
-        params,
-        kind,
-        np.r_[np.zeros(n), np.ones(d)],
-        np.r_[np.full(n, d), np.full(d, n)],
-        circ[:, 0],
-        circ[:, 1],
+    circ = Circuits(circuits, n, degree=d, min_count=1)
+    return circ.to_fabric(
+        d,
         b,
-        "optical",
-        multiplicity=circ[:, 2],
-        latency=latency,
-        server_ports=d,
-        server_optical_ports=d,
-        port_bandwidth=b,
-        optical_port_bandwidth=b,
+        device=device,
+        reconfiguration_delay=delay,
         gpus_per_server=gpus_per_server,
         intra_server_bandwidth=intra_server_bandwidth,
-        reconfiguration_delay=delay,
+        latency=latency,
+        family=family,
+        strides=strides,
+        extra_params=extra_params,
     )

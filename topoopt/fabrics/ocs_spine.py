@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topoopt.fabrics.direct_connect import DEFAULT_OCS_DELAY
 from topoopt.fabrics.fabric import (
     DEFAULT_LINK_LATENCY,
     Fabric,
@@ -42,6 +41,7 @@ from topoopt.fabrics.fabric import (
 )
 from topoopt.fabrics.fat_tree import hosts_per_leaf
 from topoopt.fabrics.ideal import DEFAULT_PORT_BANDWIDTH
+from topoopt.fabrics.torus import DEFAULT_OCS_DELAY
 from traffic.errors import InputError
 
 __all__ = [

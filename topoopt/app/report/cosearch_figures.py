@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from topoopt.app.report.design_figures import circuit_graph
 from topoopt.app.report.html import page_html
 from topoopt.app.report.palette import fabric_styles, is_bound
+from topoopt.fabrics.circuits import Circuits
 
 __all__ = [
     "pareto_figure",
@@ -93,7 +94,7 @@ def design_figure(servers: int, design: dict | None, title: str = "Best plan: de
         fig = go.Figure()
         fig.update_layout(title=title + " (electrical fabric: no circuits)")
         return fig
-    return circuit_graph(servers, np.asarray(design["circuits"], dtype=np.int64), title=title)
+    return circuit_graph(servers, Circuits(design["circuits"], servers), title=title)
 
 
 def _ms(x) -> str:

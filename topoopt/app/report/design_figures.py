@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from topoopt.app.report.html import page_html
-from topoopt.fabrics.circuits import circuit_links
+from topoopt.fabrics.circuits import Circuits
 
 __all__ = [
     "circuit_graph",
@@ -30,7 +30,7 @@ def _circle(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def circuit_graph(
     servers: int,
-    circuits: np.ndarray,
+    circuits: Circuits,
     utilisation: np.ndarray | None = None,
     rings: Sequence[dict] = (),
     max_rings: int = 4,
@@ -41,8 +41,8 @@ def circuit_graph(
     Parameters
     ----------
     servers : int
-    circuits : numpy.ndarray
-        ``(E, 3)`` rows ``[u, v, count]``.
+    circuits : Circuits
+        The circuits on the ``servers`` servers.
     utilisation : numpy.ndarray, optional
         ``(E,)`` peak utilisation of each pair's circuits (colour); circuit count otherwise.
     rings : sequence of dict
@@ -50,7 +50,7 @@ def circuit_graph(
         closed paths, hidden until clicked in the legend.
     """
     x, y = _circle(servers)
-    c = np.asarray(circuits, np.int64).reshape(-1, 3)
+    c = circuits.rows
     fig = go.Figure()
     value = np.asarray(utilisation, float) if utilisation is not None else c[:, 2].astype(float)
     label = "utilisation" if utilisation is not None else "circuits"
@@ -206,7 +206,7 @@ def optimizer_traces(
 
 def design_summary(design) -> pd.DataFrame:
     """One-row table of a design for the top of its report."""
-    c = np.asarray(design.circuits).reshape(-1, 3)
+    c = design.circuits
     return pd.DataFrame(
         [
             {
@@ -214,7 +214,7 @@ def design_summary(design) -> pd.DataFrame:
                 "status": design.status,
                 "servers": int(design.servers),
                 "ports per server": int(design.degree),
-                "circuits": int(c[:, 2].sum()) if len(c) else 0,
+                "circuits": c.total,
                 "rings": len(design.rings),
                 "objective ms": design.objective_s * 1e3,
                 "lower bound ms": design.lower_bound_s * 1e3,
@@ -235,14 +235,15 @@ def design_page(design, problem=None, title: str = "Design") -> str:
         ev = evaluate_routing(
             problem, design.circuits, design.phase_routings(problem), keep_loads=True
         )
-        src, dst, cap = circuit_links(design.circuits, design.link_bandwidth)
+        src, dst, cap = design.circuits.links(design.link_bandwidth)
         times = np.where(ev.phase_times > 0, ev.phase_times, np.inf)
         per_phase = [load / (cap * t) for load, t in zip(ev.link_loads, times, strict=True)]
         link_util = np.max(per_phase, axis=0) if per_phase else np.zeros(len(cap))
         lo, hi = np.minimum(src, dst), np.maximum(src, dst)
         key = lo * design.servers + hi
         # design.circuits is canonical (rows u < v, sorted), so its keys are ascending
-        ckey = design.circuits[:, 0] * design.servers + design.circuits[:, 1]
+        rows = design.circuits.rows
+        ckey = rows[:, 0] * design.servers + rows[:, 1]
         util = np.zeros(len(ckey))
         np.maximum.at(util, np.searchsorted(ckey, key), np.nan_to_num(link_util))
     figs = [

@@ -16,6 +16,7 @@ from topoopt.app.report.design_figures import circuit_graph, optimizer_traces
 from topoopt.app.report.html import page_html
 from topoopt.app.report.time_units import time_unit
 from topoopt.app.report.verdict import best_rows, verdict_sentences
+from topoopt.fabrics.circuits import Circuits
 
 __all__ = [
     "SUMMARY_COLUMNS",
@@ -63,11 +64,10 @@ def compare_summary(table, keys: tuple[str, ...] = ()) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def circuit_utilisation(circuits, links) -> np.ndarray:
-    """Utilisation over the iteration of each circuit row ``[u, v, count]`` (the busier
-    direction), from a simulation's per-link table (``src``, ``dst``, ``utilisation``)."""
-    c = np.asarray(circuits, np.int64).reshape(-1, 3)
-    n = int(max(c[:, :2].max() + 1, 1)) if len(c) else 1
+def circuit_utilisation(circuits: Circuits, links) -> np.ndarray:
+    """Utilisation over the iteration of each circuit row (the busier direction), from a
+    simulation's per-link table (``src``, ``dst``, ``utilisation``; server ids first)."""
+    c, n = circuits.rows, max(circuits.n, 1)
     net = links[(links["src"] < n) & (links["dst"] < n)]
     lo = np.minimum(net["src"].to_numpy(), net["dst"].to_numpy())
     hi = np.maximum(net["src"].to_numpy(), net["dst"].to_numpy())

@@ -64,8 +64,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.sparse import csgraph, csr_matrix
 
+from topoopt.fabrics.circuits import Circuits
 from traffic.errors import InputError
 
 __all__ = [
@@ -149,13 +149,13 @@ def _colour(u, v, n: int, degree: int, order: np.ndarray):
     return pu, pv, crossed
 
 
-def port_assignment(circuits: np.ndarray, n: int, degree: int) -> tuple[np.ndarray, int]:
+def port_assignment(circuits: Circuits, n: int, degree: int) -> tuple[np.ndarray, int]:
     """Ports of every single circuit: ``(rows, crossed)``.
 
     Parameters
     ----------
-    circuits : numpy.ndarray
-        Canonical ``int64 (E, 3)`` rows ``[u, v, count]``.
+    circuits : Circuits
+        The circuits on the ``n`` servers.
     n, degree : int
         Servers and ports per server (every server uses at most ``degree`` ports).
 
@@ -171,14 +171,14 @@ def port_assignment(circuits: np.ndarray, n: int, degree: int) -> tuple[np.ndarr
     --------
     A 4-cycle on 2 ports is bipartite: two devices, two circuits each, nothing crossed.
 
-    >>> square = np.array([[0, 1, 1], [0, 3, 1], [1, 2, 1], [2, 3, 1]])
+    >>> square = Circuits([[0, 1, 1], [0, 3, 1], [1, 2, 1], [2, 3, 1]], 4)
     >>> rows, crossed = port_assignment(square, 4, 2)
     >>> rows.tolist(), crossed
     ([[0, 1, 0, 0], [0, 3, 1, 1], [1, 2, 1, 1], [2, 3, 0, 0]], 0)
-    >>> port_assignment(np.array([[0, 1, 1], [0, 2, 1], [1, 2, 1]]), 3, 2)[1]  # a triangle
+    >>> port_assignment(Circuits([[0, 1, 1], [0, 2, 1], [1, 2, 1]], 3), 3, 2)[1]  # a triangle
     1
     """
-    c = np.asarray(circuits, np.int64).reshape(-1, 3)
+    c = circuits.rows
     u = np.repeat(c[:, 0], c[:, 2])
     v = np.repeat(c[:, 1], c[:, 2])
     m = u.shape[0]
@@ -216,12 +216,9 @@ class Failure:
     failed_ports: np.ndarray
     label: str
 
-    def lost_circuits(self, n: int) -> np.ndarray:
-        """Lost circuits as canonical ``[u, v, count]`` rows."""
-        if not self.lost.shape[0]:
-            return np.zeros((0, 3), np.int64)
-        key, cnt = np.unique(self.lost[:, 0] * n + self.lost[:, 1], return_counts=True)
-        return np.column_stack([key // n, key % n, cnt]).astype(np.int64)
+    def lost_circuits(self, n: int) -> Circuits:
+        """The lost circuits (one row of :attr:`lost` is one circuit)."""
+        return Circuits(self.lost[:, :2], n)
 
     def records(self) -> list[dict[str, int]]:
         """JSON rows ``{"u", "v", "port_u", "port_v"}``."""
@@ -243,7 +240,7 @@ def links_failure(ports: np.ndarray, n: int, k: int, seed: int) -> Failure:
 
     ``ports`` are the rows of :func:`port_assignment`.
 
-    >>> rows, _ = port_assignment(np.array([[0, 1, 2], [1, 2, 1]]), 3, 3)
+    >>> rows, _ = port_assignment(Circuits([[0, 1, 2], [1, 2, 1]], 3), 3, 3)
     >>> f = links_failure(rows, 3, 2, seed=0)
     >>> f.lost.shape, int(f.failed_ports.sum())
     ((2, 4), 4)
@@ -460,7 +457,7 @@ def _rerouted_paths(case: Case, survived):
     from topoopt.fabrics.routing import routes
 
     d, n = case.design, case.design.servers
-    c = survived.circuits
+    c = survived.circuits.rows
     paths = _surviving_paths(d.routing, c[:, 0] * n + c[:, 1], n)
     want = d.routing.src * n + d.routing.dst
     lost = np.setdiff1d(want, paths.src * n + paths.dst)
@@ -478,17 +475,15 @@ def _rerouted_paths(case: Case, survived):
     )
 
 
-def _subtract(circuits: np.ndarray, lost: np.ndarray, n: int) -> np.ndarray:
+def _subtract(circuits: Circuits, lost: Circuits, n: int) -> Circuits:
     have = {(u, v): k for u, v, k in circuits.tolist()}
     for u, v, k in lost.tolist():
         have[(u, v)] -= k
-    rows = [[u, v, k] for (u, v), k in sorted(have.items()) if k > 0]
-    return np.asarray(rows, np.int64).reshape(-1, 3)
+    return Circuits([[u, v, k] for (u, v), k in sorted(have.items()) if k > 0], n)
 
 
-def _connected(circuits: np.ndarray, paths, n: int) -> bool:
-    g = csr_matrix((np.ones(circuits.shape[0]), (circuits[:, 0], circuits[:, 1])), shape=(n, n))
-    _, lab = csgraph.connected_components(g, directed=False)
+def _connected(circuits: Circuits, paths, n: int) -> bool:
+    _, lab = circuits.components()
     return bool(np.all(lab[paths.src] == lab[paths.dst]))
 
 
@@ -539,13 +534,11 @@ def whatif(
         paths = _rerouted_paths(case, survived)
         after_s = _iteration_s(case, survived, paths)
         before_rerouted_s = _iteration_s(case, d, paths)
-    used = np.bincount(surviving[:, 0], surviving[:, 2], n) + np.bincount(
-        surviving[:, 1], surviving[:, 2], n
-    )
+    used = surviving.degrees()
     orig_res = d.reserved_ports if d.reserved_ports is not None else np.zeros(n, np.int64)
     reserved = np.minimum(orig_res + failure.failed_ports, d.degree - used.astype(np.int64))
     problem = case.problem.with_options(
-        reserved=reserved, prewired=surviving if surviving.size else None
+        reserved=reserved, prewired=surviving if len(surviving) else None
     )
     name = solver or (d.solver if d.solver in SOLVERS else "joint")
     if progress:

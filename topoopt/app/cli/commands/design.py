@@ -204,14 +204,14 @@ def design_command(
     t.add_column("quantity")
     t.add_column("value", justify="right")
     t.add_row("servers", str(design.servers))
-    t.add_row("circuits", str(int(design.circuits[:, 2].sum())) if len(design.circuits) else "0")
+    t.add_row("circuits", str(design.circuits.total))
     t.add_row("rings", str(len(design.rings)))
     if getattr(design, "priority", ()):
         t.add_row("priority", ", ".join(design.priority) + " first")
     if problem.reserved is not None:
         t.add_row("reserved ports", str(int(problem.reserved.sum())))
     if problem.prewired is not None:
-        t.add_row("pre-wired circuits", str(int(problem.prewired_circuits()[:, 2].sum())))
+        t.add_row("pre-wired circuits", str(problem.prewired_circuits().total))
     t.add_row("status", design.status)
     t.add_row("objective (ms)", f"{design.objective_s * 1e3:.4f}")
     t.add_row("lower bound (ms)", f"{design.lower_bound_s * 1e3:.4f}")

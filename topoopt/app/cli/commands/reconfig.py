@@ -117,7 +117,7 @@ def reconfig_command(
 
     def priced(reconfigurations: int) -> dict:
         return schedule_cost(
-            res.static.circuits, workload.servers, degree, bw, reconfigurations, price_table,
+            res.static.circuits.rows, workload.servers, degree, bw, reconfigurations, price_table,
             workload.gpus_per_server,
         )  # fmt: skip
 
@@ -164,7 +164,7 @@ def reconfig_command(
     for cs, start, ph in zip(
         res.schedule.sets, res.schedule.starts, res.schedule.phases, strict=True
     ):
-        circuits = int(cs.circuits[:, 2].sum()) if cs.circuits.size else 0
+        circuits = cs.circuits.total
         stdout.print(f"  from {start * 1e3:.4f} ms: {cs.label} ({circuits} circuits) for {ph}")
 
 

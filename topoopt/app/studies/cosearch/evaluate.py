@@ -222,7 +222,7 @@ def design_summary(design) -> dict[str, Any]:
     return {
         "solver": design.solver,
         "status": design.status,
-        "circuits": np.asarray(design.circuits).tolist(),
+        "circuits": design.circuits.tolist(),
         "objective_s": float(design.objective_s),
         "lower_bound_s": float(design.lower_bound_s),
         "work_used": design.info.get("work_used"),
