@@ -226,7 +226,10 @@ def astra_sim_config(
                 f"{family}: oversubscription {oversubscription:g}:1 is expressed as a Switch "
                 f"of 1/{oversubscription:g} the per-server bandwidth "
                 f"({bw / g / 1e9:g} GB/s per NPU): "
-                "ASTRA-sim's Switch has no tiers, so contention between racks is averaged out"
+                "ASTRA-sim's Switch has no tiers, so contention between racks is averaged out: "
+                "every step of a ring collective pays the oversubscribed bandwidth, even "
+                "between servers of one rack, where topoopt's ring stays below the leaf "
+                "(3.9x topoopt's time for vgg16-dp's all-reduce at 4:1)"
             )
         if family == "rail":
             notes.append("rail: rails are one Switch dimension; rail-only paths are not modelled")
