@@ -56,41 +56,109 @@ cluster: {servers: 2, gpus_per_server: 8}
 # name, plan (a plan name, "@file" of the texts above, or "coll:OP:servers:gpus:bytes"),
 # export arguments, simulate arguments, topoopt reference ("comm" or "iteration")
 CASES = [
-    ("all-reduce 1 GB, 8 x 1 GPU, ideal", "coll:all-reduce:8:1:1e9", ["--fabric", "ideal"],
-     ["--fabric", "ideal"], "comm"),
-    ("all-reduce 1 GB, 4 x 8 GPUs, ideal", "coll:all-reduce:4:8:1e9", ["--fabric", "ideal"],
-     ["--fabric", "ideal"], "comm"),
-    ("all-to-all 1 GB, 8 x 1 GPU, ideal", "coll:all-to-all:8:1:1e9", ["--fabric", "ideal"],
-     ["--fabric", "ideal"], "comm"),
-    ("vgg16-dp (128 GPUs), ideal", "vgg16-dp", ["--fabric", "ideal", "--no-compute"],
-     ["--fabric", "ideal"], "comm"),
-    ("vgg16-dp, ideal, with compute", "vgg16-dp", ["--fabric", "ideal"],
-     ["--fabric", "ideal"], "iteration"),
-    ("vgg16-dp, fat-tree 4:1 oversubscribed", "vgg16-dp",
-     ["--fabric", "fat-tree", "--oversubscription", "4", "--no-compute"],
-     ["--fabric", "fat-tree-oversub", "--oversubscription", "4"], "comm"),
-    ("vgg16-dp, torus 4x2x2", "vgg16-dp", ["--fabric", "torus", "--dims", "4x2x2", "--no-compute"],
-     ["--fabric", "torus"], "comm"),
-    ("vgg16-dp, topoopt (ring of servers)", "vgg16-dp", ["--fabric", "topoopt", "--no-compute"],
-     ["--fabric", "topoopt"], "comm"),
-    ("vgg16-dp, --design (topoopt solver)", "vgg16-dp", ["--design", "{design}", "--no-compute"],
-     ["--design", "{design}"], "comm"),
-    ("llama3-8b tp8 pp2 dp2 (32 GPUs), ideal", "@llama", ["--fabric", "ideal", "--no-compute"],
-     ["--fabric", "ideal"], "comm"),
-    ("llama3-8b tp8 pp2 dp2, ideal, with compute", "@llama", ["--fabric", "ideal"],
-     ["--fabric", "ideal"], "iteration"),
-    ("llama3-8b tp8 pp2 dp2, topoopt", "@llama", ["--fabric", "topoopt", "--no-compute"],
-     ["--fabric", "topoopt"], "comm"),
-    ("mixtral-8x7b ep8 dp16 (16 GPUs), ideal", "@mixtral", ["--fabric", "ideal", "--no-compute"],
-     ["--fabric", "ideal"], "comm"),
+    (
+        "all-reduce 1 GB, 8 x 1 GPU, ideal",
+        "coll:all-reduce:8:1:1e9",
+        ["--fabric", "ideal"],
+        ["--fabric", "ideal"],
+        "comm",
+    ),
+    (
+        "all-reduce 1 GB, 4 x 8 GPUs, ideal",
+        "coll:all-reduce:4:8:1e9",
+        ["--fabric", "ideal"],
+        ["--fabric", "ideal"],
+        "comm",
+    ),
+    (
+        "all-to-all 1 GB, 8 x 1 GPU, ideal",
+        "coll:all-to-all:8:1:1e9",
+        ["--fabric", "ideal"],
+        ["--fabric", "ideal"],
+        "comm",
+    ),
+    (
+        "vgg16-dp (128 GPUs), ideal",
+        "vgg16-dp",
+        ["--fabric", "ideal", "--no-compute"],
+        ["--fabric", "ideal"],
+        "comm",
+    ),
+    (
+        "vgg16-dp, ideal, with compute",
+        "vgg16-dp",
+        ["--fabric", "ideal"],
+        ["--fabric", "ideal"],
+        "iteration",
+    ),
+    (
+        "vgg16-dp, fat-tree 4:1 oversubscribed",
+        "vgg16-dp",
+        ["--fabric", "fat-tree", "--oversubscription", "4", "--no-compute"],
+        ["--fabric", "fat-tree-oversub", "--oversubscription", "4"],
+        "comm",
+    ),
+    (
+        "vgg16-dp, torus 4x2x2",
+        "vgg16-dp",
+        ["--fabric", "torus", "--dims", "4x2x2", "--no-compute"],
+        ["--fabric", "torus"],
+        "comm",
+    ),
+    (
+        "vgg16-dp, topoopt (ring of servers)",
+        "vgg16-dp",
+        ["--fabric", "topoopt", "--no-compute"],
+        ["--fabric", "topoopt"],
+        "comm",
+    ),
+    (
+        "vgg16-dp, --design (topoopt solver)",
+        "vgg16-dp",
+        ["--design", "{design}", "--no-compute"],
+        ["--design", "{design}"],
+        "comm",
+    ),
+    (
+        "llama3-8b tp8 pp2 dp2 (32 GPUs), ideal",
+        "@llama",
+        ["--fabric", "ideal", "--no-compute"],
+        ["--fabric", "ideal"],
+        "comm",
+    ),
+    (
+        "llama3-8b tp8 pp2 dp2, ideal, with compute",
+        "@llama",
+        ["--fabric", "ideal"],
+        ["--fabric", "ideal"],
+        "iteration",
+    ),
+    (
+        "llama3-8b tp8 pp2 dp2, topoopt",
+        "@llama",
+        ["--fabric", "topoopt", "--no-compute"],
+        ["--fabric", "topoopt"],
+        "comm",
+    ),
+    (
+        "mixtral-8x7b ep8 dp16 (16 GPUs), ideal",
+        "@mixtral",
+        ["--fabric", "ideal", "--no-compute"],
+        ["--fabric", "ideal"],
+        "comm",
+    ),
 ]
 
 
 def topoopt(*args, cwd) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
     return subprocess.run(
-        [sys.executable, "-m", "topoopt", *args], cwd=cwd, env=env, capture_output=True,
-        text=True, check=True,
+        [sys.executable, "-m", "topoopt", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
 
 
@@ -99,8 +167,16 @@ def one_collective(op: str, servers: int, gpus: int, size: float, folder: Path) 
     from traffic.workload import Demand, Workload
 
     n = servers * gpus
-    d = Demand(op=op, groups=np.arange(n, dtype=np.int64)[None, :], size=size, cls="dp",
-               phase="backward", count=1, mutable=True, name=f"one {op}")
+    d = Demand(
+        op=op,
+        groups=np.arange(n, dtype=np.int64)[None, :],
+        size=size,
+        cls="dp",
+        phase="backward",
+        count=1,
+        mutable=True,
+        name=f"one {op}",
+    )
     folder.mkdir()
     write_chakra(Workload(gpus=n, gpus_per_server=gpus, demands=(d,), name=f"{op}"), folder)
 
@@ -180,12 +256,16 @@ def main() -> int:
                 theirs, cpu = replay(binary, out, q2)
                 rows.append((name, dims, ref, own, ours, label, theirs, cpu))
             print(f"  {name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    print("| case | ASTRA-sim dims | plan's own (s) | topoopt on the export (s) | binary |"
-          " ASTRA-sim (s) | ratio | replay CPU (s) |")
+    print(
+        "| case | ASTRA-sim dims | plan's own (s) | topoopt on the export (s) | binary |"
+        " ASTRA-sim (s) | ratio | replay CPU (s) |"
+    )
     print("|---|---|---:|---:|---|---:|---:|---:|")
     for name, dims, ref, own, ours, label, theirs, cpu in rows:
-        print(f"| {name} | `{dims}` | {own:.4g} (`{ref}_s`) | {ours:.4g} | {label} | "
-              f"{theirs:.4g} | {theirs / ours:.3f} | {cpu:.2f} |")
+        print(
+            f"| {name} | `{dims}` | {own:.4g} (`{ref}_s`) | {ours:.4g} | {label} | "
+            f"{theirs:.4g} | {theirs / ours:.3f} | {cpu:.2f} |"
+        )
     return 0
 
 
