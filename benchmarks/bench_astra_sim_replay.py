@@ -64,6 +64,13 @@ CASES = [
         "comm",
     ),
     (
+        "all-reduce 1 GB, 8 x 1 GPU, ideal, --gb GB (the other unit)",
+        "coll:all-reduce:8:1:1e9",
+        ["--fabric", "ideal", "--gb", "GB"],
+        ["--fabric", "ideal"],
+        "comm",
+    ),
+    (
         "all-reduce 1 GB, 4 x 8 GPUs, ideal",
         "coll:all-reduce:4:8:1e9",
         ["--fabric", "ideal"],
