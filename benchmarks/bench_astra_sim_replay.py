@@ -47,6 +47,11 @@ parallelism: {tp: 8, pp: 2, dp: 2, micro_batch_size: 1, global_batch_size: 16}
 precision: {activation_bytes: 2, gradient_bytes: 2, parameter_bytes: 2}
 cluster: {servers: 4, gpus_per_server: 8}
 """
+VGG96 = """model: vgg16
+parallelism: {dp: 768, micro_batch_size: 16, global_batch_size: 12288}
+precision: {activation_bytes: 4, gradient_bytes: 4, parameter_bytes: 4}
+cluster: {servers: 96, gpus_per_server: 8}
+"""
 MIXTRAL = """model: mixtral-8x7b
 parallelism: {tp: 1, pp: 1, dp: 16, ep: 8, micro_batch_size: 1, global_batch_size: 16}
 precision: {activation_bytes: 2, gradient_bytes: 2, parameter_bytes: 2}
@@ -101,6 +106,13 @@ CASES = [
     (
         "vgg16-dp, fat-tree 4:1 oversubscribed",
         "vgg16-dp",
+        ["--fabric", "fat-tree", "--oversubscription", "4", "--no-compute"],
+        ["--fabric", "fat-tree-oversub", "--oversubscription", "4"],
+        "comm",
+    ),
+    (
+        "vgg16 dp 768 GPUs on 96 servers, fat-tree 4:1 (two tiers)",
+        "@vgg96",
         ["--fabric", "fat-tree", "--oversubscription", "4", "--no-compute"],
         ["--fabric", "fat-tree-oversub", "--oversubscription", "4"],
         "comm",
@@ -229,6 +241,7 @@ def main() -> int:
         tmp = Path(tmp)
         (tmp / "llama.yaml").write_text(LLAMA)
         (tmp / "mixtral.yaml").write_text(MIXTRAL)
+        (tmp / "vgg96.yaml").write_text(VGG96)
         design = tmp / "design.json"
         topoopt("design", "vgg16-dp", "--solver", "topoopt", "--out", str(design), cwd=tmp)
         for k, (name, plan, exp, sim, ref) in enumerate(CASES):

@@ -201,6 +201,45 @@ def test_astra_sim_note_names_the_binary_that_replays_it_as_we_meant(
     assert system["active-chunks-per-dimension"] == 1  # the defaults: the Switch stays exact
 
 
+def test_astra_sim_oversubscription_is_the_one_topoopts_own_clos_realises(tmp_path):
+    """Found by the replay (docs/validation.md): vgg16-dp's 16 servers x 8 ports fit one
+    128-port switch, so `simulate --fabric fat-tree-oversub` runs at 1:1 while the export
+    charged every NPU 1/4 of its bandwidth (ASTRA-sim 3.9x topoopt). A two-tier Clos is written
+    as a Switch of a leaf's servers and a Switch of the leaves: 3 servers x 100 GB/s behind 4:1
+    uplinks give the leaf 75 GB/s up, shared by its 24 NPUs: 3.125 GB/s each."""
+    from topoopt.exports.astra_sim import astra_sim_config
+
+    r = run(
+        tmp_path,
+        *("export", "vgg16-dp", "--format", "astra-sim", "--fabric", "fat-tree"),
+        *("--oversubscription", "4", "--no-compute", "--out", "as", "--json"),
+    )
+    assert r.returncode == 0, r.stderr
+    dims = json.loads(r.stdout)["dimensions"]
+    assert [(d["topology"], d["npus_count"]) for d in dims] == [("Switch", 8), ("Switch", 16)]
+    assert dims[1]["bandwidth_bytes_per_s"] == pytest.approx(8 * 12.5e9 / 8)  # 1:1 realised
+    assert "no oversubscription is realised" in (tmp_path / "as" / "NOTE.md").read_text()
+    cfg = astra_sim_config(
+        "fat-tree",
+        servers=96,
+        gpus_per_server=8,
+        degree=8,
+        link_bandwidth=12.5e9,
+        oversubscription=4.0,
+        leaf_servers=3,
+    )
+    got = [(d["topology"], d["npus_count"], d["bandwidth_bytes_per_s"]) for d in cfg.dimensions]
+    assert got == [("Switch", 8, 300e9), ("Switch", 3, 12.5e9), ("Switch", 32, 3 * 100e9 / 4 / 24)]
+    assert "32 leaves of 3 servers" in " ".join(cfg.notes)
+    # without a leaf size (or one that does not divide the servers) the old averaged Switch
+    cfg = astra_sim_config(
+        "fat-tree", servers=96, gpus_per_server=8, degree=8, link_bandwidth=12.5e9,
+        oversubscription=4.0, leaf_servers=5,
+    )  # fmt: skip
+    assert [d["npus_count"] for d in cfg.dimensions] == [8, 96]
+    assert cfg.dimensions[1]["bandwidth_bytes_per_s"] == pytest.approx(100e9 / 4 / 8)
+
+
 def _network_yml(text: str) -> dict:
     """network.yml rows -> lists (the four keys ASTRA-sim's NetworkParser reads)."""
     out = {}
