@@ -155,6 +155,91 @@ def test_astra_sim_export_writes_a_complete_input_set(tmp_path):
     assert r.returncode == 2 and "--dims" in r.stderr and not (tmp_path / "x").exists()
 
 
+ONE_GPU = """model: vgg16
+parallelism: {dp: 8, micro_batch_size: 16, global_batch_size: 128}
+precision: {activation_bytes: 4, gradient_bytes: 4, parameter_bytes: 4}
+cluster: {servers: 8, gpus_per_server: 1}
+"""
+
+
+@pytest.mark.parametrize(
+    "plan, fabric, dims, ring",
+    [
+        ("one.yaml", ["--fabric", "ideal"], [("Switch", 8)], False),
+        ("vgg16-dp", ["--fabric", "topoopt"], [("Switch", 8), ("Ring", 16)], True),
+    ],
+)
+def test_astra_sim_note_names_the_binary_that_replays_it_as_we_meant(
+    tmp_path, plan, fabric, dims, ring
+):
+    """Found by replaying the exports in ASTRA-sim (docs/validation.md, "ASTRA-sim replay"):
+    the congestion-aware binary forwards each chunk whole over both hops of a Switch (a ring
+    all-reduce of 1 GB on 8 NPUs: 35.1 ms against topoopt's 17.5 ms; the unaware one 17.6 ms),
+    and on a Ring dimension the ring runs one direction with one queue per dimension (vgg16-dp
+    on a topoopt ring: 21.7 ms against 11.0 ms; 11.25 ms with two queues and 4 active chunks).
+    So NOTE.md names the unaware binary even for one dimension, and says how to use both
+    directions of a Ring."""
+    (tmp_path / "one.yaml").write_text(ONE_GPU)
+    r = run(
+        tmp_path,
+        *("export", plan, "--format", "astra-sim", *fabric, "--no-compute", "--out", "as"),
+        "--json",
+    )
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [(d["topology"], d["npus_count"]) for d in doc["dimensions"]] == dims
+    note = (tmp_path / "as" / "NOTE.md").read_text()
+    assert "\nAstraSim_Analytical_Congestion_Unaware \\\n" in note
+    assert "\nAstraSim_Analytical_Congestion_Aware \\\n" not in note
+    if len(dims) == 1:
+        assert "hop by hop" in note and "2x" in note and "only support 1-dim" not in note
+    else:
+        assert "only support 1-dim topology" in note
+    assert ("--num-queues-per-dim=2" in note) is ring
+    assert ("active-chunks-per-dimension" in note) is ring
+    system = json.loads((tmp_path / "as" / "system.json").read_text())
+    assert system["active-chunks-per-dimension"] == 1  # the defaults: the Switch stays exact
+
+
+def test_astra_sim_oversubscription_is_the_one_topoopts_own_clos_realises(tmp_path):
+    """Found by the replay (docs/validation.md): vgg16-dp's 16 servers x 8 ports fit one
+    128-port switch, so `simulate --fabric fat-tree-oversub` runs at 1:1 while the export
+    charged every NPU 1/4 of its bandwidth (ASTRA-sim 3.9x topoopt). A two-tier Clos is written
+    as a Switch of a leaf's servers and a Switch of the leaves: 3 servers x 100 GB/s behind 4:1
+    uplinks give the leaf 75 GB/s up, shared by its 24 NPUs: 3.125 GB/s each."""
+    from topoopt.exports.astra_sim import astra_sim_config
+
+    r = run(
+        tmp_path,
+        *("export", "vgg16-dp", "--format", "astra-sim", "--fabric", "fat-tree"),
+        *("--oversubscription", "4", "--no-compute", "--out", "as", "--json"),
+    )
+    assert r.returncode == 0, r.stderr
+    dims = json.loads(r.stdout)["dimensions"]
+    assert [(d["topology"], d["npus_count"]) for d in dims] == [("Switch", 8), ("Switch", 16)]
+    assert dims[1]["bandwidth_bytes_per_s"] == pytest.approx(8 * 12.5e9 / 8)  # 1:1 realised
+    assert "no oversubscription is realised" in (tmp_path / "as" / "NOTE.md").read_text()
+    cfg = astra_sim_config(
+        "fat-tree",
+        servers=96,
+        gpus_per_server=8,
+        degree=8,
+        link_bandwidth=12.5e9,
+        oversubscription=4.0,
+        leaf_servers=3,
+    )
+    got = [(d["topology"], d["npus_count"], d["bandwidth_bytes_per_s"]) for d in cfg.dimensions]
+    assert got == [("Switch", 8, 300e9), ("Switch", 3, 12.5e9), ("Switch", 32, 3 * 100e9 / 4 / 24)]
+    assert "32 leaves of 3 servers" in " ".join(cfg.notes)
+    # without a leaf size (or one that does not divide the servers) the old averaged Switch
+    cfg = astra_sim_config(
+        "fat-tree", servers=96, gpus_per_server=8, degree=8, link_bandwidth=12.5e9,
+        oversubscription=4.0, leaf_servers=5,
+    )  # fmt: skip
+    assert [d["npus_count"] for d in cfg.dimensions] == [8, 96]
+    assert cfg.dimensions[1]["bandwidth_bytes_per_s"] == pytest.approx(100e9 / 4 / 8)
+
+
 def _network_yml(text: str) -> dict:
     """network.yml rows -> lists (the four keys ASTRA-sim's NetworkParser reads)."""
     out = {}

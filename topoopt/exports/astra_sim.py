@@ -183,12 +183,17 @@ def astra_sim_config(
     oversubscription: float = 1.0,
     torus_dims: tuple[int, ...] | None = None,
     gb: str = "GiB",
+    leaf_servers: int | None = None,
 ) -> AstraSimConfig:
     """The closest ASTRA-sim description of a fabric (see the module docstring).
 
     Parameters are in bytes/s and seconds; ``gb`` names the bytes per "GB" of the ASTRA-sim
     build that reads the file (:data:`GB_UNITS`). Every dimension's ``bandwidth_bytes_per_s``
-    is one NPU's own link.
+    is one NPU's own link. ``leaf_servers`` (an oversubscribed two-tier fat-tree or leaf-spine
+    whose leaves hold that many servers each, dividing ``servers``): a ``Switch`` of a leaf's
+    servers at the full per-server bandwidth, then a ``Switch`` of the leaves at 1 /
+    ``oversubscription`` of it (the leaf's uplinks shared by its NPUs), instead of one
+    ``Switch`` at the oversubscribed bandwidth for every pair of servers.
 
     Examples
     --------
@@ -218,7 +223,25 @@ def astra_sim_config(
     if gpus_per_server > 1:
         dims.append(_dim("Switch", gpus_per_server, intra_bandwidth, 0.25e-6, unit))
     per_server = degree * link_bandwidth
-    if family in ("ideal", "fat-tree", "leaf-spine", "rail"):
+    tiered = (
+        family in ("fat-tree", "leaf-spine")
+        and oversubscription > 1
+        and leaf_servers is not None
+        and 1 < leaf_servers < servers
+        and servers % leaf_servers == 0
+    )
+    if tiered:
+        leaves = servers // leaf_servers
+        dim("Switch", leaf_servers, per_server, latency_s)
+        dim("Switch", leaves, per_server / oversubscription, latency_s)
+        notes.append(
+            f"{family}: {leaves} leaves of {leaf_servers} servers: a Switch of a leaf's servers "
+            f"at the full per-server bandwidth, then a Switch of the leaves at 1/"
+            f"{oversubscription:g} of it ({per_server / oversubscription / g / 1e9:g} GB/s per "
+            "NPU: the leaf's uplinks shared by its NPUs); the spine layer's own switches are "
+            "not modelled"
+        )
+    elif family in ("ideal", "fat-tree", "leaf-spine", "rail"):
         bw = per_server / max(oversubscription, 1.0)
         dim("Switch", servers, bw, latency_s)
         if oversubscription > 1:
@@ -226,7 +249,10 @@ def astra_sim_config(
                 f"{family}: oversubscription {oversubscription:g}:1 is expressed as a Switch "
                 f"of 1/{oversubscription:g} the per-server bandwidth "
                 f"({bw / g / 1e9:g} GB/s per NPU): "
-                "ASTRA-sim's Switch has no tiers, so contention between racks is averaged out"
+                "ASTRA-sim's Switch has no tiers, so contention between racks is averaged out: "
+                "every step of a ring collective pays the oversubscribed bandwidth, even "
+                "between servers of one rack, where topoopt's ring stays below the leaf "
+                "(3.1x topoopt's time for a 768-GPU data-parallel all-reduce at 4:1)"
             )
         if family == "rail":
             notes.append("rail: rails are one Switch dimension; rail-only paths are not modelled")
