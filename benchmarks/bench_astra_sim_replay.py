@@ -207,7 +207,7 @@ def replay(binary: str, folder: Path, q2: bool) -> tuple[float, float]:
         j = json.loads(system.read_text())
         j["active-chunks-per-dimension"] = 4
         system = folder / "system-q2.json"
-        system.write_text(json.dumps(j))
+        system.write_text(json.dumps(j, allow_nan=False))
     cmd = [
         binary,
         "--workload-configuration=workload/trace",

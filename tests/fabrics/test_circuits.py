@@ -183,3 +183,15 @@ def test_a_design_holds_and_writes_a_circuits_value():
     back = Design.from_json(d.to_json())
     assert back.circuits == d.circuits and back.prewired == d.prewired
     assert back.to_json() == d.to_json()
+
+
+def test_pickle_round_trip_keeps_the_value_frozen():
+    """Ray ships designs between processes: a pickled Circuits comes back equal and frozen."""
+    import pickle
+
+    c = Circuits([[2, 0, 1], [1, 2, 3]], 4)
+    back = pickle.loads(pickle.dumps(c))
+    assert back == c and back.n == 4 and back.rows.tolist() == [[0, 2, 1], [1, 2, 3]]
+    assert not back.rows.flags.writeable
+    with pytest.raises(AttributeError):
+        back.n = 5

@@ -148,6 +148,11 @@ class Circuits:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Circuits is frozen")
 
+    def __reduce__(self):
+        # pickle (Ray, multiprocessing) rebuilds through the constructor: the rows are
+        # canonical already, so this re-checks them and leaves the value frozen
+        return (Circuits, (self.rows.copy(), self.n))
+
     # -- the value -------------------------------------------------------------------------
 
     def __len__(self) -> int:
