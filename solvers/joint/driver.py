@@ -536,7 +536,7 @@ def congestion_search(
     if problem.n > lp_max_servers:
         from solvers.joint.lp_free import lp_free_search
 
-        return lp_free_search(s)
+        return lp_free_search(s, candidate_circuits(problem, math.inf, strides=False))
     if s.bound():
         return s.finish(s.bound_s)
     s.candidates()

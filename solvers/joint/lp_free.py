@@ -87,10 +87,13 @@ def greedy_strides(n: int, k: int) -> list[int]:
     return chosen
 
 
-def lp_free_candidates(problem: DesignProblem, bases) -> list[tuple[str, np.ndarray, object]]:
+def lp_free_candidates(
+    problem: DesignProblem, bases, splits=()
+) -> list[tuple[str, np.ndarray, object]]:
     """``(name, circuits, rings_from)`` to route (module docstring, step 3): ``rings_from`` is
-    the baseline whose rings are offered to the router (None: rings along circuits)."""
-    from solvers.joint.driver import candidate_circuits
+    the baseline whose rings are offered to the router (None: rings along circuits).
+    ``splits``: the driver's degree splits ``(name, circuits)``
+    (:func:`solvers.joint.driver.candidate_circuits` with ``strides=False``)."""
     from topoopt.fabrics import circulant_circuits
 
     n, d = problem.n, problem.degree
@@ -98,7 +101,7 @@ def lp_free_candidates(problem: DesignProblem, bases) -> list[tuple[str, np.ndar
         (f"{b.solver} circuits", b.circuits, b) for b in bases
     ]
     out += [(nm, c, None) for nm, c in pipeline_candidates(problem)]
-    out += [(nm, c, None) for nm, c in candidate_circuits(problem, math.inf, strides=False)]
+    out += [(nm, c, None) for nm, c in splits]
     traffic = topoopt_traffic(problem)
     whole = any(g.size == n for g in traffic.groups) or not traffic.groups
     if whole and not problem.has_port_options:
@@ -119,9 +122,10 @@ def lp_free_candidates(problem: DesignProblem, bases) -> list[tuple[str, np.ndar
     return out
 
 
-def lp_free_search(s):
+def lp_free_search(s, splits=()):
     """Steps 1-5 of the module docstring on the search state ``s``
-    (:class:`~solvers.joint.driver.CongestionSearch`); returns its finished Design."""
+    (:class:`~solvers.joint.driver.CongestionSearch`; ``splits`` as in
+    :func:`lp_free_candidates`); returns its finished Design."""
     problem, info, meter = s.problem, s.info, s.meter
     n = problem.n
     info["steps"].append(
@@ -134,7 +138,7 @@ def lp_free_search(s):
     s.report()
     tried = []
     seen: set[bytes] = set()
-    for name, c, rings_from in lp_free_candidates(problem, s.bases):
+    for name, c, rings_from in lp_free_candidates(problem, s.bases, splits):
         c = Circuits(c, n).rows
         key = c.tobytes()
         if key in seen:
