@@ -59,6 +59,10 @@ Pipeline
 5b. *Congestion start.* The congestion search's design
    (:func:`solvers.joint.driver.congestion_search`, on its own work limit) is simulated and
    kept as a finalist: the result is never slower than it either.
+5c. *Re-routing without one circuit.* The incumbent's least-loaded circuits are each left out,
+   the rest routed by the LP, and that routing simulated on the intact circuits
+   (:func:`solvers.joint.subset_routing.reroute_without_one`; the routings a single failure's
+   re-optimisation would find, issue 29 item 6).
 6. *Collectives.* :func:`solvers.joint.collective_choice.choose_collectives` tries each ring
    family of the result as a Blink tree packing on the group's circuits and keeps it when the
    simulated iteration drops; ``objective_s`` is then the picked design's simulated iteration
@@ -123,6 +127,7 @@ from solvers.joint.iteration_objective import (
     window_problem,
 )
 from solvers.joint.pipeline_candidates import pipeline_candidates
+from solvers.joint.subset_routing import reroute_without_one
 from solvers.model.congestion import evaluate_routing
 from solvers.model.design import Design
 from solvers.model.ports import with_port_options
@@ -394,6 +399,7 @@ def iteration_design(
     s.refine()
     s.local_search()
     s.congestion_start()
+    reroute_without_one(s)
     return s.finish()
 
 
@@ -686,6 +692,20 @@ class IterationSearch:
         if np.isfinite(it):
             self.finalists.append((it, len(self.finalists), "congestion search", d))
         self.info["congestion_search"]["iteration_s"] = it
+
+    def simulate_on_own_budget(self, design: Design) -> float:
+        """The flow model's iteration of ``design`` within :data:`FIRST_SIMULATION_SHARE` of
+        the work limit whatever is left (the steps after the search: 5b, 5c), charged."""
+        from solvers.joint.driver import WORK_PER_REFILL
+
+        budget = int(FIRST_SIMULATION_SHARE * self.wl / WORK_PER_REFILL)
+        it, refills, flows = iteration_time(
+            design, self.problem, max_refills=budget, flows=True, compute_s=self.compute_ref
+        )
+        self.meter.charge(
+            WORK_PER_SIMULATION + refills * WORK_PER_REFILL + flows * WORK_PER_SIMULATED_FLOW
+        )
+        return it
 
     def windows(self) -> None:
         """Step 3: the criticality-weighted window problems (task graphs; the phase problem
