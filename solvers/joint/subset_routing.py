@@ -52,6 +52,9 @@ def reroute_without_one(s) -> None:
     ``info["subset_reroutes"]``: per circuit tried, ``[u, v]`` and the simulated iteration."""
     if not s.finalists:
         return
+    if s.warm_work >= s.wl:  # deterministic, as the congestion start: no room for more
+        s.info["subset_reroutes"] = []
+        return
     _, _, name, inc = min(s.finalists, key=lambda x: (x[0], x[1]))
     problem, n = s.problem, s.problem.n
     tried = []
