@@ -151,7 +151,14 @@ re-fills and :data:`WORK_PER_SIMULATED_FLOW` per simulation), not a time. What a
 depends on the workload: measured on 2 shared cores (2026-12-02), about 0.06 s on
 ``gpt3-175b-32`` (the whole default search 2.9 s) and 0.6-0.7 s on the 16-server TopoOpt task
 graphs (DLRM, CANDLE: 24-27 s). The 16-server task graphs take about 0.5-1 unit per candidate
-(a routing LP and a simulation), so about 30-60 designs are simulated."""
+(a routing LP and a simulation), so about 30-60 designs are simulated.
+
+Not raised (issue 29 item 4, measured 2026-12-02 on 2 loaded cores): ``gpt3-175b-32`` at 4
+ports gives 35.532 s at 40 units (15.7 s CPU) and 35.270 s at 200 (0.74 % faster, 48.9 s CPU,
+3.1x); at 0.6-0.7 s a unit, 200 units on a 16-server task graph would take 120-140 s and
+overrun the library's 60 s default time limit, so the clock, not the work limit, would decide
+(not deterministic). The steps after the search (the congestion start, the re-routings without
+one circuit) run on their own budgets and are counted in ``work_used`` on top."""
 
 WORK_PER_SIMULATED_FLOW = 1.5e-4
 """Work units per flow of a simulated iteration (building, realising and reading it off:
