@@ -483,7 +483,8 @@ def congestion_search(
     exact_max_servers : int
         Run the exact MIP up to this many servers.
     lp_max_servers : int
-        Route with the LP (and search) up to this many servers.
+        Route with the LP up to this many servers (default :data:`LP_MAX_SERVERS`); above,
+        the constructions are routed without an LP (:mod:`solvers.joint.lp_free`).
     local_search : bool
         Run the swap search.
     select_by : {"flow", "objective"}
