@@ -50,8 +50,9 @@ it cuts a step the best design so far is returned with ``info["deterministic"] =
 ``info["stopped_by"] = "time limit"``; otherwise ``stopped_by`` is ``"optimal"``, ``"work
 limit"`` or ``"done"``.
 
-Above ``lp_max_servers`` servers (default 256) the routing LP is not run; the finalists are the
-baselines and the best of them with its free ports filled.
+Above ``lp_max_servers`` servers (default :data:`LP_MAX_SERVERS`) the routing LP is not run:
+:func:`solvers.joint.lp_free.lp_free_search` routes the constructions in closed form
+(:mod:`solvers.joint.fast_routing`) and the same finalist judging applies.
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ __all__ = [
     "ROUTING_LP_TOLERANCE",
     "EXACT_NODE_LIMIT",
     "FLOW_MAX_PAIRS",
+    "LP_MAX_SERVERS",
     "WORK_PER_REFILL",
     "FLOW_WORK_SHARE",
     "BOUND_WORK_SHARE",
@@ -140,6 +142,13 @@ objective is recomputed from the decomposed paths, so the tolerance only affects
 
 EXACT_NODE_LIMIT = 20_000
 """Branch-and-bound node limit of the exact MIP (deterministic for a given thread count)."""
+
+LP_MAX_SERVERS = 128
+"""Largest cluster whose candidates the routing LP routes; above it
+:func:`solvers.joint.lp_free.lp_free_search` routes them in closed form. At 256 servers the LP
+route cost the whole default work limit for one candidate and shipped the baseline (gpt3-175b
+on 256 servers at 4 ports: 15.44 s objective, the TopoOpt design; LP-free: 3.90 s, issue 29
+item 7)."""
 
 FLOW_MAX_PAIRS = 50_000
 """Largest :func:`flow_model_pairs` for which the finalists are judged by the flow model (above,
@@ -186,9 +195,11 @@ def warm_start(problem: DesignProblem, seed: int = 0) -> list[Design]:
 
 
 def candidate_circuits(
-    problem: DesignProblem, deadline: float, stride_time: float = 5.0
+    problem: DesignProblem, deadline: float, stride_time: float = 5.0, strides: bool = True
 ) -> list[tuple[str, np.ndarray]]:
     """Circuit sets to route and compare (module docstring, step 3), cheapest first.
+
+    ``strides=False`` leaves out the optimal-stride circulants (their search is clock-limited).
 
     With reserved or pre-wired ports the constructions use ``d_free = min_i free_i`` ports
     (:meth:`DesignProblem.free_ports`), the pre-wired circuits are added and the ports left
@@ -222,7 +233,7 @@ def candidate_circuits(
     # all-server ring group (or no group): optimal mean-hop circulant for the ring ports
     whole = any(g.size == n for g in traffic.groups) or not traffic.groups
     left = deadline - time.perf_counter()
-    if whole and left > 1.0 and top >= 4:
+    if strides and whole and left > 1.0 and top >= 4:
         from solvers.baselines.strides import best_strides
         from topoopt.fabrics import circulant_circuits
 
@@ -449,7 +460,7 @@ def congestion_search(
     threads: int = 1,
     progress: Progress | None = None,
     exact_max_servers: int = 8,
-    lp_max_servers: int = 256,
+    lp_max_servers: int = LP_MAX_SERVERS,
     local_search: bool = True,
     select_by: str = "flow",
     work_limit: float | None = None,
@@ -473,7 +484,8 @@ def congestion_search(
     exact_max_servers : int
         Run the exact MIP up to this many servers.
     lp_max_servers : int
-        Route with the LP (and search) up to this many servers.
+        Route with the LP up to this many servers (default :data:`LP_MAX_SERVERS`); above,
+        the constructions are routed without an LP (:mod:`solvers.joint.lp_free`).
     local_search : bool
         Run the swap search.
     select_by : {"flow", "objective"}
@@ -521,8 +533,12 @@ def congestion_search(
     )  # fmt: skip
     s.judge_reference()
     s.report()
-    if problem.n_phases == 0 or problem.n > lp_max_servers:
+    if problem.n_phases == 0:
         return s.baseline_only()
+    if problem.n > lp_max_servers:
+        from solvers.joint.lp_free import lp_free_search
+
+        return lp_free_search(s, candidate_circuits(problem, math.inf, strides=False))
     if s.bound():
         return s.finish(s.bound_s)
     s.candidates()
@@ -551,7 +567,7 @@ class CongestionSearch:
     threads: int = 1
     progress: Progress | None = None
     exact_max_servers: int = 8
-    lp_max_servers: int = 256
+    lp_max_servers: int = LP_MAX_SERVERS
     search_swaps: bool = True
     select_by: str = "flow"
     work_limit: float | None = None
@@ -663,11 +679,19 @@ class CongestionSearch:
         return left
 
     def baseline_only(self) -> Design:
-        """Above ``lp_max_servers`` (or without phases): the baselines and the best of them
-        with its free ports filled, judged (:meth:`finish`)."""
+        """Without phases: the baselines and the best of them with its free ports filled,
+        judged (:meth:`finish`)."""
+        self.info["steps"].append("baseline only (no phase with traffic)")
+        self.fill_base_ports()
+        b = lower_bound(self.problem, use_lp=False)
+        self.info["bound_method"] = b.method
+        return self.finish(max(self.bound_s, b.lower_bound_s))
+
+    def fill_base_ports(self) -> None:
+        """The best baseline with its free ports filled joins the warm start (first) when its
+        objective is no higher; ``info["free_ports_filled"]`` counts the circuits added."""
         problem, info, base = self.problem, self.info, self.base
         n = problem.n
-        info["steps"].append("baseline only (routing LP not run above lp_max_servers)")
         filled = fill_free_ports(
             base.circuits, n, problem.usable_ports(), topoopt_traffic(problem).mp, problem.pair_cap
         )
@@ -686,9 +710,6 @@ class CongestionSearch:
                     0.0, 0.0, base.info,
                 )  # fmt: skip
                 self.bases = [self.base, *self.bases]
-        b = lower_bound(problem, use_lp=False)
-        info["bound_method"] = b.method
-        return self.finish(max(self.bound_s, b.lower_bound_s))
 
     def bound(self) -> bool:
         """Step 6, run first: the LP relaxation when small enough (GLOP exact, PDLP

@@ -59,6 +59,10 @@ Pipeline
 5b. *Congestion start.* The congestion search's design
    (:func:`solvers.joint.driver.congestion_search`, on its own work limit) is simulated and
    kept as a finalist: the result is never slower than it either.
+5c. *Re-routing without one circuit.* The incumbent's least-loaded circuits are each left out,
+   the rest routed by the LP, and that routing simulated on the intact circuits
+   (:func:`solvers.joint.subset_routing.reroute_without_one`; the routings a single failure's
+   re-optimisation would find, issue 29 item 6).
 6. *Collectives.* :func:`solvers.joint.collective_choice.choose_collectives` tries each ring
    family of the result as a Blink tree packing on the group's circuits and keeps it when the
    simulated iteration drops; ``objective_s`` is then the picked design's simulated iteration
@@ -123,6 +127,7 @@ from solvers.joint.iteration_objective import (
     window_problem,
 )
 from solvers.joint.pipeline_candidates import pipeline_candidates
+from solvers.joint.subset_routing import reroute_without_one
 from solvers.model.congestion import evaluate_routing
 from solvers.model.design import Design
 from solvers.model.ports import with_port_options
@@ -146,7 +151,14 @@ re-fills and :data:`WORK_PER_SIMULATED_FLOW` per simulation), not a time. What a
 depends on the workload: measured on 2 shared cores (2026-12-02), about 0.06 s on
 ``gpt3-175b-32`` (the whole default search 2.9 s) and 0.6-0.7 s on the 16-server TopoOpt task
 graphs (DLRM, CANDLE: 24-27 s). The 16-server task graphs take about 0.5-1 unit per candidate
-(a routing LP and a simulation), so about 30-60 designs are simulated."""
+(a routing LP and a simulation), so about 30-60 designs are simulated.
+
+Not raised (issue 29 item 4, measured 2026-12-02 on 2 loaded cores): ``gpt3-175b-32`` at 4
+ports gives 35.532 s at 40 units (15.7 s CPU) and 35.270 s at 200 (0.74 % faster, 48.9 s CPU,
+3.1x); at 0.6-0.7 s a unit, 200 units on a 16-server task graph would take 120-140 s and
+overrun the library's 60 s default time limit, so the clock, not the work limit, would decide
+(not deterministic). The steps after the search (the congestion start, the re-routings without
+one circuit) run on their own budgets and are counted in ``work_used`` on top."""
 
 WORK_PER_SIMULATED_FLOW = 1.5e-4
 """Work units per flow of a simulated iteration (building, realising and reading it off:
@@ -394,6 +406,7 @@ def iteration_design(
     s.refine()
     s.local_search()
     s.congestion_start()
+    reroute_without_one(s)
     return s.finish()
 
 
@@ -686,6 +699,20 @@ class IterationSearch:
         if np.isfinite(it):
             self.finalists.append((it, len(self.finalists), "congestion search", d))
         self.info["congestion_search"]["iteration_s"] = it
+
+    def simulate_on_own_budget(self, design: Design) -> float:
+        """The flow model's iteration of ``design`` within :data:`FIRST_SIMULATION_SHARE` of
+        the work limit whatever is left (the steps after the search: 5b, 5c), charged."""
+        from solvers.joint.driver import WORK_PER_REFILL
+
+        budget = int(FIRST_SIMULATION_SHARE * self.wl / WORK_PER_REFILL)
+        it, refills, flows = iteration_time(
+            design, self.problem, max_refills=budget, flows=True, compute_s=self.compute_ref
+        )
+        self.meter.charge(
+            WORK_PER_SIMULATION + refills * WORK_PER_REFILL + flows * WORK_PER_SIMULATED_FLOW
+        )
+        return it
 
     def windows(self) -> None:
         """Step 3: the criticality-weighted window problems (task graphs; the phase problem

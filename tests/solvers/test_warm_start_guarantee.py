@@ -6,6 +6,7 @@ guard against the fastest warm start, not the paper variant alone."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import yaml
@@ -159,3 +160,16 @@ def test_iteration_search_is_never_slower_than_the_congestion_search(cp12):
     mine = iteration_time(it, problem)[0]
     assert mine == pytest.approx(it.objective_s, rel=1e-6)
     assert mine <= iteration_time(cong, problem)[0] * (1 + 1e-6)
+
+
+@pytest.mark.parametrize(("clock", "work"), [(0.01, None), (60.0, 1.0), (60.0, None)])
+def test_lp_free_search_returns_at_least_its_best_warm_start(cp12, clock, work):
+    """Above ``lp_max_servers`` (here 4, so the 12-server case takes the LP-free path of issue 29
+    item 7) the same guarantee holds, under a tiny clock, a tiny work limit and the defaults."""
+    from solvers.joint.driver import congestion_search
+
+    workload, problem = cp12
+    d = congestion_search(problem, time_limit_s=clock, work_limit=work, lp_max_servers=4)
+    assert d.info["steps"][0].startswith("LP-free routing")
+    info = {**d.info, "objective": "congestion"}
+    _check_guarantee(replace(d, info=info), problem, workload)
