@@ -38,6 +38,12 @@ def mix64(h, v):
     return x ^ (x >> np.uint64(29))
 
 
+@njit(cache=True, inline="always")
+def _word(seed, colour):
+    """The odd 64-bit word of ``colour`` in a round seeded ``seed``."""
+    return mix64(seed, np.uint64(colour)) | np.uint64(1)
+
+
 @njit(cache=True)
 def dense_ids(keys):
     """``int64`` ids ``0..`` of ``keys`` (``uint64``), equal keys equal ids, numbered by first
@@ -71,15 +77,19 @@ def dense_ids(keys):
 
 @njit(cache=True)
 def refine_links_paths(
-    l_ptr, link_paths, path_ptr, path_links, flow_ptr, path_flow, lc, pc, fc, w_l, w_p, w_f,
+    l_ptr, link_paths, path_ptr, path_links, flow_ptr, path_flow, lc, pc, fc, s_l, s_p, s_f,
 ):  # fmt: skip
     """One refinement round for links and sub-flows (:func:`topoopt.flowsim.symmetry.
     equitable_partition`): ``(new_l, new_p, h_fp)``.
 
     A link's new colour is its colour with the multiset of the colours ``pc`` of the sub-flows
-    crossing it (``link_paths[l_ptr[l]:l_ptr[l+1]]``), hashed as the wrapping sum of ``w_l``
-    words; a sub-flow's is its colour, its flow's colour and the multiset of its links' colours
-    (``w_p``); ``h_fp[f]`` is the multiset hash of flow ``f``'s sub-flow colours (``w_f``)."""
+    crossing it (``link_paths[l_ptr[l]:l_ptr[l+1]]``), hashed as the wrapping sum of one
+    pseudo-random odd word per colour (:func:`_word` of the round's seed ``s_l``); a sub-flow's is its colour, its flow's colour and the multiset of its links' *new*
+    colours (seed ``s_p``); ``h_fp[f]`` is the multiset hash of flow ``f``'s *new* sub-flow colours
+    (seed ``s_f``). Using each side's new colours at once (Gauss-Seidel order rather than all from
+    the last round) reaches the same coarsest equitable partition in fewer rounds: every split
+    made is one any equitable refinement of the start must make, and the fixed point is the
+    same."""
     n_l = l_ptr.shape[0] - 1
     n_p = path_ptr.shape[0] - 1
     n_f = flow_ptr.shape[0] - 1
@@ -88,21 +98,23 @@ def refine_links_paths(
     for lk in range(n_l):
         h = np.uint64(0)
         for k in range(l_ptr[lk], l_ptr[lk + 1]):
-            h += w_l[pc[link_paths[k]]]
+            h += _word(s_l, pc[link_paths[k]])
         kl[lk] = mix64(mix64(seed, np.uint64(lc[lk])), h)
+    new_l = dense_ids(kl)
     kp = np.empty(n_p, np.uint64)
     for p in range(n_p):
         h = np.uint64(0)
         for k in range(path_ptr[p], path_ptr[p + 1]):
-            h += w_p[lc[path_links[k]]]
+            h += _word(s_p, new_l[path_links[k]])
         kp[p] = mix64(mix64(mix64(seed, np.uint64(pc[p])), np.uint64(fc[path_flow[p]])), h)
+    new_p = dense_ids(kp)
     h_fp = np.zeros(n_f, np.uint64)
     for f in range(n_f):
         h = np.uint64(0)
         for p in range(flow_ptr[f], flow_ptr[f + 1]):
-            h += w_f[pc[p]]
+            h += _word(s_f, new_p[p])
         h_fp[f] = h
-    return dense_ids(kl), dense_ids(kp), h_fp
+    return new_l, new_p, h_fp
 
 
 @njit(cache=True)

@@ -9,11 +9,12 @@ and links that refines their own data:
 - links start coloured by ``(capacity, latency)``, sub-flows by their weight, flows by
   ``(size, start, multiplicity)``;
 - a link's next colour adds the multiset of the colours of the sub-flows crossing it; a
-  sub-flow's adds its flow's colour and the multiset of its links' colours; a flow's adds the
-  multiset of its sub-flows' colours and the *set* of its dependencies' colours (taken in a
+  sub-flow's adds its flow's colour and the multiset of its links' (new) colours; a flow's adds
+  the multiset of its sub-flows' (new) colours and the *set* of its dependencies' colours (taken in a
   topological order, so one pass settles a whole dependency chain:
   :func:`topoopt.flowsim._kernels.classes_kernel`);
-- repeated until no class splits. Multisets are hashed (sums of seeded random 64-bit words);
+- repeated until no class splits (linear passes compiled in
+  :mod:`topoopt.flowsim._symmetry_kernels`). Multisets are hashed (sums of seeded 64-bit words);
   the result is then *checked exactly* (:func:`is_equitable`), so a hash collision can only turn
   the reduction off, never make it wrong.
 
@@ -187,13 +188,10 @@ def equitable_partition(fs: FlowSet, *, seed: int = 0, max_rounds: int = MAX_ROU
     fc = _dense(fs.size, fs.start, fs.multiplicity)
     counts = (-1, -1, -1)
     for rounds in range(1, max_rounds + 1):
-        n_words = max(int(max(lc.max(initial=0), pc.max(initial=0), fc.max(initial=0))) + 1, 1)
-        words = rng.integers(0, 2**63, size=(3, n_words), dtype=np.uint64)
-        words |= np.uint64(1)
+        s_l, s_p, s_f = rng.integers(0, 2**63, size=3, dtype=np.uint64)
         new_l, new_p, h_fp = refine_links_paths(
-            l_ptr, link_paths, path_ptr, path_links, flow_ptr, path_flow, lc, pc, fc,
-            words[0], words[1], words[2],
-        )  # fmt: skip
+            l_ptr, link_paths, path_ptr, path_links, flow_ptr, path_flow, lc, pc, fc, s_l, s_p, s_f
+        )
         base = np.column_stack([fc, h_fp.view(np.int64)])
         cls, visited = classes_kernel(base, fs.dep_ptr, fs.deps, rptr, rflows)
         if visited < n_f:
