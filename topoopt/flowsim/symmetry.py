@@ -321,17 +321,25 @@ def _quotient(fs: FlowSet, part: Partition):
     qpath[order] = np.arange(n_pc)
     flow_ptr = np.zeros(n_fc + 1, np.int64)
     np.cumsum(np.bincount(p_fc, minlength=n_fc), out=flow_ptr[1:])
-    # incidences per (sub-flow class, link class), members counted with multiplicity, per link
-    inc_path = np.repeat(np.arange(fs.n_paths, dtype=np.int64), np.diff(fs.path_ptr))
-    mult = fs.multiplicity[path_flow][inc_path]
-    key = qpath[part.path[inc_path]] * n_lc + part.link[fs.path_links]
-    ukey, inv = np.unique(key, return_inverse=True)
-    total = np.bincount(inv.reshape(-1), weights=mult, minlength=ukey.shape[0])
-    total = np.rint(total).astype(np.int64)
+    # incidences per (sub-flow class P, link class L) from P's representative alone: with the
+    # partition equitable (checked), every member crosses c(P, L) links of L and has the same
+    # multiplicity m_P, so counting both ways |L| d(L, P) = |P| c(P, L) m_P (d: members of P on
+    # each link of L, the per-incidence multiplicity)
+    rp = rep_p[order]  # representative sub-flow of each quotient sub-flow
+    rptr = np.zeros(n_pc + 1, np.int64)
+    np.cumsum(np.diff(fs.path_ptr)[rp], out=rptr[1:])
+    r_links = fs.path_links[gather_rows(fs.path_ptr, rp)]
+    r_q = np.repeat(np.arange(n_pc, dtype=np.int64), np.diff(rptr))
+    key = r_q * n_lc + part.link[r_links]
+    ukey, c_pl = np.unique(key, return_counts=True)
     lsize = np.bincount(part.link, minlength=n_lc)
+    psize = np.bincount(part.path, minlength=n_pc)[order]  # members of each quotient sub-flow
     ql = ukey % n_lc
-    emult = total // lsize[ql]  # exact: equitable (checked)
     qp = ukey // n_lc
+    total = psize[qp] * c_pl * fs.multiplicity[path_flow[rp]][qp]
+    emult = total // lsize[ql]
+    if np.any(emult * lsize[ql] != total):  # cannot happen for an equitable partition
+        raise RuntimeError("symmetry quotient: a link class count is not a whole number (a bug)")
     path_ptr = np.zeros(n_pc + 1, np.int64)
     np.cumsum(np.bincount(qp, minlength=n_pc), out=path_ptr[1:])
     w = fs.weight[rep_p[order]]
