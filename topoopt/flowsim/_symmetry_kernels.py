@@ -9,6 +9,7 @@ linear passes with hash tables and per-class count tables:
 - :func:`refine_links_paths`: the new colours of links and sub-flows for one round (wrapping sums
   of random words per multiset, then dense renumbering by first occurrence) and the multiset
   hash of each flow's sub-flow colours;
+- :func:`csr_by_key`: positions grouped by key (a counting sort, stable);
 - :func:`dense_ids`: class ids ``0..`` numbered by first occurrence of equal 64-bit keys;
 - :func:`uniform_counts`: the exact test that every member of a class meets every class of the
   other side equally often (weights counted), member by member against its class's first one;
@@ -26,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["dense_ids", "mix64", "refine_links_paths", "uniform_counts", "uniform_sets"]
+__all__ = ["csr_by_key", "dense_ids", "mix64", "refine_links_paths", "uniform_counts", "uniform_sets"]
 
 
 @njit(cache=True, inline="always")
@@ -190,3 +191,21 @@ def uniform_sets(u_ptr, v_items, u_class, v_class, n_uc, n_vc):
         if n_s != n_r:
             return False
     return True
+
+
+@njit(cache=True)
+def csr_by_key(keys, n):
+    """``(ptr, order)``: the positions of ``keys`` (values ``0..n-1``) grouped by key, each
+    group in increasing position (a stable counting sort, ``O(len(keys) + n)``)."""
+    ptr = np.zeros(n + 1, np.int64)
+    for k in keys:
+        ptr[k + 1] += 1
+    for i in range(n):
+        ptr[i + 1] += ptr[i]
+    fill = ptr[:-1].copy()
+    order = np.empty(keys.shape[0], np.int64)
+    for i in range(keys.shape[0]):
+        k = keys[i]
+        order[fill[k]] = i
+        fill[k] += 1
+    return ptr, order

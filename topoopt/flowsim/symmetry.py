@@ -63,6 +63,7 @@ import numpy as np
 from topoopt.csr import gather_rows
 from topoopt.flowsim._kernels import classes_kernel
 from topoopt.flowsim._symmetry_kernels import (
+    csr_by_key,
     dense_ids,
     refine_links_paths,
     uniform_counts,
@@ -149,11 +150,8 @@ def _dense(*cols: np.ndarray) -> np.ndarray:
 
 
 def _csr_by(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(ptr, order)``: the positions of ``keys`` grouped by key value ``0..n-1``."""
-    order = np.argsort(keys, kind="stable")
-    ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
-    return ptr, order
+    """``(ptr, order)``: the positions of ``keys`` grouped by key value ``0..n-1`` (stable)."""
+    return csr_by_key(np.ascontiguousarray(keys, np.int64), int(n))
 
 
 def equitable_partition(fs: FlowSet, *, seed: int = 0, max_rounds: int = MAX_ROUNDS):
