@@ -27,7 +27,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["csr_by_key", "dense_ids", "mix64", "refine_links_paths", "uniform_counts", "uniform_sets"]
+__all__ = [
+    "csr_by_key",
+    "dense_ids",
+    "mix64",
+    "refine_links_paths",
+    "uniform_counts",
+    "uniform_sets",
+]
 
 
 @njit(cache=True, inline="always")
@@ -85,9 +92,10 @@ def refine_links_paths(
 
     A link's new colour is its colour with the multiset of the colours ``pc`` of the sub-flows
     crossing it (``link_paths[l_ptr[l]:l_ptr[l+1]]``), hashed as the wrapping sum of one
-    pseudo-random odd word per colour (:func:`_word` of the round's seed ``s_l``); a sub-flow's is its colour, its flow's colour and the multiset of its links' *new*
-    colours (seed ``s_p``); ``h_fp[f]`` is the multiset hash of flow ``f``'s *new* sub-flow colours
-    (seed ``s_f``). Using each side's new colours at once (Gauss-Seidel order rather than all from
+    pseudo-random odd word per colour (:func:`_word` of the round's seed ``s_l``); a sub-flow's
+    is its colour, its flow's colour and the multiset of its links' *new* colours (seed
+    ``s_p``); ``h_fp[f]`` is the multiset hash of flow ``f``'s *new* sub-flow colours (seed
+    ``s_f``). Using each side's new colours at once (Gauss-Seidel order rather than all from
     the last round) reaches the same coarsest equitable partition in fewer rounds: every split
     made is one any equitable refinement of the start must make, and the fixed point is the
     same."""

@@ -9,9 +9,9 @@ and links that refines their own data:
 - links start coloured by ``(capacity, latency)``, sub-flows by their weight, flows by
   ``(size, start, multiplicity)``;
 - a link's next colour adds the multiset of the colours of the sub-flows crossing it; a
-  sub-flow's adds its flow's colour and the multiset of its links' (new) colours; a flow's adds
-  the multiset of its sub-flows' (new) colours and the *set* of its dependencies' colours (taken in a
-  topological order, so one pass settles a whole dependency chain:
+  sub-flow's adds its flow's colour and the multiset of its links' (new) colours; a flow's
+  adds the multiset of its sub-flows' (new) colours and the *set* of its dependencies' colours
+  (taken in a topological order, so one pass settles a whole dependency chain:
   :func:`topoopt.flowsim._kernels.classes_kernel`);
 - repeated until no class splits (linear passes compiled in
   :mod:`topoopt.flowsim._symmetry_kernels`). Multisets are hashed (sums of seeded 64-bit words);
