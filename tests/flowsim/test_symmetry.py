@@ -16,7 +16,13 @@ from test_kernels import random_flowset
 from topoopt.app.studies.compare import build_fabric
 from topoopt.app.studies.simulate import simulate_plan
 from topoopt.fabrics import ideal
-from topoopt.flowsim._symmetry_kernels import csr_by_key, dense_ids, uniform_counts, uniform_sets
+from topoopt.flowsim._symmetry_kernels import (
+    class_dep_rows,
+    csr_by_key,
+    dense_ids,
+    uniform_counts,
+    uniform_sets,
+)
 from topoopt.flowsim.flowset import FlowSet
 from topoopt.flowsim.iteration import simulate_iteration
 from topoopt.flowsim.simulator import simulate
@@ -355,3 +361,19 @@ def test_uniform_counts_against_brute_force(seed):
     assert uniform_sets(ptr, items, u_class, v_class, 2, n_vc) == sets
     if seed % 2:
         assert want
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_class_dependency_rows_are_sorted_unique_classes_of_the_representative(seed):
+    rng = np.random.default_rng(seed)
+    n_f, n_c = 12, 4
+    class_of = rng.integers(0, n_c, n_f)
+    class_of[:n_c] = np.arange(n_c)  # every class has a member
+    rep = np.array([int(np.flatnonzero(class_of == c)[0]) for c in range(n_c)])
+    rows = [rng.integers(0, n_f, rng.integers(0, 5)).tolist() for _ in range(n_f)]
+    dep_ptr = np.r_[0, np.cumsum([len(r) for r in rows])].astype(np.int64)
+    deps = np.array([d for r in rows for d in r], np.int64)
+    ptr, cls = class_dep_rows(class_of, rep, dep_ptr, deps)
+    for c in range(n_c):
+        want = sorted({int(class_of[d]) for d in rows[rep[c]]})
+        assert cls[ptr[c] : ptr[c + 1]].tolist() == want

@@ -9,6 +9,8 @@ linear passes with hash tables and per-class count tables:
 - :func:`refine_links_paths`: the new colours of links and sub-flows for one round (wrapping sums
   of random words per multiset, then dense renumbering by first occurrence) and the multiset
   hash of each flow's sub-flow colours;
+- :func:`class_dep_rows`: the dependency rows of classes (also used by
+  :func:`topoopt.flowsim.flowset.class_dependencies`);
 - :func:`csr_by_key`: positions grouped by key (a counting sort, stable);
 - :func:`dense_ids`: class ids ``0..`` numbered by first occurrence of equal 64-bit keys;
 - :func:`uniform_counts`: the exact test that every member of a class meets every class of the
@@ -28,6 +30,7 @@ import numpy as np
 from numba import njit
 
 __all__ = [
+    "class_dep_rows",
     "csr_by_key",
     "dense_ids",
     "mix64",
@@ -217,3 +220,33 @@ def csr_by_key(keys, n):
         order[fill[k]] = i
         fill[k] += 1
     return ptr, order
+
+
+@njit(cache=True)
+def class_dep_rows(class_of, rep, dep_ptr, deps):
+    """Dependency CSR between classes (:func:`topoopt.flowsim.flowset.class_dependencies`):
+    ``(ptr, classes)`` with class ``c``'s row the classes of the dependencies of its
+    representative ``rep[c]``, sorted, each once."""
+    n_c = rep.shape[0]
+    ptr = np.zeros(n_c + 1, np.int64)
+    total = 0
+    for c in range(n_c):
+        total += dep_ptr[rep[c] + 1] - dep_ptr[rep[c]]
+    out = np.empty(total, np.int64)
+    w = 0
+    for c in range(n_c):
+        r = rep[c]
+        a = w
+        for k in range(dep_ptr[r], dep_ptr[r + 1]):
+            out[w] = class_of[deps[k]]
+            w += 1
+        if w - a > 1:
+            out[a:w] = np.sort(out[a:w])
+            v = a + 1
+            for k in range(a + 1, w):
+                if out[k] != out[v - 1]:
+                    out[v] = out[k]
+                    v += 1
+            w = v
+        ptr[c + 1] = w
+    return ptr, out[:w].copy()

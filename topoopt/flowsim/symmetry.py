@@ -143,10 +143,7 @@ def _dense(*cols: np.ndarray) -> np.ndarray:
             h ^= h >> np.uint64(31)
             h *= np.uint64(0xBF58476D1CE4E5B9)
             h ^= h >> np.uint64(29)
-    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
-    rank = np.empty(first.shape[0], np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(first.shape[0])
-    return rank[inv.reshape(-1)]
+    return dense_ids(h)
 
 
 def _csr_by(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
