@@ -58,29 +58,31 @@ def _word(seed, colour):
 @njit(cache=True)
 def dense_ids(keys):
     """``int64`` ids ``0..`` of ``keys`` (``uint64``), equal keys equal ids, numbered by first
-    occurrence (an open-addressing table of twice the size)."""
+    occurrence: an open-addressing table of at least twice the size holding the position of
+    each key's first occurrence (``int32``: 4 bytes a slot, where keys and ids would take 16;
+    at millions of keys per round the table's fresh pages are much of the cost)."""
     n = keys.shape[0]
+    if n >= 2**31:
+        raise ValueError("dense_ids: 2**31 keys or more (positions are int32)")
     size = 2
     while size < 2 * n + 2:
         size *= 2
     mask = np.uint64(size - 1)
-    t_key = np.empty(size, np.uint64)
-    t_id = np.full(size, -1, np.int64)
+    t_first = np.full(size, -1, np.int32)
     out = np.empty(n, np.int64)
     n_id = 0
     for i in range(n):
         k = keys[i]
         s = mix64(np.uint64(0x243F6A8885A308D3), k) & mask
         while True:
-            c = t_id[s]
-            if c < 0:
-                t_id[s] = n_id
-                t_key[s] = k
+            j = t_first[s]
+            if j < 0:
+                t_first[s] = i
                 out[i] = n_id
                 n_id += 1
                 break
-            if t_key[s] == k:
-                out[i] = c
+            if keys[j] == k:
+                out[i] = out[j]
                 break
             s = (s + np.uint64(1)) & mask
     return out
