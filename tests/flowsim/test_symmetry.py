@@ -302,7 +302,7 @@ def test_failed_link_coarsens_and_stays_exact():
 def test_no_reduction_is_reported():
     res = simulate_plan("vgg16-dp", fabric="ideal", reduction=False)
     assert res["reduction"] == {"status": "off", "reason": "not asked (--no-reduction)"}
-    on = simulate_plan("vgg16-dp", fabric="ideal", reduction=True)
+    on = simulate_plan("vgg16-dp", fabric="ideal")  # on by default
     assert on["reduction"]["status"] == "on"
     assert abs(on["iteration_s"] - res["iteration_s"]) <= 1e-9 * res["iteration_s"]
 
