@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--k16", type=int, default=100_000)
     ap.add_argument("--simgrid", type=int, default=10_000)
     ap.add_argument("--gpt3-gpus", nargs="*", type=int, default=[2048, 8192, 16384])
-    ap.add_argument("--gpt3-unreduced-max", type=int, default=16384)
+    ap.add_argument("--gpt3-unreduced-max", type=int, default=8192)
     ap.add_argument("--gpt3-args", default=GPT3_ARGS, help="fabric/GPU options of simulate")
     ap.add_argument("--gpt3-timeout", type=float, default=900.0)
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
