@@ -14,7 +14,8 @@ Cases (every one run in a fresh process, so two trees can be compared side by si
   interpreter start, import, kernel load from numba's cache, read the netsim JSON, simulate;
   SimGrid: its peer process), and the largest relative difference of finish times.
 - ``gpt3``: ``topoopt simulate`` of GPT-3 175B (tp 8, pp 16, dp = GPUs / 128, 1,536 sequences)
-  on the ideal switch and a fat-tree (``--gpt3-gpus``, default 2,048 8,192 16,384), with the
+  on the ideal switch and a fat-tree (``--gpt3-gpus``, default 2,048 8,192 16,384; servers of
+  8 x 400 G H100, ``--gpt3-args``), with the
   symmetry reduction and, up to ``--gpt3-unreduced-max`` GPUs, without (``--no-reduction``):
   each a whole process under ``/usr/bin/time -v`` (wall, user + system CPU, peak resident
   memory), the classes found, and the relative difference of the iteration times.
@@ -54,13 +55,22 @@ cluster: {{servers: {servers}, gpus_per_server: 8}}
 """
 
 
-def gpt3_run(gpus: int, fabric: str, reduced: bool, tmp: str, timeout: float) -> dict:
+GPT3_ARGS = "--degree 8 --link-gbps 400 --gpu h100-sxm"
+"""Fabric and GPU options of the ``gpt3`` rows: 8 x 400 G H100 servers (a three-tier fat-tree
+at 16,384 GPUs)."""
+
+
+def gpt3_run(
+    gpus: int, fabric: str, reduced: bool, tmp: str, timeout: float, extra: str = GPT3_ARGS
+) -> dict:
     """One ``topoopt simulate --json`` process under ``/usr/bin/time -v``: its figures."""
     plan = Path(tmp) / f"gpt3-{gpus}.yaml"
     plan.write_text(GPT3_PLAN.format(dp=gpus // 128, servers=gpus // 8))
     cmd = ["/usr/bin/time", "-v", sys.executable, "-m", "topoopt", "simulate", str(plan)]
-    cmd += ["--fabric", fabric, "--json"] + ([] if reduced else ["--no-reduction"])
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd += ["--fabric", fabric, "--json", "--reduction" if reduced else "--no-reduction"]
+    cmd += extra.split()
+    # 16,384 GPUs build about 7.4 M flows before aggregation: above the default guard
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TOPOOPT_MAX_FLOWS": "40000000"}
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -86,10 +96,12 @@ def gpt3_run(gpus: int, fabric: str, reduced: bool, tmp: str, timeout: float) ->
     }
 
 
-def gpt3_rows(gpus_list: list[int], unreduced_max: int, tmp: str, timeout: float) -> None:
+def gpt3_rows(
+    gpus_list: list[int], unreduced_max: int, tmp: str, timeout: float, extra: str
+) -> None:
     for gpus in gpus_list:
         for fabric in ("ideal", "fat-tree"):
-            red = gpt3_run(gpus, fabric, True, tmp, timeout)
+            red = gpt3_run(gpus, fabric, True, tmp, timeout, extra)
             line = f"gpt3 {gpus:>6} GPUs {fabric:<9}"
             if "error" in red:
                 print(f"{line} reduced: {red['error']}", flush=True)
@@ -105,7 +117,7 @@ def gpt3_rows(gpus_list: list[int], unreduced_max: int, tmp: str, timeout: float
                 f"{red['rss_gb']:5.2f} GB [{cls}]"
             )
             if gpus <= unreduced_max:
-                un = gpt3_run(gpus, fabric, False, tmp, timeout)
+                un = gpt3_run(gpus, fabric, False, tmp, timeout, extra)
                 if "error" in un:
                     line += f" | unreduced: {un['error']}"
                 else:
@@ -209,7 +221,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--k16", type=int, default=100_000)
     ap.add_argument("--simgrid", type=int, default=10_000)
     ap.add_argument("--gpt3-gpus", nargs="*", type=int, default=[2048, 8192, 16384])
-    ap.add_argument("--gpt3-unreduced-max", type=int, default=2048)
+    ap.add_argument("--gpt3-unreduced-max", type=int, default=8192)
+    ap.add_argument("--gpt3-args", default=GPT3_ARGS, help="fabric/GPU options of simulate")
     ap.add_argument("--gpt3-timeout", type=float, default=900.0)
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -223,7 +236,9 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for case in args.cases:
             if case == "gpt3":
-                gpt3_rows(args.gpt3_gpus, args.gpt3_unreduced_max, tmp, args.gpt3_timeout)
+                gpt3_rows(
+                    args.gpt3_gpus, args.gpt3_unreduced_max, tmp, args.gpt3_timeout, args.gpt3_args
+                )
                 continue
             if case == "simgrid":
                 print(simgrid_row(str(ROOT), args.simgrid, tmp), flush=True)

@@ -16,6 +16,13 @@ from test_kernels import random_flowset
 from topoopt.app.studies.compare import build_fabric
 from topoopt.app.studies.simulate import simulate_plan
 from topoopt.fabrics import ideal
+from topoopt.flowsim._symmetry_kernels import (
+    class_dep_rows,
+    csr_by_key,
+    dense_ids,
+    uniform_counts,
+    uniform_sets,
+)
 from topoopt.flowsim.flowset import FlowSet
 from topoopt.flowsim.iteration import simulate_iteration
 from topoopt.flowsim.simulator import simulate
@@ -295,6 +302,78 @@ def test_failed_link_coarsens_and_stays_exact():
 def test_no_reduction_is_reported():
     res = simulate_plan("vgg16-dp", fabric="ideal", reduction=False)
     assert res["reduction"] == {"status": "off", "reason": "not asked (--no-reduction)"}
-    on = simulate_plan("vgg16-dp", fabric="ideal", reduction=True)
+    on = simulate_plan("vgg16-dp", fabric="ideal")  # on by default
     assert on["reduction"]["status"] == "on"
     assert abs(on["iteration_s"] - res["iteration_s"]) <= 1e-9 * res["iteration_s"]
+
+
+# ---------------------------------------------------------------------- compiled helpers
+@pytest.mark.parametrize("seed", range(3))
+def test_counting_sort_csr_equals_stable_argsort(seed):
+    keys = np.random.default_rng(seed).integers(0, 7, 200)
+    ptr, order = csr_by_key(keys, 9)  # two key values never occur
+    assert order.tolist() == np.argsort(keys, kind="stable").tolist()
+    assert ptr.tolist() == [0, *np.cumsum(np.bincount(keys, minlength=9)).tolist()]
+
+
+def test_dense_ids_number_by_first_occurrence():
+    keys = np.random.default_rng(4).integers(0, 30, 500).astype(np.uint64)
+    first = {}
+    want = [first.setdefault(int(k), len(first)) for k in keys]
+    assert dense_ids(keys).tolist() == want
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_uniform_counts_against_brute_force(seed):
+    """Random CSR rows, classes and weights: the compiled test says yes exactly when every
+    member's weighted count table of item classes equals its class's first member's."""
+    rng = np.random.default_rng(seed)
+    n_u, n_items, n_vc = 6, 5, 3
+    lens = rng.integers(0, 4, n_u)
+    ptr = np.r_[0, np.cumsum(lens)].astype(np.int64)
+    items = rng.integers(0, n_items, ptr[-1]).astype(np.int64)
+    weight = rng.integers(1, 3, ptr[-1]).astype(np.int64)
+    v_class = rng.integers(0, n_vc, n_items).astype(np.int64)
+    u_class = rng.integers(0, 2, n_u).astype(np.int64)
+    if seed % 2:  # make it uniform: every member copies its class's first member's row
+        first = {}
+        rows = []
+        for u in range(n_u):
+            r = first.setdefault(int(u_class[u]), u)
+            rows.append(
+                list(zip(items[ptr[r] : ptr[r + 1]], weight[ptr[r] : ptr[r + 1]], strict=True))
+            )
+        ptr = np.r_[0, np.cumsum([len(r) for r in rows])].astype(np.int64)
+        items = np.array([i for r in rows for i, _ in r], np.int64)
+        weight = np.array([w for r in rows for _, w in r], np.int64)
+
+    def table(u):
+        t = {}
+        for k in range(ptr[u], ptr[u + 1]):
+            c = int(v_class[items[k]])
+            t[c] = t.get(c, 0) + int(weight[k])
+        return t
+
+    first = {}
+    want = all(table(first.setdefault(int(u_class[u]), u)) == table(u) for u in range(n_u))
+    assert uniform_counts(ptr, items, weight, u_class, v_class, 2, n_vc) == want
+    sets = all(set(table(first[int(u_class[u])])) == set(table(u)) for u in range(n_u))
+    assert uniform_sets(ptr, items, u_class, v_class, 2, n_vc) == sets
+    if seed % 2:
+        assert want
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_class_dependency_rows_are_sorted_unique_classes_of_the_representative(seed):
+    rng = np.random.default_rng(seed)
+    n_f, n_c = 12, 4
+    class_of = rng.integers(0, n_c, n_f)
+    class_of[:n_c] = np.arange(n_c)  # every class has a member
+    rep = np.array([int(np.flatnonzero(class_of == c)[0]) for c in range(n_c)])
+    rows = [rng.integers(0, n_f, rng.integers(0, 5)).tolist() for _ in range(n_f)]
+    dep_ptr = np.r_[0, np.cumsum([len(r) for r in rows])].astype(np.int64)
+    deps = np.array([d for r in rows for d in r], np.int64)
+    ptr, cls = class_dep_rows(class_of, rep, dep_ptr, deps)
+    for c in range(n_c):
+        want = sorted({int(class_of[d]) for d in rows[rep[c]]})
+        assert cls[ptr[c] : ptr[c + 1]].tolist() == want

@@ -24,6 +24,7 @@ import scipy.sparse as sp
 
 from topoopt.csr import gather_rows
 from topoopt.flowsim._kernels import blocked_kernel, classes_kernel
+from topoopt.flowsim._symmetry_kernels import class_dep_rows
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 
@@ -609,14 +610,12 @@ def class_dependencies(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Dependency CSR between classes: class ``c`` waits for the classes of the dependencies of
     its representative ``rep[c]`` (sorted, each once)."""
-    n_c = rep.shape[0]
-    base = max(n_c, 1)
-    n_dep = np.diff(dep_ptr)[rep]
-    owner = np.repeat(np.arange(n_c, dtype=np.int64), n_dep)
-    key = np.unique(owner * base + class_of[deps[_gather_rows(dep_ptr, rep)]])
-    ptr = np.zeros(n_c + 1, np.int64)
-    np.cumsum(np.bincount(key // base, minlength=n_c), out=ptr[1:])
-    return ptr, key % base
+    return class_dep_rows(
+        np.ascontiguousarray(class_of, np.int64),
+        np.ascontiguousarray(rep, np.int64),
+        np.ascontiguousarray(dep_ptr, np.int64),
+        np.ascontiguousarray(deps, np.int64),
+    )
 
 
 _gather_rows = gather_rows

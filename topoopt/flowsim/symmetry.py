@@ -9,11 +9,12 @@ and links that refines their own data:
 - links start coloured by ``(capacity, latency)``, sub-flows by their weight, flows by
   ``(size, start, multiplicity)``;
 - a link's next colour adds the multiset of the colours of the sub-flows crossing it; a
-  sub-flow's adds its flow's colour and the multiset of its links' colours; a flow's adds the
-  multiset of its sub-flows' colours and the *set* of its dependencies' colours (taken in a
-  topological order, so one pass settles a whole dependency chain:
+  sub-flow's adds its flow's colour and the multiset of its links' (new) colours; a flow's
+  adds the multiset of its sub-flows' (new) colours and the *set* of its dependencies' colours
+  (taken in a topological order, so one pass settles a whole dependency chain:
   :func:`topoopt.flowsim._kernels.classes_kernel`);
-- repeated until no class splits. Multisets are hashed (sums of seeded random 64-bit words);
+- repeated until no class splits (linear passes compiled in
+  :mod:`topoopt.flowsim._symmetry_kernels`). Multisets are hashed (sums of seeded 64-bit words);
   the result is then *checked exactly* (:func:`is_equitable`), so a hash collision can only turn
   the reduction off, never make it wrong.
 
@@ -61,6 +62,13 @@ import numpy as np
 
 from topoopt.csr import gather_rows
 from topoopt.flowsim._kernels import classes_kernel
+from topoopt.flowsim._symmetry_kernels import (
+    csr_by_key,
+    dense_ids,
+    refine_links_paths,
+    uniform_counts,
+    uniform_sets,
+)
 from topoopt.flowsim.flowset import FlowSet, class_dependencies, class_representatives
 from topoopt.flowsim.simulator import SimResult, simulate
 
@@ -135,31 +143,12 @@ def _dense(*cols: np.ndarray) -> np.ndarray:
             h ^= h >> np.uint64(31)
             h *= np.uint64(0xBF58476D1CE4E5B9)
             h ^= h >> np.uint64(29)
-    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
-    rank = np.empty(first.shape[0], np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(first.shape[0])
-    return rank[inv.reshape(-1)]
-
-
-def _multiset_hash(owner_ptr: np.ndarray, items: np.ndarray, colour: np.ndarray, words):
-    """Per row of the CSR ``(owner_ptr, items)``: the wrapping sum of ``words[colour[item]]``
-    (a hash of the multiset of the items' colours; empty rows hash to 0)."""
-    n = owner_ptr.shape[0] - 1
-    out = np.zeros(n, np.uint64)
-    if items.shape[0] == 0:
-        return out
-    vals = words[colour[items]]
-    nz = np.flatnonzero(np.diff(owner_ptr) > 0)
-    out[nz] = np.add.reduceat(vals, owner_ptr[:-1][nz])
-    return out
+    return dense_ids(h)
 
 
 def _csr_by(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(ptr, order)``: the positions of ``keys`` grouped by key value ``0..n-1``."""
-    order = np.argsort(keys, kind="stable")
-    ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
-    return ptr, order
+    """``(ptr, order)``: the positions of ``keys`` grouped by key value ``0..n-1`` (stable)."""
+    return csr_by_key(np.ascontiguousarray(keys, np.int64), int(n))
 
 
 def equitable_partition(fs: FlowSet, *, seed: int = 0, max_rounds: int = MAX_ROUNDS):
@@ -182,29 +171,27 @@ def equitable_partition(fs: FlowSet, *, seed: int = 0, max_rounds: int = MAX_ROU
     inc_path = np.repeat(np.arange(n_p, dtype=np.int64), np.diff(fs.path_ptr))
     l_ptr, l_order = _csr_by(fs.path_links, n_l)
     link_paths = inc_path[l_order]  # sub-flows crossing each link, CSR l_ptr
-    flow_paths = np.arange(n_p, dtype=np.int64)  # CSR flow_ptr
     owner = np.repeat(np.arange(n_f, dtype=np.int64), np.diff(fs.dep_ptr))
     rptr, rorder = _csr_by(fs.deps, n_f)
     rflows = owner[rorder]
+    path_ptr = np.ascontiguousarray(fs.path_ptr, np.int64)
+    path_links = np.ascontiguousarray(fs.path_links, np.int64)
+    flow_ptr = np.ascontiguousarray(fs.flow_ptr, np.int64)
 
     lc = _dense(fs.capacity, fs.latency)
     pc = _dense(fs.weight)
     fc = _dense(fs.size, fs.start, fs.multiplicity)
     counts = (-1, -1, -1)
     for rounds in range(1, max_rounds + 1):
-        n_words = max(int(max(lc.max(initial=0), pc.max(initial=0), fc.max(initial=0))) + 1, 1)
-        words = rng.integers(0, 2**63, size=(3, n_words), dtype=np.uint64)
-        words |= np.uint64(1)
-        h_lp = _multiset_hash(l_ptr, link_paths, pc, words[0])
-        h_pl = _multiset_hash(fs.path_ptr, fs.path_links, lc, words[1])
-        h_fp = _multiset_hash(fs.flow_ptr, flow_paths, pc, words[2])
-        new_l = _dense(lc, h_lp)
-        new_p = _dense(pc, fc[path_flow], h_pl)
+        s_l, s_p, s_f = rng.integers(0, 2**63, size=3, dtype=np.uint64)
+        new_l, new_p, h_fp = refine_links_paths(
+            l_ptr, link_paths, path_ptr, path_links, flow_ptr, path_flow, lc, pc, fc, s_l, s_p, s_f
+        )
         base = np.column_stack([fc, h_fp.view(np.int64)])
         cls, visited = classes_kernel(base, fs.dep_ptr, fs.deps, rptr, rflows)
         if visited < n_f:
             return None
-        new_f = _dense(cls)
+        new_f = dense_ids(cls.view(np.uint64)) if n_f else np.zeros(0, np.int64)
         lc, pc, fc = new_l, new_p, new_f
         now = (
             int(lc.max(initial=-1)) + 1,
@@ -215,25 +202,6 @@ def equitable_partition(fs: FlowSet, *, seed: int = 0, max_rounds: int = MAX_ROU
             return Partition(flow=fc, path=pc, link=lc, rounds=rounds)
         counts = now
     return None
-
-
-def _uniform_counts(u_class, u_of, v_class_of, n_u, n_uc) -> bool:
-    """Every element ``u`` of one class meets each class of ``v`` equally often: the pairs
-    ``(u_of[k], v_class_of[k])`` counted per ``u``, the same table for every member."""
-    n_vc = int(v_class_of.max()) + 1 if v_class_of.size else 1
-    key, cnt = np.unique(u_of * n_vc + v_class_of, return_counts=True)
-    if key.shape[0] == 0:
-        return True
-    u = key // n_vc
-    pair = u_class[u] * n_vc + key % n_vc
-    order = np.lexsort((cnt, pair))
-    pair, cnt = pair[order], cnt[order]
-    same = pair[1:] == pair[:-1]
-    if np.any(same & (cnt[1:] != cnt[:-1])):
-        return False  # two members of a class meet a v-class a different number of times
-    upair, members = np.unique(pair, return_counts=True)
-    size = np.bincount(u_class, minlength=n_uc)
-    return bool(np.all(members == size[upair // n_vc]))
 
 
 def is_equitable(fs: FlowSet, part: Partition) -> bool:
@@ -250,7 +218,7 @@ def is_equitable(fs: FlowSet, part: Partition) -> bool:
     >>> is_equitable(fs, Partition(np.array([0, 0]), np.array([0, 0]), np.array([0, 0]), 0))
     False
     """
-    f, p, lk = part.flow, part.path, part.link
+    f, p, lk = (np.ascontiguousarray(c, np.int64) for c in (part.flow, part.path, part.link))
     if f.shape != (fs.n_flows,) or p.shape != (fs.n_paths,) or lk.shape != (fs.n_links,):
         return False
     n_fc, n_pc, n_lc = part.n_flow_classes, part.n_path_classes, part.n_link_classes
@@ -266,26 +234,33 @@ def is_equitable(fs: FlowSet, part: Partition) -> bool:
         and constant(f, n_fc, fs.size, fs.start, fs.multiplicity)
     ):
         return False
-    inc_path = np.repeat(np.arange(fs.n_paths, dtype=np.int64), np.diff(fs.path_ptr))
+    path_ptr = np.ascontiguousarray(fs.path_ptr, np.int64)
+    path_links = np.ascontiguousarray(fs.path_links, np.int64)
     if fs.path_links.size:
-        if not _uniform_counts(p, inc_path, lk[fs.path_links], fs.n_paths, n_pc):
+        # each sub-flow of a class crosses each link class as often
+        ones = np.ones(path_links.shape[0], np.int64)
+        if not uniform_counts(path_ptr, path_links, ones, p, lk, n_pc, n_lc):
             return False
-        # per link, sub-flow classes counted with their multiplicity: repeat the entries
-        mult = fs.multiplicity[path_flow][inc_path]
-        links_rep = np.repeat(fs.path_links, mult)
-        if not _uniform_counts(lk, links_rep, np.repeat(p[inc_path], mult), fs.n_links, n_lc):
+        # each link of a class carries each sub-flow class as often, members counted
+        inc_path = np.repeat(np.arange(fs.n_paths, dtype=np.int64), np.diff(fs.path_ptr))
+        l_ptr, l_order = _csr_by(path_links, fs.n_links)
+        link_paths = inc_path[l_order]
+        w = np.ascontiguousarray(fs.multiplicity[path_flow][link_paths], np.int64)
+        if not uniform_counts(l_ptr, link_paths, w, lk, p, n_lc, n_pc):
             return False
         unused = np.bincount(fs.path_links, minlength=fs.n_links) == 0
         if not constant(lk, n_lc, unused):
             return False
-    if fs.n_paths and not _uniform_counts(f, path_flow, p, fs.n_flows, n_fc):
-        return False
-    owner = np.repeat(np.arange(fs.n_flows, dtype=np.int64), np.diff(fs.dep_ptr))
+    if fs.n_paths:
+        flow_ptr = np.ascontiguousarray(fs.flow_ptr, np.int64)
+        items = np.arange(fs.n_paths, dtype=np.int64)
+        ones = np.ones(fs.n_paths, np.int64)
+        if not uniform_counts(flow_ptr, items, ones, f, p, n_fc, n_pc):
+            return False
     if fs.deps.size:
-        # the set of dependency classes: deduplicate (flow, class) pairs first
-        n_c = max(n_fc, 1)
-        key = np.unique(owner * n_c + f[fs.deps])
-        if not _uniform_counts(f, key // n_c, key % n_c, fs.n_flows, n_fc):
+        dep_ptr = np.ascontiguousarray(fs.dep_ptr, np.int64)
+        deps = np.ascontiguousarray(fs.deps, np.int64)
+        if not uniform_sets(dep_ptr, deps, f, f, n_fc, n_fc):
             return False
     has_deps = np.diff(fs.dep_ptr) > 0
     return constant(f, n_fc, has_deps)
@@ -341,17 +316,25 @@ def _quotient(fs: FlowSet, part: Partition):
     qpath[order] = np.arange(n_pc)
     flow_ptr = np.zeros(n_fc + 1, np.int64)
     np.cumsum(np.bincount(p_fc, minlength=n_fc), out=flow_ptr[1:])
-    # incidences per (sub-flow class, link class), members counted with multiplicity, per link
-    inc_path = np.repeat(np.arange(fs.n_paths, dtype=np.int64), np.diff(fs.path_ptr))
-    mult = fs.multiplicity[path_flow][inc_path]
-    key = qpath[part.path[inc_path]] * n_lc + part.link[fs.path_links]
-    ukey, inv = np.unique(key, return_inverse=True)
-    total = np.bincount(inv.reshape(-1), weights=mult, minlength=ukey.shape[0])
-    total = np.rint(total).astype(np.int64)
+    # incidences per (sub-flow class P, link class L) from P's representative alone: with the
+    # partition equitable (checked), every member crosses c(P, L) links of L and has the same
+    # multiplicity m_P, so counting both ways |L| d(L, P) = |P| c(P, L) m_P (d: members of P on
+    # each link of L, the per-incidence multiplicity)
+    rp = rep_p[order]  # representative sub-flow of each quotient sub-flow
+    rptr = np.zeros(n_pc + 1, np.int64)
+    np.cumsum(np.diff(fs.path_ptr)[rp], out=rptr[1:])
+    r_links = fs.path_links[gather_rows(fs.path_ptr, rp)]
+    r_q = np.repeat(np.arange(n_pc, dtype=np.int64), np.diff(rptr))
+    key = r_q * n_lc + part.link[r_links]
+    ukey, c_pl = np.unique(key, return_counts=True)
     lsize = np.bincount(part.link, minlength=n_lc)
+    psize = np.bincount(part.path, minlength=n_pc)[order]  # members of each quotient sub-flow
     ql = ukey % n_lc
-    emult = total // lsize[ql]  # exact: equitable (checked)
     qp = ukey // n_lc
+    total = psize[qp] * c_pl * fs.multiplicity[path_flow[rp]][qp]
+    emult = total // lsize[ql]
+    if np.any(emult * lsize[ql] != total):  # cannot happen for an equitable partition
+        raise RuntimeError("symmetry quotient: a link class count is not a whole number (a bug)")
     path_ptr = np.zeros(n_pc + 1, np.int64)
     np.cumsum(np.bincount(qp, minlength=n_pc), out=path_ptr[1:])
     w = fs.weight[rep_p[order]]

@@ -32,7 +32,7 @@ def simulate_plan(
     priority: str | None = None,
     split_allreduce: float | None = None,
     gpu: str | None = None,
-    reduction: bool = False,
+    reduction: bool = True,
 ) -> dict[str, Any]:
     """Simulate ``plan`` on a design file or a fabric kind.
 
@@ -61,7 +61,8 @@ def simulate_plan(
         ``model_flops_per_iteration``, ``tflops_per_gpu``, ``mfu``:
         :func:`~topoopt.flowsim.roofline.throughput_facts`).
         ``reduction``: what the symmetry reduction found (``status`` ``on``/``off``, classes,
-        flows before and after, ``reason`` when off); ``reduction=False`` runs without it.
+        flows before and after, ``reason`` when off: no symmetry, the check failed, priorities or
+        split all-reduce); on by default (exact), ``reduction=False`` runs without it.
     """
     if schedule is not None and schedule not in SCHEDULES:
         raise InputError("--schedule", schedule, f"one of {', '.join(SCHEDULES)}")

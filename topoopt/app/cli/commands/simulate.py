@@ -56,8 +56,11 @@ def simulate_command(
     gpu: GpuOption = None,
     reduction: Annotated[
         bool,
-        typer.Option(help="Simulate through the symmetry quotient (exact; not yet faster)"),
-    ] = False,
+        typer.Option(
+            help="Simulate through the symmetry quotient (exact: the classes are checked; "
+            "the JSON's `reduction` says whether it was used and why not)"
+        ),
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
     """Iteration time, communication time and exposed communication, per class."""
