@@ -4,9 +4,12 @@ For every job (one plan, or a jobs file of plans with weights, :func:`load_jobs`
 the cluster asked (:func:`scale_plan`), every fabric family of :data:`FAMILIES` is built and the
 job simulated on it with ``compare``'s machinery
 (:func:`topoopt.app.studies.compare.build_fabric`, the flow model's iteration, the same price
-table and BOM rules), plus the ideal switch as a bound. One evaluation is one (job, fabric)
-pair; they run on the study engine (:class:`topoopt.app.studies.engine.Engine`: in-process, or
-Ray with ``workers`` / ``address``).
+table and BOM rules), plus the ideal switch as a bound. Fabrics without a routing of their own
+are routed by ECMP over at most :data:`ECMP_PATHS` seeded paths a server pair
+(:func:`ecmp_routing`; full ECMP on a 512-server rail fabric does not fit in memory). One
+evaluation is one (job, fabric) pair; they run on the study engine
+(:class:`topoopt.app.studies.engine.Engine`: in-process, or Ray with ``workers`` /
+``address``).
 
 Then, per job (:func:`judge`):
 
@@ -338,13 +341,29 @@ def _default_ref(rows: pd.DataFrame) -> pd.Series | None:
 
 
 def _runner_up(ranked: pd.DataFrame) -> pd.Series | None:
-    """The best row of another family than the winner's (the next row without families)."""
+    """The best row of another family than the winner's (the next row without families) that
+    is not the winner's network under another name: a row with the winner's capex, power and
+    iteration time to 1e-9 (at 128 servers ``rail`` and ``rail-only`` are one switch per rail
+    both) is skipped, so the ratio printed is against a different purchase.
+
+    >>> t = pd.DataFrame({"fabric": ["rail", "rail-only", "fat-tree"],
+    ...                   "family": ["rail", "rail-only", "clos"], "capex_usd": [3.0, 3.0, 5.0],
+    ...                   "power_w": [1.0, 1.0, 2.0], "iteration_s": [1.0, 1.0, 1.0]})
+    >>> _runner_up(t)["fabric"]
+    'fat-tree'
+    """
     if len(ranked) < 2:
         return None
+    other = ranked.iloc[1:]
     if "family" in ranked:
-        other = ranked[ranked["family"] != ranked["family"].iloc[0]]
-        return other.iloc[0] if len(other) else None
-    return ranked.iloc[1]
+        other = other[other["family"] != ranked["family"].iloc[0]]
+    cols = [c for c in ("capex_usd", "power_w", "iteration_s") if c in ranked]
+    if cols and len(other):
+        w = ranked[cols].iloc[0].to_numpy(float)
+        x = other[cols].to_numpy(float)
+        same = np.all(np.abs(x - w) <= 1e-9 * np.maximum(np.abs(w), 1e-300), axis=1)
+        other = other[~same]
+    return other.iloc[0] if len(other) else None
 
 
 def equal_capex(rows: pd.DataFrame, budget_usd: float | None = None) -> dict:
@@ -625,6 +644,7 @@ def advise(
         "jobs": [{"name": j.name, "weight": j.weight, "gpus": j.plan.gpus} for j in scaled],
         "families": {k: list(v) for k, v in FAMILIES.items()},
         "cosearch": False,
+        "ecmp_paths": ECMP_PATHS,
     }
     return AdviseResult(rows, ideal, judged, verdict, params, time.perf_counter() - t0)
 
