@@ -217,3 +217,15 @@ def test_ecmp_routing_keeps_k_shortest_paths_and_spreads_the_last_hop():
     # destination NICs reached over the capped pairs' last hops: every rail, not only rail 0
     ends = {(int(fab.src[x]), int(fab.dst[x])) for x in last}  # (rail leaf, server)
     assert len(ends) > len({v for _, v in ends})
+
+
+def test_llama3_405b_plan_is_the_papers_at_16384_gpus():
+    """Llama 3 paper, Table 4 (8k context, 16,384 GPUs): TP 8, CP 1, PP 16, DP 128, 16 sequences
+    per DP group, 16M tokens per batch; section 3.3.2: 126 layers, one fewer on the first and
+    last stages."""
+    p = scale_plan(load_jobs("llama3-405b")[0].plan, 16384, "h100-sxm")
+    par = p.parallelism
+    assert (par.tp, par.cp, par.pp, p.dp, p.cluster.servers) == (8, 1, 16, 128, 2048)
+    assert par.stage_layers[0] == par.stage_layers[-1] == 7 and sum(par.stage_layers) == 126
+    assert p.global_batch // p.dp == 16
+    assert p.global_batch * 8192 == 16 * 2**20
