@@ -168,3 +168,64 @@ def test_cli_json_keys_and_errors(tmp_path):
     for argv in (["--gpus", "12"], ["--budget", "-1"], ["--target-iteration-s", "0"]):
         r = RUNNER.invoke(app, ["advise", "dlrm", *argv, "--json"])
         assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_ecmp_routing_keeps_k_shortest_paths_and_spreads_the_last_hop():
+    """The capped ECMP of advise (the 512-server rail fabric's 2,048 paths a pair took > 11 GB):
+    every pair keeps min(count, k) distinct shortest paths, weights 1/k, chained from source to
+    destination; the random draw per stratum reaches every destination NIC (the first rank of
+    each stratum would enter every destination on its rail 0)."""
+    import numpy as np
+
+    from topoopt.app.studies.advise import ecmp_routing
+    from topoopt.fabrics.fat_tree import rail_optimized
+    from topoopt.fabrics.routing import shortest_path_counts
+    from traffic.build import workload_from_plan
+    from traffic.plan import load_plan
+
+    fab = rail_optimized(32, gpus_per_server=4, radix=16, port_bandwidth=1e9)
+    plan = load_plan(
+        {
+            "model": "vgg16",
+            "parallelism": {"dp": 128, "global_batch_size": 128},
+            "cluster": {"servers": 32, "gpus_per_server": 4},
+        }
+    )
+    wl = workload_from_plan(plan)
+    assert ecmp_routing(wl, fab, k=10**6) is None  # no pair above the cap: full ECMP
+    ps = ecmp_routing(wl, fab, k=4, seed=0)
+    dist, sigma = shortest_path_counts(fab, np.arange(fab.n_servers))
+    count = sigma[ps.dst, ps.src]
+    spines = int((fab.node_layer == 2).sum())
+    assert count.max() == 4 * 4 * spines  # source rails x destination rails x spines
+    npath = np.diff(ps.commodity_ptr)
+    assert np.array_equal(npath, np.minimum(count, 4).astype(np.int64))
+    last = set()
+    for c in range(len(ps.src)):
+        w = ps.weight[ps.commodity_ptr[c] : ps.commodity_ptr[c + 1]]
+        assert np.isclose(w.sum(), 1.0)
+        seen = set()
+        for p in range(ps.commodity_ptr[c], ps.commodity_ptr[c + 1]):
+            links = ps.path_links[ps.path_ptr[p] : ps.path_ptr[p + 1]]
+            assert len(links) == dist[ps.dst[c], ps.src[c]]
+            assert fab.src[links[0]] == ps.src[c] and fab.dst[links[-1]] == ps.dst[c]
+            assert np.array_equal(fab.dst[links[:-1]], fab.src[links[1:]])
+            seen.add(tuple(links.tolist()))
+            if count[c] > 4:
+                last.add(int(links[-1]))
+        assert len(seen) == npath[c]
+    # destination NICs reached over the capped pairs' last hops: every rail, not only rail 0
+    ends = {(int(fab.src[x]), int(fab.dst[x])) for x in last}  # (rail leaf, server)
+    assert len(ends) > len({v for _, v in ends})
+
+
+def test_llama3_405b_plan_is_the_papers_at_16384_gpus():
+    """Llama 3 paper, Table 4 (8k context, 16,384 GPUs): TP 8, CP 1, PP 16, DP 128, 16 sequences
+    per DP group, 16M tokens per batch; section 3.3.2: 126 layers, one fewer on the first and
+    last stages."""
+    p = scale_plan(load_jobs("llama3-405b")[0].plan, 16384, "h100-sxm")
+    par = p.parallelism
+    assert (par.tp, par.cp, par.pp, p.dp, p.cluster.servers) == (8, 1, 16, 128, 2048)
+    assert par.stage_layers[0] == par.stage_layers[-1] == 7 and sum(par.stage_layers) == 126
+    assert p.global_batch // p.dp == 16
+    assert p.global_batch * 8192 == 16 * 2**20
