@@ -108,3 +108,19 @@ def test_check_work_names_the_limit_that_binds(monkeypatch):
     monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", "1e-6")  # 1,000 bytes
     with pytest.raises(InputError, match="GB of arrays.*TOPOOPT_MEMORY_BUDGET_GB"):
         check_work(w)
+
+
+def test_imported_task_graphs_are_bounded_from_above():
+    """A TopoOpt task graph is estimated from its tasks (one flow each, plus two per member of
+    each all-reduce's ring): never below the flows built, and within 1.5x on the CANDLE graph
+    (3,484 estimated, 2,532 built: barriers and one-server all-reduces build fewer)."""
+    from pathlib import Path
+
+    from traffic.taskgraph import read_taskgraph
+
+    data = Path(__file__).resolve().parents[1] / "data" / "topoopt-taskgraphs"
+    w = read_taskgraph(data / "100candle_16.fbuf")
+    est = estimate_work(w).flows
+    built = simulate_iteration(w, ideal(w.servers, gpus_per_server=w.gpus_per_server),
+                               exposed_by_class=False).info["flows"]  # fmt: skip
+    assert built <= est <= 1.5 * built, (est, built)
