@@ -15,6 +15,12 @@ re-submitted by Ray (``max_retries``). An evaluation that still fails raises
 :class:`EvaluationFailed` naming the task; none is ever silently dropped. Progress goes to
 stderr as a rich progress bar, and so do Ray's own driver messages (stdout is redirected to
 stderr while a Ray session the engine started is open: ``--json`` output stays clean).
+
+The local instance dying (its raylet or GCS process exits, e.g. killed) is seen within
+:data:`WAIT_S` of the next wait: :class:`RayInstanceDied` (one line for the CLI) is raised before
+Ray's driver would end the process, the rest of that instance is stopped, and every result that
+arrived before went to ``map``'s ``on_result`` (``cosearch --out`` saves them there, so that
+``--resume`` continues).
 """
 
 from __future__ import annotations
