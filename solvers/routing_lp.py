@@ -49,6 +49,7 @@ from solvers.model.congestion import (
 )
 from solvers.model.problem import DesignProblem, PhaseTraffic
 from topoopt.fabrics.circuits import Circuits, circuit_links
+from topoopt.numba_cache import kernel_cache
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 
@@ -524,7 +525,10 @@ def _walk_paths(pred, row, lid, src, targets) -> list[np.ndarray]:
     return np.split(h, b[1:-1])
 
 
-@njit(cache=True)
+_CACHE = kernel_cache(__file__)  # a writable cache folder, else none (topoopt.numba_cache)
+
+
+@njit(cache=_CACHE)
 def _decompose_kernel(s, res, out_ptr, out_link, tail, head, sinks, need, tol, max_rounds):
     """Compiled core of :func:`_decompose_source` (one source; ``res`` and ``need`` are updated).
 
@@ -611,14 +615,14 @@ def _decompose_kernel(s, res, out_ptr, out_link, tail, head, sinks, need, tol, m
     return p_sink[:n_p], p_amt[:n_p], p_ptr[: n_p + 1], links[: p_ptr[n_p]]
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _grow_int(a, size):
     b = np.empty(size, np.int64)
     b[: a.size] = a
     return b
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _grow_float(a, size):
     b = np.empty(size, np.float64)
     b[: a.size] = a

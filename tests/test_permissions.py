@@ -11,7 +11,9 @@ traverse; no other permission is changed."""
 
 from __future__ import annotations
 
+import json
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -72,6 +74,10 @@ def box():
     shutil.rmtree(d)
 
 
+def _uid(user: str) -> int:
+    return pwd.getpwnam(user).pw_uid
+
+
 def _one_line(r: subprocess.CompletedProcess) -> str:
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     lines = r.stderr.strip().splitlines()
@@ -127,3 +133,17 @@ def test_output_inside_a_read_only_file_system(box):
     assert target in line
     left = [p.name for p in ro.rglob("*")]
     assert left == ([] if mounted else ["sub"])
+
+
+def test_numba_cache_without_a_writable_home_or_install(box):
+    """numba's ``cache=True`` raised ``RuntimeError: cannot cache function 'fill_kernel': no
+    locator available`` (a traceback) when neither the install folder (root's worktree) nor
+    ``HOME`` could be written. Now the kernels are cached in a folder of nobody's own under the
+    temporary folder (``topoopt.numba_cache``), and the simulation answers."""
+    r = _as_nobody(["simulate", "plan.json", "--fabric", "ideal", "--json"], box,
+                   HOME="/nonexistent")  # fmt: skip
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-600:]
+    assert json.loads(r.stdout)["iteration_s"] > 0
+    folder = Path(tempfile.gettempdir()) / f"topoopt-numba-{_uid('nobody')}"
+    assert folder.stat().st_uid == _uid("nobody") and folder.stat().st_mode & 0o777 == 0o700
+    assert any(folder.rglob("*.nbi"))  # numba's cache index files: the kernels were cached

@@ -12,8 +12,8 @@ Environment variables (read at each check, so a test or a user can change them):
 ``TOPOOPT_MAX_INPUT_MB``
     Largest input file read, in MB (10^6 bytes); default :data:`DEFAULT_MAX_INPUT_MB`.
 ``TOPOOPT_MAX_FLOWS``
-    Most flows the iteration model may build for one simulation, estimated from the Workload's
-    demands before anything is expanded (:func:`estimate_flows`); default
+    Most flows the iteration model may build for one simulation, counted from the Workload's
+    structure before anything is expanded (:func:`topoopt.flowsim.work.check_work`); default
     :data:`DEFAULT_MAX_FLOWS`.
 """
 
@@ -39,9 +39,7 @@ __all__ = [
     "check_plan_size",
     "iteration_bytes_estimate",
     "DEFAULT_MAX_FLOWS",
-    "estimate_flows",
     "max_flows",
-    "check_flow_work",
 ]
 
 DEFAULT_BUDGET_GB = 8.0
@@ -277,57 +275,7 @@ DEFAULT_MAX_FLOWS = 4_000_000
 """Default cap on a simulation's estimated flows: about 3 minutes of the flow model here (1.6
 million flows of VGG-16 on 32,000 GPUs took 124 s, 400,000 took 17 s)."""
 
-DEFAULT_BUCKET_BYTES = 25e6
-"""Gradient bucket of the iteration model (``simulate_iteration``'s default), bytes."""
-
-
-def estimate_flows(workload: Any, bucket_bytes: float = DEFAULT_BUCKET_BYTES) -> float:
-    """Flows an iteration of ``workload`` builds, from its demands alone (nothing expanded).
-
-    Every member of every group of a demand sends once (twice for an all-reduce: reduce-scatter
-    then all-gather; repeats of a family are merged into multiplied flows); a data-parallel
-    gradient sends once per bucket (``size / bucket_bytes`` of them); plus two compute pieces per
-    GPU. Close to the flow model's own count (``n_flows``): VGG-16 on 8,000 GPUs 400,000
-    estimated, 400,046 built.
-
-    Examples
-    --------
-    >>> from traffic.workload import Demand, Workload
-    >>> import numpy as np
-    >>> d = Demand("all-reduce", np.arange(8).reshape(1, 8), 100e6, "dp", "backward")
-    >>> estimate_flows(Workload(gpus=8, gpus_per_server=1, demands=(d,)))
-    80.0
-    """
-    total = 2.0 * float(workload.gpus)
-    for d in workload.demands:
-        members = float(d.n_groups) * float(d.group_size)
-        reps = 1.0  # repeats of one family are merged into multiplied flows
-        if d.cls == "dp" and d.count == 1:  # one gradient, split into buckets
-            reps = max(1.0, math.ceil(float(d.size) / bucket_bytes))
-        total += members * reps * (2.0 if d.op == "all-reduce" else 1.0)
-    return total
-
 
 def max_flows() -> int:
     """The flow cap (``TOPOOPT_MAX_FLOWS``, default :data:`DEFAULT_MAX_FLOWS`)."""
     return int(_env_float("TOPOOPT_MAX_FLOWS", DEFAULT_MAX_FLOWS))
-
-
-def check_flow_work(workload: Any, what: str = "simulation") -> None:
-    """Refuse a simulation whose estimated flows (:func:`estimate_flows`) exceed the cap, before
-    any fabric, route or flow is built.
-
-    Raises
-    ------
-    InputError
-        Naming the estimate, the cap and ``TOPOOPT_MAX_FLOWS``.
-    """
-    est = estimate_flows(workload)
-    cap = max_flows()
-    if est > cap:
-        raise InputError(
-            "plan",
-            f"about {est:,.0f} flows for one {what} ({workload.gpus:,} GPUs)",
-            f"at most {cap:,} flows (set TOPOOPT_MAX_FLOWS to raise it; about 3 minutes per "
-            f"{DEFAULT_MAX_FLOWS:,} here)",
-        )

@@ -52,9 +52,13 @@ class Kind:
     fmt: str  # "json", "yaml" or "text"
     args: tuple[str, ...]  # "{}" is replaced by the input path
     keys: tuple[str, ...]  # keys a valid result has
+    env_var: str | None = None  # the input is named by this environment variable, not an arg
 
     def argv(self, path: Path) -> list[str]:
         return [str(path) if a == "{}" else a for a in self.args]
+
+    def env(self, path: Path) -> dict[str, str] | None:
+        return None if self.env_var is None else {self.env_var: str(path)}
 
     def seed_bytes(self) -> bytes:
         return (SEEDS / self.seed).read_bytes()
@@ -101,6 +105,15 @@ KINDS = {
             ("verdict", "rows", "pareto", "equal_capex", "equal_iteration"),
         ),
         Kind(
+            "hardware",
+            "hardware.yaml",
+            ".yaml",
+            "yaml",
+            ("simulate", _PLAN, "--fabric", "ideal", "--gpu", "fuzz-gpu", "--json"),
+            ("iteration_s", "gpu"),
+            env_var="TOPOOPT_HARDWARE",
+        ),
+        Kind(
             "prices",
             "prices.yaml",
             ".yaml",
@@ -145,7 +158,7 @@ def run_case(kind: Kind, path: Path) -> Outcome:
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, CASE_SECONDS)
     try:
-        r = RUNNER.invoke(COMMAND, kind.argv(path))
+        r = RUNNER.invoke(COMMAND, kind.argv(path), env=kind.env(path))
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)

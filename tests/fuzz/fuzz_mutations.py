@@ -112,6 +112,8 @@ def _int_strict(kind: Kind, path: tuple) -> bool:
         return False
     if kind.name.startswith("prices"):
         return path[-1:] == ("version",)
+    if kind.name == "hardware":  # the rest are real numbers (a fraction there is valid)
+        return path[-1:] in (("version",), ("scale_up_domain",), ("radix",), ("ports",))
     return True
 
 
@@ -542,7 +544,41 @@ _ADVISE_JOBS = [
     ("no jobs", lambda t: []),
     ("same plan twice", lambda t: [t[0], t[0]]),
 ]
+_G = ("gpus", "fuzz-gpu")
+_HARDWARE = [
+    ("tflops 0", _edit((*_G, "bf16_tflops"), 0)),
+    ("tflops negative", _edit((*_G, "bf16_tflops"), -400)),
+    ("tflops .inf", _edit((*_G, "bf16_tflops"), "@@INF@@")),
+    ("tflops a string", _edit((*_G, "bf16_tflops"), "400")),
+    ("tflops base-60 1:30", _edit((*_G, "bf16_tflops"), "@@SEXA@@")),  # YAML 1.1 reads 90
+    ("efficiency above 1", _edit((*_G, "efficiency"), 1.5)),
+    ("efficiency 0", _edit((*_G, "efficiency"), 0)),
+    ("scale-up domain 0", _edit((*_G, "scale_up_domain"), 0)),
+    ("scale-up domain a fraction", _edit((*_G, "scale_up_domain"), 7.5)),
+    (
+        "hbm missing",
+        lambda t: {
+            **t,
+            "gpus": {"fuzz-gpu": {k: v for k, v in t["gpus"]["fuzz-gpu"].items() if k != "hbm_gb"}},
+        },
+    ),
+    ("gpu extra key", _edit((*_G, "tdp_w"), 700)),
+    ("gpu a list", _edit(_G, [1, 2])),
+    ("empty name", lambda t: {**t, "gpus": {"": t["gpus"]["fuzz-gpu"]}}),
+    ("unknown section", _edit(("cpus",), {})),
+    ("version 2", _edit(("version",), 2)),
+    ("version a string", _edit(("version",), "1")),
+    ("switch beyond its asic", _edit(("switches", "fuzz-switch", "radix"), 64)),
+    ("radix 1", _edit(("switches", "fuzz-switch", "radix"), 1)),
+    ("optical kind unknown", _edit(("optical", "fuzz-ocs", "kind"), "mems")),
+    ("reconfig 0", _edit(("optical", "fuzz-ocs", "reconfig_s"), 0)),
+    ("nic capex negative", _edit(("nics", "fuzz-nic", "capex_usd"), -1)),
+    ("alias bomb", _edit((*_G, "source"), "@@BOMB@@")),
+    ("not a mapping", lambda t: [t]),
+    ("the gpu renamed", lambda t: {**t, "gpus": {"other-gpu": t["gpus"]["fuzz-gpu"]}}),
+]
 TARGETED: dict[str, list[tuple[str, Edit]]] = {
+    "hardware": _HARDWARE,
     "design": _DESIGN,
     "design-hybrid": _HYBRID,
     "flows": _FLOWS,

@@ -277,19 +277,19 @@ def _vgg_dp(tmp_path: Path, servers: int, gps: int = 1) -> Path:
 
 def test_flow_estimate_matches_the_flow_model_on_data_parallel_plans(tmp_path):
     """VGG-16's 553,430,176-byte gradient in 25 MB buckets: 23 buckets, each a reduce-scatter
-    and an all-gather flow per GPU, plus 2 compute pieces: 48 flows per GPU; the flow model
-    builds that many plus its barriers and optimizer steps."""
+    and an all-gather flow per GPU, plus 2 compute pieces: 48 flows per GPU; the count before
+    any fabric adds the barriers and optimizer steps, and equals what the flow model builds."""
     from topoopt.fabrics import ideal
     from topoopt.flowsim.iteration import TooManyFlows, simulate_iteration
-    from traffic.limits import estimate_flows
+    from topoopt.flowsim.work import estimate_work
     from traffic.load import load_workload
 
     w = load_workload(str(_vgg_dp(tmp_path, 16, 8)))
-    assert estimate_flows(w) == 48 * 128
+    est = estimate_work(w).flows
+    assert 48 * 128 <= est <= 1.1 * 48 * 128
     with pytest.raises(TooManyFlows) as exc:
         simulate_iteration(w, ideal(16, gpus_per_server=8), max_flows=1)
-    built = int(str(exc.value).split("'")[1].split()[0].replace(",", ""))
-    assert 48 * 128 <= built <= 1.1 * 48 * 128
+    assert exc.value.n_flows == est
 
 
 def test_a_million_servers_are_refused_before_any_fabric(tmp_path, monkeypatch):
@@ -308,9 +308,12 @@ def test_a_million_servers_are_refused_before_any_fabric(tmp_path, monkeypatch):
     plan = _vgg_dp(tmp_path, 1_000_000)
     for args in (["simulate", plan, "--fabric", "ideal", "--json"], ["compare", plan, "--json"]):
         line = one_line(args)
-        assert "about 48,000,000 flows" in line and "at most 4,000,000" in line, line
+        assert "about 50,000,046 flows" in line and "at most 4,000,000" in line, line
         assert "TOPOOPT_MAX_FLOWS" in line
-    monkeypatch.setenv("TOPOOPT_MAX_FLOWS", "1e9")  # raised: the next limit is the fabric's
+    monkeypatch.setenv("TOPOOPT_MAX_FLOWS", "1e9")  # raised: the next limit is the memory's
+    line = one_line(["simulate", plan, "--fabric", "ideal"])
+    assert "GB of arrays" in line and "TOPOOPT_MEMORY_BUDGET_GB" in line, line
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", "1000")  # raised: then the fabric's
     assert "a fabric was built" in str(run(["simulate", plan, "--fabric", "ideal"]).exception)
 
 

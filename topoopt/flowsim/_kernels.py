@@ -38,6 +38,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from topoopt.numba_cache import kernel_cache
+
 __all__ = [
     "REFILL_MARGIN",
     "RESYNC_EVERY",
@@ -58,8 +60,10 @@ RESYNC_EVERY = 256
 """Every this many events the per-link load is recomputed from the active sub-flows' rates (the
 incremental update otherwise accumulates rounding)."""
 
+_CACHE = kernel_cache(__file__)  # a writable cache folder, else none (topoopt.numba_cache)
 
-@njit(cache=True, error_model="numpy")
+
+@njit(cache=_CACHE, error_model="numpy")
 def fill_kernel(ptr, links, rows, rem, out):
     """Max-min fair rates of the sub-flows ``rows`` on the capacities ``rem`` (bytes/s), by
     rounds of local bottlenecks (:func:`_rounds_slots` run to the end).
@@ -70,7 +74,7 @@ def fill_kernel(ptr, links, rows, rem, out):
     return fill_kernel_mult(ptr, links, rows, np.ones(ptr.shape[0] - 1, np.int64), rem, out)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=_CACHE, error_model="numpy")
 def fill_kernel_mult(ptr, links, rows, mult, rem, out):
     """:func:`fill_kernel` where row ``f`` stands for ``mult[f]`` identical sub-flows (a class):
     it counts ``mult[f]`` times on each of its links (a link's share is ``rem / sum of the
@@ -86,7 +90,7 @@ def fill_kernel_mult(ptr, links, rows, mult, rem, out):
     )  # fmt: skip
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _slots_of(ptr, links, rows, mult, rem):
     """Slots for the sub-flows ``rows`` of the CSR incidence ``ptr``, ``links`` (slot ``i``:
     row ``rows[i]``'s links, their number and its multiplicity), all marked for filling:
@@ -120,14 +124,14 @@ def _slots_of(ptr, links, rows, mult, rem):
     return s_links, s_nl, s_mult, s_in, wc, slinks, n_sl
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _lheap_pop(hk, hl, size):
     size -= 1
     _lheap_sift(hk, hl, size, 0, hk[size], hl[size])
     return size
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _lheap_sift(hk, hl, size, i, key, val):
     """Put ``(key, val)`` at slot ``i`` of the 4-ary min-heap ``hk[:size]`` (children of ``i``:
     ``4i + 1 .. 4i + 4``; half the depth of a binary heap) and sift it down."""
@@ -164,7 +168,7 @@ LQ_CROWD = 4096
 """A bucket found holding more links than this hands the rest of the filling to the heap."""
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _lq_arrays(n_l):
     """The arrays of a link queue for ``n_l`` links: ``(hk, hl, bhead, bnext, lq, fb)``
     (:func:`_lq_init`, :func:`_lq_next`)."""
@@ -178,7 +182,7 @@ def _lq_arrays(n_l):
     )
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=_CACHE, error_model="numpy")
 def _lq_init(slinks, n_sl, fw, hk, hl, bhead, bnext, lq):
     """Put the links ``slinks[:n_sl]`` in the link queue by their fair shares: free capacity
     ``fw[l, 0]`` over unfrozen count ``fw[l, 1]`` (> 0) (:func:`_lq_next`). ``hk``, ``hl``,
@@ -218,7 +222,7 @@ def _lq_init(slinks, n_sl, fw, hk, hl, bhead, bnext, lq):
     lq[6] = 0  # links tied at the smallest share (bucket phase)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=_CACHE, error_model="numpy", inline="always")
 def _lq_next(fw, hk, hl, bhead, bnext, lq, fb, fbits):
     """The link with the smallest fair share ``fw[l, 0] / fw[l, 1]`` among the queued links that
     still have an unfrozen sub-flow (``fw[l, 1] > 0``; taken out of the queue), or -1 if there
@@ -342,7 +346,7 @@ def _lq_next(fw, hk, hl, bhead, bnext, lq, fb, fbits):
     return -1
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=_CACHE, error_model="numpy")
 def fill_links_mult(ptr, links, rows, mult, rem, out):
     """Max-min fair rates of the sub-flows ``rows`` on the capacities ``rem``, one bottleneck
     link at a time, as the simulator re-fills (there by groups), with the slots and link lists
@@ -401,7 +405,7 @@ def fill_links_mult(ptr, links, rows, mult, rem, out):
 
 
 # ---------------------------------------------------------------------- release-time heap
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _heap_push(hk, hv, size, key, val):
     i = size
     hk[i] = key
@@ -417,7 +421,7 @@ def _heap_push(hk, hv, size, key, val):
     return size + 1
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _heap_pop(hk, hv, size):
     val = hv[0]
     size -= 1
@@ -441,7 +445,7 @@ def _heap_pop(hk, hv, size):
 
 
 # ---------------------------------------------------------------------- event loop
-@njit(cache=True, inline="always")
+@njit(cache=_CACHE, inline="always")
 def _path_done(
     p, pflow, n_left, flow_ptr, path_last, plat, finish, rdep_ptr, rdep, dep_left, dep_ptr, deps,
     start, release, hk, hv, hsize,
@@ -472,7 +476,7 @@ def _path_done(
     return hsize
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _grow(a, need):
     if need <= a.shape[0]:
         return a
@@ -481,7 +485,7 @@ def _grow(a, need):
     return b
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=_CACHE, error_model="numpy")
 def simulate_kernel(
     cap, path_ptr, path_links, pflow, pbytes, plat, flow_ptr, start, dep_ptr, deps, rdep_ptr,
     rdep, lp_ptr, rtol, record, emult, max_refills, row_space,
@@ -913,7 +917,7 @@ def simulate_kernel(
     )
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _row(g, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links, s_nl, s_mult):
     """Where group ``g``'s row starts in ``rw`` (``(link, count)``: the links its members cross,
     each once, with their members counted with multiplicity; ``rmeta[g] = (start, length,
@@ -953,7 +957,7 @@ def _row(g, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links, s_nl, s_
     return a
 
 
-@njit(cache=True, inline="always")
+@njit(cache=_CACHE, inline="always")
 def _row_add(i, g, sign, rmeta, r_ok, rw, s_links, s_nl, s_mult):
     """Add (``sign`` 1) or take away (-1) slot ``i``'s links in group ``g``'s row, if built; a
     link whose count drops to 0 leaves the row (the last entry takes its place). A row with no
@@ -986,7 +990,7 @@ def _row_add(i, g, sign, rmeta, r_ok, rw, s_links, s_nl, s_mult):
     rmeta[g, 1] = n
 
 
-@njit(cache=True, inline="always")
+@njit(cache=_CACHE, inline="always")
 def _leave(i, g, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j, lp_ptr, gsz, gcnt,
            rmeta, r_ok, rw, glist, gpos, n_g):  # fmt: skip
     """Take slot ``i`` out of group ``g`` (out of the front of ``g``'s list, just behind it, and
@@ -1011,7 +1015,7 @@ def _leave(i, g, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j, lp_ptr
         n_g[0] -= 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=_CACHE, inline="always")
 def _gheap_up(g, h, lp_ptr, adj_s, adj_j, s_slot, s_tg):
     """Sift entry ``h`` of group ``g``'s heap up (the group's members, the front of its link's
     list, form a binary min-heap of their targets ``s_tg``); returns where it ends."""
@@ -1025,7 +1029,7 @@ def _gheap_up(g, h, lp_ptr, adj_s, adj_j, s_slot, s_tg):
     return h
 
 
-@njit(cache=True, inline="always")
+@njit(cache=_CACHE, inline="always")
 def _gheap_down(g, h, n, lp_ptr, adj_s, adj_j, s_slot, s_tg):
     """Sift entry ``h`` of group ``g``'s heap (of ``n`` members) down (:func:`_gheap_up`)."""
     a = lp_ptr[g]
@@ -1041,7 +1045,7 @@ def _gheap_down(g, h, n, lp_ptr, adj_s, adj_j, s_slot, s_tg):
         h = c
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=_CACHE, error_model="numpy", inline="always")
 def _freeze(i, level, s_links, s_nl, s_mult, rate, s_in, resid, wc):
     """Freeze slot ``i`` at rate ``level`` (written to ``rate[i]``): it leaves the set
     (``s_in``), takes ``level`` times its multiplicity from each of its links (``resid``,
@@ -1057,7 +1061,7 @@ def _freeze(i, level, s_links, s_nl, s_mult, rate, s_in, resid, wc):
     return mf
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=_CACHE, error_model="numpy")
 def _rounds_slots(
     rows, n_rows, s_links, s_nl, s_mult, rate, s_in, resid, wc, slinks, n_sl, share, bott, fm,
 ):  # fmt: skip
@@ -1113,7 +1117,7 @@ def _rounds_slots(
     return rounds
 
 
-@njit(cache=True, inline="always")
+@njit(cache=_CACHE, inline="always")
 def _move_slot(a, b, act, s_links, s_slot, s_nl, s_mult, s_tg, s_bj, adj_s):
     """Move the active sub-flow in slot ``a`` to slot ``b`` (its link lists follow)."""
     act[b] = act[a]
@@ -1128,7 +1132,7 @@ def _move_slot(a, b, act, s_links, s_slot, s_nl, s_mult, s_tg, s_bj, adj_s):
         adj_s[s] = b
 
 
-@njit(cache=True, inline="always")
+@njit(cache=_CACHE, inline="always")
 def _swap_entries(a, b, adj_s, adj_j, s_slot):
     """Swap entries ``a`` and ``b`` of the link lists (their slots' back pointers follow)."""
     ia = adj_s[a]
@@ -1143,7 +1147,7 @@ def _swap_entries(a, b, adj_s, adj_j, s_slot):
     s_slot[ia, ja] = b
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _water_level(
     lk, capacity, n_active, lp_ptr, alen, adj_s, adj_j, s_links, s_bj, gshare, s_mult, wbuf,
     mbuf,
@@ -1191,7 +1195,7 @@ def _water_level(
     return x
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _log(st, sl, sv, ns, t, touched, n_t, cap, fw):
     """Append ``(t, link, load)`` for the touched links (sorted) to the change log (the load is
     the capacity less the free capacity ``fw[:, 0]``), growing
@@ -1207,7 +1211,7 @@ def _log(st, sl, sv, ns, t, touched, n_t, cap, fw):
 
 
 # ---------------------------------------------------------------------- classes of identical flows
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _mix(h, v):
     """One step of a 64-bit hash (splitmix-style), wrapping."""
     x = (h ^ v) * np.uint64(0x9E3779B97F4A7C15)
@@ -1216,7 +1220,7 @@ def _mix(h, v):
     return x ^ (x >> np.uint64(29))
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def classes_kernel(base, dep_ptr, deps, rdep_ptr, rdep):
     """Classes of identical flows, in topological order (see
     :func:`topoopt.flowsim.flowset.identical_classes`).
@@ -1308,7 +1312,7 @@ def classes_kernel(base, dep_ptr, deps, rdep_ptr, rdep):
     return class_of, qt
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def blocked_kernel(dep_ptr, rptr, rflows):
     """Kahn's algorithm over a dependency CSR: each flow's count of dependencies never released.
 

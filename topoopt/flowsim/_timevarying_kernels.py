@@ -36,11 +36,14 @@ import numpy as np
 from numba import njit
 
 from topoopt.flowsim._kernels import REFILL_MARGIN, _grow, _heap_pop, _heap_push
+from topoopt.numba_cache import kernel_cache
 
 __all__ = ["epochs_kernel"]
 
+_CACHE = kernel_cache(__file__)  # a writable cache folder, else none (topoopt.numba_cache)
 
-@njit(cache=True, error_model="numpy")
+
+@njit(cache=_CACHE, error_model="numpy")
 def _fill(
     act, n_act, s_gp, s_flow, s_rate, cls, n_cls, fweight, mult, g_pptr, g_plinks, cap, ev,
     stamp, cstamp, rem, wsum, cnt, lofs, lcnt, lsub, byc, cc, hk, hv, tl, ref, cmin, theta,
@@ -176,7 +179,7 @@ def _fill(
     return rounds, n_tl, n_ref, lsub, hk, hv, tl
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=_CACHE, error_model="numpy")
 def _arrival_level(
     act, n_act, s_gp, s_flow, s_rate, cls, cmin, fweight, mult, g_pptr, g_plinks, cap, ev,
     astamp, aload, awnew, aofs, acnt, alinks, alam, arm, awm,
@@ -267,7 +270,7 @@ def _arrival_level(
     return level, alinks, alam, arm, awm
 
 
-@njit(cache=True, inline="always")
+@njit(cache=_CACHE, inline="always")
 def _blocked(f, c, lcc, g_fptr, ver, g_pptr, g_plinks):
     """Whether a piece of a class above ``c`` is active on a link of flow ``f``'s paths."""
     for gp in range(g_fptr[ver, f], g_fptr[ver, f + 1]):
@@ -279,13 +282,13 @@ def _blocked(f, c, lcc, g_fptr, ver, g_pptr, g_plinks):
     return False
 
 
-@njit(cache=True, inline="always")
+@njit(cache=_CACHE, inline="always")
 def _count(lcc, c, gp, g_pptr, g_plinks, d):
     for j in range(g_pptr[gp], g_pptr[gp + 1]):
         lcc[c, g_plinks[j]] += d
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=_CACHE, error_model="numpy")
 def epochs_kernel(
     cap0, size, start, mult, dep_ptr, deps, rdep_ptr, rdep, cls, n_cls, fweight, g_fptr, g_pptr,
     g_plinks, g_w, g_lat, e_start, e_cap, e_ver, n_p0, max_paths, rtol, record, limit, nonpre,

@@ -971,7 +971,10 @@ class _PipelineModel:
         distinct = np.all(np.diff(np.sort(servers, axis=1), axis=1) != 0, axis=1)
         key = np.concatenate([servers, cells], axis=1)
         key[~distinct, 0] = -1 - np.flatnonzero(~distinct)  # never merge these
-        _, first, mult = np.unique(key, axis=0, return_index=True, return_counts=True)
+        if key.shape[0] == 1:  # one group (a data-parallel ring of every GPU): nothing to merge
+            first, mult = np.zeros(1, np.int64), np.ones(1, np.int64)
+        else:
+            _, first, mult = np.unique(key, axis=0, return_index=True, return_counts=True)
         urows, ucells = rows[first], cells[first]
         total = d.size * d.count
         nb = self.n_buckets.get(idx, 1) if bucketed else 1
@@ -989,7 +992,7 @@ class _PipelineModel:
                 peer_bytes=d.peer_bytes,
             )
         ends = urows
-        if self.mode == "fluid" and d.schedule is None:  # in-network aggregation (ina)
+        if self.mode == "fluid" and d.schedule is None and self.net is not None:  # INA (ina)
             x = ina_template(self.net, d, urows, total / nb, family_rows=rows, host=t)
             if x is not None:
                 t, ends = x

@@ -590,8 +590,8 @@ def advise(
     """Evaluate every family on every job and judge them (module docstring)."""
     from topoopt.app.studies.engine import Engine
     from topoopt.fabrics.cost import load_prices
+    from topoopt.flowsim.work import check_work
     from traffic.build import workload_from_plan
-    from traffic.limits import check_flow_work
 
     if budget_usd is not None and not (math.isfinite(budget_usd) and budget_usd > 0):
         raise InputError("--budget", budget_usd, "a positive number of USD")
@@ -604,7 +604,7 @@ def advise(
     scaled = [Job(j.name, scale_plan(j.plan, gpus, gpu), j.weight) for j in jobs]
     fabrics = ("ideal", *FAMILY_OF)
     for j in scaled:  # sizes first: a refusal before minutes of work
-        check_flow_work(workload_from_plan(j.plan), f"simulation (x {len(fabrics)} fabrics)")
+        check_work(workload_from_plan(j.plan), f"simulation (x {len(fabrics)} fabrics)")
     common = {
         "degree": int(degree), "link_bandwidth": float(link_bandwidth),
         "oversubscription": float(oversubscription), "seed": int(seed),

@@ -579,9 +579,9 @@ def compare(
     if "ideal" not in names:
         names.insert(0, "ideal")
     # sizes first, before any fabric is built (a refusal after minutes of work helps nobody)
-    from traffic.limits import check_flow_work
+    from topoopt.flowsim.work import check_work
 
-    check_flow_work(workload, f"simulation (x {len(names)} fabrics)")
+    check_work(workload, f"simulation (x {len(names)} fabrics)")
     if "fat-tree-cost-equivalent" in names:
         from topoopt.fabrics.cost import catalogue_steps
 

@@ -15,6 +15,12 @@ re-submitted by Ray (``max_retries``). An evaluation that still fails raises
 :class:`EvaluationFailed` naming the task; none is ever silently dropped. Progress goes to
 stderr as a rich progress bar, and so do Ray's own driver messages (stdout is redirected to
 stderr while a Ray session the engine started is open: ``--json`` output stays clean).
+
+The local instance dying (its raylet or GCS process exits, e.g. killed) is seen within
+:data:`WAIT_S` of the next wait: :class:`RayInstanceDied` (one line for the CLI) is raised before
+Ray's driver would end the process, the rest of that instance is stopped, and every result that
+arrived before went to ``map``'s ``on_result`` (``cosearch --out`` saves them there, so that
+``--resume`` continues).
 """
 
 from __future__ import annotations
@@ -68,7 +74,7 @@ def probe_address(address: str, timeout_s: float = PROBE_SECONDS) -> None:
         ) from None
 
 
-__all__ = ["probe_address", "PROBE_SECONDS", "Engine", "EvaluationFailed"]
+__all__ = ["RayInstanceDied", "probe_address", "PROBE_SECONDS", "Engine", "EvaluationFailed"]
 
 
 @contextlib.contextmanager
@@ -88,6 +94,30 @@ def _quiet_fd2():
 
 class EvaluationFailed(RuntimeError):
     """An evaluation failed on every attempt (the last exception is its ``__cause__``)."""
+
+
+WAIT_S = 0.25
+"""Seconds between two checks that the local Ray instance is alive while results are awaited."""
+
+
+class RayInstanceDied(InputError):
+    """The local Ray instance stopped mid-run (its ``process`` exited): one line for the CLI.
+
+    >>> print(RayInstanceDied("raylet", 3, 10))
+    ray: got 'the local Ray instance stopped (raylet exited) after 3 of 10 evaluations'; allowed: a running instance (with --out FILE, run the command again with --resume to continue)
+    """  # noqa: E501
+
+    def __init__(self, process: str, done: int, total: int):
+        self.process, self.done, self.total = str(process), int(done), int(total)
+        super().__init__(
+            "ray",
+            f"the local Ray instance stopped ({self.process} exited) after {self.done} of "
+            f"{self.total} evaluations",
+            "a running instance (with --out FILE, run the command again with --resume to continue)",
+        )
+
+    def __reduce__(self):
+        return (type(self), (self.process, self.done, self.total))
 
 
 class Engine:
@@ -129,6 +159,7 @@ class Engine:
         self.progress = progress
         self._ray = None
         self._started = False
+        self._died = False
         self._stdout = None
 
     @property
@@ -169,7 +200,17 @@ class Engine:
                 with _quiet_fd2():  # Ray's C++ client logs every retry on fd 2
                     ray.init(address=self.address, **kwargs)
             else:
-                ray.init(num_cpus=self.workers, **kwargs)
+                # Ray enables token authentication for the local instance it starts and says so
+                # on stderr each time: the default, kept, without the notice (one line rule)
+                import logging
+
+                notice = logging.getLogger("ray._private.authentication.authentication_token_setup")
+                level = notice.level
+                notice.setLevel(logging.ERROR)
+                try:
+                    ray.init(num_cpus=self.workers, **kwargs)
+                finally:
+                    notice.setLevel(level)
         except (ConnectionError, ValueError) as exc:  # unreachable, or not an address at all
             sys.stdout, self._stdout = self._stdout, None
             raise InputError(
@@ -180,24 +221,72 @@ class Engine:
     def close(self) -> None:
         """Stop the local Ray instance (or disconnect from the cluster) if this engine began it."""
         if self._started and self._ray is not None:
-            self._ray.shutdown()
+            if self._died:  # the rest of the instance goes too; Ray's complaints are not ours
+                self._stop_dead_instance()
+            else:
+                self._ray.shutdown()
         if self._stdout is not None:
             sys.stdout, self._stdout = self._stdout, None
         self._started = False
 
+    def _stop_dead_instance(self) -> None:
+        """Kill what is left of the local instance this engine started (its own processes,
+        by id) and drop the driver's state, with Ray's C++ logging on fd 2 silenced."""
+        node = self._ray._private.worker._global_node
+        for procs in (getattr(node, "all_processes", None) or {}).values():
+            for p in procs:
+                proc = getattr(p, "process", None)
+                if proc is not None and proc.poll() is None:
+                    proc.kill()
+        with _quiet_fd2():
+            try:
+                self._ray.shutdown()
+            except Exception:  # noqa: BLE001 - a dead instance cannot be shut down cleanly
+                pass
+
     # ------------------------------------------------------------------ running
     def map(
-        self, fn: Callable[[Any], Any], items: Sequence[Any], label: str = "evaluations"
+        self,
+        fn: Callable[[Any], Any],
+        items: Sequence[Any],
+        label: str = "evaluations",
+        on_result: Callable[[int, Any], None] | None = None,
     ) -> list[Any]:
-        """``[fn(x) for x in items]``, in parallel; results in the order of ``items``."""
+        """``[fn(x) for x in items]``, in parallel; results in the order of ``items``.
+
+        ``on_result(k, result)`` is called in this process as each result arrives (in the
+        order they finish), e.g. to save it before the next one.
+
+        Raises
+        ------
+        RayInstanceDied
+            The local Ray instance this engine started stopped (its raylet or GCS process
+            exited); the results that arrived before were passed to ``on_result``.
+        """
         items = list(items)
         if not items:
             return []
         if self.backend == "local":
-            return self._map_local(fn, items, label)
+            return self._map_local(fn, items, label, on_result)
         if self._ray is None:
             self._start()
-        return self._map_ray(fn, items, label)
+        return self._map_ray(fn, items, label, on_result)
+
+    def _dead_process(self) -> str | None:
+        """The name of a process of the local Ray instance this engine started that has
+        exited (raylet, GCS), else None (no local instance of ours: None)."""
+        if not self._started or self.address is not None:
+            return None
+        node = getattr(getattr(self._ray, "_private", None), "worker", None)
+        node = getattr(node, "_global_node", None)
+        for name, procs in (getattr(node, "all_processes", None) or {}).items():
+            if "raylet" not in name and "gcs" not in name:
+                continue
+            for p in procs:
+                proc = getattr(p, "process", None)
+                if proc is not None and proc.poll() is not None:
+                    return name
+        return None
 
     def _bar(self, total: int, label: str):
         """A rich bar on a terminal; one line per finished evaluation otherwise (logs)."""
@@ -225,7 +314,7 @@ class Engine:
             transient=False,
         )
 
-    def _map_local(self, fn, items, label):
+    def _map_local(self, fn, items, label, on_result=None):
         out = []
         with self._bar(len(items), label) as bar:
             tid = bar.add_task(label, total=len(items))
@@ -241,10 +330,12 @@ class Engine:
                             raise EvaluationFailed(
                                 f"{label}: task {k} failed {attempt + 1} times: {exc!r}"
                             ) from exc
+                if on_result is not None:
+                    on_result(k, out[-1])
                 bar.advance(tid)
         return out
 
-    def _map_ray(self, fn, items, label):
+    def _map_ray(self, fn, items, label, on_result=None):
         ray = self._ray
         remote = ray.remote(num_cpus=1, max_retries=self.max_retries, retry_exceptions=True)(fn)
         refs = [remote.remote(x) for x in items]
@@ -254,7 +345,14 @@ class Engine:
         with self._bar(len(items), label) as bar:
             tid = bar.add_task(label, total=len(items))
             while pending:
-                done, pending = ray.wait(pending, num_returns=1)
+                # a short wait, so that a dead local instance is seen before Ray's driver gives
+                # up on it (it ends the process after RAY_gcs_rpc_server_reconnect_timeout_s)
+                done, pending = ray.wait(pending, num_returns=1, timeout=WAIT_S)
+                if not done:
+                    dead = self._dead_process()
+                    if dead is not None:
+                        self._died = True
+                        raise RayInstanceDied(dead, len(results), len(items))
                 for ref in done:
                     k = where[ref]
                     try:
@@ -268,6 +366,8 @@ class Engine:
                         raise EvaluationFailed(
                             f"{label}: task {k} failed after {self.max_retries} retries: {cause!r}"
                         ) from exc
+                    if on_result is not None:
+                        on_result(k, results[k])
                     bar.advance(tid)
         return [results[k] for k in range(len(items))]
 

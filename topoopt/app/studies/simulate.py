@@ -72,9 +72,9 @@ def simulate_plan(
         workload = plan
     else:
         workload = load_workload(plan, gpu=gpu)
-    from traffic.limits import check_flow_work
+    from topoopt.flowsim.work import check_work, fabric_paths
 
-    check_flow_work(workload)  # before any fabric, route or flow (TOPOOPT_MAX_FLOWS)
+    check_work(workload)  # before any fabric, route or flow (TOPOOPT_MAX_FLOWS)
     priced: dict[str, Any] = {}
     if design is not None:
         from solvers import (
@@ -121,6 +121,8 @@ def simulate_plan(
         from topoopt.app.studies.compare import cost_columns
 
         priced = {"capex_usd": run.capex_usd, "power_w": run.power_w, **cost_columns(run)}
+    # the fabric's multipath (sub-flows) is known now, before any route or flow of the plan
+    check_work(w, paths=fabric_paths(fab, routing))
     if progress:
         progress(f"simulating {workload.name} on {label}")
     if schedule is not None and w.taskgraph is not None:

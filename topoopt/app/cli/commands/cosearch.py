@@ -226,6 +226,13 @@ def cosearch_command(
     gpu: GpuOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     html: Annotated[Path | None, typer.Option(help="Write the report (HTML)")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Save every evaluation as it finishes (JSON lines), for --resume"),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option(help="Continue the search saved in --out (its evaluations are reused)")
+    ] = False,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
 ) -> None:
     """Best plan + design for MODEL on the cluster, and the Pareto front across fabrics."""
@@ -235,7 +242,10 @@ def cosearch_command(
     from traffic.errors import InputError
 
     prepare_output(html, force, "--html")
+    if resume and out is None:
+        raise InputError("--resume", "without --out", "--out FILE, the evaluations to continue")
     memory_bytes = parse_bytes(gpu_memory_gb, "--gpu-memory-gb", plain_unit=1e9, plain_name="GB")
+    prepare_output(out, force or resume, "--out")
     if not link_gbps > 0:
         raise InputError("--link-gbps", link_gbps, "a positive number")
     if workers < 1:
@@ -260,12 +270,31 @@ def cosearch_command(
         gpu_spec(gpu, "--gpu")
         cl = {k: v for k, v in base["cluster"].items() if k != "efficiency"}
         base = {**base, "cluster": {**cl, "gpu": gpu}}
+    ck = None
+    if out is not None:  # before any work: a checkpoint of another search is one line at once
+        from topoopt.app.studies.cosearch.checkpoint import Checkpoint, search_digest
+
+        digest = search_digest({**base, "gpu_memory_bytes": memory_bytes}, cfg, ref)
+        ck = Checkpoint(out, digest, resume=resume)
     print("enumerating plans", file=sys.stderr)
-    space = plan_space(base, memory_bytes)
+    try:
+        space = plan_space(base, memory_bytes)
+    except BaseException:
+        if ck is not None:
+            ck.close(failed=True)
+        raise
     print(f"{len(space)} plans fit; cut: {space.rejected}", file=sys.stderr)
-    with Engine(workers, address, progress=sys.stderr.isatty() or True) as eng:
-        res = cosearch(space, cfg, eng, reference=ref)
-        doc = result_document(res, eng)
+    failed = True
+    try:
+        with Engine(workers, address, progress=sys.stderr.isatty() or True) as eng:
+            res = cosearch(space, cfg, eng, reference=ref, checkpoint=ck)
+            doc = result_document(res, eng)
+        failed = False
+    finally:
+        if ck is not None:
+            ck.close(failed=failed)
+    if ck is not None and ck.reused:
+        print(f"{ck.reused} evaluations reused from {out}", file=sys.stderr)
     if html is not None:
         from topoopt.app.report.cosearch_figures import cosearch_page
 

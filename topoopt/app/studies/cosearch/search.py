@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from topoopt.app.studies.cosearch.checkpoint import task_key
 from topoopt.app.studies.cosearch.evaluate import (
     DESIGNED,
     EvalTask,
@@ -196,8 +197,9 @@ def pareto_front(records: Sequence[dict]) -> list[dict]:
 class _Runner:
     """Issues evaluations through the engine, numbering them in issue order."""
 
-    def __init__(self, space: Space, cfg: SearchConfig, engine: Engine):
+    def __init__(self, space: Space, cfg: SearchConfig, engine: Engine, checkpoint=None):
         self.space, self.cfg, self.engine = space, cfg, engine
+        self.checkpoint = checkpoint  # .checkpoint.Checkpoint: records on disk as they finish
         self.records: list[dict] = []
 
     @property
@@ -222,7 +224,15 @@ class _Runner:
             )
             for k, (cand, fabric, stage, fixed, keep) in enumerate(jobs)
         ]
-        out = self.engine.map(evaluate, tasks, label=label)
+        ck = self.checkpoint
+        if ck is None:
+            out = self.engine.map(evaluate, tasks, label=label)
+        else:  # the evaluations on file are read, the others run and are saved as they finish
+            out = [r for r in (ck.lookup(t) for t in tasks) if r is not None]
+            todo = [t for t in tasks if task_key(t) not in ck.done]
+            out += self.engine.map(
+                evaluate, todo, label=label, on_result=lambda k, r: ck.save(todo[k], r)
+            )
         out.sort(key=lambda r: r["index"])
         self.records.extend(out)
         return out
@@ -469,6 +479,7 @@ def cosearch(
     config: SearchConfig,
     engine: Engine,
     reference: Candidate | None = None,
+    checkpoint=None,
 ) -> SearchResult:
     """Search ``space`` for the fastest plan on ``config.fabric`` (module docstring).
 
@@ -482,6 +493,9 @@ def cosearch(
     reference : Candidate, optional
         The hand plan: always judged on the target fabric and the Pareto fabrics, and the
         starting point of ``topoopt-mcmc``.
+    checkpoint : .checkpoint.Checkpoint, optional
+        Every finished evaluation is appended to it; the evaluations it already holds are read
+        instead of run (a resumed search gives the uninterrupted search's result).
     """
     if not len(space):
         raise InputError(
@@ -490,7 +504,7 @@ def cosearch(
             f"room for at least one plan (cut: {space.rejected})",
         )
     bounds = candidate_bounds(space, config)
-    run = _Runner(space, config, engine)
+    run = _Runner(space, config, engine, checkpoint)
     if config.method == "refine":
         best, ref_rec, par_fabrics, levels, counts = _refine(space, config, run, reference, bounds)
     else:

@@ -1,0 +1,126 @@
+"""The work estimate (:mod:`topoopt.flowsim.work`) against the flows the iteration model builds.
+
+The estimate counts flows from the plan's structure before any fabric exists; the simulation
+builds them (``info["flows"]``: the flows simulated). On small plans of every family that
+multiplies flows (DLRM's embedding all-to-all, FSDP's per-slot gathers, ZeRO-2/3's per-micro-batch
+reduce-scatters, MoE all-to-alls, context parallelism, interleaved pipelines) both must be
+equal, on the ideal switch and on a fat-tree (routes split bytes over paths, never add flows).
+The peak memory the estimate also gives is measured in ``benchmarks/bench_estimate.py``."""
+
+from __future__ import annotations
+
+import pytest
+
+from topoopt.fabrics import fat_tree, ideal
+from topoopt.flowsim.iteration import simulate_iteration
+from topoopt.flowsim.work import PROCESS_BYTES, check_work, estimate_work
+from traffic.build import workload_from_plan
+from traffic.errors import InputError
+from traffic.plan import load_plan
+
+F32 = {"activation_bytes": 4, "gradient_bytes": 4, "parameter_bytes": 4}
+B16 = {"activation_bytes": 2, "gradient_bytes": 2, "parameter_bytes": 2}
+
+
+def _plan(model, par, servers, gps, prec=B16, **extra):
+    return load_plan(
+        {"model": model, "parallelism": par, "precision": prec,
+         "cluster": {"servers": servers, "gpus_per_server": gps}, **extra}
+    )  # fmt: skip
+
+
+PLANS = {
+    "vgg16-dp": _plan(
+        "vgg16", {"dp": 8, "micro_batch_size": 4, "global_batch_size": 32}, 4, 2, F32
+    ),  # fmt: skip
+    "dlrm": _plan("dlrm", {"dp": 8, "micro_batch_size": 64, "global_batch_size": 512}, 4, 2, F32),
+    "llama-pp-vpp": _plan(
+        "llama3-8b",
+        {"tp": 2, "pp": 2, "dp": 2, "vpp": 2, "micro_batch_size": 1, "global_batch_size": 8},
+        4,
+        2,
+    ),  # fmt: skip
+    "llama-fsdp": _plan(
+        "llama3-8b",
+        {"dp": 8, "fsdp": "full_shard", "micro_batch_size": 1, "global_batch_size": 16},
+        4,
+        2,
+    ),  # fmt: skip
+    "llama-zero2": _plan(
+        "llama3-8b",
+        {"tp": 2, "dp": 4, "zero": 2, "micro_batch_size": 1, "global_batch_size": 8},
+        4,
+        2,
+    ),  # fmt: skip
+    "llama-cp": _plan(
+        "llama3-8b",
+        {"tp": 2, "cp": 2, "dp": 2, "micro_batch_size": 1, "global_batch_size": 4},
+        4,
+        2,
+    ),  # fmt: skip
+    "mixtral-ep": _plan(
+        {"base": "mixtral-8x7b", "layers": 4},
+        {"tp": 1, "dp": 8, "ep": 4, "micro_batch_size": 1, "global_batch_size": 16},
+        4,
+        2,
+    ),  # fmt: skip
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+def test_estimate_equals_the_flows_built(name):
+    w = workload_from_plan(PLANS[name])
+    est = estimate_work(w)
+    assert est.gpus == w.gpus == 8
+    for fab in (ideal(4, gpus_per_server=2), fat_tree(4, gpus_per_server=2)):
+        it = simulate_iteration(w, fab, exposed_by_class=False)
+        assert it.info["flows"] == est.flows, (name, fab.family)
+    assert est.peak_bytes > PROCESS_BYTES
+
+
+def test_families_that_multiply_flows_are_counted():
+    """The old closed form counted members x buckets and missed per-micro-batch families: FSDP
+    gathers every slot and reduce-scatters every micro-batch, so its flows grow with the
+    micro-batches (4 -> 8 -> 16 micro-batches: at least 1.5x more flows each time); plain data
+    parallelism buckets once per iteration, so only its compute grows: per micro-batch and
+    cell (one GPU each), a forward and a backward slot, each a compute flow and a blocking-task
+    flow, 4 flows x 8 cells."""
+
+    def flows(model, par, batch):
+        p = _plan(model, {**par, "micro_batch_size": 1, "global_batch_size": batch}, 4, 2)
+        return estimate_work(workload_from_plan(p)).flows
+
+    fsdp = [flows("llama3-8b", {"dp": 8, "fsdp": "full_shard"}, 8 * m) for m in (4, 8, 16)]
+    assert fsdp[1] >= 1.5 * fsdp[0] and fsdp[2] >= 1.5 * fsdp[1], fsdp
+    dp = [flows("vgg16", {"dp": 8}, 8 * m) for m in (4, 8, 16)]
+    assert dp[1] - dp[0] == 4 * 8 * 4 and dp[2] - dp[1] == 4 * 8 * 8, dp
+
+
+def test_check_work_names_the_limit_that_binds(monkeypatch):
+    w = workload_from_plan(PLANS["llama-fsdp"])
+    n = estimate_work(w).flows
+    monkeypatch.setenv("TOPOOPT_MAX_FLOWS", str(n))
+    assert check_work(w).flows == n  # at the cap: admitted
+    monkeypatch.setenv("TOPOOPT_MAX_FLOWS", str(n - 1))
+    with pytest.raises(InputError, match=f"about {n:,} flows.*TOPOOPT_MAX_FLOWS"):
+        check_work(w)
+    monkeypatch.setenv("TOPOOPT_MAX_FLOWS", "1e9")
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", "1e-6")  # 1,000 bytes
+    with pytest.raises(InputError, match="GB of arrays.*TOPOOPT_MEMORY_BUDGET_GB"):
+        check_work(w)
+
+
+def test_imported_task_graphs_are_bounded_from_above():
+    """A TopoOpt task graph is estimated from its tasks (one flow each, plus two per member of
+    each all-reduce's ring): never below the flows built, and within 1.5x on the CANDLE graph
+    (3,484 estimated, 2,532 built: barriers and one-server all-reduces build fewer)."""
+    from pathlib import Path
+
+    from traffic.taskgraph import read_taskgraph
+
+    data = Path(__file__).resolve().parents[1] / "data" / "topoopt-taskgraphs"
+    w = read_taskgraph(data / "100candle_16.fbuf")
+    est = estimate_work(w).flows
+    built = simulate_iteration(w, ideal(w.servers, gpus_per_server=w.gpus_per_server),
+                               exposed_by_class=False).info["flows"]  # fmt: skip
+    assert built <= est <= 1.5 * built, (est, built)

@@ -1,0 +1,201 @@
+"""The work and memory of one iteration simulation, estimated before any flow is built.
+
+:func:`estimate_work` counts the flows :func:`~topoopt.flowsim.iteration.simulate_iteration`
+would build for a Workload, from the plan's structure alone (the iteration model's own count,
+``_PipelineModel.n_flows``: compute pieces, blocking tasks, cross-server collectives, pipeline
+sends, gradient buckets, barriers), without a network, so that no fabric, route or flow exists
+yet. The count is exact on every fabric without in-network aggregation (routes split a flow's
+bytes over paths, they do not add flows); an INA fabric replaces some host collectives by
+aggregation trees of about as many flows.
+
+From the count, the peak resident memory of a ``topoopt simulate`` process:
+
+``peak_bytes = PROCESS_BYTES + (FLOW_PEAK_BYTES + PATH_BYTES * (paths - 1)) * flows
++ GPU_PEAK_BYTES * gpus``
+
+where ``paths`` is the most paths a flow is split over on the fabric (:func:`fabric_paths`; 1
+on the ideal switch and before a fabric exists, 16 on the two-tier Clos of 128 servers): every
+further path is a sub-flow with its links in the simulator.
+
+with the constants measured on 30 plans (``benchmarks/bench_estimate.py``, table in
+``docs/performance.md``): the estimate is at least the measured peak and at most twice it on
+every one of them. :func:`check_work` refuses a request whose flows exceed ``TOPOOPT_MAX_FLOWS``
+or whose arrays (``peak_bytes - PROCESS_BYTES``) exceed ``TOPOOPT_MEMORY_BUDGET_GB``, naming the
+estimate, the limit and the variable that raises it.
+
+Imported task graphs are estimated from their tasks: one flow per task, plus the flows of each
+all-reduce task's ring (two per member).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from traffic.errors import InputError
+from traffic.limits import memory_budget_bytes
+from traffic.workload import Workload
+
+__all__ = [
+    "PROCESS_BYTES",
+    "FLOW_PEAK_BYTES",
+    "GPU_PEAK_BYTES",
+    "PATH_BYTES",
+    "WorkEstimate",
+    "fabric_paths",
+    "estimate_work",
+    "check_work",
+]
+
+PROCESS_BYTES = 0.36e9
+"""Resident bytes of the interpreter with numpy, scipy, pandas, numba (its kernels loaded from
+the cache) and the CLI before any plan: the smallest plans peak at 0.28 GB here. A first run
+that compiles the numba kernels takes about 0.25 GB more once (not covered)."""
+
+FLOW_PEAK_BYTES = 900.0
+"""Peak bytes per flow of one iteration simulation: the FlowBuilder's arrays and their
+concatenation, the FlowSet, routes, the simulator's state and the timeline (measured 410-620
+bytes per flow above :data:`PROCESS_BYTES` on the 30 plans of ``benchmarks/bench_estimate.py``)."""
+
+PATH_BYTES = 128.0
+"""Peak bytes per flow and further path it is split over (measured 51-91 bytes on the Clos of
+128 servers, 16 paths per pair, against the ideal switch)."""
+
+GPU_PEAK_BYTES = 4096.0
+"""Peak bytes per GPU beside the flows: the Workload's groups, cells and stages
+(:data:`traffic.limits.BYTES_PER_GPU`)."""
+
+
+@dataclass(frozen=True)
+class WorkEstimate:
+    """What one iteration simulation of a Workload will build.
+
+    Attributes
+    ----------
+    flows : int
+        Flows of one build (exact for plan-derived workloads on fabrics without INA).
+    gpus : int
+        GPUs of the workload.
+    peak_bytes : float
+        Estimated peak resident memory of the process, bytes (module docstring).
+    paths : int
+        The most paths a flow is split over, as given to :func:`estimate_work`.
+    """
+
+    flows: int
+    gpus: int
+    peak_bytes: float
+    paths: int = 1
+
+    @property
+    def array_bytes(self) -> float:
+        """``peak_bytes`` beyond the interpreter's own (what the memory budget limits)."""
+        return self.peak_bytes - PROCESS_BYTES
+
+
+def _taskgraph_flows(w: Workload) -> int:
+    tg = w.taskgraph
+    n = int(tg.n_tasks)
+    ar = np.flatnonzero(np.isin(tg.kind, ("all-reduce", "collective")))
+    for f, _r in tg.demand[ar].tolist():
+        if f >= 0:
+            n += 2 * int(w.demands[f].group_size)
+    return n
+
+
+def estimate_work(
+    workload: Workload,
+    *,
+    algorithm: str = "ring",
+    mode: str = "fluid",
+    bucket_bytes: float = 25e6,
+    max_buckets: int | None = None,
+    paths: int = 1,
+) -> WorkEstimate:
+    """Flows and peak memory of simulating one iteration of ``workload`` (module docstring).
+
+    Parameters are those of :func:`~topoopt.flowsim.iteration.simulate_iteration` that change
+    the flows, and ``paths``, the most paths a flow is split over on the fabric
+    (:func:`fabric_paths`). Nothing is expanded: the count walks the plan's families.
+
+    Examples
+    --------
+    VGG-16 data parallel on 16 servers x 8 GPUs: 23 gradient buckets of 25 MB, each a
+    reduce-scatter and an all-gather flow per GPU, plus compute pieces, barriers and optimizer
+    steps.
+
+    >>> from traffic.load import load_workload
+    >>> est = estimate_work(load_workload("vgg16-dp"))
+    >>> est.flows, est.gpus
+    (6446, 128)
+    """
+    from topoopt.flowsim.iteration import _PipelineModel
+    from topoopt.flowsim.roofline import workload_gpu
+
+    gpus = int(workload.gpus)
+    if workload.taskgraph is not None:
+        flows = _taskgraph_flows(workload)
+    else:
+        # no network: the count is the same on every fabric without in-network aggregation
+        model = _PipelineModel(
+            workload, None, workload_gpu(workload), bucket_bytes, algorithm, mode, None, max_buckets
+        )
+        flows = model.n_flows()
+    per_flow = FLOW_PEAK_BYTES + PATH_BYTES * float(max(int(paths), 1) - 1)
+    peak = PROCESS_BYTES + per_flow * float(flows) + GPU_PEAK_BYTES * float(gpus)
+    return WorkEstimate(flows=int(flows), gpus=gpus, peak_bytes=peak, paths=max(int(paths), 1))
+
+
+def check_work(workload: Workload, what: str = "simulation", **kwargs) -> WorkEstimate:
+    """Refuse a simulation beyond the flow cap or the memory budget, before any fabric, route or
+    flow exists; return the estimate otherwise.
+
+    The flow cap is ``TOPOOPT_MAX_FLOWS`` (:func:`traffic.limits.max_flows`, about 3 minutes of
+    the flow model per 4 million flows here); the budget ``TOPOOPT_MEMORY_BUDGET_GB`` holds the
+    arrays, :attr:`WorkEstimate.array_bytes`. ``kwargs`` go to :func:`estimate_work`.
+
+    Raises
+    ------
+    InputError
+        Field ``plan``, naming the estimate, the limit and the variable that raises it.
+    """
+    from traffic.limits import DEFAULT_MAX_FLOWS, max_flows
+
+    est = estimate_work(workload, **kwargs)
+    cap = max_flows()
+    if est.flows > cap:
+        raise InputError(
+            "plan",
+            f"about {est.flows:,} flows for one {what} ({workload.gpus:,} GPUs)",
+            f"at most {cap:,} flows (set TOPOOPT_MAX_FLOWS to raise it; about 3 minutes per "
+            f"{DEFAULT_MAX_FLOWS:,} here)",
+        )
+    budget = memory_budget_bytes()
+    if est.array_bytes > budget:
+        raise InputError(
+            "plan",
+            f"about {est.array_bytes / 1e9:,.1f} GB of arrays for one {what} "
+            f"({est.flows:,} flows, {workload.gpus:,} GPUs)",
+            f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)",
+        )
+    return est
+
+
+def fabric_paths(fabric, routing=None) -> int:
+    """The most paths a flow between two servers of ``fabric`` is split over (ECMP), from the
+    routes of a few server pairs (the first server to the second, the middle and the last: the
+    farthest on the fabrics built here); ``routing`` (a PathSet overriding the fabric's) gives
+    its own most paths per pair."""
+    from topoopt.fabrics.routing import routes
+
+    if routing is not None:
+        ptr = np.asarray(routing.commodity_ptr)
+        return max(1, int(np.diff(ptr).max(initial=1)))
+    n = int(fabric.n_servers)
+    if n < 2:
+        return 1
+    dst = np.unique(np.array([1, n // 2, n - 1], np.int64))
+    pairs = np.column_stack([np.zeros(dst.size, np.int64), dst])
+    ps = routes(fabric, "ecmp", pairs=pairs)
+    return max(1, int(np.diff(np.asarray(ps.commodity_ptr)).max(initial=1)))
