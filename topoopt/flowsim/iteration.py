@@ -14,6 +14,8 @@ task is exact for all of them. Each rank's pipeline stage comes from the demands
 
 *Compute.* Forward of one micro-batch on stage ``i``: ``F_i / (peak * efficiency)``
 (:mod:`topoopt.flowsim.roofline`, ``F_i`` = ``info["forward_flops_per_microbatch_per_gpu"][i]``);
+plus, with ``options.memory_bound_kernels``, the HBM bytes of the memory-bound kernels
+(``info["forward_memory_bytes_per_microbatch_per_gpu"]``) at the GPU's memory bandwidth;
 backward twice that, three times with full recomputation; with ``v`` virtual stages a chunk takes
 ``1/v`` of it. Optimizer: memory-bound Adam over the stage's parameters per GPU.
 
@@ -47,10 +49,12 @@ send to the ``t`` ranks of the next stage's cell on the same pair of servers are
 the backward phase) is bucketed: ``n = ceil(S_total / bucket_bytes)`` equal buckets. The last
 backward task of each device is split into ``n`` equal pieces (gradients appear at a uniform
 rate) and bucket ``k`` of a group starts when its members have produced it and the group's
-bucket ``k-1`` is done (one NCCL stream per group). Groups whose members all sit on distinct
-servers and that cover the same servers and cells are merged into one group of multiplied bytes,
-as the sends. The optimizer step of a cell waits for its last backward task and all buckets of
-its groups; optimizer-phase collectives (parameter all-gathers) follow the optimizer.
+bucket ``k-1`` is done (one NCCL stream per group); with ``options.overlap_grad_reduce: false``
+every bucket waits for the whole last backward task (Megatron-LM's local DDP of 2021). Groups
+whose members all sit on distinct servers and that cover the same servers and cells are merged
+into one group of multiplied bytes, as the sends. The optimizer step of a cell waits for its
+last backward task and all buckets of its groups; optimizer-phase collectives (parameter
+all-gathers) follow the optimizer.
 
 *Merging exactness.* Merging ``k`` identical flows into one flow of ``k`` times the bytes is
 exact under max-min fairness when every network flow is merged by the same factor (the
@@ -119,7 +123,7 @@ from topoopt.flowsim.network import FlowBuilder, Network, simulate_builder
 from topoopt.flowsim.priorities import check_priority, simulate_tasks
 from topoopt.flowsim.roofline import (
     RooflineParams,
-    compute_time,
+    forward_time,
     optimizer_time,
     workload_gpu,
     workload_scale_up_bandwidth,
@@ -529,7 +533,8 @@ class _PipelineModel:
         self.v = v = int(conv.get("vpp", 1) or 1)
         if p == 1:
             self.v = v = 1
-        t_f = np.asarray(compute_time(np.asarray(flops, float), gpu)).reshape(-1)
+        mem = info.get("forward_memory_bytes_per_microbatch_per_gpu") or None
+        t_f = np.asarray(forward_time(np.asarray(flops, float), mem, gpu)).reshape(-1)
         mult = 3.0 if conv.get("recompute") == "full" else 2.0
         self.t_f, self.t_b = t_f / v, mult * t_f / v
         self.bucket_bytes = bucket_bytes
@@ -1085,6 +1090,8 @@ class _PipelineModel:
             P = self.pieces[st]
             b = np.arange(nb)
             piece = np.ceil((b[None, None, :] + 1) * P[:, :, None] / nb).astype(np.int64) - 1
+            if not w.conventions.get("overlap_grad_reduce", True):
+                piece = np.broadcast_to(P[:, :, None] - 1, piece.shape)  # after the backward
             dep = Pid[ucells[:, :, None], piece]  # (U, g, nb)
             fb.add_deps(np.broadcast_to(Q[:, None, :], (U, g, nb)), dep)
         else:
