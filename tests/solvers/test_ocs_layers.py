@@ -11,8 +11,10 @@ import pytest
 
 from solvers.cluster.ocs import OcsLayer as ClusterPlanes
 from solvers.model.ocs_layers import check_ocs, place_circuits, repair_circuits
+from solvers.realise import design_fabric
 from solvers.registry import solve
 from tests.solvers.test_topoopt_method import check_design, problem
+from topoopt.fabrics import bill_of_materials, direct_connect
 from topoopt.fabrics.ocs_layout import OcsLayout
 from traffic.errors import InputError
 
@@ -137,6 +139,19 @@ def test_every_design_fits_the_layer(method):
     assert d.solver.endswith("+ OCS repair")
     assert d.lower_bound_s <= d.objective_s
     json.dumps(info)
+    # realised on those OCSes and priced by the BOM rule: every port of every device
+    bom = bill_of_materials(design_fabric(d))
+    assert (bom["ocs"], bom["ocs_port"]) == (8, 48)
+
+
+def test_direct_connect_refuses_a_pair_without_a_common_ocs():
+    layer = OcsLayout(12, 4, 6)
+    far = np.flatnonzero(~layer.reachable()[0])[1]  # [0] is server 0 itself
+    with pytest.raises(InputError, match=f"pair 0-{far}"):
+        direct_connect(12, 4, [[0, int(far), 1]], device="ocs", ocs_radix=6)
+    ok = int(np.flatnonzero(layer.reachable()[0])[0])
+    f = direct_connect(12, 4, [[0, ok, 1]], device="ocs", ocs_radix=6)
+    assert f.params["ocs_devices"] == 8
 
 
 def test_problem_refuses_a_layer_of_other_servers():

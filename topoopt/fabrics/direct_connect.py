@@ -25,6 +25,7 @@ from topoopt.fabrics.fabric import (
     check_int,
 )
 from topoopt.fabrics.ideal import DEFAULT_PORT_BANDWIDTH
+from topoopt.fabrics.ocs_layout import OcsLayout
 from topoopt.fabrics.torus import DEFAULT_OCS_DELAY
 from traffic.errors import InputError
 
@@ -191,6 +192,8 @@ def direct_connect(
     latency: float = DEFAULT_LINK_LATENCY,
     family: str = "direct-connect",
     extra_params: dict | None = None,
+    ocs_radix: int | None = None,
+    ocs_layout: str = "per-rail",
 ) -> Fabric:
     """Optical direct-connect fabric of ``servers`` servers with ``degree`` ports each.
 
@@ -211,17 +214,27 @@ def direct_connect(
         port ``i`` of every server.
     reconfiguration_delay : float, optional
         Seconds to rewire (default 10 ms for an OCS, 300 s for a patch panel).
+    ocs_radix : int, optional
+        Ports of one OCS (``device="ocs"``; default: unbounded, ``d`` devices of ``n`` ports).
+        With a radix the devices are those of :class:`~topoopt.fabrics.ocs_layout.OcsLayout`
+        (``ocs_layout``: ``per-rail``, one group per port index, or ``packed``), each counted
+        with all its ports in the bill of materials, and a circuit between two servers that
+        share no OCS is refused. (Whether all circuits fit the OCSes together is a placement
+        problem: :func:`solvers.model.ocs_layers.check_ocs`.)
 
     Returns
     -------
     Fabric
-        Nodes: ``n`` servers then ``d`` optical devices (no links: they are transparent).
+        Nodes: ``n`` servers then the optical devices (no links: they are transparent).
 
     Examples
     --------
     >>> f = direct_connect(12, 4)
     >>> f.n_physical_links, f.reconfiguration_delay, f.params["strides"]
     (24, 300.0, [1, 5])
+    >>> g = direct_connect(300, 8, device="ocs", ocs_radix=136)
+    >>> int((g.node_kind == "ocs").sum()), int(g.node_ports[g.node_kind == "ocs"].sum())
+    (24, 3264)
     >>> direct_connect(4, 1, [(0, 1), (0, 2)])
     Traceback (most recent call last):
     ...
@@ -240,14 +253,28 @@ def direct_connect(
         circuits = circulant_circuits(n, strides)
     circ = normalise_circuits(circuits, n, d)
     params["circuits"] = int(circ[:, 2].sum())
+    n_dev, dev_ports = d, n
+    if ocs_radix is not None:
+        if device != "ocs":
+            raise InputError("ocs_radix", ocs_radix, "only with device ocs")
+        layer = OcsLayout(n, d, ocs_radix, ocs_layout)
+        ok = layer.reachable()[circ[:, 0], circ[:, 1]] if circ.size else np.ones(0, bool)
+        if not ok.all():
+            u, v = (int(x) for x in circ[int(np.argmin(ok)), :2])
+            raise InputError(
+                f"circuits (pair {u}-{v})", f"servers {u} and {v}",
+                f"servers sharing an OCS of the {ocs_layout} layout of radix {ocs_radix}",
+            )  # fmt: skip
+        n_dev, dev_ports = layer.n_ocs, layer.radix
+        params.update(ocs_radix=layer.radix, ocs_layout=layer.layout, ocs_devices=n_dev)
     params.update(extra_params or {})
-    kind = np.array(["server"] * n + [device] * d)
+    kind = np.array(["server"] * n + [device] * n_dev)
     return build_fabric(
         family,
         params,
         kind,
-        np.r_[np.zeros(n), np.ones(d)],
-        np.r_[np.full(n, d), np.full(d, n)],
+        np.r_[np.zeros(n), np.ones(n_dev)],
+        np.r_[np.full(n, d), np.full(n_dev, dev_ports)],
         circ[:, 0],
         circ[:, 1],
         b,
