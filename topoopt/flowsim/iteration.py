@@ -840,7 +840,9 @@ class _PipelineModel:
                 for idx in idxs:
                     d = w.demands[idx]
                     src, dst = d.groups[:, 0], d.groups[:, 1]
-                    u_src, u_dst, u_mult = _merge_pairs(src, dst, self.cell_of, gps)
+                    u_src, u_dst, u_mult = _merge_pairs(
+                        src, dst, self.cell_of, gps, self.net.rail_routing
+                    )
                     merge.append(u_mult[(u_src // gps) != (u_dst // gps)])
                     U = u_src.size
                     ids = fb.add_ranks(
@@ -975,6 +977,8 @@ class _PipelineModel:
         servers = rows // gps
         distinct = np.all(np.diff(np.sort(servers, axis=1), axis=1) != 0, axis=1)
         key = np.concatenate([servers, cells], axis=1)
+        if self.net.rail_routing:  # groups of other GPU indices take other rails
+            key = np.concatenate([key, rows % gps], axis=1)
         key[~distinct, 0] = -1 - np.flatnonzero(~distinct)  # never merge these
         _, first, mult = np.unique(key, axis=0, return_index=True, return_counts=True)
         urows, ucells = rows[first], cells[first]
@@ -1041,7 +1045,9 @@ class _PipelineModel:
                     continue
                 for idx in self.sends.get(key, ()):
                     d = w.demands[idx]
-                    u_src, _, _ = _merge_pairs(d.groups[:, 0], d.groups[:, 1], self.cell_of, gps)
+                    u_src, _, _ = _merge_pairs(
+                        d.groups[:, 0], d.groups[:, 1], self.cell_of, gps, self.net.rail_routing
+                    )
                     n += m * u_src.size
         sorted_rows = {}
         for idx in self.sync + self.after_opt:
@@ -1140,12 +1146,17 @@ def _couple_channels(fb: FlowBuilder, parts: list) -> None:
     fb.add_deps(Q[:, 1:], bar[ident])
 
 
-def _merge_pairs(src, dst, cell_of, gps):
+def _merge_pairs(src, dst, cell_of, gps, rails=False):
     """Merge send rows with equal (source cell, source server, destination server) when the two
-    servers differ; returns representative source/destination ranks and multiplicities."""
+    servers differ (with ``rails``, also equal source and destination GPU index: the flows of
+    other GPU pairs take other rails); returns representative source/destination ranks and
+    multiplicities."""
     ss, ds = src // gps, dst // gps
     inter = ss != ds
-    key = np.column_stack([cell_of[src], ss, ds, np.where(inter, -1, src)])
+    cols = [cell_of[src], ss, ds, np.where(inter, -1, src)]
+    if rails:
+        cols += [src % gps, dst % gps]
+    key = np.column_stack(cols)
     _, first, counts = np.unique(key, axis=0, return_index=True, return_counts=True)
     return src[first], dst[first], counts
 
