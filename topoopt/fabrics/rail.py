@@ -35,8 +35,9 @@ def rail_count(fabric: Fabric) -> int:
     """Rails of a rail fabric (NICs per server); 0 for any other family."""
     if fabric.family == "rail-only":
         return int(fabric.params["rails"])
-    if fabric.family == "rail-optimized":
-        return int(fabric.params["gpus_per_server"])
+    if fabric.family == "rail-optimized":  # rail_optimized() or clos(..., rails=True)
+        p = fabric.params
+        return int(p["gpus_per_server"] if "gpus_per_server" in p else p["rails"])
     return 0
 
 

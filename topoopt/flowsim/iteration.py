@@ -1299,6 +1299,7 @@ def simulate_iteration(
     split_allreduce: float | None = None,
     max_buckets: int | None = None,
     max_flows: int | None = None,
+    rail_routing: bool | None = None,
 ) -> IterationResult:
     """Simulate one training iteration of ``workload`` on ``fabric``.
 
@@ -1391,6 +1392,9 @@ def simulate_iteration(
         Size guard for plan-derived workloads: :class:`TooManyFlows` (an
         :class:`~traffic.errors.InputError`) before anything is built when the iteration has
         more flows than this (counted from the plan: ``info["flows"]`` when it runs).
+    rail_routing : bool, optional
+        GPU ``i``'s traffic on NIC ``i`` of a rail fabric, with the scale-up hop to another rail
+        (:class:`~topoopt.flowsim.network.Network`; default: on for rail fabrics).
 
     Returns
     -------
@@ -1434,7 +1438,10 @@ def simulate_iteration(
         and split_allreduce > 0
     ):  # fmt: skip
         raise InputError("split_allreduce", split_allreduce, "a positive number of bytes")
-    net = Network(fabric, workload.gpus_per_server, intra_bandwidth, routing=routing)
+    net = Network(
+        fabric, workload.gpus_per_server, intra_bandwidth, routing=routing,
+        rail_routing=rail_routing,
+    )  # fmt: skip
     net.check_workload(workload.gpus, workload.gpus_per_server)
     if workload.taskgraph is not None:
         model = _TaskGraphModel(workload, net, algorithm, mode)
