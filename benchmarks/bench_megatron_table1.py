@@ -7,8 +7,9 @@ sequence 2048, vocabulary 51,200, full activation recomputation, reporting TFLOP
 their eq. 3 (``96 B s l h^2 (1 + s/6h + V/16lh)`` per iteration, recomputation counted). We build
 each row's plan with the schedule Megatron-LM's own script for the table runs
 (:data:`SCHEDULE`: micro-batch size, interleaving, DDP implementation) and the 2021 kernels'
-memory-bound work (``options.memory_bound_kernels: scores``), simulate one iteration on the ideal (non-blocking) switch at 8 x 200 Gbps per server with
-``cluster.gpu: a100-80gb`` and ``efficiency: E``, and compute the same TFLOP/s per GPU from our
+memory-bound work (``options.memory_bound_kernels: scores``), simulate one iteration on the
+ideal (non-blocking) switch at 8 x 200 Gbps per server with ``cluster.gpu: a100-80gb`` and
+``efficiency: E``, and compute the same TFLOP/s per GPU from our
 ``hardware_flops_per_iteration``
 (eq. 3 as printed; ``traffic.build.model_flops``). One ``E`` for every row: the one minimising
 the largest relative error (:func:`fit`, from one simulation per row at ``--start``; the rows
@@ -132,8 +133,12 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", default=None, help="comma-separated row indices (default: all)")
     ap.add_argument("--efficiency", type=float, default=None, help="skip the fit, use this E")
-    ap.add_argument("--start", type=float, default=0.618,
-                    help="efficiency of the first pass (the fit starts there; default 0.618)")
+    ap.add_argument(
+        "--start",
+        type=float,
+        default=0.618,
+        help="efficiency of the first pass (the fit starts there; default 0.618)",
+    )
     ap.add_argument(
         "--kernels",
         default="scores",
