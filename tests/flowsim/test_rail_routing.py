@@ -93,3 +93,22 @@ def test_iteration_on_rails_merges_exactly():
     b = simulate_iteration(w, f, exposed_by_class=False, aggregate=False)
     assert a.iteration_s == pytest.approx(b.iteration_s, rel=1e-9)
     assert a.iteration_s > a.compute_s
+
+
+def test_same_rail_families_merge_into_one_flow_exactly():
+    # tp 4 fills a server: pipeline sends and dp rings join GPU i to GPU i, one family per rail.
+    # On rails each GPU uses its own NIC; merged into one flow per family spread evenly over
+    # the rails (SAME_RAIL) this is the old server-level model exactly, with as many flows.
+    from topoopt.flowsim.iteration import simulate_iteration
+    from traffic.build import workload_from_plan
+
+    w = workload_from_plan(
+        {"model": {"base": "llama3-8b", "layers": 4, "global_batch": 8, "seq_len": 512},
+         "parallelism": {"tp": 4, "pp": 2, "dp": 2},
+         "cluster": {"servers": 4, "gpus_per_server": 4}}
+    )  # fmt: skip
+    f = rail_only(clos_shape(4, 8, pack=True), 4, 12.5e9)
+    on = simulate_iteration(w, f, exposed_by_class=False)
+    off = simulate_iteration(w, f, exposed_by_class=False, rail_routing=False)
+    assert on.iteration_s == pytest.approx(off.iteration_s, rel=1e-9)
+    assert on.info["flows"] == off.info["flows"]

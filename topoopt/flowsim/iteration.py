@@ -554,6 +554,7 @@ class _PipelineModel:
         self.n_slots = 2 * m * v
         self._classify()
         self._iso_cache: dict = {}
+        self._same_rail: dict = {}  # family -> merged rows that are one flow per rail i -> i
 
     # -------------------------------------------------------------- structure
     def _stages_and_cells(self):
@@ -840,7 +841,7 @@ class _PipelineModel:
                 for idx in idxs:
                     d = w.demands[idx]
                     src, dst = d.groups[:, 0], d.groups[:, 1]
-                    u_src, u_dst, u_mult = _merge_pairs(
+                    u_src, u_dst, u_mult, u_same = _merge_pairs(
                         src, dst, self.cell_of, gps, self.net.rail_routing
                     )
                     merge.append(u_mult[(u_src // gps) != (u_dst // gps)])
@@ -850,6 +851,7 @@ class _PipelineModel:
                         np.tile(u_dst, m),
                         np.tile(u_mult * d.size, m),
                         instantaneous="pp" in instant or d.cls in instant,
+                        same_rail=np.tile(u_same, m),
                     ).reshape(m, U)
                     sc, dc = self.cell_of[u_src], self.cell_of[u_dst]
                     fb.add_deps(ids, K[sc[None, :], src_slot[:, None]])
@@ -977,11 +979,18 @@ class _PipelineModel:
         servers = rows // gps
         distinct = np.all(np.diff(np.sort(servers, axis=1), axis=1) != 0, axis=1)
         key = np.concatenate([servers, cells], axis=1)
-        if self.net.rail_routing:  # groups of other GPU indices take other rails
-            key = np.concatenate([key, rows % gps], axis=1)
         key[~distinct, 0] = -1 - np.flatnonzero(~distinct)  # never merge these
+        same = np.zeros(rows.shape[0], bool)
+        if self.net.rail_routing:
+            # rows of one GPU index each, a family covering every rail evenly, merge into one
+            # same-rail row; other rows only with rows of the same GPU indices (same rails)
+            loc = rows % gps
+            one = np.all(loc == loc[:, :1], axis=1)
+            same = _full_rail_families(key, loc[:, 0], np.where(one, loc[:, 0], -1), gps)
+            key = np.concatenate([key, np.where(same[:, None], -1, loc)], axis=1)
         _, first, mult = np.unique(key, axis=0, return_index=True, return_counts=True)
         urows, ucells = rows[first], cells[first]
+        self._same_rail[idx] = same[first]
         total = d.size * d.count
         nb = self.n_buckets.get(idx, 1) if bucketed else 1
         k = members_per_server(urows, gps) if self.algorithm == "hierarchical" else None
@@ -1045,7 +1054,7 @@ class _PipelineModel:
                     continue
                 for idx in self.sends.get(key, ()):
                     d = w.demands[idx]
-                    u_src, _, _ = _merge_pairs(
+                    u_src, _, _, _ = _merge_pairs(
                         d.groups[:, 0], d.groups[:, 1], self.cell_of, gps, self.net.rail_routing
                     )
                     n += m * u_src.size
@@ -1081,7 +1090,10 @@ class _PipelineModel:
         base = fb.n
         deps = (t.deps[None, :] + off[:, None]).ravel() + base
         inst = d.cls in instant
-        ids = fb.add_ranks(src, dst, size, after=deps, after_ptr=ptr, instantaneous=inst)
+        sr = np.repeat(self._same_rail.get(idx, np.zeros(U, bool)), nb * nt)
+        ids = fb.add_ranks(
+            src, dst, size, after=deps, after_ptr=ptr, instantaneous=inst, same_rail=sr
+        )
         ids = ids.reshape(blocks, nt)
         Q = fb.add_links(fb.net.null_link, np.zeros(blocks)).reshape(U, nb)
         R = fb.add_links(fb.net.null_link, np.zeros(blocks)).reshape(U, nb)
@@ -1148,17 +1160,35 @@ def _couple_channels(fb: FlowBuilder, parts: list) -> None:
 
 def _merge_pairs(src, dst, cell_of, gps, rails=False):
     """Merge send rows with equal (source cell, source server, destination server) when the two
-    servers differ (with ``rails``, also equal source and destination GPU index: the flows of
-    other GPU pairs take other rails); returns representative source/destination ranks and
-    multiplicities."""
+    servers differ; returns representative source/destination ranks, multiplicities and, with
+    ``rails``, which merged rows are one flow per rail ``i -> i`` (``same_rail`` of
+    :meth:`~topoopt.flowsim.network.FlowBuilder.add_ranks`; other rows merge only with rows of
+    the same GPU indices, whose flows take the same rails)."""
     ss, ds = src // gps, dst // gps
     inter = ss != ds
-    cols = [cell_of[src], ss, ds, np.where(inter, -1, src)]
-    if rails:
-        cols += [src % gps, dst % gps]
-    key = np.column_stack(cols)
-    _, first, counts = np.unique(key, axis=0, return_index=True, return_counts=True)
-    return src[first], dst[first], counts
+    key = np.column_stack([cell_of[src], ss, ds, np.where(inter, -1, src)])
+    if not rails:
+        _, first, counts = np.unique(key, axis=0, return_index=True, return_counts=True)
+        return src[first], dst[first], counts, np.zeros(first.size, bool)
+    full = _full_rail_families(key, src % gps, dst % gps, gps)
+    loc = np.where(full[:, None], -1, np.column_stack([src % gps, dst % gps]))
+    _, first, counts = np.unique(
+        np.column_stack([key, loc]), axis=0, return_index=True, return_counts=True
+    )
+    return src[first], dst[first], counts, full[first] & inter[first]
+
+
+def _full_rail_families(key, src_loc, dst_loc, gps):
+    """Rows whose family (equal ``key``) is one flow per rail ``i -> i`` for every ``i``, each
+    rail the same number of times: the rows such a family merges into exactly."""
+    _, gid = np.unique(key, axis=0, return_inverse=True)
+    gid = gid.reshape(-1)
+    k = int(gid.max()) + 1 if gid.size else 0
+    same = np.bincount(gid, weights=src_loc != dst_loc, minlength=k) == 0
+    per = np.zeros((k, gps), np.int64)
+    np.add.at(per, (gid, src_loc), 1)
+    even = np.all(per == per[:, :1], axis=1) & (per[:, 0] > 0)
+    return (same & even)[gid]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -319,7 +319,10 @@ class Network:
         """Routes of rank flows on rails: for each ``(src server, dst server, rails)`` the paths
         of the server pair leaving on rail ``i`` and arriving on rail ``j``, else those arriving
         on rail ``i`` followed by the destination GPU ``i``'s scale-up egress link to GPU ``j``;
-        weights renormalised (module docstring). ``rails < 0``: every path of the pair.
+        weights renormalised (module docstring). ``rails == -1``: every path of the pair;
+        ``rails == SAME_RAIL`` (-2): a merged family of one flow per rail ``i -> i`` (GPU ``i`` to
+        GPU ``i`` for every ``i``): the paths leaving and arriving on one rail, each rail's
+        share ``1 / g`` (exactly the ``g`` flows' routes, merged).
 
         >>> from topoopt.fabrics.fat_tree import clos_shape
         >>> from topoopt.fabrics.rail import rail_only
@@ -333,12 +336,13 @@ class Network:
         rails = np.asarray(rails, np.int64).reshape(-1)
         g = self.gpus_per_server
         n = self.fabric.n_nodes
-        key = (src * n + dst) * (g * g + 1) + (rails + 1)
+        M = g * g + 2  # rails -2 .. g*g-1, shifted by 2
+        key = (src * n + dst) * M + (rails + 2)
         uniq, inv = np.unique(key, return_inverse=True)
         ck = ("rails", self.method, id(self.routing), uniq.tobytes())
         if ck in self._cache:
             return self._cache[ck], inv.reshape(-1).astype(np.int64)
-        pair, r = uniq // (g * g + 1), uniq % (g * g + 1) - 1
+        pair, r = uniq // M, uniq % M - 2
         u, v = pair // n, pair % n
         base, comm = self.pair_routes(u, v)  # server-pair routes (cached)
         lr = self._link_rails()
@@ -350,8 +354,11 @@ class Network:
         req = np.repeat(np.arange(uniq.size), cnt)
         path = ranges(cp[comm], cp[comm + 1])
         i, j = np.where(r >= 0, r // g, -1)[req], np.where(r >= 0, r % g, -1)[req]
-        free = r[req] < 0
-        direct = free | ((first[path] == i) & (last[path] == j))
+        free = r[req] == -1
+        same = r[req] == SAME_RAIL
+        direct = (
+            free | ((first[path] == i) & (last[path] == j)) | (same & (first[path] == last[path]))
+        )
         has_direct = np.bincount(req, weights=direct, minlength=uniq.size) > 0
         hop = ~has_direct[req] & (first[path] == i) & (last[path] == i)
         sel = direct | hop
@@ -369,12 +376,24 @@ class Network:
         links[body] = pl[ranges(pp[path], pp[path + 1])]
         links[path_ptr[1:][hop] - 1] = extra[hop]
         w = base.weight[path]
+        # same-rail families: every rail's paths renormalised, then 1/g each (group by rail)
+        grp = np.where(same[sel], req * (g + 1) + np.maximum(first[path], 0), req * (g + 1) + g)
+        gu, ginv = np.unique(grp, return_inverse=True)
+        gtot = np.bincount(ginv, weights=w, minlength=gu.size)
+        w = w / gtot[ginv]
+        nrail = np.bincount(gu // (g + 1), minlength=uniq.size)  # groups per request
+        w = w / nrail[req]
         tot = np.bincount(req, weights=w, minlength=uniq.size)
         commodity_ptr = np.zeros(uniq.size + 1, np.int64)
         np.cumsum(np.bincount(req, minlength=uniq.size), out=commodity_ptr[1:])
         ps = PathSet(u, v, commodity_ptr, path_ptr, links, w / tot[req])
         self._cache[ck] = ps
         return ps, inv.reshape(-1).astype(np.int64)
+
+
+SAME_RAIL = -2
+"""``rails`` code of a merged family of one flow per rail, GPU ``i`` to GPU ``i``
+(:meth:`Network.rail_paths`)."""
 
 
 class FlowBuilder:
@@ -481,11 +500,21 @@ class FlowBuilder:
         return int(self.add_links(self.net.null_link, [0.0], after=after)[0])
 
     def add_ranks(
-        self, src_rank, dst_rank, size, *, after=None, after_ptr=None, instantaneous=False
+        self,
+        src_rank,
+        dst_rank,
+        size,
+        *,
+        after=None,
+        after_ptr=None,
+        instantaneous=False,
+        same_rail=None,
     ) -> np.ndarray:
         """Transfers between GPU ranks: on the source GPU's intra link inside a server, on the
         fabric route between their servers otherwise; on the null link with zero bytes when
-        ``instantaneous``."""
+        ``instantaneous``. ``same_rail`` (bool per flow, with rail routing): the flow stands for
+        one flow per rail from GPU ``i`` to GPU ``i`` of the two servers, merged
+        (:data:`SAME_RAIL`)."""  # fmt: skip
         s = np.asarray(src_rank, np.int64).reshape(-1)
         d = np.asarray(dst_rank, np.int64).reshape(-1)
         size = np.broadcast_to(np.asarray(size, np.float64), s.shape).copy()
@@ -501,6 +530,9 @@ class FlowBuilder:
             g, slots = self.net.gpus_per_server, self.net.n_gpu_slots
             gpus = (s < slots) & (d < slots) & ~intra
             rail = np.where(gpus, (s % g) * g + d % g, -1)
+            if same_rail is not None:
+                sr = np.broadcast_to(np.asarray(same_rail, bool), s.shape)
+                rail = np.where(gpus & sr, SAME_RAIL, rail)
         return self._push(
             link, np.where(intra, -1, ss), np.where(intra, -1, ds), size, after_ptr, after, rail
         )
