@@ -3,11 +3,12 @@ LLMs with trillion parameters", arXiv:2307.12169): rails with no spine across th
 
 NIC ``p`` of every server (GPU ``p``'s) is on rail ``p``; each rail is its own Clos of one port
 per server (one switch when the servers fit it), and no switch joins two rails. Traffic between
-GPUs on different rails crosses the server's scale-up fabric (NVLink) to the GPU on the peer's
-rail first; at the server level of :class:`~topoopt.fabrics.fabric.Fabric` a server reaches a
-peer over any rail, so the model charges that hop to the intra-server links, which it does not
-cap here (the rail-optimised Clos, :func:`topoopt.fabrics.fat_tree.rail_optimized`, adds the
-spine that makes a rail reach every other).
+GPUs on different rails crosses a server's scale-up fabric (NVLink): the flow model routes GPU
+``i``'s traffic on rail ``i`` and ends a flow to GPU ``j != i`` with the destination GPU ``i``'s
+NVLink egress (:class:`topoopt.flowsim.network.Network`, ``rail_routing``; :func:`link_rails`
+names the rail of every server link). The rail-optimised Clos,
+:func:`topoopt.fabrics.fat_tree.rail_optimized`, adds the spine that makes a rail reach every
+other.
 """
 
 from __future__ import annotations
