@@ -72,6 +72,8 @@ def respect_ocs(design: Design, problem: DesignProblem) -> Design:
         "circuits_before": int(design.circuits[:, 2].sum()),
         "circuits_after": int(circuits[:, 2].sum()),
         "objective_before_s": float(design.objective_s),
+        # the repaired design is routed by the LP and scored by the congestion objective
+        "objective": "congestion",
         "changed_pairs": int(
             len(set(map(tuple, design.circuits.tolist())) ^ set(map(tuple, circuits.tolist())))
         ),
