@@ -34,8 +34,10 @@ from solvers.hybrid_design import HybridDesign, route_hybrid
 from solvers.hybrid_design import hybrid_design as solve_hybrid
 from solvers.model.congestion import evaluate_routing
 from solvers.model.design import Design, NodePaths, node_paths, ring_records
+from solvers.model.ocs_layers import check_ocs, place_circuits
 from solvers.model.ports import with_port_options
 from solvers.model.problem import DesignProblem, read_prewired_file
+from solvers.ocs_repair import respect_ocs
 from solvers.realise import (
     design_fabric,
     design_routing,
@@ -64,6 +66,9 @@ __all__ = [
     "NodePaths",
     "read_prewired_file",
     "with_port_options",
+    "check_ocs",
+    "place_circuits",
+    "respect_ocs",
     "SOLVERS",
     "OBJECTIVES",
     "solve",

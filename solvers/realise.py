@@ -53,8 +53,16 @@ def design_fabric(
     intra_server_bandwidth: float | None = None,
     latency: float | None = None,
 ) -> Fabric:
-    """The direct-connect fabric of ``design`` (``degree`` ports of ``link_bandwidth``)."""
+    """The direct-connect fabric of ``design`` (``degree`` ports of ``link_bandwidth``).
+
+    A design made for an optical layer of finite-radix OCSes (``info["ocs"]``,
+    :func:`solvers.ocs_repair.respect_ocs`) is realised on those OCSes: their count and ports
+    are the fabric's devices."""
     kw = {} if latency is None else {"latency": latency}
+    ocs = (design.info or {}).get("ocs")
+    if ocs:
+        kw.update(ocs_radix=int(ocs["radix"]), ocs_layout=str(ocs["layout"]))
+        device = "ocs"
     return design.circuits.to_fabric(
         design.degree,
         design.link_bandwidth,

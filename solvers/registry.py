@@ -129,7 +129,33 @@ def solve(
     -------
     Design
         For ``joint``, ``info["trace"]`` lists the incumbent and the bound over wall time.
+        When ``problem.ocs`` is set, the design fits that optical layer (its circuits placed on
+        the OCSes, repaired and routed again when the method's did not fit:
+        :func:`solvers.ocs_repair.respect_ocs`; ``info["ocs"]`` says which).
     """
+    design = _method_design(
+        problem, name, time_limit_s=time_limit_s, seed=seed, progress=progress,
+        work_limit=work_limit, objective=objective, priorities=priorities,
+    )  # fmt: skip
+    if problem.ocs is not None:
+        from solvers.ocs_repair import respect_ocs
+
+        design = respect_ocs(design, problem)
+    return design
+
+
+def _method_design(
+    problem: DesignProblem,
+    name: str,
+    *,
+    time_limit_s: float,
+    seed: int,
+    progress: Callable[[str], None] | None,
+    work_limit: float | None,
+    objective: str,
+    priorities: bool,
+) -> Design:
+    """The design of solver ``name`` (:func:`solve` without the optical-layer repair)."""
     if objective not in OBJECTIVES:
         raise InputError("objective", objective, f"one of {', '.join(OBJECTIVES)}")
     if name == "topoopt" or name == "topoopt-released":

@@ -43,6 +43,7 @@ def _conventions(plan: Plan) -> dict[str, Any]:
         "sharding": par.fsdp or (f"zero{par.zero}" if par.zero else None),
         "distributed_optimizer": par.distributed_optimizer,
         "defer_grad_sync": opt.defer_grad_sync,
+        "overlap_grad_reduce": opt.overlap_grad_reduce,
     }
     if m.kind == "transformer":
         c.update(
@@ -64,6 +65,7 @@ def _conventions(plan: Plan) -> dict[str, Any]:
             dp_group="dp-cp",
             tp_blocks="2 per dense layer; 1 + shared_experts per MoE layer",
             vpp=par.vpp,
+            memory_bound_kernels=opt.memory_bound_kernels,
         )
         if par.stage_tp is not None:
             c.update(stage_tp=list(plan.stage_tp), resharding=opt.resharding)
@@ -115,6 +117,7 @@ def _transformer(plan: Plan) -> tuple[list[Demand], int, dict[str, Any]]:
         "moe_layers_per_stage": list(lay.moe),
         "parameters_per_gpu_per_stage": [p.dense + p.expert for p in sp],
         "forward_flops_per_microbatch_per_gpu": megatron.forward_flops(plan),
+        "forward_memory_bytes_per_microbatch_per_gpu": megatron.forward_memory_bytes(plan),
         "flops_formula": "per layer 2*(b*s/cp)*W/t + 4*b*(s/cp)*s*heads*head_dim/t "
         "(GPT: 24bsh^2 + 4bs^2h); last stage + 2*b*(s/cp)*h*V/t",
     }

@@ -246,6 +246,18 @@ class Options(BaseModel):
         accumulation) instead of every micro-batch.
     hybrid_shard_size : int or None, default None
         FSDP ``hybrid_shard`` shard group size; None means the data-parallel peers on one server.
+    memory_bound_kernels : {"none", "scores", "flash"}, default "none"
+        Compute model of a transformer's kernels. ``none``: a task takes its GEMM FLOPs over the
+        achieved throughput (the long-standing roofline). ``scores`` / ``flash``: it also streams
+        the HBM bytes of the memory-bound kernels between the GEMMs (layer norms, bias-dropout-
+        residual adds, activations, cross-entropy; ``scores`` adds the materialised attention
+        scores and their softmax and dropout, as attention without a fused kernel;
+        ``flash`` keeps them on chip) at the GPU's memory bandwidth
+        (:func:`traffic.models.megatron.forward_memory_bytes`).
+    overlap_grad_reduce : bool, default True
+        Start each data-parallel gradient bucket as soon as the last backward pass has produced
+        it (PyTorch DDP, Megatron's ``--overlap-grad-reduce``). False: the buckets start after
+        the whole backward pass (Megatron-LM's ``--DDP-impl local`` of 2021).
     resharding : {"naive", "broadcast"}, default "naive"
         Cross-mesh resharding between adjacent stages of different ``stage_tp``
         (:mod:`traffic.models.resharding`): send/recv, or AlpaComm's broadcast-based,
@@ -265,6 +277,8 @@ class Options(BaseModel):
     defer_grad_sync: bool = False
     hybrid_shard_size: PositiveInt | None = None
     resharding: Literal["naive", "broadcast"] = "naive"
+    memory_bound_kernels: Literal["none", "scores", "flash"] = "none"
+    overlap_grad_reduce: bool = True
 
     @field_validator("expert_load", mode="before")
     @classmethod

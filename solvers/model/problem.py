@@ -37,6 +37,16 @@ What is left for the optimizer at server ``i`` is ``free_i = usable_i - prewired
 one without options (``usable_i = degree``, nothing pre-wired). A CSV (``u,v,count``) or JSON
 list of pre-wired circuits is read by :func:`read_prewired`.
 
+Optical layers of finite-radix OCSes
+------------------------------------
+``ocs``: an :class:`~topoopt.fabrics.ocs_layout.OcsLayout` (``None``: one OCS of unbounded radix,
+any port reaches any port). With finite radix a circuit can join two ports only if they land
+on the same OCS (port ``p`` of every server on OCS group ``p`` in the ``per-rail`` layout, as
+TPU v4's). The searches build their circuits without it; :func:`solvers.solve` (the door every
+method is called through) then keeps the largest placeable subset, fills the ports left on
+common OCSes and routes the result again (:func:`solvers.ocs_repair.respect_ocs`), and
+:func:`solvers.model.ocs_layers.check_ocs` refuses a design that does not fit.
+
 Units: bytes per iteration and bytes/s.
 """
 
@@ -52,6 +62,7 @@ import scipy.sparse as sp
 from pydantic import Field, TypeAdapter, ValidationError
 
 from topoopt.fabrics.circuits import Circuits
+from topoopt.fabrics.ocs_layout import OcsLayout
 from traffic.errors import InputError
 from traffic.expand import expand
 from traffic.workload import PHASES, Workload
@@ -211,6 +222,9 @@ class DesignProblem:
     prewired : Circuits or array_like, optional
         Circuits ``[u, v, count]`` that exist and must stay; stored as a
         :class:`~topoopt.fabrics.circuits.Circuits` (see the module docstring).
+    ocs : OcsLayout, optional
+        The optical layer of finite-radix OCSes the ports land on (module docstring); its
+        ``servers`` and ``degree`` must be the problem's.
 
     Raises
     ------
@@ -247,6 +261,7 @@ class DesignProblem:
     workload: Workload | None = field(default=None, repr=False)
     reserved: np.ndarray | None = None
     prewired: Circuits | None = None
+    ocs: OcsLayout | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.n, bool) or int(self.n) != self.n or self.n < 2:
@@ -276,6 +291,14 @@ class DesignProblem:
                 raise InputError(
                     f"phase {ph.name}.groups", int(ph.group_servers.max()), f"0..{self.n - 1}"
                 )
+        if self.ocs is not None:
+            if not isinstance(self.ocs, OcsLayout):
+                raise InputError("ocs", type(self.ocs).__name__, "an OcsLayout or None")
+            if (self.ocs.servers, self.ocs.degree) != (self.n, self.degree):
+                raise InputError(
+                    "ocs", f"{self.ocs.servers} servers x {self.ocs.degree} ports",
+                    f"the problem's {self.n} servers x {self.degree} ports",
+                )  # fmt: skip
         if self.reserved is not None:
             object.__setattr__(
                 self, "reserved", _check_reserved(self.reserved, self.n, self.degree)

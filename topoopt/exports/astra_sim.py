@@ -108,7 +108,7 @@ def compute_durations(w, gpu=None) -> dict | None:
     """Each rank's compute seconds as topoopt's iteration model prices them, for the trace.
 
     ``forward``: ``F_s / (peak x efficiency)`` per micro-batch for a rank of stage ``s``
-    (:func:`topoopt.flowsim.roofline.compute_time` of the plan's
+    (:func:`topoopt.flowsim.roofline.forward_time` of the plan's
     ``forward_flops_per_microbatch_per_gpu``); ``backward``: twice that (three times with full
     recomputation); ``optimizer``: :func:`topoopt.flowsim.roofline.optimizer_time` of the stage's
     parameters per GPU. A rank's stage is that of the sends it sources and the collectives it
@@ -122,7 +122,7 @@ def compute_durations(w, gpu=None) -> dict | None:
     """
     import numpy as np
 
-    from topoopt.flowsim.roofline import A100, compute_time, optimizer_time
+    from topoopt.flowsim.roofline import A100, forward_time, optimizer_time
 
     gpu = gpu or A100
     info, conv = dict(w.info), dict(w.conventions)
@@ -139,7 +139,8 @@ def compute_durations(w, gpu=None) -> dict | None:
         stage[r] = d.stage
     stage[stage < 0] = 0
     stage = np.minimum(stage, p - 1)
-    t_f = np.asarray(compute_time(flops, gpu)).reshape(-1)
+    mem = info.get("forward_memory_bytes_per_microbatch_per_gpu") or None
+    t_f = np.asarray(forward_time(flops, mem, gpu)).reshape(-1)
     mult = 3.0 if conv.get("recompute") == "full" else 2.0
     params = info.get("parameters_per_gpu_per_stage")
     if not params:  # as the iteration model: the stage's gradient bytes / bytes per gradient

@@ -36,6 +36,7 @@ from topoopt.fabrics.fat_tree import (
 from topoopt.fabrics.hybrid import add_optical_layer, hybrid
 from topoopt.fabrics.ideal import ideal
 from topoopt.fabrics.metrics import Bisection, bisection, bisection_bandwidth, diameter
+from topoopt.fabrics.ocs_layout import OcsLayout
 from topoopt.fabrics.rail import rail_only
 from topoopt.fabrics.routing import (
     dimension_order_routes,
@@ -47,6 +48,7 @@ from topoopt.fabrics.routing import (
 from topoopt.fabrics.torus import parse_dims, torus, tpu_v4_torus
 
 __all__ = [
+    "OcsLayout",
     "Fabric",
     "NODE_KINDS",
     "LINK_KINDS",

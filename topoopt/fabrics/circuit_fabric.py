@@ -25,6 +25,7 @@ from topoopt.fabrics.fabric import (
     check_int,
 )
 from topoopt.fabrics.ideal import DEFAULT_PORT_BANDWIDTH
+from topoopt.fabrics.ocs_layout import OcsLayout
 from topoopt.fabrics.torus import DEFAULT_OCS_DELAY
 from traffic.errors import InputError
 
@@ -63,6 +64,8 @@ def circuit_fabric(
     family: str = "direct-connect",
     strides: list[int] | None = None,
     extra_params: dict | None = None,
+    ocs_radix: int | None = None,
+    ocs_layout: str = "per-rail",
 ) -> Fabric:
     """The direct-connect fabric of ``circuits`` (a :class:`~topoopt.fabrics.circuits.Circuits`).
 
@@ -82,11 +85,18 @@ def circuit_fabric(
         Circulant strides the circuits were drawn from (recorded in ``params``).
     extra_params : dict, optional
         More ``params`` entries.
+    ocs_radix : int, optional
+        Ports of one OCS (``device="ocs"``; default: unbounded, ``d`` devices of ``n`` ports):
+        the devices of :class:`~topoopt.fabrics.ocs_layout.OcsLayout` (``ocs_layout``
+        ``per-rail`` or ``packed``), each counted with all its ports.
+    ocs_layout : str
+        Layout of the finite-radix OCSes.
 
     Raises
     ------
     InputError
-        A server uses more than ``degree`` ports, or a bad number.
+        A server uses more than ``degree`` ports, a circuit between two servers that share no
+        OCS of the layout, or a bad number.
     """
     n = check_int("servers", circuits.n)
     deg = circuits.degrees()
@@ -102,14 +112,28 @@ def circuit_fabric(
         params["strides"] = strides
     circ = circuits.rows
     params["circuits"] = int(circ[:, 2].sum())
+    n_dev, dev_ports = d, n
+    if ocs_radix is not None:
+        if device != "ocs":
+            raise InputError("ocs_radix", ocs_radix, "only with device ocs")
+        layer = OcsLayout(n, d, ocs_radix, ocs_layout)
+        ok = layer.reachable()[circ[:, 0], circ[:, 1]] if circ.size else np.ones(0, bool)
+        if not ok.all():
+            u, v = (int(x) for x in circ[int(np.argmin(ok)), :2])
+            raise InputError(
+                f"circuits (pair {u}-{v})", f"servers {u} and {v}",
+                f"servers sharing an OCS of the {ocs_layout} layout of radix {ocs_radix}",
+            )  # fmt: skip
+        n_dev, dev_ports = layer.n_ocs, layer.radix
+        params.update(ocs_radix=layer.radix, ocs_layout=layer.layout, ocs_devices=n_dev)
     params.update(extra_params or {})
-    kind = np.array(["server"] * n + [device] * d)
+    kind = np.array(["server"] * n + [device] * n_dev)
     return build_fabric(
         family,
         params,
         kind,
-        np.r_[np.zeros(n), np.ones(d)],
-        np.r_[np.full(n, d), np.full(d, n)],
+        np.r_[np.zeros(n), np.ones(n_dev)],
+        np.r_[np.full(n, d), np.full(n_dev, dev_ports)],
         circ[:, 0],
         circ[:, 1],
         b,

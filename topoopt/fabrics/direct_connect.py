@@ -170,6 +170,8 @@ def direct_connect(
     latency: float = DEFAULT_LINK_LATENCY,
     family: str = "direct-connect",
     extra_params: dict | None = None,
+    ocs_radix: int | None = None,
+    ocs_layout: str = "per-rail",
 ) -> Fabric:
     """Optical direct-connect fabric of ``servers`` servers with ``degree`` ports each.
 
@@ -190,17 +192,27 @@ def direct_connect(
         port ``i`` of every server.
     reconfiguration_delay : float, optional
         Seconds to rewire (default 10 ms for an OCS, 300 s for a patch panel).
+    ocs_radix : int, optional
+        Ports of one OCS (``device="ocs"``; default: unbounded, ``d`` devices of ``n`` ports).
+        With a radix the devices are those of :class:`~topoopt.fabrics.ocs_layout.OcsLayout`
+        (``ocs_layout``: ``per-rail``, one group per port index, or ``packed``), each counted
+        with all its ports in the bill of materials, and a circuit between two servers that
+        share no OCS is refused. (Whether all circuits fit the OCSes together is a placement
+        problem: :func:`solvers.model.ocs_layers.check_ocs`.)
 
     Returns
     -------
     Fabric
-        Nodes: ``n`` servers then ``d`` optical devices (no links: they are transparent).
+        Nodes: ``n`` servers then the optical devices (no links: they are transparent).
 
     Examples
     --------
     >>> f = direct_connect(12, 4)
     >>> f.n_physical_links, f.reconfiguration_delay, f.params["strides"]
     (24, 300.0, [1, 5])
+    >>> g = direct_connect(300, 8, device="ocs", ocs_radix=136)
+    >>> int((g.node_kind == "ocs").sum()), int(g.node_ports[g.node_kind == "ocs"].sum())
+    (24, 3264)
     >>> direct_connect(4, 1, [(0, 1), (0, 2)])
     Traceback (most recent call last):
     ...
@@ -228,4 +240,6 @@ def direct_connect(
         family=family,
         strides=strides,
         extra_params=extra_params,
+        ocs_radix=ocs_radix,
+        ocs_layout=ocs_layout,
     )

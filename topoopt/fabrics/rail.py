@@ -3,11 +3,12 @@ LLMs with trillion parameters", arXiv:2307.12169): rails with no spine across th
 
 NIC ``p`` of every server (GPU ``p``'s) is on rail ``p``; each rail is its own Clos of one port
 per server (one switch when the servers fit it), and no switch joins two rails. Traffic between
-GPUs on different rails crosses the server's scale-up fabric (NVLink) to the GPU on the peer's
-rail first; at the server level of :class:`~topoopt.fabrics.fabric.Fabric` a server reaches a
-peer over any rail, so the model charges that hop to the intra-server links, which it does not
-cap here (the rail-optimised Clos, :func:`topoopt.fabrics.fat_tree.rail_optimized`, adds the
-spine that makes a rail reach every other).
+GPUs on different rails crosses a server's scale-up fabric (NVLink): the flow model routes GPU
+``i``'s traffic on rail ``i`` and ends a flow to GPU ``j != i`` with the destination GPU ``i``'s
+NVLink egress (:class:`topoopt.flowsim.network.Network`, ``rail_routing``; :func:`link_rails`
+names the rail of every server link). The rail-optimised Clos,
+:func:`topoopt.fabrics.fat_tree.rail_optimized`, adds the spine that makes a rail reach every
+other.
 """
 
 from __future__ import annotations
@@ -25,7 +26,60 @@ from topoopt.fabrics.fat_tree import ClosShape, clos_cables
 from topoopt.fabrics.ideal import DEFAULT_PORT_BANDWIDTH
 from traffic.errors import InputError
 
-__all__ = ["rail_only"]
+__all__ = ["rail_only", "RAIL_FAMILIES", "rail_count", "link_rails"]
+
+RAIL_FAMILIES = ("rail-only", "rail-optimized")
+"""Fabric families whose server port ``i`` (NIC ``i``, GPU ``i``'s) sits on rail ``i``."""
+
+
+def rail_count(fabric: Fabric) -> int:
+    """Rails of a rail fabric (NICs per server); 0 for any other family."""
+    if fabric.family == "rail-only":
+        return int(fabric.params["rails"])
+    if fabric.family == "rail-optimized":  # rail_optimized() or clos(..., rails=True)
+        p = fabric.params
+        return int(p["gpus_per_server"] if "gpus_per_server" in p else p["rails"])
+    return 0
+
+
+def link_rails(fabric: Fabric) -> np.ndarray:
+    """``int64 (n_links,)``: the rail (NIC index) of every link between a server and its rail
+    switch, either direction; ``-1`` for the other links.
+
+    ``rail-only``: the switches of rail ``k`` are the ``k``-th block of ``n_switches / rails``
+    (:func:`rail_only`); ``rail-optimized``: leaf ``g G + i`` is rail ``i`` of group ``g``
+    (:func:`topoopt.fabrics.fat_tree.rail_optimized`). Every server has one link to each rail
+    (checked).
+
+    >>> from topoopt.fabrics.fat_tree import clos_shape
+    >>> f = rail_only(clos_shape(8, 64, pack=True), 4, 1e9)
+    >>> r = link_rails(f); r[(f.src == 0)].tolist()
+    [0, 1, 2, 3]
+    """
+    g = rail_count(fabric)
+    if g < 1:
+        raise InputError(
+            "fabric.family", fabric.family, "a rail fabric: " + ", ".join(RAIL_FAMILIES)
+        )
+    n = fabric.n_servers
+    node = np.full(fabric.n_nodes, -1, np.int64)
+    sw = np.arange(n, fabric.n_nodes)
+    if fabric.family == "rail-only":
+        node[sw] = (sw - n) // (fabric.n_switches // g)
+    else:
+        leaf = sw[fabric.node_layer[sw] == 1]
+        node[leaf] = (leaf - n) % g
+    out = np.full(fabric.n_links, -1, np.int64)
+    up = fabric.src < n
+    down = fabric.dst < n
+    out[up] = node[fabric.dst[up]]
+    out[down] = node[fabric.src[down]]
+    ends = np.where(up, fabric.src, fabric.dst)
+    for m in (up, down):
+        key = ends[m] * g + out[m]
+        if np.any(out[m] < 0) or np.unique(key).size != n * g or key.size != n * g:
+            raise InputError("fabric", fabric.family, "one link per server and rail each way")
+    return out
 
 
 def rail_only(

@@ -14,6 +14,8 @@ task is exact for all of them. Each rank's pipeline stage comes from the demands
 
 *Compute.* Forward of one micro-batch on stage ``i``: ``F_i / (peak * efficiency)``
 (:mod:`topoopt.flowsim.roofline`, ``F_i`` = ``info["forward_flops_per_microbatch_per_gpu"][i]``);
+plus, with ``options.memory_bound_kernels``, the HBM bytes of the memory-bound kernels
+(``info["forward_memory_bytes_per_microbatch_per_gpu"]``) at the GPU's memory bandwidth;
 backward twice that, three times with full recomputation; with ``v`` virtual stages a chunk takes
 ``1/v`` of it. Optimizer: memory-bound Adam over the stage's parameters per GPU.
 
@@ -47,10 +49,12 @@ send to the ``t`` ranks of the next stage's cell on the same pair of servers are
 the backward phase) is bucketed: ``n = ceil(S_total / bucket_bytes)`` equal buckets. The last
 backward task of each device is split into ``n`` equal pieces (gradients appear at a uniform
 rate) and bucket ``k`` of a group starts when its members have produced it and the group's
-bucket ``k-1`` is done (one NCCL stream per group). Groups whose members all sit on distinct
-servers and that cover the same servers and cells are merged into one group of multiplied bytes,
-as the sends. The optimizer step of a cell waits for its last backward task and all buckets of
-its groups; optimizer-phase collectives (parameter all-gathers) follow the optimizer.
+bucket ``k-1`` is done (one NCCL stream per group); with ``options.overlap_grad_reduce: false``
+every bucket waits for the whole last backward task (Megatron-LM's local DDP of 2021). Groups
+whose members all sit on distinct servers and that cover the same servers and cells are merged
+into one group of multiplied bytes, as the sends. The optimizer step of a cell waits for its
+last backward task and all buckets of its groups; optimizer-phase collectives (parameter
+all-gathers) follow the optimizer.
 
 *Merging exactness.* Merging ``k`` identical flows into one flow of ``k`` times the bytes is
 exact under max-min fairness when every network flow is merged by the same factor (the
@@ -119,7 +123,7 @@ from topoopt.flowsim.network import FlowBuilder, Network, simulate_builder
 from topoopt.flowsim.priorities import check_priority, simulate_tasks
 from topoopt.flowsim.roofline import (
     RooflineParams,
-    compute_time,
+    forward_time,
     optimizer_time,
     workload_gpu,
     workload_scale_up_bandwidth,
@@ -529,7 +533,8 @@ class _PipelineModel:
         self.v = v = int(conv.get("vpp", 1) or 1)
         if p == 1:
             self.v = v = 1
-        t_f = np.asarray(compute_time(np.asarray(flops, float), gpu)).reshape(-1)
+        mem = info.get("forward_memory_bytes_per_microbatch_per_gpu") or None
+        t_f = np.asarray(forward_time(np.asarray(flops, float), mem, gpu)).reshape(-1)
         mult = 3.0 if conv.get("recompute") == "full" else 2.0
         self.t_f, self.t_b = t_f / v, mult * t_f / v
         self.bucket_bytes = bucket_bytes
@@ -549,6 +554,7 @@ class _PipelineModel:
         self.n_slots = 2 * m * v
         self._classify()
         self._iso_cache: dict = {}
+        self._same_rail: dict = {}  # family -> merged rows that are one flow per rail i -> i
 
     # -------------------------------------------------------------- structure
     def _stages_and_cells(self):
@@ -835,7 +841,9 @@ class _PipelineModel:
                 for idx in idxs:
                     d = w.demands[idx]
                     src, dst = d.groups[:, 0], d.groups[:, 1]
-                    u_src, u_dst, u_mult = _merge_pairs(src, dst, self.cell_of, gps)
+                    u_src, u_dst, u_mult, u_same = _merge_pairs(
+                        src, dst, self.cell_of, gps, self.net.rail_routing
+                    )
                     merge.append(u_mult[(u_src // gps) != (u_dst // gps)])
                     U = u_src.size
                     ids = fb.add_ranks(
@@ -843,6 +851,7 @@ class _PipelineModel:
                         np.tile(u_dst, m),
                         np.tile(u_mult * d.size, m),
                         instantaneous="pp" in instant or d.cls in instant,
+                        same_rail=np.tile(u_same, m),
                     ).reshape(m, U)
                     sc, dc = self.cell_of[u_src], self.cell_of[u_dst]
                     fb.add_deps(ids, K[sc[None, :], src_slot[:, None]])
@@ -971,11 +980,20 @@ class _PipelineModel:
         distinct = np.all(np.diff(np.sort(servers, axis=1), axis=1) != 0, axis=1)
         key = np.concatenate([servers, cells], axis=1)
         key[~distinct, 0] = -1 - np.flatnonzero(~distinct)  # never merge these
+        same = np.zeros(rows.shape[0], bool)
+        if self.net.rail_routing:
+            # rows of one GPU index each, a family covering every rail evenly, merge into one
+            # same-rail row; other rows only with rows of the same GPU indices (same rails)
+            loc = rows % gps
+            one = np.all(loc == loc[:, :1], axis=1)
+            same = _full_rail_families(key, loc[:, 0], np.where(one, loc[:, 0], -1), gps)
+            key = np.concatenate([key, np.where(same[:, None], -1, loc)], axis=1)
         if key.shape[0] == 1:  # one group (a data-parallel ring of every GPU): nothing to merge
             first, mult = np.zeros(1, np.int64), np.ones(1, np.int64)
         else:
             _, first, mult = np.unique(key, axis=0, return_index=True, return_counts=True)
         urows, ucells = rows[first], cells[first]
+        self._same_rail[idx] = same[first]
         total = d.size * d.count
         nb = self.n_buckets.get(idx, 1) if bucketed else 1
         k = members_per_server(urows, gps) if self.algorithm == "hierarchical" else None
@@ -1039,7 +1057,9 @@ class _PipelineModel:
                     continue
                 for idx in self.sends.get(key, ()):
                     d = w.demands[idx]
-                    u_src, _, _ = _merge_pairs(d.groups[:, 0], d.groups[:, 1], self.cell_of, gps)
+                    u_src, _, _, _ = _merge_pairs(
+                        d.groups[:, 0], d.groups[:, 1], self.cell_of, gps, self.net.rail_routing
+                    )
                     n += m * u_src.size
         sorted_rows = {}
         for idx in self.sync + self.after_opt:
@@ -1073,7 +1093,10 @@ class _PipelineModel:
         base = fb.n
         deps = (t.deps[None, :] + off[:, None]).ravel() + base
         inst = d.cls in instant
-        ids = fb.add_ranks(src, dst, size, after=deps, after_ptr=ptr, instantaneous=inst)
+        sr = np.repeat(self._same_rail.get(idx, np.zeros(U, bool)), nb * nt)
+        ids = fb.add_ranks(
+            src, dst, size, after=deps, after_ptr=ptr, instantaneous=inst, same_rail=sr
+        )
         ids = ids.reshape(blocks, nt)
         Q = fb.add_links(fb.net.null_link, np.zeros(blocks)).reshape(U, nb)
         R = fb.add_links(fb.net.null_link, np.zeros(blocks)).reshape(U, nb)
@@ -1088,6 +1111,8 @@ class _PipelineModel:
             P = self.pieces[st]
             b = np.arange(nb)
             piece = np.ceil((b[None, None, :] + 1) * P[:, :, None] / nb).astype(np.int64) - 1
+            if not w.conventions.get("overlap_grad_reduce", True):
+                piece = np.broadcast_to(P[:, :, None] - 1, piece.shape)  # after the backward
             dep = Pid[ucells[:, :, None], piece]  # (U, g, nb)
             fb.add_deps(np.broadcast_to(Q[:, None, :], (U, g, nb)), dep)
         else:
@@ -1136,14 +1161,37 @@ def _couple_channels(fb: FlowBuilder, parts: list) -> None:
     fb.add_deps(Q[:, 1:], bar[ident])
 
 
-def _merge_pairs(src, dst, cell_of, gps):
+def _merge_pairs(src, dst, cell_of, gps, rails=False):
     """Merge send rows with equal (source cell, source server, destination server) when the two
-    servers differ; returns representative source/destination ranks and multiplicities."""
+    servers differ; returns representative source/destination ranks, multiplicities and, with
+    ``rails``, which merged rows are one flow per rail ``i -> i`` (``same_rail`` of
+    :meth:`~topoopt.flowsim.network.FlowBuilder.add_ranks`; other rows merge only with rows of
+    the same GPU indices, whose flows take the same rails)."""
     ss, ds = src // gps, dst // gps
     inter = ss != ds
     key = np.column_stack([cell_of[src], ss, ds, np.where(inter, -1, src)])
-    _, first, counts = np.unique(key, axis=0, return_index=True, return_counts=True)
-    return src[first], dst[first], counts
+    if not rails:
+        _, first, counts = np.unique(key, axis=0, return_index=True, return_counts=True)
+        return src[first], dst[first], counts, np.zeros(first.size, bool)
+    full = _full_rail_families(key, src % gps, dst % gps, gps)
+    loc = np.where(full[:, None], -1, np.column_stack([src % gps, dst % gps]))
+    _, first, counts = np.unique(
+        np.column_stack([key, loc]), axis=0, return_index=True, return_counts=True
+    )
+    return src[first], dst[first], counts, full[first] & inter[first]
+
+
+def _full_rail_families(key, src_loc, dst_loc, gps):
+    """Rows whose family (equal ``key``) is one flow per rail ``i -> i`` for every ``i``, each
+    rail the same number of times: the rows such a family merges into exactly."""
+    _, gid = np.unique(key, axis=0, return_inverse=True)
+    gid = gid.reshape(-1)
+    k = int(gid.max()) + 1 if gid.size else 0
+    same = np.bincount(gid, weights=src_loc != dst_loc, minlength=k) == 0
+    per = np.zeros((k, gps), np.int64)
+    np.add.at(per, (gid, src_loc), 1)
+    even = np.all(per == per[:, :1], axis=1) & (per[:, 0] > 0)
+    return (same & even)[gid]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1284,6 +1332,7 @@ def simulate_iteration(
     split_allreduce: float | None = None,
     max_buckets: int | None = None,
     max_flows: int | None = None,
+    rail_routing: bool | None = None,
 ) -> IterationResult:
     """Simulate one training iteration of ``workload`` on ``fabric``.
 
@@ -1376,6 +1425,9 @@ def simulate_iteration(
         Size guard for plan-derived workloads: :class:`TooManyFlows` (an
         :class:`~traffic.errors.InputError`) before anything is built when the iteration has
         more flows than this (counted from the plan: ``info["flows"]`` when it runs).
+    rail_routing : bool, optional
+        GPU ``i``'s traffic on NIC ``i`` of a rail fabric, with the scale-up hop to another rail
+        (:class:`~topoopt.flowsim.network.Network`; default: on for rail fabrics).
 
     Returns
     -------
@@ -1419,7 +1471,10 @@ def simulate_iteration(
         and split_allreduce > 0
     ):  # fmt: skip
         raise InputError("split_allreduce", split_allreduce, "a positive number of bytes")
-    net = Network(fabric, workload.gpus_per_server, intra_bandwidth, routing=routing)
+    net = Network(
+        fabric, workload.gpus_per_server, intra_bandwidth, routing=routing,
+        rail_routing=rail_routing,
+    )  # fmt: skip
     net.check_workload(workload.gpus, workload.gpus_per_server)
     if workload.taskgraph is not None:
         model = _TaskGraphModel(workload, net, algorithm, mode)

@@ -24,6 +24,14 @@ with ``R = n_servers * gpus_per_server`` GPU slots.
   :class:`~topoopt.paths.PathSet` over server pairs, computed once per set of needed pairs with
   :func:`topoopt.fabrics.routes` (or taken from an override, e.g. a solver's), then indexed with
   vectorised look-ups.
+- **Rails.** On a rail fabric (``rail-only``, ``rail-optimized``: NIC ``i`` of every server on
+  rail ``i``) with one GPU per NIC, GPU ``i``'s traffic leaves on NIC ``i`` (``rail_routing``, on
+  by default there): a flow from GPU ``i`` of server ``u`` to GPU ``j`` of server ``v`` takes the
+  paths of ``(u, v)`` that leave on rail ``i`` and arrive on rail ``j``; when none does (rail-only:
+  no switch joins two rails) it takes those that arrive on rail ``i`` and then crosses the
+  destination server's scale-up fabric from GPU ``i`` to GPU ``j``: the path ends with GPU
+  ``(v, i)``'s egress link (NVLink bandwidth, ``intra_bandwidth``). Routes are then per server
+  pair and rail pair (:meth:`Network.pair_routes` with ``rails``).
 - **Compute as flows.** A compute task of duration ``T`` seconds is a flow of ``T`` bytes on a
   private link of capacity 1 byte/s that only its device uses; the device's tasks are serialised
   by dependencies, so such a flow takes exactly ``T`` once its dependencies are done.
@@ -50,8 +58,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from topoopt.csr import gather_rows
+from topoopt.csr import gather_rows, ranges
 from topoopt.fabrics.fabric import Fabric
+from topoopt.fabrics.rail import RAIL_FAMILIES, link_rails, rail_count
 from topoopt.flowsim.flowset import (
     FlowSet,
     class_dependencies,
@@ -109,6 +118,9 @@ class Network:
         it does not cover are routed with ``method``.
     method : str
         Routing method of :func:`topoopt.fabrics.routes` for pairs ``routing`` does not cover.
+    rail_routing : bool, optional
+        GPU ``i``'s traffic on rail ``i`` (module docstring). Default: on for a rail fabric
+        whose rails equal ``gpus_per_server``, off otherwise; True elsewhere is an error.
 
     Examples
     --------
@@ -124,6 +136,7 @@ class Network:
     intra_latency: float = 0.0
     routing: PathSet | None = None
     method: str = "ecmp"
+    rail_routing: bool | None = None
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -143,6 +156,18 @@ class Network:
         object.__setattr__(self, "intra_latency", lat)
         if self.routing is not None and not isinstance(self.routing, PathSet):
             raise InputError("routing", type(self.routing).__name__, "a PathSet or None")
+        rails = rail_count(self.fabric)
+        fits = rails > 1 and rails == self.gpus_per_server
+        rr = self.rail_routing
+        if rr is None:
+            rr = fits
+        elif rr and not fits:
+            raise InputError(
+                "rail_routing", True,
+                f"a rail fabric ({', '.join(RAIL_FAMILIES)}) with one rail per GPU of a server "
+                f"(got {self.fabric.family}, {rails} rails, {self.gpus_per_server} GPUs)",
+            )  # fmt: skip
+        object.__setattr__(self, "rail_routing", bool(rr))
 
     # ------------------------------------------------------------------ link ids
     @property
@@ -234,13 +259,20 @@ class Network:
             )
 
     # ------------------------------------------------------------------ routes
-    def pair_routes(self, src: np.ndarray, dst: np.ndarray) -> tuple[PathSet, np.ndarray]:
+    def pair_routes(
+        self, src: np.ndarray, dst: np.ndarray, rails: np.ndarray | None = None
+    ) -> tuple[PathSet, np.ndarray]:
         """Routes for server pairs: a PathSet and the commodity index of each pair.
 
         The fabric is routed once for all distinct pairs asked (cached per pair set); with a
         ``routing`` override, the pairs are looked up in it, and pairs it does not cover are
         routed with ``method`` (cached, so a solver's routing only needs the pairs it chose).
+        ``rails`` (with ``rail_routing``): ``i * gpus_per_server + j`` for a flow from GPU ``i``
+        to GPU ``j`` of the two servers, ``-1`` for no restriction; the commodities are then
+        per pair and rails (module docstring, :meth:`rail_paths`).
         """
+        if rails is not None and self.rail_routing:
+            return self.rail_paths(src, dst, rails)
         src = np.asarray(src, np.int64)
         dst = np.asarray(dst, np.int64)
         n = self.fabric.n_nodes
@@ -277,6 +309,92 @@ class Network:
             self._cache[ck] = routes(self.fabric, self.method, pairs=pairs)
         return self._cache[ck], inv.reshape(-1).astype(np.int64)
 
+    def _link_rails(self) -> np.ndarray:
+        ck = ("link_rails",)
+        if ck not in self._cache:
+            self._cache[ck] = link_rails(self.fabric)
+        return self._cache[ck]
+
+    def rail_paths(self, src, dst, rails) -> tuple[PathSet, np.ndarray]:
+        """Routes of rank flows on rails: for each ``(src server, dst server, rails)`` the paths
+        of the server pair leaving on rail ``i`` and arriving on rail ``j``, else those arriving
+        on rail ``i`` followed by the destination GPU ``i``'s scale-up egress link to GPU ``j``;
+        weights renormalised (module docstring). ``rails == -1``: every path of the pair;
+        ``rails == SAME_RAIL`` (-2): a merged family of one flow per rail ``i -> i`` (GPU ``i`` to
+        GPU ``i`` for every ``i``): the paths leaving and arriving on one rail, each rail's
+        share ``1 / g`` (exactly the ``g`` flows' routes, merged).
+
+        >>> from topoopt.fabrics.fat_tree import clos_shape
+        >>> from topoopt.fabrics.rail import rail_only
+        >>> net = Network(rail_only(clos_shape(2, 8, pack=True), 2, 1e9), gpus_per_server=2)
+        >>> ps, k = net.rail_paths([0, 0], [1, 1], [0 * 2 + 0, 0 * 2 + 1])
+        >>> [ps.path_links[ps.path_ptr[p]:ps.path_ptr[p + 1]].tolist() for p in range(2)]
+        [[0, 5], [0, 5, 10]]
+        """
+        src = np.asarray(src, np.int64).reshape(-1)
+        dst = np.asarray(dst, np.int64).reshape(-1)
+        rails = np.asarray(rails, np.int64).reshape(-1)
+        g = self.gpus_per_server
+        n = self.fabric.n_nodes
+        M = g * g + 2  # rails -2 .. g*g-1, shifted by 2
+        key = (src * n + dst) * M + (rails + 2)
+        uniq, inv = np.unique(key, return_inverse=True)
+        ck = ("rails", self.method, id(self.routing), uniq.tobytes())
+        if ck in self._cache:
+            return self._cache[ck], inv.reshape(-1).astype(np.int64)
+        pair, r = uniq // M, uniq % M - 2
+        u, v = pair // n, pair % n
+        base, comm = self.pair_routes(u, v)  # server-pair routes (cached)
+        lr = self._link_rails()
+        cp, pp, pl = base.commodity_ptr, base.path_ptr, base.path_links
+        first = np.where(pp[1:] > pp[:-1], lr[pl[np.minimum(pp[:-1], pl.size - 1)]], -1)
+        last = np.where(pp[1:] > pp[:-1], lr[pl[np.maximum(pp[1:] - 1, 0)]], -1)
+        # the paths of every request, request-major
+        cnt = cp[comm + 1] - cp[comm]
+        req = np.repeat(np.arange(uniq.size), cnt)
+        path = ranges(cp[comm], cp[comm + 1])
+        i, j = np.where(r >= 0, r // g, -1)[req], np.where(r >= 0, r % g, -1)[req]
+        free = r[req] == -1
+        same = r[req] == SAME_RAIL
+        direct = (
+            free | ((first[path] == i) & (last[path] == j)) | (same & (first[path] == last[path]))
+        )
+        has_direct = np.bincount(req, weights=direct, minlength=uniq.size) > 0
+        hop = ~has_direct[req] & (first[path] == i) & (last[path] == i)
+        sel = direct | hop
+        has_sel = np.bincount(req, weights=sel, minlength=uniq.size) > 0
+        sel |= ~has_sel[req]  # a pair no rail path serves (not a rail fabric path): all paths
+        hop &= sel
+        req, path, hop = req[sel], path[sel], hop[sel]
+        # destination GPU (v, i)'s egress link, appended to the hop paths
+        extra = self.intra_link(v[req] * g + np.maximum(r[req] // g, 0))
+        lens = pp[path + 1] - pp[path] + hop
+        path_ptr = np.zeros(path.size + 1, np.int64)
+        np.cumsum(lens, out=path_ptr[1:])
+        links = np.empty(int(path_ptr[-1]), np.int64)
+        body = ranges(path_ptr[:-1], path_ptr[:-1] + (pp[path + 1] - pp[path]))
+        links[body] = pl[ranges(pp[path], pp[path + 1])]
+        links[path_ptr[1:][hop] - 1] = extra[hop]
+        w = base.weight[path]
+        # same-rail families: every rail's paths renormalised, then 1/g each (group by rail)
+        grp = np.where(same[sel], req * (g + 1) + np.maximum(first[path], 0), req * (g + 1) + g)
+        gu, ginv = np.unique(grp, return_inverse=True)
+        gtot = np.bincount(ginv, weights=w, minlength=gu.size)
+        w = w / gtot[ginv]
+        nrail = np.bincount(gu // (g + 1), minlength=uniq.size)  # groups per request
+        w = w / nrail[req]
+        tot = np.bincount(req, weights=w, minlength=uniq.size)
+        commodity_ptr = np.zeros(uniq.size + 1, np.int64)
+        np.cumsum(np.bincount(req, minlength=uniq.size), out=commodity_ptr[1:])
+        ps = PathSet(u, v, commodity_ptr, path_ptr, links, w / tot[req])
+        self._cache[ck] = ps
+        return ps, inv.reshape(-1).astype(np.int64)
+
+
+SAME_RAIL = -2
+"""``rails`` code of a merged family of one flow per rail, GPU ``i`` to GPU ``i``
+(:meth:`Network.rail_paths`)."""
+
 
 class FlowBuilder:
     """Accumulate flows (on server-pair routes or on single links) and their dependencies.
@@ -306,6 +424,7 @@ class FlowBuilder:
         self._link: list[np.ndarray] = []  # link id, or -1 for a server-pair flow
         self._src: list[np.ndarray] = []  # server pair (only for link == -1)
         self._dst: list[np.ndarray] = []
+        self._rail: list[np.ndarray] = []  # rails i * g + j of a rank flow on rails, else -1
         self._size: list[np.ndarray] = []
         self._owner: list[np.ndarray] = []  # dependency edges: owner waits for dep
         self._deps: list[np.ndarray] = []
@@ -332,7 +451,7 @@ class FlowBuilder:
         return self.net.first_device_link + np.asarray(devices, np.int64)
 
     # ------------------------------------------------------------------ adding
-    def _push(self, link, src, dst, size, after_ptr, after) -> np.ndarray:
+    def _push(self, link, src, dst, size, after_ptr, after, rail=-1) -> np.ndarray:
         size = np.asarray(size, np.float64).reshape(-1)
         k = size.shape[0]
         link = np.broadcast_to(np.asarray(link, np.int64), (k,))
@@ -350,6 +469,7 @@ class FlowBuilder:
         self._link.append(np.array(link))
         self._src.append(np.broadcast_to(np.asarray(src, np.int64), (k,)).copy())
         self._dst.append(np.broadcast_to(np.asarray(dst, np.int64), (k,)).copy())
+        self._rail.append(np.broadcast_to(np.asarray(rail, np.int64), (k,)).copy())
         self._size.append(size)
         self._owner.append(np.repeat(ids, lens))
         self._deps.append(deps)
@@ -380,11 +500,21 @@ class FlowBuilder:
         return int(self.add_links(self.net.null_link, [0.0], after=after)[0])
 
     def add_ranks(
-        self, src_rank, dst_rank, size, *, after=None, after_ptr=None, instantaneous=False
+        self,
+        src_rank,
+        dst_rank,
+        size,
+        *,
+        after=None,
+        after_ptr=None,
+        instantaneous=False,
+        same_rail=None,
     ) -> np.ndarray:
         """Transfers between GPU ranks: on the source GPU's intra link inside a server, on the
         fabric route between their servers otherwise; on the null link with zero bytes when
-        ``instantaneous``."""
+        ``instantaneous``. ``same_rail`` (bool per flow, with rail routing): the flow stands for
+        one flow per rail from GPU ``i`` to GPU ``i`` of the two servers, merged
+        (:data:`SAME_RAIL`)."""  # fmt: skip
         s = np.asarray(src_rank, np.int64).reshape(-1)
         d = np.asarray(dst_rank, np.int64).reshape(-1)
         size = np.broadcast_to(np.asarray(size, np.float64), s.shape).copy()
@@ -395,8 +525,16 @@ class FlowBuilder:
         ss, ds = self.net.server_of(s), self.net.server_of(d)
         intra = ss == ds
         link = np.where(intra, self.net.intra_link(s), -1)
+        rail = -1
+        if self.net.rail_routing:  # GPU i leaves on rail i (Network's module docstring)
+            g, slots = self.net.gpus_per_server, self.net.n_gpu_slots
+            gpus = (s < slots) & (d < slots) & ~intra
+            rail = np.where(gpus, (s % g) * g + d % g, -1)
+            if same_rail is not None:
+                sr = np.broadcast_to(np.asarray(same_rail, bool), s.shape)
+                rail = np.where(gpus & sr, SAME_RAIL, rail)
         return self._push(
-            link, np.where(intra, -1, ss), np.where(intra, -1, ds), size, after_ptr, after
+            link, np.where(intra, -1, ss), np.where(intra, -1, ds), size, after_ptr, after, rail
         )
 
     # ------------------------------------------------------------------ output
@@ -417,6 +555,7 @@ class FlowBuilder:
             "link": cat(self._link, np.int64),
             "src": cat(self._src, np.int64),
             "dst": cat(self._dst, np.int64),
+            "rail": cat(self._rail, np.int64),
             "size": cat(self._size, np.float64),
             "dep_ptr": ptr,
             "deps": deps[order],
@@ -456,7 +595,7 @@ class FlowBuilder:
         route = a["link"].copy()
         pair = np.flatnonzero(route < 0)
         if pair.size:
-            _, comm = net.pair_routes(a["src"][pair], a["dst"][pair])
+            _, comm = net.pair_routes(a["src"][pair], a["dst"][pair], a["rail"][pair])
             route[pair] = net.first_device_link + self.n_devices + comm
         n_f = route.shape[0]
         class_of = identical_classes(
@@ -465,7 +604,7 @@ class FlowBuilder:
         n_c = int(class_of.max()) + 1 if n_f else 0
         rep = class_representatives(class_of, n_c)
         dep_ptr, deps = class_dependencies(class_of, rep, a["dep_ptr"], a["deps"])
-        merged = {k: a[k][rep] for k in ("link", "src", "dst", "size")}
+        merged = {k: a[k][rep] for k in ("link", "src", "dst", "rail", "size")}
         merged.update(dep_ptr=dep_ptr, deps=deps)
         mult = np.bincount(class_of, minlength=n_c)
         return self._flowset(merged, start, mult), class_of
@@ -477,7 +616,7 @@ class FlowBuilder:
         n_paths = np.ones(n_f, np.int64)
         pair_idx = np.flatnonzero(on_pair)
         if pair_idx.size:
-            ps, comm = net.pair_routes(a["src"][pair_idx], a["dst"][pair_idx])
+            ps, comm = net.pair_routes(a["src"][pair_idx], a["dst"][pair_idx], a["rail"][pair_idx])
             cp = ps.commodity_ptr
             n_paths[pair_idx] = cp[comm + 1] - cp[comm]
             sel = _rows(cp, comm)  # path ids of the pair flows, flow-major

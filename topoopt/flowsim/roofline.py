@@ -31,6 +31,7 @@ __all__ = [
     "A100",
     "H100",
     "compute_time",
+    "forward_time",
     "optimizer_time",
     "workload_gpu",
     "plan_gpu",
@@ -102,6 +103,26 @@ def compute_time(flops, gpu: RooflineParams = A100):
     if np.any(~np.isfinite(f)) or np.any(f < 0):
         raise InputError("flops", flops, "finite numbers >= 0")
     out = f / gpu.achieved_flops
+    return float(out) if out.ndim == 0 else out
+
+
+def forward_time(flops, memory_bytes=None, gpu: RooflineParams = A100):
+    """Seconds of a forward task: its GEMM FLOPs at the achieved throughput plus the HBM bytes of
+    its memory-bound kernels at the memory bandwidth (array-friendly).
+
+    ``memory_bytes`` is ``Workload.info["forward_memory_bytes_per_microbatch_per_gpu"]``
+    (:func:`traffic.models.megatron.forward_memory_bytes`, empty unless the plan sets
+    ``options.memory_bound_kernels``); None or empty leaves :func:`compute_time`.
+
+    >>> forward_time(1.56e12, 2.039e9)
+    0.011
+    """
+    out = np.asarray(compute_time(flops, gpu), np.float64)
+    if memory_bytes is not None and len(np.atleast_1d(memory_bytes)):
+        b = np.asarray(memory_bytes, np.float64)
+        if np.any(~np.isfinite(b)) or np.any(b < 0) or b.shape != out.shape:
+            raise InputError("memory_bytes", memory_bytes, "finite numbers >= 0, one per task")
+        out = out + b / gpu.memory_bandwidth
     return float(out) if out.ndim == 0 else out
 
 

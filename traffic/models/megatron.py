@@ -67,6 +67,7 @@ __all__ = [
     "grad_reduce_dtype",
     "reduce_bytes",
     "forward_flops",
+    "forward_memory_bytes",
     "tp_demands",
     "pp_demands",
     "dp_demands",
@@ -348,6 +349,72 @@ def forward_flops(plan: Plan) -> list[float]:
         if i == par.pp - 1:
             f += 2.0 * tokens * h * vp / t
         out.append(f)
+    return out
+
+
+def forward_memory_bytes(plan: Plan) -> list[float]:
+    """HBM bytes of the memory-bound kernels of one forward micro-batch per GPU, per stage.
+
+    The GEMMs are compute-bound (:func:`forward_flops`); the kernels between them stream their
+    tensors through HBM once each way. Per layer and token (``a`` = activation bytes, ``t`` the
+    stage's TP size, ``h`` hidden, ``f`` the MLP width):
+
+    - two layer norms, each reading and writing ``h``: ``4 a h``;
+    - two fused bias-dropout-residual adds, each reading the input and the residual, writing the
+      sum and a 1-byte dropout mask: ``2 (3a + 1) h``;
+    - the fused bias-activation of the MLP, reading its ``(1 + gated) f / t`` inputs and writing
+      ``f / t``: ``(2 + gated) a f / t``;
+    - with ``options.memory_bound_kernels: scores`` (attention without a fused kernel, as
+      Megatron-LM of 2021) the ``heads / t`` rows of ``s`` attention scores per token
+      (``s / cp`` keys with context parallelism) are written by the score GEMM, read and written
+      by the fused scale-mask-softmax and by the dropout (plus its 1-byte mask):
+      ``(5a + 1) s heads / t``; ``flash`` keeps them on chip (0).
+
+    The ``h``-wide terms are divided by ``t`` with sequence parallelism (each rank holds ``s/t``
+    tokens there), else replicated on every TP rank. MoE layers count their ``top_k`` routed and
+    shared experts' activations. The last stage adds the vocabulary-parallel cross-entropy over
+    its ``V / t`` logits per token: the logits read once and an fp32 softmax written and read
+    (``(a + 8) V / t``). Empty when the option is ``none``.
+
+    Examples
+    --------
+    >>> from traffic.plan import load_plan
+    >>> p = load_plan({"model": {"base": "gpt3-175b", "layers": 1, "hidden": 64, "heads": 2,
+    ...                          "seq_len": 8, "vocab": 128},
+    ...                "parallelism": {"tp": 1, "pp": 1, "dp": 1},
+    ...                "options": {"memory_bound_kernels": "scores", "edge_extras": True},
+    ...                "cluster": {"servers": 1, "gpus_per_server": 1}})
+    >>> tok = 8
+    >>> tok * (64 * (4 * 2 + 2 * 7) + 2 * 2 * 256 + 11 * 8 * 2) + tok * 10 * 128
+    31104
+    >>> forward_memory_bytes(p)
+    [31104.0]
+    """
+    opt = plan.options
+    kind = opt.memory_bound_kernels
+    if kind == "none":
+        return []
+    m, par = plan.model, plan.parallelism
+    a = plan.precision.activation_bytes
+    cp, b = par.cp, par.micro_batch_size
+    s, h = int(m.seq_len), int(m.hidden)
+    tokens = b * s / cp
+    gated = 1 if m.gated_mlp else 0
+    heads = int(m.heads)
+    lay = stage_layout(m, par.pp, par.vpp, par.stage_layers)
+    vp = plan_padded_vocab(plan)
+    out = []
+    for i in range(par.pp):
+        t = plan.stage_tp[i]
+        wide = h * (4 * a + 2 * (3 * a + 1)) / (t if par.sp else 1)
+        scores = (5 * a + 1) * (s / cp) * heads / t if kind == "scores" else 0.0
+        dense = wide + scores + (2 + gated) * a * int(m.ffn) / t
+        experts = (m.top_k + m.shared_experts) * (2 + gated) * a * int(m.moe_ffn) / t
+        moe = wide + scores + experts
+        per_token = lay.dense[i] * dense + lay.moe[i] * moe
+        if i == par.pp - 1:
+            per_token += (a + 8) * vp / t
+        out.append(float(tokens * per_token))
     return out
 
 

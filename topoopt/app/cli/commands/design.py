@@ -48,6 +48,11 @@ class FabricKind(StrEnum):
     hybrid = "hybrid"
 
 
+class OcsLayoutKind(StrEnum):
+    per_rail = "per-rail"
+    packed = "packed"
+
+
 class Electrical(StrEnum):
     leaf_spine = "leaf-spine"
     fat_tree = "fat-tree"
@@ -117,6 +122,20 @@ def design_command(
             help="Circuits that must stay: CSV with header u,v,count, or a JSON list of [u,v,count]"
         ),
     ] = None,
+    ocs_radix: Annotated[
+        int | None,
+        typer.Option(
+            help="Ports of one OCS: the optical layer needs several, and a circuit joins two "
+            "ports on one OCS (default: one OCS per port index, unbounded)"
+        ),
+    ] = None,
+    ocs_layout: Annotated[
+        OcsLayoutKind,
+        typer.Option(
+            help="With --ocs-radix: per-rail (port i of every server on OCS group i) "
+            "or packed (fewest OCSes)"
+        ),
+    ] = OcsLayoutKind.per_rail,
     out: Annotated[Path | None, typer.Option(help="Write design.json here")] = None,
     html: Annotated[Path | None, typer.Option(help="Draw the design (plotly HTML)")] = None,
     graphml: Annotated[
@@ -149,6 +168,13 @@ def design_command(
         reserved=reserve_ports,
         prewired=wired,
     )
+    if ocs_radix is not None:
+        if fabric == FabricKind.hybrid:
+            raise InputError("--ocs-radix", ocs_radix, "with --fabric optical only")
+        from topoopt.fabrics import OcsLayout
+
+        layer = OcsLayout(problem.n, degree, ocs_radix, ocs_layout.value)
+        problem = problem.with_options(ocs=layer)
     if fabric == FabricKind.hybrid:
         design = _hybrid(
             problem,

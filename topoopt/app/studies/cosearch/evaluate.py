@@ -43,7 +43,7 @@ from topoopt.app.studies.cosearch.space import Candidate, candidate_plan, table_
 from topoopt.flowsim.iteration import TooManyFlows, simulate_iteration
 from topoopt.flowsim.roofline import (
     RooflineParams,
-    compute_time,
+    forward_time,
     optimizer_time,
     plan_gpu,
     throughput_facts,
@@ -107,8 +107,10 @@ def workload_for(base: dict, cand: Candidate) -> tuple[Plan, Workload]:
 
 def _stage_times(plan: Plan, gpu: RooflineParams):
     m = plan.model
+    mem = None
     if m.kind == "transformer":
         flops = megatron.forward_flops(plan)
+        mem = megatron.forward_memory_bytes(plan) or None
         params = [p.dense + p.expert for p in megatron.stage_parameters(plan)]
     elif m.kind == "recsys":
         flops = [2.0 * plan.parallelism.micro_batch_size * mlp_parameters(m)]
@@ -116,7 +118,7 @@ def _stage_times(plan: Plan, gpu: RooflineParams):
     else:
         flops = [plan.parallelism.micro_batch_size * float(m.forward_flops_per_sample)]
         params = [int(m.parameters)]
-    f = np.asarray(compute_time(np.asarray(flops, float), gpu), float).reshape(-1)
+    f = np.asarray(forward_time(np.asarray(flops, float), mem, gpu), float).reshape(-1)
     o = np.asarray(optimizer_time(np.asarray(params, float), gpu), float).reshape(-1)
     return f, o
 

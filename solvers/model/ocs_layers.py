@@ -1,0 +1,255 @@
+"""Circuits on an optical layer of finite-radix OCSes (:class:`~topoopt.fabrics.OcsLayout`).
+
+A circuit between servers ``u`` and ``v`` occupies one port of each on one OCS; server ``s`` has
+``c[s, o]`` ports on OCS ``o`` (:meth:`OcsLayout.slots`). *Placing* circuits ``[u, v, k]`` is
+choosing ``y[r, o] >= 0`` circuits of row ``r`` on each OCS ``o``:
+
+1. ``sum_o y[r, o] = k_r`` for every row (every circuit is placed);
+2. ``sum_{r : s in r} y[r, o] <= c[s, o]`` for every server ``s`` and OCS ``o`` (ports);
+3. ``y[r, o] = 0`` unless both ends have a port on ``o`` (reachability).
+
+With one OCS group per port index (``per-rail``) and ``n <= R`` this is a proper edge colouring
+of the circuit multigraph with ``d`` colours, which a multigraph of maximum degree ``d`` does not
+always have (a triangle with ``d = 2``). :func:`place_circuits` tries a greedy placement
+(heaviest rows first, each circuit on the OCS with the most ports left at both ends), then solves
+1-3 exactly with CP-SAT under a time limit (the status is always checked). :func:`repair_circuits`
+keeps the largest placeable subset (CP-SAT, 1 as ``<=``, maximise the placed circuits) and fills
+the ports left free with circuits on common OCSes, heaviest demand first. :func:`check_ocs`
+refuses a design whose circuits do not fit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from topoopt.fabrics.circuits import Circuits
+from topoopt.fabrics.ocs_layout import OcsLayout
+from traffic.errors import InputError
+
+__all__ = ["Placement", "place_circuits", "repair_circuits", "check_ocs"]
+
+TIME_LIMIT_S = 30.0
+"""Wall-clock cap of one CP-SAT placement (a deterministic work limit is set as well)."""
+
+
+class Placement:
+    """Circuits placed on OCSes: ``rows`` ``int64 (m, 4)`` of ``[u, v, ocs, count]``; ``status``
+    ``"greedy"``, ``"exact"`` (CP-SAT proved it), or for a repair ``"repaired"``."""
+
+    def __init__(self, rows: np.ndarray, status: str):
+        self.rows = np.asarray(rows, np.int64).reshape(-1, 4)
+        self.status = status
+
+    def ports_used(self, layer: OcsLayout) -> np.ndarray:
+        """``int64 (servers, n_ocs)``: ports each server uses on each OCS."""
+        out = np.zeros((layer.servers, layer.n_ocs), np.int64)
+        r = self.rows
+        np.add.at(out, (r[:, 0], r[:, 2]), r[:, 3])
+        np.add.at(out, (r[:, 1], r[:, 2]), r[:, 3])
+        return out
+
+
+def _capacity(layer: OcsLayout) -> np.ndarray:
+    cap = np.zeros((layer.servers, layer.n_ocs), np.int64)
+    s, o, c = layer.slots()
+    cap[s, o] = c
+    return cap
+
+
+def _greedy(rows: np.ndarray, cap: np.ndarray):
+    """Place heaviest rows first, each circuit on the OCS with most ports left at both ends;
+    returns ``(placed [u, v, o, 1] rows, unplaced [u, v, k] rows, ports left)``."""
+    free = cap.copy()
+    placed, left = [], []
+    order = np.lexsort((rows[:, 1], rows[:, 0], -rows[:, 2]))
+    for u, v, k in rows[order].tolist():
+        miss = 0
+        for _ in range(k):
+            both = np.minimum(free[u], free[v])
+            o = int(np.argmax(both))
+            if both[o] <= 0:
+                miss += 1
+                continue
+            free[u, o] -= 1
+            free[v, o] -= 1
+            placed.append([u, v, o, 1])
+        if miss:
+            left.append([u, v, miss])
+    return (
+        np.asarray(placed, np.int64).reshape(-1, 4),
+        np.asarray(left, np.int64).reshape(-1, 3),
+        free,
+    )
+
+
+def _merge(rows: np.ndarray, layer: OcsLayout) -> np.ndarray:
+    if not rows.size:
+        return rows.reshape(0, 4)
+    key = (rows[:, 0] * layer.servers + rows[:, 1]) * layer.n_ocs + rows[:, 2]
+    u, inv = np.unique(key, return_inverse=True)
+    cnt = np.bincount(inv, weights=rows[:, 3]).astype(np.int64)
+    o = u % layer.n_ocs
+    pair = u // layer.n_ocs
+    return np.column_stack([pair // layer.servers, pair % layer.servers, o, cnt])
+
+
+def _cp_sat(rows, cap, maximise: bool, time_limit_s: float):
+    """CP-SAT on constraints 1-3 (1 as ``<=`` and the placed count maximised when
+    ``maximise``); returns ``(status, [u, v, o, y] rows)``, status ``optimal``, ``feasible``,
+    ``infeasible`` or ``unknown``."""
+    from ortools.sat.python import cp_model
+
+    m = cp_model.CpModel()
+    y = {}
+    at = {}  # (server, ocs) -> variables using one of its ports
+    for r, (u, v, k) in enumerate(rows.tolist()):
+        both = np.flatnonzero((cap[u] > 0) & (cap[v] > 0))
+        for o in both.tolist():
+            ub = min(k, int(cap[u, o]), int(cap[v, o]))
+            x = m.NewIntVar(0, ub, f"y{r}_{o}")
+            y[r, o] = x
+            at.setdefault((u, o), []).append(x)
+            at.setdefault((v, o), []).append(x)
+        mine = [y[r, o] for o in both.tolist()]
+        if maximise:
+            m.Add(sum(mine) <= k)  # (1) as <=
+        elif not mine:
+            return "infeasible", np.zeros((0, 4), np.int64)
+        else:
+            m.Add(sum(mine) == k)  # (1)
+    for (s, o), xs in at.items():
+        m.Add(sum(xs) <= int(cap[s, o]))  # (2); (3) by construction of y
+    if maximise:
+        m.Maximize(sum(y.values()))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    solver.parameters.max_time_in_seconds = float(time_limit_s)
+    solver.parameters.max_deterministic_time = float(time_limit_s)
+    st = solver.Solve(m)
+    name = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible",
+            cp_model.INFEASIBLE: "infeasible"}.get(st, "unknown")  # fmt: skip
+    if name not in ("optimal", "feasible"):
+        return name, np.zeros((0, 4), np.int64)
+    out = [
+        [rows[r, 0], rows[r, 1], o, solver.Value(x)]
+        for (r, o), x in sorted(y.items())
+        if solver.Value(x) > 0
+    ]
+    return name, np.asarray(out, np.int64).reshape(-1, 4)
+
+
+def place_circuits(
+    circuits, layer: OcsLayout, time_limit_s: float = TIME_LIMIT_S
+) -> Placement | None:
+    """Place ``circuits`` (``[u, v, count]`` rows) on ``layer``'s OCSes; None when they do not
+    fit (proved by CP-SAT).
+
+    Raises
+    ------
+    InputError
+        When CP-SAT neither places nor refutes them within ``time_limit_s``.
+
+    Examples
+    --------
+    A triangle needs three port indices; with two ports per server it does not fit one OCS
+    group per port (``per-rail``), and it does on a single OCS holding every port (``packed``):
+
+    >>> tri = [[0, 1, 1], [1, 2, 1], [0, 2, 1]]
+    >>> place_circuits(tri, OcsLayout(3, 2, 8)) is None
+    True
+    >>> place_circuits(tri, OcsLayout(3, 2, 8, "packed")).rows.tolist()
+    [[0, 1, 0, 1], [0, 2, 0, 1], [1, 2, 0, 1]]
+    """
+    rows = Circuits(circuits, layer.servers).rows
+    cap = _capacity(layer)
+    placed, left, _ = _greedy(rows, cap)
+    if not left.size:
+        return Placement(_merge(placed, layer), "greedy")
+    status, got = _cp_sat(rows, cap, False, time_limit_s)
+    if status == "infeasible":
+        return None
+    if status == "unknown":
+        raise InputError(
+            f"circuits (OCS placement on {layer.n_ocs} OCSes)",
+            int(rows[:, 2].sum()),
+            f"a placement decided within {time_limit_s:g} s (CP-SAT stopped undecided)",
+        )
+    return Placement(_merge(got, layer), "exact")
+
+
+def repair_circuits(
+    circuits,
+    layer: OcsLayout,
+    demand: sp.spmatrix | None = None,
+    pair_cap: int | None = None,
+    time_limit_s: float = TIME_LIMIT_S,
+) -> tuple[np.ndarray, Placement]:
+    """The largest placeable subset of ``circuits``, then the ports left free filled with
+    circuits between servers sharing an OCS, heaviest symmetric ``demand`` first (ties: lowest
+    pair), at most ``pair_cap`` circuits per pair (default ``degree``). Returns the circuits
+    (canonical ``[u, v, count]``) and their placement.
+
+    Examples
+    --------
+    >>> c, pl = repair_circuits([[0, 1, 1], [1, 2, 1], [0, 2, 1]], OcsLayout(4, 2, 8))
+    >>> c.tolist(), pl.status
+    ([[0, 1, 1], [0, 2, 1], [1, 3, 1], [2, 3, 1]], 'repaired')
+    """
+    n = layer.servers
+    rows = Circuits(circuits, n).rows
+    cap = _capacity(layer)
+    placed, left, free = _greedy(rows, cap)
+    if left.size:
+        status, got = _cp_sat(rows, cap, True, time_limit_s)
+        if status in ("optimal", "feasible") and got[:, 3].sum() > placed[:, 3].sum():
+            placed = got
+            free = cap - Placement(got, status).ports_used(layer)
+    placed = _merge(placed, layer)
+    pair_cap = layer.degree if pair_cap is None else int(pair_cap)
+    dem = sp.csr_matrix((n, n)) if demand is None else sp.csr_matrix(demand)
+    w = (dem + dem.T).toarray()
+    count = np.zeros((n, n), np.int64)
+    np.add.at(count, (placed[:, 0], placed[:, 1]), placed[:, 3])
+    added = []
+    for o in range(layer.n_ocs):  # one OCS at a time: its servers with free ports
+        while True:
+            idx = np.flatnonzero(free[:, o] > 0)
+            if idx.size < 2:
+                break
+            sub = w[np.ix_(idx, idx)]
+            ok = np.triu(count[np.ix_(idx, idx)] < pair_cap, 1)
+            if not ok.any():
+                break
+            flat = int(np.argmax(np.where(ok, sub, -np.inf)))
+            a, b = int(idx[flat // idx.size]), int(idx[flat % idx.size])
+            free[a, o] -= 1
+            free[b, o] -= 1
+            count[a, b] += 1
+            added.append([a, b, o, 1])
+    allp = _merge(np.vstack([placed, np.asarray(added, np.int64).reshape(-1, 4)]), layer)
+    c = Circuits(np.column_stack([allp[:, 0], allp[:, 1], allp[:, 3]]), n).rows
+    return c, Placement(allp, "repaired")
+
+
+def check_ocs(design, layer: OcsLayout, time_limit_s: float = TIME_LIMIT_S) -> Placement:
+    """``design``'s circuits placed on ``layer``; :class:`InputError` when they do not fit.
+
+    >>> check_ocs([[0, 1, 1], [1, 2, 1], [0, 2, 1]], OcsLayout(3, 2, 8))
+    Traceback (most recent call last):
+    ...
+    traffic.errors.InputError: circuits (OCS layer per-rail, radix 8): got 3; allowed: circuits that one OCS each can hold: both ends on ports of the same OCS, at most its ports per server (6 server ports on 2 OCSes)
+    """  # noqa: E501
+    circuits = getattr(design, "circuits", design)
+    rows = Circuits(circuits, layer.servers).rows
+    pl = place_circuits(rows, layer, time_limit_s)
+    if pl is None:
+        raise InputError(
+            f"circuits (OCS layer {layer.layout}, radix {layer.radix})",
+            int(rows[:, 2].sum()),
+            "circuits that one OCS each can hold: both ends on ports of the same OCS, at most "
+            f"its ports per server ({layer.servers * layer.degree} server ports on "
+            f"{layer.n_ocs} OCSes)",
+        )
+    return pl

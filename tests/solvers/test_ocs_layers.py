@@ -1,0 +1,161 @@
+"""Optical layers of finite-radix OCSes: the port-to-OCS layout, the placement of circuits on
+the OCSes against brute force, the repair, and every method's design respecting the layer."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from solvers.cluster.ocs import OcsLayer as ClusterPlanes
+from solvers.model.ocs_layers import check_ocs, place_circuits, repair_circuits
+from solvers.realise import design_fabric
+from solvers.registry import solve
+from tests.solvers.test_topoopt_method import check_design, problem
+from topoopt.fabrics import bill_of_materials, direct_connect
+from topoopt.fabrics.ocs_layout import OcsLayout
+from traffic.errors import InputError
+
+
+@pytest.mark.parametrize("n, d, r", [(300, 8, 136), (1024, 8, 320), (64, 4, 384), (10, 3, 4)])
+def test_per_rail_layout_by_hand(n, d, r):
+    layer = OcsLayout(n, d, r)
+    k = -(-n // r)
+    assert layer.ocs_per_group == k and layer.n_ocs == d * k
+    o = layer.ocs_of
+    # port p of every server lands in group p (OCSes p k .. p k + k - 1), never above radix
+    assert np.all(o // k == np.arange(d)[None, :])
+    assert layer.max_ports_used() <= r
+    assert layer.bom() == {"ocs": d * k, "ocs_port": d * k * r}
+    # the plane layout of the shared cluster's OCS layer, unit for unit
+    planes = ClusterPlanes.build(n, d, r)
+    assert np.array_equal(o - np.arange(d)[None, :] * k, planes.units.T)
+    if k == 1:  # one OCS per rail: every pair reachable
+        assert layer.reachable().sum() == n * (n - 1)
+
+
+def test_packed_layout_by_hand():
+    layer = OcsLayout(300, 8, 136, "packed")
+    assert layer.n_ocs == 18 and layer.bom() == {"ocs": 18, "ocs_port": 18 * 136}
+    o = layer.ocs_of
+    assert np.array_equal(np.bincount(o.ravel())[:-1], np.full(17, 136))
+    assert o[16, 7] == (16 * 8 + 7) // 136 == 0 and o[17, 0] == 1
+
+
+def _brute_force_fits(units, layer: OcsLayout) -> bool:
+    """Try every port at each end of every circuit: an independent oracle of the placement."""
+    o = layer.ocs_of
+    d = layer.degree
+    used = set()
+
+    def go(i):
+        if i == len(units):
+            return True
+        u, v = units[i]
+        for p, q in itertools.product(range(d), repeat=2):
+            if o[u, p] != o[v, q] or (u, p) in used or (v, q) in used:
+                continue
+            used.update({(u, p), (v, q)})
+            if go(i + 1):
+                return True
+            used.difference_update({(u, p), (v, q)})
+        return False
+
+    return go(0)
+
+
+def _multigraphs(n, d, edges):
+    pairs = list(itertools.combinations(range(n), 2))
+    for k in range(1, edges + 1):
+        for combo in itertools.combinations_with_replacement(pairs, k):
+            deg = np.bincount(np.array(combo).ravel(), minlength=n)
+            if deg.max() <= d:
+                yield list(combo)
+
+
+@pytest.mark.parametrize(
+    "layer",
+    [OcsLayout(4, 2, 2), OcsLayout(4, 2, 4), OcsLayout(5, 2, 3), OcsLayout(4, 2, 3, "packed")],
+    ids=["per-rail-2", "per-rail-4", "per-rail-5x3", "packed-3"],
+)
+def test_placement_agrees_with_brute_force(layer):
+    n, d = layer.servers, layer.degree
+    cap = np.zeros((n, layer.n_ocs), int)
+    np.add.at(cap, (np.repeat(np.arange(n), d), layer.ocs_of.ravel()), 1)
+    seen = {True: 0, False: 0}
+    for units in _multigraphs(n, d, 5):
+        rows = np.array([[u, v, 1] for u, v in units])
+        want = _brute_force_fits(units, layer)
+        got = place_circuits(rows, layer)
+        assert (got is not None) == want, units
+        seen[want] += 1
+        if got is None:
+            with pytest.raises(InputError, match="OCS layer"):
+                check_ocs(rows, layer)
+            continue
+        pl = got.rows  # every circuit placed once, on an OCS both ends reach, within ports
+        assert pl[:, 3].sum() == len(units)
+        assert np.all(cap[pl[:, 0], pl[:, 2]] > 0) and np.all(cap[pl[:, 1], pl[:, 2]] > 0)
+        assert np.all(got.ports_used(layer) <= cap)
+    assert seen[True] >= 3 and seen[False] >= 3  # both outcomes exercised
+
+
+def test_repair_keeps_the_most_placeable_circuits():
+    layer = OcsLayout(5, 2, 3)
+    for units in itertools.islice(_multigraphs(5, 2, 5), 0, None, 7):
+        rows = np.array([[u, v, 1] for u, v in units])
+        best = max(  # brute force: the largest sub-multiset that fits
+            (k for k in range(len(units), -1, -1)
+             for sub in itertools.combinations(units, k) if _brute_force_fits(list(sub), layer)),
+            default=0,
+        )  # fmt: skip
+        c, pl = repair_circuits(rows, layer)
+        assert place_circuits(c, layer) is not None
+        kept = {tuple(r) for r in rows[:, :2].tolist()}
+        kept_count = sum(
+            min(int(k), sum(1 for x in units if x == (u, v))) for u, v, k in c.tolist()
+            if (u, v) in kept
+        )  # fmt: skip
+        assert kept_count == best
+        assert np.bincount(c[:, :2].ravel(), c[:, 2].repeat(2), 5).max() <= 2
+
+
+@pytest.mark.parametrize("method", ["topoopt", "joint"])
+def test_every_design_fits_the_layer(method):
+    # 12 servers x 4 ports on OCSes of 6 ports: two OCSes per rail, a circuit on port p only
+    # inside one OCS of group p; the unconstrained design does not fit, the returned one does
+    p = problem(12, 4)
+    layer = OcsLayout(12, 4, 6)
+    free = solve(p, method, time_limit_s=20, work_limit=5)
+    assert place_circuits(free.circuits, layer) is None
+    q = p.with_options(ocs=layer)
+    d = solve(q, method, time_limit_s=20, work_limit=5)
+    check_ocs(d, layer)
+    check_design(q, d)
+    info = d.info["ocs"]
+    assert info["ocs"] == 8 and info["ocs_port"] == 48 and info["repair"] is not None
+    assert d.solver.endswith("+ OCS repair")
+    assert d.lower_bound_s <= d.objective_s
+    json.dumps(info)
+    # realised on those OCSes and priced by the BOM rule: every port of every device
+    bom = bill_of_materials(design_fabric(d))
+    assert (bom["ocs"], bom["ocs_port"]) == (8, 48)
+
+
+def test_direct_connect_refuses_a_pair_without_a_common_ocs():
+    layer = OcsLayout(12, 4, 6)
+    far = np.flatnonzero(~layer.reachable()[0])[1]  # [0] is server 0 itself
+    with pytest.raises(InputError, match=f"pair 0-{far}"):
+        direct_connect(12, 4, [[0, int(far), 1]], device="ocs", ocs_radix=6)
+    ok = int(np.flatnonzero(layer.reachable()[0])[0])
+    f = direct_connect(12, 4, [[0, ok, 1]], device="ocs", ocs_radix=6)
+    assert f.params["ocs_devices"] == 8
+
+
+def test_problem_refuses_a_layer_of_other_servers():
+    with pytest.raises(InputError, match="ocs"):
+        problem(8, 4).with_options(ocs=OcsLayout(9, 4, 4))
+    with pytest.raises(InputError, match="ocs_radix"):
+        OcsLayout(8, 4, 1)
