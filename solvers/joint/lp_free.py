@@ -110,7 +110,7 @@ def lp_free_candidates(
             strides = greedy_strides(n, d_ar // 2)
             if len(strides) < d_ar // 2:
                 continue
-            c = np.asarray(circulant_circuits(n, strides), np.int64).reshape(-1, 3)
+            c = Circuits(circulant_circuits(n, strides), n).rows
             parts = [c]
             if d - d_ar and traffic.mp.nnz:
                 parts.append(mp_matchings(traffic.mp, d - d_ar, n)[0])

@@ -78,7 +78,7 @@ def _greedy(rows: np.ndarray, cap: np.ndarray):
             left.append([u, v, miss])
     return (
         np.asarray(placed, np.int64).reshape(-1, 4),
-        np.asarray(left, np.int64).reshape(-1, 3),
+        np.array(left, np.int64) if left else np.zeros((0, 3), np.int64),
         free,
     )
 

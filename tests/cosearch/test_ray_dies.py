@@ -66,6 +66,8 @@ def _evaluations(path: Path) -> int:
 def _document(text: str) -> dict:
     doc = json.loads(text)
     doc.pop("backend"), doc.pop("workers")
+    for opt in ("--out", "--resume", "--workers"):  # the envelope's command line
+        doc["inputs"]["options"].pop(opt, None)
     return doc
 
 

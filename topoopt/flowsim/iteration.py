@@ -517,6 +517,8 @@ class _PipelineModel:
         max_buckets=None,
     ):
         self.w, self.net, self.algorithm, self.mode = w, net, algorithm, mode
+        # the work estimate (flowsim.work) builds without a network: no rail hop then
+        self._rail_routing = bool(net is not None and net.rail_routing)
         self.max_buckets = max_buckets
         self.capped = False  # some channel has fewer buckets than bucket_bytes asks
         info, conv = w.info, w.conventions
@@ -842,7 +844,7 @@ class _PipelineModel:
                     d = w.demands[idx]
                     src, dst = d.groups[:, 0], d.groups[:, 1]
                     u_src, u_dst, u_mult, u_same = _merge_pairs(
-                        src, dst, self.cell_of, gps, self.net.rail_routing
+                        src, dst, self.cell_of, gps, self._rail_routing
                     )
                     merge.append(u_mult[(u_src // gps) != (u_dst // gps)])
                     U = u_src.size
@@ -981,7 +983,7 @@ class _PipelineModel:
         key = np.concatenate([servers, cells], axis=1)
         key[~distinct, 0] = -1 - np.flatnonzero(~distinct)  # never merge these
         same = np.zeros(rows.shape[0], bool)
-        if self.net.rail_routing:
+        if self._rail_routing:
             # rows of one GPU index each, a family covering every rail evenly, merge into one
             # same-rail row; other rows only with rows of the same GPU indices (same rails)
             loc = rows % gps
@@ -1058,7 +1060,7 @@ class _PipelineModel:
                 for idx in self.sends.get(key, ()):
                     d = w.demands[idx]
                     u_src, _, _, _ = _merge_pairs(
-                        d.groups[:, 0], d.groups[:, 1], self.cell_of, gps, self.net.rail_routing
+                        d.groups[:, 0], d.groups[:, 1], self.cell_of, gps, self._rail_routing
                     )
                     n += m * u_src.size
         sorted_rows = {}

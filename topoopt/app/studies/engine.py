@@ -180,8 +180,10 @@ class Engine:
         if self.address is not None:
             probe_address(self.address)  # one line in seconds, before Ray's minute of retries
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no network calls
-        # something that answers TCP but is no Ray head: give up after 10 s, not 60
-        os.environ.setdefault("RAY_gcs_rpc_server_reconnect_timeout_s", "10")
+        # something that answers TCP but is no Ray head: give up after 10 s, not 60; our own
+        # local instance dying is seen by its processes' exit (WAIT_S) well before 60 s
+        timeout = "10" if self.address is not None else "60"
+        os.environ.setdefault("RAY_gcs_rpc_server_reconnect_timeout_s", timeout)
         import ray
 
         self._ray = ray
@@ -272,6 +274,13 @@ class Engine:
             self._start()
         return self._map_ray(fn, items, label, on_result)
 
+    def _check_alive(self, finished: int, total: int) -> None:
+        """Raise :class:`RayInstanceDied` if the local instance this engine started is gone."""
+        dead = self._dead_process()
+        if dead is not None:
+            self._died = True
+            raise RayInstanceDied(dead, finished, total)
+
     def _dead_process(self) -> str | None:
         """The name of a process of the local Ray instance this engine started that has
         exited (raylet, GCS), else None (no local instance of ours: None)."""
@@ -337,6 +346,7 @@ class Engine:
 
     def _map_ray(self, fn, items, label, on_result=None):
         ray = self._ray
+        self._check_alive(0, len(items))
         remote = ray.remote(num_cpus=1, max_retries=self.max_retries, retry_exceptions=True)(fn)
         refs = [remote.remote(x) for x in items]
         where = {ref: k for k, ref in enumerate(refs)}
@@ -348,11 +358,7 @@ class Engine:
                 # a short wait, so that a dead local instance is seen before Ray's driver gives
                 # up on it (it ends the process after RAY_gcs_rpc_server_reconnect_timeout_s)
                 done, pending = ray.wait(pending, num_returns=1, timeout=WAIT_S)
-                if not done:
-                    dead = self._dead_process()
-                    if dead is not None:
-                        self._died = True
-                        raise RayInstanceDied(dead, len(results), len(items))
+                self._check_alive(len(results), len(items))
                 for ref in done:
                     k = where[ref]
                     try:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,27 @@ __all__ = ["Checkpoint", "search_digest", "task_key"]
 
 KIND = "topoopt-cosearch-checkpoint"
 VERSION = 1
+
+
+_NON_FINITE = {"inf": float("inf"), "-inf": float("-inf"), "nan": float("nan")}
+
+
+def _strict(x: Any) -> Any:
+    """Strict-JSON form: a non-finite float (an infeasible evaluation's time) is tagged."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return {"__float__": repr(x)}
+    if isinstance(x, dict):
+        return {k: _strict(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_strict(v) for v in x]
+    return x
+
+
+def _unstrict(x: Any) -> Any:
+    """Inverse of :func:`_strict` (``json.loads`` object hook)."""
+    if len(x) == 1 and x.get("__float__") in _NON_FINITE:
+        return _NON_FINITE[x["__float__"]]
+    return x
 
 
 def _plain(x: Any) -> Any:
@@ -53,7 +75,7 @@ def _design_from(doc: dict | None):
     from solvers import Design, HybridDesign
 
     cls = {"Design": Design, "HybridDesign": HybridDesign}[doc["type"]]
-    return cls.from_json(json.dumps(doc["document"]))
+    return cls.from_json(json.dumps(doc["document"], allow_nan=False))
 
 
 def task_key(task) -> str:
@@ -66,6 +88,7 @@ def task_key(task) -> str:
         [task.index, task.candidate.key, task.fabric, task.stage, bool(task.keep_design),
          bool(task.screening), fixed_key],
         sort_keys=True,
+        allow_nan=False,
     )  # fmt: skip
 
 
@@ -75,7 +98,7 @@ def search_digest(base: dict, config, reference) -> str:
 
     doc = {"base": _plain(base), "config": _plain(asdict(config)),
            "reference": None if reference is None else reference.key}  # fmt: skip
-    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(_strict(doc), sort_keys=True, default=str, allow_nan=False).encode()).hexdigest()
 
 
 class Checkpoint:
@@ -109,7 +132,7 @@ class Checkpoint:
             raw = self.path.read_bytes()
             lines = raw.split(b"\n")
             try:
-                head = json.loads(lines[0])
+                head = json.loads(lines[0], object_hook=_unstrict)
                 ok = isinstance(head, dict) and head.get("kind") == KIND
             except (json.JSONDecodeError, UnicodeDecodeError):
                 ok = False
@@ -128,7 +151,7 @@ class Checkpoint:
                 if not line:
                     continue
                 try:
-                    row = json.loads(line)
+                    row = json.loads(line, object_hook=_unstrict)
                     self.done[row["task"]] = row
                 except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
                     break
@@ -142,7 +165,7 @@ class Checkpoint:
             self._write(head)
 
     def _write(self, obj: dict) -> None:
-        self._fh.write(json.dumps(obj, sort_keys=True, allow_nan=True).encode() + b"\n")
+        self._fh.write(json.dumps(_strict(obj), sort_keys=True, allow_nan=False).encode() + b"\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
