@@ -22,6 +22,8 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+import numpy as np
+
 from solvers.model.design import Design
 from solvers.model.ocs_layers import check_ocs, place_circuits, repair_circuits
 from solvers.model.problem import DesignProblem
@@ -69,8 +71,8 @@ def respect_ocs(design: Design, problem: DesignProblem) -> Design:
             "per-rail layout)",
         )
     repaired = {
-        "circuits_before": int(design.circuits[:, 2].sum()),
-        "circuits_after": int(circuits[:, 2].sum()),
+        "circuits_before": design.circuits.total,
+        "circuits_after": int(np.asarray(circuits)[:, 2].sum()),
         "objective_before_s": float(design.objective_s),
         # the repaired design is routed by the LP and scored by the congestion objective
         "objective": "congestion",

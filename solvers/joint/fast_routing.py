@@ -77,7 +77,8 @@ def choose_rings(problem: DesignProblem, circuits: np.ndarray, extra=None) -> tu
     ``extra`` (a :class:`~solvers.model.design.Design`, optional) offers its rings first.
     """
     n = problem.n
-    c = Circuits(circuits, n).rows
+    cc = Circuits(circuits, n)
+    c = cc.rows
     have = set((c[:, 0] * n + c[:, 1]).tolist()) | set((c[:, 1] * n + c[:, 0]).tolist())
     out = []
     cache: dict[bytes, list[np.ndarray]] = {}
@@ -103,7 +104,7 @@ def choose_rings(problem: DesignProblem, circuits: np.ndarray, extra=None) -> tu
                 continue
             key = m.tobytes()
             if key not in cache:
-                cache[key] = circuit_rings(m, c, n, limit=RING_LIMIT) if m.size > 2 else [m]
+                cache[key] = circuit_rings(m, cc, n, limit=RING_LIMIT) if m.size > 2 else [m]
             rings = cache[key] or [m, np.concatenate([m[:1], m[1:][::-1]])]
             if m.size <= 2:
                 rings = [m]

@@ -62,8 +62,8 @@ def reroute_without_one(s) -> None:
         if time.perf_counter() >= s.end:
             s.capped.append("re-routing without one circuit")
             break
-        u, v = (int(x) for x in inc.circuits[r, :2])
-        sub = inc.circuits.copy()
+        u, v = (int(x) for x in inc.circuits.rows[r, :2])
+        sub = inc.circuits.rows.copy()
         sub[r, 2] -= 1
         sub = Circuits(sub[sub[:, 2] > 0], n).rows
         d0, _ = s.routed_design(sub, problem, f"without circuit {u}-{v}")

@@ -37,7 +37,7 @@ def test_reroutes_without_one_circuit_are_tried_and_never_faster(dlrm10):
     for t in tried:
         u, v = t["circuit"]
         assert rows[(u, v)] >= 1
-        sub = d.circuits.copy()
+        sub = d.circuits.rows.copy()
         sub[[tuple(r[:2]) == (u, v) for r in sub.tolist()], 2] -= 1
         sub = sub[sub[:, 2] > 0]
         routed, _, _ = route_design(problem, sub, extra=base)
@@ -55,10 +55,10 @@ def test_reroute_order_is_least_loaded_first_and_spares_prewired():
     d = topoopt_design(problem, "topoopt", seed=0)
     order = reroute_order(problem, d)
     ev = evaluate_routing(problem, d.circuits, d.phase_routings(problem), keep_loads=True)
-    cap = np.repeat(d.circuits[:, 2] * problem.link_bandwidth, 2)
+    cap = np.repeat(d.circuits.rows[:, 2] * problem.link_bandwidth, 2)
     util = np.max([ld / cap / t for ld, t in zip(ev.link_loads, ev.phase_times, strict=True)], 0)
     per_row = np.maximum(util[0::2], util[1::2])
-    assert sorted(order) == list(range(d.circuits.shape[0]))
+    assert sorted(order) == list(range(len(d.circuits)))
     assert np.all(np.diff(per_row[order]) >= 0)
-    pinned = problem.with_options(prewired=d.circuits[:2])
+    pinned = problem.with_options(prewired=d.circuits.rows[:2])
     assert reroute_order(pinned, d) == [i for i in order if i >= 2]

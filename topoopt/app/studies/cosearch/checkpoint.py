@@ -98,7 +98,9 @@ def search_digest(base: dict, config, reference) -> str:
 
     doc = {"base": _plain(base), "config": _plain(asdict(config)),
            "reference": None if reference is None else reference.key}  # fmt: skip
-    return hashlib.sha256(json.dumps(_strict(doc), sort_keys=True, default=str, allow_nan=False).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps(_strict(doc), sort_keys=True, default=str, allow_nan=False).encode()
+    ).hexdigest()
 
 
 class Checkpoint:
