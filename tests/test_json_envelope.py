@@ -122,7 +122,9 @@ def test_envelope(command, files, small_demo):
     r = runner.invoke(app, argv)
     assert r.exit_code == 0, (r.stdout[-500:], r.stderr[-1500:])
     doc = json.loads(r.stdout)  # exactly one document
-    assert list(doc)[:3] == ["topoopt_version", "command", "inputs"]
+    assert list(doc)[:4] == ["topoopt_version", "command", "inputs", "warnings"]
+    assert isinstance(doc["warnings"], list)
+    assert all(w.startswith("warning: ") for w in doc["warnings"])
     assert doc["topoopt_version"] == topoopt.__version__
     assert doc["command"] == command
     inputs = doc["inputs"]
@@ -160,7 +162,15 @@ def _number(text: str) -> float:
 
 def test_envelope_outside_a_command():
     doc = json_envelope({"a": 1})
-    assert doc == {"topoopt_version": topoopt.__version__, "command": None, "inputs": {}, "a": 1}
+    assert doc == {
+        "topoopt_version": topoopt.__version__,
+        "command": None,
+        "inputs": {},
+        "warnings": [],
+        "a": 1,
+    }
     assert json_envelope([1, 2])["result"] == [1, 2]
     with pytest.raises(ValueError, match="envelope keys"):
         json_envelope({"command": "x"})
+    with pytest.raises(ValueError, match="envelope keys"):
+        json_envelope({"warnings": []})

@@ -362,7 +362,14 @@ def test_dumps_strict_never_writes_nan_or_infinity():
 def test_emit_json_is_strict(capsys):
     emit_json({"x": 1.5, "y": [1, 2]})
     doc = strict_loads(capsys.readouterr().out)  # in the envelope; no command outside the CLI
-    assert doc == {"topoopt_version": "0.1.0", "command": None, "inputs": {}, "x": 1.5, "y": [1, 2]}
+    assert doc == {
+        "topoopt_version": "0.1.0",
+        "command": None,
+        "inputs": {},
+        "warnings": [],
+        "x": 1.5,
+        "y": [1, 2],
+    }
 
 
 def test_design_json_refuses_infinity():

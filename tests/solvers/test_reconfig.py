@@ -324,7 +324,8 @@ def test_cli_json(small, tmp_path):
     wraps = entries[-1]["circuits"] != entries[0]["circuits"]
     assert doc["reconfigurations"] == len(entries) - 1 + wraps > 0
     assert all({"start_s", "phase", "circuits"} <= set(e) for e in doc["schedule"])
-    envelope = {"topoopt_version", "command", "inputs"}  # stdout's envelope (issue 28)
+    # stdout's envelope (issue 28) and the verdict sentences
+    envelope = {"topoopt_version", "command", "inputs", "warnings", "verdict"}
     assert json.loads(out.read_text()) == {k: v for k, v in doc.items() if k not in envelope}
     # capex of what each schedule needs, priced by hand (issue 29 item 13): 8 servers x 4 ports
     # at 100 Gbps, each port a NIC port ($400, 9 W), a transceiver ($100, 3.5 W), a fibre ($5)

@@ -41,6 +41,8 @@ __all__ = [
     "check_edge_units",
     "emit_json",
     "json_envelope",
+    "warn_line",
+    "warnings_said",
     "to_jsonable",
     "stdout",
     "stderr",
@@ -339,6 +341,7 @@ def handle_errors(func: F) -> F:
         if _DEPTH[0]:  # called from another command: its wrapper reports the error
             return func(*args, **kwargs)
         _OUTPUTS.clear()  # the outputs of this invocation (prepare_output)
+        _WARNINGS.clear()  # the warning lines of this invocation (warn_line)
         _ARGUMENTS[:] = list(kwargs.items())  # its inputs, among them (check_not_an_input)
         # Warnings (numpy overflow on absurd but finite inputs, ...) are held back: a command that
         # ends in an error prints that one line only; one that succeeds re-issues them (so the
@@ -492,25 +495,64 @@ def _invocation() -> tuple[str | None, dict[str, Any]]:
     return " ".join(reversed(names)), {"arguments": arguments, "options": options}
 
 
+_WARNINGS: list[str] = []
+"""The warning lines of the running command (:func:`warn_line`); :func:`handle_errors` empties
+it at the start of every command."""
+
+
+def warn_line(text: str | None) -> None:
+    """Say one warning line of the running command: on stderr at once, in the ``warnings`` of the
+    ``--json`` document (:func:`json_envelope`), and in the HTML report of the commands that
+    pass :func:`warnings_said` to their page. Used whenever a search falls back to another
+    objective, is cut by the wall clock, or coarsens its model. ``None`` or ``""`` says nothing.
+
+    Examples
+    --------
+    >>> _WARNINGS.clear(); warn_line("joint: cut by the clock"); warn_line(None)
+    >>> warnings_said()
+    ['warning: joint: cut by the clock']
+    >>> _WARNINGS.clear()
+    """
+    if not text:
+        return
+    line = text if text.startswith("warning:") else f"warning: {text}"
+    if line not in _WARNINGS:
+        _WARNINGS.append(line)
+        print(line, file=sys.stderr)
+
+
+def warnings_said() -> list[str]:
+    """The warning lines of the running command so far (:func:`warn_line`), in order."""
+    return list(_WARNINGS)
+
+
 def json_envelope(obj: Any) -> dict[str, Any]:
-    """The one envelope of every ``--json`` document: ``topoopt_version``, ``command`` and
-    ``inputs`` (:func:`_invocation`) first, then the command's own keys (a document that is not
-    a mapping goes under ``"result"``).
+    """The one envelope of every ``--json`` document: ``topoopt_version``, ``command``,
+    ``inputs`` (:func:`_invocation`) and ``warnings`` (the lines of :func:`warn_line`, empty when
+    the run degraded nothing) first, then the command's own keys (a document that is not a
+    mapping goes under ``"result"``).
 
     Examples
     --------
     >>> doc = json_envelope({"iteration_s": 1.5})
-    >>> list(doc), doc["command"], doc["inputs"], doc["iteration_s"]
-    (['topoopt_version', 'command', 'inputs', 'iteration_s'], None, {}, 1.5)
+    >>> list(doc), doc["command"], doc["inputs"], doc["warnings"], doc["iteration_s"]
+    (['topoopt_version', 'command', 'inputs', 'warnings', 'iteration_s'], None, {}, [], 1.5)
     """
     from topoopt import __version__
 
     command, inputs = _invocation()
     body = dict(obj) if isinstance(obj, dict) else {"result": obj}
-    clash = {"topoopt_version", "command", "inputs"} & set(body)
+    clash = {"topoopt_version", "command", "inputs", "warnings"} & set(body)
     if clash:  # a programming error of a command, not bad input
         raise ValueError(f"a JSON document of {command} has envelope keys of its own: {clash}")
-    return {"topoopt_version": __version__, "command": command, "inputs": inputs, **body}
+    said = warnings_said() if command is not None else []  # outside a command: none of its own
+    return {
+        "topoopt_version": __version__,
+        "command": command,
+        "inputs": inputs,
+        "warnings": said,
+        **body,
+    }
 
 
 def emit_json(obj: Any) -> None:

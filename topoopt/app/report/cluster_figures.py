@@ -82,8 +82,9 @@ def changes_bars(events: Sequence[Mapping[str, Any]]) -> go.Figure:
     return fig
 
 
-def cluster_page(res: Mapping[str, Any]) -> str:
-    """The HTML report of one ``topoopt cluster`` result document."""
+def cluster_page(res: Mapping[str, Any], verdict: Sequence[str] = ()) -> str:
+    """The HTML report of one ``topoopt cluster`` result document; ``verdict``
+    (:func:`topoopt.app.report.study_verdicts.cluster_verdict`) opens it."""
     from topoopt.app.report.html import page_html
 
     jobs = res["jobs"]
@@ -114,4 +115,4 @@ def cluster_page(res: Mapping[str, Any]) -> str:
         f"Gbps ports, OCS units of radix {res['ocs_radix']} ({res['ocs_units_per_plane']} per "
         f"port index), solver {res['solver']}."
     )
-    return page_html(figs, "topoopt cluster", intro, summary)
+    return page_html(figs, "topoopt cluster", intro, summary, verdict=verdict)

@@ -129,8 +129,9 @@ def candidates_table(candidates, rejected: dict, top: int = 25, title: str = "To
     return fig
 
 
-def cosearch_page(res, title: str) -> str:
-    """HTML report of a :class:`~topoopt.app.studies.cosearch.search.SearchResult`."""
+def cosearch_page(res, title: str, verdict=(), warnings=()) -> str:
+    """HTML report of a :class:`~topoopt.app.studies.cosearch.search.SearchResult`; ``verdict``
+    (:func:`topoopt.app.report.study_verdicts.cosearch_verdict`) and ``warnings`` open it."""
     built = [r for r in res.records if not r.get("fixed_topology")]
     best = res.best
     servers = len(best["server_bytes"]) if best.get("server_bytes") else 0
@@ -149,4 +150,4 @@ def cosearch_page(res, title: str) -> str:
         f"iteration, {best['memory_per_gpu_bytes'] / 1e9:.1f} GB per GPU; "
         f"{len(res.records)} evaluations."
     )
-    return page_html(figs, title, intro)
+    return page_html(figs, title, intro, verdict=verdict, warnings=warnings)

@@ -225,9 +225,17 @@ def design_summary(design) -> pd.DataFrame:
     )
 
 
-def design_page(design, problem=None, title: str = "Design") -> str:
+def design_page(
+    design,
+    problem=None,
+    title: str = "Design",
+    verdict: Sequence[str] = (),
+    warnings: Sequence[str] = (),
+) -> str:
     """Self-contained HTML of a design: circuit graph (coloured by peak per-phase utilisation
-    when ``problem`` is given) and the optimizer trace when the design records one."""
+    when ``problem`` is given) and the optimizer trace when the design records one; ``verdict``
+    sentences (:func:`topoopt.app.report.study_verdicts.design_verdict`) and the search's
+    ``warnings`` open the page."""
     util = None
     if problem is not None:
         from solvers import evaluate_routing
@@ -259,4 +267,11 @@ def design_page(design, problem=None, title: str = "Design") -> str:
         f"{design.lower_bound_s * 1e3:.4g} ms, gap {gap:.2%}, status {design.status}, "
         f"{design.wall_s:.2f} s."
     )
-    return page_html(figs, title, intro=intro, summary=[("Design", design_summary(design))])
+    return page_html(
+        figs,
+        title,
+        intro=intro,
+        summary=[("Design", design_summary(design))],
+        verdict=verdict,
+        warnings=warnings,
+    )

@@ -26,6 +26,7 @@ _STYLE = (
     "table.summary th{text-align:left;background:#f3f3f3}"
     "table.summary tr.best td{background:#e3f4e1;font-weight:bold}"
     "div#verdict{border-left:4px solid #2e7d32;padding:0.3em 1em;margin:1em 0;background:#f6fbf5}"
+    "div#warnings{border-left:4px solid #b26a00;padding:0.3em 1em;margin:1em 0;background:#fff8e6}"
 )
 
 
@@ -83,13 +84,16 @@ def page_html(
     summary: Sequence[tuple[str, pd.DataFrame]] = (),
     verdict: Sequence[str] = (),
     highlight: Collection[int] = (),
+    warnings: Sequence[str] = (),
 ) -> str:
     """One HTML page holding ``figures`` (``(div_id, figure)`` pairs) under a title.
 
     plotly.js is included once, inline; each figure is a ``div`` with the given id. ``summary``
     (``(caption, table)`` pairs) is shown as HTML tables at the top, before the figures;
     ``verdict`` sentences open the page in ``<div id="verdict">``, and ``highlight`` marks rows of
-    the first summary table (:func:`summary_html`).
+    the first summary table (:func:`summary_html`). ``warnings`` (the command's warning lines:
+    a search that fell back, was cut by the clock or coarsened) follow the verdict in
+    ``<div id="warnings">``.
     """
     parts = []
     for k, (div_id, fig) in enumerate(figures):
@@ -112,6 +116,13 @@ def page_html(
         + (
             '<div id="verdict">' + "".join(f"<p>{html.escape(s)}</p>" for s in verdict) + "</div>\n"
             if verdict
+            else ""
+        )
+        + (
+            '<div id="warnings">'
+            + "".join(f"<p>{html.escape(s)}</p>" for s in warnings)
+            + "</div>\n"
+            if warnings
             else ""
         )
         + "".join(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -15,7 +17,7 @@ from topoopt.app.report.cost_figures import cost_breakdown_bars
 from topoopt.app.report.design_figures import circuit_graph, optimizer_traces
 from topoopt.app.report.html import page_html
 from topoopt.app.report.time_units import time_unit
-from topoopt.app.report.verdict import best_rows, verdict_sentences
+from topoopt.app.report.verdict import best_rows, shown_name, verdict_sentences
 from topoopt.fabrics.circuits import Circuits
 
 __all__ = [
@@ -59,7 +61,9 @@ def compare_summary(table, keys: tuple[str, ...] = ()) -> pd.DataFrame:
     (e.g. ``plan``, ``degree``) first; columns the table lacks are left out."""
     out = {k: table[k] for k in keys if k in table}
     for head, col, scale in summary_columns(table):
-        if col in table:
+        if col == "fabric" and col in table:  # the ideal switch marked as a bound
+            out[head] = table[col].map(shown_name)
+        elif col in table:
             out[head] = table[col] if scale is None else table[col] * scale
     return pd.DataFrame(out)
 
@@ -144,8 +148,10 @@ def compare_figures(res, prefix: str = "compare", label: str = "") -> list:
     return figs
 
 
-def compare_page(res, title: str) -> str:
-    """The self-contained HTML report of one comparison."""
+def compare_page(res, title: str, warnings: Sequence[str] = ()) -> str:
+    """The self-contained HTML report of one comparison: the verdict
+    (:func:`~topoopt.app.report.verdict.verdict_sentences`) and ``warnings`` (searches that fell
+    back or were cut by the clock) open it."""
     p = res.params
     intro = (
         f"{p['workload']}: {p['gpus']} GPUs on {p['servers']} servers, {p['degree']} ports x "
@@ -158,4 +164,5 @@ def compare_page(res, title: str) -> str:
         summary=[("Summary (best rows in bold; ideal is a bound)", compare_summary(res.table))],
         verdict=verdict_sentences(res.table, res.iterations),
         highlight=best_rows(res.table),
+        warnings=warnings,
     )

@@ -12,6 +12,7 @@ from topoopt.app.report.time_units import time_unit
 
 __all__ = [
     "BOUNDS",
+    "shown_name",
     "EQUAL_CAPEX_RTOL",
     "TIE_RTOL",
     "best_rows",
@@ -32,6 +33,18 @@ less than the budget it was given)."""
 
 _REFERENCE = ("topoopt-best", "topoopt", "joint", "topoopt-released")
 """The optical design whose capex the cost-equivalent fat-tree spends, in order of preference."""
+
+
+def shown_name(fabric: str) -> str:
+    """A fabric's name as tables show it: a bound (:data:`BOUNDS`) is marked ``(bound)``, so its
+    capex and perf/$ are not read as a product's.
+
+    Examples
+    --------
+    >>> shown_name("ideal"), shown_name("joint")
+    ('ideal (bound)', 'joint')
+    """
+    return f"{fabric} (bound)" if fabric in BOUNDS else fabric
 
 
 def _t(seconds: float) -> str:

@@ -111,21 +111,42 @@ class DemoResult:
                 out.append(f"{plan}, {degree} ports: {said[0]}")
         return out
 
-    def html(self) -> str:
-        """The self-contained report page."""
+    def best_positions(self) -> set[int]:
+        """Positions in :attr:`comparison` of the rows to highlight: per plan and port count,
+        the fastest product and the fastest at equal capex
+        (:func:`topoopt.app.report.verdict.best_rows`)."""
+        from topoopt.app.report.verdict import best_rows
+
+        best: set[int] = set()
+        for _, part in self.comparison.groupby(["plan", "degree"], sort=False):
+            best |= {self.comparison.index.get_loc(i) for i in part.index[list(best_rows(part))]}
+        return best
+
+    def warnings(self) -> list[str]:
+        """One line per design search that fell back to another objective or was cut by the
+        clock (:func:`solvers.search_warning`), labelled with its plan and port count."""
+        from solvers import search_warning
+
+        out = []
+        for (plan, degree), res in self.compares.items():
+            for run in res.runs:
+                if run.design is not None:
+                    line = search_warning(run.design, f"{plan}, {degree} ports, {run.name}")
+                    if line:
+                        out.append(line)
+        return out
+
+    def html(self, warnings: Sequence[str] | None = None) -> str:
+        """The self-contained report page (``warnings``: default :meth:`warnings`)."""
         summary = compare_summary(self.comparison, keys=("plan", "degree")).rename(
             columns={"degree": "ports"}
         )
-        from topoopt.app.report.verdict import best_rows
-
-        verdict, best = self.verdict(), set()
-        for _, part in self.comparison.groupby(["plan", "degree"], sort=False):
-            best |= {self.comparison.index.get_loc(i) for i in part.index[list(best_rows(part))]}
         return page_html(
             self.figures,
             "topoopt demo",
-            verdict=verdict,
-            highlight=best,
+            verdict=self.verdict(),
+            highlight=self.best_positions(),
+            warnings=self.warnings() if warnings is None else warnings,
             summary=[("Simulated iteration per plan, ports per server and fabric", summary)],
             intro=(
                 "Traffic of each plan, then for each plan and port count: iteration time against "

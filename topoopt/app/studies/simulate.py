@@ -15,7 +15,7 @@ from traffic.errors import InputError
 from traffic.load import load_workload
 from traffic.workload import Workload
 
-__all__ = ["simulate_plan"]
+__all__ = ["design_case", "design_iteration", "simulate_plan"]
 
 
 def simulate_plan(
@@ -77,36 +77,15 @@ def simulate_plan(
     check_work(workload)  # before any fabric, route or flow (TOPOOPT_MAX_FLOWS)
     priced: dict[str, Any] = {}
     if design is not None:
-        from solvers import (
-            DesignProblem,
-            HybridDesign,
-            check_design_rings,
-            design_fabric,
-            design_routing,
-            design_workload,
-            load_design,
-        )
-
         path = Path(design)
         if not path.is_file():
             raise InputError("--design", str(design), "an existing design.json file")
+        from solvers import load_design
+
         d = load_design(path)  # strict schema (solvers.model.design_schema)
-        hybrid = isinstance(d, HybridDesign)
-        if d.servers != workload.servers:
-            raise InputError(
-                "--design", f"{d.servers} servers", f"a design for {workload.servers} servers"
-            )
-        problem = DesignProblem.from_workload(workload, d.degree, d.link_bandwidth)
-        check_design_rings(d, problem, str(path))
-        if hybrid:
-            fab = d.fabric()
-            routing = d.routing_pathset(fab)
-        else:
-            fab = design_fabric(d, gpus_per_server=workload.gpus_per_server)
-            routing = design_routing(d, fab)
-        w, label = design_workload(workload, d, problem), d.solver
-        if priority is None and getattr(d, "priority", ()):
-            priority = d.priority  # the design's own class priorities (``--priority`` overrides)
+        fab, w, routing, label, own = design_case(workload, d, str(path))
+        if priority is None and own:
+            priority = own  # the design's own class priorities (``--priority`` overrides)
     else:
         run = build_fabric(
             fabric,
@@ -165,3 +144,47 @@ def simulate_plan(
         "reduction": it.info["reduction"],
         **extra,
     }
+
+
+def design_case(workload: Workload, d: Any, where: str = "design"):
+    """The fabric, workload, routing, label and class priorities of design ``d`` for
+    ``workload`` (what :func:`simulate_plan` runs with ``design``): an optical design on its
+    circuits and rings, a hybrid design on its electrical fabric plus circuits.
+
+    Raises :class:`InputError` when the design is for another number of servers or its rings do
+    not fit the plan's collectives (``where`` names the design in the message)."""
+    from solvers import (
+        DesignProblem,
+        HybridDesign,
+        check_design_rings,
+        design_fabric,
+        design_routing,
+        design_workload,
+    )
+
+    if d.servers != workload.servers:
+        raise InputError(
+            "--design", f"{d.servers} servers", f"a design for {workload.servers} servers"
+        )
+    problem = DesignProblem.from_workload(workload, d.degree, d.link_bandwidth)
+    check_design_rings(d, problem, where)
+    if isinstance(d, HybridDesign):
+        fab = d.fabric()
+        routing = d.routing_pathset(fab)
+    else:
+        fab = design_fabric(d, gpus_per_server=workload.gpus_per_server)
+        routing = design_routing(d, fab)
+    w = design_workload(workload, d, problem)
+    return fab, w, routing, d.solver, tuple(getattr(d, "priority", ()) or ())
+
+
+def design_iteration(workload: Workload, d: Any):
+    """The simulated iteration (:class:`~topoopt.flowsim.iteration.IterationResult`) of
+    ``workload`` on design ``d``, exactly as ``topoopt simulate PLAN --design FILE`` runs it
+    (the design's own class priorities; symmetry reduction on, which is exact). ``design``
+    prints it beside the search's objective, which may be another objective (congestion)."""
+    from topoopt.flowsim.work import check_work, fabric_paths
+
+    fab, w, routing, _, own = design_case(workload, d)
+    check_work(w, paths=fabric_paths(fab, routing))
+    return simulate_iteration(w, fab, routing=routing, priority=own or None)

@@ -121,10 +121,10 @@ def advise_command(
             for _, c, s in heads
         ]
         t.add_row(*cells, style="bold green" if pareto else None)
+    for s in res.verdict:  # the verdict first, as the HTML report opens with it
+        stdout.print(s, markup=False, highlight=False)
     stdout.print(t)
     stdout.print("bold green: on the Pareto front (capex, power, iteration)", highlight=False)
-    for s in res.verdict:
-        stdout.print(s, markup=False, highlight=False)
     stdout.print(f"{len(res.rows)} evaluations in {res.wall_s:.1f} s", highlight=False)
 
 

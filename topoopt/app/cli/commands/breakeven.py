@@ -21,8 +21,10 @@ from topoopt.app.cli.common import (
     handle_errors,
     prepare_output,
     stdout,
+    warnings_said,
     write_output_text,
 )
+from topoopt.app.report.time_units import time_unit
 from topoopt.units import gbps_to_bytes_per_s
 
 __all__ = ["register", "breakeven_command"]
@@ -102,6 +104,9 @@ def breakeven_command(
             rel_tol=rel_tol,
             progress=bar,
         )
+    from topoopt.app.report.study_verdicts import breakeven_verdict
+
+    verdict = breakeven_verdict(res)
     if html is not None:
         from topoopt.app.report.cost_figures import breakeven_curve
         from topoopt.app.report.html import page_html
@@ -121,21 +126,32 @@ def breakeven_command(
             + "."
         )
         write_output_text(
-            html, page_html([("breakeven-curve", fig)], f"{workload.name}: breakeven", intro)
+            html,
+            page_html(
+                [("breakeven-curve", fig)],
+                f"{workload.name}: breakeven",
+                intro,
+                verdict=verdict,
+                warnings=warnings_said(),
+            ),
         )
     if as_json:
-        emit_json(_finite(res.to_dict()))
+        emit_json({"verdict": verdict, **_finite(res.to_dict())})
         return
+    for sentence in verdict:
+        stdout.print(sentence, markup=False, highlight=False)
     t = Table(title=f"{workload.name}: {res.design} vs cost-equivalent fat-tree ({res.mode})")
-    for head in ("status", "price USD", "item", "table price USD", "optical ms", "tie ms"):
+    unit, k = time_unit([res.optical_iteration_s, res.tie_iteration_s or 0.0])
+    heads = ("status", "price USD", "item", "table price USD", f"optical {unit}", f"tie {unit}")
+    for head in heads:
         t.add_column(head, justify="right", no_wrap=True)
     t.add_row(
         res.status,
         "-" if res.price_usd is None else f"{res.price_usd:.4g}",
         res.price_item,
         f"{res.base_price_usd:.4g}",
-        f"{res.optical_iteration_s * 1e3:.4g}",
-        "-" if res.tie_iteration_s is None else f"{res.tie_iteration_s * 1e3:.4g}",
+        f"{res.optical_iteration_s * k:.4g}",
+        "-" if res.tie_iteration_s is None else f"{res.tie_iteration_s * k:.4g}",
     )
     stdout.print(t)
 

@@ -21,6 +21,7 @@ from topoopt.app.cli.common import (
     stdout,
     write_output_text,
 )
+from topoopt.app.report.time_units import time_unit
 from topoopt.units import gbps_to_bytes_per_s
 from traffic.errors import InputError
 
@@ -75,22 +76,28 @@ def cluster_command(
     )  # fmt: skip
     for m in lines:
         print(m, file=sys.stderr)
+    from topoopt.app.report.study_verdicts import cluster_verdict
+
+    verdict = cluster_verdict(res)
     if html is not None:
         from topoopt.app.report.cluster_figures import cluster_page
 
-        write_output_text(html, cluster_page(res))
+        write_output_text(html, cluster_page(res, verdict=verdict))
     if as_json:
-        emit_json(res)
+        emit_json({"verdict": verdict, **res})
         return
+    for sentence in verdict:
+        stdout.print(sentence, markup=False, highlight=False)
     t = Table(title=f"{len(res['jobs'])} jobs on {servers} servers, {degree} x {link_gbps:g} Gbps")
-    for head in ("job", "servers", "iteration ms", "ideal switch ms", "slowdown", "repaired"):
+    u, k = time_unit([j[c] for j in res["jobs"] for c in ("iteration_s", "alone_ideal_s")])
+    for head in ("job", "servers", f"iteration {u}", f"ideal switch {u}", "slowdown", "repaired"):
         t.add_column(head, justify="right", no_wrap=True)
     for j in res["jobs"]:
         t.add_row(
             j["name"],
             f"{j['servers'][0]}..{j['servers'][-1]}",
-            f"{j['iteration_s'] * 1e3:.4g}",
-            f"{j['alone_ideal_s'] * 1e3:.4g}",
+            f"{j['iteration_s'] * k:.4g}",
+            f"{j['alone_ideal_s'] * k:.4g}",
             f"{j['slowdown']:.3f}",
             str(j["repaired_circuits"]),
         )

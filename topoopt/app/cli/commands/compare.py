@@ -26,6 +26,8 @@ from topoopt.app.cli.common import (
     prepare_output,
     stdout,
     to_jsonable,
+    warn_line,
+    warnings_said,
     write_output_text,
     write_output_with,
 )
@@ -122,9 +124,11 @@ def compare_command(
     from solvers import search_warning
 
     for run in res.runs:  # one line per search that fell back or was cut by the clock
-        warning = None if run.design is None else search_warning(run.design, run.name)
-        if warning:
-            print(warning, file=sys.stderr)
+        if run.design is not None:  # on stderr, and in the JSON document and the HTML report
+            warn_line(search_warning(run.design, run.name))
+    from topoopt.app.report.verdict import best_rows, shown_name, verdict_sentences
+
+    verdict = verdict_sentences(table, res.iterations)
     if csv is not None:
         flat = table.copy()
         for col in ("capex_breakdown", "power_breakdown", "fabric_info"):
@@ -136,13 +140,18 @@ def compare_command(
     if html is not None:
         from topoopt.app.report.pages import compare_page
 
-        write_output_text(html, compare_page(res, title=f"{workload.name}: fabric comparison"))
-    if as_json:
-        emit_json({"rows": json_rows(table), "params": res.params})  # null: no design
+        page = compare_page(
+            res, title=f"{workload.name}: fabric comparison", warnings=warnings_said()
+        )
+        write_output_text(html, page)
+    if as_json:  # null: no design
+        emit_json({"verdict": verdict, "rows": json_rows(table), "params": res.params})
         return
     t = Table(
         title=f"{workload.name}: {degree} x {link_gbps:g} Gbps per server"
-        + ("" if res.params["gpu"] is None else f", {res.params['gpu']}")
+        + ("" if res.params["gpu"] is None else f", {res.params['gpu']}"),
+        caption="bold green: fastest overall and fastest at equal capex; "
+        "ideal: a bound, not a product",
     )
     from topoopt.app.report.pages import summary_columns  # the HTML summary's columns
 
@@ -158,11 +167,15 @@ def compare_command(
             print(f"{r['fabric']}: not built: {r['error']}", file=sys.stderr)
             continue
         t.add_row(
-            *[str(r[c]) if s is None else f"{r[c] * s:.3f}" for _, c, s in cols if c in table]
+            *[
+                (shown_name(str(r[c])) if c == "fabric" else str(r[c]))
+                if s is None
+                else f"{r[c] * s:.3f}"
+                for _, c, s in cols
+                if c in table
+            ]
         )
-    from topoopt.app.report.verdict import best_rows, verdict_sentences
-
-    for sentence in verdict_sentences(table, res.iterations):
+    for sentence in verdict:
         stdout.print(sentence, markup=False, highlight=False)
     best = best_rows(table)
     for i, row in enumerate(t.rows):

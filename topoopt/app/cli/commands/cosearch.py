@@ -21,8 +21,11 @@ from topoopt.app.cli.common import (
     parse_name_list,
     prepare_output,
     stdout,
+    warn_line,
+    warnings_said,
     write_output_text,
 )
+from topoopt.app.report.time_units import time_unit
 from topoopt.units import gbps_to_bytes_per_s
 
 __all__ = ["register", "cosearch_command", "setup"]
@@ -295,35 +298,45 @@ def cosearch_command(
             ck.close(failed=failed)
     if ck is not None and ck.reused:
         print(f"{ck.reused} evaluations reused from {out}", file=sys.stderr)
+    from topoopt.app.report.study_verdicts import cosearch_verdict
+
+    b = res.best
+    coarse = [r for r in [b, *res.pareto] if r.get("coarsened")]
+    if coarse:  # a reported point evaluated with coarsened gradient buckets
+        warn_line(
+            f"cosearch: {len(coarse)} reported point(s) evaluated with coarsened gradient "
+            "buckets (too many flows to simulate exactly)"
+        )
+    verdict = cosearch_verdict(b, res.reference, res.pareto)
     if html is not None:
         from topoopt.app.report.cosearch_figures import cosearch_page
 
-        write_output_text(html, cosearch_page(res, title=f"{model}: co-search"))
-    if as_json:
-        emit_json(doc)
-        return
-    b = res.best
-    stdout.print(
-        f"best plan on {b['fabric']}: {b['label']}: iteration {b['iteration_s'] * 1e3:.1f} ms, "
-        f"capex {b['capex_usd'] / 1e6:.3f} M$, {b['memory_per_gpu_bytes'] / 1e9:.1f} GB per GPU"
-    )
-    if res.reference is not None:
-        r = res.reference
-        stdout.print(
-            f"{r['label']}: {r['iteration_s'] * 1e3:.1f} ms "
-            f"({r['iteration_s'] / b['iteration_s']:.3f}x the best)"
+        page = cosearch_page(
+            res, title=f"{model}: co-search", verdict=verdict, warnings=warnings_said()
         )
+        write_output_text(html, page)
+    if as_json:
+        emit_json({"verdict": verdict, **doc})
+        return
+    for sentence in verdict:
+        stdout.print(sentence, markup=False, highlight=False)
     d = b.get("design")
     if d:
         stdout.print(
             f"design ({d['solver']}, {d['status']}): circuits [u, v, count] {d['circuits']}"
         )
     t = Table(title="Pareto front: iteration time vs network capex")
-    for head in ("fabric", "plan", "iteration ms", "capex M$"):
+    unit, k = time_unit([r["iteration_s"] for r in res.pareto])
+    for head in ("fabric", "plan", f"iteration {unit}", "capex M$"):
         t.add_column(head)
-    for r in res.pareto:
+    fastest = min(range(len(res.pareto)), key=lambda i: res.pareto[i]["iteration_s"], default=-1)
+    for i, r in enumerate(res.pareto):
         t.add_row(
-            r["fabric"], r["label"], f"{r['iteration_s'] * 1e3:.1f}", f"{r['capex_usd'] / 1e6:.3f}"
+            r["fabric"],
+            r["label"],
+            f"{r['iteration_s'] * k:.4g}",
+            f"{r['capex_usd'] / 1e6:.3f}",
+            style="bold green" if i == fastest else None,
         )
     stdout.print(t)
     stdout.print(f"{len(res.records)} evaluations ({eng.backend}, {workers} workers)")

@@ -22,6 +22,8 @@ from topoopt.app.cli.common import (
     prepare_output,
     stderr,
     stdout,
+    warn_line,
+    warnings_said,
     write_output_text,
 )
 
@@ -62,7 +64,9 @@ def demo_command(
             bar.update(task, advance=1, description=msg)
 
         result = run_demo(time_limit_s=time_limit, progress=lambda m: _say(bar, m), on_step=step)
-    write_output_text(out, result.html())
+    for line in result.warnings():  # on stderr, and in the JSON document and the report
+        warn_line(line)
+    write_output_text(out, result.html(warnings_said()))
     cmp = result.comparison
     if as_json:
         emit_json(
@@ -75,7 +79,13 @@ def demo_command(
             }
         )
         return
-    t = Table(title="Simulated iteration per fabric (flow model); x ideal = over the ideal switch")
+    for sentence in result.verdict():  # the verdict first, as the report opens with it
+        stdout.print(sentence, markup=False, highlight=False)
+    t = Table(
+        title="Simulated iteration per fabric (flow model); x ideal = over the ideal switch",
+        caption="bold green: fastest and fastest at equal capex per plan and port count; "
+        "ideal: a bound, not a product",
+    )
     from topoopt.app.report.time_units import time_unit
 
     # one unit per plan (ms for DLRM, s for GPT-3), written in every cell
@@ -83,21 +93,25 @@ def demo_command(
         plan: time_unit(g["iteration_s"], g["comm_s"], g["exposed_comm_s"])
         for plan, g in cmp.groupby("plan", sort=False)
     }
-    for head in ("plan", "ports", "fabric", "iteration", "comm", "exposed", "capex M$", "x ideal"):
+    heads = ("plan", "ports", "fabric", "iteration", "comm", "exposed", "capex M$", "x ideal")
+    for head in (*heads, "iter/s per M$"):
         t.add_column(head, justify="left" if head in ("plan", "fabric") else "right", no_wrap=True)
-    for _, r in cmp.iterrows():
+    from topoopt.app.report.verdict import shown_name
+
+    best = result.best_positions()
+    for i, (_, r) in enumerate(cmp.iterrows()):
         unit, k = units[r["plan"]]
         t.add_row(
             str(r["plan"]),
             str(int(r["degree"])),
-            str(r["fabric"]),
+            shown_name(str(r["fabric"])),
             *(f"{r[c] * k:.2f} {unit}" for c in ("iteration_s", "comm_s", "exposed_comm_s")),
             f"{r['capex_usd'] / 1e6:.3f}",
             f"{r['ratio_to_ideal']:.3f}",
+            f"{r['iterations_per_s_per_musd']:.3f}",
+            style="bold green" if i in best else None,
         )
     stdout.print(t)  # the report's path is on stderr, once ("wrote ...")
-    for sentence in result.verdict():  # the verdict, as the report opens with it
-        stdout.print(sentence, markup=False, highlight=False)
 
 
 def _say(bar: Progress, message: str) -> None:

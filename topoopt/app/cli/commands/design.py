@@ -21,11 +21,14 @@ from topoopt.app.cli.common import (
     handle_errors,
     prepare_output,
     stdout,
+    warn_line,
+    warnings_said,
     write_output_json,
     write_output_text,
     write_output_with,
 )
 from topoopt.app.cli.help_style import code_default
+from topoopt.app.report.time_units import time_unit
 from topoopt.units import gbps_to_bytes_per_s
 
 __all__ = ["register", "design_command"]
@@ -202,17 +205,38 @@ def design_command(
         design = with_port_options(design, problem)
         from solvers import search_warning
 
-        warning = search_warning(design, solver.value)
-        if warning:  # fell back to another objective, or cut by the clock
-            print(warning, file=sys.stderr)
+        # fell back to another objective, or cut by the clock: stderr, JSON and HTML
+        warn_line(search_warning(design, solver.value))
     check_finite(design.to_dict(), plan, "design")  # design.json is strict JSON: no Infinity
+    from topoopt.app.report.study_verdicts import design_verdict
+    from topoopt.app.studies.simulate import design_iteration
+
+    # the objective may be another one (congestion): the design's simulated iteration beside it
+    simulated_s = float(design_iteration(workload, design).iteration_s)
+    info = dict(getattr(design, "info", None) or {})
+    ideal_s = info.get("ideal_iteration_s")
+    verdict = design_verdict(
+        str(design.solver),
+        simulated_s,
+        info.get("objective"),
+        float(design.objective_s),
+        float(design.lower_bound_s),
+        ideal_s=None if ideal_s is None else float(ideal_s),
+    )
     if out is not None:
         write_output_json(out, design.to_dict(), indent=1)  # design.to_json(), strict
     if html is not None:
         from topoopt.app.report.design_figures import design_page
 
         scored = problem if fabric == FabricKind.optical else None  # loads: optical designs only
-        write_output_text(html, design_page(design, scored, title=f"{workload.name}: design"))
+        page = design_page(
+            design,
+            scored,
+            title=f"{workload.name}: design",
+            verdict=verdict,
+            warnings=warnings_said(),
+        )
+        write_output_text(html, page)
     if graphml is not None:
         from topoopt.exports.graphml import write_graphml
 
@@ -224,8 +248,10 @@ def design_command(
             built = design_fabric(design, gpus_per_server=workload.gpus_per_server, device="ocs")
         write_output_with(graphml, lambda tmp: write_graphml(built, tmp))
     if as_json:
-        emit_json(design.to_dict())
+        emit_json({**design.to_dict(), "simulated_iteration_s": simulated_s, "verdict": verdict})
         return
+    for sentence in verdict:  # the verdict first, as the HTML report opens with it
+        stdout.print(sentence, markup=False, highlight=False)
     t = Table(title=f"{workload.name}: {solver.value} design, {degree} x {link_gbps:g} Gbps")
     t.add_column("quantity")
     t.add_column("value", justify="right")
@@ -239,8 +265,12 @@ def design_command(
     if problem.prewired is not None:
         t.add_row("pre-wired circuits", str(problem.prewired_circuits().total))
     t.add_row("status", design.status)
-    t.add_row("objective (ms)", f"{design.objective_s * 1e3:.4f}")
-    t.add_row("lower bound (ms)", f"{design.lower_bound_s * 1e3:.4f}")
+    unit, k = time_unit([simulated_s, design.objective_s, design.lower_bound_s])
+    t.add_row(f"simulated iteration ({unit})", f"{simulated_s * k:.4f}")
+    objective = info.get("objective")
+    head = "objective" if objective is None else f"objective: {objective}"
+    t.add_row(f"{head} ({unit})", f"{design.objective_s * k:.4f}")
+    t.add_row(f"lower bound ({unit})", f"{design.lower_bound_s * k:.4f}")
     t.add_row("gap", f"{design.gap:.2%}")
     t.add_row("wall (s)", f"{design.wall_s:.2f}")
     stdout.print(t)

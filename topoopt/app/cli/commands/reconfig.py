@@ -19,8 +19,10 @@ from topoopt.app.cli.common import (
     parse_name_list,
     prepare_output,
     stdout,
+    warn_line,
     write_output_json,
 )
+from topoopt.app.report.time_units import time_unit
 from topoopt.units import gbps_to_bytes_per_s
 from traffic.errors import InputError, check_finite
 
@@ -124,6 +126,16 @@ def reconfig_command(
     capex = {"chosen": priced(res.reconfigurations), "static": priced(0)}
     for b in res.baselines:
         capex[b["baseline"]] = priced(b["reconfigurations"])
+    from solvers import search_warning
+    from topoopt.app.report.study_verdicts import reconfig_verdict
+
+    warn_line(search_warning(res.static, f"reconfig: static {res.static.solver} design"))
+    if res.info.get("coarsened"):
+        warn_line(
+            f"reconfig: too many flows to search exactly; gradient buckets coarsened to "
+            f"{res.info.get('max_buckets')} per channel"
+        )
+    verdict = reconfig_verdict(res, delay_us / 1e6)
     doc = {
         "workload": workload.name,
         "degree": degree,
@@ -136,11 +148,15 @@ def reconfig_command(
     if out is not None:
         write_output_json(out, doc, indent=1)
     if as_json:
-        emit_json(doc)
+        emit_json({"verdict": verdict, **doc})
         return
+    for sentence in verdict:
+        stdout.print(sentence, markup=False, highlight=False)
     t = Table(title=f"{workload.name}: {degree} x {link_gbps:g} Gbps, delay {delay_us:g} us")
+    times = [res.iteration_s, res.static_iteration_s, *(b["iteration_s"] for b in res.baselines)]
+    unit, k = time_unit(times)
     t.add_column("schedule")
-    t.add_column("iteration (ms)", justify="right")
+    t.add_column(f"iteration ({unit})", justify="right")
     t.add_column("reconfigurations", justify="right")
     t.add_column("device")
     t.add_column("capex (USD)", justify="right")
@@ -150,16 +166,16 @@ def reconfig_command(
         c = capex[name]
         return [c["device"], f"{c['capex_usd']:,.0f}", f"{c['power_w']:,.0f}"]
 
-    t.add_row("chosen", f"{res.iteration_s * 1e3:.4f}", str(res.reconfigurations), *money("chosen"))
-    t.add_row("static", f"{res.static_iteration_s * 1e3:.4f}", "0", *money("static"))
+    t.add_row("chosen", f"{res.iteration_s * k:.4f}", str(res.reconfigurations), *money("chosen"))
+    t.add_row("static", f"{res.static_iteration_s * k:.4f}", "0", *money("static"))
     for b in res.baselines:
         t.add_row(
             b["baseline"],
-            f"{b['iteration_s'] * 1e3:.4f}",
+            f"{b['iteration_s'] * k:.4f}",
             str(b["reconfigurations"]),
             *money(b["baseline"]),
         )
-    t.add_row("lower bound", f"{res.lower_bound_s * 1e3:.4f}", "", "", "", "")
+    t.add_row("lower bound", f"{res.lower_bound_s * k:.4f}", "", "", "", "")
     stdout.print(t)
     for cs, start, ph in zip(
         res.schedule.sets, res.schedule.starts, res.schedule.phases, strict=True

@@ -20,8 +20,8 @@ from traffic.errors import InputError
 __all__ = ["register", "whatif_command"]
 
 
-def _ms(x: float | None) -> str:
-    return "cannot run" if x is None else f"{x * 1e3:.3f}"
+def _ms(x: float | None, k: float = 1e3) -> str:
+    return "cannot run" if x is None else f"{x * k:.3f}"
 
 
 @handle_errors
@@ -134,21 +134,31 @@ def whatif_command(
             res["failure"],
             "a failure that leaves the job's servers connected (rerouted or re-optimised)",
         )
+    from topoopt.app.report.study_verdicts import whatif_verdict
+    from topoopt.app.report.time_units import time_unit
+
+    verdict = whatif_verdict(res)
     if as_json:
-        emit_json(res)
+        emit_json({"verdict": verdict, **res})
         return
+    for sentence in verdict:
+        stdout.print(sentence, markup=False, highlight=False)
     t = Table(title=f"{case.workload.name}: {res['failure']} ({len(res['failed'])} circuits lost)")
+    keys = ("before_s", "before_rerouted_s", "after_s", "reoptimized_s", "intact_on_reoptimized_s")
+    u, k = time_unit([res[x] for x in keys if res.get(x) is not None])
     t.add_column("quantity")
     t.add_column("value", justify="right")
-    t.add_row("before (ms)", _ms(res["before_s"]))
-    t.add_row("before, on the rerouted paths (ms)", _ms(res["before_rerouted_s"]))
-    t.add_row("after, rerouted (ms)", _ms(res["after_s"]))
-    t.add_row(f"re-optimised by {res['solver']} (ms)", _ms(res["reoptimized_s"]))
+    t.add_row(f"before ({u})", _ms(res["before_s"], k))
+    t.add_row(f"before, on the rerouted paths ({u})", _ms(res["before_rerouted_s"], k))
+    t.add_row(f"after, rerouted ({u})", _ms(res["after_s"], k))
+    t.add_row(f"re-optimised by {res['solver']} ({u})", _ms(res["reoptimized_s"], k))
     t.add_row("circuits rewired", str(res["rewired_circuits"]))
     if res["fallback"]:
         t.add_row("re-optimisation", "slower: kept the rerouted design")
     if res["intact_on_reoptimized_s"] is not None:
-        t.add_row("intact, on the re-optimised routes (ms)", _ms(res["intact_on_reoptimized_s"]))
+        t.add_row(
+            f"intact, on the re-optimised routes ({u})", _ms(res["intact_on_reoptimized_s"], k)
+        )
     stdout.print(t)
 
 
