@@ -126,7 +126,8 @@ def test_help_keeps_brackets_and_lists_fabrics_in_full():
 
 
 def _unit_options():
-    """(command path, required filler args, option, unit) for every *_gbps / *_ms option."""
+    """(command path, required filler args, option, unit) for every *_gbps / *_ms / *_us
+    option."""
     out = []
     for path, cmd in ALL:
         if getattr(cmd, "commands", None):
@@ -140,7 +141,7 @@ def _unit_options():
                 value = p.metavar.strip("[]").split("|")[0]
             filler += [value] if p.param_type_name == "argument" else [p.opts[0], value]
         for p in cmd.params:
-            for suffix, unit in (("_gbps", "Gbps"), ("_ms", "ms")):
+            for suffix, unit in (("_gbps", "Gbps"), ("_ms", "ms"), ("_us", "us")):
                 if p.name.endswith(suffix):
                     out.append((path, filler, p.opts[0], unit))
     return out
@@ -158,7 +159,7 @@ def test_errors_speak_the_users_units(path, filler, option, unit):
     assert r.stdout == ""
     assert r.stderr.strip().splitlines() == [
         f"error: {option}: got -100.0; allowed: a finite number of {unit} "
-        + (">= 0" if unit == "ms" else "> 0")
+        + (">= 0" if unit in ("ms", "us") else "> 0")
     ]
 
 
@@ -166,7 +167,8 @@ def test_unit_options_are_found():
     found = {(" ".join(p), o) for p, _, o, _ in UNIT_OPTIONS}
     assert {("compare", "--link-gbps"), ("design", "--electrical-gbps")} <= found
     assert ("fabric hybrid", "--optical-gbps") in found
-    assert ("fabric tpu-v4", "--reconfig-ms") in found
+    assert ("fabric tpu-v4", "--delay-us") in found  # one name and unit for the delay
+    assert ("reconfig", "--delay-us") in found
     assert len(found) >= 15
 
 

@@ -89,7 +89,7 @@ def _cases(f) -> dict[str, list[str]]:
                 "collective --fabric expander --servers 8 --degree 3 --collective all-reduce "
                 "--size 1MiB"
             ).split(),
-            "whatif": ["whatif", str(f["design"]), "--plan", "dlrm", "--fail-links", "1"],
+            "whatif": ["whatif", "dlrm", "--design", str(f["design"]), "--fail-links", "1"],
             "reconfig": "reconfig dlrm --degree 2 --solver topoopt --phase-solvers demand".split(),
             "export": ["export", "dlrm", "--format", "simai", "--out", str(f["tmp"] / "simai")],
             "cosearch": ["cosearch", "vgg16", "--servers", "8", "--degree", "4"],

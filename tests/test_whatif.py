@@ -297,15 +297,15 @@ def invoke(*args):
         ([], '{"ports": [[0]]}', "ports[0]"),
         ([], '{"ports": [[0, 1]], "circuits": []}', "--fail-ports"),
         ([], "server,ports\n99,1\n", "ports[0].server"),
-        (["--plan", "gpt3-175b-32", "--fail-links", "1"], None, "DESIGN"),
+        (["--fail-links", "1"], None, "--design"),
         (["--fail-links", "1", "--fail-ocs", "0"], None, "--fail-links/--fail-ports"),
     ],
 )
 def test_cli_errors(dlrm_design_file, tmp_path, extra, content, field):
-    args = [dlrm_design_file]
-    if "--plan" not in extra:
-        args += ["--plan", "dlrm"]
-    args += extra
+    # PLAN --design FILE, as simulate, export and reconfig take them; the design of another
+    # plan (16 servers for a 32-server plan) is refused naming --design
+    plan = "gpt3-175b-32" if field == "--design" else "dlrm"
+    args = [plan, "--design", dlrm_design_file, *extra]
     if content is not None:
         f = tmp_path / "fail.txt"
         f.write_text(content)
@@ -318,7 +318,7 @@ def test_cli_errors(dlrm_design_file, tmp_path, extra, content, field):
 
 
 def test_cli_json(dlrm_design_file):
-    r = invoke(dlrm_design_file, "--plan", "dlrm", "--fail-ocs", "2", "--json")
+    r = invoke("dlrm", "--design", dlrm_design_file, "--fail-ocs", "2", "--json")
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)
     for key in ("before_s", "after_s", "reoptimized_s", "rewired_circuits", "failed"):
@@ -368,7 +368,7 @@ def test_port_assignment_meets_the_matching_bound(n, degree, solver):
 
 
 def test_cli_sweep_json(dlrm_design_file):
-    r = invoke(dlrm_design_file, "--plan", "dlrm", "--sweep", "--samples", "1", "--json")
+    r = invoke("dlrm", "--design", dlrm_design_file, "--sweep", "--samples", "1", "--json")
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)  # exactly one document
     assert set(doc["failures"]) == {"1", "2"}

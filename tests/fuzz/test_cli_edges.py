@@ -96,7 +96,7 @@ def test_bad_fail_ports_file_is_one_error_line(name, text, tmp_path):
     f = tmp_path / name
     f.write_text(text, encoding="utf-8")
     design = str(SEEDS / "design.json")
-    _one_error_line(["whatif", design, "--plan", PLAN, "--fail-ports", str(f), "--json"])
+    _one_error_line(["whatif", PLAN, "--design", design, "--fail-ports", str(f), "--json"])
 
 
 def test_prewired_error_names_the_real_line_after_blank_lines(tmp_path):

@@ -115,13 +115,14 @@ def check_edge_units(options: dict[str, Any]) -> None:
     magnitude (``--seed``: int64), so an absurd value is one line before any work, not an
     ``OverflowError`` or ``MemoryError`` deep inside.
 
-    By name: ``*_gbps`` options are rates in Gbps (finite, > 0), ``*_ms`` options delays in ms
-    (finite, >= 0). The message names the option and the value as the user typed them, not the
+    By name: ``*_gbps`` options are rates in Gbps (finite, > 0), ``*_ms`` and ``*_us`` options
+    delays in ms or microseconds (finite, >= 0; a reconfiguration delay is ``--delay-us`` in
+    every command). The message names the option and the value as the user typed them, not the
     bytes/s or seconds the library sees.
 
     Examples
     --------
-    >>> check_edge_units({"link_gbps": 100.0, "reconfig_ms": None})
+    >>> check_edge_units({"link_gbps": 100.0, "delay_us": None})
     >>> check_edge_units({"link_gbps": -100.0})
     Traceback (most recent call last):
     traffic.errors.InputError: --link-gbps: got -100.0; allowed: a finite number of Gbps > 0
@@ -150,6 +151,8 @@ def check_edge_units(options: dict[str, Any]) -> None:
             raise InputError(option, value, "a finite number of Gbps > 0")
         if name.endswith("_ms") and not (math.isfinite(value) and value >= 0):
             raise InputError(option, value, "a finite number of ms >= 0")
+        if name.endswith("_us") and not (math.isfinite(value) and value >= 0):
+            raise InputError(option, value, "a finite number of us >= 0")
 
 
 PROGRESS_EVERY_S = 5.0

@@ -33,6 +33,7 @@ def simulate_plan(
     split_allreduce: float | None = None,
     gpu: str | None = None,
     reduction: bool = True,
+    time_limit_s: float = 900.0,
 ) -> dict[str, Any]:
     """Simulate ``plan`` on a design file or a fabric kind.
 
@@ -63,6 +64,9 @@ def simulate_plan(
         ``reduction``: what the symmetry reduction found (``status`` ``on``/``off``, classes,
         flows before and after, ``reason`` when off: no symmetry, the check failed, priorities or
         split all-reduce); on by default (exact), ``reduction=False`` runs without it.
+        ``time_limit_s``: the wall-clock safety cap of a fabric that is designed (``joint``,
+        ``topoopt-best``; the CLI's ``--time-limit``); ``search_warning`` is then the line of
+        :func:`solvers.search_warning` (``None``: the search neither fell back nor was cut).
     """
     if schedule is not None and schedule not in SCHEDULES:
         raise InputError("--schedule", schedule, f"one of {', '.join(SCHEDULES)}")
@@ -95,8 +99,13 @@ def simulate_plan(
             oversubscription=oversubscription,
             seed=seed,
             progress=progress,
+            time_limit_s=time_limit_s,
         )
         fab, w, routing, label = run.fabric, run.workload, run.routing, fabric
+        if run.design is not None:
+            from solvers import search_warning
+
+            priced["search_warning"] = search_warning(run.design, str(fabric))
         from topoopt.app.studies.compare import cost_columns
 
         priced = {"capex_usd": run.capex_usd, "power_w": run.power_w, **cost_columns(run)}

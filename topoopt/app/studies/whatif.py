@@ -387,10 +387,10 @@ def load_case(design_path: str | Path, plan: str) -> Case:
 
     path = Path(design_path)
     if not path.is_file():
-        raise InputError("DESIGN", str(design_path), "an existing design.json file")
+        raise InputError("--design", str(design_path), "an existing design.json file")
     d = load_design(path)
     if isinstance(d, HybridDesign):
-        raise InputError("DESIGN", "a hybrid design", "an optical (direct-connect) design")
+        raise InputError("--design", "a hybrid design", "an optical (direct-connect) design")
     return make_case(d, load_workload(plan), str(path))
 
 
@@ -402,7 +402,7 @@ def make_case(design, workload, name: str = "design.json") -> Case:
     d = design
     if d.servers != workload.servers:
         allowed = f"a design for {workload.servers} servers (the plan's)"
-        raise InputError("DESIGN", f"{d.servers} servers", allowed)
+        raise InputError("--design", f"{d.servers} servers", allowed)
     problem = DesignProblem.from_workload(
         workload, d.degree, d.link_bandwidth, reserved=d.reserved_ports, prewired=d.prewired
     )
@@ -692,7 +692,7 @@ def whatif_sweep(
     reopt_by_k: dict[str, list[float]] = {}
     for k in (1, 2):
         if k > total:
-            raise InputError("DESIGN", f"{total} circuit(s)", f"at least {k} to fail {k}")
+            raise InputError("--design", f"{total} circuit(s)", f"at least {k} to fail {k}")
         after, reopt, disc, lost, rewired, intact = [], [], 0, 0, [], []
         for i in range(samples):
             s = seed * 1000 + 10 * i + k

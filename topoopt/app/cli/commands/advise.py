@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from topoopt.app.cli.choices import Preset
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
@@ -55,7 +56,9 @@ def advise_command(
         str | None,
         typer.Option(help="Price table: a YAML file merged over the defaults, or a preset name"),
     ] = None,
-    preset: Annotated[str | None, typer.Option(help="Named price table")] = None,
+    preset: Annotated[Preset | None, typer.Option(help="Named price table, see docs/costs.md")] = (
+        None
+    ),
     cosearch: Annotated[
         bool, typer.Option(help="Co-search the plans per family (not available in advise yet)")
     ] = False,

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from topoopt.app.cli.choices import Preset
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
@@ -72,7 +73,7 @@ def breakeven_command(
         typer.Option(help="Price table: a YAML file merged over the defaults, or a preset name"),
     ] = None,
     preset: Annotated[
-        str | None, typer.Option(help="Named price table (topoopt-paper), see docs/costs.md")
+        Preset | None, typer.Option(help="Named price table, see docs/costs.md")
     ] = None,
     rel_tol: Annotated[float, typer.Option(help="Bisection stops at this price ratio - 1")] = 1e-3,
     time_limit: Annotated[

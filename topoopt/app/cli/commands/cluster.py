@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from topoopt.app.cli.choices import SolverName
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
@@ -40,7 +41,7 @@ def cluster_command(
     arrivals: Annotated[
         Path | None, typer.Option(help="Events file: [{time_s, arrive: {name, plan} | depart}]")
     ] = None,
-    solver: Annotated[str, typer.Option(help="Per-job solver (topoopt, joint, ...)")] = "topoopt",
+    solver: Annotated[SolverName, typer.Option(help="Per-job solver")] = SolverName.topoopt,
     work_limit: Annotated[
         float, typer.Option(help="Deterministic work budget of each joint solve")
     ] = 1.0,
@@ -50,11 +51,9 @@ def cluster_command(
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
 ) -> None:
     """Per-job iteration time on a shared OCS cluster against each job alone on an ideal switch."""
-    from solvers import SOLVERS
     from topoopt.app.studies.cluster import run_cluster
 
-    if solver not in SOLVERS:
-        raise InputError("--solver", solver, f"one of {', '.join(SOLVERS)}")
+    solver = SolverName(solver).value
     if not (work_limit > 0 and math.isfinite(work_limit)):
         raise InputError("--work-limit", work_limit, "a finite number > 0")
     if servers < 1 or servers > 1_000_000:

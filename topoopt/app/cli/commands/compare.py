@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from topoopt.app.cli.byte_sizes import parse_bytes
+from topoopt.app.cli.choices import Preset
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
@@ -83,7 +84,7 @@ def compare_command(
         typer.Option(help="Price table: a YAML file merged over the defaults, or a preset name"),
     ] = None,
     preset: Annotated[
-        str | None, typer.Option(help="Named price table (topoopt-paper), see docs/costs.md")
+        Preset | None, typer.Option(help="Named price table, see docs/costs.md")
     ] = None,
     priority: PriorityOption = None,
     split_allreduce: SplitAllreduceOption = None,

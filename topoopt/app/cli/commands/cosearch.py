@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from topoopt.app.cli.byte_sizes import parse_bytes
+from topoopt.app.cli.choices import FabricName
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
@@ -211,7 +212,9 @@ def cosearch_command(
     ] = "80",
     degree: Annotated[int, typer.Option(help="Ports per server")] = DEFAULT_DEGREE,
     link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps")] = DEFAULT_LINK_GBPS,
-    fabric: Annotated[str, typer.Option(help="Fabric to choose the plan for")] = "joint",
+    fabric: Annotated[
+        FabricName, typer.Option(help="Fabric to choose the plan for")
+    ] = FabricName.joint,
     method: Annotated[
         Literal["refine", "topoopt-mcmc"], typer.Option(help="refine (ours) or topoopt-mcmc")
     ] = "refine",
@@ -256,7 +259,7 @@ def cosearch_command(
     if finalists < 1:
         raise InputError("--finalists", finalists, "an integer >= 1")
     cfg = SearchConfig(
-        fabric=fabric,
+        fabric=FabricName(fabric).value,
         degree=degree,
         link_bandwidth=gbps_to_bytes_per_s(link_gbps),
         max_evaluations=max_evaluations,

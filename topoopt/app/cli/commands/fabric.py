@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from topoopt.app.cli.choices import Device, ElectricalKind, Preset
 from topoopt.app.cli.common import (
     emit_json,
     handle_errors,
@@ -21,7 +22,7 @@ from topoopt.app.cli.common import (
     write_output_text,
     write_output_with,
 )
-from topoopt.units import gbps_to_bytes_per_s, ms_to_s
+from topoopt.units import gbps_to_bytes_per_s
 from traffic.errors import InputError
 
 __all__ = ["register", "fabric_app", "fabric_report"]
@@ -40,17 +41,27 @@ GraphmlOpt = Annotated[
 ]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite the --html file")]
 PricesOpt = Annotated[
-    Path | None, typer.Option("--prices", help="YAML price table merged over the defaults")
+    str | None,
+    typer.Option(
+        "--prices", help="Price table: a YAML file merged over the defaults, or a preset name"
+    ),
+]
+PresetOpt = Annotated[
+    Preset | None, typer.Option("--preset", help="Named price table, see docs/costs.md")
 ]
 GbpsOpt = Annotated[float, typer.Option("--link-gbps", help="Port / link bandwidth, Gbps")]
 GpusOpt = Annotated[int, typer.Option("--gpus-per-server", help="Accelerators per server")]
 
 
-def fabric_report(fabric, prices_path: Path | None = None) -> dict[str, Any]:
-    """The JSON-able report of a fabric (sizes, bisection, diameter, BOM, capex, power)."""
-    from topoopt.fabrics import bisection, cost, diameter, load_prices
+def fabric_report(
+    fabric, prices_path: str | Path | None = None, preset: str | None = None
+) -> dict[str, Any]:
+    """The JSON-able report of a fabric (sizes, bisection, diameter, BOM, capex, power), priced
+    as ``compare`` prices (``--prices`` a file or a preset name, ``--preset``)."""
+    from topoopt.fabrics import bisection, cost, diameter
+    from topoopt.fabrics.cost import resolve_prices
 
-    prices = load_prices(prices_path)
+    prices = resolve_prices(prices_path, None if preset is None else str(preset))
     rep = cost(fabric, prices)
     bis = bisection(fabric)
     try:
@@ -84,12 +95,13 @@ def _finish(
     as_json: bool,
     html: Path | None,
     force: bool,
-    prices: Path | None,
+    prices: str | None,
     graphml: Path | None = None,
+    preset: str | None = None,
 ) -> None:
     out = prepare_output(html, force, "--html")
     gml = prepare_output(graphml, force, "--graphml")
-    report = fabric_report(fabric, prices)
+    report = fabric_report(fabric, prices, preset)
     if gml is not None:
         from topoopt.exports.graphml import write_graphml
 
@@ -171,13 +183,14 @@ def ideal_cmd(
     html: HtmlOpt = None,
     force: ForceOpt = False,
     prices: PricesOpt = None,
+    preset: PresetOpt = None,
     graphml: GraphmlOpt = None,
 ) -> None:
     """One non-blocking switch (the bound)."""
     from topoopt.fabrics import ideal
 
     f = ideal(servers, degree, gbps_to_bytes_per_s(link_gbps), gpus_per_server=gpus_per_server)
-    _finish(f, as_json, html, force, prices, graphml)
+    _finish(f, as_json, html, force, prices, graphml, preset)
 
 
 @fabric_app.command("fat-tree")
@@ -195,6 +208,7 @@ def fat_tree_cmd(
     html: HtmlOpt = None,
     force: ForceOpt = False,
     prices: PricesOpt = None,
+    preset: PresetOpt = None,
     graphml: GraphmlOpt = None,
 ) -> None:
     """k-ary three-tier fat-tree."""
@@ -208,7 +222,7 @@ def fat_tree_cmd(
         port_bandwidth=gbps_to_bytes_per_s(link_gbps),
         gpus_per_server=gpus_per_server,
     )
-    _finish(f, as_json, html, force, prices, graphml)
+    _finish(f, as_json, html, force, prices, graphml, preset)
 
 
 @fabric_app.command("leaf-spine")
@@ -224,6 +238,7 @@ def leaf_spine_cmd(
     html: HtmlOpt = None,
     force: ForceOpt = False,
     prices: PricesOpt = None,
+    preset: PresetOpt = None,
     graphml: GraphmlOpt = None,
 ) -> None:
     """Leaf-spine Clos: one, two or three tiers as the server count and radix require."""
@@ -237,7 +252,7 @@ def leaf_spine_cmd(
         port_bandwidth=gbps_to_bytes_per_s(link_gbps),
         gpus_per_server=gpus_per_server,
     )
-    _finish(f, as_json, html, force, prices, graphml)
+    _finish(f, as_json, html, force, prices, graphml, preset)
 
 
 @fabric_app.command("rail")
@@ -254,6 +269,7 @@ def rail_cmd(
     html: HtmlOpt = None,
     force: ForceOpt = False,
     prices: PricesOpt = None,
+    preset: PresetOpt = None,
     graphml: GraphmlOpt = None,
 ) -> None:
     """Rail-optimised two-tier fabric (GPU i of every server on rail i)."""
@@ -266,7 +282,7 @@ def rail_cmd(
         radix=radix,
         port_bandwidth=gbps_to_bytes_per_s(link_gbps),
     )
-    _finish(f, as_json, html, force, prices, graphml)
+    _finish(f, as_json, html, force, prices, graphml, preset)
 
 
 @fabric_app.command("torus")
@@ -281,6 +297,7 @@ def torus_cmd(
     html: HtmlOpt = None,
     force: ForceOpt = False,
     prices: PricesOpt = None,
+    preset: PresetOpt = None,
     graphml: GraphmlOpt = None,
 ) -> None:
     """1-, 2- or 3-D wrap-around torus, one server per node."""
@@ -293,7 +310,7 @@ def torus_cmd(
         twist=twist or None,
         gpus_per_server=gpus_per_server,
     )
-    _finish(f, as_json, html, force, prices, graphml)
+    _finish(f, as_json, html, force, prices, graphml, preset)
 
 
 @fabric_app.command("tpu-v4")
@@ -304,11 +321,14 @@ def tpu_cmd(
     ),
     twist: Annotated[bool, typer.Option(help="Twisted wrap-around")] = False,
     link_gbps: GbpsOpt = 400.0,
-    reconfig_ms: Annotated[float, typer.Option(help="OCS reconfiguration delay, ms")] = 10.0,
+    delay_us: Annotated[
+        float, typer.Option(help="Reconfiguration delay of the OCS, microseconds")
+    ] = 10_000.0,
     as_json: JsonOpt = False,
     html: HtmlOpt = None,
     force: ForceOpt = False,
     prices: PricesOpt = None,
+    preset: PresetOpt = None,
     graphml: GraphmlOpt = None,
 ) -> None:
     """TPU-v4-style torus: 4x4x4 copper cubes joined by OCS circuits."""
@@ -318,9 +338,9 @@ def tpu_cmd(
         dims,
         gbps_to_bytes_per_s(link_gbps),
         twist=twist or None,
-        reconfiguration_delay=ms_to_s(reconfig_ms),
+        reconfiguration_delay=delay_us / 1e6,
     )
-    _finish(f, as_json, html, force, prices, graphml)
+    _finish(f, as_json, html, force, prices, graphml, preset)
 
 
 @fabric_app.command("direct")
@@ -332,9 +352,10 @@ def direct_cmd(
         Path | None,
         typer.Option("--circuits", help="Circuits file: 'u v [count]' rows or JSON"),
     ] = None,
-    device: Annotated[str, typer.Option(help="patch-panel or ocs")] = "patch-panel",
-    reconfig_ms: Annotated[
-        float | None, typer.Option(help="Reconfiguration delay, ms (default per device)")
+    device: Annotated[Device, typer.Option(help="What holds the circuits")] = Device.patch_panel,
+    delay_us: Annotated[
+        float | None,
+        typer.Option(help="Reconfiguration delay, microseconds (default per device)"),
     ] = None,
     link_gbps: GbpsOpt = 100.0,
     gpus_per_server: GpusOpt = 1,
@@ -342,6 +363,7 @@ def direct_cmd(
     html: HtmlOpt = None,
     force: ForceOpt = False,
     prices: PricesOpt = None,
+    preset: PresetOpt = None,
     graphml: GraphmlOpt = None,
 ) -> None:
     """Optical direct-connect (default circuits: TopoOpt geometric circulant)."""
@@ -352,11 +374,11 @@ def direct_cmd(
         degree,
         _circuits(circuits),
         gbps_to_bytes_per_s(link_gbps),
-        device=device,
-        reconfiguration_delay=None if reconfig_ms is None else ms_to_s(reconfig_ms),
+        device=Device(device).value,
+        reconfiguration_delay=None if delay_us is None else delay_us / 1e6,
         gpus_per_server=gpus_per_server,
     )
-    _finish(f, as_json, html, force, prices, graphml)
+    _finish(f, as_json, html, force, prices, graphml, preset)
 
 
 @fabric_app.command("expander")
@@ -365,13 +387,14 @@ def expander_cmd(
     servers: Annotated[int, typer.Option("--servers", help="Servers")],
     degree: Annotated[int, typer.Option("--degree", help="Optical ports per server")],
     seed: Annotated[int, typer.Option("--seed", help="Random seed")] = 0,
-    device: Annotated[str, typer.Option(help="patch-panel or ocs")] = "patch-panel",
+    device: Annotated[Device, typer.Option(help="What holds the circuits")] = Device.patch_panel,
     link_gbps: GbpsOpt = 100.0,
     gpus_per_server: GpusOpt = 1,
     as_json: JsonOpt = False,
     html: HtmlOpt = None,
     force: ForceOpt = False,
     prices: PricesOpt = None,
+    preset: PresetOpt = None,
     graphml: GraphmlOpt = None,
 ) -> None:
     """Random d-regular direct-connect (seeded)."""
@@ -382,10 +405,10 @@ def expander_cmd(
         degree,
         seed,
         gbps_to_bytes_per_s(link_gbps),
-        device=device,
+        device=Device(device).value,
         gpus_per_server=gpus_per_server,
     )
-    _finish(f, as_json, html, force, prices, graphml)
+    _finish(f, as_json, html, force, prices, graphml, preset)
 
 
 @fabric_app.command("hybrid")
@@ -393,12 +416,14 @@ def expander_cmd(
 def hybrid_cmd(
     servers: Annotated[int, typer.Option("--servers", help="Servers")],
     optical_degree: Annotated[int, typer.Option(help="Optical ports per server")],
-    electrical: Annotated[str, typer.Option(help="leaf-spine or fat-tree")] = "leaf-spine",
+    electrical: Annotated[
+        ElectricalKind, typer.Option(help="The electrical part")
+    ] = ElectricalKind.leaf_spine,
     oversubscription: Annotated[float, typer.Option(help="Electrical oversubscription")] = 1.0,
     k: Annotated[int | None, typer.Option("--k", help="Fat-tree radix")] = None,
     radix: Annotated[int, typer.Option(help="Leaf-spine switch ports")] = 64,
     circuits: Annotated[Path | None, typer.Option("--circuits", help="Circuits file")] = None,
-    device: Annotated[str, typer.Option(help="patch-panel or ocs")] = "ocs",
+    device: Annotated[Device, typer.Option(help="What holds the circuits")] = Device.ocs,
     link_gbps: GbpsOpt = 100.0,
     optical_gbps: Annotated[
         float | None, typer.Option(help="Optical port bandwidth, Gbps (default: --link-gbps)")
@@ -408,6 +433,7 @@ def hybrid_cmd(
     html: HtmlOpt = None,
     force: ForceOpt = False,
     prices: PricesOpt = None,
+    preset: PresetOpt = None,
     graphml: GraphmlOpt = None,
 ) -> None:
     """Electrical leaf-spine / fat-tree plus an optical circuit layer."""
@@ -416,17 +442,17 @@ def hybrid_cmd(
     f = hybrid(
         servers,
         optical_degree,
-        electrical=electrical,
+        electrical=ElectricalKind(electrical).value,
         oversubscription=oversubscription,
         k=k,
         radix=radix,
         circuits=_circuits(circuits),
         port_bandwidth=gbps_to_bytes_per_s(link_gbps),
         optical_port_bandwidth=None if optical_gbps is None else gbps_to_bytes_per_s(optical_gbps),
-        device=device,
+        device=Device(device).value,
         gpus_per_server=gpus_per_server,
     )
-    _finish(f, as_json, html, force, prices, graphml)
+    _finish(f, as_json, html, force, prices, graphml, preset)
 
 
 def register(app: typer.Typer) -> None:

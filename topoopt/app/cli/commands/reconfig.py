@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from topoopt.app.cli.choices import Preset, SolverName
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
@@ -39,7 +40,9 @@ def reconfig_command(
     delay_us: Annotated[
         float, typer.Option(help="Reconfiguration delay of the switch, microseconds")
     ] = 10_000.0,
-    solver: Annotated[str, typer.Option(help="Solver of the static design")] = "joint",
+    solver: Annotated[
+        SolverName, typer.Option(help="Solver of the static design")
+    ] = SolverName.joint,
     phase_solvers: Annotated[
         str, typer.Option(help="Per-phase designers, comma-separated (solver names, demand)")
     ] = "joint,topoopt,demand",
@@ -61,7 +64,7 @@ def reconfig_command(
         typer.Option(help="Price table: a YAML file merged over the defaults, or a preset name"),
     ] = None,
     preset: Annotated[
-        str | None, typer.Option(help="Named price table (topoopt-paper), see docs/costs.md")
+        Preset | None, typer.Option(help="Named price table, see docs/costs.md")
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Write the schedule (JSON) here")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
@@ -107,7 +110,7 @@ def reconfig_command(
             bw,
             delay_us / 1e6,
             static_design=static,
-            static_solver=solver,
+            static_solver=solver.value,
             solvers=names,
             seed=seed,
             work_limit=work_limit,

@@ -9,11 +9,12 @@ import typer
 from rich.table import Table
 
 from topoopt.app.cli.byte_sizes import parse_bytes
-from topoopt.app.cli.commands.compare import ALL_FABRICS
+from topoopt.app.cli.choices import FabricName, Schedule
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
+    DEFAULT_TIME_LIMIT_S,
     GpuOption,
     PriorityOption,
     SplitAllreduceOption,
@@ -21,6 +22,7 @@ from topoopt.app.cli.common import (
     emit_json,
     handle_errors,
     stdout,
+    warn_line,
 )
 from topoopt.units import gbps_to_bytes_per_s
 from traffic.errors import InputError, check_finite
@@ -34,10 +36,7 @@ def simulate_command(
     design: Annotated[
         Path | None, typer.Option(help="A design.json written by `topoopt design`")
     ] = None,
-    fabric: Annotated[
-        str | None,
-        typer.Option(help="A fabric kind, one of: " + ", ".join(ALL_FABRICS)),
-    ] = None,
+    fabric: Annotated[FabricName | None, typer.Option(help="A fabric kind")] = None,
     degree: Annotated[int, typer.Option(help="Ports per server (with --fabric)")] = DEFAULT_DEGREE,
     link_gbps: Annotated[
         float, typer.Option(help="Port bandwidth, Gbps (with --fabric)")
@@ -45,10 +44,10 @@ def simulate_command(
     oversubscription: Annotated[float, typer.Option(help="For oversubscribed fabrics")] = 4.0,
     seed: Annotated[int, typer.Option(help="Seed of random fabrics and solvers")] = DEFAULT_SEED,
     schedule: Annotated[
-        str | None,
+        Schedule | None,
         typer.Option(
-            help="Pipeline schedule: 1f1b, interleaved or eager-1f1b (default: interleaved "
-            "when vpp > 1, else 1f1b); eager-1f1b is never slower than 1f1b"
+            help="Pipeline schedule (default: interleaved when vpp > 1, else 1f1b); eager-1f1b "
+            "is never slower than 1f1b"
         ),
     ] = None,
     priority: PriorityOption = None,
@@ -61,6 +60,9 @@ def simulate_command(
             "the JSON's `reduction` says whether it was used and why not)"
         ),
     ] = True,
+    time_limit: Annotated[
+        float, typer.Option(help="Seconds for a designed fabric's search (joint, topoopt-best)")
+    ] = DEFAULT_TIME_LIMIT_S,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
     """Iteration time, communication time and exposed communication, per class."""
@@ -72,18 +74,20 @@ def simulate_command(
         res = simulate_plan(
             plan,
             design=design,
-            fabric=fabric,
+            fabric=None if fabric is None else FabricName(fabric).value,
             degree=degree,
             link_bandwidth=gbps_to_bytes_per_s(link_gbps),
             oversubscription=oversubscription,
             seed=seed,
             progress=bar,
-            schedule=schedule,
+            schedule=None if schedule is None else Schedule(schedule).value,
             priority=priority,
             split_allreduce=parse_bytes(split_allreduce, "--split-allreduce"),
             gpu=gpu,
             reduction=reduction,
+            time_limit_s=time_limit,
         )
+    warn_line(res.pop("search_warning", None))  # a designed fabric's search: stderr and JSON
     check_finite(res, str(design) if design is not None else plan)  # never a null time
     if as_json:
         emit_json(res)

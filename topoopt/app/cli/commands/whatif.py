@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from topoopt.app.cli.choices import SolverName
 from topoopt.app.cli.common import (
     DEFAULT_SEED,
     command_progress,
@@ -26,8 +27,12 @@ def _ms(x: float | None, k: float = 1e3) -> str:
 
 @handle_errors
 def whatif_command(
-    design: Annotated[Path, typer.Argument(help="A design.json written by `topoopt design`")],
-    plan: Annotated[str, typer.Option(help="The plan the design was made for")],
+    plan: Annotated[
+        str, typer.Argument(help="The plan the design was made for: file or embedded name")
+    ],
+    design: Annotated[
+        Path, typer.Option(help="A design.json written by `topoopt design` for PLAN")
+    ],
     fail_links: Annotated[int | None, typer.Option(help="K random circuits fail (seeded)")] = None,
     fail_ports: Annotated[
         Path | None,
@@ -41,7 +46,7 @@ def whatif_command(
     ] = False,
     samples: Annotated[int, typer.Option(help="Samples per failure count (with --sweep)")] = 4,
     solver: Annotated[
-        str | None, typer.Option(help="Re-optimiser (default: the design's solver)")
+        SolverName | None, typer.Option(help="Re-optimiser (default: the design's solver)")
     ] = None,
     work_limit: Annotated[
         float, typer.Option(help="Deterministic work budget of a joint re-optimisation")
@@ -71,10 +76,7 @@ def whatif_command(
         )
     if not (work_limit > 0 and work_limit < float("inf")):
         raise InputError("--work-limit", work_limit, "a finite number > 0")
-    from solvers import SOLVERS
-
-    if solver is not None and solver not in SOLVERS:
-        raise InputError("--solver", solver, f"one of {', '.join(SOLVERS)}")
+    solver = None if solver is None else SolverName(solver).value
     spec = read_failure_file(fail_ports) if fail_ports is not None else None
     case = load_case(design, plan)
     d = case.design

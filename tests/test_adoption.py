@@ -1,0 +1,199 @@
+"""Issue 28, what a new user meets first: one vocabulary per option (choices, PLAN --design FILE,
+one reconfiguration-delay option), the warning line of a degraded search on stderr, in the JSON
+envelope and in the HTML report, ``design``'s simulated iteration beside its objective (checked
+against ``simulate --design``), and verdict sentences above the tables of the studies, each
+checked against the numbers of the table it summarises. Every invocation is a small DLRM case
+(a few CPU seconds)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from topoopt.app.cli.app import app
+from topoopt.app.cli.choices import Device, FabricName, Preset, Schedule, SolverName
+
+ROOT = typer.main.get_command(app)
+runner = CliRunner()
+
+
+def _leaves():
+    for name, cmd in ROOT.commands.items():
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            yield from ((f"{name} {s}", c) for s, c in subs.items())
+        else:
+            yield name, cmd
+
+
+def _param(path: str, name: str):
+    cmd = dict(_leaves())[path]
+    return next(p for p in cmd.params if p.name == name)
+
+
+def test_choices_are_the_librarys_vocabularies():
+    from solvers import SOLVERS
+    from topoopt.app.studies.compare import FABRICS
+    from topoopt.fabrics.cost import PRESETS
+    from topoopt.flowsim.iteration import SCHEDULES
+
+    assert tuple(SolverName) == tuple(SOLVERS)
+    assert tuple(Schedule) == tuple(SCHEDULES)
+    assert tuple(FabricName) == tuple(FABRICS)
+    assert tuple(Preset) == tuple(PRESETS)
+    assert {d.value for d in Device} == {"patch-panel", "ocs"}
+
+
+@pytest.mark.parametrize(
+    "path,name",
+    [
+        ("simulate", "fabric"),
+        ("simulate", "schedule"),
+        ("cosearch", "fabric"),
+        ("reconfig", "solver"),
+        ("whatif", "solver"),
+        ("cluster", "solver"),
+        ("compare", "preset"),
+        ("breakeven", "preset"),
+        ("reconfig", "preset"),
+        ("advise", "preset"),
+        ("fabric ideal", "preset"),
+        ("fabric direct", "device"),
+        ("fabric expander", "device"),
+        ("fabric hybrid", "device"),
+        ("fabric hybrid", "electrical"),
+    ],
+)
+def test_fixed_vocabularies_are_choices(path, name):
+    assert _param(path, name).type_descriptor.is_choice, (path, name)
+
+
+def test_plan_comes_first_and_the_design_is_an_option():
+    """``PLAN --design FILE`` in every command that reads a design (whatif was the reverse)."""
+    seen = []
+    for path, cmd in _leaves():
+        design = [p for p in cmd.params if p.name == "design"]
+        if not design:
+            continue
+        seen.append(path)
+        assert design[0].param_type_name == "option", path
+        args = [p.name for p in cmd.params if p.param_type_name == "argument"]
+        assert args[:1] in ([], ["plan"]), (path, args)  # collective reads a design, no plan
+    assert {"simulate", "whatif", "export", "reconfig"} <= set(seen)
+
+
+def test_one_name_and_unit_for_the_reconfiguration_delay():
+    delays = {
+        (path, next(o for o in p.opts if o.startswith("--")))
+        for path, cmd in _leaves()
+        for p in cmd.params
+        if "delay" in (p.help or "").lower() and "reconfiguration" in (p.help or "").lower()
+    }
+    assert {o for _, o in delays} == {"--delay-us"}, delays
+    assert {"reconfig", "fabric tpu-v4", "fabric direct"} <= {p for p, _ in delays}
+
+
+@pytest.fixture(scope="module")
+def cut_design(tmp_path_factory):
+    """``design`` cut by the clock (a 1 ms cap): the warning line, everywhere."""
+    tmp = tmp_path_factory.mktemp("warn")
+    html, out = tmp / "design.html", tmp / "design.json"
+    argv = ["design", "dlrm", "--degree", "4", "--time-limit", "0.001", "--html", str(html)]
+    r = runner.invoke(app, [*argv, "--out", str(out), "--json"])
+    assert r.exit_code == 0, r.stderr[-2000:]
+    return r, html, out
+
+
+def test_warning_line_on_stderr_in_json_and_html(cut_design):
+    r, html, _ = cut_design
+    doc = json.loads(r.stdout)
+    said = [line for line in r.stderr.splitlines() if line.startswith("warning: ")]
+    assert said and doc["warnings"] == said  # the same lines, once each
+    assert "time limit cut" in said[0] and "not deterministic" in said[0]
+    assert doc["info"]["deterministic"] is False  # what the line reports
+    page = html.read_text()
+    block = re.search(r'<div id="warnings">(.*?)</div>', page, re.S)
+    assert block and said[0].replace("'", "&#x27;") in block.group(1)
+
+
+def test_design_prints_the_simulated_iteration(cut_design, tmp_path):
+    """The simulated iteration beside the objective is what ``simulate --design`` measures, and
+    the verdict and the table say it (here the congestion objective decided: not a time)."""
+    r, html, out = cut_design
+    doc = json.loads(r.stdout)
+    sim = runner.invoke(app, ["simulate", "dlrm", "--design", str(out), "--json"])
+    assert sim.exit_code == 0, sim.stderr[-2000:]
+    measured = json.loads(sim.stdout)["iteration_s"]
+    assert doc["simulated_iteration_s"] == pytest.approx(measured, rel=1e-9)
+    assert f"{measured * 1e3:.4g} ms (simulated)" in doc["verdict"][0]
+    assert doc["info"]["objective"] == "congestion"
+    assert (
+        "congestion objective" in doc["verdict"][1] and "not an iteration time" in doc["verdict"][1]
+    )
+    page = html.read_text()
+    verdict = re.search(r'<div id="verdict">(.*?)</div>', page, re.S).group(1)
+    assert f"{measured * 1e3:.4g} ms (simulated)" in verdict
+    # the terminal table: the verdict first, then a "simulated iteration" row
+    t = runner.invoke(app, ["design", "dlrm", "--degree", "4", "--solver", "topoopt"])
+    assert t.exit_code == 0
+    lines = t.stdout.splitlines()
+    assert lines[0].startswith("The topoopt design runs one iteration in")
+    row = next(line for line in lines if "simulated iteration (ms)" in line)
+    value = float(row.split("│")[2])
+    assert value == pytest.approx(measured * 1e3, abs=1e-4)
+
+
+def _opening(stdout: str) -> list[str]:
+    """The lines before the first table."""
+    lines = stdout.splitlines()
+    return lines[: next(i for i, line in enumerate(lines) if line.lstrip().startswith("┏")) - 1]
+
+
+def test_breakeven_sentences_against_its_numbers():
+    r = runner.invoke(app, ["breakeven", "dlrm", "--degree", "4", "--json"])
+    assert r.exit_code == 0, r.stderr[-2000:]
+    doc = json.loads(r.stdout)
+    curve = {round(p["factor"], 12): p["iteration_s"] for p in doc["curve"]}
+    t_opt, t_ft = doc["optical_iteration_s"], curve[1.0]
+    first, second = doc["verdict"]
+    winner = doc["design"] if t_opt < t_ft else "the cost-equivalent fat-tree"
+    assert f"{winner} is faster" in first.replace("The cost", "the cost")
+    assert f"{t_opt * 1e3:.4g} ms" in first and f"{t_ft * 1e3:.4g} ms" in first
+    assert doc["status"] == "tie"
+    assert f"costs {doc['price_usd']:.4g} USD" in second
+    # electrical mode: a dearer switch port slows the fat-tree, so it wins below the tie price
+    assert "below that the fat-tree is faster" in second
+    below = [t for f, t in curve.items() if f * doc["base_price_usd"] < doc["price_usd"] * 0.99]
+    assert all(t < t_opt for t in below)
+    table = runner.invoke(app, ["breakeven", "dlrm", "--degree", "4"])
+    assert _opening(table.stdout) == doc["verdict"]
+
+
+def test_whatif_and_reconfig_open_with_their_verdict(tmp_path):
+    from solvers import DesignProblem, solve
+    from traffic.load import load_workload
+
+    design = tmp_path / "design.json"
+    w = load_workload("dlrm")
+    design.write_text(solve(DesignProblem.from_workload(w, 4, 12.5e9), "topoopt", seed=0).to_json())
+    r = runner.invoke(app, ["whatif", "dlrm", "--design", str(design), "--fail-links", "1"])
+    assert r.exit_code == 0, r.stderr[-2000:]
+    doc = json.loads(
+        runner.invoke(
+            app, ["whatif", "dlrm", "--design", str(design), "--fail-links", "1", "--json"]
+        ).stdout
+    )
+    slower = 100 * (doc["after_s"] / doc["before_s"] - 1)
+    assert f"{slower:.1f} % slower when rerouted" in doc["verdict"][0]
+    assert _opening(r.stdout) == doc["verdict"]
+    argv = "reconfig dlrm --degree 2 --solver topoopt --phase-solvers demand --delay-us 10".split()
+    rec = json.loads(runner.invoke(app, [*argv, "--json"]).stdout)
+    gain = 100 * (1 - rec["iteration_s"] / rec["static_iteration_s"])
+    k = rec["reconfigurations"]
+    assert k > 0 and f"Reconfiguring {k} times" in rec["verdict"][0]
+    assert f"{gain:.1f} % faster than the static design" in rec["verdict"][0]
+    assert f"{rec['iteration_s'] / rec['lower_bound_s']:.3f}x the lower bound" in rec["verdict"][1]
