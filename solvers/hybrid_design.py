@@ -224,7 +224,7 @@ def electrical_spec(fabric: Fabric) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- the design object
-@dataclass(frozen=True, eq=False, kw_only=True)
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)  # Design's one-line repr
 class HybridDesign(Design):
     """An optical layer over a given electrical fabric, its rings, its routing and its scores: a
     :class:`~solvers.model.design.Design` whose circuits are the optical layer, plus the

@@ -326,6 +326,12 @@ class Workload:
         where = f"{self.gpus} GPUs on {self.servers} servers"
         return f"Workload({self.name!r}, {where}, {families}, {wire})"
 
+    def _repr_html_(self) -> str:
+        """The one line of :meth:`__repr__` over the :meth:`summary` table (Jupyter)."""
+        import html
+
+        return f"<p>{html.escape(repr(self))}</p>" + self.summary().to_html(index=False)
+
     def summary(self):
         """A pandas DataFrame with one row per demand family."""
         import pandas as pd

@@ -270,6 +270,46 @@ class Design:
             i = int(np.argmax(deg))
             raise InputError(f"circuits (server {i})", int(deg[i]), f"<= {self.degree} ports")
 
+    def __repr__(self) -> str:
+        """One line: solver, status, size, objective, bound and gap (circuits, rings and routes
+        are in :meth:`to_dict`; a design of 16 servers printed them as 12,000 characters).
+
+        Examples
+        --------
+        >>> Design(4, 2, 12.5e9, [[0, 1, 1], [2, 3, 1]], (), NodePaths.from_lists([], [], []), "joint",
+        ...        "optimal", 0.0123, 0.0123, 0.0, 0.5)
+        Design('joint', optimal: 4 servers x 2 ports, 2 circuits, 0 rings; objective 0.0123 s, lower bound 0.0123 s, gap 0.00 %)
+        """  # noqa: E501
+        gap = f"{100 * self.gap:.2f} %" if np.isfinite(self.gap) else "unknown"
+        return (
+            f"{type(self).__name__}({self.solver!r}, {self.status}: {self.servers} servers x "
+            f"{self.degree} ports, {self.circuits.total} circuits, {len(self.rings)} rings; "
+            f"objective {self.objective_s:.4g} s, lower bound {self.lower_bound_s:.4g} s, "
+            f"gap {gap})"
+        )
+
+    def _repr_html_(self) -> str:
+        """A small HTML table of the one-line facts (Jupyter shows it for a design)."""
+        import html
+
+        rows = {
+            "solver": self.solver,
+            "status": self.status,
+            "servers": self.servers,
+            "ports per server": self.degree,
+            "Gbps per port": f"{self.link_bandwidth * 8 / 1e9:g}",
+            "circuits": self.circuits.total,
+            "rings": len(self.rings),
+            "objective (s)": f"{self.objective_s:.6g}",
+            "lower bound (s)": f"{self.lower_bound_s:.6g}",
+            "wall (s)": f"{self.wall_s:.3g}",
+        }
+        cells = "".join(
+            f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
+            for k, v in rows.items()
+        )
+        return f"<table>{cells}</table>"
+
     def port_usage(self) -> np.ndarray:
         """Ports used at each server."""
         return self.circuits.degrees()

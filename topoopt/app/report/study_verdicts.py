@@ -274,17 +274,24 @@ def cluster_verdict(res: Mapping[str, Any]) -> list[str]:
     ...     print(s)
     Sharing the cluster, the slowest job is b: 1.310x its iteration alone on an ideal switch (a bound).
     Geometric mean over 2 jobs: 1.156x; the fastest, a, is at 1.020x.
+    >>> cluster_verdict({"jobs": [{"name": "a", "slowdown": 4.14}, {"name": "b", "slowdown": 4.14}]})
+    ['Sharing the cluster, all 2 jobs run at 4.140x their iteration alone on an ideal switch (a bound).']
     """  # noqa: E501
     jobs = [j for j in res.get("jobs", []) if j.get("slowdown") is not None]
     if not jobs:
         return []
     worst = max(jobs, key=lambda j: j["slowdown"])
+    best = min(jobs, key=lambda j: j["slowdown"])
+    if len(jobs) >= 2 and best["slowdown"] >= worst["slowdown"] * (1 - 1e-9):
+        return [
+            f"Sharing the cluster, all {len(jobs)} jobs run at {worst['slowdown']:.3f}x their "
+            "iteration alone on an ideal switch (a bound)."
+        ]
     out = [
         f"Sharing the cluster, the slowest job is {worst['name']}: {worst['slowdown']:.3f}x its "
         "iteration alone on an ideal switch (a bound)."
     ]
     if len(jobs) >= 2:
-        best = min(jobs, key=lambda j: j["slowdown"])
         gm = math.exp(sum(math.log(j["slowdown"]) for j in jobs) / len(jobs))
         out.append(
             f"Geometric mean over {len(jobs)} jobs: {gm:.3f}x; the fastest, {best['name']}, is at "

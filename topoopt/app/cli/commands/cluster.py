@@ -4,7 +4,6 @@ designed within its servers' ports on realisable circuits (:mod:`topoopt.app.stu
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -16,6 +15,7 @@ from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
+    command_progress,
     emit_json,
     handle_errors,
     prepare_output,
@@ -65,16 +65,15 @@ def cluster_command(
     if ocs_radix is not None and ocs_radix < 2:
         raise InputError("--ocs-radix", ocs_radix, "an integer >= 2 (ports of one OCS unit)")
     prepare_output(html, force, "--html")
-    # progress is held back until the run succeeds: an error must leave one line on stderr
-    lines: list[str] = []
-    res = run_cluster(
-        jobs, servers, degree, gbps_to_bytes_per_s(link_gbps),
-        ocs_radix=ocs_radix, arrivals=arrivals, solver=solver, seed=seed,
-        work_limit=work_limit if solver == "joint" else None,
-        progress=lines.append,
-    )  # fmt: skip
-    for m in lines:
-        print(m, file=sys.stderr)
+    # a bar with ETA on a terminal; off one, a line every few seconds and the rest at the end
+    # (held by handle_errors, so an error leaves one line on stderr)
+    with command_progress("cluster") as bar:
+        res = run_cluster(
+            jobs, servers, degree, gbps_to_bytes_per_s(link_gbps),
+            ocs_radix=ocs_radix, arrivals=arrivals, solver=solver, seed=seed,
+            work_limit=work_limit if solver == "joint" else None,
+            progress=bar,
+        )  # fmt: skip
     from topoopt.app.report.study_verdicts import cluster_verdict
 
     verdict = cluster_verdict(res)
