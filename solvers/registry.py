@@ -14,6 +14,7 @@ from solvers.hybrid_design import HybridDesign
 from solvers.model.design import Design, design_fields
 from solvers.model.design_schema import HybridDocument, validate_design_document
 from solvers.model.problem import DesignProblem
+from topoopt.units import duration_text
 from traffic.decode import decode_text, parse_json, read_input
 from traffic.errors import InputError
 
@@ -182,8 +183,8 @@ def _method_design(
             )
             if progress is not None:
                 progress(
-                    f"joint: incumbent {incumbent_s * 1e3:.4g} ms, "
-                    f"lower bound {bound_s * 1e3:.4g} ms"
+                    f"joint: incumbent {duration_text(incumbent_s)}, "
+                    f"lower bound {duration_text(bound_s)}"
                 )
 
         if objective == "iteration":

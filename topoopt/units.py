@@ -5,7 +5,7 @@ Inside the code everything is bytes, seconds and bytes per second.
 
 from __future__ import annotations
 
-__all__ = ["gbps_to_bytes_per_s", "bytes_per_s_to_gbps", "s_to_ms", "ms_to_s"]
+__all__ = ["gbps_to_bytes_per_s", "bytes_per_s_to_gbps", "s_to_ms", "ms_to_s", "duration_text"]
 
 
 def gbps_to_bytes_per_s(gbps: float) -> float:
@@ -34,3 +34,14 @@ def s_to_ms(s: float) -> float:
 def ms_to_s(ms: float) -> float:
     """Milliseconds to seconds."""
     return float(ms) / 1e3
+
+
+def duration_text(seconds: float) -> str:
+    """A duration for a progress line: ms up to 10 s, seconds above (the reports' rule,
+    :data:`topoopt.app.report.time_units.SECONDS_ABOVE_S`), 4 significant digits.
+
+    >>> duration_text(0.0198), duration_text(34.21)
+    ('19.8 ms', '34.21 s')
+    """
+    s = float(seconds)
+    return f"{s:.4g} s" if abs(s) > 10.0 else f"{s * 1e3:.4g} ms"

@@ -29,7 +29,7 @@ from topoopt.app.cli.common import (
 )
 from topoopt.app.cli.help_style import code_default
 from topoopt.app.report.time_units import time_unit
-from topoopt.units import gbps_to_bytes_per_s
+from topoopt.units import duration_text, gbps_to_bytes_per_s
 
 __all__ = ["register", "design_command"]
 
@@ -308,7 +308,7 @@ def _hybrid(
 
     def report(incumbent_s: float, bound_s: float) -> None:
         print(
-            f"hybrid: incumbent {incumbent_s * 1e3:.4g} ms, lower bound {bound_s * 1e3:.4g} ms",
+            f"hybrid: incumbent {duration_text(incumbent_s)}, lower bound {duration_text(bound_s)}",
             file=sys.stderr,
         )
 
