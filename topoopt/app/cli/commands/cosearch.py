@@ -330,7 +330,7 @@ def cosearch_command(
         )
     t = Table(title="Pareto front: iteration time vs network capex")
     unit, k = time_unit([r["iteration_s"] for r in res.pareto])
-    for head in ("fabric", "plan", f"iteration {unit}", "capex M$"):
+    for head in ("fabric", "plan", f"iteration {unit}", "capex M$", "iter/s per M$"):
         t.add_column(head)
     fastest = min(range(len(res.pareto)), key=lambda i: res.pareto[i]["iteration_s"], default=-1)
     for i, r in enumerate(res.pareto):
@@ -339,6 +339,7 @@ def cosearch_command(
             r["label"],
             f"{r['iteration_s'] * k:.4g}",
             f"{r['capex_usd'] / 1e6:.3f}",
+            "-" if r["capex_usd"] <= 0 else f"{1e6 / (r['iteration_s'] * r['capex_usd']):.4g}",
             style="bold green" if i == fastest else None,
         )
     stdout.print(t)
