@@ -15,7 +15,15 @@ import typer
 from typer.testing import CliRunner
 
 from topoopt.app.cli.app import app
-from topoopt.app.cli.choices import Device, FabricName, Preset, Schedule, SolverName
+from topoopt.app.cli.choices import (
+    AstraFamily,
+    CollectiveFabric,
+    Device,
+    FabricName,
+    Preset,
+    Schedule,
+    SolverName,
+)
 
 ROOT = typer.main.get_command(app)
 runner = CliRunner()
@@ -37,7 +45,9 @@ def _param(path: str, name: str):
 
 def test_choices_are_the_librarys_vocabularies():
     from solvers import SOLVERS
+    from topoopt.app.cli.commands.collective import FABRIC_KINDS
     from topoopt.app.studies.compare import FABRICS
+    from topoopt.exports.astra_sim import FAMILIES
     from topoopt.fabrics.cost import PRESETS
     from topoopt.flowsim.iteration import SCHEDULES
 
@@ -45,6 +55,8 @@ def test_choices_are_the_librarys_vocabularies():
     assert tuple(Schedule) == tuple(SCHEDULES)
     assert tuple(FabricName) == tuple(FABRICS)
     assert tuple(Preset) == tuple(PRESETS)
+    assert tuple(AstraFamily) == tuple(FAMILIES)
+    assert tuple(CollectiveFabric) == tuple(FABRIC_KINDS)
     assert {d.value for d in Device} == {"patch-panel", "ocs"}
 
 
@@ -66,6 +78,8 @@ def test_choices_are_the_librarys_vocabularies():
         ("fabric expander", "device"),
         ("fabric hybrid", "device"),
         ("fabric hybrid", "electrical"),
+        ("export", "fabric"),
+        ("collective", "fabric"),
     ],
 )
 def test_fixed_vocabularies_are_choices(path, name):

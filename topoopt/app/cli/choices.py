@@ -11,7 +11,16 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["Device", "ElectricalKind", "FabricName", "Preset", "Schedule", "SolverName"]
+__all__ = [
+    "AstraFamily",
+    "CollectiveFabric",
+    "Device",
+    "ElectricalKind",
+    "FabricName",
+    "Preset",
+    "Schedule",
+    "SolverName",
+]
 
 
 class SolverName(StrEnum):
@@ -51,6 +60,35 @@ class FabricName(StrEnum):
     rail = "rail"
     rail_only = "rail-only"
     ocs_spine = "ocs-spine"
+
+
+class AstraFamily(StrEnum):
+    """``export --fabric``: a fabric family of :data:`topoopt.exports.astra_sim.FAMILIES`."""
+
+    ideal = "ideal"
+    fat_tree = "fat-tree"
+    leaf_spine = "leaf-spine"
+    rail = "rail"
+    torus = "torus"
+    direct = "direct"
+    expander = "expander"
+    topoopt = "topoopt"
+    joint = "joint"
+    hybrid = "hybrid"
+
+
+class CollectiveFabric(StrEnum):
+    """``collective --fabric``: a kind of
+    :data:`topoopt.app.cli.commands.collective.FABRIC_KINDS`."""
+
+    ideal = "ideal"
+    fat_tree = "fat-tree"
+    leaf_spine = "leaf-spine"
+    torus = "torus"
+    direct = "direct"
+    expander = "expander"
+    hybrid = "hybrid"
+    dgx1 = "dgx1"
 
 
 class Preset(StrEnum):

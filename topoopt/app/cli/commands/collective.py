@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from topoopt.app.cli.byte_sizes import parse_bytes
+from topoopt.app.cli.choices import CollectiveFabric
 from topoopt.app.cli.common import DEFAULT_SEED, emit_json, handle_errors, stdout
 from topoopt.units import gbps_to_bytes_per_s
 from traffic.errors import InputError
@@ -119,9 +120,7 @@ def collective_command(
         ),
     ],
     algorithm: Annotated[Literal[ALGORITHMS], typer.Option(help="How it is scheduled")] = "ring",
-    fabric: Annotated[
-        str | None, typer.Option("--fabric", help="Fabric kind: " + ", ".join(FABRIC_KINDS))
-    ] = None,
+    fabric: Annotated[CollectiveFabric | None, typer.Option("--fabric", help="Fabric kind")] = None,
     design: Annotated[
         Path | None, typer.Option("--design", help="A design.json (instead of --fabric)")
     ] = None,
@@ -157,7 +156,7 @@ def collective_command(
         fab, routing = _design_fabric(design)
     else:
         fab = build_collective_fabric(
-            fabric,
+            CollectiveFabric(fabric).value,
             servers=servers,
             degree=degree,
             seed=seed,

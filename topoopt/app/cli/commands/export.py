@@ -23,6 +23,7 @@ from typing import Annotated
 
 import typer
 
+from topoopt.app.cli.choices import AstraFamily
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
@@ -109,8 +110,8 @@ def export_command(
     fmt: Annotated[Format, typer.Option("--format", help="Output format")],
     out: Annotated[Path, typer.Option("--out", help="Output folder (chakra, astra-sim) or file")],
     fabric: Annotated[
-        str, typer.Option("--fabric", help="astra-sim: fabric family to describe")
-    ] = "ideal",
+        AstraFamily, typer.Option("--fabric", help="astra-sim: fabric family to describe")
+    ] = AstraFamily.ideal,
     design: Annotated[
         Path | None,
         typer.Option(
@@ -194,6 +195,7 @@ def export_command(
             raise InputError("--dims", dims, "sides >= 2, e.g. 4x4")
 
     w = load_workload(plan)
+    fabric = AstraFamily(fabric).value  # a plain name in the notes and the config
     design_notes: list[str] = []
     if design is not None:
         if fmt is not Format.astra_sim:
