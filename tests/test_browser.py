@@ -83,9 +83,12 @@ def test_every_figure_is_rendered_without_console_errors(report, tmp_path):
     assert verdict < top
     said = re.sub(r"<[^>]+>", " ", dom[verdict : dom.index("</div>", verdict)])
     assert said.count("At equal capex") == len(DEMO_PLANS) * len(DEMO_DEGREES)
-    table = dom[top : dom.index("</table>", top)]
-    rows = len(re.findall(r"<tr[ >]", table))  # the best rows are <tr class="best">
-    assert rows == 1 + len(DEMO_PLANS) * len(DEMO_DEGREES) * len(DEMO_FABRICS)
+    # one table per plan (each in its own time unit), a row per ports/fabric, best rows marked
+    tables = re.findall(r'<table class="summary">(.*?)</table>', dom, re.S)
+    assert len(tables) == len(DEMO_PLANS)
+    rows = sum(len(re.findall(r"<tr[ >]", t)) for t in tables)  # best rows: <tr class="best">
+    assert rows == len(DEMO_PLANS) * (1 + len(DEMO_DEGREES) * len(DEMO_FABRICS))
+    assert all('<tr class="best">' in t for t in tables)
     console = [ln for ln in r.stderr.splitlines() if ":CONSOLE" in ln]
     errors = [ln for ln in console if re.search(r"error|uncaught|exception", ln, re.I)]
     assert not errors, "\n".join(errors)

@@ -77,6 +77,13 @@ def summary_html(
     )
 
 
+def _marks(k: int, highlight: Collection[int], highlights: Sequence[Collection[int]]):
+    """The rows to mark in summary table ``k`` (:func:`page_html`)."""
+    if highlights:
+        return highlights[k] if k < len(highlights) else ()
+    return highlight if k == 0 else ()
+
+
 def page_html(
     figures: Sequence[tuple[str, go.Figure]],
     title: str,
@@ -85,6 +92,7 @@ def page_html(
     verdict: Sequence[str] = (),
     highlight: Collection[int] = (),
     warnings: Sequence[str] = (),
+    highlights: Sequence[Collection[int]] = (),
 ) -> str:
     """One HTML page holding ``figures`` (``(div_id, figure)`` pairs) under a title.
 
@@ -93,7 +101,8 @@ def page_html(
     ``verdict`` sentences open the page in ``<div id="verdict">``, and ``highlight`` marks rows of
     the first summary table (:func:`summary_html`). ``warnings`` (the command's warning lines:
     a search that fell back, was cut by the clock or coarsened) follow the verdict in
-    ``<div id="warnings">``.
+    ``<div id="warnings">``. ``highlights`` (one collection per summary table) marks rows of
+    every table instead.
     """
     parts = []
     for k, (div_id, fig) in enumerate(figures):
@@ -126,7 +135,7 @@ def page_html(
             else ""
         )
         + "".join(
-            summary_html(frame, caption, highlight if k == 0 else ()) + "\n"
+            summary_html(frame, caption, _marks(k, highlight, highlights)) + "\n"
             for k, (caption, frame) in enumerate(summary)
         )
         + body

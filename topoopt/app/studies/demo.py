@@ -138,16 +138,20 @@ class DemoResult:
 
     def html(self, warnings: Sequence[str] | None = None) -> str:
         """The self-contained report page (``warnings``: default :meth:`warnings`)."""
-        summary = compare_summary(self.comparison, keys=("plan", "degree")).rename(
-            columns={"degree": "ports"}
-        )
+        # one table per plan, each in its own time unit (ms for DLRM, s for GPT-3)
+        best, tables, marks = self.best_positions(), [], []
+        for plan, part in self.comparison.groupby("plan", sort=False):
+            rows = [self.comparison.index.get_loc(i) for i in part.index]
+            frame = compare_summary(part, keys=("degree",)).rename(columns={"degree": "ports"})
+            tables.append((f"{plan}: simulated iteration per ports per server and fabric", frame))
+            marks.append({j for j, r in enumerate(rows) if r in best})
         return page_html(
             self.figures,
             "topoopt demo",
             verdict=self.verdict(),
-            highlight=self.best_positions(),
+            highlights=marks,
             warnings=self.warnings() if warnings is None else warnings,
-            summary=[("Simulated iteration per plan, ports per server and fabric", summary)],
+            summary=tables,
             intro=(
                 "Traffic of each plan, then for each plan and port count: iteration time against "
                 "network cost, ratios to the ideal switch, link utilisation, the best optical "
