@@ -211,3 +211,16 @@ def test_whatif_and_reconfig_open_with_their_verdict(tmp_path):
     assert k > 0 and f"Reconfiguring {k} times" in rec["verdict"][0]
     assert f"{gain:.1f} % faster than the static design" in rec["verdict"][0]
     assert f"{rec['iteration_s'] / rec['lower_bound_s']:.3f}x the lower bound" in rec["verdict"][1]
+
+
+def test_simulate_opens_with_what_the_iteration_is_made_of():
+    doc = json.loads(runner.invoke(app, ["simulate", "dlrm", "--fabric", "ideal", "--json"]).stdout)
+    t, c, e = doc["iteration_s"], doc["compute_s"], doc["exposed_comm_s"]
+    first, second = doc["verdict"]
+    assert f"takes {t * 1e3:.4g} ms: {c * 1e3:.4g} ms of compute" in first
+    assert f"({100 * e / t:.1f} % of the iteration)" in first
+    cls, v = max(doc["exposed_comm_s_by_class"].items(), key=lambda kv: kv[1])
+    assert second.startswith(f"The class that costs the most is {cls}: ")
+    assert f"{v * 1e3:.4g} ms shorter" in second
+    r = runner.invoke(app, ["simulate", "dlrm", "--fabric", "ideal"])
+    assert _opening(r.stdout) == doc["verdict"]

@@ -89,9 +89,14 @@ def simulate_command(
         )
     warn_line(res.pop("search_warning", None))  # a designed fabric's search: stderr and JSON
     check_finite(res, str(design) if design is not None else plan)  # never a null time
+    from topoopt.app.report.study_verdicts import simulate_verdict
+
+    verdict = simulate_verdict(res)
     if as_json:
-        emit_json(res)
+        emit_json({"verdict": verdict, **res})
         return
+    for sentence in verdict:
+        stdout.print(sentence, markup=False, highlight=False)
     gpu_text = "" if res["gpu"] is None else f", {res['gpu']} at {res['efficiency']:g}"
     t = Table(title=f"{res['workload']} on {res['fabric']}{gpu_text}")
     t.add_column("quantity")
