@@ -168,6 +168,17 @@ class PriceProbe:
         return row
 
 
+def _search_warning(run, name: str) -> str | None:
+    """The warning line of the optical design's search (:func:`solvers.search_warning`): it fell
+    back to another objective or the clock cut it; ``None`` otherwise or for a built fabric."""
+    design = getattr(run, "design", None)
+    if design is None:
+        return None
+    from solvers import search_warning
+
+    return search_warning(design, name)
+
+
 def breakeven(
     workload: Workload,
     degree: int = 8,
@@ -310,6 +321,7 @@ def breakeven(
             "prices": prices.source,
             "simulations": probe.calls,
             "grid": list(GRID),
+            "search_warning": _search_warning(run, design_fabric),
         },
     )
 

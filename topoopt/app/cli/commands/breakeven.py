@@ -22,6 +22,7 @@ from topoopt.app.cli.common import (
     handle_errors,
     prepare_output,
     stdout,
+    warn_line,
     warnings_said,
     write_output_text,
 )
@@ -107,6 +108,7 @@ def breakeven_command(
         )
     from topoopt.app.report.study_verdicts import breakeven_verdict
 
+    warn_line(res.params.get("search_warning"))  # stderr, JSON and the HTML report
     verdict = breakeven_verdict(res)
     if html is not None:
         from topoopt.app.report.cost_figures import breakeven_curve
