@@ -213,7 +213,11 @@ def cosearch_command(
     degree: Annotated[int, typer.Option(help="Ports per server")] = DEFAULT_DEGREE,
     link_gbps: Annotated[float, typer.Option(help="Port bandwidth, Gbps")] = DEFAULT_LINK_GBPS,
     fabric: Annotated[
-        FabricName, typer.Option(help="Fabric to choose the plan for")
+        FabricName,
+        typer.Option(
+            metavar="FABRIC",
+            help="Fabric to choose the plan for, one of: " + ", ".join(f.value for f in FabricName),
+        ),
     ] = FabricName.joint,
     method: Annotated[
         Literal["refine", "topoopt-mcmc"], typer.Option(help="refine (ours) or topoopt-mcmc")

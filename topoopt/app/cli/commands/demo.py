@@ -108,7 +108,7 @@ def demo_command(
             *(f"{r[c] * k:.2f} {unit}" for c in ("iteration_s", "comm_s", "exposed_comm_s")),
             f"{r['capex_usd'] / 1e6:.3f}",
             f"{r['ratio_to_ideal']:.3f}",
-            f"{r['iterations_per_s_per_musd']:.3f}",
+            f"{r['iterations_per_s_per_musd']:.3f}" if "iterations_per_s_per_musd" in r else "-",
             style="bold green" if i in best else None,
         )
     stdout.print(t)  # the report's path is on stderr, once ("wrote ...")

@@ -36,7 +36,13 @@ def simulate_command(
     design: Annotated[
         Path | None, typer.Option(help="A design.json written by `topoopt design`")
     ] = None,
-    fabric: Annotated[FabricName | None, typer.Option(help="A fabric kind")] = None,
+    fabric: Annotated[
+        FabricName | None,
+        typer.Option(
+            metavar="FABRIC",
+            help="A fabric kind, one of: " + ", ".join(f.value for f in FabricName),
+        ),
+    ] = None,
     degree: Annotated[int, typer.Option(help="Ports per server (with --fabric)")] = DEFAULT_DEGREE,
     link_gbps: Annotated[
         float, typer.Option(help="Port bandwidth, Gbps (with --fabric)")
