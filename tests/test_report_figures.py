@@ -329,7 +329,7 @@ def test_comparison_report_traces_every_design_and_starts_with_the_summary():
     assert {t.name.split(":")[0] for t in opt.data} == {"topoopt", "topoopt-released"}
     page = compare_page(res, "t")
     assert page.index('<table class="summary">') < page.index('<section class="figure">')
-    for name in ("ideal", "topoopt", "topoopt-released"):
+    for name in ("ideal (bound)", "topoopt", "topoopt-released"):  # the ideal switch: a bound
         assert f"<td>{name}</td>" in page
 
 
