@@ -313,6 +313,25 @@ class Plan(BaseModel):
     options: Options = Options()
     _source: str = PrivateAttr(default="")
 
+    def __repr__(self) -> str:
+        """One line: model, the parallel degrees that are not 1, the cluster (every field is in
+        ``model_dump()``; pydantic's own repr ran to 1,200 characters).
+
+        Examples
+        --------
+        >>> load_plan({"model": "gpt3-175b", "parallelism": {"tp": 8, "pp": 16, "dp": 8},
+        ...            "cluster": {"servers": 128, "gpus_per_server": 8}})
+        Plan('gpt3-175b', tp 8 pp 16 dp 8, 128 servers x 8 GPUs)
+        """
+        p = self.parallelism
+        degrees = [f"{k} {getattr(p, k)}" for k in ("tp", "pp", "dp", "ep", "cp")]
+        shown = " ".join(d for d in degrees if not d.endswith(" 1") and not d.endswith("None"))
+        gpu = f", {self.cluster.gpu}" if isinstance(self.cluster.gpu, str) else ""
+        return (
+            f"Plan({self.model.name!r}, {shown or 'one GPU per replica'}, "
+            f"{self.cluster.servers} servers x {self.cluster.gpus_per_server} GPUs{gpu})"
+        )
+
     @field_validator("model", mode="before")
     @classmethod
     def _resolve_model(cls, v: Any) -> Any:
