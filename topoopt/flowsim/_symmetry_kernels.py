@@ -135,7 +135,7 @@ def refine_links_paths(
 def uniform_counts(u_ptr, v_items, v_weight, u_class, v_class, n_uc, n_vc):
     """Whether every ``u`` of one class ``u_class[u]`` meets each class of ``v`` as often as
     its class's first member does: ``u``'s items are ``v_items[u_ptr[u]:u_ptr[u+1]]``, each
-    counted ``v_weight`` times (per entry) and classed ``v_class[item]``. Exact integer counts
+    counted ``v_weight[item]`` times and classed ``v_class[item]``. Exact integer counts
     in one table per class (``O(items)`` in all)."""
     n_u = u_ptr.shape[0] - 1
     rep = np.full(n_uc, -1, np.int64)
@@ -154,11 +154,11 @@ def uniform_counts(u_ptr, v_items, v_weight, u_class, v_class, n_uc, n_vc):
             if tab[c] == 0:
                 touched[n_t] = c
                 n_t += 1
-            tab[c] += v_weight[k]
+            tab[c] += v_weight[v_items[k]]
         ok = True
         for k in range(u_ptr[u], u_ptr[u + 1]):
             c = v_class[v_items[k]]
-            w = v_weight[k]
+            w = v_weight[v_items[k]]
             if tab[c] < w:
                 ok = False
                 break
@@ -252,3 +252,110 @@ def class_dep_rows(class_of, rep, dep_ptr, deps):
             w = v
         ptr[c + 1] = w
     return ptr, out[:w].copy()
+
+
+@njit(cache=True)
+def gather_csr_rows(ptr, rows):
+    """The concatenated element indices ``ptr[r]:ptr[r+1]`` of the rows ``rows``, in order
+    (:func:`topoopt.csr.gather_rows` in one pass, without its incidence-sized temporaries)."""
+    total = 0
+    for r in rows:
+        total += ptr[r + 1] - ptr[r]
+    out = np.empty(total, np.int64)
+    w = 0
+    for r in rows:
+        for k in range(ptr[r], ptr[r + 1]):
+            out[w] = k
+            w += 1
+    return out
+
+
+@njit(cache=True)
+def expand_routes(flow_link, comm, cp_ptr, r_path_ptr, r_path_links, r_weight):
+    """The sub-flows of flows on single links or on routes: ``(flow_ptr, path_ptr, path_links,
+    weight)`` (:meth:`topoopt.flowsim.network.FlowBuilder.build`).
+
+    Flow ``f`` with ``flow_link[f] >= 0`` has one sub-flow of weight 1 on that link; otherwise
+    its sub-flows are the paths ``cp_ptr[c]:cp_ptr[c+1]`` of commodity ``c = comm[f]`` of a
+    path set (``r_path_ptr``, ``r_path_links``, ``r_weight``), in order."""
+    n_f = flow_link.shape[0]
+    flow_ptr = np.zeros(n_f + 1, np.int64)
+    n_inc = 0
+    for f in range(n_f):
+        if flow_link[f] >= 0:
+            flow_ptr[f + 1] = flow_ptr[f] + 1
+            n_inc += 1
+        else:
+            c = comm[f]
+            flow_ptr[f + 1] = flow_ptr[f] + cp_ptr[c + 1] - cp_ptr[c]
+            n_inc += r_path_ptr[cp_ptr[c + 1]] - r_path_ptr[cp_ptr[c]]
+    n_p = flow_ptr[n_f]
+    path_ptr = np.zeros(n_p + 1, np.int64)
+    links = np.empty(n_inc, np.int64)
+    weight = np.empty(n_p, np.float64)
+    p = 0
+    e = 0
+    for f in range(n_f):
+        if flow_link[f] >= 0:
+            links[e] = flow_link[f]
+            e += 1
+            weight[p] = 1.0
+            p += 1
+            path_ptr[p] = e
+        else:
+            c = comm[f]
+            for q in range(cp_ptr[c], cp_ptr[c + 1]):
+                for k in range(r_path_ptr[q], r_path_ptr[q + 1]):
+                    links[e] = r_path_links[k]
+                    e += 1
+                weight[p] = r_weight[q]
+                p += 1
+                path_ptr[p] = e
+    return flow_ptr, path_ptr, links, weight
+
+
+@njit(cache=True)
+def first_repeated_link(path_ptr, path_links):
+    """``(p, link)``: the first sub-flow ``p`` that crosses a link twice and the smallest such
+    link, ``(-1, -1)`` when none does (linear in the incidences for paths of up to 32 links,
+    which are compared pairwise; longer paths are sorted)."""
+    n_p = path_ptr.shape[0] - 1
+    for p in range(n_p):
+        a, b = path_ptr[p], path_ptr[p + 1]
+        if b - a <= 32:
+            best = -1
+            for i in range(a, b):
+                for j in range(i + 1, b):
+                    if path_links[i] == path_links[j] and (best < 0 or path_links[i] < best):
+                        best = path_links[i]
+            if best >= 0:
+                return p, best
+        else:
+            s = np.sort(path_links[a:b])
+            for i in range(1, s.shape[0]):
+                if s[i] == s[i - 1]:
+                    return p, s[i]
+    return -1, -1
+
+
+@njit(cache=True)
+def link_path_csr(path_ptr, path_links, n_l):
+    """``(l_ptr, link_paths)``: the sub-flows crossing each link, one entry per incidence, in
+    increasing sub-flow order (the transpose of the sub-flow x link incidence; ``int32``
+    entries, half the memory of the incidence's own ``int64``)."""
+    n_p = path_ptr.shape[0] - 1
+    if n_p >= 2**31:
+        raise ValueError("link_path_csr: 2**31 sub-flows or more (entries are int32)")
+    l_ptr = np.zeros(n_l + 1, np.int64)
+    for k in range(path_links.shape[0]):
+        l_ptr[path_links[k] + 1] += 1
+    for i in range(n_l):
+        l_ptr[i + 1] += l_ptr[i]
+    fill = l_ptr[:-1].copy()
+    out = np.empty(path_links.shape[0], np.int32)
+    for p in range(n_p):
+        for k in range(path_ptr[p], path_ptr[p + 1]):
+            lk = path_links[k]
+            out[fill[lk]] = p
+            fill[lk] += 1
+    return l_ptr, out

@@ -24,7 +24,7 @@ import scipy.sparse as sp
 
 from topoopt.csr import gather_rows
 from topoopt.flowsim._kernels import blocked_kernel, classes_kernel
-from topoopt.flowsim._symmetry_kernels import class_dep_rows
+from topoopt.flowsim._symmetry_kernels import class_dep_rows, first_repeated_link
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 
@@ -160,15 +160,10 @@ class FlowSet:
             e = _first_bad(bad)
             p = int(np.searchsorted(pp, e, side="right") - 1)
             raise InputError(f"{self._path_name(p)}.links", int(pl[e]), f"link ids 0..{n_l - 1}")
-        path_of = np.repeat(np.arange(n_p, dtype=np.int64), np.diff(pp))
-        key = np.sort(path_of * max(n_l, 1) + pl)
-        dup = key[1:] == key[:-1]
-        if dup.any():
-            k = int(key[1:][dup][0])
+        p, dup = first_repeated_link(pp, pl)
+        if p >= 0:
             raise InputError(
-                f"{self._path_name(k // max(n_l, 1))}.links",
-                k % max(n_l, 1),
-                "each link at most once per path",
+                f"{self._path_name(int(p))}.links", int(dup), "each link at most once per path"
             )
         bad = ~(np.isfinite(self.weight) & (self.weight > 0))
         if bad.any():

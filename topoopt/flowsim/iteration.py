@@ -1503,6 +1503,7 @@ def simulate_iteration(
         raise InputError("reduction", reduction, "True or False")
 
     used = [0]  # sub-flow re-fills of the simulations so far (their work)
+    labels: dict = {}  # classes of the first reduced phase, seeding the later phases' refinement
 
     def run(instant, series=False):
         fb, tasks, merge = model.build(frozenset(instant))
@@ -1518,7 +1519,7 @@ def simulate_iteration(
             else:
                 sim = simulate_builder(
                     fb, aggregate=aggregate, record_series=series, max_refills=limit,
-                    reduction=reduction,
+                    reduction=reduction, class_labels=labels.setdefault(id(model), {}),
                 )  # fmt: skip
         except WorkLimitExceeded as e:  # report the work of all the simulations so far
             raise WorkLimitExceeded(used[0] + e.refills, max_refills) from None

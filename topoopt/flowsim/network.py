@@ -61,6 +61,7 @@ import numpy as np
 from topoopt.csr import gather_rows, ranges
 from topoopt.fabrics.fabric import Fabric
 from topoopt.fabrics.rail import RAIL_FAMILIES, link_rails, rail_count
+from topoopt.flowsim._symmetry_kernels import expand_routes
 from topoopt.flowsim.flowset import (
     FlowSet,
     class_dependencies,
@@ -68,7 +69,7 @@ from topoopt.flowsim.flowset import (
     identical_classes,
 )
 from topoopt.flowsim.simulator import SimResult, expand_classes, simulate
-from topoopt.flowsim.symmetry import simulate_reduced
+from topoopt.flowsim.symmetry import reduce_flows, simulate_reduced
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 from traffic.limits import check_memory
@@ -612,30 +613,25 @@ class FlowBuilder:
     def _flowset(self, a: dict, start: float, multiplicity=None) -> FlowSet:
         net = self.net
         n_f = a["size"].shape[0]
-        on_pair = a["link"] < 0
-        n_paths = np.ones(n_f, np.int64)
-        pair_idx = np.flatnonzero(on_pair)
+        link = np.ascontiguousarray(a["link"], np.int64)
+        comm = np.full(n_f, -1, np.int64)
+        pair_idx = np.flatnonzero(link < 0)
         if pair_idx.size:
-            ps, comm = net.pair_routes(a["src"][pair_idx], a["dst"][pair_idx], a["rail"][pair_idx])
-            cp = ps.commodity_ptr
-            n_paths[pair_idx] = cp[comm + 1] - cp[comm]
-            sel = _rows(cp, comm)  # path ids of the pair flows, flow-major
-        flow_ptr = np.zeros(n_f + 1, np.int64)
-        np.cumsum(n_paths, out=flow_ptr[1:])
-        n_p = int(flow_ptr[-1])
-        path_len = np.ones(n_p, np.int64)
-        weight = np.ones(n_p)
-        pair_path_pos = _rows(flow_ptr, pair_idx)  # positions of the pair flows' paths
-        if pair_idx.size:
-            path_len[pair_path_pos] = ps.path_ptr[sel + 1] - ps.path_ptr[sel]
-            weight[pair_path_pos] = ps.weight[sel]
-        path_ptr = np.zeros(n_p + 1, np.int64)
-        np.cumsum(path_len, out=path_ptr[1:])
-        links = np.empty(int(path_ptr[-1]), np.int64)
-        link_flows = np.flatnonzero(~on_pair)
-        links[path_ptr[flow_ptr[link_flows]]] = a["link"][link_flows]
-        if pair_idx.size:
-            links[_rows(path_ptr, pair_path_pos)] = ps.path_links[_rows(ps.path_ptr, sel)]
+            ps, comm[pair_idx] = net.pair_routes(
+                a["src"][pair_idx], a["dst"][pair_idx], a["rail"][pair_idx]
+            )
+            cp, r_ptr, r_links, r_w = ps.commodity_ptr, ps.path_ptr, ps.path_links, ps.weight
+        else:
+            cp, r_ptr = np.zeros(1, np.int64), np.zeros(1, np.int64)
+            r_links, r_w = np.zeros(0, np.int64), np.zeros(0)
+        flow_ptr, path_ptr, links, weight = expand_routes(
+            link,
+            comm,
+            np.ascontiguousarray(cp, np.int64),
+            np.ascontiguousarray(r_ptr, np.int64),
+            np.ascontiguousarray(r_links, np.int64),
+            np.ascontiguousarray(r_w, np.float64),
+        )
         return FlowSet(
             capacity=net.capacity(self.n_devices),
             latency=net.latency(self.n_devices),
@@ -659,6 +655,7 @@ def simulate_builder(
     start=0.0,
     max_refills: int | None = None,
     reduction: bool = False,
+    class_labels: dict | None = None,
 ) -> SimResult:
     """Simulate every flow of a :class:`FlowBuilder`, per builder flow id.
 
@@ -669,6 +666,15 @@ def simulate_builder(
     With ``reduction``, the (aggregated) flows are simulated through their symmetry quotient
     (:func:`topoopt.flowsim.symmetry.simulate_reduced`; exact, ``SimResult.reduction`` says
     what it found).
+
+    ``class_labels`` (with ``reduction`` and ``aggregate``): a dict the caller keeps across the
+    simulations of builders of one structure (the phases of one iteration: the same flows in
+    the same order, some made instantaneous). The first reduced simulation stores its classes
+    there (``"flow"``: the flow class of every builder flow; ``"link"``: every link's class);
+    later ones start their refinement from them (:func:`topoopt.flowsim.symmetry.
+    equitable_partition`'s ``start_flow``, ``start_link``) when the builder has as many flows
+    and links, which saves most refinement rounds. Exact whatever the labels: they only split
+    the starting colours, and the partition found is checked equitable.
 
     Examples
     --------
@@ -687,5 +693,20 @@ def simulate_builder(
     if not aggregate:
         return run(builder.build(start), record_series=record_series, max_refills=max_refills)
     flows, class_of = builder.build_classes(start)
-    sim = run(flows, record_series=record_series, max_refills=max_refills)
+    if not (reduction and class_labels is not None):
+        sim = run(flows, record_series=record_series, max_refills=max_refills)
+        return expand_classes(sim, flows, class_of)
+    start_flow = start_link = None
+    lab_f, lab_l = class_labels.get("flow"), class_labels.get("link")
+    if lab_f is not None and lab_f.shape[0] == class_of.shape[0]:
+        start_flow = lab_f[class_representatives(class_of, flows.n_flows)]
+    if lab_l is not None and lab_l.shape[0] == flows.n_links:
+        start_link = lab_l
+    red = reduce_flows(flows, start_flow=start_flow, start_link=start_link)
+    if lab_f is None and red.partition is not None:
+        class_labels["flow"] = red.partition.flow[class_of].astype(np.int32)
+        class_labels["link"] = red.partition.link
+    sim = simulate_reduced(
+        flows, record_series=record_series, max_refills=max_refills, reduction=red
+    )
     return expand_classes(sim, flows, class_of)
