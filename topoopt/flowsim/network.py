@@ -61,7 +61,7 @@ import numpy as np
 from topoopt.csr import gather_rows, ranges
 from topoopt.fabrics.fabric import Fabric
 from topoopt.fabrics.rail import RAIL_FAMILIES, link_rails, rail_count
-from topoopt.flowsim._symmetry_kernels import expand_routes
+from topoopt.flowsim._symmetry_kernels import csr_by_key, dense_ids, expand_routes
 from topoopt.flowsim.flowset import (
     FlowSet,
     class_dependencies,
@@ -81,6 +81,7 @@ __all__ = [
     "Network",
     "FlowBuilder",
     "simulate_builder",
+    "simulate_builder_classes",
 ]
 
 FLOW_BYTES = 96
@@ -97,6 +98,24 @@ DEFAULT_INTRA_BANDWIDTH = 300e9
 
 
 _rows = gather_rows
+
+
+def _unique_inverse(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_inverse=True)`` for ``int64`` keys, by a hash table (linear)
+    and a sort of the distinct keys only (millions of flows, thousands of server pairs).
+
+    >>> [x.tolist() for x in _unique_inverse(np.array([7, 3, 7, 9]))]
+    [[3, 7, 9], [1, 0, 1, 2]]
+    """
+    key = np.ascontiguousarray(key, np.int64).reshape(-1)
+    ids = dense_ids(key.view(np.uint64))
+    n_u = int(ids.max()) + 1 if ids.size else 0
+    first = np.empty(n_u, np.int64)
+    first[ids[::-1]] = np.arange(key.shape[0] - 1, -1, -1, dtype=np.int64)
+    order = np.argsort(key[first], kind="stable")
+    rank = np.empty(n_u, np.int64)
+    rank[order] = np.arange(n_u, dtype=np.int64)
+    return key[first][order], rank[ids]
 
 
 @dataclass(frozen=True, eq=False)
@@ -299,8 +318,7 @@ class Network:
                 self._cache[ck] = ps
                 idx = ps.index(src, dst, n)
             return ps, idx
-        key = src * n + dst
-        uniq, inv = np.unique(key, return_inverse=True)
+        uniq, inv = _unique_inverse(src * n + dst)
         ck = ("routes", self.method, uniq.tobytes())
         if ck not in self._cache:
             from topoopt.fabrics.routing import routes
@@ -339,7 +357,7 @@ class Network:
         n = self.fabric.n_nodes
         M = g * g + 2  # rails -2 .. g*g-1, shifted by 2
         key = (src * n + dst) * M + (rails + 2)
-        uniq, inv = np.unique(key, return_inverse=True)
+        uniq, inv = _unique_inverse(key)
         ck = ("rails", self.method, id(self.routing), uniq.tobytes())
         if ck in self._cache:
             return self._cache[ck], inv.reshape(-1).astype(np.int64)
@@ -549,9 +567,10 @@ class FlowBuilder:
         if deps.size and (deps.min() < 0 or deps.max() >= self.n):
             bad = int(deps.min()) if deps.min() < 0 else int(deps.max())
             raise InputError("after", bad, f"ids of flows of this builder (0..{self.n - 1})")
-        order = np.argsort(owner, kind="stable")
-        ptr = np.zeros(self.n + 1, np.int64)
-        np.cumsum(np.bincount(owner, minlength=self.n), out=ptr[1:])
+        if owner.size and (owner.min() < 0 or owner.max() >= self.n):
+            bad = int(owner.min()) if owner.min() < 0 else int(owner.max())
+            raise InputError("flows", bad, f"ids of flows of this builder (0..{self.n - 1})")
+        ptr, order = csr_by_key(owner, self.n)  # a stable counting sort
         return {
             "link": cat(self._link, np.int64),
             "src": cat(self._src, np.int64),
@@ -595,9 +614,10 @@ class FlowBuilder:
         net = self.net
         route = a["link"].copy()
         pair = np.flatnonzero(route < 0)
+        ps, comm = None, np.full(route.shape[0], -1, np.int64)
         if pair.size:
-            _, comm = net.pair_routes(a["src"][pair], a["dst"][pair], a["rail"][pair])
-            route[pair] = net.first_device_link + self.n_devices + comm
+            ps, comm[pair] = net.pair_routes(a["src"][pair], a["dst"][pair], a["rail"][pair])
+            route[pair] = net.first_device_link + self.n_devices + comm[pair]
         n_f = route.shape[0]
         class_of = identical_classes(
             route, a["size"], np.full(n_f, float(start)), a["dep_ptr"], a["deps"]
@@ -608,18 +628,24 @@ class FlowBuilder:
         merged = {k: a[k][rep] for k in ("link", "src", "dst", "rail", "size")}
         merged.update(dep_ptr=dep_ptr, deps=deps)
         mult = np.bincount(class_of, minlength=n_c)
-        return self._flowset(merged, start, mult), class_of
+        return self._flowset(merged, start, mult, (ps, comm[rep])), class_of
 
-    def _flowset(self, a: dict, start: float, multiplicity=None) -> FlowSet:
+    def _flowset(self, a: dict, start: float, multiplicity=None, routes=None) -> FlowSet:
+        """The FlowSet of the per-flow arrays ``a``; ``routes``: ``(PathSet, commodity of each
+        flow)`` when the caller has them (else looked up)."""
         net = self.net
         n_f = a["size"].shape[0]
         link = np.ascontiguousarray(a["link"], np.int64)
-        comm = np.full(n_f, -1, np.int64)
         pair_idx = np.flatnonzero(link < 0)
+        if routes is not None:
+            ps, comm = routes
+        else:
+            ps, comm = None, np.full(n_f, -1, np.int64)
+            if pair_idx.size:
+                ps, comm[pair_idx] = net.pair_routes(
+                    a["src"][pair_idx], a["dst"][pair_idx], a["rail"][pair_idx]
+                )
         if pair_idx.size:
-            ps, comm[pair_idx] = net.pair_routes(
-                a["src"][pair_idx], a["dst"][pair_idx], a["rail"][pair_idx]
-            )
             cp, r_ptr, r_links, r_w = ps.commodity_ptr, ps.path_ptr, ps.path_links, ps.weight
         else:
             cp, r_ptr = np.zeros(1, np.int64), np.zeros(1, np.int64)
@@ -689,13 +715,47 @@ def simulate_builder(
         raise InputError("aggregate", aggregate, "True or False")
     if not isinstance(reduction, bool):
         raise InputError("reduction", reduction, "True or False")
-    run = simulate_reduced if reduction else simulate
     if not aggregate:
+        run = simulate_reduced if reduction else simulate
         return run(builder.build(start), record_series=record_series, max_refills=max_refills)
+    return expand_classes(
+        *simulate_builder_classes(
+            builder,
+            record_series=record_series,
+            start=start,
+            max_refills=max_refills,
+            reduction=reduction,
+            class_labels=class_labels,
+        )
+    )
+
+
+def simulate_builder_classes(
+    builder: FlowBuilder,
+    *,
+    record_series: bool = True,
+    start=0.0,
+    max_refills: int | None = None,
+    reduction: bool = False,
+    class_labels: dict | None = None,
+) -> tuple[SimResult, FlowSet, np.ndarray]:
+    """:func:`simulate_builder` with ``aggregate``, before the expansion per builder flow:
+    ``(result, flows, class_of)``, the result per flow of the merged ``flows``
+    (:meth:`FlowBuilder.build_classes`); ``expand_classes(result, flows, class_of)`` is
+    :func:`simulate_builder`'s. A caller that needs only the makespan, or that expands later,
+    saves the per-builder-flow (and per-sub-flow) arrays.
+
+    >>> from topoopt.fabrics import ideal
+    >>> fb = FlowBuilder(Network(ideal(2, port_bandwidth=100.0, latency=0.0), gpus_per_server=2))
+    >>> ids = fb.add_ranks([0, 1], [2, 3], 100.0)
+    >>> sim, flows, class_of = simulate_builder_classes(fb)
+    >>> sim.finish.tolist(), class_of.tolist()
+    ([2.0], [0, 0])
+    """
     flows, class_of = builder.build_classes(start)
     if not (reduction and class_labels is not None):
-        sim = run(flows, record_series=record_series, max_refills=max_refills)
-        return expand_classes(sim, flows, class_of)
+        run = simulate_reduced if reduction else simulate
+        return run(flows, record_series=record_series, max_refills=max_refills), flows, class_of
     start_flow = start_link = None
     lab_f, lab_l = class_labels.get("flow"), class_labels.get("link")
     if lab_f is not None and lab_f.shape[0] == class_of.shape[0]:
@@ -709,4 +769,4 @@ def simulate_builder(
     sim = simulate_reduced(
         flows, record_series=record_series, max_refills=max_refills, reduction=red
     )
-    return expand_classes(sim, flows, class_of)
+    return sim, flows, class_of

@@ -380,7 +380,7 @@ def _quotient(fs: FlowSet, part: Partition):
         dep_ptr=dep_ptr,
         deps=deps,
     )
-    plat = fs.path_latency()[rep_p[order]]
+    plat = np.add.reduceat(fs.latency[r_links], rptr[:-1]) if n_pc else np.zeros(0)
     return q, emult, plat, qpath
 
 
