@@ -359,3 +359,101 @@ def link_path_csr(path_ptr, path_links, n_l):
             out[fill[lk]] = p
             fill[lk] += 1
     return l_ptr, out
+
+
+@njit(cache=True)
+def topological_order(dep_ptr, rdep_ptr, rdep):
+    """``(order, n_visited)``: the flows in a topological order of their dependencies (Kahn's
+    algorithm, the visit order of :func:`topoopt.flowsim._kernels.classes_kernel`);
+    ``n_visited`` below the number of flows means a cycle."""
+    n_f = dep_ptr.shape[0] - 1
+    indeg = dep_ptr[1:] - dep_ptr[:-1]
+    queue = np.empty(max(n_f, 1), np.int64)
+    qh = 0
+    qt = 0
+    for f in range(n_f):
+        if indeg[f] == 0:
+            queue[qt] = f
+            qt += 1
+    while qh < qt:
+        f = queue[qh]
+        qh += 1
+        for j in range(rdep_ptr[f], rdep_ptr[f + 1]):
+            g = rdep[j]
+            indeg[g] -= 1
+            if indeg[g] == 0:
+                queue[qt] = g
+                qt += 1
+    return queue[:qt], qt
+
+
+@njit(cache=True)
+def classes_in_order(base, order, dep_ptr, deps):
+    """Flow classes by ``(base row, set of dependency classes)``, visiting flows in ``order``
+    (topological: a flow's dependencies come before it): the partition of
+    :func:`topoopt.flowsim._kernels.classes_kernel` without its traversal, for refinement
+    rounds over one dependency graph. Returns ``uint64`` class ids numbered by visit."""
+    n_f = base.shape[0]
+    n_k = base.shape[1]
+    class_of = np.full(n_f, -1, np.int64)
+    size = 1
+    while size < 2 * n_f + 2:
+        size *= 2
+    mask = np.uint64(size - 1)
+    table = np.full(size, -1, np.int64)
+    c_rep = np.empty(max(n_f, 1), np.int64)
+    c_hash = np.empty(max(n_f, 1), np.uint64)
+    c_ptr = np.zeros(n_f + 1, np.int64)
+    c_deps = np.empty(max(deps.shape[0], 1), np.int64)
+    tmp = np.empty(max(deps.shape[0], 1), np.int64)
+    n_c = 0
+    for q in range(order.shape[0]):
+        f = order[q]
+        k = 0
+        for j in range(dep_ptr[f], dep_ptr[f + 1]):
+            tmp[k] = class_of[deps[j]]
+            k += 1
+        if k > 1:
+            tmp[:k] = np.sort(tmp[:k])
+            w = 1
+            for j in range(1, k):
+                if tmp[j] != tmp[w - 1]:
+                    tmp[w] = tmp[j]
+                    w += 1
+            k = w
+        h = np.uint64(k)
+        for j in range(n_k):
+            h = mix64(h, np.uint64(base[f, j]))
+        for j in range(k):
+            h = mix64(h, np.uint64(tmp[j]))
+        slot = h & mask
+        found = -1
+        while table[slot] >= 0:
+            c = table[slot]
+            if c_hash[c] == h and c_ptr[c + 1] - c_ptr[c] == k:
+                same = True
+                r = c_rep[c]
+                for j in range(n_k):
+                    if base[r, j] != base[f, j]:
+                        same = False
+                        break
+                if same:
+                    for j in range(k):
+                        if c_deps[c_ptr[c] + j] != tmp[j]:
+                            same = False
+                            break
+                if same:
+                    found = c
+                    break
+            slot = (slot + np.uint64(1)) & mask
+        if found < 0:
+            found = n_c
+            table[slot] = n_c
+            c_rep[n_c] = f
+            c_hash[n_c] = h
+            for j in range(k):
+                c_deps[c_ptr[n_c] + j] = tmp[j]
+            c_ptr[n_c + 1] = c_ptr[n_c] + k
+            n_c += 1
+        class_of[f] = found
+    return class_of.view(np.uint64)

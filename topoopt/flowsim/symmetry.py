@@ -12,7 +12,7 @@ and links that refines their own data:
   sub-flow's adds its flow's colour and the multiset of its links' (new) colours; a flow's
   adds the multiset of its sub-flows' (new) colours and the *set* of its dependencies' colours
   (taken in a topological order, so one pass settles a whole dependency chain:
-  :func:`topoopt.flowsim._kernels.classes_kernel`);
+  :func:`topoopt.flowsim._symmetry_kernels.classes_in_order`);
 - repeated until no class splits (linear passes compiled in
   :mod:`topoopt.flowsim._symmetry_kernels`). Multisets are hashed (sums of seeded 64-bit words);
   the result is then *checked exactly* (:func:`is_equitable`), so a hash collision can only turn
@@ -61,12 +61,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from topoopt.csr import gather_rows
-from topoopt.flowsim._kernels import classes_kernel
 from topoopt.flowsim._symmetry_kernels import (
+    classes_in_order,
     csr_by_key,
     dense_ids,
     link_path_csr,
     refine_links_paths,
+    topological_order,
     uniform_counts,
     uniform_sets,
 )
@@ -159,6 +160,7 @@ def equitable_partition(
     max_rounds: int = MAX_ROUNDS,
     start_flow: np.ndarray | None = None,
     start_link: np.ndarray | None = None,
+    link_csr: tuple[np.ndarray, np.ndarray] | None = None,
 ):
     """The coarsest equitable partition of ``fs``'s flows, sub-flows and links (module
     docstring), by colour refinement; ``None`` if it did not settle in ``max_rounds`` rounds.
@@ -168,6 +170,8 @@ def equitable_partition(
     separates flows (links) of different labels. Labels from the classes of a similar flow set
     (another phase of the same iteration) leave little to refine, so it settles in fewer
     rounds; any labels give an equitable partition that keeps the data, hence an exact quotient.
+    ``link_csr``: :func:`~topoopt.flowsim._symmetry_kernels.link_path_csr` of ``fs`` when the
+    caller has it.
 
     Examples
     --------
@@ -184,10 +188,15 @@ def equitable_partition(
     path_flow = fs.path_flow()
     path_ptr = np.ascontiguousarray(fs.path_ptr, np.int64)
     path_links = np.ascontiguousarray(fs.path_links, np.int64)
-    l_ptr, link_paths = link_path_csr(path_ptr, path_links, n_l)  # sub-flows on each link
+    if link_csr is None:
+        link_csr = link_path_csr(path_ptr, path_links, n_l)
+    l_ptr, link_paths = link_csr  # sub-flows on each link
     owner = np.repeat(np.arange(n_f, dtype=np.int64), np.diff(fs.dep_ptr))
     rptr, rorder = _csr_by(fs.deps, n_f)
     rflows = owner[rorder]
+    order, visited = topological_order(fs.dep_ptr, rptr, rflows)
+    if visited < n_f:
+        return None
     flow_ptr = np.ascontiguousarray(fs.flow_ptr, np.int64)
 
     lc = _dense(fs.capacity, fs.latency, *_labels(start_link, n_l, "start_link"))
@@ -200,10 +209,8 @@ def equitable_partition(
             l_ptr, link_paths, path_ptr, path_links, flow_ptr, path_flow, lc, pc, fc, s_l, s_p, s_f
         )
         base = np.column_stack([fc, h_fp.view(np.int64)])
-        cls, visited = classes_kernel(base, fs.dep_ptr, fs.deps, rptr, rflows)
-        if visited < n_f:
-            return None
-        new_f = dense_ids(cls.view(np.uint64)) if n_f else np.zeros(0, np.int64)
+        cls = classes_in_order(base, order, fs.dep_ptr, fs.deps)
+        new_f = dense_ids(cls) if n_f else np.zeros(0, np.int64)
         lc, pc, fc = new_l, new_p, new_f
         now = (
             int(lc.max(initial=-1)) + 1,
@@ -226,7 +233,9 @@ def _labels(labels, n: int, name: str) -> tuple:
     return (lab,)
 
 
-def is_equitable(fs: FlowSet, part: Partition) -> bool:
+def is_equitable(
+    fs: FlowSet, part: Partition, link_csr: tuple[np.ndarray, np.ndarray] | None = None
+) -> bool:
     """Check exactly that ``part`` is an equitable partition of ``fs`` that keeps its data:
     equal capacity and latency per link class, weight per sub-flow class, size, start and
     multiplicity per flow class; each sub-flow class inside one flow class; equal counts of
@@ -264,7 +273,9 @@ def is_equitable(fs: FlowSet, part: Partition) -> bool:
         if not uniform_counts(path_ptr, path_links, ones, p, lk, n_pc, n_lc):
             return False
         # each link of a class carries each sub-flow class as often, members counted
-        l_ptr, link_paths = link_path_csr(path_ptr, path_links, fs.n_links)
+        if link_csr is None:
+            link_csr = link_path_csr(path_ptr, path_links, fs.n_links)
+        l_ptr, link_paths = link_csr
         w = np.ascontiguousarray(fs.multiplicity[path_flow], np.int64)
         if not uniform_counts(l_ptr, link_paths, w, lk, p, n_lc, n_pc):
             return False
@@ -307,7 +318,14 @@ def reduce_flows(
     base = {"flows": fs.n_flows, "paths": fs.n_paths, "links": fs.n_links}
     if fs.n_flows == 0:
         return Reduction(None, None, None, None, None, {"status": "off", "reason": "no flows"})
-    part = equitable_partition(fs, seed=seed, start_flow=start_flow, start_link=start_link)
+    link_csr = link_path_csr(
+        np.ascontiguousarray(fs.path_ptr, np.int64),
+        np.ascontiguousarray(fs.path_links, np.int64),
+        fs.n_links,
+    )
+    part = equitable_partition(
+        fs, seed=seed, start_flow=start_flow, start_link=start_link, link_csr=link_csr
+    )
     if part is None:
         info = {"status": "off", "reason": f"refinement did not settle in {MAX_ROUNDS} rounds"}
         return Reduction(None, None, None, None, None, {**info, **base})
@@ -320,7 +338,7 @@ def reduce_flows(
     if part.n_flow_classes == fs.n_flows and part.n_path_classes == fs.n_paths:
         info = {"status": "off", "reason": "no symmetry: every flow is its own class"}
         return Reduction(part, None, None, None, None, {**info, **base, **counts})
-    if not is_equitable(fs, part):
+    if not is_equitable(fs, part, link_csr):
         info = {"status": "off", "reason": "classes failed the exact equitability check"}
         return Reduction(part, None, None, None, None, {**info, **base, **counts})
     q, emult, plat, qpath = _quotient(fs, part)
