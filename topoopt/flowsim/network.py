@@ -54,6 +54,7 @@ are merged into classes with a multiplicity (:meth:`FlowBuilder.build_classes`).
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -98,6 +99,41 @@ DEFAULT_INTRA_BANDWIDTH = 300e9
 
 
 _rows = gather_rows
+
+
+class _RouteMemo:
+    """The largest set of server-pair routes computed for the last fabric, shared by every
+    :class:`Network` on it (the phases of an iteration and ``communication_time`` ask subsets
+    of one pair set). The routes of a pair do not depend on the other pairs asked (ECMP and
+    shortest paths without a random seed, as :meth:`Network.pair_routes` asks them), so a
+    subset's are the superset's rows (:meth:`~topoopt.paths.PathSet.take`), the same arrays
+    :func:`~topoopt.fabrics.routing.routes` returns for it. The fabric is held by a weak
+    reference: the memo never keeps a fabric alive, and a new fabric replaces it."""
+
+    def __init__(self) -> None:
+        self.fabric = None  # weakref.ref to the fabric
+        self.method = ""
+        self.uniq = np.zeros(0, np.int64)  # sorted pair keys src * n_nodes + dst
+        self.ps: PathSet | None = None
+
+    def subset(self, fabric, method: str, uniq: np.ndarray) -> PathSet | None:
+        if self.ps is None or self.fabric() is not fabric or self.method != method:
+            return None
+        if self.uniq.size == 0 or uniq.size == 0:
+            return None
+        pos = np.searchsorted(self.uniq, uniq)
+        pos = np.minimum(pos, self.uniq.size - 1)
+        if not np.array_equal(self.uniq[pos], uniq):
+            return None
+        return self.ps.take(pos)
+
+    def offer(self, fabric, method: str, uniq: np.ndarray, ps: PathSet) -> None:
+        same = self.ps is not None and self.fabric() is fabric and self.method == method
+        if not same or uniq.size > self.uniq.size:
+            self.fabric, self.method, self.uniq, self.ps = weakref.ref(fabric), method, uniq, ps
+
+
+_SHARED_ROUTES = _RouteMemo()
 
 
 def _unique_inverse(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -321,11 +357,15 @@ class Network:
         uniq, inv = _unique_inverse(src * n + dst)
         ck = ("routes", self.method, uniq.tobytes())
         if ck not in self._cache:
-            from topoopt.fabrics.routing import routes
+            ps = _SHARED_ROUTES.subset(self.fabric, self.method, uniq)
+            if ps is None:
+                from topoopt.fabrics.routing import routes
 
-            pairs = np.column_stack([uniq // n, uniq % n])
+                pairs = np.column_stack([uniq // n, uniq % n])
+                ps = routes(self.fabric, self.method, pairs=pairs)
+                _SHARED_ROUTES.offer(self.fabric, self.method, uniq, ps)
             self._cache.clear()
-            self._cache[ck] = routes(self.fabric, self.method, pairs=pairs)
+            self._cache[ck] = ps
         return self._cache[ck], inv.reshape(-1).astype(np.int64)
 
     def _link_rails(self) -> np.ndarray:
