@@ -90,36 +90,44 @@ def dense_ids(keys):
 
 @njit(cache=True)
 def refine_links_paths(
-    l_ptr, link_paths, path_ptr, path_links, flow_ptr, path_flow, lc, pc, fc, s_l, s_p, s_f,
+    n_l, path_ptr, path_links, flow_ptr, path_flow, lc, pc, fc, s_l, s_p, s_f,
 ):  # fmt: skip
     """One refinement round for links and sub-flows (:func:`topoopt.flowsim.symmetry.
     equitable_partition`): ``(new_l, new_p, h_fp)``.
 
     A link's new colour is its colour with the multiset of the colours ``pc`` of the sub-flows
-    crossing it (``link_paths[l_ptr[l]:l_ptr[l+1]]``), hashed as the wrapping sum of one
-    pseudo-random odd word per colour (:func:`_word` of the round's seed ``s_l``); a sub-flow's
-    is its colour, its flow's colour and the multiset of its links' *new* colours (seed
-    ``s_p``); ``h_fp[f]`` is the multiset hash of flow ``f``'s *new* sub-flow colours (seed
-    ``s_f``). Using each side's new colours at once (Gauss-Seidel order rather than all from
-    the last round) reaches the same coarsest equitable partition in fewer rounds: every split
-    made is one any equitable refinement of the start must make, and the fixed point is the
-    same."""
-    n_l = l_ptr.shape[0] - 1
+    crossing it, hashed as the wrapping sum of one pseudo-random odd word per colour
+    (:func:`_word` of the round's seed ``s_l``); a sub-flow's is its colour, its flow's colour
+    and the multiset of its links' *new* colours (seed ``s_p``); ``h_fp[f]`` is the multiset
+    hash of flow ``f``'s *new* sub-flow colours (seed ``s_f``). Using each side's new colours at
+    once (Gauss-Seidel order rather than all from the last round) reaches the same coarsest
+    equitable partition in fewer rounds: every split made is one any equitable refinement of
+    the start must make, and the fixed point is the same.
+
+    Both multiset sums are taken in one sequential pass over the sub-flows: each sub-flow's
+    word is added to each of its links' sums (wrapping sums do not depend on the order, so
+    this equals summing link by link over the sub-flows crossing it, without the random
+    reads of a link -> sub-flow list), and the links' words are computed once per link."""
     n_p = path_ptr.shape[0] - 1
     n_f = flow_ptr.shape[0] - 1
     seed = np.uint64(0x243F6A8885A308D3)
+    hl = np.zeros(n_l, np.uint64)
+    for p in range(n_p):
+        w = _word(s_l, pc[p])
+        for k in range(path_ptr[p], path_ptr[p + 1]):
+            hl[path_links[k]] += w
     kl = np.empty(n_l, np.uint64)
     for lk in range(n_l):
-        h = np.uint64(0)
-        for k in range(l_ptr[lk], l_ptr[lk + 1]):
-            h += _word(s_l, pc[link_paths[k]])
-        kl[lk] = mix64(mix64(seed, np.uint64(lc[lk])), h)
+        kl[lk] = mix64(mix64(seed, np.uint64(lc[lk])), hl[lk])
     new_l = dense_ids(kl)
+    wl = np.empty(n_l, np.uint64)
+    for lk in range(n_l):
+        wl[lk] = _word(s_p, new_l[lk])
     kp = np.empty(n_p, np.uint64)
     for p in range(n_p):
         h = np.uint64(0)
         for k in range(path_ptr[p], path_ptr[p + 1]):
-            h += _word(s_p, new_l[path_links[k]])
+            h += wl[path_links[k]]
         kp[p] = mix64(mix64(mix64(seed, np.uint64(pc[p])), np.uint64(fc[path_flow[p]])), h)
     new_p = dense_ids(kp)
     h_fp = np.zeros(n_f, np.uint64)

@@ -160,7 +160,6 @@ def equitable_partition(
     max_rounds: int = MAX_ROUNDS,
     start_flow: np.ndarray | None = None,
     start_link: np.ndarray | None = None,
-    link_csr: tuple[np.ndarray, np.ndarray] | None = None,
 ):
     """The coarsest equitable partition of ``fs``'s flows, sub-flows and links (module
     docstring), by colour refinement; ``None`` if it did not settle in ``max_rounds`` rounds.
@@ -170,8 +169,6 @@ def equitable_partition(
     separates flows (links) of different labels. Labels from the classes of a similar flow set
     (another phase of the same iteration) leave little to refine, so it settles in fewer
     rounds; any labels give an equitable partition that keeps the data, hence an exact quotient.
-    ``link_csr``: :func:`~topoopt.flowsim._symmetry_kernels.link_path_csr` of ``fs`` when the
-    caller has it.
 
     Examples
     --------
@@ -188,9 +185,6 @@ def equitable_partition(
     path_flow = fs.path_flow()
     path_ptr = np.ascontiguousarray(fs.path_ptr, np.int64)
     path_links = np.ascontiguousarray(fs.path_links, np.int64)
-    if link_csr is None:
-        link_csr = link_path_csr(path_ptr, path_links, n_l)
-    l_ptr, link_paths = link_csr  # sub-flows on each link
     owner = np.repeat(np.arange(n_f, dtype=np.int64), np.diff(fs.dep_ptr))
     rptr, rorder = _csr_by(fs.deps, n_f)
     rflows = owner[rorder]
@@ -206,7 +200,7 @@ def equitable_partition(
     for rounds in range(1, max_rounds + 1):
         s_l, s_p, s_f = rng.integers(0, 2**63, size=3, dtype=np.uint64)
         new_l, new_p, h_fp = refine_links_paths(
-            l_ptr, link_paths, path_ptr, path_links, flow_ptr, path_flow, lc, pc, fc, s_l, s_p, s_f
+            n_l, path_ptr, path_links, flow_ptr, path_flow, lc, pc, fc, s_l, s_p, s_f
         )
         base = np.column_stack([fc, h_fp.view(np.int64)])
         cls = classes_in_order(base, order, fs.dep_ptr, fs.deps)
@@ -318,14 +312,7 @@ def reduce_flows(
     base = {"flows": fs.n_flows, "paths": fs.n_paths, "links": fs.n_links}
     if fs.n_flows == 0:
         return Reduction(None, None, None, None, None, {"status": "off", "reason": "no flows"})
-    link_csr = link_path_csr(
-        np.ascontiguousarray(fs.path_ptr, np.int64),
-        np.ascontiguousarray(fs.path_links, np.int64),
-        fs.n_links,
-    )
-    part = equitable_partition(
-        fs, seed=seed, start_flow=start_flow, start_link=start_link, link_csr=link_csr
-    )
+    part = equitable_partition(fs, seed=seed, start_flow=start_flow, start_link=start_link)
     if part is None:
         info = {"status": "off", "reason": f"refinement did not settle in {MAX_ROUNDS} rounds"}
         return Reduction(None, None, None, None, None, {**info, **base})
@@ -338,7 +325,7 @@ def reduce_flows(
     if part.n_flow_classes == fs.n_flows and part.n_path_classes == fs.n_paths:
         info = {"status": "off", "reason": "no symmetry: every flow is its own class"}
         return Reduction(part, None, None, None, None, {**info, **base, **counts})
-    if not is_equitable(fs, part, link_csr):
+    if not is_equitable(fs, part):
         info = {"status": "off", "reason": "classes failed the exact equitability check"}
         return Reduction(part, None, None, None, None, {**info, **base, **counts})
     q, emult, plat, qpath = _quotient(fs, part)
