@@ -332,7 +332,7 @@ def test_uniform_counts_against_brute_force(seed):
     lens = rng.integers(0, 4, n_u)
     ptr = np.r_[0, np.cumsum(lens)].astype(np.int64)
     items = rng.integers(0, n_items, ptr[-1]).astype(np.int64)
-    weight = rng.integers(1, 3, ptr[-1]).astype(np.int64)
+    weight = rng.integers(1, 3, n_items).astype(np.int64)  # per item
     v_class = rng.integers(0, n_vc, n_items).astype(np.int64)
     u_class = rng.integers(0, 2, n_u).astype(np.int64)
     if seed % 2:  # make it uniform: every member copies its class's first member's row
@@ -340,18 +340,15 @@ def test_uniform_counts_against_brute_force(seed):
         rows = []
         for u in range(n_u):
             r = first.setdefault(int(u_class[u]), u)
-            rows.append(
-                list(zip(items[ptr[r] : ptr[r + 1]], weight[ptr[r] : ptr[r + 1]], strict=True))
-            )
+            rows.append(items[ptr[r] : ptr[r + 1]].tolist())
         ptr = np.r_[0, np.cumsum([len(r) for r in rows])].astype(np.int64)
-        items = np.array([i for r in rows for i, _ in r], np.int64)
-        weight = np.array([w for r in rows for _, w in r], np.int64)
+        items = np.array([i for r in rows for i in r], np.int64)
 
     def table(u):
         t = {}
         for k in range(ptr[u], ptr[u + 1]):
             c = int(v_class[items[k]])
-            t[c] = t.get(c, 0) + int(weight[k])
+            t[c] = t.get(c, 0) + int(weight[items[k]])
         return t
 
     first = {}

@@ -90,36 +90,44 @@ def dense_ids(keys):
 
 @njit(cache=True)
 def refine_links_paths(
-    l_ptr, link_paths, path_ptr, path_links, flow_ptr, path_flow, lc, pc, fc, s_l, s_p, s_f,
+    n_l, path_ptr, path_links, flow_ptr, path_flow, lc, pc, fc, s_l, s_p, s_f,
 ):  # fmt: skip
     """One refinement round for links and sub-flows (:func:`topoopt.flowsim.symmetry.
     equitable_partition`): ``(new_l, new_p, h_fp)``.
 
     A link's new colour is its colour with the multiset of the colours ``pc`` of the sub-flows
-    crossing it (``link_paths[l_ptr[l]:l_ptr[l+1]]``), hashed as the wrapping sum of one
-    pseudo-random odd word per colour (:func:`_word` of the round's seed ``s_l``); a sub-flow's
-    is its colour, its flow's colour and the multiset of its links' *new* colours (seed
-    ``s_p``); ``h_fp[f]`` is the multiset hash of flow ``f``'s *new* sub-flow colours (seed
-    ``s_f``). Using each side's new colours at once (Gauss-Seidel order rather than all from
-    the last round) reaches the same coarsest equitable partition in fewer rounds: every split
-    made is one any equitable refinement of the start must make, and the fixed point is the
-    same."""
-    n_l = l_ptr.shape[0] - 1
+    crossing it, hashed as the wrapping sum of one pseudo-random odd word per colour
+    (:func:`_word` of the round's seed ``s_l``); a sub-flow's is its colour, its flow's colour
+    and the multiset of its links' *new* colours (seed ``s_p``); ``h_fp[f]`` is the multiset
+    hash of flow ``f``'s *new* sub-flow colours (seed ``s_f``). Using each side's new colours at
+    once (Gauss-Seidel order rather than all from the last round) reaches the same coarsest
+    equitable partition in fewer rounds: every split made is one any equitable refinement of
+    the start must make, and the fixed point is the same.
+
+    Both multiset sums are taken in one sequential pass over the sub-flows: each sub-flow's
+    word is added to each of its links' sums (wrapping sums do not depend on the order, so
+    this equals summing link by link over the sub-flows crossing it, without the random
+    reads of a link -> sub-flow list), and the links' words are computed once per link."""
     n_p = path_ptr.shape[0] - 1
     n_f = flow_ptr.shape[0] - 1
     seed = np.uint64(0x243F6A8885A308D3)
+    hl = np.zeros(n_l, np.uint64)
+    for p in range(n_p):
+        w = _word(s_l, pc[p])
+        for k in range(path_ptr[p], path_ptr[p + 1]):
+            hl[path_links[k]] += w
     kl = np.empty(n_l, np.uint64)
     for lk in range(n_l):
-        h = np.uint64(0)
-        for k in range(l_ptr[lk], l_ptr[lk + 1]):
-            h += _word(s_l, pc[link_paths[k]])
-        kl[lk] = mix64(mix64(seed, np.uint64(lc[lk])), h)
+        kl[lk] = mix64(mix64(seed, np.uint64(lc[lk])), hl[lk])
     new_l = dense_ids(kl)
+    wl = np.empty(n_l, np.uint64)
+    for lk in range(n_l):
+        wl[lk] = _word(s_p, new_l[lk])
     kp = np.empty(n_p, np.uint64)
     for p in range(n_p):
         h = np.uint64(0)
         for k in range(path_ptr[p], path_ptr[p + 1]):
-            h += _word(s_p, new_l[path_links[k]])
+            h += wl[path_links[k]]
         kp[p] = mix64(mix64(mix64(seed, np.uint64(pc[p])), np.uint64(fc[path_flow[p]])), h)
     new_p = dense_ids(kp)
     h_fp = np.zeros(n_f, np.uint64)
@@ -135,7 +143,7 @@ def refine_links_paths(
 def uniform_counts(u_ptr, v_items, v_weight, u_class, v_class, n_uc, n_vc):
     """Whether every ``u`` of one class ``u_class[u]`` meets each class of ``v`` as often as
     its class's first member does: ``u``'s items are ``v_items[u_ptr[u]:u_ptr[u+1]]``, each
-    counted ``v_weight`` times (per entry) and classed ``v_class[item]``. Exact integer counts
+    counted ``v_weight[item]`` times and classed ``v_class[item]``. Exact integer counts
     in one table per class (``O(items)`` in all)."""
     n_u = u_ptr.shape[0] - 1
     rep = np.full(n_uc, -1, np.int64)
@@ -154,11 +162,11 @@ def uniform_counts(u_ptr, v_items, v_weight, u_class, v_class, n_uc, n_vc):
             if tab[c] == 0:
                 touched[n_t] = c
                 n_t += 1
-            tab[c] += v_weight[k]
+            tab[c] += v_weight[v_items[k]]
         ok = True
         for k in range(u_ptr[u], u_ptr[u + 1]):
             c = v_class[v_items[k]]
-            w = v_weight[k]
+            w = v_weight[v_items[k]]
             if tab[c] < w:
                 ok = False
                 break
@@ -252,3 +260,208 @@ def class_dep_rows(class_of, rep, dep_ptr, deps):
             w = v
         ptr[c + 1] = w
     return ptr, out[:w].copy()
+
+
+@njit(cache=True)
+def gather_csr_rows(ptr, rows):
+    """The concatenated element indices ``ptr[r]:ptr[r+1]`` of the rows ``rows``, in order
+    (:func:`topoopt.csr.gather_rows` in one pass, without its incidence-sized temporaries)."""
+    total = 0
+    for r in rows:
+        total += ptr[r + 1] - ptr[r]
+    out = np.empty(total, np.int64)
+    w = 0
+    for r in rows:
+        for k in range(ptr[r], ptr[r + 1]):
+            out[w] = k
+            w += 1
+    return out
+
+
+@njit(cache=True)
+def expand_routes(flow_link, comm, cp_ptr, r_path_ptr, r_path_links, r_weight):
+    """The sub-flows of flows on single links or on routes: ``(flow_ptr, path_ptr, path_links,
+    weight)`` (:meth:`topoopt.flowsim.network.FlowBuilder.build`).
+
+    Flow ``f`` with ``flow_link[f] >= 0`` has one sub-flow of weight 1 on that link; otherwise
+    its sub-flows are the paths ``cp_ptr[c]:cp_ptr[c+1]`` of commodity ``c = comm[f]`` of a
+    path set (``r_path_ptr``, ``r_path_links``, ``r_weight``), in order."""
+    n_f = flow_link.shape[0]
+    flow_ptr = np.zeros(n_f + 1, np.int64)
+    n_inc = 0
+    for f in range(n_f):
+        if flow_link[f] >= 0:
+            flow_ptr[f + 1] = flow_ptr[f] + 1
+            n_inc += 1
+        else:
+            c = comm[f]
+            flow_ptr[f + 1] = flow_ptr[f] + cp_ptr[c + 1] - cp_ptr[c]
+            n_inc += r_path_ptr[cp_ptr[c + 1]] - r_path_ptr[cp_ptr[c]]
+    n_p = flow_ptr[n_f]
+    path_ptr = np.zeros(n_p + 1, np.int64)
+    links = np.empty(n_inc, np.int64)
+    weight = np.empty(n_p, np.float64)
+    p = 0
+    e = 0
+    for f in range(n_f):
+        if flow_link[f] >= 0:
+            links[e] = flow_link[f]
+            e += 1
+            weight[p] = 1.0
+            p += 1
+            path_ptr[p] = e
+        else:
+            c = comm[f]
+            for q in range(cp_ptr[c], cp_ptr[c + 1]):
+                for k in range(r_path_ptr[q], r_path_ptr[q + 1]):
+                    links[e] = r_path_links[k]
+                    e += 1
+                weight[p] = r_weight[q]
+                p += 1
+                path_ptr[p] = e
+    return flow_ptr, path_ptr, links, weight
+
+
+@njit(cache=True)
+def first_repeated_link(path_ptr, path_links):
+    """``(p, link)``: the first sub-flow ``p`` that crosses a link twice and the smallest such
+    link, ``(-1, -1)`` when none does (linear in the incidences for paths of up to 32 links,
+    which are compared pairwise; longer paths are sorted)."""
+    n_p = path_ptr.shape[0] - 1
+    for p in range(n_p):
+        a, b = path_ptr[p], path_ptr[p + 1]
+        if b - a <= 32:
+            best = -1
+            for i in range(a, b):
+                for j in range(i + 1, b):
+                    if path_links[i] == path_links[j] and (best < 0 or path_links[i] < best):
+                        best = path_links[i]
+            if best >= 0:
+                return p, best
+        else:
+            s = np.sort(path_links[a:b])
+            for i in range(1, s.shape[0]):
+                if s[i] == s[i - 1]:
+                    return p, s[i]
+    return -1, -1
+
+
+@njit(cache=True)
+def link_path_csr(path_ptr, path_links, n_l):
+    """``(l_ptr, link_paths)``: the sub-flows crossing each link, one entry per incidence, in
+    increasing sub-flow order (the transpose of the sub-flow x link incidence; ``int32``
+    entries, half the memory of the incidence's own ``int64``)."""
+    n_p = path_ptr.shape[0] - 1
+    if n_p >= 2**31:
+        raise ValueError("link_path_csr: 2**31 sub-flows or more (entries are int32)")
+    l_ptr = np.zeros(n_l + 1, np.int64)
+    for k in range(path_links.shape[0]):
+        l_ptr[path_links[k] + 1] += 1
+    for i in range(n_l):
+        l_ptr[i + 1] += l_ptr[i]
+    fill = l_ptr[:-1].copy()
+    out = np.empty(path_links.shape[0], np.int32)
+    for p in range(n_p):
+        for k in range(path_ptr[p], path_ptr[p + 1]):
+            lk = path_links[k]
+            out[fill[lk]] = p
+            fill[lk] += 1
+    return l_ptr, out
+
+
+@njit(cache=True)
+def topological_order(dep_ptr, rdep_ptr, rdep):
+    """``(order, n_visited)``: the flows in a topological order of their dependencies (Kahn's
+    algorithm, the visit order of :func:`topoopt.flowsim._kernels.classes_kernel`);
+    ``n_visited`` below the number of flows means a cycle."""
+    n_f = dep_ptr.shape[0] - 1
+    indeg = dep_ptr[1:] - dep_ptr[:-1]
+    queue = np.empty(max(n_f, 1), np.int64)
+    qh = 0
+    qt = 0
+    for f in range(n_f):
+        if indeg[f] == 0:
+            queue[qt] = f
+            qt += 1
+    while qh < qt:
+        f = queue[qh]
+        qh += 1
+        for j in range(rdep_ptr[f], rdep_ptr[f + 1]):
+            g = rdep[j]
+            indeg[g] -= 1
+            if indeg[g] == 0:
+                queue[qt] = g
+                qt += 1
+    return queue[:qt], qt
+
+
+@njit(cache=True)
+def classes_in_order(base, order, dep_ptr, deps):
+    """Flow classes by ``(base row, set of dependency classes)``, visiting flows in ``order``
+    (topological: a flow's dependencies come before it): the partition of
+    :func:`topoopt.flowsim._kernels.classes_kernel` without its traversal, for refinement
+    rounds over one dependency graph. Returns ``uint64`` class ids numbered by visit."""
+    n_f = base.shape[0]
+    n_k = base.shape[1]
+    class_of = np.full(n_f, -1, np.int64)
+    size = 1
+    while size < 2 * n_f + 2:
+        size *= 2
+    mask = np.uint64(size - 1)
+    table = np.full(size, -1, np.int64)
+    c_rep = np.empty(max(n_f, 1), np.int64)
+    c_hash = np.empty(max(n_f, 1), np.uint64)
+    c_ptr = np.zeros(n_f + 1, np.int64)
+    c_deps = np.empty(max(deps.shape[0], 1), np.int64)
+    tmp = np.empty(max(deps.shape[0], 1), np.int64)
+    n_c = 0
+    for q in range(order.shape[0]):
+        f = order[q]
+        k = 0
+        for j in range(dep_ptr[f], dep_ptr[f + 1]):
+            tmp[k] = class_of[deps[j]]
+            k += 1
+        if k > 1:
+            tmp[:k] = np.sort(tmp[:k])
+            w = 1
+            for j in range(1, k):
+                if tmp[j] != tmp[w - 1]:
+                    tmp[w] = tmp[j]
+                    w += 1
+            k = w
+        h = np.uint64(k)
+        for j in range(n_k):
+            h = mix64(h, np.uint64(base[f, j]))
+        for j in range(k):
+            h = mix64(h, np.uint64(tmp[j]))
+        slot = h & mask
+        found = -1
+        while table[slot] >= 0:
+            c = table[slot]
+            if c_hash[c] == h and c_ptr[c + 1] - c_ptr[c] == k:
+                same = True
+                r = c_rep[c]
+                for j in range(n_k):
+                    if base[r, j] != base[f, j]:
+                        same = False
+                        break
+                if same:
+                    for j in range(k):
+                        if c_deps[c_ptr[c] + j] != tmp[j]:
+                            same = False
+                            break
+                if same:
+                    found = c
+                    break
+            slot = (slot + np.uint64(1)) & mask
+        if found < 0:
+            found = n_c
+            table[slot] = n_c
+            c_rep[n_c] = f
+            c_hash[n_c] = h
+            for j in range(k):
+                c_deps[c_ptr[n_c] + j] = tmp[j]
+            c_ptr[n_c + 1] = c_ptr[n_c] + k
+            n_c += 1
+        class_of[f] = found
+    return class_of.view(np.uint64)

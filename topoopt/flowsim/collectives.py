@@ -612,6 +612,7 @@ def communication_time(
     record_series: bool = False,
     aggregate: bool = True,
     max_refills: int | None = None,
+    reduction: bool = False,
 ) -> CommunicationTime:
     """Simulate the communication of one iteration alone: all demands of each phase released
     together as flows, phases (forward, backward, optimizer) one after the other.
@@ -640,6 +641,9 @@ def communication_time(
     max_refills : int, optional
         Work limit (:func:`topoopt.flowsim.simulator.simulate`; raises
         :class:`~topoopt.flowsim.simulator.WorkLimitExceeded`).
+    reduction : bool
+        Simulate through the exact symmetry quotient (:mod:`topoopt.flowsim.symmetry`): the
+        same times up to rounding, ``sim.reduction`` says what it found.
 
     Returns
     -------
@@ -675,8 +679,9 @@ def communication_time(
         rows.append((ph, ids, cf.total_bytes()))
         t_bar.append(prev)
     sim = simulate_builder(
-        fb, aggregate=aggregate, record_series=record_series, max_refills=max_refills
-    )
+        fb, aggregate=aggregate, record_series=record_series, max_refills=max_refills,
+        reduction=reduction,
+    )  # fmt: skip
     out_rows, t0 = [], 0.0
     for (ph, _ids, b), bar in zip(rows, t_bar, strict=True):
         t1 = float(sim.finish[bar])

@@ -24,7 +24,12 @@ import scipy.sparse as sp
 
 from topoopt.csr import gather_rows
 from topoopt.flowsim._kernels import blocked_kernel, classes_kernel
-from topoopt.flowsim._symmetry_kernels import class_dep_rows
+from topoopt.flowsim._symmetry_kernels import (
+    class_dep_rows,
+    csr_by_key,
+    dense_ids,
+    first_repeated_link,
+)
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 
@@ -160,15 +165,10 @@ class FlowSet:
             e = _first_bad(bad)
             p = int(np.searchsorted(pp, e, side="right") - 1)
             raise InputError(f"{self._path_name(p)}.links", int(pl[e]), f"link ids 0..{n_l - 1}")
-        path_of = np.repeat(np.arange(n_p, dtype=np.int64), np.diff(pp))
-        key = np.sort(path_of * max(n_l, 1) + pl)
-        dup = key[1:] == key[:-1]
-        if dup.any():
-            k = int(key[1:][dup][0])
+        p, dup = first_repeated_link(pp, pl)
+        if p >= 0:
             raise InputError(
-                f"{self._path_name(k // max(n_l, 1))}.links",
-                k % max(n_l, 1),
-                "each link at most once per path",
+                f"{self._path_name(int(p))}.links", int(dup), "each link at most once per path"
             )
         bad = ~(np.isfinite(self.weight) & (self.weight > 0))
         if bad.any():
@@ -257,10 +257,7 @@ class FlowSet:
         """Reverse dependency CSR ``(ptr, flows)``: flows waiting on ``f`` are
         ``flows[ptr[f]:ptr[f+1]]``."""
         owner = np.repeat(np.arange(self.n_flows, dtype=np.int64), np.diff(self.dep_ptr))
-        order = np.argsort(self.deps, kind="stable")
-        counts = np.bincount(self.deps, minlength=self.n_flows)
-        ptr = np.zeros(self.n_flows + 1, np.int64)
-        np.cumsum(counts, out=ptr[1:])
+        ptr, order = csr_by_key(self.deps, self.n_flows)  # a stable counting sort
         return ptr, owner[order]
 
     def dependency_cycle(self) -> list[int]:
@@ -582,19 +579,18 @@ def identical_classes(
     dep_ptr = np.asarray(dep_ptr, np.int64).reshape(-1)
     deps = np.asarray(deps, np.int64).reshape(-1)
     base = np.column_stack([route, size.view(np.int64), start.view(np.int64)])
+    if deps.size and (deps.min() < 0 or deps.max() >= n_f):
+        bad = int(deps.min()) if deps.min() < 0 else int(deps.max())
+        raise InputError("after", bad, f"flow indices 0..{n_f - 1}")
     owner = np.repeat(np.arange(n_f, dtype=np.int64), np.diff(dep_ptr))
-    rptr = np.zeros(n_f + 1, np.int64)
-    np.cumsum(np.bincount(deps, minlength=n_f), out=rptr[1:])
-    rflows = owner[np.argsort(deps, kind="stable")]
+    rptr, order = csr_by_key(deps, n_f)  # a stable counting sort
+    rflows = owner[order]
     class_of, visited = classes_kernel(base, dep_ptr, deps, rptr, rflows)
     if visited < n_f:
         i = _first_bad(class_of < 0)
         raise InputError(f"flows[{i}].after", "a dependency cycle", "an acyclic dependency graph")
     # renumber classes by first member
-    _, first, inv = np.unique(class_of, return_index=True, return_inverse=True)
-    rank = np.empty(first.shape[0], np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(first.shape[0])
-    return rank[inv.reshape(-1)]
+    return dense_ids(np.ascontiguousarray(class_of, np.int64).view(np.uint64))
 
 
 def class_representatives(class_of: np.ndarray, n_classes: int) -> np.ndarray:

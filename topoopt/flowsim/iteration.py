@@ -101,6 +101,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from math import ceil
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -118,8 +119,14 @@ from topoopt.flowsim.collectives import (
     members_per_server,
     schedule_template,
 )
+from topoopt.flowsim.flowset import FlowSet
 from topoopt.flowsim.ina import ina_template
-from topoopt.flowsim.network import FlowBuilder, Network, simulate_builder
+from topoopt.flowsim.network import (
+    FlowBuilder,
+    Network,
+    simulate_builder,
+    simulate_builder_classes,
+)
 from topoopt.flowsim.priorities import check_priority, simulate_tasks
 from topoopt.flowsim.roofline import (
     RooflineParams,
@@ -128,7 +135,7 @@ from topoopt.flowsim.roofline import (
     workload_gpu,
     workload_scale_up_bandwidth,
 )
-from topoopt.flowsim.simulator import SimResult, WorkLimitExceeded
+from topoopt.flowsim.simulator import SimResult, WorkLimitExceeded, expand_classes
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 from traffic.workload import CLASSES, Demand, Workload
@@ -741,27 +748,47 @@ class _PipelineModel:
                 rcell = self.cell_of[rows[:, 0]]
                 base, rem = divmod(d.count, m * v)
                 sl = np.flatnonzero(o[:, 0] == ph_code)
-                for c in cs:
-                    my = np.flatnonzero(rcell == c)
-                    if my.size == 0:
-                        continue
-                    labels.add(d.cls)
-                    for r in my:
-                        row = rows[r]
-                        srv = row // gps
-                        if np.all(srv == srv[0]):
-                            if d.cls in instant:
-                                continue
-                            d_reg = self._isolated(idx, r, base) if base else 0.0
-                            d_last = self._isolated(idx, r, base + rem) if base + rem else 0.0
-                            lr = local[row][:, None]
-                            rdur[lr, sl[None, :]] += d_reg
-                            rdur[lr[:, 0], sl[-1]] += d_last - d_reg
-                            rc = rcls.setdefault(d.cls, np.zeros((ranks.size, S)))
-                            rc[lr, sl[None, :]] += d_reg
-                            rc[lr[:, 0], sl[-1]] += d_last - d_reg
-                        else:
-                            cross_rows.append((idx, r, c, sl, base, rem))
+                # this stage's rows, by cell then row (the order flows and sums are made in)
+                mine = np.flatnonzero(self.cell_stage[rcell] == i)
+                if mine.size == 0:
+                    continue
+                labels.add(d.cls)
+                mine = mine[np.argsort(rcell[mine], kind="stable")]
+                srv = rows[mine] // gps
+                intra = np.all(srv == srv[:, :1], axis=1)
+                for r in mine[~intra].tolist():
+                    cross_rows.append((idx, r, int(rcell[r]), sl, base, rem))
+                if d.cls in instant or not intra.any():
+                    continue
+                mine = mine[intra]
+                # isolated durations per pattern of local GPU indices (_isolated's cache key)
+                _, first, pat = np.unique(
+                    rows[mine] % gps, axis=0, return_index=True, return_inverse=True
+                )
+                reg = np.array(
+                    [self._isolated(idx, int(mine[k]), base) if base else 0.0 for k in first]
+                )
+                last = np.array(
+                    [
+                        self._isolated(idx, int(mine[k]), base + rem) if base + rem else 0.0
+                        for k in first
+                    ]
+                )
+                d_reg, d_last = reg[pat.reshape(-1)], last[pat.reshape(-1)]
+                # row by row, member by member: the sums of the per-row loop, in its order
+                # (each row adds d_reg on its members' slots, then the last slot's difference
+                # on its first member)
+                lr = local[rows[mine]]  # (rows, members)
+                n_r, k_m, n_s = lr.shape[0], lr.shape[1], sl.size
+                at_r = np.concatenate([np.repeat(lr, n_s, axis=1), lr[:, :1]], axis=1)
+                at_s = np.concatenate([np.tile(sl, (n_r, k_m)), np.full((n_r, 1), sl[-1])], axis=1)
+                val = np.concatenate(
+                    [np.repeat(d_reg[:, None], k_m * n_s, axis=1), (d_last - d_reg)[:, None]],
+                    axis=1,
+                )
+                rc = rcls.setdefault(d.cls, np.zeros((ranks.size, S)))
+                for tab in (rdur, rc):
+                    np.add.at(tab, (at_r.ravel(), at_s.ravel()), val.ravel())
             # the busiest rank of each cell (first of equals) and its per-class parts
             rc_cell = self.cell_of[ranks]
             order = np.lexsort((np.arange(ranks.size), rc_cell))
@@ -1296,6 +1323,28 @@ class _TaskGraphModel:
 # ------------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, eq=False)
+class _Classes:
+    """A simulation per merged flow (:func:`topoopt.flowsim.network.simulate_builder_classes`),
+    not yet expanded per builder flow; ``makespan`` and ``refills`` are the expanded ones."""
+
+    sim: SimResult
+    flows: FlowSet | SimpleNamespace  # only n_flows and flow_ptr are kept (not the paths)
+    class_of: np.ndarray
+
+    def __post_init__(self) -> None:
+        lean = SimpleNamespace(n_flows=self.flows.n_flows, flow_ptr=self.flows.flow_ptr)
+        object.__setattr__(self, "flows", lean)
+
+    @property
+    def makespan(self) -> float:
+        return self.sim.makespan
+
+    @property
+    def refills(self) -> int:
+        return self.sim.refills
+
+
 def _classes(w: Workload) -> list[str]:
     present = {d.cls for d in w.demands if d.group_size > 1 and d.count > 0}
     return [c for c in CLASSES if c in present]
@@ -1503,8 +1552,13 @@ def simulate_iteration(
         raise InputError("reduction", reduction, "True or False")
 
     used = [0]  # sub-flow re-fills of the simulations so far (their work)
+    labels: dict = {}  # classes of the first reduced phase, seeding the later phases' refinement
 
     def run(instant, series=False):
+        """``(sim, tasks, merge, fb)``; ``sim`` per merged flow when ``aggregate`` with the
+        default simulator, then ``expand(sim)`` turns it per builder flow (kept for the result
+        only: the other phases need the makespan, and expanding every sub-flow of every
+        builder flow is most of the peak memory at 16,384 GPUs)."""
         fb, tasks, merge = model.build(frozenset(instant))
         limit = None if max_refills is None else max_refills - used[0]
         try:
@@ -1515,9 +1569,14 @@ def simulate_iteration(
                     fb, tasks, priority=priority, split_allreduce=split_allreduce,
                     aggregate=aggregate, record_series=series, max_refills=limit,
                 )  # fmt: skip
+            elif aggregate:
+                sim = _Classes(*simulate_builder_classes(
+                    fb, record_series=series, max_refills=limit, reduction=reduction,
+                    class_labels=labels.setdefault(id(model), {}),
+                ))  # fmt: skip
             else:
                 sim = simulate_builder(
-                    fb, aggregate=aggregate, record_series=series, max_refills=limit,
+                    fb, aggregate=False, record_series=series, max_refills=limit,
                     reduction=reduction,
                 )  # fmt: skip
         except WorkLimitExceeded as e:  # report the work of all the simulations so far
@@ -1547,6 +1606,8 @@ def simulate_iteration(
     if exposed_by_class:
         for c in classes:
             by_class[c] = iteration - float(run([c])[0].makespan)
+    if isinstance(sim, _Classes):
+        sim = expand_classes(sim.sim, sim.flows, sim.class_of)
     timeline = tasks.frame(sim)
     is_comm = ~timeline["kind"].isin(["compute", "optimizer"]).to_numpy()
     busy = _union_length(

@@ -54,6 +54,7 @@ are merged into classes with a multiplicity (:meth:`FlowBuilder.build_classes`).
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -61,6 +62,7 @@ import numpy as np
 from topoopt.csr import gather_rows, ranges
 from topoopt.fabrics.fabric import Fabric
 from topoopt.fabrics.rail import RAIL_FAMILIES, link_rails, rail_count
+from topoopt.flowsim._symmetry_kernels import csr_by_key, dense_ids, expand_routes
 from topoopt.flowsim.flowset import (
     FlowSet,
     class_dependencies,
@@ -68,7 +70,7 @@ from topoopt.flowsim.flowset import (
     identical_classes,
 )
 from topoopt.flowsim.simulator import SimResult, expand_classes, simulate
-from topoopt.flowsim.symmetry import simulate_reduced
+from topoopt.flowsim.symmetry import reduce_flows, simulate_reduced
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 from traffic.limits import check_memory
@@ -80,6 +82,7 @@ __all__ = [
     "Network",
     "FlowBuilder",
     "simulate_builder",
+    "simulate_builder_classes",
 ]
 
 FLOW_BYTES = 96
@@ -96,6 +99,59 @@ DEFAULT_INTRA_BANDWIDTH = 300e9
 
 
 _rows = gather_rows
+
+
+class _RouteMemo:
+    """The largest set of server-pair routes computed for the last fabric, shared by every
+    :class:`Network` on it (the phases of an iteration and ``communication_time`` ask subsets
+    of one pair set). The routes of a pair do not depend on the other pairs asked (ECMP and
+    shortest paths without a random seed, as :meth:`Network.pair_routes` asks them), so a
+    subset's are the superset's rows (:meth:`~topoopt.paths.PathSet.take`), the same arrays
+    :func:`~topoopt.fabrics.routing.routes` returns for it. The fabric is held by a weak
+    reference: the memo never keeps a fabric alive, and a new fabric replaces it."""
+
+    def __init__(self) -> None:
+        self.fabric = None  # weakref.ref to the fabric
+        self.method = ""
+        self.uniq = np.zeros(0, np.int64)  # sorted pair keys src * n_nodes + dst
+        self.ps: PathSet | None = None
+
+    def subset(self, fabric, method: str, uniq: np.ndarray) -> PathSet | None:
+        if self.ps is None or self.fabric() is not fabric or self.method != method:
+            return None
+        if self.uniq.size == 0 or uniq.size == 0:
+            return None
+        pos = np.searchsorted(self.uniq, uniq)
+        pos = np.minimum(pos, self.uniq.size - 1)
+        if not np.array_equal(self.uniq[pos], uniq):
+            return None
+        return self.ps.take(pos)
+
+    def offer(self, fabric, method: str, uniq: np.ndarray, ps: PathSet) -> None:
+        same = self.ps is not None and self.fabric() is fabric and self.method == method
+        if not same or uniq.size > self.uniq.size:
+            self.fabric, self.method, self.uniq, self.ps = weakref.ref(fabric), method, uniq, ps
+
+
+_SHARED_ROUTES = _RouteMemo()
+
+
+def _unique_inverse(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_inverse=True)`` for ``int64`` keys, by a hash table (linear)
+    and a sort of the distinct keys only (millions of flows, thousands of server pairs).
+
+    >>> [x.tolist() for x in _unique_inverse(np.array([7, 3, 7, 9]))]
+    [[3, 7, 9], [1, 0, 1, 2]]
+    """
+    key = np.ascontiguousarray(key, np.int64).reshape(-1)
+    ids = dense_ids(key.view(np.uint64))
+    n_u = int(ids.max()) + 1 if ids.size else 0
+    first = np.empty(n_u, np.int64)
+    first[ids[::-1]] = np.arange(key.shape[0] - 1, -1, -1, dtype=np.int64)
+    order = np.argsort(key[first], kind="stable")
+    rank = np.empty(n_u, np.int64)
+    rank[order] = np.arange(n_u, dtype=np.int64)
+    return key[first][order], rank[ids]
 
 
 @dataclass(frozen=True, eq=False)
@@ -298,15 +354,18 @@ class Network:
                 self._cache[ck] = ps
                 idx = ps.index(src, dst, n)
             return ps, idx
-        key = src * n + dst
-        uniq, inv = np.unique(key, return_inverse=True)
+        uniq, inv = _unique_inverse(src * n + dst)
         ck = ("routes", self.method, uniq.tobytes())
         if ck not in self._cache:
-            from topoopt.fabrics.routing import routes
+            ps = _SHARED_ROUTES.subset(self.fabric, self.method, uniq)
+            if ps is None:
+                from topoopt.fabrics.routing import routes
 
-            pairs = np.column_stack([uniq // n, uniq % n])
+                pairs = np.column_stack([uniq // n, uniq % n])
+                ps = routes(self.fabric, self.method, pairs=pairs)
+                _SHARED_ROUTES.offer(self.fabric, self.method, uniq, ps)
             self._cache.clear()
-            self._cache[ck] = routes(self.fabric, self.method, pairs=pairs)
+            self._cache[ck] = ps
         return self._cache[ck], inv.reshape(-1).astype(np.int64)
 
     def _link_rails(self) -> np.ndarray:
@@ -338,7 +397,7 @@ class Network:
         n = self.fabric.n_nodes
         M = g * g + 2  # rails -2 .. g*g-1, shifted by 2
         key = (src * n + dst) * M + (rails + 2)
-        uniq, inv = np.unique(key, return_inverse=True)
+        uniq, inv = _unique_inverse(key)
         ck = ("rails", self.method, id(self.routing), uniq.tobytes())
         if ck in self._cache:
             return self._cache[ck], inv.reshape(-1).astype(np.int64)
@@ -548,9 +607,10 @@ class FlowBuilder:
         if deps.size and (deps.min() < 0 or deps.max() >= self.n):
             bad = int(deps.min()) if deps.min() < 0 else int(deps.max())
             raise InputError("after", bad, f"ids of flows of this builder (0..{self.n - 1})")
-        order = np.argsort(owner, kind="stable")
-        ptr = np.zeros(self.n + 1, np.int64)
-        np.cumsum(np.bincount(owner, minlength=self.n), out=ptr[1:])
+        if owner.size and (owner.min() < 0 or owner.max() >= self.n):
+            bad = int(owner.min()) if owner.min() < 0 else int(owner.max())
+            raise InputError("flows", bad, f"ids of flows of this builder (0..{self.n - 1})")
+        ptr, order = csr_by_key(owner, self.n)  # a stable counting sort
         return {
             "link": cat(self._link, np.int64),
             "src": cat(self._src, np.int64),
@@ -594,9 +654,10 @@ class FlowBuilder:
         net = self.net
         route = a["link"].copy()
         pair = np.flatnonzero(route < 0)
+        ps, comm = None, np.full(route.shape[0], -1, np.int64)
         if pair.size:
-            _, comm = net.pair_routes(a["src"][pair], a["dst"][pair], a["rail"][pair])
-            route[pair] = net.first_device_link + self.n_devices + comm
+            ps, comm[pair] = net.pair_routes(a["src"][pair], a["dst"][pair], a["rail"][pair])
+            route[pair] = net.first_device_link + self.n_devices + comm[pair]
         n_f = route.shape[0]
         class_of = identical_classes(
             route, a["size"], np.full(n_f, float(start)), a["dep_ptr"], a["deps"]
@@ -607,35 +668,36 @@ class FlowBuilder:
         merged = {k: a[k][rep] for k in ("link", "src", "dst", "rail", "size")}
         merged.update(dep_ptr=dep_ptr, deps=deps)
         mult = np.bincount(class_of, minlength=n_c)
-        return self._flowset(merged, start, mult), class_of
+        return self._flowset(merged, start, mult, (ps, comm[rep])), class_of
 
-    def _flowset(self, a: dict, start: float, multiplicity=None) -> FlowSet:
+    def _flowset(self, a: dict, start: float, multiplicity=None, routes=None) -> FlowSet:
+        """The FlowSet of the per-flow arrays ``a``; ``routes``: ``(PathSet, commodity of each
+        flow)`` when the caller has them (else looked up)."""
         net = self.net
         n_f = a["size"].shape[0]
-        on_pair = a["link"] < 0
-        n_paths = np.ones(n_f, np.int64)
-        pair_idx = np.flatnonzero(on_pair)
+        link = np.ascontiguousarray(a["link"], np.int64)
+        pair_idx = np.flatnonzero(link < 0)
+        if routes is not None:
+            ps, comm = routes
+        else:
+            ps, comm = None, np.full(n_f, -1, np.int64)
+            if pair_idx.size:
+                ps, comm[pair_idx] = net.pair_routes(
+                    a["src"][pair_idx], a["dst"][pair_idx], a["rail"][pair_idx]
+                )
         if pair_idx.size:
-            ps, comm = net.pair_routes(a["src"][pair_idx], a["dst"][pair_idx], a["rail"][pair_idx])
-            cp = ps.commodity_ptr
-            n_paths[pair_idx] = cp[comm + 1] - cp[comm]
-            sel = _rows(cp, comm)  # path ids of the pair flows, flow-major
-        flow_ptr = np.zeros(n_f + 1, np.int64)
-        np.cumsum(n_paths, out=flow_ptr[1:])
-        n_p = int(flow_ptr[-1])
-        path_len = np.ones(n_p, np.int64)
-        weight = np.ones(n_p)
-        pair_path_pos = _rows(flow_ptr, pair_idx)  # positions of the pair flows' paths
-        if pair_idx.size:
-            path_len[pair_path_pos] = ps.path_ptr[sel + 1] - ps.path_ptr[sel]
-            weight[pair_path_pos] = ps.weight[sel]
-        path_ptr = np.zeros(n_p + 1, np.int64)
-        np.cumsum(path_len, out=path_ptr[1:])
-        links = np.empty(int(path_ptr[-1]), np.int64)
-        link_flows = np.flatnonzero(~on_pair)
-        links[path_ptr[flow_ptr[link_flows]]] = a["link"][link_flows]
-        if pair_idx.size:
-            links[_rows(path_ptr, pair_path_pos)] = ps.path_links[_rows(ps.path_ptr, sel)]
+            cp, r_ptr, r_links, r_w = ps.commodity_ptr, ps.path_ptr, ps.path_links, ps.weight
+        else:
+            cp, r_ptr = np.zeros(1, np.int64), np.zeros(1, np.int64)
+            r_links, r_w = np.zeros(0, np.int64), np.zeros(0)
+        flow_ptr, path_ptr, links, weight = expand_routes(
+            link,
+            comm,
+            np.ascontiguousarray(cp, np.int64),
+            np.ascontiguousarray(r_ptr, np.int64),
+            np.ascontiguousarray(r_links, np.int64),
+            np.ascontiguousarray(r_w, np.float64),
+        )
         return FlowSet(
             capacity=net.capacity(self.n_devices),
             latency=net.latency(self.n_devices),
@@ -659,6 +721,7 @@ def simulate_builder(
     start=0.0,
     max_refills: int | None = None,
     reduction: bool = False,
+    class_labels: dict | None = None,
 ) -> SimResult:
     """Simulate every flow of a :class:`FlowBuilder`, per builder flow id.
 
@@ -669,6 +732,15 @@ def simulate_builder(
     With ``reduction``, the (aggregated) flows are simulated through their symmetry quotient
     (:func:`topoopt.flowsim.symmetry.simulate_reduced`; exact, ``SimResult.reduction`` says
     what it found).
+
+    ``class_labels`` (with ``reduction`` and ``aggregate``): a dict the caller keeps across the
+    simulations of builders of one structure (the phases of one iteration: the same flows in
+    the same order, some made instantaneous). The first reduced simulation stores its classes
+    there (``"flow"``: the flow class of every builder flow; ``"link"``: every link's class);
+    later ones start their refinement from them (:func:`topoopt.flowsim.symmetry.
+    equitable_partition`'s ``start_flow``, ``start_link``) when the builder has as many flows
+    and links, which saves most refinement rounds. Exact whatever the labels: they only split
+    the starting colours, and the partition found is checked equitable.
 
     Examples
     --------
@@ -683,9 +755,58 @@ def simulate_builder(
         raise InputError("aggregate", aggregate, "True or False")
     if not isinstance(reduction, bool):
         raise InputError("reduction", reduction, "True or False")
-    run = simulate_reduced if reduction else simulate
     if not aggregate:
+        run = simulate_reduced if reduction else simulate
         return run(builder.build(start), record_series=record_series, max_refills=max_refills)
+    return expand_classes(
+        *simulate_builder_classes(
+            builder,
+            record_series=record_series,
+            start=start,
+            max_refills=max_refills,
+            reduction=reduction,
+            class_labels=class_labels,
+        )
+    )
+
+
+def simulate_builder_classes(
+    builder: FlowBuilder,
+    *,
+    record_series: bool = True,
+    start=0.0,
+    max_refills: int | None = None,
+    reduction: bool = False,
+    class_labels: dict | None = None,
+) -> tuple[SimResult, FlowSet, np.ndarray]:
+    """:func:`simulate_builder` with ``aggregate``, before the expansion per builder flow:
+    ``(result, flows, class_of)``, the result per flow of the merged ``flows``
+    (:meth:`FlowBuilder.build_classes`); ``expand_classes(result, flows, class_of)`` is
+    :func:`simulate_builder`'s. A caller that needs only the makespan, or that expands later,
+    saves the per-builder-flow (and per-sub-flow) arrays.
+
+    >>> from topoopt.fabrics import ideal
+    >>> fb = FlowBuilder(Network(ideal(2, port_bandwidth=100.0, latency=0.0), gpus_per_server=2))
+    >>> ids = fb.add_ranks([0, 1], [2, 3], 100.0)
+    >>> sim, flows, class_of = simulate_builder_classes(fb)
+    >>> sim.finish.tolist(), class_of.tolist()
+    ([2.0], [0, 0])
+    """
     flows, class_of = builder.build_classes(start)
-    sim = run(flows, record_series=record_series, max_refills=max_refills)
-    return expand_classes(sim, flows, class_of)
+    if not (reduction and class_labels is not None):
+        run = simulate_reduced if reduction else simulate
+        return run(flows, record_series=record_series, max_refills=max_refills), flows, class_of
+    start_flow = start_link = None
+    lab_f, lab_l = class_labels.get("flow"), class_labels.get("link")
+    if lab_f is not None and lab_f.shape[0] == class_of.shape[0]:
+        start_flow = lab_f[class_representatives(class_of, flows.n_flows)]
+    if lab_l is not None and lab_l.shape[0] == flows.n_links:
+        start_link = lab_l
+    red = reduce_flows(flows, start_flow=start_flow, start_link=start_link)
+    if lab_f is None and red.partition is not None:
+        class_labels["flow"] = red.partition.flow[class_of].astype(np.int32)
+        class_labels["link"] = red.partition.link
+    sim = simulate_reduced(
+        flows, record_series=record_series, max_refills=max_refills, reduction=red
+    )
+    return sim, flows, class_of

@@ -87,8 +87,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topoopt.csr import gather_rows
 from topoopt.flowsim._kernels import simulate_kernel
+from topoopt.flowsim._symmetry_kernels import gather_csr_rows
 from topoopt.flowsim.flowset import FlowSet
 from traffic.errors import InputError
 
@@ -342,7 +342,7 @@ def expand_classes(result: SimResult, flows: FlowSet, class_of: np.ndarray) -> S
     class_of = np.asarray(class_of, np.int64).reshape(-1)
     if class_of.size and (class_of.min() < 0 or class_of.max() >= flows.n_flows):
         raise InputError("class_of", int(class_of.max()), f"flow ids 0..{flows.n_flows - 1}")
-    paths = gather_rows(flows.flow_ptr, class_of)
+    paths = gather_csr_rows(np.ascontiguousarray(flows.flow_ptr, np.int64), class_of)
     return SimResult(
         start=result.start[class_of],
         finish=result.finish[class_of],

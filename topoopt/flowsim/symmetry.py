@@ -12,7 +12,7 @@ and links that refines their own data:
   sub-flow's adds its flow's colour and the multiset of its links' (new) colours; a flow's
   adds the multiset of its sub-flows' (new) colours and the *set* of its dependencies' colours
   (taken in a topological order, so one pass settles a whole dependency chain:
-  :func:`topoopt.flowsim._kernels.classes_kernel`);
+  :func:`topoopt.flowsim._symmetry_kernels.classes_in_order`);
 - repeated until no class splits (linear passes compiled in
   :mod:`topoopt.flowsim._symmetry_kernels`). Multisets are hashed (sums of seeded 64-bit words);
   the result is then *checked exactly* (:func:`is_equitable`), so a hash collision can only turn
@@ -61,11 +61,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from topoopt.csr import gather_rows
-from topoopt.flowsim._kernels import classes_kernel
 from topoopt.flowsim._symmetry_kernels import (
+    classes_in_order,
     csr_by_key,
     dense_ids,
+    link_path_csr,
     refine_links_paths,
+    topological_order,
     uniform_counts,
     uniform_sets,
 )
@@ -151,9 +153,22 @@ def _csr_by(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return csr_by_key(np.ascontiguousarray(keys, np.int64), int(n))
 
 
-def equitable_partition(fs: FlowSet, *, seed: int = 0, max_rounds: int = MAX_ROUNDS):
+def equitable_partition(
+    fs: FlowSet,
+    *,
+    seed: int = 0,
+    max_rounds: int = MAX_ROUNDS,
+    start_flow: np.ndarray | None = None,
+    start_link: np.ndarray | None = None,
+):
     """The coarsest equitable partition of ``fs``'s flows, sub-flows and links (module
     docstring), by colour refinement; ``None`` if it did not settle in ``max_rounds`` rounds.
+
+    ``start_flow`` and ``start_link`` (integer labels per flow and per link, optional) split the
+    starting colours further: the result is then the coarsest equitable partition that also
+    separates flows (links) of different labels. Labels from the classes of a similar flow set
+    (another phase of the same iteration) leave little to refine, so it settles in fewer
+    rounds; any labels give an equitable partition that keeps the data, hence an exact quotient.
 
     Examples
     --------
@@ -166,32 +181,30 @@ def equitable_partition(fs: FlowSet, *, seed: int = 0, max_rounds: int = MAX_ROU
     ([0, 0, 1], [0, 0, 1])
     """
     rng = np.random.default_rng(seed)
-    n_f, n_p, n_l = fs.n_flows, fs.n_paths, fs.n_links
+    n_f, n_l = fs.n_flows, fs.n_links
     path_flow = fs.path_flow()
-    inc_path = np.repeat(np.arange(n_p, dtype=np.int64), np.diff(fs.path_ptr))
-    l_ptr, l_order = _csr_by(fs.path_links, n_l)
-    link_paths = inc_path[l_order]  # sub-flows crossing each link, CSR l_ptr
+    path_ptr = np.ascontiguousarray(fs.path_ptr, np.int64)
+    path_links = np.ascontiguousarray(fs.path_links, np.int64)
     owner = np.repeat(np.arange(n_f, dtype=np.int64), np.diff(fs.dep_ptr))
     rptr, rorder = _csr_by(fs.deps, n_f)
     rflows = owner[rorder]
-    path_ptr = np.ascontiguousarray(fs.path_ptr, np.int64)
-    path_links = np.ascontiguousarray(fs.path_links, np.int64)
+    order, visited = topological_order(fs.dep_ptr, rptr, rflows)
+    if visited < n_f:
+        return None
     flow_ptr = np.ascontiguousarray(fs.flow_ptr, np.int64)
 
-    lc = _dense(fs.capacity, fs.latency)
+    lc = _dense(fs.capacity, fs.latency, *_labels(start_link, n_l, "start_link"))
     pc = _dense(fs.weight)
-    fc = _dense(fs.size, fs.start, fs.multiplicity)
+    fc = _dense(fs.size, fs.start, fs.multiplicity, *_labels(start_flow, n_f, "start_flow"))
     counts = (-1, -1, -1)
     for rounds in range(1, max_rounds + 1):
         s_l, s_p, s_f = rng.integers(0, 2**63, size=3, dtype=np.uint64)
         new_l, new_p, h_fp = refine_links_paths(
-            l_ptr, link_paths, path_ptr, path_links, flow_ptr, path_flow, lc, pc, fc, s_l, s_p, s_f
+            n_l, path_ptr, path_links, flow_ptr, path_flow, lc, pc, fc, s_l, s_p, s_f
         )
         base = np.column_stack([fc, h_fp.view(np.int64)])
-        cls, visited = classes_kernel(base, fs.dep_ptr, fs.deps, rptr, rflows)
-        if visited < n_f:
-            return None
-        new_f = dense_ids(cls.view(np.uint64)) if n_f else np.zeros(0, np.int64)
+        cls = classes_in_order(base, order, fs.dep_ptr, fs.deps)
+        new_f = dense_ids(cls) if n_f else np.zeros(0, np.int64)
         lc, pc, fc = new_l, new_p, new_f
         now = (
             int(lc.max(initial=-1)) + 1,
@@ -204,7 +217,19 @@ def equitable_partition(fs: FlowSet, *, seed: int = 0, max_rounds: int = MAX_ROU
     return None
 
 
-def is_equitable(fs: FlowSet, part: Partition) -> bool:
+def _labels(labels, n: int, name: str) -> tuple:
+    """``(labels as int64,)`` for :func:`_dense`'s columns, or ``()`` without labels."""
+    if labels is None:
+        return ()
+    lab = np.ascontiguousarray(labels, np.int64).reshape(-1)
+    if lab.shape != (n,):
+        raise ValueError(f"{name}: shape {lab.shape}, expected ({n},)")
+    return (lab,)
+
+
+def is_equitable(
+    fs: FlowSet, part: Partition, link_csr: tuple[np.ndarray, np.ndarray] | None = None
+) -> bool:
     """Check exactly that ``part`` is an equitable partition of ``fs`` that keeps its data:
     equal capacity and latency per link class, weight per sub-flow class, size, start and
     multiplicity per flow class; each sub-flow class inside one flow class; equal counts of
@@ -238,17 +263,17 @@ def is_equitable(fs: FlowSet, part: Partition) -> bool:
     path_links = np.ascontiguousarray(fs.path_links, np.int64)
     if fs.path_links.size:
         # each sub-flow of a class crosses each link class as often
-        ones = np.ones(path_links.shape[0], np.int64)
+        ones = np.ones(fs.n_links, np.int64)
         if not uniform_counts(path_ptr, path_links, ones, p, lk, n_pc, n_lc):
             return False
         # each link of a class carries each sub-flow class as often, members counted
-        inc_path = np.repeat(np.arange(fs.n_paths, dtype=np.int64), np.diff(fs.path_ptr))
-        l_ptr, l_order = _csr_by(path_links, fs.n_links)
-        link_paths = inc_path[l_order]
-        w = np.ascontiguousarray(fs.multiplicity[path_flow][link_paths], np.int64)
+        if link_csr is None:
+            link_csr = link_path_csr(path_ptr, path_links, fs.n_links)
+        l_ptr, link_paths = link_csr
+        w = np.ascontiguousarray(fs.multiplicity[path_flow], np.int64)
         if not uniform_counts(l_ptr, link_paths, w, lk, p, n_lc, n_pc):
             return False
-        unused = np.bincount(fs.path_links, minlength=fs.n_links) == 0
+        unused = np.diff(l_ptr) == 0
         if not constant(lk, n_lc, unused):
             return False
     if fs.n_paths:
@@ -266,9 +291,16 @@ def is_equitable(fs: FlowSet, part: Partition) -> bool:
     return constant(f, n_fc, has_deps)
 
 
-def reduce_flows(fs: FlowSet, *, seed: int = 0) -> Reduction:
+def reduce_flows(
+    fs: FlowSet,
+    *,
+    seed: int = 0,
+    start_flow: np.ndarray | None = None,
+    start_link: np.ndarray | None = None,
+) -> Reduction:
     """The symmetry quotient of ``fs`` (module docstring), or an ``off`` :class:`Reduction`
     saying why (no symmetry, the refinement did not settle, the check failed).
+    ``start_flow``, ``start_link``: starting labels (:func:`equitable_partition`).
 
     Examples
     --------
@@ -280,7 +312,7 @@ def reduce_flows(fs: FlowSet, *, seed: int = 0) -> Reduction:
     base = {"flows": fs.n_flows, "paths": fs.n_paths, "links": fs.n_links}
     if fs.n_flows == 0:
         return Reduction(None, None, None, None, None, {"status": "off", "reason": "no flows"})
-    part = equitable_partition(fs, seed=seed)
+    part = equitable_partition(fs, seed=seed, start_flow=start_flow, start_link=start_link)
     if part is None:
         info = {"status": "off", "reason": f"refinement did not settle in {MAX_ROUNDS} rounds"}
         return Reduction(None, None, None, None, None, {**info, **base})
@@ -353,7 +385,7 @@ def _quotient(fs: FlowSet, part: Partition):
         dep_ptr=dep_ptr,
         deps=deps,
     )
-    plat = fs.path_latency()[rep_p[order]]
+    plat = np.add.reduceat(fs.latency[r_links], rptr[:-1]) if n_pc else np.zeros(0)
     return q, emult, plat, qpath
 
 

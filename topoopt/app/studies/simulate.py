@@ -122,10 +122,12 @@ def simulate_plan(
         w, fab, routing=routing, exposed_by_class=True, schedule=schedule, priority=priority,
         split_allreduce=split_allreduce, reduction=reduction,
     )  # fmt: skip
-    comm = communication_time(w, fab, routing=routing)
+    comm = communication_time(w, fab, routing=routing, reduction=reduction)
     alone_by_class = {}
     for cls in sorted({x.cls for x in w.demands}):
-        alone = communication_time(w.select(classes=[cls]), fab, routing=routing)
+        alone = communication_time(
+            w.select(classes=[cls]), fab, routing=routing, reduction=reduction
+        )
         alone_by_class[cls] = alone.total_s
     keys = ("schedule", "schedule_used", "eager_1f1b_s", "1f1b_s")
     extra: dict[str, Any] = dict(priced)  # a built fabric's capex, power, tiers (compare's)
