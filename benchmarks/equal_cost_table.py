@@ -10,9 +10,11 @@ task-graph families at the sizes they exist in (``candle`` 16/32, ``dlrm-taskgra
 Each case is one :func:`topoopt.app.studies.compare.compare` call over ``ideal``,
 ``fat-tree-cost-equivalent``, ``topoopt-best`` and ``joint`` at ``--degree`` ports of
 ``--link-gbps``. Printed, as markdown: one row per case (iteration times, joint / fat-tree,
-joint / TopoOpt, the objective ``joint`` searched, wall and CPU seconds of the case), then per
-family the wins / losses / ties of ``joint`` against each (a tie: within
-:data:`TIE` relative) and the geometric mean of the ratios. Never asserts on time.
+joint / TopoOpt, the fat-tree's capex over joint's, the objective ``joint`` searched, wall and
+CPU seconds of the case), then per family and over all cases the wins / losses / ties of
+``joint`` against each (a tie: within :data:`TIE` relative), the geometric mean of the ratios
+and, against the fat-tree, of time x capex (the buildable fat-tree may spend less than the
+budget). Never asserts on time.
 
 Usage::
 
@@ -131,43 +133,59 @@ def geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
 
 
+def _capex_ratio(r: dict) -> float:
+    """The cost-equivalent fat-tree's capex over joint's (below 1: the buildable fat-tree
+    spends less than the optical budget)."""
+    c = r.get("capex_usd") or {}
+    ft, j = c.get("fat-tree-cost-equivalent"), c.get("joint")
+    return ft / j if ft and j else math.nan
+
+
 def markdown(results: list[dict]) -> str:
     lines = [
         "| family | servers | ports | ideal s | fat-tree (equal cost) s | TopoOpt best s | "
-        "joint s | joint / fat-tree | joint / TopoOpt | objective | wall s | CPU s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
+        "joint s | joint / fat-tree | joint / TopoOpt | fat-tree $ / joint $ | objective | "
+        "wall s | CPU s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for r in results:
         if r["skipped"]:
             why = r.get("error") or "the plan's parallelism does not fit"
             lines.append(f"| {r['family']} | {r['servers']} | {r['ports']} | "
-                         f"({why}) |||||||||")  # fmt: skip
+                         f"({why}) ||||||||||")  # fmt: skip
             continue
         missing = [f for f in FABRICS if r[f] is None]
         if missing:
             why = f"no time for {', '.join(missing)}: {r.get('errors')}"
-            lines.append(f"| {r['family']} | {r['servers']} | {r['ports']} | ({why}) |||||||||")
+            lines.append(f"| {r['family']} | {r['servers']} | {r['ports']} | ({why}) ||||||||||")
             continue
         j, ft, tb = r["joint"], r["fat-tree-cost-equivalent"], r["topoopt-best"]
-        rf = j / ft if j and ft else math.nan
-        rt = j / tb if j and tb else math.nan
         det = "" if r["deterministic"] in (True, None) else " (clock cut)"
         lines.append(
             f"| {r['family']} | {r['servers']} | {r['ports']} | {r['ideal']:.4g} | {ft:.4g} | "
-            f"{tb:.4g} | {j:.4g} | {rf:.3f} | {rt:.3f} | {r['objective']}{det} | "
-            f"{r['wall_s']:.0f} | {r['cpu_s']:.0f} |"
+            f"{tb:.4g} | {j:.4g} | {j / ft:.3f} | {j / tb:.3f} | {_capex_ratio(r):.2f} | "
+            f"{r['objective']}{det} | {r['wall_s']:.0f} | {r['cpu_s']:.0f} |"
         )
-    lines += ["", "| family | cases | vs fat-tree W/L/T | geomean | vs TopoOpt W/L/T | geomean |",
-              "|---|---:|---|---:|---|---:|"]  # fmt: skip
+    lines += [
+        "",
+        "| family | cases | vs fat-tree W/L/T | geomean | per $ geomean | vs TopoOpt W/L/T | "
+        "geomean |",
+        "|---|---:|---|---:|---:|---|---:|",
+    ]
     done = [r for r in results if not r["skipped"] and all(r[f] for f in FABRICS)]
-    for fam in dict.fromkeys(r["family"] for r in done):
-        rs = [r for r in done if r["family"] == fam]
+    groups = [(fam, [r for r in done if r["family"] == fam]) for fam in dict.fromkeys(
+        r["family"] for r in done)]  # fmt: skip
+    for fam, rs in [*groups, ("all", done)] if done else []:
         cells = []
         for other in ("fat-tree-cost-equivalent", "topoopt-best"):
             v = [verdict(r["joint"], r[other]) for r in rs]
-            wlt = f"{v.count('win')}/{v.count('loss')}/{v.count('tie')}"
-            cells += [wlt, f"{geomean([r['joint'] / r[other] for r in rs]):.3f}"]
-        lines.append(f"| {fam} | {len(rs)} | " + " | ".join(cells) + " |")
+            cells += [f"{v.count('win')}/{v.count('loss')}/{v.count('tie')}",
+                      f"{geomean([r['joint'] / r[other] for r in rs]):.3f}"]  # fmt: skip
+            if other == "fat-tree-cost-equivalent":  # time x capex: joint's over the fat-tree's
+                per = [r["joint"] / r[other] / _capex_ratio(r) for r in rs]
+                cells.append(f"{geomean(per):.3f}")
+        name = f"**{fam}**" if fam == "all" else fam
+        lines.append(f"| {name} | {len(rs)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
