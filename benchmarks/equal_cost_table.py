@@ -10,20 +10,24 @@ task-graph families at the sizes they exist in (``candle`` 16/32, ``dlrm-taskgra
 Each case is one :func:`topoopt.app.studies.compare.compare` call over ``ideal``,
 ``fat-tree-cost-equivalent``, ``topoopt-best`` and ``joint`` at ``--degree`` ports of
 ``--link-gbps``. Printed, as markdown: one row per case (iteration times, joint / fat-tree,
-joint / TopoOpt, the objective ``joint`` searched, wall and CPU seconds of the case), then per
-family the wins / losses / ties of ``joint`` against each (a tie: within
-:data:`TIE` relative) and the geometric mean of the ratios. Never asserts on time.
+joint / TopoOpt, the fat-tree's capex over joint's, the objective ``joint`` searched, wall and
+CPU seconds of the case), then per family and over all cases the wins / losses / ties of
+``joint`` against each (a tie: within :data:`TIE` relative), the geometric mean of the ratios
+and, against the fat-tree, of time x capex (the buildable fat-tree may spend less than the
+budget). Never asserts on time.
 
 Usage::
 
     nice -n 19 .venv/bin/python benchmarks/equal_cost_table.py                  # all cases
     nice -n 19 .venv/bin/python benchmarks/equal_cost_table.py --families vgg16-dp,dlrm \\
-        --sizes 16 --ports 4
+        --sizes 16 --ports 4 --jsonl part1.jsonl     # each case appended as it ends
+    .venv/bin/python benchmarks/equal_cost_table.py --table-from part1.jsonl part2.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import resource
 import sys
@@ -105,8 +109,14 @@ def run_case(family: str, servers: int, ports: int, gbps: float, time_limit: flo
            "wall_s": time.perf_counter() - t0, "cpu_s": _cpu() - c0}  # fmt: skip
     for f in FABRICS:
         out[f] = rows.get(f, {}).get("iteration_s")
+    out["errors"] = {
+        f: rows.get(f, {}).get("error") for f in FABRICS if rows.get(f, {}).get("error")
+    }
     out["objective"] = rows.get("joint", {}).get("search_objective") or "iteration"
     out["deterministic"] = rows.get("joint", {}).get("deterministic")
+    out["reason"] = rows.get("joint", {}).get("search_reason")
+    out["stopped_by"] = rows.get("joint", {}).get("stopped_by")
+    out["capex_usd"] = {f: rows.get(f, {}).get("capex_usd") for f in FABRICS}
     return out
 
 
@@ -123,37 +133,59 @@ def geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
 
 
+def _capex_ratio(r: dict) -> float:
+    """The cost-equivalent fat-tree's capex over joint's (below 1: the buildable fat-tree
+    spends less than the optical budget)."""
+    c = r.get("capex_usd") or {}
+    ft, j = c.get("fat-tree-cost-equivalent"), c.get("joint")
+    return ft / j if ft and j else math.nan
+
+
 def markdown(results: list[dict]) -> str:
     lines = [
         "| family | servers | ports | ideal s | fat-tree (equal cost) s | TopoOpt best s | "
-        "joint s | joint / fat-tree | joint / TopoOpt | objective | wall s | CPU s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
+        "joint s | joint / fat-tree | joint / TopoOpt | fat-tree $ / joint $ | objective | "
+        "wall s | CPU s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for r in results:
         if r["skipped"]:
+            why = r.get("error") or "the plan's parallelism does not fit"
             lines.append(f"| {r['family']} | {r['servers']} | {r['ports']} | "
-                         "(the plan's parallelism does not fit) |||||||||")  # fmt: skip
+                         f"({why}) ||||||||||")  # fmt: skip
+            continue
+        missing = [f for f in FABRICS if r[f] is None]
+        if missing:
+            why = f"no time for {', '.join(missing)}: {r.get('errors')}"
+            lines.append(f"| {r['family']} | {r['servers']} | {r['ports']} | ({why}) ||||||||||")
             continue
         j, ft, tb = r["joint"], r["fat-tree-cost-equivalent"], r["topoopt-best"]
-        rf = j / ft if j and ft else math.nan
-        rt = j / tb if j and tb else math.nan
         det = "" if r["deterministic"] in (True, None) else " (clock cut)"
         lines.append(
             f"| {r['family']} | {r['servers']} | {r['ports']} | {r['ideal']:.4g} | {ft:.4g} | "
-            f"{tb:.4g} | {j:.4g} | {rf:.3f} | {rt:.3f} | {r['objective']}{det} | "
-            f"{r['wall_s']:.0f} | {r['cpu_s']:.0f} |"
+            f"{tb:.4g} | {j:.4g} | {j / ft:.3f} | {j / tb:.3f} | {_capex_ratio(r):.2f} | "
+            f"{r['objective']}{det} | {r['wall_s']:.0f} | {r['cpu_s']:.0f} |"
         )
-    lines += ["", "| family | cases | vs fat-tree W/L/T | geomean | vs TopoOpt W/L/T | geomean |",
-              "|---|---:|---|---:|---|---:|"]  # fmt: skip
-    done = [r for r in results if not r["skipped"] and r["joint"]]
-    for fam in dict.fromkeys(r["family"] for r in done):
-        rs = [r for r in done if r["family"] == fam]
+    lines += [
+        "",
+        "| family | cases | vs fat-tree W/L/T | geomean | per $ geomean | vs TopoOpt W/L/T | "
+        "geomean |",
+        "|---|---:|---|---:|---:|---|---:|",
+    ]
+    done = [r for r in results if not r["skipped"] and all(r[f] for f in FABRICS)]
+    groups = [(fam, [r for r in done if r["family"] == fam]) for fam in dict.fromkeys(
+        r["family"] for r in done)]  # fmt: skip
+    for fam, rs in [*groups, ("all", done)] if done else []:
         cells = []
         for other in ("fat-tree-cost-equivalent", "topoopt-best"):
             v = [verdict(r["joint"], r[other]) for r in rs]
-            wlt = f"{v.count('win')}/{v.count('loss')}/{v.count('tie')}"
-            cells += [wlt, f"{geomean([r['joint'] / r[other] for r in rs]):.3f}"]
-        lines.append(f"| {fam} | {len(rs)} | " + " | ".join(cells) + " |")
+            cells += [f"{v.count('win')}/{v.count('loss')}/{v.count('tie')}",
+                      f"{geomean([r['joint'] / r[other] for r in rs]):.3f}"]  # fmt: skip
+            if other == "fat-tree-cost-equivalent":  # time x capex: joint's over the fat-tree's
+                per = [r["joint"] / r[other] / _capex_ratio(r) for r in rs]
+                cells.append(f"{geomean(per):.3f}")
+        name = f"**{fam}**" if fam == "all" else fam
+        lines.append(f"| {name} | {len(rs)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -164,7 +196,27 @@ def main(argv=None) -> None:
     ap.add_argument("--ports", default="4,8")
     ap.add_argument("--link-gbps", type=float, default=100.0)
     ap.add_argument("--time-limit", type=float, default=900.0)
+    ap.add_argument(
+        "--jsonl",
+        type=Path,
+        default=None,
+        help="append each case's result to this file as one JSON line when it ends",
+    )
+    ap.add_argument(
+        "--table-from",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="print the table of the cases in these --jsonl files; run nothing",
+    )
     a = ap.parse_args(argv)
+    if a.table_from:
+        results = [json.loads(ln) for f in a.table_from for ln in f.read_text().splitlines() if ln]
+        print(markdown(results))
+        ran = [r for r in results if not r["skipped"]]
+        print(f"\n{len(results)} cases, {sum(r['wall_s'] for r in ran):.0f} s wall, "
+              f"{sum(r['cpu_s'] for r in ran):.0f} s CPU")  # fmt: skip
+        return
     fams = [f for f in a.families.split(",") if f]
     bad = [f for f in fams if f not in FAMILIES]
     if bad:
@@ -176,8 +228,15 @@ def main(argv=None) -> None:
             for p in (int(x) for x in a.ports.split(",")):
                 if fam in TASK_GRAPHS and s not in TASK_GRAPHS[fam]:
                     continue
-                r = run_case(fam, s, p, a.link_gbps, a.time_limit)
+                try:
+                    r = run_case(fam, s, p, a.link_gbps, a.time_limit)
+                except Exception as e:  # a traceback is a finding: the row says it, the rest run
+                    r = {"family": fam, "servers": s, "ports": p, "skipped": True,
+                         "error": f"{type(e).__name__}: {e}"}  # fmt: skip
                 results.append(r)
+                if a.jsonl:
+                    with a.jsonl.open("a") as fh:
+                        fh.write(json.dumps(r) + "\n")
                 done = "skipped" if r["skipped"] else f"{r['wall_s']:.0f} s, CPU {r['cpu_s']:.0f} s"
                 print(f"# {fam} {s} servers {p} ports: {done}", file=sys.stderr, flush=True)
     print(markdown(results))
