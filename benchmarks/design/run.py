@@ -80,6 +80,7 @@ COLUMNS = [
     "capex_usd",
     "build_s",
     "simulate_s",
+    "stopped_by",
 ]
 
 
@@ -122,6 +123,7 @@ def _joint_congestion(workload, degree: int, time_limit_s: float, seed: int) -> 
         "gap": design.gap,
         "build_s": t1 - t0,
         "simulate_s": time.perf_counter() - t1,
+        "stopped_by": str(design.info.get("stopped_by") or ""),
     }
 
 
@@ -153,6 +155,9 @@ def run_case(
     for col in ("objective_s", "lower_bound_s", "gap"):
         if col not in t:
             t[col] = np.nan
+    if "stopped_by" not in t:
+        t["stopped_by"] = ""
+    t["stopped_by"] = t["stopped_by"].fillna("").astype(str)
     pair = t[t["fabric"].isin(["topoopt", "topoopt-released"])]
     best = pair.loc[pair["iteration_s"].idxmin()].copy()
     best["variant"], best["fabric"] = best["fabric"], "topoopt-best"
@@ -282,6 +287,15 @@ def summary_lines(table: pd.DataFrame) -> list[str]:
         f"joint/best TopoOpt communication: geometric mean {_gmean(rc):.3f} over {len(rc)} "
         f"cases (MP-heavy {_gmean(mpc):.3f} over {len(mpc)})"
     )
+    if "stopped_by" in table:
+        for who in mine:
+            rows = table[table["fabric"] == who]
+            cut = rows[rows["stopped_by"].fillna("").astype(str) == "time limit"]
+            cases = ", ".join(f"{r.workload} n={r.servers} d={r.degree}" for r in cut.itertuples())
+            out.append(
+                f"{who} searches cut by the wall clock (depend on the machine's load): "
+                f"{len(cut)} of {len(rows)} cases" + (f": {cases}" if cases else "")
+            )
     paper = _ratio(table, "topoopt-best", "topoopt", "iteration_s")
     n_rel = int((table.loc[table["fabric"] == "topoopt-best", "variant"] != "topoopt").sum())
     out.append(

@@ -3,7 +3,8 @@
 Checks the table's structure and its relations, not timings: one row per fabric (and the derived
 best TopoOpt variant and congestion-objective joint), the ideal switch's ratios are 1, ratios are
 the columns divided by the ideal's, the best TopoOpt variant is the faster one, the wins and
-losses of the summary are recomputed from the CSV, and bad options exit 2.
+losses of the summary (and the searches the clock cut) are recomputed from the CSV, and bad
+options exit 2.
 """
 
 from __future__ import annotations
@@ -78,6 +79,14 @@ def test_summary_lines_follow_the_table(quick):
             f"losses {losses} of {len(r)} cases"
         )
         assert any(line.startswith(want) for line in lines), (want, lines)
+    # the clock-cut searches are counted from the CSV's stopped_by column
+    for who in ("joint", "joint-congestion"):
+        rows = t[t["fabric"] == who]
+        if len(rows):
+            cut = int((rows["stopped_by"].fillna("") == "time limit").sum())
+            want = f"{who} searches cut by the wall clock (depend on the machine's load): "
+            assert any(line.startswith(f"{want}{cut} of {len(rows)} cases") for line in lines)
+    assert set(t.loc[t["fabric"] == "ideal", "stopped_by"].fillna("")) == {""}
     head = run.headline(t).set_index(key)
     r = float((j["iteration_s"] / b["iteration_s"]).loc[("tg-dlrm-16", 16, 4)])
     assert head.loc[("tg-dlrm-16", 16, 4), "joint/best-topoopt iter"] == pytest.approx(r)
