@@ -89,3 +89,36 @@ def test_bad_input_one_line_exit_2(args, field, capfd):
     lines = (r.stderr + err).strip().splitlines()
     assert lines[-1].startswith("error:") and field in lines[-1]
     assert "Traceback" not in r.stderr + err
+
+
+def test_a_fallen_back_joint_search_is_a_warning_everywhere(tmp_path):
+    """``--work-limit 0.001``: the ``joint`` searches cannot afford one simulation and fall back
+    to the congestion objective. One warning line per such evaluation on stderr, the same lines
+    in the JSON envelope, on the records that carry them, and in the report."""
+    import re
+
+    from topoopt.app.cli.app import app
+
+    plan, html = tmp_path / "tiny.yaml", tmp_path / "report.html"
+    plan.write_text(PLAN)
+    r = CliRunner().invoke(
+        app,
+        ["cosearch", str(plan), "--degree", "2", "--fabric", "joint", "--max-evaluations", "6",
+         "--finalists", "1", "--pareto-fabrics", "ideal", "--gpu-memory-gb", "1",
+         "--work-limit", "0.001", "--json", "--html", str(html)],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.stderr[-2000:]
+    doc = json.loads(r.stdout)
+    said = [s for s in r.stderr.splitlines() if s.startswith("warning: ")]
+    assert said and doc["warnings"] == said  # once each, in the same order
+    joint = [f for f in doc["fabrics"] if f["fabric"] == "joint"]
+    # every joint record carries its line (labelled with its plan), and only those
+    assert {f["search_warning"] for f in joint} == set(said)
+    assert all(f["label"] in f["search_warning"] for f in joint)
+    assert all(f["search_warning"] is None for f in doc["fabrics"] if f["fabric"] != "joint")
+    best = doc["best"]  # what the line says is what the design records
+    assert best["design"]["objective"] == "congestion" and best["search_warning"] in said
+    assert "the congestion objective decided" in best["search_warning"]
+    assert "work limit (0.001 units)" in best["search_warning"]
+    block = re.search(r'<div id="warnings">(.*?)</div>', html.read_text(), re.S)
+    assert block and all(s.replace("'", "&#x27;") in block.group(1) for s in said)

@@ -122,18 +122,33 @@ def test_topoopt_mcmc_alternates_and_is_seeded():
 
 @pytest.mark.slow
 def test_same_result_with_one_and_two_workers():
-    """Ray with 2 workers gives the same evaluations, in the same order, as in-process."""
+    """Ray with 2 workers gives the same evaluations, in the same order, as in-process; so do
+    the search warnings the records carry (``joint`` on a 0.001-unit work limit falls back to
+    the congestion objective in every evaluation)."""
     space = plan_space(BASE, 80e9, SMALL)
     cfg = SearchConfig(
         fabric="topoopt", degree=2, max_evaluations=10, finalists=2, pareto_fabrics=("ideal",)
     )
+    fell = SearchConfig(
+        fabric="joint", degree=2, max_evaluations=6, finalists=1, pareto_fabrics=("ideal",),
+        work_limit=0.001,
+    )  # fmt: skip
     with Engine(1, progress=False) as eng:
         one = cosearch(space, cfg, eng, reference=REF)
+        one_fell = cosearch(space, fell, eng, reference=REF)
     with Engine(2, progress=False) as eng:
         assert eng.backend == "ray"
         two = cosearch(space, cfg, eng, reference=REF)
+        two_fell = cosearch(space, fell, eng, reference=REF)
     assert _strip(one.records) == _strip(two.records)
     assert one.best["key"] == two.best["key"]
+    assert one.search_warnings() == [] == two.search_warnings()
+    assert _strip(one_fell.records) == _strip(two_fell.records)
+    said = two_fell.search_warnings()
+    assert said and said == one_fell.search_warnings()
+    joint = [r for r in two_fell.records if r["fabric"] == "joint"]
+    assert [r["search_warning"] for r in joint] == said  # one line per joint evaluation
+    assert all("the congestion objective decided" in w for w in said)
 
 
 class _TableRunner:

@@ -229,3 +229,24 @@ def test_llama3_405b_plan_is_the_papers_at_16384_gpus():
     assert par.stage_layers[0] == par.stage_layers[-1] == 7 and sum(par.stage_layers) == 126
     assert p.global_batch // p.dp == 16
     assert p.global_batch * 8192 == 16 * 2**20
+
+
+def test_a_clock_cut_design_search_is_a_warning_everywhere(tmp_path):
+    """``--time-limit 0.001``: the clock cuts the ``joint`` design search. One warning line for
+    that (job, fabric) row on stderr, the same in the JSON envelope and on the row, and in the
+    HTML report; the rows of fabrics without a search carry none."""
+    html = tmp_path / "advise.html"
+    r = RUNNER.invoke(
+        app,
+        ["advise", "dlrm", "--degree", "4", "--link-gbps", "100", "--time-limit", "0.001",
+         "--json", "--html", str(html)],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.stderr[-2000:]
+    doc = json.loads(r.stdout)
+    said = [s for s in r.stderr.splitlines() if s.startswith("warning: ")]
+    assert said == doc["warnings"] == ["warning: dlrm / joint: " + said[0].split(": ", 2)[2]]
+    assert "the time limit cut" in said[0] and "not deterministic" in said[0]
+    rows = {row["fabric"]: row["search_warning"] for row in doc["rows"]}
+    assert rows.pop("joint") == said[0] and set(rows.values()) == {None}
+    block = re.search(r'<div id="warnings">(.*?)</div>', html.read_text(), re.S)
+    assert block and said[0].replace("'", "&#x27;") in block.group(1)

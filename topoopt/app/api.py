@@ -229,7 +229,9 @@ def cosearch(
     """Search the plans of ``plan``'s model and cluster that fit ``gpu_memory_gb`` per GPU for
     the fastest on ``fabric`` (``topoopt cosearch``); a
     :class:`~topoopt.app.studies.cosearch.search.SearchResult` (``best``, ``pareto``, ``rows``).
-    ``workers > 1`` or an ``address`` evaluate on Ray; results do not depend on the count."""
+    ``workers > 1`` or an ``address`` evaluate on Ray; results do not depend on the count.
+    ``search_warnings()`` lists the evaluations whose design search fell back to another
+    objective or was cut by the clock (each record's ``search_warning``)."""
     from topoopt.app.studies.cosearch.search import SearchConfig
     from topoopt.app.studies.cosearch.search import cosearch as _cosearch
     from topoopt.app.studies.cosearch.space import plan_space

@@ -251,7 +251,10 @@ def evaluate(task: dict) -> dict:
 
     ``task``: ``job``, ``plan``, ``weight``, ``fabric`` and the ``compare`` parameters
     (``degree``, ``link_bandwidth``, ``oversubscription``, ``seed``, ``time_limit_s``,
-    ``prices``). A fabric that cannot be built gives a row with ``error``.
+    ``prices``). A fabric that cannot be built gives a row with ``error``. ``search_warning``
+    is the line of :func:`solvers.search_warning` when the fabric's design search fell back to
+    another objective or was cut by the wall clock (None otherwise): the row carries it, so it
+    reaches the command from any worker (Ray) as from the local engine.
     """
     from topoopt.app.studies.compare import build_fabric, cost_columns
     from topoopt.fabrics.cost import bill_of_materials
@@ -270,6 +273,7 @@ def evaluate(task: dict) -> dict:
         "fabric": nm,
         "gpus": wl.gpus,
         "servers": wl.servers,
+        "search_warning": None,
     }
     try:
         run = build_fabric(
@@ -279,6 +283,10 @@ def evaluate(task: dict) -> dict:
         )  # fmt: skip
         if run.fabric.n_servers > 1:
             run.fabric.check_connected()
+        if run.design is not None:  # the search fell back or the clock cut it: say which row
+            from solvers import search_warning
+
+            row["search_warning"] = search_warning(run.design, f"{task['job']} / {nm}")
         own = getattr(run.design, "priority", ()) or None
         routing = run.routing
         if routing is None and nm != "ideal":
@@ -567,6 +575,13 @@ class AdviseResult:
     verdict: list[str]
     params: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
+
+    def warnings(self) -> list[str]:
+        """The rows' search warnings (``search_warning``: a design search fell back or was cut
+        by the clock), in row order: one line per affected (job, fabric)."""
+        if "search_warning" not in self.rows:
+            return []
+        return [w for w in self.rows["search_warning"] if isinstance(w, str) and w]
 
 
 def advise(

@@ -20,6 +20,8 @@ from topoopt.app.cli.common import (
     handle_errors,
     prepare_output,
     stdout,
+    warn_line,
+    warnings_said,
     write_output_text,
 )
 from topoopt.units import gbps_to_bytes_per_s
@@ -86,6 +88,8 @@ def advise_command(
         oversubscription=oversubscription, seed=seed, time_limit_s=time_limit,
         prices=price_table, workers=workers, address=address, progress=True,
     )  # fmt: skip
+    for line in res.warnings():  # stderr, the JSON envelope's warnings and the HTML report
+        warn_line(line)
     doc = json_document(res)
     if html is not None:
         from topoopt.app.report.html import page_html
@@ -97,7 +101,10 @@ def advise_command(
         ]  # fmt: skip
         frame = res.rows[[c for c in cols if c in res.rows]]
         title = f"advise: {', '.join(j['name'] for j in res.params['jobs'])}"
-        write_output_text(html, page_html([], title, verdict=res.verdict, summary=[("", frame)]))
+        page = page_html(
+            [], title, verdict=res.verdict, summary=[("", frame)], warnings=warnings_said()
+        )
+        write_output_text(html, page)
     if as_json:
         emit_json(doc)
         return

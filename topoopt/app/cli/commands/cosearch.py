@@ -165,6 +165,7 @@ def _document(res, engine) -> dict[str, Any]:
         "capex_usd": b["capex_usd"],
         "memory_per_gpu_bytes": b["memory_per_gpu_bytes"],
         "design": b.get("design"),
+        "search_warning": b.get("search_warning"),
     }
     ref = res.reference
     return {
@@ -183,11 +184,17 @@ def _document(res, engine) -> dict[str, Any]:
         if ref is None or not math.isfinite(ref["iteration_s"] / b["iteration_s"])
         else ref["iteration_s"] / b["iteration_s"],
         "pareto": [
-            {k: r[k] for k in ("label", "plan", "fabric", "iteration_s", "capex_usd")}
+            {
+                **{k: r[k] for k in ("label", "plan", "fabric", "iteration_s", "capex_usd")},
+                "search_warning": r.get("search_warning"),
+            }
             for r in res.pareto
         ],
         "fabrics": [
-            {k: r[k] for k in ("label", "fabric", "stage", "iteration_s", "capex_usd")}
+            {
+                **{k: r[k] for k in ("label", "fabric", "stage", "iteration_s", "capex_usd")},
+                "search_warning": r.get("search_warning"),
+            }
             for r in res.records
             if r["stage"] in ("target", "reference", "pareto") and not r.get("fixed_topology")
         ],
@@ -308,6 +315,8 @@ def cosearch_command(
     from topoopt.app.report.study_verdicts import cosearch_verdict
 
     b = res.best
+    for line in res.search_warnings():  # a design search fell back or the clock cut it
+        warn_line(line)
     coarse = [r for r in [b, *res.pareto] if r.get("coarsened")]
     if coarse:  # a reported point evaluated with coarsened gradient buckets
         warn_line(

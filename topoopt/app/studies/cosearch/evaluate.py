@@ -229,7 +229,21 @@ def design_summary(design) -> dict[str, Any]:
         "lower_bound_s": float(design.lower_bound_s),
         "work_used": design.info.get("work_used"),
         "deterministic": design.info.get("deterministic", True),
+        "objective": design.info.get("objective"),
+        "stopped_by": design.info.get("stopped_by"),
     }
+
+
+def _search_warning(design, task: EvalTask) -> str | None:
+    """The line of :func:`solvers.search_warning` for the design searched in this evaluation
+    (it fell back to another objective, or the wall clock cut it), labelled with the fabric and
+    the plan; None when it did neither, when nothing was searched, or when the design is the
+    fixed one of another evaluation (that evaluation says it)."""
+    if design is None or task.fixed_design is not None:
+        return None
+    from solvers import search_warning
+
+    return search_warning(design, f"cosearch: {task.fabric} for {task.candidate.label}")
 
 
 def _designed(w: Workload, name: str, task: EvalTask):
@@ -251,7 +265,9 @@ def evaluate(task: EvalTask) -> dict[str, Any]:
         ``exposed_comm_s``, ``capex_usd``, ``power_w``, ``memory_per_gpu_bytes``,
         ``compute_bound_s``, ``coarsened`` (buckets capped, :data:`SCREEN_MAX_BUCKETS`),
         ``flows`` (built), ``skipped`` (None, or why it was not simulated: its times are then
-        infinite), ``wall_s`` and, with ``keep_design``, ``design`` and ``server_bytes`` (the
+        infinite), ``search_warning`` (:func:`solvers.search_warning` of the design searched
+        here, else None; the record carries it from any worker), ``wall_s`` and, with
+        ``keep_design``, ``design`` and ``server_bytes`` (the
         server-level traffic matrix).
     """
     from topoopt.app.studies.compare import build_fabric
@@ -313,6 +329,7 @@ def evaluate(task: EvalTask) -> dict[str, Any]:
         "compute_bound_s": compute_bound(plan),
         "network_bound_s": network_bound(w, task.degree, task.link_bandwidth),
         "fixed_topology": task.fixed_design is not None,
+        "search_warning": _search_warning(design, task),
         **throughput_facts(w, float(it.iteration_s) if it is not None else 0.0),
     }
     if task.keep_design:

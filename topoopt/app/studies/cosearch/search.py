@@ -177,6 +177,17 @@ class SearchResult:
     counts: dict[str, Any] = field(default_factory=dict)
     config: SearchConfig | None = None
 
+    def search_warnings(self) -> list[str]:
+        """One line per evaluation whose design search fell back to another objective or was
+        cut by the wall clock (its record's ``search_warning``), in index order, each once:
+        the same lines whatever the number of workers."""
+        out: list[str] = []
+        for r in self.records:
+            w = r.get("search_warning")
+            if w and w not in out:
+                out.append(w)
+        return out
+
 
 def pareto_front(records: Sequence[dict]) -> list[dict]:
     """Records no other record beats on both iteration time and capex (sorted by capex).
