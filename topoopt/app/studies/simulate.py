@@ -62,7 +62,9 @@ def simulate_plan(
         :func:`~topoopt.flowsim.roofline.throughput_facts`).
         ``reduction``: what the symmetry reduction found (``status`` ``on``/``off``, classes,
         flows before and after, ``reason`` when off: no symmetry, the check failed, priorities or
-        split all-reduce); on by default (exact), ``reduction=False`` runs without it.
+        split all-reduce); on by default (exact), ``reduction=False`` runs without it. It
+        applies to the iteration and to the communication-alone times
+        (:func:`~topoopt.flowsim.collectives.communication_time`).
     """
     if schedule is not None and schedule not in SCHEDULES:
         raise InputError("--schedule", schedule, f"one of {', '.join(SCHEDULES)}")
