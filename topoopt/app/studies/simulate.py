@@ -63,7 +63,9 @@ def simulate_plan(
         :func:`~topoopt.flowsim.roofline.throughput_facts`).
         ``reduction``: what the symmetry reduction found (``status`` ``on``/``off``, classes,
         flows before and after, ``reason`` when off: no symmetry, the check failed, priorities or
-        split all-reduce); on by default (exact), ``reduction=False`` runs without it.
+        split all-reduce); on by default (exact), ``reduction=False`` runs without it. It
+        applies to the iteration and to the communication-alone times
+        (:func:`~topoopt.flowsim.collectives.communication_time`).
         ``time_limit_s``: the wall-clock safety cap of a fabric that is designed (``joint``,
         ``topoopt-best``; the CLI's ``--time-limit``); ``search_warning`` is then the line of
         :func:`solvers.search_warning` (``None``: the search neither fell back nor was cut).
