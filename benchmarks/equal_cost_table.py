@@ -236,7 +236,7 @@ def main(argv=None) -> None:
                 results.append(r)
                 if a.jsonl:
                     with a.jsonl.open("a") as fh:
-                        fh.write(json.dumps(r) + "\n")
+                        fh.write(json.dumps(r, allow_nan=False) + "\n")
                 done = "skipped" if r["skipped"] else f"{r['wall_s']:.0f} s, CPU {r['cpu_s']:.0f} s"
                 print(f"# {fam} {s} servers {p} ports: {done}", file=sys.stderr, flush=True)
     print(markdown(results))
