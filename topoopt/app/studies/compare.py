@@ -647,6 +647,10 @@ def compare(
 
             row.update(search_summary(run.design))  # the objective used, why, deterministic
         rows.append(row)
+        say(
+            f"[{k + 1}/{len(names)}] {nm}: done, iteration {it.iteration_s:.6g} s, capex "
+            f"{run.capex_usd:,.0f} USD (build {t1 - t0:.1f} s, simulate {t2 - t1:.1f} s)"
+        )
         if on_fabric_done is not None:
             on_fabric_done(nm)
     table = pd.DataFrame(rows)
