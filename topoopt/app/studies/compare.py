@@ -672,6 +672,7 @@ def compare(
         "gpus": workload.gpus,
         "workload": workload.name,
         "gpu": throughput_facts(workload, 0.0)["gpu"],
+        "efficiency": throughput_facts(workload, 0.0)["efficiency"],
     }
     if priority is not None:
         params["priority"] = list(check_priority(priority))

@@ -140,9 +140,11 @@ def compare_command(
     if as_json:
         emit_json({"rows": json_rows(table), "params": res.params})  # null: no design
         return
+    gpu, eff = res.params["gpu"], res.params["efficiency"]
     t = Table(
-        title=f"{workload.name}: {degree} x {link_gbps:g} Gbps per server"
-        + ("" if res.params["gpu"] is None else f", {res.params['gpu']}")
+        title=f"{workload.name}: {degree} NICs x {link_gbps:g} Gbps per server"
+        + ("" if gpu is None else f", {gpu}")
+        + ("" if eff is None else f" at efficiency {eff:g}")
     )
     from topoopt.app.report.pages import summary_columns  # the HTML summary's columns
 
