@@ -69,6 +69,7 @@ from topoopt.flowsim.flowset import (
 )
 from topoopt.flowsim.simulator import SimResult, expand_classes, simulate
 from topoopt.flowsim.symmetry import simulate_reduced
+from topoopt.flowsim.work import check_subflows
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 from traffic.limits import check_memory
@@ -623,6 +624,7 @@ class FlowBuilder:
         flow_ptr = np.zeros(n_f + 1, np.int64)
         np.cumsum(n_paths, out=flow_ptr[1:])
         n_p = int(flow_ptr[-1])
+        check_subflows(self.n, n_p)  # before the sub-flow arrays: refused beyond the budget
         path_len = np.ones(n_p, np.int64)
         weight = np.ones(n_p)
         pair_path_pos = _rows(flow_ptr, pair_idx)  # positions of the pair flows' paths

@@ -15,7 +15,23 @@ From the count, the peak resident memory of a ``topoopt simulate`` process:
 
 where ``paths`` is the most paths a flow is split over on the fabric (:func:`fabric_paths`; 1
 on the ideal switch and before a fabric exists, 16 on the two-tier Clos of 128 servers): every
-further path is a sub-flow with its links in the simulator.
+further path is a sub-flow with its links in the simulator. The commands check the estimate
+with ``paths = 1`` before anything is built (the flows alone: a lower bound), because the
+most paths of a pair says little of the sub-flows a plan builds: the iteration model merges
+identical flows before they are split over paths, and most flows of a parallel plan join
+near servers. On GPT-3 175B at 16,384 GPUs on the three-tier Clos the most paths is 256,
+and the 1,058,684 flows take 17,147,580 sub-flows (16.2 a flow): ``paths = 256`` estimated
+35.6 GB of arrays for a run that peaks at 6.24 GB, and refused it.
+
+:func:`check_subflows` then checks the sub-flows exactly, when the flows are routed and
+before the sub-flow arrays are allocated (:meth:`topoopt.flowsim.network.FlowBuilder.build`):
+
+``arrays = FLOW_PEAK_BYTES * flows + SUBFLOW_BYTES * sub-flows``
+
+which is at least the measured peak above :data:`PROCESS_BYTES` and at most 1.6 times it on
+the GPT-3 rows of ``docs/performance.md`` on the fat-tree (flows / sub-flows / peak GB:
+264,828 / 2,142,436 / 0.94 at 2,048 GPUs, 1.52x; 605,052 / 5,385,996 / 1.84 at 8,192, 1.46x;
+1,058,684 / 17,147,580 / 6.24 at 16,384, 1.04x).
 
 with the constants measured on 30 plans (``benchmarks/bench_estimate.py``, table in
 ``docs/performance.md``): the estimate is at least the measured peak and at most twice it on
@@ -42,10 +58,12 @@ __all__ = [
     "FLOW_PEAK_BYTES",
     "GPU_PEAK_BYTES",
     "PATH_BYTES",
+    "SUBFLOW_BYTES",
     "WorkEstimate",
     "fabric_paths",
     "estimate_work",
     "check_work",
+    "check_subflows",
 ]
 
 PROCESS_BYTES = 0.36e9
@@ -61,6 +79,13 @@ bytes per flow above :data:`PROCESS_BYTES` on the 30 plans of ``benchmarks/bench
 PATH_BYTES = 128.0
 """Peak bytes per flow and further path it is split over (measured 51-91 bytes on the Clos of
 128 servers, 16 paths per pair, against the ideal switch)."""
+
+SUBFLOW_BYTES = 300.0
+"""Peak bytes per sub-flow (a flow's share on one of its paths) at the routing of the flows,
+:func:`check_subflows`: GPT-3 175B on the three-tier Clos of 2,048 servers x 8 NICs, 17.1 M
+sub-flows of 1.06 M flows, peaks at 6.24 GB: 284 bytes a sub-flow beside the flows' own
+:data:`FLOW_PEAK_BYTES` and :data:`PROCESS_BYTES` (the symmetry reduction's incidence arrays
+included)."""
 
 GPU_PEAK_BYTES = 4096.0
 """Peak bytes per GPU beside the flows: the Workload's groups, cells and stages
@@ -177,6 +202,41 @@ def check_work(workload: Workload, what: str = "simulation", **kwargs) -> WorkEs
             "plan",
             f"about {est.array_bytes / 1e9:,.1f} GB of arrays for one {what} "
             f"({est.flows:,} flows, {workload.gpus:,} GPUs)",
+            f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)",
+        )
+    return est
+
+
+def check_subflows(flows: int, subflows: int) -> float:
+    """Refuse routed flows whose sub-flows would exceed the memory budget; return the estimated
+    array bytes (module docstring) otherwise.
+
+    Called with the flows of one simulation once their routes are known and before the
+    sub-flow arrays exist: ``flows`` flows (before identical flows are merged) split into
+    ``subflows`` sub-flows in all.
+
+    Raises
+    ------
+    InputError
+        Field ``flows``, naming the sub-flows, the estimate, the budget and the variable that
+        raises it.
+
+    Examples
+    --------
+    >>> round(check_subflows(1_058_684, 17_147_580) / 1e9, 2)  # GPT-3 175B, 16,384 GPUs
+    6.1
+    >>> check_subflows(10**6, 10**8)
+    Traceback (most recent call last):
+    ...
+    traffic.errors.InputError: flows: got '100,000,000 sub-flows of 1,000,000 flows (about 30.9 GB of arrays)'; allowed: at most 8 GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)
+    """  # noqa: E501
+    est = FLOW_PEAK_BYTES * float(flows) + SUBFLOW_BYTES * float(subflows)
+    budget = memory_budget_bytes()
+    if est > budget:
+        raise InputError(
+            "flows",
+            f"{int(subflows):,} sub-flows of {int(flows):,} flows (about {est / 1e9:,.1f} GB "
+            "of arrays)",
             f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)",
         )
     return est
