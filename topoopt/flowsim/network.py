@@ -68,8 +68,8 @@ from topoopt.flowsim.flowset import (
     identical_classes,
 )
 from topoopt.flowsim.simulator import SimResult, expand_classes, simulate
+from topoopt.flowsim.subflow_guard import check_subflows
 from topoopt.flowsim.symmetry import simulate_reduced
-from topoopt.flowsim.work import check_subflows
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 from traffic.limits import check_memory

@@ -23,8 +23,9 @@ near servers. On GPT-3 175B at 16,384 GPUs on the three-tier Clos the most paths
 and the 1,058,684 flows take 17,147,580 sub-flows (16.2 a flow): ``paths = 256`` estimated
 35.6 GB of arrays for a run that peaks at 6.24 GB, and refused it.
 
-:func:`check_subflows` then checks the sub-flows exactly, when the flows are routed and
-before the sub-flow arrays are allocated (:meth:`topoopt.flowsim.network.FlowBuilder.build`):
+:func:`~topoopt.flowsim.subflow_guard.check_subflows` then checks the sub-flows exactly, when
+the flows are routed and before the sub-flow arrays are allocated
+(:meth:`topoopt.flowsim.network.FlowBuilder.build`):
 
 ``arrays = FLOW_PEAK_BYTES * flows + SUBFLOW_BYTES * sub-flows``
 
@@ -49,6 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from topoopt.flowsim.subflow_guard import FLOW_PEAK_BYTES, SUBFLOW_BYTES, check_subflows
 from traffic.errors import InputError
 from traffic.limits import memory_budget_bytes
 from traffic.workload import Workload
@@ -71,21 +73,9 @@ PROCESS_BYTES = 0.36e9
 the cache) and the CLI before any plan: the smallest plans peak at 0.28 GB here. A first run
 that compiles the numba kernels takes about 0.25 GB more once (not covered)."""
 
-FLOW_PEAK_BYTES = 900.0
-"""Peak bytes per flow of one iteration simulation: the FlowBuilder's arrays and their
-concatenation, the FlowSet, routes, the simulator's state and the timeline (measured 410-620
-bytes per flow above :data:`PROCESS_BYTES` on the 30 plans of ``benchmarks/bench_estimate.py``)."""
-
 PATH_BYTES = 128.0
 """Peak bytes per flow and further path it is split over (measured 51-91 bytes on the Clos of
 128 servers, 16 paths per pair, against the ideal switch)."""
-
-SUBFLOW_BYTES = 300.0
-"""Peak bytes per sub-flow (a flow's share on one of its paths) at the routing of the flows,
-:func:`check_subflows`: GPT-3 175B on the three-tier Clos of 2,048 servers x 8 NICs, 17.1 M
-sub-flows of 1.06 M flows, peaks at 6.24 GB: 284 bytes a sub-flow beside the flows' own
-:data:`FLOW_PEAK_BYTES` and :data:`PROCESS_BYTES` (the symmetry reduction's incidence arrays
-included)."""
 
 GPU_PEAK_BYTES = 4096.0
 """Peak bytes per GPU beside the flows: the Workload's groups, cells and stages
@@ -202,41 +192,6 @@ def check_work(workload: Workload, what: str = "simulation", **kwargs) -> WorkEs
             "plan",
             f"about {est.array_bytes / 1e9:,.1f} GB of arrays for one {what} "
             f"({est.flows:,} flows, {workload.gpus:,} GPUs)",
-            f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)",
-        )
-    return est
-
-
-def check_subflows(flows: int, subflows: int) -> float:
-    """Refuse routed flows whose sub-flows would exceed the memory budget; return the estimated
-    array bytes (module docstring) otherwise.
-
-    Called with the flows of one simulation once their routes are known and before the
-    sub-flow arrays exist: ``flows`` flows (before identical flows are merged) split into
-    ``subflows`` sub-flows in all.
-
-    Raises
-    ------
-    InputError
-        Field ``flows``, naming the sub-flows, the estimate, the budget and the variable that
-        raises it.
-
-    Examples
-    --------
-    >>> round(check_subflows(1_058_684, 17_147_580) / 1e9, 2)  # GPT-3 175B, 16,384 GPUs
-    6.1
-    >>> check_subflows(10**6, 10**8)
-    Traceback (most recent call last):
-    ...
-    traffic.errors.InputError: flows: got '100,000,000 sub-flows of 1,000,000 flows (about 30.9 GB of arrays)'; allowed: at most 8 GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)
-    """  # noqa: E501
-    est = FLOW_PEAK_BYTES * float(flows) + SUBFLOW_BYTES * float(subflows)
-    budget = memory_budget_bytes()
-    if est > budget:
-        raise InputError(
-            "flows",
-            f"{int(subflows):,} sub-flows of {int(flows):,} flows (about {est / 1e9:,.1f} GB "
-            "of arrays)",
             f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)",
         )
     return est
