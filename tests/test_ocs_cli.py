@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -79,3 +80,38 @@ def test_joint_design_never_joins_ports_without_a_common_ocs(tmp_path):
     assert free.exit_code == 0, free.output
     with pytest.raises(InputError, match="OCS layer"):
         check_ocs(json.loads(free.stdout)["circuits"], OcsLayout(12, 4, 6))
+
+
+def test_compare_puts_the_designed_fabrics_on_finite_radix_ocses():
+    """``compare --ocs-radix 6``: topoopt, topoopt-best and joint on 12 servers x 4 ports are
+    realised on 8 OCSes of 6 ports (per-rail: 2 per port index) and priced with all their
+    ports; without the option, one patch panel of 12 ports per port index (compare's default
+    device, 4 panels, 48 ports)."""
+    import yaml
+
+    from topoopt.app.studies.compare import compare
+    from traffic.build import workload_from_plan
+    from traffic.plan import load_plan
+
+    w = workload_from_plan(load_plan(yaml.safe_load(PLAN)))
+    names = ["topoopt", "topoopt-best", "joint"]
+    kw = {"degree": 4, "link_bandwidth": 12.5e9, "time_limit_s": 20.0, "work_limit": 2.0}
+    res = compare(w, names, ocs_radix=6, **kw)
+    assert (res.params["ocs_radix"], res.params["ocs_layout"]) == (6, "per-rail")
+    layer = OcsLayout(12, 4, 6)
+    for run in res.runs:
+        if run.name == "ideal":
+            continue
+        bom = bill_of_materials(run.fabric)
+        assert (bom["ocs"], bom["ocs_port"]) == (8, 48), run.name
+        check_ocs(run.design, layer)
+        ports = np.array(run.design.info["ocs"]["ports"])
+        assert np.all(layer.ocs_of[ports[:, 0], ports[:, 1]] == ports[:, 4])
+        assert np.all(layer.ocs_of[ports[:, 2], ports[:, 3]] == ports[:, 4])
+    free = compare(w, ["topoopt"], **kw)
+    run = next(r for r in free.runs if r.name == "topoopt")
+    bom = bill_of_materials(run.fabric)
+    assert (bom["patch_panel"], bom["patch_panel_port"]) == (4, 48) and "ocs" not in bom
+    assert "ocs" not in run.design.info
+    bad = CliRunner().invoke(app, ["compare", "dlrm", "--fabrics", "topoopt", "--ocs-radix", "1"])
+    assert bad.exit_code == 2 and "ocs_radix: got 1" in bad.output
