@@ -4,7 +4,9 @@
 has an :class:`~topoopt.fabrics.ocs_layout.OcsLayout` (``DesignProblem.ocs``):
 
 1. *check*: place the circuits on the OCSes (:func:`solvers.model.ocs_layers.place_circuits`);
-   a design that fits is returned as it is, its placement recorded in ``info["ocs"]``;
+   a design that fits is returned as it is, its placement recorded in ``info["ocs"]`` (with
+   ``ports``: one ``[u, p, v, q, ocs]`` row per circuit,
+   :meth:`solvers.model.ocs_layers.Placement.port_rows`);
 2. *repair*: otherwise keep the largest placeable subset of its circuits and fill the ports left
    free with circuits on common OCSes, heaviest traffic first
    (:func:`solvers.model.ocs_layers.repair_circuits`);
@@ -40,6 +42,8 @@ def _layer_info(problem: DesignProblem, placement, repaired: dict | None) -> dic
         **layer.bom(),
         "placement": placement.status,
         "repair": repaired,
+        # one row [u, p, v, q, ocs] per circuit: the ports it joins and the OCS that holds it
+        "ports": placement.port_rows(layer).tolist(),
     }
 
 

@@ -45,12 +45,17 @@ def test_cli_progress_goes_out_while_it_runs(tmp_path, monkeypatch):
     res = CliRunner().invoke(app, ["compare", str(plan), "--fabrics", "ideal,fat-tree", "--json"])
     assert res.exit_code == 0, res.output
     lines = [ln for ln in res.stderr.splitlines() if ln.startswith("[")]
-    assert lines == [
+    want = [
         "[1/2] ideal: building",
         "[1/2] ideal: simulating",
+        "[1/2] ideal: done, iteration ",  # then the time, capex, build and simulate seconds
         "[2/2] fat-tree: building",
         "[2/2] fat-tree: simulating",
+        "[2/2] fat-tree: done, iteration ",
     ]
+    assert len(lines) == len(want)
+    assert [ln[: len(w)] for ln, w in zip(lines, want, strict=True)] == want
+    assert " USD (build " in lines[5] and lines[5].endswith(" s)")
     # each line went out as it was written (print writes the text, then the newline)
     assert seen_during.index(1) < seen_during.index(2) < seen_during.index(4)
 

@@ -49,6 +49,56 @@ class Placement:
         np.add.at(out, (r[:, 1], r[:, 2]), r[:, 3])
         return out
 
+    def port_rows(self, layer: OcsLayout) -> np.ndarray:
+        """``int64 (circuits, 5)``: one row ``[u, p, v, q, ocs]`` per circuit, port ``p`` of
+        server ``u`` joined to port ``q`` of server ``v`` on OCS ``ocs``.
+
+        Each server's ports on an OCS (:attr:`OcsLayout.ocs_of`) are handed out lowest first,
+        to the placement rows in order (sorted by ``u``, ``v``, OCS); a placement that uses more
+        ports of a server on an OCS than it has there is refused.
+
+        Raises
+        ------
+        InputError
+            A server short of ports on an OCS, or an OCS index outside the layer.
+
+        Examples
+        --------
+        Two OCSes per port index (``per-rail``, ``k = 2``, ``shift = 1``): port 0 of servers
+        0, 1 on OCS 0 and of 2, 3 on OCS 1; port 1 of servers 0, 3 on OCS 2 and of 1, 2 on
+        OCS 3.
+
+        >>> layer = OcsLayout(4, 2, 2)
+        >>> layer.ocs_of.tolist()
+        [[0, 2], [0, 3], [1, 3], [1, 2]]
+        >>> pl = place_circuits([[0, 1, 1], [2, 3, 1], [0, 3, 1]], layer)
+        >>> pl.port_rows(layer).tolist()
+        [[0, 0, 1, 0, 0], [0, 1, 3, 1, 2], [2, 0, 3, 0, 1]]
+        """
+        n, d = layer.servers, layer.degree
+        ocs_of = layer.ocs_of
+        r = self.rows
+        if r.size and (r[:, 2].min() < 0 or r[:, 2].max() >= layer.n_ocs):
+            raise InputError("placement.ocs", int(r[:, 2].max()), f"0..{layer.n_ocs - 1}")
+        free: dict[tuple[int, int], list[int]] = {}
+        for s in range(n):
+            for p in range(d - 1, -1, -1):  # popped from the end: lowest port first
+                free.setdefault((s, int(ocs_of[s, p])), []).append(p)
+        out = []
+        for u, v, o, k in r.tolist():
+            for _ in range(k):
+                ends = []
+                for s in (u, v):
+                    ports = free.get((s, o))
+                    if not ports:
+                        raise InputError(
+                            f"placement (server {s} on OCS {o})", "one port more",
+                            f"at most its {int(np.sum(ocs_of[s] == o))} ports on that OCS",
+                        )  # fmt: skip
+                    ends.append(ports.pop())
+                out.append([u, ends[0], v, ends[1], o])
+        return np.asarray(out, np.int64).reshape(-1, 5)
+
 
 def _capacity(layer: OcsLayout) -> np.ndarray:
     cap = np.zeros((layer.servers, layer.n_ocs), np.int64)

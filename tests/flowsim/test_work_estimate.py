@@ -124,3 +124,33 @@ def test_imported_task_graphs_are_bounded_from_above():
     built = simulate_iteration(w, ideal(w.servers, gpus_per_server=w.gpus_per_server),
                                exposed_by_class=False).info["flows"]  # fmt: skip
     assert built <= est <= 1.5 * built, (est, built)
+
+
+def test_subflows_are_checked_when_the_flows_are_routed(monkeypatch):
+    """The sub-flows are counted exactly once routed, before their arrays exist, and refused
+    beyond the budget (the most paths of a pair times every flow refused GPT-3 175B on the
+    three-tier Clos of 16,384 GPUs as 35.6 GB; it peaks at 6.24 GB)."""
+    from topoopt.flowsim import network
+    from topoopt.flowsim.work import FLOW_PEAK_BYTES, SUBFLOW_BYTES, fabric_paths
+
+    w = workload_from_plan(PLANS["vgg16-dp"])  # a ring over servers 0-3 of a k = 4 fat-tree
+    fab = fat_tree(4, gpus_per_server=2)
+    seen = []
+    real = network.check_subflows
+
+    def spy(flows, subflows):
+        seen.append((flows, subflows))
+        return real(flows, subflows)
+
+    monkeypatch.setattr(network, "check_subflows", spy)
+    base = simulate_iteration(w, fab, exposed_by_class=False).iteration_s
+    flows, subflows = max(seen, key=lambda x: FLOW_PEAK_BYTES * x[0] + SUBFLOW_BYTES * x[1])
+    assert flows == estimate_work(w).flows
+    # servers 1-2 and 3-0 sit on different edge switches of pod 0: two paths each
+    assert fabric_paths(fab) == 4 and subflows > 0
+    need = FLOW_PEAK_BYTES * flows + SUBFLOW_BYTES * subflows
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr(need * 1.01 / 1e9))
+    assert simulate_iteration(w, fab, exposed_by_class=False).iteration_s == base
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr(need * 0.99 / 1e9))
+    with pytest.raises(InputError, match=f"{subflows:,} sub-flows of {flows:,} flows"):
+        simulate_iteration(w, fab, exposed_by_class=False)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from solvers.cluster.ocs import OcsLayer as ClusterPlanes
-from solvers.model.ocs_layers import check_ocs, place_circuits, repair_circuits
+from solvers.model.ocs_layers import Placement, check_ocs, place_circuits, repair_circuits
 from solvers.realise import design_fabric
 from solvers.registry import solve
 from tests.solvers.test_topoopt_method import check_design, problem
@@ -99,6 +99,15 @@ def test_placement_agrees_with_brute_force(layer):
         assert pl[:, 3].sum() == len(units)
         assert np.all(cap[pl[:, 0], pl[:, 2]] > 0) and np.all(cap[pl[:, 1], pl[:, 2]] > 0)
         assert np.all(got.ports_used(layer) <= cap)
+        # port by port: each circuit joins two ports of its OCS, each port used once
+        pr = got.port_rows(layer)
+        assert len(pr) == len(units)
+        o = layer.ocs_of
+        assert np.all(o[pr[:, 0], pr[:, 1]] == pr[:, 4])
+        assert np.all(o[pr[:, 2], pr[:, 3]] == pr[:, 4])
+        ends = np.concatenate([pr[:, 0] * d + pr[:, 1], pr[:, 2] * d + pr[:, 3]])
+        assert np.unique(ends).size == ends.size
+        assert sorted(map(tuple, pr[:, [0, 2]].tolist())) == sorted(units)
     assert seen[True] >= 3 and seen[False] >= 3  # both outcomes exercised
 
 
@@ -136,6 +145,10 @@ def test_every_design_fits_the_layer(method):
     check_design(q, d)
     info = d.info["ocs"]
     assert info["ocs"] == 8 and info["ocs_port"] == 48 and info["repair"] is not None
+    ports = np.array(info["ports"])  # [u, p, v, q, ocs] per circuit, on the layout's OCSes
+    assert len(ports) == d.circuits.total
+    assert np.all(layer.ocs_of[ports[:, 0], ports[:, 1]] == ports[:, 4])
+    assert np.all(layer.ocs_of[ports[:, 2], ports[:, 3]] == ports[:, 4])
     assert d.solver.endswith("+ OCS repair")
     assert d.lower_bound_s <= d.objective_s
     json.dumps(info)
@@ -152,6 +165,13 @@ def test_direct_connect_refuses_a_pair_without_a_common_ocs():
     ok = int(np.flatnonzero(layer.reachable()[0])[0])
     f = direct_connect(12, 4, [[0, ok, 1]], device="ocs", ocs_radix=6)
     assert f.params["ocs_devices"] == 8
+
+
+def test_port_rows_refuse_a_placement_beyond_the_ports():
+    layer = OcsLayout(4, 2, 2)  # server 0 has one port on OCS 0 (ocs_of row [0, 2])
+    bad = Placement(np.array([[0, 1, 0, 2]]), "greedy")
+    with pytest.raises(InputError, match="server 0 on OCS 0"):
+        bad.port_rows(layer)
 
 
 def test_problem_refuses_a_layer_of_other_servers():

@@ -1,6 +1,6 @@
-"""Every fabric of ``compare`` at today's NICs (issue 24.3: one NIC per port, 8 x 400 G), the
-switched rows priced at the catalogue (issue 29.10), one pricing for compare and cosearch
-(29.9), and a fabric that cannot be built as a row that says why (29.19)."""
+"""Every fabric of ``compare`` at today's NICs (issue 24.3: one NIC per port, 8 x 400 G and
+8 x 800 G), the switched rows priced at the catalogue (issue 29.10), one pricing for compare and
+cosearch (29.9), and a fabric that cannot be built as a row that says why (29.19)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from topoopt.fabrics.cost import bill_of_materials, cost, load_prices
 from traffic.workload import Workload
 
 P = load_prices()
-B400 = 50e9  # 400 Gbps in bytes/s
 
 
 def _ring_workload(n: int) -> Workload:
@@ -32,16 +31,28 @@ def _unit(item, gbps=None):
     return P.unit(item, gbps)[0]
 
 
-def test_every_fabric_at_8_ports_of_400g():
-    """``--degree 8 --link-gbps 400`` on every fabric (it failed on fat-tree, fat-tree-oversub
-    and hybrid with ``prices.nic_port: got 3200.0``): each row is finite, every fabric but the
-    torus (a 3-D torus uses 6 of the 8 ports) and the cost-equivalent fat-tree (it buys what
-    its budget affords) has 8 NICs of 400 G per server, and the fat-tree gives each server 8
-    links of 400 G to one 128 x 400 G switch, priced by hand: 128 NICs, 256 transceivers, 128
-    fibres, 128 switch ports."""
+# the fat-tree of 16 servers x 8 NICs, by hand: (NICs, transceivers, fibres, switch ports,
+# switch, tiers). 400 G: 128 ports fit one 128 x 400 G switch (Tomahawk 5), one cable a NIC.
+# 800 G: the 51.2 Tb/s ASIC has 64 ports of 800 G, so two tiers of 64-port switches: 4 leaves
+# of 4 servers (32 ports down, 32 up), 2 spines of 64 ports (16 uplinks from each leaf);
+# 128 host cables + 128 leaf-spine cables, a transceiver at both ends, 6 x 64 switch ports.
+FAT_TREE_8_NICS = {
+    400: (128, 256, 128, 128, "Tomahawk 5 128x400G", 1),
+    800: (128, 512, 256, 384, "Tomahawk 5 64x800G", 2),
+}
+
+
+@pytest.mark.parametrize("gbps", [400, 800])
+def test_every_fabric_at_8_nics_of_400g_and_800g(gbps):
+    """``--degree 8 --link-gbps 400`` (and 800) on every fabric (it failed on fat-tree,
+    fat-tree-oversub and hybrid with ``prices.nic_port: got 3200.0``): each row is finite,
+    every fabric but the torus (a 3-D torus uses 6 of the 8 ports) and the cost-equivalent
+    fat-tree (it buys what its budget affords) has 8 NICs of ``gbps`` per server, and the
+    fat-tree is priced by the hand count of ``FAT_TREE_8_NICS``."""
     n, d = 16, 8
+    bw = gbps * 1e9 / 8
     w = _ring_workload(n)
-    res = compare(w, FABRICS, degree=d, link_bandwidth=B400, time_limit_s=5.0, work_limit=2.0)
+    res = compare(w, FABRICS, degree=d, link_bandwidth=bw, time_limit_s=5.0, work_limit=2.0)
     t = res.table.set_index("fabric")
     assert "error" not in t or t["error"].isna().all()
     assert set(t.index) == set(FABRICS)
@@ -52,21 +63,23 @@ def test_every_fabric_at_8_ports_of_400g():
             continue
         bom = bill_of_materials(runs[name].fabric)
         nics = {k: v for k, v in bom.items() if k.startswith("nic_port_")}
-        assert nics == {"nic_port_400G": n * d}, name
-        assert t.loc[name, "server_bandwidth"] == pytest.approx(d * B400), name
+        assert nics == {f"nic_port_{gbps}G": n * d}, name
+        assert t.loc[name, "server_bandwidth"] == pytest.approx(d * bw), name
     for name in ("fat-tree", "fat-tree-oversub"):
         f = runs[name].fabric
-        assert f.server_ports.tolist() == [d] * n and np.all(f.port_bandwidth == B400)
+        assert f.server_ports.tolist() == [d] * n and np.all(f.port_bandwidth == bw)
         host = f.src < n
-        assert np.all(f.multiplicity[host] == d) and np.all(f.capacity[host] == d * B400)
+        assert np.all(f.multiplicity[host] == d) and np.all(f.capacity[host] == d * bw)
+    nic, xcvr, fibre, ports, switch, tiers = FAT_TREE_8_NICS[gbps]
     want = (
-        128 * _unit("nic_port", 400)
-        + 256 * _unit("transceiver", 400)
-        + 128 * _unit("fibre")
-        + 128 * _unit("switch_port", 400)
+        nic * _unit("nic_port", gbps)
+        + xcvr * _unit("transceiver", gbps)
+        + fibre * _unit("fibre")
+        + ports * _unit("switch_port", gbps)
     )
     assert t.loc["fat-tree", "capex_usd"] == pytest.approx(want, rel=1e-12)
-    assert t.loc["fat-tree", "fabric_info"]["switch"] == "Tomahawk 5 128x400G"
+    info = t.loc["fat-tree", "fabric_info"]
+    assert (info["switch"], info["tiers"]) == (switch, tiers)
     eq = t.loc["fat-tree-cost-equivalent"]
     assert eq["capex_usd"] <= t.loc["topoopt", "capex_usd"] * (1 + 1e-12)
     assert eq["capex_usd"] == pytest.approx(cost(runs["fat-tree-cost-equivalent"].fabric).capex_usd)

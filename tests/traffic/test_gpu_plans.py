@@ -130,3 +130,25 @@ def test_simulate_gpu_flag(tmp_path):
     assert d["tflops_per_gpu"] == pytest.approx(expect) and 0 < d["mfu"] < 0.43
     bad = _cli("simulate", str(plan), "--fabric", "ideal", "--gpu", "h100")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--gpu" in bad.stderr
+
+
+@pytest.mark.parametrize(("gpu", "eff"), [("h100-sxm", 0.43), ("mi300x", 0.3)])
+def test_tables_name_the_gpu_nics_and_efficiency(tmp_path, gpu, eff):
+    """Issue 24.2: every table and JSON says which GPU, NIC and efficiency it modelled."""
+    from typer.testing import CliRunner
+
+    from topoopt.app.cli.app import app
+
+    plan = tmp_path / "p.json"
+    plan.write_text(json.dumps(SMALL))
+    args = ["--degree", "8", "--link-gbps", "400", "--gpu", gpu]
+    r = CliRunner().invoke(app, ["compare", str(plan), "--fabrics", "ideal", *args])
+    assert r.exit_code == 0, r.output
+    assert f"8 NICs x 400 Gbps per server, {gpu} at efficiency {eff:g}" in r.stdout
+    r = CliRunner().invoke(app, ["compare", str(plan), "--fabrics", "ideal", *args, "--json"])
+    params = json.loads(r.stdout)["params"]
+    assert (params["gpu"], params["efficiency"], params["degree"]) == (gpu, eff, 8)
+    assert params["link_bandwidth"] == 400e9 / 8
+    r = CliRunner().invoke(app, ["simulate", str(plan), "--fabric", "ideal", *args])
+    assert r.exit_code == 0, r.output
+    assert f"{gpu} at efficiency {eff:g}" in r.stdout

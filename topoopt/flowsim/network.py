@@ -70,6 +70,7 @@ from topoopt.flowsim.flowset import (
     identical_classes,
 )
 from topoopt.flowsim.simulator import SimResult, expand_classes, simulate
+from topoopt.flowsim.subflow_guard import check_subflows
 from topoopt.flowsim.symmetry import reduce_flows, simulate_reduced
 from topoopt.paths import PathSet
 from traffic.errors import InputError
@@ -690,6 +691,8 @@ class FlowBuilder:
         else:
             cp, r_ptr = np.zeros(1, np.int64), np.zeros(1, np.int64)
             r_links, r_w = np.zeros(0, np.int64), np.zeros(0)
+        n_pair_paths = int((cp[comm[pair_idx] + 1] - cp[comm[pair_idx]]).sum())
+        check_subflows(self.n, n_f - pair_idx.size + n_pair_paths)  # before the sub-flow arrays
         flow_ptr, path_ptr, links, weight = expand_routes(
             link,
             comm,

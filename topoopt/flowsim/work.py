@@ -15,7 +15,24 @@ From the count, the peak resident memory of a ``topoopt simulate`` process:
 
 where ``paths`` is the most paths a flow is split over on the fabric (:func:`fabric_paths`; 1
 on the ideal switch and before a fabric exists, 16 on the two-tier Clos of 128 servers): every
-further path is a sub-flow with its links in the simulator.
+further path is a sub-flow with its links in the simulator. The commands check the estimate
+with ``paths = 1`` before anything is built (the flows alone: a lower bound), because the
+most paths of a pair says little of the sub-flows a plan builds: the iteration model merges
+identical flows before they are split over paths, and most flows of a parallel plan join
+near servers. On GPT-3 175B at 16,384 GPUs on the three-tier Clos the most paths is 256,
+and the 1,058,684 flows take 17,147,580 sub-flows (16.2 a flow): ``paths = 256`` estimated
+35.6 GB of arrays for a run that peaks at 6.24 GB, and refused it.
+
+:func:`~topoopt.flowsim.subflow_guard.check_subflows` then checks the sub-flows exactly, when
+the flows are routed and before the sub-flow arrays are allocated
+(:meth:`topoopt.flowsim.network.FlowBuilder.build`):
+
+``arrays = FLOW_PEAK_BYTES * flows + SUBFLOW_BYTES * sub-flows``
+
+which is at least the measured peak above :data:`PROCESS_BYTES` and at most 1.6 times it on
+the GPT-3 rows of ``docs/performance.md`` on the fat-tree (flows / sub-flows / peak GB:
+264,828 / 2,142,436 / 0.94 at 2,048 GPUs, 1.52x; 605,052 / 5,385,996 / 1.84 at 8,192, 1.46x;
+1,058,684 / 17,147,580 / 6.24 at 16,384, 1.04x).
 
 with the constants measured on 30 plans (``benchmarks/bench_estimate.py``, table in
 ``docs/performance.md``): the estimate is at least the measured peak and at most twice it on
@@ -33,6 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from topoopt.flowsim.subflow_guard import FLOW_PEAK_BYTES, SUBFLOW_BYTES, check_subflows
 from traffic.errors import InputError
 from traffic.limits import memory_budget_bytes
 from traffic.workload import Workload
@@ -42,21 +60,18 @@ __all__ = [
     "FLOW_PEAK_BYTES",
     "GPU_PEAK_BYTES",
     "PATH_BYTES",
+    "SUBFLOW_BYTES",
     "WorkEstimate",
     "fabric_paths",
     "estimate_work",
     "check_work",
+    "check_subflows",
 ]
 
 PROCESS_BYTES = 0.36e9
 """Resident bytes of the interpreter with numpy, scipy, pandas, numba (its kernels loaded from
 the cache) and the CLI before any plan: the smallest plans peak at 0.28 GB here. A first run
 that compiles the numba kernels takes about 0.25 GB more once (not covered)."""
-
-FLOW_PEAK_BYTES = 900.0
-"""Peak bytes per flow of one iteration simulation: the FlowBuilder's arrays and their
-concatenation, the FlowSet, routes, the simulator's state and the timeline (measured 410-620
-bytes per flow above :data:`PROCESS_BYTES` on the 30 plans of ``benchmarks/bench_estimate.py``)."""
 
 PATH_BYTES = 128.0
 """Peak bytes per flow and further path it is split over (measured 51-91 bytes on the Clos of

@@ -35,6 +35,7 @@ __all__ = [
     "CommandProgress",
     "command_progress",
     "GpuOption",
+    "OcsLayoutKind",
     "PriorityOption",
     "SplitAllreduceOption",
     "handle_errors",
@@ -54,6 +55,14 @@ __all__ = [
     "write_output_json",
     "dumps_strict",
 ]
+
+
+class OcsLayoutKind(enum.StrEnum):
+    """``--ocs-layout`` of ``design`` and ``compare`` (``topoopt.fabrics.ocs_layout.LAYOUTS``)."""
+
+    per_rail = "per-rail"
+    packed = "packed"
+
 
 DEFAULT_DEGREE = 8
 """``--degree``: network ports per server, in every command that takes it."""

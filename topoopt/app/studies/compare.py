@@ -42,7 +42,9 @@ Fabric names (:data:`FABRICS`):
     over fewer servers run their rank order both ways.
 ``topoopt``, ``topoopt-released``, ``joint``
     Optical direct-connect designs by the solvers (:mod:`solvers.registry`), with their rings
-    and routing.
+    and routing. By default port ``i`` of every server lands on OCS ``i`` of ``n`` ports; with
+    ``ocs_radix`` (``--ocs-radix``) on several OCSes of that many ports (one group per port
+    index, ``per-rail``, or ``packed``), every circuit between two ports of one OCS.
 ``topoopt-best``
     The faster (flow-model iteration time) of the two faithful TopoOpt variants, ``topoopt``
     and ``topoopt-released``: the baseline to judge against. Its row's ``solver`` names the
@@ -378,11 +380,19 @@ def build_fabric(
     designs: dict[str, Any] | None = None,
     progress: Callable[[str], None] | None = None,
     work_limit: float | None = None,
+    ocs_radix: int | None = None,
+    ocs_layout: str = "per-rail",
 ) -> FabricRun:
     """Build the fabric ``name`` (see the module docstring) for ``workload``'s servers.
 
     ``time_limit_s`` is the designed fabrics' wall-clock cap, ``work_limit`` their deterministic
-    work budget (:func:`solvers.registry.solve`; None: the solver's default)."""
+    work budget (:func:`solvers.registry.solve`; None: the solver's default). ``ocs_radix``
+    (ports of one OCS; None: one OCS of ``n`` ports per port index) puts the designed fabrics
+    (``topoopt``, ``topoopt-released``, ``topoopt-best``, ``joint`` and the reference of
+    ``fat-tree-cost-equivalent``) on an optical layer of finite-radix OCSes laid out by
+    ``ocs_layout`` (:class:`~topoopt.fabrics.ocs_layout.OcsLayout`): every design fits it
+    (:func:`solvers.ocs_repair.respect_ocs`) and is priced with all the OCSes' ports."""
+    ocs = {"ocs_radix": ocs_radix, "ocs_layout": ocs_layout}
     n, gps = workload.servers, workload.gpus_per_server
     B, d = float(link_bandwidth), int(degree)
     designs = {} if designs is None else designs
@@ -400,7 +410,7 @@ def build_fabric(
         return switched_clos(name, workload, d, B, 1.0, prices, layout=name)
     elif name == "fat-tree-cost-equivalent":
         ref = designs.get("topoopt") or build_fabric(
-            "topoopt", workload, d, B, seed=seed, prices=prices, designs=designs
+            "topoopt", workload, d, B, seed=seed, prices=prices, designs=designs, **ocs
         )
         # never more than the ideal switch's d x B per server: the ideal stays a bound
         eq = cost_equivalent_fat_tree(
@@ -464,7 +474,7 @@ def build_fabric(
         for variant in ("topoopt", "topoopt-released"):
             r = designs.get(variant) or build_fabric(
                 variant, workload, d, B, seed=seed, time_limit_s=time_limit_s, prices=prices,
-                designs=designs, progress=progress,
+                designs=designs, progress=progress, **ocs,
             )  # fmt: skip
             it = designs.get(f"{variant} iteration") or simulate_iteration(
                 r.workload, r.fabric, routing=r.routing, exposed_by_class=False
@@ -479,6 +489,10 @@ def build_fabric(
         from solvers import DesignProblem, design_fabric, design_routing, design_workload, solve
 
         problem = DesignProblem.from_workload(workload, degree=d, link_bandwidth=B)
+        if ocs_radix is not None:
+            from topoopt.fabrics.ocs_layout import OcsLayout
+
+            problem = problem.with_options(ocs=OcsLayout(n, d, ocs_radix, ocs_layout))
         design = solve(
             problem, name, time_limit_s=time_limit_s, seed=seed, progress=progress,
             work_limit=work_limit,
@@ -508,7 +522,7 @@ def build_fabric(
 
 def _build_and_simulate(
     nm, workload, degree, link_bandwidth, designs, say, tag, *, oversubscription, seed,
-    time_limit_s, prices, progress, work_limit, priority, split_allreduce,
+    time_limit_s, prices, progress, work_limit, priority, split_allreduce, ocs,
 ):  # fmt: skip
     """Build fabric ``nm`` and simulate the workload on it: ``(run, iteration, comm, t_built)``.
     An :class:`InputError` here means the fabric cannot be built or routed (e.g. a random
@@ -516,7 +530,7 @@ def _build_and_simulate(
     run = designs.get(nm) or build_fabric(
         nm, workload, degree, link_bandwidth, oversubscription=oversubscription, seed=seed,
         time_limit_s=time_limit_s, prices=prices, designs=designs, progress=progress,
-        work_limit=work_limit,
+        work_limit=work_limit, **ocs,
     )  # fmt: skip
     if run.fabric.n_servers > 1:
         run.fabric.check_connected()  # e.g. a random 2-regular expander: disjoint cycles
@@ -546,6 +560,8 @@ def compare(
     work_limit: float | None = None,
     priority: Sequence[str] | str | None = None,
     split_allreduce: float | None = None,
+    ocs_radix: int | None = None,
+    ocs_layout: str = "per-rail",
 ) -> CompareResult:
     """Simulate ``workload`` on each fabric; one row per fabric (module docstring).
 
@@ -568,6 +584,8 @@ def compare(
     ``progress`` receives one-line messages; ``on_fabric_done(name)`` is called after each
     fabric (for progress bars). ``time_limit_s`` caps the designed fabrics' searches on the
     wall clock; ``work_limit`` is their deterministic budget (None: the solver's default).
+    ``ocs_radix`` and ``ocs_layout`` put the designed fabrics on finite-radix OCSes
+    (:func:`build_fabric`); ``params`` records them.
     ``priority`` (traffic classes, highest first) and ``split_allreduce`` (micro-op bytes) are
     passed to every fabric's iteration simulation (:mod:`topoopt.flowsim.priorities`).
     """
@@ -578,6 +596,11 @@ def compare(
             raise InputError("fabrics", nm, f"a comma-separated list of {', '.join(FABRICS)}")
     if "ideal" not in names:
         names.insert(0, "ideal")
+    ocs = {"ocs_radix": ocs_radix, "ocs_layout": ocs_layout}
+    if ocs_radix is not None:  # a bad radix or layout: refused before any fabric is built
+        from topoopt.fabrics.ocs_layout import OcsLayout
+
+        OcsLayout(workload.servers, int(degree), ocs_radix, ocs_layout)
     # sizes first, before any fabric is built (a refusal after minutes of work helps nobody)
     from topoopt.flowsim.work import check_work
 
@@ -605,7 +628,7 @@ def compare(
                 nm, workload, degree, link_bandwidth, designs, say, f"[{k + 1}/{len(names)}]",
                 oversubscription=oversubscription, seed=seed, time_limit_s=time_limit_s,
                 prices=prices, progress=progress, work_limit=work_limit, priority=priority,
-                split_allreduce=split_allreduce,
+                split_allreduce=split_allreduce, ocs=ocs,
             )  # fmt: skip
         except InputError as e:
             if nm == "ideal":
@@ -647,6 +670,10 @@ def compare(
 
             row.update(search_summary(run.design))  # the objective used, why, deterministic
         rows.append(row)
+        say(
+            f"[{k + 1}/{len(names)}] {nm}: done, iteration {it.iteration_s:.6g} s, capex "
+            f"{run.capex_usd:,.0f} USD (build {t1 - t0:.1f} s, simulate {t2 - t1:.1f} s)"
+        )
         if on_fabric_done is not None:
             on_fabric_done(nm)
     table = pd.DataFrame(rows)
@@ -668,7 +695,10 @@ def compare(
         "gpus": workload.gpus,
         "workload": workload.name,
         "gpu": throughput_facts(workload, 0.0)["gpu"],
+        "efficiency": throughput_facts(workload, 0.0)["efficiency"],
     }
+    if ocs_radix is not None:
+        params.update(ocs_radix=int(ocs_radix), ocs_layout=ocs_layout)
     if priority is not None:
         params["priority"] = list(check_priority(priority))
     if split_allreduce is not None:

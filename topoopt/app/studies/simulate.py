@@ -78,7 +78,7 @@ def simulate_plan(
         workload = plan
     else:
         workload = load_workload(plan, gpu=gpu)
-    from topoopt.flowsim.work import check_work, fabric_paths
+    from topoopt.flowsim.work import check_work
 
     check_work(workload)  # before any fabric, route or flow (TOPOOPT_MAX_FLOWS)
     priced: dict[str, Any] = {}
@@ -111,8 +111,9 @@ def simulate_plan(
         from topoopt.app.studies.compare import cost_columns
 
         priced = {"capex_usd": run.capex_usd, "power_w": run.power_w, **cost_columns(run)}
-    # the fabric's multipath (sub-flows) is known now, before any route or flow of the plan
-    check_work(w, paths=fabric_paths(fab, routing))
+    # the flows of the workload the fabric runs (a design's rings change them); their sub-flows
+    # are checked exactly once routed (topoopt.flowsim.work.check_subflows)
+    check_work(w)
     if progress:
         progress(f"simulating {workload.name} on {label}")
     if schedule is not None and w.taskgraph is not None:

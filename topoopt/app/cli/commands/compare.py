@@ -18,6 +18,7 @@ from topoopt.app.cli.common import (
     DEFAULT_SEED,
     DEFAULT_TIME_LIMIT_S,
     GpuOption,
+    OcsLayoutKind,
     PriorityOption,
     SplitAllreduceOption,
     command_progress,
@@ -89,6 +90,21 @@ def compare_command(
     priority: PriorityOption = None,
     split_allreduce: SplitAllreduceOption = None,
     gpu: GpuOption = None,
+    ocs_radix: Annotated[
+        int | None,
+        typer.Option(
+            help="Ports of one OCS for topoopt, topoopt-best and joint: the optical layer "
+            "needs several, a circuit joins two ports of one OCS (default: one OCS of all "
+            "servers per port index)"
+        ),
+    ] = None,
+    ocs_layout: Annotated[
+        OcsLayoutKind,
+        typer.Option(
+            help="With --ocs-radix: per-rail (port i of every server on OCS group i) "
+            "or packed (fewest OCSes)"
+        ),
+    ] = OcsLayoutKind.per_rail,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     csv: Annotated[Path | None, typer.Option(help="Write the table as CSV")] = None,
     html: Annotated[Path | None, typer.Option(help="Write the interactive report")] = None,
@@ -119,6 +135,8 @@ def compare_command(
             priority=priority,
             on_fabric_done=lambda _name: bar.advance(),
             split_allreduce=parse_bytes(split_allreduce, "--split-allreduce"),
+            ocs_radix=ocs_radix,
+            ocs_layout=ocs_layout.value,
         )
     table = res.table
     res.params["prices"] = price_table.source
@@ -148,9 +166,11 @@ def compare_command(
     if as_json:  # null: no design
         emit_json({"verdict": verdict, "rows": json_rows(table), "params": res.params})
         return
+    gpu, eff = res.params["gpu"], res.params["efficiency"]
     t = Table(
-        title=f"{workload.name}: {degree} x {link_gbps:g} Gbps per server"
-        + ("" if res.params["gpu"] is None else f", {res.params['gpu']}"),
+        title=f"{workload.name}: {degree} NICs x {link_gbps:g} Gbps per server"
+        + ("" if gpu is None else f", {gpu}")
+        + ("" if eff is None else f" at efficiency {eff:g}"),
         caption="bold green: fastest overall and fastest at equal capex; "
         "ideal: a bound, not a product",
     )

@@ -16,6 +16,7 @@ from topoopt.app.cli.common import (
     DEFAULT_SEED,
     DEFAULT_TIME_LIMIT_S,
     GpuOption,
+    OcsLayoutKind,
     command_progress,
     emit_json,
     handle_errors,
@@ -49,11 +50,6 @@ class Objective(StrEnum):
 class FabricKind(StrEnum):
     optical = "optical"
     hybrid = "hybrid"
-
-
-class OcsLayoutKind(StrEnum):
-    per_rail = "per-rail"
-    packed = "packed"
 
 
 class Electrical(StrEnum):

@@ -103,7 +103,7 @@ def simulate_command(
         return
     for sentence in verdict:
         stdout.print(sentence, markup=False, highlight=False)
-    gpu_text = "" if res["gpu"] is None else f", {res['gpu']} at {res['efficiency']:g}"
+    gpu_text = "" if res["gpu"] is None else f", {res['gpu']} at efficiency {res['efficiency']:g}"
     t = Table(title=f"{res['workload']} on {res['fabric']}{gpu_text}")
     t.add_column("quantity")
     from topoopt.app.report.time_units import time_unit
