@@ -160,6 +160,9 @@ def design_command(
     if prewired is not None:
         wired = read_prewired_file(prewired)
     workload = load_workload(plan, gpu=gpu)
+    from topoopt.flowsim.work import check_work
+
+    check_work(workload, "design's simulations")  # before the design problem is lifted
     problem = DesignProblem.from_workload(
         workload,
         degree=degree,

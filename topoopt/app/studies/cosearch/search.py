@@ -201,6 +201,11 @@ class _Runner:
         self.space, self.cfg, self.engine = space, cfg, engine
         self.checkpoint = checkpoint  # .checkpoint.Checkpoint: records on disk as they finish
         self.records: list[dict] = []
+        from traffic.limits import memory_budget_bytes
+
+        # the budget holds every worker's evaluation at once (issue 30: two workers at 16,384
+        # GPUs each build a large iteration)
+        self.memory_share = memory_budget_bytes() / max(1, int(getattr(engine, "workers", 1)))
 
     @property
     def used(self) -> int:
@@ -221,6 +226,7 @@ class _Runner:
                 keep_design=keep,
                 stage=stage,
                 screening=stage in _SCREENING,
+                memory_share_bytes=self.memory_share,
             )
             for k, (cand, fabric, stage, fixed, keep) in enumerate(jobs)
         ]
@@ -474,6 +480,37 @@ def candidate_bounds(space: Space, config: SearchConfig) -> list[float]:
     return out
 
 
+def _check_size(space: Space, reference: Candidate | None, share: float) -> None:
+    """Refuse, before any work, a search whose first plan (the reference, else the space's
+    first candidate) cannot be evaluated even coarsened (:data:`.evaluate.SCREEN_MAX_BUCKETS`
+    buckets a channel): more flows than :data:`.evaluate.MAX_FLOWS`, or arrays beyond one
+    worker's share of ``TOPOOPT_MEMORY_BUDGET_GB`` (``share``, bytes; the estimate of
+    :func:`topoopt.flowsim.work.estimate_work` on one path a flow, the least any fabric
+    takes)."""
+    from topoopt.app.studies.cosearch.evaluate import MAX_FLOWS, SCREEN_MAX_BUCKETS
+    from topoopt.flowsim.work import estimate_work
+
+    cand = reference if reference is not None else space.candidates[0]
+    _, w = workload_for(space.base, cand)
+    est = estimate_work(w, max_buckets=SCREEN_MAX_BUCKETS)
+    what = f"one evaluation of {'the reference plan' if reference is not None else 'a plan'}"
+    if est.flows > MAX_FLOWS:
+        raise InputError(
+            "cosearch",
+            f"about {est.flows:,} flows for {what} ({est.gpus:,} GPUs, coarsened)",
+            f"at most {MAX_FLOWS:,} flows an evaluation (a smaller cluster: --servers, "
+            "--gpus-per-server)",
+        )
+    if est.array_bytes > share:
+        raise InputError(
+            "cosearch",
+            f"about {est.array_bytes / 1e9:.3g} GB of arrays for {what} ({est.gpus:,} GPUs, "
+            f"{est.flows:,} flows, coarsened)",
+            f"at most {share / 1e9:.3g} GB a worker: TOPOOPT_MEMORY_BUDGET_GB over --workers "
+            "(set TOPOOPT_MEMORY_BUDGET_GB to raise it, or fewer --workers)",
+        )
+
+
 def cosearch(
     space: Space,
     config: SearchConfig,
@@ -503,12 +540,20 @@ def cosearch(
             space.gpu_memory_bytes / 1e9,
             f"room for at least one plan (cut: {space.rejected})",
         )
-    bounds = candidate_bounds(space, config)
     run = _Runner(space, config, engine, checkpoint)
+    _check_size(space, reference, run.memory_share)  # before any bound or evaluation
+    bounds = candidate_bounds(space, config)
     if config.method == "refine":
         best, ref_rec, par_fabrics, levels, counts = _refine(space, config, run, reference, bounds)
     else:
         best, ref_rec, par_fabrics, levels, counts = _mcmc(space, config, run, reference, bounds)
+    if not math.isfinite(best["iteration_s"]) and best.get("skipped"):
+        raise InputError(  # every evaluation too large: no plan was simulated
+            "cosearch",
+            f"{run.used} evaluations, none simulated (the best: {best['skipped']})",
+            "an evaluation within the limits (set TOPOOPT_MEMORY_BUDGET_GB to raise the budget, "
+            "which --workers share; fewer --workers or a smaller cluster)",
+        )
     # Pareto: the winner (and the reference) on the comparison fabrics
     if par_fabrics:
         cands = [_cand_of(space, best, reference)]
