@@ -555,8 +555,16 @@ _PLAN_FIELDS = [
     ("gpu a number", _edit((*_C, "gpu"), 7)),
     ("inline gpu tflops 0", _edit((*_C, "gpu", "bf16_tflops"), 0)),
     ("inline gpu tflops .inf", _edit((*_C, "gpu", "bf16_tflops"), "@@INF@@")),
-    ("inline gpu without hbm", lambda t: {**t, "cluster": {**t["cluster"], "gpu": {
-        k: v for k, v in t["cluster"]["gpu"].items() if k != "hbm_gb"}}}),  # fmt: skip
+    (
+        "inline gpu without hbm",
+        lambda t: {
+            **t,
+            "cluster": {
+                **t["cluster"],
+                "gpu": {k: v for k, v in t["cluster"]["gpu"].items() if k != "hbm_gb"},
+            },
+        },
+    ),  # fmt: skip
     ("inline gpu extra key", _edit((*_C, "gpu", "tdp_w"), 700)),
     ("inline gpu scale-up domain 0", _edit((*_C, "gpu", "scale_up_domain"), 0)),
     ("stage layers not summing to layers", _edit(("parallelism", "stage_layers"), [3, 4])),

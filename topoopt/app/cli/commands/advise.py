@@ -125,7 +125,8 @@ def advise_command(
     stdout.print("bold green: on the Pareto front (capex, power, iteration)", highlight=False)
     for s in res.verdict:
         stdout.print(s, markup=False, highlight=False)
-    stdout.print(f"{len(res.rows)} evaluations in {res.wall_s:.1f} s", highlight=False)
+    stdout.print(f"{len(res.rows)} evaluations", highlight=False)
+    print(f"{len(res.rows)} evaluations in {res.wall_s:.1f} s", file=sys.stderr)  # the clock
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,125 @@
+"""Sizes first in every command that simulates the iteration (issue 30, "what to build" 1), and
+the memory budget shared by co-search's workers (issue 30, memory at 16,384 GPUs).
+
+``design``, ``reconfig``, ``breakeven``, ``whatif`` and ``cluster`` ran for minutes on a plan of
+1,000,000 servers (lifting the design problem, placing jobs) before any limit was checked. They
+now estimate the iteration's flows first (:func:`topoopt.flowsim.work.check_work`): here a flow
+cap of 10 makes the small seed plan too large, and a design problem builder that fails proves
+nothing was lifted before the refusal.
+
+Co-search: the budget ``TOPOOPT_MEMORY_BUDGET_GB`` is divided among the workers; an evaluation
+whose estimate exceeds its share is skipped before its fabric is built, and a search none of
+whose plans fits is refused before any bound or evaluation."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from fuzz_kinds import COMMAND, RUNNER, SEEDS
+
+PLAN = str(SEEDS / "plan.json")  # VGG-16 data parallel, 8 servers
+
+
+def one_line(args: list[str]) -> str:
+    r = RUNNER.invoke(COMMAND, [str(a) for a in args])
+    assert r.exit_code == 2, (r.exit_code, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    return lines[0]
+
+
+def _design_file(tmp_path) -> str:
+    """A design of the seed plan (4 ports), made before the cap is lowered."""
+    out = tmp_path / "design.json"
+    r = RUNNER.invoke(
+        COMMAND, ["design", PLAN, "--degree", "4", "--solver", "topoopt", "--out", str(out)]
+    )
+    assert r.exit_code == 0, r.stderr
+    return str(out)
+
+
+def test_every_simulating_command_checks_the_size_first(tmp_path, monkeypatch):
+    design = _design_file(tmp_path)
+    jobs = tmp_path / "jobs.json"
+    plan_doc = json.loads(Path(PLAN).read_text())
+    jobs.write_text(json.dumps({"jobs": [{"name": "a", "plan": plan_doc}]}))
+    import solvers
+    import solvers.model.problem as problem_mod
+    import topoopt.app.studies.compare as compare_mod
+
+    def fail(*a, **k):
+        raise AssertionError("work started before the size check")
+
+    monkeypatch.setattr(problem_mod.DesignProblem, "from_workload", classmethod(fail))
+    monkeypatch.setattr(solvers.DesignProblem, "from_workload", classmethod(fail))
+    monkeypatch.setattr(compare_mod, "build_fabric", fail)
+    monkeypatch.setenv("TOPOOPT_MAX_FLOWS", "10")
+    for args in (
+        ["design", PLAN, "--degree", "4"],
+        ["reconfig", PLAN, "--degree", "4"],
+        ["breakeven", PLAN, "--degree", "4"],
+        ["whatif", design, "--plan", PLAN, "--fail-links", "1"],
+        ["cluster", str(jobs), "--servers", "8", "--degree", "2"],
+    ):
+        line = one_line(args)
+        assert "flows" in line and "at most 10 flows" in line, (args[0], line)
+        assert "TOPOOPT_MAX_FLOWS" in line, (args[0], line)
+
+
+def test_a_cosearch_too_large_for_its_workers_is_refused_before_any_evaluation(monkeypatch):
+    """The seed's first plan estimated: one worker's share of a 20 kB budget is below it; the
+    line names the estimate, the share and both ways to raise it."""
+    import topoopt.app.studies.cosearch.search as search_mod
+
+    def fail(*a, **k):
+        raise AssertionError("bounds computed before the size check")
+
+    monkeypatch.setattr(search_mod, "candidate_bounds", fail)
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", "0.00004")  # 40 kB: 8 GPUs x 4 kB fit
+    line = one_line(
+        ["cosearch", "vgg16", "--servers", "8", "--gpus-per-server", "1", "--degree", "4"]
+    )
+    assert "GB of arrays for one evaluation" in line and "a worker" in line, line
+    assert "TOPOOPT_MEMORY_BUDGET_GB" in line and "--workers" in line, line
+
+
+def test_an_evaluation_beyond_its_share_is_skipped_before_its_fabric():
+    """``evaluate`` with a share below the iteration's estimate: no fabric is built (its price
+    is infinite), the record says why; with no share the same task is simulated."""
+    from topoopt.app.studies.cosearch.evaluate import EvalTask, evaluate, workload_for
+    from topoopt.app.studies.cosearch.space import plan_space
+    from topoopt.flowsim.work import estimate_work
+    from traffic.zoo import ZOO
+
+    base = {
+        "model": {"name": "vgg16", **ZOO["vgg16"], "global_batch": 32},
+        "cluster": {"servers": 8, "gpus_per_server": 1},
+    }
+    space = plan_space(base, 80e9)
+    cand = space.candidates[0]
+    _, w = workload_for(space.base, cand)
+    need = estimate_work(w).array_bytes
+    task = EvalTask(0, space.base, cand, "fat-tree", 4, 12.5e9, memory_share_bytes=need / 2)
+    rec = evaluate(task)
+    assert rec["skipped"].startswith("too large: about") and "share" in rec["skipped"]
+    assert math.isinf(rec["iteration_s"]) and math.isinf(rec["capex_usd"])
+    ok = evaluate(EvalTask(0, space.base, cand, "fat-tree", 4, 12.5e9, memory_share_bytes=None))
+    assert ok["skipped"] is None and math.isfinite(ok["iteration_s"])
+    assert math.isfinite(ok["capex_usd"])
+    shared = evaluate(
+        EvalTask(0, space.base, cand, "fat-tree", 4, 12.5e9, memory_share_bytes=2 * need + 1e9)
+    )
+    assert shared["iteration_s"] == ok["iteration_s"]  # a share that holds it changes nothing
+
+
+def test_the_share_is_the_budget_over_the_workers(monkeypatch):
+    from topoopt.app.studies.cosearch.search import SearchConfig, _Runner
+
+    class Eng:
+        workers = 4
+
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", "8")
+    assert _Runner(None, SearchConfig(), Eng()).memory_share == pytest.approx(2e9)
