@@ -68,6 +68,7 @@ __all__ = [
     "UPPER_BOUNDED_BY_CHEAP",
     "SearchConfig",
     "SearchResult",
+    "check_size",
     "cosearch",
     "pareto_front",
 ]
@@ -480,20 +481,20 @@ def candidate_bounds(space: Space, config: SearchConfig) -> list[float]:
     return out
 
 
-def _check_size(space: Space, reference: Candidate | None, share: float) -> None:
-    """Refuse, before any work, a search whose first plan (the reference, else the space's
-    first candidate) cannot be evaluated even coarsened (:data:`.evaluate.SCREEN_MAX_BUCKETS`
-    buckets a channel): more flows than :data:`.evaluate.MAX_FLOWS`, or arrays beyond one
-    worker's share of ``TOPOOPT_MEMORY_BUDGET_GB`` (``share``, bytes; the estimate of
+def check_size(base: dict, cand: Candidate, share: float, reference: bool = False) -> None:
+    """Refuse, before any work, a search whose first plan ``cand`` (the reference, else the
+    space's first candidate; ``base`` as :attr:`.space.Space.base`) cannot be evaluated even
+    coarsened (:data:`.evaluate.SCREEN_MAX_BUCKETS` buckets a channel): more flows than
+    :data:`.evaluate.MAX_FLOWS`, or arrays beyond one worker's share of
+    ``TOPOOPT_MEMORY_BUDGET_GB`` (``share``, bytes; the estimate of
     :func:`topoopt.flowsim.work.estimate_work` on one path a flow, the least any fabric
     takes)."""
     from topoopt.app.studies.cosearch.evaluate import MAX_FLOWS, SCREEN_MAX_BUCKETS
     from topoopt.flowsim.work import estimate_work
 
-    cand = reference if reference is not None else space.candidates[0]
-    _, w = workload_for(space.base, cand)
+    _, w = workload_for(base, cand)
     est = estimate_work(w, max_buckets=SCREEN_MAX_BUCKETS)
-    what = f"one evaluation of {'the reference plan' if reference is not None else 'a plan'}"
+    what = f"one evaluation of {'the reference plan' if reference else 'a plan'}"
     if est.flows > MAX_FLOWS:
         raise InputError(
             "cosearch",
@@ -517,6 +518,7 @@ def cosearch(
     engine: Engine,
     reference: Candidate | None = None,
     checkpoint=None,
+    size_checked: bool = False,
 ) -> SearchResult:
     """Search ``space`` for the fastest plan on ``config.fabric`` (module docstring).
 
@@ -533,6 +535,8 @@ def cosearch(
     checkpoint : .checkpoint.Checkpoint, optional
         Every finished evaluation is appended to it; the evaluations it already holds are read
         instead of run (a resumed search gives the uninterrupted search's result).
+    size_checked : bool
+        The caller ran :func:`check_size` (the CLI does, before it prints anything).
     """
     if not len(space):
         raise InputError(
@@ -541,7 +545,9 @@ def cosearch(
             f"room for at least one plan (cut: {space.rejected})",
         )
     run = _Runner(space, config, engine, checkpoint)
-    _check_size(space, reference, run.memory_share)  # before any bound or evaluation
+    if not size_checked:  # before any bound or evaluation
+        first = reference if reference is not None else space.candidates[0]
+        check_size(space.base, first, run.memory_share, reference is not None)
     bounds = candidate_bounds(space, config)
     if config.method == "refine":
         best, ref_rec, par_fabrics, levels, counts = _refine(space, config, run, reference, bounds)
