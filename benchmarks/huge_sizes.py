@@ -46,7 +46,7 @@ GPT = {
 
 
 def _plan(base: dict, **edits) -> dict:
-    doc = json.loads(json.dumps(base))
+    doc = json.loads(json.dumps(base, allow_nan=False))
     for path, value in edits.items():
         *head, last = path.split("__")
         node = doc
@@ -74,7 +74,7 @@ def cases(tmp: Path) -> list[tuple[str, list[str]]]:
 
     def put(name: str, doc) -> str:
         p = tmp / name
-        p.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+        p.write_text(doc if isinstance(doc, str) else json.dumps(doc, allow_nan=False))
         return str(p)
 
     out: list[tuple[str, list[str]]] = []
