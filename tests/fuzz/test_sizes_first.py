@@ -123,3 +123,23 @@ def test_the_share_is_the_budget_over_the_workers(monkeypatch):
 
     monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", "8")
     assert _Runner(None, SearchConfig(), Eng()).memory_share == pytest.approx(2e9)
+
+
+def test_compare_checks_each_fabric_on_its_paths(monkeypatch):
+    """As ``simulate``, ``compare`` estimates each fabric's simulation with the paths a flow is
+    split over: a fabric beyond the budget is a row naming the estimate and the variable, the
+    ideal switch (one path) is simulated."""
+    import topoopt.flowsim.work as work
+    from topoopt.app import api
+
+    real = work.fabric_paths
+    monkeypatch.setattr(
+        work, "fabric_paths", lambda fab, routing=None: 10**7 if fab.n_switches == 0 else real(fab)
+    )
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", "8")
+    rows = api.compare(json.loads(Path(PLAN).read_text()), ["ideal", "torus"], degree=4)
+    rows = rows.set_index("fabric")
+    assert math.isfinite(rows.loc["ideal", "iteration_s"])  # ideal: checked before, 1 path
+    err = rows.loc["torus", "error"]
+    assert "GB of arrays for one simulation on torus" in err, err
+    assert "TOPOOPT_MEMORY_BUDGET_GB" in err

@@ -520,6 +520,11 @@ def _build_and_simulate(
     )  # fmt: skip
     if run.fabric.n_servers > 1:
         run.fabric.check_connected()  # e.g. a random 2-regular expander: disjoint cycles
+    from topoopt.flowsim.work import check_work, fabric_paths
+
+    # as simulate: the fabric's ECMP paths split flows into sub-flows; beyond the budget the
+    # row says so (the estimate, the limit, the variable) instead of filling the memory
+    check_work(run.workload, f"simulation on {nm}", paths=fabric_paths(run.fabric, run.routing))
     t1 = time.perf_counter()
     say(f"{tag} {nm}: simulating")
     own = getattr(run.design, "priority", ()) or None  # a design's own class priorities
