@@ -295,12 +295,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--timeout", type=float, default=120.0, help="wall seconds of a case")
     ap.add_argument("--max-cpu", type=float, default=30.0, help="CPU seconds of a case")
-    ap.add_argument("--only", default="")
+    ap.add_argument("--only", default="", help="cases whose name holds this text")
+    ap.add_argument("--start", type=int, default=0, help="skip the cases before this index")
     args = ap.parse_args()
     bad = []
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        todo = [(n, a) for n, a in cases(tmp) if args.only in n]
+        todo = [(n, a) for n, a in cases(tmp)[args.start :] if args.only in n]
         slowest = (0.0, "")
         _child_cpu()
         for name, argv in todo:

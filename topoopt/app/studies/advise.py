@@ -257,6 +257,7 @@ def evaluate(task: dict) -> dict:
     from topoopt.fabrics.cost import bill_of_materials
     from topoopt.flowsim.iteration import simulate_iteration
     from topoopt.flowsim.roofline import throughput_facts
+    from topoopt.flowsim.work import check_work, fabric_paths
     from traffic.build import workload_from_plan
 
     t0 = time.perf_counter()
@@ -284,6 +285,8 @@ def evaluate(task: dict) -> dict:
         if routing is None and nm != "ideal":
             k = task.get("ecmp_paths", ECMP_PATHS)
             routing = ecmp_routing(run.workload, run.fabric, k, task["seed"])
+        # the fabric's paths split flows into sub-flows: estimated first, as simulate/compare
+        check_work(run.workload, f"simulation on {nm}", paths=fabric_paths(run.fabric, routing))
         it = simulate_iteration(
             run.workload, run.fabric, routing=routing, exposed_by_class=False, priority=own
         )
