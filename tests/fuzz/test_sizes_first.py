@@ -143,3 +143,16 @@ def test_compare_checks_each_fabric_on_its_paths(monkeypatch):
     err = rows.loc["torus", "error"]
     assert "GB of arrays for one simulation on torus" in err, err
     assert "TOPOOPT_MEMORY_BUDGET_GB" in err
+
+
+def test_a_split_into_billions_of_micro_ops_is_one_line():
+    """``simulate --split-allreduce 1`` on VGG-16 asked 7.7 billion micro-op flows and ended in
+    ``MemoryError`` ('more memory than this machine has'); the pieces are counted before they
+    exist, against TOPOOPT_MAX_FLOWS and the budget."""
+    line = one_line(["simulate", PLAN, "--fabric", "ideal", "--split-allreduce", "1", "--json"])
+    n = int(line.split("about ")[1].split(" flows")[0].replace(",", ""))
+    # ring all-reduce of VGG-16's 138,357,544 fp32 gradients on 8 GPUs: each sends
+    # 2 (8 - 1) / 8 of them, one piece a byte; the few hundred flows not split come on top
+    grad = 2 * (8 - 1) * 138_357_544 * 4
+    assert grad <= n <= grad + 1000, (n, grad)
+    assert "--split-allreduce" in line and "TOPOOPT_MAX_FLOWS" in line, line
