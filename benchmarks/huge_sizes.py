@@ -264,6 +264,7 @@ def run(argv: list[str], timeout: float, tmp: Path) -> dict:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
+        _child_cpu()  # the killed case's CPU is not the next case's
         return {"wall": time.perf_counter() - t0, "cpu": float("nan"), "rc": None,
                 "err": "HANG", "lines": 0}  # fmt: skip
     wall = time.perf_counter() - t0

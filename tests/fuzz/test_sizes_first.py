@@ -156,3 +156,18 @@ def test_a_split_into_billions_of_micro_ops_is_one_line():
     grad = 2 * (8 - 1) * 138_357_544 * 4
     assert grad <= n <= grad + 1000, (n, grad)
     assert "--split-allreduce" in line and "TOPOOPT_MAX_FLOWS" in line, line
+
+
+def test_strides_without_a_time_limit_refuse_a_proof_beyond_the_cap():
+    """``strides 1000000 8`` (no limit: run to proof) ran for hours; the sets a proof would
+    enumerate, C(phi(n)/2 - 1, d/2 - 1), are counted first: 200,000 classes for n = 10^6, so
+    C(199,999, 3) = 1.33e15 sets. With --time-limit it answers (test_campaign30)."""
+    from math import comb
+
+    from solvers.baselines.strides import MAX_SETS_TO_PROOF
+
+    line = one_line(["strides", "1000000", "8"])
+    assert f"about {float(comb(199_999, 3)):.3g} stride sets" in line, line
+    assert "--time-limit" in line and f"{MAX_SETS_TO_PROOF:,}" in line, line
+    r = RUNNER.invoke(COMMAND, ["strides", "128", "8", "--json"])  # C(31, 3) = 4,495: proven
+    assert r.exit_code == 0 and json.loads(r.stdout)["status"] == "optimal"
