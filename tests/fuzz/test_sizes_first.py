@@ -171,3 +171,18 @@ def test_strides_without_a_time_limit_refuse_a_proof_beyond_the_cap():
     assert "--time-limit" in line and f"{MAX_SETS_TO_PROOF:,}" in line, line
     r = RUNNER.invoke(COMMAND, ["strides", "128", "8", "--json"])  # C(31, 3) = 4,495: proven
     assert r.exit_code == 0 and json.loads(r.stdout)["status"] == "optimal"
+
+
+def test_a_rail_fabric_of_a_million_gpus_a_server_is_refused_before_its_leaves(monkeypatch):
+    """``fabric rail --servers 16 --gpus-per-server 1000000`` built a million rail leaves (54 s
+    CPU) before the Fabric refused the GPU count; now checked first."""
+    import importlib
+
+    fat_tree = importlib.import_module("topoopt.fabrics.fat_tree")  # the module, not the function
+
+    def fail(*a, **k):
+        raise AssertionError("leaves built before the check")
+
+    monkeypatch.setattr(fat_tree, "_clos_fabric", fail)
+    line = one_line(["fabric", "rail", "--servers", "16", "--gpus-per-server", "1000000"])
+    assert "gpus_per_server: got 1000000" in line and "1..65,536" in line, line
