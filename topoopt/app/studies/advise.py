@@ -150,16 +150,18 @@ def load_jobs(source: str | Path) -> list[Job]:
         data = load_document(path, "jobs file")
         if isinstance(data, list):
             entries = validate(_JobsFile, data, str(path)).root
+            seen: set[str] = set()  # each plan once, checked before any plan is read
+            for e in entries:
+                name = Path(e.plan).stem
+                if name in seen:
+                    raise InputError("jobs.plan", name, "each plan once (give it a weight instead)")
+                seen.add(name)
             jobs = []
             for i, e in enumerate(entries):
                 local = path.parent / e.plan
                 suffix = local.suffix.lower() in (".yaml", ".yml", ".json")
                 src = str(local) if suffix else e.plan
                 jobs.append(Job(Path(e.plan).stem, _plan(src, f"jobs[{i}].plan"), e.weight))
-            names = [j.name for j in jobs]
-            dup = next((n for n in names if names.count(n) > 1), None)
-            if dup is not None:
-                raise InputError("jobs.plan", dup, "each plan once (give it a weight instead)")
             return jobs
     plan = _plan(str(source), "JOBS")
     return [Job(Path(str(source)).stem, plan, 1.0)]
