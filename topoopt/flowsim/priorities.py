@@ -98,8 +98,7 @@ def priority_levels(labels: np.ndarray, order: Sequence[str]) -> np.ndarray:
 def _check_pieces(n: float, max_bytes: float) -> None:
     """Refuse a split into more flows than ``TOPOOPT_MAX_FLOWS`` or than the memory budget holds
     (:data:`topoopt.flowsim.work.FLOW_PEAK_BYTES` each), naming the count and both ways out."""
-    from topoopt.flowsim.work import FLOW_PEAK_BYTES
-    from traffic.limits import max_flows, memory_budget_bytes
+    from traffic.limits import FLOW_PEAK_BYTES, max_flows, memory_budget_bytes
 
     cap = min(float(max_flows()), memory_budget_bytes() / FLOW_PEAK_BYTES)
     if n > cap:

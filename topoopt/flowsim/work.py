@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from traffic.errors import InputError
+from traffic.limits import FLOW_PEAK_BYTES as _FLOW_PEAK_BYTES
 from traffic.limits import memory_budget_bytes
 from traffic.workload import Workload
 
@@ -54,7 +55,7 @@ PROCESS_BYTES = 0.36e9
 the cache) and the CLI before any plan: the smallest plans peak at 0.28 GB here. A first run
 that compiles the numba kernels takes about 0.25 GB more once (not covered)."""
 
-FLOW_PEAK_BYTES = 900.0
+FLOW_PEAK_BYTES = _FLOW_PEAK_BYTES
 """Peak bytes per flow of one iteration simulation: the FlowBuilder's arrays and their
 concatenation, the FlowSet, routes, the simulator's state and the timeline (measured 410-620
 bytes per flow above :data:`PROCESS_BYTES` on the 30 plans of ``benchmarks/bench_estimate.py``)."""
