@@ -39,6 +39,7 @@ __all__ = [
     "check_plan_size",
     "iteration_bytes_estimate",
     "DEFAULT_MAX_FLOWS",
+    "FLOW_PEAK_BYTES",
     "max_flows",
 ]
 
@@ -270,6 +271,10 @@ def iteration_bytes_estimate(plan: Any) -> float:
         cp_bytes = 2.0 * (c - 1.0) * kv_act * layers * micro * d * t
     return tp + pp + dp_bytes + ep_bytes + cp_bytes
 
+
+FLOW_PEAK_BYTES = 900.0
+"""Peak bytes per flow of one iteration simulation (:data:`topoopt.flowsim.work.FLOW_PEAK_BYTES`,
+measured there; here so that the flow model's own checks can use it without importing work)."""
 
 DEFAULT_MAX_FLOWS = 4_000_000
 """Default cap on a simulation's estimated flows: about 3 minutes of the flow model here (1.6

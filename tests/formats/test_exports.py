@@ -446,3 +446,17 @@ def test_export_node_cap_is_a_flag_and_memory_is_estimated_up_front(tmp_path, mo
     with pytest.raises(InputError, match="TOPOOPT_MEMORY_BUDGET_GB"):
         write_chakra(w, tmp_path)
     assert not list(tmp_path.glob("*.et"))
+
+
+def test_the_default_node_cap_is_the_writers():
+    """``export --max-nodes`` defaults to :data:`traffic.chakra.writer.MAX_NODES` (20 million:
+    half a minute; 200 million admitted a 128-million-node GPT that wrote for minutes)."""
+    import inspect
+
+    from topoopt.app.cli.commands.export import export_command
+    from traffic.chakra.writer import MAX_NODES, chakra_node_count
+    from traffic.load import load_workload
+
+    default = inspect.signature(export_command).parameters["max_nodes"].default
+    assert default == MAX_NODES == 20_000_000
+    assert chakra_node_count(load_workload("gpt3-175b-fsdp"), None) <= MAX_NODES  # the largest

@@ -114,6 +114,14 @@ KINDS = {
             env_var="TOPOOPT_HARDWARE",
         ),
         Kind(
+            "plan-fields",
+            "plan-fields.yaml",
+            ".yaml",
+            "yaml",
+            ("simulate", "{}", "--fabric", "ideal", "--json"),
+            ("iteration_s", "gpu", "mfu"),
+        ),
+        Kind(
             "prices",
             "prices.yaml",
             ".yaml",

@@ -544,6 +544,39 @@ _ADVISE_JOBS = [
     ("no jobs", lambda t: []),
     ("same plan twice", lambda t: [t[0], t[0]]),
 ]
+_C = ("cluster",)
+_PLAN_FIELDS = [
+    ("efficiency 0", _edit((*_C, "efficiency"), 0)),
+    ("efficiency above 1", _edit((*_C, "efficiency"), 1.5)),
+    ("efficiency .inf", _edit((*_C, "efficiency"), "@@INF@@")),
+    ("efficiency a string", _edit((*_C, "efficiency"), "0.5")),
+    ("gpu unknown name", _edit((*_C, "gpu"), "no-such-gpu")),
+    ("gpu empty name", _edit((*_C, "gpu"), "")),
+    ("gpu a number", _edit((*_C, "gpu"), 7)),
+    ("inline gpu tflops 0", _edit((*_C, "gpu", "bf16_tflops"), 0)),
+    ("inline gpu tflops .inf", _edit((*_C, "gpu", "bf16_tflops"), "@@INF@@")),
+    (
+        "inline gpu without hbm",
+        lambda t: {
+            **t,
+            "cluster": {
+                **t["cluster"],
+                "gpu": {k: v for k, v in t["cluster"]["gpu"].items() if k != "hbm_gb"},
+            },
+        },
+    ),  # fmt: skip
+    ("inline gpu extra key", _edit((*_C, "gpu", "tdp_w"), 700)),
+    ("inline gpu scale-up domain 0", _edit((*_C, "gpu", "scale_up_domain"), 0)),
+    ("stage layers not summing to layers", _edit(("parallelism", "stage_layers"), [3, 4])),
+    ("stage layers of another stage count", _edit(("parallelism", "stage_layers"), [2, 3, 3])),
+    ("stage layers with 0", _edit(("parallelism", "stage_layers"), [0, 8])),
+    ("stage layers with vpp 2", _edit(("parallelism", "vpp"), 2)),
+    ("stage layers a number", _edit(("parallelism", "stage_layers"), 8)),
+    ("memory-bound kernels unknown", _edit(("options", "memory_bound_kernels"), "all")),
+    ("memory-bound kernels true", _edit(("options", "memory_bound_kernels"), True)),
+    ("overlap a string", _edit(("options", "overlap_grad_reduce"), "yes")),
+    ("overlap a number", _edit(("options", "overlap_grad_reduce"), 1)),
+]
 _G = ("gpus", "fuzz-gpu")
 _HARDWARE = [
     ("tflops 0", _edit((*_G, "bf16_tflops"), 0)),
@@ -592,6 +625,7 @@ TARGETED: dict[str, list[tuple[str, Edit]]] = {
     "cluster-jobs": _CLUSTER_JOBS,
     "cluster-arrivals": _CLUSTER_ARRIVALS,
     "advise-jobs": _ADVISE_JOBS,
+    "plan-fields": _PLAN_FIELDS,
 }
 """Per kind: known-wrong edits of the decoded seed (every one must end in exit 2)."""
 

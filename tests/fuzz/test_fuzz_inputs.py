@@ -2,7 +2,7 @@
 or exit 2 with exactly one ``error:`` line; known-wrong mutations end in exit 2.
 
 The example budget is fixed and the generation derandomised, so every run tries the same cases
-(:data:`BUDGET`, 2,530 in total, a minute or two on 2 idle cores). Failing cases are written to
+(:data:`BUDGET`, 2,670 in total, a minute or two on 2 idle cores). Failing cases are written to
 ``$TOPOOPT_FUZZ_FAILURES`` (a folder) when that variable is set.
 """
 
@@ -30,8 +30,10 @@ BUDGET = {
     "cluster-jobs": 120,
     "cluster-arrivals": 120,
     "hardware": 120,
+    "advise-jobs": 40,
+    "plan-fields": 100,
 }
-"""Hypothesis examples per kind (2,530 in total)."""
+"""Hypothesis examples per kind (2,670 in total)."""
 
 
 def _keep(kind_name: str, n: int, data: bytes, suffix: str) -> None:

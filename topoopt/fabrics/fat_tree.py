@@ -491,6 +491,8 @@ def rail_optimized(
     """
     n = check_int("servers", servers)
     g = check_int("gpus_per_server", gpus_per_server)
+    if g > 65536:  # the Fabric's own bound, before one leaf per rail is built
+        raise InputError("gpus_per_server", g, "an integer 1..65,536")
     r = check_float("oversubscription", oversubscription, 1.0, strict=False)
     b = check_float("port_bandwidth", port_bandwidth)
     shape = clos_shape(n, radix, r, ports_per_server=g, rails=True, spine_radix=spine_radix)

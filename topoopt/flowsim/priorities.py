@@ -95,6 +95,21 @@ def priority_levels(labels: np.ndarray, order: Sequence[str]) -> np.ndarray:
     return lev[inv.reshape(-1)] if uniq.size else np.zeros(0, np.int64)
 
 
+def _check_pieces(n: float, max_bytes: float) -> None:
+    """Refuse a split into more flows than ``TOPOOPT_MAX_FLOWS`` or than the memory budget holds
+    (:data:`topoopt.flowsim.work.FLOW_PEAK_BYTES` each), naming the count and both ways out."""
+    from traffic.limits import FLOW_PEAK_BYTES, max_flows, memory_budget_bytes
+
+    cap = min(float(max_flows()), memory_budget_bytes() / FLOW_PEAK_BYTES)
+    if n > cap:
+        raise InputError(
+            "split_allreduce",
+            f"{max_bytes:g} bytes: about {n:,.0f} flows after the split",
+            f"at most {cap:,.0f} flows (a larger --split-allreduce; TOPOOPT_MAX_FLOWS and "
+            "TOPOOPT_MEMORY_BUDGET_GB bound them)",
+        )
+
+
 def split_flows(fs: FlowSet, mask: np.ndarray, max_bytes: float) -> tuple[FlowSet, np.ndarray]:
     """Cut every flow ``f`` with ``mask[f]`` and ``size > max_bytes`` into a chain of
     ``ceil(size / max_bytes)`` equal flows on its paths (module docstring).
@@ -114,7 +129,9 @@ def split_flows(fs: FlowSet, mask: np.ndarray, max_bytes: float) -> tuple[FlowSe
         raise InputError("split_allreduce", max_bytes, "a positive number of bytes")
     n_f = fs.n_flows
     mask = np.asarray(mask, bool).reshape(-1)
-    k = np.where(mask & (fs.size > max_bytes), np.ceil(fs.size / max_bytes), 1).astype(np.int64)
+    k = np.where(mask & (fs.size > max_bytes), np.ceil(fs.size / max_bytes), 1)
+    _check_pieces(float(k.sum()), max_bytes)  # before the pieces exist
+    k = k.astype(np.int64)
     owner = np.repeat(np.arange(n_f, dtype=np.int64), k)
     first = np.cumsum(k) - k
     last = first + k - 1

@@ -15,15 +15,9 @@ It imports nothing of the flow model, so that the builder and the estimate can b
 from __future__ import annotations
 
 from traffic.errors import InputError
-from traffic.limits import memory_budget_bytes
+from traffic.limits import FLOW_PEAK_BYTES, memory_budget_bytes
 
 __all__ = ["FLOW_PEAK_BYTES", "SUBFLOW_BYTES", "check_subflows"]
-
-FLOW_PEAK_BYTES = 900.0
-"""Peak bytes per flow of one iteration simulation: the FlowBuilder's arrays and their
-concatenation, the FlowSet, routes, the simulator's state and the timeline (measured 410-620
-bytes per flow above :data:`topoopt.flowsim.work.PROCESS_BYTES` on the 30 plans of
-``benchmarks/bench_estimate.py``)."""
 
 SUBFLOW_BYTES = 300.0
 """Peak bytes per sub-flow (a flow's share on one of its paths) at the routing of the flows,

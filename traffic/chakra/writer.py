@@ -31,7 +31,7 @@ once and reused for its ``count`` repetitions, with its ``id`` and ``ctrl_deps``
 per-rank buffer appended to the rank's file every :data:`FLUSH_BYTES`, so memory is bounded by
 the buffers (:func:`chakra_memory_estimate`, checked against ``TOPOOPT_MEMORY_BUDGET_GB`` before
 anything is written) and not by the node count; ``max_nodes`` only bounds the disk written
-(about 60-100 bytes a node).
+(about 60-140 bytes a node).
 """
 
 from __future__ import annotations
@@ -66,8 +66,11 @@ COMM_TYPE_OF_OP = {
 }
 """Our op -> Chakra ``comm_type``."""
 
-MAX_NODES = 200_000_000
-"""Default cap on the nodes (over all ranks) one export writes: about 15-20 GB on disk."""
+MAX_NODES = 20_000_000
+"""Default cap on the nodes (over all ranks) one export writes: about 2.7 GB on disk and half a
+minute of CPU here (``gpt3-175b``'s 5,887,104 nodes: 801 MB, 9.8 s CPU); every embedded plan
+fits (``gpt3-175b-fsdp``: 16,651,264). At 200,000,000 a 16-GPU GPT of 10^6 layers (128 M
+nodes) was admitted and wrote for minutes."""
 
 FLUSH_BYTES = 1 << 16
 """Bytes a rank's buffer holds before it is appended to the rank's file."""
@@ -206,7 +209,7 @@ def write_chakra(
         raise InputError(
             "--max-nodes",
             f"{n_nodes:,} Chakra nodes for {w.name or 'this workload'} (about "
-            f"{n_nodes * 80 / 1e9:,.1f} GB on disk)",
+            f"{n_nodes * 140 / 1e9:,.1f} GB on disk)",
             f"at most {max_nodes:,} (raise --max-nodes, or a smaller plan)",
         )
     check_memory("export", chakra_memory_estimate(w), f"a Chakra export of {n:,} ranks")

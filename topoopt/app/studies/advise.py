@@ -150,16 +150,18 @@ def load_jobs(source: str | Path) -> list[Job]:
         data = load_document(path, "jobs file")
         if isinstance(data, list):
             entries = validate(_JobsFile, data, str(path)).root
+            seen: set[str] = set()  # each plan once, checked before any plan is read
+            for e in entries:
+                name = Path(e.plan).stem
+                if name in seen:
+                    raise InputError("jobs.plan", name, "each plan once (give it a weight instead)")
+                seen.add(name)
             jobs = []
             for i, e in enumerate(entries):
                 local = path.parent / e.plan
                 suffix = local.suffix.lower() in (".yaml", ".yml", ".json")
                 src = str(local) if suffix else e.plan
                 jobs.append(Job(Path(e.plan).stem, _plan(src, f"jobs[{i}].plan"), e.weight))
-            names = [j.name for j in jobs]
-            dup = next((n for n in names if names.count(n) > 1), None)
-            if dup is not None:
-                raise InputError("jobs.plan", dup, "each plan once (give it a weight instead)")
             return jobs
     plan = _plan(str(source), "JOBS")
     return [Job(Path(str(source)).stem, plan, 1.0)]
@@ -260,6 +262,7 @@ def evaluate(task: dict) -> dict:
     from topoopt.fabrics.cost import bill_of_materials
     from topoopt.flowsim.iteration import simulate_iteration
     from topoopt.flowsim.roofline import throughput_facts
+    from topoopt.flowsim.work import check_work, fabric_paths
     from traffic.build import workload_from_plan
 
     t0 = time.perf_counter()
@@ -292,6 +295,8 @@ def evaluate(task: dict) -> dict:
         if routing is None and nm != "ideal":
             k = task.get("ecmp_paths", ECMP_PATHS)
             routing = ecmp_routing(run.workload, run.fabric, k, task["seed"])
+        # the fabric's paths split flows into sub-flows: estimated first, as simulate/compare
+        check_work(run.workload, f"simulation on {nm}", paths=fabric_paths(run.fabric, routing))
         it = simulate_iteration(
             run.workload, run.fabric, routing=routing, exposed_by_class=False, priority=own
         )

@@ -38,6 +38,7 @@ import pandas as pd
 
 from topoopt.fabrics.cost import PriceTable, cost, cost_equivalent_fat_tree, load_prices
 from topoopt.flowsim.iteration import simulate_iteration
+from topoopt.flowsim.work import check_work
 from traffic.errors import InputError
 from traffic.workload import Workload
 
@@ -233,6 +234,7 @@ def breakeven(
         raise InputError("rel_tol", rel_tol, "a number in (0, 1)")
     prices = load_prices() if prices is None else prices
     d, B = int(degree), float(link_bandwidth)
+    check_work(workload, "breakeven simulation")  # before any fabric or design
     if optical is None:
         say(f"breakeven: building the {design_fabric} design")
         run = build_fabric(

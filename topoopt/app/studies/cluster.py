@@ -19,6 +19,7 @@ from typing import Any
 from solvers import OcsLayer, design_cluster, load_arrivals, load_jobs
 from solvers import cluster_totals as totals
 from solvers import play_arrivals as play
+from topoopt.flowsim.work import check_work
 from topoopt.units import bytes_per_s_to_gbps
 
 __all__ = ["run_cluster"]
@@ -51,6 +52,8 @@ def run_cluster(
     """
     layer = OcsLayer.build(servers, degree, ocs_radix)
     jobs = load_jobs(jobs_path, servers)
+    for j in jobs:  # before any placement, design or simulation
+        check_work(j.workload, f"simulation of job {j.name!r}")
     events = load_arrivals(arrivals) if arrivals is not None else None
     cache: dict = {}
     cl = design_cluster(

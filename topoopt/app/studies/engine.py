@@ -100,6 +100,12 @@ WAIT_S = 0.25
 """Seconds between two checks that the local Ray instance is alive while results are awaited."""
 
 
+_START_HINT = (
+    "a Ray instance that starts (run the command again on a less busy machine, or --workers 1 "
+    "to evaluate in-process without Ray)"
+)
+
+
 class RayInstanceDied(InputError):
     """The local Ray instance stopped mid-run (its ``process`` exited): one line for the CLI.
 
@@ -215,10 +221,32 @@ class Engine:
                     notice.setLevel(level)
         except (ConnectionError, ValueError) as exc:  # unreachable, or not an address at all
             sys.stdout, self._stdout = self._stdout, None
+            if self.address is None:
+                self._abandon_start()
+                raise InputError(
+                    "ray", f"a local instance that did not start ({exc})", _START_HINT
+                ) from None
             raise InputError(
                 "--address", self.address, f"a reachable Ray cluster ({exc})"
             ) from None
+        except Exception as exc:  # Ray's own: e.g. its node timed out during start on a busy host
+            sys.stdout, self._stdout = self._stdout, None
+            self._abandon_start()
+            what = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InputError(
+                "ray" if self.address is None else "--address",
+                f"a Ray instance that did not start ({what[:200]})",
+                _START_HINT,
+            ) from None
         self._started = True
+
+    def _abandon_start(self) -> None:
+        """Stop whatever a failed ``ray.init`` left running (quietly)."""
+        try:
+            with _quiet_fd2():
+                self._ray.shutdown()
+        except Exception:  # noqa: BLE001 - nothing was started, or it is gone already
+            pass
 
     def close(self) -> None:
         """Stop the local Ray instance (or disconnect from the cluster) if this engine began it."""

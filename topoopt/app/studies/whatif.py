@@ -391,7 +391,11 @@ def load_case(design_path: str | Path, plan: str) -> Case:
     d = load_design(path)
     if isinstance(d, HybridDesign):
         raise InputError("--design", "a hybrid design", "an optical (direct-connect) design")
-    return make_case(d, load_workload(plan), str(path))
+    from topoopt.flowsim.work import check_work
+
+    w = load_workload(plan)
+    check_work(w, "what-if simulation")  # before any fabric or simulation
+    return make_case(d, w, str(path))
 
 
 def make_case(design, workload, name: str = "design.json") -> Case:

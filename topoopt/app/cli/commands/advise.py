@@ -135,7 +135,8 @@ def advise_command(
         stdout.print(s, markup=False, highlight=False)
     stdout.print(t)
     stdout.print("bold green: on the Pareto front (capex, power, iteration)", highlight=False)
-    stdout.print(f"{len(res.rows)} evaluations in {res.wall_s:.1f} s", highlight=False)
+    stdout.print(f"{len(res.rows)} evaluations", highlight=False)
+    print(f"{len(res.rows)} evaluations in {res.wall_s:.1f} s", file=sys.stderr)  # the clock
 
 
 def register(app: typer.Typer) -> None:

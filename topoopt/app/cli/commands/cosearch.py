@@ -293,9 +293,16 @@ def cosearch_command(
 
         digest = search_digest({**base, "gpu_memory_bytes": memory_bytes}, cfg, ref)
         ck = Checkpoint(out, digest, resume=resume)
-    print("enumerating plans", file=sys.stderr)
+    # sizes first, and nothing on stderr before them: a refusal is one line
+    from topoopt.app.studies.cosearch.search import check_size
+    from traffic.limits import memory_budget_bytes
+
+    share = memory_budget_bytes() / workers
     try:
         space = plan_space(base, memory_bytes)
+        if len(space):
+            first = ref if ref is not None else space.candidates[0]
+            check_size(space.base, first, share, ref is not None)
     except BaseException:
         if ck is not None:
             ck.close(failed=True)
@@ -304,7 +311,7 @@ def cosearch_command(
     failed = True
     try:
         with Engine(workers, address, progress=sys.stderr.isatty() or True) as eng:
-            res = cosearch(space, cfg, eng, reference=ref, checkpoint=ck)
+            res = cosearch(space, cfg, eng, reference=ref, checkpoint=ck, size_checked=True)
             doc = result_document(res, eng)
         failed = False
     finally:

@@ -160,10 +160,10 @@ def export_command(
         int,
         typer.Option(
             "--max-nodes",
-            help="chakra, astra-sim: most trace nodes written (about 80 bytes each on disk); "
-            "memory is bounded by TOPOOPT_MEMORY_BUDGET_GB",
+            help="chakra, astra-sim: most trace nodes written (about 140 bytes each on disk, "
+            "half a minute per 20 million); memory is bounded by TOPOOPT_MEMORY_BUDGET_GB",
         ),
-    ] = 200_000_000,
+    ] = 20_000_000,  # traffic.chakra.writer.MAX_NODES
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     force: Annotated[bool, typer.Option(help="Replace an earlier export at --out")] = False,
 ) -> None:

@@ -89,6 +89,9 @@ def reconfig_command(
     prepare_output(out, force, "--out")
     price_table = resolve_prices(prices, preset)
     workload = load_workload(plan)
+    from topoopt.flowsim.work import check_work
+
+    check_work(workload, "reconfig simulation")  # before any design or schedule
     static = None
     if design is not None:
         from solvers import HybridDesign, load_design

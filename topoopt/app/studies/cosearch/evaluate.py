@@ -203,6 +203,12 @@ class EvalTask:
         :data:`SCREEN_FLOWS` flows, else with at most :data:`SCREEN_MAX_BUCKETS` gradient
         buckets per channel; otherwise exact up to :data:`MAX_FLOWS` flows, else coarsened
         the same way (``coarsened`` in the record).
+    memory_share_bytes : float or None
+        The arrays one evaluation may hold (``TOPOOPT_MEMORY_BUDGET_GB`` over the workers, set
+        by the search): an evaluation whose estimate
+        (:func:`topoopt.flowsim.work.estimate_work`, with the fabric's ECMP paths) exceeds it
+        is not built (``skipped``): checked before the fabric or design is built (on one path
+        a flow), and again on the fabric's paths. None: no share (only the flow limits).
     """
 
     index: int
@@ -217,6 +223,7 @@ class EvalTask:
     keep_design: bool = False
     stage: str = ""
     screening: bool = False
+    memory_share_bytes: float | None = None
 
 
 def design_summary(design) -> dict[str, Any]:
@@ -272,13 +279,38 @@ def evaluate(task: EvalTask) -> dict[str, Any]:
     """
     from topoopt.app.studies.compare import build_fabric
     from topoopt.fabrics.cost import cost as fabric_cost
+    from topoopt.flowsim.work import estimate_work, fabric_paths
 
     t0 = time.perf_counter()
     plan, w = workload_for(task.base, task.candidate)
+    share = task.memory_share_bytes
+    exact_limit = SCREEN_FLOWS if task.screening else MAX_FLOWS
+    tries = ((None, exact_limit), (SCREEN_MAX_BUCKETS, MAX_FLOWS))
+
+    def too_large(workload, paths: int) -> str | None:
+        """Why no try fits (flows or the memory share), or None."""
+        why = None
+        for max_buckets, limit in tries:
+            est = estimate_work(workload, max_buckets=max_buckets, paths=paths)
+            if est.flows > limit:
+                why = f"too large: {est.flows:,} flows (limit {limit:,})"
+            elif share is not None and est.array_bytes > share:
+                why = (f"too large: about {est.array_bytes / 1e9:.3g} GB of arrays, more than "
+                       f"this worker's share of the memory budget "
+                       f"({share / 1e9:.3g} GB)")  # fmt: skip
+            else:
+                return None
+        return why
+
     design = None
     routing = None
     priced = None
-    if task.fixed_design is not None:
+    early = None
+    if share is not None:  # before any fabric or design (a design's searches simulate it)
+        early = too_large(w, 1)
+    if early is not None:
+        fab = None
+    elif task.fixed_design is not None:
         from solvers import design_fabric
 
         design = task.fixed_design
@@ -292,9 +324,16 @@ def evaluate(task: EvalTask) -> dict[str, Any]:
         # compare's price of the fabric (one function): the cost-equivalent fat-tree and the
         # catalogue Clos are priced as bought, not re-priced from their arrays (issue 29.9)
         priced = (run.capex_usd, run.power_w)
-    it, skipped = None, None
-    exact_limit = SCREEN_FLOWS if task.screening else MAX_FLOWS
-    for max_buckets, limit in ((None, exact_limit), (SCREEN_MAX_BUCKETS, MAX_FLOWS)):
+    it, skipped = None, early
+    paths = fabric_paths(fab, routing) if share is not None and early is None else 1
+    for max_buckets, limit in tries if early is None else ():
+        if share is not None:
+            est = estimate_work(run_w, max_buckets=max_buckets, paths=paths)
+            if est.array_bytes > share:
+                skipped = (f"too large: about {est.array_bytes / 1e9:.3g} GB of arrays, more "
+                           f"than this worker's share of the memory budget "
+                           f"({share / 1e9:.3g} GB)")  # fmt: skip
+                continue
         try:
             it = simulate_iteration(
                 run_w, fab, routing=routing, exposed_by_class=False, max_buckets=max_buckets,
@@ -303,7 +342,9 @@ def evaluate(task: EvalTask) -> dict[str, Any]:
             break
         except TooManyFlows as e:
             skipped = f"too large: {e.n_flows:,} flows (limit {e.max_flows:,})"
-    if priced is None:
+    if fab is None:  # not built (too large): no network to price
+        priced = (math.inf, math.inf)
+    elif priced is None:
         c = fabric_cost(fab)
         priced = (c.capex_usd, c.power_w)
     tg = None

@@ -68,6 +68,7 @@ __all__ = [
     "UPPER_BOUNDED_BY_CHEAP",
     "SearchConfig",
     "SearchResult",
+    "check_size",
     "cosearch",
     "pareto_front",
 ]
@@ -212,6 +213,11 @@ class _Runner:
         self.space, self.cfg, self.engine = space, cfg, engine
         self.checkpoint = checkpoint  # .checkpoint.Checkpoint: records on disk as they finish
         self.records: list[dict] = []
+        from traffic.limits import memory_budget_bytes
+
+        # the budget holds every worker's evaluation at once (issue 30: two workers at 16,384
+        # GPUs each build a large iteration)
+        self.memory_share = memory_budget_bytes() / max(1, int(getattr(engine, "workers", 1)))
 
     @property
     def used(self) -> int:
@@ -232,6 +238,7 @@ class _Runner:
                 keep_design=keep,
                 stage=stage,
                 screening=stage in _SCREENING,
+                memory_share_bytes=self.memory_share,
             )
             for k, (cand, fabric, stage, fixed, keep) in enumerate(jobs)
         ]
@@ -485,12 +492,44 @@ def candidate_bounds(space: Space, config: SearchConfig) -> list[float]:
     return out
 
 
+def check_size(base: dict, cand: Candidate, share: float, reference: bool = False) -> None:
+    """Refuse, before any work, a search whose first plan ``cand`` (the reference, else the
+    space's first candidate; ``base`` as :attr:`.space.Space.base`) cannot be evaluated even
+    coarsened (:data:`.evaluate.SCREEN_MAX_BUCKETS` buckets a channel): more flows than
+    :data:`.evaluate.MAX_FLOWS`, or arrays beyond one worker's share of
+    ``TOPOOPT_MEMORY_BUDGET_GB`` (``share``, bytes; the estimate of
+    :func:`topoopt.flowsim.work.estimate_work` on one path a flow, the least any fabric
+    takes)."""
+    from topoopt.app.studies.cosearch.evaluate import MAX_FLOWS, SCREEN_MAX_BUCKETS
+    from topoopt.flowsim.work import estimate_work
+
+    _, w = workload_for(base, cand)
+    est = estimate_work(w, max_buckets=SCREEN_MAX_BUCKETS)
+    what = f"one evaluation of {'the reference plan' if reference else 'a plan'}"
+    if est.flows > MAX_FLOWS:
+        raise InputError(
+            "cosearch",
+            f"about {est.flows:,} flows for {what} ({est.gpus:,} GPUs, coarsened)",
+            f"at most {MAX_FLOWS:,} flows an evaluation (a smaller cluster: --servers, "
+            "--gpus-per-server)",
+        )
+    if est.array_bytes > share:
+        raise InputError(
+            "cosearch",
+            f"about {est.array_bytes / 1e9:.3g} GB of arrays for {what} ({est.gpus:,} GPUs, "
+            f"{est.flows:,} flows, coarsened)",
+            f"at most {share / 1e9:.3g} GB a worker: TOPOOPT_MEMORY_BUDGET_GB over --workers "
+            "(set TOPOOPT_MEMORY_BUDGET_GB to raise it, or fewer --workers)",
+        )
+
+
 def cosearch(
     space: Space,
     config: SearchConfig,
     engine: Engine,
     reference: Candidate | None = None,
     checkpoint=None,
+    size_checked: bool = False,
 ) -> SearchResult:
     """Search ``space`` for the fastest plan on ``config.fabric`` (module docstring).
 
@@ -507,6 +546,8 @@ def cosearch(
     checkpoint : .checkpoint.Checkpoint, optional
         Every finished evaluation is appended to it; the evaluations it already holds are read
         instead of run (a resumed search gives the uninterrupted search's result).
+    size_checked : bool
+        The caller ran :func:`check_size` (the CLI does, before it prints anything).
     """
     if not len(space):
         raise InputError(
@@ -514,12 +555,22 @@ def cosearch(
             space.gpu_memory_bytes / 1e9,
             f"room for at least one plan (cut: {space.rejected})",
         )
-    bounds = candidate_bounds(space, config)
     run = _Runner(space, config, engine, checkpoint)
+    if not size_checked:  # before any bound or evaluation
+        first = reference if reference is not None else space.candidates[0]
+        check_size(space.base, first, run.memory_share, reference is not None)
+    bounds = candidate_bounds(space, config)
     if config.method == "refine":
         best, ref_rec, par_fabrics, levels, counts = _refine(space, config, run, reference, bounds)
     else:
         best, ref_rec, par_fabrics, levels, counts = _mcmc(space, config, run, reference, bounds)
+    if not math.isfinite(best["iteration_s"]) and best.get("skipped"):
+        raise InputError(  # every evaluation too large: no plan was simulated
+            "cosearch",
+            f"{run.used} evaluations, none simulated (the best: {best['skipped']})",
+            "an evaluation within the limits (set TOPOOPT_MEMORY_BUDGET_GB to raise the budget, "
+            "which --workers share; fewer --workers or a smaller cluster)",
+        )
     # Pareto: the winner (and the reference) on the comparison fabrics
     if par_fabrics:
         cands = [_cand_of(space, best, reference)]

@@ -1,0 +1,197 @@
+"""Sizes first in every command that simulates the iteration (issue 30, "what to build" 1), and
+the memory budget shared by co-search's workers (issue 30, memory at 16,384 GPUs).
+
+``design``, ``reconfig``, ``breakeven``, ``whatif`` and ``cluster`` ran for minutes on a plan of
+1,000,000 servers (lifting the design problem, placing jobs) before any limit was checked. They
+now estimate the iteration's flows first (:func:`topoopt.flowsim.work.check_work`): here a flow
+cap of 10 makes the small seed plan too large, and a design problem builder that fails proves
+nothing was lifted before the refusal.
+
+Co-search: the budget ``TOPOOPT_MEMORY_BUDGET_GB`` is divided among the workers; an evaluation
+whose estimate exceeds its share is skipped before its fabric is built, and a search none of
+whose plans fits is refused before any bound or evaluation."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from fuzz_kinds import COMMAND, RUNNER, SEEDS
+
+PLAN = str(SEEDS / "plan.json")  # VGG-16 data parallel, 8 servers
+
+
+def one_line(args: list[str]) -> str:
+    r = RUNNER.invoke(COMMAND, [str(a) for a in args])
+    assert r.exit_code == 2, (r.exit_code, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    return lines[0]
+
+
+def _design_file(tmp_path) -> str:
+    """A design of the seed plan (4 ports), made before the cap is lowered."""
+    out = tmp_path / "design.json"
+    r = RUNNER.invoke(
+        COMMAND, ["design", PLAN, "--degree", "4", "--solver", "topoopt", "--out", str(out)]
+    )
+    assert r.exit_code == 0, r.stderr
+    return str(out)
+
+
+def test_every_simulating_command_checks_the_size_first(tmp_path, monkeypatch):
+    design = _design_file(tmp_path)
+    jobs = tmp_path / "jobs.json"
+    plan_doc = json.loads(Path(PLAN).read_text())
+    jobs.write_text(json.dumps({"jobs": [{"name": "a", "plan": plan_doc}]}))
+    import solvers
+    import solvers.model.problem as problem_mod
+    import topoopt.app.studies.compare as compare_mod
+
+    def fail(*a, **k):
+        raise AssertionError("work started before the size check")
+
+    monkeypatch.setattr(problem_mod.DesignProblem, "from_workload", classmethod(fail))
+    monkeypatch.setattr(solvers.DesignProblem, "from_workload", classmethod(fail))
+    monkeypatch.setattr(compare_mod, "build_fabric", fail)
+    monkeypatch.setenv("TOPOOPT_MAX_FLOWS", "10")
+    for args in (
+        ["design", PLAN, "--degree", "4"],
+        ["reconfig", PLAN, "--degree", "4"],
+        ["breakeven", PLAN, "--degree", "4"],
+        ["whatif", design, "--plan", PLAN, "--fail-links", "1"],
+        ["cluster", str(jobs), "--servers", "8", "--degree", "2"],
+    ):
+        line = one_line(args)
+        assert "flows" in line and "at most 10 flows" in line, (args[0], line)
+        assert "TOPOOPT_MAX_FLOWS" in line, (args[0], line)
+
+
+def test_a_cosearch_too_large_for_its_workers_is_refused_before_any_evaluation(monkeypatch):
+    """The seed's first plan estimated: one worker's share of a 20 kB budget is below it; the
+    line names the estimate, the share and both ways to raise it."""
+    import topoopt.app.studies.cosearch.search as search_mod
+
+    def fail(*a, **k):
+        raise AssertionError("bounds computed before the size check")
+
+    monkeypatch.setattr(search_mod, "candidate_bounds", fail)
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", "0.00004")  # 40 kB: 8 GPUs x 4 kB fit
+    line = one_line(
+        ["cosearch", "vgg16", "--servers", "8", "--gpus-per-server", "1", "--degree", "4"]
+    )
+    assert "GB of arrays for one evaluation" in line and "a worker" in line, line
+    assert "TOPOOPT_MEMORY_BUDGET_GB" in line and "--workers" in line, line
+
+
+def test_an_evaluation_beyond_its_share_is_skipped_before_its_fabric():
+    """``evaluate`` with a share below the iteration's estimate: no fabric is built (its price
+    is infinite), the record says why; with no share the same task is simulated."""
+    from topoopt.app.studies.cosearch.evaluate import EvalTask, evaluate, workload_for
+    from topoopt.app.studies.cosearch.space import plan_space
+    from topoopt.flowsim.work import estimate_work
+    from traffic.zoo import ZOO
+
+    base = {
+        "model": {"name": "vgg16", **ZOO["vgg16"], "global_batch": 32},
+        "cluster": {"servers": 8, "gpus_per_server": 1},
+    }
+    space = plan_space(base, 80e9)
+    cand = space.candidates[0]
+    _, w = workload_for(space.base, cand)
+    need = estimate_work(w).array_bytes
+    task = EvalTask(0, space.base, cand, "fat-tree", 4, 12.5e9, memory_share_bytes=need / 2)
+    rec = evaluate(task)
+    assert rec["skipped"].startswith("too large: about") and "share" in rec["skipped"]
+    assert math.isinf(rec["iteration_s"]) and math.isinf(rec["capex_usd"])
+    ok = evaluate(EvalTask(0, space.base, cand, "fat-tree", 4, 12.5e9, memory_share_bytes=None))
+    assert ok["skipped"] is None and math.isfinite(ok["iteration_s"])
+    assert math.isfinite(ok["capex_usd"])
+    shared = evaluate(
+        EvalTask(0, space.base, cand, "fat-tree", 4, 12.5e9, memory_share_bytes=2 * need + 1e9)
+    )
+    assert shared["iteration_s"] == ok["iteration_s"]  # a share that holds it changes nothing
+
+
+def test_the_share_is_the_budget_over_the_workers(monkeypatch):
+    from topoopt.app.studies.cosearch.search import SearchConfig, _Runner
+
+    class Eng:
+        workers = 4
+
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", "8")
+    assert _Runner(None, SearchConfig(), Eng()).memory_share == pytest.approx(2e9)
+
+
+def test_compare_checks_each_fabric_on_its_paths(monkeypatch):
+    """As ``simulate``, ``compare`` estimates each fabric's simulation with the paths a flow is
+    split over: a fabric beyond the budget is a row naming the estimate and the variable, the
+    ideal switch (one path) is simulated."""
+    import topoopt.flowsim.work as work
+    from topoopt.app import api
+
+    real = work.fabric_paths
+    monkeypatch.setattr(
+        work, "fabric_paths", lambda fab, routing=None: 10**7 if fab.n_switches == 0 else real(fab)
+    )
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", "8")
+    rows = api.compare(json.loads(Path(PLAN).read_text()), ["ideal", "torus"], degree=4)
+    rows = rows.set_index("fabric")
+    assert math.isfinite(rows.loc["ideal", "iteration_s"])  # ideal: checked before, 1 path
+    err = rows.loc["torus", "error"]
+    assert "GB of arrays for one simulation on torus" in err, err
+    assert "TOPOOPT_MEMORY_BUDGET_GB" in err
+
+
+def test_a_split_into_billions_of_micro_ops_is_one_line():
+    """``simulate --split-allreduce 1`` on VGG-16 asked 7.7 billion micro-op flows and ended in
+    ``MemoryError`` ('more memory than this machine has'); the pieces are counted before they
+    exist, against TOPOOPT_MAX_FLOWS and the budget."""
+    line = one_line(["simulate", PLAN, "--fabric", "ideal", "--split-allreduce", "1", "--json"])
+    n = int(line.split("about ")[1].split(" flows")[0].replace(",", ""))
+    # ring all-reduce of VGG-16's 138,357,544 fp32 gradients on 8 GPUs: each sends
+    # 2 (8 - 1) / 8 of them, one piece a byte; the few hundred flows not split come on top
+    grad = 2 * (8 - 1) * 138_357_544 * 4
+    assert grad <= n <= grad + 1000, (n, grad)
+    assert "--split-allreduce" in line and "TOPOOPT_MAX_FLOWS" in line, line
+
+
+def test_strides_without_a_time_limit_refuse_a_proof_beyond_the_cap():
+    """``strides 1000000 8`` (no limit: run to proof) ran for hours; the sets a proof would
+    enumerate, C(phi(n)/2 - 1, d/2 - 1), are counted first: 200,000 classes for n = 10^6, so
+    C(199,999, 3) = 1.33e15 sets. With --time-limit it answers (test_campaign30)."""
+    from math import comb
+
+    from solvers.baselines.strides import MAX_SETS_TO_PROOF
+
+    line = one_line(["strides", "1000000", "8"])
+    assert f"about {float(comb(199_999, 3)):.3g} stride sets" in line, line
+    assert "--time-limit" in line and f"{MAX_SETS_TO_PROOF:,}" in line, line
+    r = RUNNER.invoke(COMMAND, ["strides", "128", "8", "--json"])  # C(31, 3) = 4,495: proven
+    assert r.exit_code == 0 and json.loads(r.stdout)["status"] == "optimal"
+
+
+def test_a_rail_fabric_of_a_million_gpus_a_server_is_refused_before_its_leaves(monkeypatch):
+    """``fabric rail --servers 16 --gpus-per-server 1000000`` built a million rail leaves (54 s
+    CPU) before the Fabric refused the GPU count; now checked first."""
+    import importlib
+
+    fat_tree = importlib.import_module("topoopt.fabrics.fat_tree")  # the module, not the function
+
+    def fail(*a, **k):
+        raise AssertionError("leaves built before the check")
+
+    monkeypatch.setattr(fat_tree, "_clos_fabric", fail)
+    line = one_line(["fabric", "rail", "--servers", "16", "--gpus-per-server", "1000000"])
+    assert "gpus_per_server: got 1000000" in line and "1..65,536" in line, line
+
+
+def test_a_jobs_file_of_many_repeated_plans_is_refused_before_reading_them(tmp_path):
+    """advise on 100,000 jobs naming one plan took 82 s of CPU (each plan read, then a
+    quadratic duplicate scan) to say 'each plan once'; the names are checked first."""
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text(json.dumps([{"plan": "vgg16-dp", "weight": 1}] * 100_000))
+    line = one_line(["advise", str(jobs), "--json"])
+    assert "jobs.plan: got 'vgg16-dp'" in line and "each plan once" in line, line
