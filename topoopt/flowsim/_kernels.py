@@ -1221,6 +1221,68 @@ def _mix(h, v):
 
 
 @njit(cache=_CACHE)
+def class_of_flow(
+    f, base, dep_ptr, deps, class_of, tmp, table, mask, c_rep, c_hash, c_ptr, c_deps, n_c
+):
+    """Put flow ``f`` into its class (:func:`classes_kernel`): the class whose base row equals
+    ``f``'s and whose sorted, deduplicated dependency classes equal its own, found through the
+    open-addressing hash ``table`` (``mask`` + 1 slots) and compared exactly, else a new class
+    ``n_c``. Sets ``class_of[f]``; returns the number of classes. ``tmp`` is scratch of at least
+    ``f``'s dependency count; ``c_rep``, ``c_hash``, ``c_ptr``, ``c_deps`` the classes so far
+    (representative, hash, CSR of their dependency classes). Shared with
+    :func:`topoopt.flowsim._symmetry_kernels.classes_in_order`."""
+    n_k = base.shape[1]
+    k = 0
+    for j in range(dep_ptr[f], dep_ptr[f + 1]):
+        tmp[k] = class_of[deps[j]]
+        k += 1
+    if k > 1:
+        tmp[:k] = np.sort(tmp[:k])
+        w = 1
+        for j in range(1, k):
+            if tmp[j] != tmp[w - 1]:
+                tmp[w] = tmp[j]
+                w += 1
+        k = w
+    h = np.uint64(k)
+    for j in range(n_k):
+        h = _mix(h, np.uint64(base[f, j]))
+    for j in range(k):
+        h = _mix(h, np.uint64(tmp[j]))
+    slot = h & mask
+    found = -1
+    while table[slot] >= 0:
+        c = table[slot]
+        if c_hash[c] == h and c_ptr[c + 1] - c_ptr[c] == k:
+            same = True
+            r = c_rep[c]
+            for j in range(n_k):
+                if base[r, j] != base[f, j]:
+                    same = False
+                    break
+            if same:
+                for j in range(k):
+                    if c_deps[c_ptr[c] + j] != tmp[j]:
+                        same = False
+                        break
+            if same:
+                found = c
+                break
+        slot = (slot + np.uint64(1)) & mask
+    if found < 0:
+        found = n_c
+        table[slot] = n_c
+        c_rep[n_c] = f
+        c_hash[n_c] = h
+        for j in range(k):
+            c_deps[c_ptr[n_c] + j] = tmp[j]
+        c_ptr[n_c + 1] = c_ptr[n_c] + k
+        n_c += 1
+    class_of[f] = found
+    return n_c
+
+
+@njit(cache=_CACHE)
 def classes_kernel(base, dep_ptr, deps, rdep_ptr, rdep):
     """Classes of identical flows, in topological order (see
     :func:`topoopt.flowsim.flowset.identical_classes`).
@@ -1232,7 +1294,6 @@ def classes_kernel(base, dep_ptr, deps, rdep_ptr, rdep):
     only cost a probe). Returns ``(class_of, n_visited)``; ``n_visited < F`` means a cycle.
     """
     n_f = base.shape[0]
-    n_k = base.shape[1]
     class_of = np.full(n_f, -1, np.int64)
     indeg = dep_ptr[1:] - dep_ptr[:-1]
     queue = np.empty(max(n_f, 1), np.int64)
@@ -1256,53 +1317,9 @@ def classes_kernel(base, dep_ptr, deps, rdep_ptr, rdep):
     while qh < qt:
         f = queue[qh]
         qh += 1
-        k = 0
-        for j in range(dep_ptr[f], dep_ptr[f + 1]):
-            tmp[k] = class_of[deps[j]]
-            k += 1
-        if k > 1:
-            tmp[:k] = np.sort(tmp[:k])
-            w = 1
-            for j in range(1, k):
-                if tmp[j] != tmp[w - 1]:
-                    tmp[w] = tmp[j]
-                    w += 1
-            k = w
-        h = np.uint64(k)
-        for j in range(n_k):
-            h = _mix(h, np.uint64(base[f, j]))
-        for j in range(k):
-            h = _mix(h, np.uint64(tmp[j]))
-        slot = h & mask
-        found = -1
-        while table[slot] >= 0:
-            c = table[slot]
-            if c_hash[c] == h and c_ptr[c + 1] - c_ptr[c] == k:
-                same = True
-                r = c_rep[c]
-                for j in range(n_k):
-                    if base[r, j] != base[f, j]:
-                        same = False
-                        break
-                if same:
-                    for j in range(k):
-                        if c_deps[c_ptr[c] + j] != tmp[j]:
-                            same = False
-                            break
-                if same:
-                    found = c
-                    break
-            slot = (slot + np.uint64(1)) & mask
-        if found < 0:
-            found = n_c
-            table[slot] = n_c
-            c_rep[n_c] = f
-            c_hash[n_c] = h
-            for j in range(k):
-                c_deps[c_ptr[n_c] + j] = tmp[j]
-            c_ptr[n_c + 1] = c_ptr[n_c] + k
-            n_c += 1
-        class_of[f] = found
+        n_c = class_of_flow(
+            f, base, dep_ptr, deps, class_of, tmp, table, mask, c_rep, c_hash, c_ptr, c_deps, n_c
+        )
         for j in range(rdep_ptr[f], rdep_ptr[f + 1]):
             g = rdep[j]
             indeg[g] -= 1

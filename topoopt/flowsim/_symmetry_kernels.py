@@ -29,6 +29,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from topoopt.flowsim._kernels import class_of_flow
+
 __all__ = [
     "class_dep_rows",
     "csr_by_key",
@@ -402,7 +404,6 @@ def classes_in_order(base, order, dep_ptr, deps):
     :func:`topoopt.flowsim._kernels.classes_kernel` without its traversal, for refinement
     rounds over one dependency graph. Returns ``uint64`` class ids numbered by visit."""
     n_f = base.shape[0]
-    n_k = base.shape[1]
     class_of = np.full(n_f, -1, np.int64)
     size = 1
     while size < 2 * n_f + 2:
@@ -417,51 +418,7 @@ def classes_in_order(base, order, dep_ptr, deps):
     n_c = 0
     for q in range(order.shape[0]):
         f = order[q]
-        k = 0
-        for j in range(dep_ptr[f], dep_ptr[f + 1]):
-            tmp[k] = class_of[deps[j]]
-            k += 1
-        if k > 1:
-            tmp[:k] = np.sort(tmp[:k])
-            w = 1
-            for j in range(1, k):
-                if tmp[j] != tmp[w - 1]:
-                    tmp[w] = tmp[j]
-                    w += 1
-            k = w
-        h = np.uint64(k)
-        for j in range(n_k):
-            h = mix64(h, np.uint64(base[f, j]))
-        for j in range(k):
-            h = mix64(h, np.uint64(tmp[j]))
-        slot = h & mask
-        found = -1
-        while table[slot] >= 0:
-            c = table[slot]
-            if c_hash[c] == h and c_ptr[c + 1] - c_ptr[c] == k:
-                same = True
-                r = c_rep[c]
-                for j in range(n_k):
-                    if base[r, j] != base[f, j]:
-                        same = False
-                        break
-                if same:
-                    for j in range(k):
-                        if c_deps[c_ptr[c] + j] != tmp[j]:
-                            same = False
-                            break
-                if same:
-                    found = c
-                    break
-            slot = (slot + np.uint64(1)) & mask
-        if found < 0:
-            found = n_c
-            table[slot] = n_c
-            c_rep[n_c] = f
-            c_hash[n_c] = h
-            for j in range(k):
-                c_deps[c_ptr[n_c] + j] = tmp[j]
-            c_ptr[n_c + 1] = c_ptr[n_c] + k
-            n_c += 1
-        class_of[f] = found
+        n_c = class_of_flow(
+            f, base, dep_ptr, deps, class_of, tmp, table, mask, c_rep, c_hash, c_ptr, c_deps, n_c
+        )
     return class_of.view(np.uint64)
