@@ -44,6 +44,7 @@ __all__ = [
     "REFILL_MARGIN",
     "RESYNC_EVERY",
     "blocked_kernel",
+    "class_of_flow",
     "classes_kernel",
     "fill_kernel",
     "fill_kernel_mult",
