@@ -61,7 +61,7 @@ def test_every_simulating_command_checks_the_size_first(tmp_path, monkeypatch):
         ["design", PLAN, "--degree", "4"],
         ["reconfig", PLAN, "--degree", "4"],
         ["breakeven", PLAN, "--degree", "4"],
-        ["whatif", design, "--plan", PLAN, "--fail-links", "1"],
+        ["whatif", PLAN, "--design", design, "--fail-links", "1"],
         ["cluster", str(jobs), "--servers", "8", "--degree", "2"],
     ):
         line = one_line(args)
@@ -126,22 +126,20 @@ def test_the_share_is_the_budget_over_the_workers(monkeypatch):
 
 
 def test_compare_checks_each_fabric_on_its_paths(monkeypatch):
-    """As ``simulate``, ``compare`` estimates each fabric's simulation with the paths a flow is
-    split over: a fabric beyond the budget is a row naming the estimate and the variable, the
-    ideal switch (one path) is simulated."""
-    import topoopt.flowsim.work as work
+    """``compare`` checks each fabric's simulation once its flows are routed, on the exact
+    sub-flows (a flow's share on each of its paths), before their arrays exist: a fabric beyond
+    the budget is a row naming the estimate and the variable, and the ideal switch is simulated.
+    Here the sub-flow check alone sees a 1 MB budget: the ideal switch's 446 flows (at most
+    900 + 300 B each, 0.54 MB) fit, the torus's 1,158 flows on 1,147 sub-flows (1.39 MB) do not."""
+    import topoopt.flowsim.subflow_guard as guard
     from topoopt.app import api
 
-    real = work.fabric_paths
-    monkeypatch.setattr(
-        work, "fabric_paths", lambda fab, routing=None: 10**7 if fab.n_switches == 0 else real(fab)
-    )
-    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", "8")
+    monkeypatch.setattr(guard, "memory_budget_bytes", lambda: 1e6)
     rows = api.compare(json.loads(Path(PLAN).read_text()), ["ideal", "torus"], degree=4)
     rows = rows.set_index("fabric")
-    assert math.isfinite(rows.loc["ideal", "iteration_s"])  # ideal: checked before, 1 path
+    assert math.isfinite(rows.loc["ideal", "iteration_s"])
     err = rows.loc["torus", "error"]
-    assert "GB of arrays for one simulation on torus" in err, err
+    assert "1,147 sub-flows of 1,158 flows" in err and "GB of arrays" in err, err
     assert "TOPOOPT_MEMORY_BUDGET_GB" in err
 
 

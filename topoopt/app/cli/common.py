@@ -273,7 +273,7 @@ class CommandProgress:
             console = self._console or Console(file=sys.stderr, force_terminal=True)
             self._bar = Progress(
                 TextColumn("{task.description}"),
-                BarColumn(),
+                BarColumn(bar_width=20),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
                 TextColumn("ETA"),
@@ -304,7 +304,11 @@ class CommandProgress:
         description = message[m.end() :].strip() if m else message
         if m:
             self._bar.update(self._task, total=int(m["n"]), completed=int(m["k"]) - 1)
-        self._bar.update(self._task, description=self.label + ": " + description[:60])
+        text = self.label + ": " + description
+        room = max(20, self._bar.console.width - 50)  # the count, times and ETA stay visible
+        if len(text) > room:
+            text = text[: room - 1] + "…"
+        self._bar.update(self._task, description=text)
 
     def total(self, n: int) -> None:
         """The work has ``n`` steps."""
