@@ -326,6 +326,10 @@ def test_cli_json(dlrm_design_file):
     assert doc["reoptimized_s"] <= doc["after_s"]
     assert all(2 in (x["port_u"], x["port_v"]) for x in doc["failed"])
     assert len(doc["failed"]) == 8  # 16 servers, one port each on device 2: a matching of 8
+    # the design as built (issue 29: capex in every study): 16 servers x 4 patch-panel ports of
+    # 100 G, each a NIC port, a transceiver, a fibre and a panel port: 400 + 100 + 5 + 100 USD
+    assert doc["capex_usd"] == 16 * 4 * (400 + 100 + 5 + 100)
+    assert doc["power_w"] > 0
 
 
 def test_sweep_quantiles_and_fat_tree(dlrm_case):
@@ -372,6 +376,7 @@ def test_cli_sweep_json(dlrm_design_file):
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)  # exactly one document
     assert set(doc["failures"]) == {"1", "2"}
+    assert doc["capex_usd"] == 16 * 4 * (400 + 100 + 5 + 100)  # as test_cli_json
     for f in doc["failures"].values():
         assert set(f["after_slowdown"]) == {"p0", "p50", "p90", "p100"}
         assert f["reoptimized_slowdown"]["p0"] <= f["after_slowdown"]["p0"]

@@ -56,6 +56,9 @@ def test_json_html_and_arrivals(tmp_path):
     # 3 servers on 2 ports: TopoOpt's triangle is not realisable, one circuit is given up
     assert jobs["small"]["repaired_circuits"] == 1 and jobs["small"]["n_circuits"] == 2
     assert doc["totals"]["servers_used"] == 7
+    # the layer as built: 8 servers x 2 ports of 100 G (NIC port, transceiver, fibre: 400 + 100
+    # + 5 USD) and 2 planes of one 8-port OCS (500 USD a port)
+    assert doc["capex_usd"] == 8 * 2 * (400 + 100 + 5) + 2 * 8 * 500
     assert [e["event"] for e in doc["events"]] == ["depart", "arrive", "depart"]
     assert [e["changed_circuits"] for e in doc["events"]] == [0, 0, 0]
     late = doc["final_jobs"][0]

@@ -6,6 +6,7 @@ The result document (``--json``) is built here (``docs/clusters.md`` describes e
   ``alone_ideal_s``, ``slowdown``, ``n_circuits``, ``repaired_circuits`` and ``circuits``
   (rows ``[u, v, plane, unit]``);
 - ``totals``: cluster-wide figures (:func:`solvers.cluster.cluster_design.totals`);
+- ``capex_usd``, ``power_w``: the cluster's optical layer as built (:func:`layer_capex`);
 - with arrivals, ``events``: per event the changed circuits and the running jobs after it.
 """
 
@@ -16,13 +17,37 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from solvers import OcsLayer, design_cluster, load_arrivals, load_jobs
 from solvers import cluster_totals as totals
 from solvers import play_arrivals as play
 from topoopt.flowsim.work import check_work
 from topoopt.units import bytes_per_s_to_gbps
 
-__all__ = ["run_cluster"]
+__all__ = ["layer_capex", "run_cluster"]
+
+
+def layer_capex(servers: int, degree: int, link_bandwidth: float, radix: int) -> dict[str, float]:
+    """``capex_usd`` and ``power_w`` of the shared cluster's network: ``servers x degree`` NIC
+    ports of ``link_bandwidth`` with their transceivers and fibres, and the OCSes of the layer
+    (:class:`solvers.OcsLayer`: plane ``i`` of ``ceil(servers / radix)`` OCSes of ``radix``
+    ports, the ``per-rail`` layout of :class:`topoopt.fabrics.ocs_layout.OcsLayout`), each bought
+    whole (:func:`topoopt.fabrics.cost.cost`, default price table). The jobs' circuits do not
+    change it.
+
+    Examples
+    --------
+    >>> layer_capex(32, 4, 12.5e9, 12)["capex_usd"]  # 128 x (400 + 100 + 5) + 12 x 12 x 500
+    136640.0
+    """
+    from topoopt.fabrics.cost import cost
+    from topoopt.fabrics.direct_connect import direct_connect
+
+    empty = np.zeros((0, 3), np.int64)
+    fab = direct_connect(servers, degree, empty, link_bandwidth, device="ocs", ocs_radix=radix)
+    r = cost(fab)
+    return {"capex_usd": float(r.capex_usd), "power_w": float(r.power_w)}
 
 
 def run_cluster(
@@ -69,6 +94,7 @@ def run_cluster(
         "solver": solver,
         "jobs": [j.record(layer) for j in cl.jobs],
         "totals": totals(cl.jobs, servers),
+        **layer_capex(servers, degree, link_bandwidth, layer.radix),
     }
     if events is not None:
         records, states = play(

@@ -79,6 +79,7 @@ __all__ = [
     "make_case",
     "whatif",
     "whatif_sweep",
+    "design_capex",
     "DEFAULT_REOPT_WORK_LIMIT",
 ]
 
@@ -415,6 +416,18 @@ def make_case(design, workload, name: str = "design.json") -> Case:
     return Case(workload, d, problem, ports, crossed)
 
 
+def design_capex(case: Case) -> dict[str, float]:
+    """``capex_usd`` and ``power_w`` of the case's design as built (its direct-connect fabric,
+    priced by :func:`topoopt.fabrics.cost.cost` with the default price table): what the failures
+    below happen to. Re-routing and re-optimising reuse its ports and cables."""
+    from solvers import design_fabric
+    from topoopt.fabrics.cost import cost
+
+    fab = design_fabric(case.design, gpus_per_server=case.workload.gpus_per_server)
+    r = cost(fab)
+    return {"capex_usd": float(r.capex_usd), "power_w": float(r.power_w)}
+
+
 def _iteration_s(case: Case, design, routing_paths=None, problem=None) -> float:
     from solvers import design_fabric, design_workload
     from topoopt.flowsim.iteration import simulate_iteration
@@ -596,6 +609,7 @@ def whatif(
         "solver": name,
         "solver_refused": refused,
         "crossed_circuits": case.crossed,
+        **design_capex(case),
     }
 
 
@@ -692,7 +706,9 @@ def whatif_sweep(
     samples = _int("--samples", samples, 1, None)
     total = int(case.ports.shape[0])
     before = _iteration_s(case, case.design)
-    out: dict[str, Any] = {"before_s": before, "samples": samples, "failures": {}}
+    out: dict[str, Any] = {
+        "before_s": before, "samples": samples, **design_capex(case), "failures": {}
+    }  # fmt: skip
     reopt_by_k: dict[str, list[float]] = {}
     for k in (1, 2):
         if k > total:
