@@ -387,3 +387,16 @@ def test_cli_sweep_json(dlrm_design_file):
     # the steps are counted (a terminal's bar shows their ETA): one per sample and failure size
     steps = [ln for ln in r.stderr.splitlines() if ln.startswith("[")]
     assert steps == ["[1/2] 1 failed, sample 1", "[2/2] 2 failed, sample 1"]
+
+
+def test_capex_of_a_speed_the_price_table_lacks_is_none_with_the_reason():
+    """whatif at 1 GB/s ports (8 Gbps: no price item) still runs; its capex is None and says why."""
+    from topoopt.app.studies.cluster import layer_capex
+    from topoopt.app.studies.whatif import design_capex
+
+    c = layer_capex(8, 2, 1e9, 8)
+    assert c["capex_usd"] is None and "prices.nic_port" in c["capex_error"], c
+    w = dlrm_like()
+    case = make_case(solve(DesignProblem.from_workload(w, 3, 1e9), "topoopt", seed=0), w)
+    c = design_capex(case)
+    assert c["capex_usd"] is None and "8.0" in c["capex_error"], c

@@ -24,17 +24,19 @@ from solvers import cluster_totals as totals
 from solvers import play_arrivals as play
 from topoopt.flowsim.work import check_work
 from topoopt.units import bytes_per_s_to_gbps
+from traffic.errors import InputError
 
 __all__ = ["layer_capex", "run_cluster"]
 
 
-def layer_capex(servers: int, degree: int, link_bandwidth: float, radix: int) -> dict[str, float]:
+def layer_capex(servers: int, degree: int, link_bandwidth: float, radix: int) -> dict[str, Any]:
     """``capex_usd`` and ``power_w`` of the shared cluster's network: ``servers x degree`` NIC
     ports of ``link_bandwidth`` with their transceivers and fibres, and the OCSes of the layer
     (:class:`solvers.OcsLayer`: plane ``i`` of ``ceil(servers / radix)`` OCSes of ``radix``
     ports, the ``per-rail`` layout of :class:`topoopt.fabrics.ocs_layout.OcsLayout`), each bought
     whole (:func:`topoopt.fabrics.cost.cost`, default price table). The jobs' circuits do not
-    change it.
+    change it. A port speed the table does not price gives ``None`` and the reason in
+    ``capex_error``.
 
     Examples
     --------
@@ -46,7 +48,10 @@ def layer_capex(servers: int, degree: int, link_bandwidth: float, radix: int) ->
 
     empty = np.zeros((0, 3), np.int64)
     fab = direct_connect(servers, degree, empty, link_bandwidth, device="ocs", ocs_radix=radix)
-    r = cost(fab)
+    try:
+        r = cost(fab)
+    except InputError as e:  # a port speed the price table has no item for: no price, no failure
+        return {"capex_usd": None, "power_w": None, "capex_error": str(e)}
     return {"capex_usd": float(r.capex_usd), "power_w": float(r.power_w)}
 
 

@@ -416,15 +416,19 @@ def make_case(design, workload, name: str = "design.json") -> Case:
     return Case(workload, d, problem, ports, crossed)
 
 
-def design_capex(case: Case) -> dict[str, float]:
+def design_capex(case: Case) -> dict[str, Any]:
     """``capex_usd`` and ``power_w`` of the case's design as built (its direct-connect fabric,
     priced by :func:`topoopt.fabrics.cost.cost` with the default price table): what the failures
-    below happen to. Re-routing and re-optimising reuse its ports and cables."""
+    below happen to. Re-routing and re-optimising reuse its ports and cables. A port speed the
+    table does not price gives ``None`` and the reason in ``capex_error``."""
     from solvers import design_fabric
     from topoopt.fabrics.cost import cost
 
     fab = design_fabric(case.design, gpus_per_server=case.workload.gpus_per_server)
-    r = cost(fab)
+    try:
+        r = cost(fab)
+    except InputError as e:  # a port speed the price table has no item for: no price, no failure
+        return {"capex_usd": None, "power_w": None, "capex_error": str(e)}
     return {"capex_usd": float(r.capex_usd), "power_w": float(r.power_w)}
 
 
