@@ -250,3 +250,48 @@ def test_a_clock_cut_design_search_is_a_warning_everywhere(tmp_path):
     assert rows.pop("joint") == said[0] and set(rows.values()) == {None}
     block = re.search(r'<div id="warnings">(.*?)</div>', html.read_text(), re.S)
     assert block and said[0].replace("'", "&#x27;") in block.group(1)
+
+
+def test_cosearch_keeps_each_familys_fastest_plan_and_never_loses_to_the_given_plan():
+    """``advise --cosearch`` on a 4-server x 2-GPU transformer: the finalists are the plans of
+    the space with the lowest bounds; every family's row is the fastest of the candidates
+    evaluated on it, so never slower than the same family on the job's own plan."""
+    from topoopt.app.studies.advise import Job
+    from topoopt.app.studies.cosearch.search import SearchConfig, candidate_bounds
+    from topoopt.app.studies.cosearch.space import plan_space
+    from traffic.plan import load_plan
+
+    plan = load_plan({
+        "model": {"layers": 4, "hidden": 256, "heads": 4, "vocab": 512, "seq_len": 64},
+        "parallelism": {"tp": 2, "pp": 1, "global_batch_size": 16},
+        "cluster": {"servers": 4, "gpus_per_server": 2},
+    })  # fmt: skip
+    kw = {"degree": 2, "link_bandwidth": 12.5e9, "time_limit_s": 1.0, "progress": False}
+    given = advise([Job("tiny", plan)], **kw)
+    res = advise([Job("tiny", plan)], cosearch=True, finalists=2, **kw)
+    facts = res.params["cosearch"]["jobs"]["tiny"]
+    space = plan_space(plan, 80e9)
+    bounds = sorted(candidate_bounds(space, SearchConfig(degree=2, link_bandwidth=12.5e9)))
+    assert facts["space"] == len(space)
+    assert [f["bound_s"] for f in facts["finalists"]] == bounds[:2]
+    assert facts["next_bound_s"] == bounds[2]
+    cands = res.candidates
+    assert len(cands) == 3 * (1 + len(FAMILY_OF))  # given + 2 finalists, ideal + every fabric
+    own = cands[cands["plan"].str.startswith("given ")].set_index("fabric")
+    pd.testing.assert_series_equal(  # the given plan's rows are advise's without --cosearch
+        own["iteration_s"].drop("ideal"), given.rows.set_index("fabric")["iteration_s"],
+        check_names=False,
+    )  # fmt: skip
+    for _, r in res.rows.iterrows():
+        on = cands[cands["fabric"] == r["fabric"]]
+        if pd.isna(r["iteration_s"]):  # not built for any plan (hybrid needs 4 ports)
+            assert on["iteration_s"].isna().all()
+            continue
+        assert r["iteration_s"] == on["iteration_s"].min()
+        assert r["plan"] == on.loc[on["iteration_s"].idxmin(), "plan"]
+    assert res.ideal["tiny"] == cands.loc[cands["fabric"] == "ideal", "iteration_s"].min()
+    winner = res.judged["tiny"]["equal_capex"]["winner"]
+    best_plan = res.rows.set_index("fabric").loc[winner, "plan"]
+    assert f"with plan {best_plan}" in res.verdict[0]
+    r = RUNNER.invoke(app, ["advise", "dlrm", "--cosearch", "--finalists", "0", "--json"])
+    assert r.exit_code == 2 and "--finalists" in r.stderr and len(r.stderr.splitlines()) == 1

@@ -67,6 +67,9 @@ __all__ = [
     "breakeven_port_price",
     "verdict_sentences",
     "advise",
+    "cosearch_finalists",
+    "fastest_per_fabric",
+    "COSEARCH_FINALISTS",
     "json_document",
 ]
 
@@ -266,11 +269,17 @@ def evaluate(task: dict) -> dict:
     from traffic.build import workload_from_plan
 
     t0 = time.perf_counter()
-    wl = workload_from_plan(task["plan"])
+    cand = task.get("candidate")
+    if cand is None:
+        wl = workload_from_plan(task["plan"])
+    else:  # a co-searched plan (recommendation models: with its table placement)
+        from topoopt.app.studies.cosearch.evaluate import workload_for
+
+        _, wl = workload_for(task["base"], cand)
     nm = task["fabric"]
     row: dict[str, Any] = {
         "job": task["job"],
-        "plan": task["job"],
+        "plan": task.get("plan_label", task["job"]),
         "weight": task["weight"],
         "family": FAMILY_OF.get(nm, "ideal"),
         "fabric": nm,
@@ -458,8 +467,10 @@ def breakeven_port_price(optical: pd.Series, electrical: pd.Series, port_price: 
 def _describe(r: pd.Series) -> str:
     tiers = r.get("tiers")
     tier = "" if tiers is None or pd.isna(tiers) else f", {int(tiers)} switch tier(s)"
+    plan = r.get("plan")  # co-searched rows name their plan (the job's own otherwise)
+    on = f" with plan {plan}" if isinstance(plan, str) and plan != r.get("job") else ""
     return (
-        f"{r['fabric']} ({r['family']}, {float(r['server_gbps']):.0f} Gbps per server{tier}, "
+        f"{r['fabric']}{on} ({r['family']}, {float(r['server_gbps']):.0f} Gbps per server{tier}, "
         f"optics {100 * float(r['optics_share']):.0f} % of {float(r['capex_usd']) / 1e6:.3f} M$)"
     )
 
@@ -580,6 +591,8 @@ class AdviseResult:
     verdict: list[str]
     params: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
+    candidates: pd.DataFrame | None = None
+    """With ``cosearch``: every (job, plan, fabric) evaluation, the ideal switch included."""
 
     def warnings(self) -> list[str]:
         """The rows' search warnings (``search_warning``: a design search fell back or was cut
@@ -587,6 +600,84 @@ class AdviseResult:
         if "search_warning" not in self.rows:
             return []
         return [w for w in self.rows["search_warning"] if isinstance(w, str) and w]
+
+
+COSEARCH_FINALISTS = 3
+"""Co-searched plans evaluated on every family besides the job's own plan (``--finalists``)."""
+
+
+def cosearch_finalists(plan, degree: int, link_bandwidth: float, finalists: int):
+    """The plans ``advise --cosearch`` tries on every family: the job's own plan, then the
+    ``finalists`` candidates of :func:`~topoopt.app.studies.cosearch.space.plan_space` (every
+    valid plan of the model on this cluster that fits the GPU's memory) with the lowest
+    ``max(compute-only, ideal-switch)`` bound
+    (:func:`~topoopt.app.studies.cosearch.search.candidate_bounds`; ties by key). The bound is
+    fabric-independent and no fabric beats it, so a candidate outside the finalists can still win
+    on a fabric only where that fabric is far from the ideal switch: the facts returned say how
+    many plans were ranked and the bounds of the finalists and of the first plan left out.
+
+    Returns ``(base, candidates, facts)``: the search's base mapping, the finalists, and
+    ``facts`` (``space``, ``rejected``, the finalists'
+    labels and bounds, ``next_bound_s``).
+    """
+    from topoopt.app.studies.cosearch.search import SearchConfig, candidate_bounds
+    from topoopt.app.studies.cosearch.space import plan_space
+
+    spec = plan.cluster.gpu_spec
+    memory = float(spec.memory_bytes) if spec is not None else 80e9
+    space = plan_space(plan, memory)
+    base = space.base
+    if not len(space):
+        raise InputError(
+            "--cosearch", plan.model.name, f"a plan that fits {memory / 1e9:g} GB a GPU "
+            f"(cut: {space.rejected})",
+        )  # fmt: skip
+    bounds = candidate_bounds(
+        space, SearchConfig(degree=int(degree), link_bandwidth=float(link_bandwidth))
+    )
+    order = sorted(range(len(space)), key=lambda i: (bounds[i], space.candidates[i].key))
+    picked = [space.candidates[i] for i in order[:finalists]]
+    facts = {
+        "space": len(space),
+        "rejected": dict(space.rejected),
+        "finalists": [
+            {"plan": space.candidates[i].label, "bound_s": float(bounds[i])}
+            for i in order[:finalists]
+        ],
+        "next_bound_s": float(bounds[order[finalists]]) if len(order) > finalists else None,
+    }
+    return base, picked, facts
+
+
+def plan_label(plan) -> str:
+    """``tp8 pp16 dp8 b1``: the parallel degrees above 1 (tp, pp, dp always) and the
+    micro-batch, as the co-search labels its candidates."""
+    par = plan.parallelism
+    degs = {"tp": par.tp, "pp": par.pp, "dp": plan.dp, "cp": par.cp, "ep": par.ep}
+    shown = [f"{k}{v}" for k, v in degs.items() if v and (k in ("tp", "pp", "dp") or v > 1)]
+    return " ".join([*shown, f"b{par.micro_batch_size}"])
+
+
+def fastest_per_fabric(records: Sequence[dict]) -> list[dict]:
+    """Per (job, fabric), the evaluated plan with the least iteration time (rows that could
+    not be built or simulated count as slowest; ties: the earlier record, so the given plan).
+
+    >>> recs = [{"job": "a", "fabric": "x", "plan": "p", "iteration_s": 2.0},
+    ...         {"job": "a", "fabric": "x", "plan": "q", "iteration_s": 1.0},
+    ...         {"job": "a", "fabric": "y", "plan": "p", "iteration_s": 3.0},
+    ...         {"job": "a", "fabric": "y", "plan": "q", "error": "too big"}]
+    >>> [(r["fabric"], r["plan"]) for r in fastest_per_fabric(recs)]
+    [('x', 'q'), ('y', 'p')]
+    """
+    best: dict[tuple[str, str], dict] = {}
+    for r in records:
+        k = (r["job"], r["fabric"])
+        t = r.get("iteration_s")
+        t = math.inf if t is None or not math.isfinite(t) else t
+        cur = best.get(k)
+        if cur is None or t < cur[0]:
+            best[k] = (t, r)
+    return [r for _, r in best.values()]
 
 
 def advise(
@@ -606,8 +697,13 @@ def advise(
     address: str | None = None,
     progress: bool = True,
     on_done: Callable[[dict], None] | None = None,
+    cosearch: bool = False,
+    finalists: int = COSEARCH_FINALISTS,
 ) -> AdviseResult:
-    """Evaluate every family on every job and judge them (module docstring)."""
+    """Evaluate every family on every job and judge them (module docstring).
+
+    With ``cosearch``, each job's plan is one of ``finalists`` + 1 candidates per family
+    (:func:`cosearch_finalists`), and each family's row is its fastest candidate."""
     from topoopt.app.studies.engine import Engine
     from topoopt.fabrics.cost import load_prices
     from topoopt.flowsim.work import check_work
@@ -630,13 +726,50 @@ def advise(
         "oversubscription": float(oversubscription), "seed": int(seed),
         "time_limit_s": float(time_limit_s), "prices": table,
     }  # fmt: skip
-    tasks = [
-        {"job": j.name, "plan": j.plan, "weight": j.weight, "fabric": f, **common}
-        for j in scaled
-        for f in fabrics
-    ]
+    if isinstance(finalists, bool) or not isinstance(finalists, int) or finalists < 1:
+        raise InputError("--finalists", finalists, "an integer >= 1")
+    searched: dict[str, dict] = {}
+    tasks = []
+    for j in scaled:
+        if not cosearch:
+            tasks += [
+                {"job": j.name, "plan": j.plan, "weight": j.weight, "fabric": f, **common}
+                for f in fabrics
+            ]
+            continue
+        base, cands, facts = cosearch_finalists(j.plan, degree, link_bandwidth, finalists)
+        searched[j.name] = facts
+        given = "given " + plan_label(j.plan)
+        tasks += [  # the job's own plan first: it wins the ties
+            {
+                "job": j.name,
+                "plan": j.plan,
+                "weight": j.weight,
+                "fabric": f,
+                "plan_label": given,
+                **common,
+            }  # fmt: skip
+            for f in fabrics
+        ]
+        tasks += [
+            {
+                "job": j.name,
+                "plan": None,
+                "weight": j.weight,
+                "fabric": f,
+                "base": base,
+                "candidate": c,
+                "plan_label": c.label,
+                **common,
+            }  # fmt: skip
+            for c in cands
+            for f in fabrics
+        ]
     with Engine(workers=workers, address=address, progress=progress) as eng:
         out = eng.map(evaluate, tasks, label="advise: (job, fabric) evaluations")
+    candidates = pd.DataFrame(out) if cosearch else None
+    if cosearch:
+        out = fastest_per_fabric(out)
     ideal = {r["job"]: r.get("iteration_s") for r in out if r["fabric"] == "ideal"}
     rows = pd.DataFrame([r for r in out if r["fabric"] != "ideal"])
     judged, verdict = {}, []
@@ -663,16 +796,21 @@ def advise(
         "prices": table.source,
         "jobs": [{"name": j.name, "weight": j.weight, "gpus": j.plan.gpus} for j in scaled],
         "families": {k: list(v) for k, v in FAMILIES.items()},
-        "cosearch": False,
+        "cosearch": {"finalists": int(finalists), "jobs": searched} if cosearch else False,
         "ecmp_paths": ECMP_PATHS,
     }
-    return AdviseResult(rows, ideal, judged, verdict, params, time.perf_counter() - t0)
+    res = AdviseResult(rows, ideal, judged, verdict, params, time.perf_counter() - t0)
+    res.candidates = candidates
+    return res
 
 
 def json_document(res: AdviseResult) -> dict:
     """The ``--json`` document: ``verdict``, ``rows``, ``pareto``, ``equal_capex``,
     ``equal_iteration`` (per job), ``breakeven_usd``, ``ideal_iteration_s``, ``params``."""
     rows = res.rows.replace({np.nan: None}).to_dict(orient="records")
+    extra = {}
+    if res.candidates is not None:  # --cosearch: every plan on every fabric
+        extra["candidates"] = res.candidates.replace({np.nan: None}).to_dict(orient="records")
     return {
         "verdict": res.verdict,
         "rows": rows,
@@ -682,5 +820,6 @@ def json_document(res: AdviseResult) -> dict:
         "breakeven_usd": {j: v["breakeven_usd"] for j, v in res.judged.items()},
         "ideal_iteration_s": res.ideal,
         "params": res.params,
+        **extra,
         "wall_s": res.wall_s,
     }

@@ -62,8 +62,15 @@ def advise_command(
         None
     ),
     cosearch: Annotated[
-        bool, typer.Option(help="Co-search the plans per family (not available in advise yet)")
+        bool,
+        typer.Option(
+            help="Co-search the plans: each family's row is the fastest of the given plan and "
+            "the --finalists plans with the lowest ideal-switch bound"
+        ),
     ] = False,
+    finalists: Annotated[
+        int, typer.Option(help="With --cosearch: co-searched plans tried on every family")
+    ] = 3,
     workers: Annotated[int, typer.Option(help="Parallel evaluations (1: no Ray)")] = 1,
     address: Annotated[str | None, typer.Option(help="Existing Ray cluster address")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
@@ -76,8 +83,8 @@ def advise_command(
     from traffic.errors import InputError
 
     prepare_output(html, force, "--html")
-    if cosearch:
-        raise InputError("--cosearch", True, "off (advise evaluates the plans as given)")
+    if finalists < 1:
+        raise InputError("--finalists", finalists, "an integer >= 1")
     if workers < 1:
         raise InputError("--workers", workers, "a positive integer")
     price_table = resolve_prices(prices, preset)
@@ -87,6 +94,7 @@ def advise_command(
         budget_usd=budget, target_iteration_s=target_iteration_s,
         oversubscription=oversubscription, seed=seed, time_limit_s=time_limit,
         prices=price_table, workers=workers, address=address, progress=True,
+        cosearch=cosearch, finalists=finalists,
     )  # fmt: skip
     for line in res.warnings():  # stderr, the JSON envelope's warnings and the HTML report
         warn_line(line)
@@ -114,13 +122,14 @@ def advise_command(
     )
     heads = (
         ("job", "job", None), ("family", "family", None), ("fabric", "fabric", None),
+        *((("plan", "plan", None),) if cosearch else ()),
         ("capex M$", "capex_usd", 1e-6), ("power kW", "power_w", 1e-3),
         ("iteration s", "iteration_s", 1.0), ("it/s per M$", "iterations_per_s_per_musd", 1.0),
         ("it/s per kW", "iterations_per_s_per_kw", 1.0), ("Gbps/server", "server_gbps", 1.0),
         ("tiers", "tiers", None), ("optics %", "optics_share", 100.0),
     )  # fmt: skip
     for h, _, _ in heads:
-        t.add_column(h, justify="left" if h in ("job", "family", "fabric") else "right")
+        t.add_column(h, justify="left" if h in ("job", "family", "fabric", "plan") else "right")
     for _, r in res.rows.iterrows():
         if isinstance(r.get("error"), str):
             print(f"{r['job']} / {r['fabric']}: not built: {r['error']}", file=sys.stderr)

@@ -337,8 +337,10 @@ def _label(par: Mapping[str, Any], ts, placement: str | None = None) -> str:
     if ts is not None:
         how = placement or f"round-robin on {len(set(ts))} servers"
         return f"b{par['micro_batch_size']} tables {how}"
-    if "tp" not in par:
-        return f"b{par['micro_batch_size']} tables round-robin over GPUs"
+    if "tp" not in par:  # a data-parallel model without tables (VGG, ResNet): dp and batch
+        extras = [f"dp{par['dp']}", f"b{par['micro_batch_size']}"]
+        sh = sharding_name(par)
+        return " ".join([*extras, sh] if sh != "none" else extras)
     keys = ("tp", "pp", "dp", "cp", "ep", "vpp")
     shown = [k for k in keys if k in par and (k in ("tp", "pp", "dp") or par[k] > 1)]
     s = " ".join(f"{k}{par[k]}" for k in shown)
