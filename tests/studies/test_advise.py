@@ -253,9 +253,10 @@ def test_a_clock_cut_design_search_is_a_warning_everywhere(tmp_path):
 
 
 def test_cosearch_keeps_each_familys_fastest_plan_and_never_loses_to_the_given_plan():
-    """``advise --cosearch`` on a 4-server x 2-GPU transformer: the finalists are the plans of
-    the space with the lowest bounds; every family's row is the fastest of the candidates
-    evaluated on it, so never slower than the same family on the job's own plan."""
+    """``advise --cosearch`` on a 4-server x 2-GPU transformer: the screened plans are those of
+    the space with the lowest bounds, the finalists the screen's fastest on the ideal switch;
+    every family's row is the fastest of the candidates evaluated on it, so never slower than the
+    same family on the job's own plan."""
     from topoopt.app.studies.advise import Job
     from topoopt.app.studies.cosearch.search import SearchConfig, candidate_bounds
     from topoopt.app.studies.cosearch.space import plan_space
@@ -268,15 +269,21 @@ def test_cosearch_keeps_each_familys_fastest_plan_and_never_loses_to_the_given_p
     })  # fmt: skip
     kw = {"degree": 2, "link_bandwidth": 12.5e9, "time_limit_s": 1.0, "progress": False}
     given = advise([Job("tiny", plan)], **kw)
-    res = advise([Job("tiny", plan)], cosearch=True, finalists=2, **kw)
+    res = advise([Job("tiny", plan)], cosearch=True, finalists=2, screen=4, **kw)
     facts = res.params["cosearch"]["jobs"]["tiny"]
     space = plan_space(plan, 80e9)
     bounds = sorted(candidate_bounds(space, SearchConfig(degree=2, link_bandwidth=12.5e9)))
     assert facts["space"] == len(space) and facts["bounded"] < len(space)  # pruned, exact:
-    assert [f["bound_s"] for f in facts["finalists"]] == bounds[:2]
-    assert facts["next_bound_s"] == bounds[2]
+    assert [f["bound_s"] for f in facts["screened"]] == bounds[:4]
+    assert facts["next_bound_s"] == bounds[4]
+    assert all(f["ideal_s"] >= f["bound_s"] * (1 - 1e-12) for f in facts["screened"])
+    fastest = sorted(facts["screened"], key=lambda f: f["ideal_s"])[:2]  # labels differ here
+    assert sorted(facts["finalists"]) == sorted(f["plan"] for f in fastest)
     cands = res.candidates
-    assert len(cands) == 3 * (1 + len(FAMILY_OF))  # given + 2 finalists, ideal + every fabric
+    on_ideal = cands[cands["fabric"] == "ideal"]
+    fin = cands[(cands["fabric"] == "fat-tree") & ~cands["plan"].str.startswith("given ")]
+    assert sorted(fin["plan"]) == sorted(facts["finalists"])
+    assert len(cands) == (1 + len(FAMILY_OF)) + 4 + 2 * len(FAMILY_OF)  # given, screen, finals
     own = cands[cands["plan"].str.startswith("given ")].set_index("fabric")
     pd.testing.assert_series_equal(  # the given plan's rows are advise's without --cosearch
         own["iteration_s"].drop("ideal"), given.rows.set_index("fabric")["iteration_s"],
@@ -289,7 +296,7 @@ def test_cosearch_keeps_each_familys_fastest_plan_and_never_loses_to_the_given_p
             continue
         assert r["iteration_s"] == on["iteration_s"].min()
         assert r["plan"] == on.loc[on["iteration_s"].idxmin(), "plan"]
-    assert res.ideal["tiny"] == cands.loc[cands["fabric"] == "ideal", "iteration_s"].min()
+    assert res.ideal["tiny"] == on_ideal["iteration_s"].min()
     winner = res.judged["tiny"]["equal_capex"]["winner"]
     best_plan = res.rows.set_index("fabric").loc[winner, "plan"]
     assert f"with plan {best_plan}" in res.verdict[0]

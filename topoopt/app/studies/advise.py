@@ -67,7 +67,7 @@ __all__ = [
     "breakeven_port_price",
     "verdict_sentences",
     "advise",
-    "cosearch_finalists",
+    "cosearch_screen",
     "lowest_bounds",
     "fastest_per_fabric",
     "COSEARCH_FINALISTS",
@@ -308,17 +308,13 @@ def evaluate(task: dict) -> dict:
         # the fabric's paths split flows into sub-flows: estimated first, as simulate/compare
         paths = fabric_paths(run.fabric, routing)
         buckets = None
-        try:
-            check_work(run.workload, f"simulation on {nm}", paths=paths)
-        except InputError:
-            if cand is None:  # the job's own plan: exact or refused, as without --cosearch
-                raise
-            # a co-searched plan too large to run exact (ZeRO / FSDP buckets): coarsened as the
-            # co-search screens it (measured error at most 6.9e-4), flagged in the row
+        if cand is not None:  # a co-searched plan: gradient buckets at most 256 a channel on
+            # every fabric, as the co-search screens (it changes only ZeRO / FSDP channels
+            # asking more; measured error at most 6.9e-4), flagged in the row
             from topoopt.app.studies.cosearch.evaluate import SCREEN_MAX_BUCKETS
 
             buckets = SCREEN_MAX_BUCKETS
-            check_work(run.workload, f"simulation on {nm}", paths=paths, max_buckets=buckets)
+        check_work(run.workload, f"simulation on {nm}", paths=paths, max_buckets=buckets)
         it = simulate_iteration(
             run.workload, run.fabric, routing=routing, exposed_by_class=False, priority=own,
             max_buckets=buckets,
@@ -483,7 +479,10 @@ def _describe(r: pd.Series) -> str:
     tiers = r.get("tiers")
     tier = "" if tiers is None or pd.isna(tiers) else f", {int(tiers)} switch tier(s)"
     plan = r.get("plan")  # co-searched rows name their plan (the job's own otherwise)
-    on = f" with plan {plan}" if isinstance(plan, str) and plan != r.get("job") else ""
+    on = ""
+    if isinstance(plan, str) and plan != r.get("job"):
+        given = plan.startswith("given ")
+        on = f" with the given plan ({plan[6:]})" if given else f" with plan {plan}"
     return (
         f"{r['fabric']}{on} ({r['family']}, {float(r['server_gbps']):.0f} Gbps per server{tier}, "
         f"optics {100 * float(r['optics_share']):.0f} % of {float(r['capex_usd']) / 1e6:.3f} M$)"
@@ -618,57 +617,52 @@ class AdviseResult:
 
 
 COSEARCH_FINALISTS = 3
-"""Co-searched plans evaluated on every family besides the job's own plan (``--finalists``)."""
+"""Co-searched plans evaluated on every family besides the job's own plan (``--finalists``);
+``3 x`` as many are screened on the ideal switch first (``--screen``)."""
 
 
-def cosearch_finalists(plan, degree: int, link_bandwidth: float, finalists: int):
-    """The plans ``advise --cosearch`` tries on every family: the job's own plan, then the
-    ``finalists`` candidates of :func:`~topoopt.app.studies.cosearch.space.plan_space` (every
-    valid plan of the model on this cluster that fits the GPU's memory) with the lowest
+def cosearch_screen(plan, degree: int, link_bandwidth: float, screen: int):
+    """The plans ``advise --cosearch`` screens on the ideal switch: the ``screen`` candidates of
+    :func:`~topoopt.app.studies.cosearch.space.plan_space` (every valid plan of the model on this
+    cluster that fits the GPU's memory, from the catalogue) with the lowest
     ``max(compute-only, ideal-switch)`` bound
-    (:func:`~topoopt.app.studies.cosearch.search.candidate_bounds`; ties by key). The bound is
-    fabric-independent and no fabric beats it, so a candidate outside the finalists can still win
-    on a fabric only where that fabric is far from the ideal switch: the facts returned say how
-    many plans were ranked and the bounds of the finalists and of the first plan left out.
+    (:func:`~topoopt.app.studies.cosearch.search.candidate_bounds`), ties by the network bound
+    (the plan asking least of the network first), then by key.
 
-    Returns ``(base, candidates, facts)``: the search's base mapping, the finalists, and
-    ``facts`` (``space``, ``rejected``, the finalists'
-    labels and bounds, ``next_bound_s``).
+    Returns ``(base, candidates, facts)``: the search's base mapping, the screened candidates
+    in that order, and ``facts`` (``space``, ``rejected``, ``bounded``: how many plans' traffic
+    was built to rank them, and ``next_bound_s``, the bound of the first plan left out).
     """
     from topoopt.app.studies.cosearch.space import plan_space
 
     spec = plan.cluster.gpu_spec
     memory = float(spec.memory_bytes) if spec is not None else 80e9
     space = plan_space(plan, memory)
-    base = space.base
     if not len(space):
         raise InputError(
             "--cosearch", plan.model.name, f"a plan that fits {memory / 1e9:g} GB a GPU "
             f"(cut: {space.rejected})",
         )  # fmt: skip
-    bounds, net = lowest_bounds(space, int(degree), float(link_bandwidth), finalists + 1)
+    bounds, net = lowest_bounds(space, int(degree), float(link_bandwidth), screen + 1)
     order = sorted(bounds, key=lambda i: (bounds[i], net[i], space.candidates[i].key))
-    picked = [space.candidates[i] for i in order[:finalists]]
+    picked = [space.candidates[i] for i in order[:screen]]
     facts = {
         "space": len(space),
         "rejected": dict(space.rejected),
         "bounded": len(bounds),
-        "finalists": [
-            {"plan": space.candidates[i].label, "bound_s": float(bounds[i])}
-            for i in order[:finalists]
-        ],
-        "next_bound_s": float(bounds[order[finalists]]) if len(order) > finalists else None,
+        "bounds_s": [float(bounds[i]) for i in order[:screen]],
+        "next_bound_s": float(bounds[order[screen]]) if len(order) > screen else None,
     }
-    return base, picked, facts
+    return space.base, picked, facts
 
 
 def lowest_bounds(space, degree: int, link_bandwidth: float, k: int):
     """The ``max(compute-only, ideal-switch)`` bound
     (:func:`~topoopt.app.studies.cosearch.search.candidate_bounds`) and the ideal-switch
     (network) bound of every candidate that can be among the ``k`` lowest bounds (ties
-    included): two dicts by index; the others are skipped. :func:`cosearch_finalists` breaks
+    included): two dicts by index; the others are skipped. :func:`cosearch_screen` breaks
     ties of the bound (frequent: large models are compute-bound on the ideal switch) by the
-    network bound, the plan that asks least of the network first.
+    network bound.
 
     The compute-only bound needs no traffic and is at most the full bound, so the candidates are
     taken by compute bound, and once it exceeds the ``k``-th lowest full bound found, no later
@@ -743,11 +737,14 @@ def advise(
     on_done: Callable[[dict], None] | None = None,
     cosearch: bool = False,
     finalists: int = COSEARCH_FINALISTS,
+    screen: int | None = None,
 ) -> AdviseResult:
     """Evaluate every family on every job and judge them (module docstring).
 
-    With ``cosearch``, each job's plan is one of ``finalists`` + 1 candidates per family
-    (:func:`cosearch_finalists`), and each family's row is its fastest candidate."""
+    With ``cosearch``, the ``screen`` plans of the job's model with the lowest bounds
+    (:func:`cosearch_screen`; default ``3 * finalists``) are simulated on the ideal switch, the
+    ``finalists`` fastest there on every family, and each family's row is its fastest of them and
+    the job's own plan (ties: the job's own)."""
     from topoopt.app.studies.engine import Engine
     from topoopt.fabrics.cost import load_prices
     from topoopt.flowsim.work import check_work
@@ -772,8 +769,11 @@ def advise(
     }  # fmt: skip
     if isinstance(finalists, bool) or not isinstance(finalists, int) or finalists < 1:
         raise InputError("--finalists", finalists, "an integer >= 1")
+    screen = 3 * finalists if screen is None else screen
+    if isinstance(screen, bool) or not isinstance(screen, int) or screen < finalists:
+        raise InputError("--screen", screen, f"an integer >= --finalists ({finalists})")
     searched: dict[str, dict] = {}
-    tasks = []
+    tasks, screens = [], []
     for j in scaled:
         if not cosearch:
             tasks += [
@@ -781,7 +781,7 @@ def advise(
                 for f in fabrics
             ]
             continue
-        base, cands, facts = cosearch_finalists(j.plan, degree, link_bandwidth, finalists)
+        base, cands, facts = cosearch_screen(j.plan, degree, link_bandwidth, screen)
         searched[j.name] = facts
         given = "given " + plan_label(j.plan)
         tasks += [  # the job's own plan first: it wins the ties
@@ -795,22 +795,39 @@ def advise(
             }  # fmt: skip
             for f in fabrics
         ]
-        tasks += [
+        screens += [
             {
                 "job": j.name,
                 "plan": None,
                 "weight": j.weight,
-                "fabric": f,
+                "fabric": "ideal",
                 "base": base,
                 "candidate": c,
                 "plan_label": c.label,
                 **common,
             }  # fmt: skip
             for c in cands
-            for f in fabrics
         ]
     with Engine(workers=workers, address=address, progress=progress) as eng:
-        out = eng.map(evaluate, tasks, label="advise: (job, fabric) evaluations")
+        out = eng.map(evaluate, tasks + screens, label="advise: (job, fabric) evaluations")
+        if cosearch:  # the finalists: the screen's fastest on the ideal switch, on every family
+            finals = []
+            pairs = list(zip(screens, out[len(tasks) :], strict=True))
+            for name, facts in searched.items():
+                done = [(t, r) for t, r in pairs if t["job"] == name]
+                bounds = facts.pop("bounds_s")
+                facts["screened"] = [
+                    {"plan": r["plan"], "bound_s": b, "ideal_s": r.get("iteration_s"),
+                     "error": r.get("error")}
+                    for (_, r), b in zip(done, bounds, strict=True)
+                ]  # fmt: skip
+                ok = [k for k, (_, r) in enumerate(done) if r.get("iteration_s") is not None]
+                best = sorted(sorted(ok, key=lambda k: done[k][1]["iteration_s"])[:finalists])
+                facts["finalists"] = [done[k][1]["plan"] for k in best]
+                finals += [
+                    {**done[k][0], "fabric": f} for k in best for f in fabrics if f != "ideal"
+                ]
+            out += eng.map(evaluate, finals, label="advise: finalists on every family")
     candidates = pd.DataFrame(out) if cosearch else None
     if cosearch:
         out = fastest_per_fabric(out)
@@ -840,7 +857,11 @@ def advise(
         "prices": table.source,
         "jobs": [{"name": j.name, "weight": j.weight, "gpus": j.plan.gpus} for j in scaled],
         "families": {k: list(v) for k, v in FAMILIES.items()},
-        "cosearch": {"finalists": int(finalists), "jobs": searched} if cosearch else False,
+        "cosearch": (
+            {"finalists": int(finalists), "screen": int(screen), "jobs": searched}
+            if cosearch
+            else False
+        ),
         "ecmp_paths": ECMP_PATHS,
     }
     res = AdviseResult(rows, ideal, judged, verdict, params, time.perf_counter() - t0)

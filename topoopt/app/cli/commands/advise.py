@@ -65,12 +65,20 @@ def advise_command(
         bool,
         typer.Option(
             help="Co-search the plans: each family's row is the fastest of the given plan and "
-            "the --finalists plans with the lowest ideal-switch bound"
+            "the --finalists plans fastest on the ideal switch of the --screen plans of lowest "
+            "bound"
         ),
     ] = False,
     finalists: Annotated[
         int, typer.Option(help="With --cosearch: co-searched plans tried on every family")
     ] = 3,
+    screen: Annotated[
+        int | None,
+        typer.Option(
+            help="With --cosearch: plans of lowest bound simulated on the ideal switch to choose "
+            "the finalists (default 3 x --finalists)"
+        ),
+    ] = None,
     workers: Annotated[int, typer.Option(help="Parallel evaluations (1: no Ray)")] = 1,
     address: Annotated[str | None, typer.Option(help="Existing Ray cluster address")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
@@ -94,7 +102,7 @@ def advise_command(
         budget_usd=budget, target_iteration_s=target_iteration_s,
         oversubscription=oversubscription, seed=seed, time_limit_s=time_limit,
         prices=price_table, workers=workers, address=address, progress=True,
-        cosearch=cosearch, finalists=finalists,
+        cosearch=cosearch, finalists=finalists, screen=screen,
     )  # fmt: skip
     for line in res.warnings():  # stderr, the JSON envelope's warnings and the HTML report
         warn_line(line)
