@@ -257,7 +257,7 @@ def test_cosearch_keeps_each_familys_fastest_plan_and_never_loses_to_the_given_p
     the space with the lowest bounds, the finalists the screen's fastest on the ideal switch;
     every family's row is the fastest of the candidates evaluated on it, so never slower than the
     same family on the job's own plan."""
-    from topoopt.app.studies.advise import Job
+    from topoopt.app.studies.advise import Job, plan_shape
     from topoopt.app.studies.cosearch.search import SearchConfig, candidate_bounds
     from topoopt.app.studies.cosearch.space import plan_space
     from traffic.plan import load_plan
@@ -271,11 +271,17 @@ def test_cosearch_keeps_each_familys_fastest_plan_and_never_loses_to_the_given_p
     given = advise([Job("tiny", plan)], **kw)
     res = advise([Job("tiny", plan)], cosearch=True, finalists=2, screen=4, **kw)
     facts = res.params["cosearch"]["jobs"]["tiny"]
-    space = plan_space(plan, 80e9)
-    bounds = sorted(candidate_bounds(space, SearchConfig(degree=2, link_bandwidth=12.5e9)))
-    assert facts["space"] == len(space) and facts["bounded"] < len(space)  # pruned, exact:
+    space = plan_space(plan, 80e9)  # brute force: every plan's bound, each shape's lowest
+    every = candidate_bounds(space, SearchConfig(degree=2, link_bandwidth=12.5e9))
+    low: dict = {}
+    for c, b in zip(space.candidates, every, strict=True):
+        low[plan_shape(c)] = min(low.get(plan_shape(c), float("inf")), b)
+    bounds = sorted(low.values())
+    assert facts["space"] == len(space) and facts["bounded"] <= len(space)  # exact, pruned:
     assert [f["bound_s"] for f in facts["screened"]] == bounds[:4]
     assert facts["next_bound_s"] == bounds[4]
+    by_label = {c.label: plan_shape(c) for c in space.candidates}
+    assert len({by_label[f["plan"]] for f in facts["screened"]}) == 4  # four shapes
     assert all(f["ideal_s"] >= f["bound_s"] * (1 - 1e-12) for f in facts["screened"])
     fastest = sorted(facts["screened"], key=lambda f: f["ideal_s"])[:2]  # labels differ here
     assert sorted(facts["finalists"]) == sorted(f["plan"] for f in fastest)

@@ -69,6 +69,7 @@ __all__ = [
     "advise",
     "cosearch_screen",
     "lowest_bounds",
+    "plan_shape",
     "fastest_per_fabric",
     "COSEARCH_FINALISTS",
     "json_document",
@@ -622,12 +623,15 @@ COSEARCH_FINALISTS = 3
 
 
 def cosearch_screen(plan, degree: int, link_bandwidth: float, screen: int):
-    """The plans ``advise --cosearch`` screens on the ideal switch: the ``screen`` candidates of
+    """The plans ``advise --cosearch`` screens on the ideal switch: of the ``screen`` shapes
+    (:func:`plan_shape`: the parallel degrees) of lowest bound among the candidates of
     :func:`~topoopt.app.studies.cosearch.space.plan_space` (every valid plan of the model on this
-    cluster that fits the GPU's memory, from the catalogue) with the lowest
+    cluster that fits the GPU's memory, from the catalogue), each shape's plan of lowest
     ``max(compute-only, ideal-switch)`` bound
     (:func:`~topoopt.app.studies.cosearch.search.candidate_bounds`), ties by the network bound
-    (the plan asking least of the network first), then by key.
+    (the plan asking least of the network first), then by key. Without shapes the screen of
+    GPT-3 175B on 1,024 GPUs was three variants of one plan (sequence parallelism, rank order),
+    all 14.19 s on the ideal switch.
 
     Returns ``(base, candidates, facts)``: the search's base mapping, the screened candidates
     in that order, and ``facts`` (``space``, ``rejected``, ``bounded``: how many plans' traffic
@@ -645,36 +649,60 @@ def cosearch_screen(plan, degree: int, link_bandwidth: float, screen: int):
         )  # fmt: skip
     bounds, net = lowest_bounds(space, int(degree), float(link_bandwidth), screen + 1)
     order = sorted(bounds, key=lambda i: (bounds[i], net[i], space.candidates[i].key))
-    picked = [space.candidates[i] for i in order[:screen]]
+    first: dict[tuple, int] = {}  # each shape's lowest-bound plan, shapes by that bound
+    for i in order:
+        first.setdefault(plan_shape(space.candidates[i]), i)
+    shapes = list(first.values())
+    picked = [space.candidates[i] for i in shapes[:screen]]
     facts = {
         "space": len(space),
         "rejected": dict(space.rejected),
         "bounded": len(bounds),
-        "bounds_s": [float(bounds[i]) for i in order[:screen]],
-        "next_bound_s": float(bounds[order[screen]]) if len(order) > screen else None,
+        "bounds_s": [float(bounds[i]) for i in shapes[:screen]],
+        "next_bound_s": float(bounds[shapes[screen]]) if len(shapes) > screen else None,
     }
     return space.base, picked, facts
 
 
-def lowest_bounds(space, degree: int, link_bandwidth: float, k: int):
+def plan_shape(c) -> tuple:
+    """What makes two candidates different plans to screen: the parallel degrees (tp, pp, dp,
+    cp, ep) of a transformer; the data-parallel degree, micro-batch and the number of servers
+    holding tables otherwise. Options that keep the shape (sequence parallelism, recomputation,
+    sharding, rank order) are the co-search's refinements, not a new plan to screen.
+
+    >>> from topoopt.app.studies.cosearch.space import Candidate
+    >>> plan_shape(Candidate((("dp", 4), ("pp", 2), ("sp", True), ("tp", 8))))
+    (8, 2, 4, 1, 1)
+    """
+    p = c.par
+    if "tp" in p:
+        return tuple(int(p.get(k, 1)) for k in ("tp", "pp", "dp", "cp", "ep"))
+    ts = c.table_servers
+    return (int(p["dp"]), int(p["micro_batch_size"]), 0 if ts is None else len(set(ts)))
+
+
+def lowest_bounds(space, degree: int, link_bandwidth: float, k: int, shape=None):
     """The ``max(compute-only, ideal-switch)`` bound
     (:func:`~topoopt.app.studies.cosearch.search.candidate_bounds`) and the ideal-switch
-    (network) bound of every candidate that can be among the ``k`` lowest bounds (ties
-    included): two dicts by index; the others are skipped. :func:`cosearch_screen` breaks
+    (network) bound of every candidate that can be the lowest-bound plan of one of the ``k``
+    shapes (:func:`plan_shape`) of lowest bound (ties included): two dicts by index; the others
+    are skipped. :func:`cosearch_screen` breaks
     ties of the bound (frequent: large models are compute-bound on the ideal switch) by the
     network bound.
 
     The compute-only bound needs no traffic and is at most the full bound, so the candidates are
-    taken by compute bound, and once it exceeds the ``k``-th lowest full bound found, no later
-    candidate can enter the ``k`` lowest: the ``k`` lowest are those of
-    :func:`candidate_bounds` over the whole space, ties by key included, while only a few
-    workloads are built (Mixtral 8x7B on 1,024 GPUs: hours of traffic expansion otherwise).
+    taken by compute bound, and once it exceeds the ``k``-th lowest of the shapes' lowest full
+    bounds found, no later candidate can enter them: the result is that of
+    :func:`candidate_bounds` over the whole space, ties included, while only a few workloads are
+    built (Mixtral 8x7B on 1,024 GPUs: hours of traffic expansion otherwise).
     """
     from topoopt.app.studies.cosearch.evaluate import compute_bound, network_bound, workload_for
 
     comp = [compute_bound(p) for p in space.plans]
+    shape = plan_shape if shape is None else shape
     out: dict[int, float] = {}
     net: dict[int, float] = {}
+    best: dict[tuple, float] = {}  # the lowest bound of each shape found so far
     kth = math.inf
     for i in sorted(range(len(comp)), key=lambda i: (comp[i], space.candidates[i].key)):
         if comp[i] > kth:
@@ -682,8 +710,10 @@ def lowest_bounds(space, degree: int, link_bandwidth: float, k: int):
         _, w = workload_for(space.base, space.candidates[i])
         net[i] = network_bound(w, degree, link_bandwidth)
         out[i] = max(comp[i], net[i])
-        if len(out) >= k:
-            kth = sorted(out.values())[k - 1]
+        sh = shape(space.candidates[i])
+        best[sh] = min(best.get(sh, math.inf), out[i])
+        if len(best) >= k:
+            kth = sorted(best.values())[k - 1]
     return out, net
 
 
