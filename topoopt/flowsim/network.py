@@ -766,13 +766,17 @@ class FlowBuilder:
         """
         return self._flowset(self.arrays(), start)
 
-    def build_classes(self, start: float = 0.0) -> tuple[FlowSet, np.ndarray]:
+    def build_classes(
+        self, start: float = 0.0, *, reduced: bool = False
+    ) -> tuple[FlowSet, np.ndarray]:
         """Like :meth:`build`, with identical flows merged into one flow with multiplicity.
 
         Returns ``(flows, class_of)``: the flow with builder id ``i`` is simulated as flow
         ``class_of[i]`` of ``flows`` (turn results back into per-flow ones with
         :func:`topoopt.flowsim.simulator.expand_classes`). Identical: same route (same link, or
-        same server pair), same bytes, same dependency classes (module docstring).
+        same server pair), same bytes, same dependency classes (module docstring). ``reduced``:
+        the flows will be simulated through the symmetry quotient (the sub-flow memory check,
+        :func:`~topoopt.flowsim.subflow_guard.check_subflows`, counts them as such).
 
         Examples
         --------
@@ -805,9 +809,11 @@ class FlowBuilder:
         merged = {k: a[k][rep] for k in ("link", "src", "dst", "rail", "size")}
         merged.update(dep_ptr=dep_ptr, deps=deps)
         mult = np.bincount(class_of, minlength=n_c)
-        return self._flowset(merged, start, mult, (ps, comm[rep])), class_of
+        return self._flowset(merged, start, mult, (ps, comm[rep]), reduced), class_of
 
-    def _flowset(self, a: dict, start: float, multiplicity=None, routes=None) -> FlowSet:
+    def _flowset(
+        self, a: dict, start: float, multiplicity=None, routes=None, reduced: bool = False
+    ) -> FlowSet:
         """The FlowSet of the per-flow arrays ``a``; ``routes``: ``(PathSet, commodity of each
         flow)`` when the caller has them (else looked up)."""
         net = self.net
@@ -828,7 +834,8 @@ class FlowBuilder:
             cp, r_ptr = np.zeros(1, np.int64), np.zeros(1, np.int64)
             r_links, r_w = np.zeros(0, np.int64), np.zeros(0)
         n_pair_paths = int((cp[comm[pair_idx] + 1] - cp[comm[pair_idx]]).sum())
-        check_subflows(self.n, n_f - pair_idx.size + n_pair_paths)  # before the sub-flow arrays
+        # before the sub-flow arrays exist
+        check_subflows(self.n, n_f - pair_idx.size + n_pair_paths, reduced=reduced)
         flow_ptr, path_ptr, links, weight = expand_routes(
             link,
             comm,
@@ -931,7 +938,7 @@ def simulate_builder_classes(
     >>> sim.finish.tolist(), class_of.tolist()
     ([2.0], [0, 0])
     """
-    flows, class_of = builder.build_classes(start)
+    flows, class_of = builder.build_classes(start, reduced=reduction)
     if not (reduction and class_labels is not None):
         run = simulate_reduced if reduction else simulate
         return run(flows, record_series=record_series, max_refills=max_refills), flows, class_of
