@@ -13,9 +13,11 @@ Cases (every one run in a fresh process, so two trees can be compared side by si
   loaded; SimGrid: platform build + run, timed inside the peer) and whole processes (ours:
   interpreter start, import, kernel load from numba's cache, read the netsim JSON, simulate;
   SimGrid: its peer process), and the largest relative difference of finish times.
+- ``llama405``: ``topoopt simulate`` of Llama 3 405B on 16,384 H100 (tp 8, cp 16, pp 16, dp 8,
+  sequence 131,072; :data:`LLAMA405_PLAN`) on the three-tier fat-tree, as the ``gpt3`` rows.
 - ``gpt3``: ``topoopt simulate`` of GPT-3 175B (tp 8, pp 16, dp = GPUs / 128, 1,536 sequences)
-  on the ideal switch and a fat-tree (``--gpt3-gpus``, default 2,048 8,192 16,384; servers of
-  8 x 400 G H100, ``--gpt3-args``), with the
+  on the ideal switch and a fat-tree (``--gpt3-fabrics``; ``--gpt3-gpus``, default 2,048 8,192
+  16,384; servers of 8 x 400 G H100, ``--gpt3-args``), with the
   symmetry reduction and, up to ``--gpt3-unreduced-max`` GPUs, without (``--no-reduction``):
   each a whole process under ``/usr/bin/time -v`` (wall, user + system CPU, peak resident
   memory), the classes found, and the relative difference of the iteration times.
@@ -47,7 +49,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 PEER = ROOT / "tests" / "peers" / "simgrid_peer.py"
-CASES = ("one-link", "k16-mixed", "simgrid", "gpt3")
+CASES = ("one-link", "k16-mixed", "simgrid", "gpt3", "llama405")
 GPT3_PLAN = """model: gpt3-175b
 parallelism: {{tp: 8, pp: 16, dp: {dp}, micro_batch_size: 1, global_batch_size: 1536}}
 precision: {{activation_bytes: 2, gradient_bytes: 2, parameter_bytes: 2}}
@@ -55,17 +57,35 @@ cluster: {{servers: {servers}, gpus_per_server: 8}}
 """
 
 
+LLAMA405_PLAN = """model: {{base: llama3-405b, seq_len: 131072}}
+parallelism: {{tp: 8, cp: 16, pp: 16, dp: 8, sp: true, vpp: 1,
+              stage_layers: [7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7],
+              micro_batch_size: 1, global_batch_size: 128, recompute: none,
+              distributed_optimizer: true}}
+precision: {{activation_bytes: 2, gradient_bytes: 2, parameter_bytes: 2}}
+cluster: {{servers: {servers}, gpus_per_server: 8}}
+"""
+"""Issue 25's Llama 3 405B case: the long-context stage (tp 8, cp 16, pp 16, dp 8, sequence
+131,072, 128 sequences a step) on 2,048 servers of 8 H100 (``servers`` fixed at 2,048)."""
+
 GPT3_ARGS = "--degree 8 --link-gbps 400 --gpu h100-sxm"
 """Fabric and GPU options of the ``gpt3`` rows: 8 x 400 G H100 servers (a three-tier fat-tree
 at 16,384 GPUs)."""
 
 
 def gpt3_run(
-    gpus: int, fabric: str, reduced: bool, tmp: str, timeout: float, extra: str = GPT3_ARGS
+    gpus: int,
+    fabric: str,
+    reduced: bool,
+    tmp: str,
+    timeout: float,
+    extra: str = GPT3_ARGS,
+    template: str = GPT3_PLAN,
 ) -> dict:
-    """One ``topoopt simulate --json`` process under ``/usr/bin/time -v``: its figures."""
-    plan = Path(tmp) / f"gpt3-{gpus}.yaml"
-    plan.write_text(GPT3_PLAN.format(dp=gpus // 128, servers=gpus // 8))
+    """One ``topoopt simulate --json`` process under ``/usr/bin/time -v``: its figures.
+    ``template``: the plan (:data:`GPT3_PLAN`, or :data:`LLAMA405_PLAN` at 16,384 GPUs)."""
+    plan = Path(tmp) / f"plan-{gpus}-{abs(hash(template))}.yaml"
+    plan.write_text(template.format(dp=gpus // 128, servers=gpus // 8))
     cmd = ["/usr/bin/time", "-v", sys.executable, "-m", "topoopt", "simulate", str(plan)]
     cmd += ["--fabric", fabric, "--json", "--reduction" if reduced else "--no-reduction"]
     cmd += extra.split()
@@ -104,12 +124,19 @@ def gpt3_run(
 
 
 def gpt3_rows(
-    gpus_list: list[int], unreduced_max: int, tmp: str, timeout: float, extra: str
+    gpus_list: list[int],
+    unreduced_max: int,
+    tmp: str,
+    timeout: float,
+    extra: str,
+    fabrics: tuple[str, ...] = ("ideal", "fat-tree"),
+    template: str = GPT3_PLAN,
+    name: str = "gpt3",
 ) -> None:
     for gpus in gpus_list:
-        for fabric in ("ideal", "fat-tree"):
-            red = gpt3_run(gpus, fabric, True, tmp, timeout, extra)
-            line = f"gpt3 {gpus:>6} GPUs {fabric:<9}"
+        for fabric in fabrics:
+            red = gpt3_run(gpus, fabric, True, tmp, timeout, extra, template)
+            line = f"{name} {gpus:>6} GPUs {fabric:<9}"
             if "error" in red:
                 print(f"{line} reduced: {red['error']}", flush=True)
                 continue
@@ -124,7 +151,7 @@ def gpt3_rows(
                 f"{red['rss_gb']:5.2f} GB [{cls}]"
             )
             if gpus <= unreduced_max:
-                un = gpt3_run(gpus, fabric, False, tmp, timeout, extra)
+                un = gpt3_run(gpus, fabric, False, tmp, timeout, extra, template)
                 if "error" in un:
                     line += f" | unreduced: {un['error']}"
                 else:
@@ -230,6 +257,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--gpt3-gpus", nargs="*", type=int, default=[2048, 8192, 16384])
     ap.add_argument("--gpt3-unreduced-max", type=int, default=8192)
     ap.add_argument("--gpt3-args", default=GPT3_ARGS, help="fabric/GPU options of simulate")
+    ap.add_argument(
+        "--gpt3-fabrics", nargs="*", default=["ideal", "fat-tree"], help="e.g. rail, joint"
+    )
     ap.add_argument("--gpt3-timeout", type=float, default=900.0)
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -244,8 +274,15 @@ def main(argv: list[str] | None = None) -> None:
         for case in args.cases:
             if case == "gpt3":
                 gpt3_rows(
-                    args.gpt3_gpus, args.gpt3_unreduced_max, tmp, args.gpt3_timeout, args.gpt3_args
-                )
+                    args.gpt3_gpus, args.gpt3_unreduced_max, tmp, args.gpt3_timeout,
+                    args.gpt3_args, tuple(args.gpt3_fabrics),
+                )  # fmt: skip
+                continue
+            if case == "llama405":
+                gpt3_rows(
+                    [16384], 0, tmp, args.gpt3_timeout, args.gpt3_args, ("fat-tree",),
+                    LLAMA405_PLAN, "llama3-405b",
+                )  # fmt: skip
                 continue
             if case == "simgrid":
                 print(simgrid_row(str(ROOT), args.simgrid, tmp), flush=True)

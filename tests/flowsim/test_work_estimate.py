@@ -138,9 +138,9 @@ def test_subflows_are_checked_when_the_flows_are_routed(monkeypatch):
     seen = []
     real = network.check_subflows
 
-    def spy(flows, subflows):
+    def spy(flows, subflows, reduced=False):
         seen.append((flows, subflows))
-        return real(flows, subflows)
+        return real(flows, subflows, reduced)
 
     monkeypatch.setattr(network, "check_subflows", spy)
     base = simulate_iteration(w, fab, exposed_by_class=False).iteration_s
@@ -154,3 +154,43 @@ def test_subflows_are_checked_when_the_flows_are_routed(monkeypatch):
     monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr(need * 0.99 / 1e9))
     with pytest.raises(InputError, match=f"{subflows:,} sub-flows of {flows:,} flows"):
         simulate_iteration(w, fab, exposed_by_class=False)
+
+
+def test_reduced_subflows_are_checked_as_reduced_and_a_fallback_as_plain(monkeypatch):
+    """Flows simulated through the symmetry quotient are checked at SUBFLOW_BYTES_REDUCED a
+    sub-flow (the event loop holds the classes), the unreduced model at SUBFLOW_BYTES; a
+    reduction that turns itself off is checked again as plain before it simulates."""
+    import numpy as np
+
+    from topoopt.flowsim import FlowSet
+    from topoopt.flowsim import network as network_module
+    from topoopt.flowsim.subflow_guard import SUBFLOW_BYTES, SUBFLOW_BYTES_REDUCED
+    from topoopt.flowsim.symmetry import simulate_reduced
+    from topoopt.flowsim.work import FLOW_PEAK_BYTES
+
+    w = workload_from_plan(PLANS["vgg16-dp"])
+    fab = fat_tree(4, gpus_per_server=2)
+    seen = []
+    real = network_module.check_subflows
+
+    def spy(flows, subflows, reduced=False):
+        seen.append((flows, subflows, reduced))
+        return real(flows, subflows, reduced)
+
+    monkeypatch.setattr(network_module, "check_subflows", spy)
+    base = simulate_iteration(w, fab, exposed_by_class=False, reduction=True).iteration_s
+    flows, subflows, reduced = max(seen, key=lambda x: x[1])
+    assert reduced
+    lo = FLOW_PEAK_BYTES * flows + SUBFLOW_BYTES_REDUCED * subflows
+    hi = FLOW_PEAK_BYTES * flows + SUBFLOW_BYTES * subflows
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr((lo + hi) / 2 / 1e9))
+    assert simulate_iteration(w, fab, exposed_by_class=False, reduction=True).iteration_s == base
+    with pytest.raises(InputError, match="sub-flows"):
+        simulate_iteration(w, fab, exposed_by_class=False, reduction=False)
+    # two flows of different sizes on one link: no symmetry, the reduction is off
+    fs = FlowSet.single_path([1.0], [0.0], size=[1.0, 2.0], start=[0.0, 0.0], paths=[[0], [0]])
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr(FLOW_PEAK_BYTES * 2 * 1.01 / 1e9))
+    with pytest.raises(InputError, match="2 sub-flows of 2 flows"):
+        simulate_reduced(fs)
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", "1")
+    assert np.allclose(simulate_reduced(fs).finish, [2.0, 3.0])

@@ -38,6 +38,7 @@ __all__ = [
     "dimension_order_routes",
     "explicit_paths",
     "path_nodes",
+    "pair_uniform",
 ]
 
 METHODS = ("ecmp", "shortest", "dimension-order", "host-forwarding")
@@ -185,6 +186,7 @@ def routes(
     kinds: Sequence[str] | None = None,
     seed: int | None = None,
     max_paths: int = 50_000_000,
+    per_pair: bool = False,
 ) -> PathSet:
     """Routes between node pairs (default: all ordered server pairs) as a :class:`PathSet`.
 
@@ -210,6 +212,11 @@ def routes(
         ``k`` (pairs with at most ``k`` paths keep all of them, in rank order).
     max_paths : int
         Refuse to enumerate more paths than this (pass ``k``).
+    per_pair : bool
+        With ``seed``: draw each pair's random ranks from a hash of ``(seed, source,
+        destination, stratum)`` (:func:`pair_uniform`) instead of one generator over all the
+        pairs asked, so a pair's routes do not depend on the other pairs (a subset's routes are
+        the superset's rows).
 
     Returns
     -------
@@ -272,7 +279,10 @@ def routes(
         rank = np.floor(i * count[comm] / npath[comm])
         if seed is not None:  # a uniformly random rank of each stratum [rank, next)
             width = np.floor((i + 1) * count[comm] / npath[comm]) - rank
-            u = np.random.default_rng(seed).random(comm.size)
+            if per_pair:
+                u = pair_uniform(src[comm], dst[comm], i, seed)
+            else:
+                u = np.random.default_rng(seed).random(comm.size)
             rank += np.minimum(np.floor(u * width), width - 1)
         length_p = length[comm]
         flat = _unrank(fabric, links, dist, sigma, ti[comm], src[comm], rank, length_p)
@@ -283,6 +293,27 @@ def routes(
     ptr = np.zeros(src.size + 1, np.int64)
     np.cumsum(length, out=ptr[1:])
     return PathSet(src, dst, np.arange(src.size + 1), ptr, flat, np.ones(src.size))
+
+
+def pair_uniform(src, dst, i, seed: int) -> np.ndarray:
+    """Uniform numbers in ``[0, 1)``, one per ``(src, dst, i)``, from a hash of ``seed`` and the
+    three integers (splitmix64's finaliser over their mix): the same triple always gives the
+    same number, whatever else is asked.
+
+    >>> a = pair_uniform([0, 1, 0], [5, 5, 5], [0, 0, 0], 0)
+    >>> bool(a[0] == a[2]), bool(a[0] != a[1]), bool(((a >= 0) & (a < 1)).all())
+    (True, True, True)
+    """
+    with np.errstate(over="ignore"):
+        h = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
+        for x in (src, dst, i):
+            h = h ^ np.asarray(x, np.int64).astype(np.uint64)
+            h = h * np.uint64(0xBF58476D1CE4E5B9)
+            h = h ^ (h >> np.uint64(31))
+        h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        h = h ^ (h >> np.uint64(31))
+    return (h >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
 def dimension_order_routes(fabric: Fabric, pairs: np.ndarray | None = None) -> PathSet:

@@ -613,6 +613,7 @@ def communication_time(
     aggregate: bool = True,
     max_refills: int | None = None,
     reduction: bool = False,
+    max_paths: int | None = None,
 ) -> CommunicationTime:
     """Simulate the communication of one iteration alone: all demands of each phase released
     together as flows, phases (forward, backward, optimizer) one after the other.
@@ -644,6 +645,9 @@ def communication_time(
     reduction : bool
         Simulate through the exact symmetry quotient (:mod:`topoopt.flowsim.symmetry`): the
         same times up to rounding, ``sim.reduction`` says what it found.
+    max_paths : int, optional
+        At most this many ECMP paths per server pair, an approximation
+        (:class:`~topoopt.flowsim.network.Network`); default every path, exact.
 
     Returns
     -------
@@ -662,7 +666,9 @@ def communication_time(
     """
     if intra_bandwidth is None:  # the scale-up bandwidth of the plan's cluster.gpu, if named
         intra_bandwidth = workload_scale_up_bandwidth(workload)
-    net = Network(fabric, workload.gpus_per_server, intra_bandwidth, routing=routing)
+    net = Network(
+        fabric, workload.gpus_per_server, intra_bandwidth, routing=routing, max_paths=max_paths
+    )
     net.check_workload(workload.gpus, workload.gpus_per_server)
     fb = FlowBuilder(net)
     parts, rows, prev = [], [], None

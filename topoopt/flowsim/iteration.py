@@ -1384,6 +1384,7 @@ def simulate_iteration(
     max_buckets: int | None = None,
     max_flows: int | None = None,
     rail_routing: bool | None = None,
+    max_paths: int | None = None,
 ) -> IterationResult:
     """Simulate one training iteration of ``workload`` on ``fabric``.
 
@@ -1479,6 +1480,9 @@ def simulate_iteration(
     rail_routing : bool, optional
         GPU ``i``'s traffic on NIC ``i`` of a rail fabric, with the scale-up hop to another rail
         (:class:`~topoopt.flowsim.network.Network`; default: on for rail fabrics).
+    max_paths : int, optional
+        At most this many ECMP paths per server pair (per switch pair with rail routing), an
+        approximation (:class:`~topoopt.flowsim.network.Network`); default every path, exact.
 
     Returns
     -------
@@ -1524,7 +1528,7 @@ def simulate_iteration(
         raise InputError("split_allreduce", split_allreduce, "a positive number of bytes")
     net = Network(
         fabric, workload.gpus_per_server, intra_bandwidth, routing=routing,
-        rail_routing=rail_routing,
+        rail_routing=rail_routing, max_paths=max_paths,
     )  # fmt: skip
     net.check_workload(workload.gpus, workload.gpus_per_server)
     if workload.taskgraph is not None:

@@ -178,6 +178,13 @@ class Network:
     rail_routing : bool, optional
         GPU ``i``'s traffic on rail ``i`` (module docstring). Default: on for a rail fabric
         whose rails equal ``gpus_per_server``, off otherwise; True elsewhere is an error.
+    max_paths : int, optional
+        Keep at most this many ECMP paths per server pair (per switch pair on a rail fabric
+        with rail routing): one per stratum of ``count / max_paths`` consecutive paths, a
+        random one within it from a hash of the pair (:func:`topoopt.fabrics.routes` with ``k``,
+        ``seed=0``, ``per_pair``),
+        each weighted ``1 / max_paths``. An approximation of the equal split over every path
+        (per-flow hashing over a sample of the paths); ``None`` (default): every path, exact.
 
     Examples
     --------
@@ -194,6 +201,7 @@ class Network:
     routing: PathSet | None = None
     method: str = "ecmp"
     rail_routing: bool | None = None
+    max_paths: int | None = None
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -225,6 +233,27 @@ class Network:
                 f"(got {self.fabric.family}, {rails} rails, {self.gpus_per_server} GPUs)",
             )  # fmt: skip
         object.__setattr__(self, "rail_routing", bool(rr))
+        k = self.max_paths
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1):
+            raise InputError("max_paths", k, "a positive integer or None (every ECMP path)")
+        if k is not None:
+            object.__setattr__(self, "max_paths", int(k))
+
+    def _route(self, pairs: np.ndarray) -> PathSet:
+        """:func:`~topoopt.fabrics.routing.routes` of ``pairs`` with this network's method and
+        path cap."""
+        from topoopt.fabrics.routing import routes
+
+        if self.max_paths is None or self.method not in ("ecmp", "host-forwarding"):
+            return routes(self.fabric, self.method, pairs=pairs)
+        return routes(
+            self.fabric, self.method, pairs=pairs, k=self.max_paths, seed=0, per_pair=True
+        )
+
+    @property
+    def _route_key(self) -> str:
+        """The routing method and path cap, as the route caches key them."""
+        return self.method if self.max_paths is None else f"{self.method}/k={self.max_paths}"
 
     # ------------------------------------------------------------------ link ids
     @property
@@ -338,7 +367,7 @@ class Network:
             idx = ps.index(src, dst, n)
             if np.any(idx < 0):
                 # pairs the override does not cover are routed with ``method``
-                ck = ("override", self.method, id(ps))
+                ck = ("override", self._route_key, id(ps))
                 missing = np.unique((src * n + dst)[idx < 0])
                 cached = self._cache.get(ck)
                 if cached is not None:
@@ -346,25 +375,18 @@ class Network:
                     missing = missing[still]
                     ps = cached
                 if missing.size:
-                    from topoopt.fabrics.routing import routes
-
-                    extra = routes(
-                        self.fabric, self.method, pairs=np.column_stack([missing // n, missing % n])
-                    )
+                    extra = self._route(np.column_stack([missing // n, missing % n]))
                     ps = PathSet.concat([ps, extra])
                 self._cache[ck] = ps
                 idx = ps.index(src, dst, n)
             return ps, idx
         uniq, inv = _unique_inverse(src * n + dst)
-        ck = ("routes", self.method, uniq.tobytes())
+        ck = ("routes", self._route_key, uniq.tobytes())
         if ck not in self._cache:
-            ps = _SHARED_ROUTES.subset(self.fabric, self.method, uniq)
+            ps = _SHARED_ROUTES.subset(self.fabric, self._route_key, uniq)
             if ps is None:
-                from topoopt.fabrics.routing import routes
-
-                pairs = np.column_stack([uniq // n, uniq % n])
-                ps = routes(self.fabric, self.method, pairs=pairs)
-                _SHARED_ROUTES.offer(self.fabric, self.method, uniq, ps)
+                ps = self._route(np.column_stack([uniq // n, uniq % n]))
+                _SHARED_ROUTES.offer(self.fabric, self._route_key, uniq, ps)
             self._cache.clear()
             self._cache[ck] = ps
         return self._cache[ck], inv.reshape(-1).astype(np.int64)
@@ -399,11 +421,127 @@ class Network:
         M = g * g + 2  # rails -2 .. g*g-1, shifted by 2
         key = (src * n + dst) * M + (rails + 2)
         uniq, inv = _unique_inverse(key)
-        ck = ("rails", self.method, id(self.routing), uniq.tobytes())
+        ck = ("rails", self._route_key, id(self.routing), uniq.tobytes())
         if ck in self._cache:
             return self._cache[ck], inv.reshape(-1).astype(np.int64)
         pair, r = uniq // M, uniq % M - 2
         u, v = pair // n, pair % n
+        if self.routing is None and self.method == "ecmp":
+            ps = self._rail_paths_by_leaf(u, v, r)
+        else:
+            ps = self._rail_paths_enumerated(u, v, r)
+        self._cache[ck] = ps
+        return ps, inv.reshape(-1).astype(np.int64)
+
+    def _rail_paths_by_leaf(self, u, v, r) -> PathSet:
+        """:meth:`rail_paths` of the requests ``(u, v, r)`` without the server pairs' paths.
+
+        Every link of a server is a rail link (:func:`~topoopt.fabrics.rail.link_rails`), so
+        the shortest paths of ``(u, v)`` that leave on rail ``i`` and arrive on rail ``j`` are
+        ``u -> a`` (``a``: ``u``'s switch on rail ``i``), a shortest path ``a -> b``, then
+        ``b -> v`` (``b``: ``v``'s switch on rail ``j``), and there are such paths exactly when
+        ``2 + d(a, b) = d(u, v) = 2 + min over rails k, l of d(a_k, b_l)``. ECMP weighs the
+        paths of a pair equally, so the selection of :meth:`rail_paths` weighs each of them
+        ``1 / sigma(a, b)`` (a same-rail family: ``1 / (sigma(a_k, b_k) n)`` over its ``n``
+        rails), in the same order (paths are unranked in link-id order, so those through
+        ``u -> a`` are the switch pair's paths in their own order). Only the switch pairs are
+        routed: on the three-tier rail-optimised Clos of 2,048 servers a server pair has 16,384
+        paths and a rail pair 256. Requests this does not cover (no rail restriction, or no
+        rail path: the enumeration's all-paths fall-back) go through
+        :meth:`_rail_paths_enumerated`.
+        """
+        from topoopt.fabrics.routing import shortest_path_counts
+
+        fab, g = self.fabric, self.gpus_per_server
+        ns = fab.n_servers
+        lr = self._link_rails()
+        ck = ("rail_links",)
+        if ck not in self._cache:
+            up_link = np.full((ns, g), -1, np.int64)
+            down_link = np.full((ns, g), -1, np.int64)
+            m = (fab.src < ns) & (lr >= 0) & (lr < g)
+            up_link[fab.src[m], lr[m]] = np.flatnonzero(m)
+            m = (fab.dst < ns) & (lr >= 0) & (lr < g)
+            down_link[fab.dst[m], lr[m]] = np.flatnonzero(m)
+            self._cache[ck] = (up_link, down_link)
+        up_link, down_link = self._cache[ck]
+        nreq = u.size
+        ok_uv = (u < ns) & (v < ns) & (u != v) & (r != -1)
+        uu, vv = np.where(ok_uv, u, 0), np.where(ok_uv, v, 0)
+        ck = ("switch_hops",)
+        if ck not in self._cache:  # hops from every node to every switch, and to every server
+            self._cache[ck] = (
+                shortest_path_counts(fab, np.arange(ns, fab.n_nodes))[0],
+                shortest_path_counts(fab, np.arange(ns))[0],
+            )
+        to_switch, to_server = self._cache[ck]
+
+        def hops(ri, ki, li):  # d(u's switch on rail ki, v's switch on rail li) of requests ri
+            a = fab.dst[up_link[uu[ri], ki]]
+            b = fab.src[down_link[vv[ri], li]]
+            return to_switch[b - ns, a]
+
+        rows = np.arange(nreq)
+        d_uv = to_server[vv, uu]
+        i, j = np.where(r >= 0, r // g, 0), np.where(r >= 0, r % g, 0)
+        direct = ok_uv & (r >= 0) & (2 + hops(rows, i, j) == d_uv)
+        hop = ok_uv & (r >= 0) & ~direct & (2 + hops(rows, i, i) == d_uv)
+        same = np.flatnonzero(ok_uv & (r == SAME_RAIL))
+        ks = np.arange(g)
+        same_k = np.zeros((nreq, g), bool)
+        same_k[same] = 2 + hops(same[:, None], ks[None, :], ks[None, :]) == d_uv[same, None]
+        fast = direct | hop | same_k.any(axis=1)
+        # segments: (request, first rail, last rail, hop), request-major, first link ascending
+        sreq, sk = np.nonzero(same_k)
+        seg_req = np.r_[np.flatnonzero(direct | hop), sreq]
+        seg_i = np.r_[i[direct | hop], sk]
+        seg_j = np.r_[np.where(direct, j, i)[direct | hop], sk]
+        seg_hop = np.r_[hop[direct | hop], np.zeros(sk.size, bool)]
+        first = up_link[u[seg_req], seg_i] if seg_req.size else np.zeros(0, np.int64)
+        last = down_link[v[seg_req], seg_j] if seg_req.size else np.zeros(0, np.int64)
+        order = np.lexsort((first, seg_req))
+        seg_req, seg_i, seg_hop = seg_req[order], seg_i[order], seg_hop[order]
+        first, last = first[order], last[order]
+        a, b = fab.dst[first], fab.src[last]
+        nsw = fab.n_nodes
+        sw_pairs, sw_of = np.unique(a * nsw + b, return_inverse=True)
+        sw_of = sw_of.reshape(-1)
+        base = self._route(np.column_stack([sw_pairs // nsw, sw_pairs % nsw]))
+        cp, pp, pl = base.commodity_ptr, base.path_ptr, base.path_links
+        cnt = cp[sw_of + 1] - cp[sw_of]
+        nseg = np.bincount(seg_req, minlength=nreq)
+        path = ranges(cp[sw_of], cp[sw_of + 1])  # switch-pair path of every output path
+        ps_seg = np.repeat(np.arange(seg_req.size), cnt)
+        body = pp[path + 1] - pp[path]
+        lens = body + 2 + seg_hop[ps_seg]
+        path_ptr = np.zeros(path.size + 1, np.int64)
+        np.cumsum(lens, out=path_ptr[1:])
+        links = np.empty(int(path_ptr[-1]), np.int64)
+        links[path_ptr[:-1]] = first[ps_seg]
+        inner = ranges(path_ptr[:-1] + 1, path_ptr[:-1] + 1 + body)
+        links[inner] = pl[ranges(pp[path], pp[path + 1])]
+        links[path_ptr[:-1] + 1 + body] = last[ps_seg]
+        hp = seg_hop[ps_seg]
+        extra = self.intra_link(v[seg_req] * g + seg_i)  # destination GPU (v, i)'s egress
+        links[path_ptr[1:][hp] - 1] = extra[ps_seg[hp]]
+        w = 1.0 / (cnt[ps_seg] * nseg[seg_req[ps_seg]])
+        commodity_ptr = np.zeros(nreq + 1, np.int64)
+        np.cumsum(np.bincount(seg_req[ps_seg], minlength=nreq), out=commodity_ptr[1:])
+        ps = PathSet(u, v, commodity_ptr, path_ptr, links, w)
+        if fast.all():
+            return ps
+        slow = np.flatnonzero(~fast)
+        rest = self._rail_paths_enumerated(u[slow], v[slow], r[slow])
+        pos = np.empty(nreq, np.int64)  # request -> commodity of [ps (fast rows), rest]
+        pos[np.flatnonzero(fast)] = np.flatnonzero(fast)
+        pos[slow] = nreq + np.arange(slow.size)
+        return PathSet.concat([ps, rest]).take(pos)
+
+    def _rail_paths_enumerated(self, u, v, r) -> PathSet:
+        """:meth:`rail_paths` of the requests ``(u, v, r)`` by selecting among every path of
+        each server pair (any routing method or override)."""
+        g = self.gpus_per_server
+        uniq = np.arange(u.size)
         base, comm = self.pair_routes(u, v)  # server-pair routes (cached)
         lr = self._link_rails()
         cp, pp, pl = base.commodity_ptr, base.path_ptr, base.path_links
@@ -446,9 +584,7 @@ class Network:
         tot = np.bincount(req, weights=w, minlength=uniq.size)
         commodity_ptr = np.zeros(uniq.size + 1, np.int64)
         np.cumsum(np.bincount(req, minlength=uniq.size), out=commodity_ptr[1:])
-        ps = PathSet(u, v, commodity_ptr, path_ptr, links, w / tot[req])
-        self._cache[ck] = ps
-        return ps, inv.reshape(-1).astype(np.int64)
+        return PathSet(u, v, commodity_ptr, path_ptr, links, w / tot[req])
 
 
 SAME_RAIL = -2
@@ -630,13 +766,17 @@ class FlowBuilder:
         """
         return self._flowset(self.arrays(), start)
 
-    def build_classes(self, start: float = 0.0) -> tuple[FlowSet, np.ndarray]:
+    def build_classes(
+        self, start: float = 0.0, *, reduced: bool = False
+    ) -> tuple[FlowSet, np.ndarray]:
         """Like :meth:`build`, with identical flows merged into one flow with multiplicity.
 
         Returns ``(flows, class_of)``: the flow with builder id ``i`` is simulated as flow
         ``class_of[i]`` of ``flows`` (turn results back into per-flow ones with
         :func:`topoopt.flowsim.simulator.expand_classes`). Identical: same route (same link, or
-        same server pair), same bytes, same dependency classes (module docstring).
+        same server pair), same bytes, same dependency classes (module docstring). ``reduced``:
+        the flows will be simulated through the symmetry quotient (the sub-flow memory check,
+        :func:`~topoopt.flowsim.subflow_guard.check_subflows`, counts them as such).
 
         Examples
         --------
@@ -669,9 +809,11 @@ class FlowBuilder:
         merged = {k: a[k][rep] for k in ("link", "src", "dst", "rail", "size")}
         merged.update(dep_ptr=dep_ptr, deps=deps)
         mult = np.bincount(class_of, minlength=n_c)
-        return self._flowset(merged, start, mult, (ps, comm[rep])), class_of
+        return self._flowset(merged, start, mult, (ps, comm[rep]), reduced), class_of
 
-    def _flowset(self, a: dict, start: float, multiplicity=None, routes=None) -> FlowSet:
+    def _flowset(
+        self, a: dict, start: float, multiplicity=None, routes=None, reduced: bool = False
+    ) -> FlowSet:
         """The FlowSet of the per-flow arrays ``a``; ``routes``: ``(PathSet, commodity of each
         flow)`` when the caller has them (else looked up)."""
         net = self.net
@@ -692,7 +834,8 @@ class FlowBuilder:
             cp, r_ptr = np.zeros(1, np.int64), np.zeros(1, np.int64)
             r_links, r_w = np.zeros(0, np.int64), np.zeros(0)
         n_pair_paths = int((cp[comm[pair_idx] + 1] - cp[comm[pair_idx]]).sum())
-        check_subflows(self.n, n_f - pair_idx.size + n_pair_paths)  # before the sub-flow arrays
+        # before the sub-flow arrays exist
+        check_subflows(self.n, n_f - pair_idx.size + n_pair_paths, reduced=reduced)
         flow_ptr, path_ptr, links, weight = expand_routes(
             link,
             comm,
@@ -795,7 +938,7 @@ def simulate_builder_classes(
     >>> sim.finish.tolist(), class_of.tolist()
     ([2.0], [0, 0])
     """
-    flows, class_of = builder.build_classes(start)
+    flows, class_of = builder.build_classes(start, reduced=reduction)
     if not (reduction and class_labels is not None):
         run = simulate_reduced if reduction else simulate
         return run(flows, record_series=record_series, max_refills=max_refills), flows, class_of

@@ -73,6 +73,7 @@ from topoopt.flowsim._symmetry_kernels import (
 )
 from topoopt.flowsim.flowset import FlowSet, class_dependencies, class_representatives
 from topoopt.flowsim.simulator import SimResult, simulate
+from topoopt.flowsim.subflow_guard import check_subflows
 
 __all__ = [
     "Partition",
@@ -437,6 +438,9 @@ def simulate_reduced(
     flow, sub-flow and link, up to rounding."""
     red = reduce_flows(fs) if reduction is None else reduction
     if red.flows is None:
+        # the plain simulation holds every sub-flow: checked as such (the builder checked them
+        # as reduced, topoopt.flowsim.subflow_guard)
+        check_subflows(fs.n_flows, fs.n_paths)
         res = simulate(fs, rtol=rtol, record_series=record_series, max_refills=max_refills)
         return replace(res, reduction=dict(red.info))
     res = simulate(

@@ -34,6 +34,7 @@ def simulate_plan(
     gpu: str | None = None,
     reduction: bool = True,
     time_limit_s: float = 900.0,
+    max_paths: int | None = None,
 ) -> dict[str, Any]:
     """Simulate ``plan`` on a design file or a fabric kind.
 
@@ -69,6 +70,10 @@ def simulate_plan(
         ``time_limit_s``: the wall-clock safety cap of a fabric that is designed (``joint``,
         ``topoopt-best``; the CLI's ``--time-limit``); ``search_warning`` is then the line of
         :func:`solvers.search_warning` (``None``: the search neither fell back nor was cut).
+        ``max_paths``: at most this many ECMP paths per server pair (per rail switch pair on a
+        rail fabric; :class:`~topoopt.flowsim.network.Network`), an approximation that bounds
+        the sub-flows; ``paths`` in the result says whether every path was used (``exact``)
+        and, when not, the cap and a ``note``.
     """
     if schedule is not None and schedule not in SCHEDULES:
         raise InputError("--schedule", schedule, f"one of {', '.join(SCHEDULES)}")
@@ -123,14 +128,15 @@ def simulate_plan(
         raise InputError("--schedule", schedule, "none for a plan without a pipeline (pp = 1)")
     it = simulate_iteration(
         w, fab, routing=routing, exposed_by_class=True, schedule=schedule, priority=priority,
-        split_allreduce=split_allreduce, reduction=reduction,
+        split_allreduce=split_allreduce, reduction=reduction, max_paths=max_paths,
     )  # fmt: skip
-    comm = communication_time(w, fab, routing=routing, reduction=reduction)
+    comm = communication_time(w, fab, routing=routing, reduction=reduction, max_paths=max_paths)
     alone_by_class = {}
     for cls in sorted({x.cls for x in w.demands}):
         alone = communication_time(
-            w.select(classes=[cls]), fab, routing=routing, reduction=reduction
-        )
+            w.select(classes=[cls]), fab, routing=routing, reduction=reduction,
+            max_paths=max_paths,
+        )  # fmt: skip
         alone_by_class[cls] = alone.total_s
     keys = ("schedule", "schedule_used", "eager_1f1b_s", "1f1b_s")
     extra: dict[str, Any] = dict(priced)  # a built fabric's capex, power, tiers (compare's)
@@ -156,8 +162,28 @@ def simulate_plan(
         "comm_alone_s_by_class": alone_by_class,
         **throughput_facts(w, it.iteration_s),
         "reduction": it.info["reduction"],
+        "paths": path_facts(max_paths),
         **extra,
     }
+
+
+def path_facts(max_paths: int | None) -> dict[str, Any]:
+    """What the routes of a simulation kept: every ECMP path (exact) or at most ``max_paths``
+    per pair (an approximation, with the sentence that says so).
+
+    >>> path_facts(None)
+    {'exact': True, 'max_paths': None, 'note': None}
+    >>> path_facts(32)["exact"]
+    False
+    """
+    if max_paths is None:
+        return {"exact": True, "max_paths": None, "note": None}
+    note = (
+        f"routes capped at {max_paths} ECMP paths per pair (a hashed one per stratum of "
+        "equal-cost paths): an approximation of the equal split over every path; "
+        "docs/performance.md gives its measured error"
+    )
+    return {"exact": False, "max_paths": int(max_paths), "note": note}
 
 
 def design_case(workload: Workload, d: Any, where: str = "design"):

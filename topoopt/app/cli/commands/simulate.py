@@ -69,6 +69,15 @@ def simulate_command(
     time_limit: Annotated[
         float, typer.Option(help="Seconds for a designed fabric's search (joint, topoopt-best)")
     ] = DEFAULT_TIME_LIMIT_S,
+    max_paths: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="At most this many ECMP paths per server pair (per rail switch pair on a rail "
+            "fabric), a hashed sample of each stratum: an approximation that bounds the "
+            "sub-flows (default: every path, exact; the JSON's `paths` says which)",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
     """Iteration time, communication time and exposed communication, per class."""
@@ -92,8 +101,11 @@ def simulate_command(
             gpu=gpu,
             reduction=reduction,
             time_limit_s=time_limit,
+            max_paths=max_paths,
         )
-    warn_line(res.pop("search_warning", None))  # a designed fabric's search: stderr and JSON
+    warn_line(res.pop("search_warning", None))
+    if max_paths is not None:
+        warn_line(res["paths"]["note"])  # a designed fabric's search: stderr and JSON
     check_finite(res, str(design) if design is not None else plan)  # never a null time
     from topoopt.app.report.study_verdicts import simulate_verdict
 
