@@ -17,6 +17,7 @@ from topoopt.app.studies.advise import (
     load_jobs,
     pareto_rows,
     scale_plan,
+    verdict_sentences,
 )
 from topoopt.fabrics.cost import load_prices
 
@@ -250,3 +251,24 @@ def test_a_clock_cut_design_search_is_a_warning_everywhere(tmp_path):
     assert rows.pop("joint") == said[0] and set(rows.values()) == {None}
     block = re.search(r'<div id="warnings">(.*?)</div>', html.read_text(), re.S)
     assert block and said[0].replace("'", "&#x27;") in block.group(1)
+
+
+def test_equal_iteration_sentence_says_same_capex_instead_of_one_times_cheaper():
+    # DLRM at 4,096 GPUs printed "fat-tree at 22.159 M$, 1.00x cheaper than rail-only": two
+    # fabrics of the same price within the 2 % of the target. The sentence now says so.
+    t = pd.DataFrame({"fabric": ["fat-tree", "rail-only"], "family": ["clos", "rail-only"],
+                      "capex_usd": [22e6, 22e6], "power_w": [4e5, 4e5],
+                      "iteration_s": [0.0430, 0.0436], "server_gbps": [3200, 3200],
+                      "tiers": [2, 2], "optics_share": [0.44, 0.44],
+                      "binding_class": [None, None], "binding_link": [None, None]})  # fmt: skip
+    j = {"equal_capex": equal_capex(t), "equal_iteration": equal_iteration(t)}
+    second = verdict_sentences("dlrm", t, j, 0.043)[1]
+    assert (j["equal_iteration"]["winner"], j["equal_iteration"]["runner_up"]) == (
+        "fat-tree",
+        "rail-only",
+    )
+    # 1 - 0.0430 / 0.0436 = 1.376 %
+    assert second == (
+        "dlrm: at equal iteration time (at most 0.043 s) the cheapest is fat-tree at 22.000 M$, "
+        "the same capex as rail-only (22.000 M$) and 1.4 % faster."
+    )
