@@ -10,7 +10,9 @@ Pipeline (``shared/reference/topoopt-method.md``), each step a public function:
    positions,
    chosen by :func:`solvers.baselines.strides.select_permutations` (geometric rule); plus the +-1
    ring over
-   all servers (which is the group's stride 1 when the group is all servers). Each stride ``p``
+   all servers (which is the group's stride 1 when the group is all servers), in the numbering
+   where those groups are cosets of ``Z_n`` (:func:`coset_order`), as the released code numbers
+   them. Each stride ``p``
    is two directed rings (``+p`` and ``-p``), 2 ports per member. Every other group gets a
    *virtual ring* (its members in order, both directions) whose steps are forwarded over the
    AllReduce circuits; on a circulant the step is decomposed by :func:`coin_change` over
@@ -63,6 +65,7 @@ __all__ = [
     "degree_split",
     "coin_change",
     "ring_circuits",
+    "coset_order",
     "allreduce_rings",
     "MATCHERS",
     "EXACT_MATCHING_SERVERS",
@@ -196,6 +199,43 @@ def _positions_ring(members: np.ndarray, p: int) -> np.ndarray:
     return members[(np.arange(g) * p) % g]
 
 
+def coset_order(groups: tuple[np.ndarray, ...], g: int, n: int) -> np.ndarray:
+    """The servers in the numbering where the ring groups of size ``g`` are cosets of ``Z_n``.
+
+    The released code numbers the servers so that every group of ``g`` members is a coset
+    ``{s, s + n/g, s + 2n/g, ...}`` (``shared/reference/topoopt-method.md``): position ``k`` of
+    group ``s`` is server ``s + k n/g``, and its +-1 connectivity ring, which visits the servers
+    in that numbering, steps from member ``k`` of one group to member ``k`` of the next (the
+    same pipeline stage of the next replica, or the next stage of the same replica, whichever the
+    groups are). A plan whose groups are blocks of consecutive servers (``order`` with ``dp``
+    inside ``pp``) is that numbering relabelled; this function gives the order of the +-1 ring
+    in our numbering, so that the ring is the method's whatever order the plan places the ranks
+    in: position ``k`` of every group before position ``k + 1`` of any, groups by their smallest
+    server (the plan's order), servers of no such group last in index order. Groups of size ``g``
+    that share a server with an earlier one are skipped. When the groups are already cosets this
+    is ``0, 1, ..., n - 1``.
+
+    Examples
+    --------
+    >>> blocks = (np.array([0, 1, 2]), np.array([3, 4, 5]), np.array([6, 7]))
+    >>> coset_order(blocks, 3, 9).tolist()  # member k of block 0, of block 1, then k + 1
+    [0, 3, 1, 4, 2, 5, 6, 7, 8]
+    >>> cosets = (np.array([0, 2, 4]), np.array([1, 3, 5]))
+    >>> coset_order(cosets, 3, 6).tolist()
+    [0, 1, 2, 3, 4, 5]
+    """
+    seen = np.zeros(n, bool)
+    kept = []
+    for m in sorted((x for x in groups if x.size == g), key=lambda x: int(x.min())):
+        if not seen[m].any():
+            seen[m] = True
+            kept.append(np.sort(m))
+    if not kept:
+        return np.arange(n, dtype=np.int64)
+    grid = np.stack(kept, axis=1).ravel()  # row k: position k of every kept group
+    return np.concatenate([grid, np.flatnonzero(~seen)]).astype(np.int64)
+
+
 def allreduce_rings(traffic: TopoOptTraffic, d_ar: int) -> tuple[np.ndarray, list[dict], dict]:
     """AllReduce circuits and rings (see the module docstring, step 2).
 
@@ -230,10 +270,13 @@ def allreduce_rings(traffic: TopoOptTraffic, d_ar: int) -> tuple[np.ndarray, lis
         g = top.size
         info["group_size"] = int(g)
         all_servers = g == n
-        if not all_servers:
-            parts.append(ring_circuits(np.arange(n)))
+        if not all_servers:  # the +-1 ring, in the numbering where the groups are cosets
+            ring = coset_order(traffic.groups, g, n)
+            parts.append(ring_circuits(ring))
             free -= 1
             info["strides"] = [1]
+            # coin change over +-1 in index space walks this ring only in index order
+            info["circulant"] = bool(np.array_equal(ring, np.arange(n)))
         k_group = int(min(k_ar - (0 if all_servers else 1), totient_perms(g).size))
         if k_group > 0:
             strides = select_permutations(totient_perms(g), k_group)

@@ -17,6 +17,7 @@ from topoopt.app.studies.advise import (
     load_jobs,
     pareto_rows,
     scale_plan,
+    verdict_sentences,
 )
 from topoopt.fabrics.cost import load_prices
 
@@ -308,3 +309,24 @@ def test_cosearch_keeps_each_familys_fastest_plan_and_never_loses_to_the_given_p
     assert f"with plan {best_plan}" in res.verdict[0]
     r = RUNNER.invoke(app, ["advise", "dlrm", "--cosearch", "--finalists", "0", "--json"])
     assert r.exit_code == 2 and "--finalists" in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+def test_equal_iteration_sentence_says_same_capex_instead_of_one_times_cheaper():
+    # DLRM at 4,096 GPUs printed "fat-tree at 22.159 M$, 1.00x cheaper than rail-only": two
+    # fabrics of the same price within the 2 % of the target. The sentence now says so.
+    t = pd.DataFrame({"fabric": ["fat-tree", "rail-only"], "family": ["clos", "rail-only"],
+                      "capex_usd": [22e6, 22e6], "power_w": [4e5, 4e5],
+                      "iteration_s": [0.0430, 0.0436], "server_gbps": [3200, 3200],
+                      "tiers": [2, 2], "optics_share": [0.44, 0.44],
+                      "binding_class": [None, None], "binding_link": [None, None]})  # fmt: skip
+    j = {"equal_capex": equal_capex(t), "equal_iteration": equal_iteration(t)}
+    second = verdict_sentences("dlrm", t, j, 0.043)[1]
+    assert (j["equal_iteration"]["winner"], j["equal_iteration"]["runner_up"]) == (
+        "fat-tree",
+        "rail-only",
+    )
+    # 1 - 0.0430 / 0.0436 = 1.376 %
+    assert second == (
+        "dlrm: at equal iteration time (at most 0.043 s) the cheapest is fat-tree at 22.000 M$, "
+        "the same capex as rail-only (22.000 M$) and 1.4 % faster."
+    )

@@ -526,7 +526,15 @@ def verdict_sentences(job: str, rows: pd.DataFrame, judged: dict, ideal_s: float
             f"cheapest is {ei['winner']} at {float(w['capex_usd']) / 1e6:.3f} M$"
         )
         if ei["runner_up"] is not None:
-            s += f", {ei['capex_ratio']:.2f}x cheaper than {ei['runner_up']}"
+            ru = by.loc[ei["runner_up"]]
+            if ei["capex_ratio"] < 1.005:  # "1.00x cheaper" says nothing: the same price
+                faster = 1 - float(w["iteration_s"]) / float(ru["iteration_s"])
+                s += (
+                    f", the same capex as {ei['runner_up']} "
+                    f"({float(ru['capex_usd']) / 1e6:.3f} M$) and {100 * faster:.1f} % faster"
+                )
+            else:
+                s += f", {ei['capex_ratio']:.2f}x cheaper than {ei['runner_up']}"
         out.append(s + ".")
     ref = ec["runner_up"] or ec["winner"]
     if ref is not None:
