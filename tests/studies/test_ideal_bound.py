@@ -1,0 +1,31 @@
+"""The ideal row of ``compare`` is a bound on every row, also when a design rewrites the
+collectives (the soak's plan 141: ``joint``'s Blink all-gather beat the ideal switch's rings)."""
+
+import pytest
+
+from topoopt.app.studies.compare import compare, json_rows
+from topoopt.fabrics.ideal import ideal_bound
+from topoopt.flowsim.iteration import simulate_iteration
+from traffic.build import workload_from_plan
+from traffic.plan import load_plan
+
+PLAN_141 = {  # benchmarks/soak.py, seed 0, plan 141
+    "model": {"base": "bert-large", "layers": 4},
+    "parallelism": {"micro_batch_size": 1, "tp": 1, "pp": 1, "dp": 6, "global_batch_size": 12,
+                    "zero": 3},
+    "cluster": {"servers": 6, "gpus_per_server": 1},
+}  # fmt: skip
+
+
+def test_the_ideal_switch_runs_the_designs_collectives_and_stays_a_bound():
+    w = workload_from_plan(load_plan(PLAN_141))
+    res = compare(w, ["ideal", "joint", "fat-tree"], degree=4, link_bandwidth=12.5e9,
+                  time_limit_s=30.0)  # fmt: skip
+    t = res.table.set_index("fabric")
+    ring = simulate_iteration(w, ideal_bound(6, 4, 12.5e9)).iteration_s  # the plan's rings
+    assert t.loc["ideal", "ideal_ring_s"] == pytest.approx(ring, rel=1e-12)
+    assert t.loc["joint", "iteration_s"] < ring  # what the soak saw: joint "beat" the rings
+    assert t.loc["ideal", "ideal_collectives"] == "joint"
+    assert (t["iteration_s"] >= t.loc["ideal", "iteration_s"] * (1 - 1e-12)).all()
+    rows = {r["fabric"]: r for r in json_rows(res.table)}
+    assert rows["fat-tree"]["ideal_ring_s"] is None and rows["ideal"]["ideal_collectives"]
