@@ -51,7 +51,7 @@ def _vgg(n: int) -> dict:
     }
 
 
-@pytest.mark.parametrize("n", [8, 12, 16])
+@pytest.mark.parametrize("n", [8, 16])
 def test_iteration_is_monotone_in_ports(n):
     """Brute force over degrees 2..8: the simulated iteration never grows with the degree."""
     times = [
