@@ -5,6 +5,7 @@ built 4x2 and 8 ports 2x2x2 on only 6 of them)."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pytest
 
@@ -29,7 +30,8 @@ def test_the_shape_never_gets_worse_with_more_ports(n):
         real = sum(1 for x in dims if x > 1)
         ports = 2 * per * real
         assert ports <= d  # never more than the degree's ports
-        key = (bisection_links(n, dims, per), ports, real)
+        hops = sum(Fraction(x * x // 4, x) for x in dims)  # mean ring distance, per dimension
+        key = (bisection_links(n, dims, per), Fraction(ports) / hops if hops else 0, real)
         if prev is not None:
             assert key >= prev, (n, d, dims, per)
         prev = key
@@ -40,6 +42,17 @@ def test_eight_servers_at_eight_ports_use_them_all():
     assert torus_shape(8, 4) == ((4, 2), 1)
     assert torus_shape(8, 8) == ((4, 2), 2)
     assert torus_shape(8, 6) == ((2, 2, 2), 1)  # 6 ports: the cube, all of them
+
+
+@pytest.mark.parametrize("n", [64, 128, 1024, 2048])
+def test_large_tori_keep_the_old_shapes(n):
+    """The old rule (``min(3, d // 2)`` dimensions of ``d // (2 D)`` links) where it was not
+    beaten: from 64 servers up the published tori stay as they were."""
+    from topoopt.app.studies.compare import torus_dims
+
+    for d in range(2, 17):
+        nd = min(3, d // 2)
+        assert torus_shape(n, d) == (torus_dims(n, nd), d // (2 * nd)), d
 
 
 def _vgg(n: int) -> dict:

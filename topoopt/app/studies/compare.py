@@ -82,6 +82,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -257,15 +258,19 @@ def torus_shape(servers: int, degree: int) -> tuple[tuple[int, ...], int]:
     1. the largest bisection, in links crossing the cut that halves the largest dimension
        ``k``: ``2 n / k * per`` (``n * per`` when ``k = 2``, where both directions reach the same
        neighbour);
-    2. the most ports used (``2 * per`` per dimension longer than 1): what ring collectives see;
-    3. the most dimensions longer than 1 (fewer hops).
+    2. the largest uniform-traffic throughput per server, ports used over mean hops: ``2 per``
+       ports per dimension longer than 1, over ``sum floor(k_i^2 / 4) / k_i`` hops;
+    3. the most dimensions longer than 1.
 
     More ports never give a worse torus by this rule: every candidate at ``d`` ports is there at
-    ``d + 1`` with as many links or more, so the chosen key never decreases. (The rule before
-    2026-12-06, ``min(3, degree // 2)`` dimensions, built 2x2x2 on 6 of 8 ports for 8 servers,
-    1.9e-6 slower than the 4x2 torus of 4 ports.)
+    ``d + 1`` with the same dimensions and as many links or more, so the chosen key never
+    decreases. (The rule before 2026-12-06, ``min(3, degree // 2)`` dimensions, built 2x2x2 on
+    6 of 8 ports for 8 servers, 1.9e-6 slower than the 4x2 torus of 4 ports; now 4x2 with two
+    links per direction. On 64, 96, 128, 256, 512, 1,000, 1,024, 2,048 and 4,096 servers every
+    degree 2-16 keeps the shape of the old rule: the 3-D torus's fewer hops outweigh its unused
+    ports.)
 
-    >>> torus_shape(8, 4), torus_shape(8, 8), torus_shape(64, 6), torus_shape(7, 6)
+    >>> torus_shape(8, 4), torus_shape(8, 8), torus_shape(64, 8), torus_shape(7, 6)
     (((4, 2), 1), ((4, 2), 2), ((4, 4, 4), 1), ((7,), 3))
     """
     if degree < 2:
@@ -277,7 +282,8 @@ def torus_shape(servers: int, degree: int) -> tuple[tuple[int, ...], int]:
         k = dims[0]
         cut = servers * per if k == 2 else 2 * (servers // k) * per
         real = sum(1 for x in dims if x > 1)
-        key = (cut, 2 * per * real, real)
+        hops = sum(Fraction(x * x // 4, x) for x in dims)
+        key = (cut, Fraction(2 * per * real) / hops if hops else Fraction(0), real)
         if best is None or key > best[0]:
             best = (key, dims, per)
     return best[1], best[2]
