@@ -15,8 +15,8 @@ __all__ = ["expander", "expander_edges", "NETWORKX_MAX_PORTS", "NETWORKX_REDRAWS
 NETWORKX_MAX_PORTS = 2**17
 """Up to this many ports (``servers * degree`` = 131,072), the graph is networkx's draw (the
 expanders of every result published before 2026-12-06 stay the same); above it, the vectorised
-pairing of :mod:`topoopt.fabrics.random_regular` (networkx's pure-Python draw took 112 s CPU
-for 1,000,000 servers x 8)."""
+pairing of :mod:`topoopt.fabrics.random_regular` (networkx's pure-Python draw was most of the
+112 s CPU of ``fabric expander --servers 1000000 --degree 8``)."""
 
 NETWORKX_REDRAWS = 100
 """networkx draws, with seeds ``seed, seed + 1, ...``, before a degree >= 3 request without a
