@@ -27,6 +27,7 @@ ROUTE_ARRAYS = 5
 """float64 ``(destinations, nodes)`` arrays the ECMP route count holds at once: distances, path
 counts, the previous level, the next level and its product."""
 
+
 def collective_transfers(collective: str, n: int, algorithm: str) -> int | None:
     """Upper bound on the transfers of a template schedule (module docstring); ``None`` for the
     packing-based algorithms (``blink``, ``synthesize``) other than all-to-all.
