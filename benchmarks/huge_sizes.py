@@ -186,6 +186,17 @@ def cases(tmp: Path) -> list[tuple[str, list[str]]]:
         ("collective expander 1e6", ["collective", "--collective", "all-reduce", "--size", "1GB",
                                      "--fabric", "expander", "--servers", str(10**6),
                                      "--degree", "8", "--json"]),
+        ("collective ideal 1e5", ["collective", "--collective", "all-reduce", "--size", "1GB",
+                                  "--fabric", "ideal", "--servers", str(10**5), "--json"]),
+        ("collective ideal 1e5 tree", ["collective", "--collective", "broadcast", "--size", "1GB",
+                                       "--fabric", "ideal", "--servers", str(10**5),
+                                       "--algorithm", "tree", "--json"]),
+        ("collective direct 3,000", ["collective", "--collective", "all-reduce", "--size", "1GB",
+                                     "--fabric", "ideal", "--servers", "3000", "--algorithm",
+                                     "direct", "--json"]),
+        ("collective leaf-spine 1e5", ["collective", "--collective", "all-gather", "--size", "1GB",
+                                       "--fabric", "leaf-spine", "--servers", str(10**5),
+                                       "--json"]),
     ]  # fmt: skip
     for kind, extra in (
         ("ideal", ["--servers", str(10**9)]),

@@ -20,6 +20,10 @@ Usage::
 
     nice -n 19 .venv/bin/python benchmarks/soak.py             # 200 plans
     .venv/bin/python benchmarks/soak.py --plans 5 --seed 1      # a few
+    nice -n 19 .venv/bin/python benchmarks/soak.py --start 100  # plans 101-200 of seed 0
+
+``--start K`` draws plans 1..K of the seed's sequence (the schema check only, no compare) and
+runs plans K+1..``--plans``: a soak stopped at plan K continues on the same plans.
 """
 
 from __future__ import annotations
@@ -117,7 +121,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--plans", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--start", type=int, default=0, help="skip the first START plans (drawn only)")
     args = ap.parse_args()
+    if not 0 <= args.start < args.plans:
+        ap.error(f"--start {args.start}: must be in [0, --plans {args.plans})")
 
     from topoopt.app.cli.commands.compare import DEFAULT_FABRICS
     from traffic.errors import InputError
@@ -135,23 +142,25 @@ def main() -> None:
                 break
             except InputError:
                 redrawn += 1
+        if k < args.start:
+            continue
         label = f"plan {k}: {doc['model']} {doc['parallelism']} {doc['cluster']}"
         failures += [f"{label}: {f}" for f in check_plan(doc, fabrics)]
         rss.append(rss_bytes())
         print(f"{k + 1}/{args.plans} rss {rss[-1] / 1e6:.0f} MB  {label}", flush=True)
         if (k + 1) % 25 == 0 and k + 1 < args.plans:
-            summary(k + 1, args.seed, redrawn, failures, rss, t0, c0)
-    summary(args.plans, args.seed, redrawn, failures, rss, t0, c0)
+            summary(k + 1, args.seed, redrawn, failures, rss, t0, c0, args.start)
+    summary(args.plans, args.seed, redrawn, failures, rss, t0, c0, args.start)
     sys.exit(1 if failures else 0)
 
 
-def summary(n, seed, redrawn, failures, rss, t0, c0) -> None:
+def summary(n, seed, redrawn, failures, rss, t0, c0, start=0) -> None:
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     r = np.asarray(rss, float)
     lo = max(1, len(r) // 10)
     slope = float(np.polyfit(np.arange(lo, len(r)), r[lo:], 1)[0]) if len(r) - lo >= 2 else 0.0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(f"\n{n} plans (seed {seed}, {redrawn} draws refused by the schema and "
+    print(f"\nplans {start + 1}-{n} (seed {seed}, {redrawn} draws refused by the schema and "
           f"redrawn): {len(failures)} failures")  # fmt: skip
     for f in failures:
         print("  " + f)

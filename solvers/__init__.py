@@ -29,6 +29,7 @@ from solvers.cluster.cluster_design import totals as cluster_totals
 from solvers.cluster.jobs import load_arrivals, load_jobs
 from solvers.cluster.ocs import OcsLayer
 from solvers.collectives.run import run_collective
+from solvers.collectives.sizes import check_collective_size
 from solvers.collectives.topologies import NVLINK2_BANDWIDTH, dgx1
 from solvers.hybrid_design import HybridDesign, route_hybrid
 from solvers.hybrid_design import hybrid_design as solve_hybrid
@@ -94,6 +95,7 @@ __all__ = [
     "load_arrivals",
     "OcsLayer",
     "run_collective",
+    "check_collective_size",
     "NVLINK2_BANDWIDTH",
     "dgx1",
     "best_strides",

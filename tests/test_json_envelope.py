@@ -174,3 +174,19 @@ def test_envelope_outside_a_command():
         json_envelope({"command": "x"})
     with pytest.raises(ValueError, match="envelope keys"):
         json_envelope({"warnings": []})
+
+
+def test_json_has_no_wall_clock_fields_unless_timings_asks():
+    """Issue 30: the same command gives the same bytes on any machine, so ``--json`` documents
+    leave out their wall-clock fields (``wall_s`` here, the stride search's); ``topoopt
+    --timings`` keeps them."""
+    runner = CliRunner()
+    plain = runner.invoke(app, ["strides", "16", "4", "--json"])
+    timed = runner.invoke(app, ["--timings", "strides", "16", "4", "--json"])
+    assert plain.exit_code == 0 == timed.exit_code, (plain.stderr, timed.stderr)
+    a, b = json.loads(plain.stdout), json.loads(timed.stdout)
+    assert "wall_s" not in a and b["wall_s"] >= 0
+    b.pop("wall_s")
+    assert a == b  # nothing else differs
+    again = runner.invoke(app, ["strides", "16", "4", "--json"])
+    assert again.stdout == plain.stdout  # the same bytes

@@ -11,6 +11,7 @@ collective on one fabric, as ``topoopt collective`` runs it). See ``docs/collect
 from solvers.collectives.bounds import COLLECTIVES, Bound, cut_bound
 from solvers.collectives.run import ALGORITHMS, CollectiveResult, run_collective
 from solvers.collectives.schedule import Schedule, Tree, time_schedule
+from solvers.collectives.sizes import check_collective_size, collective_transfers
 
 __all__ = [
     "ALGORITHMS",
@@ -21,5 +22,7 @@ __all__ = [
     "Tree",
     "cut_bound",
     "run_collective",
+    "check_collective_size",
+    "collective_transfers",
     "time_schedule",
 ]

@@ -34,6 +34,7 @@ from solvers.collectives.blink import PackingStopped, pack_trees
 from solvers.collectives.bounds import COLLECTIVES, cut_bound
 from solvers.collectives.overlay import overlay, server_links
 from solvers.collectives.schedule import Schedule, template_schedule, time_schedule, tree_schedule
+from solvers.collectives.sizes import check_collective_size
 from solvers.collectives.synthesis import (
     SCCL_COLLECTIVES,
     sccl_pareto,
@@ -183,6 +184,7 @@ def run_collective(
         raise InputError("servers", n, "at least 2 servers")
     if not 0 <= int(root) < n:
         raise InputError("root", root, f"a server 0..{n - 1}")
+    check_collective_size(collective, algorithm, n, fabric.n_nodes, routed=routing is None)
     bound = cut_bound(fabric, collective, size, n, root)
     if algorithm in ALGORITHMS[:4]:
         if collective == "broadcast" and algorithm == "halving-doubling":

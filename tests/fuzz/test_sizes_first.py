@@ -193,3 +193,36 @@ def test_a_jobs_file_of_many_repeated_plans_is_refused_before_reading_them(tmp_p
     jobs.write_text(json.dumps([{"plan": "vgg16-dp", "weight": 1}] * 100_000))
     line = one_line(["advise", str(jobs), "--json"])
     assert "jobs.plan: got 'vgg16-dp'" in line and "each plan once" in line, line
+
+
+def test_a_collective_is_sized_before_its_fabric_schedule_and_routes(monkeypatch):
+    """``collective --fabric ideal --servers 100000`` answered its one line only after a
+    MemoryError (the ECMP route count's 100,000 x 100,001 distance matrix, 74.5 GiB); the
+    expander of 1,000,000 servers after building it. Now the transfers and the route arrays
+    (``5 x 8 x n x N`` bytes) are estimated from the counts before anything is built."""
+    import importlib
+
+    from solvers.collectives.sizes import ROUTE_ARRAYS, check_collective_size
+
+    fb = importlib.import_module("topoopt.fabrics")
+    sched = importlib.import_module("solvers.collectives.schedule")
+
+    def fail(*a, **k):
+        raise AssertionError("built before the size check")
+
+    for name in ("ideal", "expander"):
+        monkeypatch.setattr(fb, name, fail)
+    monkeypatch.setattr(sched, "template_schedule", fail)
+    base = ["collective", "--collective", "all-reduce", "--size", "1GB"]
+    line = one_line([*base, "--fabric", "ideal", "--servers", "100000"])
+    est = ROUTE_ARRAYS * 8 * 100_000 * 100_000 / 1e9  # 400 GB
+    assert f"ECMP routes to 100,000 destinations over 100,000 nodes (about {est:,.0f} GB" in line
+    assert "TOPOOPT_MEMORY_BUDGET_GB" in line, line
+    line = one_line([*base, "--fabric", "expander", "--servers", "1000000", "--degree", "8"])
+    assert "about 1,000,000 transfers" not in line and "1,000,000 destinations" in line, line
+    line = one_line([*base, "--fabric", "ideal", "--servers", "3000", "--algorithm", "direct"])
+    assert f"about {3000 * 2999:,} transfers for a direct all-reduce" in line, line
+    assert "TOPOOPT_MAX_FLOWS" in line, line
+    # the library entry checks the built fabric's node count (a design's routes: no route term)
+    check_collective_size("all-reduce", "ring", 1_000, 1_001)  # 0.04 GB: within the budget
+    check_collective_size("all-reduce", "ring", 100_000, 100_001, routed=False)

@@ -237,7 +237,7 @@ class Fabric:
         self._check_degrees()
 
     def _check_cables(self) -> None:
-        order = np.lexsort((self.src, self.cable))
+        order = _lexsort2(self.cable, self.src, self.n_nodes)
         c = self.cable[order]
         if c.shape[0] % 2 or np.any(c[0::2] != c[1::2]) or np.any(np.diff(c[0::2]) == 0):
             raise InputError("fabric.links.cable", "unpaired", "two directed links per cable")
@@ -249,7 +249,7 @@ class Fabric:
             cab = int(self.cable[a][~same][0])
             raise InputError("fabric.links.cable", cab, "two opposite directions of one link")
         key = self.src * self.n_nodes + self.dst
-        if np.unique(key).shape[0] != key.shape[0]:
+        if _has_repeats(key):
             raise InputError("fabric.links", "duplicate node pair", "bundle parallel links")
 
     def _check_degrees(self) -> None:
@@ -448,6 +448,45 @@ class Fabric:
         }
 
 
+def _has_repeats(x: np.ndarray) -> bool:
+    """Whether an int array holds a value twice (a sort: ``np.unique``'s hash was 12 s at 8e6)."""
+    y = np.sort(x, kind="stable")
+    return bool(np.any(y[1:] == y[:-1]))
+
+
+def _lexsort2(major: np.ndarray, minor: np.ndarray, minor_bound: int) -> np.ndarray:
+    """``np.lexsort((minor, major))`` for ints in ``[0, minor_bound)`` as one int64 key (the
+    identity when already in order, as :func:`build_fabric` makes them)."""
+    if major.size and (int(major.max()) + 1) * minor_bound >= 2**62:
+        return np.lexsort((minor, major))
+    key = major.astype(np.int64) * minor_bound + minor
+    if np.all(key[1:] >= key[:-1]):
+        return np.arange(key.size)
+    return np.argsort(key, kind="stable")
+
+
+def _unique_rows(key: np.ndarray, n: int, kinds: int, meds: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, axis=0, return_inverse=True)`` of ``(lo, hi, kind, medium)`` rows, by
+    one int64 code (same order: lexicographic rows), falling back when it would overflow."""
+    if n * n * kinds * meds >= 2**62:
+        uniq, inv = np.unique(key, axis=0, return_inverse=True)
+        return uniq, inv.reshape(-1)
+    code = ((key[:, 0] * n + key[:, 1]) * kinds + key[:, 2]) * meds + key[:, 3]
+    order = np.argsort(code, kind="stable")
+    cs = code[order]
+    new = np.r_[True, cs[1:] != cs[:-1]]
+    inv = np.empty(code.size, np.int64)
+    inv[order] = np.cumsum(new) - 1
+    return key[order[new]], inv
+
+
+def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)``, without the sort when all values are equal."""
+    if values.size and bool(np.all(values == values.flat[0])):
+        return np.asarray([values.flat[0]]), np.zeros(values.shape, np.int64)
+    return np.unique(values, return_inverse=True)
+
+
 def build_fabric(
     family: str,
     params: Mapping[str, Any],
@@ -516,12 +555,11 @@ def build_fabric(
         raise InputError("fabric.links.multiplicity", int(mult.min()), "an integer >= 1")
     # bundle parallel cables of the same kind (and medium) between the same node pair
     lo, hi = np.minimum(u, v), np.maximum(u, v)
-    kinds, kind_code = np.unique(kind, return_inverse=True)
-    meds, med_code = np.unique(med, return_inverse=True)
+    kinds, kind_code = _codes(kind)
+    meds, med_code = _codes(med)
     key = np.stack([lo, hi, kind_code.reshape(-1), med_code.reshape(-1)], axis=1)
     if m:
-        uniq, inv = np.unique(key, axis=0, return_inverse=True)
-        inv = inv.reshape(-1)
+        uniq, inv = _unique_rows(key, n, kinds.size, meds.size)
     else:
         uniq, inv = np.zeros((0, 4), np.int64), np.zeros(0, np.int64)
     c = uniq.shape[0]
@@ -532,7 +570,7 @@ def build_fabric(
     b_lat = lat[first] if c else np.zeros(0)
     if c:
         pair = uniq[:, 0] * n + uniq[:, 1]
-        if np.unique(pair).shape[0] != c:
+        if _has_repeats(pair):
             raise InputError("fabric.links", "two link kinds on one node pair", "one kind per pair")
     bu, bv = uniq[:, 0], uniq[:, 1]
     src = np.empty(2 * c, np.int64)

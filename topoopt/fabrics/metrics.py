@@ -135,6 +135,14 @@ def cut_bandwidth(fabric: Fabric, side: np.ndarray, _graph=None) -> float:
     side = np.asarray(side, np.int64)
     mask = np.zeros(s, bool)
     mask[side] = True
+    if fabric.src.size and int(fabric.src.max()) < s:
+        # links between servers only (direct-connect; idle optical devices aside): every node
+        # with a link is tied to the source or the sink, so max flow = min cut = the capacity
+        # of the links leaving ``side``, in the same integer units
+        coo = cap.tocoo()
+        inner = (coo.row < s) & (coo.col < s)
+        r, c = np.minimum(coo.row, s - 1), np.minimum(coo.col, s - 1)
+        return float(coo.data[inner & mask[r] & ~mask[c]].sum()) * unit
     other = np.flatnonzero(~mask)
     big = int(cap.sum()) + 1
     rows = np.r_[np.full(side.size, n), other]

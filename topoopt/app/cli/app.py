@@ -96,8 +96,16 @@ def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
+    timings: bool = typer.Option(
+        False,
+        "--timings",
+        help="Keep the wall-clock fields (wall_s, build_s, simulate_s) in --json documents.",
+    ),
 ) -> None:
     """Design the optical network of a training cluster together with the job that runs on it."""
+    from topoopt.app.cli.common import set_timings
+
+    set_timings(timings)
 
 
 def _panel_order(app: typer.Typer) -> None:

@@ -42,6 +42,9 @@ __all__ = [
     "check_edge_units",
     "emit_json",
     "json_envelope",
+    "CLOCK_FIELDS",
+    "set_timings",
+    "without_clock",
     "warn_line",
     "warnings_said",
     "to_jsonable",
@@ -571,10 +574,44 @@ def json_envelope(obj: Any) -> dict[str, Any]:
     }
 
 
+CLOCK_FIELDS = ("wall_s", "build_s", "simulate_s", "flow_wall_s")
+"""Wall-clock fields of the ``--json`` documents (a solver's or a study's wall time, compare's
+build and simulate times, the joint search's per flow-selection times; and the clock time ``t``
+of a design's ``trace`` entries): left out
+unless ``topoopt --timings COMMAND`` asks for them, so that the same command gives the same
+bytes on any machine (issue 30). Files written with ``--out`` keep theirs (a design.json records
+its solve)."""
+
+_TIMINGS: list[bool] = [False]
+
+
+def set_timings(on: bool) -> None:
+    """Keep (``True``) or drop (default) the :data:`CLOCK_FIELDS` of ``--json`` documents."""
+    _TIMINGS[0] = bool(on)
+
+
+def without_clock(x: Any, key: str = "") -> Any:
+    """``x`` without its :data:`CLOCK_FIELDS` at any depth (and a ``trace`` entry's ``t``).
+
+    >>> without_clock({"a": 1, "wall_s": 2.0, "trace": [{"t": 0.1, "work": 3}]})
+    {'a': 1, 'trace': [{'work': 3}]}
+    """
+    if isinstance(x, dict):
+        drop = CLOCK_FIELDS + (("t",) if key == "trace" else ())
+        return {k: without_clock(v, k) for k, v in x.items() if k not in drop}
+    if isinstance(x, list | tuple):
+        return [without_clock(v, key) for v in x]
+    return x
+
+
 def emit_json(obj: Any) -> None:
     """Print exactly one JSON document on stdout (strict JSON: no NaN or Infinity), in the
-    envelope of :func:`json_envelope`."""
-    sys.stdout.write(dumps_strict(json_envelope(obj), "result", indent=2) + "\n")
+    envelope of :func:`json_envelope`, without its wall-clock fields (:data:`CLOCK_FIELDS`)
+    unless ``--timings`` asked for them."""
+    doc = json_envelope(obj)
+    if not _TIMINGS[0]:
+        doc = without_clock(doc)
+    sys.stdout.write(dumps_strict(doc, "result", indent=2) + "\n")
     sys.stdout.flush()
 
 

@@ -152,6 +152,11 @@ def collective_command(
     if chunks is not None and chunks < 1:
         raise InputError("--chunks", chunks, "an integer >= 1")
     routing = None
+    if fabric is not None and servers is not None and fabric not in ("torus", "fat-tree", "dgx1"):
+        from solvers import check_collective_size
+
+        # sizes first: the servers bound the nodes, before the fabric is built
+        check_collective_size(collective, algorithm, servers, servers)
     if design is not None:
         fab, routing = _design_fabric(design)
     else:
