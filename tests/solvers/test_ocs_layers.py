@@ -144,12 +144,16 @@ def test_every_design_fits_the_layer(method):
     check_ocs(d, layer)
     check_design(q, d)
     info = d.info["ocs"]
-    assert info["ocs"] == 8 and info["ocs_port"] == 48 and info["repair"] is not None
+    assert info["ocs"] == 8 and info["ocs_port"] == 48
+    if method == "joint":  # the layer inside the search: its design fits without a repair
+        assert info["repair"] is None and d.info["ocs_search"]["candidates_repaired"] > 0
+    else:  # a baseline knows no OCS: repaired afterwards
+        assert info["repair"] is not None
     ports = np.array(info["ports"])  # [u, p, v, q, ocs] per circuit, on the layout's OCSes
     assert len(ports) == d.circuits.total
     assert np.all(layer.ocs_of[ports[:, 0], ports[:, 1]] == ports[:, 4])
     assert np.all(layer.ocs_of[ports[:, 2], ports[:, 3]] == ports[:, 4])
-    assert d.solver.endswith("+ OCS repair")
+    assert d.solver.endswith("+ OCS repair") == (method != "joint")
     assert d.lower_bound_s <= d.objective_s
     json.dumps(info)
     # realised on those OCSes and priced by the BOM rule: every port of every device
@@ -179,3 +183,40 @@ def test_problem_refuses_a_layer_of_other_servers():
         problem(8, 4).with_options(ocs=OcsLayout(9, 4, 4))
     with pytest.raises(InputError, match="ocs_radix"):
         OcsLayout(8, 4, 1)
+
+
+@pytest.mark.parametrize(
+    ("n", "d", "radix", "layout"),
+    [(12, 4, 6, "per-rail"), (12, 4, 12, "per-rail"), (8, 3, 4, "per-rail"), (12, 4, 16, "packed")],
+)
+def test_the_joint_searchs_moves_stay_on_the_layer(n, d, radix, layout):
+    """Issue 24.5, inside the search: the circuit sets built on the OCSes
+    (:func:`solvers.joint.ocs_fit.layer_candidates`) fit the layer exactly as constructed, use
+    at most every server's ports, and every 2-swap proposed from their placement fits too
+    (whatever the link loads: each load order tried), as does every fitted candidate."""
+    from solvers.joint.local_search import swap_candidates
+    from solvers.joint.ocs_fit import fit_circuits, layer_candidates, placement_of
+    from topoopt.fabrics import circulant_circuits
+
+    layer = OcsLayout(n, d, radix, layout)
+    q = problem(n, d).with_options(ocs=layer)
+    built = layer_candidates(q)
+    assert [nm for nm, _ in built] == ["OCS matchings", "OCS matchings, ring order"]
+    rng = np.random.default_rng(0)
+    moves = 0
+    for _, c in built:
+        assert np.bincount(c[:, :2].ravel(), c[:, 2].repeat(2), n).max() <= d
+        pl = placement_of(q, c)
+        assert pl is not None
+        for _ in range(3):
+            util = np.repeat(rng.random(c.shape[0]), 2)
+            for cand in swap_candidates(c, n, util, q.pair_cap, placement=pl):
+                moves += 1
+                assert place_circuits(cand, layer) is not None
+                assert np.array_equal(  # degree-preserving
+                    np.bincount(cand[:, :2].ravel(), cand[:, 2].repeat(2), n),
+                    np.bincount(c[:, :2].ravel(), c[:, 2].repeat(2), n),
+                )
+    assert moves > 0
+    fitted, _ = fit_circuits(q, circulant_circuits(n, [1, 2]))
+    assert place_circuits(fitted, layer) is not None
