@@ -636,7 +636,8 @@ class CongestionSearch:
 
     def fit_bases(self) -> None:
         """Step 2 on finite-radix OCSes: each warm-start baseline whose circuits do not fit is
-        replaced by its repaired circuits routed by the LP (same solver name), best first; a
+        replaced by its repaired circuits routed by the LP (above ``lp_max_servers``: without
+        an LP, :func:`~solvers.joint.fast_routing.fast_route`; same solver name), best first; a
         baseline that does not route once repaired is dropped (kept when all are)."""
         problem, out = self.problem, []
         for b in self.bases:
@@ -644,7 +645,13 @@ class CongestionSearch:
             if np.array_equal(rows, b.circuits.rows):
                 out.append(b)
                 continue
-            routed, _, _ = route_design(problem, rows, max(self.end - time.perf_counter(), 1e-3))
+            if problem.n > self.lp_max_servers:  # as the LP-free search routes its candidates
+                from solvers.joint.fast_routing import fast_route
+
+                routed, _, _ = fast_route(problem, rows)
+            else:
+                left = max(self.end - time.perf_counter(), 1e-3)
+                routed, _, _ = route_design(problem, rows, left)
             if routed is None:
                 continue
             self.meter.charge(routed.work)

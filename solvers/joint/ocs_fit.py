@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.model.ocs_layers import place_circuits, repair_circuits
+from solvers.model.ocs_layers import TIME_LIMIT_S, place_circuits, repair_circuits
 from solvers.model.problem import DesignProblem
 from topoopt.fabrics.circuits import Circuits
 from traffic.errors import InputError
@@ -38,11 +38,19 @@ __all__ = [
     "ocs_demand",
     "layer_candidates",
     "SEARCH_PLACEMENT_TIME_S",
+    "SEARCH_REPAIR_TIME_S",
 ]
 
-SEARCH_PLACEMENT_TIME_S = 2.0
-"""CP-SAT limit (wall seconds, and deterministic time) of one placement inside the search; an
-undecided placement is treated as not fitting (the candidate is repaired)."""
+SEARCH_PLACEMENT_TIME_S = TIME_LIMIT_S
+"""CP-SAT limit (wall seconds, and deterministic time) of one placement inside the search, the
+safety net's (:func:`solvers.ocs_repair.respect_ocs`): the search never repairs a candidate the
+safety net would accept (at 256 servers x 8 ports on one 320-port OCS per port index, the
+TopoOpt design needs 2.5 s of CP-SAT to be placed). An undecided placement is treated as not
+fitting (the candidate is repaired)."""
+
+SEARCH_REPAIR_TIME_S = 2.0
+"""CP-SAT limit of a repair's largest placeable subset inside the search (the greedy subset
+when CP-SAT finds no larger one in time; proving the largest can take much longer)."""
 
 
 def ocs_demand(problem: DesignProblem):
@@ -97,7 +105,7 @@ def fit_circuits(problem: DesignProblem, circuits, demand=None) -> tuple[np.ndar
     if layer is None or placement_of(problem, rows) is not None:
         return rows, False
     dem = ocs_demand(problem) if demand is None else demand
-    fixed, _ = repair_circuits(rows, layer, dem, problem.pair_cap, SEARCH_PLACEMENT_TIME_S)
+    fixed, _ = repair_circuits(rows, layer, dem, problem.pair_cap, SEARCH_REPAIR_TIME_S)
     return Circuits(fixed, problem.n).rows, True
 
 
