@@ -923,7 +923,7 @@ class CongestionSearch:
         best_c, best_v, evals = improve_by_swaps(
             inc[0], self.problem.n, self.problem.pair_cap, evaluate, (self.inc_obj, inc[4]),
             on_improve=improved, floor=self.problem.prewired_circuits(), keep_going=keep_going,
-            placement=place,
+            placement=place, layer=self.problem.ocs,
         )  # fmt: skip
         self.info["local_search_evaluations"] = evals
         if "best" in last and not np.array_equal(best_c, inc[0]):

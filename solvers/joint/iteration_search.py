@@ -998,7 +998,7 @@ class IterationSearch:
                     break
                 for cand in swap_candidates(
                     cur_c, problem.n, util, problem.pair_cap, floor=problem.prewired_circuits(),
-                    placement=placed,
+                    placement=placed, layer=problem.ocs,
                 ):  # fmt: skip
                     if self.out_of_time():
                         break

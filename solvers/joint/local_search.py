@@ -32,6 +32,7 @@ def swap_candidates(
     hot: tuple[int, int] | None = None,
     floor: Circuits | None = None,
     placement: np.ndarray | None = None,
+    layer=None,
 ) -> list[np.ndarray]:
     """Degree-preserving 2-swaps that add a circuit on the hottest pair (module docstring).
 
@@ -43,7 +44,9 @@ def swap_candidates(
     proposed (``{u, x}`` and ``{v, y}`` on OCS ``o`` become ``{u, v}`` and ``{x, y}`` on the
     same ports of ``o``), so every candidate fits the layer as well; every pair of circuits
     at ``u`` and ``v`` is then considered, not the four coolest of each, and when the hottest
-    pair has no such move the next hottest circuit's pair is the target.
+    pair has no such move the next hottest circuit's pair is the target. With ``layer`` (the
+    :class:`~topoopt.fabrics.ocs_layout.OcsLayout`) each candidate's placement, known by
+    construction, is remembered (:func:`solvers.model.ocs_layers.remember_placement`).
 
     Examples
     --------
@@ -74,8 +77,9 @@ def swap_candidates(
         # circuits to give): the next hottest circuit's pair, and so on
         for r in sorted(range(E), key=lambda i: (-util[i], i)):
             got = swap_candidates(
-                c, n, link_util, pair_cap, limit, (int(c[r, 0]), int(c[r, 1])), floor, placement
-            )
+                c, n, link_util, pair_cap, limit, (int(c[r, 0]), int(c[r, 1])), floor,
+                placement, layer,
+            )  # fmt: skip
             if got:
                 return got
         return []
@@ -109,9 +113,11 @@ def swap_candidates(
             y = int(c[j, 0] if c[j, 1] == v else c[j, 1])
             if x == y:
                 continue
+            common: set[int] = set()
             if placement is not None:
                 pi = on.get((int(c[i, 0]), int(c[i, 1])), set())
-                if not pi & on.get((int(c[j, 0]), int(c[j, 1])), set()):
+                common = pi & on.get((int(c[j, 0]), int(c[j, 1])), set())
+                if not common:
                     continue  # no OCS holds both: the new circuits would have no common OCS
             new = c.copy()
             new[i, 2] -= 1
@@ -120,10 +126,26 @@ def swap_candidates(
             cand = Circuits(np.vstack([new, add]), n).rows
             if cand[:, 2].max() > pair_cap:
                 continue
+            if layer is not None and common:
+                _remember_swap(cand, layer, placement, (c[i], c[j]), (u, v, x, y), min(common))
             out.append(cand)
             if len(out) >= limit:
                 return out
     return out
+
+
+def _remember_swap(cand, layer, placement, removed, ends, o: int) -> None:
+    """The placement of a swap on OCS ``o``: one circuit of each removed pair taken off ``o``,
+    ``{u, v}`` and ``{x, y}`` put on it (remembered for the layer)."""
+    from solvers.model.ocs_layers import remember_placement
+
+    pl = np.asarray(placement, np.int64).reshape(-1, 4).copy()
+    for a, b, _ in removed:
+        hit = np.flatnonzero((pl[:, 0] == a) & (pl[:, 1] == b) & (pl[:, 2] == o) & (pl[:, 3] > 0))
+        pl[hit[0], 3] -= 1
+    u, v, x, y = ends
+    add = np.array([[min(u, v), max(u, v), o, 1], [min(x, y), max(x, y), o, 1]], np.int64)
+    remember_placement(cand, layer, np.vstack([pl[pl[:, 3] > 0], add]))
 
 
 def improve_by_swaps(
@@ -138,6 +160,7 @@ def improve_by_swaps(
     floor: Circuits | None = None,
     keep_going: Callable[[], bool] | None = None,
     placement: Callable[[np.ndarray], np.ndarray | None] | None = None,
+    layer=None,
 ) -> tuple[np.ndarray, float, int]:
     """First-improvement local search over :func:`swap_candidates`.
 
@@ -176,7 +199,9 @@ def improve_by_swaps(
         placed = None if placement is None else placement(best_c)
         if placement is not None and placed is None:
             break
-        for cand in swap_candidates(best_c, n, util, pair_cap, floor=floor, placement=placed):
+        for cand in swap_candidates(
+            best_c, n, util, pair_cap, floor=floor, placement=placed, layer=layer
+        ):
             if time.perf_counter() >= deadline or (keep_going is not None and not keep_going()):
                 break
             v, u2 = evaluate(cand)

@@ -203,7 +203,7 @@ def _swaps(s) -> None:
     best_c, _, evals = improve_by_swaps(
         inc[0], problem.n, problem.pair_cap, evaluate, (s.inc_obj, inc[4]),
         on_improve=improved, floor=problem.prewired_circuits(), keep_going=keep_going,
-        placement=place,
+        placement=place, layer=problem.ocs,
     )  # fmt: skip
     s.info["local_search_evaluations"] = evals
     if "best" in last and not np.array_equal(best_c, inc[0]):

@@ -193,7 +193,8 @@ def test_the_joint_searchs_moves_stay_on_the_layer(n, d, radix, layout):
     """Issue 24.5, inside the search: the circuit sets built on the OCSes
     (:func:`solvers.joint.ocs_fit.layer_candidates`) fit the layer exactly as constructed, use
     at most every server's ports, and every 2-swap proposed from their placement fits too
-    (whatever the link loads: each load order tried), as does every fitted candidate."""
+    (whatever the link loads: each load order tried; its placement is known by construction
+    and checked, not searched), as does every fitted candidate."""
     from solvers.joint.local_search import swap_candidates
     from solvers.joint.ocs_fit import fit_circuits, layer_candidates, placement_of
     from topoopt.fabrics import circulant_circuits
@@ -210,9 +211,10 @@ def test_the_joint_searchs_moves_stay_on_the_layer(n, d, radix, layout):
         assert pl is not None
         for _ in range(3):
             util = np.repeat(rng.random(c.shape[0]), 2)
-            for cand in swap_candidates(c, n, util, q.pair_cap, placement=pl):
+            for cand in swap_candidates(c, n, util, q.pair_cap, placement=pl, layer=layer):
                 moves += 1
-                assert place_circuits(cand, layer) is not None
+                # the swap's placement, known by construction, is remembered and holds
+                assert place_circuits(cand, layer).status == "known"
                 assert np.array_equal(  # degree-preserving
                     np.bincount(cand[:, :2].ravel(), cand[:, 2].repeat(2), n),
                     np.bincount(c[:, :2].ravel(), c[:, 2].repeat(2), n),
