@@ -15,6 +15,7 @@ from solvers.realise import design_fabric
 from solvers.registry import solve
 from tests.solvers.test_topoopt_method import check_design, problem
 from topoopt.fabrics import bill_of_materials, direct_connect
+from topoopt.fabrics.circuits import Circuits
 from topoopt.fabrics.ocs_layout import OcsLayout
 from traffic.errors import InputError
 
@@ -222,3 +223,26 @@ def test_the_joint_searchs_moves_stay_on_the_layer(n, d, radix, layout):
     assert moves > 0
     fitted, _ = fit_circuits(q, circulant_circuits(n, [1, 2]))
     assert place_circuits(fitted, layer) is not None
+
+
+def test_an_undecided_placement_is_repaired_not_refused(monkeypatch):
+    """The safety net (``respect_ocs``): when CP-SAT cannot decide a placement in time (256 x 8
+    ports on 136-port OCSes: the topoopt and joint rows of compare failed), the design is
+    repaired, and the repair's placement, known by construction, passes the final check."""
+    import solvers.ocs_repair as repair_mod
+    from solvers.ocs_repair import respect_ocs
+
+    layer = OcsLayout(12, 4, 6)
+    q = problem(12, 4).with_options(ocs=layer)
+    d = solve(problem(12, 4), "topoopt")
+    real = repair_mod.place_circuits
+
+    def undecided(circuits, lay, *a, **k):
+        if np.array_equal(Circuits(circuits, 12).rows, d.circuits.rows):
+            raise InputError("circuits (OCS placement)", 0, "a placement decided within 30 s")
+        return real(circuits, lay, *a, **k)
+
+    monkeypatch.setattr(repair_mod, "place_circuits", undecided)
+    out = respect_ocs(d, q)
+    assert out.solver == "topoopt + OCS repair" and out.info["ocs"]["repair"] is not None
+    assert place_circuits(out.circuits, layer).status == "known"
