@@ -816,13 +816,19 @@ class CongestionSearch:
         cands = [(f"{base.solver} circuits", base.circuits)] + [(nm, c) for _, _, nm, c in scored]
         seen: set[bytes] = set()
         for name, c in cands:
-            c = self.fit(c)  # on finite-radix OCSes: as the layer holds it
-            key = c.tobytes()
+            key = Circuits(c, n).rows.tobytes()
             if key in seen:
                 continue
             seen.add(key)
             if not self.meter.allows():
                 break
+            if self.problem.ocs is not None:  # as the layer holds it (the clock checked first:
+                if self.cap_left(f"fitting {name}") is None:  # a placement may take seconds)
+                    break
+                c = self.fit(c)
+                if c.tobytes() != key and c.tobytes() in seen:
+                    continue
+                seen.add(c.tobytes())
             before = self.meter.used
             ts = time.perf_counter()
             got = self.route(c, f"routing {name}")

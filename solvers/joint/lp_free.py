@@ -138,7 +138,7 @@ def lp_free_search(s, splits=()):
     tried = []
     seen: set[bytes] = set()
     for name, c, rings_from in lp_free_candidates(problem, s.bases, splits):
-        c = s.fit(c)  # on finite-radix OCSes: as the layer holds it (unchanged without one)
+        c = Circuits(c, problem.n).rows
         key = c.tobytes()
         if key in seen:
             continue
@@ -147,6 +147,11 @@ def lp_free_search(s, splits=()):
             break
         if s.cap_left(f"routing {name}") is None:
             break
+        if problem.ocs is not None:  # as the layer holds it (after the clock's check: a
+            c = s.fit(c)  # placement may take seconds at scale)
+            if c.tobytes() != key and c.tobytes() in seen:
+                continue
+            seen.add(c.tobytes())
         ts = time.perf_counter()
         routed, val, util = fast_route(problem, c, extra=rings_from)
         work = routed.work if routed is not None else 0.0
