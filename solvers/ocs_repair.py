@@ -7,8 +7,9 @@ has an :class:`~topoopt.fabrics.ocs_layout.OcsLayout` (``DesignProblem.ocs``):
    a design that fits is returned as it is, its placement recorded in ``info["ocs"]`` (with
    ``ports``: one ``[u, p, v, q, ocs]`` row per circuit,
    :meth:`solvers.model.ocs_layers.Placement.port_rows`);
-2. *repair*: otherwise keep the largest placeable subset of its circuits and fill the ports left
-   free with circuits on common OCSes, heaviest traffic first
+2. *repair*: otherwise (or when CP-SAT cannot decide the placement in time) keep the largest
+   placeable subset of its circuits and fill the ports left free with circuits on common
+   OCSes, heaviest traffic first
    (:func:`solvers.model.ocs_layers.repair_circuits`);
 3. *route*: route the repaired circuits with the routing LP of the joint optimizer
    (:func:`solvers.joint.driver.route_design`) and package the design with its objective
@@ -53,7 +54,10 @@ def respect_ocs(design: Design, problem: DesignProblem) -> Design:
     layer = problem.ocs
     if layer is None:
         return design
-    placed = place_circuits(design.circuits, layer)
+    try:
+        placed = place_circuits(design.circuits, layer)
+    except InputError:  # CP-SAT undecided (256 x 8 ports on 136-port OCSes): repaired, whose
+        placed = None  # placement is known by construction
     if placed is not None:
         fits = _layer_info(problem, placed, None)
         return replace(design, info={**dict(design.info), "ocs": fits})

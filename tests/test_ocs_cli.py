@@ -46,9 +46,12 @@ def _per_rail_ocs(s: int, p: int) -> int:
 
 def test_joint_design_never_joins_ports_without_a_common_ocs(tmp_path):
     """Issue 24.5: ``design --solver joint`` on a per-rail optical layer of finite radix. The
-    joint search's own circuits do not fit this layer (``repair`` is recorded); the returned
-    design's every circuit joins two ports of one OCS, each port used once, checked against the
-    layout computed by hand, and the port rows are exactly the design's circuits."""
+    search keeps the layer inside (its candidates fitted to the OCSes, swaps of two circuits
+    on one OCS, circuits built on the OCSes): no repair afterwards, and the design is no worse
+    than the unconstrained design repaired onto the layer (0.385 s, what stop 33 shipped;
+    0.290 s now, 0.269 s unconstrained). Every circuit joins two ports of one OCS, each port
+    used once, checked against the layout computed by hand, and the port rows are exactly the
+    design's circuits."""
     plan = tmp_path / "p.yaml"
     plan.write_text(PLAN)
     out = tmp_path / "d.json"
@@ -60,7 +63,8 @@ def test_joint_design_never_joins_ports_without_a_common_ocs(tmp_path):
     design = load_design(out)
     info = design.info["ocs"]
     assert (info["layout"], info["radix"], info["ocs"], info["ocs_port"]) == ("per-rail", 6, 8, 48)
-    assert info["repair"] is not None and design.solver == "joint + OCS repair"
+    assert info["repair"] is None and design.solver == "joint"
+    assert design.info["ocs_search"]["candidates_repaired"] > 0  # its raw candidates did not fit
     rows = info["ports"]
     assert len(rows) == design.circuits.total == 24  # 12 servers x 4 ports, all used
     ends = [(u, p) for u, p, _, _, _ in rows] + [(v, q) for _, _, v, q, _ in rows]
@@ -76,10 +80,21 @@ def test_joint_design_never_joins_ports_without_a_common_ocs(tmp_path):
     assert counted == {(u, v): k for u, v, k in design.circuits.tolist()}
     # the unconstrained joint design of the same problem has a pair without a common OCS
     # or more circuits on an OCS than its servers' ports there (what the repair removed)
-    free = CliRunner().invoke(app, args[:6] + ["--work-limit", "2", "--json"])
+    free_out = tmp_path / "free.json"
+    free = CliRunner().invoke(app, args[:6] + ["--work-limit", "2", "--out", str(free_out)])
     assert free.exit_code == 0, free.output
+    unconstrained = load_design(free_out)
     with pytest.raises(InputError, match="OCS layer"):
-        check_ocs(json.loads(free.stdout)["circuits"], OcsLayout(12, 4, 6))
+        check_ocs(unconstrained.circuits, OcsLayout(12, 4, 6))
+    # what the repair alone makes of it (stop 33's result), by the same congestion objective
+    from solvers import DesignProblem, respect_ocs
+    from traffic.load import load_workload
+
+    problem = DesignProblem.from_workload(load_workload(str(plan)), 4, 12.5e9)
+    repaired = respect_ocs(unconstrained, problem.with_options(ocs=OcsLayout(12, 4, 6)))
+    assert repaired.solver == "joint + OCS repair"
+    assert design.objective_s <= repaired.objective_s * (1 + 1e-9)
+    assert unconstrained.objective_s <= design.objective_s * (1 + 1e-9)  # the layer only removes
 
 
 def test_compare_puts_the_designed_fabrics_on_finite_radix_ocses():

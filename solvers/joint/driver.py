@@ -589,6 +589,7 @@ class CongestionSearch:
     flow_budget: int = field(init=False, default=0)
     flow_used: int = field(init=False, default=0)
     reference: str = field(init=False, default="topoopt")
+    _demand: object = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         """Check the inputs, then step 2: the warm start (the first incumbent)."""
@@ -608,11 +609,56 @@ class CongestionSearch:
         self.info = {"seed": int(self.seed), "threads": int(self.threads), "work_limit": wl,
                      "steps": []}  # fmt: skip
         self.bases = warm_start(self.problem, self.seed)
+        if self.problem.ocs is not None:
+            self.fit_bases()
         self.base = self.bases[0]
         self.info["baseline"] = {b.solver: b.objective_s for b in self.bases}
         self.inc_obj = self.base.objective_s
         self.bound_s = self.base.lower_bound_s
         self.search_end = self.end
+
+    def fit(self, c) -> np.ndarray:
+        """``c`` as the problem's optical layer of finite-radix OCSes holds it
+        (:func:`solvers.joint.ocs_fit.fit_circuits`: unchanged when it fits, else repaired);
+        counted in ``info["ocs_search"]``. Unchanged without a layer."""
+        from solvers.joint.ocs_fit import fit_circuits, ocs_demand
+
+        if self.problem.ocs is None:
+            return Circuits(c, self.problem.n).rows
+        stats = self.info.setdefault("ocs_search", {"candidates_fitted": 0,
+                                                    "candidates_repaired": 0})  # fmt: skip
+        if self._demand is None:
+            self._demand = ocs_demand(self.problem)
+        rows, repaired = fit_circuits(self.problem, c, self._demand)
+        stats["candidates_fitted"] += 1
+        stats["candidates_repaired"] += int(repaired)
+        return rows
+
+    def fit_bases(self) -> None:
+        """Step 2 on finite-radix OCSes: each warm-start baseline whose circuits do not fit is
+        replaced by its repaired circuits routed by the LP (above ``lp_max_servers``: without
+        an LP, :func:`~solvers.joint.fast_routing.fast_route`; same solver name), best first; a
+        baseline that does not route once repaired is dropped (kept when all are)."""
+        problem, out = self.problem, []
+        for b in self.bases:
+            rows = self.fit(b.circuits)
+            if np.array_equal(rows, b.circuits.rows):
+                out.append(b)
+                continue
+            if problem.n > self.lp_max_servers:  # as the LP-free search routes its candidates
+                from solvers.joint.fast_routing import fast_route
+
+                routed, _, _ = fast_route(problem, rows)
+            else:
+                left = max(self.end - time.perf_counter(), 1e-3)
+                routed, _, _ = route_design(problem, rows, left)
+            if routed is None:
+                continue
+            self.meter.charge(routed.work)
+            d = to_design(problem, rows, routed, b.lower_bound_s, b.solver, self.t0, {})
+            out.append(replace(d, info={**dict(b.info), "ocs_repaired": True}))
+        if out:
+            self.bases = sorted(out, key=lambda d: d.objective_s)
 
     def judge_reference(self) -> None:
         """Step 7, first part: whether the flow model judges the finalists (decided by the
@@ -759,6 +805,10 @@ class CongestionSearch:
         tried = []
         others = [(f"{x.solver} circuits", x.circuits) for x in self.bases[1:]]
         others += candidate_circuits(problem, deadline=math.inf)
+        if problem.ocs is not None:  # built on the OCSes from the start
+            from solvers.joint.ocs_fit import layer_candidates
+
+            others += layer_candidates(problem)
         scored = sorted(
             ((quick_score(problem, c), i, name, c) for i, (name, c) in enumerate(others)),
             key=lambda x: (x[0], x[1]),
@@ -772,6 +822,13 @@ class CongestionSearch:
             seen.add(key)
             if not self.meter.allows():
                 break
+            if self.problem.ocs is not None:  # as the layer holds it (the clock checked first:
+                if self.cap_left(f"fitting {name}") is None:  # a placement may take seconds)
+                    break
+                c = self.fit(c)
+                if c.tobytes() != key and c.tobytes() in seen:
+                    continue
+                seen.add(c.tobytes())
             before = self.meter.used
             ts = time.perf_counter()
             got = self.route(c, f"routing {name}")
@@ -782,8 +839,11 @@ class CongestionSearch:
                           "wall_s": time.perf_counter() - ts})  # fmt: skip
             if np.isfinite(val):
                 self.pool.append((val, len(self.pool), name, Circuits(c, n).rows, routed))
-            if val < self.inc_obj * (1 - 1e-12):
-                self.inc_obj = val
+            # on finite-radix OCSes the warm start is LP-routed already (fit_bases): a
+            # candidate that ties it is the incumbent the swap search starts from
+            tie = self.inc is None and self.problem.ocs is not None
+            if val < self.inc_obj * (1 - 1e-12) or (tie and val <= self.inc_obj * (1 + 1e-9)):
+                self.inc_obj = min(val, self.inc_obj)
                 self.inc = (Circuits(c, n).rows, routed, name, False, util)
                 self.report()
                 if self.inc_obj <= self.bound_s * (1 + 1e-9):
@@ -816,15 +876,20 @@ class CongestionSearch:
         if ex.status == "optimal":
             self.bound_s = max(self.bound_s, ex.bound_s * (1 - 1e-6))
         got = None
-        if ex.circuits is not None:
-            got = self.route(ex.circuits, "routing the exact MIP's design", exact=True)
+        ex_c = ex.circuits
+        if ex_c is not None and self.problem.ocs is not None:  # the MIP does not see the OCSes
+            ex_c = self.fit(ex_c)
+            if not np.array_equal(ex_c, Circuits(ex.circuits, n).rows):
+                ex = replace(ex, status="repaired for the OCS layer")
+        if ex_c is not None:
+            got = self.route(ex_c, "routing the exact MIP's design", exact=True)
         if got is not None:
             routed, val, util = got
             inc_obj = self.inc_obj
             if val < inc_obj * (1 - 1e-9) or (self.inc is None and val <= inc_obj * (1 + 1e-9)):
                 self.inc_obj = val
                 proven = ex.status == "optimal" and val <= ex.objective_s * (1 + 1e-6)
-                self.inc = (ex.circuits, routed, "exact MIP", proven, util)
+                self.inc = (ex_c, routed, "exact MIP", proven, util)
         self.report()
 
     def local_search(self) -> None:
@@ -854,9 +919,17 @@ class CongestionSearch:
                 return False
             return True
 
+        place = None
+        if self.problem.ocs is not None:  # swaps of two circuits on one OCS only
+            from solvers.joint.ocs_fit import placement_of
+
+            def place(c):
+                return placement_of(self.problem, c)
+
         best_c, best_v, evals = improve_by_swaps(
             inc[0], self.problem.n, self.problem.pair_cap, evaluate, (self.inc_obj, inc[4]),
             on_improve=improved, floor=self.problem.prewired_circuits(), keep_going=keep_going,
+            placement=place, layer=self.problem.ocs,
         )  # fmt: skip
         self.info["local_search_evaluations"] = evals
         if "best" in last and not np.array_equal(best_c, inc[0]):

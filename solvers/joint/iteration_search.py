@@ -126,6 +126,7 @@ from solvers.joint.iteration_objective import (
     window_count,
     window_problem,
 )
+from solvers.joint.ocs_fit import fit_circuits, layer_candidates, ocs_demand, placement_of
 from solvers.joint.pipeline_candidates import pipeline_candidates
 from solvers.joint.subset_routing import reroute_without_one
 from solvers.model.congestion import evaluate_routing
@@ -455,6 +456,8 @@ class IterationSearch:
     cand_best: dict = field(init=False, default_factory=dict)
     congestion_design: Design | None = field(init=False, default=None)
     warm_work: float = field(init=False, default=0.0)
+    fitted: dict = field(init=False, default_factory=dict)
+    ocs_demand: object = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         from solvers.joint.driver import check_problem
@@ -471,6 +474,8 @@ class IterationSearch:
         self.end = self.t0 + time_limit
         self.meter = _Meter(wl)
         self.info = {"objective": "iteration", "seed": int(self.seed), "work_limit": wl}
+        if self.problem.ocs is not None:
+            self.info["ocs_search"] = {"candidates_fitted": 0, "candidates_repaired": 0}
 
     @property
     def workload(self):
@@ -515,6 +520,33 @@ class IterationSearch:
         )
         info = {**dict(d.info), "objective": "congestion", "objective_reason": reason}
         return replace(d, info=info, wall_s=time.perf_counter() - self.t0)
+
+    def fit(self, c) -> tuple[np.ndarray, bool]:
+        """``c`` on the problem's optical layer of finite-radix OCSes
+        (:func:`~solvers.joint.ocs_fit.fit_circuits`: as it is when it fits, else repaired),
+        cached; ``(c, False)`` without a layer."""
+        rows = Circuits(c, self.problem.n).rows
+        if self.problem.ocs is None:
+            return rows, False
+        key = rows.tobytes()
+        if key not in self.fitted:
+            if self.ocs_demand is None:
+                self.ocs_demand = ocs_demand(self.problem)
+            self.fitted[key] = fit_circuits(self.problem, rows, self.ocs_demand)
+            stats = self.info["ocs_search"]
+            stats["candidates_fitted"] += 1
+            stats["candidates_repaired"] += int(self.fitted[key][1])
+        return self.fitted[key]
+
+    def fit_design(self, d: Design, name: str) -> Design | None:
+        """``d`` when its circuits fit the layer (or there is none), else its repaired
+        circuits routed by the LP on the phase problem (named ``name``); None when they do
+        not route."""
+        rows, repaired = self.fit(d.circuits)
+        if not repaired:
+            return d
+        d2, _ = self.routed_design(rows, self.problem, name)
+        return None if d2 is None else replace(d2, solver=name)
 
     def simulate(self, design: Design, step: str, share: float = 1.0) -> float:
         """Flow-model iteration time under ``share`` of the work left; ``inf`` when it does
@@ -566,6 +598,9 @@ class IterationSearch:
         bases = [topoopt_design(problem, v, seed=seed) for v in ("topoopt", "topoopt-released")]
         bases.append(expander_design(problem, seed=seed))
         self.bases = bases
+        if problem.ocs is not None:  # the baselines as the layer holds them (repaired if not)
+            fitted = [self.fit_design(b, f"{b.solver} [OCS-fitted]") for b in bases]
+            self.bases = bases = [b for b in fitted if b is not None] or bases
         base_it = self.base_it
         for b in bases:  # the first may take half the budget: larger problems fall back early
             share = FIRST_SIMULATION_SHARE if not base_it else 1.0
@@ -601,6 +636,8 @@ class IterationSearch:
         scores = [quick_score(problem, c) for _, c in self.pipeline]
         k = min(range(len(scores)), key=lambda i: (scores[i], i))
         nm, c = self.pipeline[k]
+        c, repaired = self.fit(c)
+        nm += " [OCS-fitted]" if repaired else ""
         self.info["pipeline_start"] = {"candidate": nm, "quick_score_s": scores[k]}
         if time.perf_counter() >= self.end:
             self.capped.append("pipeline start")
@@ -686,6 +723,12 @@ class IterationSearch:
         }  # fmt: skip
         if d.info.get("deterministic") is False:
             self.capped.append("congestion search")
+        if self.problem.ocs is not None:  # its circuits as the OCS layer holds them
+            fitted = self.fit_design(d, "congestion search [OCS-fitted]")
+            if fitted is None:
+                self.info["congestion_search"]["skipped"] = "its circuits do not route once fitted"
+                return
+            d = fitted if fitted is d else replace(fitted, info=dict(d.info))
         self.congestion_design = d
         budget = int(FIRST_SIMULATION_SHARE * self.wl / WORK_PER_REFILL)
         it, refills, flows = iteration_time(
@@ -814,10 +857,12 @@ class IterationSearch:
         self.blocky = block_constructions(problem)
         raw += [(nm, c) for nm, c, _ in self.blocky]
         raw += self.pipeline
+        raw += layer_candidates(problem)  # built on the OCSes (none without a layer)
         seen: set[bytes] = set()
         uniq = self.uniq
         for nm, c in raw:
-            c = Circuits(c, n).rows
+            c, repaired = self.fit(c)  # every candidate as the OCS layer holds it
+            nm += " [OCS-fitted]" if repaired else ""
             key = c.tobytes()
             if key not in seen:
                 seen.add(key)
@@ -829,8 +874,7 @@ class IterationSearch:
         # then the block constructions first_block_candidates names (few, and built for plans
         # whose fixed traffic forms blocks); the other block constructions wait their turn
         self.block_keys = {
-            Circuits(c, n).rows.tobytes()
-            for _, c in first_block_candidates(problem) + self.pipeline
+            self.fit(c)[0].tobytes() for _, c in first_block_candidates(problem) + self.pipeline
         } - short
         keys = self.block_keys
         return (
@@ -863,8 +907,10 @@ class IterationSearch:
     def block_routing(self) -> None:
         """Step 4b: the best block construction's rings balanced across the blocks' positions
         and its pairs across detoured through block mates (simulations only)."""
-        problem, n, cand_best = self.problem, self.problem.n, self.cand_best
-        block_set = {Circuits(c, n).rows.tobytes(): comps for _, c, comps in self.blocky}
+        problem, cand_best = self.problem, self.cand_best
+        block_set = {  # a repaired construction has lost its blocks
+            self.fit(c)[0].tobytes(): comps for _, c, comps in self.blocky if not self.fit(c)[1]
+        }
         routed_blocks = sorted(
             (k for k in cand_best if k in block_set and cand_best[k][4] is not None),
             key=lambda k: (cand_best[k][0], k),
@@ -940,13 +986,20 @@ class IterationSearch:
             if kind != "windows" and windows is not problem:
                 _, util = self.routed_design(cur_c, windows, "local search guide")
             tabu: set[bytes] = set(cand_best)
+            layer = problem.ocs is not None
             for _ in range(50):
                 improved = False
                 if util.size == 0:
                     break
+                # on finite-radix OCSes: swaps of two circuits on one OCS only (the new circuits
+                # take the same ports of that OCS), from the incumbent's placement
+                placed = placement_of(problem, cur_c) if layer else None
+                if layer and placed is None:
+                    break
                 for cand in swap_candidates(
-                    cur_c, problem.n, util, problem.pair_cap, floor=problem.prewired_circuits()
-                ):
+                    cur_c, problem.n, util, problem.pair_cap, floor=problem.prewired_circuits(),
+                    placement=placed, layer=problem.ocs,
+                ):  # fmt: skip
                     if self.out_of_time():
                         break
                     k2 = cand.tobytes()

@@ -31,12 +31,22 @@ def swap_candidates(
     limit: int = 6,
     hot: tuple[int, int] | None = None,
     floor: Circuits | None = None,
+    placement: np.ndarray | None = None,
+    layer=None,
 ) -> list[np.ndarray]:
     """Degree-preserving 2-swaps that add a circuit on the hottest pair (module docstring).
 
     ``link_util`` is load / capacity of each directed link of :func:`circuit_links` order
     (``2c`` is ``u -> v`` of row ``c``). ``hot`` overrides the target pair. ``floor``: rows
-    :class:`Circuits` (the pre-wired circuits) no swap may take a pair below.
+    :class:`Circuits` (the pre-wired circuits) no swap may take a pair below. ``placement``:
+    rows ``[u, v, ocs, count]`` placing ``circuits`` on finite-radix OCSes
+    (:func:`solvers.joint.ocs_fit.placement_of`): only swaps of two circuits on one OCS are
+    proposed (``{u, x}`` and ``{v, y}`` on OCS ``o`` become ``{u, v}`` and ``{x, y}`` on the
+    same ports of ``o``), so every candidate fits the layer as well; every pair of circuits
+    at ``u`` and ``v`` is then considered, not the four coolest of each, and when the hottest
+    pair has no such move the next hottest circuit's pair is the target. With ``layer`` (the
+    :class:`~topoopt.fabrics.ocs_layout.OcsLayout`) each candidate's placement, known by
+    construction, is remembered (:func:`solvers.model.ocs_layers.remember_placement`).
 
     Examples
     --------
@@ -46,12 +56,33 @@ def swap_candidates(
     >>> util = np.repeat([1.0, 0.1, 0.2, 0.3, 0.4, 0.5], 2)
     >>> [x.tolist() for x in swap_candidates(c, 4, util, 2, floor=Circuits([[0, 2, 1]], 4))]
     [[[0, 1, 2], [0, 2, 1], [1, 3, 1], [2, 3, 2]]]
+
+    Two swaps join 0 and 1 (taking 0-2 and 1-3, or 0-3 and 1-2). With 0-2 and 1-3 on OCS 0
+    but 0-3 on OCS 1 and 1-2 on OCS 2, only the first keeps every circuit on one OCS:
+
+    >>> len(swap_candidates(c, 4, util, 2))
+    2
+    >>> pl = np.array([[0, 1, 0, 1], [0, 2, 0, 1], [1, 3, 0, 1], [0, 3, 1, 1], [1, 2, 2, 1],
+    ...                [2, 3, 1, 1]])
+    >>> [x.tolist() for x in swap_candidates(c, 4, util, 2, placement=pl)]
+    [[[0, 1, 2], [0, 3, 1], [1, 2, 1], [2, 3, 2]]]
     """
     c = Circuits(circuits, n).rows
     E = c.shape[0]
     if E < 2:
         return []
     util = np.maximum(link_util[0::2], link_util[1::2])  # per circuit row
+    if hot is None and placement is not None:
+        # on OCSes the hottest pair may have no move (its servers share no other OCS with
+        # circuits to give): the next hottest circuit's pair, and so on
+        for r in sorted(range(E), key=lambda i: (-util[i], i)):
+            got = swap_candidates(
+                c, n, link_util, pair_cap, limit, (int(c[r, 0]), int(c[r, 1])), floor,
+                placement, layer,
+            )  # fmt: skip
+            if got:
+                return got
+        return []
     if hot is None:
         r = int(np.argmax(util))
         u, v = int(c[r, 0]), int(c[r, 1])
@@ -68,13 +99,26 @@ def swap_candidates(
         at_v = [i for i in at_v if c[i, 2] > keep.get((int(c[i, 0]), int(c[i, 1])), 0)]
     at_u.sort(key=lambda i: (util[i], i))
     at_v.sort(key=lambda i: (util[i], i))
+    width = 4
+    on: dict[tuple[int, int], set[int]] = {}
+    if placement is not None:  # the OCSes each pair's circuits sit on
+        for a, b, o, k in np.asarray(placement, np.int64).reshape(-1, 4).tolist():
+            if k > 0:
+                on.setdefault((min(a, b), max(a, b)), set()).add(o)
+        width = E
     out = []
-    for i in at_u[:4]:
+    for i in at_u[:width]:
         x = int(c[i, 0] if c[i, 1] == u else c[i, 1])
-        for j in at_v[:4]:
+        for j in at_v[:width]:
             y = int(c[j, 0] if c[j, 1] == v else c[j, 1])
             if x == y:
                 continue
+            common: set[int] = set()
+            if placement is not None:
+                pi = on.get((int(c[i, 0]), int(c[i, 1])), set())
+                common = pi & on.get((int(c[j, 0]), int(c[j, 1])), set())
+                if not common:
+                    continue  # no OCS holds both: the new circuits would have no common OCS
             new = c.copy()
             new[i, 2] -= 1
             new[j, 2] -= 1
@@ -82,10 +126,26 @@ def swap_candidates(
             cand = Circuits(np.vstack([new, add]), n).rows
             if cand[:, 2].max() > pair_cap:
                 continue
+            if layer is not None and common:
+                _remember_swap(cand, layer, placement, (c[i], c[j]), (u, v, x, y), min(common))
             out.append(cand)
             if len(out) >= limit:
                 return out
     return out
+
+
+def _remember_swap(cand, layer, placement, removed, ends, o: int) -> None:
+    """The placement of a swap on OCS ``o``: one circuit of each removed pair taken off ``o``,
+    ``{u, v}`` and ``{x, y}`` put on it (remembered for the layer)."""
+    from solvers.model.ocs_layers import remember_placement
+
+    pl = np.asarray(placement, np.int64).reshape(-1, 4).copy()
+    for a, b, _ in removed:
+        hit = np.flatnonzero((pl[:, 0] == a) & (pl[:, 1] == b) & (pl[:, 2] == o) & (pl[:, 3] > 0))
+        pl[hit[0], 3] -= 1
+    u, v, x, y = ends
+    add = np.array([[min(u, v), max(u, v), o, 1], [min(x, y), max(x, y), o, 1]], np.int64)
+    remember_placement(cand, layer, np.vstack([pl[pl[:, 3] > 0], add]))
 
 
 def improve_by_swaps(
@@ -99,6 +159,8 @@ def improve_by_swaps(
     on_improve: Callable[[np.ndarray, float], None] | None = None,
     floor: Circuits | None = None,
     keep_going: Callable[[], bool] | None = None,
+    placement: Callable[[np.ndarray], np.ndarray | None] | None = None,
+    layer=None,
 ) -> tuple[np.ndarray, float, int]:
     """First-improvement local search over :func:`swap_candidates`.
 
@@ -108,7 +170,9 @@ def improve_by_swaps(
     deterministic budget such as the driver's work limit) returns False, or at ``deadline``
     (``time.perf_counter()`` seconds, a wall-clock cap). Returns the best circuits, their
     objective and the number of evaluations. ``floor``: pre-wired circuits no swap removes
-    (see :func:`swap_candidates`).
+    (see :func:`swap_candidates`). ``placement(circuits)``: their rows ``[u, v, ocs, count]``
+    on finite-radix OCSes (None: they do not fit, the search stops); every move then swaps two
+    circuits of one OCS (``placement`` of :func:`swap_candidates`).
 
     Examples
     --------
@@ -132,7 +196,12 @@ def improve_by_swaps(
         if time.perf_counter() >= deadline or (keep_going is not None and not keep_going()):
             break
         improved = False
-        for cand in swap_candidates(best_c, n, util, pair_cap, floor=floor):
+        placed = None if placement is None else placement(best_c)
+        if placement is not None and placed is None:
+            break
+        for cand in swap_candidates(
+            best_c, n, util, pair_cap, floor=floor, placement=placed, layer=layer
+        ):
             if time.perf_counter() >= deadline or (keep_going is not None and not keep_going()):
                 break
             v, u2 = evaluate(cand)

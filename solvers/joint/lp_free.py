@@ -127,7 +127,6 @@ def lp_free_search(s, splits=()):
     (:class:`~solvers.joint.driver.CongestionSearch`; ``splits`` as in
     :func:`lp_free_candidates`); returns its finished Design."""
     problem, info, meter = s.problem, s.info, s.meter
-    n = problem.n
     info["steps"].append(
         "LP-free routing above lp_max_servers (closed-form paths balanced by Frank-Wolfe)"
     )
@@ -139,7 +138,7 @@ def lp_free_search(s, splits=()):
     tried = []
     seen: set[bytes] = set()
     for name, c, rings_from in lp_free_candidates(problem, s.bases, splits):
-        c = Circuits(c, n).rows
+        c = Circuits(c, problem.n).rows
         key = c.tobytes()
         if key in seen:
             continue
@@ -148,6 +147,11 @@ def lp_free_search(s, splits=()):
             break
         if s.cap_left(f"routing {name}") is None:
             break
+        if problem.ocs is not None:  # as the layer holds it (after the clock's check: a
+            c = s.fit(c)  # placement may take seconds at scale)
+            if c.tobytes() != key and c.tobytes() in seen:
+                continue
+            seen.add(c.tobytes())
         ts = time.perf_counter()
         routed, val, util = fast_route(problem, c, extra=rings_from)
         work = routed.work if routed is not None else 0.0
@@ -194,9 +198,17 @@ def _swaps(s) -> None:
             return False
         return True
 
+    place = None
+    if problem.ocs is not None:  # swaps of two circuits on one OCS only
+        from solvers.joint.ocs_fit import placement_of
+
+        def place(c):
+            return placement_of(problem, c)
+
     best_c, _, evals = improve_by_swaps(
         inc[0], problem.n, problem.pair_cap, evaluate, (s.inc_obj, inc[4]),
         on_improve=improved, floor=problem.prewired_circuits(), keep_going=keep_going,
+        placement=place, layer=problem.ocs,
     )  # fmt: skip
     s.info["local_search_evaluations"] = evals
     if "best" in last and not np.array_equal(best_c, inc[0]):

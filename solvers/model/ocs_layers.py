@@ -15,7 +15,9 @@ always have (a triangle with ``d = 2``). :func:`place_circuits` tries a greedy p
 1-3 exactly with CP-SAT under a time limit (the status is always checked). :func:`repair_circuits`
 keeps the largest placeable subset (CP-SAT, 1 as ``<=``, maximise the placed circuits) and fills
 the ports left free with circuits on common OCSes, heaviest demand first. :func:`check_ocs`
-refuses a design whose circuits do not fit.
+refuses a design whose circuits do not fit. A placement known by construction (a repair's, the
+joint search's swaps) is remembered (:func:`remember_placement`) and checked rather than
+searched for again.
 """
 
 from __future__ import annotations
@@ -27,10 +29,63 @@ from topoopt.fabrics.circuits import Circuits
 from topoopt.fabrics.ocs_layout import OcsLayout
 from traffic.errors import InputError
 
-__all__ = ["Placement", "place_circuits", "repair_circuits", "check_ocs"]
+__all__ = [
+    "Placement",
+    "place_circuits",
+    "repair_circuits",
+    "check_ocs",
+    "remember_placement",
+    "placement_holds",
+]
 
 TIME_LIMIT_S = 30.0
 """Wall-clock cap of one CP-SAT placement (a deterministic work limit is set as well)."""
+
+KNOWN_PLACEMENTS = 512
+"""Placements remembered per process (:func:`remember_placement`), oldest dropped first."""
+
+_KNOWN: dict[tuple, np.ndarray] = {}
+
+
+def _known_key(rows: np.ndarray, layer: OcsLayout) -> tuple:
+    return (layer.servers, layer.degree, layer.radix, layer.layout, rows.tobytes())
+
+
+def remember_placement(circuits, layer: OcsLayout, placement: np.ndarray) -> None:
+    """Remember that ``placement`` (rows ``[u, v, ocs, count]``) places ``circuits`` on
+    ``layer`` (a repair's or a search's, which know it by construction): a later
+    :func:`place_circuits` of the same circuits checks it (:func:`placement_holds`) and returns
+    it instead of searching again (at 256 servers x 8 ports on 136-port OCSes CP-SAT may not
+    decide within :data:`TIME_LIMIT_S` what a repair built)."""
+    rows = Circuits(circuits, layer.servers).rows
+    if len(_KNOWN) >= KNOWN_PLACEMENTS:
+        _KNOWN.pop(next(iter(_KNOWN)))
+    _KNOWN[_known_key(rows, layer)] = np.asarray(placement, np.int64).reshape(-1, 4).copy()
+
+
+def placement_holds(circuits, layer: OcsLayout, placement: np.ndarray) -> bool:
+    """Whether ``placement`` (rows ``[u, v, ocs, count]``) places exactly ``circuits`` on
+    ``layer``: constraints 1-3 of the module docstring, checked (no search).
+
+    >>> layer = OcsLayout(4, 2, 2)
+    >>> placement_holds([[0, 1, 1]], layer, np.array([[0, 1, 0, 1]]))
+    True
+    >>> placement_holds([[0, 1, 1]], layer, np.array([[0, 1, 2, 1]]))  # 1 has no port on OCS 2
+    False
+    """
+    rows = Circuits(circuits, layer.servers).rows
+    pl = np.asarray(placement, np.int64).reshape(-1, 4)
+    if pl.size and (pl[:, 2].min() < 0 or pl[:, 2].max() >= layer.n_ocs or pl[:, 3].min() < 0):
+        return False
+    got = {}
+    for u, v, _, k in pl.tolist():
+        key = (min(u, v), max(u, v))
+        got[key] = got.get(key, 0) + k
+    want = {(u, v): k for u, v, k in rows.tolist()}
+    if {k: v for k, v in got.items() if v} != want:  # (1)
+        return False
+    used = Placement(pl, "check").ports_used(layer)
+    return bool(np.all(used <= _capacity(layer)))  # (2), and (3): no port, no capacity
 
 
 class Placement:
@@ -213,6 +268,9 @@ def place_circuits(
     [[0, 1, 0, 1], [0, 2, 0, 1], [1, 2, 0, 1]]
     """
     rows = Circuits(circuits, layer.servers).rows
+    known = _KNOWN.get(_known_key(rows, layer))
+    if known is not None and placement_holds(rows, layer, known):
+        return Placement(known, "known")
     cap = _capacity(layer)
     placed, left, _ = _greedy(rows, cap)
     if not left.size:
@@ -280,6 +338,7 @@ def repair_circuits(
             added.append([a, b, o, 1])
     allp = _merge(np.vstack([placed, np.asarray(added, np.int64).reshape(-1, 4)]), layer)
     c = Circuits(np.column_stack([allp[:, 0], allp[:, 1], allp[:, 3]]), n).rows
+    remember_placement(c, layer, allp)  # known by construction: never searched for again
     return c, Placement(allp, "repaired")
 
 

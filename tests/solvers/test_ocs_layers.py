@@ -15,6 +15,7 @@ from solvers.realise import design_fabric
 from solvers.registry import solve
 from tests.solvers.test_topoopt_method import check_design, problem
 from topoopt.fabrics import bill_of_materials, direct_connect
+from topoopt.fabrics.circuits import Circuits
 from topoopt.fabrics.ocs_layout import OcsLayout
 from traffic.errors import InputError
 
@@ -144,12 +145,16 @@ def test_every_design_fits_the_layer(method):
     check_ocs(d, layer)
     check_design(q, d)
     info = d.info["ocs"]
-    assert info["ocs"] == 8 and info["ocs_port"] == 48 and info["repair"] is not None
+    assert info["ocs"] == 8 and info["ocs_port"] == 48
+    if method == "joint":  # the layer inside the search: its design fits without a repair
+        assert info["repair"] is None and d.info["ocs_search"]["candidates_repaired"] > 0
+    else:  # a baseline knows no OCS: repaired afterwards
+        assert info["repair"] is not None
     ports = np.array(info["ports"])  # [u, p, v, q, ocs] per circuit, on the layout's OCSes
     assert len(ports) == d.circuits.total
     assert np.all(layer.ocs_of[ports[:, 0], ports[:, 1]] == ports[:, 4])
     assert np.all(layer.ocs_of[ports[:, 2], ports[:, 3]] == ports[:, 4])
-    assert d.solver.endswith("+ OCS repair")
+    assert d.solver.endswith("+ OCS repair") == (method != "joint")
     assert d.lower_bound_s <= d.objective_s
     json.dumps(info)
     # realised on those OCSes and priced by the BOM rule: every port of every device
@@ -179,3 +184,65 @@ def test_problem_refuses_a_layer_of_other_servers():
         problem(8, 4).with_options(ocs=OcsLayout(9, 4, 4))
     with pytest.raises(InputError, match="ocs_radix"):
         OcsLayout(8, 4, 1)
+
+
+@pytest.mark.parametrize(
+    ("n", "d", "radix", "layout"),
+    [(12, 4, 6, "per-rail"), (12, 4, 12, "per-rail"), (8, 3, 4, "per-rail"), (12, 4, 16, "packed")],
+)
+def test_the_joint_searchs_moves_stay_on_the_layer(n, d, radix, layout):
+    """Issue 24.5, inside the search: the circuit sets built on the OCSes
+    (:func:`solvers.joint.ocs_fit.layer_candidates`) fit the layer exactly as constructed, use
+    at most every server's ports, and every 2-swap proposed from their placement fits too
+    (whatever the link loads: each load order tried; its placement is known by construction
+    and checked, not searched), as does every fitted candidate."""
+    from solvers.joint.local_search import swap_candidates
+    from solvers.joint.ocs_fit import fit_circuits, layer_candidates, placement_of
+    from topoopt.fabrics import circulant_circuits
+
+    layer = OcsLayout(n, d, radix, layout)
+    q = problem(n, d).with_options(ocs=layer)
+    built = layer_candidates(q)
+    assert [nm for nm, _ in built] == ["OCS matchings", "OCS matchings, ring order"]
+    rng = np.random.default_rng(0)
+    moves = 0
+    for _, c in built:
+        assert np.bincount(c[:, :2].ravel(), c[:, 2].repeat(2), n).max() <= d
+        pl = placement_of(q, c)
+        assert pl is not None
+        for _ in range(3):
+            util = np.repeat(rng.random(c.shape[0]), 2)
+            for cand in swap_candidates(c, n, util, q.pair_cap, placement=pl, layer=layer):
+                moves += 1
+                # the swap's placement, known by construction, is remembered and holds
+                assert place_circuits(cand, layer).status == "known"
+                assert np.array_equal(  # degree-preserving
+                    np.bincount(cand[:, :2].ravel(), cand[:, 2].repeat(2), n),
+                    np.bincount(c[:, :2].ravel(), c[:, 2].repeat(2), n),
+                )
+    assert moves > 0
+    fitted, _ = fit_circuits(q, circulant_circuits(n, [1, 2]))
+    assert place_circuits(fitted, layer) is not None
+
+
+def test_an_undecided_placement_is_repaired_not_refused(monkeypatch):
+    """The safety net (``respect_ocs``): when CP-SAT cannot decide a placement in time (256 x 8
+    ports on 136-port OCSes: the topoopt and joint rows of compare failed), the design is
+    repaired, and the repair's placement, known by construction, passes the final check."""
+    import solvers.ocs_repair as repair_mod
+    from solvers.ocs_repair import respect_ocs
+
+    layer = OcsLayout(12, 4, 6)
+    q = problem(12, 4).with_options(ocs=layer)
+    d = solve(problem(12, 4), "topoopt")
+    real = repair_mod.place_circuits
+
+    def undecided(circuits, lay, *a, **k):
+        if np.array_equal(Circuits(circuits, 12).rows, d.circuits.rows):
+            raise InputError("circuits (OCS placement)", 0, "a placement decided within 30 s")
+        return real(circuits, lay, *a, **k)
+
+    monkeypatch.setattr(repair_mod, "place_circuits", undecided)
+    out = respect_ocs(d, q)
+    assert out.solver == "topoopt + OCS repair" and out.info["ocs"]["repair"] is not None
+    assert place_circuits(out.circuits, layer).status == "known"

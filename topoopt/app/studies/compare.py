@@ -303,6 +303,48 @@ def _factorisations(n: int, k: int):
                 yield (f, *rest)
 
 
+def clos_candidates(
+    servers: int, degree: int, gbps: float, oversubscription: float, prices=None,
+    layout: str = "bundled",
+) -> list[tuple[Any, Any, Any]]:  # fmt: skip
+    """Every switch model of the price table's catalogue at ``gbps`` (a 64-port switch priced
+    per port when it has none) as ``(model, plan, report)``: the Clos of that model for
+    ``servers`` servers of ``degree`` NICs (:func:`topoopt.fabrics.catalogue.plan_clos`) and its
+    priced bill of materials (:func:`topoopt.fabrics.cost.price_bill_of_materials`), or
+    ``(model, None, None)`` when the model would need a fourth tier. ``layout``: ``bundled``,
+    ``rail`` (rails joined by the spine) or ``rail-only`` (``degree`` one-port Clos, priced as
+    ``degree`` copies). :func:`switched_clos` builds the cheapest; ``design --fabric rail``
+    reports them all.
+
+    Examples
+    --------
+    >>> [(m.name, p.tiers, r.capex_usd) for m, p, r in clos_candidates(16, 4, 100.0, 1.0,
+    ...  layout="rail-only")][:2]
+    [('Tomahawk 32x100G', 1, 63040.0), ('Tomahawk 2 64x100G', 1, 87360.0)]
+    """
+    from topoopt.fabrics.catalogue import SwitchModel, plan_bill_of_materials, plan_clos
+    from topoopt.fabrics.cost import load_prices, price_bill_of_materials
+
+    if layout not in ("bundled", "rail", "rail-only"):
+        raise InputError("layout", layout, "bundled, rail or rail-only")
+    copies = degree if layout == "rail-only" else 1  # rail-only: one one-port Clos per rail
+    ports = 1 if layout == "rail-only" else degree
+    table = load_prices() if prices is None else prices
+    models = [m for m in table.catalogue() if abs(m.gbps - gbps) <= 1e-6 * gbps]
+    models = models or [SwitchModel(f"64x{gbps:g}G (priced per port)", 64, gbps)]
+    out = []
+    for m in models:
+        plan = plan_clos(
+            servers, m, oversubscription, ports_per_server=ports, rails=layout == "rail"
+        )
+        if plan is None:
+            out.append((m, None, None))
+            continue
+        bom = {k: v * copies for k, v in plan_bill_of_materials(plan, gbps).items()}
+        out.append((m, plan, price_bill_of_materials(bom, table)))
+    return out
+
+
 def switched_clos(
     name: str, workload: Workload, degree: int, link_bandwidth: float, oversubscription: float,
     prices=None, layout: str = "bundled",
@@ -322,25 +364,13 @@ def switched_clos(
     >>> run.cost_detail["fabric_info"]["tiers"], run.fabric.server_ports[:2].tolist()
     (1, [4, 4])
     """
-    from topoopt.fabrics.catalogue import SwitchModel, plan_bill_of_materials, plan_clos
-    from topoopt.fabrics.cost import load_prices, price_bill_of_materials
     from topoopt.fabrics.rail import rail_only
 
-    if layout not in ("bundled", "rail", "rail-only"):
-        raise InputError("layout", layout, "bundled, rail or rail-only")
-    copies = degree if layout == "rail-only" else 1  # rail-only: one one-port Clos per rail
-    ports = 1 if layout == "rail-only" else degree
-    table = load_prices() if prices is None else prices
     n, gbps = workload.servers, float(link_bandwidth) * 8.0 / 1e9
-    models = [m for m in table.catalogue() if abs(m.gbps - gbps) <= 1e-6 * gbps]
-    models = models or [SwitchModel(f"64x{gbps:g}G (priced per port)", 64, gbps)]
     best = None
-    for m in models:
-        plan = plan_clos(n, m, oversubscription, ports_per_server=ports, rails=layout == "rail")
+    for _, plan, rep in clos_candidates(n, degree, gbps, oversubscription, prices, layout):
         if plan is None:
             continue
-        bom = {k: v * copies for k, v in plan_bill_of_materials(plan, gbps).items()}
-        rep = price_bill_of_materials(bom, table)
         if best is None or (rep.capex_usd, plan.switch_ports) < (
             best[1].capex_usd,
             best[0].switch_ports,
@@ -359,6 +389,10 @@ def switched_clos(
     if layout == "rail-only":  # the plan is one rail's; the fabric is `degree` of them
         info.update(rails=degree, switches=plan.switches * degree, ports_per_server=degree)
         info["switch_ports"] = plan.switch_ports * degree
+        info["server_gbps"] = plan.server_gbps * degree
+        for tier in ("leaves", "spines", "aggregation", "cores"):
+            if tier in info:
+                info[tier] *= degree
     run.cost_detail = {
         "capex_breakdown": rep.capex_by_component,
         "power_breakdown": rep.power_by_component,

@@ -50,6 +50,12 @@ class Objective(StrEnum):
 class FabricKind(StrEnum):
     optical = "optical"
     hybrid = "hybrid"
+    rail = "rail"
+    rail_only = "rail-only"
+
+
+SWITCHED = (FabricKind.rail, FabricKind.rail_only)
+"""Fabrics with no circuits: design sizes the cheapest catalogue Clos and simulates it."""
 
 
 class Electrical(StrEnum):
@@ -60,8 +66,17 @@ class Electrical(StrEnum):
 @handle_errors
 def design_command(
     plan: Annotated[str, typer.Argument(help="Plan file, embedded plan name, or .fbuf")],
-    fabric: Annotated[FabricKind, typer.Option(help="What to design")] = FabricKind.optical,
-    degree: Annotated[int, typer.Option(help="Optical ports per server")] = DEFAULT_DEGREE,
+    fabric: Annotated[
+        FabricKind,
+        typer.Option(
+            help="What to design: the optical layer, a hybrid's optical layer, or the sizing "
+            "(switch model, tiers, price) of a switched rail fabric: rail (rail-optimised Clos) "
+            "or rail-only (no spine across rails)"
+        ),
+    ] = FabricKind.optical,
+    degree: Annotated[
+        int, typer.Option(help="Ports (NICs) per server: optical ports, or rails")
+    ] = DEFAULT_DEGREE,
     link_gbps: Annotated[
         float, typer.Option(help="Bandwidth of one port, Gbps")
     ] = DEFAULT_LINK_GBPS,
@@ -102,8 +117,12 @@ def design_command(
         Electrical, typer.Option(help="Hybrid: the electrical fabric under the optical layer")
     ] = Electrical.leaf_spine,
     oversubscription: Annotated[
-        float, typer.Option(help="Hybrid: oversubscription of the electrical fabric")
-    ] = 4.0,
+        float | None,
+        typer.Option(
+            help="Hybrid: oversubscription of the electrical fabric (default 4); rail, rail-only: "
+            "of the Clos (default 1)"
+        ),
+    ] = None,
     electrical_gbps: Annotated[
         float | None, typer.Option(help="Hybrid: electrical NIC bandwidth (default --link-gbps)")
     ] = None,
@@ -150,6 +169,21 @@ def design_command(
     from traffic.errors import InputError, check_finite
     from traffic.load import load_workload
 
+    if fabric in SWITCHED:  # no circuits: the optical layer's options mean nothing here
+        for name, given in (
+            ("--ocs-radix", ocs_radix),
+            ("--prewired", prewired),
+            ("--reserve-ports", reserve_ports),
+            ("--out", out),
+            ("--html", html),
+        ):
+            if given is not None:
+                raise InputError(
+                    name,
+                    given,
+                    "with --fabric optical or hybrid (a switched fabric has no circuits; "
+                    "--json prints its sizing)",
+                )
     prepare_output(out, force, "--out")
     prepare_output(html, force, "--html")
     prepare_output(graphml, force, "--graphml")
@@ -159,6 +193,14 @@ def design_command(
     if prewired is not None:
         wired = read_prewired_file(prewired)
     workload = load_workload(plan, gpu=gpu)
+    if fabric in SWITCHED:
+        _switched(
+            workload, fabric.value, degree, link_gbps,
+            1.0 if oversubscription is None else oversubscription, graphml, as_json,
+        )  # fmt: skip
+        return
+    if oversubscription is None:
+        oversubscription = 4.0
     from topoopt.flowsim.work import check_work
 
     check_work(workload, "design's simulations")  # before the design problem is lifted
@@ -274,6 +316,92 @@ def design_command(
     stdout.print(t)
     # the clock on stderr: stdout is the same bytes on any machine (issue 30)
     print(f"designed in {design.wall_s:.2f} s", file=sys.stderr)
+
+
+def _switched(workload, layout, degree, link_gbps, oversubscription, graphml, as_json) -> None:
+    """``design --fabric rail|rail-only``: the cheapest catalogue Clos, its candidates, its
+    simulated iteration (:func:`topoopt.app.studies.switched_design.design_switched`)."""
+    from topoopt.app.studies.switched_design import design_switched
+    from topoopt.flowsim.work import check_work
+
+    check_work(workload, "design's simulation")
+    with command_progress("design"):
+        d = design_switched(
+            workload,
+            layout,
+            degree,
+            gbps_to_bytes_per_s(link_gbps),
+            oversubscription=oversubscription,
+        )
+    doc = d.to_dict()
+    info = doc["fabric_info"]
+    tiers = info["tiers"]
+    per_tier = ", ".join(
+        f"{info[k]} {k}" for k in ("leaves", "spines", "aggregation", "cores") if info.get(k)
+    )
+    unit, k = time_unit([doc["iteration_s"]])
+    verdict = [
+        f"The cheapest {layout} fabric for {doc['servers']} servers of {degree} NICs x "
+        f"{link_gbps:g} Gbps is {info['switches']} {info['switch']} switches in {tiers} "
+        f"tier{'s' if tiers > 1 else ''} ({per_tier}) at {doc['capex_usd']:,.0f} USD; "
+        f"it runs an iteration in {doc['iteration_s'] * k:.4f} {unit}."
+    ]
+    if d.run.note:
+        warn_line(f"{layout}: {d.run.note}")
+    if degree != workload.gpus_per_server:
+        warn_line(
+            f"{layout}: {degree} NICs for {workload.gpus_per_server} GPUs per server: no rail "
+            "routing (a GPU's flows spread over every NIC)"
+        )
+    if graphml is not None:
+        from topoopt.exports.graphml import write_graphml
+
+        write_output_with(graphml, lambda tmp: write_graphml(d.run.fabric, tmp))
+    if as_json:
+        emit_json({**doc, "verdict": verdict})
+        return
+    for sentence in verdict:
+        stdout.print(sentence, markup=False, highlight=False)
+    gpu, eff = doc["gpu"], doc["efficiency"]
+    t = Table(
+        title=f"{workload.name}: {layout} design, {degree} NICs x {link_gbps:g} Gbps per server"
+        + ("" if gpu is None else f", {gpu}")
+        + ("" if eff is None else f" at efficiency {eff:g}")
+    )
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    t.add_row("servers", str(doc["servers"]))
+    t.add_row("switch", f"{info['switch']} ({info['radix']} x {info['switch_gbps']:g} Gbps)")
+    t.add_row("tiers", f"{tiers} ({per_tier})")
+    t.add_row("switches", str(info["switches"]))
+    t.add_row("switch ports", str(info["switch_ports"]))
+    t.add_row("oversubscription", f"{info['oversubscription_realised']:g}:1")
+    t.add_row("capex (USD)", f"{doc['capex_usd']:,.0f}")
+    t.add_row("power (W)", f"{doc['power_w']:,.0f}")
+    t.add_row(f"simulated iteration ({unit})", f"{doc['iteration_s'] * k:.4f}")
+    t.add_row(f"exposed communication ({unit})", f"{doc['exposed_comm_s'] * k:.4f}")
+    if doc["tflops_per_gpu"] is not None:
+        t.add_row("TFLOP/s per GPU", f"{doc['tflops_per_gpu']:.1f}")
+        t.add_row("MFU", f"{doc['mfu']:.1%}")
+    stdout.print(t)
+    c = Table(title="candidates: one Clos per catalogue switch at the NIC speed")
+    for head in ("switch", "tiers", "switches", "switch ports", "capex (USD)", "power (W)"):
+        c.add_column(head, justify="left" if head == "switch" else "right")
+    for row in doc["candidates"]:
+        if row["tiers"] is None:
+            c.add_row(row["switch"], "> 3", "-", "-", "-", "-")
+            continue
+        name = row["switch"] + (" (chosen)" if row["chosen"] else "")
+        c.add_row(
+            name,
+            str(row["tiers"]),
+            str(row["switches"]),
+            str(row["switch_ports"]),
+            f"{row['capex_usd']:,.0f}",
+            f"{row['power_w']:,.0f}",
+        )
+    stdout.print(c)
+    print(f"designed in {d.wall_s:.2f} s", file=sys.stderr)
 
 
 def _hybrid(
