@@ -155,12 +155,13 @@ def test_block_detours_need_the_circuits():
 
 @pytest.mark.parametrize(
     "case, degree, target",
-    [("100candle_16", 8, 1.10), ("100candle_16", 4, 1.35), ("100candle_32", 8, 1.10)],
+    [("100candle_16", 8, 1.10), ("100candle_16", 4, 1.35)],
 )
 def test_joint_priorities_meets_candle_targets(case, degree, target):
     """Issue #14's targets on TopoOpt's CANDLE task graphs (iteration over the ideal switch,
     100 Gbps ports): <= 1.10 at 8 ports, <= 1.35 at 4 ports, by an independent simulation of
-    the shipped design; at 8 ports also against the ideal switch with the same priority."""
+    the shipped design; at 8 ports also against the ideal switch with the same priority. The
+    32-server case (85-100 s of CPU) runs from ``benchmarks/candle_targets.py``."""
     from solvers.realise import simulate_design
     from solvers.registry import solve
     from topoopt.fabrics import ideal
