@@ -121,7 +121,7 @@ def test_help_keeps_brackets_and_lists_fabrics_in_full():
         assert set(FABRICS) <= words, set(FABRICS) - words
         assert "…" not in r.stdout  # no default cut short
     r = runner.invoke(app, ["design", "--help"], env=WIDE)
-    assert "[optical|hybrid]" in r.stdout
+    assert "[optical|hybrid|rail|rail-only]" in r.stdout
     assert "[topoopt|topoopt-released|expander|joint]" in r.stdout
 
 
