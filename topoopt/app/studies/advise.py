@@ -726,12 +726,12 @@ def lowest_bounds(space, degree: int, link_bandwidth: float, k: int, shape=None)
 
 
 def plan_label(plan) -> str:
-    """``tp8 pp16 dp8 b1``: the parallel degrees above 1 (tp, pp, dp always) and the
-    micro-batch, as the co-search labels its candidates."""
-    par = plan.parallelism
-    degs = {"tp": par.tp, "pp": par.pp, "dp": plan.dp, "cp": par.cp, "ep": par.ep}
-    shown = [f"{k}{v}" for k, v in degs.items() if v and (k in ("tp", "pp", "dp") or v > 1)]
-    return " ".join([*shown, f"b{par.micro_batch_size}"])
+    """``tp8 pp16 dp8 b1``: the plan labelled as the co-search labels its candidates
+    (:func:`topoopt.app.studies.cosearch.space._label`), so a given plan and a co-searched one
+    read alike."""
+    from topoopt.app.studies.cosearch.space import _label
+
+    return _label({**plan.parallelism.model_dump(), "dp": plan.dp}, None)
 
 
 def fastest_per_fabric(records: Sequence[dict]) -> list[dict]:
