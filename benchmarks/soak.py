@@ -23,7 +23,12 @@ Usage::
     nice -n 19 .venv/bin/python benchmarks/soak.py --start 100  # plans 101-200 of seed 0
 
 ``--start K`` draws plans 1..K of the seed's sequence (the schema check only, no compare) and
-runs plans K+1..``--plans``: a soak stopped at plan K continues on the same plans.
+runs plans K+1..``--plans``: a soak stopped at plan K continues on the same plans (so ``--start
+172 --plans 175`` runs plans 173, 174 and 175). ``--show K`` runs nothing: it prints plan K (1 to
+``--plans``) of the seed's sequence as JSON, or writes it to ``--out``, with the soak's ``design``
+call as a command line, to reproduce one plan alone::
+
+    .venv/bin/python benchmarks/soak.py --show 173 --out p173.json
 """
 
 from __future__ import annotations
@@ -122,9 +127,15 @@ def main() -> None:
     ap.add_argument("--plans", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--start", type=int, default=0, help="skip the first START plans (drawn only)")
+    ap.add_argument("--show", type=int, default=None, help="print plan SHOW (1-based), run nothing")
+    ap.add_argument("--out", default=None, help="with --show: write the plan to this JSON file")
     args = ap.parse_args()
     if not 0 <= args.start < args.plans:
         ap.error(f"--start {args.start}: must be in [0, --plans {args.plans})")
+    if args.show is not None and not 1 <= args.show <= args.plans:
+        ap.error(f"--show {args.show}: must be in [1, --plans {args.plans}]")
+    if args.out is not None and args.show is None:
+        ap.error("--out: only with --show")
 
     from topoopt.app.cli.commands.compare import DEFAULT_FABRICS
     from traffic.errors import InputError
@@ -142,6 +153,11 @@ def main() -> None:
                 break
             except InputError:
                 redrawn += 1
+        if args.show is not None:
+            if k + 1 == args.show:
+                show_plan(k + 1, args.seed, doc, args.out)
+                return
+            continue
         if k < args.start:
             continue
         label = f"plan {k}: {doc['model']} {doc['parallelism']} {doc['cluster']}"
@@ -152,6 +168,22 @@ def main() -> None:
             summary(k + 1, args.seed, redrawn, failures, rss, t0, c0, args.start)
     summary(args.plans, args.seed, redrawn, failures, rss, t0, c0, args.start)
     sys.exit(1 if failures else 0)
+
+
+def show_plan(k: int, seed: int, doc: dict, out: str | None) -> None:
+    """Plan ``k`` as JSON (to ``out`` or stdout), and on stderr the CLI command that runs the
+    soak's ``design`` of it (the joint solver at 4 ports, default work limit; the soak calls
+    ``api.design``, whose wall-clock cap is 900 s)."""
+    import json
+
+    text = json.dumps(doc, indent=1) + "\n"
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        Path(out).write_text(text)
+    where = out or "PLAN.json"
+    print(f"plan {k} of seed {seed}; its design: python -m topoopt design {where} --degree 4 "
+          f"--time-limit 900 --json", file=sys.stderr)  # fmt: skip
 
 
 def summary(n, seed, redrawn, failures, rss, t0, c0, start=0) -> None:

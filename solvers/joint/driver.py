@@ -38,12 +38,14 @@ deterministic work units from LP nonzeros x iterations and model sizes,
 :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`) plus the forecast of the next routing (the
 last one's work) is within ``work_limit`` (:data:`DEFAULT_WORK_LIMIT`); the routing LPs are GLOP
 solved to optimality or PDLP to :data:`ROUTING_LP_TOLERANCE` within :data:`LP_ITERATION_LIMIT`
-iterations; the bound's PDLP is iteration-limited too; the exact MIP runs under
-:data:`EXACT_NODE_LIMIT` nodes; the flow-model judging (the ``topoopt`` baseline, then the
-finalists in order) shares :data:`FLOW_WORK_SHARE` times as many work units, counted in the flow
-model's sub-flow re-fills (:data:`WORK_PER_REFILL`): a simulation that needs more stops there
-and its finalist is not chosen (if the baseline's own simulation does not fit, the objective
-decides). The same problem, seed, thread count and work
+iterations; the bound's PDLP is iteration-limited too; the exact MIP gets
+:data:`EXACT_WORK_SHARE` of the work left, turned into SCIP's node, LP-iteration, cut-round and
+strong-branching limits (:func:`solvers.joint.exact_mip.exact_limits`, at most
+:data:`EXACT_NODE_LIMIT` nodes), and its LP iterations are charged; the flow-model judging
+(the ``topoopt`` baseline, then the finalists in order) shares :data:`FLOW_WORK_SHARE` times
+as many work units, counted in the flow model's sub-flow re-fills (:data:`WORK_PER_REFILL`): a
+simulation that needs more stops there and its finalist is not chosen (if the baseline's own
+simulation does not fit, the objective decides). The same problem, seed, thread count and work
 limit therefore give the same design on any machine and under any load. ``time_limit_s`` caps
 the wall clock (the search keeps time for about four flow simulations after the first one): when
 it cuts a step the best design so far is returned with ``info["deterministic"] = False`` and
@@ -99,6 +101,7 @@ __all__ = [
     "LP_ITERATION_LIMIT",
     "ROUTING_LP_TOLERANCE",
     "EXACT_NODE_LIMIT",
+    "EXACT_WORK_SHARE",
     "FLOW_MAX_PAIRS",
     "LP_MAX_SERVERS",
     "WORK_PER_REFILL",
@@ -141,7 +144,12 @@ ROUTING_LP_TOLERANCE = 1e-3
 objective is recomputed from the decomposed paths, so the tolerance only affects the ranking)."""
 
 EXACT_NODE_LIMIT = 20_000
-"""Branch-and-bound node limit of the exact MIP (deterministic for a given thread count)."""
+"""Branch-and-bound node limit of the exact MIP (deterministic for a given thread count); the
+work limit's share (:data:`EXACT_WORK_SHARE`) usually binds first."""
+
+EXACT_WORK_SHARE = 0.5
+"""The exact MIP's work limit: this share of the search's work left when it starts (the swap
+search after it keeps the rest). Its LP iterations are charged to the search's work."""
 
 LP_MAX_SERVERS = 128
 """Largest cluster whose candidates the routing LP routes; above it
@@ -862,13 +870,17 @@ class CongestionSearch:
         if left is None:
             return
         hint = Circuits(self.inc[0], n) if self.inc is not None else self.base.circuits
+        share = EXACT_WORK_SHARE * max(meter.limit - meter.used, 0.0)
         ex = exact_design(
             self.problem, self.inc_obj, time_limit=left, threads=self.threads, seed=self.seed,
-            hint_circuits=hint, node_limit=EXACT_NODE_LIMIT,
+            hint_circuits=hint, node_limit=EXACT_NODE_LIMIT, work_limit=share,
         )  # fmt: skip
+        meter.charge(ex.work)
         info["exact"] = {"status": ex.status, "objective_s": ex.objective_s,
                          "bound_s": ex.bound_s, "limit": ex.limit,
-                         "stopped_by": ex.stopped_by}  # fmt: skip
+                         "stopped_by": ex.stopped_by, "work": ex.work}  # fmt: skip
+        if ex.limit == "work":  # not run: the warm start (the incumbent) came back
+            return
         if ex.limit == "time":
             self.capped.append("exact MIP")
         elif ex.limit:

@@ -36,6 +36,22 @@ MathOpt with SCIP (``GSCIP``) and proves optimality on clusters of up to about 8
 Reserved and pre-wired ports (:mod:`solvers.model.problem`): the right-hand side of (1) is server
 ``u``'s usable ports ``d_u = degree - reserved_u`` instead of ``d``, and (10) keeps at least the
 ``P_e`` pre-wired circuits on every pre-wired pair (``P_e <= K`` is checked by the problem).
+
+Work limit
+----------
+SCIP has no limit on its total LP iterations, and a node limit alone does not bound a node: on
+the soak's plan 173 (Mixtral, 8 servers of degree 4, 1,376 rows) the root alone ran 103 cut
+rounds and 48 strong-branching LPs, 71,465 LP iterations and 21 s of CPU, and the 20,000 nodes of
+the old limit took more than 10 minutes. Under a ``work_limit`` (work units,
+:data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`, SCIP's figure) :func:`exact_limits` turns the
+units into LP iterations (``work / (nnz * per-iteration work)``) and then into SCIP's own
+deterministic limits, forecasting one LP solve at ``rows`` iterations: the root's cut rounds
+(:data:`ROOT_CUT_ROUNDS`), strong branching (:data:`STRONG_BRANCH_LPS` LPs' worth of iterations
+beyond SCIP's share of the node LPs), at most ``2 rows`` iterations per LP after the root (``4
+rows`` at the root), one cut round per node and ``(iterations - root forecast) / (2 rows)``
+nodes. When the work cannot pay for the root, the MIP is not built into a solve at all: the warm
+start comes back at once (status ``feasible``, limit ``work``). The work the solve spent (its LP
+iterations times the nonzeros) is :attr:`ExactResult.work`; the clock stays a cap only.
 """
 
 from __future__ import annotations
@@ -48,11 +64,90 @@ import scipy.sparse as sp
 
 from solvers.joint.rings import hamiltonian_cycles
 from solvers.model.problem import DesignProblem
-from solvers.routing_lp import solve_matrix_program
+from solvers.routing_lp import WORK_PER_NNZ, WORK_PER_NNZ_ITERATION, solve_matrix_program
 from topoopt.fabrics.circuits import Circuits
 from traffic.errors import InputError
 
-__all__ = ["ExactResult", "exact_design", "MAX_EXACT_SERVERS"]
+__all__ = [
+    "ExactResult",
+    "ExactLimits",
+    "exact_design",
+    "exact_limits",
+    "MAX_EXACT_SERVERS",
+    "ROOT_CUT_ROUNDS",
+    "STRONG_BRANCH_LPS",
+]
+
+ROOT_CUT_ROUNDS = 5
+"""Separation rounds at the root under a work limit (SCIP's default is unlimited: 103 rounds on
+the soak's plan 173); one round at every other node."""
+
+STRONG_BRANCH_LPS = 10
+"""Strong branching's LP solves in the root's forecast: SCIP's offset of strong-branching
+iterations (``branching/relpscost/sbiterofs``, default 100,000) becomes this many ``rows``."""
+
+
+@dataclass(frozen=True)
+class ExactLimits:
+    """SCIP's deterministic limits for one work budget (:func:`exact_limits`).
+
+    Attributes
+    ----------
+    nodes : int
+        Branch-and-bound nodes (``limits/totalnodes``).
+    lp_iterations, root_lp_iterations : int
+        Iterations of one LP solve after the root and at the root (``lp/iterlim``,
+        ``lp/rootiterlim``).
+    strong_branch_iterations : int
+        ``branching/relpscost/sbiterofs``.
+    forecast_work : float
+        The work the forecast pays for (at most the budget).
+    """
+
+    nodes: int
+    lp_iterations: int
+    root_lp_iterations: int
+    strong_branch_iterations: int
+    forecast_work: float
+
+    def scip_params(self) -> dict:
+        """The limits as SCIP parameters (:func:`solvers.routing_lp.solve_matrix_program`)."""
+        return {
+            "lp/iterlim": self.lp_iterations,
+            "lp/rootiterlim": self.root_lp_iterations,
+            "separating/maxroundsroot": ROOT_CUT_ROUNDS,
+            "separating/maxrounds": 1,
+            "branching/relpscost/sbiterofs": self.strong_branch_iterations,
+        }
+
+
+def exact_limits(work_limit: float, rows: int, nnz: int) -> ExactLimits | None:
+    """SCIP's limits on a MIP of ``rows`` rows and ``nnz`` nonzeros for ``work_limit`` work units
+    (module docstring, "Work limit"), or None when the units cannot pay for the root.
+
+    The forecast: ``rows`` iterations per LP solve; the root ``ROOT_CUT_ROUNDS + 1`` solves plus
+    ``STRONG_BRANCH_LPS`` for strong branching; every later node two.
+
+    Examples
+    --------
+    1,000 rows and 10,000 nonzeros: a unit pays for 2,500 iterations of SCIP (4e-8 units per
+    nonzero and iteration), the root 16,000 of them and a node 2,000.
+
+    >>> exact_limits(10.0, 1000, 10_000).nodes    # (25,000 - 16,000) / 2,000
+    4
+    >>> exact_limits(6.0, 1000, 10_000) is None   # 15,000 iterations: not the root
+    True
+    """
+    per_iteration = max(int(nnz), 1) * WORK_PER_NNZ_ITERATION["scip"]
+    budget = max(float(work_limit) - WORK_PER_NNZ * nnz, 0.0) / per_iteration
+    unit = max(int(rows), 1)
+    root = (ROOT_CUT_ROUNDS + 1 + STRONG_BRANCH_LPS) * unit
+    nodes = int((budget - root) // (2 * unit))
+    if nodes < 1:
+        return None
+    forecast = (root + 2 * unit * nodes) * per_iteration + WORK_PER_NNZ * nnz
+    return ExactLimits(nodes, 2 * unit, 4 * unit, STRONG_BRANCH_LPS * unit, forecast)
+
 
 MAX_EXACT_SERVERS = 10
 """Largest cluster :func:`exact_design` accepts (the MIP grows as ``n^3`` and ``(g-1)!``)."""
@@ -77,7 +172,12 @@ class ExactResult:
     solver : str
     wall_s : float
     limit : str
-        The limit that stopped the MIP (``node``, ``time``, ...) or ``""``.
+        The limit that stopped the MIP (``node``, ``time``, ``work``: the work limit could not
+        pay for the root and the warm start came back unsolved) or ``""``.
+    work : float
+        Work units spent: LP iterations x nonzeros (SCIP's
+        :data:`~solvers.routing_lp.WORK_PER_NNZ_ITERATION`) plus the model's build (0 when
+        the work limit stopped it before the solve).
 
     A limit never raises: the MIP's incumbent (``circuits``, possibly None) comes back with
     ``status`` ``feasible`` (or ``limit`` without one) and :attr:`stopped_by` says why.
@@ -92,6 +192,7 @@ class ExactResult:
     solver: str
     wall_s: float
     limit: str = ""
+    work: float = 0.0
 
     @property
     def stopped_by(self) -> str:
@@ -111,6 +212,7 @@ def exact_design(
     seed: int = 0,
     hint_circuits: Circuits | None = None,
     node_limit: int | None = None,
+    work_limit: float | None = None,
 ) -> ExactResult:
     """Solve the joint MIP (module docstring) for a small cluster.
 
@@ -131,6 +233,12 @@ def exact_design(
     node_limit : int, optional
         Branch-and-bound nodes (a deterministic limit; ``time_limit`` is then a wall-clock cap,
         and ``limit`` of the result says which one stopped the search).
+    work_limit : float, optional
+        Work units (module docstring, "Work limit"): SCIP's node, per-LP iteration, cut-round
+        and strong-branching limits derived from it (:func:`exact_limits`; the node limit is
+        the smaller of the two). When it cannot pay for the root, ``hint_circuits`` (the warm
+        start) comes back at once with ``objective_s`` ``upper_bound_s``, status ``feasible``
+        (``limit`` without a hint) and ``limit`` ``"work"``.
 
     Examples
     --------
@@ -170,13 +278,28 @@ def exact_design(
         m.define_capacity_constraints(p)
         m.define_linearisation_constraints(p)
     A, c, lo, hi = m.matrix()
+    params = None
+    if work_limit is not None:
+        if not np.isfinite(work_limit) or work_limit < 0:
+            raise InputError("work_limit", work_limit, "a finite number of work units >= 0")
+        lim = exact_limits(work_limit, A.shape[0], A.nnz)
+        if lim is None:  # the units cannot pay for the root: the warm start, unsolved
+            rows = None if hint_circuits is None else Circuits(hint_circuits, n).rows
+            return ExactResult(
+                rows, m.cands_all, [], float(upper_bound_s) if rows is not None else np.inf,
+                0.0, "feasible" if rows is not None else "limit", solver,
+                time.perf_counter() - t0, "work",
+            )  # fmt: skip
+        node_limit = lim.nodes if node_limit is None else min(int(node_limit), lim.nodes)
+        params = lim.scip_params()
     res = solve_matrix_program(
         c, A, lo, hi, m.var_lb, m.var_ub, integers=m.integers, solver=solver,
         time_limit=time_limit, threads=threads, seed=seed, hint=m.hint(hint_circuits),
-        relative_gap=1e-6, node_limit=node_limit,
+        relative_gap=1e-6, node_limit=node_limit, scip_params=params,
     )  # fmt: skip
     circuits, weights = m.solution(res.x)
     bound = res.bound * m.T0 if np.isfinite(res.bound) else 0.0
+    per = WORK_PER_NNZ_ITERATION.get(solver, WORK_PER_NNZ_ITERATION["scip"])
     return ExactResult(
         circuits,
         m.cands_all,
@@ -187,6 +310,7 @@ def exact_design(
         solver,
         time.perf_counter() - t0,
         res.limit,
+        (res.iterations * per + WORK_PER_NNZ) * A.nnz,
     )
 
 

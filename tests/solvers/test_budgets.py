@@ -274,6 +274,65 @@ def test_exact_mip_returns_its_incumbent_at_a_tiny_limit(cap, request):
         assert ports.max() <= p.degree
 
 
+def test_exact_mip_under_a_tiny_work_limit_returns_its_warm_start_at_once(monkeypatch):
+    """Issue 30 item 2: a work limit that cannot pay for the MIP's root gives back the warm start
+    without calling the solver, the same bytes twice; the warm start's objective is the upper
+    bound the caller gave."""
+    import solvers.joint.exact_mip as em
+
+    def refuse(*a, **k):
+        raise AssertionError("the solver was called")
+
+    monkeypatch.setattr(em, "solve_matrix_program", refuse)
+    p = DesignProblem.from_workload(_workload(5), degree=2, link_bandwidth=1e9)
+    base = topoopt_design(p)
+    got = [exact_design(p, base.objective_s, hint_circuits=base.circuits, work_limit=w)
+           for w in (1e-3, 1e-3, 0.0)]  # fmt: skip
+    for ex in got:
+        assert ex.limit == "work" and ex.stopped_by == "work limit" and ex.status == "feasible"
+        assert ex.circuits.tobytes() == base.circuits.rows.tobytes()
+        assert ex.objective_s == base.objective_s and ex.work == 0.0
+    no_hint = exact_design(p, base.objective_s, work_limit=1e-3)
+    assert no_hint.circuits is None and no_hint.status == "limit" and no_hint.limit == "work"
+
+
+def test_exact_mip_work_limit_becomes_scips_limits_and_is_charged(monkeypatch):
+    """The work limit reaches SCIP as node, per-LP iteration, cut-round and strong-branching
+    limits computed by hand from the model's size (module docstring of exact_mip); the work the
+    solve reports is its LP iterations x nonzeros x SCIP's per-iteration work, within the limit;
+    two runs give the same bytes."""
+    import solvers.joint.exact_mip as em
+
+    seen = []
+    real = em.solve_matrix_program
+
+    def spy(c, a, *args, **kw):
+        res = real(c, a, *args, **kw)
+        seen.append((a.shape[0], a.nnz, kw["node_limit"], kw["scip_params"], res.iterations))
+        return res
+
+    monkeypatch.setattr(em, "solve_matrix_program", spy)
+    p = DesignProblem.from_workload(_workload(5), degree=2, link_bandwidth=1e9)
+    base = topoopt_design(p)
+    w = 2.0
+    runs = [exact_design(p, base.objective_s, hint_circuits=base.circuits, work_limit=w)
+            for _ in range(2)]  # fmt: skip
+    rows, nnz, nodes, params, iters = seen[0]
+    per = nnz * 4e-8  # SCIP: work units per LP iteration on this matrix
+    budget = (w - 1e-6 * nnz) / per  # LP iterations the limit pays for
+    want_nodes = int((budget - 16 * rows) // (2 * rows))  # root: 5 cut rounds + 1 + 10 sb LPs
+    assert nodes == want_nodes >= 1
+    assert params == {"lp/iterlim": 2 * rows, "lp/rootiterlim": 4 * rows,
+                      "separating/maxroundsroot": 5, "separating/maxrounds": 1,
+                      "branching/relpscost/sbiterofs": 10 * rows}  # fmt: skip
+    assert runs[0].work == pytest.approx((iters * 4e-8 + 1e-6) * nnz) and 0 < runs[0].work <= w
+    assert seen[0][4] == seen[1][4]
+    a, b = runs
+    assert (a.status, a.limit, a.objective_s, a.bound_s) == (b.status, b.limit, b.objective_s,
+                                                             b.bound_s)  # fmt: skip
+    assert a.circuits.tobytes() == b.circuits.tobytes()
+
+
 @pytest.mark.parametrize("cap", ["tiny_iteration_cap", "tiny_time_cap"])
 def test_joint_design_is_feasible_when_every_solve_hits_a_tiny_limit(cap, request):
     stops = request.getfixturevalue(cap)
