@@ -17,10 +17,16 @@ PLAN_141 = {  # benchmarks/soak.py, seed 0, plan 141
 }  # fmt: skip
 
 
-def test_the_ideal_switch_runs_the_designs_collectives_and_stays_a_bound():
+@pytest.fixture(scope="module")
+def compared():
     w = workload_from_plan(load_plan(PLAN_141))
     res = compare(w, ["ideal", "joint", "fat-tree"], degree=4, link_bandwidth=12.5e9,
                   time_limit_s=30.0)  # fmt: skip
+    return w, res
+
+
+def test_the_ideal_switch_runs_the_designs_collectives_and_stays_a_bound(compared):
+    w, res = compared
     t = res.table.set_index("fabric")
     ring = simulate_iteration(w, ideal_bound(6, 4, 12.5e9)).iteration_s  # the plan's rings
     assert t.loc["ideal", "ideal_ring_s"] == pytest.approx(ring, rel=1e-12)
@@ -29,3 +35,30 @@ def test_the_ideal_switch_runs_the_designs_collectives_and_stays_a_bound():
     assert (t["iteration_s"] >= t.loc["ideal", "iteration_s"] * (1 - 1e-12)).all()
     rows = {r["fabric"]: r for r in json_rows(res.table)}
     assert rows["fat-tree"]["ideal_ring_s"] is None and rows["ideal"]["ideal_collectives"]
+
+
+def test_advise_bounds_every_row_with_the_designs_collectives_on_the_ideal_switch(compared):
+    """``advise`` as ``compare``: the joint row of plan 141 runs its own collectives on the ideal
+    switch too (``ideal_own_s``, the value ``compare``'s ideal row reaches with joint's
+    collectives), and the job's ideal (``ideal_bounds``) is then no slower than any row."""
+    from topoopt.app.studies.advise import evaluate, ideal_bounds
+    from topoopt.fabrics.cost import load_prices
+
+    plan = load_plan(PLAN_141)
+    common = {"job": "bert", "plan": plan, "weight": 1.0, "degree": 4,
+              "link_bandwidth": 12.5e9, "oversubscription": 4.0, "seed": 0,
+              "time_limit_s": 30.0, "prices": load_prices()}  # fmt: skip
+    rows = [evaluate({**common, "fabric": f}) for f in ("ideal", "joint", "fat-tree")]
+    by = {r["fabric"]: r for r in rows}
+    w = workload_from_plan(plan)
+    ring = simulate_iteration(w, ideal_bound(6, 4, 12.5e9)).iteration_s
+    assert by["ideal"]["iteration_s"] == pytest.approx(ring, rel=1e-12)
+    assert by["joint"]["iteration_s"] < ring  # the plan's own rings are no bound here
+    assert by["ideal"].get("ideal_own_s") is None and by["fat-tree"]["ideal_own_s"] is None
+    res = compared[1]
+    assert res.table.set_index("fabric").loc["ideal", "ideal_collectives"] == "joint"
+    want = float(res.table.set_index("fabric").loc["ideal", "iteration_s"])  # joint's, by compare
+    assert by["joint"]["ideal_own_s"] == pytest.approx(want, rel=1e-12)
+    ideal, who = ideal_bounds(rows)
+    assert who == {"bert": "joint"} and ideal["bert"] == by["joint"]["ideal_own_s"]
+    assert all(r["iteration_s"] >= ideal["bert"] * (1 - 1e-12) for r in rows)

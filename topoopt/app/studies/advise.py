@@ -32,6 +32,14 @@ Then, per job (:func:`judge`):
   reason: what binds the runner-up (its largest critical-path class and busiest link), the
   bandwidth per server, the switch tiers, the optics' share of the capex, and how far the
   ideal switch is (when it is within a few per cent, the network is not what limits the job).
+
+The ideal switch is a bound on every row, as in ``compare``: a designed row (``joint``) may
+rewrite the job's collectives (e.g. a Blink tree packing for an all-gather) or give its traffic
+classes a priority, and that rewritten workload can run faster on the ideal switch than the
+plan's rings. So each designed row's evaluation also simulates its own workload and priority on
+the ideal switch (``ideal_own_s``), and the job's ideal is the fastest of those and the plan's
+own (``ideal_iteration_s``; ``ideal_collectives`` names the row whose collectives it ran, None
+for the plan's).
 """
 
 from __future__ import annotations
@@ -57,6 +65,7 @@ __all__ = [
     "Job",
     "AdviseResult",
     "load_jobs",
+    "ideal_bounds",
     "scale_plan",
     "ecmp_routing",
     "evaluate",
@@ -321,6 +330,7 @@ def evaluate(task: dict) -> dict:
             max_buckets=buckets,
         )  # fmt: skip
         row["coarsened"] = bool(it.info.get("buckets_capped"))
+        row["ideal_own_s"] = _ideal_own(task, run, wl, own, buckets)
     except InputError as e:
         row.update(error=str(e), wall_s=time.perf_counter() - t0)
         return row
@@ -352,6 +362,50 @@ def evaluate(task: dict) -> dict:
         wall_s=time.perf_counter() - t0,
     )
     return row
+
+
+def _ideal_own(task: dict, run, wl, own, buckets) -> float | None:
+    """A designed row's own workload (its collectives) and class priority simulated on the ideal
+    switch (module docstring), or None when the row runs the plan's workload without a
+    priority (the ideal row already ran exactly that) or is not designed."""
+    from topoopt.app.studies.compare import build_fabric
+    from topoopt.flowsim.iteration import simulate_iteration
+
+    if run.design is None or task["fabric"] == "ideal" or (run.workload is wl and own is None):
+        return None
+    ideal = build_fabric("ideal", wl, task["degree"], task["link_bandwidth"], seed=task["seed"])
+    it = simulate_iteration(
+        run.workload, ideal.fabric, routing=ideal.routing, exposed_by_class=False, priority=own,
+        max_buckets=buckets,
+    )  # fmt: skip
+    return float(it.iteration_s)
+
+
+def ideal_bounds(records: Sequence[dict]) -> tuple[dict, dict]:
+    """Per job, the ideal switch's iteration time, a bound on every row (module docstring):
+    the fastest of the ideal row's and every row's ``ideal_own_s``; and whose collectives
+    reached it (None: the plan's own).
+
+    >>> recs = [{"job": "a", "fabric": "ideal", "iteration_s": 2.0},
+    ...         {"job": "a", "fabric": "joint", "iteration_s": 1.9, "ideal_own_s": 1.8},
+    ...         {"job": "b", "fabric": "ideal", "iteration_s": 1.0},
+    ...         {"job": "b", "fabric": "joint", "iteration_s": 1.2, "ideal_own_s": 1.1}]
+    >>> ideal_bounds(recs)
+    ({'a': 1.8, 'b': 1.0}, {'a': 'joint', 'b': None})
+    """
+    ideal: dict[str, float | None] = {}
+    who: dict[str, str | None] = {}
+    for r in records:
+        if r["fabric"] == "ideal":
+            ideal[r["job"]] = r.get("iteration_s")
+            who[r["job"]] = None
+    for r in records:
+        t, j = r.get("ideal_own_s"), r["job"]
+        if t is None or not math.isfinite(t) or r["fabric"] == "ideal":
+            continue
+        if ideal.get(j) is None or t < ideal[j]:
+            ideal[j], who[j] = float(t), r["fabric"]
+    return ideal, who
 
 
 def pareto_rows(rows: pd.DataFrame) -> pd.DataFrame:
@@ -616,6 +670,8 @@ class AdviseResult:
     wall_s: float = 0.0
     candidates: pd.DataFrame | None = None
     """With ``cosearch``: every (job, plan, fabric) evaluation, the ideal switch included."""
+    ideal_collectives: dict[str, str | None] = field(default_factory=dict)
+    """Per job, the row whose collectives the ideal bound ran (None: the plan's own)."""
 
     def warnings(self) -> list[str]:
         """The rows' search warnings (``search_warning``: a design search fell back or was cut
@@ -869,7 +925,7 @@ def advise(
     candidates = pd.DataFrame(out) if cosearch else None
     if cosearch:
         out = fastest_per_fabric(out)
-    ideal = {r["job"]: r.get("iteration_s") for r in out if r["fabric"] == "ideal"}
+    ideal, ideal_who = ideal_bounds(out)
     rows = pd.DataFrame([r for r in out if r["fabric"] != "ideal"])
     judged, verdict = {}, []
     for j in scaled:
@@ -904,6 +960,7 @@ def advise(
     }
     res = AdviseResult(rows, ideal, judged, verdict, params, time.perf_counter() - t0)
     res.candidates = candidates
+    res.ideal_collectives = ideal_who
     return res
 
 
@@ -922,6 +979,7 @@ def json_document(res: AdviseResult) -> dict:
         "equal_iteration": {j: v["equal_iteration"] for j, v in res.judged.items()},
         "breakeven_usd": {j: v["breakeven_usd"] for j, v in res.judged.items()},
         "ideal_iteration_s": res.ideal,
+        "ideal_collectives": res.ideal_collectives,
         "params": res.params,
         **extra,
         "wall_s": res.wall_s,
