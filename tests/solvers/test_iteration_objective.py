@@ -317,3 +317,25 @@ def test_spread_routing_makes_a_lone_transfer_as_fast_as_its_paths():
         share = max(1 - a + a / 3, a / 3)
         # the compute and the path latencies are the same in both runs: compare the transfer
         assert it - base == pytest.approx((share - 1) * S / B, rel=1e-6)
+
+
+def test_the_congestion_fallback_may_use_all_the_time_left(monkeypatch):
+    """When the flow model cannot judge, the congestion search is the whole answer: its clock
+    cap is the time left, not the congestion start's share of it (issue 30: the 64-server
+    Llama 3 70B plan's fallback was cut at half the default cap on a loaded machine)."""
+    import solvers.joint.driver as drv
+    from solvers.joint.iteration_search import CONGESTION_START_SHARE
+
+    caps = []
+    real = drv.congestion_search
+
+    def spy(problem, time_limit_s=60.0, **kw):
+        caps.append(time_limit_s)
+        return real(problem, time_limit_s=time_limit_s, **kw)
+
+    monkeypatch.setattr(drv, "congestion_search", spy)
+    w = Workload(6, 1, (Demand("all-reduce", np.arange(6).reshape(1, 6), 6e6, "dp", "backward"),))
+    p = DesignProblem.from_workload(w, degree=2, link_bandwidth=1e9)
+    d = solve(p, "joint", time_limit_s=1000.0)
+    assert d.info["objective"] == "congestion" and len(caps) == 1
+    assert CONGESTION_START_SHARE * 1000.0 < caps[0] <= 1000.0
