@@ -44,7 +44,7 @@ def _pct(new: float, old: float) -> str:
 
 def design_verdict(
     solver: str,
-    iteration_s: float,
+    iteration_s: float | None,
     objective: str | None,
     objective_s: float,
     lower_bound_s: float,
@@ -53,7 +53,7 @@ def design_verdict(
     """What a design search achieved: its simulated iteration (the ideal switch's, a bound, when
     known), and what its objective and bound say. ``objective``: what the search minimised
     (``iteration``, ``congestion``; ``None``: the solver's own estimate of the iteration, as
-    TopoOpt's).
+    TopoOpt's). ``iteration_s`` None: the time limit cut the design's simulation.
 
     Examples
     --------
@@ -63,7 +63,20 @@ def design_verdict(
     ...     print(s)
     The joint design runs one iteration in 60.43 s (simulated), 1.511x the ideal switch (a bound, not a product).
     Its search optimised the congestion objective: 592.7 ms against a lower bound of 400 ms; that is not an iteration time, judge the design by the simulated 60.43 s.
+    >>> design_verdict("joint", None, "congestion", 0.5927, 0.4)[0]
+    'The joint design was not simulated: the time limit cut its simulation (topoopt simulate PLAN --design FILE runs it).'
     """  # noqa: E501
+    if iteration_s is None:
+        out = [
+            f"The {solver} design was not simulated: the time limit cut its simulation "
+            "(topoopt simulate PLAN --design FILE runs it)."
+        ]
+        bound = _t(lower_bound_s) if math.isfinite(lower_bound_s) else "none"
+        out.append(
+            f"Its search optimised the {objective or 'estimated iteration'} objective: "
+            f"{_t(objective_s)} against a lower bound of {bound}."
+        )
+        return out
     first = f"The {solver} design runs one iteration in {_t(iteration_s)} (simulated)"
     if ideal_s is not None and ideal_s > 0 and math.isfinite(ideal_s):
         first += f", {iteration_s / ideal_s:.3f}x the ideal switch (a bound, not a product)"

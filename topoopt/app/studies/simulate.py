@@ -15,7 +15,7 @@ from traffic.errors import InputError
 from traffic.load import load_workload
 from traffic.workload import Workload
 
-__all__ = ["design_case", "design_iteration", "simulate_plan"]
+__all__ = ["design_case", "design_iteration", "design_iteration_within", "simulate_plan"]
 
 
 def simulate_plan(
@@ -228,3 +228,48 @@ def design_iteration(workload: Workload, d: Any):
     fab, w, routing, _, own = design_case(workload, d)
     check_work(w, paths=fabric_paths(fab, routing))
     return simulate_iteration(w, fab, routing=routing, priority=own or None)
+
+
+def _iteration_child(conn, workload, d) -> None:
+    try:
+        conn.send(float(design_iteration(workload, d).iteration_s))
+    except Exception as e:  # noqa: BLE001 - reported to the parent, which re-raises it
+        conn.send(e)
+    finally:
+        conn.close()
+
+
+def design_iteration_within(workload: Workload, d: Any, timeout_s: float) -> float | None:
+    """:func:`design_iteration`'s iteration time (seconds) under a wall-clock cap: None when
+    ``timeout_s`` seconds pass first (``design --time-limit`` covers the design's simulation
+    too, issue 30: at 256-512 servers it took longer than the search the limit capped).
+
+    A flow simulation cannot be interrupted, so with a finite ``timeout_s`` it runs in a forked
+    child process that is killed when the time is up (as the joint search's flow judging does,
+    :func:`solvers.joint.flow_select.score`); an error in it (a size refused by the work
+    estimate) is raised here. With ``timeout_s`` ``inf`` it runs in this process."""
+    import math
+    import multiprocessing
+
+    if not math.isfinite(timeout_s):
+        return float(design_iteration(workload, d).iteration_s)
+    if timeout_s <= 0:
+        return None
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_iteration_child, args=(child, workload, d), daemon=True)
+    proc.start()
+    child.close()
+    got = None
+    if parent.poll(timeout_s):
+        try:
+            got = parent.recv()
+        except EOFError:  # the child died without an answer (killed, out of memory)
+            got = None
+    if got is None:
+        proc.kill()
+    proc.join()
+    parent.close()
+    if isinstance(got, Exception):
+        raise got
+    return got
