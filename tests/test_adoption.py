@@ -229,3 +229,23 @@ def test_simulate_opens_with_what_the_iteration_is_made_of():
     assert f"{v * 1e3:.4g} ms shorter" in second
     r = runner.invoke(app, ["simulate", "dlrm", "--fabric", "ideal"])
     assert _opening(r.stdout) == doc["verdict"]
+
+
+def test_the_time_limit_clock_starts_with_the_process(monkeypatch):
+    """``design --time-limit`` counts from the process's start when run from the console entry
+    point (the imports took seconds under load), from the command's start in-process; the
+    process's age agrees with ``ps``'s elapsed seconds."""
+    import os
+    import subprocess
+    import time
+
+    from topoopt.app.cli import common
+
+    monkeypatch.setattr(common, "_PROCESS_T0", None)
+    t = time.perf_counter()
+    assert common.command_started() >= t  # in-process: now
+    common.mark_process_start()
+    age = time.perf_counter() - common.command_started()
+    ps = subprocess.run(["ps", "-o", "etimes=", "-p", str(os.getpid())], capture_output=True,
+                        text=True, check=True)  # fmt: skip
+    assert 0 <= age and abs(age - min(float(ps.stdout), 600.0)) <= 2.0

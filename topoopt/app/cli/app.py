@@ -125,4 +125,7 @@ apply_help_style(app)  # PLAN not {plan}, no <bool>, brackets in help texts kept
 
 def main() -> None:
     """Console-script entry point."""
+    from topoopt.app.cli.common import mark_process_start
+
+    mark_process_start()  # a --time-limit covers the start-up too
     app()

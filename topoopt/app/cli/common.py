@@ -26,6 +26,8 @@ from topoopt.atomic import atomic_write_text, atomic_write_with, check_writable
 from traffic.errors import InputError, check_finite
 
 __all__ = [
+    "command_started",
+    "mark_process_start",
     "DEFAULT_DEGREE",
     "DEFAULT_LINK_GBPS",
     "DEFAULT_SEED",
@@ -735,3 +737,31 @@ def write_output_with(path: Path, writer: Callable[[Path], None]) -> None:
 def write_output_json(path: Path, obj: Any, indent: int | None = None) -> None:
     """Write ``obj`` as strict JSON (:func:`dumps_strict`) atomically; say so on stderr."""
     write_output_text(path, dumps_strict(obj, str(path), indent=indent) + "\n")
+
+
+_PROCESS_T0: float | None = None
+"""``time.perf_counter()`` at this process's start, set by the console entry point
+(:func:`mark_process_start`); None in-process (a test's ``CliRunner``)."""
+
+
+def mark_process_start() -> None:
+    """Record when this process started (Linux ``/proc``; else now), so that a command's
+    ``--time-limit`` also covers the interpreter's start and the imports before the command
+    (measured under load 21: seconds). Called by :func:`topoopt.app.cli.app.main` only."""
+    global _PROCESS_T0
+    now = time.perf_counter()
+    try:
+        with open("/proc/self/stat") as fh:
+            start_ticks = int(fh.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        with open("/proc/uptime") as fh:
+            up = float(fh.read().split()[0])
+        age = min(max(up - start_ticks / os.sysconf("SC_CLK_TCK"), 0.0), 600.0)
+    except (OSError, ValueError, IndexError):
+        age = 0.0
+    _PROCESS_T0 = now - age
+
+
+def command_started() -> float:
+    """``time.perf_counter()`` when this command started: the process's start from the console
+    entry point, else now (a command invoked in-process)."""
+    return time.perf_counter() if _PROCESS_T0 is None else _PROCESS_T0

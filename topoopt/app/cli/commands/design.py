@@ -18,6 +18,7 @@ from topoopt.app.cli.common import (
     GpuOption,
     OcsLayoutKind,
     command_progress,
+    command_started,
     emit_json,
     handle_errors,
     prepare_output,
@@ -174,7 +175,7 @@ def design_command(
     # --time-limit caps the whole command: the search gets what loading the plan left of it,
     # and the design's simulation what the search left (issue 30: the cap was overrun 1.6-5.5x
     # at 256-512 servers by the work outside the search)
-    t_start = time.perf_counter()
+    t_start = command_started()
 
     def time_left() -> float:
         if not (isinstance(time_limit, int | float) and 0 < time_limit < float("inf")):
