@@ -565,7 +565,8 @@ class StrideResult:
     objective : str
         ``"diameter"`` or ``"mean-hops"``.
     status : str
-        ``"optimal"`` (search completed: proven) or ``"time-limit"``.
+        ``"optimal"`` (search completed: proven), ``"time-limit"`` or ``"set-limit"``
+        (``max_sets``).
     lower_bound : float
         Proven lower bound on the objective (diameter or mean hops); equals the optimum value
         when the status is ``"optimal"``.
@@ -628,6 +629,7 @@ def best_strides(
     d: int,
     objective: str = "mean-hops",
     time_limit_s: float | None = None,
+    max_sets: int | None = None,
 ) -> StrideResult:
     """The best bidirectional circulant on ``n`` servers with ``d`` ports, every stride coprime.
 
@@ -645,6 +647,10 @@ def best_strides(
         Lexicographic: (total distance, diameter) or (diameter, total distance).
     time_limit_s : float, optional
         Wall-clock limit in seconds (default: none, run to proof).
+    max_sets : int, optional
+        A deterministic limit: the enumeration stops before a chunk of stride sets once it has
+        evaluated at least this many (status ``"set-limit"``, the best set found; the same on
+        every machine, unlike ``time_limit_s``).
 
     Returns
     -------
@@ -668,6 +674,8 @@ def best_strides(
         raise InputError("objective", objective, f"one of {', '.join(OBJECTIVES)}")
     if time_limit_s is not None and not time_limit_s > 0:
         raise InputError("time_limit_s", time_limit_s, "a positive number of seconds")
+    if max_sets is not None and not (isinstance(max_sets, int) and max_sets >= 1):
+        raise InputError("max_sets", max_sets, "an integer >= 1")
     k = d // 2
     deadline = None if time_limit_s is None else t0 + time_limit_s
     try:
@@ -737,6 +745,9 @@ def best_strides(
     status = "optimal"
     rest = classes[1:]  # stride 1 is in every canonical set
     for chunk in _chunks(rest.size, k - 1, 50 * _BATCH):
+        if max_sets is not None and evaluated >= max_sets:
+            status = "set-limit"
+            break
         if out_of_time():
             status = "time-limit"
             break

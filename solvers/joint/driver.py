@@ -102,6 +102,7 @@ __all__ = [
     "ROUTING_LP_TOLERANCE",
     "EXACT_NODE_LIMIT",
     "EXACT_WORK_SHARE",
+    "STRIDE_MAX_SETS",
     "FLOW_MAX_PAIRS",
     "LP_MAX_SERVERS",
     "WORK_PER_REFILL",
@@ -202,12 +203,25 @@ def warm_start(problem: DesignProblem, seed: int = 0) -> list[Design]:
     return sorted(out, key=lambda d: d.objective_s)
 
 
+STRIDE_MAX_SETS = 400_000
+"""Deterministic limit of each optimal-stride search of :func:`candidate_circuits`
+(:func:`~solvers.baselines.strides.best_strides`'s ``max_sets``): 128 servers at 16 ports need
+328,756 stride sets to proof (4.2 s of CPU); the old 5 s wall clock alone cut that search on a
+loaded machine (at load 15, after 273,708 sets), so the circulant tried depended on the load."""
+
+
 def candidate_circuits(
-    problem: DesignProblem, deadline: float, stride_time: float = 5.0, strides: bool = True
+    problem: DesignProblem,
+    deadline: float,
+    stride_time: float = 60.0,
+    strides: bool = True,
+    capped: list | None = None,
 ) -> list[tuple[str, np.ndarray]]:
     """Circuit sets to route and compare (module docstring, step 3), cheapest first.
 
-    ``strides=False`` leaves out the optimal-stride circulants (their search is clock-limited).
+    ``strides=False`` leaves out the optimal-stride circulants. Their search stops on
+    :data:`STRIDE_MAX_SETS` stride sets (deterministic); ``stride_time`` seconds is only a cap,
+    and a search it cuts is named in ``capped`` (the caller's record of clock cuts).
 
     With reserved or pre-wired ports the constructions use ``d_free = min_i free_i`` ports
     (:meth:`DesignProblem.free_ports`), the pre-wired circuits are added and the ports left
@@ -247,9 +261,14 @@ def candidate_circuits(
 
         for d_ar in range(top, 3, -2):
             try:
-                res = best_strides(n, d_ar, "mean-hops", time_limit_s=min(stride_time, left / 2))
+                res = best_strides(
+                    n, d_ar, "mean-hops", time_limit_s=min(stride_time, left / 2),
+                    max_sets=STRIDE_MAX_SETS,
+                )  # fmt: skip
             except InputError:
                 continue
+            if res.status == "time-limit" and capped is not None:
+                capped.append(f"best strides at {d_ar} ports")
             c = circulant_circuits(n, res.strides)
             parts = [c]
             if d - d_ar and mp.nnz:
@@ -812,7 +831,7 @@ class CongestionSearch:
         problem, n, base = self.problem, self.problem.n, self.base
         tried = []
         others = [(f"{x.solver} circuits", x.circuits) for x in self.bases[1:]]
-        others += candidate_circuits(problem, deadline=math.inf)
+        others += candidate_circuits(problem, deadline=math.inf, capped=self.capped)
         if problem.ocs is not None:  # built on the OCSes from the start
             from solvers.joint.ocs_fit import layer_candidates
 

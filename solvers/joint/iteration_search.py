@@ -853,9 +853,12 @@ class IterationSearch:
 
         problem, n, windows = self.problem, self.problem.n, self.window_problem
         raw = [(f"{b.solver} circuits", b.circuits) for b in self.bases]
-        raw += candidate_circuits(problem, deadline=math.inf)
+        raw += candidate_circuits(problem, deadline=math.inf, capped=self.capped)
         if windows is not problem:
-            raw += [(f"{nm} [windows]", c) for nm, c in candidate_circuits(windows, math.inf)]
+            raw += [
+                (f"{nm} [windows]", c)
+                for nm, c in candidate_circuits(windows, math.inf, capped=self.capped)
+            ]
         circulants = circulant_candidates(problem, windows)
         raw += circulants
         self.blocky = block_constructions(problem)

@@ -209,3 +209,22 @@ def test_cli_json_and_errors():
     bad = runner.invoke(app, ["strides", "128", "5"])
     assert bad.exit_code == 2
     assert "d: got 5" in bad.stderr
+
+
+def test_max_sets_is_a_deterministic_limit(monkeypatch):
+    """``max_sets`` stops the enumeration between chunks of stride sets, whatever the clock:
+    status ``set-limit``, fewer sets than the proof, the same answer twice; the proof's set
+    count when it is not reached (issue 30: the joint search's 5 s clock cut 128 servers x 16
+    ports on a loaded machine)."""
+    import solvers.baselines.strides as st
+    from traffic.errors import InputError
+
+    monkeypatch.setattr(st, "_BATCH", 2)  # chunks of 100 sets: several chunks at n = 64
+    full = st.best_strides(64, 8, "mean-hops")
+    cut = [st.best_strides(64, 8, "mean-hops", max_sets=1) for _ in range(2)]
+    assert full.status == "optimal" and full.evaluated == 116
+    assert cut[0].status == "set-limit" and 1 <= cut[0].evaluated < full.evaluated
+    assert cut[0].to_dict() == {**cut[1].to_dict(), "wall_s": cut[0].to_dict()["wall_s"]}
+    assert st.best_strides(64, 8, "mean-hops", max_sets=10**6).evaluated == full.evaluated
+    with pytest.raises(InputError, match="max_sets"):
+        st.best_strides(64, 8, max_sets=0)
