@@ -606,6 +606,7 @@ class IterationSearch:
             fitted = [self.fit_design(b, f"{b.solver} [OCS-fitted]") for b in bases]
             self.bases = bases = [b for b in fitted if b is not None] or bases
         base_it = self.base_it
+        cuts = len(self.capped)
         for b in bases:  # the first may take half the budget: larger problems fall back early
             share = FIRST_SIMULATION_SHARE if not base_it else 1.0
             base_it[b.solver] = self.simulate(b, f"flow model of {b.solver}", share)
@@ -613,9 +614,11 @@ class IterationSearch:
                 break
         self.info["iteration_s"] = dict(base_it)
         if not all(np.isfinite(v) for v in base_it.values()):
+            if len(self.capped) > cuts:  # the clock, not the work: said as a cut
+                return "the time limit cut a warm-start baseline's simulation"
             return (
                 "a warm-start baseline's simulation does not fit the work limit "
-                f"({self.wl:g} units) or the time limit"
+                f"({self.wl:g} units)"
             )
         for b in bases:
             self.finalists.append((base_it[b.solver], len(self.finalists), b.solver, b))
