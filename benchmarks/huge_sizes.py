@@ -80,7 +80,28 @@ def cases(tmp: Path) -> list[tuple[str, list[str]]]:
     out: list[tuple[str, list[str]]] = []
     plans = {
         "servers-1e6": _dp_plan(10**6),
+        "servers-1e7": _dp_plan(10**7),
+        "servers-1e8": _dp_plan(10**8),
         "servers-1e9": _dp_plan(10**9),
+        "gpus-1e9-tp-pp-dp": _plan(
+            GPT,
+            model__layers=1000,
+            parallelism__tp=1000,
+            parallelism__pp=1000,
+            parallelism__dp=1000,
+            cluster__servers=10**6,
+            cluster__gpus_per_server=1000,
+            parallelism__global_batch_size=1000 * 4,
+        ),  # fmt: skip
+        "gpus-1e8-tp-dp": _plan(
+            GPT,
+            parallelism__tp=10**4,
+            parallelism__pp=1,
+            parallelism__dp=10**4,
+            cluster__servers=10**4,
+            cluster__gpus_per_server=10**4,
+            parallelism__global_batch_size=10**4,
+        ),  # fmt: skip
         "gpus-per-server-1e6": _dp_plan(1, 10**6),
         "gpus-1e7-gpt": _plan(
             GPT,
@@ -111,7 +132,15 @@ def cases(tmp: Path) -> list[tuple[str, list[str]]]:
     paths = {k: put(f"{k}.json", v) for k, v in plans.items()}
     for k, p in paths.items():
         out.append((f"simulate {k}", ["simulate", p, "--fabric", "ideal", "--json"]))
-    for k in ("servers-1e6", "layers-1e6", "gpus-1e7-gpt", "batch-1e9", "pp-1e6"):
+    for k in (
+        "servers-1e6",
+        "servers-1e8",
+        "layers-1e6",
+        "gpus-1e7-gpt",
+        "gpus-1e9-tp-pp-dp",
+        "batch-1e9",
+        "pp-1e6",
+    ):
         p = paths[k]
         out += [
             (f"simulate-fat-tree {k}", ["simulate", p, "--fabric", "fat-tree", "--json"]),
@@ -122,6 +151,7 @@ def cases(tmp: Path) -> list[tuple[str, list[str]]]:
             (f"breakeven {k}", ["breakeven", p, "--json"]),
             (f"advise {k}", ["advise", p, "--json"]),
             (f"cosearch {k}", ["cosearch", p, "--json"]),
+            (f"whatif {k}", ["whatif", p, "--design", "@DESIGN", "--fail-links", "1", "--json"]),
             (f"export-chakra {k}",
              ["export", p, "--format", "chakra", "--out", str(tmp / f"c-{k}")]),
             (f"export-astra {k}",
@@ -256,6 +286,17 @@ def cases(tmp: Path) -> list[tuple[str, list[str]]]:
         "    scale_up_domain: 1000000000\n    efficiency: 0.5\n    source: s\n"
         "    efficiency_source: s\n"
     )
+    # whatif on a small design with huge failure counts and samples
+    out += [
+        ("whatif --fail-links 1e9",
+         ["whatif", small, "--design", "@DESIGN", "--fail-links", str(10**9), "--json"]),
+        ("whatif --fail-ocs 1e9",
+         ["whatif", small, "--design", "@DESIGN", "--fail-ocs", str(10**9), "--json"]),
+        ("whatif --sweep --samples 1e9",
+         ["whatif", small, "--design", "@DESIGN", "--sweep", "--samples", str(10**9), "--json"]),
+        ("whatif --work-limit 1e9", ["whatif", small, "--design", "@DESIGN", "--fail-links", "1",
+                                     "--solver", "joint", "--work-limit", "1e9", "--json"]),
+    ]  # fmt: skip
     out.append(("hardware huge GPU", ["simulate", small, "--gpu", "huge", "--json", "@HW"]))
     return out
 
@@ -265,6 +306,7 @@ def run(argv: list[str], timeout: float, tmp: Path) -> dict:
     if argv[-1] == "@HW":
         argv = argv[:-1]
         env["TOPOOPT_HARDWARE"] = str(tmp / "hw.yaml")
+    argv = [str(tmp / "design.json") if a == "@DESIGN" else a for a in argv]
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "topoopt", *argv], stdout=subprocess.DEVNULL,
@@ -315,6 +357,12 @@ def main() -> None:
         tmp = Path(d)
         todo = [(n, a) for n, a in cases(tmp)[args.start :] if args.only in n]
         slowest = (0.0, "")
+        if any("@DESIGN" in a for _, a in todo):  # the design whatif cases read
+            subprocess.run(
+                [sys.executable, "-m", "topoopt", "design", str(tmp / "small.json"), "--degree",
+                 "4", "--out", str(tmp / "design.json")], check=True, cwd=tmp,
+                env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.DEVNULL,
+            )  # fmt: skip
         _child_cpu()
         for name, argv in todo:
             r = run(argv, args.timeout, tmp)

@@ -172,8 +172,10 @@ def test_joint_finalists_by_ideal_time_find_what_the_cheap_level_ranks_last():
     ideal switch): the candidate fastest on the ideal switch but slowest on TopoOpt's one-shot
     design is the best on ``joint``. Ranking finalists by the cheap time (the old rule) never
     sent it to ``joint``; by ideal time it is found (the brute-force optimum over all
-    candidates), and candidates whose ideal time is at least the best cheap time are never
-    sent."""
+    candidates). The cut uses the compute-only bound, not the ideal time (``joint`` may rewrite
+    the collectives and beat the ideal switch's rings: plan 141, tests/studies/
+    test_ideal_bound.py): the table's times are seconds, the plans' compute bounds far below,
+    so nothing is cut and the last candidate is only ranked out (``F = 2``)."""
     from topoopt.app.studies.cosearch.search import _refine
 
     space = plan_space(BASE, 80e9, SMALL)
@@ -188,7 +190,7 @@ def test_joint_finalists_by_ideal_time_find_what_the_cheap_level_ranks_last():
         times[(k, "topoopt")] = cheap
         times[(k, "joint")] = ideal + 0.05 if i == 0 else cheap - 0.1
     times[(keys[-1], "ideal")] = 3.0  # no faster on the ideal switch than the best cheap time
-    times[(keys[-1], "joint")] = 3.0  # ... so on joint it cannot beat it
+    times[(keys[-1], "joint")] = 3.0
     brute = min(keys, key=lambda k: times[(k, "joint")])
     cfg = SearchConfig(
         fabric="joint", degree=2, max_evaluations=3 * n, finalists=2, pareto_fabrics=()
@@ -199,7 +201,7 @@ def test_joint_finalists_by_ideal_time_find_what_the_cheap_level_ranks_last():
     sent = {space.candidates[k].key for k in levels["target"]}
     assert keys[1] in sent  # the best cheap candidate, which makes the cut safe
     assert keys[-1] not in sent
-    assert counts["pruned by the cheap level"] >= 1
+    assert counts["pruned by the cheap level"] == 0  # its ideal time is no bound on joint's
 
 
 def test_evaluation_goes_through_the_reduction_and_equals_the_unreduced_model():

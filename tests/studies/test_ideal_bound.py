@@ -62,3 +62,25 @@ def test_advise_bounds_every_row_with_the_designs_collectives_on_the_ideal_switc
     ideal, who = ideal_bounds(rows)
     assert who == {"bert": "joint"} and ideal["bert"] == by["joint"]["ideal_own_s"]
     assert all(r["iteration_s"] >= ideal["bert"] * (1 - 1e-12) for r in rows)
+
+
+def test_cosearch_cuts_joint_finalists_only_by_a_bound_joint_cannot_beat():
+    """The co-search's cut of ``joint`` finalists: plan 141's ideal-switch time with the plan's
+    rings (87.933 ms, the soak) is above what ``joint`` reached (85.580 ms), so a best cheap
+    time between the two must not cut it; the compute-only bound it uses now is below
+    ``joint``'s time (the flow model's compute alone: no network and no collective can
+    shorten it)."""
+    from topoopt.app.studies.cosearch.evaluate import compute_bound
+    from topoopt.app.studies.cosearch.search import _finalists_by_ideal
+
+    ideal_ring_s, joint_s = 0.087933, 0.085580  # plan 141, stop 34's soak (test above: <)
+    lower = compute_bound(load_plan(PLAN_141))
+    w = workload_from_plan(load_plan(PLAN_141))
+    compute_s = simulate_iteration(w, ideal_bound(6, 4, 1e30)).iteration_s  # no network time
+    assert lower <= compute_s * (1 + 1e-9) and compute_s < joint_s
+    ideal = {0: {"iteration_s": 0.080}, 1: {"iteration_s": ideal_ring_s}}
+    cheap = {0: {"iteration_s": 0.086}}  # best cheap: between joint's and the rings' time
+    out, cut = _finalists_by_ideal([0, 1], ideal, cheap, 0, 2, {0: 0.070, 1: lower})
+    assert out == [0, 1] and cut == 0  # kept (the ideal-switch time 87.9 ms cut it before)
+    out, cut = _finalists_by_ideal([0, 1], ideal, cheap, 0, 2, {0: 0.070, 1: 0.086})
+    assert out == [0] and cut == 1  # a bound at the best cheap time cuts
