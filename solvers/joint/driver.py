@@ -590,6 +590,7 @@ class CongestionSearch:
     flow_used: int = field(init=False, default=0)
     reference: str = field(init=False, default="topoopt")
     _demand: object = field(init=False, default=None)
+    _placed: object = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         """Check the inputs, then step 2: the warm start (the first incumbent)."""
@@ -629,10 +630,42 @@ class CongestionSearch:
                                                     "candidates_repaired": 0})  # fmt: skip
         if self._demand is None:
             self._demand = ocs_demand(self.problem)
-        rows, repaired = fit_circuits(self.problem, c, self._demand)
+        rows, repaired = self.charged(
+            lambda w, t: fit_circuits(self.problem, c, self._demand, t, w)
+        )
         stats["candidates_fitted"] += 1
         stats["candidates_repaired"] += int(repaired)
         return rows
+
+    def place(self, c):
+        """``c``'s placement on the OCS layer (:func:`solvers.joint.ocs_fit.placement_of`;
+        None when it does not fit), its CP-SAT work charged (:meth:`charged`)."""
+        from solvers.joint.ocs_fit import placement_of
+
+        return self.charged(lambda w, t: placement_of(self.problem, c, t, w))
+
+    def charged(self, call):
+        """``call(work, time_s)`` with the search's
+        :class:`~solvers.model.ocs_layers.PlacementWork` and the deterministic time of one
+        placement check (:func:`solvers.joint.ocs_fit.placement_time_s` of the work limit);
+        the CP-SAT time it used is charged to the meter
+        (:data:`solvers.joint.ocs_fit.WORK_PER_CP_SAT_S`), the total recorded in
+        ``info["ocs_search"]["placement"]``."""
+        from dataclasses import asdict
+
+        from solvers.joint.ocs_fit import WORK_PER_CP_SAT_S, placement_time_s
+        from solvers.model.ocs_layers import PlacementWork
+
+        if self._placed is None:
+            self._placed = PlacementWork()
+        before = self._placed.deterministic_s
+        out = call(self._placed, placement_time_s(self.wl))
+        self.meter.charge(WORK_PER_CP_SAT_S * (self._placed.deterministic_s - before))
+        stats = self.info.setdefault("ocs_search", {"candidates_fitted": 0,
+                                                    "candidates_repaired": 0})  # fmt: skip
+        stats["placement"] = {k: round(v, 6) if isinstance(v, float) else v
+                              for k, v in asdict(self._placed).items()}  # fmt: skip
+        return out
 
     def fit_bases(self) -> None:
         """Step 2 on finite-radix OCSes: each warm-start baseline whose circuits do not fit is
@@ -919,12 +952,7 @@ class CongestionSearch:
                 return False
             return True
 
-        place = None
-        if self.problem.ocs is not None:  # swaps of two circuits on one OCS only
-            from solvers.joint.ocs_fit import placement_of
-
-            def place(c):
-                return placement_of(self.problem, c)
+        place = self.place if self.problem.ocs is not None else None  # swaps on one OCS
 
         best_c, best_v, evals = improve_by_swaps(
             inc[0], self.problem.n, self.problem.pair_cap, evaluate, (self.inc_obj, inc[4]),

@@ -246,3 +246,69 @@ def test_an_undecided_placement_is_repaired_not_refused(monkeypatch):
     out = respect_ocs(d, q)
     assert out.solver == "topoopt + OCS repair" and out.info["ocs"]["repair"] is not None
     assert place_circuits(out.circuits, layer).status == "known"
+
+
+@pytest.mark.parametrize(
+    "layer",
+    [OcsLayout(4, 2, 2), OcsLayout(5, 2, 3), OcsLayout(4, 2, 3, "packed")],
+    ids=["per-rail-2", "per-rail-5x3", "packed-3"],
+)
+def test_the_constructive_placement_agrees_with_brute_force(layer, monkeypatch):
+    """Issue 24.5, the placement check without CP-SAT: on every multigraph of up to 5 circuits,
+    :func:`place_by_planes` never claims a placement brute force refutes, what it
+    places is a valid placement of those circuits, and on one OCS group per port index
+    (``per-rail``, where it is a list edge colouring of the port indices, exact when found) it
+    places every placeable multigraph of these sizes; ``place_circuits`` agrees with brute force
+    and calls CP-SAT only when the constructions fail (never per-rail: the exact colouring
+    search, :func:`colour_by_ocs`, refutes what does not fit)."""
+    import solvers.model.ocs_layers as ocs_layers
+    from solvers.model.ocs_layers import PlacementWork, place_by_planes, placement_holds
+
+    monkeypatch.setattr(ocs_layers, "_KNOWN", {})  # nothing remembered from other tests
+    n, d = layer.servers, layer.degree
+    work = PlacementWork()
+    seen = {True: 0, False: 0}
+    for units in _multigraphs(n, d, 5):
+        rows = np.array([[u, v, 1] for u, v in units])
+        want = _brute_force_fits(units, layer)
+        got = place_by_planes(rows, layer)
+        assert placement_holds(got.rows[:, [0, 1, 3]], layer, got.rows)
+        assert not got.complete or want, units
+        if layer.layout == "per-rail":
+            assert got.complete == want, units
+        assert (place_circuits(rows, layer, work=work) is not None) == want
+        seen[want] += 1
+    assert seen[True] >= 3 and seen[False] >= 3
+    assert work.checks == seen[True] + seen[False]
+    if layer.layout == "per-rail":
+        assert work.cp_sat_calls == 0
+    else:  # packed: two ports of a server on one OCS, CP-SAT decides what the others do not
+        assert work.cp_sat_calls > 0
+
+
+def test_a_cp_sat_placement_is_deterministic_and_charged(monkeypatch):
+    """Issue 24.5: CP-SAT runs on one worker with seed 0 under a deterministic time limit and
+    no wall-clock limit, so a placement (and the work it is charged) is the same every
+    time. The constructions are switched off so that CP-SAT decides: the
+    first multigraph on 5 servers x 2 ports (OCSes of 3 ports) that the greedy placement
+    misses and brute force places."""
+    import solvers.model.ocs_layers as ocs_layers
+    from solvers.model.ocs_layers import PlacementWork, _capacity, _greedy
+
+    layer = OcsLayout(5, 2, 3)
+    case = next(
+        rows
+        for units in _multigraphs(5, 2, 5)
+        if _greedy(rows := np.array([[u, v, 1] for u, v in units]), _capacity(layer))[1].size
+        and _brute_force_fits(units, layer)
+    )
+    none = ocs_layers.PlanePlacement(np.zeros((0, 4), np.int64), False)
+    monkeypatch.setattr(ocs_layers, "place_by_planes", lambda *a: none)
+    monkeypatch.setattr(ocs_layers, "colour_by_ocs", lambda *a: None)
+    runs = []
+    for _ in range(2):
+        w = PlacementWork()
+        pl = place_circuits(case, layer, work=w)
+        runs.append((pl.status, pl.rows.tobytes(), w))
+    assert runs[0] == runs[1] and runs[0][0] == "exact" and runs[0][2].cp_sat_calls == 1
+    assert runs[0][2].deterministic_s >= 0
