@@ -678,6 +678,10 @@ class CongestionSearch:
             if np.array_equal(rows, b.circuits.rows):
                 out.append(b)
                 continue
+            if problem.n_phases == 0:  # nothing to route: the circuits alone change
+                info = {**dict(b.info), "ocs_repaired": True}
+                out.append(replace(b, circuits=Circuits(rows, problem.n), info=info))
+                continue
             if problem.n > self.lp_max_servers:  # as the LP-free search routes its candidates
                 from solvers.joint.fast_routing import fast_route
 
@@ -768,12 +772,30 @@ class CongestionSearch:
 
     def fill_base_ports(self) -> None:
         """The best baseline with its free ports filled joins the warm start (first) when its
-        objective is no higher; ``info["free_ports_filled"]`` counts the circuits added."""
+        objective is no higher; ``info["free_ports_filled"]`` counts the circuits added. On an
+        OCS layer the free ports are joined on common OCSes
+        (:func:`solvers.model.ocs_layers.repair_circuits` of the fitted baseline), so the
+        result fits the layer."""
         problem, info, base = self.problem, self.info, self.base
         n = problem.n
-        filled = fill_free_ports(
-            base.circuits, n, problem.usable_ports(), topoopt_traffic(problem).mp, problem.pair_cap
-        )
+        if problem.ocs is not None and not problem.has_port_options:
+            # on the OCS layer: the baseline (fitted) keeps its placement and the free ports
+            # are joined on common OCSes, heaviest demand first, so nothing is repaired later
+            from solvers.joint.ocs_fit import ocs_demand
+            from solvers.model.ocs_layers import repair_circuits
+
+            if self._demand is None:
+                self._demand = ocs_demand(problem)
+            filled = self.charged(
+                lambda w, t: repair_circuits(
+                    base.circuits, problem.ocs, self._demand, problem.pair_cap, t, w
+                )[0]
+            )
+        else:
+            filled = fill_free_ports(
+                base.circuits, n, problem.usable_ports(), topoopt_traffic(problem).mp,
+                problem.pair_cap,
+            )  # fmt: skip
         added = int(filled[:, 2].sum()) - base.circuits.total
         info["free_ports_filled"] = added
         if added:
@@ -910,9 +932,10 @@ class CongestionSearch:
             self.bound_s = max(self.bound_s, ex.bound_s * (1 - 1e-6))
         got = None
         ex_c = ex.circuits
-        if ex_c is not None and self.problem.ocs is not None:  # the MIP does not see the OCSes
-            ex_c = self.fit(ex_c)
-            if not np.array_equal(ex_c, Circuits(ex.circuits, n).rows):
+        if ex_c is not None and self.problem.ocs is not None:  # the MIP places on the OCSes
+            ex_c = self.fit(ex_c)  # (constraints 11-12): it fits, this only checks
+            info["exact"]["repaired"] = not np.array_equal(ex_c, Circuits(ex.circuits, n).rows)
+            if info["exact"]["repaired"]:
                 ex = replace(ex, status="repaired for the OCS layer")
         if ex_c is not None:
             got = self.route(ex_c, "routing the exact MIP's design", exact=True)

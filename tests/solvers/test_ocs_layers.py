@@ -312,3 +312,56 @@ def test_a_cp_sat_placement_is_deterministic_and_charged(monkeypatch):
         runs.append((pl.status, pl.rows.tobytes(), w))
     assert runs[0] == runs[1] and runs[0][0] == "exact" and runs[0][2].cp_sat_calls == 1
     assert runs[0][2].deterministic_s >= 0
+
+
+def _one_way_ring(layer=None):
+    """3 servers of 2 ports, 1 byte/s a circuit, 1-byte transfers 0->1->2->0 (the exact MIP's
+    doctest), optionally on an optical layer."""
+    import scipy.sparse as sp
+
+    from solvers.model.problem import DesignProblem, PhaseTraffic
+
+    D = sp.csr_matrix((np.ones(3), ([0, 1, 2], [1, 2, 0])), shape=(3, 3))
+    return DesignProblem(3, 2, 1.0, (PhaseTraffic("p", [0], [], [], D),), ocs=layer)
+
+
+def test_the_exact_mip_designs_on_the_layer():
+    """Issue 24.5: the exact MIP places its circuits on the OCSes itself (constraints 11-12 of
+    :mod:`solvers.joint.exact_mip`). Unconstrained, its optimum is the triangle (2/3 s), which
+    one OCS per port index cannot hold (3 colours for 2 ports): the old path repaired it
+    afterwards. On the layer the MIP proves the optimum among placeable designs: a path (a
+    triangle is the only other way to use the ports), one transfer over two hops and each
+    other on its own link, so 1 s by hand; the joint search takes it without a repair."""
+    from solvers.joint.driver import congestion_search
+    from solvers.joint.exact_mip import exact_design
+
+    layer = OcsLayout(3, 2, 8)
+    free = exact_design(_one_way_ring(), 2.0)
+    assert free.circuits.tolist() == [[0, 1, 1], [0, 2, 1], [1, 2, 1]]
+    assert place_circuits(free.circuits, layer) is None  # the old path's repair
+    on = exact_design(_one_way_ring(layer), 2.0)
+    assert on.status == "optimal" and on.objective_s == pytest.approx(1.0, rel=1e-6)
+    assert on.circuits[:, 2].sum() == 2 and place_circuits(on.circuits, layer) is not None
+    d = congestion_search(_one_way_ring(layer), time_limit_s=20)
+    assert d.info["exact"]["status"] == "optimal" and d.info["exact"]["repaired"] is False
+    assert d.objective_s == pytest.approx(1.0, rel=1e-6)
+    assert place_circuits(d.circuits, layer) is not None
+
+
+def test_a_problem_without_traffic_fills_its_ports_on_the_layer():
+    """Issue 24.5, the no-phase fallback (``baseline_only``): the free ports of the baseline
+    are joined on common OCSes (every port used: 12 x 4 ports, 24 circuits), so no repair
+    follows; before, the fill ignored the layer, the safety net repaired it and routing a
+    problem without phases crashed. A baseline that does not fit (6 x 2 ports on OCSes of 3)
+    is fitted without routing, and the ``topoopt`` method's safety net repairs without
+    routing too."""
+    from solvers.model.problem import DesignProblem
+
+    q = DesignProblem(12, 4, 1e9, (), ocs=OcsLayout(12, 4, 6))
+    d = solve(q, "joint", time_limit_s=20)
+    assert d.info["ocs"]["repair"] is None and d.circuits.total == 24
+    assert place_circuits(d.circuits, q.ocs) is not None
+    small = DesignProblem(6, 2, 1e9, (), ocs=OcsLayout(6, 2, 3))
+    for method in ("joint", "topoopt"):
+        out = solve(small, method, time_limit_s=20)
+        assert check_ocs(out, small.ocs) is not None
