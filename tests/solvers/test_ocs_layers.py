@@ -365,3 +365,33 @@ def test_a_problem_without_traffic_fills_its_ports_on_the_layer():
     for method in ("joint", "topoopt"):
         out = solve(small, method, time_limit_s=20)
         assert check_ocs(out, small.ocs) is not None
+
+
+def test_the_topoopt_design_at_256_servers_fits_136_port_ocses_without_cp_sat():
+    """Issue 24.5 at scale (``compare`` of Llama 3 70B, tp 8 pp 4 dp 64, on 256 servers x 8
+    ports of 400 G on 136-port OCSes, two per port index): the TopoOpt design is placed by the
+    construction (matchings per port index) in well under a second, no CP-SAT, so the safety
+    net keeps it as it is (no repair, no LP routing: its rings stay regular and the flow
+    model's symmetry reduction applies). Before, CP-SAT took 3 s of CPU to place it, and the
+    TopoOpt design of stop 34 was undecided within 30 s of it (49 s of CPU), repaired and
+    LP-routed, and its simulation did not finish in 34 min."""
+    from solvers.baselines.topoopt_method import topoopt_design
+    from solvers.model.ocs_layers import PlacementWork
+    from solvers.model.problem import DesignProblem
+    from solvers.ocs_repair import respect_ocs
+    from topoopt.app.api import load_workload
+
+    w = load_workload({
+        "model": {"base": "llama3-70b", "global_batch": 512, "seq_len": 4096},
+        "parallelism": {"tp": 8, "pp": 4, "dp": 64, "micro_batch_size": 1},
+        "cluster": {"servers": 256, "gpus_per_server": 8, "gpu": "h100-sxm"},
+    })  # fmt: skip
+    layer = OcsLayout(256, 8, 136)
+    assert (layer.n_ocs, layer.ocs_per_group) == (16, 2)
+    q = DesignProblem.from_workload(w, degree=8, link_bandwidth=50e9).with_options(ocs=layer)
+    d = topoopt_design(q)
+    work = PlacementWork()
+    pl = place_circuits(d.circuits, layer, work=work)
+    assert pl.status == "constructive" and work.cp_sat_calls == 0 and d.circuits.total == 1024
+    out = respect_ocs(d, q)
+    assert out.solver == "topoopt" and out.info["ocs"]["repair"] is None
