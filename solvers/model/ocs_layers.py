@@ -472,7 +472,8 @@ def repair_circuits(
     pair), at most ``pair_cap`` circuits per pair (default ``degree``). Returns the circuits
     (canonical ``[u, v, count]``) and their placement. The subset kept is the largest of the
     greedy placement's, :func:`place_by_planes`' and CP-SAT's (``time_limit_s`` of
-    deterministic time, charged to ``work``; not called when the construction placed all).
+    deterministic time, charged to ``work``; not called when the construction placed all;
+    CP-SAT's on a tie with the construction's).
 
     Examples
     --------
@@ -486,12 +487,12 @@ def repair_circuits(
     placed, left, free = _greedy(rows, cap)
     if left.size:
         planes = place_by_planes(rows, layer)
-        if planes.rows[:, 3].sum() > placed.shape[0]:
-            placed = planes.rows
-            free = cap - Placement(placed, "constructive").ports_used(layer)
-    if left.size and not planes.complete:
-        status, got = _cp_sat(rows, cap, True, time_limit_s, hint=placed, work=work)
-        if status in ("optimal", "feasible") and got[:, 3].sum() > placed[:, 3].sum():
+        status, got = "constructive", planes.rows
+        if not planes.complete:  # CP-SAT's largest subset, the construction's if larger
+            status, got = _cp_sat(rows, cap, True, time_limit_s, work=work)
+            if status not in ("optimal", "feasible") or planes.rows[:, 3].sum() > got[:, 3].sum():
+                status, got = "constructive", planes.rows
+        if got[:, 3].sum() > placed[:, 3].sum():
             placed = got
             free = cap - Placement(got, status).ports_used(layer)
     placed = _merge(placed, layer)
