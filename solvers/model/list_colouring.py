@@ -13,7 +13,10 @@ List edge colouring is NP-hard in general (an odd ring on ``d = 2`` colours has 
 :func:`assign_ports` searches it exactly, most constrained circuit first with backtracking,
 within a deterministic step budget shared by a few restarts (seeded circuit orders); each partial
 colouring is completed greedily and by Kempe-chain flips (two colours swapped along an
-alternating path, as in Vizing's proof), and otherwise the best partial colouring is returned.
+alternating path, as in Vizing's proof); when that finds no complete colouring and has not
+proved that none exists, a construction is tried (:func:`colour_by_matchings`: one maximum
+matching per colour, the circuits with fewest colours left preferred, then Kempe flips), and
+otherwise the best partial colouring is returned.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ __all__ = [
     "assign_ports",
     "expand_circuits",
     "kempe_repair",
+    "colour_by_matchings",
     "DEFAULT_STEPS",
 ]
 
@@ -142,8 +146,47 @@ def assign_ports(
             proven = True  # the search was exhaustive: no colouring exists
         if proven or np.all(best >= 0):
             break
+    if not proven and not np.all(best >= 0):  # the step budget ran out: the construction
+        for order in (range(d), range(d - 1, -1, -1)):
+            port = colour_by_matchings(u, v, allowed, m, order)
+            if np.all(port >= 0):
+                best = port
+                break
     complete = bool(np.all(best >= 0))
     return PortAssignment(u, v, best, complete, complete or proven, taken)
+
+
+def colour_by_matchings(u, v, allowed, m: int, order=None) -> np.ndarray:
+    """A constructive list edge colouring: colour by colour (``order``, default ``0..d-1``), a
+    maximum matching of the uncoloured circuits that may take it, heavier for the circuits with
+    fewer colours left (so they are not left without one), then Kempe-chain flips
+    (:func:`kempe_repair`) for the circuits left over. Returns the colour of every unit circuit,
+    ``-1`` where none. Deterministic (networkx's blossom on integer weights, nodes and edges
+    added in index order).
+
+    >>> u, v = np.array([0, 1, 2, 0]), np.array([1, 2, 3, 3])  # a square
+    >>> colour_by_matchings(u, v, np.ones((2, 4), bool), 4).tolist()
+    [0, 1, 0, 1]
+    """
+    import networkx as nx
+
+    d = allowed.shape[0]
+    port = np.full(u.size, -1, np.int64)
+    left = allowed.copy()
+    for i in range(d) if order is None else order:
+        open_ = np.flatnonzero((port < 0) & left[i])
+        if open_.size:
+            options = left[:, open_].sum(axis=0)  # colours still open to it, this one too
+            g = nx.Graph()
+            g.add_nodes_from(range(m))
+            for k, o in zip(open_.tolist(), options.tolist(), strict=True):  # most constrained
+                a, b, wgt = int(u[k]), int(v[k]), 1 + int(d - o)
+                if not g.has_edge(a, b) or g[a][b]["weight"] < wgt:
+                    g.add_edge(a, b, weight=wgt, k=k)
+            for a, b in sorted(tuple(sorted(e)) for e in nx.max_weight_matching(g, True)):
+                port[g[a][b]["k"]] = i
+        left[i] = False
+    return kempe_repair(port, u, v, allowed, m, d)
 
 
 def _search(u, v, allowed, m: int, d: int, steps: int) -> tuple[np.ndarray, bool, int]:

@@ -227,36 +227,14 @@ class PlanePlacement:
     complete: bool
 
 
-def _by_planes(u, v, allowed, order, n: int):
-    """One maximum matching per port index (``order``), heavier for circuits with fewer port
-    indices left: ``int64`` port index of every unit circuit, ``-1`` where none."""
-    import networkx as nx
-
-    port = np.full(u.size, -1, np.int64)
-    left = allowed.copy()
-    for i in order:
-        open_ = np.flatnonzero((port < 0) & left[i])
-        if open_.size:
-            options = left[:, open_].sum(axis=0)  # port indices still open to it, this one too
-            g = nx.Graph()
-            g.add_nodes_from(range(n))
-            for k, o in zip(open_.tolist(), options.tolist(), strict=True):  # most constrained
-                a, b, wgt = int(u[k]), int(v[k]), 1 + int(allowed.shape[0] - o)
-                if not g.has_edge(a, b) or g[a][b]["weight"] < wgt:
-                    g.add_edge(a, b, weight=wgt, k=k)
-            for a, b in sorted(tuple(sorted(e)) for e in nx.max_weight_matching(g, True)):
-                port[g[a][b]["k"]] = i
-        left[i] = False
-    return port
-
-
 def place_by_planes(circuits, layer: OcsLayout) -> PlanePlacement:
     """A constructive placement: the circuits as a list edge colouring of the port indices
     (:mod:`solvers.model.list_colouring`), a circuit on port ``i`` of both ends sitting on the
     OCS both ports land on (allowed when they land on the same one). Port indices are taken
     one at a time (in order, then in reverse), each a maximum matching of the circuits left
     that may use it, the circuits with fewest port indices left preferred; the circuits left
-    over are placed by Kempe-chain flips (:func:`solvers.model.list_colouring.kempe_repair`).
+    over are placed by Kempe-chain flips
+    (:func:`solvers.model.list_colouring.colour_by_matchings`).
     Sound on every layout; ``complete`` False means only that this construction did not place
     them all (CP-SAT decides). Deterministic.
 
@@ -268,7 +246,7 @@ def place_by_planes(circuits, layer: OcsLayout) -> PlanePlacement:
     >>> pl.complete, pl.rows.tolist()
     (True, [[0, 1, 1, 1], [0, 3, 0, 1], [1, 2, 0, 1], [2, 3, 1, 1]])
     """
-    from solvers.model.list_colouring import expand_circuits, kempe_repair
+    from solvers.model.list_colouring import colour_by_matchings, expand_circuits
 
     n, d = layer.servers, layer.degree
     units = layer.ocs_of.T  # (d, n): the OCS of every server's port i
@@ -276,7 +254,7 @@ def place_by_planes(circuits, layer: OcsLayout) -> PlanePlacement:
     allowed = units[:, u] == units[:, v]
     best = None
     for order in (range(d), range(d - 1, -1, -1)):
-        port = kempe_repair(_by_planes(u, v, allowed, order, n), u, v, allowed, n, d)
+        port = colour_by_matchings(u, v, allowed, n, order)
         if best is None or (port >= 0).sum() > (best >= 0).sum():
             best = port
         if np.all(best >= 0):
