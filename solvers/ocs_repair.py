@@ -30,6 +30,7 @@ import numpy as np
 from solvers.model.design import Design
 from solvers.model.ocs_layers import check_ocs, place_circuits, repair_circuits
 from solvers.model.problem import DesignProblem
+from topoopt.fabrics.circuits import Circuits
 from traffic.errors import InputError
 
 __all__ = ["respect_ocs"]
@@ -69,6 +70,13 @@ def respect_ocs(design: Design, problem: DesignProblem) -> Design:
     for ph in problem.phases:
         demand = demand + ph.fixed
     circuits, placement = repair_circuits(design.circuits, layer, demand, problem.pair_cap)
+    if problem.n_phases == 0:  # no traffic: nothing to route, the circuits alone change
+        info = {**dict(design.info), "ocs": _layer_info(problem, placement, {
+            "circuits_before": design.circuits.total,
+            "circuits_after": int(np.asarray(circuits)[:, 2].sum()),
+        })}  # fmt: skip
+        return replace(design, circuits=Circuits(circuits, problem.n),
+                       solver=f"{design.solver} + OCS repair", info=info)  # fmt: skip
     routed, objective, _ = route_design(problem, circuits)
     if routed is None:
         raise InputError(

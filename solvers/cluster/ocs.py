@@ -18,11 +18,11 @@ when both ports land on the same unit. A circuit multigraph (rows ``[u, v, count
 uses every colour at most once (one port per plane) and every edge of colour ``i`` joins two
 servers of one unit of plane ``i``. This is a list edge colouring: NP-hard in general (already
 with one unit per plane: an odd ring on ``D = 2`` ports needs three colours and is not
-realisable), small for one job. :func:`assign_ports` searches it exactly, most constrained edge
-first with backtracking, within a deterministic step budget shared by a few restarts (seeded
-edge orders); each partial colouring is completed greedily and by Kempe-chain flips (two planes
-swapped along an alternating path, as in Vizing's proof), and otherwise the best partial
-colouring is returned.
+realisable), small for one job. :func:`assign_ports` (:mod:`solvers.model.list_colouring`,
+shared with the designs' optical layers) searches it exactly, most constrained edge first with
+backtracking, within a deterministic step budget shared by a few restarts (seeded edge orders);
+each partial colouring is completed greedily and by Kempe-chain flips (two planes swapped along
+an alternating path, as in Vizing's proof), and otherwise the best partial colouring is returned.
 """
 
 from __future__ import annotations
@@ -32,13 +32,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topoopt.fabrics.circuits import Circuits
+from solvers.model.list_colouring import (
+    DEFAULT_STEPS,
+    PortAssignment,
+    assign_ports,
+    expand_circuits,
+)
 from traffic.errors import InputError
 
 __all__ = ["OcsLayer", "PortAssignment", "assign_ports", "expand_circuits", "DEFAULT_STEPS"]
-
-DEFAULT_STEPS = 20_000
-"""Backtracking steps :func:`assign_ports` takes before it settles for a partial colouring."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,245 +97,3 @@ class OcsLayer:
     def restrict(self, servers: np.ndarray) -> np.ndarray:
         """``(degree, m)`` unit of each port of the listed servers (a job's local view)."""
         return self.units[:, np.asarray(servers, np.int64)]
-
-
-@dataclass(frozen=True, eq=False)
-class PortAssignment:
-    """A plane (port index) for every unit circuit, or ``-1`` where none could be found.
-
-    Attributes
-    ----------
-    u, v : numpy.ndarray
-        ``int64 (E,)``: the unit circuits (a row of count ``c`` is ``c`` unit circuits).
-    port : numpy.ndarray
-        ``int64 (E,)``: plane of each circuit, ``-1`` if it is left out.
-    complete : bool
-        Every circuit has a plane (the multigraph is realisable).
-    proven : bool
-        ``complete``, or the search finished without a colouring (the multigraph is proven not
-        realisable); ``False`` when the step budget ran out first.
-    steps : int
-        Search steps taken.
-    """
-
-    u: np.ndarray
-    v: np.ndarray
-    port: np.ndarray
-    complete: bool
-    proven: bool
-    steps: int
-
-    def coloured(self) -> np.ndarray:
-        """Rows ``[u, v, port]`` of the circuits that have a plane."""
-        k = self.port >= 0
-        return np.stack([self.u[k], self.v[k], self.port[k]], axis=1)
-
-    def left_out(self) -> np.ndarray:
-        """Rows ``[u, v]`` of the circuits without a plane."""
-        k = self.port < 0
-        return np.stack([self.u[k], self.v[k]], axis=1)
-
-
-def expand_circuits(circuits: Circuits) -> tuple[np.ndarray, np.ndarray]:
-    """Unit circuits ``(u, v)`` with ``u < v``, one per circuit, in row order.
-
-    >>> [a.tolist() for a in expand_circuits(Circuits([[1, 0, 2], [1, 2, 1]], 3))]
-    [[0, 0, 1], [1, 1, 2]]
-    """
-    c = circuits.rows
-    return np.repeat(c[:, 0], c[:, 2]), np.repeat(c[:, 1], c[:, 2])
-
-
-def assign_ports(
-    circuits: Circuits, units: np.ndarray, steps: int = DEFAULT_STEPS, restarts: int = 4
-) -> PortAssignment:
-    """Colour the circuits with planes (module docstring): exact search, else a best partial.
-
-    Parameters
-    ----------
-    circuits : Circuits
-        The circuits on the ``m`` servers.
-    units : numpy.ndarray
-        ``(D, m)`` unit of every server's port on each plane (:meth:`OcsLayer.restrict`).
-    steps : int
-        Budget of search steps (deterministic), shared by the restarts.
-    restarts : int
-        Searches from differently ordered circuits (seeded); each partial colouring is
-        completed greedily and by Kempe-chain flips, and the first complete one (or the one
-        with most circuits) is kept.
-
-    Returns
-    -------
-    PortAssignment
-
-    Examples
-    --------
-    A triangle is not realisable on two ports, a square is:
-
-    >>> one = np.zeros((2, 4), np.int64)
-    >>> assign_ports(Circuits([[0, 1, 1], [1, 2, 1], [0, 2, 1]], 3), one[:, :3]).complete
-    False
-    >>> a = assign_ports(Circuits([[0, 1, 1], [1, 2, 1], [2, 3, 1], [0, 3, 1]], 4), one)
-    >>> a.complete, a.u.tolist(), a.v.tolist(), a.port.tolist()
-    (True, [0, 0, 1, 2], [1, 3, 2, 3], [0, 1, 1, 0])
-    """
-    units = np.asarray(units, np.int64)
-    d, m = units.shape
-    if circuits.n != m:
-        raise InputError("circuits servers", circuits.n, f"{m} (the servers of units)")
-    u, v = expand_circuits(circuits)
-    e = u.size
-    allowed = units[:, u] == units[:, v]  # (d, e)
-    best = np.full(e, -1, np.int64)
-    proven = False
-    taken = 0
-    for r in range(max(1, restarts)):
-        # restart r visits the circuits in a seeded order (ties of the search break differently)
-        perm = np.arange(e) if r == 0 else np.random.default_rng(r).permutation(e)
-        port, done, t = _search(u[perm], v[perm], allowed[:, perm], m, d, steps // max(1, restarts))
-        taken += t
-        port = _greedy_extend(port, u[perm], v[perm], allowed[:, perm], m, d)
-        port = _kempe_repair(port, u[perm], v[perm], allowed[:, perm], m, d)
-        back = np.empty(e, np.int64)
-        back[perm] = port
-        if (back >= 0).sum() > (best >= 0).sum() or r == 0:
-            best = back
-        if done and not np.all(port >= 0):
-            proven = True  # the search was exhaustive: no colouring exists
-        if proven or np.all(best >= 0):
-            break
-    complete = bool(np.all(best >= 0))
-    return PortAssignment(u, v, best, complete, complete or proven, taken)
-
-
-def _search(u, v, allowed, m: int, d: int, steps: int) -> tuple[np.ndarray, bool, int]:
-    """Backtracking list edge colouring, most constrained circuit first, within ``steps``.
-
-    Returns the best (most circuits) colouring seen, whether the search was exhaustive, and
-    the steps taken.
-    """
-    e = u.size
-    free = np.ones((m, d), bool)
-    port = np.full(e, -1, np.int64)
-    best = port.copy()
-    best_n = 0
-    n_col = 0
-    # explicit stack of (edge, remaining candidate planes)
-    stack: list[tuple[int, list[int]]] = []
-    taken = 0
-    proven = False
-    while True:
-        # pick the uncoloured edge with the fewest available planes (ties: lowest index)
-        open_ = np.flatnonzero(port < 0)
-        if open_.size == 0:
-            best, best_n = port.copy(), e
-            break
-        avail = allowed[:, open_] & free[u[open_]].T & free[v[open_]].T
-        counts = avail.sum(axis=0)
-        j = int(np.argmin(counts))
-        if counts[j] > 0 and taken < steps:
-            edge = int(open_[j])
-            cands = np.flatnonzero(avail[:, j]).tolist()
-            stack.append((edge, cands[1:]))
-            c = cands[0]
-            port[edge] = c
-            free[u[edge], c] = free[v[edge], c] = False
-            n_col += 1
-            taken += 1
-            continue
-        if n_col > best_n:
-            best, best_n = port.copy(), n_col
-        if taken >= steps:
-            break
-        # backtrack to the last edge with another candidate
-        while stack:
-            edge, rest = stack.pop()
-            c = int(port[edge])
-            port[edge] = -1
-            free[u[edge], c] = free[v[edge], c] = True
-            n_col -= 1
-            rest = [x for x in rest if free[u[edge], x] and free[v[edge], x]]
-            if rest:
-                c = rest[0]
-                stack.append((edge, rest[1:]))
-                port[edge] = c
-                free[u[edge], c] = free[v[edge], c] = False
-                n_col += 1
-                taken += 1
-                break
-        else:
-            proven = True
-            break
-    return best, proven, taken
-
-
-def _kempe_repair(port, u, v, allowed, m: int, d: int) -> np.ndarray:
-    """Colour left-out circuits by flipping two-colour (Kempe) chains, as in Vizing's proof.
-
-    For a left-out circuit ``x-y``, plane ``a`` free at ``x`` and ``b`` free at ``y``: the path
-    from ``y`` alternating planes ``a`` and ``b`` is flipped (``a <-> b``) when it does not reach
-    ``x`` and every circuit on it may take its new plane (same unit); ``a`` is then free at both
-    ends. Deterministic: circuits, then plane pairs, in index order.
-    """
-    port = port.copy()
-    inc = np.full((m, d), -1, np.int64)  # the circuit on plane c at server s
-    for k in np.flatnonzero(port >= 0).tolist():
-        inc[u[k], port[k]] = inc[v[k], port[k]] = k
-    todo = [(e, int(u[e]), int(v[e])) for e in np.flatnonzero(port < 0).tolist()]
-    todo += [(e, y, x) for e, x, y in todo]  # each circuit from both ends
-    for edge, x, y in todo:
-        if port[edge] >= 0:
-            continue
-        done = False
-        for a in range(d):
-            if done or inc[x, a] >= 0 or not allowed[a, edge]:
-                continue
-            if inc[y, a] < 0:
-                port[edge] = a
-                inc[x, a] = inc[y, a] = edge
-                done = True
-                break
-            for b in range(d):
-                if b == a or inc[y, b] >= 0:
-                    continue
-                # the a/b chain from y: y -a- ... alternating
-                chain, node, col, ok = [], y, a, True
-                while True:
-                    k = int(inc[node, col])
-                    if k < 0:
-                        break
-                    other = int(u[k] + v[k] - node)
-                    if other == x or not allowed[a + b - col, k] or len(chain) > 2 * m:
-                        ok = False
-                        break
-                    chain.append(k)
-                    node, col = other, a + b - col
-                if not ok:
-                    continue
-                for k in chain:
-                    inc[u[k], port[k]] = inc[v[k], port[k]] = -1
-                for k in chain:
-                    port[k] = a + b - port[k]
-                for k in chain:
-                    inc[u[k], port[k]] = inc[v[k], port[k]] = k
-                port[edge] = a
-                inc[x, a] = inc[y, a] = edge
-                done = True
-                break
-    return port
-
-
-def _greedy_extend(port, u, v, allowed, m: int, d: int) -> np.ndarray:
-    """Give a plane to every left-out circuit that still has one free at both ends."""
-    port = port.copy()
-    free = np.ones((m, d), bool)
-    k = port >= 0
-    free[u[k], port[k]] = False
-    free[v[k], port[k]] = False
-    for edge in np.flatnonzero(port < 0).tolist():
-        ok = np.flatnonzero(allowed[:, edge] & free[u[edge]] & free[v[edge]])
-        if ok.size:
-            c = int(ok[0])
-            port[edge] = c
-            free[u[edge], c] = free[v[edge], c] = False
-    return port

@@ -617,6 +617,7 @@ class CongestionSearch:
     flow_used: int = field(init=False, default=0)
     reference: str = field(init=False, default="topoopt")
     _demand: object = field(init=False, default=None)
+    _placed: object = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         """Check the inputs, then step 2: the warm start (the first incumbent)."""
@@ -656,10 +657,42 @@ class CongestionSearch:
                                                     "candidates_repaired": 0})  # fmt: skip
         if self._demand is None:
             self._demand = ocs_demand(self.problem)
-        rows, repaired = fit_circuits(self.problem, c, self._demand)
+        rows, repaired = self.charged(
+            lambda w, t: fit_circuits(self.problem, c, self._demand, t, w)
+        )
         stats["candidates_fitted"] += 1
         stats["candidates_repaired"] += int(repaired)
         return rows
+
+    def place(self, c):
+        """``c``'s placement on the OCS layer (:func:`solvers.joint.ocs_fit.placement_of`;
+        None when it does not fit), its CP-SAT work charged (:meth:`charged`)."""
+        from solvers.joint.ocs_fit import placement_of
+
+        return self.charged(lambda w, t: placement_of(self.problem, c, t, w))
+
+    def charged(self, call):
+        """``call(work, time_s)`` with the search's
+        :class:`~solvers.model.ocs_layers.PlacementWork` and the deterministic time of one
+        placement check (:func:`solvers.joint.ocs_fit.placement_time_s` of the work limit);
+        the CP-SAT time it used is charged to the meter
+        (:data:`solvers.joint.ocs_fit.WORK_PER_CP_SAT_S`), the total recorded in
+        ``info["ocs_search"]["placement"]``."""
+        from dataclasses import asdict
+
+        from solvers.joint.ocs_fit import WORK_PER_CP_SAT_S, placement_time_s
+        from solvers.model.ocs_layers import PlacementWork
+
+        if self._placed is None:
+            self._placed = PlacementWork()
+        before = self._placed.deterministic_s
+        out = call(self._placed, placement_time_s(self.wl))
+        self.meter.charge(WORK_PER_CP_SAT_S * (self._placed.deterministic_s - before))
+        stats = self.info.setdefault("ocs_search", {"candidates_fitted": 0,
+                                                    "candidates_repaired": 0})  # fmt: skip
+        stats["placement"] = {k: round(v, 6) if isinstance(v, float) else v
+                              for k, v in asdict(self._placed).items()}  # fmt: skip
+        return out
 
     def fit_bases(self) -> None:
         """Step 2 on finite-radix OCSes: each warm-start baseline whose circuits do not fit is
@@ -671,6 +704,10 @@ class CongestionSearch:
             rows = self.fit(b.circuits)
             if np.array_equal(rows, b.circuits.rows):
                 out.append(b)
+                continue
+            if problem.n_phases == 0:  # nothing to route: the circuits alone change
+                info = {**dict(b.info), "ocs_repaired": True}
+                out.append(replace(b, circuits=Circuits(rows, problem.n), info=info))
                 continue
             if problem.n > self.lp_max_servers:  # as the LP-free search routes its candidates
                 from solvers.joint.fast_routing import fast_route
@@ -762,12 +799,30 @@ class CongestionSearch:
 
     def fill_base_ports(self) -> None:
         """The best baseline with its free ports filled joins the warm start (first) when its
-        objective is no higher; ``info["free_ports_filled"]`` counts the circuits added."""
+        objective is no higher; ``info["free_ports_filled"]`` counts the circuits added. On an
+        OCS layer the free ports are joined on common OCSes
+        (:func:`solvers.model.ocs_layers.repair_circuits` of the fitted baseline), so the
+        result fits the layer."""
         problem, info, base = self.problem, self.info, self.base
         n = problem.n
-        filled = fill_free_ports(
-            base.circuits, n, problem.usable_ports(), topoopt_traffic(problem).mp, problem.pair_cap
-        )
+        if problem.ocs is not None and not problem.has_port_options:
+            # on the OCS layer: the baseline (fitted) keeps its placement and the free ports
+            # are joined on common OCSes, heaviest demand first, so nothing is repaired later
+            from solvers.joint.ocs_fit import ocs_demand
+            from solvers.model.ocs_layers import repair_circuits
+
+            if self._demand is None:
+                self._demand = ocs_demand(problem)
+            filled = self.charged(
+                lambda w, t: repair_circuits(
+                    base.circuits, problem.ocs, self._demand, problem.pair_cap, t, w
+                )[0]
+            )
+        else:
+            filled = fill_free_ports(
+                base.circuits, n, problem.usable_ports(), topoopt_traffic(problem).mp,
+                problem.pair_cap,
+            )  # fmt: skip
         added = int(filled[:, 2].sum()) - base.circuits.total
         info["free_ports_filled"] = added
         if added:
@@ -908,9 +963,10 @@ class CongestionSearch:
             self.bound_s = max(self.bound_s, ex.bound_s * (1 - 1e-6))
         got = None
         ex_c = ex.circuits
-        if ex_c is not None and self.problem.ocs is not None:  # the MIP does not see the OCSes
-            ex_c = self.fit(ex_c)
-            if not np.array_equal(ex_c, Circuits(ex.circuits, n).rows):
+        if ex_c is not None and self.problem.ocs is not None:  # the MIP places on the OCSes
+            ex_c = self.fit(ex_c)  # (constraints 11-12): it fits, this only checks
+            info["exact"]["repaired"] = not np.array_equal(ex_c, Circuits(ex.circuits, n).rows)
+            if info["exact"]["repaired"]:
                 ex = replace(ex, status="repaired for the OCS layer")
         if ex_c is not None:
             got = self.route(ex_c, "routing the exact MIP's design", exact=True)
@@ -950,12 +1006,7 @@ class CongestionSearch:
                 return False
             return True
 
-        place = None
-        if self.problem.ocs is not None:  # swaps of two circuits on one OCS only
-            from solvers.joint.ocs_fit import placement_of
-
-            def place(c):
-                return placement_of(self.problem, c)
+        place = self.place if self.problem.ocs is not None else None  # swaps on one OCS
 
         best_c, best_v, evals = improve_by_swaps(
             inc[0], self.problem.n, self.problem.pair_cap, evaluate, (self.inc_obj, inc[4]),

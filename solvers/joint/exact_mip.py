@@ -27,6 +27,8 @@ of its group's bytes ring ``c`` carries; ``f^p_{s,a} >= 0`` bytes from source ``
     (8) w_{p,e,k} >= T_p - M (1 - y_{e,k})                     /
     (9) T_p <= M                                                (valid: T_p <= sum T <= M)
     (10) sum_k k y_{e,k} >= P_e                                every pre-wired pair e
+    (11) sum_o z_{e,o} = sum_k k y_{e,k}                       every pair e        (OCS layer)
+    (12) sum_{e ni u} z_{e,o} <= c_{u,o}                        every server u, OCS o
 
 (5) is the bilinear ``load <= B x_e T_p`` made exact by the unary expansion of ``x_e``. This is
 the whole joint problem (circuits, any weighted mixture of rings, any multi-path routing with
@@ -36,6 +38,14 @@ MathOpt with SCIP (``GSCIP``) and proves optimality on clusters of up to about 8
 Reserved and pre-wired ports (:mod:`solvers.model.problem`): the right-hand side of (1) is server
 ``u``'s usable ports ``d_u = degree - reserved_u`` instead of ``d``, and (10) keeps at least the
 ``P_e`` pre-wired circuits on every pre-wired pair (``P_e <= K`` is checked by the problem).
+
+An optical layer of finite-radix OCSes (``problem.ocs``, :mod:`solvers.model.ocs_layers`):
+``z_{e,o} >= 0`` integer circuits of pair ``e`` on OCS ``o``, defined only where both ends have
+ports on ``o`` (``c_{u,o}`` of them, bounded by ``min(K, c_{u,o}, c_{v,o})``): (11) places every
+circuit on one OCS, (12) keeps each server within its ports on each OCS. (1) follows from (12)
+summed over the OCSes when every port is usable, and stays for reserved ports. So the MIP only
+proposes designs the layer holds (no repair afterwards), and its optimum is the optimum on the
+layer.
 
 Work limit
 ----------
@@ -272,6 +282,7 @@ def exact_design(
     m.define_port_constraints()
     m.define_count_constraints()
     m.define_prewired_constraints()
+    m.define_ocs_constraints()
     for p, ph in enumerate(problem.phases):
         m.define_ring_mix_constraints(p, ph)
         m.define_conservation_constraints(p, ph)
@@ -398,6 +409,35 @@ class _ExactModel:
         ports = self.problem.usable_ports().astype(np.float64)  # d, or d - reserved_u
         self.bounds(np.full(self.n, -np.inf), ports, self.n)
 
+    def define_ocs_constraints(self) -> None:
+        """(11)-(12) on an optical layer of finite-radix OCSes (module docstring): the columns
+        ``z[e, o]`` (integers) are added after the others; nothing without a layer."""
+        layer = self.problem.ocs
+        self.zcol = None
+        if layer is None:
+            return
+        from solvers.model.ocs_layers import _capacity
+
+        cap = _capacity(layer)  # (n, n_ocs) ports of each server on each OCS
+        both = np.minimum(cap[self.iu], cap[self.iv])  # (E, n_ocs)
+        e_z, o_z = np.nonzero(both > 0)
+        z0 = self.block(e_z.size)
+        self.z_pairs, self.z_ocs = e_z, o_z
+        self.zcol = z0 + np.arange(e_z.size)
+        self.integers = np.concatenate([self.integers, np.ones(e_z.size, bool)])
+        self.var_lb = np.concatenate([self.var_lb, np.zeros(e_z.size)])
+        ub = np.minimum(both[e_z, o_z], self.K).astype(np.float64)
+        self.var_ub = np.concatenate([self.var_ub, ub])
+        r, E, K = self.r, self.E, self.K
+        self.add(r + e_z, self.zcol, np.ones(e_z.size))  # (11)
+        self.add(r + np.repeat(np.arange(E), K), self.ycol.ravel(), -np.tile(self.kk, E))
+        self.bounds(np.zeros(E), np.zeros(E), E)
+        r, n_ocs = self.r, layer.n_ocs
+        for ends in (self.iu, self.iv):  # (12): row server * n_ocs + OCS
+            self.add(r + ends[e_z] * n_ocs + o_z, self.zcol, np.ones(e_z.size))
+        self.bounds(np.full(self.n * n_ocs, -np.inf), cap.ravel().astype(np.float64),
+                    self.n * n_ocs)  # fmt: skip
+
     def define_count_constraints(self) -> None:
         """(2) one count per pair: ``sum_k y_{e,k} <= 1``."""
         E, K = self.E, self.K
@@ -499,7 +539,8 @@ class _ExactModel:
         return A, c, np.concatenate(self.rlb), np.concatenate(self.rub)
 
     def hint(self, hint_circuits: Circuits | None) -> np.ndarray | None:
-        """The ``y`` of a starting design, or None."""
+        """The ``y`` of a starting design (and on an OCS layer its ``z``, from its placement
+        when it has one), or None."""
         if hint_circuits is None:
             return None
         hint = np.zeros(self.nv)
@@ -507,6 +548,18 @@ class _ExactModel:
             if 1 <= k <= self.K:
                 e = int(np.flatnonzero((self.iu == u) & (self.iv == v))[0])
                 hint[self.ycol[e, k - 1]] = 1.0
+        if self.zcol is not None:
+            from solvers.model.ocs_layers import place_circuits
+
+            try:
+                pl = place_circuits(hint_circuits, self.problem.ocs)
+            except InputError:
+                pl = None
+            key = {(int(e), int(o)): j for j, (e, o) in enumerate(zip(self.z_pairs, self.z_ocs,
+                                                                      strict=True))}  # fmt: skip
+            for u, v, o, k in [] if pl is None else pl.rows.tolist():
+                e = int(np.flatnonzero((self.iu == min(u, v)) & (self.iv == max(u, v)))[0])
+                hint[self.zcol[key[e, o]]] += k
         return hint
 
     def solution(self, x: np.ndarray | None) -> tuple[np.ndarray | None, list]:

@@ -106,7 +106,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -126,11 +126,19 @@ from solvers.joint.iteration_objective import (
     window_count,
     window_problem,
 )
-from solvers.joint.ocs_fit import fit_circuits, layer_candidates, ocs_demand, placement_of
+from solvers.joint.ocs_fit import (
+    WORK_PER_CP_SAT_S,
+    fit_circuits,
+    layer_candidates,
+    ocs_demand,
+    placement_of,
+    placement_time_s,
+)
 from solvers.joint.pipeline_candidates import pipeline_candidates
 from solvers.joint.subset_routing import reroute_without_one
 from solvers.model.congestion import evaluate_routing
 from solvers.model.design import Design
+from solvers.model.ocs_layers import PlacementWork
 from solvers.model.ports import with_port_options
 from solvers.model.problem import DesignProblem
 from topoopt.fabrics.circuits import Circuits
@@ -458,6 +466,7 @@ class IterationSearch:
     warm_work: float = field(init=False, default=0.0)
     fitted: dict = field(init=False, default_factory=dict)
     ocs_demand: object = field(init=False, default=None)
+    placed: PlacementWork = field(init=False, default_factory=PlacementWork)
 
     def __post_init__(self) -> None:
         from solvers.joint.driver import check_problem
@@ -536,11 +545,28 @@ class IterationSearch:
         if key not in self.fitted:
             if self.ocs_demand is None:
                 self.ocs_demand = ocs_demand(self.problem)
-            self.fitted[key] = fit_circuits(self.problem, rows, self.ocs_demand)
+            self.fitted[key] = self.charged(
+                lambda w, t: fit_circuits(self.problem, rows, self.ocs_demand, t, w)
+            )
             stats = self.info["ocs_search"]
             stats["candidates_fitted"] += 1
             stats["candidates_repaired"] += int(self.fitted[key][1])
         return self.fitted[key]
+
+    def charged(self, call):
+        """``call(work, time_s)`` with the search's
+        :class:`~solvers.model.ocs_layers.PlacementWork` and the deterministic time of one
+        placement check (:func:`~solvers.joint.ocs_fit.placement_time_s` of the work limit);
+        the CP-SAT time it used is added to the work used
+        (:data:`~solvers.joint.ocs_fit.WORK_PER_CP_SAT_S`; not a forecast of the next step),
+        the total recorded in ``info["ocs_search"]["placement"]``."""
+        before = self.placed.deterministic_s
+        out = call(self.placed, placement_time_s(self.wl))
+        self.meter.used += WORK_PER_CP_SAT_S * (self.placed.deterministic_s - before)
+        self.info["ocs_search"]["placement"] = {
+            k: round(v, 6) if isinstance(v, float) else v for k, v in asdict(self.placed).items()
+        }
+        return out
 
     def fit_design(self, d: Design, name: str) -> Design | None:
         """``d`` when its circuits fit the layer (or there is none), else its repaired
@@ -1003,7 +1029,11 @@ class IterationSearch:
                     break
                 # on finite-radix OCSes: swaps of two circuits on one OCS only (the new circuits
                 # take the same ports of that OCS), from the incumbent's placement
-                placed = placement_of(problem, cur_c) if layer else None
+                placed = (
+                    self.charged(lambda w, t, c=cur_c: placement_of(problem, c, t, w))
+                    if layer
+                    else None
+                )
                 if layer and placed is None:
                     break
                 for cand in swap_candidates(

@@ -198,12 +198,7 @@ def _swaps(s) -> None:
             return False
         return True
 
-    place = None
-    if problem.ocs is not None:  # swaps of two circuits on one OCS only
-        from solvers.joint.ocs_fit import placement_of
-
-        def place(c):
-            return placement_of(problem, c)
+    place = s.place if problem.ocs is not None else None  # swaps of two circuits on one OCS
 
     best_c, _, evals = improve_by_swaps(
         inc[0], problem.n, problem.pair_cap, evaluate, (s.inc_obj, inc[4]),

@@ -21,13 +21,26 @@ repairing its winner afterwards:
   ``{x, y}`` on the same four ports of ``o``, so every move keeps the design placeable.
 
 :func:`solvers.ocs_repair.respect_ocs` stays the final safety net (it finds the design fits).
+
+Determinism: a placement is greedy, constructive (:func:`solvers.model.ocs_layers.place_by_planes`)
+or CP-SAT's under a deterministic time limit only (one worker, seed 0); a search gives each
+check :func:`placement_time_s` of its work limit and charges CP-SAT's deterministic time to its
+work meter (:data:`WORK_PER_CP_SAT_S`), counted in ``info["ocs_search"]["placement"]``
+(:class:`~solvers.model.ocs_layers.PlacementWork`). So the same problem, seed and work limit
+give the same design under any load.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from solvers.model.ocs_layers import TIME_LIMIT_S, place_circuits, repair_circuits
+from solvers.model.ocs_layers import (
+    TIME_LIMIT_S,
+    PlacementWork,
+    place_circuits,
+    remember_placement,
+    repair_circuits,
+)
 from solvers.model.problem import DesignProblem
 from topoopt.fabrics.circuits import Circuits
 from traffic.errors import InputError
@@ -37,20 +50,43 @@ __all__ = [
     "placement_of",
     "ocs_demand",
     "layer_candidates",
+    "placement_time_s",
     "SEARCH_PLACEMENT_TIME_S",
     "SEARCH_REPAIR_TIME_S",
+    "PLACEMENT_WORK_SHARE",
+    "WORK_PER_CP_SAT_S",
 ]
 
 SEARCH_PLACEMENT_TIME_S = TIME_LIMIT_S
-"""CP-SAT limit (wall seconds, and deterministic time) of one placement inside the search, the
-safety net's (:func:`solvers.ocs_repair.respect_ocs`): the search never repairs a candidate the
-safety net would accept (at 256 servers x 8 ports on one 320-port OCS per port index, the
-TopoOpt design needs 2.5 s of CP-SAT to be placed). An undecided placement is treated as not
-fitting (the candidate is repaired)."""
+"""CP-SAT's deterministic time limit of one placement inside a search without a work limit
+(the safety net's, :func:`solvers.ocs_repair.respect_ocs`); with one, :func:`placement_time_s`.
+An undecided placement is treated as not fitting (the candidate is repaired)."""
 
 SEARCH_REPAIR_TIME_S = 2.0
-"""CP-SAT limit of a repair's largest placeable subset inside the search (the greedy subset
-when CP-SAT finds no larger one in time; proving the largest can take much longer)."""
+"""CP-SAT's deterministic time limit of a repair's largest placeable subset inside the search
+(the greedy or constructive subset when CP-SAT finds no larger one; proving the largest can
+take much longer)."""
+
+PLACEMENT_WORK_SHARE = 0.1
+"""A search gives one placement check this share of its work limit as CP-SAT's deterministic
+time (:func:`placement_time_s`; 2 s at the congestion search's default 20 units)."""
+
+WORK_PER_CP_SAT_S = 1.0
+"""Work units a search is charged per second of CP-SAT's deterministic time (a work unit is
+about a second of one core on the congestion search's routing LPs)."""
+
+
+def placement_time_s(work_limit: float | None) -> float:
+    """CP-SAT's deterministic time limit of one placement check in a search of ``work_limit``
+    work units: :data:`PLACEMENT_WORK_SHARE` of it, at most :data:`SEARCH_PLACEMENT_TIME_S`
+    (which is also the limit without a work limit) and at least 0.1 s.
+
+    >>> placement_time_s(20.0), placement_time_s(1000.0), placement_time_s(None)
+    (2.0, 30.0, 30.0)
+    """
+    if work_limit is None:
+        return SEARCH_PLACEMENT_TIME_S
+    return float(min(SEARCH_PLACEMENT_TIME_S, max(0.1, PLACEMENT_WORK_SHARE * work_limit)))
 
 
 def ocs_demand(problem: DesignProblem):
@@ -64,25 +100,38 @@ def ocs_demand(problem: DesignProblem):
     return demand
 
 
-def placement_of(problem: DesignProblem, circuits) -> np.ndarray | None:
+def placement_of(
+    problem: DesignProblem,
+    circuits,
+    time_s: float = SEARCH_PLACEMENT_TIME_S,
+    work: PlacementWork | None = None,
+) -> np.ndarray | None:
     """``int64 (m, 4)`` rows ``[u, v, ocs, count]`` placing ``circuits`` on ``problem.ocs``;
-    ``None`` when they do not fit (or the placement is undecided within
-    :data:`SEARCH_PLACEMENT_TIME_S`) or the problem has no layer."""
+    ``None`` when they do not fit (or the placement is undecided within ``time_s`` of CP-SAT's
+    deterministic time, charged to ``work``) or the problem has no layer."""
     layer = problem.ocs
     if layer is None:
         return None
     try:
-        pl = place_circuits(circuits, layer, SEARCH_PLACEMENT_TIME_S)
+        pl = place_circuits(circuits, layer, time_s, work=work)
     except InputError:
         return None
     return None if pl is None else pl.rows
 
 
-def fit_circuits(problem: DesignProblem, circuits, demand=None) -> tuple[np.ndarray, bool]:
+def fit_circuits(
+    problem: DesignProblem,
+    circuits,
+    demand=None,
+    time_s: float = SEARCH_PLACEMENT_TIME_S,
+    work: PlacementWork | None = None,
+) -> tuple[np.ndarray, bool]:
     """``(rows, repaired)``: ``circuits`` (canonical rows) when they fit ``problem.ocs`` (or
     the problem has no layer), else the repaired circuits (module docstring) and True.
     ``demand``: the symmetric server demand that orders the fill (default: the problem's
     ring pair traffic plus its fixed traffic, as :func:`solvers.ocs_repair.respect_ocs`).
+    ``time_s``: CP-SAT's deterministic time limit of the placement check; ``work``
+    (:class:`~solvers.model.ocs_layers.PlacementWork`) is charged what CP-SAT used.
 
     Examples
     --------
@@ -102,10 +151,12 @@ def fit_circuits(problem: DesignProblem, circuits, demand=None) -> tuple[np.ndar
     """
     rows = Circuits(circuits, problem.n).rows
     layer = problem.ocs
-    if layer is None or placement_of(problem, rows) is not None:
+    if layer is None or placement_of(problem, rows, time_s, work) is not None:
         return rows, False
     dem = ocs_demand(problem) if demand is None else demand
-    fixed, _ = repair_circuits(rows, layer, dem, problem.pair_cap, SEARCH_REPAIR_TIME_S)
+    fixed, _ = repair_circuits(
+        rows, layer, dem, problem.pair_cap, min(time_s, SEARCH_REPAIR_TIME_S), work
+    )
     return Circuits(fixed, problem.n).rows, True
 
 
@@ -172,7 +223,7 @@ def layer_candidates(problem: DesignProblem) -> list[tuple[str, np.ndarray]]:
         floor = 1e-6 * max(float(dem.max()), 1.0)  # every port used, lightest pairs last
         count = np.zeros((n, n), np.int64)
         cap = cap0.copy()
-        rows = []
+        rows, placed = [], []
         for o in range(layer.n_ocs):
             while True:
                 idx = np.flatnonzero(cap[:, o] > 0)
@@ -194,6 +245,9 @@ def layer_candidates(problem: DesignProblem) -> list[tuple[str, np.ndarray]]:
                     cap[y, o] -= 1
                     count[x, y] += 1
                     rows.append([x, y, 1])
+                    placed.append([x, y, o, 1])
         if rows:
-            out.append((name, Circuits(np.asarray(rows, np.int64), n).rows))
+            c = Circuits(np.asarray(rows, np.int64), n).rows
+            remember_placement(c, layer, placed)  # placed by construction: never searched
+            out.append((name, c))
     return out

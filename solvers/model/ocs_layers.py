@@ -11,8 +11,16 @@ choosing ``y[r, o] >= 0`` circuits of row ``r`` on each OCS ``o``:
 With one OCS group per port index (``per-rail``) and ``n <= R`` this is a proper edge colouring
 of the circuit multigraph with ``d`` colours, which a multigraph of maximum degree ``d`` does not
 always have (a triangle with ``d = 2``). :func:`place_circuits` tries a greedy placement
-(heaviest rows first, each circuit on the OCS with the most ports left at both ends), then solves
-1-3 exactly with CP-SAT under a time limit (the status is always checked). :func:`repair_circuits`
+(heaviest rows first, each circuit on the OCS with the most ports left at both ends), then a
+constructive one (:func:`place_by_planes`: a list edge colouring with the port indices as
+colours, one maximum matching per port index, most constrained circuits first, completed by
+Kempe-chain flips; sound on every layout, as a circuit on port ``i`` of both ends sits on the OCS
+both ports land on; with at most one port per server and OCS, as ``per-rail``, then an exact
+colouring search with the OCSes as colours, :func:`colour_by_ocs`, which also refutes), and
+only then solves 1-3 exactly with CP-SAT, hinted with the best partial
+placement, on one worker with a fixed seed under a *deterministic* time limit and no wall-clock
+limit (the status is always checked), so the same circuits get the same answer on any machine
+and under any load. :func:`repair_circuits`
 keeps the largest placeable subset (CP-SAT, 1 as ``<=``, maximise the placed circuits) and fills
 the ports left free with circuits on common OCSes, heaviest demand first. :func:`check_ocs`
 refuses a design whose circuits do not fit. A placement known by construction (a repair's, the
@@ -21,6 +29,8 @@ searched for again.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -36,10 +46,14 @@ __all__ = [
     "check_ocs",
     "remember_placement",
     "placement_holds",
+    "place_by_planes",
+    "colour_by_ocs",
+    "PlacementWork",
 ]
 
 TIME_LIMIT_S = 30.0
-"""Wall-clock cap of one CP-SAT placement (a deterministic work limit is set as well)."""
+"""Deterministic time (CP-SAT's ``max_deterministic_time``, about seconds of one core) of one
+CP-SAT placement; no wall-clock limit is set, so the answer does not depend on the machine."""
 
 KNOWN_PLACEMENTS = 512
 """Placements remembered per process (:func:`remember_placement`), oldest dropped first."""
@@ -60,7 +74,10 @@ def remember_placement(circuits, layer: OcsLayout, placement: np.ndarray) -> Non
     rows = Circuits(circuits, layer.servers).rows
     if len(_KNOWN) >= KNOWN_PLACEMENTS:
         _KNOWN.pop(next(iter(_KNOWN)))
-    _KNOWN[_known_key(rows, layer)] = np.asarray(placement, np.int64).reshape(-1, 4).copy()
+    pl = np.asarray(placement, np.int64).reshape(-1, 4)
+    lo, hi = np.minimum(pl[:, 0], pl[:, 1]), np.maximum(pl[:, 0], pl[:, 1])
+    pl = np.column_stack([lo, hi, pl[:, 2:]])
+    _KNOWN[_known_key(rows, layer)] = _merge(pl, layer)  # one row per (pair, OCS), sorted
 
 
 def placement_holds(circuits, layer: OcsLayout, placement: np.ndarray) -> bool:
@@ -86,6 +103,19 @@ def placement_holds(circuits, layer: OcsLayout, placement: np.ndarray) -> bool:
         return False
     used = Placement(pl, "check").ports_used(layer)
     return bool(np.all(used <= _capacity(layer)))  # (2), and (3): no port, no capacity
+
+
+@dataclass
+class PlacementWork:
+    """What placements cost (a running count, :func:`place_circuits` adds to it): ``checks``
+    placements asked for (a remembered one not counted), ``constructive`` of them placed by
+    :func:`place_by_planes`, ``cp_sat_calls`` CP-SAT solves and their ``deterministic_s``
+    (CP-SAT's deterministic time, about seconds of one core: the work a search charges)."""
+
+    checks: int = 0
+    constructive: int = 0
+    cp_sat_calls: int = 0
+    deterministic_s: float = 0.0
 
 
 class Placement:
@@ -188,6 +218,94 @@ def _greedy(rows: np.ndarray, cap: np.ndarray):
     )
 
 
+@dataclass(frozen=True, eq=False)
+class PlanePlacement:
+    """:func:`place_by_planes`' result: ``rows`` ``[u, v, ocs, count]`` of the circuits it
+    placed, and whether that is all of them (``complete``)."""
+
+    rows: np.ndarray
+    complete: bool
+
+
+def place_by_planes(circuits, layer: OcsLayout) -> PlanePlacement:
+    """A constructive placement: the circuits as a list edge colouring of the port indices
+    (:mod:`solvers.model.list_colouring`), a circuit on port ``i`` of both ends sitting on the
+    OCS both ports land on (allowed when they land on the same one). Port indices are taken
+    one at a time (in order, then in reverse), each a maximum matching of the circuits left
+    that may use it, the circuits with fewest port indices left preferred; the circuits left
+    over are placed by Kempe-chain flips
+    (:func:`solvers.model.list_colouring.colour_by_matchings`).
+    Sound on every layout; ``complete`` False means only that this construction did not place
+    them all (CP-SAT decides). Deterministic.
+
+    Examples
+    --------
+    A square on two ports, one OCS per port index: two matchings.
+
+    >>> pl = place_by_planes([[0, 1, 1], [1, 2, 1], [2, 3, 1], [0, 3, 1]], OcsLayout(4, 2, 8))
+    >>> pl.complete, pl.rows.tolist()
+    (True, [[0, 1, 1, 1], [0, 3, 0, 1], [1, 2, 0, 1], [2, 3, 1, 1]])
+    """
+    from solvers.model.list_colouring import colour_by_matchings, expand_circuits
+
+    n, d = layer.servers, layer.degree
+    units = layer.ocs_of.T  # (d, n): the OCS of every server's port i
+    u, v = expand_circuits(Circuits(circuits, n))
+    allowed = units[:, u] == units[:, v]
+    best = None
+    for order in (range(d), range(d - 1, -1, -1)):
+        port = colour_by_matchings(u, v, allowed, n, order)
+        if best is None or (port >= 0).sum() > (best >= 0).sum():
+            best = port
+        if np.all(best >= 0):
+            break
+    k = best >= 0
+    rows = np.column_stack([u[k], v[k], units[best[k], u[k]], np.ones(int(k.sum()), np.int64)])
+    return PlanePlacement(_merge(rows, layer), bool(np.all(k)))
+
+
+COLOURING_STEPS = 2_000
+"""Backtracking steps of :func:`colour_by_ocs` (deterministic; shared by its restarts)."""
+
+
+@dataclass(frozen=True, eq=False)
+class OcsColouring:
+    """:func:`colour_by_ocs`' result: ``rows`` ``[u, v, ocs, count]`` of the circuits it
+    placed, ``complete`` (all of them) and ``proven`` (complete, or no placement exists)."""
+
+    rows: np.ndarray
+    complete: bool
+    proven: bool
+
+
+def colour_by_ocs(circuits, layer: OcsLayout, steps: int = COLOURING_STEPS):
+    """The placement as a list edge colouring with the OCSes as colours, searched exactly
+    (:func:`solvers.model.list_colouring.assign_ports`, within ``steps``): exact when every
+    server has at most one port on each OCS (``per-rail``), as a circuit then takes the one
+    port of each end on its OCS; None on a layer where a server has two ports on one OCS.
+
+    >>> tri = [[0, 1, 1], [1, 2, 1], [0, 2, 1]]
+    >>> got = colour_by_ocs(tri, OcsLayout(3, 2, 8))  # two OCSes, one per port index
+    >>> got.complete, got.proven
+    (False, True)
+    >>> colour_by_ocs(tri, OcsLayout(3, 3, 8)).rows.tolist()
+    [[0, 1, 0, 1], [0, 2, 1, 1], [1, 2, 2, 1]]
+    """
+    from solvers.model.list_colouring import assign_ports
+
+    n = layer.servers
+    cap = _capacity(layer)
+    if cap.max() > 1:
+        return None
+    # colour o allowed for u-v iff both have a port on OCS o: equal "units" there, else the
+    # server's own negative id (never equal to another server's)
+    units = np.where(cap.T > 0, 0, -1 - np.arange(n)[None, :])
+    a = assign_ports(Circuits(circuits, n), units, steps=steps)
+    k = a.port >= 0
+    rows = np.column_stack([a.u[k], a.v[k], a.port[k], np.ones(int(k.sum()), np.int64)])
+    return OcsColouring(_merge(rows, layer), a.complete, a.proven)
+
+
 def _merge(rows: np.ndarray, layer: OcsLayout) -> np.ndarray:
     if not rows.size:
         return rows.reshape(0, 4)
@@ -199,10 +317,13 @@ def _merge(rows: np.ndarray, layer: OcsLayout) -> np.ndarray:
     return np.column_stack([pair // layer.servers, pair % layer.servers, o, cnt])
 
 
-def _cp_sat(rows, cap, maximise: bool, time_limit_s: float):
+def _cp_sat(rows, cap, maximise: bool, time_limit_s: float, hint=None, work=None):
     """CP-SAT on constraints 1-3 (1 as ``<=`` and the placed count maximised when
     ``maximise``); returns ``(status, [u, v, o, y] rows)``, status ``optimal``, ``feasible``,
-    ``infeasible`` or ``unknown``."""
+    ``infeasible`` or ``unknown``. One worker, seed 0, ``time_limit_s`` of deterministic time
+    and no wall-clock limit: the same answer on any machine. ``hint``: ``[u, v, o, count]``
+    rows of a partial placement (a solution hint); ``work`` (:class:`PlacementWork`) is
+    charged the deterministic time used."""
     from ortools.sat.python import cp_model
 
     m = cp_model.CpModel()
@@ -227,12 +348,22 @@ def _cp_sat(rows, cap, maximise: bool, time_limit_s: float):
         m.Add(sum(xs) <= int(cap[s, o]))  # (2); (3) by construction of y
     if maximise:
         m.Maximize(sum(y.values()))
+    if hint is not None and len(hint):
+        given = {}
+        for u, v, o, k in np.asarray(hint, np.int64).reshape(-1, 4).tolist():
+            given[min(u, v), max(u, v), o] = given.get((min(u, v), max(u, v), o), 0) + k
+        for (r, o), x in y.items():
+            u, v = int(rows[r, 0]), int(rows[r, 1])
+            ub = min(int(rows[r, 2]), int(cap[u, o]), int(cap[v, o]))
+            m.AddHint(x, min(given.get((u, v, o), 0), ub))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
-    solver.parameters.max_time_in_seconds = float(time_limit_s)
     solver.parameters.max_deterministic_time = float(time_limit_s)
     st = solver.Solve(m)
+    if work is not None:
+        work.cp_sat_calls += 1
+        work.deterministic_s += float(solver.deterministic_time)
     name = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible",
             cp_model.INFEASIBLE: "infeasible"}.get(st, "unknown")  # fmt: skip
     if name not in ("optimal", "feasible"):
@@ -246,15 +377,18 @@ def _cp_sat(rows, cap, maximise: bool, time_limit_s: float):
 
 
 def place_circuits(
-    circuits, layer: OcsLayout, time_limit_s: float = TIME_LIMIT_S
+    circuits, layer: OcsLayout, time_limit_s: float = TIME_LIMIT_S, work=None
 ) -> Placement | None:
     """Place ``circuits`` (``[u, v, count]`` rows) on ``layer``'s OCSes; None when they do not
-    fit (proved by CP-SAT).
+    fit (proved by CP-SAT). Greedy, then :func:`place_by_planes`, then CP-SAT (module
+    docstring) under ``time_limit_s`` of deterministic time; ``work``
+    (:class:`PlacementWork`) counts the steps taken and CP-SAT's deterministic time.
 
     Raises
     ------
     InputError
-        When CP-SAT neither places nor refutes them within ``time_limit_s``.
+        When CP-SAT neither places nor refutes them within ``time_limit_s`` of deterministic
+        time.
 
     Examples
     --------
@@ -273,9 +407,25 @@ def place_circuits(
         return Placement(known, "known")
     cap = _capacity(layer)
     placed, left, _ = _greedy(rows, cap)
+    if work is not None:
+        work.checks += 1
     if not left.size:
         return Placement(_merge(placed, layer), "greedy")
-    status, got = _cp_sat(rows, cap, False, time_limit_s)
+    if not np.all(layer.reachable()[rows[:, 0], rows[:, 1]]):
+        return None  # a pair without a common OCS (constraint 3)
+    planes = place_by_planes(rows, layer)
+    if planes.complete:
+        if work is not None:
+            work.constructive += 1
+        return Placement(planes.rows, "constructive")
+    if cap.max() <= 1:  # one port per server and OCS (per-rail): an exact colouring search
+        got = colour_by_ocs(rows, layer)
+        if got is not None and got.proven:
+            if work is not None:
+                work.constructive += 1
+            return Placement(got.rows, "constructive") if got.complete else None
+    best = planes.rows if planes.rows[:, 3].sum() > placed.shape[0] else _merge(placed, layer)
+    status, got = _cp_sat(rows, cap, False, time_limit_s, hint=best, work=work)
     if status == "infeasible":
         return None
     if status == "unknown":
@@ -293,11 +443,15 @@ def repair_circuits(
     demand: sp.spmatrix | None = None,
     pair_cap: int | None = None,
     time_limit_s: float = TIME_LIMIT_S,
+    work: PlacementWork | None = None,
 ) -> tuple[np.ndarray, Placement]:
     """The largest placeable subset of ``circuits``, then the ports left free filled with
     circuits between servers sharing an OCS, heaviest symmetric ``demand`` first (ties: lowest
     pair), at most ``pair_cap`` circuits per pair (default ``degree``). Returns the circuits
-    (canonical ``[u, v, count]``) and their placement.
+    (canonical ``[u, v, count]``) and their placement. The subset kept is the largest of the
+    greedy placement's, :func:`place_by_planes`' and CP-SAT's (``time_limit_s`` of
+    deterministic time, charged to ``work``; not called when the construction placed all;
+    CP-SAT's on a tie with the construction's).
 
     Examples
     --------
@@ -310,8 +464,13 @@ def repair_circuits(
     cap = _capacity(layer)
     placed, left, free = _greedy(rows, cap)
     if left.size:
-        status, got = _cp_sat(rows, cap, True, time_limit_s)
-        if status in ("optimal", "feasible") and got[:, 3].sum() > placed[:, 3].sum():
+        planes = place_by_planes(rows, layer)
+        status, got = "constructive", planes.rows
+        if not planes.complete:  # CP-SAT's largest subset, the construction's if larger
+            status, got = _cp_sat(rows, cap, True, time_limit_s, work=work)
+            if status not in ("optimal", "feasible") or planes.rows[:, 3].sum() > got[:, 3].sum():
+                status, got = "constructive", planes.rows
+        if got[:, 3].sum() > placed[:, 3].sum():
             placed = got
             free = cap - Placement(got, status).ports_used(layer)
     placed = _merge(placed, layer)

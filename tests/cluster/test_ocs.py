@@ -91,3 +91,27 @@ def test_a_128_server_topoopt_design_is_coloured_with_8_planes():
     a = assign_ports(c, units)
     assert a.complete and a.port.size == 512
     assert valid(list(zip(a.u.tolist(), a.v.tolist(), strict=True)), a.port.tolist(), units)
+
+
+def test_a_256_server_job_on_136_port_units_is_coloured_without_a_repair():
+    """Issue 24.5, the cluster's colouring at scale: TopoOpt's 8-port design of Llama 3 70B
+    (tp 8, pp 4, dp 64) on 256 servers, planes of two 136-port units (the boundaries shifted
+    by 16 servers a plane). The backtracking search runs out of steps with 41 circuits
+    uncoloured (at its default 20,000 steps, 1.4 s; the old path repaired them); the
+    construction it falls back to (a maximum matching per plane, then Kempe flips) colours all
+    1,024, checked circuit by circuit (here after 2,000 steps of search, to keep it cheap)."""
+    from solvers.baselines.topoopt_method import topoopt_design
+    from solvers.model.problem import DesignProblem
+    from topoopt.app.api import load_workload
+
+    w = load_workload({
+        "model": {"base": "llama3-70b", "global_batch": 512, "seq_len": 4096},
+        "parallelism": {"tp": 8, "pp": 4, "dp": 64, "micro_batch_size": 1},
+        "cluster": {"servers": 256, "gpus_per_server": 8},
+    })  # fmt: skip
+    c = topoopt_design(DesignProblem.from_workload(w, 8, 50e9)).circuits
+    layer = OcsLayer.build(256, 8, 136)
+    assert layer.units_per_plane == 2
+    a = assign_ports(c, layer.units, steps=2_000)
+    assert a.complete and a.port.size == 1024 and a.steps == 2_000
+    assert valid(list(zip(a.u.tolist(), a.v.tolist(), strict=True)), a.port.tolist(), layer.units)

@@ -246,3 +246,152 @@ def test_an_undecided_placement_is_repaired_not_refused(monkeypatch):
     out = respect_ocs(d, q)
     assert out.solver == "topoopt + OCS repair" and out.info["ocs"]["repair"] is not None
     assert place_circuits(out.circuits, layer).status == "known"
+
+
+@pytest.mark.parametrize(
+    "layer",
+    [OcsLayout(4, 2, 2), OcsLayout(5, 2, 3), OcsLayout(4, 2, 3, "packed")],
+    ids=["per-rail-2", "per-rail-5x3", "packed-3"],
+)
+def test_the_constructive_placement_agrees_with_brute_force(layer, monkeypatch):
+    """Issue 24.5, the placement check without CP-SAT: on every multigraph of up to 5 circuits,
+    :func:`place_by_planes` never claims a placement brute force refutes, what it
+    places is a valid placement of those circuits, and on one OCS group per port index
+    (``per-rail``, where it is a list edge colouring of the port indices, exact when found) it
+    places every placeable multigraph of these sizes; ``place_circuits`` agrees with brute force
+    and calls CP-SAT only when the constructions fail (never per-rail: the exact colouring
+    search, :func:`colour_by_ocs`, refutes what does not fit)."""
+    import solvers.model.ocs_layers as ocs_layers
+    from solvers.model.ocs_layers import PlacementWork, place_by_planes, placement_holds
+
+    monkeypatch.setattr(ocs_layers, "_KNOWN", {})  # nothing remembered from other tests
+    n, d = layer.servers, layer.degree
+    work = PlacementWork()
+    seen = {True: 0, False: 0}
+    for units in _multigraphs(n, d, 5):
+        rows = np.array([[u, v, 1] for u, v in units])
+        want = _brute_force_fits(units, layer)
+        got = place_by_planes(rows, layer)
+        assert placement_holds(got.rows[:, [0, 1, 3]], layer, got.rows)
+        assert not got.complete or want, units
+        if layer.layout == "per-rail":
+            assert got.complete == want, units
+        assert (place_circuits(rows, layer, work=work) is not None) == want
+        seen[want] += 1
+    assert seen[True] >= 3 and seen[False] >= 3
+    assert work.checks == seen[True] + seen[False]
+    if layer.layout == "per-rail":
+        assert work.cp_sat_calls == 0
+    else:  # packed: two ports of a server on one OCS, CP-SAT decides what the others do not
+        assert work.cp_sat_calls > 0
+
+
+def test_a_cp_sat_placement_is_deterministic_and_charged(monkeypatch):
+    """Issue 24.5: CP-SAT runs on one worker with seed 0 under a deterministic time limit and
+    no wall-clock limit, so a placement (and the work it is charged) is the same every
+    time. The constructions are switched off so that CP-SAT decides: the
+    first multigraph on 5 servers x 2 ports (OCSes of 3 ports) that the greedy placement
+    misses and brute force places."""
+    import solvers.model.ocs_layers as ocs_layers
+    from solvers.model.ocs_layers import PlacementWork, _capacity, _greedy
+
+    layer = OcsLayout(5, 2, 3)
+    case = next(
+        rows
+        for units in _multigraphs(5, 2, 5)
+        if _greedy(rows := np.array([[u, v, 1] for u, v in units]), _capacity(layer))[1].size
+        and _brute_force_fits(units, layer)
+    )
+    none = ocs_layers.PlanePlacement(np.zeros((0, 4), np.int64), False)
+    monkeypatch.setattr(ocs_layers, "place_by_planes", lambda *a: none)
+    monkeypatch.setattr(ocs_layers, "colour_by_ocs", lambda *a: None)
+    runs = []
+    for _ in range(2):
+        w = PlacementWork()
+        pl = place_circuits(case, layer, work=w)
+        runs.append((pl.status, pl.rows.tobytes(), w))
+    assert runs[0] == runs[1] and runs[0][0] == "exact" and runs[0][2].cp_sat_calls == 1
+    assert runs[0][2].deterministic_s >= 0
+
+
+def _one_way_ring(layer=None):
+    """3 servers of 2 ports, 1 byte/s a circuit, 1-byte transfers 0->1->2->0 (the exact MIP's
+    doctest), optionally on an optical layer."""
+    import scipy.sparse as sp
+
+    from solvers.model.problem import DesignProblem, PhaseTraffic
+
+    D = sp.csr_matrix((np.ones(3), ([0, 1, 2], [1, 2, 0])), shape=(3, 3))
+    return DesignProblem(3, 2, 1.0, (PhaseTraffic("p", [0], [], [], D),), ocs=layer)
+
+
+def test_the_exact_mip_designs_on_the_layer():
+    """Issue 24.5: the exact MIP places its circuits on the OCSes itself (constraints 11-12 of
+    :mod:`solvers.joint.exact_mip`). Unconstrained, its optimum is the triangle (2/3 s), which
+    one OCS per port index cannot hold (3 colours for 2 ports): the old path repaired it
+    afterwards. On the layer the MIP proves the optimum among placeable designs: a path (a
+    triangle is the only other way to use the ports), one transfer over two hops and each
+    other on its own link, so 1 s by hand; the joint search takes it without a repair."""
+    from solvers.joint.driver import congestion_search
+    from solvers.joint.exact_mip import exact_design
+
+    layer = OcsLayout(3, 2, 8)
+    free = exact_design(_one_way_ring(), 2.0)
+    assert free.circuits.tolist() == [[0, 1, 1], [0, 2, 1], [1, 2, 1]]
+    assert place_circuits(free.circuits, layer) is None  # the old path's repair
+    on = exact_design(_one_way_ring(layer), 2.0)
+    assert on.status == "optimal" and on.objective_s == pytest.approx(1.0, rel=1e-6)
+    assert on.circuits[:, 2].sum() == 2 and place_circuits(on.circuits, layer) is not None
+    d = congestion_search(_one_way_ring(layer), time_limit_s=20)
+    assert d.info["exact"]["status"] == "optimal" and d.info["exact"]["repaired"] is False
+    assert d.objective_s == pytest.approx(1.0, rel=1e-6)
+    assert place_circuits(d.circuits, layer) is not None
+
+
+def test_a_problem_without_traffic_fills_its_ports_on_the_layer():
+    """Issue 24.5, the no-phase fallback (``baseline_only``): the free ports of the baseline
+    are joined on common OCSes (every port used: 12 x 4 ports, 24 circuits), so no repair
+    follows; before, the fill ignored the layer, the safety net repaired it and routing a
+    problem without phases crashed. A baseline that does not fit (6 x 2 ports on OCSes of 3)
+    is fitted without routing, and the ``topoopt`` method's safety net repairs without
+    routing too."""
+    from solvers.model.problem import DesignProblem
+
+    q = DesignProblem(12, 4, 1e9, (), ocs=OcsLayout(12, 4, 6))
+    d = solve(q, "joint", time_limit_s=20)
+    assert d.info["ocs"]["repair"] is None and d.circuits.total == 24
+    assert place_circuits(d.circuits, q.ocs) is not None
+    small = DesignProblem(6, 2, 1e9, (), ocs=OcsLayout(6, 2, 3))
+    for method in ("joint", "topoopt"):
+        out = solve(small, method, time_limit_s=20)
+        assert check_ocs(out, small.ocs) is not None
+
+
+def test_the_topoopt_design_at_256_servers_fits_136_port_ocses_without_cp_sat():
+    """Issue 24.5 at scale (``compare`` of Llama 3 70B, tp 8 pp 4 dp 64, on 256 servers x 8
+    ports of 400 G on 136-port OCSes, two per port index): the TopoOpt design is placed by the
+    construction (matchings per port index) in well under a second, no CP-SAT, so the safety
+    net keeps it as it is (no repair, no LP routing: its rings stay regular and the flow
+    model's symmetry reduction applies). Before, CP-SAT took 3 s of CPU to place it, and the
+    TopoOpt design of stop 34 was undecided within 30 s of it (49 s of CPU), repaired and
+    LP-routed, and its simulation did not finish in 34 min."""
+    from solvers.baselines.topoopt_method import topoopt_design
+    from solvers.model.ocs_layers import PlacementWork
+    from solvers.model.problem import DesignProblem
+    from solvers.ocs_repair import respect_ocs
+    from topoopt.app.api import load_workload
+
+    w = load_workload({
+        "model": {"base": "llama3-70b", "global_batch": 512, "seq_len": 4096},
+        "parallelism": {"tp": 8, "pp": 4, "dp": 64, "micro_batch_size": 1},
+        "cluster": {"servers": 256, "gpus_per_server": 8, "gpu": "h100-sxm"},
+    })  # fmt: skip
+    layer = OcsLayout(256, 8, 136)
+    assert (layer.n_ocs, layer.ocs_per_group) == (16, 2)
+    q = DesignProblem.from_workload(w, degree=8, link_bandwidth=50e9).with_options(ocs=layer)
+    d = topoopt_design(q)
+    work = PlacementWork()
+    pl = place_circuits(d.circuits, layer, work=work)
+    assert pl.status == "constructive" and work.cp_sat_calls == 0 and d.circuits.total == 1024
+    out = respect_ocs(d, q)
+    assert out.solver == "topoopt" and out.info["ocs"]["repair"] is None
