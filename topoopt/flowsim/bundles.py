@@ -55,7 +55,7 @@ Two flows, each of one bundle over two parallel two-link routes between the same
 ...     path_links=np.array([2, 3, 4, 5]))
 >>> red = reduce_bundles(bs)
 >>> red.info["status"], red.flows.n_flows, red.flows.n_links
-('on', 1, 1)
+('on', 1, 2)
 >>> simulate_bundles(bs, red).finish.tolist()
 [1.0, 1.0]
 """
@@ -305,7 +305,14 @@ def bundle_partition(
     bflow = bs.bundle_flow()
     bmult = bs.multiplicity[bflow]
     ul_ptr, ul_link, ul_cnt = _route_links(bs) if route_links is None else route_links
-    lc = _dense(bs.capacity, bs.latency)
+    # links start split by their role (on fixed links, on routes, both): the split only
+    # refines, and it is what the link-load check (_uniform_link_loads) compares
+    role = np.zeros(n_l, np.int64)
+    role[bs.fix_links] = 1
+    on_route = np.zeros(bs.n_routes, bool)
+    on_route[bs.route[bs.route >= 0]] = True
+    role[ul_link[on_route[np.repeat(np.arange(bs.n_routes), np.diff(ul_ptr))]]] |= 2
+    lc = _dense(bs.capacity, bs.latency, role)
     bc = _dense(bs.weight, bs.count.astype(np.float64))
     fc = _dense(bs.size, bs.start, bs.multiplicity.astype(np.float64))
     counts = (-1, -1, -1)
@@ -360,7 +367,10 @@ def _rep_paths(bs: BundleSet, bundles: np.ndarray) -> tuple[np.ndarray, np.ndarr
 def is_bundle_equitable(bs: BundleSet, part: BundlePartition, route_links=None) -> bool:
     """Check exactly that ``part``, with every path classed by its bundle, is an equitable
     partition of the unreduced model ``bs.to_flowset()`` that keeps its data (module docstring;
-    the conditions of :func:`topoopt.flowsim.symmetry.is_equitable`), without building it."""
+    the conditions of :func:`topoopt.flowsim.symmetry.is_equitable`), without building it.
+    ``True`` only then; the link loads are checked through a sufficient condition
+    (:func:`_uniform_link_loads`), so an equitable partition can be refused (the reduction is
+    then off), never the other way."""
     f, b, lk = (_i64(c) for c in (part.flow, part.bundle, part.link))
     if f.shape != (bs.n_flows,) or b.shape != (bs.n_bundles,) or lk.shape != (bs.n_links,):
         return False
@@ -388,28 +398,9 @@ def is_bundle_equitable(bs: BundleSet, part: BundlePartition, route_links=None) 
     rptr, rlinks = _rep_paths(bs, np.arange(bs.n_bundles, dtype=np.int64))
     if not uniform_counts(rptr, rlinks, ones_l, b, lk, n_bc, n_lc):
         return False
-    # every link of a class carries each bundle class's paths as often (multiplicity counted)
-    ul_ptr, ul_link, ul_cnt = _route_links(bs) if route_links is None else route_links
-    bm = bs.multiplicity[bflow]
-    fix_b = np.repeat(np.arange(bs.n_bundles, dtype=np.int64), np.diff(bs.fix_ptr))
-    e_link = [bs.fix_links]
-    e_cls = [b[fix_b]]
-    e_w = [(bs.count * bm)[fix_b]]
-    routed = np.flatnonzero(bs.route >= 0)
-    if routed.size:
-        key, inv = np.unique(bs.route[routed] * n_bc + b[routed], return_inverse=True)
-        msum = np.bincount(inv.reshape(-1), weights=bm[routed]).astype(np.int64)
-        s_of, p_of = key // n_bc, key % n_bc
-        n_ul = ul_ptr[s_of + 1] - ul_ptr[s_of]
-        pos = ranges(ul_ptr[s_of], ul_ptr[s_of + 1])
-        e_link.append(ul_link[pos])
-        e_cls.append(np.repeat(p_of, n_ul))
-        e_w.append(ul_cnt[pos] * np.repeat(msum, n_ul))
-    e_link, e_cls, e_w = np.concatenate(e_link), np.concatenate(e_cls), np.concatenate(e_w)
-    l_ptr, l_items = csr_by_key(e_link, bs.n_links)
-    if not uniform_counts(l_ptr, l_items, e_w, lk, e_cls, n_lc, n_bc):
-        return False
-    if not constant(lk, n_lc, np.diff(l_ptr) == 0):
+    # every link of a class carries each bundle class's paths as often (multiplicity counted):
+    # on fixed links counted per bundle; on route links through the routes' profiles
+    if not _uniform_link_loads(bs, b, lk, n_bc, n_lc, bflow, route_links):
         return False
     # flows: the same bundle classes, the same dependency classes
     items = np.arange(bs.n_bundles, dtype=np.int64)
@@ -419,6 +410,54 @@ def is_bundle_equitable(bs: BundleSet, part: BundlePartition, route_links=None) 
     if bs.deps.size and not uniform_sets(bs.dep_ptr, bs.deps, f, f, n_fc, n_fc):
         return False
     return constant(f, n_fc, np.diff(bs.dep_ptr) > 0)
+
+
+def _uniform_link_loads(bs, b, lk, n_bc, n_lc, bflow, route_links) -> bool:
+    """Whether every link of a class carries each bundle class's paths as often (members
+    counted with their flow's multiplicity), exactly.
+
+    A link's count of class ``P`` is its fixed incidences' (``count * m`` per bundle) plus,
+    over the routes ``s`` crossing it, ``ul_cnt(s, l) * M(s, P)`` (``M``: the members of
+    ``P`` on ``s``). Checked without the ``(route, class) x links`` table: routes are grouped
+    by their exact profile ``M(s, .)`` (*route classes* ``rho``), and the check asks that every
+    link of a class have the same fixed counts per ``P`` and the same ``sum_{s in rho}
+    ul_cnt(s, l)`` per route class: then the sums agree (sufficient; a partition failing it
+    turns the reduction off, never makes it wrong)."""
+    bm = bs.multiplicity[bflow]
+    fix_b = np.repeat(np.arange(bs.n_bundles, dtype=np.int64), np.diff(bs.fix_ptr))
+    w = np.ascontiguousarray((bs.count * bm)[fix_b], np.int64)
+    l_ptr, l_items = csr_by_key(bs.fix_links, bs.n_links)
+    if not uniform_counts(l_ptr, l_items, w, lk, b[fix_b], n_lc, n_bc):
+        return False
+    fixed_free = np.diff(l_ptr) == 0
+    routed = np.flatnonzero(bs.route >= 0)
+    n_s = bs.n_routes
+    route_free = np.ones(bs.n_links, bool)
+    if routed.size:
+        key, inv = np.unique(bs.route[routed] * n_bc + b[routed], return_inverse=True)
+        msum = np.bincount(inv.reshape(-1), weights=bm[routed]).astype(np.int64)
+        s_of, p_of = key // n_bc, key % n_bc
+        sp = np.zeros(n_s + 1, np.int64)
+        np.cumsum(np.bincount(s_of, minlength=n_s), out=sp[1:])
+        profiles: dict[bytes, int] = {}
+        rho = np.full(n_s, -1, np.int64)  # route class; -1: no bundle on the route
+        for r in np.flatnonzero(np.diff(sp) > 0):
+            row = np.concatenate([p_of[sp[r] : sp[r + 1]], msum[sp[r] : sp[r + 1]]])
+            rho[r] = profiles.setdefault(row.tobytes(), len(profiles))
+        ul_ptr, ul_link, ul_cnt = _route_links(bs) if route_links is None else route_links
+        ul_route = np.repeat(np.arange(n_s, dtype=np.int64), np.diff(ul_ptr))
+        used = rho[ul_route] >= 0
+        e_link, e_cls = ul_link[used], rho[ul_route[used]]
+        e_w = np.ascontiguousarray(ul_cnt[used], np.int64)
+        r_ptr, r_items = csr_by_key(np.ascontiguousarray(e_link, np.int64), bs.n_links)
+        if not uniform_counts(r_ptr, r_items, e_w, lk, e_cls, n_lc, max(len(profiles), 1)):
+            return False
+        route_free = np.diff(r_ptr) == 0
+    rep = class_representatives(lk, n_lc)
+    return bool(
+        np.array_equal(fixed_free, fixed_free[rep][lk])
+        and np.array_equal(route_free, route_free[rep][lk])
+    )
 
 
 def reduce_bundles(bs: BundleSet, *, seed: int = 0) -> BundleReduction:

@@ -554,6 +554,50 @@ class Network:
             "base": base, "sw": sw_of, "rail": seg_i,
         }  # fmt: skip
 
+    def _server_segments(self, u, v) -> dict | None:
+        """ECMP routes of the server pairs ``(u, v)`` as segments (:meth:`_rail_segments`'s
+        dict, no hop), where every server has one link to one switch ``a`` and one link back
+        from it: then a server is never inside a shortest path, and the shortest paths of
+        ``(u, v)`` are ``u -> a``, every shortest path of the switch pair ``(a, b)``, ``b ->
+        v``, each weighted ``1 / sigma(a, b)`` as ECMP weighs the pair's paths. ``None`` for
+        other fabrics, or pairs that are not two distinct servers."""
+        fab = self.fabric
+        ns = fab.n_servers
+        ck = ("server_links",)
+        if ck not in self._cache:
+            m_up, m_down = fab.src < ns, fab.dst < ns
+            ok = (
+                np.array_equal(np.bincount(fab.src[m_up], minlength=ns), np.ones(ns, np.int64))
+                and np.array_equal(
+                    np.bincount(fab.dst[m_down], minlength=ns), np.ones(ns, np.int64)
+                )
+                and not np.any(m_up & m_down)
+            )
+            got = None
+            if ok:
+                up = np.empty(ns, np.int64)
+                down = np.empty(ns, np.int64)
+                up[fab.src[m_up]] = np.flatnonzero(m_up)
+                down[fab.dst[m_down]] = np.flatnonzero(m_down)
+                if np.array_equal(fab.dst[up], fab.src[down]):  # one switch each, both ways
+                    got = (up, down)
+            self._cache[ck] = got
+        if self._cache[ck] is None:
+            return None
+        up, down = self._cache[ck]
+        if u.size and not ((u < ns) & (v < ns) & (u != v)).all():
+            return None
+        first, last = up[u], down[v]
+        a, b = fab.dst[first], fab.src[last]
+        nsw = fab.n_nodes
+        sw_pairs, sw_of = np.unique(a * nsw + b, return_inverse=True)
+        base = self._route(np.column_stack([sw_pairs // nsw, sw_pairs % nsw]))
+        return {
+            "fast": np.ones(u.size, bool), "req": np.arange(u.size, dtype=np.int64),
+            "hop": np.zeros(u.size, bool), "first": first, "last": last, "base": base,
+            "sw": sw_of.reshape(-1), "rail": np.zeros(u.size, np.int64),
+        }  # fmt: skip
+
     def _rail_paths_enumerated(self, u, v, r) -> PathSet:
         """:meth:`rail_paths` of the requests ``(u, v, r)`` by selecting among every path of
         each server pair (any routing method or override)."""
@@ -830,10 +874,12 @@ class FlowBuilder:
 
     def build_bundles(self, start: float = 0.0):
         """Like :meth:`build_classes`, with each merged flow's paths as *bundles*
-        (:class:`~topoopt.flowsim.bundles.BundleSet`: a segment's fixed links and its rail
-        switch pair's route, never expanded path by path), or ``None`` where the routes are
-        not such segments (no rail routing by switch pairs: an override, another method, a
-        path cap, a request without a rail path). Returns ``(bundles, class_of)``.
+        (:class:`~topoopt.flowsim.bundles.BundleSet`: a segment's fixed links and its
+        switch pair's route, never expanded path by path: :meth:`Network._rail_segments` on
+        a rail fabric, :meth:`Network._server_segments` elsewhere), or ``None`` where the routes are
+        not such segments (an override, another method than ECMP, a path cap, a rail request
+        without a rail path, a server with several links or links to several switches off
+        a rail fabric). Returns ``(bundles, class_of)``.
 
         Examples
         --------
@@ -848,27 +894,29 @@ class FlowBuilder:
         from topoopt.flowsim.bundles import BundleSet
 
         net = self.net
-        if not (
-            net.rail_routing
-            and net.routing is None
-            and net.method == "ecmp"
-            and net.max_paths is None
-        ):
+        if not (net.routing is None and net.method == "ecmp" and net.max_paths is None):
             return None
         a = self.arrays()
         pair = np.flatnonzero(a["link"] < 0)
         g, n = net.gpus_per_server, net.fabric.n_nodes
-        M = g * g + 2
         src, dst, rails = a["src"][pair], a["dst"][pair], a["rail"][pair]
-        if np.any(rails == -1):
-            return None
-        uniq, inv = _unique_inverse((src * n + dst) * M + (rails + 2))
+        if net.rail_routing:  # the request keys of rail_paths
+            M = g * g + 2
+            if np.any(rails == -1):
+                return None
+            uniq, inv = _unique_inverse((src * n + dst) * M + (rails + 2))
+        else:  # pair_routes'
+            M = 1
+            uniq, inv = _unique_inverse(src * n + dst)
         inv = inv.reshape(-1).astype(np.int64)
         nreq = uniq.size
         if nreq:
             uv, r = uniq // M, uniq % M - 2
-            seg = net._rail_segments(uv // n, uv % n, r)
-            if not seg["fast"].all():
+            if net.rail_routing:
+                seg = net._rail_segments(uv // n, uv % n, r)
+            else:
+                seg = net._server_segments(uv // n, uv % n)
+            if seg is None or not seg["fast"].all():
                 return None
         route = a["link"].copy()
         route[pair] = net.first_device_link + self.n_devices + inv
