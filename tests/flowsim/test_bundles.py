@@ -108,6 +108,15 @@ def test_bundle_quotient_equals_the_unreduced_model(name, regular):
     assert _close(sim.finish, plain.finish) and _close(sim.link_bytes, plain.link_bytes)
     if regular:  # the ring by server is symmetric: far fewer classes than flows
         assert red.info["flow_classes"] < bs.n_flows
+    # starting labels only split: the refinement's own classes give them back, in no more
+    # rounds; random labels still give an exact quotient
+    part = red.partition
+    again = reduce_bundles(bs, start_flow=part.flow, start_link=part.link)
+    assert np.array_equal(again.partition.flow, part.flow)
+    assert again.info["rounds"] <= red.info["rounds"]
+    rng = np.random.default_rng(1)
+    rand = reduce_bundles(bs, start_flow=rng.integers(0, 3, bs.n_flows))
+    assert _close(simulate_bundles(bs, rand).finish, ref.finish)
 
 
 def _expanded_partition(bs, part):

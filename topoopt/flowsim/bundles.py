@@ -277,6 +277,12 @@ def _dense(*cols: np.ndarray) -> np.ndarray:
     return dense(*cols)
 
 
+def _labels(labels, n: int, name: str) -> tuple:
+    from topoopt.flowsim.symmetry import _labels as labels_of
+
+    return labels_of(labels, n, name)
+
+
 def _route_links(bs: BundleSet) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per route: its distinct links and how many of its paths cross each, as a CSR
     ``(ul_ptr, ul_link, ul_cnt)``."""
@@ -290,11 +296,20 @@ def _route_links(bs: BundleSet) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def bundle_partition(
-    bs: BundleSet, *, seed: int = 0, max_rounds: int = MAX_ROUNDS, route_links=None
+    bs: BundleSet,
+    *,
+    seed: int = 0,
+    max_rounds: int = MAX_ROUNDS,
+    route_links=None,
+    start_flow: np.ndarray | None = None,
+    start_link: np.ndarray | None = None,
 ) -> BundlePartition | None:
     """The classes of flows, bundles and links by colour refinement over the bundles (module
     docstring); ``None`` if they did not settle in ``max_rounds`` rounds or the dependencies
-    have a cycle. Checked by :func:`is_bundle_equitable`, not here."""
+    have a cycle. Checked by :func:`is_bundle_equitable`, not here. ``start_flow``,
+    ``start_link``: labels that split the starting colours (as
+    :func:`topoopt.flowsim.symmetry.equitable_partition`'s: fewer rounds when they come from
+    a similar flow set, exact whatever they are)."""
     rng = np.random.default_rng(seed)
     n_f, n_l = bs.n_flows, bs.n_links
     owner = np.repeat(np.arange(n_f, dtype=np.int64), np.diff(bs.dep_ptr))
@@ -312,9 +327,12 @@ def bundle_partition(
     on_route = np.zeros(bs.n_routes, bool)
     on_route[bs.route[bs.route >= 0]] = True
     role[ul_link[on_route[np.repeat(np.arange(bs.n_routes), np.diff(ul_ptr))]]] |= 2
-    lc = _dense(bs.capacity, bs.latency, role)
+    lc = _dense(bs.capacity, bs.latency, role, *_labels(start_link, n_l, "start_link"))
     bc = _dense(bs.weight, bs.count.astype(np.float64))
-    fc = _dense(bs.size, bs.start, bs.multiplicity.astype(np.float64))
+    fc = _dense(
+        bs.size, bs.start, bs.multiplicity.astype(np.float64),
+        *_labels(start_flow, n_f, "start_flow"),
+    )  # fmt: skip
     counts = (-1, -1, -1)
     for rounds in range(1, max_rounds + 1):
         s = rng.integers(0, 2**63, size=6, dtype=np.uint64)
@@ -460,10 +478,17 @@ def _uniform_link_loads(bs, b, lk, n_bc, n_lc, bflow, route_links) -> bool:
     )
 
 
-def reduce_bundles(bs: BundleSet, *, seed: int = 0) -> BundleReduction:
+def reduce_bundles(
+    bs: BundleSet,
+    *,
+    seed: int = 0,
+    start_flow: np.ndarray | None = None,
+    start_link: np.ndarray | None = None,
+) -> BundleReduction:
     """The symmetry quotient of ``bs`` built from its bundles (module docstring), or an ``off``
     :class:`BundleReduction` saying why (then simulate ``bs.to_flowset()``, or the caller's
-    own unreduced model)."""
+    own unreduced model). ``start_flow``, ``start_link``: starting labels
+    (:func:`bundle_partition`)."""
     base = {"flows": bs.n_flows, "paths": bs.n_paths, "links": bs.n_links,
             "bundles": bs.n_bundles, "routes": bs.n_routes}  # fmt: skip
     if bs.n_flows == 0:
@@ -471,7 +496,9 @@ def reduce_bundles(bs: BundleSet, *, seed: int = 0) -> BundleReduction:
             None, None, None, None, None, {"status": "off", "reason": "no flows"}
         )
     ul = _route_links(bs)
-    part = bundle_partition(bs, seed=seed, route_links=ul)
+    part = bundle_partition(
+        bs, seed=seed, route_links=ul, start_flow=start_flow, start_link=start_link
+    )
     if part is None:
         info = {"status": "off", "reason": f"refinement did not settle in {MAX_ROUNDS} rounds"}
         return BundleReduction(None, None, None, None, None, {**info, **base})

@@ -1128,7 +1128,7 @@ def simulate_builder_classes(
     ([2.0], [0, 0])
     """
     if reduction:
-        got = _simulate_bundled(builder, start, record_series, max_refills)
+        got = _simulate_bundled(builder, start, record_series, max_refills, class_labels)
         if got is not None:
             return got
     flows, class_of = builder.build_classes(start, reduced=reduction)
@@ -1151,18 +1151,31 @@ def simulate_builder_classes(
     return sim, flows, class_of
 
 
-def _simulate_bundled(builder: FlowBuilder, start, record_series, max_refills):
+def _simulate_bundled(builder: FlowBuilder, start, record_series, max_refills, labels=None):
     """:func:`simulate_builder_classes` through the route-bundle quotient
     (:mod:`topoopt.flowsim.bundles`) where the builder's routes are bundles and the quotient
-    is exact; ``None`` otherwise (the caller then builds every sub-flow)."""
+    is exact; ``None`` otherwise (the caller then builds every sub-flow). ``labels``: the
+    ``class_labels`` dict of :func:`simulate_builder` (its ``"bundle flow"`` and ``"bundle
+    link"`` entries: the first phase's classes seed the later phases' refinement)."""
     from topoopt.flowsim.bundles import reduce_bundles, simulate_bundles
 
     got = builder.build_bundles(start)
     if got is None:
         return None
     bs, class_of = got
-    red = reduce_bundles(bs)
+    start_flow = start_link = None
+    lab_f = lab_l = None
+    if labels is not None:
+        lab_f, lab_l = labels.get("bundle flow"), labels.get("bundle link")
+        if lab_f is not None and lab_f.shape[0] == class_of.shape[0]:
+            start_flow = lab_f[class_representatives(class_of, bs.n_flows)]
+        if lab_l is not None and lab_l.shape[0] == bs.n_links:
+            start_link = lab_l
+    red = reduce_bundles(bs, start_flow=start_flow, start_link=start_link)
     if red.flows is None:
         return None
+    if labels is not None and lab_f is None:
+        labels["bundle flow"] = red.partition.flow[class_of].astype(np.int32)
+        labels["bundle link"] = red.partition.link
     sim = simulate_bundles(bs, red, record_series=record_series, max_refills=max_refills)
     return sim, bs, class_of
