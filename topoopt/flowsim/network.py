@@ -1066,7 +1066,11 @@ def simulate_builder(
     rounding. ``max_refills``: the work limit of :func:`topoopt.flowsim.simulator.simulate`.
     With ``reduction``, the (aggregated) flows are simulated through their symmetry quotient
     (:func:`topoopt.flowsim.symmetry.simulate_reduced`; exact, ``SimResult.reduction`` says
-    what it found).
+    what it found). Where the routes are ECMP by switch pairs (rail routing, or servers with
+    one link to one switch: :meth:`FlowBuilder.build_bundles`) the quotient is built from the
+    routes without expanding every path (:mod:`topoopt.flowsim.bundles`; ``reduction["method"]``
+    is ``"route bundles"``), and the ``path_*`` arrays have one entry per bundle of equal
+    paths instead of one per path.
 
     ``class_labels`` (with ``reduction`` and ``aggregate``): a dict the caller keeps across the
     simulations of builders of one structure (the phases of one iteration: the same flows in
@@ -1155,8 +1159,9 @@ def _simulate_bundled(builder: FlowBuilder, start, record_series, max_refills, l
     """:func:`simulate_builder_classes` through the route-bundle quotient
     (:mod:`topoopt.flowsim.bundles`) where the builder's routes are bundles and the quotient
     is exact; ``None`` otherwise (the caller then builds every sub-flow). ``labels``: the
-    ``class_labels`` dict of :func:`simulate_builder` (its ``"bundle flow"`` and ``"bundle
-    link"`` entries: the first phase's classes seed the later phases' refinement)."""
+    ``class_labels`` dict of :func:`simulate_builder` (the first phase's classes seed the
+    later phases' refinement). The result's ``path_*`` arrays have one entry per *bundle*
+    (every path of a bundle has its times)."""
     from topoopt.flowsim.bundles import reduce_bundles, simulate_bundles
 
     got = builder.build_bundles(start)
@@ -1166,7 +1171,7 @@ def _simulate_bundled(builder: FlowBuilder, start, record_series, max_refills, l
     start_flow = start_link = None
     lab_f = lab_l = None
     if labels is not None:
-        lab_f, lab_l = labels.get("bundle flow"), labels.get("bundle link")
+        lab_f, lab_l = labels.get("flow"), labels.get("link")
         if lab_f is not None and lab_f.shape[0] == class_of.shape[0]:
             start_flow = lab_f[class_representatives(class_of, bs.n_flows)]
         if lab_l is not None and lab_l.shape[0] == bs.n_links:
@@ -1175,7 +1180,7 @@ def _simulate_bundled(builder: FlowBuilder, start, record_series, max_refills, l
     if red.flows is None:
         return None
     if labels is not None and lab_f is None:
-        labels["bundle flow"] = red.partition.flow[class_of].astype(np.int32)
-        labels["bundle link"] = red.partition.link
+        labels["flow"] = red.partition.flow[class_of].astype(np.int32)
+        labels["link"] = red.partition.link
     sim = simulate_bundles(bs, red, record_series=record_series, max_refills=max_refills)
     return sim, bs, class_of
