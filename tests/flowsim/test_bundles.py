@@ -149,7 +149,7 @@ def test_exact_check_agrees_with_the_plain_check_on_the_expanded_model(name):
         cases.append(BundlePartition(cls["flow"], cls["bundle"], cls["link"], 0))
     said = [is_bundle_equitable(bs, p) for p in cases]
     plain = [is_equitable(fs, _expanded_partition(bs, p)) for p in cases]
-    assert all(p for s, p in zip(said, plain) if s)  # never equitable where it is not
+    assert all(p for s, p in zip(said, plain, strict=True) if s)  # never accepts wrongly
     assert said == plain  # and here never stricter
     assert said[0] and not all(said)
 
