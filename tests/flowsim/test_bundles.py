@@ -192,3 +192,28 @@ def test_bundles_only_for_ecmp_routes_by_switch_pairs():
         fb = FlowBuilder(net)
         fb.add_ranks([0], [g * 3], 1e6)
         assert fb.build_bundles() is None
+
+
+def test_a_slower_core_link_falls_back_to_the_sub_flow_model():
+    """One spine link of the leaf-spine at half capacity: the paths of a bundle through it
+    are no longer interchangeable, the route-bundle check refuses, and the builder simulates
+    through the sub-flow model instead (still equal to the unreduced model)."""
+    from dataclasses import replace
+
+    make, g = FABRICS["leaf-spine"]
+    fab = make()
+    ns = fab.n_servers
+    cap = fab.capacity.copy()
+    core = np.flatnonzero((fab.src >= ns) & (fab.dst >= ns))[0]
+    cap[core] /= 2
+    net = Network(replace(fab, capacity=cap), gpus_per_server=g)
+    fb = FlowBuilder(net)
+    srv = np.arange(ns)
+    fb.add_ranks(srv * g, ((srv + 7) % ns) * g, 3e6)
+    bs, _ = fb.build_bundles()
+    red = reduce_bundles(bs)
+    assert red.info["status"] == "off"
+    sim = simulate_builder(fb, reduction=True)
+    assert sim.reduction.get("method") != "route bundles"
+    plain = simulate_builder(fb, reduction=False)
+    assert _close(sim.finish, plain.finish) and _close(sim.link_bytes, plain.link_bytes)
