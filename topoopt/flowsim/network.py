@@ -450,6 +450,48 @@ class Network:
         rail path: the enumeration's all-paths fall-back) go through
         :meth:`_rail_paths_enumerated`.
         """
+        seg = self._rail_segments(u, v, r)
+        keys = ("fast", "req", "hop", "first", "last", "base", "sw")
+        fast, seg_req, seg_hop, first, last, base, sw_of = (seg[k] for k in keys)
+        seg_i, g, nreq = seg["rail"], self.gpus_per_server, u.size
+        cp, pp, pl = base.commodity_ptr, base.path_ptr, base.path_links
+        cnt = cp[sw_of + 1] - cp[sw_of]
+        nseg = np.bincount(seg_req, minlength=nreq)
+        path = ranges(cp[sw_of], cp[sw_of + 1])  # switch-pair path of every output path
+        ps_seg = np.repeat(np.arange(seg_req.size), cnt)
+        body = pp[path + 1] - pp[path]
+        lens = body + 2 + seg_hop[ps_seg]
+        path_ptr = np.zeros(path.size + 1, np.int64)
+        np.cumsum(lens, out=path_ptr[1:])
+        links = np.empty(int(path_ptr[-1]), np.int64)
+        links[path_ptr[:-1]] = first[ps_seg]
+        inner = ranges(path_ptr[:-1] + 1, path_ptr[:-1] + 1 + body)
+        links[inner] = pl[ranges(pp[path], pp[path + 1])]
+        links[path_ptr[:-1] + 1 + body] = last[ps_seg]
+        hp = seg_hop[ps_seg]
+        extra = self.intra_link(v[seg_req] * g + seg_i)  # destination GPU (v, i)'s egress
+        links[path_ptr[1:][hp] - 1] = extra[ps_seg[hp]]
+        w = 1.0 / (cnt[ps_seg] * nseg[seg_req[ps_seg]])
+        commodity_ptr = np.zeros(nreq + 1, np.int64)
+        np.cumsum(np.bincount(seg_req[ps_seg], minlength=nreq), out=commodity_ptr[1:])
+        ps = PathSet(u, v, commodity_ptr, path_ptr, links, w)
+        if fast.all():
+            return ps
+        slow = np.flatnonzero(~fast)
+        rest = self._rail_paths_enumerated(u[slow], v[slow], r[slow])
+        pos = np.empty(nreq, np.int64)  # request -> commodity of [ps (fast rows), rest]
+        pos[np.flatnonzero(fast)] = np.flatnonzero(fast)
+        pos[slow] = nreq + np.arange(slow.size)
+        return PathSet.concat([ps, rest]).take(pos)
+
+    def _rail_segments(self, u, v, r) -> dict:
+        """The segments of the rail requests ``(u, v, r)`` (:meth:`_rail_paths_by_leaf`): each
+        is ``u``'s link to its rail switch ``a`` (``first``), every shortest path of the switch
+        pair ``(a, b)`` (commodity ``sw`` of ``base``, a :class:`~topoopt.paths.PathSet` of
+        switch pairs), ``b``'s link to ``v`` (``last``), then with ``hop`` the destination
+        GPU's scale-up egress link; ``req``: the request of each segment, request-major, first
+        link ascending; ``rail``: the segment's first rail; ``fast``: the requests covered
+        (the others need :meth:`_rail_paths_enumerated`)."""
         from topoopt.fabrics.routing import shortest_path_counts
 
         fab, g = self.fabric, self.gpus_per_server
@@ -507,35 +549,54 @@ class Network:
         sw_pairs, sw_of = np.unique(a * nsw + b, return_inverse=True)
         sw_of = sw_of.reshape(-1)
         base = self._route(np.column_stack([sw_pairs // nsw, sw_pairs % nsw]))
-        cp, pp, pl = base.commodity_ptr, base.path_ptr, base.path_links
-        cnt = cp[sw_of + 1] - cp[sw_of]
-        nseg = np.bincount(seg_req, minlength=nreq)
-        path = ranges(cp[sw_of], cp[sw_of + 1])  # switch-pair path of every output path
-        ps_seg = np.repeat(np.arange(seg_req.size), cnt)
-        body = pp[path + 1] - pp[path]
-        lens = body + 2 + seg_hop[ps_seg]
-        path_ptr = np.zeros(path.size + 1, np.int64)
-        np.cumsum(lens, out=path_ptr[1:])
-        links = np.empty(int(path_ptr[-1]), np.int64)
-        links[path_ptr[:-1]] = first[ps_seg]
-        inner = ranges(path_ptr[:-1] + 1, path_ptr[:-1] + 1 + body)
-        links[inner] = pl[ranges(pp[path], pp[path + 1])]
-        links[path_ptr[:-1] + 1 + body] = last[ps_seg]
-        hp = seg_hop[ps_seg]
-        extra = self.intra_link(v[seg_req] * g + seg_i)  # destination GPU (v, i)'s egress
-        links[path_ptr[1:][hp] - 1] = extra[ps_seg[hp]]
-        w = 1.0 / (cnt[ps_seg] * nseg[seg_req[ps_seg]])
-        commodity_ptr = np.zeros(nreq + 1, np.int64)
-        np.cumsum(np.bincount(seg_req[ps_seg], minlength=nreq), out=commodity_ptr[1:])
-        ps = PathSet(u, v, commodity_ptr, path_ptr, links, w)
-        if fast.all():
-            return ps
-        slow = np.flatnonzero(~fast)
-        rest = self._rail_paths_enumerated(u[slow], v[slow], r[slow])
-        pos = np.empty(nreq, np.int64)  # request -> commodity of [ps (fast rows), rest]
-        pos[np.flatnonzero(fast)] = np.flatnonzero(fast)
-        pos[slow] = nreq + np.arange(slow.size)
-        return PathSet.concat([ps, rest]).take(pos)
+        return {
+            "fast": fast, "req": seg_req, "hop": seg_hop, "first": first, "last": last,
+            "base": base, "sw": sw_of, "rail": seg_i,
+        }  # fmt: skip
+
+    def _server_segments(self, u, v) -> dict | None:
+        """ECMP routes of the server pairs ``(u, v)`` as segments (:meth:`_rail_segments`'s
+        dict, no hop), where every server has one link to one switch ``a`` and one link back
+        from it: then a server is never inside a shortest path, and the shortest paths of
+        ``(u, v)`` are ``u -> a``, every shortest path of the switch pair ``(a, b)``, ``b ->
+        v``, each weighted ``1 / sigma(a, b)`` as ECMP weighs the pair's paths. ``None`` for
+        other fabrics, or pairs that are not two distinct servers."""
+        fab = self.fabric
+        ns = fab.n_servers
+        ck = ("server_links",)
+        if ck not in self._cache:
+            m_up, m_down = fab.src < ns, fab.dst < ns
+            ok = (
+                np.array_equal(np.bincount(fab.src[m_up], minlength=ns), np.ones(ns, np.int64))
+                and np.array_equal(
+                    np.bincount(fab.dst[m_down], minlength=ns), np.ones(ns, np.int64)
+                )
+                and not np.any(m_up & m_down)
+            )
+            got = None
+            if ok:
+                up = np.empty(ns, np.int64)
+                down = np.empty(ns, np.int64)
+                up[fab.src[m_up]] = np.flatnonzero(m_up)
+                down[fab.dst[m_down]] = np.flatnonzero(m_down)
+                if np.array_equal(fab.dst[up], fab.src[down]):  # one switch each, both ways
+                    got = (up, down)
+            self._cache[ck] = got
+        if self._cache[ck] is None:
+            return None
+        up, down = self._cache[ck]
+        if u.size and not ((u < ns) & (v < ns) & (u != v)).all():
+            return None
+        first, last = up[u], down[v]
+        a, b = fab.dst[first], fab.src[last]
+        nsw = fab.n_nodes
+        sw_pairs, sw_of = np.unique(a * nsw + b, return_inverse=True)
+        base = self._route(np.column_stack([sw_pairs // nsw, sw_pairs % nsw]))
+        return {
+            "fast": np.ones(u.size, bool), "req": np.arange(u.size, dtype=np.int64),
+            "hop": np.zeros(u.size, bool), "first": first, "last": last, "base": base,
+            "sw": sw_of.reshape(-1), "rail": np.zeros(u.size, np.int64),
+        }  # fmt: skip
 
     def _rail_paths_enumerated(self, u, v, r) -> PathSet:
         """:meth:`rail_paths` of the requests ``(u, v, r)`` by selecting among every path of
@@ -811,6 +872,134 @@ class FlowBuilder:
         mult = np.bincount(class_of, minlength=n_c)
         return self._flowset(merged, start, mult, (ps, comm[rep]), reduced), class_of
 
+    def build_bundles(self, start: float = 0.0):
+        """Like :meth:`build_classes`, with each merged flow's paths as *bundles*
+        (:class:`~topoopt.flowsim.bundles.BundleSet`: a segment's fixed links and its
+        switch pair's route, never expanded path by path: :meth:`Network._rail_segments` on
+        a rail fabric, :meth:`Network._server_segments` elsewhere), or ``None`` where the routes are
+        not such segments (an override, another method than ECMP, a path cap, a rail request
+        without a rail path, a server with several links or links to several switches off
+        a rail fabric). Returns ``(bundles, class_of)``.
+
+        Examples
+        --------
+        >>> from topoopt.fabrics import rail_optimized
+        >>> net = Network(rail_optimized(16, 4, radix=8), gpus_per_server=4)
+        >>> fb = FlowBuilder(net)
+        >>> ids = fb.add_ranks([0, 1], [12, 13], 100.0)  # GPU 0 -> 0 and 1 -> 1, servers 0 -> 3
+        >>> bs, class_of = fb.build_bundles()
+        >>> bs.n_flows, bs.n_bundles, bs.count.tolist(), class_of.tolist()
+        (2, 2, [1, 1], [0, 1])
+        """
+        from topoopt.flowsim.bundles import BundleSet
+
+        net = self.net
+        if not (net.routing is None and net.method == "ecmp" and net.max_paths is None):
+            return None
+        a = self.arrays()
+        pair = np.flatnonzero(a["link"] < 0)
+        g, n = net.gpus_per_server, net.fabric.n_nodes
+        src, dst, rails = a["src"][pair], a["dst"][pair], a["rail"][pair]
+        if net.rail_routing:  # the request keys of rail_paths
+            M = g * g + 2
+            if np.any(rails == -1):
+                return None
+            uniq, inv = _unique_inverse((src * n + dst) * M + (rails + 2))
+        else:  # pair_routes'
+            M = 1
+            uniq, inv = _unique_inverse(src * n + dst)
+        inv = inv.reshape(-1).astype(np.int64)
+        nreq = uniq.size
+        if nreq:
+            uv, r = uniq // M, uniq % M - 2
+            if net.rail_routing:
+                seg = net._rail_segments(uv // n, uv % n, r)
+            else:
+                seg = net._server_segments(uv // n, uv % n)
+            if seg is None or not seg["fast"].all():
+                return None
+        route = a["link"].copy()
+        route[pair] = net.first_device_link + self.n_devices + inv
+        n_f = route.shape[0]
+        class_of = identical_classes(
+            route, a["size"], np.full(n_f, float(start)), a["dep_ptr"], a["deps"]
+        )
+        n_c = int(class_of.max()) + 1 if n_f else 0
+        rep = class_representatives(class_of, n_c)
+        dep_ptr, deps = class_dependencies(class_of, rep, a["dep_ptr"], a["deps"])
+        link = a["link"][rep]
+        comm = np.full(n_f, -1, np.int64)
+        comm[pair] = inv
+        req = comm[rep]  # the rail request of each merged pair flow (-1: a link flow)
+        if nreq:
+            base = seg["base"]
+            sreq, hop = seg["req"], seg["hop"]
+            cp = base.commodity_ptr
+            sw = seg["sw"]
+            seg_ptr = np.zeros(nreq + 1, np.int64)
+            np.cumsum(np.bincount(sreq, minlength=nreq), out=seg_ptr[1:])
+            cnt_seg = cp[sw + 1] - cp[sw]
+            nseg = np.diff(seg_ptr)
+            extra = net.intra_link(
+                (uniq // M % n)[sreq] * g + seg["rail"]
+            )  # destination GPU's egress on a hop
+        else:
+            seg_ptr = np.zeros(1, np.int64)
+        # bundles: one per link flow, one per segment of a pair flow's request
+        is_pair = req >= 0
+        nb_f = np.where(is_pair, np.diff(seg_ptr)[np.maximum(req, 0)] if nreq else 0, 1)
+        flow_ptr = np.zeros(n_c + 1, np.int64)
+        np.cumsum(nb_f, out=flow_ptr[1:])
+        nb = int(flow_ptr[-1])
+        check_subflows(self.n, nb, reduced=True)
+        b_flow = np.repeat(np.arange(n_c, dtype=np.int64), nb_f)
+        b_seg = np.full(nb, -1, np.int64)
+        pb = is_pair[b_flow]
+        if nreq:
+            b_seg[pb] = ranges(seg_ptr[req[is_pair]], seg_ptr[req[is_pair] + 1])
+        nfix = np.where(pb, 2, 1)
+        if nreq:
+            nfix[pb] += hop[b_seg[pb]]
+        fix_ptr = np.zeros(nb + 1, np.int64)
+        np.cumsum(nfix, out=fix_ptr[1:])
+        fix = np.empty(int(fix_ptr[-1]), np.int64)
+        fix[fix_ptr[:-1][~pb]] = link[b_flow[~pb]]
+        route_of = np.full(nb, -1, np.int64)
+        count = np.ones(nb, np.int64)
+        weight = np.ones(nb, np.float64)
+        if nreq:
+            sb = b_seg[pb]
+            fix[fix_ptr[:-1][pb]] = seg["first"][sb]
+            fix[fix_ptr[:-1][pb] + 1] = seg["last"][sb]
+            hb = np.flatnonzero(pb)[hop[sb]]
+            fix[fix_ptr[hb] + 2] = extra[b_seg[hb]]
+            route_of[pb] = sw[sb]
+            count[pb] = cnt_seg[sb]
+            weight[pb] = 1.0 / (cnt_seg[sb] * nseg[sreq[sb]])
+            route_ptr, path_ptr, path_links = cp, base.path_ptr, base.path_links
+        else:
+            route_ptr, path_ptr = np.zeros(1, np.int64), np.zeros(1, np.int64)
+            path_links = np.zeros(0, np.int64)
+        bs = BundleSet(
+            capacity=net.capacity(self.n_devices),
+            latency=net.latency(self.n_devices),
+            size=a["size"][rep],
+            start=np.full(n_c, float(start)),
+            flow_ptr=flow_ptr,
+            fix_ptr=fix_ptr,
+            fix_links=fix,
+            route=route_of,
+            count=count,
+            weight=weight,
+            route_ptr=route_ptr,
+            path_ptr=path_ptr,
+            path_links=path_links,
+            dep_ptr=dep_ptr,
+            deps=deps,
+            multiplicity=np.bincount(class_of, minlength=n_c),
+        )
+        return bs, class_of
+
     def _flowset(
         self, a: dict, start: float, multiplicity=None, routes=None, reduced: bool = False
     ) -> FlowSet:
@@ -877,7 +1066,11 @@ def simulate_builder(
     rounding. ``max_refills``: the work limit of :func:`topoopt.flowsim.simulator.simulate`.
     With ``reduction``, the (aggregated) flows are simulated through their symmetry quotient
     (:func:`topoopt.flowsim.symmetry.simulate_reduced`; exact, ``SimResult.reduction`` says
-    what it found).
+    what it found). Where the routes are ECMP by switch pairs (rail routing, or servers with
+    one link to one switch: :meth:`FlowBuilder.build_bundles`) the quotient is built from the
+    routes without expanding every path (:mod:`topoopt.flowsim.bundles`; ``reduction["method"]``
+    is ``"route bundles"``), and the ``path_*`` arrays have one entry per bundle of equal
+    paths instead of one per path.
 
     ``class_labels`` (with ``reduction`` and ``aggregate``): a dict the caller keeps across the
     simulations of builders of one structure (the phases of one iteration: the same flows in
@@ -938,6 +1131,10 @@ def simulate_builder_classes(
     >>> sim.finish.tolist(), class_of.tolist()
     ([2.0], [0, 0])
     """
+    if reduction:
+        got = _simulate_bundled(builder, start, record_series, max_refills, class_labels)
+        if got is not None:
+            return got
     flows, class_of = builder.build_classes(start, reduced=reduction)
     if not (reduction and class_labels is not None):
         run = simulate_reduced if reduction else simulate
@@ -956,3 +1153,34 @@ def simulate_builder_classes(
         flows, record_series=record_series, max_refills=max_refills, reduction=red
     )
     return sim, flows, class_of
+
+
+def _simulate_bundled(builder: FlowBuilder, start, record_series, max_refills, labels=None):
+    """:func:`simulate_builder_classes` through the route-bundle quotient
+    (:mod:`topoopt.flowsim.bundles`) where the builder's routes are bundles and the quotient
+    is exact; ``None`` otherwise (the caller then builds every sub-flow). ``labels``: the
+    ``class_labels`` dict of :func:`simulate_builder` (the first phase's classes seed the
+    later phases' refinement). The result's ``path_*`` arrays have one entry per *bundle*
+    (every path of a bundle has its times)."""
+    from topoopt.flowsim.bundles import reduce_bundles, simulate_bundles
+
+    got = builder.build_bundles(start)
+    if got is None:
+        return None
+    bs, class_of = got
+    start_flow = start_link = None
+    lab_f = lab_l = None
+    if labels is not None:
+        lab_f, lab_l = labels.get("flow"), labels.get("link")
+        if lab_f is not None and lab_f.shape[0] == class_of.shape[0]:
+            start_flow = lab_f[class_representatives(class_of, bs.n_flows)]
+        if lab_l is not None and lab_l.shape[0] == bs.n_links:
+            start_link = lab_l
+    red = reduce_bundles(bs, start_flow=start_flow, start_link=start_link)
+    if red.flows is None:
+        return None
+    if labels is not None and lab_f is None:
+        labels["flow"] = red.partition.flow[class_of].astype(np.int32)
+        labels["link"] = red.partition.link
+    sim = simulate_bundles(bs, red, record_series=record_series, max_refills=max_refills)
+    return sim, bs, class_of

@@ -1,0 +1,617 @@
+"""Route bundles: the symmetry reduction built from the routes, without the sub-flows.
+
+On a rail fabric a flow from GPU ``i`` of server ``u`` to GPU ``j`` of server ``v`` takes ``u``'s
+link to its rail-``i`` switch ``a``, every shortest path of the switch pair ``(a, b)``, then
+``b``'s link to ``v`` (:meth:`topoopt.flowsim.network.Network.rail_paths`). On the three-tier
+rail-optimised Clos of 16,384 GPUs a switch pair has up to 256 such paths, and the exact flow
+model of GPT-3 175B holds 108.8 M sub-flows: too many to build, let alone to refine
+(:mod:`topoopt.flowsim.symmetry`). A *bundle* is the ``count`` paths of one such segment: its
+*fixed* links (first, last, the destination GPU's egress on a rail hop), crossed by every path
+of the bundle, and a switch-pair *route* (a commodity of a :class:`~topoopt.paths.PathSet` of
+switch pairs, shared by every bundle between the same two switches). A
+:class:`BundleSet` holds flows made of bundles; expanded (:meth:`BundleSet.to_flowset`) it is
+the flow model, one sub-flow per path.
+
+Classes and why the quotient is exact
+-------------------------------------
+The partition sought is one of the unreduced flow model (:mod:`topoopt.flowsim.symmetry`'s
+module docstring) in which *every path of a bundle has its bundle's class*. Colour refinement
+runs on the bundles:
+
+- a link's next colour adds the multiset of the bundle colours of the paths crossing it
+  (counted with their flow's multiplicity): ``count`` words per bundle on its fixed links, and
+  on a route's link ``ul_cnt`` words of every bundle on the route (the paths of the route
+  crossing it), summed once per route (:func:`~topoopt.flowsim._bundle_kernels.
+  bundle_link_hash`);
+- a bundle's adds its flow's colour, the multiset of its fixed links' colours and its route's
+  signature (the multiset over the route's paths of the multiset of their link colours);
+- a flow's adds the multiset of its bundles' colours and the set of its dependencies' colours.
+
+The result is checked exactly (:func:`is_bundle_equitable`) as a partition of the *unreduced*
+model, with each path classed by its bundle: equal data per class; every path of a route
+crosses the same multiset of link classes as the route's first path, and the bundles of a class
+have the same fixed and route multisets (so every path of a class crosses each link class
+as often); every link of a class carries each bundle class's paths as often (exact integer
+counts, from the fixed links and the routes' link counts); the flows of a class have the same
+multiset of bundle classes and set of dependency classes. That is an equitable partition of
+the unreduced model, so :mod:`topoopt.flowsim.symmetry`'s argument applies: every path of a
+class, in particular every path of a bundle, keeps one rate, and the quotient (one flow per
+flow class, one sub-flow per bundle class counting ``d(L, P)`` times on link class ``L``, one
+link per link class) simulates the unreduced model exactly. When the check fails (the paths of
+a bundle are not interchangeable: an irregular or failed fabric) the reduction is ``off`` and
+the caller builds the unreduced model.
+
+Examples
+--------
+Two flows, each of one bundle over two parallel two-link routes between the same switches:
+
+>>> import numpy as np
+>>> bs = BundleSet(
+...     capacity=np.ones(6), latency=np.zeros(6), size=np.array([1.0, 1.0]),
+...     start=np.zeros(2), flow_ptr=np.array([0, 1, 2]),
+...     fix_ptr=np.array([0, 1, 2]), fix_links=np.array([0, 1]), route=np.array([0, 0]),
+...     count=np.array([2, 2]), weight=np.array([0.5, 0.5]),
+...     route_ptr=np.array([0, 2]), path_ptr=np.array([0, 2, 4]),
+...     path_links=np.array([2, 3, 4, 5]))
+>>> red = reduce_bundles(bs)
+>>> red.info["status"], red.flows.n_flows, red.flows.n_links
+('on', 1, 2)
+>>> simulate_bundles(bs, red).finish.tolist()
+[1.0, 1.0]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from topoopt.csr import gather_rows, ranges
+from topoopt.flowsim._bundle_kernels import (
+    bundle_link_hash,
+    fixed_and_route_sums,
+    flow_bundle_sums,
+    route_signatures,
+)
+from topoopt.flowsim._symmetry_kernels import (
+    classes_in_order,
+    csr_by_key,
+    dense_ids,
+    topological_order,
+    uniform_counts,
+    uniform_sets,
+)
+from topoopt.flowsim.flowset import FlowSet, class_dependencies, class_representatives
+from topoopt.flowsim.simulator import SimResult, simulate
+
+__all__ = [
+    "BundlePartition",
+    "BundleReduction",
+    "BundleSet",
+    "bundle_partition",
+    "is_bundle_equitable",
+    "reduce_bundles",
+    "simulate_bundles",
+]
+
+MAX_ROUNDS = 200
+"""Refinement rounds before giving up (as :data:`topoopt.flowsim.symmetry.MAX_ROUNDS`)."""
+
+
+def _i64(a) -> np.ndarray:
+    return np.ascontiguousarray(a, np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class BundleSet:
+    """Flows whose sub-flows come in bundles of equal-weight paths (module docstring).
+
+    Attributes
+    ----------
+    capacity, latency : numpy.ndarray
+        ``(L,)`` per link, bytes/s and seconds.
+    size, start : numpy.ndarray
+        ``(F,)`` bytes and earliest start of each flow.
+    flow_ptr : numpy.ndarray
+        ``(F+1,)``: flow ``f``'s bundles are ``flow_ptr[f]:flow_ptr[f+1]`` (at least one).
+    fix_ptr, fix_links : numpy.ndarray
+        Bundle ``b``'s fixed links ``fix_links[fix_ptr[b]:fix_ptr[b+1]]`` (on every path).
+    route : numpy.ndarray
+        ``(B,)`` the bundle's switch-pair route (``-1``: none, then ``count`` is 1).
+    count : numpy.ndarray
+        ``(B,)`` paths in the bundle (the route's paths).
+    weight : numpy.ndarray
+        ``(B,)`` fraction of its flow *each* path of the bundle carries.
+    route_ptr, path_ptr, path_links : numpy.ndarray
+        Route ``s``'s paths are ``route_ptr[s]:route_ptr[s+1]``, path ``p``'s links
+        ``path_links[path_ptr[p]:path_ptr[p+1]]`` (disjoint from the fixed links of its bundles).
+    dep_ptr, deps, multiplicity : numpy.ndarray, optional
+        Dependencies and multiplicities of the flows, as in :class:`~topoopt.flowsim.FlowSet`.
+    """
+
+    capacity: np.ndarray
+    latency: np.ndarray
+    size: np.ndarray
+    start: np.ndarray
+    flow_ptr: np.ndarray
+    fix_ptr: np.ndarray
+    fix_links: np.ndarray
+    route: np.ndarray
+    count: np.ndarray
+    weight: np.ndarray
+    route_ptr: np.ndarray
+    path_ptr: np.ndarray
+    path_links: np.ndarray
+    dep_ptr: np.ndarray | None = None
+    deps: np.ndarray | None = None
+    multiplicity: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        n_f = np.asarray(self.size).shape[0]
+        for name in ("flow_ptr", "fix_ptr", "fix_links", "route", "count", "route_ptr",
+                     "path_ptr", "path_links"):  # fmt: skip
+            object.__setattr__(self, name, _i64(getattr(self, name)))
+        for name in ("capacity", "latency", "size", "start", "weight"):
+            object.__setattr__(self, name, np.ascontiguousarray(getattr(self, name), np.float64))
+        if self.dep_ptr is None:
+            object.__setattr__(self, "dep_ptr", np.zeros(n_f + 1, np.int64))
+            object.__setattr__(self, "deps", np.zeros(0, np.int64))
+        object.__setattr__(self, "dep_ptr", _i64(self.dep_ptr))
+        object.__setattr__(self, "deps", _i64(self.deps))
+        mult = np.ones(n_f, np.int64) if self.multiplicity is None else self.multiplicity
+        object.__setattr__(self, "multiplicity", _i64(mult))
+        nb = self.route.shape[0]
+        if self.flow_ptr.shape != (n_f + 1,) or self.fix_ptr.shape != (nb + 1,):
+            raise ValueError("BundleSet: flow_ptr or fix_ptr of the wrong length")
+        if np.any(np.diff(self.flow_ptr) < 1):
+            raise ValueError("BundleSet: every flow needs at least one bundle")
+        routed = self.route >= 0
+        n_paths = np.diff(self.route_ptr)[self.route[routed]]
+        if not np.array_equal(self.count[routed], n_paths) or np.any(self.count[~routed] != 1):
+            raise ValueError("BundleSet: count must be the route's paths (1 without a route)")
+
+    @property
+    def n_flows(self) -> int:
+        return self.size.shape[0]
+
+    @property
+    def n_bundles(self) -> int:
+        return self.route.shape[0]
+
+    @property
+    def n_links(self) -> int:
+        return self.capacity.shape[0]
+
+    @property
+    def n_routes(self) -> int:
+        return self.route_ptr.shape[0] - 1
+
+    @property
+    def n_paths(self) -> int:
+        """Sub-flows of the unreduced model (paths of every bundle)."""
+        return int(self.count.sum())
+
+    def bundle_flow(self) -> np.ndarray:
+        return np.repeat(np.arange(self.n_flows, dtype=np.int64), np.diff(self.flow_ptr))
+
+    def to_flowset(self) -> FlowSet:
+        """The unreduced flow model: one sub-flow per path of every bundle (its fixed links,
+        then the route path's links), flows, bundles and paths in order."""
+        nb = self.n_bundles
+        routed = self.route >= 0
+        # the paths of every bundle: a route path, or -1 (fixed links only)
+        b_of = np.repeat(np.arange(nb, dtype=np.int64), self.count)
+        r = self.route
+        rp = np.full(b_of.size, -1, np.int64)
+        sel = routed[b_of]
+        rp[sel] = ranges(self.route_ptr[r[routed]], self.route_ptr[r[routed] + 1])
+        nfix = np.diff(self.fix_ptr)[b_of]
+        nbody = np.zeros(b_of.size, np.int64)
+        nbody[sel] = self.path_ptr[rp[sel] + 1] - self.path_ptr[rp[sel]]
+        path_ptr = np.zeros(b_of.size + 1, np.int64)
+        np.cumsum(nfix + nbody, out=path_ptr[1:])
+        links = np.empty(int(path_ptr[-1]), np.int64)
+        links[ranges(path_ptr[:-1], path_ptr[:-1] + nfix)] = self.fix_links[
+            ranges(self.fix_ptr[b_of], self.fix_ptr[b_of + 1])
+        ]
+        body = rp >= 0
+        links[ranges(path_ptr[:-1][body] + nfix[body], path_ptr[1:][body])] = self.path_links[
+            ranges(self.path_ptr[rp[body]], self.path_ptr[rp[body] + 1])
+        ]
+        flow_ptr = np.zeros(self.n_flows + 1, np.int64)
+        np.cumsum(np.bincount(self.bundle_flow()[b_of], minlength=self.n_flows),
+                  out=flow_ptr[1:])  # fmt: skip
+        return FlowSet(
+            capacity=self.capacity,
+            latency=self.latency,
+            size=self.size,
+            start=self.start,
+            flow_ptr=flow_ptr,
+            path_ptr=path_ptr,
+            path_links=links,
+            weight=self.weight[b_of],
+            dep_ptr=self.dep_ptr,
+            deps=self.deps,
+            multiplicity=self.multiplicity,
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class BundlePartition:
+    """Classes of flows, bundles and links (``int64``, numbered ``0 ..``)."""
+
+    flow: np.ndarray
+    bundle: np.ndarray
+    link: np.ndarray
+    rounds: int
+
+    @property
+    def n_flow_classes(self) -> int:
+        return int(self.flow.max()) + 1 if self.flow.size else 0
+
+    @property
+    def n_bundle_classes(self) -> int:
+        return int(self.bundle.max()) + 1 if self.bundle.size else 0
+
+    @property
+    def n_link_classes(self) -> int:
+        return int(self.link.max()) + 1 if self.link.size else 0
+
+
+@dataclass(frozen=True, eq=False)
+class BundleReduction:
+    """The quotient of a :class:`BundleSet` (as :class:`topoopt.flowsim.symmetry.Reduction`;
+    ``qpath[P]``: the quotient sub-flow of bundle class ``P``)."""
+
+    partition: BundlePartition | None
+    flows: FlowSet | None
+    emult: np.ndarray | None
+    plat: np.ndarray | None
+    qpath: np.ndarray | None
+    info: dict = field(default_factory=dict)
+
+
+def _dense(*cols: np.ndarray) -> np.ndarray:
+    from topoopt.flowsim.symmetry import _dense as dense
+
+    return dense(*cols)
+
+
+def _labels(labels, n: int, name: str) -> tuple:
+    from topoopt.flowsim.symmetry import _labels as labels_of
+
+    return labels_of(labels, n, name)
+
+
+def _route_links(bs: BundleSet) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per route: its distinct links and how many of its paths cross each, as a CSR
+    ``(ul_ptr, ul_link, ul_cnt)``."""
+    n_l, n_s = bs.n_links, bs.n_routes
+    p_route = np.repeat(np.arange(n_s, dtype=np.int64), np.diff(bs.route_ptr))
+    inc_route = np.repeat(p_route, np.diff(bs.path_ptr))
+    key, cnt = np.unique(inc_route * n_l + bs.path_links, return_counts=True)
+    ul_ptr = np.zeros(n_s + 1, np.int64)
+    np.cumsum(np.bincount(key // n_l, minlength=n_s), out=ul_ptr[1:])
+    return ul_ptr, key % n_l, cnt.astype(np.int64)
+
+
+def bundle_partition(
+    bs: BundleSet,
+    *,
+    seed: int = 0,
+    max_rounds: int = MAX_ROUNDS,
+    route_links=None,
+    start_flow: np.ndarray | None = None,
+    start_link: np.ndarray | None = None,
+) -> BundlePartition | None:
+    """The classes of flows, bundles and links by colour refinement over the bundles (module
+    docstring); ``None`` if they did not settle in ``max_rounds`` rounds or the dependencies
+    have a cycle. Checked by :func:`is_bundle_equitable`, not here. ``start_flow``,
+    ``start_link``: labels that split the starting colours (as
+    :func:`topoopt.flowsim.symmetry.equitable_partition`'s: fewer rounds when they come from
+    a similar flow set, exact whatever they are)."""
+    rng = np.random.default_rng(seed)
+    n_f, n_l = bs.n_flows, bs.n_links
+    owner = np.repeat(np.arange(n_f, dtype=np.int64), np.diff(bs.dep_ptr))
+    rptr, rorder = csr_by_key(bs.deps, n_f)
+    order, visited = topological_order(bs.dep_ptr, rptr, owner[rorder])
+    if visited < n_f:
+        return None
+    bflow = bs.bundle_flow()
+    bmult = bs.multiplicity[bflow]
+    ul_ptr, ul_link, ul_cnt = _route_links(bs) if route_links is None else route_links
+    # links start split by their role (on fixed links, on routes, both): the split only
+    # refines, and it is what the link-load check (_uniform_link_loads) compares
+    role = np.zeros(n_l, np.int64)
+    role[bs.fix_links] = 1
+    on_route = np.zeros(bs.n_routes, bool)
+    on_route[bs.route[bs.route >= 0]] = True
+    role[ul_link[on_route[np.repeat(np.arange(bs.n_routes), np.diff(ul_ptr))]]] |= 2
+    lc = _dense(bs.capacity, bs.latency, role, *_labels(start_link, n_l, "start_link"))
+    bc = _dense(bs.weight, bs.count.astype(np.float64))
+    fc = _dense(
+        bs.size, bs.start, bs.multiplicity.astype(np.float64),
+        *_labels(start_flow, n_f, "start_flow"),
+    )  # fmt: skip
+    counts = (-1, -1, -1)
+    for rounds in range(1, max_rounds + 1):
+        s = rng.integers(0, 2**63, size=6, dtype=np.uint64)
+        h_l = bundle_link_hash(
+            n_l, lc, bc, bmult, bs.count, bs.fix_ptr, bs.fix_links, bs.route, bs.n_routes,
+            ul_ptr, ul_link, ul_cnt, s[0], s[1],
+        )  # fmt: skip
+        lc = dense_ids(h_l)
+        sig = route_signatures(bs.route_ptr, bs.path_ptr, bs.path_links, lc, s[2], s[3])
+        h_b = fixed_and_route_sums(
+            bc, fc[bflow], bs.fix_ptr, bs.fix_links, bs.route, lc, sig, s[4], s[5]
+        )
+        bc = dense_ids(h_b)
+        h_f = flow_bundle_sums(bs.flow_ptr, bc, s[0] ^ s[5])
+        base = np.column_stack([fc, h_f.view(np.int64)])
+        fc = dense_ids(classes_in_order(base, order, bs.dep_ptr, bs.deps)) if n_f else fc
+        now = (
+            int(lc.max(initial=-1)) + 1,
+            int(bc.max(initial=-1)) + 1,
+            int(fc.max(initial=-1)) + 1,
+        )
+        if now == counts:
+            return BundlePartition(flow=fc, bundle=bc, link=lc, rounds=rounds)
+        counts = now
+    return None
+
+
+def _rep_paths(bs: BundleSet, bundles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """CSR ``(ptr, links)`` of one path of each of ``bundles``: its fixed links, then the
+    links of its route's first path."""
+    nfix = np.diff(bs.fix_ptr)[bundles]
+    r = bs.route[bundles]
+    body = r >= 0
+    p0 = np.zeros(bundles.size, np.int64)
+    p0[body] = bs.route_ptr[r[body]]
+    nbody = np.zeros(bundles.size, np.int64)
+    nbody[body] = bs.path_ptr[p0[body] + 1] - bs.path_ptr[p0[body]]
+    ptr = np.zeros(bundles.size + 1, np.int64)
+    np.cumsum(nfix + nbody, out=ptr[1:])
+    links = np.empty(int(ptr[-1]), np.int64)
+    links[ranges(ptr[:-1], ptr[:-1] + nfix)] = bs.fix_links[
+        ranges(bs.fix_ptr[bundles], bs.fix_ptr[bundles + 1])
+    ]
+    links[ranges(ptr[:-1][body] + nfix[body], ptr[1:][body])] = bs.path_links[
+        ranges(bs.path_ptr[p0[body]], bs.path_ptr[p0[body] + 1])
+    ]
+    return ptr, links
+
+
+def is_bundle_equitable(bs: BundleSet, part: BundlePartition, route_links=None) -> bool:
+    """Check exactly that ``part``, with every path classed by its bundle, is an equitable
+    partition of the unreduced model ``bs.to_flowset()`` that keeps its data (module docstring;
+    the conditions of :func:`topoopt.flowsim.symmetry.is_equitable`), without building it.
+    ``True`` only then; the link loads are checked through a sufficient condition
+    (:func:`_uniform_link_loads`), so an equitable partition can be refused (the reduction is
+    then off), never the other way."""
+    f, b, lk = (_i64(c) for c in (part.flow, part.bundle, part.link))
+    if f.shape != (bs.n_flows,) or b.shape != (bs.n_bundles,) or lk.shape != (bs.n_links,):
+        return False
+    n_fc, n_bc, n_lc = part.n_flow_classes, part.n_bundle_classes, part.n_link_classes
+    bflow = bs.bundle_flow()
+
+    def constant(cls, n_c, *vals) -> bool:
+        rep = class_representatives(cls, n_c)
+        return all(np.array_equal(v, v[rep][cls]) for v in vals)
+
+    if not (
+        constant(lk, n_lc, bs.capacity, bs.latency)
+        and constant(b, n_bc, bs.weight, bs.count, f[bflow], bs.multiplicity[bflow])
+        and constant(f, n_fc, bs.size, bs.start, bs.multiplicity)
+    ):
+        return False
+    ones_l = np.ones(bs.n_links, np.int64)
+    # every path of a route crosses each link class as often as the route's first path
+    n_s = bs.n_routes
+    if bs.path_links.size:
+        p_route = np.repeat(np.arange(n_s, dtype=np.int64), np.diff(bs.route_ptr))
+        if not uniform_counts(bs.path_ptr, bs.path_links, ones_l, p_route, lk, n_s, n_lc):
+            return False
+    # the bundles of a class: one path each (fixed + route's first), same link classes
+    rptr, rlinks = _rep_paths(bs, np.arange(bs.n_bundles, dtype=np.int64))
+    if not uniform_counts(rptr, rlinks, ones_l, b, lk, n_bc, n_lc):
+        return False
+    # every link of a class carries each bundle class's paths as often (multiplicity counted):
+    # on fixed links counted per bundle; on route links through the routes' profiles
+    if not _uniform_link_loads(bs, b, lk, n_bc, n_lc, bflow, route_links):
+        return False
+    # flows: the same bundle classes, the same dependency classes
+    items = np.arange(bs.n_bundles, dtype=np.int64)
+    ones_b = np.ones(bs.n_bundles, np.int64)
+    if not uniform_counts(bs.flow_ptr, items, ones_b, f, b, n_fc, n_bc):
+        return False
+    if bs.deps.size and not uniform_sets(bs.dep_ptr, bs.deps, f, f, n_fc, n_fc):
+        return False
+    return constant(f, n_fc, np.diff(bs.dep_ptr) > 0)
+
+
+def _uniform_link_loads(bs, b, lk, n_bc, n_lc, bflow, route_links) -> bool:
+    """Whether every link of a class carries each bundle class's paths as often (members
+    counted with their flow's multiplicity), exactly.
+
+    A link's count of class ``P`` is its fixed incidences' (``count * m`` per bundle) plus,
+    over the routes ``s`` crossing it, ``ul_cnt(s, l) * M(s, P)`` (``M``: the members of
+    ``P`` on ``s``). Checked without the ``(route, class) x links`` table: routes are grouped
+    by their exact profile ``M(s, .)`` (*route classes* ``rho``), and the check asks that every
+    link of a class have the same fixed counts per ``P`` and the same ``sum_{s in rho}
+    ul_cnt(s, l)`` per route class: then the sums agree (sufficient; a partition failing it
+    turns the reduction off, never makes it wrong)."""
+    bm = bs.multiplicity[bflow]
+    fix_b = np.repeat(np.arange(bs.n_bundles, dtype=np.int64), np.diff(bs.fix_ptr))
+    w = np.ascontiguousarray((bs.count * bm)[fix_b], np.int64)
+    l_ptr, l_items = csr_by_key(bs.fix_links, bs.n_links)
+    if not uniform_counts(l_ptr, l_items, w, lk, b[fix_b], n_lc, n_bc):
+        return False
+    fixed_free = np.diff(l_ptr) == 0
+    routed = np.flatnonzero(bs.route >= 0)
+    n_s = bs.n_routes
+    route_free = np.ones(bs.n_links, bool)
+    if routed.size:
+        key, inv = np.unique(bs.route[routed] * n_bc + b[routed], return_inverse=True)
+        msum = np.bincount(inv.reshape(-1), weights=bm[routed]).astype(np.int64)
+        s_of, p_of = key // n_bc, key % n_bc
+        sp = np.zeros(n_s + 1, np.int64)
+        np.cumsum(np.bincount(s_of, minlength=n_s), out=sp[1:])
+        profiles: dict[bytes, int] = {}
+        rho = np.full(n_s, -1, np.int64)  # route class; -1: no bundle on the route
+        for r in np.flatnonzero(np.diff(sp) > 0):
+            row = np.concatenate([p_of[sp[r] : sp[r + 1]], msum[sp[r] : sp[r + 1]]])
+            rho[r] = profiles.setdefault(row.tobytes(), len(profiles))
+        ul_ptr, ul_link, ul_cnt = _route_links(bs) if route_links is None else route_links
+        ul_route = np.repeat(np.arange(n_s, dtype=np.int64), np.diff(ul_ptr))
+        used = rho[ul_route] >= 0
+        e_link, e_cls = ul_link[used], rho[ul_route[used]]
+        e_w = np.ascontiguousarray(ul_cnt[used], np.int64)
+        r_ptr, r_items = csr_by_key(np.ascontiguousarray(e_link, np.int64), bs.n_links)
+        if not uniform_counts(r_ptr, r_items, e_w, lk, e_cls, n_lc, max(len(profiles), 1)):
+            return False
+        route_free = np.diff(r_ptr) == 0
+    rep = class_representatives(lk, n_lc)
+    return bool(
+        np.array_equal(fixed_free, fixed_free[rep][lk])
+        and np.array_equal(route_free, route_free[rep][lk])
+    )
+
+
+def reduce_bundles(
+    bs: BundleSet,
+    *,
+    seed: int = 0,
+    start_flow: np.ndarray | None = None,
+    start_link: np.ndarray | None = None,
+) -> BundleReduction:
+    """The symmetry quotient of ``bs`` built from its bundles (module docstring), or an ``off``
+    :class:`BundleReduction` saying why (then simulate ``bs.to_flowset()``, or the caller's
+    own unreduced model). ``start_flow``, ``start_link``: starting labels
+    (:func:`bundle_partition`)."""
+    base = {"flows": bs.n_flows, "paths": bs.n_paths, "links": bs.n_links,
+            "bundles": bs.n_bundles, "routes": bs.n_routes}  # fmt: skip
+    if bs.n_flows == 0:
+        return BundleReduction(
+            None, None, None, None, None, {"status": "off", "reason": "no flows"}
+        )
+    ul = _route_links(bs)
+    part = bundle_partition(
+        bs, seed=seed, route_links=ul, start_flow=start_flow, start_link=start_link
+    )
+    if part is None:
+        info = {"status": "off", "reason": f"refinement did not settle in {MAX_ROUNDS} rounds"}
+        return BundleReduction(None, None, None, None, None, {**info, **base})
+    counts = {
+        "flow_classes": part.n_flow_classes,
+        "path_classes": part.n_bundle_classes,
+        "link_classes": part.n_link_classes,
+        "rounds": part.rounds,
+        "method": "route bundles",
+    }
+    if not is_bundle_equitable(bs, part, route_links=ul):
+        info = {"status": "off", "reason": "the paths of a bundle are not interchangeable "
+                "(classes failed the exact equitability check)"}  # fmt: skip
+        return BundleReduction(part, None, None, None, None, {**info, **base, **counts})
+    q, emult, plat, qpath = _quotient(bs, part)
+    return BundleReduction(part, q, emult, plat, qpath, {"status": "on", **base, **counts})
+
+
+def _quotient(bs: BundleSet, part: BundlePartition):
+    """The quotient FlowSet, per-incidence multiplicity, path latencies and the quotient
+    sub-flow of every bundle class (:func:`topoopt.flowsim.symmetry._quotient`'s, with the
+    paths of a bundle class counted from the bundles)."""
+    n_fc, n_bc, n_lc = part.n_flow_classes, part.n_bundle_classes, part.n_link_classes
+    bflow = bs.bundle_flow()
+    rep_l = class_representatives(part.link, n_lc)
+    rep_f = class_representatives(part.flow, n_fc)
+    rep_b = class_representatives(part.bundle, n_bc)
+    b_fc = part.flow[bflow[rep_b]]
+    order = np.lexsort((np.arange(n_bc), b_fc))
+    qpath = np.empty(n_bc, np.int64)
+    qpath[order] = np.arange(n_bc)
+    flow_ptr = np.zeros(n_fc + 1, np.int64)
+    np.cumsum(np.bincount(b_fc, minlength=n_fc), out=flow_ptr[1:])
+    rb = rep_b[order]  # representative bundle of each quotient sub-flow
+    rptr, r_links = _rep_paths(bs, rb)
+    r_q = np.repeat(np.arange(n_bc, dtype=np.int64), np.diff(rptr))
+    ukey, c_pl = np.unique(r_q * n_lc + part.link[r_links], return_counts=True)
+    lsize = np.bincount(part.link, minlength=n_lc)
+    # paths of each bundle class, every member flow counted (|P| m_P)
+    psize = np.bincount(part.bundle, weights=bs.count * bs.multiplicity[bflow],
+                        minlength=n_bc).astype(np.int64)[order]  # fmt: skip
+    ql, qp = ukey % n_lc, ukey // n_lc
+    total = psize[qp] * c_pl
+    emult = total // lsize[ql]
+    if np.any(emult * lsize[ql] != total):  # cannot happen for an equitable partition
+        raise RuntimeError("bundle quotient: a link class count is not a whole number (a bug)")
+    path_ptr = np.zeros(n_bc + 1, np.int64)
+    np.cumsum(np.bincount(qp, minlength=n_bc), out=path_ptr[1:])
+    w = bs.weight[rb]
+    wsum = np.add.reduceat(w, flow_ptr[:-1])
+    dep_ptr, deps = class_dependencies(part.flow, rep_f, bs.dep_ptr, bs.deps)
+    q = FlowSet(
+        capacity=bs.capacity[rep_l],
+        latency=bs.latency[rep_l],
+        size=bs.size[rep_f] * wsum,
+        start=bs.start[rep_f],
+        flow_ptr=flow_ptr,
+        path_ptr=path_ptr,
+        path_links=ql,
+        weight=w / wsum[b_fc[order]],
+        dep_ptr=dep_ptr,
+        deps=deps,
+    )
+    plat = np.add.reduceat(bs.latency[r_links], rptr[:-1]) if n_bc else np.zeros(0)
+    return q, emult, plat, qpath
+
+
+def simulate_bundles(
+    bs: BundleSet,
+    reduction: BundleReduction | None = None,
+    *,
+    rtol: float = 1e-12,
+    record_series: bool = True,
+    max_refills: int | None = None,
+) -> SimResult | None:
+    """The simulation of the unreduced model of ``bs`` through its bundle quotient: per flow
+    (``start``, ``finish``), per *bundle* (``path_*``: every path of a bundle has its times)
+    and per link. ``None`` when the reduction is off (``reduction.info`` says why)."""
+    red = reduce_bundles(bs) if reduction is None else reduction
+    if red.flows is None:
+        return None
+    res = simulate(
+        red.flows,
+        rtol=rtol,
+        record_series=record_series,
+        max_refills=max_refills,
+        incidence_multiplicity=red.emult,
+        path_latency=red.plat,
+    )
+    part = red.partition
+    qp = red.qpath[part.bundle]
+    lptr, lorder = csr_by_key(part.link, part.n_link_classes)
+    sel = gather_rows(lptr, res.series_link)
+    counts = np.diff(lptr)[res.series_link]
+    s_time = np.repeat(res.series_time, counts)
+    s_link = lorder[sel]
+    s_load = np.repeat(res.series_load, counts)
+    o = np.lexsort((s_link, s_time))
+    return SimResult(
+        start=res.start[part.flow],
+        finish=res.finish[part.flow],
+        path_start=res.path_start[qp],
+        path_last_byte=res.path_last_byte[qp],
+        path_finish=res.path_finish[qp],
+        link_bytes=res.link_bytes[part.link],
+        capacity=bs.capacity,
+        series_time=s_time[o],
+        series_link=s_link[o],
+        series_load=s_load[o],
+        makespan=res.makespan,
+        n_events=res.n_events,
+        fill_rounds=res.fill_rounds,
+        simulated_flows=res.simulated_flows,
+        refills=res.refills,
+        reduction=dict(red.info),
+    )
