@@ -35,7 +35,7 @@ def spine_reconfig(
     InputError
         ``pods`` out of range for the spine (:func:`topoopt.fabrics.ocs_spine.ocs_spine_shape`).
     """
-    from solvers.reconfig.spine import reconfigure_spine
+    from solvers import reconfigure_spine
     from topoopt.app.studies.compare import ocs_spine_run
     from topoopt.fabrics.cost import cost
 
