@@ -158,15 +158,22 @@ def test_spine_fabric_with_circuits_equals_demand_route():
         (["--pods", "4"], "--pods"),
         (["--fabric", "ocs-spine", "--baselines"], "--baselines"),
         (["--fabric", "spine"], "--fabric"),
+        # the direct-connect search's options, even at their default values
+        (["--fabric", "ocs-spine", "--solver", "joint"], "--solver: got 'joint'"),
+        (["--fabric", "ocs-spine", "--phase-solvers", "demand"], "--phase-solvers: got 'demand'"),
+        (["--fabric", "ocs-spine", "--work-limit", "5"], "--work-limit: got 5.0"),
+        (["--fabric", "ocs-spine", "--seed", "0"], "--seed: got 0"),
     ],
 )
-def test_cli_bad_spine_options_one_line_exit_2(args, needle):
+def test_cli_bad_spine_options_one_line_exit_2(args, needle, tmp_path):
     from typer.testing import CliRunner
 
     from topoopt.app.cli.app import app
 
-    r = CliRunner().invoke(app, ["reconfig", "vgg16-dp", *args])
+    out = tmp_path / "s.json"
+    r = CliRunner().invoke(app, ["reconfig", "vgg16-dp", *args, "--out", str(out)])
     assert r.exit_code == 2 and needle in r.output and len(r.output.strip().splitlines()) == 1
+    assert not out.exists()
 
 
 def test_cli_spine_json():

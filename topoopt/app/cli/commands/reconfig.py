@@ -16,6 +16,7 @@ from topoopt.app.cli.common import (
     DEFAULT_SEED,
     command_progress,
     emit_json,
+    given_options,
     handle_errors,
     parse_name_list,
     prepare_output,
@@ -101,6 +102,16 @@ def reconfig_command(
             "--design" if design is not None else "--baselines", "with --fabric ocs-spine",
             "only with --fabric direct",
         )  # fmt: skip
+    if fabric == "ocs-spine":  # the spine's circuits are engineered: no solver, seed or budget
+        given = {"solver": solver, "phase_solvers": phase_solvers, "work_limit": work_limit,
+                 "seed": seed}  # fmt: skip
+        for name in given_options(*given):
+            value = getattr(given[name], "value", given[name])
+            raise InputError(
+                "--" + name.replace("_", "-"), value,
+                "only with --fabric direct (the OCS spine's circuits are engineered from the "
+                "traffic; --max-evaluations caps its schedules)",
+            )  # fmt: skip
     names = tuple(parse_name_list(phase_solvers, "--phase-solvers"))
     if not names:
         raise InputError("--phase-solvers", phase_solvers, "one or more solver names or demand")
