@@ -70,8 +70,9 @@ def reconfig_command(
     fabric: Annotated[
         str,
         typer.Option(
-            help="direct (circuits between servers) or ocs-spine (pod-to-pod circuits of "
-            "compare's OCS spine, engineered per phase)"
+            help="direct (circuits between servers), ocs-spine (pod-to-pod circuits of "
+            "compare's OCS spine, engineered per phase) or hybrid (the optical half of "
+            "compare's hybrid, demand circuits per phase)"
         ),
     ] = "direct",
     pods: Annotated[
@@ -93,23 +94,25 @@ def reconfig_command(
         raise InputError("--max-evaluations", max_evaluations, "an integer >= 0")
     if not (math.isfinite(work_limit) and work_limit > 0):
         raise InputError("--work-limit", work_limit, "a finite number > 0")
-    if fabric not in ("direct", "ocs-spine"):
-        raise InputError("--fabric", fabric, "direct or ocs-spine")
-    if fabric == "direct" and pods is not None:
+    if fabric not in ("direct", "ocs-spine", "hybrid"):
+        raise InputError("--fabric", fabric, "direct, ocs-spine or hybrid")
+    if fabric == "hybrid" and degree < 4:
+        raise InputError("--degree", degree, "at least 4 with --fabric hybrid (half optical)")
+    if fabric != "ocs-spine" and pods is not None:
         raise InputError("--pods", pods, "only with --fabric ocs-spine")
-    if fabric == "ocs-spine" and (design is not None or baselines):
+    if fabric != "direct" and (design is not None or baselines):
         raise InputError(
-            "--design" if design is not None else "--baselines", "with --fabric ocs-spine",
+            "--design" if design is not None else "--baselines", f"with --fabric {fabric}",
             "only with --fabric direct",
         )  # fmt: skip
-    if fabric == "ocs-spine":  # the spine's circuits are engineered: no solver, seed or budget
+    if fabric != "direct":  # engineered or demand circuits: no solver, seed or budget
         given = {"solver": solver, "phase_solvers": phase_solvers, "work_limit": work_limit,
                  "seed": seed}  # fmt: skip
         for name in given_options(*given):
             value = getattr(given[name], "value", given[name])
             raise InputError(
                 "--" + name.replace("_", "-"), value,
-                "only with --fabric direct (the OCS spine's circuits are engineered from the "
+                f"only with --fabric direct (the {fabric} fabric's circuits come from the "
                 "traffic; --max-evaluations caps its schedules)",
             )  # fmt: skip
     names = tuple(parse_name_list(phase_solvers, "--phase-solvers"))
@@ -141,6 +144,14 @@ def reconfig_command(
         with command_progress("reconfig") as bar:
             res, capex = spine_reconfig(
                 workload, degree, bw, delay_us / 1e6, pods=pods, prices=price_table,
+                max_evaluations=max_evaluations, progress=bar,
+            )  # fmt: skip
+    elif fabric == "hybrid":
+        from topoopt.app.studies.hybrid_reconfig import hybrid_reconfig
+
+        with command_progress("reconfig") as bar:
+            res, capex = hybrid_reconfig(
+                workload, degree, bw, delay_us / 1e6, prices=price_table,
                 max_evaluations=max_evaluations, progress=bar,
             )  # fmt: skip
     else:
@@ -204,7 +215,7 @@ def reconfig_command(
     for cs, start, ph in zip(
         res.schedule.sets, res.schedule.starts, res.schedule.phases, strict=True
     ):
-        circuits = cs.total if fabric == "ocs-spine" else cs.circuits.total
+        circuits = cs.circuits.total if fabric == "direct" else cs.total
         stdout.print(f"  from {start * 1e3:.4f} ms: {cs.label} ({circuits} circuits) for {ph}")
 
 
