@@ -13,8 +13,10 @@ other directly, never through this door. No name here is also a submodule's name
   :func:`load_design` and :func:`check_design_rings` (``design.json`` back into a design).
 - Realising a design for the flow model: :func:`design_fabric`, :func:`design_routing`,
   :func:`design_workload`, :func:`realise_design` (all three), :func:`simulate_design`.
-- Studies' entry points: :func:`reconfigure`, :func:`run_baselines` and :func:`schedule_cost`
-  (reconfiguration over time); :func:`design_cluster`, :func:`cluster_totals`,
+- Studies' entry points: :func:`reconfigure`, :func:`reconfigure_hybrid` (a hybrid's optical
+  circuits), :func:`reconfigure_spine` (an OCS spine's
+  pod-to-pod circuits), :func:`run_baselines` and :func:`schedule_cost` (reconfiguration over
+  time); :func:`design_cluster`, :func:`cluster_totals`,
   :func:`play_arrivals`, :func:`load_jobs`, :func:`load_arrivals`, :class:`OcsLayer` (shared
   clusters); :func:`run_collective`, :data:`NVLINK2_BANDWIDTH`, :func:`dgx1` (collective
   schedules); :func:`best_strides`, :func:`circulant_stats`, :func:`geometric_strides`
@@ -48,7 +50,9 @@ from solvers.realise import (
 )
 from solvers.reconfig.baselines import run_baselines
 from solvers.reconfig.capex import schedule_cost
+from solvers.reconfig.hybrid_phase import reconfigure_hybrid
 from solvers.reconfig.search import reconfigure
+from solvers.reconfig.spine import reconfigure_spine
 from solvers.registry import (
     OBJECTIVES,
     SEARCH_COLUMNS,
@@ -86,6 +90,8 @@ __all__ = [
     "realise_design",
     "simulate_design",
     "reconfigure",
+    "reconfigure_hybrid",
+    "reconfigure_spine",
     "run_baselines",
     "schedule_cost",
     "design_cluster",

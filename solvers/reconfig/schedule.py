@@ -63,6 +63,8 @@ __all__ = [
     "realise_schedule",
     "iteration_under_schedule",
     "simulate_schedule",
+    "schedule_epochs",
+    "run_iteration",
     "connected",
     "ECMP_MAX_PATHS",
     "MAX_PATH_LINKS",
@@ -145,6 +147,7 @@ class Schedule:
     Attributes
     ----------
     sets : tuple of CircuitSet
+        (or of :class:`solvers.reconfig.spine.SpineSet`: any set with ``same_circuits``)
     starts : tuple of float
         Seconds from the iteration's start, non-decreasing; a reconfiguration (a set whose
         circuits differ from the previous one) needs a start after the previous one's.
@@ -169,7 +172,7 @@ class Schedule:
         phases = tuple(self.phases) or tuple(f"phase {i}" for i in range(len(sets)))
         if not sets or len(starts) != len(sets) or len(phases) != len(sets):
             raise InputError("schedule", f"{len(sets)} sets, {len(starts)} starts", "one each")
-        if not all(isinstance(s, CircuitSet) for s in sets):
+        if not all(hasattr(s, "same_circuits") for s in sets):  # CircuitSet, or a spine's
             raise InputError("schedule.sets", "not a CircuitSet", "CircuitSet entries")
         if starts[0] != 0.0:
             raise InputError("schedule.starts[0]", starts[0], "0 (the first set holds from 0)")
@@ -345,6 +348,19 @@ def realise_schedule(
         c = cs.circuits.rows
         m[c[:, 0], c[:, 1]] = c[:, 2]
         caps[k] = m[lo, hi] * float(link_bandwidth)
+    return RealisedSchedule(fabric, caps, schedule_epochs(schedule, caps, h, all_dark), schedule, h)
+
+
+def schedule_epochs(schedule: Schedule, caps: np.ndarray, hold_s: float, all_dark: bool = False):
+    """The ``(start_s, capacities, entry or None)`` epochs of ``schedule`` whose entry ``k``
+    gives the links ``caps[k]`` (module docstring: a dark epoch keeps ``min`` of both sets, or
+    nothing with ``all_dark``, and the previous paths).
+
+    >>> a, b = CircuitSet([[0, 1, 1]]), CircuitSet([[0, 1, 2]])
+    >>> schedule_epochs(Schedule((a, b), (0.0, 1.0)), np.array([[1.0], [2.0]]), 0.5)
+    ((0.0, array([1.]), 0), (1.0, array([1.]), None), (1.5, array([2.]), 1))
+    """
+    h = float(hold_s)
     entries: list[list] = [[0.0, caps[0], 0]]
     prev = 0
     last_end = 0.0
@@ -370,9 +386,7 @@ def realise_schedule(
                 entries.append([t, caps[k], k])
         last_end = t + h
         prev = k
-    return RealisedSchedule(
-        fabric, caps, tuple((float(t), c, v) for t, c, v in entries), schedule, h
-    )
+    return tuple((float(t), c, v) for t, c, v in entries)
 
 
 @dataclass(frozen=True, eq=False)
@@ -585,8 +599,6 @@ def iteration_under_schedule(
     >>> run.reconfigurations, run.iteration_s == run.makespan_s > 0
     (0, True)
     """
-    from topoopt.flowsim.iteration import simulate_iteration
-
     n = workload.servers
     h = float(hold_s)
     if schedule.is_static():
@@ -609,6 +621,21 @@ def iteration_under_schedule(
             gpus_per_server=workload.gpus_per_server, all_dark=all_dark,
         )  # fmt: skip
         fabric, routing, hook = realised.fabric, None, _Hook(realised, horizon)
+    return run_iteration(
+        workload, schedule, fabric, routing, hook, h, compute_s=compute_s,
+        max_refills=max_refills, max_buckets=max_buckets, max_flows=max_flows,
+    )  # fmt: skip
+
+
+def run_iteration(
+    workload, schedule: Schedule, fabric: Fabric, routing, hook: _Hook, hold_s: float, *,
+    compute_s=None, max_refills=None, max_buckets=None, max_flows=None,
+) -> ScheduleRun:  # fmt: skip
+    """The iteration of ``workload`` on ``fabric`` (a static set's, or a schedule's union with
+    the ``hook`` of its realisation) and the wrap rule (module docstring)."""
+    from topoopt.flowsim.iteration import simulate_iteration
+
+    h = float(hold_s)
     try:
         res = simulate_iteration(
             workload,

@@ -70,6 +70,8 @@ __all__ = [
     "phase_traffic",
     "phase_candidates",
     "schedule_for",
+    "search_schedules",
+    "cached_value",
     "lower_bound",
     "reconfigure",
     "delay_sweep",
@@ -263,6 +265,110 @@ def schedule_for(
         starts.append(t)
         names.append(phases[p].name)
     return Schedule(tuple(sets), tuple(starts), tuple(names))
+
+
+def cached_value(
+    static_iteration_s: float,
+    evaluate: Callable[[Schedule, float, float], float],
+    max_evaluations: int,
+) -> tuple[Callable[[Schedule, float, float], float], dict]:
+    """The ``value`` of :func:`search_schedules`: ``evaluate(schedule, h, bound)`` (a
+    simulation cut past ``bound``) once per distinct schedule, at most ``max_evaluations``
+    simulations per dark time (``inf`` beyond, the dark time noted in ``stopped``); all-static
+    is ``static_iteration_s``. Only the iteration time is kept: a run (timeline, flows) is
+    dropped at once, so the memory of the search is that of one simulation. A schedule slower
+    than the bound (the incumbent at this dark time, which only falls) is never chosen, so its
+    exact time is not needed (``inf``).
+
+    Returns ``value`` and a dict whose ``evaluations`` (simulations run) and ``stopped`` (dark
+    times the limit cut) the search fills.
+    """
+    cache: dict = {}
+    spent: dict = {"evaluations": 0, "stopped": [], "per_hold": {}}
+
+    def value(sched: Schedule, h: float, bound: float) -> float:
+        if sched.is_static():
+            return static_iteration_s
+        key = (h, tuple(s.label for s in sched.sets), sched.starts)
+        if key not in cache:
+            per = spent["per_hold"]
+            if per.get(h, 0) >= max_evaluations:
+                if h not in spent["stopped"]:
+                    spent["stopped"].append(h)
+                return np.inf
+            per[h] = per.get(h, 0) + 1
+            spent["evaluations"] += 1
+            it = evaluate(sched, h, bound)
+            cache[key] = it if np.isfinite(it) else np.inf
+        return cache[key]
+
+    return value, spent
+
+
+def search_schedules(
+    candidates: list[list],
+    phases: list[Phase],
+    holds: list[float],
+    value: Callable[[Schedule, float, float], float],
+    static_iteration_s: float,
+    static_schedule: Schedule,
+    max_exhaustive: int,
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[dict, dict, tuple]:
+    """Steps 4-5 of the module docstring, for any kind of circuit set.
+
+    ``value(schedule, h, bound)`` is the iteration of ``schedule`` at dark time ``h`` (``inf``
+    past ``bound``, the incumbent). For every ``h`` of ``holds`` in order: every choice of one
+    candidate per phase at both :data:`TIMINGS` when there are at most ``max_exhaustive``
+    choices, else coordinate descent from all-static (three rounds at most); ties go to the
+    incumbent (all-static first). Returns ``by_hold`` (dark time -> best iteration),
+    ``by_hold_schedule`` (dark time -> its schedule) and ``((iteration, schedule), dark time)``
+    of the fastest (the first dark time on a tie).
+    """
+    say = progress or (lambda m: None)
+
+    def best_at(h: float):
+        best = (static_iteration_s, static_schedule)
+
+        def consider(choice):
+            nonlocal best
+            for timing in TIMINGS:
+                sched = schedule_for(choice, candidates, phases, h, timing)
+                it = value(sched, h, best[0])
+                if it < best[0]:
+                    best = (it, sched)
+
+        total = int(np.prod([len(c) for c in candidates]))
+        if total <= max_exhaustive:
+            for choice in itertools.product(*[range(len(c)) for c in candidates]):
+                consider(choice)
+        else:
+            current = [0] * len(candidates)
+            for _ in range(3):
+                before = best[0]
+                for p in range(len(candidates)):
+                    for c in range(len(candidates[p])):
+                        trial = list(current)
+                        trial[p] = c
+                        prev_best = best[0]
+                        consider(tuple(trial))
+                        if best[0] < prev_best:
+                            current = trial
+                if best[0] >= before:
+                    break
+        return best
+
+    by_hold, by_hold_schedule = {}, {}
+    chosen = None
+    for h in holds:
+        b = best_at(h)
+        by_hold[h] = b[0]
+        by_hold_schedule[h] = b[1]
+        say(f"reconfig: dark {h * 1e6:.6g} us: {b[0] * 1e3:.4g} ms")
+        if chosen is None or b[0] < chosen[0][0]:
+            chosen = (b, h)
+    return by_hold, by_hold_schedule, chosen
 
 
 def lower_bound(run: ScheduleRun, n: int, degree: int, link_bandwidth: float) -> float:
@@ -496,73 +602,19 @@ def reconfigure(
     hold_list = [delay] + [g for g in grid if g > delay * (1 + 1e-9)]
     if isinstance(max_evaluations, bool) or int(max_evaluations) != max_evaluations:
         raise InputError("max_evaluations", max_evaluations, "an integer >= 0")
-    cache: dict = {}
-    evals = [0]
-    spent: dict = {}
-    stopped: list = []
 
-    def value(sched: Schedule, h: float, bound: float) -> float:
-        # only the iteration time is kept: a run (timeline, flows) is dropped at once, so the
-        # memory of the search is that of one simulation, not of every schedule evaluated. The
-        # simulation stops past ``bound`` (the incumbent at this dark time, which only falls):
-        # a schedule slower than it is never chosen, so its exact time is not needed (inf)
-        if sched.is_static():
-            return ref.iteration_s
-        key = (h, tuple(s.label for s in sched.sets), sched.starts)
-        if key not in cache:
-            if spent.get(h, 0) >= max_evaluations:
-                if h not in stopped:
-                    stopped.append(h)
-                return np.inf
-            spent[h] = spent.get(h, 0) + 1
-            evals[0] += 1
-            run = iteration_under_schedule(
-                w, sched, link_bandwidth, h, compute_s=compute_s, horizon=bound,
-                max_buckets=max_buckets,
-            )  # fmt: skip
-            cache[key] = run.iteration_s if np.isfinite(run.iteration_s) else np.inf
-        return cache[key]
+    def evaluate(sched: Schedule, h: float, bound: float) -> float:
+        return iteration_under_schedule(
+            w, sched, link_bandwidth, h, compute_s=compute_s, horizon=bound,
+            max_buckets=max_buckets,
+        ).iteration_s  # fmt: skip
 
-    def best_at(h: float):
-        best = (ref.iteration_s, Schedule((static,), (0.0,), ("iteration",)))
-
-        def consider(choice):
-            nonlocal best
-            for timing in TIMINGS:
-                sched = schedule_for(choice, cands, phases, h, timing)
-                it = value(sched, h, best[0])
-                if it < best[0]:
-                    best = (it, sched)
-
-        total = int(np.prod([len(c) for c in cands]))
-        if total <= max_exhaustive:
-            for choice in itertools.product(*[range(len(c)) for c in cands]):
-                consider(choice)
-        else:
-            current = [0] * len(cands)
-            for _ in range(3):
-                before = best[0]
-                for p in range(len(cands)):
-                    for c in range(len(cands[p])):
-                        trial = list(current)
-                        trial[p] = c
-                        prev_best = best[0]
-                        consider(tuple(trial))
-                        if best[0] < prev_best:
-                            current = trial
-                if best[0] >= before:
-                    break
-        return best
-
-    by_hold, by_hold_schedule = {}, {}
-    chosen = None
-    for h in hold_list:
-        b = best_at(h)
-        by_hold[h] = b[0]
-        by_hold_schedule[h] = b[1]
-        say(f"reconfig: dark {h * 1e6:.6g} us: {b[0] * 1e3:.4g} ms")
-        if chosen is None or b[0] < chosen[0][0]:
-            chosen = (b, h)
+    value, spent = cached_value(ref.iteration_s, evaluate, max_evaluations)
+    static_schedule = Schedule((static,), (0.0,), ("iteration",))
+    by_hold, by_hold_schedule, chosen = search_schedules(
+        cands, phases, hold_list, value, ref.iteration_s, static_schedule, max_exhaustive,
+        progress=say,
+    )  # fmt: skip
     (it, sched), dark = chosen
     if sched.is_static():
         dark = delay
@@ -579,14 +631,14 @@ def reconfigure(
         candidates=cands,
         by_hold=by_hold,
         by_hold_schedule=by_hold_schedule,
-        evaluations=evals[0],
+        evaluations=spent["evaluations"],
         static=static_design,
         reference=ref,
         info={
             "static_solver": static_design.solver,
             "phase_solvers": list(solvers),
             "compute_s": compute_s,
-            "stopped_by": "max_evaluations" if stopped else "none",
+            "stopped_by": "max_evaluations" if spent["stopped"] else "none",
             "wall_s": time.perf_counter() - t0,
             "coarsened": max_buckets is not None,
             "max_buckets": max_buckets,

@@ -50,6 +50,7 @@ __all__ = [
     "ocs_spine_shape",
     "engineer_circuits",
     "pod_demand",
+    "circuit_links",
     "ocs_spine",
 ]
 
@@ -245,6 +246,79 @@ def pod_demand(server_bytes, pod_of: np.ndarray, pods: int) -> np.ndarray:
     return out
 
 
+def circuit_links(shape: OcsSpineShape, circuits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The aggregation switches each circuit joins (module docstring, step 3).
+
+    On OCS ``o`` the circuits of pod pair ``(x, y)``, pairs in order, take the next free
+    uplinks of both pods on that OCS (from ``o c``); uplink ``k`` of pod ``p`` is on its
+    aggregation switch ``k // (Lp b)``. Node ids as in :func:`ocs_spine`.
+
+    Parameters
+    ----------
+    shape : OcsSpineShape
+    circuits : (O, P, P) int array
+        Symmetric circuit counts per OCS (:func:`engineer_circuits`).
+
+    Returns
+    -------
+    cu, cv : int64 arrays
+        One entry per circuit: its two aggregation switches' node ids.
+
+    Raises
+    ------
+    InputError
+        Wrong shape, negative or asymmetric counts, or more circuits of a pod on an OCS than
+        its ports there.
+
+    Examples
+    --------
+    >>> sh = ocs_spine_shape(64, 16, pods=4)
+    >>> c = engineer_circuits(np.ones((4, 4)), sh.ocs_ports)
+    >>> cu, cv = circuit_links(sh, c)
+    >>> cu.size, int(c.sum()) // 2
+    (32, 32)
+    """
+    sh = shape
+    circ = np.asarray(circuits)
+    if (
+        circ.shape != (sh.ocses, sh.pods, sh.pods)
+        or not np.issubdtype(circ.dtype, np.integer)
+        or circ.min(initial=0) < 0
+        or not np.array_equal(circ, circ.transpose(0, 2, 1))
+        or np.any(np.diagonal(circ, axis1=1, axis2=2))
+    ):
+        raise InputError(
+            "circuits", circ.shape, f"symmetric counts >= 0 of shape ({sh.ocses}, {sh.pods}, "
+            f"{sh.pods}) with a zero diagonal",
+        )  # fmt: skip
+    used = circ.sum(axis=2)
+    if np.any(used > sh.ocs_ports):
+        o, p = np.argwhere(used > sh.ocs_ports)[0]
+        raise InputError(
+            f"circuits[{o}]", f"pod {p}: {int(used[o, p])} circuits",
+            f"at most its {int(sh.ocs_ports[o, p])} ports on OCS {o}",
+        )  # fmt: skip
+    a = sh.aggs_per_pod
+    a0 = sh.servers + sh.leaves
+    per_agg = sh.pod_leaves * sh.bundle
+    c = sh.ports_per_ocs_per_pod
+    cu, cv = [], []
+    for o in range(sh.ocses):
+        nxt = o * c + np.zeros(sh.pods, np.int64)  # next free uplink of each pod on OCS o
+        for x in range(sh.pods):
+            for y in range(x + 1, sh.pods):
+                m = int(circ[o, x, y])
+                if m:
+                    kx, ky = nxt[x] + np.arange(m), nxt[y] + np.arange(m)
+                    nxt[x] += m
+                    nxt[y] += m
+                    cu.append(a0 + x * a + kx // per_agg[x])
+                    cv.append(a0 + y * a + ky // per_agg[y])
+    cu = np.concatenate(cu) if cu else np.zeros(0, np.int64)
+    cv = np.concatenate(cv) if cv else np.zeros(0, np.int64)
+    return cu, cv
+
+
 def ocs_spine(
     servers: int,
     radix: int = 64,
@@ -253,6 +327,8 @@ def ocs_spine(
     pods: int | None = None,
     ocs_radix: int = PALOMAR_PORTS,
     demand: np.ndarray | None = None,
+    circuits: np.ndarray | None = None,
+    links: tuple[np.ndarray, np.ndarray] | None = None,
     port_bandwidth: float = DEFAULT_PORT_BANDWIDTH,
     gpus_per_server: int = 1,
     intra_server_bandwidth: float | None = None,
@@ -265,6 +341,11 @@ def ocs_spine(
     ----------
     demand : (pods, pods) array, optional
         Pod-level bytes (:func:`pod_demand`); default uniform.
+    circuits : (ocses, pods, pods) int array, optional
+        The circuits themselves instead of ``demand`` (:func:`engineer_circuits`'s form).
+    links : (cu, cv) int arrays, optional
+        Instead of both, the aggregation switches of every circuit (:func:`circuit_links`), in
+        any number a switch pair: a union of circuit sets (:mod:`solvers.reconfig.spine`).
 
     Node order: servers, leaves (pod-major), aggregation switches (pod-major), OCSes. The
     circuits are optical links between aggregation switches; the OCS nodes carry no link (as
@@ -284,32 +365,32 @@ def ocs_spine(
         sh.servers, sh.ports_per_server, sh.servers_per_leaf, sh.leaves_per_pod,
         sh.aggs_per_pod, sh.bundle,
     )  # fmt: skip
-    d = np.ones((sh.pods, sh.pods)) if demand is None else np.asarray(demand, np.float64)
-    circ = engineer_circuits(d, sh.ocs_ports)
+    if links is not None:
+        if demand is not None or circuits is not None:
+            raise InputError("links", "with demand or circuits", "one of demand, circuits, links")
+        cu, cv = (np.asarray(x, np.int64).reshape(-1) for x in links)
+        a_lo, a_hi = n + sh.leaves, n + sh.switches
+        if cu.shape != cv.shape or np.any((np.r_[cu, cv] < a_lo) | (np.r_[cu, cv] >= a_hi)):
+            raise InputError("links", "endpoints", f"aggregation switch ids {a_lo}..{a_hi - 1}")
+    else:
+        if circuits is None:
+            d = np.ones((sh.pods, sh.pods)) if demand is None else np.asarray(demand, np.float64)
+            circuits = engineer_circuits(d, sh.ocs_ports)
+        elif demand is not None:
+            raise InputError("circuits", "with demand", "one of demand, circuits, links")
+        cu, cv = circuit_links(sh, circuits)
     l0, a0 = n, n + sh.leaves
     # host cables, then every leaf to every aggregation switch of its pod
     hu, hv = np.arange(n), l0 + np.arange(n) // s
     leaf = np.repeat(np.arange(sh.leaves), a)
     agg = (leaf // lp) * a + np.tile(np.arange(a), sh.leaves)
-    # circuits: uplink k of pod p is on aggregation switch k // (Lp b), on OCS k // c
-    per_agg = sh.pod_leaves * b
-    c = sh.ports_per_ocs_per_pod
-    cu, cv = [], []
-    for o in range(sh.ocses):
-        nxt = o * c + np.zeros(sh.pods, np.int64)  # next free uplink of each pod on OCS o
-        for x in range(sh.pods):
-            for y in range(x + 1, sh.pods):
-                m = int(circ[o, x, y])
-                if m:
-                    kx, ky = nxt[x] + np.arange(m), nxt[y] + np.arange(m)
-                    nxt[x] += m
-                    nxt[y] += m
-                    cu.append(a0 + x * a + kx // per_agg[x])
-                    cv.append(a0 + y * a + ky // per_agg[y])
-    cu = np.concatenate(cu) if cu else np.zeros(0, np.int64)
-    cv = np.concatenate(cv) if cv else np.zeros(0, np.int64)
     n_sw, n_ocs = sh.switches, sh.ocses
     ne = hu.shape[0] + leaf.shape[0]
+    ports = np.r_[np.full(n, p), np.full(n_sw, sh.radix), np.full(n_ocs, sh.ocs_radix)]
+    if links is not None:  # a union of circuit sets may hold more circuits than ports (unpriced)
+        up = np.bincount(np.r_[cu, cv], minlength=ports.shape[0])
+        down = np.bincount(agg + a0, minlength=ports.shape[0]) * b
+        ports = np.maximum(ports, up + down)
     fab = build_fabric(
         "ocs-spine",
         {
@@ -321,7 +402,7 @@ def ocs_spine(
         },
         np.array(["server"] * n + ["switch"] * n_sw + ["ocs"] * n_ocs),
         np.r_[np.zeros(n), np.ones(sh.leaves), np.full(sh.pods * a, 2), np.full(n_ocs, 3)],
-        np.r_[np.full(n, p), np.full(n_sw, sh.radix), np.full(n_ocs, sh.ocs_radix)],
+        ports,
         np.r_[hu, l0 + leaf, cu],
         np.r_[hv, agg + a0, cv],
         bw,

@@ -36,6 +36,7 @@ __all__ = [
     "PlainProgress",
     "CommandProgress",
     "command_progress",
+    "given_options",
     "GpuOption",
     "OcsLayoutKind",
     "PriorityOption",
@@ -472,6 +473,21 @@ def _click_context() -> Any:
     except ImportError:  # a typer that uses click itself
         from click import get_current_context
     return get_current_context(silent=True)
+
+
+def given_options(*names: str) -> list[str]:
+    """The parameters among ``names`` (python names, ``"work_limit"``) that the running command
+    was given on its command line or from the environment, not left at their defaults; ``[]``
+    outside a command (a library call)."""
+    ctx = _click_context()
+    if ctx is None:
+        return []
+    out = []
+    for name in names:
+        src = ctx.get_parameter_source(name)
+        if src is not None and src.name not in ("DEFAULT", "DEFAULT_MAP"):
+            out.append(name)
+    return out
 
 
 def _echo(value: Any) -> Any:

@@ -16,6 +16,7 @@ from topoopt.app.cli.common import (
     DEFAULT_SEED,
     command_progress,
     emit_json,
+    given_options,
     handle_errors,
     parse_name_list,
     prepare_output,
@@ -66,12 +67,22 @@ def reconfig_command(
     preset: Annotated[
         Preset | None, typer.Option(help="Named price table, see docs/costs.md")
     ] = None,
+    fabric: Annotated[
+        str,
+        typer.Option(
+            help="direct (circuits between servers), ocs-spine (pod-to-pod circuits of "
+            "compare's OCS spine, engineered per phase) or hybrid (the optical half of "
+            "compare's hybrid, demand circuits per phase)"
+        ),
+    ] = "direct",
+    pods: Annotated[
+        int | None, typer.Option(help="Pods of the OCS spine (default: compare's)")
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Write the schedule (JSON) here")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     force: Annotated[bool, typer.Option(help="Overwrite an existing --out")] = False,
 ) -> None:
     """Choose when to change which circuits in an iteration (never slower than static)."""
-    from solvers import reconfigure, run_baselines, schedule_cost
     from topoopt.fabrics.cost import resolve_prices
     from traffic.load import load_workload
 
@@ -83,6 +94,27 @@ def reconfig_command(
         raise InputError("--max-evaluations", max_evaluations, "an integer >= 0")
     if not (math.isfinite(work_limit) and work_limit > 0):
         raise InputError("--work-limit", work_limit, "a finite number > 0")
+    if fabric not in ("direct", "ocs-spine", "hybrid"):
+        raise InputError("--fabric", fabric, "direct, ocs-spine or hybrid")
+    if fabric == "hybrid" and degree < 4:
+        raise InputError("--degree", degree, "at least 4 with --fabric hybrid (half optical)")
+    if fabric != "ocs-spine" and pods is not None:
+        raise InputError("--pods", pods, "only with --fabric ocs-spine")
+    if fabric != "direct" and (design is not None or baselines):
+        raise InputError(
+            "--design" if design is not None else "--baselines", f"with --fabric {fabric}",
+            "only with --fabric direct",
+        )  # fmt: skip
+    if fabric != "direct":  # engineered or demand circuits: no solver, seed or budget
+        given = {"solver": solver, "phase_solvers": phase_solvers, "work_limit": work_limit,
+                 "seed": seed}  # fmt: skip
+        for name in given_options(*given):
+            value = getattr(given[name], "value", given[name])
+            raise InputError(
+                "--" + name.replace("_", "-"), value,
+                f"only with --fabric direct (the {fabric} fabric's circuits come from the "
+                "traffic; --max-evaluations caps its schedules)",
+            )  # fmt: skip
     names = tuple(parse_name_list(phase_solvers, "--phase-solvers"))
     if not names:
         raise InputError("--phase-solvers", phase_solvers, "one or more solver names or demand")
@@ -106,36 +138,33 @@ def reconfig_command(
                 f"a design for {workload.servers} servers x {degree} ports (the plan, --degree)",
             )
     bw = gbps_to_bytes_per_s(link_gbps)
-    with command_progress("reconfig") as bar:
-        res = reconfigure(
-            workload,
-            degree,
-            bw,
-            delay_us / 1e6,
-            static_design=static,
-            static_solver=solver.value,
-            solvers=names,
-            seed=seed,
-            work_limit=work_limit,
-            max_evaluations=max_evaluations,
-            progress=bar,
-        )
-    if baselines:
-        res.baselines.extend(run_baselines(res, workload, degree, bw))
+    if fabric == "ocs-spine":
+        from topoopt.app.studies.spine_reconfig import spine_reconfig
 
-    def priced(reconfigurations: int) -> dict:
-        return schedule_cost(
-            res.static.circuits.rows, workload.servers, degree, bw, reconfigurations, price_table,
-            workload.gpus_per_server,
+        with command_progress("reconfig") as bar:
+            res, capex = spine_reconfig(
+                workload, degree, bw, delay_us / 1e6, pods=pods, prices=price_table,
+                max_evaluations=max_evaluations, progress=bar,
+            )  # fmt: skip
+    elif fabric == "hybrid":
+        from topoopt.app.studies.hybrid_reconfig import hybrid_reconfig
+
+        with command_progress("reconfig") as bar:
+            res, capex = hybrid_reconfig(
+                workload, degree, bw, delay_us / 1e6, prices=price_table,
+                max_evaluations=max_evaluations, progress=bar,
+            )  # fmt: skip
+    else:
+        res, capex = _direct(
+            workload, degree, bw, delay_us, static, solver, names, seed, work_limit,
+            max_evaluations, baselines, price_table,
         )  # fmt: skip
-
-    capex = {"chosen": priced(res.reconfigurations), "static": priced(0)}
-    for b in res.baselines:
-        capex[b["baseline"]] = priced(b["reconfigurations"])
-    from solvers import search_warning
     from topoopt.app.report.study_verdicts import reconfig_verdict
 
-    warn_line(search_warning(res.static, f"reconfig: static {res.static.solver} design"))
+    if fabric == "direct":
+        from solvers import search_warning
+
+        warn_line(search_warning(res.static, f"reconfig: static {res.static.solver} design"))
     if res.info.get("coarsened"):
         warn_line(
             f"reconfig: too many flows to search exactly; gradient buckets coarsened to "
@@ -186,8 +215,44 @@ def reconfig_command(
     for cs, start, ph in zip(
         res.schedule.sets, res.schedule.starts, res.schedule.phases, strict=True
     ):
-        circuits = cs.circuits.total
+        circuits = cs.circuits.total if fabric == "direct" else cs.total
         stdout.print(f"  from {start * 1e3:.4f} ms: {cs.label} ({circuits} circuits) for {ph}")
+
+
+def _direct(
+    workload, degree, bw, delay_us, static, solver, names, seed, work_limit, max_evaluations,
+    baselines, price_table,
+):  # fmt: skip
+    """The direct-connect search and its priced schedules."""
+    from solvers import reconfigure, run_baselines, schedule_cost
+
+    with command_progress("reconfig") as bar:
+        res = reconfigure(
+            workload,
+            degree,
+            bw,
+            delay_us / 1e6,
+            static_design=static,
+            static_solver=solver.value,
+            solvers=names,
+            seed=seed,
+            work_limit=work_limit,
+            max_evaluations=max_evaluations,
+            progress=bar,
+        )
+    if baselines:
+        res.baselines.extend(run_baselines(res, workload, degree, bw))
+
+    def priced(reconfigurations: int) -> dict:
+        return schedule_cost(
+            res.static.circuits.rows, workload.servers, degree, bw, reconfigurations, price_table,
+            workload.gpus_per_server,
+        )  # fmt: skip
+
+    capex = {"chosen": priced(res.reconfigurations), "static": priced(0)}
+    for b in res.baselines:
+        capex[b["baseline"]] = priced(b["reconfigurations"])
+    return res, capex
 
 
 def register(app: typer.Typer) -> None:
