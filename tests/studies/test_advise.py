@@ -175,7 +175,8 @@ def test_cli_json_keys_and_errors(tmp_path):
 def test_routes_are_exact_and_capped_only_when_the_subflows_do_not_fit(monkeypatch):
     """advise simulates a switched fabric over every ECMP path through the symmetry quotient
     (equal to the plain unreduced model); when the sub-flow guard refuses that, it falls back
-    to at most ``max_paths`` paths a pair (equal to the flow model's own cap) and flags the row.
+    to at most ``max_paths`` paths a pair, then a quarter of that (each equal to the flow
+    model's own cap), and flags the row.
     The k = 4 fat-tree: 16 servers, 4 shortest paths between pods."""
     from types import SimpleNamespace
 
@@ -210,10 +211,10 @@ def test_routes_are_exact_and_capped_only_when_the_subflows_do_not_fit(monkeypat
 
     monkeypatch.setattr(network, "check_subflows", budget)
     monkeypatch.setattr(symmetry, "check_subflows", budget)
-    it, cap = _simulate(run, None, None, 1)
+    it, cap = _simulate(run, None, None, 4)  # every path, 4, then 4 // 4 = 1 path a pair
     capped = simulate_iteration(wl, run.fabric, exposed_by_class=False, max_paths=1)
     assert cap == 1 and it.iteration_s == pytest.approx(capped.iteration_s, rel=1e-9)
-    assert seen[0] and not seen[-1]  # refused over every path, then accepted capped
+    assert seen[:2] == [True, True] and not any(seen[2:])  # refused: every path, 4; 1 fits
     own = SimpleNamespace(workload=wl, fabric=run.fabric, routing=object())
     with pytest.raises(InputError):  # a fabric's own routing is never capped: the row's error
         _simulate(own, None, None, 1)
