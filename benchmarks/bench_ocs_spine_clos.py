@@ -7,7 +7,8 @@ Both fabrics are built by ``advise``'s machinery (:func:`topoopt.app.studies.com
 the cheapest catalogue Clos at the port speed, and the cheapest OCS spine, its circuits
 engineered for the plan's pod-level traffic) and priced by the same bill-of-materials rules.
 ``--simulate`` also times one iteration of the plan on both (:func:`topoopt.app.studies.advise.
-evaluate`, capped ECMP); at 2,048 servers that takes minutes and gigabytes.
+evaluate`: every ECMP path through the symmetry quotient, capped only over the memory budget);
+at 2,048 servers that takes minutes and gigabytes.
 
 Usage::
 

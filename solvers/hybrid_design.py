@@ -600,6 +600,54 @@ def _equal_rings(ph: PhaseTraffic, orders: list[np.ndarray]) -> RingSet:
     )
 
 
+def _fallback_split(fabric: Fabric, Dk, qk, qrep, flat, K: int) -> tuple[np.ndarray, str]:
+    """Candidate weights ``y`` when the path LP gives no solution (its time limit on a large
+    fabric: DLRM's all-to-all at 512 servers has 130,816 pairs): the best, by the LP's own
+    objective ``sum_p max_l load_l / cap_l``, of three deterministic splits of each pair's bytes:
+
+    - ``every walk``: equally over all of the pair's candidate walks (both layers);
+    - ``electrical ECMP``: equally over its electrical paths (all walks when it has none);
+    - ``first walk``: all on its first candidate (its first electrical ECMP path when it has
+      one; this alone was the fall-back before, and it put a leaf's whole traffic on one spine).
+
+    Returns ``(y, name)``; ``y`` per candidate, normalised per pair by the caller.
+
+    Examples
+    --------
+    Two servers on one leaf and one circuit, 2 bytes from 0 to 1 over two candidate walks (the
+    switch, links 2 and 5; the circuit, link 0): over every walk the busiest link carries 1
+    byte, on the switch alone 2.
+
+    >>> from topoopt.fabrics.hybrid import add_optical_layer
+    >>> f = add_optical_layer(leaf_spine(2, port_bandwidth=1.0), 1, [[0, 1, 1]], 1.0)
+    >>> flat, qrep = np.array([2, 5, 0]), np.array([0, 0, 1])  # walk 0: 2, 5; walk 1: 0
+    >>> y, name = _fallback_split(f, np.array([[2.0]]), np.array([0, 0]), qrep, flat, 1)
+    >>> name, y.tolist()
+    ('every walk', [1.0, 1.0])
+    """
+    Q, L = qk.size, fabric.n_links
+    electric = np.bincount(qrep, weights=fabric.link_kind[flat] != "electrical", minlength=Q) == 0
+    has_e = np.bincount(qk, weights=electric, minlength=K) > 0
+    first = np.zeros(Q)
+    first[np.searchsorted(qk, np.arange(K))] = 1.0
+    options = {
+        "every walk": np.ones(Q),
+        "electrical ECMP": np.where(electric | ~has_e[qk], 1.0, 0.0),
+        "first walk": first,
+    }
+    cap = fabric.capacity
+
+    def objective(y):
+        share = y / np.bincount(qk, y, K)[qk]
+        return sum(
+            float((np.bincount(flat, (Dk[p, qk] * share)[qrep], minlength=L) / cap).max())
+            for p in range(Dk.shape[0])
+        )
+
+    name = min(options, key=lambda k: objective(options[k]))  # ties: the order above
+    return options[name], name
+
+
 def _path_lp(
     fabric: Fabric,
     problem: DesignProblem,
@@ -668,10 +716,8 @@ def _path_lp(
         np.zeros(Q + P), np.full(Q + P, np.inf), solver="glop", time_limit=time_limit,
     )  # fmt: skip
     if res.x is None:
-        y = np.zeros(Q)
-        first = np.searchsorted(qk_a, np.arange(K))
-        y[first] = 1.0
-        status = "fallback: " + res.status
+        y, split = _fallback_split(fabric, Dk, qk_a, qrep, flat, K)
+        status = f"fallback ({res.status}): {split}"
     else:
         y = np.maximum(res.x[:Q], 0.0)
         status = res.status

@@ -235,6 +235,28 @@ def test_time_limit_cut_is_reported(mixed, monkeypatch):
     assert des.info["moves_tried"] == 0
 
 
+def test_path_lp_without_a_solution_splits_over_every_walk(monkeypatch):
+    """The path LP cut by its clock before any solution (DLRM at 512 servers): the fall-back
+    splits each pair over its candidate walks instead of putting it on its first (a leaf's
+    whole traffic on one spine). The permutation across the 4:1 cut with circuits (i, i + 4):
+    half of each pair on its circuit (S/2 at B: 0.5 s), half over the one uplink (4 x S/2 at B:
+    2 s), against 4 S / B all on the switches; the flow model agrees."""
+    from types import SimpleNamespace
+
+    import solvers.hybrid_design as hd
+
+    w = permutation_workload()
+    p = DesignProblem.from_workload(w, degree=1, link_bandwidth=B)
+    f = add_optical_layer(two_leaves(), 1, [[i, i + 4, 1] for i in range(4)], B)
+    monkeypatch.setattr(
+        hd, "solve_matrix_program", lambda *a, **k: SimpleNamespace(x=None, status="limit")
+    )
+    r = route_hybrid(p, f, time_limit=1.0, arc_lp_max_columns=0)
+    assert r.status == "fallback (limit): every walk"
+    assert r.time_s == pytest.approx(2 * S / B, rel=1e-9)
+    assert communication_time(w, f, routing=r.paths).total_s == pytest.approx(2 * S / B)
+
+
 # --------------------------------------------------------------------------- bounds and specs
 def test_lower_bound_by_hand():
     # server 0 sends 6 bytes to 1 (same leaf) and 3 to 4 (other leaf); 1 byte/s everywhere, d=1.

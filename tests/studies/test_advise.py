@@ -42,6 +42,7 @@ def _hand_capex(p, nics, transceivers, fibres, switch_ports, gbps=100):
 def test_rows_are_priced_as_by_hand(small):
     p = load_prices()
     rows = small.rows.set_index("fabric")
+    assert rows["paths_exact"].all() and rows["max_paths"].isna().all()  # nothing capped
     assert set(rows["family"]) == set(FAMILY_OF.values())
     # 16 servers x 4 NICs = 64 ports: one 64-port switch, 64 cables with two transceivers each
     assert rows.loc["fat-tree", "capex_usd"] == pytest.approx(_hand_capex(p, 64, 128, 64, 64))
@@ -171,53 +172,56 @@ def test_cli_json_keys_and_errors(tmp_path):
         assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
 
 
-def test_ecmp_routing_keeps_k_shortest_paths_and_spreads_the_last_hop():
-    """The capped ECMP of advise (the 512-server rail fabric's 2,048 paths a pair took > 11 GB):
-    every pair keeps min(count, k) distinct shortest paths, weights 1/k, chained from source to
-    destination; the random draw per stratum reaches every destination NIC (the first rank of
-    each stratum would enter every destination on its rail 0)."""
-    import numpy as np
+def test_routes_are_exact_and_capped_only_when_the_subflows_do_not_fit(monkeypatch):
+    """advise simulates a switched fabric over every ECMP path through the symmetry quotient
+    (equal to the plain unreduced model); when the sub-flow guard refuses that, it falls back
+    to at most ``max_paths`` paths a pair, then a quarter of that (each equal to the flow
+    model's own cap), and flags the row.
+    The k = 4 fat-tree: 16 servers, 4 shortest paths between pods."""
+    from types import SimpleNamespace
 
-    from topoopt.app.studies.advise import ecmp_routing
-    from topoopt.fabrics.fat_tree import rail_optimized
-    from topoopt.fabrics.routing import shortest_path_counts
+    import topoopt.flowsim.network as network
+    import topoopt.flowsim.symmetry as symmetry
+    from topoopt.app.studies.advise import AdviseResult, _simulate
+    from topoopt.fabrics import fat_tree
+    from topoopt.flowsim.iteration import simulate_iteration
     from traffic.build import workload_from_plan
+    from traffic.errors import InputError
     from traffic.plan import load_plan
 
-    fab = rail_optimized(32, gpus_per_server=4, radix=16, port_bandwidth=1e9)
-    plan = load_plan(
-        {
-            "model": "vgg16",
-            "parallelism": {"dp": 128, "global_batch_size": 128},
-            "cluster": {"servers": 32, "gpus_per_server": 4},
-        }
-    )
-    wl = workload_from_plan(plan)
-    assert ecmp_routing(wl, fab, k=10**6) is None  # no pair above the cap: full ECMP
-    ps = ecmp_routing(wl, fab, k=4, seed=0)
-    dist, sigma = shortest_path_counts(fab, np.arange(fab.n_servers))
-    count = sigma[ps.dst, ps.src]
-    spines = int((fab.node_layer == 2).sum())
-    assert count.max() == 4 * 4 * spines  # source rails x destination rails x spines
-    npath = np.diff(ps.commodity_ptr)
-    assert np.array_equal(npath, np.minimum(count, 4).astype(np.int64))
-    last = set()
-    for c in range(len(ps.src)):
-        w = ps.weight[ps.commodity_ptr[c] : ps.commodity_ptr[c + 1]]
-        assert np.isclose(w.sum(), 1.0)
-        seen = set()
-        for p in range(ps.commodity_ptr[c], ps.commodity_ptr[c + 1]):
-            links = ps.path_links[ps.path_ptr[p] : ps.path_ptr[p + 1]]
-            assert len(links) == dist[ps.dst[c], ps.src[c]]
-            assert fab.src[links[0]] == ps.src[c] and fab.dst[links[-1]] == ps.dst[c]
-            assert np.array_equal(fab.dst[links[:-1]], fab.src[links[1:]])
-            seen.add(tuple(links.tolist()))
-            if count[c] > 4:
-                last.add(int(links[-1]))
-        assert len(seen) == npath[c]
-    # destination NICs reached over the capped pairs' last hops: every rail, not only rail 0
-    ends = {(int(fab.src[x]), int(fab.dst[x])) for x in last}  # (rail leaf, server)
-    assert len(ends) > len({v for _, v in ends})
+    plan = {
+        "model": "vgg16",
+        "parallelism": {"dp": 16, "global_batch_size": 64},
+        "cluster": {"servers": 16, "gpus_per_server": 1},
+    }
+    wl = workload_from_plan(load_plan(plan))
+    run = SimpleNamespace(workload=wl, fabric=fat_tree(4), routing=None)
+    plain = simulate_iteration(wl, run.fabric, exposed_by_class=False, reduction=False)
+    it, cap = _simulate(run, None, None, 2)
+    assert cap is None and it.info["reduction"]["status"] == "on"
+    assert it.iteration_s == pytest.approx(plain.iteration_s, rel=1e-9)
+
+    seen = []
+
+    def budget(flows, subflows, reduced=False):  # a budget of one path a flow
+        seen.append(subflows > flows)
+        if subflows > flows:
+            raise InputError("flows", f"{subflows:,} sub-flows", "at most 1 a flow")
+        return 0.0
+
+    monkeypatch.setattr(network, "check_subflows", budget)
+    monkeypatch.setattr(symmetry, "check_subflows", budget)
+    it, cap = _simulate(run, None, None, 4)  # every path, 4, then 4 // 4 = 1 path a pair
+    capped = simulate_iteration(wl, run.fabric, exposed_by_class=False, max_paths=1)
+    assert cap == 1 and it.iteration_s == pytest.approx(capped.iteration_s, rel=1e-9)
+    assert seen[:2] == [True, True] and not any(seen[2:])  # refused: every path, 4; 1 fits
+    own = SimpleNamespace(workload=wl, fabric=run.fabric, routing=object())
+    with pytest.raises(InputError):  # a fabric's own routing is never capped: the row's error
+        _simulate(own, None, None, 1)
+    rows = pd.DataFrame(
+        {"search_warning": [None, "s"], "paths_warning": ["p", None]}
+    )  # search warnings first, then the capped routes
+    assert AdviseResult(rows, {}, {}, []).warnings() == ["s", "p"]
 
 
 def test_llama3_405b_plan_is_the_papers_at_16384_gpus():

@@ -5,8 +5,9 @@ the cluster asked (:func:`scale_plan`), every fabric family of :data:`FAMILIES` 
 job simulated on it with ``compare``'s machinery
 (:func:`topoopt.app.studies.compare.build_fabric`, the flow model's iteration, the same price
 table and BOM rules), plus the ideal switch as a bound. Fabrics without a routing of their own
-are routed by ECMP over at most :data:`ECMP_PATHS` seeded paths a server pair
-(:func:`ecmp_routing`; full ECMP on a 512-server rail fabric does not fit in memory). One
+are routed by ECMP over every shortest path and simulated through the symmetry quotient
+(exact); only when those sub-flows exceed the memory budget are the routes capped at
+:data:`ECMP_PATHS` paths a pair, and the row says so (:func:`_simulate`). One
 evaluation is one (job, fabric) pair; they run on the study engine
 (:class:`topoopt.app.studies.engine.Engine`: in-process, or Ray with ``workers`` /
 ``address``).
@@ -67,7 +68,6 @@ __all__ = [
     "load_jobs",
     "ideal_bounds",
     "scale_plan",
-    "ecmp_routing",
     "evaluate",
     "judge",
     "pareto_rows",
@@ -104,17 +104,12 @@ RTOL = 0.02
 """A row is within a budget (a target) when it exceeds it by at most this fraction."""
 
 ECMP_PATHS = 32
-"""Equal-cost paths kept per server pair on the fabrics routed by ECMP (:func:`ecmp_routing`).
-
-A rail-optimised Clos of 512 servers x 8 NICs has 2,048 shortest paths between two servers of
-different leaf groups (8 source rails x 8 destination rails x 32 spines), against 32 on the
-bundled Clos; the flow model holds every flow's share of every path, so all of them took more
-than 11 GB at 512 servers (measured 2026-12-02). 32 paths, one drawn at random (seeded) from each
-stratum of ``count / 32`` consecutive ranks, keep the spread of full ECMP over the first hops
-(every source rail, then every spine) and, by the random draw, over the last (the destination
-rail); the first rank of each stratum would send every path of a rail pair to destination rail
-0 (4.3 % slower than the bundled Clos at 256 servers, measured). 32 is the bundled Clos's own
-path count at 512 servers and the usual ECMP group width of a switch."""
+"""ECMP paths a server pair (a rail switch pair on a rail fabric) when every path does not fit
+in the memory budget (:func:`_simulate`): a hashed one per stratum of the equal-cost paths
+(:class:`topoopt.flowsim.network.Network`, ``simulate --max-paths``). An approximation: the
+row's ``paths_exact`` is False and ``paths_warning`` says so. 32 is the usual ECMP group width
+of a switch; at 2,048 GPUs on the rail-optimised Clos it errs by 5e-6 at 16 paths and 3e-4 at 8
+(docs/performance.md)."""
 
 
 class _JobEntry(BaseModel):
@@ -236,30 +231,30 @@ def _binding(fabric: str, it) -> tuple[str | None, str | None]:
     return cls, link
 
 
-def ecmp_routing(workload, fabric, k: int = ECMP_PATHS, seed: int = 0):
-    """ECMP routes with at most ``k`` paths per server pair (:data:`ECMP_PATHS`) for the pairs
-    of ``workload``'s ring-expanded server traffic, or None when no such pair has more than
-    ``k`` shortest paths (the flow model's own full ECMP is then the same routing). Pairs the
-    flow model asks for beyond these are routed by it with full ECMP.
+def _simulate(run, priority, max_buckets, max_paths: int):
+    """Simulate ``run``'s workload on its fabric: ``(iteration, cap)``.
 
-    >>> from traffic.load import load_workload
-    >>> from topoopt.fabrics import fat_tree
-    >>> ecmp_routing(load_workload("dlrm"), fat_tree(4)) is None  # at most 4 paths a pair
-    True
-    """
-    from topoopt.fabrics.routing import routes, shortest_path_counts
-    from traffic.expand import expand
+    The fabric's own routing when it has one (a design); otherwise every shortest path (the
+    flow model's ECMP), through the symmetry quotient. When those sub-flows exceed the memory
+    budget (:func:`topoopt.flowsim.subflow_guard.check_subflows` refuses them once routed,
+    before their arrays exist), again with at most ``max_paths`` ECMP paths a pair (per rail
+    switch pair on a rail fabric), then ``max_paths // 4`` (Llama 3 405B on the 16,384-GPU
+    rail-optimised Clos: 33.3 M sub-flows at 32, 12.1 GB): ``cap`` is the cap used, else None
+    (exact). The last refusal is raised (the row's error)."""
+    from topoopt.flowsim.iteration import simulate_iteration
 
-    m = expand(workload, "ring", "server").matrix().tocoo()
-    keep = (m.row != m.col) & (m.data > 0)
-    pairs = np.unique(np.column_stack([m.row[keep], m.col[keep]]), axis=0).astype(np.int64)
-    if not len(pairs):
-        return None
-    targets, ti = np.unique(pairs[:, 1], return_inverse=True)
-    _, sigma = shortest_path_counts(fabric, targets)
-    if float(sigma[ti.reshape(-1), pairs[:, 0]].max()) <= k:
-        return None
-    return routes(fabric, "ecmp", pairs=pairs, k=int(k), seed=int(seed))
+    kw = {
+        "routing": run.routing, "exposed_by_class": False, "priority": priority,
+        "max_buckets": max_buckets, "reduction": True,
+    }  # fmt: skip
+    caps = [None, int(max_paths)] + ([int(max_paths) // 4] if max_paths >= 4 else [])
+    for cap in caps[:-1]:
+        try:
+            return simulate_iteration(run.workload, run.fabric, max_paths=cap, **kw), cap
+        except InputError as e:
+            if e.field != "flows" or run.routing is not None:
+                raise
+    return simulate_iteration(run.workload, run.fabric, max_paths=caps[-1], **kw), caps[-1]
 
 
 def evaluate(task: dict) -> dict:
@@ -274,9 +269,8 @@ def evaluate(task: dict) -> dict:
     """
     from topoopt.app.studies.compare import build_fabric, cost_columns
     from topoopt.fabrics.cost import bill_of_materials
-    from topoopt.flowsim.iteration import simulate_iteration
     from topoopt.flowsim.roofline import throughput_facts
-    from topoopt.flowsim.work import check_work, fabric_paths
+    from topoopt.flowsim.work import check_work
     from traffic.build import workload_from_plan
 
     t0 = time.perf_counter()
@@ -311,12 +305,6 @@ def evaluate(task: dict) -> dict:
 
             row["search_warning"] = search_warning(run.design, f"{task['job']} / {nm}")
         own = getattr(run.design, "priority", ()) or None
-        routing = run.routing
-        if routing is None and nm != "ideal":
-            k = task.get("ecmp_paths", ECMP_PATHS)
-            routing = ecmp_routing(run.workload, run.fabric, k, task["seed"])
-        # the fabric's paths split flows into sub-flows: estimated first, as simulate/compare
-        paths = fabric_paths(run.fabric, routing)
         buckets = None
         if cand is not None:  # a co-searched plan: gradient buckets at most 256 a channel on
             # every fabric, as the co-search screens (it changes only ZeRO / FSDP channels
@@ -324,11 +312,19 @@ def evaluate(task: dict) -> dict:
             from topoopt.app.studies.cosearch.evaluate import SCREEN_MAX_BUCKETS
 
             buckets = SCREEN_MAX_BUCKETS
-        check_work(run.workload, f"simulation on {nm}", paths=paths, max_buckets=buckets)
-        it = simulate_iteration(
-            run.workload, run.fabric, routing=routing, exposed_by_class=False, priority=own,
-            max_buckets=buckets,
-        )  # fmt: skip
+        # flows first (before any route); the sub-flows are checked with their exact counts
+        # once routed (topoopt.flowsim.subflow_guard), as compare does
+        check_work(run.workload, f"simulation on {nm}", max_buckets=buckets)
+        it, cap = _simulate(run, own, buckets, task.get("ecmp_paths", ECMP_PATHS))
+        row["paths_exact"] = cap is None
+        row["max_paths"] = cap
+        row["paths_warning"] = (
+            None
+            if cap is None
+            else f"{task['job']} / {nm}: every ECMP path is over the memory budget, so the "
+            f"routes are capped at {cap} paths a pair (a hashed one per stratum): an "
+            "approximation, without the symmetry reduction (docs/performance.md gives its error)"
+        )
         row["coarsened"] = bool(it.info.get("buckets_capped"))
         row["ideal_own_s"] = _ideal_own(task, run, wl, own, buckets)
     except InputError as e:
@@ -674,11 +670,14 @@ class AdviseResult:
     """Per job, the row whose collectives the ideal bound ran (None: the plan's own)."""
 
     def warnings(self) -> list[str]:
-        """The rows' search warnings (``search_warning``: a design search fell back or was cut
-        by the clock), in row order: one line per affected (job, fabric)."""
-        if "search_warning" not in self.rows:
-            return []
-        return [w for w in self.rows["search_warning"] if isinstance(w, str) and w]
+        """The rows' warnings, in row order: one line per affected (job, fabric) and kind, the
+        search warnings first (``search_warning``: a design search fell back or was cut by the
+        clock), then the capped routes (``paths_warning``: :func:`_simulate`)."""
+        out = []
+        for col in ("search_warning", "paths_warning"):
+            if col in self.rows:
+                out += [w for w in self.rows[col] if isinstance(w, str) and w]
+        return out
 
 
 COSEARCH_FINALISTS = 3
@@ -838,7 +837,8 @@ def advise(
     With ``cosearch``, the ``screen`` plans of the job's model with the lowest bounds
     (:func:`cosearch_screen`; default ``3 * finalists``) are simulated on the ideal switch, the
     ``finalists`` fastest there on every family, and each family's row is its fastest of them and
-    the job's own plan (ties: the job's own)."""
+    the job's own plan (ties: the job's own). ``on_done(row)`` is called with each evaluation's
+    row as it finishes (in this process; e.g. to save it before the next one)."""
     from topoopt.app.studies.engine import Engine
     from topoopt.fabrics.cost import load_prices
     from topoopt.flowsim.work import check_work
@@ -903,7 +903,10 @@ def advise(
             for c in cands
         ]
     with Engine(workers=workers, address=address, progress=progress) as eng:
-        out = eng.map(evaluate, tasks + screens, label="advise: (job, fabric) evaluations")
+        report = None if on_done is None else (lambda _k, r: on_done(r))
+        out = eng.map(
+            evaluate, tasks + screens, label="advise: (job, fabric) evaluations", on_result=report
+        )
         if cosearch:  # the finalists: the screen's fastest on the ideal switch, on every family
             finals = []
             pairs = list(zip(screens, out[len(tasks) :], strict=True))
@@ -921,7 +924,9 @@ def advise(
                 finals += [
                     {**done[k][0], "fabric": f} for k in best for f in fabrics if f != "ideal"
                 ]
-            out += eng.map(evaluate, finals, label="advise: finalists on every family")
+            out += eng.map(
+                evaluate, finals, label="advise: finalists on every family", on_result=report
+            )
     candidates = pd.DataFrame(out) if cosearch else None
     if cosearch:
         out = fastest_per_fabric(out)

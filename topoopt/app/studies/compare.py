@@ -539,6 +539,8 @@ def build_fabric(
         rings = SimpleNamespace(servers=n, rings=ring_records(problem, routed.rings, have))
         run = FabricRun(name, fab, design_workload(workload, rings, problem), routed.paths)
         run.note = "routed by solvers.hybrid_design.route_hybrid (both layers)"
+        if routed.status.startswith("fallback"):  # the path LP's clock ran out: say so
+            run.note += f"; the path LP had no solution in {time_limit_s:g} s, {routed.status}"
         run.capex_usd, run.power_w = _price(fab, prices)
         return run
     elif name in ("fat-tree-ina", "hybrid-ina"):  # the same fabric, switches aggregate

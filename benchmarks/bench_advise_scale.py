@@ -1,0 +1,67 @@
+"""``advise`` at scale with every row saved as it finishes (a long run cut by a deadline keeps
+the rows it has).
+
+The same call as ``topoopt advise JOB --gpus N --gpu h100-sxm --degree 8 --link-gbps 400
+--time-limit 30`` (:func:`topoopt.app.studies.advise.advise`); each (job, fabric) row is
+appended to ``--rows`` (JSON lines) when its evaluation ends, with its wall seconds, and the
+judgement (equal capex, equal iteration) is printed at the end. Run it under ``/usr/bin/time -v``
+for CPU seconds and peak memory::
+
+    nice -n 19 /usr/bin/time -v python benchmarks/bench_advise_scale.py gpt3-175b \\
+        --gpus 16384 --rows rows.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+
+def main(argv=None) -> None:
+    from topoopt.app.studies.advise import advise, json_document, load_jobs
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("jobs", help="a plan name or file, or a jobs file")
+    ap.add_argument("--gpus", type=int, required=True)
+    ap.add_argument("--gpu", default="h100-sxm")
+    ap.add_argument("--degree", type=int, default=8)
+    ap.add_argument("--link-gbps", type=float, default=400.0)
+    ap.add_argument("--time-limit", type=float, default=30.0)
+    ap.add_argument("--rows", required=True, help="JSON-lines file, one row per evaluation")
+    ap.add_argument("--json", help="the advise JSON document at the end")
+    a = ap.parse_args(argv)
+
+    def save(row: dict) -> None:
+        clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+        with open(a.rows, "a") as f:
+            f.write(json.dumps(clean, default=str) + "\n")
+        t = row.get("iteration_s")
+        print(
+            f"{row['job']} / {row['fabric']}: "
+            + (f"{t:.6g} s" if t is not None else f"error {row.get('error')}")
+            + f", {row.get('wall_s', 0):.1f} s wall, paths exact {row.get('paths_exact')}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    res = advise(
+        load_jobs(a.jobs), gpus=a.gpus, gpu=a.gpu, degree=a.degree,
+        link_bandwidth=a.link_gbps * 1e9 / 8, time_limit_s=a.time_limit, progress=False,
+        on_done=save,
+    )  # fmt: skip
+    doc = json_document(res)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(doc, f, indent=1, default=str)
+    for line in res.verdict:
+        print(line)
+    for line in res.warnings():
+        print("warning:", line)
+    print(json.dumps({"equal_capex": doc["equal_capex"], "equal_iteration": doc["equal_iteration"]},
+                     default=str, indent=1))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
