@@ -58,7 +58,6 @@ from traffic.errors import InputError
 __all__ = [
     "CircuitSet",
     "Schedule",
-    "ScheduleFamily",
     "RealisedSchedule",
     "ScheduleRun",
     "realise_schedule",
@@ -321,18 +320,8 @@ def realise_schedule(
     if not (np.isfinite(h) and h >= 0):
         raise InputError("delay", hold_s, "a finite number of seconds >= 0")
     n = int(servers)
-    fabric = _union_fabric(schedule.sets, n, link_bandwidth, gpus_per_server)
-    caps = _set_capacities(schedule.sets, fabric, n, link_bandwidth)
-    entries = _entries(schedule, caps, h, all_dark)
-    return RealisedSchedule(
-        fabric, caps, tuple((float(t), c, v) for t, c, v in entries), schedule, h
-    )
-
-
-def _union_fabric(sets, n: int, link_bandwidth: float, gpus_per_server: int) -> Fabric:
-    """The direct-connect fabric with, per server pair, the largest count of any set."""
     union = np.zeros((n, n), np.int64)
-    for cs in sets:
+    for cs in schedule.sets:
         c = cs.circuits.rows
         if c.size and c[:, 1].max() >= n:
             raise InputError("schedule.circuits", int(c[:, 1].max()), f"server ids 0..{n - 1}")
@@ -340,7 +329,7 @@ def _union_fabric(sets, n: int, link_bandwidth: float, gpus_per_server: int) -> 
     iu, iv = np.nonzero(union)
     rows = np.column_stack([iu, iv, union[iu, iv]])
     deg = np.bincount(iu, union[iu, iv], n) + np.bincount(iv, union[iu, iv], n)
-    return direct_connect(
+    fabric = direct_connect(
         n,
         max(1, int(deg.max())),
         rows,
@@ -348,23 +337,14 @@ def _union_fabric(sets, n: int, link_bandwidth: float, gpus_per_server: int) -> 
         device="ocs",
         gpus_per_server=gpus_per_server,
     )
-
-
-def _set_capacities(sets, fabric: Fabric, n: int, link_bandwidth: float) -> np.ndarray:
-    """``(S, Lf)``: capacity of every fabric link under each set (0 where it has no circuit)."""
     src, dst = fabric.src, fabric.dst
     lo, hi = np.minimum(src, dst), np.maximum(src, dst)
-    caps = np.zeros((len(sets), fabric.n_links))
-    for k, cs in enumerate(sets):
+    caps = np.zeros((len(schedule.sets), fabric.n_links))
+    for k, cs in enumerate(schedule.sets):
         m = np.zeros((n, n), np.int64)
         c = cs.circuits.rows
         m[c[:, 0], c[:, 1]] = c[:, 2]
         caps[k] = m[lo, hi] * float(link_bandwidth)
-    return caps
-
-
-def _entries(schedule: Schedule, caps: np.ndarray, h: float, all_dark: bool) -> list[list]:
-    """``[start_s, capacities, entry or None]`` of every epoch (module docstring)."""
     entries: list[list] = [[0.0, caps[0], 0]]
     prev = 0
     last_end = 0.0
@@ -390,7 +370,9 @@ def _entries(schedule: Schedule, caps: np.ndarray, h: float, all_dark: bool) -> 
                 entries.append([t, caps[k], k])
         last_end = t + h
         prev = k
-    return entries
+    return RealisedSchedule(
+        fabric, caps, tuple((float(t), c, v) for t, c, v in entries), schedule, h
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -487,16 +469,57 @@ def simulate_schedule(
     >>> float(simulate_schedule(fb, r).finish[0] - r.fabric.latency.max())
     2.25
     """
+    from topoopt.flowsim.flowset import class_representatives
     from topoopt.flowsim.simulator import expand_classes
-    from topoopt.flowsim.timevarying import Epoch, simulate_epochs
+    from topoopt.flowsim.timevarying import Epoch, EpochPaths, simulate_epochs
 
     r = realised
     fb = builder
     if fb.net.fabric is not r.fabric:
         raise InputError("builder", "a network on another fabric", "the schedule's union fabric")
     flows, class_of = fb.build_classes()
+    a = fb.arrays()
+    n_c = flows.n_flows
+    rep = class_representatives(class_of, n_c)
+    is_pair = a["link"][rep] < 0
+    src, dst = a["src"][rep][is_pair], a["dst"][rep][is_pair]
+    n_nodes = r.fabric.n_nodes
+    keys = np.unique(src * n_nodes + dst)
+    pairs = np.column_stack([keys // n_nodes, keys % n_nodes])
+    # one global path table: the FlowSet's own paths, then each version's routes
     versions = sorted({v for _, _, v in r.epochs if v is not None})
-    paths = _version_paths(fb, flows, class_of, r, versions, max_path_links)
+    paths = {}
+    own_lo, own_hi = flows.flow_ptr[:-1], flows.flow_ptr[1:]
+    pair_ids = np.flatnonzero(is_pair)
+    tables = []
+    size = 0
+    for v in versions:
+        ps = r.routes(v, pairs)
+        comm = ps.index(src, dst, n_nodes)
+        p0 = flows.n_paths
+        g_ptr = np.concatenate([flows.path_ptr[:-1], ps.path_ptr + flows.path_ptr[-1]])
+        lo, hi = own_lo.copy(), own_hi.copy()
+        lo[pair_ids] = p0 + ps.commodity_ptr[comm]
+        hi[pair_ids] = p0 + ps.commodity_ptr[comm + 1]
+        size += int((g_ptr[hi] - g_ptr[lo]).sum())  # a flow's paths are contiguous
+        tables.append((v, ps, g_ptr, lo, hi))
+    if size > max_path_links:
+        raise InputError(
+            "schedule",
+            f"{size:,} path-link entries ({n_c:,} flow classes x {len(versions)} path versions)",
+            f"at most {max_path_links:,} (the memory of one flow simulation)",
+        )
+    for v, ps, g_ptr, lo, hi in tables:
+        g_links = np.concatenate([flows.path_links, ps.path_links])
+        g_w = np.concatenate([flows.weight, ps.weight])
+        ids = _ranges(lo, hi)
+        fptr = np.zeros(n_c + 1, np.int64)
+        np.cumsum(hi - lo, out=fptr[1:])
+        lens = g_ptr[ids + 1] - g_ptr[ids]
+        pptr = np.zeros(ids.shape[0] + 1, np.int64)
+        np.cumsum(lens, out=pptr[1:])
+        links = g_links[_ranges(g_ptr[ids], g_ptr[ids + 1])]
+        paths[v] = EpochPaths(fptr, pptr, links, g_w[ids])
     n_fab = r.fabric.n_links
     rest = flows.capacity[n_fab:]
     epochs = [
@@ -605,191 +628,3 @@ def iteration_under_schedule(
     makespan = float(res.iteration_s)
     it = max(makespan, net + h) if schedule.wraps() else makespan
     return ScheduleRun(it, makespan, net, schedule.reconfigurations(), h, res, fl)
-
-
-def _version_paths(fb, flows, class_of, r: RealisedSchedule, versions, max_path_links: int) -> dict:
-    """Entry ``v`` -> the :class:`~topoopt.flowsim.timevarying.EpochPaths` of every flow class
-    of ``flows`` (``fb.build_classes()``) under entry ``v``'s routes: a class of server-pair
-    flows takes its pair's routes, the others keep their own paths. Refuses a table of more
-    than ``max_path_links`` path-link entries before building it."""
-    from topoopt.flowsim.flowset import class_representatives
-    from topoopt.flowsim.timevarying import EpochPaths
-
-    a = fb.arrays()
-    n_c = flows.n_flows
-    rep = class_representatives(class_of, n_c)
-    is_pair = a["link"][rep] < 0
-    src, dst = a["src"][rep][is_pair], a["dst"][rep][is_pair]
-    n_nodes = r.fabric.n_nodes
-    keys = np.unique(src * n_nodes + dst)
-    pairs = np.column_stack([keys // n_nodes, keys % n_nodes])
-    # one global path table: the FlowSet's own paths, then each version's routes
-    paths = {}
-    own_lo, own_hi = flows.flow_ptr[:-1], flows.flow_ptr[1:]
-    pair_ids = np.flatnonzero(is_pair)
-    tables = []
-    size = 0
-    for v in versions:
-        ps = r.routes(v, pairs)
-        comm = ps.index(src, dst, n_nodes)
-        p0 = flows.n_paths
-        g_ptr = np.concatenate([flows.path_ptr[:-1], ps.path_ptr + flows.path_ptr[-1]])
-        lo, hi = own_lo.copy(), own_hi.copy()
-        lo[pair_ids] = p0 + ps.commodity_ptr[comm]
-        hi[pair_ids] = p0 + ps.commodity_ptr[comm + 1]
-        size += int((g_ptr[hi] - g_ptr[lo]).sum())  # a flow's paths are contiguous
-        tables.append((v, ps, g_ptr, lo, hi))
-    if size > max_path_links:
-        raise InputError(
-            "schedule",
-            f"{size:,} path-link entries ({n_c:,} flow classes x {len(versions)} path versions)",
-            f"at most {max_path_links:,} (the memory of one flow simulation)",
-        )
-    for v, ps, g_ptr, lo, hi in tables:
-        g_links = np.concatenate([flows.path_links, ps.path_links])
-        g_w = np.concatenate([flows.weight, ps.weight])
-        ids = _ranges(lo, hi)
-        fptr = np.zeros(n_c + 1, np.int64)
-        np.cumsum(hi - lo, out=fptr[1:])
-        lens = g_ptr[ids + 1] - g_ptr[ids]
-        pptr = np.zeros(ids.shape[0] + 1, np.int64)
-        np.cumsum(lens, out=pptr[1:])
-        links = g_links[_ranges(g_ptr[ids], g_ptr[ids + 1])]
-        paths[v] = EpochPaths(fptr, pptr, links, g_w[ids])
-    return paths
-
-
-class _Captured(Exception):
-    """The flow builder of an iteration, caught before it is simulated (:class:`ScheduleFamily`)."""
-
-    def __init__(self, builder):
-        super().__init__("captured")
-        self.builder = builder
-
-
-def _capture(fb, limit):
-    raise _Captured(fb)
-
-
-class ScheduleFamily:
-    """Every schedule over a fixed list of circuit sets, simulated from shared prefixes.
-
-    A search evaluates many schedules that differ only after their first reconfiguration (the
-    choices of the later phases, the timings, the dark times): until then each runs its first
-    set alone. The family builds the iteration's flows once, on the union of *all* the sets
-    (:func:`realise_schedule`'s union, taken over every set), with every set's routes as a path
-    version, and keeps the run of each first set stopped at the times schedules asked for
-    (:class:`~topoopt.flowsim.timevarying.EpochsRun`); a schedule is a copy of its first set's
-    latest stop before its first reconfiguration, continued through its own epochs.
-
-    The same iteration as :func:`iteration_under_schedule` (up to rounding): a link of the
-    larger union that a schedule's sets lack has capacity 0 in all its epochs and no path
-    crosses it, every other link has the same capacity in every epoch, every flow the same
-    paths; stopping and going on is the same run (``EpochsRun``). ``max_refills`` and
-    ``all_dark`` are not offered.
-
-    Parameters
-    ----------
-    workload : Workload
-        As for :func:`iteration_under_schedule`.
-    sets : sequence of CircuitSet
-        Every set the schedules may use (each schedule's sets are among them, the same
-        objects or sets with the same circuits and routing).
-    link_bandwidth : float
-    compute_s : float
-        The workload's compute-only iteration (:func:`iteration_under_schedule`).
-    max_buckets : int, optional
-    max_stops : int
-        Stopped runs kept (the oldest are dropped past it; each holds one run's state).
-    """
-
-    def __init__(
-        self, workload, sets, link_bandwidth: float, compute_s: float, *,
-        max_buckets: int | None = None, max_stops: int = 16,
-    ):  # fmt: skip
-        from topoopt.flowsim.iteration import simulate_iteration
-        from topoopt.flowsim.timevarying import EpochsRun
-
-        n = workload.servers
-        self.sets = list(sets)
-        self.n = n
-        self.link_bandwidth = float(link_bandwidth)
-        fabric = _union_fabric(self.sets, n, link_bandwidth, workload.gpus_per_server)
-        self.caps = _set_capacities(self.sets, fabric, n, link_bandwidth)
-        family = Schedule(tuple(self.sets), (0.0,) * len(self.sets))
-        r = RealisedSchedule(fabric, self.caps, (), family, 0.0)
-        try:
-            simulate_iteration(
-                workload, fabric, exposed_by_class=False, compute_s=compute_s,
-                simulator=_capture, max_buckets=max_buckets,
-            )  # fmt: skip
-            raise RuntimeError("ScheduleFamily: the iteration built no flows (a bug)")
-        except _Captured as c:
-            fb = c.builder
-        flows, class_of = fb.build_classes()
-        paths = _version_paths(fb, flows, class_of, r, list(range(len(self.sets))), MAX_PATH_LINKS)
-        self.rest = flows.capacity[fabric.n_links :]
-        a = fb.arrays()
-        rep = np.zeros(flows.n_flows, np.int64)
-        rep[class_of[::-1]] = np.arange(class_of.shape[0])[::-1]
-        self.is_pair = a["link"][rep] < 0
-        self.base = EpochsRun(flows, [paths[k] for k in range(len(self.sets))])
-        self.stops: dict = {}  # (first version, capacities) -> {horizon: EpochsRun}
-        self.order: list = []
-        self.max_stops = int(max_stops)
-        self.runs = 0  # schedules run
-        self.prefixes = 0  # stopped runs made (each from the previous stop of its first set)
-
-    def _index(self, cs: CircuitSet) -> int:
-        for i, o in enumerate(self.sets):
-            if o is cs:
-                return i
-        for i, o in enumerate(self.sets):
-            if o.same_circuits(cs) and o.routing is cs.routing:
-                return i
-        raise InputError("schedule.sets", cs.label, "sets of the family")
-
-    def iteration(self, schedule: Schedule, hold_s: float, horizon: float | None = None):
-        """``(iteration_s, makespan_s, net_finish_s)`` of ``schedule`` with dark time
-        ``hold_s`` (:class:`ScheduleRun`'s); ``inf`` for all three when it ends after
-        ``horizon``."""
-        h = float(hold_s)
-        if not (np.isfinite(h) and h >= 0):
-            raise InputError("delay", hold_s, "a finite number of seconds >= 0")
-        idx = [self._index(cs) for cs in schedule.sets]
-        caps = self.caps[idx]
-        entries = _entries(schedule, caps, h, False)
-        epochs = [
-            (t, np.concatenate([cap, self.rest]), None if k is None else idx[k] + 1)
-            for t, cap, k in entries
-        ]
-        rtol = self.base.rtol
-        t_e = epochs[1][0] if len(epochs) > 1 else np.inf
-        stop_at = t_e / (1 + 4 * rtol) if np.isfinite(t_e) else np.inf
-        key = (epochs[0][2], epochs[0][1].tobytes())
-        runs = self.stops.setdefault(key, {})
-        if stop_at not in runs:
-            earlier = [s for s in runs if s <= stop_at]
-            if earlier:
-                run = runs[max(earlier)].copy()
-                run.advance([], stop_at)
-            else:
-                run = self.base.copy()
-                run.advance(epochs[:1], stop_at)
-            runs[stop_at] = run
-            self.prefixes += 1
-            self.order.append((key, stop_at))
-            while len(self.order) > self.max_stops:
-                k, s = self.order.pop(0)
-                self.stops[k].pop(s, None)
-        branch = runs[stop_at].copy()
-        bound = np.inf if horizon is None else float(horizon)
-        branch.advance(epochs[1:], bound)
-        self.runs += 1
-        fin = branch.result().finish
-        if not np.all(np.isfinite(fin)):
-            return np.inf, np.inf, np.inf
-        makespan = float(fin.max()) if fin.size else 0.0
-        net = float(fin[self.is_pair].max()) if self.is_pair.any() else 0.0
-        it = max(makespan, net + h) if schedule.wraps() else makespan
-        return it, makespan, net

@@ -56,7 +56,6 @@ import scipy.sparse as sp
 from solvers.reconfig.schedule import (
     CircuitSet,
     Schedule,
-    ScheduleFamily,
     ScheduleRun,
     connected,
     iteration_under_schedule,
@@ -498,7 +497,6 @@ def reconfigure(
     if isinstance(max_evaluations, bool) or int(max_evaluations) != max_evaluations:
         raise InputError("max_evaluations", max_evaluations, "an integer >= 0")
     cache: dict = {}
-    family: list = []
     evals = [0]
     spent: dict = {}
     stopped: list = []
@@ -518,13 +516,11 @@ def reconfigure(
                 return np.inf
             spent[h] = spent.get(h, 0) + 1
             evals[0] += 1
-            if not family:  # built once: the flows, every candidate's routes, shared prefixes
-                sets = list({id(cs): cs for c in cands for cs in c}.values())
-                family.append(
-                    ScheduleFamily(w, sets, link_bandwidth, compute_s, max_buckets=max_buckets)
-                )
-            it = family[0].iteration(sched, h, horizon=bound)[0]
-            cache[key] = it if np.isfinite(it) else np.inf
+            run = iteration_under_schedule(
+                w, sched, link_bandwidth, h, compute_s=compute_s, horizon=bound,
+                max_buckets=max_buckets,
+            )  # fmt: skip
+            cache[key] = run.iteration_s if np.isfinite(run.iteration_s) else np.inf
         return cache[key]
 
     def best_at(h: float):

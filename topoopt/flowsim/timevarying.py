@@ -108,17 +108,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topoopt.flowsim._timevarying_kernels import (
-    epochs_advance,
-    epochs_kernel,
-    epochs_result,
-    epochs_state,
-)
+from topoopt.flowsim._timevarying_kernels import epochs_kernel
 from topoopt.flowsim.flowset import FlowSet
 from topoopt.flowsim.simulator import SimResult, WorkLimitExceeded, check_limits
 from traffic.errors import InputError
 
-__all__ = ["Epoch", "EpochPaths", "EpochsRun", "simulate_epochs"]
+__all__ = ["Epoch", "EpochPaths", "simulate_epochs"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -371,8 +366,8 @@ def simulate_epochs(
     max_paths = int(max(np.diff(vs.flow_ptr).max() if n_f else 1 for vs in versions))
     # per incidence, the members of a piece counted on that link; per path, the members of
     # its flow's class the piece stands for when a path change pools the bytes left (here a
-    # flow's multiplicity on every link and one piece a path; a symmetry quotient would count
-    # the members of a sub-flow class per link of a link class, and per flow)
+    # flow's multiplicity on every link and one piece a path: the symmetry quotient of
+    # solvers.reconfig.schedule counts link classes and sub-flow classes instead)
     g_emult = np.repeat(
         np.concatenate([fs.multiplicity[vs.path_flow()] for vs in versions]),
         np.diff(g_pptr),
@@ -432,156 +427,3 @@ def simulate_epochs(
         simulated_flows=n_f,
         refills=int(refills),
     )
-
-
-def _global_tables(fs: FlowSet, versions: list) -> tuple:
-    """Every path version of ``versions`` (FlowSets) in one global path table (as
-    :func:`simulate_epochs` builds it): ``(g_fptr, g_pptr, g_plinks, g_w, g_lat, g_emult,
-    n_paths)``."""
-    n_f = fs.n_flows
-    g_fptr = np.zeros((len(versions), n_f + 1), np.int64)
-    pp_parts, pl_parts, w_parts, lat_parts = [], [], [], []
-    p_off = nnz_off = 0
-    for v, vs in enumerate(versions):
-        g_fptr[v] = vs.flow_ptr + p_off
-        pp_parts.append(vs.path_ptr[:-1] + nnz_off)
-        pl_parts.append(vs.path_links)
-        w_parts.append(vs.weight)
-        lat_parts.append(vs.path_latency())
-        p_off += vs.n_paths
-        nnz_off += vs.path_links.shape[0]
-    g_pptr = np.concatenate(pp_parts + [np.array([nnz_off], np.int64)])
-    g_emult = np.repeat(
-        np.concatenate([fs.multiplicity[vs.path_flow()] for vs in versions]), np.diff(g_pptr)
-    )
-    return (
-        g_fptr,
-        g_pptr,
-        np.ascontiguousarray(np.concatenate(pl_parts), np.int64),
-        np.ascontiguousarray(np.concatenate(w_parts)),
-        np.ascontiguousarray(np.concatenate(lat_parts)),
-        np.ascontiguousarray(g_emult, np.int64),
-        p_off,
-    )
-
-
-class EpochsRun:
-    """A run of :func:`simulate_epochs` (one class, unit weights) that can be stopped at a
-    time, copied, and each copy continued with epochs of its own.
-
-    ``versions`` are every path version the epochs may name: version ``0`` is the FlowSet's own
-    paths, version ``i + 1`` is ``versions[i]``. :meth:`advance` takes epochs as ``(start_s,
-    capacity, version)`` (``version`` ``None``: the paths in force stay).
-
-    Why stopping and going on is the same run: advancing to ``h`` and then through epochs that
-    all start after ``h (1 + 2 rtol)`` simulates the events of one call with all the epochs.
-    An event at ``t <= h`` applies the epochs starting by ``t + rtol |t|`` (before ``h (1 +
-    rtol)``: none of the later ones), and the next event is the earliest completion, arrival
-    or epoch, so the events up to ``h`` are the same with or without epochs after ``h``; the
-    state left at ``h`` (bytes left per piece, rates, releases, pending dependencies) is then
-    everything the loop reads. :meth:`advance` refuses epochs that start earlier.
-
-    Examples
-    --------
-    One 100 B/s link, two flows of 100 bytes; from 0.5 s the link has 50 B/s. Stopped at
-    0.25 s, copied, and one copy continued with the change, the other without:
-
-    >>> fs = FlowSet.single_path([100.0], [0.0], size=[100.0, 100.0], start=[0.0, 0.0],
-    ...                          paths=[[0], [0]])
-    >>> run = EpochsRun(fs, [])
-    >>> run.advance([], 0.25)
-    >>> slow = run.copy()
-    >>> slow.advance([(0.5, np.array([50.0]), None)])
-    >>> run.advance([])
-    >>> slow.result().finish.tolist(), run.result().finish.tolist()
-    ([3.5, 3.5], [2.0, 2.0])
-    """
-
-    def __init__(self, flows: FlowSet, versions, *, rtol: float = 1e-12) -> None:
-        if not isinstance(flows, FlowSet):
-            raise InputError("flows", type(flows).__name__, "a FlowSet")
-        check_limits(rtol, None)
-        fs = flows
-        vs = [fs] + [_check_paths(fs, p, f"versions[{i}]") for i, p in enumerate(versions)]
-        (g_fptr, g_pptr, g_plinks, g_w, g_lat, g_emult, n_paths) = _global_tables(fs, vs)
-        rdep_ptr, rdep = fs.dependents()
-        self.flows = fs
-        self.n_versions = len(vs)
-        self.rtol = float(rtol)
-        self._const = (
-            fs.size, fs.start, g_emult, np.ones(n_paths), fs.dep_ptr, fs.deps, rdep_ptr, rdep,
-            np.zeros(fs.n_flows, np.int64), 1, np.ones(fs.n_flows), g_fptr, g_pptr, g_plinks,
-            g_w, g_lat,
-        )  # fmt: skip
-        self._state = epochs_state(fs.capacity, fs.start, fs.dep_ptr, int(fs.n_paths), 1)
-        self.horizon = -np.inf  # simulated up to here
-        self._closed = False
-
-    def copy(self) -> EpochsRun:
-        """An independent copy of the run as it stands."""
-        out = object.__new__(EpochsRun)
-        out.__dict__.update(self.__dict__)
-        out._state = tuple(x.copy() if isinstance(x, np.ndarray) else x for x in self._state)
-        return out
-
-    def advance(self, epochs, horizon: float = np.inf) -> None:
-        """Simulate on through ``epochs`` (``(start_s, capacity, version)``, increasing, each
-        after ``self.horizon (1 + 2 rtol)``) up to ``horizon`` seconds. Epochs after
-        ``horizon`` are never applied, so a run given one cannot be advanced again."""
-        if self._closed:
-            raise ValueError("this run was given epochs after its horizon: it cannot go on")
-        n_l = self.flows.n_links
-        n_e = len(epochs)
-        e_start = np.zeros(n_e)
-        e_cap = np.zeros((n_e, n_l))
-        e_ver = np.full(n_e, -1, np.int64)
-        floor = self.horizon * (1 + 2 * self.rtol) if self.horizon > 0 else self.horizon
-        for i, (t, cap, v) in enumerate(epochs):
-            t = float(t)
-            if not (np.isfinite(t) and t >= 0 and t > floor):
-                raise ValueError(f"epoch {i} at {t!r} s: not after {floor!r} s")
-            floor = t
-            e_start[i] = t
-            e_cap[i] = cap
-            if v is not None:
-                if not 0 <= int(v) < self.n_versions:
-                    raise ValueError(f"epoch {i}: version {v} of {self.n_versions}")
-                e_ver[i] = int(v)
-        h = float(horizon)
-        c = self._const
-        self._state = epochs_advance(
-            self._state, *c[:11], *c[11:], e_start, e_cap, e_ver, int(self.flows.n_paths),
-            self.rtol, False, -1, np.zeros(self.flows.n_flows, np.bool_), h,
-        )  # fmt: skip
-        self.horizon = max(self.horizon, h)
-        self._closed = bool(n_e and e_start[-1] > h)
-
-    def result(self) -> SimResult:
-        """The run so far as :func:`simulate_epochs` returns it (flows unfinished: ``inf``)."""
-        fs = self.flows
-        (release, finish, path_last, moved, link_bytes, st, sl, sv, n_events, rounds, refills) = (
-            epochs_result(self._state)
-        )
-        pflow = fs.path_flow()
-        path_start = release[pflow].copy()
-        path_last = path_last.copy()
-        gone = moved[pflow]
-        path_last[gone] = np.nan
-        path_start[gone] = np.nan
-        return SimResult(
-            start=release.copy(),
-            finish=finish.copy(),
-            path_start=path_start,
-            path_last_byte=path_last,
-            path_finish=path_last + fs.path_latency(),
-            link_bytes=link_bytes.copy(),
-            capacity=fs.capacity,
-            series_time=st,
-            series_link=sl,
-            series_load=sv,
-            makespan=float(np.max(finish)) if fs.n_flows else 0.0,
-            n_events=int(n_events),
-            fill_rounds=int(rounds),
-            simulated_flows=fs.n_flows,
-            refills=int(refills),
-        )
