@@ -20,7 +20,7 @@ One 10 B/s link, flows of 10 and 30 bytes with weights 1 and 3 (both end at 4 s)
 
 >>> import numpy as np
 >>> out = epochs_kernel(
-...     np.array([10.0]), np.array([10.0, 30.0]), np.zeros(2), np.ones(2, np.int64), np.ones(2),
+...     np.array([10.0]), np.array([10.0, 30.0]), np.zeros(2), np.ones(2, np.int64),
 ...     np.zeros(3, np.int64), np.zeros(0, np.int64), np.zeros(3, np.int64),
 ...     np.zeros(0, np.int64), np.zeros(2, np.int64), 1, np.array([1.0, 3.0]),
 ...     np.array([[0, 1, 2]]), np.array([0, 1, 2]), np.array([0, 0]), np.ones(2), np.zeros(2),
@@ -38,14 +38,14 @@ from numba import njit
 from topoopt.flowsim._kernels import REFILL_MARGIN, _grow, _heap_pop, _heap_push
 from topoopt.numba_cache import kernel_cache
 
-__all__ = ["epochs_advance", "epochs_kernel", "epochs_result", "epochs_state"]
+__all__ = ["epochs_kernel"]
 
 _CACHE = kernel_cache(__file__)  # a writable cache folder, else none (topoopt.numba_cache)
 
 
 @njit(cache=_CACHE, error_model="numpy")
 def _fill(
-    act, n_act, s_gp, s_flow, s_rate, cls, n_cls, fweight, emult, g_pptr, g_plinks, cap, ev,
+    act, n_act, s_gp, s_flow, s_rate, cls, n_cls, fweight, mult, g_pptr, g_plinks, cap, ev,
     stamp, cstamp, rem, wsum, cnt, lofs, lcnt, lsub, byc, cc, hk, hv, tl, ref, cmin, theta,
 ):  # fmt: skip
     # ``cls`` is the class of every piece (not flow) here
@@ -69,6 +69,7 @@ def _fill(
         f = s_flow[s]
         c = cls[s]
         if c < cmin or (c == cmin and s_rate[s] >= 0.0 and s_rate[s] < lim * fweight[f]):
+            x = s_rate[s] * mult[f]
             gp = s_gp[s]
             for j in range(g_pptr[gp], g_pptr[gp + 1]):
                 k = g_plinks[j]
@@ -78,7 +79,7 @@ def _fill(
                     tl = _grow(tl, n_tl + 1)
                     tl[n_tl] = k
                     n_tl += 1
-                rem[k] -= s_rate[s] * emult[j]
+                rem[k] -= x
         else:
             ref[n_ref] = s
             n_ref += 1
@@ -105,10 +106,10 @@ def _fill(
             s = byc[i]
             s_rate[s] = -1.0
             f = s_flow[s]
+            mw = mult[f] * fweight[f]
             gp = s_gp[s]
             for j in range(g_pptr[gp], g_pptr[gp + 1]):
                 k = g_plinks[j]
-                mw = emult[j] * fweight[f]
                 if stamp[k] != ev:
                     stamp[k] = ev
                     rem[k] = cap[k]
@@ -167,10 +168,10 @@ def _fill(
                     continue
                 f = s_flow[s]
                 s_rate[s] = fweight[f] * x
+                mw = mult[f] * fweight[f]
                 gp = s_gp[s]
                 for j in range(g_pptr[gp], g_pptr[gp + 1]):
                     k = g_plinks[j]
-                    mw = emult[j] * fweight[f]
                     rem[k] -= mw * x
                     wsum[k] -= mw
                     cnt[k] -= 1
@@ -180,7 +181,7 @@ def _fill(
 
 @njit(cache=_CACHE, error_model="numpy")
 def _arrival_level(
-    act, n_act, s_gp, s_flow, s_rate, cls, cmin, fweight, emult, g_pptr, g_plinks, cap, ev,
+    act, n_act, s_gp, s_flow, s_rate, cls, cmin, fweight, mult, g_pptr, g_plinks, cap, ev,
     astamp, aload, awnew, aofs, acnt, alinks, alam, arm, awm,
 ):  # fmt: skip
     """A level below which no old piece of class ``cmin`` changes rate when its new pieces
@@ -206,7 +207,7 @@ def _arrival_level(
                 alinks = _grow(alinks, n_al + 1)
                 alinks[n_al] = k
                 n_al += 1
-            awnew[k] += fweight[f] * emult[j]
+            awnew[k] += fweight[f] * mult[f]
     for i in range(n_act):
         s = act[i]
         f = s_flow[s]
@@ -218,7 +219,7 @@ def _arrival_level(
             k = g_plinks[j]
             if astamp[k] == ev:
                 if c < cmin:
-                    aload[k] += s_rate[s] * emult[j]
+                    aload[k] += s_rate[s] * mult[f]
                 else:
                     acnt[k] += 1
     off = 0
@@ -241,8 +242,8 @@ def _arrival_level(
             if astamp[k] == ev:
                 e = aofs[k] + acnt[k]
                 alam[e] = s_rate[s] / fweight[f]
-                arm[e] = s_rate[s] * emult[j]
-                awm[e] = fweight[f] * emult[j]
+                arm[e] = s_rate[s] * mult[f]
+                awm[e] = fweight[f] * mult[f]
                 acnt[k] += 1
     level = np.inf
     for q in range(n_al):
@@ -289,9 +290,9 @@ def _count(lcc, c, gp, g_pptr, g_plinks, d):
 
 @njit(cache=_CACHE, error_model="numpy")
 def epochs_kernel(
-    cap0, size, start, emult, g_copies, dep_ptr, deps, rdep_ptr, rdep, cls, n_cls, fweight,
-    g_fptr, g_pptr, g_plinks, g_w, g_lat, e_start, e_cap, e_ver, n_p0, max_paths, rtol, record,
-    limit, nonpre, horizon,
+    cap0, size, start, mult, dep_ptr, deps, rdep_ptr, rdep, cls, n_cls, fweight, g_fptr, g_pptr,
+    g_plinks, g_w, g_lat, e_start, e_cap, e_ver, n_p0, max_paths, rtol, record, limit, nonpre,
+    horizon,
 ):  # fmt: skip
     """The event loop (see the module docstring of :mod:`topoopt.flowsim.timevarying`).
 
@@ -300,24 +301,10 @@ def epochs_kernel(
 
     Returns ``(release, finish, path_last, moved, link_bytes, series_time, series_link,
     series_load, n_events, fill_rounds, refills)``; ``path_last`` is per path of version 0 and
-    ``moved[f]`` says flow ``f`` ran on epoch paths. :func:`epochs_state`,
-    :func:`epochs_advance` and :func:`epochs_result` are the same run in three steps (a run
-    can be stopped at a horizon, its state copied, and each copy continued with other epochs).
-    """
-    state = epochs_state(cap0, start, dep_ptr, n_p0, n_cls)
-    state = epochs_advance(
-        state, size, start, emult, g_copies, dep_ptr, deps, rdep_ptr, rdep, cls, n_cls, fweight,
-        g_fptr, g_pptr, g_plinks, g_w, g_lat, e_start, e_cap, e_ver, n_p0, rtol, record, limit,
-        nonpre, horizon,
-    )  # fmt: skip
-    return epochs_result(state)
-
-
-@njit(cache=_CACHE)
-def epochs_state(cap0, start, dep_ptr, n_p0, n_cls):
-    """The state of a run at ``t = 0`` (a tuple; :func:`epochs_advance` runs it on)."""
-    n_f = start.shape[0]
+    ``moved[f]`` says flow ``f`` ran on epoch paths."""
+    n_f = size.shape[0]
     n_l = cap0.shape[0]
+    n_e = e_start.shape[0]
     cap = cap0.copy()
     ver = 0
     release = np.full(n_f, np.inf)
@@ -349,52 +336,12 @@ def epochs_state(cap0, start, dep_ptr, n_p0, n_cls):
     lcc = np.zeros((n_cls, n_l), np.int64)  # active pieces per (flow class, link)
     wl = np.empty(n_f, np.int64)  # non-preemptive flows released, waiting for their links
     n_wl = 0
+    sf = np.empty(n_f, np.int64)
     act = np.empty(pool, np.int64)
     n_act = 0
-    is_end = np.zeros(pool, np.bool_)
-    th_dep = np.full(n_cls, np.inf)
-    has_arr = np.zeros(n_cls, np.bool_)
-    full = True
-    prev_tl = np.empty(16, np.int64)
-    n_prev = 0
-    cur_load = np.zeros(n_l)
-    # series
-    st = np.empty(16)
-    sl = np.empty(16, np.int64)
-    sv = np.empty(16)
-    n_ser = 0
-    t = 0.0
-    n_events = 0
-    rounds = 0
-    refills = 0
-    return (
-        cap, ver, release, finish, arrive, n_left, moved, dep_left, path_last, link_bytes, hk, hv,
-        hsize, pool, s_gp, s_flow, s_init, s_left, s_rate, s_last, s_cls, n_s, lcc, wl, n_wl, act,
-        n_act, is_end, th_dep, has_arr, full, prev_tl, n_prev, cur_load, st, sl, sv, n_ser, t,
-        n_events, rounds, refills,
-    )  # fmt: skip
-
-
-@njit(cache=_CACHE, error_model="numpy")
-def epochs_advance(
-    state, size, start, emult, g_copies, dep_ptr, deps, rdep_ptr, rdep, cls, n_cls, fweight,
-    g_fptr, g_pptr, g_plinks, g_w, g_lat, e_start, e_cap, e_ver, n_p0, rtol, record, limit,
-    nonpre, horizon,
-):  # fmt: skip
-    """Run ``state`` on through the epochs ``e_start, e_cap, e_ver`` (all after its time) up to
-    ``horizon``; returns the new state (``state``'s arrays are updated in place or replaced)."""
-    (
-        cap, ver, release, finish, arrive, n_left, moved, dep_left, path_last, link_bytes, hk, hv,
-        hsize, pool, s_gp, s_flow, s_init, s_left, s_rate, s_last, s_cls, n_s, lcc, wl, n_wl, act,
-        n_act, is_end, th_dep, has_arr, full, prev_tl, n_prev, cur_load, st, sl, sv, n_ser, t,
-        n_events, rounds, refills,
-    ) = state  # fmt: skip
-    n_f = size.shape[0]
-    n_l = cap.shape[0]
-    n_e = e_start.shape[0]
-    sf = np.empty(n_f, np.int64)
     ended = np.empty(pool, np.int64)
-    # fill work arrays (scratch: nothing in them outlives one event)
+    is_end = np.zeros(pool, np.bool_)
+    # fill work arrays
     stamp = np.full(n_l, -1, np.int64)
     cstamp = np.full(n_l, -1, np.int64)
     rem = np.zeros(n_l)
@@ -406,6 +353,9 @@ def epochs_advance(
     byc = np.empty(pool, np.int64)
     ref = np.empty(pool, np.int64)
     cc = np.zeros(n_cls + 1, np.int64)
+    th_dep = np.full(n_cls, np.inf)
+    has_arr = np.zeros(n_cls, np.bool_)
+    full = True
     astamp = np.full(n_l, -1, np.int64)
     aload = np.zeros(n_l)
     awnew = np.zeros(n_l)
@@ -418,10 +368,22 @@ def epochs_advance(
     fk = np.empty(16)
     fv = np.empty(16, np.int64)
     tl = np.empty(16, np.int64)
+    prev_tl = np.empty(16, np.int64)
+    n_prev = 0
     new_load = np.zeros(n_l)
+    cur_load = np.zeros(n_l)
     resid = np.zeros(n_f)
     rflows = np.empty(n_f, np.int64)
+    # series
+    st = np.empty(16)
+    sl = np.empty(16, np.int64)
+    sv = np.empty(16)
+    n_ser = 0
+    t = 0.0
     ep = 0
+    n_events = 0
+    rounds = 0
+    refills = 0
     while True:
         t_c = np.inf
         for i in range(n_act):
@@ -463,8 +425,9 @@ def epochs_advance(
                 gp = s_gp[s]
                 if s_init[s] > 0.0:
                     _count(lcc, cls[f], gp, g_pptr, g_plinks, -1)
+                sent = s_init[s] * mult[f]
                 for j in range(g_pptr[gp], g_pptr[gp + 1]):
-                    link_bytes[g_plinks[j]] += s_init[s] * emult[j]
+                    link_bytes[g_plinks[j]] += sent
                 v = t + g_lat[gp]
                 if v > arrive[f]:
                     arrive[f] = v
@@ -515,14 +478,14 @@ def epochs_advance(
                         n_rf += 1
                         resid[f] = 0.0
                         n_left[f] = -1  # collected once
-                    gp = s_gp[s]
-                    resid[f] += left * g_copies[gp]
+                    resid[f] += left
                     # the piece is cut: its bytes sent so far count, it arrives after its last
-                    sent = s_init[s] - left
+                    sent = (s_init[s] - left) * mult[f]
+                    gp = s_gp[s]
                     _count(lcc, cls[f], gp, g_pptr, g_plinks, -1)
                     if sent > 0.0:
                         for j in range(g_pptr[gp], g_pptr[gp + 1]):
-                            link_bytes[g_plinks[j]] += sent * emult[j]
+                            link_bytes[g_plinks[j]] += sent
                         v = s_last[s] + g_lat[gp]
                         if v > arrive[f]:
                             arrive[f] = v
@@ -636,7 +599,7 @@ def epochs_advance(
             theta = th_dep[cmin]
             if has_arr[cmin]:
                 lv, alinks, alam, arm, awm = _arrival_level(
-                    act, n_act, s_gp, s_flow, s_rate, s_cls, cmin, fweight, emult, g_pptr,
+                    act, n_act, s_gp, s_flow, s_rate, s_cls, cmin, fweight, mult, g_pptr,
                     g_plinks, cap, n_events, astamp, aload, awnew, aofs, acnt, alinks, alam,
                     arm, awm,
                 )  # fmt: skip
@@ -648,7 +611,7 @@ def epochs_advance(
             continue  # nothing arrived, left or changed: every rate stays
         full = False
         r, n_tl, n_ref, lsub, fk, fv, tl = _fill(
-            act, n_act, s_gp, s_flow, s_rate, s_cls, n_cls, fweight, emult, g_pptr, g_plinks, cap,
+            act, n_act, s_gp, s_flow, s_rate, s_cls, n_cls, fweight, mult, g_pptr, g_plinks, cap,
             n_events, stamp, cstamp, rem, wsum, cnt, lofs, lcnt, lsub, byc, cc, fk, fv, tl,
             ref, cmin, theta,
         )  # fmt: skip
@@ -660,9 +623,10 @@ def epochs_advance(
             for i in range(n_act):
                 s = act[i]
                 f = s_flow[s]
+                x = s_rate[s] * mult[f]
                 gp = s_gp[s]
                 for j in range(g_pptr[gp], g_pptr[gp + 1]):
-                    new_load[g_plinks[j]] += s_rate[s] * emult[j]
+                    new_load[g_plinks[j]] += x
             for q in range(n_prev):
                 k = prev_tl[q]
                 if stamp[k] != n_events and cur_load[k] != 0.0:
@@ -689,23 +653,6 @@ def epochs_advance(
             prev_tl = _grow(prev_tl, n_tl)
             prev_tl[:n_tl] = tl[:n_tl]
             n_prev = n_tl
-    return (
-        cap, ver, release, finish, arrive, n_left, moved, dep_left, path_last, link_bytes, hk, hv,
-        hsize, pool, s_gp, s_flow, s_init, s_left, s_rate, s_last, s_cls, n_s, lcc, wl, n_wl, act,
-        n_act, is_end, th_dep, has_arr, full, prev_tl, n_prev, cur_load, st, sl, sv, n_ser, t,
-        n_events, rounds, refills,
-    )  # fmt: skip
-
-
-@njit(cache=_CACHE)
-def epochs_result(state):
-    """``epochs_kernel``'s results from a state."""
-    (
-        cap, ver, release, finish, arrive, n_left, moved, dep_left, path_last, link_bytes, hk, hv,
-        hsize, pool, s_gp, s_flow, s_init, s_left, s_rate, s_last, s_cls, n_s, lcc, wl, n_wl, act,
-        n_act, is_end, th_dep, has_arr, full, prev_tl, n_prev, cur_load, st, sl, sv, n_ser, t,
-        n_events, rounds, refills,
-    ) = state  # fmt: skip
     return (
         release,
         finish,

@@ -364,20 +364,11 @@ def simulate_epochs(
     g_lat = np.ascontiguousarray(np.concatenate(lat_parts))
     rdep_ptr, rdep = fs.dependents()
     max_paths = int(max(np.diff(vs.flow_ptr).max() if n_f else 1 for vs in versions))
-    # per incidence, the members of a piece counted on that link; per path, the members of
-    # its flow's class the piece stands for when a path change pools the bytes left (here a
-    # flow's multiplicity on every link and one piece a path: the symmetry quotient of
-    # solvers.reconfig.schedule counts link classes and sub-flow classes instead)
-    g_emult = np.repeat(
-        np.concatenate([fs.multiplicity[vs.path_flow()] for vs in versions]),
-        np.diff(g_pptr),
-    )
     out = epochs_kernel(
         fs.capacity,
         fs.size,
         fs.start,
-        np.ascontiguousarray(g_emult, np.int64),
-        np.ones(p_off),
+        fs.multiplicity,
         fs.dep_ptr,
         fs.deps,
         rdep_ptr,
