@@ -351,11 +351,12 @@ def main() -> None:
     ap.add_argument("--max-cpu", type=float, default=30.0, help="CPU seconds of a case")
     ap.add_argument("--only", default="", help="cases whose name holds this text")
     ap.add_argument("--start", type=int, default=0, help="skip the cases before this index")
+    ap.add_argument("--stop", type=int, default=None, help="end before this index")
     args = ap.parse_args()
     bad = []
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        todo = [(n, a) for n, a in cases(tmp)[args.start :] if args.only in n]
+        todo = [(n, a) for n, a in cases(tmp)[args.start : args.stop] if args.only in n]
         slowest = (0.0, "")
         if any("@DESIGN" in a for _, a in todo):  # the design whatif cases read
             subprocess.run(

@@ -226,3 +226,17 @@ def test_a_collective_is_sized_before_its_fabric_schedule_and_routes(monkeypatch
     # the library entry checks the built fabric's node count (a design's routes: no route term)
     check_collective_size("all-reduce", "ring", 1_000, 1_001)  # 0.04 GB: within the budget
     check_collective_size("all-reduce", "ring", 100_000, 100_001, routed=False)
+
+
+def test_cosearch_with_no_plan_that_fits_is_one_line(tmp_path):
+    """GPT-3's shape with 1,000,000 layers on 2 x 2 GPUs of 80 GB: no plan of the space fits
+    (memory, or nothing to shard), and the refusal is the only stderr line (the "0 plans fit"
+    count used to come first: two lines)."""
+    doc = {"model": {"base": "gpt3-175b", "layers": 10**6},
+           "parallelism": {"tp": 2, "pp": 2, "dp": 1, "micro_batch_size": 1,
+                           "global_batch_size": 4},
+           "cluster": {"servers": 2, "gpus_per_server": 2}}  # fmt: skip
+    plan = tmp_path / "layers.json"
+    plan.write_text(json.dumps(doc))
+    line = one_line(["cosearch", plan, "--json"])
+    assert "room for at least one plan" in line and "'memory':" in line
