@@ -240,3 +240,21 @@ def test_cosearch_with_no_plan_that_fits_is_one_line(tmp_path):
     plan.write_text(json.dumps(doc))
     line = one_line(["cosearch", plan, "--json"])
     assert "room for at least one plan" in line and "'memory':" in line
+
+
+def test_whatif_sweep_samples_are_capped_before_any_simulation(tmp_path, monkeypatch):
+    """``whatif --sweep --samples 1000000000`` ran for ever (two simulations and a
+    re-optimisation a sample); the samples are capped at 100, where the sweep's seeds
+    ``seed * 1000 + 10 i + k`` stop being distinct, before the first simulation."""
+    import topoopt.app.studies.whatif as wi
+
+    design = _design_file(tmp_path)
+
+    def fail(*a, **k):
+        raise AssertionError("simulated before the check")
+
+    monkeypatch.setattr(wi, "_iteration_s", fail)
+    for n in (101, 10**9, 0):
+        line = one_line(["whatif", PLAN, "--design", design, "--sweep", "--samples", n])
+        assert line == f"error: --samples: got {n}; allowed: an integer in 1..100"
+    assert wi.MAX_SWEEP_SAMPLES == 100 and len({10 * i + 2 for i in range(100)}) == 100
