@@ -9,7 +9,9 @@ case is cut at ``--timeout`` wall seconds) with exit 0 or exit 2 and, on exit 2,
 stderr line (the limit it met: the estimate, the limit, the option that raises it).
 
 Printed per case: wall and CPU seconds, the exit code and the stderr's last line; at the end the
-case of most CPU and the failures (hang, slow, traceback, more than one line, other exits).
+case of most CPU and the failures (hang, slow, traceback, more than one line, other exits). A
+case cut by ``--timeout`` shows the CPU it had used (on a loaded machine at ``nice -n 19`` a
+90 s wall cut can fall on a case of 2 s CPU: rerun those alone).
 
 Usage::
 
@@ -315,11 +317,12 @@ def run(argv: list[str], timeout: float, tmp: Path) -> dict:
     try:
         _, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        cpu = _proc_cpu(proc.pid)  # what it used before the wall-clock cut
         proc.kill()
         proc.communicate()
         _child_cpu()  # the killed case's CPU is not the next case's
-        return {"wall": time.perf_counter() - t0, "cpu": float("nan"), "rc": None,
-                "err": "HANG", "lines": 0}  # fmt: skip
+        return {"wall": time.perf_counter() - t0, "cpu": cpu, "rc": None,
+                "err": f"HANG (cut at {timeout:g} s wall)", "lines": 0}  # fmt: skip
     wall = time.perf_counter() - t0
     lines = [x for x in err.splitlines() if x.strip()]
     return {
@@ -333,6 +336,15 @@ def run(argv: list[str], timeout: float, tmp: Path) -> dict:
 
 
 _CPU = [0.0]
+
+
+def _proc_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a running process, from /proc (NaN where unreadable)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _child_cpu() -> float:
@@ -351,11 +363,12 @@ def main() -> None:
     ap.add_argument("--max-cpu", type=float, default=30.0, help="CPU seconds of a case")
     ap.add_argument("--only", default="", help="cases whose name holds this text")
     ap.add_argument("--start", type=int, default=0, help="skip the cases before this index")
+    ap.add_argument("--stop", type=int, default=None, help="end before this index")
     args = ap.parse_args()
     bad = []
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        todo = [(n, a) for n, a in cases(tmp)[args.start :] if args.only in n]
+        todo = [(n, a) for n, a in cases(tmp)[args.start : args.stop] if args.only in n]
         slowest = (0.0, "")
         if any("@DESIGN" in a for _, a in todo):  # the design whatif cases read
             subprocess.run(

@@ -226,3 +226,35 @@ def test_a_collective_is_sized_before_its_fabric_schedule_and_routes(monkeypatch
     # the library entry checks the built fabric's node count (a design's routes: no route term)
     check_collective_size("all-reduce", "ring", 1_000, 1_001)  # 0.04 GB: within the budget
     check_collective_size("all-reduce", "ring", 100_000, 100_001, routed=False)
+
+
+def test_cosearch_with_no_plan_that_fits_is_one_line(tmp_path):
+    """GPT-3's shape with 1,000,000 layers on 2 x 2 GPUs of 80 GB: no plan of the space fits
+    (memory, or nothing to shard), and the refusal is the only stderr line (the "0 plans fit"
+    count used to come first: two lines)."""
+    doc = {"model": {"base": "gpt3-175b", "layers": 10**6},
+           "parallelism": {"tp": 2, "pp": 2, "dp": 1, "micro_batch_size": 1,
+                           "global_batch_size": 4},
+           "cluster": {"servers": 2, "gpus_per_server": 2}}  # fmt: skip
+    plan = tmp_path / "layers.json"
+    plan.write_text(json.dumps(doc))
+    line = one_line(["cosearch", plan, "--json"])
+    assert "room for at least one plan" in line and "'memory':" in line
+
+
+def test_whatif_sweep_samples_are_capped_before_any_simulation(tmp_path, monkeypatch):
+    """``whatif --sweep --samples 1000000000`` ran for ever (two simulations and a
+    re-optimisation a sample); the samples are capped at 100, where the sweep's seeds
+    ``seed * 1000 + 10 i + k`` stop being distinct, before the first simulation."""
+    import topoopt.app.studies.whatif as wi
+
+    design = _design_file(tmp_path)
+
+    def fail(*a, **k):
+        raise AssertionError("simulated before the check")
+
+    monkeypatch.setattr(wi, "_iteration_s", fail)
+    for n in (101, 10**9, 0):
+        line = one_line(["whatif", PLAN, "--design", design, "--sweep", "--samples", n])
+        assert line == f"error: --samples: got {n}; allowed: an integer in 1..100"
+    assert wi.MAX_SWEEP_SAMPLES == 100 and len({10 * i + 2 for i in range(100)}) == 100

@@ -425,3 +425,73 @@ def test_internal_and_public_mathopt_routes_agree(solver):
                 f.primal_solution.variable_values.values, p.primal_solution.variable_values.values
             )
         assert fast.solve_stats.simplex_iterations == public.solve_stats.simplex_iterations
+
+
+# --------------------------------------------------------------------------- GLOP work limits
+def test_glop_routing_lp_gets_the_iterations_its_work_limit_pays_for(monkeypatch):
+    """Issue 30 item 2: the searches' GLOP routing LPs stop on the work they are given. The
+    iteration limit is ``(W / nnz - WORK_PER_NNZ) / WORK_PER_NNZ_ITERATION["glop"]`` (here
+    derived by hand: 1e-6 and 2e-9 work units), at least 1; a cut LP returns the better of its
+    read-off and the warm start (every pair on its fewest-hop path), never worse than that
+    warm start and never better than the optimum, and its work is charged."""
+    seen = []
+    real = routing_lp.solve_matrix_program
+
+    def spy(*a, **kw):
+        res = real(*a, **kw)
+        seen.append((kw.get("iteration_limit"), res))
+        return res
+
+    monkeypatch.setattr(routing_lp, "solve_matrix_program", spy)
+    n = 6
+    circ = Circuits([[i, (i + 1) % n, 1] for i in range(n)], n).rows
+    src, dst, cap = circuit_links(circ, 1.0)
+    s, t = np.array([0, 1, 2, 3, 0]), np.array([3, 4, 5, 0, 1])
+    b = np.array([1.0, 1.0, 1.0, 1.0, 2.0])
+    go = dict(pair_src=s, pair_dst=t, pair_bytes=b, solver="glop")  # noqa: C408
+    full = route_phase(n, src, dst, cap, **go)
+    assert seen[-1][0] is None and full.limit == "" and seen[-1][1].iterations > 1
+    nnz = seen[-1][1].nnz
+    W = nnz * (1e-6 + 2e-9 * 7.5)  # pays for 7 whole iterations
+    assert routing_lp.iterations_for_work(W, nnz, "glop") == 7
+    cut = route_phase(n, src, dst, cap, work_limit=0.0, **go)
+    assert seen[-1][0] == 1 and seen[-1][1].limit == "iteration" and cut.limit == "iteration"
+    assert seen[-1][1].work <= cut.work < full.work  # charged: the cut solve's work and more
+    # the warm start, derived here: fewest-hop paths (ties: routing_lp.min_hop_paths' choice)
+    paths = routing_lp.min_hop_paths(n, src, dst, s, t)
+    loads = np.zeros(src.size)
+    for p, bytes_ in zip(paths, b, strict=True):
+        loads[p] += bytes_
+    warm = float((loads / cap).max())
+    assert full.time_s * (1 - 1e-9) <= cut.time_s <= warm * (1 + 1e-9)
+    check_link_paths(cut.paths, src, dst, zip(s.tolist(), t.tolist(), strict=True))
+    again = route_phase(n, src, dst, cap, work_limit=0.0, **go)
+    assert again.time_s == cut.time_s and again.paths.path_links.tobytes() == (
+        cut.paths.path_links.tobytes()
+    )
+
+
+def test_joint_search_routes_within_its_work_limit(monkeypatch):
+    """Inside ``joint``'s search every routing LP gets an iteration limit from the work left
+    (GLOP included); at a tiny work limit the design is still feasible and no slower than the
+    TopoOpt warm start, twice the same."""
+    limits = []
+    real = routing_lp.solve_matrix_program
+
+    def spy(*a, **kw):
+        if kw.get("integers") is None:
+            limits.append((kw.get("solver"), kw.get("iteration_limit")))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(routing_lp, "solve_matrix_program", spy)
+    p = DesignProblem.from_workload(_workload(6), degree=2, link_bandwidth=1e9)
+    base = topoopt_design(p)
+    runs = [congestion_search(p, time_limit_s=60, select_by="objective", work_limit=1e-4,
+                              exact_max_servers=0) for _ in range(2)]  # fmt: skip
+    glop = [its for solver, its in limits if solver == "glop"]
+    assert glop and all(its is not None and its >= 1 for its in glop)
+    for d in runs:
+        check_design(d, p)
+        assert d.objective_s <= base.objective_s * (1 + 1e-9)
+    assert runs[0].circuits.rows.tobytes() == runs[1].circuits.rows.tobytes()
+    assert runs[0].objective_s == runs[1].objective_s

@@ -72,6 +72,7 @@ __all__ = [
     "Failure",
     "port_assignment",
     "links_failure",
+    "MAX_SWEEP_SAMPLES",
     "ports_failure",
     "ocs_failure",
     "read_failure_file",
@@ -225,6 +226,11 @@ class Failure:
         """JSON rows ``{"u", "v", "port_u", "port_v"}``."""
         keys = ("u", "v", "port_u", "port_v")
         return [dict(zip(keys, r, strict=True)) for r in self.lost.tolist()]
+
+
+MAX_SWEEP_SAMPLES = 100
+"""Most samples per failure count of :func:`whatif_sweep`: its seeds ``seed * 1000 + 10 i + k``
+are distinct samples only for ``i < 100`` (sample 100 of seed 0 would be sample 0 of seed 1)."""
 
 
 def _int(field: str, value: Any, lo: int, hi: int | None) -> int:
@@ -700,14 +706,16 @@ def whatif_sweep(
 ) -> dict[str, Any]:
     """Slowdown over ``samples`` random single and ``samples`` double circuit failures.
 
-    Sample ``i`` of ``k`` failed circuits uses seed ``seed * 1000 + 10 * i + k``. Returns per
+    Sample ``i`` of ``k`` failed circuits uses seed ``seed * 1000 + 10 * i + k`` (distinct for
+    ``i`` below :data:`MAX_SWEEP_SAMPLES`, the most ``samples`` may be: each sample is a
+    simulation and a re-optimisation; 1e9 samples ran for ever). Returns per
     ``k`` the quantiles (``p0, p50, p90, p100``) of ``after_s / before_s`` (over the samples
     that stay connected) and ``reoptimized_s / before_s``, the count of disconnecting samples,
     and a switch-loss sweep on a k-ary fat-tree of the same servers (:func:`_fat_tree_sweep`):
     a lost edge switch cuts its servers off (the job cannot run there), other losses are
     simulated with ECMP on what remains.
     """
-    samples = _int("--samples", samples, 1, None)
+    samples = _int("--samples", samples, 1, MAX_SWEEP_SAMPLES)
     total = int(case.ports.shape[0])
     before = _iteration_s(case, case.design)
     out: dict[str, Any] = {

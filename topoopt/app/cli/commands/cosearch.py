@@ -294,12 +294,13 @@ def cosearch_command(
         digest = search_digest({**base, "gpu_memory_bytes": memory_bytes}, cfg, ref)
         ck = Checkpoint(out, digest, resume=resume)
     # sizes first, and nothing on stderr before them: a refusal is one line
-    from topoopt.app.studies.cosearch.search import check_size
+    from topoopt.app.studies.cosearch.search import check_size, check_space
     from traffic.limits import memory_budget_bytes
 
     share = memory_budget_bytes() / workers
     try:
         space = plan_space(base, memory_bytes)
+        check_space(space)  # no plan fits: the one line, before the count below
         if len(space):
             first = ref if ref is not None else space.candidates[0]
             check_size(space.base, first, share, ref is not None)

@@ -44,7 +44,7 @@ def whatif_command(
     sweep: Annotated[
         bool, typer.Option("--sweep", help="Slowdown over random single and double failures")
     ] = False,
-    samples: Annotated[int, typer.Option(help="Samples per failure count (with --sweep)")] = 4,
+    samples: Annotated[int, typer.Option(help="Samples per failure count (--sweep; 1..100)")] = 4,
     solver: Annotated[
         SolverName | None, typer.Option(help="Re-optimiser (default: the design's solver)")
     ] = None,

@@ -73,6 +73,7 @@ __all__ = [
     "SearchConfig",
     "SearchResult",
     "check_size",
+    "check_space",
     "cosearch",
     "pareto_front",
 ]
@@ -509,6 +510,16 @@ def candidate_bounds(space: Space, config: SearchConfig) -> list[float]:
     return out
 
 
+def check_space(space: Space) -> None:
+    """Refuse a space with no plan (every candidate cut: memory, shape), naming the cuts."""
+    if not len(space):
+        raise InputError(
+            "gpu_memory_gb",
+            space.gpu_memory_bytes / 1e9,
+            f"room for at least one plan (cut: {space.rejected})",
+        )
+
+
 def check_size(base: dict, cand: Candidate, share: float, reference: bool = False) -> None:
     """Refuse, before any work, a search whose first plan ``cand`` (the reference, else the
     space's first candidate; ``base`` as :attr:`.space.Space.base`) cannot be evaluated even
@@ -566,12 +577,7 @@ def cosearch(
     size_checked : bool
         The caller ran :func:`check_size` (the CLI does, before it prints anything).
     """
-    if not len(space):
-        raise InputError(
-            "gpu_memory_gb",
-            space.gpu_memory_bytes / 1e9,
-            f"room for at least one plan (cut: {space.rejected})",
-        )
+    check_space(space)
     run = _Runner(space, config, engine, checkpoint)
     if not size_checked:  # before any bound or evaluation
         first = reference if reference is not None else space.candidates[0]
