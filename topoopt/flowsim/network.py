@@ -484,14 +484,16 @@ class Network:
         pos[slow] = nreq + np.arange(slow.size)
         return PathSet.concat([ps, rest]).take(pos)
 
-    def _rail_segments(self, u, v, r) -> dict:
+    def _rail_segments(self, u, v, r, counts: bool = False) -> dict:
         """The segments of the rail requests ``(u, v, r)`` (:meth:`_rail_paths_by_leaf`): each
         is ``u``'s link to its rail switch ``a`` (``first``), every shortest path of the switch
         pair ``(a, b)`` (commodity ``sw`` of ``base``, a :class:`~topoopt.paths.PathSet` of
         switch pairs), ``b``'s link to ``v`` (``last``), then with ``hop`` the destination
         GPU's scale-up egress link; ``req``: the request of each segment, request-major, first
         link ascending; ``rail``: the segment's first rail; ``fast``: the requests covered
-        (the others need :meth:`_rail_paths_enumerated`)."""
+        (the others need :meth:`_rail_paths_enumerated`). With ``counts``, ``base`` is the
+        switch pairs' :func:`~topoopt.fabrics.routing.route_link_counts` instead of their
+        listed paths."""
         from topoopt.fabrics.routing import shortest_path_counts
 
         fab, g = self.fabric, self.gpus_per_server
@@ -548,13 +550,22 @@ class Network:
         nsw = fab.n_nodes
         sw_pairs, sw_of = np.unique(a * nsw + b, return_inverse=True)
         sw_of = sw_of.reshape(-1)
-        base = self._route(np.column_stack([sw_pairs // nsw, sw_pairs % nsw]))
+        base = self._switch_routes(np.column_stack([sw_pairs // nsw, sw_pairs % nsw]), counts)
         return {
             "fast": fast, "req": seg_req, "hop": seg_hop, "first": first, "last": last,
             "base": base, "sw": sw_of, "rail": seg_i,
         }  # fmt: skip
 
-    def _server_segments(self, u, v) -> dict | None:
+    def _switch_routes(self, pairs: np.ndarray, counts: bool):
+        """The switch pairs' routes: listed (:meth:`_route`) or, with ``counts``, as
+        :func:`~topoopt.fabrics.routing.route_link_counts` (ECMP without a path cap only)."""
+        if not counts:
+            return self._route(pairs)
+        from topoopt.fabrics.routing import route_link_counts
+
+        return route_link_counts(self.fabric, pairs)
+
+    def _server_segments(self, u, v, counts: bool = False) -> dict | None:
         """ECMP routes of the server pairs ``(u, v)`` as segments (:meth:`_rail_segments`'s
         dict, no hop), where every server has one link to one switch ``a`` and one link back
         from it: then a server is never inside a shortest path, and the shortest paths of
@@ -591,7 +602,7 @@ class Network:
         a, b = fab.dst[first], fab.src[last]
         nsw = fab.n_nodes
         sw_pairs, sw_of = np.unique(a * nsw + b, return_inverse=True)
-        base = self._route(np.column_stack([sw_pairs // nsw, sw_pairs % nsw]))
+        base = self._switch_routes(np.column_stack([sw_pairs // nsw, sw_pairs % nsw]), counts)
         return {
             "fast": np.ones(u.size, bool), "req": np.arange(u.size, dtype=np.int64),
             "hop": np.zeros(u.size, bool), "first": first, "last": last, "base": base,
@@ -872,14 +883,16 @@ class FlowBuilder:
         mult = np.bincount(class_of, minlength=n_c)
         return self._flowset(merged, start, mult, (ps, comm[rep]), reduced), class_of
 
-    def build_bundles(self, start: float = 0.0):
+    def build_bundles(self, start: float = 0.0, *, listed: bool = False):
         """Like :meth:`build_classes`, with each merged flow's paths as *bundles*
         (:class:`~topoopt.flowsim.bundles.BundleSet`: a segment's fixed links and its
         switch pair's route, never expanded path by path: :meth:`Network._rail_segments` on
         a rail fabric, :meth:`Network._server_segments` elsewhere), or ``None`` where the routes are
         not such segments (an override, another method than ECMP, a path cap, a rail request
         without a rail path, a server with several links or links to several switches off
-        a rail fabric). Returns ``(bundles, class_of)``.
+        a rail fabric). Returns ``(bundles, class_of)``. The switch pairs' routes are link
+        counts (:func:`~topoopt.fabrics.routing.route_link_counts`, the bundles'
+        ``route_counts``), or with ``listed`` their paths one by one.
 
         Examples
         --------
@@ -913,9 +926,9 @@ class FlowBuilder:
         if nreq:
             uv, r = uniq // M, uniq % M - 2
             if net.rail_routing:
-                seg = net._rail_segments(uv // n, uv % n, r)
+                seg = net._rail_segments(uv // n, uv % n, r, counts=not listed)
             else:
-                seg = net._server_segments(uv // n, uv % n)
+                seg = net._server_segments(uv // n, uv % n, counts=not listed)
             if seg is None or not seg["fast"].all():
                 return None
         route = a["link"].copy()
@@ -934,7 +947,15 @@ class FlowBuilder:
         if nreq:
             base = seg["base"]
             sreq, hop = seg["req"], seg["hop"]
-            cp = base.commodity_ptr
+            if listed:
+                cp = base.commodity_ptr
+                routes_kw = {"route_ptr": cp, "path_ptr": base.path_ptr,
+                             "path_links": base.path_links}  # fmt: skip
+            else:
+                from topoopt.flowsim.bundles import _paths_ptr
+
+                cp = _paths_ptr(base)
+                routes_kw = {"route_counts": base}
             sw = seg["sw"]
             seg_ptr = np.zeros(nreq + 1, np.int64)
             np.cumsum(np.bincount(sreq, minlength=nreq), out=seg_ptr[1:])
@@ -976,10 +997,9 @@ class FlowBuilder:
             route_of[pb] = sw[sb]
             count[pb] = cnt_seg[sb]
             weight[pb] = 1.0 / (cnt_seg[sb] * nseg[sreq[sb]])
-            route_ptr, path_ptr, path_links = cp, base.path_ptr, base.path_links
         else:
-            route_ptr, path_ptr = np.zeros(1, np.int64), np.zeros(1, np.int64)
-            path_links = np.zeros(0, np.int64)
+            routes_kw = {"route_ptr": np.zeros(1, np.int64), "path_ptr": np.zeros(1, np.int64),
+                         "path_links": np.zeros(0, np.int64)}  # fmt: skip
         bs = BundleSet(
             capacity=net.capacity(self.n_devices),
             latency=net.latency(self.n_devices),
@@ -991,12 +1011,10 @@ class FlowBuilder:
             route=route_of,
             count=count,
             weight=weight,
-            route_ptr=route_ptr,
-            path_ptr=path_ptr,
-            path_links=path_links,
             dep_ptr=dep_ptr,
             deps=deps,
             multiplicity=np.bincount(class_of, minlength=n_c),
+            **routes_kw,
         )
         return bs, class_of
 
