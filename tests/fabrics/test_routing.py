@@ -179,9 +179,9 @@ def test_ecmp_k_with_seed_takes_one_path_per_stratum_of_ranks():
     "make",
     [lambda: fat_tree(4), lambda: expander(16, 3, seed=1), lambda: rail_optimized(16, 4, radix=8)],
 )
-def test_route_link_counts_equal_the_listed_paths(make):
+def test_route_link_counts_equal_the_listed_paths(make, monkeypatch):
     """route_link_counts against the paths routes() lists: per pair, every link's number of
-    crossing paths and its position on them."""
+    crossing paths and its position on them; the same in chunks of a few pairs."""
     f = make()
     sw = np.flatnonzero(f.node_kind != "server")
     sw_pairs = np.column_stack([sw, sw[::-1]])
@@ -203,3 +203,8 @@ def test_route_link_counts_equal_the_listed_paths(make):
     pair_of = np.repeat(np.arange(len(pairs)), np.diff(ptr))
     per_pair = np.bincount(pair_of[at0], weights=count[at0], minlength=len(pairs))
     assert np.array_equal(per_pair, np.diff(ps.commodity_ptr) * (pairs[:, 0] != pairs[:, 1]))
+    import topoopt.fabrics.routing as routing
+
+    monkeypatch.setattr(routing, "CHUNK_CANDIDATES", 40)
+    for got, want in zip(route_link_counts(f, pairs), (ptr, link, count, hop), strict=True):
+        assert np.array_equal(got, want)

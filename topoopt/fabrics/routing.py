@@ -297,6 +297,11 @@ def routes(
     return PathSet(src, dst, np.arange(src.size + 1), ptr, flat, np.ones(src.size))
 
 
+CHUNK_CANDIDATES = 1 << 23
+"""Candidate links (a bound: hops x frontier nodes x out-degree) per chunk of pairs in
+:func:`route_link_counts`, which bounds its temporary arrays."""
+
+
 def route_link_counts(
     fabric: Fabric, pairs, *, kinds: Sequence[str] | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -361,22 +366,30 @@ def route_link_counts(
     order = links[np.lexsort((links, fabric.src[links]))]
     out_ptr = np.searchsorted(fabric.src[order], np.arange(n + 1))
     out_dst = fabric.dst[order]
-    # the frontier: (pair, node, sigma_s(node)) at the current hop
-    fp, fu, fc = np.arange(src.size, dtype=np.int64), src.astype(np.int64), np.ones(src.size)
+    # pairs in chunks of a bounded number of candidate links (hops x nodes x out-degree)
+    max_deg = int(np.diff(out_ptr).max(initial=1))
+    bound = np.cumsum(length * np.minimum(sigma[ti, src], n) * max_deg)
+    marks = np.arange(1, int(bound[-1] // CHUNK_CANDIDATES) + 1 if src.size else 0)
+    cut = np.searchsorted(bound, marks * float(CHUNK_CANDIDATES)) + 1
+    edges = np.unique(np.r_[0, np.minimum(cut, src.size), src.size]).astype(np.int64)
     parts = []
-    for h in range(int(length.max()) if src.size else 0):
-        live = dist[ti[fp], fu] > 0
-        fp, fu, fc = fp[live], fu[live], fc[live]
-        deg = out_ptr[fu + 1] - out_ptr[fu]
-        rows = np.repeat(np.arange(fp.size, dtype=np.int64), deg)
-        cand = ranges(out_ptr[fu], out_ptr[fu + 1])
-        v, p = out_dst[cand], fp[rows]
-        on = dist[ti[p], v] == dist[ti[p], fu[rows]] - 1
-        rows, cand, v, p = rows[on], cand[on], v[on], p[on]
-        parts.append((p, order[cand], fc[rows] * sigma[ti[p], v], np.full(p.size, h)))
-        key, inv = np.unique(p * n + v, return_inverse=True)
-        fp, fu = key // n, key % n
-        fc = np.bincount(inv.reshape(-1), weights=fc[rows], minlength=key.size)
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        # the frontier: (pair, node, sigma_s(node)) at the current hop
+        fp, fu = np.arange(lo, hi, dtype=np.int64), src[lo:hi].astype(np.int64)
+        fc = np.ones(hi - lo)
+        for h in range(int(length[lo:hi].max())):
+            live = dist[ti[fp], fu] > 0
+            fp, fu, fc = fp[live], fu[live], fc[live]
+            deg = out_ptr[fu + 1] - out_ptr[fu]
+            rows = np.repeat(np.arange(fp.size, dtype=np.int64), deg)
+            cand = ranges(out_ptr[fu], out_ptr[fu + 1])
+            v, p = out_dst[cand], fp[rows]
+            on = dist[ti[p], v] == dist[ti[p], fu[rows]] - 1
+            rows, cand, v, p = rows[on], cand[on], v[on], p[on]
+            parts.append((p, order[cand], fc[rows] * sigma[ti[p], v], np.full(p.size, h)))
+            key, inv = np.unique(p * n + v, return_inverse=True)
+            fp, fu = key // n, key % n
+            fc = np.bincount(inv.reshape(-1), weights=fc[rows], minlength=key.size)
     if parts:
         p, lk, c, hp = (np.concatenate(x) for x in zip(*parts, strict=True))
     else:
