@@ -558,12 +558,18 @@ class Network:
 
     def _switch_routes(self, pairs: np.ndarray, counts: bool):
         """The switch pairs' routes: listed (:meth:`_route`) or, with ``counts``, as
-        :func:`~topoopt.fabrics.routing.route_link_counts` (ECMP without a path cap only)."""
+        :func:`~topoopt.fabrics.routing.route_link_counts` (ECMP without a path cap only; the
+        last pairs' counts are kept)."""
         if not counts:
             return self._route(pairs)
         from topoopt.fabrics.routing import route_link_counts
 
-        return route_link_counts(self.fabric, pairs)
+        ck, key = ("switch_route_counts",), np.ascontiguousarray(pairs, np.int64).tobytes()
+        last = self._cache.get(ck)
+        if last is None or last[0] != key:  # the phases of an iteration ask the same pairs
+            last = (key, route_link_counts(self.fabric, pairs))
+            self._cache[ck] = last
+        return last[1]
 
     def _server_segments(self, u, v, counts: bool = False) -> dict | None:
         """ECMP routes of the server pairs ``(u, v)`` as segments (:meth:`_rail_segments`'s
