@@ -242,3 +242,18 @@ def test_a_slower_core_link_falls_back_to_the_sub_flow_model():
     assert sim.reduction.get("method") != "route bundles"
     plain = simulate_builder(fb, reduction=False)
     assert _close(sim.finish, plain.finish) and _close(sim.link_bytes, plain.link_bytes)
+
+
+def test_network_keeps_switch_route_counts_per_pair():
+    """Network._switch_routes computes only the pairs it has not seen, and answers every
+    request as route_link_counts would."""
+    from topoopt.fabrics.routing import route_link_counts
+
+    net = Network(fat_tree(4), gpus_per_server=2)
+    sw = np.flatnonzero(net.fabric.node_kind != "server")
+    p1 = np.column_stack([sw[:6], sw[::-1][:6]])
+    p2 = np.column_stack([sw[3:9], sw[::-1][3:9]])[::-1]  # overlaps p1, another order
+    for p in (p1, p2, p1):
+        got = net._switch_routes(p, True)
+        for a, b in zip(got, route_link_counts(net.fabric, p), strict=True):
+            assert np.array_equal(a, b)

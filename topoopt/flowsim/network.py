@@ -558,18 +558,36 @@ class Network:
 
     def _switch_routes(self, pairs: np.ndarray, counts: bool):
         """The switch pairs' routes: listed (:meth:`_route`) or, with ``counts``, as
-        :func:`~topoopt.fabrics.routing.route_link_counts` (ECMP without a path cap only; the
-        last pairs' counts are kept)."""
+        :func:`~topoopt.fabrics.routing.route_link_counts` (ECMP without a path cap only; every
+        pair's counts are kept, and a later call computes only the pairs not seen)."""
         if not counts:
             return self._route(pairs)
         from topoopt.fabrics.routing import route_link_counts
 
-        ck, key = ("switch_route_counts",), np.ascontiguousarray(pairs, np.int64).tobytes()
-        last = self._cache.get(ck)
-        if last is None or last[0] != key:  # the phases of an iteration ask the same pairs
-            last = (key, route_link_counts(self.fabric, pairs))
-            self._cache[ck] = last
-        return last[1]
+        pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
+        n = self.fabric.n_nodes
+        keys = pairs[:, 0] * n + pairs[:, 1]
+        ck = ("switch_route_counts",)
+        # every pair computed so far, sorted by key: (keys, ptr, link, count, hop)
+        known = self._cache.get(ck, (np.zeros(0, np.int64), np.zeros(1, np.int64)) + (
+            np.zeros(0, np.int64),) * 3)  # fmt: skip
+        new = np.setdiff1d(keys, known[0])
+        if new.size:
+            got = route_link_counts(self.fabric, np.column_stack([new // n, new % n]))
+            all_keys = np.r_[known[0], new]
+            lens = np.r_[np.diff(known[1]), np.diff(got[0])]
+            data = [np.r_[a, b] for a, b in zip(known[2:], got[1:], strict=True)]
+            o = np.argsort(all_keys, kind="stable")
+            starts = np.r_[0, np.cumsum(lens)][:-1][o]
+            sel = ranges(starts, starts + lens[o])
+            known = (all_keys[o], np.r_[0, np.cumsum(lens[o])].astype(np.int64),
+                     *(d[sel] for d in data))  # fmt: skip
+            self._cache[ck] = known
+        pos = np.searchsorted(known[0], keys)
+        lo, hi = known[1][pos], known[1][pos + 1]
+        sel = ranges(lo, hi)
+        ptr = np.r_[0, np.cumsum(hi - lo)].astype(np.int64)
+        return (ptr, *(d[sel] for d in known[2:]))
 
     def _server_segments(self, u, v, counts: bool = False) -> dict | None:
         """ECMP routes of the server pairs ``(u, v)`` as segments (:meth:`_rail_segments`'s
