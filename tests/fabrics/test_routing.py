@@ -13,11 +13,12 @@ from topoopt.fabrics import (
     fat_tree,
     hybrid,
     path_nodes,
+    rail_optimized,
     routes,
     server_pairs,
 )
 from topoopt.fabrics.metrics import server_hops
-from topoopt.fabrics.routing import shortest_path_counts
+from topoopt.fabrics.routing import route_link_counts, shortest_path_counts
 from traffic.errors import InputError
 
 
@@ -172,3 +173,38 @@ def test_ecmp_k_with_seed_takes_one_path_per_stratum_of_ranks():
     # without a seed: the first rank of each stratum (as before)
     ps = routes(f, "ecmp", pairs=pairs, k=2)
     assert paths(ps, 0) == [paths(every, 0)[0], paths(every, 0)[2]]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: fat_tree(4), lambda: expander(16, 3, seed=1), lambda: rail_optimized(16, 4, radix=8)],
+)
+def test_route_link_counts_equal_the_listed_paths(make, monkeypatch):
+    """route_link_counts against the paths routes() lists: per pair, every link's number of
+    crossing paths and its position on them; the same in chunks of a few pairs."""
+    f = make()
+    sw = np.flatnonzero(f.node_kind != "server")
+    sw_pairs = np.column_stack([sw, sw[::-1]])
+    dist, _ = shortest_path_counts(f, sw_pairs[:, 1])
+    sw_pairs = sw_pairs[np.isfinite(dist[np.arange(sw.size), sw_pairs[:, 0]])]
+    pairs = np.vstack([server_pairs(f.n_servers)[::7], sw_pairs])
+    ptr, link, count, hop = route_link_counts(f, pairs)
+    ps = routes(f, "ecmp", pairs=pairs)
+    comm = np.repeat(ps.path_commodity(), np.diff(ps.path_ptr))
+    pos = np.arange(ps.path_links.size) - np.repeat(ps.path_ptr[:-1], np.diff(ps.path_ptr))
+    key, cnt = np.unique(comm * f.n_links + ps.path_links, return_counts=True)
+    per = np.bincount(key // f.n_links, minlength=len(pairs))
+    assert np.array_equal(ptr, np.r_[0, np.cumsum(per)])
+    assert np.array_equal(link, key % f.n_links) and np.array_equal(count, cnt)
+    first = np.unique(comm * f.n_links + ps.path_links, return_index=True)[1]
+    assert np.array_equal(hop, pos[first])
+    # every path count is the sum over the links at hop 0
+    at0 = hop == 0
+    pair_of = np.repeat(np.arange(len(pairs)), np.diff(ptr))
+    per_pair = np.bincount(pair_of[at0], weights=count[at0], minlength=len(pairs))
+    assert np.array_equal(per_pair, np.diff(ps.commodity_ptr) * (pairs[:, 0] != pairs[:, 1]))
+    import topoopt.fabrics.routing as routing
+
+    monkeypatch.setattr(routing, "CHUNK_CANDIDATES", 40)
+    for got, want in zip(route_link_counts(f, pairs), (ptr, link, count, hop), strict=True):
+        assert np.array_equal(got, want)

@@ -64,7 +64,7 @@ def _close(a, b):
 @pytest.mark.parametrize("regular", [True, False])
 def test_bundles_expand_to_the_builders_flow_model(name, regular):
     fb = _builder(name, 3, regular=regular)
-    bs, class_of = fb.build_bundles()
+    bs, class_of = fb.build_bundles(listed=True)
     fs, class_ref = fb.build_classes()
     assert np.array_equal(class_of, class_ref)
     ex = bs.to_flowset()
@@ -82,18 +82,40 @@ def test_bundles_expand_to_the_builders_flow_model(name, regular):
         assert rows(ex) == rows(fs)
     assert np.array_equal(ex.dep_ptr, fs.dep_ptr) and np.array_equal(ex.deps, fs.deps)
     assert np.array_equal(ex.multiplicity, fs.multiplicity)
+    # the default bundles hold the routes as link counts: the same bundles, and each route's
+    # counts are its listed paths' (route_link_counts against the listing in test_routing)
+    bc, class_c = fb.build_bundles()
+    assert np.array_equal(class_c, class_of) and bc.route_counts is not None
+    for name_ in ("flow_ptr", "fix_ptr", "fix_links", "route", "count", "weight", "route_ptr"):
+        assert np.array_equal(getattr(bc, name_), getattr(bs, name_)), name_
+    from topoopt.flowsim.bundles import _route_links
+
+    def by_link(ul):  # (route, link, paths crossing it) rows, in (route, link) order
+        ptr, lk, cnt = ul
+        r = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
+        o = np.lexsort((lk, r))
+        return np.column_stack([r[o], lk[o], cnt[o]])
+
+    assert np.array_equal(by_link(_route_links(bc)), by_link(_route_links(bs)))
+    with pytest.raises(ValueError, match="link counts"):
+        bc.to_flowset()
 
 
 @pytest.mark.parametrize("name", sorted(FABRICS))
 @pytest.mark.parametrize("regular", [True, False])
 def test_bundle_quotient_equals_the_unreduced_model(name, regular):
     fb = _builder(name, 5, regular=regular)
-    bs, _ = fb.build_bundles()
+    bs, _ = fb.build_bundles()  # routes as link counts
+    listed, _ = fb.build_bundles(listed=True)
     red = reduce_bundles(bs)
     assert red.info["status"] == "on", red.info
     assert red.info["method"] == "route bundles"
+    red_l = reduce_bundles(listed)
+    assert red_l.info["status"] == "on" and _close(
+        simulate_bundles(listed, red_l).finish, simulate_bundles(bs, red).finish
+    )
     got = simulate_bundles(bs, red)
-    ref = simulate(bs.to_flowset())
+    ref = simulate(listed.to_flowset())
     assert _close(got.finish, ref.finish) and _close(got.start, ref.start)
     assert _close(got.link_bytes, ref.link_bytes)
     # every path of a bundle has its bundle's times
@@ -127,7 +149,8 @@ def _expanded_partition(bs, part):
 @pytest.mark.parametrize("name", sorted(FABRICS))
 def test_exact_check_agrees_with_the_plain_check_on_the_expanded_model(name):
     fb = _builder(name, 7, regular=True)
-    bs, _ = fb.build_bundles()
+    bs, _ = fb.build_bundles(listed=True)
+    bc, _ = fb.build_bundles()  # the same bundles, routes as link counts
     fs = bs.to_flowset()
     part = bundle_partition(bs)
     assert is_bundle_equitable(bs, part) and is_equitable(fs, _expanded_partition(bs, part))
@@ -150,6 +173,8 @@ def test_exact_check_agrees_with_the_plain_check_on_the_expanded_model(name):
     said = [is_bundle_equitable(bs, p) for p in cases]
     plain = [is_equitable(fs, _expanded_partition(bs, p)) for p in cases]
     assert all(p for s, p in zip(said, plain, strict=True) if s)  # never accepts wrongly
+    said_c = [is_bundle_equitable(bc, p) for p in cases]
+    assert said_c[0] and all(p for s, p in zip(said_c, plain, strict=True) if s)
     assert said == plain  # and here never stricter
     assert said[0] and not all(said)
 
@@ -217,3 +242,18 @@ def test_a_slower_core_link_falls_back_to_the_sub_flow_model():
     assert sim.reduction.get("method") != "route bundles"
     plain = simulate_builder(fb, reduction=False)
     assert _close(sim.finish, plain.finish) and _close(sim.link_bytes, plain.link_bytes)
+
+
+def test_network_keeps_switch_route_counts_per_pair():
+    """Network._switch_routes computes only the pairs it has not seen, and answers every
+    request as route_link_counts would."""
+    from topoopt.fabrics.routing import route_link_counts
+
+    net = Network(fat_tree(4), gpus_per_server=2)
+    sw = np.flatnonzero(net.fabric.node_kind != "server")
+    p1 = np.column_stack([sw[:6], sw[::-1][:6]])
+    p2 = np.column_stack([sw[3:9], sw[::-1][3:9]])[::-1]  # overlaps p1, another order
+    for p in (p1, p2, p1):
+        got = net._switch_routes(p, True)
+        for a, b in zip(got, route_link_counts(net.fabric, p), strict=True):
+            assert np.array_equal(a, b)

@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
+from topoopt.csr import ranges
 from topoopt.fabrics.fabric import Fabric
 from topoopt.paths import PathSet
 from traffic.errors import InputError
@@ -33,6 +34,7 @@ from traffic.errors import InputError
 __all__ = [
     "METHODS",
     "routes",
+    "route_link_counts",
     "shortest_path_counts",
     "server_pairs",
     "dimension_order_routes",
@@ -293,6 +295,110 @@ def routes(
     ptr = np.zeros(src.size + 1, np.int64)
     np.cumsum(length, out=ptr[1:])
     return PathSet(src, dst, np.arange(src.size + 1), ptr, flat, np.ones(src.size))
+
+
+CHUNK_CANDIDATES = 1 << 23
+"""Candidate links (a bound: hops x frontier nodes x out-degree) per chunk of pairs in
+:func:`route_link_counts`, which bounds its temporary arrays."""
+
+
+def route_link_counts(
+    fabric: Fabric, pairs, *, kinds: Sequence[str] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per pair, the links of its shortest paths and how many of them cross each link, without
+    listing the paths.
+
+    A link ``(x, y)`` is on a shortest path from ``s`` to ``t`` at hop ``h`` exactly when
+    ``d_s(x) = h`` and ``d_t(y) = d_t(s) - h - 1``; then ``sigma_s(x) sigma_t(y)`` of the
+    pair's ``sigma_t(s)`` paths cross it. ``d_t`` and ``sigma_t`` are
+    :func:`shortest_path_counts`'s table; ``sigma_s`` is counted forward from ``s`` hop by
+    hop over the links of the pair's shortest paths only (every shortest ``s -> x`` path of a
+    node ``x`` on a shortest ``s -> t`` path is one). Memory is one entry per (pair, link of
+    its shortest paths) instead of one per (path, hop): on a three-tier fat-tree of ``k``-port
+    switches ``k^2 / 2 + k`` per cross-pod leaf pair against ``k^2``.
+
+    Parameters
+    ----------
+    fabric : Fabric
+    pairs : array_like
+        ``(K, 2)`` source/destination node ids (``(u, u)``: no links).
+    kinds : sequence of str, optional
+        Links of these kinds only (as :func:`routes`).
+
+    Returns
+    -------
+    ptr, link, count, hop : numpy.ndarray
+        Pair ``i``'s links are ``link[ptr[i]:ptr[i+1]]`` (ascending), ``count`` the number of
+        its shortest paths crossing each (``int64``; their sum over the links at hop 0 is the
+        pair's path count), ``hop`` the link's position on those paths (0: the first).
+
+    Raises
+    ------
+    InputError
+        A pair without a path, or path counts beyond ``2**53``.
+
+    Examples
+    --------
+    >>> from topoopt.fabrics import fat_tree
+    >>> ptr, link, count, hop = route_link_counts(fat_tree(4), [[0, 15]])
+    >>> count.tolist()  # 4 paths: server link, 2 aggregations, 4 cores, 2 aggregations, ...
+    [4, 4, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1]
+    >>> hop.tolist()
+    [0, 5, 1, 1, 4, 4, 2, 2, 2, 2, 3, 3, 3, 3]
+    """
+    src, dst = _pairs(fabric, pairs)
+    links = _link_subset(fabric, kinds)
+    n = fabric.n_nodes
+    targets, ti = np.unique(dst, return_inverse=True)
+    ti = ti.reshape(-1)
+    dist, sigma = shortest_path_counts(fabric, targets, kinds)
+    length = dist[ti, src]
+    bad = ~np.isfinite(length)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            "fabric",
+            f"no path from node {int(src[i])} to node {int(dst[i])} ({fabric.family})",
+            "a connected fabric where routes are requested",
+        )
+    if src.size and float(sigma[ti, src].max()) >= 2.0**53:
+        raise InputError("pairs", None, "pairs with fewer shortest paths (over 2**53)")
+    order = links[np.lexsort((links, fabric.src[links]))]
+    out_ptr = np.searchsorted(fabric.src[order], np.arange(n + 1))
+    out_dst = fabric.dst[order]
+    # pairs in chunks of a bounded number of candidate links (hops x nodes x out-degree)
+    max_deg = int(np.diff(out_ptr).max(initial=1))
+    bound = np.cumsum(length * np.minimum(sigma[ti, src], n) * max_deg)
+    marks = np.arange(1, int(bound[-1] // CHUNK_CANDIDATES) + 1 if src.size else 0)
+    cut = np.searchsorted(bound, marks * float(CHUNK_CANDIDATES)) + 1
+    edges = np.unique(np.r_[0, np.minimum(cut, src.size), src.size]).astype(np.int64)
+    parts = []
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        # the frontier: (pair, node, sigma_s(node)) at the current hop
+        fp, fu = np.arange(lo, hi, dtype=np.int64), src[lo:hi].astype(np.int64)
+        fc = np.ones(hi - lo)
+        for h in range(int(length[lo:hi].max())):
+            live = dist[ti[fp], fu] > 0
+            fp, fu, fc = fp[live], fu[live], fc[live]
+            deg = out_ptr[fu + 1] - out_ptr[fu]
+            rows = np.repeat(np.arange(fp.size, dtype=np.int64), deg)
+            cand = ranges(out_ptr[fu], out_ptr[fu + 1])
+            v, p = out_dst[cand], fp[rows]
+            on = dist[ti[p], v] == dist[ti[p], fu[rows]] - 1
+            rows, cand, v, p = rows[on], cand[on], v[on], p[on]
+            parts.append((p, order[cand], fc[rows] * sigma[ti[p], v], np.full(p.size, h)))
+            key, inv = np.unique(p * n + v, return_inverse=True)
+            fp, fu = key // n, key % n
+            fc = np.bincount(inv.reshape(-1), weights=fc[rows], minlength=key.size)
+    if parts:
+        p, lk, c, hp = (np.concatenate(x) for x in zip(*parts, strict=True))
+    else:
+        p = lk = hp = np.zeros(0, np.int64)
+        c = np.zeros(0)
+    o = np.lexsort((lk, p))
+    ptr = np.zeros(src.size + 1, np.int64)
+    np.cumsum(np.bincount(p, minlength=src.size), out=ptr[1:])
+    return ptr, lk[o], c[o].astype(np.int64), hp[o].astype(np.int64)
 
 
 def pair_uniform(src, dst, i, seed: int) -> np.ndarray:

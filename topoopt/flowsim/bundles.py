@@ -102,6 +102,18 @@ def _i64(a) -> np.ndarray:
     return np.ascontiguousarray(a, np.int64)
 
 
+def _paths_ptr(route_counts) -> np.ndarray:
+    """``route_ptr`` numbering the paths of routes given as link counts: a route's paths are
+    the counts of its links at hop 0 (one empty path without links: a switch to itself)."""
+    rc_ptr, _, rc_cnt, rc_hop = (np.asarray(x) for x in route_counts)
+    n_s = rc_ptr.shape[0] - 1
+    r_of = np.repeat(np.arange(n_s, dtype=np.int64), np.diff(rc_ptr))
+    at0 = rc_hop == 0
+    n_p = np.bincount(r_of[at0], weights=rc_cnt[at0], minlength=n_s).astype(np.int64)
+    n_p[np.diff(rc_ptr) == 0] = 1
+    return np.r_[0, np.cumsum(n_p)].astype(np.int64)
+
+
 @dataclass(frozen=True, eq=False)
 class BundleSet:
     """Flows whose sub-flows come in bundles of equal-weight paths (module docstring).
@@ -125,8 +137,17 @@ class BundleSet:
     route_ptr, path_ptr, path_links : numpy.ndarray
         Route ``s``'s paths are ``route_ptr[s]:route_ptr[s+1]``, path ``p``'s links
         ``path_links[path_ptr[p]:path_ptr[p+1]]`` (disjoint from the fixed links of its bundles).
+        Omitted (``None``) with ``route_counts``; ``route_ptr`` then numbers the paths.
     dep_ptr, deps, multiplicity : numpy.ndarray, optional
         Dependencies and multiplicities of the flows, as in :class:`~topoopt.flowsim.FlowSet`.
+    route_counts : tuple of numpy.ndarray, optional
+        The routes as link counts instead of listed paths (shortest-path routes):
+        ``(ptr, link, count, hop)`` of :func:`topoopt.fabrics.routing.route_link_counts`, route
+        ``s``'s links ``link[ptr[s]:ptr[s+1]]``, each crossed by ``count`` of its paths at
+        position ``hop`` (every path crosses one link at each hop). Stored sorted by route,
+        hop, link. The paths are never listed (:meth:`to_flowset` is not available); the
+        reduction checks that the links at one hop of a route are of one class, which makes
+        every path of the route cross the same link classes.
     """
 
     capacity: np.ndarray
@@ -139,15 +160,28 @@ class BundleSet:
     route: np.ndarray
     count: np.ndarray
     weight: np.ndarray
-    route_ptr: np.ndarray
-    path_ptr: np.ndarray
-    path_links: np.ndarray
+    route_ptr: np.ndarray | None = None
+    path_ptr: np.ndarray | None = None
+    path_links: np.ndarray | None = None
     dep_ptr: np.ndarray | None = None
     deps: np.ndarray | None = None
     multiplicity: np.ndarray | None = None
+    route_counts: tuple | None = None
 
     def __post_init__(self) -> None:
         n_f = np.asarray(self.size).shape[0]
+        if self.route_counts is not None:
+            if self.path_ptr is not None or self.path_links is not None:
+                raise ValueError("BundleSet: give routes as paths or as route_counts, not both")
+            rc_ptr, rc_link, rc_cnt, rc_hop = (_i64(x) for x in self.route_counts)
+            n_s = rc_ptr.shape[0] - 1
+            r_of = np.repeat(np.arange(n_s, dtype=np.int64), np.diff(rc_ptr))
+            o = np.lexsort((rc_link, rc_hop, r_of))
+            rc = (rc_ptr, rc_link[o], rc_cnt[o], rc_hop[o])
+            object.__setattr__(self, "route_counts", rc)
+            object.__setattr__(self, "route_ptr", _paths_ptr(rc))
+            object.__setattr__(self, "path_ptr", np.zeros(1, np.int64))
+            object.__setattr__(self, "path_links", np.zeros(0, np.int64))
         for name in ("flow_ptr", "fix_ptr", "fix_links", "route", "count", "route_ptr",
                      "path_ptr", "path_links"):  # fmt: skip
             object.__setattr__(self, name, _i64(getattr(self, name)))
@@ -196,7 +230,10 @@ class BundleSet:
 
     def to_flowset(self) -> FlowSet:
         """The unreduced flow model: one sub-flow per path of every bundle (its fixed links,
-        then the route path's links), flows, bundles and paths in order."""
+        then the route path's links), flows, bundles and paths in order. Not with
+        ``route_counts`` (the paths are not listed)."""
+        if self.route_counts is not None:
+            raise ValueError("BundleSet.to_flowset: the routes are link counts, not paths")
         nb = self.n_bundles
         routed = self.route >= 0
         # the paths of every bundle: a route path, or -1 (fixed links only)
@@ -286,6 +323,8 @@ def _labels(labels, n: int, name: str) -> tuple:
 def _route_links(bs: BundleSet) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per route: its distinct links and how many of its paths cross each, as a CSR
     ``(ul_ptr, ul_link, ul_cnt)``."""
+    if bs.route_counts is not None:
+        return bs.route_counts[:3]
     n_l, n_s = bs.n_links, bs.n_routes
     p_route = np.repeat(np.arange(n_s, dtype=np.int64), np.diff(bs.route_ptr))
     inc_route = np.repeat(p_route, np.diff(bs.path_ptr))
@@ -293,6 +332,30 @@ def _route_links(bs: BundleSet) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ul_ptr = np.zeros(n_s + 1, np.int64)
     np.cumsum(np.bincount(key // n_l, minlength=n_s), out=ul_ptr[1:])
     return ul_ptr, key % n_l, cnt.astype(np.int64)
+
+
+def _hop_groups(bs: BundleSet) -> tuple[np.ndarray, np.ndarray]:
+    """With ``route_counts``: the CSR of each route's hops over the (route, hop) groups
+    ``(route_hop_ptr, group_ptr)`` (entries of a group: ``group_ptr[g]:group_ptr[g+1]``)."""
+    rc_ptr, _, _, rc_hop = bs.route_counts
+    n_s = rc_ptr.shape[0] - 1
+    r_of = np.repeat(np.arange(n_s, dtype=np.int64), np.diff(rc_ptr))
+    new = np.ones(rc_hop.size, bool)
+    new[1:] = (r_of[1:] != r_of[:-1]) | (rc_hop[1:] != rc_hop[:-1])
+    starts = np.flatnonzero(new)
+    group_ptr = np.r_[starts, rc_hop.size].astype(np.int64)
+    route_hop_ptr = np.r_[0, np.cumsum(np.bincount(r_of[starts], minlength=n_s))]
+    return route_hop_ptr.astype(np.int64), group_ptr
+
+
+def _signature_paths(bs: BundleSet) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What :func:`route_signatures` hashes per route: its listed paths, or with
+    ``route_counts`` one group per hop (the links at that hop), an invariant of the route
+    as well (the exact check decides)."""
+    if bs.route_counts is None:
+        return bs.route_ptr, bs.path_ptr, bs.path_links
+    rh_ptr, g_ptr = _hop_groups(bs)
+    return rh_ptr, g_ptr, bs.route_counts[1]
 
 
 def bundle_partition(
@@ -333,6 +396,7 @@ def bundle_partition(
         bs.size, bs.start, bs.multiplicity.astype(np.float64),
         *_labels(start_flow, n_f, "start_flow"),
     )  # fmt: skip
+    sig_ptr, sig_pp, sig_pl = _signature_paths(bs)
     counts = (-1, -1, -1)
     for rounds in range(1, max_rounds + 1):
         s = rng.integers(0, 2**63, size=6, dtype=np.uint64)
@@ -341,7 +405,7 @@ def bundle_partition(
             ul_ptr, ul_link, ul_cnt, s[0], s[1],
         )  # fmt: skip
         lc = dense_ids(h_l)
-        sig = route_signatures(bs.route_ptr, bs.path_ptr, bs.path_links, lc, s[2], s[3])
+        sig = route_signatures(sig_ptr, sig_pp, sig_pl, lc, s[2], s[3])
         h_b = fixed_and_route_sums(
             bc, fc[bflow], bs.fix_ptr, bs.fix_links, bs.route, lc, sig, s[4], s[5]
         )
@@ -360,24 +424,39 @@ def bundle_partition(
     return None
 
 
-def _rep_paths(bs: BundleSet, bundles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _route_reps(bs: BundleSet) -> tuple[np.ndarray, np.ndarray]:
+    """CSR ``(ptr, links)`` of one path of each route: its first listed path, or with
+    ``route_counts`` the first link at each hop (a path crossing the same link classes as
+    every path of the route once the links at each hop are of one class)."""
+    if bs.route_counts is None:
+        has = np.flatnonzero(np.diff(bs.route_ptr) > 0)
+        starts = np.zeros(bs.n_routes, np.int64)
+        lens = np.zeros(bs.n_routes, np.int64)
+        starts[has] = bs.path_ptr[bs.route_ptr[has]]
+        lens[has] = bs.path_ptr[bs.route_ptr[has] + 1] - starts[has]
+        ptr = np.r_[0, np.cumsum(lens)].astype(np.int64)
+        return ptr, bs.path_links[ranges(starts, starts + lens)]
+    rh_ptr, g_ptr = _hop_groups(bs)
+    return rh_ptr, bs.route_counts[1][g_ptr[:-1]]
+
+
+def _rep_paths(bs: BundleSet, bundles: np.ndarray, reps=None) -> tuple[np.ndarray, np.ndarray]:
     """CSR ``(ptr, links)`` of one path of each of ``bundles``: its fixed links, then the
-    links of its route's first path."""
+    links of its route's representative path (:func:`_route_reps`, or ``reps``)."""
+    rr_ptr, rr_links = _route_reps(bs) if reps is None else reps
     nfix = np.diff(bs.fix_ptr)[bundles]
     r = bs.route[bundles]
     body = r >= 0
-    p0 = np.zeros(bundles.size, np.int64)
-    p0[body] = bs.route_ptr[r[body]]
     nbody = np.zeros(bundles.size, np.int64)
-    nbody[body] = bs.path_ptr[p0[body] + 1] - bs.path_ptr[p0[body]]
+    nbody[body] = rr_ptr[r[body] + 1] - rr_ptr[r[body]]
     ptr = np.zeros(bundles.size + 1, np.int64)
     np.cumsum(nfix + nbody, out=ptr[1:])
     links = np.empty(int(ptr[-1]), np.int64)
     links[ranges(ptr[:-1], ptr[:-1] + nfix)] = bs.fix_links[
         ranges(bs.fix_ptr[bundles], bs.fix_ptr[bundles + 1])
     ]
-    links[ranges(ptr[:-1][body] + nfix[body], ptr[1:][body])] = bs.path_links[
-        ranges(bs.path_ptr[p0[body]], bs.path_ptr[p0[body] + 1])
+    links[ranges(ptr[:-1][body] + nfix[body], ptr[1:][body])] = rr_links[
+        ranges(rr_ptr[r[body]], rr_ptr[r[body] + 1])
     ]
     return ptr, links
 
@@ -408,7 +487,13 @@ def is_bundle_equitable(bs: BundleSet, part: BundlePartition, route_links=None) 
     ones_l = np.ones(bs.n_links, np.int64)
     # every path of a route crosses each link class as often as the route's first path
     n_s = bs.n_routes
-    if bs.path_links.size:
+    if bs.route_counts is not None:  # sufficient: the links at each hop of a route, one class
+        _, g_ptr = _hop_groups(bs)
+        cls = lk[bs.route_counts[1]]
+        g_of = np.repeat(np.arange(g_ptr.size - 1), np.diff(g_ptr))
+        if not np.array_equal(cls, cls[g_ptr[:-1]][g_of]):
+            return False
+    elif bs.path_links.size:
         p_route = np.repeat(np.arange(n_s, dtype=np.int64), np.diff(bs.route_ptr))
         if not uniform_counts(bs.path_ptr, bs.path_links, ones_l, p_route, lk, n_s, n_lc):
             return False

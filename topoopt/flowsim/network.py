@@ -484,14 +484,16 @@ class Network:
         pos[slow] = nreq + np.arange(slow.size)
         return PathSet.concat([ps, rest]).take(pos)
 
-    def _rail_segments(self, u, v, r) -> dict:
+    def _rail_segments(self, u, v, r, counts: bool = False) -> dict:
         """The segments of the rail requests ``(u, v, r)`` (:meth:`_rail_paths_by_leaf`): each
         is ``u``'s link to its rail switch ``a`` (``first``), every shortest path of the switch
         pair ``(a, b)`` (commodity ``sw`` of ``base``, a :class:`~topoopt.paths.PathSet` of
         switch pairs), ``b``'s link to ``v`` (``last``), then with ``hop`` the destination
         GPU's scale-up egress link; ``req``: the request of each segment, request-major, first
         link ascending; ``rail``: the segment's first rail; ``fast``: the requests covered
-        (the others need :meth:`_rail_paths_enumerated`)."""
+        (the others need :meth:`_rail_paths_enumerated`). With ``counts``, ``base`` is the
+        switch pairs' :func:`~topoopt.fabrics.routing.route_link_counts` instead of their
+        listed paths."""
         from topoopt.fabrics.routing import shortest_path_counts
 
         fab, g = self.fabric, self.gpus_per_server
@@ -548,13 +550,46 @@ class Network:
         nsw = fab.n_nodes
         sw_pairs, sw_of = np.unique(a * nsw + b, return_inverse=True)
         sw_of = sw_of.reshape(-1)
-        base = self._route(np.column_stack([sw_pairs // nsw, sw_pairs % nsw]))
+        base = self._switch_routes(np.column_stack([sw_pairs // nsw, sw_pairs % nsw]), counts)
         return {
             "fast": fast, "req": seg_req, "hop": seg_hop, "first": first, "last": last,
             "base": base, "sw": sw_of, "rail": seg_i,
         }  # fmt: skip
 
-    def _server_segments(self, u, v) -> dict | None:
+    def _switch_routes(self, pairs: np.ndarray, counts: bool):
+        """The switch pairs' routes: listed (:meth:`_route`) or, with ``counts``, as
+        :func:`~topoopt.fabrics.routing.route_link_counts` (ECMP without a path cap only; every
+        pair's counts are kept, and a later call computes only the pairs not seen)."""
+        if not counts:
+            return self._route(pairs)
+        from topoopt.fabrics.routing import route_link_counts
+
+        pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
+        n = self.fabric.n_nodes
+        keys = pairs[:, 0] * n + pairs[:, 1]
+        ck = ("switch_route_counts",)
+        # every pair computed so far, sorted by key: (keys, ptr, link, count, hop)
+        known = self._cache.get(ck, (np.zeros(0, np.int64), np.zeros(1, np.int64)) + (
+            np.zeros(0, np.int64),) * 3)  # fmt: skip
+        new = np.setdiff1d(keys, known[0])
+        if new.size:
+            got = route_link_counts(self.fabric, np.column_stack([new // n, new % n]))
+            all_keys = np.r_[known[0], new]
+            lens = np.r_[np.diff(known[1]), np.diff(got[0])]
+            data = [np.r_[a, b] for a, b in zip(known[2:], got[1:], strict=True)]
+            o = np.argsort(all_keys, kind="stable")
+            starts = np.r_[0, np.cumsum(lens)][:-1][o]
+            sel = ranges(starts, starts + lens[o])
+            known = (all_keys[o], np.r_[0, np.cumsum(lens[o])].astype(np.int64),
+                     *(d[sel] for d in data))  # fmt: skip
+            self._cache[ck] = known
+        pos = np.searchsorted(known[0], keys)
+        lo, hi = known[1][pos], known[1][pos + 1]
+        sel = ranges(lo, hi)
+        ptr = np.r_[0, np.cumsum(hi - lo)].astype(np.int64)
+        return (ptr, *(d[sel] for d in known[2:]))
+
+    def _server_segments(self, u, v, counts: bool = False) -> dict | None:
         """ECMP routes of the server pairs ``(u, v)`` as segments (:meth:`_rail_segments`'s
         dict, no hop), where every server has one link to one switch ``a`` and one link back
         from it: then a server is never inside a shortest path, and the shortest paths of
@@ -591,7 +626,7 @@ class Network:
         a, b = fab.dst[first], fab.src[last]
         nsw = fab.n_nodes
         sw_pairs, sw_of = np.unique(a * nsw + b, return_inverse=True)
-        base = self._route(np.column_stack([sw_pairs // nsw, sw_pairs % nsw]))
+        base = self._switch_routes(np.column_stack([sw_pairs // nsw, sw_pairs % nsw]), counts)
         return {
             "fast": np.ones(u.size, bool), "req": np.arange(u.size, dtype=np.int64),
             "hop": np.zeros(u.size, bool), "first": first, "last": last, "base": base,
@@ -872,14 +907,16 @@ class FlowBuilder:
         mult = np.bincount(class_of, minlength=n_c)
         return self._flowset(merged, start, mult, (ps, comm[rep]), reduced), class_of
 
-    def build_bundles(self, start: float = 0.0):
+    def build_bundles(self, start: float = 0.0, *, listed: bool = False):
         """Like :meth:`build_classes`, with each merged flow's paths as *bundles*
         (:class:`~topoopt.flowsim.bundles.BundleSet`: a segment's fixed links and its
         switch pair's route, never expanded path by path: :meth:`Network._rail_segments` on
         a rail fabric, :meth:`Network._server_segments` elsewhere), or ``None`` where the routes are
         not such segments (an override, another method than ECMP, a path cap, a rail request
         without a rail path, a server with several links or links to several switches off
-        a rail fabric). Returns ``(bundles, class_of)``.
+        a rail fabric). Returns ``(bundles, class_of)``. The switch pairs' routes are link
+        counts (:func:`~topoopt.fabrics.routing.route_link_counts`, the bundles'
+        ``route_counts``), or with ``listed`` their paths one by one.
 
         Examples
         --------
@@ -913,9 +950,9 @@ class FlowBuilder:
         if nreq:
             uv, r = uniq // M, uniq % M - 2
             if net.rail_routing:
-                seg = net._rail_segments(uv // n, uv % n, r)
+                seg = net._rail_segments(uv // n, uv % n, r, counts=not listed)
             else:
-                seg = net._server_segments(uv // n, uv % n)
+                seg = net._server_segments(uv // n, uv % n, counts=not listed)
             if seg is None or not seg["fast"].all():
                 return None
         route = a["link"].copy()
@@ -934,7 +971,15 @@ class FlowBuilder:
         if nreq:
             base = seg["base"]
             sreq, hop = seg["req"], seg["hop"]
-            cp = base.commodity_ptr
+            if listed:
+                cp = base.commodity_ptr
+                routes_kw = {"route_ptr": cp, "path_ptr": base.path_ptr,
+                             "path_links": base.path_links}  # fmt: skip
+            else:
+                from topoopt.flowsim.bundles import _paths_ptr
+
+                cp = _paths_ptr(base)
+                routes_kw = {"route_counts": base}
             sw = seg["sw"]
             seg_ptr = np.zeros(nreq + 1, np.int64)
             np.cumsum(np.bincount(sreq, minlength=nreq), out=seg_ptr[1:])
@@ -976,10 +1021,9 @@ class FlowBuilder:
             route_of[pb] = sw[sb]
             count[pb] = cnt_seg[sb]
             weight[pb] = 1.0 / (cnt_seg[sb] * nseg[sreq[sb]])
-            route_ptr, path_ptr, path_links = cp, base.path_ptr, base.path_links
         else:
-            route_ptr, path_ptr = np.zeros(1, np.int64), np.zeros(1, np.int64)
-            path_links = np.zeros(0, np.int64)
+            routes_kw = {"route_ptr": np.zeros(1, np.int64), "path_ptr": np.zeros(1, np.int64),
+                         "path_links": np.zeros(0, np.int64)}  # fmt: skip
         bs = BundleSet(
             capacity=net.capacity(self.n_devices),
             latency=net.latency(self.n_devices),
@@ -991,12 +1035,10 @@ class FlowBuilder:
             route=route_of,
             count=count,
             weight=weight,
-            route_ptr=route_ptr,
-            path_ptr=path_ptr,
-            path_links=path_links,
             dep_ptr=dep_ptr,
             deps=deps,
             multiplicity=np.bincount(class_of, minlength=n_c),
+            **routes_kw,
         )
         return bs, class_of
 
