@@ -131,7 +131,6 @@ def test_subflows_are_checked_when_the_flows_are_routed(monkeypatch):
     beyond the budget (the most paths of a pair times every flow refused GPT-3 175B on the
     three-tier Clos of 16,384 GPUs as 35.6 GB; it peaks at 6.24 GB)."""
     from topoopt.flowsim import network
-    from topoopt.flowsim.subflow_guard import PAIR_FLOW_BYTES
     from topoopt.flowsim.work import FLOW_PEAK_BYTES, SUBFLOW_BYTES, fabric_paths
 
     w = workload_from_plan(PLANS["vgg16-dp"])  # a ring over servers 0-3 of a k = 4 fat-tree
@@ -139,22 +138,17 @@ def test_subflows_are_checked_when_the_flows_are_routed(monkeypatch):
     seen = []
     real = network.check_subflows
 
-    def spy(flows, subflows, reduced=False, pair_flows=0):
-        seen.append((flows, subflows, pair_flows))
-        return real(flows, subflows, reduced, pair_flows)
-
-    def need_of(x):
-        return FLOW_PEAK_BYTES * x[0] + SUBFLOW_BYTES * x[1] + PAIR_FLOW_BYTES * x[2]
+    def spy(flows, subflows, reduced=False):
+        seen.append((flows, subflows))
+        return real(flows, subflows, reduced)
 
     monkeypatch.setattr(network, "check_subflows", spy)
     base = simulate_iteration(w, fab, exposed_by_class=False).iteration_s
-    flows, subflows, pairs = max(seen, key=need_of)
+    flows, subflows = max(seen, key=lambda x: FLOW_PEAK_BYTES * x[0] + SUBFLOW_BYTES * x[1])
     assert flows == estimate_work(w).flows
     # servers 1-2 and 3-0 sit on different edge switches of pod 0: two paths each
     assert fabric_paths(fab) == 4 and subflows > 0
-    # the ring's flows between servers, counted before identical flows are merged
-    assert 0 < pairs <= flows
-    need = need_of((flows, subflows, pairs))
+    need = FLOW_PEAK_BYTES * flows + SUBFLOW_BYTES * subflows
     monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr(need * 1.01 / 1e9))
     assert simulate_iteration(w, fab, exposed_by_class=False).iteration_s == base
     monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr(need * 0.99 / 1e9))
@@ -170,11 +164,7 @@ def test_reduced_subflows_are_checked_as_reduced_and_a_fallback_as_plain(monkeyp
 
     from topoopt.flowsim import FlowSet
     from topoopt.flowsim import network as network_module
-    from topoopt.flowsim.subflow_guard import (
-        PAIR_FLOW_BYTES,
-        SUBFLOW_BYTES,
-        SUBFLOW_BYTES_REDUCED,
-    )
+    from topoopt.flowsim.subflow_guard import SUBFLOW_BYTES, SUBFLOW_BYTES_REDUCED
     from topoopt.flowsim.symmetry import simulate_reduced
     from topoopt.flowsim.work import FLOW_PEAK_BYTES
 
@@ -183,16 +173,16 @@ def test_reduced_subflows_are_checked_as_reduced_and_a_fallback_as_plain(monkeyp
     seen = []
     real = network_module.check_subflows
 
-    def spy(flows, subflows, reduced=False, pair_flows=0):
-        seen.append((flows, subflows, reduced, pair_flows))
-        return real(flows, subflows, reduced, pair_flows)
+    def spy(flows, subflows, reduced=False):
+        seen.append((flows, subflows, reduced))
+        return real(flows, subflows, reduced)
 
     monkeypatch.setattr(network_module, "check_subflows", spy)
     base = simulate_iteration(w, fab, exposed_by_class=False, reduction=True).iteration_s
-    flows, subflows, reduced, pairs = max(seen, key=lambda x: x[1])
+    flows, subflows, reduced = max(seen, key=lambda x: x[1])
     assert reduced
-    lo = FLOW_PEAK_BYTES * flows + SUBFLOW_BYTES_REDUCED * subflows + PAIR_FLOW_BYTES * pairs
-    hi = FLOW_PEAK_BYTES * flows + SUBFLOW_BYTES * subflows + PAIR_FLOW_BYTES * pairs
+    lo = FLOW_PEAK_BYTES * flows + SUBFLOW_BYTES_REDUCED * subflows
+    hi = FLOW_PEAK_BYTES * flows + SUBFLOW_BYTES * subflows
     monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr((lo + hi) / 2 / 1e9))
     assert simulate_iteration(w, fab, exposed_by_class=False, reduction=True).iteration_s == base
     with pytest.raises(InputError, match="sub-flows"):
@@ -206,38 +196,28 @@ def test_reduced_subflows_are_checked_as_reduced_and_a_fallback_as_plain(monkeyp
     assert np.allclose(simulate_reduced(fs).finish, [2.0, 3.0])
 
 
-def test_subflow_estimate_covers_the_arrays_of_a_network_bound_job(monkeypatch):
-    """DLRM (an all-to-all: nearly every flow between two servers) on 8 servers of a k = 8
-    fat-tree: the arrays simulate_iteration allocates (the traced peak, numpy's buffers
-    included) are at most the largest estimate the sub-flow guard returned. Run first in a
-    fresh process the traced peak is 18.2 MB against 21.8 MB estimated, and the guard before
-    2026-12-06 (no pair flows' term) gave 7.5 MB; after earlier tests have filled the route
-    caches the peak is 3.5 MB, so only the bound is asserted."""
-    import tracemalloc
-
+def test_estimate_counts_the_all_to_all_matrices_the_workload_holds(monkeypatch):
+    """DLRM with embedding tables of different widths holds its all-to-all as two dense
+    GPU x GPU float64 matrices (forward, backward): 2 x 24**2 x 8 = 9,216 bytes at 24 GPUs,
+    16 x 16,384**2 = 4.29 GB at 16,384 GPUs (measured 2026-12-06: 4.4 GB held before the
+    first flow, 5.88 GB peak, against an estimate of 2.27 GB without them). The estimate
+    counts them; the plan loader refuses them beyond the budget before allocating."""
     from topoopt.app.studies.advise import scale_plan
-    from topoopt.flowsim import network
-    from topoopt.flowsim.subflow_guard import FLOW_PEAK_BYTES, PAIR_FLOW_BYTES, SUBFLOW_BYTES
-    from traffic.plan import load_plan
+    from topoopt.flowsim.work import (
+        FLOW_PEAK_BYTES,
+        GPU_PAIR_BYTES,
+        GPU_PEAK_BYTES,
+        held_matrix_bytes,
+    )
 
-    w = workload_from_plan(scale_plan(load_plan("dlrm"), 64, "h100-sxm"))
-    fab = fat_tree(8, gpus_per_server=8)
-    seen = []
-    real = network.check_subflows
-
-    def spy(flows, subflows, reduced=False, pair_flows=0):
-        seen.append((real(flows, subflows, reduced, pair_flows), flows, subflows, pair_flows))
-        return seen[-1][0]
-
-    monkeypatch.setattr(network, "check_subflows", spy)
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        simulate_iteration(w, fab, exposed_by_class=False)
-        peak = tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
-    est, flows, subflows, pairs = max(seen)
-    assert est == FLOW_PEAK_BYTES * flows + SUBFLOW_BYTES * subflows + PAIR_FLOW_BYTES * pairs
-    assert pairs > 0.8 * flows  # network-bound: most flows run between servers
-    assert est >= peak, (est, peak)
+    plan = scale_plan(load_plan("dlrm"), 24, "h100-sxm")
+    w = workload_from_plan(plan)
+    assert held_matrix_bytes(w) == 2 * 8 * 24**2
+    est = estimate_work(w)
+    gpu_terms = GPU_PEAK_BYTES * 24 + GPU_PAIR_BYTES * 24**2
+    assert est.peak_bytes == pytest.approx(
+        PROCESS_BYTES + 2 * 8 * 24**2 + FLOW_PEAK_BYTES * est.flows + gpu_terms
+    )
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr(2 * 8 * 24**2 * 0.99 / 1e9))
+    with pytest.raises(InputError, match="embedding all-to-all.*TOPOOPT_MEMORY_BUDGET_GB"):
+        workload_from_plan(plan)

@@ -203,7 +203,7 @@ def test_routes_are_exact_and_capped_only_when_the_subflows_do_not_fit(monkeypat
 
     seen = []
 
-    def budget(flows, subflows, reduced=False, pair_flows=0):  # a budget of one path a flow
+    def budget(flows, subflows, reduced=False):  # a budget of one path a flow
         seen.append(subflows > flows)
         if subflows > flows:
             raise InputError("flows", f"{subflows:,} sub-flows", "at most 1 a flow")

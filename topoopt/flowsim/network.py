@@ -951,7 +951,7 @@ class FlowBuilder:
         flow_ptr = np.zeros(n_c + 1, np.int64)
         np.cumsum(nb_f, out=flow_ptr[1:])
         nb = int(flow_ptr[-1])
-        check_subflows(self.n, nb, reduced=True, pair_flows=pair.size)
+        check_subflows(self.n, nb, reduced=True)
         b_flow = np.repeat(np.arange(n_c, dtype=np.int64), nb_f)
         b_seg = np.full(nb, -1, np.int64)
         pb = is_pair[b_flow]
@@ -1024,11 +1024,7 @@ class FlowBuilder:
             r_links, r_w = np.zeros(0, np.int64), np.zeros(0)
         n_pair_paths = int((cp[comm[pair_idx] + 1] - cp[comm[pair_idx]]).sum())
         # before the sub-flow arrays exist
-        # the server-pair flows before identical ones were merged (their arrays are held)
-        n_pair = int(pair_idx.size if multiplicity is None else np.sum(multiplicity[pair_idx]))
-        check_subflows(
-            self.n, n_f - pair_idx.size + n_pair_paths, reduced=reduced, pair_flows=n_pair
-        )
+        check_subflows(self.n, n_f - pair_idx.size + n_pair_paths, reduced=reduced)
         flow_ptr, path_ptr, links, weight = expand_routes(
             link,
             comm,

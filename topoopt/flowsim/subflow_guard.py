@@ -6,10 +6,9 @@ with its links). :func:`check_subflows` is called by
 routed and before the sub-flow arrays are allocated, with the exact counts, and refuses a
 simulation whose arrays would exceed ``TOPOOPT_MEMORY_BUDGET_GB``:
 
-``arrays = FLOW_PEAK_BYTES * flows + PAIR_FLOW_BYTES * pair_flows + SUBFLOW_BYTES * sub-flows``
+``arrays = FLOW_PEAK_BYTES * flows + SUBFLOW_BYTES * sub-flows``
 
-(pair flows: the flows between two servers, before identical flows are merged; the estimate
-before anything is built, :mod:`topoopt.flowsim.work`, counts the flows alone).
+(the estimate before anything is built, :mod:`topoopt.flowsim.work`, counts the flows alone).
 It imports nothing of the flow model, so that the builder and the estimate can both use it.
 """
 
@@ -18,22 +17,7 @@ from __future__ import annotations
 from traffic.errors import InputError
 from traffic.limits import FLOW_PEAK_BYTES, memory_budget_bytes
 
-__all__ = [
-    "FLOW_PEAK_BYTES",
-    "PAIR_FLOW_BYTES",
-    "SUBFLOW_BYTES",
-    "SUBFLOW_BYTES_REDUCED",
-    "check_subflows",
-]
-
-PAIR_FLOW_BYTES = 2000.0
-"""Further peak bytes per flow between two servers (routed, as against a flow on one link),
-measured 2026-12-06 on a network-bound job: DLRM at 16,384 GPUs (2,048 H100 servers, 8 x 400 G,
-the three-tier Clos, route bundles), whose 2,113,415 flows are nearly all server-pair flows:
-the process held 5.18 GB at the first sub-flow check (49,271 bundles) and peaked at 5.88 GB,
-while ``FLOW_PEAK_BYTES * flows`` and the bundles gave 1.91 GB of arrays. ``(5.88 - 0.36 GB -
-1.91 GB) / 2.11 M = 1.71 kB`` a pair flow, rounded up. The GPT-3 and Llama calibrations below
-were made without this term (their jobs are mostly flows on one link); not re-measured."""
+__all__ = ["FLOW_PEAK_BYTES", "SUBFLOW_BYTES", "SUBFLOW_BYTES_REDUCED", "check_subflows"]
 
 SUBFLOW_BYTES = 300.0
 """Peak bytes per sub-flow (a flow's share on one of its paths) at the routing of the flows,
@@ -53,15 +37,14 @@ dp 8, 26.0 M sub-flows of 2.29 M flows, 4.79 GB peak (91 bytes a sub-flow). A re
 turns itself off is checked again with :data:`SUBFLOW_BYTES` before the plain simulation."""
 
 
-def check_subflows(flows: int, subflows: int, reduced: bool = False, pair_flows: int = 0) -> float:
+def check_subflows(flows: int, subflows: int, reduced: bool = False) -> float:
     """Refuse routed flows whose sub-flows would exceed the memory budget; return the estimated
     array bytes (module docstring) otherwise.
 
     Called with the flows of one simulation once their routes are known and before the
     sub-flow arrays exist: ``flows`` flows (before identical flows are merged) split into
     ``subflows`` sub-flows in all; ``reduced``: they will be simulated through the symmetry
-    quotient (:data:`SUBFLOW_BYTES_REDUCED` a sub-flow instead of :data:`SUBFLOW_BYTES`);
-    ``pair_flows``: how many of the ``flows`` run between two servers (:data:`PAIR_FLOW_BYTES`).
+    quotient (:data:`SUBFLOW_BYTES_REDUCED` a sub-flow instead of :data:`SUBFLOW_BYTES`).
 
     Raises
     ------
@@ -75,22 +58,18 @@ def check_subflows(flows: int, subflows: int, reduced: bool = False, pair_flows:
     6.1
     >>> round(check_subflows(1_058_684, 17_147_580, reduced=True) / 1e9, 2)  # 3.20 GB measured
     3.52
-    >>> round(check_subflows(2_113_415, 49_271, reduced=True, pair_flows=2_113_415) / 1e9, 2)
-    6.14
     >>> check_subflows(10**6, 10**8)
     Traceback (most recent call last):
     ...
-    traffic.errors.InputError: flows: got '100,000,000 sub-flows of 1,000,000 flows, 0 between servers (about 30.9 GB of arrays)'; allowed: at most 8 GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)
+    traffic.errors.InputError: flows: got '100,000,000 sub-flows of 1,000,000 flows (about 30.9 GB of arrays)'; allowed: at most 8 GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)
     """  # noqa: E501
     per = SUBFLOW_BYTES_REDUCED if reduced else SUBFLOW_BYTES
-    est = FLOW_PEAK_BYTES * float(flows) + PAIR_FLOW_BYTES * float(pair_flows)
-    est += per * float(subflows)
+    est = FLOW_PEAK_BYTES * float(flows) + per * float(subflows)
     budget = memory_budget_bytes()
     if est > budget:
         raise InputError(
             "flows",
-            f"{int(subflows):,} sub-flows of {int(flows):,} flows, {int(pair_flows):,} between "
-            f"servers (about {est / 1e9:,.1f} GB "
+            f"{int(subflows):,} sub-flows of {int(flows):,} flows (about {est / 1e9:,.1f} GB "
             "of arrays)",
             f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)",
         )
