@@ -194,3 +194,30 @@ def test_reduced_subflows_are_checked_as_reduced_and_a_fallback_as_plain(monkeyp
         simulate_reduced(fs)
     monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", "1")
     assert np.allclose(simulate_reduced(fs).finish, [2.0, 3.0])
+
+
+def test_estimate_counts_the_all_to_all_matrices_the_workload_holds(monkeypatch):
+    """DLRM with embedding tables of different widths holds its all-to-all as two dense
+    GPU x GPU float64 matrices (forward, backward): 2 x 24**2 x 8 = 9,216 bytes at 24 GPUs,
+    16 x 16,384**2 = 4.29 GB at 16,384 GPUs (measured 2026-12-06: 4.4 GB held before the
+    first flow, 5.88 GB peak, against an estimate of 2.27 GB without them). The estimate
+    counts them; the plan loader refuses them beyond the budget before allocating."""
+    from topoopt.app.studies.advise import scale_plan
+    from topoopt.flowsim.work import (
+        FLOW_PEAK_BYTES,
+        GPU_PAIR_BYTES,
+        GPU_PEAK_BYTES,
+        held_matrix_bytes,
+    )
+
+    plan = scale_plan(load_plan("dlrm"), 24, "h100-sxm")
+    w = workload_from_plan(plan)
+    assert held_matrix_bytes(w) == 2 * 8 * 24**2
+    est = estimate_work(w)
+    gpu_terms = GPU_PEAK_BYTES * 24 + GPU_PAIR_BYTES * 24**2
+    assert est.peak_bytes == pytest.approx(
+        PROCESS_BYTES + 2 * 8 * 24**2 + FLOW_PEAK_BYTES * est.flows + gpu_terms
+    )
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr(2 * 8 * 24**2 * 0.99 / 1e9))
+    with pytest.raises(InputError, match="embedding all-to-all.*TOPOOPT_MEMORY_BUDGET_GB"):
+        workload_from_plan(plan)

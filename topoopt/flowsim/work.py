@@ -10,18 +10,19 @@ aggregation trees of about as many flows.
 
 From the count, the peak resident memory of a ``topoopt simulate`` process:
 
-``peak_bytes = PROCESS_BYTES + (FLOW_PEAK_BYTES + PATH_BYTES * (paths - 1)) * flows
+``peak_bytes = PROCESS_BYTES + held + (FLOW_PEAK_BYTES + PATH_BYTES * (paths - 1)) * flows
 + GPU_PEAK_BYTES * gpus + GPU_PAIR_BYTES * gpus**2``
 
-where ``paths`` is the most paths a flow is split over on the fabric (:func:`fabric_paths`; 1
-on the ideal switch and before a fabric exists, 16 on the two-tier Clos of 128 servers): every
-further path is a sub-flow with its links in the simulator. The commands check the estimate
-with ``paths = 1`` before anything is built (the flows alone: a lower bound), because the
-most paths of a pair says little of the sub-flows a plan builds: the iteration model merges
-identical flows before they are split over paths, and most flows of a parallel plan join
-near servers. On GPT-3 175B at 16,384 GPUs on the three-tier Clos the most paths is 256,
-and the 1,058,684 flows take 17,147,580 sub-flows (16.2 a flow): ``paths = 256`` estimated
-35.6 GB of arrays for a run that peaks at 6.24 GB, and refused it.
+where ``held`` is the bytes of the dense all-to-all matrices the Workload holds
+(:func:`held_matrix_bytes`) and ``paths`` is the most paths a flow is split over on the fabric
+(:func:`fabric_paths`; 1 on the ideal switch and before a fabric exists, 16 on the two-tier
+Clos of 128 servers): every further path is a sub-flow with its links in the simulator. The
+commands check the estimate with ``paths = 1`` before anything is built (the flows alone: a
+lower bound), because the most paths of a pair says little of the sub-flows a plan builds: the
+iteration model merges identical flows before they are split over paths, and most flows of a
+parallel plan join near servers. On GPT-3 175B at 16,384 GPUs on the three-tier Clos the most
+paths is 256, and the 1,058,684 flows take 17,147,580 sub-flows (16.2 a flow): ``paths = 256``
+estimated 35.6 GB of arrays for a run that peaks at 6.24 GB, and refused it.
 
 :func:`~topoopt.flowsim.subflow_guard.check_subflows` then checks the sub-flows exactly, when
 the flows are routed and before the sub-flow arrays are allocated
@@ -65,6 +66,7 @@ __all__ = [
     "WorkEstimate",
     "fabric_paths",
     "estimate_work",
+    "held_matrix_bytes",
     "check_work",
     "check_subflows",
 ]
@@ -128,6 +130,17 @@ def _taskgraph_flows(w: Workload) -> int:
     return n
 
 
+def held_matrix_bytes(workload: Workload) -> float:
+    """Bytes of the dense per-pair matrices the Workload itself holds (an all-to-all's
+    ``peer_bytes``, ``group_size**2`` float64 each), which live through the whole simulation.
+
+    DLRM at 16,384 GPUs with embedding tables of different widths holds two of them (forward
+    and backward), 2 x 16,384**2 x 8 = 4.29 GB, before any flow exists: measured 2026-12-06,
+    ``topoopt simulate`` on the three-tier Clos held 4.4 GB when the simulation started and
+    peaked at 5.88 GB, while the flow and GPU terms gave 2.27 GB."""
+    return float(sum(d.peer_bytes.nbytes for d in workload.demands if d.peer_bytes is not None))
+
+
 def estimate_work(
     workload: Workload,
     *,
@@ -169,6 +182,7 @@ def estimate_work(
     per_flow = FLOW_PEAK_BYTES + PATH_BYTES * float(max(int(paths), 1) - 1)
     peak = (
         PROCESS_BYTES
+        + held_matrix_bytes(workload)
         + per_flow * float(flows)
         + GPU_PEAK_BYTES * float(gpus)
         + GPU_PAIR_BYTES * float(gpus) ** 2

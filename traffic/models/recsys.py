@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from traffic.limits import check_memory
 from traffic.models.megatron import reduce_bytes
 from traffic.placement import RankGrid
 from traffic.plan import Plan
@@ -100,6 +101,12 @@ def recsys_demands(
                     )
                 )
         else:
+            # two dense n x n float64 matrices (forward, backward), held by the Workload
+            check_memory(
+                "cluster.servers",
+                2 * 8.0 * n * n,
+                f"{n:,} GPUs' embedding all-to-all matrices (2 x {n:,}^2 float64)",
+            )
             pb = np.repeat((b * dims * beta).astype(np.float64)[:, None], n, axis=1)
             np.fill_diagonal(pb, 0.0)
             for ph, mat in (("forward", pb), ("backward", pb.T.copy())):
