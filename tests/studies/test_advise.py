@@ -211,6 +211,9 @@ def test_routes_are_exact_and_capped_only_when_the_subflows_do_not_fit(monkeypat
 
     monkeypatch.setattr(network, "check_subflows", budget)
     monkeypatch.setattr(symmetry, "check_subflows", budget)
+    # the route-bundle quotient asks for one bundle a flow segment here, never refused: the
+    # fall-back is the sub-flow model's (fabrics whose routes are not bundles), so bundles off
+    monkeypatch.setattr(network.FlowBuilder, "build_bundles", lambda self, *a, **k: None)
     it, cap = _simulate(run, None, None, 4)  # every path, 4, then 4 // 4 = 1 path a pair
     capped = simulate_iteration(wl, run.fabric, exposed_by_class=False, max_paths=1)
     assert cap == 1 and it.iteration_s == pytest.approx(capped.iteration_s, rel=1e-9)
