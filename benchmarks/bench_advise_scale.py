@@ -34,9 +34,12 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
 
     def save(row: dict) -> None:
-        clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+        clean = {
+            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in row.items()
+        }
         with open(a.rows, "a") as f:
-            f.write(json.dumps(clean, default=str) + "\n")
+            f.write(json.dumps(clean, default=str, allow_nan=False) + "\n")
         t = row.get("iteration_s")
         print(
             f"{row['job']} / {row['fabric']}: "
@@ -54,13 +57,13 @@ def main(argv=None) -> None:
     doc = json_document(res)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(doc, f, indent=1, default=str)
+            json.dump(doc, f, indent=1, default=str, allow_nan=False)
     for line in res.verdict:
         print(line)
     for line in res.warnings():
         print("warning:", line)
     print(json.dumps({"equal_capex": doc["equal_capex"], "equal_iteration": doc["equal_iteration"]},
-                     default=str, indent=1))  # fmt: skip
+                     default=str, indent=1, allow_nan=False))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ def main(argv=None) -> int:
             "stopped_by": res.info["stopped_by"], "coarsened": res.info["coarsened"],
             "lower_bound_s": res.lower_bound_s, "capex_usd": capex["static"]["capex_usd"],
             "power_w": capex["static"]["power_w"],
-        }), flush=True)  # fmt: skip
+        }, allow_nan=False), flush=True)  # fmt: skip
     print(f"cpu_s {time.process_time() - t0:.1f}", file=sys.stderr)
     return 0
 

@@ -68,7 +68,7 @@ def main(argv=None) -> int:
             "stopped_by": res.info["stopped_by"], "coarsened": res.info["coarsened"],
             "lower_bound_s": res.lower_bound_s, "capex_usd": capex["static"]["capex_usd"],
             "power_w": capex["static"]["power_w"],
-        }), flush=True)  # fmt: skip
+        }, allow_nan=False), flush=True)  # fmt: skip
     if a.static_alternatives:  # DELTA's question: a better static set than the traffic matrix's
         from solvers.reconfig.schedule import Schedule
         from solvers.reconfig.spine import iteration_under_spine_schedule
@@ -91,7 +91,7 @@ def main(argv=None) -> int:
                     "ratio": run.iteration_s / res.static_iteration_s,
                     "circuits": cs.total, "static_circuits": res.schedule.sets[0].total
                     if res.schedule.is_static() else None,
-                }), flush=True)  # fmt: skip
+                }, allow_nan=False), flush=True)  # fmt: skip
     print(f"cpu_s {time.process_time() - t0:.1f}", file=sys.stderr)
     return 0
 

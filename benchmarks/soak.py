@@ -176,7 +176,7 @@ def show_plan(k: int, seed: int, doc: dict, out: str | None) -> None:
     ``api.design``, whose wall-clock cap is 900 s)."""
     import json
 
-    text = json.dumps(doc, indent=1) + "\n"
+    text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
     if out is None:
         sys.stdout.write(text)
     else:
