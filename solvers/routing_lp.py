@@ -64,7 +64,6 @@ __all__ = [
     "solve_matrix_program",
     "RoutingResult",
     "FALLBACK_PATHS",
-    "iterations_for_work",
     "route_phase",
     "min_hop_paths",
     "SharedRouting",
@@ -91,32 +90,6 @@ WORK_PER_NNZ = 1e-6
 
 WORK_PER_FLOW_COLUMN = 2e-6
 """Work units per flow column (source x link) for decomposing a routing LP's flow into paths."""
-
-
-def iterations_for_work(work: float | None, nnz: int, solver: str) -> int | None:
-    """The LP iteration limit that keeps a solve of ``nnz`` nonzeros within ``work`` work units
-    (:attr:`MatrixResult.work`: ``nnz (per_iteration x iterations + WORK_PER_NNZ)``); None
-    when ``work`` is None (no work limit), at least 1.
-
-    >>> iterations_for_work(1.0, 1000, "glop"), iterations_for_work(None, 1000, "glop")
-    (499500, None)
-    >>> iterations_for_work(0.0, 1000, "glop")
-    1
-    """
-    if work is None:
-        return None
-    per = WORK_PER_NNZ_ITERATION.get(solver, WORK_PER_NNZ_ITERATION["pdlp"])
-    its = (float(work) / max(int(nnz), 1) - WORK_PER_NNZ) / per
-    return int(min(max(its, 1.0), 2**31 - 1))
-
-
-def _capped(iteration_limit: int | None, work: float | None, nnz: int, solver: str):
-    """``iteration_limit`` (PDLP's only) and the work limit's iterations, whichever is lower."""
-    own = iteration_limit if solver == "pdlp" else None
-    by_work = iterations_for_work(work, nnz, solver)
-    if own is None or by_work is None:
-        return own if by_work is None else by_work
-    return min(int(own), by_work)
 
 
 def _solver_type(name: str):
@@ -746,7 +719,6 @@ def route_phase(
     time_limit: float = 60.0,
     iteration_limit: int | None = None,
     lp_tolerance: float | None = None,
-    work_limit: float | None = None,
 ) -> RoutingResult:
     """Route one phase on directed links, minimising the max over links of load / capacity.
 
@@ -769,13 +741,9 @@ def route_phase(
     time_limit : float
         Wall-clock cap on the LP, seconds (``inf``: none).
     iteration_limit : int, optional
-        PDLP's iteration limit (a deterministic limit).
+        PDLP's iteration limit (a deterministic limit; GLOP always solves to optimality).
     lp_tolerance : float, optional
         PDLP's relative and absolute optimality tolerance (default PDLP's own, 1e-6).
-    work_limit : float, optional
-        Work units (:data:`WORK_PER_NNZ_ITERATION`) the LP may spend: GLOP and PDLP get the
-        iteration limit that fits (:func:`iterations_for_work`; PDLP the lower of it and
-        ``iteration_limit``). None: GLOP solves to optimality.
 
     Returns
     -------
@@ -783,8 +751,7 @@ def route_phase(
         Always a feasible routing: when a limit (the wall clock, the iteration limit) or the
         solver stops the LP before it has a solution, every pair goes on its fewest-hop path
         and the rings are chosen without the LP (``fallback`` says so, ``limit`` and
-        ``status`` say why); when a limit stops it with a solution, the better of its
-        read-off and that warm start. A limit never raises.
+        ``status`` say why). A limit never raises.
 
     Raises
     ------
@@ -910,20 +877,17 @@ def route_phase(
     cvec[:nf] = eps
     cvec[-1] = 1.0
     name = _auto_solver(nv) if solver == "auto" else solver
-    its = _capped(iteration_limit, work_limit, A.nnz, name)
     res = solve_matrix_program(
         cvec, A, row_lb, row_ub, np.zeros(nv), var_ub, solver=name, time_limit=time_limit,
-        iteration_limit=its, lp_tolerance=lp_tolerance,
+        iteration_limit=iteration_limit if name == "pdlp" else None, lp_tolerance=lp_tolerance,
     )  # fmt: skip
     T0 = U / cap0
     lb = max(float(res.bound), 0.0) / (1.0 + 1e-5) * T0 if np.isfinite(res.bound) else 0.0
-    if res.x is None or res.limit:  # a limit (or the solver) stopped the LP
-        warm = _fallback_routing(
+    if res.x is None:  # a limit (or the solver) stopped the LP before any solution
+        return _fallback_routing(
             phase, fs, fd, fb, groups, ring_group, ring_orders, n_nodes, pk, mh, cap, lb, res,
             t0,
         )  # fmt: skip
-        if res.x is None:
-            return warm
 
     # ---- read off: ring weights
     lam = np.maximum(res.x[nf : nf + C], 0.0)
@@ -968,8 +932,6 @@ def route_phase(
     loads = paths.link_loads(pb, L)
     tval = float((loads / cap).max())
     work = res.work + WORK_PER_FLOW_COLUMN * nf
-    if res.limit and warm.time_s < tval:  # cut: the LP's point is worse than the warm start
-        return replace(warm, work=work, wall_s=time.perf_counter() - t0)
     return RoutingResult(
         tval, min(lb, tval), res.status, paths, rings, loads, name, time.perf_counter() - t0,
         work, res.limit,
@@ -1076,7 +1038,6 @@ def share_paths(
     time_limit: float = 60.0,
     iteration_limit: int | None = None,
     lp_tolerance: float | None = None,
-    work_limit: float | None = None,
 ) -> SharedRouting:
     """One routing for every phase: the best path fractions over the per-phase LPs' paths.
 
@@ -1088,9 +1049,7 @@ def share_paths(
 
     ``Q_k`` is the union of the paths the per-phase routings use for ``k``; ``D^p_k`` the bytes of
     ``k`` in phase ``p`` with the phase's ring weights fixed. Never worse than using any one
-    phase's fractions everywhere when solved; ``work_limit`` (work units) caps its iterations
-    (:func:`iterations_for_work`), and a cut LP's point may be worse (:func:`route_circuits`
-    keeps the better of this and the merged per-phase paths).
+    phase's fractions everywhere.
     """
     t0 = time.perf_counter()
     L = np.asarray(link_src).size
@@ -1149,7 +1108,7 @@ def share_paths(
     name = _auto_solver(nv) if solver == "auto" else solver
     res = solve_matrix_program(
         cvec, A, row_lb, row_ub, np.zeros(nv), np.full(nv, np.inf), solver=name,
-        time_limit=time_limit, iteration_limit=_capped(iteration_limit, work_limit, A.nnz, name),
+        time_limit=time_limit, iteration_limit=iteration_limit if name == "pdlp" else None,
         lp_tolerance=lp_tolerance,
     )  # fmt: skip
     y = np.maximum(res.x[:Q], 0.0) if res.x is not None else None
@@ -1231,7 +1190,6 @@ def route_circuits(
     max_shared_columns: int = 20_000,
     iteration_limit: int | None = None,
     lp_tolerance: float | None = None,
-    work_limit: float | None = None,
 ) -> SharedRouting:
     """Route every phase of ``problem`` on a circuit design (host forwarding allowed).
 
@@ -1243,11 +1201,7 @@ def route_circuits(
 
     Every decision here is deterministic: ``time_limit`` (seconds) is only a wall-clock cap on
     the whole call (each LP gets what is left of it; a result it cut has ``limit == "time"``),
-    ``iteration_limit`` and ``lp_tolerance`` go to every PDLP solve (:func:`route_phase`);
-    ``work_limit`` (work units, None: none) is shared by the call's LPs in order, each getting
-    what the ones before it left (GLOP and PDLP iteration limits, :func:`iterations_for_work`;
-    a cut LP gives its warm start when that is better; the total may pass it by the model
-    building of :data:`WORK_PER_NNZ`, at least one iteration a solve).
+    ``iteration_limit`` and ``lp_tolerance`` go to every PDLP solve (:func:`route_phase`).
 
     Examples
     --------
@@ -1268,10 +1222,9 @@ def route_circuits(
     for i, ph in enumerate(problem.phases):
         left = max(time_limit - (time.perf_counter() - t0), 0.01)
         cands = ring_candidates[i] if ring_candidates is not None else None
-        wl = None if work_limit is None else max(work_limit - sum(r.work for r in results), 0.0)
         results.append(
             route_phase(problem.n, src, dst, cap, phase=ph, ring_candidates=cands, solver=solver,
-                        time_limit=left, work_limit=wl, **lp)
+                        time_limit=left, **lp)
         )  # fmt: skip
     work = sum(r.work for r in results)
     limit = _first_limit([r.limit for r in results])
@@ -1289,10 +1242,7 @@ def route_circuits(
     left = time_limit - (time.perf_counter() - t0)
     if left <= 0:  # the cap cut the call short: the result depends on the clock
         return replace(merged, limit="time")
-    wl = None if work_limit is None else max(work_limit - work, 0.0)
-    shared = share_paths(
-        problem.n, src, cap, list(problem.phases), results, solver, left, work_limit=wl, **lp
-    )
+    shared = share_paths(problem.n, src, cap, list(problem.phases), results, solver, left, **lp)
     work += shared.work
     limit = _first_limit([limit, shared.limit])
     best = shared if shared.time_s <= merged.time_s else merged

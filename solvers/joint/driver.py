@@ -356,23 +356,20 @@ def route_design(
     exact: bool = False,
     iteration_limit: int = LP_ITERATION_LIMIT,
     lp_tolerance: float = ROUTING_LP_TOLERANCE,
-    work_limit: float | None = None,
 ) -> tuple[SharedRouting, float, np.ndarray]:
     """Route ``circuits`` with the LP; returns the routing, its exact objective and per-link
     utilisation (load / capacity / phase time, max over phases). ``inf`` when disconnected.
 
     Deterministic: GLOP solves small LPs to optimality, PDLP stops at ``lp_tolerance`` or
     ``iteration_limit``; ``time_limit`` (seconds) is a wall-clock cap only (the routing's
-    ``limit`` is ``"time"`` when it cut a solve). The routing's ``work`` counts the LP work;
-    ``work_limit`` (work units) caps the LPs' iterations, GLOP's too
-    (:func:`solvers.routing_lp.route_circuits`: a cut LP gives its warm start when better)."""
+    ``limit`` is ``"time"`` when it cut a solve). The routing's ``work`` counts the LP work."""
     cc = Circuits(circuits, problem.n)
     c = cc.rows
     cands = ring_candidates_for(problem, cc, extra, exact)
     try:
         routed = route_circuits(
             problem, cc, cands, time_limit=time_limit, iteration_limit=iteration_limit,
-            lp_tolerance=lp_tolerance, work_limit=work_limit,
+            lp_tolerance=lp_tolerance,
         )  # fmt: skip
     except InputError:
         return None, np.inf, np.zeros(2 * c.shape[0])
@@ -718,8 +715,7 @@ class CongestionSearch:
                 routed, _, _ = fast_route(problem, rows)
             else:
                 left = max(self.end - time.perf_counter(), 1e-3)
-                wl = max(self.meter.limit - self.meter.used, 0.0)
-                routed, _, _ = route_design(problem, rows, left, work_limit=wl)
+                routed, _, _ = route_design(problem, rows, left)
             if routed is None:
                 continue
             self.meter.charge(routed.work)
@@ -872,10 +868,7 @@ class CongestionSearch:
         left = self.cap_left(step)
         if left is None:
             return None
-        wl = max(self.meter.limit - self.meter.used, 0.0)  # the LPs' iterations fit in it
-        routed, val, util = route_design(
-            self.problem, c, left, extra=self.base, exact=exact, work_limit=wl
-        )
+        routed, val, util = route_design(self.problem, c, left, extra=self.base, exact=exact)
         if routed is not None:
             self.meter.charge(routed.work, step=True)
             if routed.limit == "time":

@@ -812,9 +812,7 @@ class IterationSearch:
         if left <= 0:
             self.capped.append(f"routing {name}")
             return None, np.zeros(0)
-        routed, val, util = route_design(
-            prob, c, left, extra=self.bases[0], work_limit=self.meter.left
-        )  # the LPs' iterations fit in the work left (a cut LP: its warm start when better)
+        routed, val, util = route_design(prob, c, left, extra=self.bases[0])
         if routed is None:
             return None, util
         self.meter.charge(routed.work + WORK_PER_ROUTED_PHASE * prob.n_phases)
