@@ -457,8 +457,7 @@ def test_a_repaired_design_keeps_its_routing_and_the_symmetry_reduction(monkeypa
     info = red.info["reduction"]
     assert info["status"] == "on" and info["flows"] == 24734
     assert abs(red.iteration_s - full.iteration_s) <= 1e-9 * full.iteration_s
-    before = simulate_design(w, d, p, reduction=True).info["reduction"]
-    assert info["flow_classes"] == before["flow_classes"] == 7242
+    assert info["flow_classes"] == 7242  # the design's own (its routing is kept as it is)
     routed, _, _ = route_design(q, out.circuits.rows)
     lp = to_design(q, out.circuits.rows, routed, d.lower_bound_s, "lp", 0.0, {})
     assert simulate_design(w, lp, q, reduction=True).info["reduction"]["flow_classes"] == 22676
