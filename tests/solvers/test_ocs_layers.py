@@ -395,3 +395,69 @@ def test_the_topoopt_design_at_256_servers_fits_136_port_ocses_without_cp_sat():
     assert pl.status == "constructive" and work.cp_sat_calls == 0 and d.circuits.total == 1024
     out = respect_ocs(d, q)
     assert out.solver == "topoopt" and out.info["ocs"]["repair"] is None
+
+
+def test_kept_routing_drops_broken_paths_and_rescales():
+    """The repair's routing (``kept_routing``): a commodity keeps its surviving paths, their
+    weights rescaled to one (by hand: 0.25 and 0.5 survive -> 1/3 and 2/3); a commodity whose
+    paths all broke takes a fewest-hop path; an untouched routing is returned as it is; a
+    disconnected pair gives None."""
+    from solvers.model.design import NodePaths
+    from solvers.ocs_repair import kept_routing
+
+    r = NodePaths.from_lists(
+        [0, 1], [2, 3],
+        [[([0, 2], 0.25), ([0, 1, 2], 0.5), ([0, 3, 2], 0.25)], [([1, 3], 1.0)]],
+    )  # fmt: skip
+    c = Circuits([[0, 2, 1], [0, 1, 1], [1, 2, 1], [2, 3, 1]], 4)  # 0-3 and 1-3 removed
+    out = kept_routing(r, c).to_lists()
+    assert [n for n, _ in out[0]] == [[0, 2], [0, 1, 2]]
+    assert np.allclose([w for _, w in out[0]], [1 / 3, 2 / 3], rtol=0, atol=1e-15)
+    assert out[1] == [([1, 2, 3], 1.0)]
+    full = Circuits([[0, 2, 1], [0, 1, 1], [1, 2, 1], [0, 3, 1], [2, 3, 1], [1, 3, 1]], 4)
+    assert kept_routing(r, full) is r
+    assert kept_routing(r, Circuits([[0, 2, 1], [0, 1, 1], [1, 2, 1]], 4)) is None
+
+
+def test_a_repaired_design_keeps_its_routing_and_the_symmetry_reduction(monkeypatch):
+    """Issue 24.5: the safety net on a design whose placement is undecided but whose circuits
+    the repair keeps (Llama 3 70B tp 8 pp 4 dp 4 on 16 servers x 4 ports, 8-port OCSes; what
+    stop 34's 256 x 8 TopoOpt design met on 136-port OCSes): the design keeps its own routing
+    (no LP, objective unchanged), so its simulation keeps the flow model's classes. The
+    reduced simulation equals the unreduced one (1e-9) with the reduction on and as many
+    classes as the design before the repair (7,242 of 24,734 flows); the LP's routing of the
+    same circuits, what stop 34 shipped, splits them into 22,676."""
+    import solvers.ocs_repair as repair_mod
+    from solvers.joint.driver import route_design, to_design
+    from solvers.model.problem import DesignProblem
+    from solvers.realise import simulate_design
+    from topoopt.app.api import load_workload
+
+    w = load_workload({
+        "model": {"base": "llama3-70b", "global_batch": 32, "seq_len": 4096},
+        "parallelism": {"tp": 8, "pp": 4, "dp": 4, "micro_batch_size": 1},
+        "cluster": {"servers": 16, "gpus_per_server": 8, "gpu": "h100-sxm"},
+    })  # fmt: skip
+    p = DesignProblem.from_workload(w, degree=4, link_bandwidth=50e9)
+    q = p.with_options(ocs=OcsLayout(16, 4, 8))
+    d = solve(p, "topoopt")
+
+    def undecided(*a, **k):
+        raise InputError("circuits (OCS placement)", 0, "a placement decided within 30 s")
+
+    monkeypatch.setattr(repair_mod, "place_circuits", undecided)
+    out = repair_mod.respect_ocs(d, q)
+    rep = out.info["ocs"]["repair"]
+    assert rep["objective"] == "kept routing" and rep["changed_pairs"] == 0
+    assert rep["lp_objective_s"] is None  # no LP routed
+    assert out.routing is d.routing and out.objective_s == d.objective_s
+    assert check_ocs(out, q.ocs) is not None
+    full = simulate_design(w, out, q, reduction=False)
+    red = simulate_design(w, out, q, reduction=True)
+    info = red.info["reduction"]
+    assert info["status"] == "on" and info["flows"] == 24734
+    assert abs(red.iteration_s - full.iteration_s) <= 1e-9 * full.iteration_s
+    assert info["flow_classes"] == 7242  # the design's own (its routing is kept as it is)
+    routed, _, _ = route_design(q, out.circuits.rows)
+    lp = to_design(q, out.circuits.rows, routed, d.lower_bound_s, "lp", 0.0, {})
+    assert simulate_design(w, lp, q, reduction=True).info["reduction"]["flow_classes"] == 22676
