@@ -66,7 +66,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from topoopt.csr import gather_rows, ranges
+from topoopt.csr import ranges
 from topoopt.flowsim._bundle_kernels import (
     bundle_link_hash,
     fixed_and_route_sums,
@@ -673,30 +673,6 @@ def simulate_bundles(
         incidence_multiplicity=red.emult,
         path_latency=red.plat,
     )
-    part = red.partition
-    qp = red.qpath[part.bundle]
-    lptr, lorder = csr_by_key(part.link, part.n_link_classes)
-    sel = gather_rows(lptr, res.series_link)
-    counts = np.diff(lptr)[res.series_link]
-    s_time = np.repeat(res.series_time, counts)
-    s_link = lorder[sel]
-    s_load = np.repeat(res.series_load, counts)
-    o = np.lexsort((s_link, s_time))
-    return SimResult(
-        start=res.start[part.flow],
-        finish=res.finish[part.flow],
-        path_start=res.path_start[qp],
-        path_last_byte=res.path_last_byte[qp],
-        path_finish=res.path_finish[qp],
-        link_bytes=res.link_bytes[part.link],
-        capacity=bs.capacity,
-        series_time=s_time[o],
-        series_link=s_link[o],
-        series_load=s_load[o],
-        makespan=res.makespan,
-        n_events=res.n_events,
-        fill_rounds=res.fill_rounds,
-        simulated_flows=res.simulated_flows,
-        refills=res.refills,
-        reduction=dict(red.info),
-    )
+    from topoopt.flowsim.symmetry import expand_by_partition
+
+    return expand_by_partition(res, red, red.qpath[red.partition.bundle], bs.capacity)

@@ -396,8 +396,14 @@ def expand_reduced(result: SimResult, fs: FlowSet, red: Reduction) -> SimResult:
     Link loads of a representative link are each member link's; the change log lists every
     member link, sorted by time then link.
     """
+    return expand_by_partition(result, red, red.qpath[red.partition.path], fs.capacity)
+
+
+def expand_by_partition(result: SimResult, red, qp: np.ndarray, capacity: np.ndarray) -> SimResult:
+    """:func:`expand_reduced`'s expansion, shared with the route-bundle quotient
+    (:func:`topoopt.flowsim.bundles.simulate_bundles`): ``red.partition`` maps every flow and
+    link to its class, ``qp`` every (sub-flow or bundle) path to its quotient path."""
     part = red.partition
-    qp = red.qpath[part.path]
     lptr, lorder = _csr_by(part.link, part.n_link_classes)
     sel = gather_rows(lptr, result.series_link)
     counts = np.diff(lptr)[result.series_link]
@@ -412,7 +418,7 @@ def expand_reduced(result: SimResult, fs: FlowSet, red: Reduction) -> SimResult:
         path_last_byte=result.path_last_byte[qp],
         path_finish=result.path_finish[qp],
         link_bytes=result.link_bytes[part.link],
-        capacity=fs.capacity,
+        capacity=capacity,
         series_time=s_time[o],
         series_link=s_link[o],
         series_load=s_load[o],
