@@ -130,7 +130,7 @@ def test_same_result_with_one_and_two_workers():
         fabric="topoopt", degree=2, max_evaluations=10, finalists=2, pareto_fabrics=("ideal",)
     )
     fell = SearchConfig(
-        fabric="joint", degree=2, max_evaluations=6, finalists=1, pareto_fabrics=("ideal",),
+        fabric="joint", degree=2, max_evaluations=3, finalists=1, pareto_fabrics=("ideal",),
         work_limit=0.001,
     )  # fmt: skip
     with Engine(1, progress=False) as eng:
