@@ -557,6 +557,7 @@ def simulate_kernel(
     gV = np.zeros(n_l)  # service at time gT
     gT = np.zeros(n_l)
     gnext = np.full(n_l, np.inf)  # next member finish
+    gst = np.zeros(n_l, np.bool_)  # gnext to be computed again
     gin = np.full(n_l, -1, np.int64)  # event whose filling re-fills it (-1 once frozen)
     glist = np.empty(max(n_l, 1), np.int64)  # non-empty groups
     gpos = np.full(n_l, -1, np.int64)
@@ -584,7 +585,7 @@ def simulate_kernel(
             hsize = _heap_push(hk, hv, hsize, start[f], f)
     # ---- scratch
     gwork = np.empty(max(n_l, 1), np.int64)
-    slinks = np.empty(max(n_l, 1), np.int64)
+    slinks = np.empty(n_l + 1, np.int64)
     lhk, lhl, bhead, bnext, lq, fb = _lq_arrays(n_l)
     done = np.empty(max(n_p, 1), np.int64)
     dstk = np.empty(max(n_p, 1), np.int64)
@@ -606,9 +607,11 @@ def simulate_kernel(
         t_c = np.inf
         for k in range(n_g[0]):
             g = glist[k]
-            sh = gshare[g]  # the smallest member target heads the group's heap
-            v = gT[g] + (s_tg[adj_s[lp_ptr[g]]] - gV[g]) / sh if sh > 0.0 else np.inf
-            gnext[g] = v
+            if gst[g]:  # its share, service or heap head changed at the last event
+                gst[g] = False
+                sh = gshare[g]  # the smallest member target heads the group's heap
+                gnext[g] = gT[g] + (s_tg[adj_s[lp_ptr[g]]] - gV[g]) / sh if sh > 0.0 else np.inf
+            v = gnext[g]
             if v < t_c:
                 t_c = v
         t_a = hk[0] if hsize > 0 else np.inf
@@ -661,6 +664,7 @@ def simulate_kernel(
                 path_last[p] = t
                 _leave(i, g, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j, lp_ptr,
                        gsz, gcnt, rmeta, r_ok, rw, glist, gpos, n_g)  # fmt: skip
+                gst[g] = True
                 for j in range(s_nl[i]):
                     lk = s_links[i, j]
                     mp = s_mult[i, j]
@@ -785,9 +789,9 @@ def simulate_kernel(
                     lk = rw[k, 0]
                     cn = rw[k, 1]
                     c = fw[lk, 1]
-                    if c == 0.0:
-                        slinks[n_sl] = lk
-                        n_sl += 1
+                    # listed on its first count, without a branch (one slot of room past n_l)
+                    slinks[n_sl] = lk
+                    n_sl += np.int64(c == 0.0)
                     fw[lk, 0] += rp * cn
                     fw[lk, 1] = c + cn
             for k in range(n_chk, n_sl):
@@ -855,6 +859,7 @@ def simulate_kernel(
                 gT[lk] = t
             gin[lk] = -1
             gshare[lk] = x
+            gst[lk] = True
             left -= gsz[lk]
             # the others from the back of the list, where arrivals are (one that joins swaps
             # with the first entry behind the group, which is looked at next)
@@ -877,6 +882,7 @@ def simulate_kernel(
                     rem = s_tg[i] - (gV[go] + gshare[go] * (t - gT[go]))
                     _leave(i, go, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j,
                            lp_ptr, gsz, gcnt, rmeta, r_ok, rw, glist, gpos, n_g)  # fmt: skip
+                    gst[go] = True
                 for j in range(s_nl[i]):
                     m = s_links[i, j]
                     mf = s_mult[i, j]
