@@ -753,24 +753,65 @@ def simulate_kernel(
         n_w = 0
         left = 0
         n_rows = 0
+        rr = 0  # row entries of the groups re-filled and of the kept ones (estimated if
+        kk = 0  # a row is not built)
         for k in range(n_g[0]):
             g = glist[k]
+            ln = rmeta[g, 1] if r_ok[g] else 4 * gsz[g]
             if gshare[g] >= thr:
                 gin[g] = ev
                 gwork[n_w] = g
                 n_w += 1
-        for i in range(n_old, n_act):
-            s_in[i] = True
-            left += 1
-            n_rows += 1
-            for j in range(s_nl[i]):
-                lk = s_links[i, j]
-                mf = s_mult[i, j]
-                c = fw[lk, 1]
-                if c == 0.0:
-                    slinks[n_sl] = lk
-                    n_sl += 1
-                fw[lk, 1] = c + mf
+                rr += ln
+            else:
+                kk += ln
+        fresh = kk + n_l // 2 < rr
+        if fresh:
+            # Fewer kept than re-filled: the free capacity is the capacity less the kept
+            # groups' load (the sum the resync below makes) and the count to fill is the active
+            # count less theirs, arrivals included; the links with a count are listed in order.
+            for lk in range(n_l):
+                fw[lk, 0] = cap[lk]
+                fw[lk, 1] = nact[lk]
+            for k in range(n_g[0]):
+                g = glist[k]
+                if gin[g] != ev:
+                    rp = gshare[g]
+                    a = rmeta[g, 0]
+                    if not r_ok[g]:
+                        a = _row(
+                            g, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s,
+                            s_links, s_nl, s_mult,
+                        )  # fmt: skip
+                    for q in range(a, a + rmeta[g, 1]):
+                        m = rw[q, 0]
+                        cn = rw[q, 1]
+                        fw[m, 0] -= rp * cn
+                        fw[m, 1] -= cn
+            for k in range(n_w):
+                left += gsz[gwork[k]]
+                n_rows += gsz[gwork[k]]
+            n_w = 0
+            for i in range(n_old, n_act):
+                s_in[i] = True
+                left += 1
+                n_rows += 1
+            for lk in range(n_l):
+                slinks[n_sl] = lk
+                n_sl += np.int64(fw[lk, 1] > 0.0)
+        else:
+            for i in range(n_old, n_act):
+                s_in[i] = True
+                left += 1
+                n_rows += 1
+                for j in range(s_nl[i]):
+                    lk = s_links[i, j]
+                    mf = s_mult[i, j]
+                    c = fw[lk, 1]
+                    if c == 0.0:
+                        slinks[n_sl] = lk
+                        n_sl += 1
+                    fw[lk, 1] = c + mf
         n_chk = 0  # slinks[:n_chk] have their groups re-filled
         while True:
             while n_w > 0:
@@ -806,7 +847,7 @@ def simulate_kernel(
         refilled += n_rows
         if 0 <= max_refills < refilled:
             break  # over the work limit: the caller reports it (nothing returned is complete)
-        if n_rows == n_act or ev % RESYNC_EVERY == 0:
+        if not fresh and (n_rows == n_act or ev % RESYNC_EVERY == 0):
             # Recompute the load of the kept groups from scratch (no accumulated rounding).
             fw[:, 0] = cap
             for k in range(n_g[0]):
