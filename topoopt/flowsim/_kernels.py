@@ -20,7 +20,10 @@ modules' docstrings. Everything here works on flat ``int32`` / ``int64`` / ``flo
   (on the 100,000-flow benchmark about 10 sub-flows per event change group, out of 19,000
   re-filled on average), so a re-fill unfreezes and freezes whole groups through their rows,
   finds the next completion per group, and touches single sub-flows only when they arrive,
-  finish or change group.
+  finish or change group. When the kept groups' rows are shorter than the re-filled ones', the
+  free capacity and counts to fill are built from the kept groups instead (capacity less their
+  load, active count less theirs), and a group's next completion is computed again only when
+  its rate, service or members changed.
 
 Examples
 --------
