@@ -116,6 +116,7 @@ __all__ = [
     "torus_shape",
     "compare",
     "cost_columns",
+    "hybrid_run",
     "ocs_spine_run",
     "switched_clos",
     "torus_dims",
@@ -449,6 +450,61 @@ def _price(fabric: Fabric, prices) -> tuple[float, float]:
     return r.capex_usd, r.power_w
 
 
+def hybrid_run(
+    name: str,
+    workload: Workload,
+    degree: int,
+    link_bandwidth: float,
+    *,
+    oversubscription: float = 4.0,
+    time_limit_s: float = 30.0,
+    prices=None,
+    circuits=None,
+) -> FabricRun:
+    """``compare``'s ``hybrid`` row: ``degree - degree // 2`` NICs on an oversubscribed
+    leaf-spine, ``degree // 2`` optical ports with ``circuits`` (default: the geometric
+    circulant), one LP routing over both layers and the workload's rings on the circuits.
+
+    Raises
+    ------
+    InputError
+        ``degree`` below 4.
+    """
+    n, d, B = workload.servers, int(degree), float(link_bandwidth)
+    if d < 4:  # the optical half (d // 2 ports) is a circulant of at least 2 ports
+        raise InputError(
+            "degree", d, "at least 4 for a hybrid (half electrical, 2 or more optical)"
+        )
+    fab = hybrid(
+        n,
+        d // 2,
+        oversubscription=oversubscription,
+        ports_per_server=d - d // 2,  # one NIC per port, as on every fabric
+        circuits=circuits,
+        port_bandwidth=B,
+        optical_port_bandwidth=B,
+        gpus_per_server=workload.gpus_per_server,
+    )
+    # hop-count ECMP would put all of a circuit pair's bytes on its one circuit (1 hop)
+    # and none on the NIC (2 hops): the optical ports then cap neighbour traffic whatever
+    # the NIC speed (issue 13). One LP routing over both layers splits every pair.
+    from types import SimpleNamespace
+
+    from solvers import DesignProblem, design_workload, ring_records, route_hybrid
+
+    problem = DesignProblem.from_workload(workload, degree=d // 2, link_bandwidth=B)
+    routed = route_hybrid(problem, fab, time_limit_s)
+    opt = fab.link_kind == "optical"
+    have = set((fab.src[opt] * n + fab.dst[opt]).tolist())
+    rings = SimpleNamespace(servers=n, rings=ring_records(problem, routed.rings, have))
+    run = FabricRun(name, fab, design_workload(workload, rings, problem), routed.paths)
+    run.note = "routed by solvers.hybrid_design.route_hybrid (both layers)"
+    if routed.status.startswith("fallback"):  # the path LP's clock ran out: say so
+        run.note += f"; the path LP had no solution in {time_limit_s:g} s, {routed.status}"
+    run.capex_usd, run.power_w = _price(fab, prices)
+    return run
+
+
 def build_fabric(
     name: str,
     workload: Workload,
@@ -512,37 +568,10 @@ def build_fabric(
     elif name == "expander":
         fab = expander(n, d, seed, B, **common)
     elif name == "hybrid":
-        if d < 4:  # the optical half (d // 2 ports) is a circulant of at least 2 ports
-            raise InputError(
-                "degree", d, "at least 4 for a hybrid (half electrical, 2 or more optical)"
-            )
-        fab = hybrid(
-            n,
-            d // 2,
-            oversubscription=oversubscription,
-            ports_per_server=d - d // 2,  # one NIC per port, as on every fabric
-            port_bandwidth=B,
-            optical_port_bandwidth=B,
-            **common,
-        )
-        # hop-count ECMP would put all of a circuit pair's bytes on its one circuit (1 hop)
-        # and none on the NIC (2 hops): the optical ports then cap neighbour traffic whatever
-        # the NIC speed (issue 13). One LP routing over both layers splits every pair.
-        from types import SimpleNamespace
-
-        from solvers import DesignProblem, design_workload, ring_records, route_hybrid
-
-        problem = DesignProblem.from_workload(workload, degree=d // 2, link_bandwidth=B)
-        routed = route_hybrid(problem, fab, time_limit_s)
-        opt = fab.link_kind == "optical"
-        have = set((fab.src[opt] * n + fab.dst[opt]).tolist())
-        rings = SimpleNamespace(servers=n, rings=ring_records(problem, routed.rings, have))
-        run = FabricRun(name, fab, design_workload(workload, rings, problem), routed.paths)
-        run.note = "routed by solvers.hybrid_design.route_hybrid (both layers)"
-        if routed.status.startswith("fallback"):  # the path LP's clock ran out: say so
-            run.note += f"; the path LP had no solution in {time_limit_s:g} s, {routed.status}"
-        run.capex_usd, run.power_w = _price(fab, prices)
-        return run
+        return hybrid_run(
+            name, workload, d, B, oversubscription=oversubscription, time_limit_s=time_limit_s,
+            prices=prices,
+        )  # fmt: skip
     elif name in ("fat-tree-ina", "hybrid-ina"):  # the same fabric, switches aggregate
         base = build_fabric(
             name.removesuffix("-ina"), workload, d, B, oversubscription=oversubscription,
