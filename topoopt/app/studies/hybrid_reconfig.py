@@ -39,16 +39,15 @@ def hybrid_reconfig(
     InputError
         ``degree`` below 4 (``compare``'s hybrid needs two optical ports).
     """
-    from solvers import reconfigure_hybrid
-    from topoopt.app.studies.compare import build_fabric
+    from topoopt.app.studies.compare import build_fabric, reconfigure_row
 
     run = build_fabric(
         "hybrid", workload, degree, link_bandwidth, prices=prices, time_limit_s=time_limit_s,
         progress=progress,
     )  # fmt: skip
-    res = reconfigure_hybrid(
-        run.workload, run.fabric, run.routing, delay_s, max_evaluations=max_evaluations,
-        holds=holds, time_limit_s=time_limit_s, progress=progress,
+    res = reconfigure_row(
+        run, degree, link_bandwidth, delay_s, time_limit_s=time_limit_s,
+        max_evaluations=max_evaluations, holds=holds, progress=progress,
     )  # fmt: skip
     priced = {"device": "ocs", "capex_usd": run.capex_usd, "power_w": run.power_w}
     return res, {"chosen": priced, "static": dict(priced)}
@@ -94,7 +93,7 @@ def static_controls(
     """
     import numpy as np
 
-    from solvers.reconfig.demand import demand_circuits
+    from solvers import demand_circuits
     from topoopt.app.studies.compare import hybrid_run
     from topoopt.fabrics.circuits import Circuits
     from topoopt.flowsim.iteration import simulate_iteration
