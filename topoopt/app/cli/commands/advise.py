@@ -10,7 +10,12 @@ import typer
 from rich.table import Table
 
 from topoopt.app.cli.choices import Preset
-from topoopt.app.cli.commands.compare import PER_PHASE_DELAY_US, per_phase_delay
+from topoopt.app.cli.commands.compare import (
+    PER_PHASE_DELAY_US,
+    DelayUsOption,
+    PerPhaseOption,
+    per_phase_delay,
+)
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
@@ -82,18 +87,8 @@ def advise_command(
     ] = None,
     workers: Annotated[int, typer.Option(help="Parallel evaluations (1: no Ray)")] = 1,
     address: Annotated[str | None, typer.Option(help="Existing Ray cluster address")] = None,
-    per_phase: Annotated[
-        bool,
-        typer.Option(
-            "--per-phase",
-            help="Evaluate the ocs-spine and hybrid rows with per-phase circuits charged the OCS "
-            "delay (as reconfig --fabric ocs-spine / hybrid; the static circuits always a "
-            "candidate; minutes a job at 1,024 GPUs)",
-        ),
-    ] = False,
-    delay_us: Annotated[
-        float, typer.Option(help="With --per-phase: reconfiguration delay of the OCS, microseconds")
-    ] = PER_PHASE_DELAY_US,
+    per_phase: PerPhaseOption = False,
+    delay_us: DelayUsOption = PER_PHASE_DELAY_US,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     html: Annotated[Path | None, typer.Option(help="Write the HTML report")] = None,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,

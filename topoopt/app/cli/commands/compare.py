@@ -36,11 +36,31 @@ from topoopt.app.cli.common import (
 )
 from topoopt.units import gbps_to_bytes_per_s
 
-__all__ = ["register", "compare_command", "PER_PHASE_DELAY_US", "per_phase_delay"]
+__all__ = [
+    "register",
+    "compare_command",
+    "PER_PHASE_DELAY_US",
+    "PerPhaseOption",
+    "DelayUsOption",
+    "per_phase_delay",
+]
 
 PER_PHASE_DELAY_US = 10_000.0
 """``--delay-us``'s default with ``--per-phase`` (``compare``, ``advise``): ``reconfig``'s,
 Palomar's 10 ms."""
+
+PerPhaseOption = Annotated[
+    bool,
+    typer.Option(
+        "--per-phase",
+        help="Evaluate the ocs-spine and hybrid rows with per-phase circuits charged the OCS "
+        "delay (as reconfig --fabric ocs-spine / hybrid; the static circuits always a "
+        "candidate; minutes a row at 1,024 GPUs)",
+    ),
+]
+DelayUsOption = Annotated[
+    float, typer.Option(help="With --per-phase: reconfiguration delay of the OCS, microseconds")
+]
 
 
 def per_phase_delay(per_phase: bool, delay_us: float) -> float | None:
@@ -127,18 +147,8 @@ def compare_command(
             "or packed (fewest OCSes)"
         ),
     ] = OcsLayoutKind.per_rail,
-    per_phase: Annotated[
-        bool,
-        typer.Option(
-            "--per-phase",
-            help="Evaluate the ocs-spine and hybrid rows with per-phase circuits charged the OCS "
-            "delay (as reconfig --fabric ocs-spine / hybrid; the static circuits always a "
-            "candidate; minutes at 1,024 GPUs)",
-        ),
-    ] = False,
-    delay_us: Annotated[
-        float, typer.Option(help="With --per-phase: reconfiguration delay of the OCS, microseconds")
-    ] = PER_PHASE_DELAY_US,
+    per_phase: PerPhaseOption = False,
+    delay_us: DelayUsOption = PER_PHASE_DELAY_US,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     csv: Annotated[Path | None, typer.Option(help="Write the table as CSV")] = None,
     html: Annotated[Path | None, typer.Option(help="Write the interactive report")] = None,
