@@ -89,7 +89,8 @@ def static_controls(
     -------
     list of dict
         ``{"circuits": label, "fits": bool, "ports_used": max optical ports a server uses,
-        "iteration_s": float or None, "routing": the LP's status note}`` in the order above.
+        "iteration_s": float or None, "routing": the LP's status note}`` in the order above;
+        a set equal to an earlier one is not simulated again and names it (``same_as``).
     """
     import numpy as np
 
@@ -117,14 +118,19 @@ def static_controls(
             m[c[:, 0], c[:, 1]] = np.maximum(m[c[:, 0], c[:, 1]], c[:, 2])
         iu, iv = np.nonzero(m)
         sets.append(("union", np.column_stack([iu, iv, m[iu, iv]])))
-    rows = []
+    rows: list[dict] = []
+    done: dict[bytes, dict] = {}  # circuits -> their row: equal sets are simulated once
     for label, circ in sets:
         c = Circuits(circ, n).rows
         used = np.bincount(c[:, 0], c[:, 2], n) + np.bincount(c[:, 1], c[:, 2], n)
         ports = int(used.max(initial=0))
         row = {"circuits": label, "fits": ports <= d, "ports_used": ports, "iteration_s": None,
                "routing": None}  # fmt: skip
-        if row["fits"]:
+        same = done.get(c.tobytes())
+        if same is not None:
+            row.update(iteration_s=same["iteration_s"], routing=same["routing"],
+                       same_as=same["circuits"])  # fmt: skip
+        elif row["fits"]:
             run = hybrid_run(
                 "hybrid", workload, degree, link_bandwidth, time_limit_s=time_limit_s,
                 prices=prices, circuits=c,
@@ -137,5 +143,6 @@ def static_controls(
             say(f"control: {label} held static {it * 1e3:.6g} ms")
         else:
             say(f"control: {label} needs {ports} optical ports a server of {d}")
+        done.setdefault(c.tobytes(), row)
         rows.append(row)
     return rows
