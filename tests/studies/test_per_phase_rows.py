@@ -102,6 +102,12 @@ def test_advise_row_is_reconfigs_and_the_verdict_says_so(tiny):
     judged = {"equal_capex": {"winner": "hybrid", "runner_up": None, "budget_usd": 1e9},
               "equal_iteration": {"winner": None}}  # fmt: skip
     text = verdict_sentences("tiny", rows, judged, None)
+    from topoopt.app.studies.advise import AdviseResult, json_document
+
+    static = {"job": "tiny", "fabric": "fat-tree", "iteration_s": 1.0}  # no per-phase columns
+    doc = json_document(AdviseResult(pd.DataFrame([static, row]), {}, {}, []))
+    assert doc["rows"][0]["per_phase"] is None and doc["rows"][1]["reconfigurations"] == 3
+    assert isinstance(doc["rows"][1]["reconfigurations"], int)
     assert "hybrid with per-phase circuits (10 us OCS delay)" in text[0]
     assert any(s.startswith("tiny: per-phase circuits at a 10 us OCS delay") for s in text)
 

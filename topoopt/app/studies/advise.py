@@ -1033,6 +1033,9 @@ def json_document(res: AdviseResult) -> dict:
     """The ``--json`` document: ``verdict``, ``rows``, ``pareto``, ``equal_capex``,
     ``equal_iteration`` (per job), ``breakeven_usd``, ``ideal_iteration_s``, ``params``."""
     rows = res.rows.replace({np.nan: None}).to_dict(orient="records")
+    for row in rows:  # a count (a float in a column with NaN: the static rows have none)
+        if isinstance(row.get("reconfigurations"), float):
+            row["reconfigurations"] = int(row["reconfigurations"])
     extra = {}
     if res.candidates is not None:  # --cosearch: every plan on every fabric
         extra["candidates"] = res.candidates.replace({np.nan: None}).to_dict(orient="records")
