@@ -199,7 +199,7 @@ def compare_command(
         verdict.append(pp)
     if csv is not None:
         flat = table.copy()
-        for col in ("capex_breakdown", "power_breakdown", "fabric_info"):
+        for col in ("capex_breakdown", "power_breakdown", "fabric_info", "schedule"):
             if col in flat:  # nested columns as one JSON document per cell
                 flat[col] = [
                     json.dumps(to_jsonable(v), sort_keys=True, allow_nan=False) for v in flat[col]
