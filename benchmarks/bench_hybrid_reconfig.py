@@ -5,7 +5,11 @@ Mixtral 8x7B (the embedded plan) scaled to ``--gpus`` H100 SXM GPUs (``advise``'
 circulant, LP routing): one :func:`solvers.reconfig.hybrid_phase.reconfigure_hybrid` at the
 smallest delay with every asked delay on its dark-time grid gives the best schedule at each (the
 delay sweep's rule). Prints one JSON line per delay (static and chosen iteration, their ratio,
-reconfigurations, capex), then CPU seconds.
+reconfigurations, capex); then, unless ``--no-controls``, one line per static control
+(:func:`topoopt.app.studies.hybrid_reconfig.static_controls`: the search's demand circuits held
+static for the whole iteration, as ``compare``'s hybrid row with those circuits) and the split
+of the per-phase gain at the smallest delay into its static part (the best control) and its
+reconfiguration part; then CPU seconds.
 
 Usage::
 
@@ -29,10 +33,11 @@ def main(argv=None) -> int:
     ap.add_argument("--link-gbps", type=float, default=400.0)
     ap.add_argument("--delays-us", default="10,1000,10000")
     ap.add_argument("--max-evaluations", type=int, default=64)
+    ap.add_argument("--no-controls", action="store_true", help="skip the static controls")
     a = ap.parse_args(argv)
 
     from topoopt.app.studies.advise import scale_plan
-    from topoopt.app.studies.hybrid_reconfig import hybrid_reconfig
+    from topoopt.app.studies.hybrid_reconfig import hybrid_reconfig, static_controls
     from traffic.build import workload_from_plan
     from traffic.plan import load_plan
 
@@ -40,9 +45,10 @@ def main(argv=None) -> int:
     w = workload_from_plan(scale_plan(load_plan(a.plan), a.gpus, a.gpu))
     delays = sorted(float(x) / 1e6 for x in a.delays_us.split(","))
     bw = a.link_gbps * 1e9 / 8
+    say = lambda m: print(f"[{time.process_time() - t0:7.1f} s] {m}", file=sys.stderr)  # noqa: E731
     res, capex = hybrid_reconfig(
         w, a.degree, bw, delays[0], holds=tuple(delays), max_evaluations=a.max_evaluations,
-        progress=lambda m: print(f"[{time.process_time() - t0:7.1f} s] {m}", file=sys.stderr),
+        progress=say,
     )  # fmt: skip
     for d in delays:
         hs = [h for h in res.by_hold if h >= d * (1 - 1e-9)]
@@ -58,6 +64,21 @@ def main(argv=None) -> int:
             "stopped_by": res.info["stopped_by"], "coarsened": res.info["coarsened"],
             "lower_bound_s": res.lower_bound_s, "capex_usd": capex["static"]["capex_usd"],
             "power_w": capex["static"]["power_w"],
+        }, allow_nan=False), flush=True)  # fmt: skip
+    if not a.no_controls:
+        rows = static_controls(w, a.degree, bw, res, progress=say)
+        for r in rows:
+            print(json.dumps({"control": r, "static_iteration_s": res.static_iteration_s},
+                             allow_nan=False), flush=True)  # fmt: skip
+        its = [r["iteration_s"] for r in rows if r["iteration_s"] is not None]
+        best = min([res.static_iteration_s, *its])
+        gain = res.static_iteration_s - res.iteration_s
+        print(json.dumps({
+            "split_at_delay_s": delays[0], "static_iteration_s": res.static_iteration_s,
+            "best_static_control_s": best, "per_phase_s": res.iteration_s,
+            "static_part_s": res.static_iteration_s - best,
+            "reconfiguration_part_s": best - res.iteration_s,
+            "static_share": (res.static_iteration_s - best) / gain if gain > 0 else None,
         }, allow_nan=False), flush=True)  # fmt: skip
     print(f"cpu_s {time.process_time() - t0:.1f}", file=sys.stderr)
     return 0

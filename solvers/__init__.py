@@ -15,7 +15,9 @@ other directly, never through this door. No name here is also a submodule's name
   :func:`design_workload`, :func:`realise_design` (all three), :func:`simulate_design`.
 - Studies' entry points: :func:`reconfigure`, :func:`reconfigure_hybrid` (a hybrid's optical
   circuits), :func:`reconfigure_spine` (an OCS spine's
-  pod-to-pod circuits), :func:`run_baselines` and :func:`schedule_cost` (reconfiguration over
+  pod-to-pod circuits), :func:`iteration_under_hybrid_schedule` and
+  :func:`iteration_under_spine_schedule` (one iteration under their schedules),
+  :func:`demand_circuits`, :func:`run_baselines` and :func:`schedule_cost` (reconfiguration over
   time); :func:`design_cluster`, :func:`cluster_totals`,
   :func:`play_arrivals`, :func:`load_jobs`, :func:`load_arrivals`, :class:`OcsLayer` (shared
   clusters); :func:`run_collective`, :data:`NVLINK2_BANDWIDTH`, :func:`dgx1` (collective
@@ -50,9 +52,10 @@ from solvers.realise import (
 )
 from solvers.reconfig.baselines import run_baselines
 from solvers.reconfig.capex import schedule_cost
-from solvers.reconfig.hybrid_phase import reconfigure_hybrid
+from solvers.reconfig.demand import demand_circuits
+from solvers.reconfig.hybrid_phase import iteration_under_hybrid_schedule, reconfigure_hybrid
 from solvers.reconfig.search import reconfigure
-from solvers.reconfig.spine import reconfigure_spine
+from solvers.reconfig.spine import iteration_under_spine_schedule, reconfigure_spine
 from solvers.registry import (
     OBJECTIVES,
     SEARCH_COLUMNS,
@@ -92,6 +95,9 @@ __all__ = [
     "reconfigure",
     "reconfigure_hybrid",
     "reconfigure_spine",
+    "iteration_under_hybrid_schedule",
+    "iteration_under_spine_schedule",
+    "demand_circuits",
     "run_baselines",
     "schedule_cost",
     "design_cluster",

@@ -37,24 +37,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from solvers.model.congestion import link_lookup
-from solvers.reconfig.schedule import Schedule, ScheduleRun, _Hook, run_iteration, schedule_epochs
-from solvers.reconfig.search import (
-    COARSE_BUCKETS,
-    EXACT_FLOWS,
-    HOLD_GRID_S,
-    ReconfigResult,
-    _check_delay,
-    cached_value,
-    comm_phases,
-    lower_bound,
-    phase_traffic,
-    search_schedules,
-)
+from solvers.reconfig.schedule import Schedule, ScheduleRun, _Hook, run_iteration
+from solvers.reconfig.search import ReconfigResult, _check_delay
+from solvers.reconfig.union import RealisedUnion, check_hold, reconfigure_union, union_epochs
 from topoopt.fabrics.circuits import Circuits
 from topoopt.fabrics.fabric import Fabric
 from topoopt.paths import PathSet
@@ -137,31 +127,20 @@ def _own_fabric(electrical: Fabric, d: int, circuits: np.ndarray, b_opt: float) 
 
 
 @dataclass(frozen=True, eq=False)
-class RealisedHybrid:
-    """A hybrid schedule on its union fabric (module docstring); the interface that
-    :func:`~solvers.reconfig.schedule.simulate_schedule` reads (``fabric``, ``epochs``,
-    ``routes``)."""
+class RealisedHybrid(RealisedUnion):
+    """A hybrid schedule on its union fabric (module docstring,
+    :class:`~solvers.reconfig.union.RealisedUnion`)."""
 
-    fabric: Fabric
-    capacity: np.ndarray
-    epochs: tuple
-    schedule: Schedule
-    hold_s: float
     electrical: Fabric
     optical_degree: int
     optical_bandwidth: float
-    _routes: dict = field(default_factory=dict, repr=False)
 
-    def routes(self, k: int, pairs: np.ndarray) -> PathSet:
+    def _set_routes(self, k: int, pairs: np.ndarray) -> PathSet:
         """Routes of ``pairs`` under entry ``k``'s set, on union link ids: the set's routing
         where it covers a pair, else electrical ECMP."""
         from topoopt.fabrics.routing import routes
 
-        pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
         cs = self.schedule.sets[k]
-        key = (cs.circuits.tobytes(), id(cs.routing), pairs.tobytes())
-        if key in self._routes:
-            return self._routes[key]
         fab = self.fabric
         own = _own_fabric(self.electrical, self.optical_degree, cs.circuits,
                           self.optical_bandwidth)  # fmt: skip
@@ -182,9 +161,7 @@ class RealisedHybrid:
                              path_ptr=np.zeros(1, np.int64), path_links=z,
                              weight=np.zeros(0))]  # fmt: skip
         ps = PathSet.concat(parts)  # looked up by pair (PathSet.index), not by position
-        out = replace(ps, path_links=to_union[ps.path_links])
-        self._routes[key] = out
-        return out
+        return replace(ps, path_links=to_union[ps.path_links])
 
 
 def realise_hybrid_schedule(
@@ -211,9 +188,7 @@ def realise_hybrid_schedule(
     [(0.0, [2.0, 0.0, 0.0, 2.0], 0), (1.0, [0.0, 0.0, 0.0, 0.0], None), \
 (1.5, [0.0, 2.0, 2.0, 0.0], 1)]
     """
-    h = float(hold_s)
-    if not (np.isfinite(h) and h >= 0):
-        raise InputError("delay", hold_s, "a finite number of seconds >= 0")
+    h = check_hold(hold_s)
     n = electrical.n_servers
     b = float(optical_bandwidth)
     counts = []
@@ -222,14 +197,11 @@ def realise_hybrid_schedule(
         c = s.circuits
         m[c[:, 0], c[:, 1]] += c[:, 2]
         counts.append(m + m.T)
-    union = np.maximum.reduce(counts)
-    iu, iv = np.nonzero(np.triu(union))
-    fab = _own_fabric(electrical, optical_degree, np.column_stack([iu, iv, union[iu, iv]]), b)
-    opt = np.flatnonzero(fab.link_kind == "optical")
-    caps = np.tile(fab.capacity, (len(counts), 1))
-    for k, m in enumerate(counts):
-        caps[k, opt] = m[fab.src[opt], fab.dst[opt]] * b
-    epochs = schedule_epochs(schedule, caps, h, all_dark)
+
+    def build(u, v, reps):
+        return _own_fabric(electrical, optical_degree, np.column_stack([u, v, reps]), b)
+
+    fab, caps, epochs = union_epochs(schedule, counts, build, 0, b, h, all_dark)
     return RealisedHybrid(fab, caps, epochs, schedule, h, electrical, int(optical_degree), b)
 
 
@@ -321,14 +293,12 @@ def reconfigure_hybrid(
         ``static`` is the static fabric; the schedule's sets are :class:`HybridSet`.
     """
     from solvers.reconfig.demand import demand_circuits
-    from topoopt.flowsim.iteration import TooManyFlows
 
     delay = _check_delay(delay_s)
     if isinstance(max_evaluations, bool) or int(max_evaluations) != max_evaluations:
         raise InputError("max_evaluations", max_evaluations, "an integer >= 0")
     if fabric.family != "hybrid":
         raise InputError("fabric", fabric.family, "a hybrid fabric")
-    say = progress or (lambda m: None)
     t0 = time.perf_counter()
     n = workload.servers
     if fabric.n_servers != n:
@@ -337,71 +307,27 @@ def reconfigure_hybrid(
     b_opt = float(fabric.params["optical_port_bandwidth"])
     electrical = electrical_part(fabric)
     static = HybridSet(optical_circuits(fabric), routing, "static")
-    one = Schedule((static,), (0.0,), ("iteration",))
-    max_buckets = None
-    try:
-        ref = iteration_under_hybrid_schedule(workload, one, fabric, 0.0, max_flows=EXACT_FLOWS)
-    except TooManyFlows as e:
-        max_buckets = COARSE_BUCKETS
-        say(f"reconfig: {e.n_flows:,} flows exactly; gradient buckets coarsened to "
-            f"{COARSE_BUCKETS} per channel")  # fmt: skip
-        ref = iteration_under_hybrid_schedule(workload, one, fabric, 0.0, max_buckets=max_buckets)
-    compute_s = float(ref.result.compute_s)
-    say(f"reconfig: static hybrid iteration {ref.iteration_s * 1e3:.4g} ms")
-    phases = comm_phases(ref, workload, max_phases=max_phases)
-    cands = []
-    for m, ph in zip(phase_traffic(ref.flows, phases, n), phases, strict=True):
-        out = [static]
-        if m.nnz:
-            circ = demand_circuits(m, d)
-            if not HybridSet(circ).same_circuits(static):
-                own = _own_fabric(electrical, d, circ, b_opt)
-                r = _phase_routing(own, m, b_opt, time_limit_s)
-                out.append(HybridSet(circ, r.paths, f"demand:{ph.name}"))
-        cands.append(out)
-    say(f"reconfig: {len(phases)} phases, candidates {[len(c) for c in cands]}")
-    grid = tuple(sorted(HOLD_GRID_S if holds is None else holds))
-    hold_list = [delay] + [g for g in grid if g > delay * (1 + 1e-9)]
 
-    def evaluate(sched: Schedule, h: float, bound: float) -> float:
-        return iteration_under_hybrid_schedule(
-            workload, sched, fabric, h, compute_s=compute_s, horizon=bound,
-            max_buckets=max_buckets,
-        ).iteration_s  # fmt: skip
+    def phase_sets(m, ph) -> list:
+        circ = demand_circuits(m, d)
+        if HybridSet(circ).same_circuits(static):
+            return []
+        r = _phase_routing(_own_fabric(electrical, d, circ, b_opt), m, b_opt, time_limit_s)
+        return [HybridSet(circ, r.paths, f"demand:{ph.name}")]
 
-    value, spent = cached_value(ref.iteration_s, evaluate, max_evaluations)
-    by_hold, by_hold_schedule, chosen = search_schedules(
-        cands, phases, hold_list, value, ref.iteration_s, one, max_exhaustive, progress=say
-    )
-    (it, sched), dark = chosen
-    if sched.is_static():
-        dark = delay
-    ports = int(fabric.server_ports[0])  # electrical NICs and optical ports
-    port_bw = max(float(np.max(fabric.port_bandwidth)), b_opt)  # a bound: the faster port
-    return ReconfigResult(
-        iteration_s=float(it),
-        static_iteration_s=float(ref.iteration_s),
-        reconfigurations=sched.reconfigurations(),
-        schedule=sched,
-        delay_s=delay,
-        dark_s=float(dark),
-        lower_bound_s=float(lower_bound(ref, n, ports, port_bw)),
-        phases=phases,
-        candidates=cands,
-        by_hold=by_hold,
-        by_hold_schedule=by_hold_schedule,
-        evaluations=spent["evaluations"],
-        static=fabric,
-        reference=ref,
+    def simulate(sched: Schedule, h: float, **kw) -> ScheduleRun:
+        return iteration_under_hybrid_schedule(workload, sched, fabric, h, **kw)
+
+    return reconfigure_union(
+        workload, static, simulate, phase_sets, delay, static_fabric=fabric,
+        ports=int(fabric.server_ports[0]),  # electrical NICs and optical ports
+        port_bandwidth=max(float(np.max(fabric.port_bandwidth)), b_opt),  # the faster port
         info={
             "fabric": "hybrid",
             "static_solver": "circulant",
             "phase_solvers": ["demand"],
             "optical_degree": d,
-            "compute_s": compute_s,
-            "stopped_by": "max_evaluations" if spent["stopped"] else "none",
-            "wall_s": time.perf_counter() - t0,
-            "coarsened": max_buckets is not None,
-            "max_buckets": max_buckets,
         },
-    )
+        label=("hybrid", ""), max_phases=max_phases, max_exhaustive=max_exhaustive,
+        max_evaluations=max_evaluations, holds=holds, progress=progress, t0=t0,
+    )  # fmt: skip

@@ -34,30 +34,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from solvers.model.congestion import link_lookup
-from solvers.reconfig.schedule import (
-    Schedule,
-    ScheduleRun,
-    _Hook,
-    run_iteration,
-    schedule_epochs,
-)
-from solvers.reconfig.search import (
-    COARSE_BUCKETS,
-    EXACT_FLOWS,
-    HOLD_GRID_S,
-    ReconfigResult,
-    _check_delay,
-    cached_value,
-    comm_phases,
-    lower_bound,
-    phase_traffic,
-    search_schedules,
-)
+from solvers.reconfig.schedule import Schedule, ScheduleRun, _Hook, run_iteration
+from solvers.reconfig.search import ReconfigResult, _check_delay
+from solvers.reconfig.union import RealisedUnion, check_hold, reconfigure_union, union_epochs
 from topoopt.fabrics.fabric import DEFAULT_LINK_LATENCY, Fabric
 from topoopt.fabrics.ocs_spine import (
     PALOMAR_PORTS,
@@ -148,38 +132,25 @@ def _agg_counts(shape: OcsSpineShape, circuits: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class RealisedSpine:
-    """A spine schedule on its union fabric (module docstring); the interface of
-    :class:`~solvers.reconfig.schedule.RealisedSchedule` that
-    :func:`~solvers.reconfig.schedule.simulate_schedule` reads (``fabric``, ``epochs``,
-    ``routes``)."""
+class RealisedSpine(RealisedUnion):
+    """A spine schedule on its union fabric (module docstring,
+    :class:`~solvers.reconfig.union.RealisedUnion`)."""
 
-    fabric: Fabric
-    capacity: np.ndarray
-    epochs: tuple
-    schedule: Schedule
-    hold_s: float
     shape: OcsSpineShape
     link_bandwidth: float
-    _routes: dict = field(default_factory=dict, repr=False)
 
-    def routes(self, k: int, pairs: np.ndarray) -> PathSet:
+    def _set_routes(self, k: int, pairs: np.ndarray) -> PathSet:
         """ECMP routes of ``pairs`` on the spine of entry ``k``'s set, on union link ids."""
         from topoopt.fabrics.routing import routes
 
-        pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
-        cs = self.schedule.sets[k]
-        key = (cs.circuits.tobytes(), pairs.tobytes())
-        if key not in self._routes:
-            fab = self.fabric
-            own = spine_fabric(
-                self.shape, self.link_bandwidth, circuits=cs.circuits,
-                gpus_per_server=fab.gpus_per_server, latency=float(fab.latency.max(initial=0.0)),
-            )  # fmt: skip
-            ps = routes(own, "ecmp", pairs=pairs)
-            to_union = link_lookup(fab.src, fab.dst, fab.n_nodes)(own.src, own.dst)
-            self._routes[key] = replace(ps, path_links=to_union[ps.path_links])
-        return self._routes[key]
+        fab = self.fabric
+        own = spine_fabric(
+            self.shape, self.link_bandwidth, circuits=self.schedule.sets[k].circuits,
+            gpus_per_server=fab.gpus_per_server, latency=float(fab.latency.max(initial=0.0)),
+        )  # fmt: skip
+        ps = routes(own, "ecmp", pairs=pairs)
+        to_union = link_lookup(fab.src, fab.dst, fab.n_nodes)(own.src, own.dst)
+        return replace(ps, path_links=to_union[ps.path_links])
 
 
 def realise_spine_schedule(
@@ -209,22 +180,19 @@ def realise_spine_schedule(
     [(0.0, [2.0, 1.0, 1.0, 1.0, 1.0, 2.0], 0), (1.0, [1.0, 1.0, 1.0, 1.0, 1.0, 1.0], None), \
 (1.5, [1.0, 2.0, 1.0, 1.0, 2.0, 1.0], 1)]
     """
-    h = float(hold_s)
-    if not (np.isfinite(h) and h >= 0):
-        raise InputError("delay", hold_s, "a finite number of seconds >= 0")
+    h = check_hold(hold_s)
     bw = float(link_bandwidth)
+
+    def build(u, v, reps):
+        a0 = shape.servers + shape.leaves
+        links = (np.repeat(u + a0, reps), np.repeat(v + a0, reps))
+        return spine_fabric(shape, bw, links=links, gpus_per_server=gpus_per_server,
+                            latency=latency)  # fmt: skip
+
     counts = [_agg_counts(shape, s.circuits) for s in schedule.sets]
-    union = np.maximum.reduce(counts)
-    iu, iv = np.nonzero(np.triu(union))
-    a0 = shape.servers + shape.leaves
-    reps = union[iu, iv]
-    links = (np.repeat(iu + a0, reps), np.repeat(iv + a0, reps))
-    fab = spine_fabric(shape, bw, links=links, gpus_per_server=gpus_per_server, latency=latency)
-    opt = np.flatnonzero(fab.link_kind == "optical")
-    caps = np.tile(fab.capacity, (len(counts), 1))
-    for k, m in enumerate(counts):
-        caps[k, opt] = m[fab.src[opt] - a0, fab.dst[opt] - a0] * bw
-    epochs = schedule_epochs(schedule, caps, h, all_dark)
+    fab, caps, epochs = union_epochs(
+        schedule, counts, build, shape.servers + shape.leaves, bw, h, all_dark
+    )
     return RealisedSpine(fab, caps, epochs, schedule, h, shape, bw)
 
 
@@ -310,12 +278,9 @@ def reconfigure_spine(
     >>> r.lower_bound_s <= r.iteration_s <= r.static_iteration_s, r.info["pods"]
     (True, 4)
     """
-    from topoopt.flowsim.iteration import TooManyFlows
-
     delay = _check_delay(delay_s)
     if isinstance(max_evaluations, bool) or int(max_evaluations) != max_evaluations:
         raise InputError("max_evaluations", max_evaluations, "an integer >= 0")
-    say = progress or (lambda m: None)
     t0 = time.perf_counter()
     n = workload.servers
     sh = ocs_spine_shape(
@@ -325,64 +290,24 @@ def reconfigure_spine(
     circ = static_spine_circuits(workload, sh) if static_circuits is None else static_circuits
     static = SpineSet(circ, "static")
     spine_fabric(sh, bw, circuits=static.circuits)  # checks the circuits before any simulation
-    one = Schedule((static,), (0.0,), ("iteration",))
-    max_buckets = None
-    try:  # exact up to EXACT_FLOWS flows, else coarsened (as reconfigure)
-        ref = iteration_under_spine_schedule(workload, one, sh, bw, 0.0, max_flows=EXACT_FLOWS)
-    except TooManyFlows as e:
-        max_buckets = COARSE_BUCKETS
-        say(f"reconfig: {e.n_flows:,} flows exactly; gradient buckets coarsened to "
-            f"{COARSE_BUCKETS} per channel")  # fmt: skip
-        ref = iteration_under_spine_schedule(workload, one, sh, bw, 0.0, max_buckets=max_buckets)
-    compute_s = float(ref.result.compute_s)
-    say(f"reconfig: static spine iteration {ref.iteration_s * 1e3:.4g} ms ({sh.pods} pods)")
-    phases = comm_phases(ref, workload, max_phases=max_phases)
     pod_of = _pod_of(sh)
-    cands = []
-    for m, ph in zip(phase_traffic(ref.flows, phases, n), phases, strict=True):
-        out = [static]
-        if m.nnz:
-            cs = SpineSet(
-                engineer_circuits(pod_demand(m, pod_of, sh.pods), sh.ocs_ports),
-                f"engineered:{ph.name}",
-            )
-            if not cs.same_circuits(static):
-                out.append(cs)
-        cands.append(out)
-    say(f"reconfig: {len(phases)} phases, candidates {[len(c) for c in cands]}")
-    grid = tuple(sorted(HOLD_GRID_S if holds is None else holds))
-    hold_list = [delay] + [g for g in grid if g > delay * (1 + 1e-9)]
 
-    def evaluate(sched: Schedule, h: float, bound: float) -> float:
-        return iteration_under_spine_schedule(
-            workload, sched, sh, bw, h, compute_s=compute_s, horizon=bound,
-            max_buckets=max_buckets,
-        ).iteration_s  # fmt: skip
+    def phase_sets(m, ph) -> list:
+        cs = SpineSet(
+            engineer_circuits(pod_demand(m, pod_of, sh.pods), sh.ocs_ports),
+            f"engineered:{ph.name}",
+        )
+        return [] if cs.same_circuits(static) else [cs]
 
-    value, spent = cached_value(ref.iteration_s, evaluate, max_evaluations)
-    by_hold, by_hold_schedule, chosen = search_schedules(
-        cands, phases, hold_list, value, ref.iteration_s, one, max_exhaustive, progress=say
-    )
-    (it, sched), dark = chosen
-    if sched.is_static():
-        dark = delay
-    return ReconfigResult(
-        iteration_s=float(it),
-        static_iteration_s=float(ref.iteration_s),
-        reconfigurations=sched.reconfigurations(),
-        schedule=sched,
-        delay_s=delay,
-        dark_s=float(dark),
-        lower_bound_s=float(lower_bound(ref, n, int(ports_per_server), bw)),
-        phases=phases,
-        candidates=cands,
-        by_hold=by_hold,
-        by_hold_schedule=by_hold_schedule,
-        evaluations=spent["evaluations"],
-        static=spine_fabric(
+    def simulate(sched: Schedule, h: float, **kw) -> ScheduleRun:
+        return iteration_under_spine_schedule(workload, sched, sh, bw, h, **kw)
+
+    return reconfigure_union(
+        workload, static, simulate, phase_sets, delay,
+        static_fabric=spine_fabric(
             sh, bw, circuits=static.circuits, gpus_per_server=workload.gpus_per_server
         ),
-        reference=ref,
+        ports=int(ports_per_server), port_bandwidth=bw,
         info={
             "fabric": "ocs-spine",
             "static_solver": "engineered",
@@ -390,10 +315,8 @@ def reconfigure_spine(
             "pods": sh.pods,
             "ocses": sh.ocses,
             "radix": sh.radix,
-            "compute_s": compute_s,
-            "stopped_by": "max_evaluations" if spent["stopped"] else "none",
-            "wall_s": time.perf_counter() - t0,
-            "coarsened": max_buckets is not None,
-            "max_buckets": max_buckets,
         },
-    )
+        label=("spine", f" ({sh.pods} pods)"), max_phases=max_phases,
+        max_exhaustive=max_exhaustive, max_evaluations=max_evaluations, holds=holds,
+        progress=progress, t0=t0,
+    )  # fmt: skip

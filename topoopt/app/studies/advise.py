@@ -267,7 +267,7 @@ def evaluate(task: dict) -> dict:
     another objective or was cut by the wall clock (None otherwise): the row carries it, so it
     reaches the command from any worker (Ray) as from the local engine.
     """
-    from topoopt.app.studies.compare import build_fabric, cost_columns
+    from topoopt.app.studies.compare import PER_PHASE_FABRICS, build_fabric, cost_columns
     from topoopt.fabrics.cost import bill_of_materials
     from topoopt.flowsim.roofline import throughput_facts
     from topoopt.flowsim.work import check_work
@@ -336,12 +336,15 @@ def evaluate(task: dict) -> dict:
     optics = sum(comp.get(k, 0.0) for k in ("transceiver", "ocs", "patch_panel"))
     bom = bill_of_materials(run.fabric)
     info = cols["fabric_info"]
+    pp = task.get("per_phase_delay_s")
+    if pp is not None and nm in PER_PHASE_FABRICS:
+        it = _per_phase(row, run, it, task, float(pp))
     cls, link = _binding(nm, it)
-    t = float(it.iteration_s)
+    t = float(row.get("iteration_s", it.iteration_s))
     row.update(
         iteration_s=t,
         comm_s=float(it.comm_s),
-        exposed_comm_s=float(it.exposed_comm_s),
+        exposed_comm_s=float(row.get("exposed_comm_s", it.exposed_comm_s)),
         capex_usd=capex,
         power_w=power,
         iterations_per_s_per_musd=1e6 / (t * capex) if capex > 0 else math.inf,
@@ -358,6 +361,44 @@ def evaluate(task: dict) -> dict:
         wall_s=time.perf_counter() - t0,
     )
     return row
+
+
+def _per_phase(row: dict, run, it, task: dict, delay_s: float):
+    """The ``ocs-spine`` / ``hybrid`` row with per-phase circuits charged the OCS delay
+    (``advise``'s ``per_phase_delay_s``; :func:`topoopt.app.studies.compare.per_phase_run`, the
+    static circuits always a candidate): the iteration the row reports (the chosen schedule's,
+    or ``it`` when the static circuits stay or are faster); ``row`` gains ``per_phase``,
+    ``reconfig_delay_s``, ``static_iteration_s``, ``reconfigurations``, ``dark_s``,
+    ``schedule`` and, for a reconfiguring schedule, its ``iteration_s`` and ``exposed_comm_s``
+    (the dark times included). A search that cannot run (e.g. over the memory budget) keeps
+    the static row, ``per_phase`` False and the reason in ``per_phase_warning``."""
+    from topoopt.app.studies.compare import per_phase_run
+
+    row.update(
+        per_phase=True, reconfig_delay_s=delay_s, static_iteration_s=float(it.iteration_s),
+        reconfigurations=0, dark_s=delay_s, schedule=["static"], per_phase_warning=None,
+    )  # fmt: skip
+    try:
+        res, chosen = per_phase_run(
+            run, task["degree"], task["link_bandwidth"], delay_s,
+            time_limit_s=task["time_limit_s"],
+        )  # fmt: skip
+    except InputError as e:
+        row.update(
+            per_phase=False, reconfigurations=None, dark_s=None, schedule=None,
+            per_phase_warning=f"{task['job']} / {row['fabric']}: per-phase circuits not "
+            f"evaluated, static circuits kept: {e}",
+        )  # fmt: skip
+        return it
+    if chosen is None or not chosen.iteration_s < it.iteration_s:
+        return it
+    t = float(chosen.iteration_s)
+    row.update(
+        iteration_s=t, exposed_comm_s=t - float(chosen.result.compute_s),
+        reconfigurations=res.reconfigurations, dark_s=res.dark_s,
+        schedule=[cs.label for cs in res.schedule.sets],
+    )  # fmt: skip
+    return chosen.result
 
 
 def _ideal_own(task: dict, run, wl, own, buckets) -> float | None:
@@ -534,6 +575,8 @@ def _describe(r: pd.Series) -> str:
     if isinstance(plan, str) and plan != r.get("job"):
         given = plan.startswith("given ")
         on = f" with the given plan ({plan[6:]})" if given else f" with plan {plan}"
+    if isinstance(r.get("per_phase"), bool | np.bool_) and r.get("per_phase"):
+        on += f" with per-phase circuits ({float(r['reconfig_delay_s']) * 1e6:,.6g} us OCS delay)"
     return (
         f"{r['fabric']}{on} ({r['family']}, {float(r['server_gbps']):.0f} Gbps per server{tier}, "
         f"optics {100 * float(r['optics_share']):.0f} % of {float(r['capex_usd']) / 1e6:.3f} M$)"
@@ -611,6 +654,10 @@ def verdict_sentences(job: str, rows: pd.DataFrame, judged: dict, ideal_s: float
         if gap < 0.05:
             s += ": the network is not what limits this job, so the cheapest network wins"
         out.append(s + ".")
+    from topoopt.app.studies.compare import per_phase_sentence
+
+    if (pp := per_phase_sentence(rows)) is not None:
+        out.append(f"{job}: {pp[0].lower()}{pp[1:]}")
     for line in judged.get("breakeven", []):
         out.append(f"{job}: {line}")
     return out
@@ -674,7 +721,7 @@ class AdviseResult:
         search warnings first (``search_warning``: a design search fell back or was cut by the
         clock), then the capped routes (``paths_warning``: :func:`_simulate`)."""
         out = []
-        for col in ("search_warning", "paths_warning"):
+        for col in ("search_warning", "paths_warning", "per_phase_warning"):
             if col in self.rows:
                 out += [w for w in self.rows[col] if isinstance(w, str) and w]
         return out
@@ -831,6 +878,7 @@ def advise(
     cosearch: bool = False,
     finalists: int = COSEARCH_FINALISTS,
     screen: int | None = None,
+    per_phase_delay_s: float | None = None,
 ) -> AdviseResult:
     """Evaluate every family on every job and judge them (module docstring).
 
@@ -838,7 +886,11 @@ def advise(
     (:func:`cosearch_screen`; default ``3 * finalists``) are simulated on the ideal switch, the
     ``finalists`` fastest there on every family, and each family's row is its fastest of them and
     the job's own plan (ties: the job's own). ``on_done(row)`` is called with each evaluation's
-    row as it finishes (in this process; e.g. to save it before the next one)."""
+    row as it finishes (in this process; e.g. to save it before the next one).
+
+    ``per_phase_delay_s`` (seconds; None: static circuits) evaluates the ``ocs-spine`` and
+    ``hybrid`` rows with per-phase circuits charged this OCS delay (:func:`_per_phase`), flagged
+    in the row (``per_phase``) and in the verdict."""
     from topoopt.app.studies.engine import Engine
     from topoopt.fabrics.cost import load_prices
     from topoopt.flowsim.work import check_work
@@ -850,6 +902,10 @@ def advise(
         math.isfinite(target_iteration_s) and target_iteration_s > 0
     ):
         raise InputError("--target-iteration-s", target_iteration_s, "a positive number of s")
+    if per_phase_delay_s is not None:
+        d = per_phase_delay_s
+        if isinstance(d, bool) or not isinstance(d, int | float) or not math.isfinite(d) or d < 0:
+            raise InputError("per_phase_delay_s", d, "a finite number of seconds >= 0")
     table = load_prices() if prices is None else prices
     t0 = time.perf_counter()
     scaled = [Job(j.name, scale_plan(j.plan, gpus, gpu), j.weight) for j in jobs]
@@ -861,6 +917,8 @@ def advise(
         "oversubscription": float(oversubscription), "seed": int(seed),
         "time_limit_s": float(time_limit_s), "prices": table,
     }  # fmt: skip
+    if per_phase_delay_s is not None:
+        common["per_phase_delay_s"] = float(per_phase_delay_s)
     if isinstance(finalists, bool) or not isinstance(finalists, int) or finalists < 1:
         raise InputError("--finalists", finalists, "an integer >= 1")
     screen = 3 * finalists if screen is None else screen
@@ -963,6 +1021,8 @@ def advise(
         ),
         "ecmp_paths": ECMP_PATHS,
     }
+    if per_phase_delay_s is not None:
+        params["per_phase_delay_s"] = float(per_phase_delay_s)
     res = AdviseResult(rows, ideal, judged, verdict, params, time.perf_counter() - t0)
     res.candidates = candidates
     res.ideal_collectives = ideal_who
@@ -973,6 +1033,9 @@ def json_document(res: AdviseResult) -> dict:
     """The ``--json`` document: ``verdict``, ``rows``, ``pareto``, ``equal_capex``,
     ``equal_iteration`` (per job), ``breakeven_usd``, ``ideal_iteration_s``, ``params``."""
     rows = res.rows.replace({np.nan: None}).to_dict(orient="records")
+    for row in rows:  # a count (a float in a column with NaN: the static rows have none)
+        if isinstance(row.get("reconfigurations"), float):
+            row["reconfigurations"] = int(row["reconfigurations"])
     extra = {}
     if res.candidates is not None:  # --cosearch: every plan on every fabric
         extra["candidates"] = res.candidates.replace({np.nan: None}).to_dict(orient="records")

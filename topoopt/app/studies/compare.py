@@ -116,6 +116,12 @@ __all__ = [
     "torus_shape",
     "compare",
     "cost_columns",
+    "hybrid_run",
+    "PER_PHASE_FABRICS",
+    "PER_PHASE_COLUMNS",
+    "per_phase_run",
+    "reconfigure_row",
+    "per_phase_sentence",
     "ocs_spine_run",
     "switched_clos",
     "torus_dims",
@@ -144,6 +150,15 @@ DESIGNED = ("topoopt", "topoopt-released", "joint")
 DESIGN_COLUMNS = ("objective_s", "lower_bound_s", "gap", "solver_status", "solver")
 """Columns only a row with a solver's design has (NaN on the other rows of the table)."""
 
+PER_PHASE_FABRICS = ("ocs-spine", "hybrid")
+"""The rows ``per_phase_delay_s`` evaluates with per-phase circuits (:func:`per_phase_run`)."""
+
+PER_PHASE_COLUMNS = (
+    "per_phase", "reconfig_delay_s", "static_iteration_s", "reconfigurations", "dark_s",
+    "schedule",
+)  # fmt: skip
+"""Columns only a per-phase row has (None on the others in JSON)."""
+
 IDEAL_COLUMNS = ("ideal_ring_s", "ideal_collectives")
 """Columns only the ideal row has (:func:`_ideal_with_designed_collectives`)."""
 
@@ -167,9 +182,13 @@ def json_rows(table: pd.DataFrame) -> list[dict]:
     for row in rows:
         failed = isinstance(row.get("error"), str)  # a fabric that could not be built
         for k, v in row.items():
-            bad = failed or k in ("note", "error", *SEARCH_COLUMNS, *IDEAL_COLUMNS)
+            bad = failed or k in (
+                "note", "error", *SEARCH_COLUMNS, *IDEAL_COLUMNS, *PER_PHASE_COLUMNS
+            )  # fmt: skip
             if isinstance(v, float) and math.isnan(v) and bad:
                 row[k] = None
+            elif k == "reconfigurations" and isinstance(v, float) and math.isfinite(v):
+                row[k] = int(v)  # a count (a float in a column with NaN)
         if not isinstance(row.get("solver"), str):
             for k in DESIGN_COLUMNS:
                 v = row.get(k)
@@ -449,6 +468,61 @@ def _price(fabric: Fabric, prices) -> tuple[float, float]:
     return r.capex_usd, r.power_w
 
 
+def hybrid_run(
+    name: str,
+    workload: Workload,
+    degree: int,
+    link_bandwidth: float,
+    *,
+    oversubscription: float = 4.0,
+    time_limit_s: float = 30.0,
+    prices=None,
+    circuits=None,
+) -> FabricRun:
+    """``compare``'s ``hybrid`` row: ``degree - degree // 2`` NICs on an oversubscribed
+    leaf-spine, ``degree // 2`` optical ports with ``circuits`` (default: the geometric
+    circulant), one LP routing over both layers and the workload's rings on the circuits.
+
+    Raises
+    ------
+    InputError
+        ``degree`` below 4.
+    """
+    n, d, B = workload.servers, int(degree), float(link_bandwidth)
+    if d < 4:  # the optical half (d // 2 ports) is a circulant of at least 2 ports
+        raise InputError(
+            "degree", d, "at least 4 for a hybrid (half electrical, 2 or more optical)"
+        )
+    fab = hybrid(
+        n,
+        d // 2,
+        oversubscription=oversubscription,
+        ports_per_server=d - d // 2,  # one NIC per port, as on every fabric
+        circuits=circuits,
+        port_bandwidth=B,
+        optical_port_bandwidth=B,
+        gpus_per_server=workload.gpus_per_server,
+    )
+    # hop-count ECMP would put all of a circuit pair's bytes on its one circuit (1 hop)
+    # and none on the NIC (2 hops): the optical ports then cap neighbour traffic whatever
+    # the NIC speed (issue 13). One LP routing over both layers splits every pair.
+    from types import SimpleNamespace
+
+    from solvers import DesignProblem, design_workload, ring_records, route_hybrid
+
+    problem = DesignProblem.from_workload(workload, degree=d // 2, link_bandwidth=B)
+    routed = route_hybrid(problem, fab, time_limit_s)
+    opt = fab.link_kind == "optical"
+    have = set((fab.src[opt] * n + fab.dst[opt]).tolist())
+    rings = SimpleNamespace(servers=n, rings=ring_records(problem, routed.rings, have))
+    run = FabricRun(name, fab, design_workload(workload, rings, problem), routed.paths)
+    run.note = "routed by solvers.hybrid_design.route_hybrid (both layers)"
+    if routed.status.startswith("fallback"):  # the path LP's clock ran out: say so
+        run.note += f"; the path LP had no solution in {time_limit_s:g} s, {routed.status}"
+    run.capex_usd, run.power_w = _price(fab, prices)
+    return run
+
+
 def build_fabric(
     name: str,
     workload: Workload,
@@ -512,37 +586,10 @@ def build_fabric(
     elif name == "expander":
         fab = expander(n, d, seed, B, **common)
     elif name == "hybrid":
-        if d < 4:  # the optical half (d // 2 ports) is a circulant of at least 2 ports
-            raise InputError(
-                "degree", d, "at least 4 for a hybrid (half electrical, 2 or more optical)"
-            )
-        fab = hybrid(
-            n,
-            d // 2,
-            oversubscription=oversubscription,
-            ports_per_server=d - d // 2,  # one NIC per port, as on every fabric
-            port_bandwidth=B,
-            optical_port_bandwidth=B,
-            **common,
-        )
-        # hop-count ECMP would put all of a circuit pair's bytes on its one circuit (1 hop)
-        # and none on the NIC (2 hops): the optical ports then cap neighbour traffic whatever
-        # the NIC speed (issue 13). One LP routing over both layers splits every pair.
-        from types import SimpleNamespace
-
-        from solvers import DesignProblem, design_workload, ring_records, route_hybrid
-
-        problem = DesignProblem.from_workload(workload, degree=d // 2, link_bandwidth=B)
-        routed = route_hybrid(problem, fab, time_limit_s)
-        opt = fab.link_kind == "optical"
-        have = set((fab.src[opt] * n + fab.dst[opt]).tolist())
-        rings = SimpleNamespace(servers=n, rings=ring_records(problem, routed.rings, have))
-        run = FabricRun(name, fab, design_workload(workload, rings, problem), routed.paths)
-        run.note = "routed by solvers.hybrid_design.route_hybrid (both layers)"
-        if routed.status.startswith("fallback"):  # the path LP's clock ran out: say so
-            run.note += f"; the path LP had no solution in {time_limit_s:g} s, {routed.status}"
-        run.capex_usd, run.power_w = _price(fab, prices)
-        return run
+        return hybrid_run(
+            name, workload, d, B, oversubscription=oversubscription, time_limit_s=time_limit_s,
+            prices=prices,
+        )  # fmt: skip
     elif name in ("fat-tree-ina", "hybrid-ina"):  # the same fabric, switches aggregate
         base = build_fabric(
             name.removesuffix("-ina"), workload, d, B, oversubscription=oversubscription,
@@ -598,6 +645,142 @@ def build_fabric(
     run = FabricRun(name, fab, workload)
     run.capex_usd, run.power_w = _price(fab, prices)
     return run
+
+
+def reconfigure_row(
+    run: FabricRun,
+    degree: int,
+    link_bandwidth: float,
+    delay_s: float,
+    *,
+    pods: int | None = None,
+    time_limit_s: float = 30.0,
+    max_evaluations: int = 128,
+    holds: tuple[float, ...] | None = None,
+    progress: Callable[[str], None] | None = None,
+):
+    """The schedule search of an ``ocs-spine`` or ``hybrid`` row's circuits at delay ``delay_s``
+    (``reconfig --fabric ocs-spine`` / ``--fabric hybrid``): :func:`solvers.reconfigure_spine`
+    on the row's spine (its radix, OCS radix and pods, or ``pods``), or
+    :func:`solvers.reconfigure_hybrid` on the row's fabric, LP routing and ring-designed
+    workload (each phase set's routing LP gets ``time_limit_s``). A ReconfigResult."""
+    from solvers import reconfigure_hybrid, reconfigure_spine
+
+    kw = {"max_evaluations": max_evaluations, "holds": holds, "progress": progress}
+    p = run.fabric.params
+    if run.name == "ocs-spine":
+        return reconfigure_spine(
+            run.workload, link_bandwidth, delay_s, radix=int(p["radix"]),
+            ports_per_server=int(degree), pods=int(pods or p["pods"]),
+            ocs_radix=int(p["ocs_radix"]), **kw,
+        )  # fmt: skip
+    if run.name == "hybrid":
+        return reconfigure_hybrid(
+            run.workload, run.fabric, run.routing, delay_s, time_limit_s=time_limit_s, **kw
+        )
+    raise InputError("fabric", run.name, f"one of {', '.join(PER_PHASE_FABRICS)}")
+
+
+def per_phase_run(
+    run: FabricRun,
+    degree: int,
+    link_bandwidth: float,
+    delay_s: float,
+    *,
+    time_limit_s: float = 30.0,
+    max_evaluations: int = 128,
+    progress: Callable[[str], None] | None = None,
+):
+    """The ``ocs-spine`` or ``hybrid`` ``run`` with per-phase circuits charged the OCS delay
+    ``delay_s`` (:func:`reconfigure_row`). The static circuits are a candidate of the search,
+    so the chosen schedule is never slower than them.
+
+    Returns
+    -------
+    (ReconfigResult, ScheduleRun or None)
+        The search's result and, when it chose to reconfigure, the chosen schedule simulated
+        again in full (its :class:`~topoopt.flowsim.iteration.IterationResult` is ``.result``;
+        its ``iteration_s`` is the result's).
+    """
+    from solvers import iteration_under_hybrid_schedule, iteration_under_spine_schedule
+    from topoopt.fabrics.ocs_spine import ocs_spine_shape
+
+    res = reconfigure_row(
+        run, degree, link_bandwidth, delay_s, time_limit_s=time_limit_s,
+        max_evaluations=max_evaluations, progress=progress,
+    )  # fmt: skip
+    if res.schedule.is_static():
+        return res, None
+    again = {"compute_s": res.info["compute_s"], "max_buckets": res.info["max_buckets"]}
+    if run.name == "hybrid":
+        chosen = iteration_under_hybrid_schedule(
+            run.workload, res.schedule, run.fabric, res.dark_s, **again
+        )
+    else:
+        p = run.fabric.params
+        sh = ocs_spine_shape(
+            run.workload.servers, int(p["radix"]), ports_per_server=int(degree),
+            pods=int(p["pods"]), ocs_radix=int(p["ocs_radix"]),
+        )  # fmt: skip
+        chosen = iteration_under_spine_schedule(
+            run.workload, res.schedule, sh, float(link_bandwidth), res.dark_s, **again
+        )
+    return res, chosen
+
+
+def _per_phase_row(row, run, it, degree, link_bandwidth, delay_s, time_limit_s, progress):
+    """Update a static ``row`` to :func:`per_phase_run`'s schedule (:func:`compare`'s
+    ``per_phase_delay_s``); the iteration the row now reports."""
+    res, chosen = per_phase_run(
+        run, degree, link_bandwidth, delay_s, time_limit_s=time_limit_s, progress=progress
+    )
+    row.update(
+        per_phase=True, reconfig_delay_s=float(delay_s), static_iteration_s=it.iteration_s,
+        reconfigurations=0, dark_s=float(delay_s), schedule=["static"],
+    )  # fmt: skip
+    if chosen is None or not chosen.iteration_s < it.iteration_s:
+        return it
+    r = chosen.result
+    t = float(chosen.iteration_s)
+    row.update(
+        iteration_s=t, comm_s=r.comm_s, exposed_comm_s=t - float(r.compute_s),
+        comm_busy_s=r.comm_busy_s, **throughput_facts(run.workload, t),
+        reconfigurations=res.reconfigurations, dark_s=res.dark_s,
+        schedule=[cs.label for cs in res.schedule.sets],
+    )  # fmt: skip
+    return r
+
+
+def per_phase_sentence(table: pd.DataFrame) -> str | None:
+    """The verdict's sentence on the per-phase rows of a comparison (None without any).
+
+    >>> t = pd.DataFrame([{"fabric": "hybrid", "per_phase": True, "reconfig_delay_s": 1e-2,
+    ...     "iteration_s": 3.95, "static_iteration_s": 4.0, "reconfigurations": 4}])
+    >>> print(per_phase_sentence(t))  # doctest: +NORMALIZE_WHITESPACE
+    Per-phase circuits at a 10,000 us OCS delay (the static circuits always a candidate): hybrid
+    3.95 s, 1.25 % below its static circuits' 4 s (4 reconfigurations an iteration).
+    """
+    if "per_phase" not in table:
+        return None
+    rows = table[table["per_phase"].eq(True)]
+    if not len(rows):
+        return None
+    parts = []
+    for _, r in rows.iterrows():
+        t, s0 = float(r["iteration_s"]), float(r["static_iteration_s"])
+        k = int(r["reconfigurations"])
+        if k == 0:
+            parts.append(f"{r['fabric']} keeps its static circuits ({s0:.6g} s)")
+        else:
+            parts.append(
+                f"{r['fabric']} {t:.6g} s, {100 * (1 - t / s0):.2f} % below its static "
+                f"circuits' {s0:.6g} s ({k} reconfiguration{'s' if k > 1 else ''} an iteration)"
+            )
+    delay = float(rows["reconfig_delay_s"].iloc[0])
+    return (
+        f"Per-phase circuits at a {delay * 1e6:,.6g} us OCS delay (the static circuits always a "
+        f"candidate): {'; '.join(parts)}."
+    )
 
 
 def _build_and_simulate(
@@ -681,6 +864,7 @@ def compare(
     split_allreduce: float | None = None,
     ocs_radix: int | None = None,
     ocs_layout: str = "per-rail",
+    per_phase_delay_s: float | None = None,
 ) -> CompareResult:
     """Simulate ``workload`` on each fabric; one row per fabric (module docstring).
 
@@ -707,8 +891,27 @@ def compare(
     (:func:`build_fabric`); ``params`` records them.
     ``priority`` (traffic classes, highest first) and ``split_allreduce`` (micro-op bytes) are
     passed to every fabric's iteration simulation (:mod:`topoopt.flowsim.priorities`).
+
+    ``per_phase_delay_s`` (seconds, default None: static circuits) evaluates the ``ocs-spine``
+    and ``hybrid`` rows with per-phase circuits charged this OCS delay (:func:`per_phase_run`,
+    the static circuits always a candidate): their ``iteration_s``, ``comm_s``,
+    ``exposed_comm_s`` (the dark times included), ``comm_busy_s`` and throughput are the chosen
+    schedule's; ``comm_alone_s`` stays the static circuits'; the row adds
+    :data:`PER_PHASE_COLUMNS` (``per_phase`` True, ``reconfig_delay_s``, ``static_iteration_s``,
+    ``reconfigurations`` an iteration, ``dark_s``, ``schedule``: the sets' labels in order).
+    Not with ``priority`` or ``split_allreduce`` (the schedule search simulates without them).
     """
     say = progress or (lambda _m: None)
+    if per_phase_delay_s is not None:
+        d = per_phase_delay_s
+        if isinstance(d, bool) or not isinstance(d, int | float) or not math.isfinite(d) or d < 0:
+            raise InputError("per_phase_delay_s", d, "a finite number of seconds >= 0")
+        if priority is not None or split_allreduce is not None:
+            raise InputError(
+                "priority" if priority is not None else "split_allreduce",
+                priority if priority is not None else split_allreduce,
+                "none with per-phase circuits (the schedule search simulates without them)",
+            )
     names = list(dict.fromkeys(fabrics))
     for nm in names:
         if nm not in FABRICS:
@@ -777,6 +980,12 @@ def compare(
         }
         if run.note:
             row["note"] = run.note
+        if per_phase_delay_s is not None and nm in PER_PHASE_FABRICS:
+            say(f"[{k + 1}/{len(names)}] {nm}: per-phase circuits")
+            its[nm] = _per_phase_row(
+                row, run, it, degree, link_bandwidth, per_phase_delay_s, time_limit_s, progress
+            )
+            row["simulate_s"] = time.perf_counter() - t1
         if run.design is not None:
             row.update(
                 objective_s=run.design.objective_s,
@@ -790,7 +999,7 @@ def compare(
             row.update(search_summary(run.design))  # the objective used, why, deterministic
         rows.append(row)
         say(
-            f"[{k + 1}/{len(names)}] {nm}: done, iteration {it.iteration_s:.6g} s, capex "
+            f"[{k + 1}/{len(names)}] {nm}: done, iteration {row['iteration_s']:.6g} s, capex "
             f"{run.capex_usd:,.0f} USD (build {t1 - t0:.1f} s, simulate {t2 - t1:.1f} s)"
         )
         if on_fabric_done is not None:
@@ -823,4 +1032,6 @@ def compare(
         params["priority"] = list(check_priority(priority))
     if split_allreduce is not None:
         params["split_allreduce_bytes"] = float(split_allreduce)
+    if per_phase_delay_s is not None:
+        params["per_phase_delay_s"] = float(per_phase_delay_s)
     return CompareResult(table, runs, its, comms, params)

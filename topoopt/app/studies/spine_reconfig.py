@@ -2,7 +2,8 @@
 
 The spine is ``compare``'s ``ocs-spine`` row (:func:`topoopt.app.studies.compare.ocs_spine_run`:
 the cheapest catalogue radix at the link speed, its default pods) or the same radix with
-``pods`` pods; :func:`solvers.reconfig.spine.reconfigure_spine` chooses its circuit schedule.
+``pods`` pods; :func:`solvers.reconfig.spine.reconfigure_spine` chooses its circuit schedule
+(:func:`topoopt.app.studies.compare.reconfigure_row`, as ``compare --per-phase``).
 Every schedule runs on the same hardware, priced once (:func:`topoopt.fabrics.cost.cost`).
 """
 
@@ -35,18 +36,15 @@ def spine_reconfig(
     InputError
         ``pods`` out of range for the spine (:func:`topoopt.fabrics.ocs_spine.ocs_spine_shape`).
     """
-    from solvers import reconfigure_spine
-    from topoopt.app.studies.compare import ocs_spine_run
+    from topoopt.app.studies.compare import ocs_spine_run, reconfigure_row
     from topoopt.fabrics.cost import cost
 
     if pods is not None and (isinstance(pods, bool) or int(pods) != pods or pods < 2):
         raise InputError("pods", pods, "an integer >= 2")
     run = ocs_spine_run("ocs-spine", workload, degree, link_bandwidth, prices)
-    p = run.fabric.params
-    res = reconfigure_spine(
-        workload, link_bandwidth, delay_s, radix=int(p["radix"]), ports_per_server=degree,
-        pods=int(pods or p["pods"]), ocs_radix=int(p["ocs_radix"]),
-        max_evaluations=max_evaluations, holds=holds, progress=progress,
+    res = reconfigure_row(
+        run, degree, link_bandwidth, delay_s, pods=pods, max_evaluations=max_evaluations,
+        holds=holds, progress=progress,
     )  # fmt: skip
     rep = cost(res.static, prices)
     priced = {"device": "ocs", "capex_usd": rep.capex_usd, "power_w": rep.power_w}

@@ -10,6 +10,12 @@ import typer
 from rich.table import Table
 
 from topoopt.app.cli.choices import Preset
+from topoopt.app.cli.commands.compare import (
+    PER_PHASE_DELAY_US,
+    DelayUsOption,
+    PerPhaseOption,
+    per_phase_delay,
+)
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
@@ -81,6 +87,8 @@ def advise_command(
     ] = None,
     workers: Annotated[int, typer.Option(help="Parallel evaluations (1: no Ray)")] = 1,
     address: Annotated[str | None, typer.Option(help="Existing Ray cluster address")] = None,
+    per_phase: PerPhaseOption = False,
+    delay_us: DelayUsOption = PER_PHASE_DELAY_US,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     html: Annotated[Path | None, typer.Option(help="Write the HTML report")] = None,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
@@ -90,6 +98,7 @@ def advise_command(
     from topoopt.fabrics.cost import resolve_prices
     from traffic.errors import InputError
 
+    delay_s = per_phase_delay(per_phase, delay_us)
     prepare_output(html, force, "--html")
     if finalists < 1:
         raise InputError("--finalists", finalists, "an integer >= 1")
@@ -102,7 +111,7 @@ def advise_command(
         budget_usd=budget, target_iteration_s=target_iteration_s,
         oversubscription=oversubscription, seed=seed, time_limit_s=time_limit,
         prices=price_table, workers=workers, address=address, progress=True,
-        cosearch=cosearch, finalists=finalists, screen=screen,
+        cosearch=cosearch, finalists=finalists, screen=screen, per_phase_delay_s=delay_s,
     )  # fmt: skip
     for line in res.warnings():  # stderr, the JSON envelope's warnings and the HTML report
         warn_line(line)

@@ -23,6 +23,7 @@ from topoopt.app.cli.common import (
     SplitAllreduceOption,
     command_progress,
     emit_json,
+    given_options,
     handle_errors,
     parse_name_list,
     prepare_output,
@@ -35,7 +36,48 @@ from topoopt.app.cli.common import (
 )
 from topoopt.units import gbps_to_bytes_per_s
 
-__all__ = ["register", "compare_command"]
+__all__ = [
+    "register",
+    "compare_command",
+    "PER_PHASE_DELAY_US",
+    "PerPhaseOption",
+    "DelayUsOption",
+    "per_phase_delay",
+]
+
+PER_PHASE_DELAY_US = 10_000.0
+"""``--delay-us``'s default with ``--per-phase`` (``compare``, ``advise``): ``reconfig``'s,
+Palomar's 10 ms."""
+
+PerPhaseOption = Annotated[
+    bool,
+    typer.Option(
+        "--per-phase",
+        help="Evaluate the ocs-spine and hybrid rows with per-phase circuits charged the OCS "
+        "delay (as reconfig --fabric ocs-spine / hybrid; the static circuits always a "
+        "candidate; minutes a row at 1,024 GPUs)",
+    ),
+]
+DelayUsOption = Annotated[
+    float, typer.Option(help="With --per-phase: reconfiguration delay of the OCS, microseconds")
+]
+
+
+def per_phase_delay(per_phase: bool, delay_us: float) -> float | None:
+    """``--per-phase`` / ``--delay-us`` as seconds (None: static circuits); ``--delay-us`` given
+    without ``--per-phase``, or not a finite number of microseconds >= 0: a one-line error."""
+    import math
+
+    from traffic.errors import InputError
+
+    if isinstance(delay_us, bool) or not (math.isfinite(delay_us) and delay_us >= 0):
+        raise InputError("--delay-us", delay_us, "a finite number of microseconds >= 0")
+    if not per_phase:
+        if given_options("delay_us"):
+            raise InputError("--delay-us", delay_us, "only with --per-phase")
+        return None
+    return float(delay_us) / 1e6
+
 
 # Every name topoopt.app.studies.compare.FABRICS accepts (tests/test_cli.py checks they agree; the
 # list is written out so that --help does not import the study).
@@ -105,6 +147,8 @@ def compare_command(
             "or packed (fewest OCSes)"
         ),
     ] = OcsLayoutKind.per_rail,
+    per_phase: PerPhaseOption = False,
+    delay_us: DelayUsOption = PER_PHASE_DELAY_US,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     csv: Annotated[Path | None, typer.Option(help="Write the table as CSV")] = None,
     html: Annotated[Path | None, typer.Option(help="Write the interactive report")] = None,
@@ -114,6 +158,7 @@ def compare_command(
     from topoopt.app.studies.compare import compare, json_rows
     from traffic.load import load_workload
 
+    delay_s = per_phase_delay(per_phase, delay_us)
     prepare_output(csv, force, "--csv")
     prepare_output(html, force, "--html")
     names = parse_name_list(fabrics, "--fabrics")
@@ -137,6 +182,7 @@ def compare_command(
             split_allreduce=parse_bytes(split_allreduce, "--split-allreduce"),
             ocs_radix=ocs_radix,
             ocs_layout=ocs_layout.value,
+            per_phase_delay_s=delay_s,
         )
     table = res.table
     res.params["prices"] = price_table.source
@@ -146,11 +192,14 @@ def compare_command(
         if run.design is not None:  # on stderr, and in the JSON document and the HTML report
             warn_line(search_warning(run.design, run.name))
     from topoopt.app.report.verdict import best_rows, shown_name, verdict_sentences
+    from topoopt.app.studies.compare import per_phase_sentence
 
     verdict = verdict_sentences(table, res.iterations)
+    if (pp := per_phase_sentence(table)) is not None:
+        verdict.append(pp)
     if csv is not None:
         flat = table.copy()
-        for col in ("capex_breakdown", "power_breakdown", "fabric_info"):
+        for col in ("capex_breakdown", "power_breakdown", "fabric_info", "schedule"):
             if col in flat:  # nested columns as one JSON document per cell
                 flat[col] = [
                     json.dumps(to_jsonable(v), sort_keys=True, allow_nan=False) for v in flat[col]
