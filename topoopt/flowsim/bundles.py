@@ -106,6 +106,24 @@ def _i64(a) -> np.ndarray:
     return np.ascontiguousarray(a, np.int64)
 
 
+def _sorted_by(*keys: np.ndarray) -> bool:
+    """Whether the rows are sorted by ``keys`` (the first the major one), in one pass of
+    differences instead of a sort.
+
+    >>> _sorted_by(np.array([0, 0, 1]), np.array([2, 3, 0])), _sorted_by(np.array([1, 0]))
+    (True, False)
+    """
+    if keys[0].size < 2:
+        return True
+    later = np.zeros(keys[0].size - 1, bool)  # rows already ordered by a more major key
+    for k in keys:
+        d = np.diff(k)
+        if np.any(~later & (d < 0)):
+            return False
+        later |= d > 0
+    return True
+
+
 def _paths_ptr(route_counts) -> np.ndarray:
     """``route_ptr`` numbering the paths of routes given as link counts: a route's paths are
     the counts of its links at hop 0 (one empty path without links: a switch to itself)."""
@@ -180,8 +198,11 @@ class BundleSet:
             rc_ptr, rc_link, rc_cnt, rc_hop = (_i64(x) for x in self.route_counts)
             n_s = rc_ptr.shape[0] - 1
             r_of = np.repeat(np.arange(n_s, dtype=np.int64), np.diff(rc_ptr))
-            o = np.lexsort((rc_link, rc_hop, r_of))
-            rc = (rc_ptr, rc_link[o], rc_cnt[o], rc_hop[o])
+            if _sorted_by(r_of, rc_hop, rc_link):  # as routing.route_link_counts gives them
+                rc = (rc_ptr, rc_link, rc_cnt, rc_hop)
+            else:
+                o = np.lexsort((rc_link, rc_hop, r_of))
+                rc = (rc_ptr, rc_link[o], rc_cnt[o], rc_hop[o])
             object.__setattr__(self, "route_counts", rc)
             object.__setattr__(self, "route_ptr", _paths_ptr(rc))
             object.__setattr__(self, "path_ptr", np.zeros(1, np.int64))
