@@ -144,19 +144,22 @@ def split_touched(touched, key, cls, size, ckey, n_cls, scratch):
     the id; where every member was touched, the largest group keeps it (the first of equal
     ones); every other group gets a new id ``n_cls, n_cls + 1, ..`` (in the order the groups
     were met). Only touched elements move, so a step costs ``O(touched)``. ``scratch``: three
-    ``int64`` arrays of at least as many entries as classes can be, ``0``, ``-1``, ``-1`` on
-    entry and on return (per-class touched counts, group with the class's key, largest group)."""
+    arrays (``int64``, ``int32``, ``int32``) of at least as many entries as classes can be,
+    ``0``, ``-1``, ``-1`` on entry and on return (per-class touched counts, group with the
+    class's key, largest group)."""
     n = touched.shape[0]
     t_cnt, stay, best = scratch
     size_t = 2
     while size_t < 2 * n + 2:
         size_t *= 2
     mask = np.uint64(size_t - 1)
-    table = np.full(size_t, -1, np.int64)
-    g_of = np.empty(n, np.int64)
+    # int32 positions and counts (fewer than 2**31 elements): the first step touches every
+    # element, and these tables are most of its memory
+    table = np.full(size_t, -1, np.int32)
+    g_of = np.empty(n, np.int32)
     g_cls = np.empty(n, np.int64)
     g_key = np.empty(n, np.uint64)
-    g_cnt = np.zeros(n, np.int64)
+    g_cnt = np.zeros(n, np.int32)
     n_g = 0
     for j in range(n):
         c = cls[touched[j]]
@@ -166,7 +169,7 @@ def split_touched(touched, key, cls, size, ckey, n_cls, scratch):
             g = table[s]
             if g < 0:
                 g = n_g
-                table[s] = g
+                table[s] = n_g
                 g_cls[g] = c
                 g_key[g] = k
                 n_g += 1
@@ -183,7 +186,7 @@ def split_touched(touched, key, cls, size, ckey, n_cls, scratch):
             stay[c] = g
         if best[c] < 0 or g_cnt[g] > g_cnt[best[c]]:
             best[c] = g
-    g_new = np.full(n_g, -1, np.int64)
+    g_new = np.full(n_g, -1, np.int64)  # new class of a group (-1: keeps its class)
     for g in range(n_g):
         c = g_cls[g]
         keeper = stay[c] if size[c] > t_cnt[c] else best[c]
@@ -283,6 +286,8 @@ def refine_incremental(
     n_b = bc.shape[0]
     n_f = fc.shape[0]
     n_s = ul_ptr.shape[0] - 1
+    if max(n_l, n_b, n_f, fix_links.shape[0], ul_link.shape[0]) >= 2**31:
+        raise ValueError("refine_incremental: 2**31 elements or more (positions are int32)")
     # reverse incidences: bundles on each link as a fixed link, routes per link, bundles per route
     lf_ptr = np.zeros(n_l + 1, np.int64)
     for k in range(fix_links.shape[0]):
@@ -290,7 +295,7 @@ def refine_incremental(
     for i in range(n_l):
         lf_ptr[i + 1] += lf_ptr[i]
     fill = lf_ptr[:-1].copy()
-    lf_b = np.empty(fix_links.shape[0], np.int64)
+    lf_b = np.empty(fix_links.shape[0], np.int32)
     for b in range(n_b):
         for k in range(fix_ptr[b], fix_ptr[b + 1]):
             lf_b[fill[fix_links[k]]] = b
@@ -301,7 +306,7 @@ def refine_incremental(
     for i in range(n_l):
         lr_ptr[i + 1] += lr_ptr[i]
     fill = lr_ptr[:-1].copy()
-    lr_s = np.empty(ul_link.shape[0], np.int64)
+    lr_s = np.empty(ul_link.shape[0], np.int32)
     for s in range(n_s):
         for k in range(ul_ptr[s], ul_ptr[s + 1]):
             lr_s[fill[ul_link[k]]] = s
@@ -313,7 +318,7 @@ def refine_incremental(
     for s in range(n_s):
         rb_ptr[s + 1] += rb_ptr[s]
     fill = rb_ptr[:-1].copy()
-    rb_b = np.empty(rb_ptr[n_s], np.int64)
+    rb_b = np.empty(rb_ptr[n_s], np.int32)
     for b in range(n_b):
         if route[b] >= 0:
             rb_b[fill[route[b]]] = b
@@ -338,8 +343,8 @@ def refine_incremental(
     b_key = np.zeros(n_b, np.uint64)
     f_key = np.zeros(n_f, np.uint64)
     n_max = max(n_l, n_b, n_f, 1)
-    scratch = (np.zeros(n_max, np.int64), np.full(n_max, -1, np.int64),
-               np.full(n_max, -1, np.int64))  # fmt: skip
+    scratch = (np.zeros(n_max, np.int64), np.full(n_max, -1, np.int32),
+               np.full(n_max, -1, np.int32))  # fmt: skip
     # multiset sums
     s_l = np.zeros(n_l, np.uint64)
     t = np.zeros(max(n_s, 1), np.uint64)
