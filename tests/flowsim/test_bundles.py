@@ -14,6 +14,7 @@ from topoopt.flowsim.bundles import (
     BundlePartition,
     BundleSet,
     bundle_partition,
+    bundle_partition_rounds,
     is_bundle_equitable,
     reduce_bundles,
     simulate_bundles,
@@ -141,6 +142,24 @@ def test_bundle_quotient_equals_the_unreduced_model(name, regular):
     assert _close(simulate_bundles(bs, rand).finish, ref.finish)
 
 
+@pytest.mark.parametrize("name", sorted(FABRICS))
+@pytest.mark.parametrize("regular", [True, False])
+def test_incremental_refinement_equals_the_round_by_round_one(name, regular):
+    """The incremental refinement (stable ids, only the neighbours of moved elements re-hashed)
+    reaches the round-by-round one's fixed point: the same classes, numbered alike, from the
+    plain start, from random starting labels and with routes listed or as link counts."""
+    fb = _builder(name, 11, regular=regular)
+    rng = np.random.default_rng(2)
+    for bs in (fb.build_bundles()[0], fb.build_bundles(listed=True)[0]):
+        starts = [{}, {"start_flow": rng.integers(0, 3, bs.n_flows),
+                       "start_link": rng.integers(0, 2, bs.n_links)}]  # fmt: skip
+        for kw in starts:
+            inc, ref = bundle_partition(bs, **kw), bundle_partition_rounds(bs, **kw)
+            for c in ("flow", "bundle", "link"):
+                assert np.array_equal(getattr(inc, c), getattr(ref, c)), c
+        assert is_bundle_equitable(bs, bundle_partition(bs))
+
+
 def _expanded_partition(bs, part):
     b_of = np.repeat(np.arange(bs.n_bundles), bs.count)
     return Partition(flow=part.flow, path=part.bundle[b_of], link=part.link, rounds=0)
@@ -257,3 +276,55 @@ def test_network_keeps_switch_route_counts_per_pair():
         got = net._switch_routes(p, True)
         for a, b in zip(got, route_link_counts(net.fabric, p), strict=True):
             assert np.array_equal(a, b)
+
+
+def test_bundle_guard_estimate_is_within_a_factor_of_the_measured_peak():
+    """check_bundles' estimate against the resident memory a route-bundle simulation adds
+    (Linux: the peak ``VmHWM`` reset through ``/proc/self/clear_refs``) on 102,400 flows of
+    rings by server on a rail fabric: within a factor of 2 either way (measured 0.78)."""
+    import os
+
+    from topoopt.flowsim import network
+
+    if not os.path.exists("/proc/self/clear_refs"):
+        pytest.skip("needs Linux /proc")
+
+    def status(key):
+        with open("/proc/self/status") as fh:
+            for ln in fh:
+                if ln.startswith(key):
+                    return int(ln.split()[1]) * 1024
+        pytest.skip(f"no {key} in /proc/self/status")
+
+    def rings(reps, g=8):
+        net = Network(rail_optimized(64, g, radix=16), gpus_per_server=g)
+        fb = FlowBuilder(net)
+        gpu = np.arange(net.fabric.n_servers * g)
+        prev = None
+        for k in range(reps):  # a chain of rings by server, shifts 1-3, 1 or 2 MB
+            dst = ((gpu // g + 1 + k % 3) % net.fabric.n_servers) * g + gpu % g
+            ids = fb.add_ranks(gpu, dst, 1e6 * (1 + k % 2), after=None if prev is None else [prev])
+            prev = int(ids[-1])
+        return fb
+
+    seen = []
+    real = network.check_bundles
+
+    def spy(*args):
+        seen.append(real(*args))
+        return seen[-1]
+
+    simulate_builder(rings(2), reduction=True)  # compiled and routed once
+    fb = rings(200)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(network, "check_bundles", spy)
+        try:
+            with open("/proc/self/clear_refs", "w") as fh:
+                fh.write("5")
+        except OSError:
+            pytest.skip("cannot reset the peak resident memory")
+        before = status("VmRSS")
+        sim = simulate_builder(fb, reduction=True)
+        peak = status("VmHWM") - before
+    assert sim.reduction["method"] == "route bundles" and len(seen) == 1
+    assert 0.5 <= seen[0] / peak <= 2.0, (seen[0], peak)

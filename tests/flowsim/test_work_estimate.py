@@ -156,35 +156,99 @@ def test_subflows_are_checked_when_the_flows_are_routed(monkeypatch):
         simulate_iteration(w, fab, exposed_by_class=False)
 
 
+def test_check_work_counts_the_reduced_path(monkeypatch):
+    """With the symmetry reduction the flow cap is REDUCED_FLOW_FACTOR times TOPOOPT_MAX_FLOWS
+    and the arrays are the route-bundle path's (one bundle a flow before routing): exact FSDP
+    at 4,096 GPUs (10.8 M flows) runs in the default limits, and the guard still refuses
+    beyond them."""
+    from topoopt.flowsim.subflow_guard import BUNDLE_BYTES, BUNDLE_FLOW_BYTES
+    from topoopt.flowsim.work import FLOW_PEAK_BYTES, REDUCED_FLOW_FACTOR
+
+    w = workload_from_plan(PLANS["llama-fsdp"])
+    plain, red = estimate_work(w), estimate_work(w, reduced=True)
+    assert red.flows == plain.flows
+    assert plain.peak_bytes - red.peak_bytes == pytest.approx(
+        (FLOW_PEAK_BYTES - BUNDLE_FLOW_BYTES - BUNDLE_BYTES) * plain.flows
+    )
+    n = plain.flows
+    monkeypatch.setenv("TOPOOPT_MAX_FLOWS", str(n - 1))
+    with pytest.raises(InputError, match="TOPOOPT_MAX_FLOWS to raise it; about 3 minutes"):
+        check_work(w)
+    assert check_work(w, reduced=True).flows == n
+    monkeypatch.setenv("TOPOOPT_MAX_FLOWS", str((n - 1) // REDUCED_FLOW_FACTOR))
+    with pytest.raises(InputError, match="with the symmetry reduction"):
+        check_work(w, reduced=True)
+    monkeypatch.delenv("TOPOOPT_MAX_FLOWS")
+    budget = (plain.array_bytes + red.array_bytes) / 2
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr(budget / 1e9))
+    with pytest.raises(InputError, match="GB of arrays"):
+        check_work(w)
+    assert check_work(w, reduced=True).flows == n
+
+
 def test_reduced_subflows_are_checked_as_reduced_and_a_fallback_as_plain(monkeypatch):
     """Flows simulated through the symmetry quotient are checked at SUBFLOW_BYTES_REDUCED a
-    sub-flow (the event loop holds the classes), the unreduced model at SUBFLOW_BYTES; a
-    reduction that turns itself off is checked again as plain before it simulates."""
+    sub-flow (the event loop holds the classes), the unreduced model at SUBFLOW_BYTES; through
+    route bundles (servers with one link to one switch) at what the bundles hold
+    (check_bundles); a reduction that turns itself off is checked again as plain before it
+    simulates."""
     import numpy as np
 
     from topoopt.flowsim import FlowSet
     from topoopt.flowsim import network as network_module
-    from topoopt.flowsim.subflow_guard import SUBFLOW_BYTES, SUBFLOW_BYTES_REDUCED
+    from topoopt.flowsim.subflow_guard import (
+        BUNDLE_BYTES,
+        BUNDLE_FLOW_BYTES,
+        BUNDLE_ROUTE_BYTES,
+        SUBFLOW_BYTES,
+        SUBFLOW_BYTES_REDUCED,
+    )
     from topoopt.flowsim.symmetry import simulate_reduced
     from topoopt.flowsim.work import FLOW_PEAK_BYTES
 
     w = workload_from_plan(PLANS["vgg16-dp"])
     fab = fat_tree(4, gpus_per_server=2)
-    seen = []
-    real = network_module.check_subflows
+    seen, seen_b = [], []
+    real, real_b = network_module.check_subflows, network_module.check_bundles
 
     def spy(flows, subflows, reduced=False):
         seen.append((flows, subflows, reduced))
         return real(flows, subflows, reduced)
 
+    def spy_b(flows, bundles, route_entries=0):
+        seen_b.append((flows, bundles, route_entries))
+        return real_b(flows, bundles, route_entries)
+
     monkeypatch.setattr(network_module, "check_subflows", spy)
+    monkeypatch.setattr(network_module, "check_bundles", spy_b)
     base = simulate_iteration(w, fab, exposed_by_class=False, reduction=True).iteration_s
+    assert seen_b and not seen  # route bundles: checked as bundles, no sub-flow listed
+    need_b = max(BUNDLE_FLOW_BYTES * f + BUNDLE_BYTES * b + BUNDLE_ROUTE_BYTES * r
+                 for f, b, r in seen_b)  # fmt: skip
+    simulate_iteration(w, fab, exposed_by_class=False, reduction=False)
+    flows, subflows, reduced = max(seen, key=lambda x: x[1])
+    assert not reduced
+    plain = FLOW_PEAK_BYTES * flows + SUBFLOW_BYTES * subflows
+    assert need_b < plain
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr((need_b + plain) / 2 / 1e9))
+    assert simulate_iteration(w, fab, exposed_by_class=False, reduction=True).iteration_s == base
+    with pytest.raises(InputError, match="sub-flows"):
+        simulate_iteration(w, fab, exposed_by_class=False, reduction=False)
+    monkeypatch.delenv("TOPOOPT_MEMORY_BUDGET_GB")
+    # without route bundles: the sub-flows, reduced, at SUBFLOW_BYTES_REDUCED
+    monkeypatch.setattr(network_module.FlowBuilder, "build_bundles", lambda self, *a, **k: None)
+    seen.clear()
+    assert simulate_iteration(w, fab, exposed_by_class=False, reduction=True).iteration_s == (
+        pytest.approx(base, rel=1e-9)
+    )
     flows, subflows, reduced = max(seen, key=lambda x: x[1])
     assert reduced
     lo = FLOW_PEAK_BYTES * flows + SUBFLOW_BYTES_REDUCED * subflows
     hi = FLOW_PEAK_BYTES * flows + SUBFLOW_BYTES * subflows
     monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr((lo + hi) / 2 / 1e9))
-    assert simulate_iteration(w, fab, exposed_by_class=False, reduction=True).iteration_s == base
+    assert simulate_iteration(w, fab, exposed_by_class=False, reduction=True).iteration_s == (
+        pytest.approx(base, rel=1e-9)
+    )
     with pytest.raises(InputError, match="sub-flows"):
         simulate_iteration(w, fab, exposed_by_class=False, reduction=False)
     # two flows of different sizes on one link: no symmetry, the reduction is off

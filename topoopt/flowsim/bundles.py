@@ -71,7 +71,10 @@ from topoopt.flowsim._bundle_kernels import (
     bundle_link_hash,
     fixed_and_route_sums,
     flow_bundle_sums,
+    refine_incremental,
+    route_class_profiles,
     route_signatures,
+    uniform_bundle_paths,
 )
 from topoopt.flowsim._symmetry_kernels import (
     classes_in_order,
@@ -89,6 +92,7 @@ __all__ = [
     "BundleReduction",
     "BundleSet",
     "bundle_partition",
+    "bundle_partition_rounds",
     "is_bundle_equitable",
     "reduce_bundles",
     "simulate_bundles",
@@ -100,6 +104,24 @@ MAX_ROUNDS = 200
 
 def _i64(a) -> np.ndarray:
     return np.ascontiguousarray(a, np.int64)
+
+
+def _sorted_by(*keys: np.ndarray) -> bool:
+    """Whether the rows are sorted by ``keys`` (the first the major one), in one pass of
+    differences instead of a sort.
+
+    >>> _sorted_by(np.array([0, 0, 1]), np.array([2, 3, 0])), _sorted_by(np.array([1, 0]))
+    (True, False)
+    """
+    if keys[0].size < 2:
+        return True
+    later = np.zeros(keys[0].size - 1, bool)  # rows already ordered by a more major key
+    for k in keys:
+        d = np.diff(k)
+        if np.any(~later & (d < 0)):
+            return False
+        later |= d > 0
+    return True
 
 
 def _paths_ptr(route_counts) -> np.ndarray:
@@ -176,8 +198,11 @@ class BundleSet:
             rc_ptr, rc_link, rc_cnt, rc_hop = (_i64(x) for x in self.route_counts)
             n_s = rc_ptr.shape[0] - 1
             r_of = np.repeat(np.arange(n_s, dtype=np.int64), np.diff(rc_ptr))
-            o = np.lexsort((rc_link, rc_hop, r_of))
-            rc = (rc_ptr, rc_link[o], rc_cnt[o], rc_hop[o])
+            if _sorted_by(r_of, rc_hop, rc_link):  # as routing.route_link_counts gives them
+                rc = (rc_ptr, rc_link, rc_cnt, rc_hop)
+            else:
+                o = np.lexsort((rc_link, rc_hop, r_of))
+                rc = (rc_ptr, rc_link[o], rc_cnt[o], rc_hop[o])
             object.__setattr__(self, "route_counts", rc)
             object.__setattr__(self, "route_ptr", _paths_ptr(rc))
             object.__setattr__(self, "path_ptr", np.zeros(1, np.int64))
@@ -358,6 +383,25 @@ def _signature_paths(bs: BundleSet) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return rh_ptr, g_ptr, bs.route_counts[1]
 
 
+def _start_colours(bs: BundleSet, ul_ptr, ul_link, start_flow, start_link):
+    """``(lc, bc, fc)``: the starting colours of links, bundles and flows. Links start split
+    by their role (on fixed links, on routes, both): the split only refines, and it is what the
+    link-load check (:func:`_uniform_link_loads`) compares."""
+    n_f, n_l = bs.n_flows, bs.n_links
+    role = np.zeros(n_l, np.int64)
+    role[bs.fix_links] = 1
+    on_route = np.zeros(bs.n_routes, bool)
+    on_route[bs.route[bs.route >= 0]] = True
+    role[ul_link[on_route[np.repeat(np.arange(bs.n_routes), np.diff(ul_ptr))]]] |= 2
+    lc = _dense(bs.capacity, bs.latency, role, *_labels(start_link, n_l, "start_link"))
+    bc = _dense(bs.weight, bs.count.astype(np.float64))
+    fc = _dense(
+        bs.size, bs.start, bs.multiplicity.astype(np.float64),
+        *_labels(start_flow, n_f, "start_flow"),
+    )  # fmt: skip
+    return lc, bc, fc
+
+
 def bundle_partition(
     bs: BundleSet,
     *,
@@ -372,9 +416,54 @@ def bundle_partition(
     have a cycle. Checked by :func:`is_bundle_equitable`, not here. ``start_flow``,
     ``start_link``: labels that split the starting colours (as
     :func:`topoopt.flowsim.symmetry.equitable_partition`'s: fewer rounds when they come from
-    a similar flow set, exact whatever they are)."""
+    a similar flow set, exact whatever they are).
+
+    The refinement is incremental (:func:`~topoopt.flowsim._bundle_kernels.refine_incremental`:
+    class ids kept stable, only the elements next to one that moved re-hashed each round). The
+    classes are the coarsest stable refinement of the starting colours, the unique fixed point
+    that :func:`bundle_partition_rounds` (every element re-hashed every round) reaches too, and
+    are numbered the same way (by first occurrence), so both return the same partition;
+    ``rounds`` counts the incremental rounds. ``seed`` is unused (the words are fixed) and kept
+    for the callers of the round-by-round version."""
+    n_f = bs.n_flows
+    owner = np.repeat(np.arange(n_f, dtype=np.int64), np.diff(bs.dep_ptr))
+    rptr, rorder = csr_by_key(bs.deps, n_f)
+    _, visited = topological_order(bs.dep_ptr, rptr, owner[rorder])
+    if visited < n_f:
+        return None
+    bflow = bs.bundle_flow()
+    ul_ptr, ul_link, ul_cnt = _route_links(bs) if route_links is None else route_links
+    lc, bc, fc = _start_colours(bs, ul_ptr, ul_link, start_flow, start_link)
+    sig_ptr, sig_pp, sig_pl = _signature_paths(bs)
+    rounds = refine_incremental(
+        lc, bc, fc, bs.multiplicity[bflow], bs.count, bflow, bs.fix_ptr, bs.fix_links, bs.route,
+        bs.flow_ptr, bs.dep_ptr, bs.deps, rptr, _i64(owner[rorder]), _i64(ul_ptr),
+        _i64(ul_link), _i64(ul_cnt), _i64(sig_ptr), _i64(sig_pp), _i64(sig_pl), max_rounds,
+    )  # fmt: skip
+    if rounds < 0:
+        return None
+    return BundlePartition(
+        flow=dense_ids(fc.view(np.uint64)),
+        bundle=dense_ids(bc.view(np.uint64)),
+        link=dense_ids(lc.view(np.uint64)),
+        rounds=rounds,
+    )
+
+
+def bundle_partition_rounds(
+    bs: BundleSet,
+    *,
+    seed: int = 0,
+    max_rounds: int = MAX_ROUNDS,
+    route_links=None,
+    start_flow: np.ndarray | None = None,
+    start_link: np.ndarray | None = None,
+) -> BundlePartition | None:
+    """:func:`bundle_partition` round by round: every link, bundle and flow re-hashed every
+    round with fresh random words (``seed``), until no class splits. The same partition (the
+    unique coarsest stable refinement); kept as the plain oracle of the incremental one."""
     rng = np.random.default_rng(seed)
-    n_f, n_l = bs.n_flows, bs.n_links
+    n_f = bs.n_flows
     owner = np.repeat(np.arange(n_f, dtype=np.int64), np.diff(bs.dep_ptr))
     rptr, rorder = csr_by_key(bs.deps, n_f)
     order, visited = topological_order(bs.dep_ptr, rptr, owner[rorder])
@@ -383,19 +472,8 @@ def bundle_partition(
     bflow = bs.bundle_flow()
     bmult = bs.multiplicity[bflow]
     ul_ptr, ul_link, ul_cnt = _route_links(bs) if route_links is None else route_links
-    # links start split by their role (on fixed links, on routes, both): the split only
-    # refines, and it is what the link-load check (_uniform_link_loads) compares
-    role = np.zeros(n_l, np.int64)
-    role[bs.fix_links] = 1
-    on_route = np.zeros(bs.n_routes, bool)
-    on_route[bs.route[bs.route >= 0]] = True
-    role[ul_link[on_route[np.repeat(np.arange(bs.n_routes), np.diff(ul_ptr))]]] |= 2
-    lc = _dense(bs.capacity, bs.latency, role, *_labels(start_link, n_l, "start_link"))
-    bc = _dense(bs.weight, bs.count.astype(np.float64))
-    fc = _dense(
-        bs.size, bs.start, bs.multiplicity.astype(np.float64),
-        *_labels(start_flow, n_f, "start_flow"),
-    )  # fmt: skip
+    lc, bc, fc = _start_colours(bs, ul_ptr, ul_link, start_flow, start_link)
+    n_l = bs.n_links
     sig_ptr, sig_pp, sig_pl = _signature_paths(bs)
     counts = (-1, -1, -1)
     for rounds in range(1, max_rounds + 1):
@@ -498,8 +576,10 @@ def is_bundle_equitable(bs: BundleSet, part: BundlePartition, route_links=None) 
         if not uniform_counts(bs.path_ptr, bs.path_links, ones_l, p_route, lk, n_s, n_lc):
             return False
     # the bundles of a class: one path each (fixed + route's first), same link classes
-    rptr, rlinks = _rep_paths(bs, np.arange(bs.n_bundles, dtype=np.int64))
-    if not uniform_counts(rptr, rlinks, ones_l, b, lk, n_bc, n_lc):
+    rr_ptr, rr_links = _route_reps(bs)
+    if not uniform_bundle_paths(
+        bs.fix_ptr, bs.fix_links, bs.route, _i64(rr_ptr), _i64(rr_links), b, lk, n_bc, n_lc
+    ):
         return False
     # every link of a class carries each bundle class's paths as often (multiplicity counted):
     # on fixed links counted per bundle; on route links through the routes' profiles
@@ -537,11 +617,7 @@ def _uniform_link_loads(bs, b, lk, n_bc, n_lc, bflow, route_links) -> bool:
     n_s = bs.n_routes
     route_free = np.ones(bs.n_links, bool)
     if routed.size:
-        key, inv = np.unique(bs.route[routed] * n_bc + b[routed], return_inverse=True)
-        msum = np.bincount(inv.reshape(-1), weights=bm[routed]).astype(np.int64)
-        s_of, p_of = key // n_bc, key % n_bc
-        sp = np.zeros(n_s + 1, np.int64)
-        np.cumsum(np.bincount(s_of, minlength=n_s), out=sp[1:])
+        sp, p_of, msum = route_class_profiles(bs.route, b, _i64(bm), n_s, n_bc)
         profiles: dict[bytes, int] = {}
         rho = np.full(n_s, -1, np.int64)  # route class; -1: no bundle on the route
         for r in np.flatnonzero(np.diff(sp) > 0):

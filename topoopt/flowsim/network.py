@@ -70,7 +70,7 @@ from topoopt.flowsim.flowset import (
     identical_classes,
 )
 from topoopt.flowsim.simulator import SimResult, expand_classes, simulate
-from topoopt.flowsim.subflow_guard import check_subflows
+from topoopt.flowsim.subflow_guard import check_bundles, check_subflows
 from topoopt.flowsim.symmetry import reduce_flows, simulate_reduced
 from topoopt.paths import PathSet
 from traffic.errors import InputError
@@ -568,8 +568,11 @@ class Network:
         n = self.fabric.n_nodes
         keys = pairs[:, 0] * n + pairs[:, 1]
         ck = ("switch_route_counts",)
-        # every pair computed so far, sorted by key: (keys, ptr, link, count, hop)
-        known = self._cache.get(ck, (np.zeros(0, np.int64), np.zeros(1, np.int64)) + (
+        # every pair computed so far, sorted by key: (keys, ptr, link, count, hop); kept on
+        # the fabric (the counts depend on its links only), so that every Network on it (the
+        # phases of an iteration, communication_time's) shares them
+        cache = self.fabric._cache
+        known = cache.get(ck, (np.zeros(0, np.int64), np.zeros(1, np.int64)) + (
             np.zeros(0, np.int64),) * 3)  # fmt: skip
         new = np.setdiff1d(keys, known[0])
         if new.size:
@@ -582,7 +585,7 @@ class Network:
             sel = ranges(starts, starts + lens[o])
             known = (all_keys[o], np.r_[0, np.cumsum(lens[o])].astype(np.int64),
                      *(d[sel] for d in data))  # fmt: skip
-            self._cache[ck] = known
+            cache[ck] = known
         pos = np.searchsorted(known[0], keys)
         lo, hi = known[1][pos], known[1][pos + 1]
         sel = ranges(lo, hi)
@@ -996,7 +999,10 @@ class FlowBuilder:
         flow_ptr = np.zeros(n_c + 1, np.int64)
         np.cumsum(nb_f, out=flow_ptr[1:])
         nb = int(flow_ptr[-1])
-        check_subflows(self.n, nb, reduced=True)
+        if nreq:  # the switch pairs' routes: link-count entries, or listed path hops
+            base_r = seg["base"]
+            n_route = (base_r[1] if isinstance(base_r, tuple) else base_r.path_links).size
+        check_bundles(self.n, nb, int(n_route) if nreq else 0)
         b_flow = np.repeat(np.arange(n_c, dtype=np.int64), nb_f)
         b_seg = np.full(nb, -1, np.int64)
         pb = is_pair[b_flow]

@@ -17,7 +17,16 @@ from __future__ import annotations
 from traffic.errors import InputError
 from traffic.limits import FLOW_PEAK_BYTES, memory_budget_bytes
 
-__all__ = ["FLOW_PEAK_BYTES", "SUBFLOW_BYTES", "SUBFLOW_BYTES_REDUCED", "check_subflows"]
+__all__ = [
+    "BUNDLE_BYTES",
+    "BUNDLE_FLOW_BYTES",
+    "BUNDLE_ROUTE_BYTES",
+    "FLOW_PEAK_BYTES",
+    "SUBFLOW_BYTES",
+    "SUBFLOW_BYTES_REDUCED",
+    "check_bundles",
+    "check_subflows",
+]
 
 SUBFLOW_BYTES = 300.0
 """Peak bytes per sub-flow (a flow's share on one of its paths) at the routing of the flows,
@@ -70,6 +79,68 @@ def check_subflows(flows: int, subflows: int, reduced: bool = False) -> float:
         raise InputError(
             "flows",
             f"{int(subflows):,} sub-flows of {int(flows):,} flows (about {est / 1e9:,.1f} GB "
+            "of arrays)",
+            f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)",
+        )
+    return est
+
+
+BUNDLE_FLOW_BYTES = 300.0
+"""Peak bytes per flow (before identical flows merge) of a simulation through route bundles
+(:mod:`topoopt.flowsim.bundles`: the builder's arrays, the merged flows, their classes and the
+result expanded per flow), :func:`check_bundles`."""
+
+BUNDLE_BYTES = 300.0
+"""Peak bytes per route bundle (its fixed links, route, count, weight, class and refinement
+state, and its expanded times), :func:`check_bundles`."""
+
+BUNDLE_ROUTE_BYTES = 64.0
+"""Peak bytes per entry of the switch pairs' route link counts (link, count, hop, sorted copies;
+:func:`topoopt.fabrics.routing.route_link_counts`), :func:`check_bundles`."""
+
+
+def check_bundles(flows: int, bundles: int, route_entries: int = 0) -> float:
+    """Refuse a simulation through route bundles whose arrays would exceed the memory budget;
+    return the estimated array bytes otherwise:
+
+    ``arrays = BUNDLE_FLOW_BYTES * flows + BUNDLE_BYTES * bundles + BUNDLE_ROUTE_BYTES *
+    route_entries``
+
+    counting what the route-bundle path builds (:meth:`topoopt.flowsim.network.FlowBuilder.
+    build_bundles`, called once the bundles are counted and before their arrays exist), not
+    the sub-flows it never lists. Fitted on the measured peaks above
+    :data:`topoopt.flowsim.work.PROCESS_BYTES` of ``docs/performance.md`` (session 36): GPT-3
+    175B at 16,384 GPUs on the rail fabric (1,058,684 flows, 4,556,668 bundles) and the
+    fat-tree (1,058,684 / 1,058,684), at 65,536 GPUs on the fat-tree (3,780,476 / 3,780,476)
+    and ``gpt3-175b-fsdp`` at 4,096 GPUs (10,794,582 / 10,772,480): the estimate is 0.9 to 1.5
+    times the measured arrays. A reduction that turns itself off is checked again as sub-flows
+    (:func:`check_subflows`) before the plain model is built.
+
+    Raises
+    ------
+    InputError
+        Field ``flows``, naming the bundles, the estimate, the budget and the variable that
+        raises it.
+
+    Examples
+    --------
+    >>> round(check_bundles(10_794_582, 10_772_480, 100_000) / 1e9, 2)  # FSDP, 4,096 GPUs
+    6.48
+    >>> check_bundles(10**7, 10**8)
+    Traceback (most recent call last):
+    ...
+    traffic.errors.InputError: flows: got '100,000,000 route bundles of 10,000,000 flows (about 33.0 GB of arrays)'; allowed: at most 8 GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)
+    """  # noqa: E501
+    est = (
+        BUNDLE_FLOW_BYTES * float(flows)
+        + BUNDLE_BYTES * float(bundles)
+        + BUNDLE_ROUTE_BYTES * float(route_entries)
+    )
+    budget = memory_budget_bytes()
+    if est > budget:
+        raise InputError(
+            "flows",
+            f"{int(bundles):,} route bundles of {int(flows):,} flows (about {est / 1e9:,.1f} GB "
             "of arrays)",
             f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)",
         )

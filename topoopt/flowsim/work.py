@@ -51,7 +51,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topoopt.flowsim.subflow_guard import FLOW_PEAK_BYTES, SUBFLOW_BYTES, check_subflows
+from topoopt.flowsim.subflow_guard import (
+    BUNDLE_BYTES,
+    BUNDLE_FLOW_BYTES,
+    FLOW_PEAK_BYTES,
+    SUBFLOW_BYTES,
+    check_subflows,
+)
 from traffic.errors import InputError
 from traffic.limits import memory_budget_bytes
 from traffic.workload import Workload
@@ -62,6 +68,7 @@ __all__ = [
     "GPU_PEAK_BYTES",
     "GPU_PAIR_BYTES",
     "PATH_BYTES",
+    "REDUCED_FLOW_FACTOR",
     "SUBFLOW_BYTES",
     "WorkEstimate",
     "fabric_paths",
@@ -91,6 +98,18 @@ of thousands of GPUs (GPT-3 175B, tp 8, pp 16, global batch 1,536 on the ideal s
 peak 0.99 / 2.50 / 7.46 GB at 16,384 / 32,768 / 65,536 GPUs for 1.06 / 1.97 / 3.78 M flows,
 where the flow and GPU terms alone gave 1.38 / 2.26 / 4.03 GB). Its cause is not identified;
 below a thousand GPUs it adds at most 1 MB."""
+
+
+REDUCED_FLOW_FACTOR = 3
+"""The flow cap of a simulation through the symmetry reduction is this many times
+``TOPOOPT_MAX_FLOWS`` (:func:`check_work` with ``reduced``): the cap stands for about 3 minutes
+of work, and the reduced path's work is linear in what it builds (flows, route bundles), not in
+the event loop over every flow. Measured (``docs/performance.md``, session 36): exact FSDP
+(``gpt3-175b-fsdp``, dp 512) at 4,096 GPUs, 10.8 M flows of one bundle each, 145.8 s CPU
+(13.5 us a flow, against about 45 us a flow unreduced), so 12 M flows are about 3 minutes;
+plans of several bundles a flow (GPT-3 175B on the rail fabric at 16,384 GPUs: 4.3 a flow,
+about 40 us a flow) reach the bundle memory guard (:func:`~topoopt.flowsim.subflow_guard.
+check_bundles`) before the cap."""
 
 
 @dataclass(frozen=True)
@@ -149,12 +168,19 @@ def estimate_work(
     bucket_bytes: float = 25e6,
     max_buckets: int | None = None,
     paths: int = 1,
+    reduced: bool = False,
 ) -> WorkEstimate:
     """Flows and peak memory of simulating one iteration of ``workload`` (module docstring).
 
     Parameters are those of :func:`~topoopt.flowsim.iteration.simulate_iteration` that change
     the flows, and ``paths``, the most paths a flow is split over on the fabric
     (:func:`fabric_paths`). Nothing is expanded: the count walks the plan's families.
+    ``reduced``: the simulation goes through the symmetry reduction, whose route-bundle path
+    holds :data:`~topoopt.flowsim.subflow_guard.BUNDLE_FLOW_BYTES` a flow and
+    :data:`~topoopt.flowsim.subflow_guard.BUNDLE_BYTES` a bundle (one a flow before the routes
+    are known) instead of :data:`FLOW_PEAK_BYTES` a flow; the bundles and sub-flows are
+    checked exactly once routed (:func:`~topoopt.flowsim.subflow_guard.check_bundles`,
+    :func:`check_subflows`).
 
     Examples
     --------
@@ -179,7 +205,8 @@ def estimate_work(
             workload, None, workload_gpu(workload), bucket_bytes, algorithm, mode, None, max_buckets
         )
         flows = model.n_flows()
-    per_flow = FLOW_PEAK_BYTES + PATH_BYTES * float(max(int(paths), 1) - 1)
+    base = BUNDLE_FLOW_BYTES + BUNDLE_BYTES if reduced else FLOW_PEAK_BYTES
+    per_flow = base + PATH_BYTES * float(max(int(paths), 1) - 1)
     peak = (
         PROCESS_BYTES
         + held_matrix_bytes(workload)
@@ -190,13 +217,18 @@ def estimate_work(
     return WorkEstimate(flows=int(flows), gpus=gpus, peak_bytes=peak, paths=max(int(paths), 1))
 
 
-def check_work(workload: Workload, what: str = "simulation", **kwargs) -> WorkEstimate:
+def check_work(
+    workload: Workload, what: str = "simulation", *, reduced: bool = False, **kwargs
+) -> WorkEstimate:
     """Refuse a simulation beyond the flow cap or the memory budget, before any fabric, route or
     flow exists; return the estimate otherwise.
 
     The flow cap is ``TOPOOPT_MAX_FLOWS`` (:func:`traffic.limits.max_flows`, about 3 minutes of
-    the flow model per 4 million flows here); the budget ``TOPOOPT_MEMORY_BUDGET_GB`` holds the
-    arrays, :attr:`WorkEstimate.array_bytes`. ``kwargs`` go to :func:`estimate_work`.
+    the flow model per 4 million flows here), :data:`REDUCED_FLOW_FACTOR` times that with
+    ``reduced`` (the simulation goes through the symmetry reduction); the budget
+    ``TOPOOPT_MEMORY_BUDGET_GB`` holds the arrays, :attr:`WorkEstimate.array_bytes` (with
+    ``reduced``, the reduced path's, :func:`estimate_work`). ``kwargs`` go to
+    :func:`estimate_work`.
 
     Raises
     ------
@@ -205,14 +237,20 @@ def check_work(workload: Workload, what: str = "simulation", **kwargs) -> WorkEs
     """
     from traffic.limits import DEFAULT_MAX_FLOWS, max_flows
 
-    est = estimate_work(workload, **kwargs)
-    cap = max_flows()
+    est = estimate_work(workload, reduced=reduced, **kwargs)
+    cap = max_flows() * (REDUCED_FLOW_FACTOR if reduced else 1)
     if est.flows > cap:
+        how = (
+            f"{REDUCED_FLOW_FACTOR} x TOPOOPT_MAX_FLOWS with the symmetry reduction; set "
+            "TOPOOPT_MAX_FLOWS to raise it"
+            if reduced
+            else f"set TOPOOPT_MAX_FLOWS to raise it; about 3 minutes per {DEFAULT_MAX_FLOWS:,} "
+            "here"
+        )
         raise InputError(
             "plan",
             f"about {est.flows:,} flows for one {what} ({workload.gpus:,} GPUs)",
-            f"at most {cap:,} flows (set TOPOOPT_MAX_FLOWS to raise it; about 3 minutes per "
-            f"{DEFAULT_MAX_FLOWS:,} here)",
+            f"at most {cap:,} flows ({how})",
         )
     budget = memory_budget_bytes()
     if est.array_bytes > budget:

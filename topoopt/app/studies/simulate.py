@@ -85,7 +85,9 @@ def simulate_plan(
         workload = load_workload(plan, gpu=gpu)
     from topoopt.flowsim.work import check_work
 
-    check_work(workload)  # before any fabric, route or flow (TOPOOPT_MAX_FLOWS)
+    # before any fabric, route or flow; the reduction is not used with priorities or a
+    # split all-reduce (topoopt.flowsim.iteration.simulate_iteration)
+    check_work(workload, reduced=reduction and priority is None and split_allreduce is None)
     priced: dict[str, Any] = {}
     if design is not None:
         path = Path(design)
@@ -118,7 +120,7 @@ def simulate_plan(
         priced = {"capex_usd": run.capex_usd, "power_w": run.power_w, **cost_columns(run)}
     # the flows of the workload the fabric runs (a design's rings change them); their sub-flows
     # are checked exactly once routed (topoopt.flowsim.work.check_subflows)
-    check_work(w)
+    check_work(w, reduced=reduction and priority is None and split_allreduce is None)
     if progress:
         progress(f"simulating {workload.name} on {label}")
     if schedule is not None and w.taskgraph is not None:
