@@ -162,8 +162,9 @@ def main(argv: list[str] | None = None) -> int:
                 d["sload"] = float(np.max(np.abs(la - lb) / cap)) if cap.size else 0.0
             w = max(d.values())
             worst = max(worst, w)
+            label = json.dumps(case, allow_nan=False)
             print(
-                f"{json.dumps(case)} events {int(a[f'{i}_events'][0])}/{int(b[f'{i}_events'][0])}"
+                f"{label} events {int(a[f'{i}_events'][0])}/{int(b[f'{i}_events'][0])}"
                 f" max rel diff {w:.1e} " + " ".join(f"{k} {v:.1e}" for k, v in d.items()),
                 flush=True,
             )
