@@ -15,12 +15,15 @@ Link ids are indices into the owning fabric's directed link table.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from topoopt.csr import PairIndex
 from traffic.errors import InputError
+
+if TYPE_CHECKING:  # scipy.sparse is imported where a matrix is built (a light start-up)
+    import scipy.sparse as sp
 
 __all__ = ["PathSet"]
 
@@ -98,6 +101,8 @@ class PathSet:
 
     def link_incidence(self, n_links: int) -> sp.csr_matrix:
         """Sparse ``(P, n_links)`` matrix with 1 where path ``p`` crosses link ``l``."""
+        import scipy.sparse as sp
+
         rows = np.repeat(np.arange(self.n_paths), self.path_lengths())
         data = np.ones(rows.shape[0])
         return sp.csr_matrix((data, (rows, self.path_links)), shape=(self.n_paths, n_links))

@@ -47,12 +47,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from traffic.errors import InputError
 from traffic.workload import CLASSES, Workload
+
+if TYPE_CHECKING:  # scipy.sparse is imported where a matrix is built (a light start-up)
+    import scipy.sparse as sp
 
 __all__ = [
     "ALGORITHMS",
@@ -277,10 +280,14 @@ class PairTraffic:
 
     def matrix(self) -> sp.csr_matrix:
         """Summed ``(n, n)`` sparse matrix of bytes per iteration (diagonal: intra-endpoint)."""
+        import scipy.sparse as sp
+
         return sp.csr_matrix((self.bytes, (self.src, self.dst)), shape=(self.n, self.n))
 
     def by_class(self) -> dict[str, sp.csr_matrix]:
         """One summed sparse matrix per traffic class present."""
+        import scipy.sparse as sp
+
         out = {}
         for c in np.unique(self.cls):
             m = self.cls == c

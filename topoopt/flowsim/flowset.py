@@ -18,9 +18,9 @@ A :class:`FlowSet` holds everything :func:`topoopt.flowsim.simulate` needs, in c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from topoopt.csr import gather_rows
 from topoopt.flowsim._kernels import blocked_kernel, classes_kernel
@@ -32,6 +32,9 @@ from topoopt.flowsim._symmetry_kernels import (
 )
 from topoopt.paths import PathSet
 from traffic.errors import InputError
+
+if TYPE_CHECKING:  # scipy.sparse is imported where a matrix is built (a light start-up)
+    import scipy.sparse as sp
 
 __all__ = [
     "FlowSet",
@@ -248,6 +251,8 @@ class FlowSet:
 
     def incidence(self) -> sp.csr_matrix:
         """Sparse ``(P, L)`` sub-flow x link incidence matrix (1 where path ``p`` crosses ``l``)."""
+        import scipy.sparse as sp
+
         data = np.ones(self.path_links.shape[0])
         return sp.csr_matrix(
             (data, self.path_links, self.path_ptr), shape=(self.n_paths, self.n_links)

@@ -32,11 +32,15 @@ each link when it freezes, is the same filling step by step; each member gets th
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
 
 from topoopt.flowsim._kernels import fill_kernel_mult
 from traffic.errors import InputError
+
+if TYPE_CHECKING:  # scipy.sparse is imported where a matrix is built (a light start-up)
+    import scipy.sparse as sp
 
 __all__ = ["max_min_rates", "fill_rates"]
 
@@ -143,6 +147,8 @@ def max_min_rates(
     >>> max_min_rates(inc, [12.0, 2.0]).tolist()
     [2.0, 5.0, 5.0]
     """
+    import scipy.sparse as sp
+
     cap = np.asarray(capacity, np.float64).reshape(-1)
     inc = sp.csr_matrix(incidence)
     if inc.shape[1] != cap.shape[0]:

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-import numpy as np
 import typer
 from rich.console import Console
 
@@ -414,20 +413,25 @@ def handle_errors(func: F) -> F:
 
 def to_jsonable(obj: Any) -> Any:
     """Convert numpy scalars/arrays, tuples and non-finite floats into plain JSON values."""
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating | float):
-        f = float(obj)
-        return f if math.isfinite(f) else None
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    return obj
+    import numpy as np  # here, not at the top: ``topoopt --help`` imports no numpy
+
+    def plain(obj: Any) -> Any:
+        if isinstance(obj, dict):
+            return {str(k): plain(v) for k, v in obj.items()}
+        if isinstance(obj, list | tuple):
+            return [plain(v) for v in obj]
+        if isinstance(obj, np.ndarray):
+            return plain(obj.tolist())
+        if isinstance(obj, np.integer):
+            return int(obj)
+        if isinstance(obj, np.floating | float):
+            f = float(obj)
+            return f if math.isfinite(f) else None
+        if isinstance(obj, np.bool_):
+            return bool(obj)
+        return obj
+
+    return plain(obj)
 
 
 def _first_non_finite(obj: Any, where: str) -> str | None:

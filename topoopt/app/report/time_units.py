@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import numpy as np
-
 __all__ = ["SECONDS_ABOVE_S", "time_unit"]
 
 SECONDS_ABOVE_S = 10.0
@@ -24,6 +22,8 @@ def time_unit(*columns_s: Iterable[float]) -> tuple[str, float]:
     >>> time_unit([0.5], [60.4])
     ('s', 1.0)
     """
+    import numpy as np  # here: the command line's start-up (``--help``) imports no numpy
+
     values = np.concatenate([np.asarray(list(c), dtype=float).ravel() for c in columns_s] or [[]])
     values = values[np.isfinite(values)]
     if values.size and float(np.max(np.abs(values))) > SECONDS_ABOVE_S:

@@ -15,8 +15,6 @@ from topoopt.app.cli.common import (
     stdout,
     write_output_json,
 )
-from topoopt.flowsim.netsim_json import load_netsim, result_document
-from topoopt.flowsim.simulator import simulate
 from traffic.errors import check_finite
 
 __all__ = ["register", "netsim"]
@@ -37,6 +35,9 @@ def netsim(
 ) -> None:
     """Max-min fair flow-level simulation of a netsim JSON file (see docs of
     topoopt.flowsim.netsim_json); prints start and finish of every flow and the makespan."""
+    from topoopt.flowsim.netsim_json import load_netsim, result_document  # numba: here only
+    from topoopt.flowsim.simulator import simulate
+
     out_path = prepare_output(out, force, "--out")
     case = load_netsim(flows_json)
     result = simulate(case.flows, record_series=False)
