@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from traffic.errors import InputError
-from traffic.workload import CLASSES, Workload
+from traffic.workload import CLASSES, Workload, peer_pairs
 
 if TYPE_CHECKING:  # scipy.sparse is imported where a matrix is built (a light start-up)
     import scipy.sparse as sp
@@ -175,7 +175,7 @@ def collective_template(
         The collective, its group size and its nccl-tests size ``S`` in bytes.
     algorithm : str
         One of :data:`ALGORITHMS`; falls back to the ring where the algorithm does not apply.
-    peer_bytes : numpy.ndarray, optional
+    peer_bytes : numpy.ndarray or scipy.sparse matrix, optional
         Non-uniform all-to-all matrix (bytes member ``i`` sends ``j``).
     members_per_server : int, optional
         ``k`` for the hierarchical algorithm (positions ``k*s .. k*s+k-1`` share a server).
@@ -201,8 +201,7 @@ def collective_template(
         return np.array([0]), np.array([1]), np.array([float(size)])
     if op == "all-to-all":
         if peer_bytes is not None:
-            i, j = np.nonzero(peer_bytes)
-            return i, j, peer_bytes[i, j].astype(np.float64)
+            return peer_pairs(peer_bytes)
         return _direct(g, size / g)
     out = None
     if algorithm == "halving-doubling":

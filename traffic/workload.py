@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from traffic.errors import InputError
 
@@ -29,6 +30,9 @@ __all__ = [
     "Demand",
     "TaskGraph",
     "Workload",
+    "peer_nbytes",
+    "peer_pairs",
+    "peer_row",
     "wire_bytes_per_collective",
 ]
 
@@ -76,6 +80,53 @@ def wire_bytes_per_collective(op: str, g: int, size: float) -> float:
     raise InputError("op", op, f"one of {', '.join(OPS)}")
 
 
+def peer_pairs(peer_bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(i, j, bytes)`` of an all-to-all matrix's nonzero entries, row by row and ascending
+    ``j`` within a row (``numpy.nonzero``'s order), for a dense array or a canonical sparse
+    matrix (:class:`Demand`): the same arrays for the same matrix in either form.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> m = np.array([[0.0, 2.0, 0.0], [0.0, 0.0, 0.0], [5.0, 7.0, 0.0]])
+    >>> [a.tolist() for a in peer_pairs(m)]
+    [[0, 2, 2], [1, 0, 1], [2.0, 5.0, 7.0]]
+    >>> [a.tolist() for a in peer_pairs(sp.csr_matrix(m))]
+    [[0, 2, 2], [1, 0, 1], [2.0, 5.0, 7.0]]
+    """
+    if sp.issparse(peer_bytes):
+        m = sp.csr_matrix(peer_bytes, dtype=np.float64)
+        m.sum_duplicates()
+        m.eliminate_zeros()
+        m.sort_indices()
+        i = np.repeat(np.arange(m.shape[0], dtype=np.int64), np.diff(m.indptr))
+        return i, m.indices.astype(np.int64), m.data.astype(np.float64)
+    i, j = np.nonzero(peer_bytes)
+    return i, j, peer_bytes[i, j].astype(np.float64)
+
+
+def peer_row(peer_bytes, i: int) -> np.ndarray:
+    """Row ``i`` of an all-to-all matrix (the bytes member ``i`` sends each member), dense
+    float64, for a dense array or a sparse matrix."""
+    if sp.issparse(peer_bytes):
+        return np.asarray(sp.csr_matrix(peer_bytes)[[int(i)]].toarray()[0], dtype=np.float64)
+    return np.asarray(peer_bytes[int(i)], dtype=np.float64)
+
+
+def peer_nbytes(peer_bytes) -> int:
+    """Bytes an all-to-all matrix holds: ``nbytes`` of a dense array; data, indices and index
+    pointers of a sparse one.
+
+    >>> import scipy.sparse as sp
+    >>> peer_nbytes(np.zeros((4, 4))), peer_nbytes(sp.csr_matrix(np.eye(4)[::-1]))
+    (128, 68)
+    """
+    if sp.issparse(peer_bytes):
+        m = peer_bytes.tocsr()
+        return int(m.data.nbytes + m.indices.nbytes + m.indptr.nbytes)
+    return int(np.asarray(peer_bytes).nbytes)
+
+
 @dataclass(frozen=True, eq=False)
 class Demand:
     """A family of identical collectives or transfers, one per row of ``groups``.
@@ -100,10 +151,13 @@ class Demand:
         does); false for a fixed pair pattern (pipeline sends, embedding all-to-all).
     name : str
         Human-readable label, e.g. ``"tp all-reduce (attention + mlp)"``.
-    peer_bytes : numpy.ndarray, optional
+    peer_bytes : numpy.ndarray or scipy.sparse matrix, optional
         For non-uniform all-to-all only: ``(g, g)`` bytes member ``i`` sends member ``j`` per
         collective (zero diagonal). When given, ``size`` must equal the largest row sum
-        (one rank's whole send buffer).
+        (one rank's whole send buffer). A sparse matrix is kept as a canonical CSR matrix
+        (float64, sorted indices, no explicit zeros), for an all-to-all in which few members
+        send (or receive): DLRM's embedding tables on 64 of 16,384 GPUs. Read it through
+        :func:`peer_pairs`, :func:`peer_row` and :func:`peer_nbytes`, which take either form.
     stage : int, optional
         Pipeline stage the family belongs to, when it belongs to one (used by the iteration model).
     ordered : bool
@@ -156,11 +210,20 @@ class Demand:
             raise InputError(f"{where}.count", self.count, "an integer >= 0")
         object.__setattr__(self, "count", int(self.count))
         if self.peer_bytes is not None:
-            pb = np.asarray(self.peer_bytes, dtype=np.float64)
+            pb = self.peer_bytes
+            if sp.issparse(pb):
+                pb = sp.csr_matrix(pb, dtype=np.float64, copy=True)
+                pb.sum_duplicates()
+                pb.eliminate_zeros()
+                pb.sort_indices()
+                values, diag = pb.data, pb.diagonal()
+            else:
+                pb = np.asarray(pb, dtype=np.float64)
+                values, diag = pb, np.diag(pb) if pb.ndim == 2 else pb
             g = groups.shape[1]
             if self.op != "all-to-all" or pb.shape != (g, g):
                 raise InputError(f"{where}.peer_bytes", pb.shape, f"a ({g}, {g}) all-to-all matrix")
-            if (pb < 0).any() or np.any(np.diag(pb) != 0):
+            if (values < 0).any() or np.any(diag != 0):
                 raise InputError(
                     f"{where}.peer_bytes", "negative or diagonal", "zero diagonal, >= 0"
                 )

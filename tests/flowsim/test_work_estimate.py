@@ -261,11 +261,12 @@ def test_reduced_subflows_are_checked_as_reduced_and_a_fallback_as_plain(monkeyp
 
 
 def test_estimate_counts_the_all_to_all_matrices_the_workload_holds(monkeypatch):
-    """DLRM with embedding tables of different widths holds its all-to-all as two dense
-    GPU x GPU float64 matrices (forward, backward): 2 x 24**2 x 8 = 9,216 bytes at 24 GPUs,
-    16 x 16,384**2 = 4.29 GB at 16,384 GPUs (measured 2026-12-06: 4.4 GB held before the
-    first flow, 5.88 GB peak, against an estimate of 2.27 GB without them). The estimate
-    counts them; the plan loader refuses them beyond the budget before allocating."""
+    """DLRM with embedding tables of different widths holds its all-to-all as two GPU x GPU
+    matrices (forward, backward), sparse: the rows of the GPUs holding tables. At 24 GPUs all
+    24 hold tables: 24 x 23 entries of 8 + 4 bytes and 25 int32 row pointers each (dense:
+    2 x 24**2 x 8; at 16,384 GPUs dense was 4.29 GB, measured 2026-12-06: 4.4 GB held before
+    the first flow). The estimate counts them; the plan loader refuses them beyond the budget
+    before allocating."""
     from topoopt.app.studies.advise import scale_plan
     from topoopt.flowsim.work import (
         FLOW_PEAK_BYTES,
@@ -276,12 +277,13 @@ def test_estimate_counts_the_all_to_all_matrices_the_workload_holds(monkeypatch)
 
     plan = scale_plan(load_plan("dlrm"), 24, "h100-sxm")
     w = workload_from_plan(plan)
-    assert held_matrix_bytes(w) == 2 * 8 * 24**2
+    held = 2 * (24 * 23 * 12 + 25 * 4)
+    assert held_matrix_bytes(w) == held
     est = estimate_work(w)
     gpu_terms = GPU_PEAK_BYTES * 24 + GPU_PAIR_BYTES * 24**2
     assert est.peak_bytes == pytest.approx(
-        PROCESS_BYTES + 2 * 8 * 24**2 + FLOW_PEAK_BYTES * est.flows + gpu_terms
+        PROCESS_BYTES + held + FLOW_PEAK_BYTES * est.flows + gpu_terms
     )
-    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr(2 * 8 * 24**2 * 0.99 / 1e9))
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr(held * 0.99 / 1e9))
     with pytest.raises(InputError, match="embedding all-to-all.*TOPOOPT_MEMORY_BUDGET_GB"):
         workload_from_plan(plan)

@@ -356,6 +356,43 @@ def test_dlrm_embedding_all_to_all_and_mlp():
     assert w.total_wire_bytes() == total
 
 
+def test_dlrm_all_to_all_is_stored_sparse_and_expands_as_the_dense_matrix():
+    # the dense matrices built by hand: GPU i < 64 (one table each) sends 262,144 bytes to
+    # every other GPU forward; backward is the transpose. Stored sparse: 64 x 127 entries each
+    import scipy.sparse as sp
+
+    from topoopt.flowsim.work import held_matrix_bytes
+    from traffic.errors import InputError
+    from traffic.expand import collective_template
+    from traffic.workload import Demand, peer_pairs, peer_row
+
+    w = workload_from_plan("dlrm")
+    (fwd,) = fam(w, cls="embedding", phase="forward")
+    (bwd,) = fam(w, cls="embedding", phase="backward")
+    dense = np.zeros((128, 128))
+    dense[:64, :] = 512 * 128 * 4
+    np.fill_diagonal(dense, 0.0)
+    for d, m in ((fwd, dense), (bwd, dense.T)):
+        assert sp.issparse(d.peer_bytes) and d.peer_bytes.nnz == 64 * 127
+        assert np.array_equal(d.peer_bytes.toarray(), m)
+        i, j = np.nonzero(m)  # the dense matrix's flows, in the same order
+        s, t, b = collective_template("all-to-all", 128, d.size, peer_bytes=d.peer_bytes)
+        assert np.array_equal(s, i) and np.array_equal(t, j) and np.array_equal(b, m[i, j])
+        assert s.dtype == t.dtype == np.int64
+        assert np.array_equal(peer_row(d.peer_bytes, 64), m[64])
+    # 2 x (64 x 127 entries x (8 + 4) bytes + 129 row pointers x 4 bytes), not 2 x 128^2 x 8
+    assert held_matrix_bytes(w) == 2 * (64 * 127 * 12 + 129 * 4)
+    # a sparse matrix given out of order, with duplicates and stored zeros, is made canonical
+    # (the same pairs as its dense form) and checked as the dense one is
+    raw = sp.coo_matrix(([2.0, 1.0, 0.0, 3.0], ([1, 0, 2, 0], [0, 2, 1, 2])), shape=(3, 3))
+    d = Demand("all-to-all", np.array([[0, 1, 2]]), 4.0, "embedding", "forward", peer_bytes=raw)
+    assert [a.tolist() for a in peer_pairs(d.peer_bytes)] == [[0, 1], [2, 0], [4.0, 2.0]]
+    for bad in (sp.csr_matrix(-np.eye(3)[::-1]), sp.csr_matrix(np.eye(3))):
+        with pytest.raises(InputError, match="peer_bytes"):
+            Demand("all-to-all", np.array([[0, 1, 2]]), 1.0, "embedding", "forward",
+                   peer_bytes=bad)  # fmt: skip
+
+
 def test_pure_data_parallel_vgg16():
     w = workload_from_plan("vgg16-dp")
     (ar,) = w.demands

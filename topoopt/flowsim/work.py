@@ -60,7 +60,7 @@ from topoopt.flowsim.subflow_guard import (
 )
 from traffic.errors import InputError
 from traffic.limits import memory_budget_bytes
-from traffic.workload import Workload
+from traffic.workload import Workload, peer_nbytes
 
 __all__ = [
     "PROCESS_BYTES",
@@ -150,14 +150,17 @@ def _taskgraph_flows(w: Workload) -> int:
 
 
 def held_matrix_bytes(workload: Workload) -> float:
-    """Bytes of the dense per-pair matrices the Workload itself holds (an all-to-all's
-    ``peer_bytes``, ``group_size**2`` float64 each), which live through the whole simulation.
+    """Bytes of the per-pair matrices the Workload itself holds (an all-to-all's
+    ``peer_bytes``: ``group_size**2`` float64 dense, or a sparse matrix's arrays,
+    :func:`traffic.workload.peer_nbytes`), which live through the whole simulation.
 
     DLRM at 16,384 GPUs with embedding tables of different widths holds two of them (forward
-    and backward), 2 x 16,384**2 x 8 = 4.29 GB, before any flow exists: measured 2026-12-06,
-    ``topoopt simulate`` on the three-tier Clos held 4.4 GB when the simulation started and
-    peaked at 5.88 GB, while the flow and GPU terms gave 2.27 GB."""
-    return float(sum(d.peer_bytes.nbytes for d in workload.demands if d.peer_bytes is not None))
+    and backward). Stored dense they were 2 x 16,384**2 x 8 = 4.29 GB before any flow existed
+    (measured 2026-12-06: ``topoopt simulate`` on the three-tier Clos held 4.4 GB when the
+    simulation started and peaked at 5.88 GB, while the flow and GPU terms gave 2.27 GB);
+    stored sparse (the 64 GPUs with tables send), 25 MB."""
+    held = (d.peer_bytes for d in workload.demands if d.peer_bytes is not None)
+    return float(sum(peer_nbytes(m) for m in held))
 
 
 def estimate_work(

@@ -46,7 +46,7 @@ from traffic.chakra.groups import comm_groups_text
 from traffic.chakra.schema import COLLECTIVE, NODE_TYPE, messages
 from traffic.errors import InputError
 from traffic.limits import check_memory
-from traffic.workload import PHASES, Workload
+from traffic.workload import PHASES, Workload, peer_row
 
 __all__ = [
     "COMM_TYPE_OF_OP",
@@ -290,7 +290,7 @@ def write_chakra(
                 _extras(node, common, size, whole)
                 if d.peer_bytes is not None:
                     node.attr.add(name="topoopt_peer_bytes").double_list.values.extend(
-                        d.peer_bytes[pos].tolist()
+                        peer_row(d.peer_bytes, pos).tolist()
                     )
                 items.append((rank, node.SerializeToString(deterministic=True)))
             rows.append(items)
