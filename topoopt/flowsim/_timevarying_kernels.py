@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from topoopt.flowsim._kernels import REFILL_MARGIN, _grow, _heap_pop, _heap_push
+from topoopt.flowsim._kernels import REFILL_MARGIN, RESYNC_EVERY, _grow, _heap_pop, _heap_push
 from topoopt.numba_cache import kernel_cache
 
 __all__ = ["epochs_kernel"]
@@ -47,6 +47,7 @@ _CACHE = kernel_cache(__file__)  # a writable cache folder, else none (topoopt.n
 def _fill(
     act, n_act, s_gp, s_flow, s_rate, cls, n_cls, fweight, mult, g_pptr, g_plinks, cap, ev,
     stamp, cstamp, rem, wsum, cnt, lofs, lcnt, lsub, byc, cc, hk, hv, tl, ref, cmin, theta,
+    lload, t, s_left, s_t0, s_last, s_prev,
 ):  # fmt: skip
     # ``cls`` is the class of every piece (not flow) here
     """Lexicographic weighted max-min rates of the active pieces into ``s_rate``.
@@ -54,6 +55,12 @@ def _fill(
     Pieces of a class below ``cmin``, and those of class ``cmin`` whose level ``rate / weight``
     is below ``theta * (1 - REFILL_MARGIN)``, keep their rates (``theta < 0``: none does); the
     others are re-filled on the capacity the kept ones leave (module docstring).
+
+    The kept pieces are not visited: ``lload[l]`` is the load of every active piece with a rate
+    on link ``l`` (kept up to date by the caller), so a link of a re-filled piece starts at
+    ``cap - lload`` plus the old loads of the re-filled pieces crossing it. A re-filled piece's
+    bytes left are brought to time ``t`` (``s_left`` holds them at ``s_t0``) before its rate
+    changes (its old rate is kept in ``s_prev``), and its new load is added to ``lload``.
 
     Returns ``(rounds, n_tl, n_ref, lsub, hk, hv, tl)``: ``tl[:n_tl]`` are the links the pieces
     cross (``stamp[l] == ev`` for them), ``n_ref`` the pieces re-filled; the work arrays may
@@ -64,26 +71,39 @@ def _fill(
     lim = theta * (1.0 - REFILL_MARGIN)
     for c in range(n_cls + 1):
         cc[c] = 0
+    everything = cmin == 0 and theta < 0.0
     for i in range(n_act):
         s = act[i]
         f = s_flow[s]
         c = cls[s]
         if c < cmin or (c == cmin and s_rate[s] >= 0.0 and s_rate[s] < lim * fweight[f]):
-            x = s_rate[s] * mult[f]
-            gp = s_gp[s]
-            for j in range(g_pptr[gp], g_pptr[gp + 1]):
-                k = g_plinks[j]
-                if stamp[k] != ev:
-                    stamp[k] = ev
-                    rem[k] = cap[k]
-                    tl = _grow(tl, n_tl + 1)
-                    tl[n_tl] = k
-                    n_tl += 1
-                rem[k] -= x
-        else:
-            ref[n_ref] = s
-            n_ref += 1
-            cc[c + 1] += 1
+            continue  # kept: its load is in lload
+        ref[n_ref] = s
+        n_ref += 1
+        cc[c + 1] += 1
+    if everything:  # no piece is kept: the links start at their capacities (no rounding left)
+        lload[:] = 0.0
+    for i in range(n_ref):
+        s = ref[i]
+        f = s_flow[s]
+        s_prev[s] = s_rate[s]
+        x = s_rate[s] * mult[f] if s_rate[s] > 0.0 else 0.0
+        if s_rate[s] > 0.0:  # sent up to t at its old rate
+            s_left[s] -= s_rate[s] * (t - s_t0[s])
+            s_last[s] = t
+        s_t0[s] = t
+        gp = s_gp[s]
+        for j in range(g_pptr[gp], g_pptr[gp + 1]):
+            k = g_plinks[j]
+            if stamp[k] != ev:
+                stamp[k] = ev
+                rem[k] = cap[k] - lload[k]
+                tl = _grow(tl, n_tl + 1)
+                tl[n_tl] = k
+                n_tl += 1
+            if not everything:
+                rem[k] += x
+                lload[k] -= x
     # counting sort of the re-filled pieces by class
     for c in range(n_cls):
         cc[c + 1] += cc[c]
@@ -173,6 +193,7 @@ def _fill(
                 for j in range(g_pptr[gp], g_pptr[gp + 1]):
                     k = g_plinks[j]
                     rem[k] -= mw * x
+                    lload[k] += s_rate[s] * mult[f]
                     wsum[k] -= mw
                     cnt[k] -= 1
             rem[lk] = 0.0
@@ -332,7 +353,16 @@ def epochs_kernel(
     s_rate = np.empty(pool)
     s_last = np.empty(pool)
     s_cls = np.empty(pool, np.int64)
+    s_t0 = np.empty(pool)  # s_left holds the bytes left at s_t0 (lazy: not advanced per event)
+    s_tc = np.empty(pool)  # projected completion of a piece with a rate (its heap entry's key)
+    s_prev = np.empty(pool)  # rate before a re-fill
     n_s = 0
+    lload = np.zeros(n_l)  # load of the active pieces with a rate, per link
+    ck = np.empty(16)  # completion heap: (projected completion, piece), stale entries skipped
+    cv = np.empty(16, np.int64)
+    csize = 0
+    n_fills = 0
+    rstamp = np.full(n_l, -1, np.int64)
     lcc = np.zeros((n_cls, n_l), np.int64)  # active pieces per (flow class, link)
     wl = np.empty(n_f, np.int64)  # non-preemptive flows released, waiting for their links
     n_wl = 0
@@ -385,36 +415,31 @@ def epochs_kernel(
     rounds = 0
     refills = 0
     while True:
-        t_c = np.inf
-        for i in range(n_act):
-            s = act[i]
-            if s_rate[s] > 0.0:
-                tc = t + s_left[s] / s_rate[s]
-                if tc < t_c:
-                    t_c = tc
+        while csize > 0:  # drop stale entries from the top of the completion heap
+            s = cv[0]
+            if not is_end[s] and s_rate[s] > 0.0 and s_tc[s] == ck[0]:
+                break
+            s, csize = _heap_pop(ck, cv, csize)
+        t_c = ck[0] if csize > 0 else np.inf
         t_a = hk[0] if hsize > 0 else np.inf
         t_e = e_start[ep] if ep < n_e else np.inf
         t_next = min(t_c, min(t_a, t_e))
         if t_next == np.inf or t_next > horizon:
             break
         if t_next > t:
-            dt = t_next - t
-            for i in range(n_act):
-                s = act[i]
-                if s_rate[s] > 0.0:
-                    s_left[s] -= s_rate[s] * dt
-                    s_last[s] = t_next
             t = t_next
         n_events += 1
         cut = t + rtol * abs(t)
         # ---- completions (and the zero-byte pieces of arrivals, in the cascade below)
         n_end = 0
-        if t_c <= cut:
-            for i in range(n_act):
-                s = act[i]
-                if s_rate[s] > 0.0 and s_left[s] <= s_rate[s] * (cut - t):
-                    ended[n_end] = s
-                    n_end += 1
+        while csize > 0 and ck[0] <= cut:
+            s = cv[0]
+            key = ck[0]
+            s, csize = _heap_pop(ck, cv, csize)
+            if not is_end[s] and s_rate[s] > 0.0 and s_tc[s] == key:
+                s_tc[s] = np.nan  # a duplicate entry of the same key is stale
+                ended[n_end] = s
+                n_end += 1
         while True:
             for q in range(n_end):
                 s = ended[q]
@@ -426,8 +451,10 @@ def epochs_kernel(
                 if s_init[s] > 0.0:
                     _count(lcc, cls[f], gp, g_pptr, g_plinks, -1)
                 sent = s_init[s] * mult[f]
+                x = s_rate[s] * mult[f] if s_rate[s] > 0.0 else 0.0
                 for j in range(g_pptr[gp], g_pptr[gp + 1]):
                     link_bytes[g_plinks[j]] += sent
+                    lload[g_plinks[j]] -= x
                 v = t + g_lat[gp]
                 if v > arrive[f]:
                     arrive[f] = v
@@ -472,7 +499,12 @@ def epochs_kernel(
                 for i in range(n_act):
                     s = act[i]
                     f = s_flow[s]
-                    left = s_left[s] if s_left[s] > 0.0 else 0.0
+                    left = s_left[s]
+                    if s_rate[s] > 0.0:  # bring it to t (sending until now)
+                        left -= s_rate[s] * (t - s_t0[s])
+                        s_last[s] = t
+                    if left < 0.0:
+                        left = 0.0
                     if n_left[f] > 0:
                         rflows[n_rf] = f
                         n_rf += 1
@@ -491,6 +523,8 @@ def epochs_kernel(
                             arrive[f] = v
                     is_end[s] = True
                 n_act = 0
+                csize = 0  # every piece was cut: no completion pending
+                lload[:] = 0.0
                 for q in range(n_rf):
                     f = rflows[q]
                     moved[f] = True
@@ -505,6 +539,9 @@ def epochs_kernel(
                         s_rate = _grow(s_rate, pool)
                         s_last = _grow(s_last, pool)
                         s_cls = _grow(s_cls, pool)
+                        s_t0 = _grow(s_t0, pool)
+                        s_tc = _grow(s_tc, pool)
+                        s_prev = _grow(s_prev, pool)
                         act = _grow(act, pool)
                         ended = _grow(ended, pool)
                         byc = _grow(byc, pool)
@@ -516,6 +553,7 @@ def epochs_kernel(
                         s_flow[n_s] = f
                         s_init[n_s] = resid[f] * g_w[gp]
                         s_left[n_s] = s_init[n_s]
+                        s_t0[n_s] = t
                         s_rate[n_s] = -1.0
                         s_cls[n_s] = 0 if nonpre[f] else cls[f]
                         _count(lcc, cls[f], gp, g_pptr, g_plinks, 1)
@@ -560,6 +598,9 @@ def epochs_kernel(
                     s_rate = _grow(s_rate, pool)
                     s_last = _grow(s_last, pool)
                     s_cls = _grow(s_cls, pool)
+                    s_t0 = _grow(s_t0, pool)
+                    s_tc = _grow(s_tc, pool)
+                    s_prev = _grow(s_prev, pool)
                     act = _grow(act, pool)
                     ended = _grow(ended, pool)
                     byc = _grow(byc, pool)
@@ -571,6 +612,7 @@ def epochs_kernel(
                     s_flow[n_s] = f
                     s_init[n_s] = size[f] * g_w[gp]
                     s_left[n_s] = s_init[n_s]
+                    s_t0[n_s] = t
                     s_rate[n_s] = -1.0
                     s_cls[n_s] = 0 if nonpre[f] else cls[f]
                     s_last[n_s] = -np.inf
@@ -610,26 +652,61 @@ def epochs_kernel(
         if not full and cmin == n_cls:
             continue  # nothing arrived, left or changed: every rate stays
         full = False
+        n_fills += 1
+        if n_fills % RESYNC_EVERY == 0:  # the incremental link loads drift by rounding
+            lload[:] = 0.0
+            for i in range(n_act):
+                s = act[i]
+                if s_rate[s] > 0.0:
+                    f = s_flow[s]
+                    gp = s_gp[s]
+                    for j in range(g_pptr[gp], g_pptr[gp + 1]):
+                        lload[g_plinks[j]] += s_rate[s] * mult[f]
         r, n_tl, n_ref, lsub, fk, fv, tl = _fill(
             act, n_act, s_gp, s_flow, s_rate, s_cls, n_cls, fweight, mult, g_pptr, g_plinks, cap,
             n_events, stamp, cstamp, rem, wsum, cnt, lofs, lcnt, lsub, byc, cc, fk, fv, tl,
-            ref, cmin, theta,
+            ref, cmin, theta, lload, t, s_left, s_t0, s_last, s_prev,
         )  # fmt: skip
+        # the re-filled pieces' projected completions (an unchanged rate keeps its entry)
+        for i in range(n_ref):
+            s = ref[i]
+            if s_rate[s] > 0.0:
+                if s_rate[s] == s_prev[s]:
+                    continue
+                s_tc[s] = t + s_left[s] / s_rate[s]
+                ck = _grow(ck, csize + 1)
+                cv = _grow(cv, csize + 1)
+                csize = _heap_push(ck, cv, csize, s_tc[s], s)
+            else:
+                s_tc[s] = np.inf
+        if csize > 2 * n_act + 64:  # mostly stale entries: rebuild from the active pieces
+            csize = 0
+            for i in range(n_act):
+                s = act[i]
+                if s_rate[s] > 0.0:
+                    csize = _heap_push(ck, cv, csize, s_tc[s], s)
         refills += n_ref
         if 0 <= limit < refills:
             break
         rounds += r
         if record:
+            n_tl = 0
             for i in range(n_act):
                 s = act[i]
                 f = s_flow[s]
                 x = s_rate[s] * mult[f]
                 gp = s_gp[s]
                 for j in range(g_pptr[gp], g_pptr[gp + 1]):
-                    new_load[g_plinks[j]] += x
+                    k = g_plinks[j]
+                    new_load[k] += x
+                    if rstamp[k] != n_events:
+                        rstamp[k] = n_events
+                        tl = _grow(tl, n_tl + 1)
+                        tl[n_tl] = k
+                        n_tl += 1
             for q in range(n_prev):
                 k = prev_tl[q]
-                if stamp[k] != n_events and cur_load[k] != 0.0:
+                if rstamp[k] != n_events and cur_load[k] != 0.0:
                     st = _grow(st, n_ser + 1)
                     sl = _grow(sl, n_ser + 1)
                     sv = _grow(sv, n_ser + 1)
