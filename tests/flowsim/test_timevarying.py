@@ -432,3 +432,45 @@ def test_work_limit_stops_deterministically():
         simulate_epochs(fs, max_refills=full.refills // 2)
     assert err.value.limit == full.refills // 2
     assert simulate_epochs(fs, max_refills=full.refills).refills == full.refills
+
+
+# ---------------------------------------------------------------------- many events
+def long_run_flowset(seed: int, n_flows: int = 700, n_links: int = 10) -> FlowSet:
+    """Distinct sizes and starts: hundreds of events, more re-fills than the kernel's resync
+    period of its per-link loads (``RESYNC_EVERY``), rates changing at most events."""
+    rng = np.random.default_rng(seed)
+    flow_ptr, path_ptr, plinks, weight = [0], [0], [], []
+    for _ in range(n_flows):
+        w = [0.4, 0.6] if rng.random() < 0.3 else [1.0]
+        for x in w:
+            plinks += sorted(rng.choice(n_links, rng.integers(1, 4), replace=False).tolist())
+            path_ptr.append(len(plinks))
+            weight.append(x)
+        flow_ptr.append(len(weight))
+    after = [
+        sorted(set(rng.integers(0, f, 2).tolist())) if f and rng.random() < 0.3 else []
+        for f in range(n_flows)
+    ]
+    return FlowSet(
+        capacity=rng.uniform(1.0, 5.0, n_links), latency=rng.choice([0.0, 0.01], n_links),
+        size=rng.uniform(0.5, 10.0, n_flows), start=rng.uniform(0.0, 20.0, n_flows),
+        flow_ptr=flow_ptr, path_ptr=path_ptr, path_links=plinks, weight=weight,
+        dep_ptr=np.concatenate([[0], np.cumsum([len(a) for a in after])]),
+        deps=np.array(sum(after, []), np.int64),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_long_runs_equal_simulate(seed):
+    """The lazy bytes-left, the completion heap and the per-link loads kept across events (with
+    their periodic resync and a no-op epoch that re-fills everything midway) give
+    :func:`simulate`'s run, event for event."""
+    from topoopt.flowsim._kernels import RESYNC_EVERY
+
+    fs = long_run_flowset(seed)
+    a = simulate(fs)
+    for epochs in ([], [Epoch(7.3, fs.capacity)]):
+        b = simulate_epochs(fs, epochs)
+        assert b.n_events - len(epochs) == a.n_events > 2 * RESYNC_EVERY
+        for name in ("start", "finish", "link_bytes"):
+            np.testing.assert_allclose(getattr(b, name), getattr(a, name), rtol=1e-9, atol=0)

@@ -202,18 +202,21 @@ def _fill(
 
 @njit(cache=_CACHE, error_model="numpy")
 def _arrival_level(
-    act, n_act, s_gp, s_flow, s_rate, cls, cmin, fweight, mult, g_pptr, g_plinks, cap, ev,
-    astamp, aload, awnew, aofs, acnt, alinks, alam, arm, awm,
+    newp, n_new, s_gp, s_flow, s_rate, cls, cmin, fweight, mult, g_pptr, g_plinks, cap, ev,
+    astamp, aload, awnew, aofs, acnt, alinks, alam, arm, awm, lhead, lnext, jpiece,
 ):  # fmt: skip
     """A level below which no old piece of class ``cmin`` changes rate when its new pieces
-    (``s_rate < 0``) arrive: the least over their links of the water level ``x`` solving
-    ``sum over old pieces min(r, w x) m + x * (sum over new pieces w m) = capacity left by the
-    higher classes`` (module docstring of :mod:`topoopt.flowsim.simulator`, weighted).
+    (``newp[:n_new]`` with ``s_rate < 0``) arrive: the least over their links of the water
+    level ``x`` solving ``sum over old pieces min(r, w x) m + x * (sum over new pieces w m) =
+    capacity left by the higher classes`` (module docstring of
+    :mod:`topoopt.flowsim.simulator`, weighted). The old pieces of a link are read from its
+    list of active incidences (``lhead``, ``lnext``, ``jpiece``), so the work is that of the
+    arrivals' links, not of every active piece.
 
     Returns ``(level, alinks, alam, arm, awm)`` (the work arrays may have been grown)."""
     n_al = 0
-    for i in range(n_act):
-        s = act[i]
+    for i in range(n_new):
+        s = newp[i]
         f = s_flow[s]
         if cls[s] != cmin or s_rate[s] >= 0.0:
             continue
@@ -229,43 +232,40 @@ def _arrival_level(
                 alinks[n_al] = k
                 n_al += 1
             awnew[k] += fweight[f] * mult[f]
-    for i in range(n_act):
-        s = act[i]
-        f = s_flow[s]
-        c = cls[s]
-        if c > cmin or s_rate[s] < 0.0:
-            continue
-        gp = s_gp[s]
-        for j in range(g_pptr[gp], g_pptr[gp + 1]):
-            k = g_plinks[j]
-            if astamp[k] == ev:
-                if c < cmin:
-                    aload[k] += s_rate[s] * mult[f]
-                else:
-                    acnt[k] += 1
     off = 0
     for q in range(n_al):
         k = alinks[q]
         aofs[k] = off
+        j = lhead[k]
+        while j >= 0:
+            s = jpiece[j]
+            j = lnext[j]
+            c = cls[s]
+            if c > cmin or s_rate[s] < 0.0:
+                continue
+            if c < cmin:
+                aload[k] += s_rate[s] * mult[s_flow[s]]
+            else:
+                acnt[k] += 1
         off += acnt[k]
         acnt[k] = 0
     alam = _grow(alam, off)
     arm = _grow(arm, off)
     awm = _grow(awm, off)
-    for i in range(n_act):
-        s = act[i]
-        f = s_flow[s]
-        if cls[s] != cmin or s_rate[s] < 0.0:
-            continue
-        gp = s_gp[s]
-        for j in range(g_pptr[gp], g_pptr[gp + 1]):
-            k = g_plinks[j]
-            if astamp[k] == ev:
-                e = aofs[k] + acnt[k]
-                alam[e] = s_rate[s] / fweight[f]
-                arm[e] = s_rate[s] * mult[f]
-                awm[e] = fweight[f] * mult[f]
-                acnt[k] += 1
+    for q in range(n_al):
+        k = alinks[q]
+        j = lhead[k]
+        while j >= 0:
+            s = jpiece[j]
+            j = lnext[j]
+            if cls[s] != cmin or s_rate[s] < 0.0:
+                continue
+            f = s_flow[s]
+            e = aofs[k] + acnt[k]
+            alam[e] = s_rate[s] / fweight[f]
+            arm[e] = s_rate[s] * mult[f]
+            awm[e] = fweight[f] * mult[f]
+            acnt[k] += 1
     level = np.inf
     for q in range(n_al):
         k = alinks[q]
@@ -289,6 +289,34 @@ def _arrival_level(
         if x < level:
             level = x
     return level, alinks, alam, arm, awm
+
+
+@njit(cache=_CACHE, inline="always")
+def _link_in(s, gp, g_pptr, g_plinks, lhead, lnext, lprev, jpiece):
+    """Put piece ``s`` (on global path ``gp``) on the active-incidence list of each of its links
+    (an incidence is its index ``j`` in ``g_plinks``: a flow has one piece per path at a time)."""
+    for j in range(g_pptr[gp], g_pptr[gp + 1]):
+        k = g_plinks[j]
+        jpiece[j] = s
+        h = lhead[k]
+        lnext[j] = h
+        lprev[j] = -1
+        if h >= 0:
+            lprev[h] = j
+        lhead[k] = j
+
+
+@njit(cache=_CACHE, inline="always")
+def _link_out(gp, g_pptr, g_plinks, lhead, lnext, lprev):
+    """Take the piece on global path ``gp`` off its links' lists (:func:`_link_in`)."""
+    for j in range(g_pptr[gp], g_pptr[gp + 1]):
+        a, b = lprev[j], lnext[j]
+        if a >= 0:
+            lnext[a] = b
+        else:
+            lhead[g_plinks[j]] = b
+        if b >= 0:
+            lprev[b] = a
 
 
 @njit(cache=_CACHE, inline="always")
@@ -363,6 +391,13 @@ def epochs_kernel(
     csize = 0
     n_fills = 0
     rstamp = np.full(n_l, -1, np.int64)
+    lhead = np.full(n_l, -1, np.int64)  # active incidences per link (_link_in)
+    lnext = np.empty(g_plinks.shape[0], np.int64)
+    lprev = np.empty(g_plinks.shape[0], np.int64)
+    jpiece = np.empty(g_plinks.shape[0], np.int64)
+    s_inact = np.zeros(pool, np.bool_)  # the piece is in ``act``
+    newp = np.empty(pool, np.int64)  # pieces put in ``act`` since the last re-fill
+    n_new = 0
     lcc = np.zeros((n_cls, n_l), np.int64)  # active pieces per (flow class, link)
     wl = np.empty(n_f, np.int64)  # non-preemptive flows released, waiting for their links
     n_wl = 0
@@ -450,6 +485,9 @@ def epochs_kernel(
                 gp = s_gp[s]
                 if s_init[s] > 0.0:
                     _count(lcc, cls[f], gp, g_pptr, g_plinks, -1)
+                if s_inact[s]:
+                    _link_out(gp, g_pptr, g_plinks, lhead, lnext, lprev)
+                    s_inact[s] = False
                 sent = s_init[s] * mult[f]
                 x = s_rate[s] * mult[f] if s_rate[s] > 0.0 else 0.0
                 for j in range(g_pptr[gp], g_pptr[gp + 1]):
@@ -522,9 +560,12 @@ def epochs_kernel(
                         if v > arrive[f]:
                             arrive[f] = v
                     is_end[s] = True
+                    s_inact[s] = False
                 n_act = 0
                 csize = 0  # every piece was cut: no completion pending
                 lload[:] = 0.0
+                lhead[:] = -1
+                n_new = 0
                 for q in range(n_rf):
                     f = rflows[q]
                     moved[f] = True
@@ -542,6 +583,8 @@ def epochs_kernel(
                         s_t0 = _grow(s_t0, pool)
                         s_tc = _grow(s_tc, pool)
                         s_prev = _grow(s_prev, pool)
+                        s_inact = _grow(s_inact, pool)
+                        newp = _grow(newp, pool)
                         act = _grow(act, pool)
                         ended = _grow(ended, pool)
                         byc = _grow(byc, pool)
@@ -561,6 +604,10 @@ def epochs_kernel(
                         is_end[n_s] = False
                         act[n_act] = n_s
                         n_act += 1
+                        s_inact[n_s] = True
+                        _link_in(n_s, gp, g_pptr, g_plinks, lhead, lnext, lprev, jpiece)
+                        newp[n_new] = n_s
+                        n_new += 1
                         n_s += 1
             # ---- arrivals released by now
             n_sf = 0
@@ -601,6 +648,8 @@ def epochs_kernel(
                     s_t0 = _grow(s_t0, pool)
                     s_tc = _grow(s_tc, pool)
                     s_prev = _grow(s_prev, pool)
+                    s_inact = _grow(s_inact, pool)
+                    newp = _grow(newp, pool)
                     act = _grow(act, pool)
                     ended = _grow(ended, pool)
                     byc = _grow(byc, pool)
@@ -623,6 +672,10 @@ def epochs_kernel(
                     else:
                         act[n_act] = n_s
                         n_act += 1
+                        s_inact[n_s] = True
+                        _link_in(n_s, gp, g_pptr, g_plinks, lhead, lnext, lprev, jpiece)
+                        newp[n_new] = n_s
+                        n_new += 1
                         has_arr[s_cls[n_s]] = True
                         _count(lcc, cls[f], gp, g_pptr, g_plinks, 1)
                     n_s += 1
@@ -641,14 +694,15 @@ def epochs_kernel(
             theta = th_dep[cmin]
             if has_arr[cmin]:
                 lv, alinks, alam, arm, awm = _arrival_level(
-                    act, n_act, s_gp, s_flow, s_rate, s_cls, cmin, fweight, mult, g_pptr,
+                    newp, n_new, s_gp, s_flow, s_rate, s_cls, cmin, fweight, mult, g_pptr,
                     g_plinks, cap, n_events, astamp, aload, awnew, aofs, acnt, alinks, alam,
-                    arm, awm,
+                    arm, awm, lhead, lnext, jpiece,
                 )  # fmt: skip
                 theta = min(theta, lv)
         for c in range(n_cls):
             th_dep[c] = np.inf
             has_arr[c] = False
+        n_new = 0
         if not full and cmin == n_cls:
             continue  # nothing arrived, left or changed: every rate stays
         full = False
