@@ -47,7 +47,7 @@ _CACHE = kernel_cache(__file__)  # a writable cache folder, else none (topoopt.n
 def _fill(
     act, n_act, s_gp, s_flow, s_rate, cls, n_cls, fweight, mult, g_pptr, g_plinks, cap, ev,
     stamp, cstamp, rem, wsum, cnt, lofs, lcnt, lsub, byc, cc, hk, hv, tl, ref, cmin, theta,
-    lload, t, s_left, s_t0, s_last, s_prev,
+    lload,
 ):  # fmt: skip
     # ``cls`` is the class of every piece (not flow) here
     """Lexicographic weighted max-min rates of the active pieces into ``s_rate``.
@@ -58,9 +58,8 @@ def _fill(
 
     The kept pieces are not visited: ``lload[l]`` is the load of every active piece with a rate
     on link ``l`` (kept up to date by the caller), so a link of a re-filled piece starts at
-    ``cap - lload`` plus the old loads of the re-filled pieces crossing it. A re-filled piece's
-    bytes left are brought to time ``t`` (``s_left`` holds them at ``s_t0``) before its rate
-    changes (its old rate is kept in ``s_prev``), and its new load is added to ``lload``.
+    ``cap - lload`` plus the old loads of the re-filled pieces crossing it; a re-filled piece's
+    new load is added to ``lload``.
 
     Returns ``(rounds, n_tl, n_ref, lsub, hk, hv, tl)``: ``tl[:n_tl]`` are the links the pieces
     cross (``stamp[l] == ev`` for them), ``n_ref`` the pieces re-filled; the work arrays may
@@ -86,12 +85,7 @@ def _fill(
     for i in range(n_ref):
         s = ref[i]
         f = s_flow[s]
-        s_prev[s] = s_rate[s]
         x = s_rate[s] * mult[f] if s_rate[s] > 0.0 else 0.0
-        if s_rate[s] > 0.0:  # sent up to t at its old rate
-            s_left[s] -= s_rate[s] * (t - s_t0[s])
-            s_last[s] = t
-        s_t0[s] = t
         gp = s_gp[s]
         for j in range(g_pptr[gp], g_pptr[gp + 1]):
             k = g_plinks[j]
@@ -381,14 +375,8 @@ def epochs_kernel(
     s_rate = np.empty(pool)
     s_last = np.empty(pool)
     s_cls = np.empty(pool, np.int64)
-    s_t0 = np.empty(pool)  # s_left holds the bytes left at s_t0 (lazy: not advanced per event)
-    s_tc = np.empty(pool)  # projected completion of a piece with a rate (its heap entry's key)
-    s_prev = np.empty(pool)  # rate before a re-fill
     n_s = 0
     lload = np.zeros(n_l)  # load of the active pieces with a rate, per link
-    ck = np.empty(16)  # completion heap: (projected completion, piece), stale entries skipped
-    cv = np.empty(16, np.int64)
-    csize = 0
     n_fills = 0
     rstamp = np.full(n_l, -1, np.int64)
     lhead = np.full(n_l, -1, np.int64)  # active incidences per link (_link_in)
@@ -450,31 +438,36 @@ def epochs_kernel(
     rounds = 0
     refills = 0
     while True:
-        while csize > 0:  # drop stale entries from the top of the completion heap
-            s = cv[0]
-            if not is_end[s] and s_rate[s] > 0.0 and s_tc[s] == ck[0]:
-                break
-            s, csize = _heap_pop(ck, cv, csize)
-        t_c = ck[0] if csize > 0 else np.inf
+        t_c = np.inf
+        for i in range(n_act):
+            s = act[i]
+            if s_rate[s] > 0.0:
+                tc = t + s_left[s] / s_rate[s]
+                if tc < t_c:
+                    t_c = tc
         t_a = hk[0] if hsize > 0 else np.inf
         t_e = e_start[ep] if ep < n_e else np.inf
         t_next = min(t_c, min(t_a, t_e))
         if t_next == np.inf or t_next > horizon:
             break
         if t_next > t:
+            dt = t_next - t
+            for i in range(n_act):
+                s = act[i]
+                if s_rate[s] > 0.0:
+                    s_left[s] -= s_rate[s] * dt
+                    s_last[s] = t_next
             t = t_next
         n_events += 1
         cut = t + rtol * abs(t)
         # ---- completions (and the zero-byte pieces of arrivals, in the cascade below)
         n_end = 0
-        while csize > 0 and ck[0] <= cut:
-            s = cv[0]
-            key = ck[0]
-            s, csize = _heap_pop(ck, cv, csize)
-            if not is_end[s] and s_rate[s] > 0.0 and s_tc[s] == key:
-                s_tc[s] = np.nan  # a duplicate entry of the same key is stale
-                ended[n_end] = s
-                n_end += 1
+        if t_c <= cut:
+            for i in range(n_act):
+                s = act[i]
+                if s_rate[s] > 0.0 and s_left[s] <= s_rate[s] * (cut - t):
+                    ended[n_end] = s
+                    n_end += 1
         while True:
             for q in range(n_end):
                 s = ended[q]
@@ -537,12 +530,7 @@ def epochs_kernel(
                 for i in range(n_act):
                     s = act[i]
                     f = s_flow[s]
-                    left = s_left[s]
-                    if s_rate[s] > 0.0:  # bring it to t (sending until now)
-                        left -= s_rate[s] * (t - s_t0[s])
-                        s_last[s] = t
-                    if left < 0.0:
-                        left = 0.0
+                    left = s_left[s] if s_left[s] > 0.0 else 0.0
                     if n_left[f] > 0:
                         rflows[n_rf] = f
                         n_rf += 1
@@ -562,7 +550,6 @@ def epochs_kernel(
                     is_end[s] = True
                     s_inact[s] = False
                 n_act = 0
-                csize = 0  # every piece was cut: no completion pending
                 lload[:] = 0.0
                 lhead[:] = -1
                 n_new = 0
@@ -580,9 +567,6 @@ def epochs_kernel(
                         s_rate = _grow(s_rate, pool)
                         s_last = _grow(s_last, pool)
                         s_cls = _grow(s_cls, pool)
-                        s_t0 = _grow(s_t0, pool)
-                        s_tc = _grow(s_tc, pool)
-                        s_prev = _grow(s_prev, pool)
                         s_inact = _grow(s_inact, pool)
                         newp = _grow(newp, pool)
                         act = _grow(act, pool)
@@ -596,7 +580,6 @@ def epochs_kernel(
                         s_flow[n_s] = f
                         s_init[n_s] = resid[f] * g_w[gp]
                         s_left[n_s] = s_init[n_s]
-                        s_t0[n_s] = t
                         s_rate[n_s] = -1.0
                         s_cls[n_s] = 0 if nonpre[f] else cls[f]
                         _count(lcc, cls[f], gp, g_pptr, g_plinks, 1)
@@ -645,9 +628,6 @@ def epochs_kernel(
                     s_rate = _grow(s_rate, pool)
                     s_last = _grow(s_last, pool)
                     s_cls = _grow(s_cls, pool)
-                    s_t0 = _grow(s_t0, pool)
-                    s_tc = _grow(s_tc, pool)
-                    s_prev = _grow(s_prev, pool)
                     s_inact = _grow(s_inact, pool)
                     newp = _grow(newp, pool)
                     act = _grow(act, pool)
@@ -661,7 +641,6 @@ def epochs_kernel(
                     s_flow[n_s] = f
                     s_init[n_s] = size[f] * g_w[gp]
                     s_left[n_s] = s_init[n_s]
-                    s_t0[n_s] = t
                     s_rate[n_s] = -1.0
                     s_cls[n_s] = 0 if nonpre[f] else cls[f]
                     s_last[n_s] = -np.inf
@@ -719,26 +698,8 @@ def epochs_kernel(
         r, n_tl, n_ref, lsub, fk, fv, tl = _fill(
             act, n_act, s_gp, s_flow, s_rate, s_cls, n_cls, fweight, mult, g_pptr, g_plinks, cap,
             n_events, stamp, cstamp, rem, wsum, cnt, lofs, lcnt, lsub, byc, cc, fk, fv, tl,
-            ref, cmin, theta, lload, t, s_left, s_t0, s_last, s_prev,
+            ref, cmin, theta, lload,
         )  # fmt: skip
-        # the re-filled pieces' projected completions (an unchanged rate keeps its entry)
-        for i in range(n_ref):
-            s = ref[i]
-            if s_rate[s] > 0.0:
-                if s_rate[s] == s_prev[s]:
-                    continue
-                s_tc[s] = t + s_left[s] / s_rate[s]
-                ck = _grow(ck, csize + 1)
-                cv = _grow(cv, csize + 1)
-                csize = _heap_push(ck, cv, csize, s_tc[s], s)
-            else:
-                s_tc[s] = np.inf
-        if csize > 2 * n_act + 64:  # mostly stale entries: rebuild from the active pieces
-            csize = 0
-            for i in range(n_act):
-                s = act[i]
-                if s_rate[s] > 0.0:
-                    csize = _heap_push(ck, cv, csize, s_tc[s], s)
         refills += n_ref
         if 0 <= limit < refills:
             break
