@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from topoopt.flowsim._kernels import REFILL_MARGIN, RESYNC_EVERY, _grow, _heap_pop, _heap_push
+from topoopt.flowsim._kernels import REFILL_MARGIN, _grow, _heap_pop, _heap_push
 from topoopt.numba_cache import kernel_cache
 
 __all__ = ["epochs_kernel"]
@@ -47,7 +47,6 @@ _CACHE = kernel_cache(__file__)  # a writable cache folder, else none (topoopt.n
 def _fill(
     act, n_act, s_gp, s_flow, s_rate, cls, n_cls, fweight, mult, g_pptr, g_plinks, cap, ev,
     stamp, cstamp, rem, wsum, cnt, lofs, lcnt, lsub, byc, cc, hk, hv, tl, ref, cmin, theta,
-    lload,
 ):  # fmt: skip
     # ``cls`` is the class of every piece (not flow) here
     """Lexicographic weighted max-min rates of the active pieces into ``s_rate``.
@@ -55,11 +54,6 @@ def _fill(
     Pieces of a class below ``cmin``, and those of class ``cmin`` whose level ``rate / weight``
     is below ``theta * (1 - REFILL_MARGIN)``, keep their rates (``theta < 0``: none does); the
     others are re-filled on the capacity the kept ones leave (module docstring).
-
-    The kept pieces are not visited: ``lload[l]`` is the load of every active piece with a rate
-    on link ``l`` (kept up to date by the caller), so a link of a re-filled piece starts at
-    ``cap - lload`` plus the old loads of the re-filled pieces crossing it; a re-filled piece's
-    new load is added to ``lload``.
 
     Returns ``(rounds, n_tl, n_ref, lsub, hk, hv, tl)``: ``tl[:n_tl]`` are the links the pieces
     cross (``stamp[l] == ev`` for them), ``n_ref`` the pieces re-filled; the work arrays may
@@ -70,34 +64,26 @@ def _fill(
     lim = theta * (1.0 - REFILL_MARGIN)
     for c in range(n_cls + 1):
         cc[c] = 0
-    everything = cmin == 0 and theta < 0.0
     for i in range(n_act):
         s = act[i]
         f = s_flow[s]
         c = cls[s]
         if c < cmin or (c == cmin and s_rate[s] >= 0.0 and s_rate[s] < lim * fweight[f]):
-            continue  # kept: its load is in lload
-        ref[n_ref] = s
-        n_ref += 1
-        cc[c + 1] += 1
-    if everything:  # no piece is kept: the links start at their capacities (no rounding left)
-        lload[:] = 0.0
-    for i in range(n_ref):
-        s = ref[i]
-        f = s_flow[s]
-        x = s_rate[s] * mult[f] if s_rate[s] > 0.0 else 0.0
-        gp = s_gp[s]
-        for j in range(g_pptr[gp], g_pptr[gp + 1]):
-            k = g_plinks[j]
-            if stamp[k] != ev:
-                stamp[k] = ev
-                rem[k] = cap[k] - lload[k]
-                tl = _grow(tl, n_tl + 1)
-                tl[n_tl] = k
-                n_tl += 1
-            if not everything:
-                rem[k] += x
-                lload[k] -= x
+            x = s_rate[s] * mult[f]
+            gp = s_gp[s]
+            for j in range(g_pptr[gp], g_pptr[gp + 1]):
+                k = g_plinks[j]
+                if stamp[k] != ev:
+                    stamp[k] = ev
+                    rem[k] = cap[k]
+                    tl = _grow(tl, n_tl + 1)
+                    tl[n_tl] = k
+                    n_tl += 1
+                rem[k] -= x
+        else:
+            ref[n_ref] = s
+            n_ref += 1
+            cc[c + 1] += 1
     # counting sort of the re-filled pieces by class
     for c in range(n_cls):
         cc[c + 1] += cc[c]
@@ -187,7 +173,6 @@ def _fill(
                 for j in range(g_pptr[gp], g_pptr[gp + 1]):
                     k = g_plinks[j]
                     rem[k] -= mw * x
-                    lload[k] += s_rate[s] * mult[f]
                     wsum[k] -= mw
                     cnt[k] -= 1
             rem[lk] = 0.0
@@ -196,21 +181,18 @@ def _fill(
 
 @njit(cache=_CACHE, error_model="numpy")
 def _arrival_level(
-    newp, n_new, s_gp, s_flow, s_rate, cls, cmin, fweight, mult, g_pptr, g_plinks, cap, ev,
-    astamp, aload, awnew, aofs, acnt, alinks, alam, arm, awm, lhead, lnext, jpiece,
+    act, n_act, s_gp, s_flow, s_rate, cls, cmin, fweight, mult, g_pptr, g_plinks, cap, ev,
+    astamp, aload, awnew, aofs, acnt, alinks, alam, arm, awm,
 ):  # fmt: skip
     """A level below which no old piece of class ``cmin`` changes rate when its new pieces
-    (``newp[:n_new]`` with ``s_rate < 0``) arrive: the least over their links of the water
-    level ``x`` solving ``sum over old pieces min(r, w x) m + x * (sum over new pieces w m) =
-    capacity left by the higher classes`` (module docstring of
-    :mod:`topoopt.flowsim.simulator`, weighted). The old pieces of a link are read from its
-    list of active incidences (``lhead``, ``lnext``, ``jpiece``), so the work is that of the
-    arrivals' links, not of every active piece.
+    (``s_rate < 0``) arrive: the least over their links of the water level ``x`` solving
+    ``sum over old pieces min(r, w x) m + x * (sum over new pieces w m) = capacity left by the
+    higher classes`` (module docstring of :mod:`topoopt.flowsim.simulator`, weighted).
 
     Returns ``(level, alinks, alam, arm, awm)`` (the work arrays may have been grown)."""
     n_al = 0
-    for i in range(n_new):
-        s = newp[i]
+    for i in range(n_act):
+        s = act[i]
         f = s_flow[s]
         if cls[s] != cmin or s_rate[s] >= 0.0:
             continue
@@ -226,40 +208,43 @@ def _arrival_level(
                 alinks[n_al] = k
                 n_al += 1
             awnew[k] += fweight[f] * mult[f]
+    for i in range(n_act):
+        s = act[i]
+        f = s_flow[s]
+        c = cls[s]
+        if c > cmin or s_rate[s] < 0.0:
+            continue
+        gp = s_gp[s]
+        for j in range(g_pptr[gp], g_pptr[gp + 1]):
+            k = g_plinks[j]
+            if astamp[k] == ev:
+                if c < cmin:
+                    aload[k] += s_rate[s] * mult[f]
+                else:
+                    acnt[k] += 1
     off = 0
     for q in range(n_al):
         k = alinks[q]
         aofs[k] = off
-        j = lhead[k]
-        while j >= 0:
-            s = jpiece[j]
-            j = lnext[j]
-            c = cls[s]
-            if c > cmin or s_rate[s] < 0.0:
-                continue
-            if c < cmin:
-                aload[k] += s_rate[s] * mult[s_flow[s]]
-            else:
-                acnt[k] += 1
         off += acnt[k]
         acnt[k] = 0
     alam = _grow(alam, off)
     arm = _grow(arm, off)
     awm = _grow(awm, off)
-    for q in range(n_al):
-        k = alinks[q]
-        j = lhead[k]
-        while j >= 0:
-            s = jpiece[j]
-            j = lnext[j]
-            if cls[s] != cmin or s_rate[s] < 0.0:
-                continue
-            f = s_flow[s]
-            e = aofs[k] + acnt[k]
-            alam[e] = s_rate[s] / fweight[f]
-            arm[e] = s_rate[s] * mult[f]
-            awm[e] = fweight[f] * mult[f]
-            acnt[k] += 1
+    for i in range(n_act):
+        s = act[i]
+        f = s_flow[s]
+        if cls[s] != cmin or s_rate[s] < 0.0:
+            continue
+        gp = s_gp[s]
+        for j in range(g_pptr[gp], g_pptr[gp + 1]):
+            k = g_plinks[j]
+            if astamp[k] == ev:
+                e = aofs[k] + acnt[k]
+                alam[e] = s_rate[s] / fweight[f]
+                arm[e] = s_rate[s] * mult[f]
+                awm[e] = fweight[f] * mult[f]
+                acnt[k] += 1
     level = np.inf
     for q in range(n_al):
         k = alinks[q]
@@ -283,34 +268,6 @@ def _arrival_level(
         if x < level:
             level = x
     return level, alinks, alam, arm, awm
-
-
-@njit(cache=_CACHE, inline="always")
-def _link_in(s, gp, g_pptr, g_plinks, lhead, lnext, lprev, jpiece):
-    """Put piece ``s`` (on global path ``gp``) on the active-incidence list of each of its links
-    (an incidence is its index ``j`` in ``g_plinks``: a flow has one piece per path at a time)."""
-    for j in range(g_pptr[gp], g_pptr[gp + 1]):
-        k = g_plinks[j]
-        jpiece[j] = s
-        h = lhead[k]
-        lnext[j] = h
-        lprev[j] = -1
-        if h >= 0:
-            lprev[h] = j
-        lhead[k] = j
-
-
-@njit(cache=_CACHE, inline="always")
-def _link_out(gp, g_pptr, g_plinks, lhead, lnext, lprev):
-    """Take the piece on global path ``gp`` off its links' lists (:func:`_link_in`)."""
-    for j in range(g_pptr[gp], g_pptr[gp + 1]):
-        a, b = lprev[j], lnext[j]
-        if a >= 0:
-            lnext[a] = b
-        else:
-            lhead[g_plinks[j]] = b
-        if b >= 0:
-            lprev[b] = a
 
 
 @njit(cache=_CACHE, inline="always")
@@ -376,16 +333,6 @@ def epochs_kernel(
     s_last = np.empty(pool)
     s_cls = np.empty(pool, np.int64)
     n_s = 0
-    lload = np.zeros(n_l)  # load of the active pieces with a rate, per link
-    n_fills = 0
-    rstamp = np.full(n_l, -1, np.int64)
-    lhead = np.full(n_l, -1, np.int64)  # active incidences per link (_link_in)
-    lnext = np.empty(g_plinks.shape[0], np.int64)
-    lprev = np.empty(g_plinks.shape[0], np.int64)
-    jpiece = np.empty(g_plinks.shape[0], np.int64)
-    s_inact = np.zeros(pool, np.bool_)  # the piece is in ``act``
-    newp = np.empty(pool, np.int64)  # pieces put in ``act`` since the last re-fill
-    n_new = 0
     lcc = np.zeros((n_cls, n_l), np.int64)  # active pieces per (flow class, link)
     wl = np.empty(n_f, np.int64)  # non-preemptive flows released, waiting for their links
     n_wl = 0
@@ -478,14 +425,9 @@ def epochs_kernel(
                 gp = s_gp[s]
                 if s_init[s] > 0.0:
                     _count(lcc, cls[f], gp, g_pptr, g_plinks, -1)
-                if s_inact[s]:
-                    _link_out(gp, g_pptr, g_plinks, lhead, lnext, lprev)
-                    s_inact[s] = False
                 sent = s_init[s] * mult[f]
-                x = s_rate[s] * mult[f] if s_rate[s] > 0.0 else 0.0
                 for j in range(g_pptr[gp], g_pptr[gp + 1]):
                     link_bytes[g_plinks[j]] += sent
-                    lload[g_plinks[j]] -= x
                 v = t + g_lat[gp]
                 if v > arrive[f]:
                     arrive[f] = v
@@ -548,11 +490,7 @@ def epochs_kernel(
                         if v > arrive[f]:
                             arrive[f] = v
                     is_end[s] = True
-                    s_inact[s] = False
                 n_act = 0
-                lload[:] = 0.0
-                lhead[:] = -1
-                n_new = 0
                 for q in range(n_rf):
                     f = rflows[q]
                     moved[f] = True
@@ -567,8 +505,6 @@ def epochs_kernel(
                         s_rate = _grow(s_rate, pool)
                         s_last = _grow(s_last, pool)
                         s_cls = _grow(s_cls, pool)
-                        s_inact = _grow(s_inact, pool)
-                        newp = _grow(newp, pool)
                         act = _grow(act, pool)
                         ended = _grow(ended, pool)
                         byc = _grow(byc, pool)
@@ -587,10 +523,6 @@ def epochs_kernel(
                         is_end[n_s] = False
                         act[n_act] = n_s
                         n_act += 1
-                        s_inact[n_s] = True
-                        _link_in(n_s, gp, g_pptr, g_plinks, lhead, lnext, lprev, jpiece)
-                        newp[n_new] = n_s
-                        n_new += 1
                         n_s += 1
             # ---- arrivals released by now
             n_sf = 0
@@ -628,8 +560,6 @@ def epochs_kernel(
                     s_rate = _grow(s_rate, pool)
                     s_last = _grow(s_last, pool)
                     s_cls = _grow(s_cls, pool)
-                    s_inact = _grow(s_inact, pool)
-                    newp = _grow(newp, pool)
                     act = _grow(act, pool)
                     ended = _grow(ended, pool)
                     byc = _grow(byc, pool)
@@ -651,10 +581,6 @@ def epochs_kernel(
                     else:
                         act[n_act] = n_s
                         n_act += 1
-                        s_inact[n_s] = True
-                        _link_in(n_s, gp, g_pptr, g_plinks, lhead, lnext, lprev, jpiece)
-                        newp[n_new] = n_s
-                        n_new += 1
                         has_arr[s_cls[n_s]] = True
                         _count(lcc, cls[f], gp, g_pptr, g_plinks, 1)
                     n_s += 1
@@ -673,55 +599,37 @@ def epochs_kernel(
             theta = th_dep[cmin]
             if has_arr[cmin]:
                 lv, alinks, alam, arm, awm = _arrival_level(
-                    newp, n_new, s_gp, s_flow, s_rate, s_cls, cmin, fweight, mult, g_pptr,
+                    act, n_act, s_gp, s_flow, s_rate, s_cls, cmin, fweight, mult, g_pptr,
                     g_plinks, cap, n_events, astamp, aload, awnew, aofs, acnt, alinks, alam,
-                    arm, awm, lhead, lnext, jpiece,
+                    arm, awm,
                 )  # fmt: skip
                 theta = min(theta, lv)
         for c in range(n_cls):
             th_dep[c] = np.inf
             has_arr[c] = False
-        n_new = 0
         if not full and cmin == n_cls:
             continue  # nothing arrived, left or changed: every rate stays
         full = False
-        n_fills += 1
-        if n_fills % RESYNC_EVERY == 0:  # the incremental link loads drift by rounding
-            lload[:] = 0.0
-            for i in range(n_act):
-                s = act[i]
-                if s_rate[s] > 0.0:
-                    f = s_flow[s]
-                    gp = s_gp[s]
-                    for j in range(g_pptr[gp], g_pptr[gp + 1]):
-                        lload[g_plinks[j]] += s_rate[s] * mult[f]
         r, n_tl, n_ref, lsub, fk, fv, tl = _fill(
             act, n_act, s_gp, s_flow, s_rate, s_cls, n_cls, fweight, mult, g_pptr, g_plinks, cap,
             n_events, stamp, cstamp, rem, wsum, cnt, lofs, lcnt, lsub, byc, cc, fk, fv, tl,
-            ref, cmin, theta, lload,
+            ref, cmin, theta,
         )  # fmt: skip
         refills += n_ref
         if 0 <= limit < refills:
             break
         rounds += r
         if record:
-            n_tl = 0
             for i in range(n_act):
                 s = act[i]
                 f = s_flow[s]
                 x = s_rate[s] * mult[f]
                 gp = s_gp[s]
                 for j in range(g_pptr[gp], g_pptr[gp + 1]):
-                    k = g_plinks[j]
-                    new_load[k] += x
-                    if rstamp[k] != n_events:
-                        rstamp[k] = n_events
-                        tl = _grow(tl, n_tl + 1)
-                        tl[n_tl] = k
-                        n_tl += 1
+                    new_load[g_plinks[j]] += x
             for q in range(n_prev):
                 k = prev_tl[q]
-                if rstamp[k] != n_events and cur_load[k] != 0.0:
+                if stamp[k] != n_events and cur_load[k] != 0.0:
                     st = _grow(st, n_ser + 1)
                     sl = _grow(sl, n_ser + 1)
                     sv = _grow(sv, n_ser + 1)

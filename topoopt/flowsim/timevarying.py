@@ -73,12 +73,8 @@ keeps its rates (a class is filled on what the classes above it leave, whatever 
 below do); in class ``c`` the pieces whose level is below the threshold (the least level of a
 completing piece, and the weighted water level of the arrivals on their links over the old
 rates) keep theirs; class ``c``'s other pieces and every class below ``c`` are re-filled on the
-capacity the kept pieces leave. An epoch re-fills everything. The kept pieces are not visited:
-each link's load of the active pieces is kept up to date (recomputed every ``RESYNC_EVERY``
-re-fills against rounding), and the arrival threshold reads the old pieces of the arrivals'
-links from per-link lists of active pieces. An event costs ``O(P)`` scalar steps for the ``P``
-active pieces (the next completion, advancing the bytes left) plus ``O(R log L)`` for the
-``R`` re-filled piece-link incidences and the incidences of the arrivals' links;
+capacity the kept pieces leave. An epoch re-fills everything. An event costs ``O(A)`` for
+``A`` active piece-link incidences plus ``O(R log L)`` for the ``R`` re-filled ones;
 ``benchmarks/bench_timevarying.py`` measures it.
 The tests check it against :func:`simulate` (no epochs, one class, unit weights), closed forms,
 an independent plain-Python reference and SimGrid's weighted max-min.
