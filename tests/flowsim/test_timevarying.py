@@ -432,3 +432,42 @@ def test_work_limit_stops_deterministically():
         simulate_epochs(fs, max_refills=full.refills // 2)
     assert err.value.limit == full.refills // 2
     assert simulate_epochs(fs, max_refills=full.refills).refills == full.refills
+
+
+# ---------------------------------------------------------------------- many events
+def long_run_flowset(seed: int, n_flows: int = 500, n_links: int = 10) -> FlowSet:
+    """Distinct sizes and starts: hundreds of events, rates changing at most of them."""
+    rng = np.random.default_rng(seed)
+    flow_ptr, path_ptr, plinks, weight = [0], [0], [], []
+    for _ in range(n_flows):
+        w = [0.4, 0.6] if rng.random() < 0.3 else [1.0]
+        for x in w:
+            plinks += sorted(rng.choice(n_links, rng.integers(1, 4), replace=False).tolist())
+            path_ptr.append(len(plinks))
+            weight.append(x)
+        flow_ptr.append(len(weight))
+    after = [
+        sorted(set(rng.integers(0, f, 2).tolist())) if f and rng.random() < 0.3 else []
+        for f in range(n_flows)
+    ]
+    return FlowSet(
+        capacity=rng.uniform(1.0, 5.0, n_links), latency=rng.choice([0.0, 0.01], n_links),
+        size=rng.uniform(0.5, 10.0, n_flows), start=rng.uniform(0.0, 20.0, n_flows),
+        flow_ptr=flow_ptr, path_ptr=path_ptr, path_links=plinks, weight=weight,
+        dep_ptr=np.concatenate([[0], np.cumsum([len(a) for a in after])]),
+        deps=np.array(sum(after, []), np.int64),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_long_runs_equal_simulate(seed):
+    """Long runs (hundreds of events, partial re-fills, arrivals among running flows), alone
+    and with a no-op epoch that re-fills everything midway, are :func:`simulate`'s run, event
+    for event."""
+    fs = long_run_flowset(seed)
+    a = simulate(fs)
+    for epochs in ([], [Epoch(7.3, fs.capacity)]):
+        b = simulate_epochs(fs, epochs)
+        assert b.n_events - len(epochs) == a.n_events > 400
+        for name in ("start", "finish", "link_bytes"):
+            np.testing.assert_allclose(getattr(b, name), getattr(a, name), rtol=1e-9, atol=0)
