@@ -35,6 +35,7 @@ __all__ = [
     "METHODS",
     "routes",
     "route_link_counts",
+    "route_link_entries",
     "shortest_path_counts",
     "server_pairs",
     "dimension_order_routes",
@@ -399,6 +400,37 @@ def route_link_counts(
     ptr = np.zeros(src.size + 1, np.int64)
     np.cumsum(np.bincount(p, minlength=src.size), out=ptr[1:])
     return ptr, lk[o], c[o].astype(np.int64), hp[o].astype(np.int64)
+
+
+def route_link_entries(fabric: Fabric, pairs, *, kinds: Sequence[str] | None = None) -> int:
+    """The number of entries :func:`route_link_counts` would return for ``pairs`` (the links of
+    every pair's shortest paths, summed), without computing them: the pairs are grouped by
+    their hop distance and shortest-path count, and one pair of each group is counted exactly
+    (exact on fabrics where such pairs are alike, as the leaf pairs of a Clos; an estimate
+    elsewhere). Lets a caller refuse the counts before their memory is spent.
+
+    Examples
+    --------
+    >>> from topoopt.fabrics import fat_tree
+    >>> route_link_entries(fat_tree(4), [[0, 15], [0, 1], [2, 2]])  # 14 + 2 + 0
+    16
+    >>> int(route_link_counts(fat_tree(4), [[0, 15], [0, 1], [2, 2]])[0][-1])
+    16
+    """
+    src, dst = _pairs(fabric, pairs)
+    if not src.size:
+        return 0
+    targets, ti = np.unique(dst, return_inverse=True)
+    dist, sigma = shortest_path_counts(fabric, targets, kinds)
+    ti = ti.reshape(-1)
+    length, paths = dist[ti, src], sigma[ti, src]
+    del dist, sigma
+    length = np.where(np.isfinite(length), length, -1.0)
+    _, rep, mult = np.unique(
+        np.column_stack([length, paths]), axis=0, return_index=True, return_counts=True
+    )
+    ptr = route_link_counts(fabric, np.column_stack([src[rep], dst[rep]]), kinds=kinds)[0]
+    return int(np.dot(np.diff(ptr), mult))
 
 
 def pair_uniform(src, dst, i, seed: int) -> np.ndarray:

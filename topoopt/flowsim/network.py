@@ -70,7 +70,7 @@ from topoopt.flowsim.flowset import (
     identical_classes,
 )
 from topoopt.flowsim.simulator import SimResult, expand_classes, simulate
-from topoopt.flowsim.subflow_guard import check_bundles, check_subflows
+from topoopt.flowsim.subflow_guard import check_bundles, check_route_counts, check_subflows
 from topoopt.flowsim.symmetry import reduce_flows, simulate_reduced
 from topoopt.paths import PathSet
 from traffic.errors import InputError
@@ -562,7 +562,7 @@ class Network:
         pair's counts are kept, and a later call computes only the pairs not seen)."""
         if not counts:
             return self._route(pairs)
-        from topoopt.fabrics.routing import route_link_counts
+        from topoopt.fabrics.routing import route_link_counts, route_link_entries
 
         pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
         n = self.fabric.n_nodes
@@ -576,7 +576,10 @@ class Network:
             np.zeros(0, np.int64),) * 3)  # fmt: skip
         new = np.setdiff1d(keys, known[0])
         if new.size:
-            got = route_link_counts(self.fabric, np.column_stack([new // n, new % n]))
+            new_pairs = np.column_stack([new // n, new % n])
+            # refuse before the counts' memory is spent (the cache keeps every pair's)
+            check_route_counts(new.size, route_link_entries(self.fabric, new_pairs), known[2].size)
+            got = route_link_counts(self.fabric, new_pairs)
             all_keys = np.r_[known[0], new]
             lens = np.r_[np.diff(known[1]), np.diff(got[0])]
             data = [np.r_[a, b] for a, b in zip(known[2:], got[1:], strict=True)]
