@@ -274,7 +274,7 @@ def test_network_keeps_switch_route_counts_per_pair():
     p2 = np.column_stack([sw[3:9], sw[::-1][3:9]])[::-1]  # overlaps p1, another order
     for p in (p1, p2, p1):
         got = net._switch_routes(p, True)
-        for a, b in zip(got, route_link_counts(net.fabric, p), strict=True):
+        for a, b in zip(got, route_link_counts(net.fabric, p, by_hop=True), strict=True):
             assert np.array_equal(a, b)
 
 

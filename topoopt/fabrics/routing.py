@@ -304,7 +304,7 @@ CHUNK_CANDIDATES = 1 << 23
 
 
 def route_link_counts(
-    fabric: Fabric, pairs, *, kinds: Sequence[str] | None = None
+    fabric: Fabric, pairs, *, kinds: Sequence[str] | None = None, by_hop: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per pair, the links of its shortest paths and how many of them cross each link, without
     listing the paths.
@@ -325,6 +325,9 @@ def route_link_counts(
         ``(K, 2)`` source/destination node ids (``(u, u)``: no links).
     kinds : sequence of str, optional
         Links of these kinds only (as :func:`routes`).
+    by_hop : bool
+        Each pair's links by hop, then ascending (the order route bundles keep,
+        :class:`topoopt.flowsim.bundles.BundleSet`), instead of ascending.
 
     Returns
     -------
@@ -373,8 +376,9 @@ def route_link_counts(
     marks = np.arange(1, int(bound[-1] // CHUNK_CANDIDATES) + 1 if src.size else 0)
     cut = np.searchsorted(bound, marks * float(CHUNK_CANDIDATES)) + 1
     edges = np.unique(np.r_[0, np.minimum(cut, src.size), src.size]).astype(np.int64)
-    parts = []
+    out = []  # per chunk of pairs, its entries sorted by (pair, link): chunks are in pair order
     for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        parts = []
         # the frontier: (pair, node, sigma_s(node)) at the current hop
         fp, fu = np.arange(lo, hi, dtype=np.int64), src[lo:hi].astype(np.int64)
         fc = np.ones(hi - lo)
@@ -391,15 +395,22 @@ def route_link_counts(
             key, inv = np.unique(p * n + v, return_inverse=True)
             fp, fu = key // n, key % n
             fc = np.bincount(inv.reshape(-1), weights=fc[rows], minlength=key.size)
-    if parts:
-        p, lk, c, hp = (np.concatenate(x) for x in zip(*parts, strict=True))
-    else:
-        p = lk = hp = np.zeros(0, np.int64)
-        c = np.zeros(0)
-    o = np.lexsort((lk, p))
+        if parts:  # sorted chunk by chunk: the temporaries stay a chunk's
+            p, lk, c, hp = (np.concatenate(x) for x in zip(*parts, strict=True))
+            del parts
+            o = np.lexsort((lk, hp, p) if by_hop else (lk, p))
+            out.append((np.bincount(p - lo, minlength=hi - lo), lk[o], c[o].astype(np.int64),
+                        hp[o].astype(np.int64)))  # fmt: skip
+            del p, lk, c, hp, o
+        else:
+            out.append((np.zeros(hi - lo, np.int64),) + (np.zeros(0, np.int64),) * 3)
     ptr = np.zeros(src.size + 1, np.int64)
-    np.cumsum(np.bincount(p, minlength=src.size), out=ptr[1:])
-    return ptr, lk[o], c[o].astype(np.int64), hp[o].astype(np.int64)
+    if not out:
+        return ptr, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    cnt, lk, c, hp = (np.concatenate(x) if len(out) > 1 else x[0] for x in zip(*out, strict=True))
+    del out
+    np.cumsum(cnt, out=ptr[1:])
+    return ptr, lk, c, hp
 
 
 def route_link_entries(fabric: Fabric, pairs, *, kinds: Sequence[str] | None = None) -> int:

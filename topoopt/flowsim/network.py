@@ -558,8 +558,10 @@ class Network:
 
     def _switch_routes(self, pairs: np.ndarray, counts: bool):
         """The switch pairs' routes: listed (:meth:`_route`) or, with ``counts``, as
-        :func:`~topoopt.fabrics.routing.route_link_counts` (ECMP without a path cap only; every
-        pair's counts are kept, and a later call computes only the pairs not seen)."""
+        :func:`~topoopt.fabrics.routing.route_link_counts` by hop (ECMP without a path cap only;
+        every pair's counts are kept, read-only, and a later call computes only the pairs not
+        seen; refused by :func:`~topoopt.flowsim.subflow_guard.check_route_counts` before they
+        are computed when their memory would exceed the budget)."""
         if not counts:
             return self._route(pairs)
         from topoopt.fabrics.routing import route_link_counts, route_link_entries
@@ -579,7 +581,12 @@ class Network:
             new_pairs = np.column_stack([new // n, new % n])
             # refuse before the counts' memory is spent (the cache keeps every pair's)
             check_route_counts(new.size, route_link_entries(self.fabric, new_pairs), known[2].size)
-            got = route_link_counts(self.fabric, new_pairs)
+            got = route_link_counts(self.fabric, new_pairs, by_hop=True)
+        if new.size and not known[0].size:  # the first pairs: kept as computed (new is sorted)
+            known = (new, *got)
+            cache[ck] = known
+            del got
+        elif new.size:
             all_keys = np.r_[known[0], new]
             lens = np.r_[np.diff(known[1]), np.diff(got[0])]
             data = [np.r_[a, b] for a, b in zip(known[2:], got[1:], strict=True)]
@@ -589,6 +596,11 @@ class Network:
             known = (all_keys[o], np.r_[0, np.cumsum(lens[o])].astype(np.int64),
                      *(d[sel] for d in data))  # fmt: skip
             cache[ck] = known
+        if new.size:
+            for a in known:  # shared by every Network on the fabric and handed out uncopied
+                a.setflags(write=False)
+        if np.array_equal(keys, known[0]):  # every pair kept, in order: no copy
+            return known[1:]
         pos = np.searchsorted(known[0], keys)
         lo, hi = known[1][pos], known[1][pos + 1]
         sel = ranges(lo, hi)

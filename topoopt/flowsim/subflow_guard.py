@@ -149,13 +149,14 @@ def check_bundles(flows: int, bundles: int, route_entries: int = 0) -> float:
     return est
 
 
-ROUTE_COUNT_PEAK_BYTES = 150.0
-"""Peak bytes per entry of the switch pairs' route link counts while they are computed and
-kept (:func:`topoopt.fabrics.routing.route_link_counts`'s per-hop parts, their concatenation and
-sort, the fabric's cache of every pair merged with the new ones and the copy handed to the
-bundles), :func:`check_route_counts`: measured 2026-12-06 with random GPU-to-GPU flows on the
-rail fabric of 2,048 servers x 8 GPUs (``docs/performance.md``, session 36: the route counts
-before any guard)."""
+ROUTE_COUNT_PEAK_BYTES = 80.0
+"""Peak bytes per entry of the switch pairs' route link counts, from their computation to the
+route bundles built on them (:func:`topoopt.fabrics.routing.route_link_counts`'s chunks, the
+fabric's cache of every pair, handed to the bundles uncopied, and the bundle set's arrays over
+them), :func:`check_route_counts`: measured 2026-12-06 with random GPU-to-GPU flows on the rail
+fabric of 2,048 servers x 8 GPUs through ``FlowBuilder.build_bundles``, 1.16 GB peak at 20,000
+flows (10.5 M entries) and 2.45 GB at 60,000 (29.1 M): 69 bytes an entry above 0.43 GB (141
+before the counts were sorted by chunk and kept uncopied)."""
 
 
 def check_route_counts(pairs: int, entries: int, known: int = 0) -> float:
@@ -179,12 +180,12 @@ def check_route_counts(pairs: int, entries: int, known: int = 0) -> float:
 
     Examples
     --------
-    >>> round(check_route_counts(20_000, 10_477_056) / 1e9, 2)
-    1.57
-    >>> check_route_counts(140_000, 73_000_000)
+    >>> round(check_route_counts(19_162, 10_477_056) / 1e9, 2)  # 1.16 GB measured in all
+    0.84
+    >>> check_route_counts(140_000, 120_000_000)
     Traceback (most recent call last):
     ...
-    traffic.errors.InputError: flows: got '140,000 switch pairs to route (73,000,000 route link entries, about 10.9 GB of arrays)'; allowed: at most 8 GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)
+    traffic.errors.InputError: flows: got '140,000 switch pairs to route (120,000,000 route link entries, about 9.6 GB of arrays)'; allowed: at most 8 GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)
     """  # noqa: E501
     est = ROUTE_COUNT_PEAK_BYTES * (float(entries) + float(known))
     budget = memory_budget_bytes()
