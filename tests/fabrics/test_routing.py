@@ -208,3 +208,13 @@ def test_route_link_counts_equal_the_listed_paths(make, monkeypatch):
     monkeypatch.setattr(routing, "CHUNK_CANDIDATES", 40)
     for got, want in zip(route_link_counts(f, pairs), (ptr, link, count, hop), strict=True):
         assert np.array_equal(got, want)
+    # by hop: the same entries per pair, (hop, link) ascending; in chunks too
+    o = np.lexsort((link, hop, pair_of))
+    for chunk in (40, 1 << 23):
+        monkeypatch.setattr(routing, "CHUNK_CANDIDATES", chunk)
+        got = route_link_counts(f, pairs, by_hop=True)
+        for a, b in zip(got, (ptr, link[o], count[o], hop[o]), strict=True):
+            assert np.array_equal(a, b)
+    # the entries' estimate: exact on the Clos fabrics, near on the expander (123 of 124)
+    est = routing.route_link_entries(f, pairs)
+    assert est == ptr[-1] if f.family != "expander" else abs(est / ptr[-1] - 1) < 0.05

@@ -274,7 +274,7 @@ def test_network_keeps_switch_route_counts_per_pair():
     p2 = np.column_stack([sw[3:9], sw[::-1][3:9]])[::-1]  # overlaps p1, another order
     for p in (p1, p2, p1):
         got = net._switch_routes(p, True)
-        for a, b in zip(got, route_link_counts(net.fabric, p), strict=True):
+        for a, b in zip(got, route_link_counts(net.fabric, p, by_hop=True), strict=True):
             assert np.array_equal(a, b)
 
 
@@ -328,3 +328,49 @@ def test_bundle_guard_estimate_is_within_a_factor_of_the_measured_peak():
         peak = status("VmHWM") - before
     assert sim.reduction["method"] == "route bundles" and len(seen) == 1
     assert 0.5 <= seen[0] / peak <= 2.0, (seen[0], peak)
+
+
+def test_route_counts_are_refused_before_they_are_computed(monkeypatch):
+    """route_link_entries equals the entries route_link_counts returns (leaf pairs of a rail
+    Clos, and a fat-tree's server pairs), and with the budget set below
+    ROUTE_COUNT_PEAK_BYTES x entries the route-bundle path refuses random rank-to-rank flows
+    in _switch_routes, before route_link_counts runs on the pairs (a spy sees it called only
+    on route_link_entries' few representatives, one pair per distance and path count)."""
+    from topoopt.fabrics import routing
+    from topoopt.flowsim.subflow_guard import ROUTE_COUNT_PEAK_BYTES
+    from traffic.errors import InputError
+
+    fab = rail_optimized(64, 4, radix=16)
+    leaf = np.flatnonzero(fab.node_kind != "server")[:32]
+    pairs = np.array([(a, b) for a in leaf for b in leaf if a != b], np.int64)
+    want = int(routing.route_link_counts(fab, pairs)[0][-1])
+    assert routing.route_link_entries(fab, pairs) == want
+    ft = fat_tree(4)
+    sp = np.array([(a, b) for a in range(16) for b in range(16)], np.int64)
+    assert routing.route_link_entries(ft, sp) == int(routing.route_link_counts(ft, sp)[0][-1])
+
+    rng = np.random.default_rng(0)
+    g, n = 4, 64 * 4
+    src = rng.integers(0, n, 400)
+    dst = (src + rng.integers(1, n, 400)) % n
+
+    def builder():
+        fb = FlowBuilder(Network(rail_optimized(64, g, radix=16), gpus_per_server=g))
+        fb.add_ranks(src, dst, 1e6)
+        return fb
+
+    bs, _ = builder().build_bundles()  # within the default budget: built
+    entries = bs.route_counts[1].size
+    calls = []
+    real = routing.route_link_counts
+
+    def spy(fabric, pairs, **kw):
+        calls.append(len(pairs))
+        return real(fabric, pairs, **kw)
+
+    monkeypatch.setattr(routing, "route_link_counts", spy)
+    gb = 0.5 * ROUTE_COUNT_PEAK_BYTES * entries / 1e9
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", f"{gb:.9f}")
+    with pytest.raises(InputError, match=r"^flows: got '\d[\d,]* switch pairs to route"):
+        builder().build_bundles()
+    assert calls and max(calls) <= 4 < len(bs.route_counts[0]) - 1, calls

@@ -35,6 +35,7 @@ __all__ = [
     "METHODS",
     "routes",
     "route_link_counts",
+    "route_link_entries",
     "shortest_path_counts",
     "server_pairs",
     "dimension_order_routes",
@@ -303,7 +304,7 @@ CHUNK_CANDIDATES = 1 << 23
 
 
 def route_link_counts(
-    fabric: Fabric, pairs, *, kinds: Sequence[str] | None = None
+    fabric: Fabric, pairs, *, kinds: Sequence[str] | None = None, by_hop: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per pair, the links of its shortest paths and how many of them cross each link, without
     listing the paths.
@@ -324,6 +325,9 @@ def route_link_counts(
         ``(K, 2)`` source/destination node ids (``(u, u)``: no links).
     kinds : sequence of str, optional
         Links of these kinds only (as :func:`routes`).
+    by_hop : bool
+        Each pair's links by hop, then ascending (the order route bundles keep,
+        :class:`topoopt.flowsim.bundles.BundleSet`), instead of ascending.
 
     Returns
     -------
@@ -372,8 +376,9 @@ def route_link_counts(
     marks = np.arange(1, int(bound[-1] // CHUNK_CANDIDATES) + 1 if src.size else 0)
     cut = np.searchsorted(bound, marks * float(CHUNK_CANDIDATES)) + 1
     edges = np.unique(np.r_[0, np.minimum(cut, src.size), src.size]).astype(np.int64)
-    parts = []
+    out = []  # per chunk of pairs, its entries sorted by (pair, link): chunks are in pair order
     for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        parts = []
         # the frontier: (pair, node, sigma_s(node)) at the current hop
         fp, fu = np.arange(lo, hi, dtype=np.int64), src[lo:hi].astype(np.int64)
         fc = np.ones(hi - lo)
@@ -390,15 +395,53 @@ def route_link_counts(
             key, inv = np.unique(p * n + v, return_inverse=True)
             fp, fu = key // n, key % n
             fc = np.bincount(inv.reshape(-1), weights=fc[rows], minlength=key.size)
-    if parts:
-        p, lk, c, hp = (np.concatenate(x) for x in zip(*parts, strict=True))
-    else:
-        p = lk = hp = np.zeros(0, np.int64)
-        c = np.zeros(0)
-    o = np.lexsort((lk, p))
+        if parts:  # sorted chunk by chunk: the temporaries stay a chunk's
+            p, lk, c, hp = (np.concatenate(x) for x in zip(*parts, strict=True))
+            del parts
+            o = np.lexsort((lk, hp, p) if by_hop else (lk, p))
+            out.append((np.bincount(p - lo, minlength=hi - lo), lk[o], c[o].astype(np.int64),
+                        hp[o].astype(np.int64)))  # fmt: skip
+            del p, lk, c, hp, o
+        else:
+            out.append((np.zeros(hi - lo, np.int64),) + (np.zeros(0, np.int64),) * 3)
     ptr = np.zeros(src.size + 1, np.int64)
-    np.cumsum(np.bincount(p, minlength=src.size), out=ptr[1:])
-    return ptr, lk[o], c[o].astype(np.int64), hp[o].astype(np.int64)
+    if not out:
+        return ptr, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    cnt, lk, c, hp = (np.concatenate(x) if len(out) > 1 else x[0] for x in zip(*out, strict=True))
+    del out
+    np.cumsum(cnt, out=ptr[1:])
+    return ptr, lk, c, hp
+
+
+def route_link_entries(fabric: Fabric, pairs, *, kinds: Sequence[str] | None = None) -> int:
+    """The number of entries :func:`route_link_counts` would return for ``pairs`` (the links of
+    every pair's shortest paths, summed), without computing them: the pairs are grouped by
+    their hop distance and shortest-path count, and one pair of each group is counted exactly
+    (exact on fabrics where such pairs are alike, as the leaf pairs of a Clos; an estimate
+    elsewhere). Lets a caller refuse the counts before their memory is spent.
+
+    Examples
+    --------
+    >>> from topoopt.fabrics import fat_tree
+    >>> route_link_entries(fat_tree(4), [[0, 15], [0, 1], [2, 2]])  # 14 + 2 + 0
+    16
+    >>> int(route_link_counts(fat_tree(4), [[0, 15], [0, 1], [2, 2]])[0][-1])
+    16
+    """
+    src, dst = _pairs(fabric, pairs)
+    if not src.size:
+        return 0
+    targets, ti = np.unique(dst, return_inverse=True)
+    dist, sigma = shortest_path_counts(fabric, targets, kinds)
+    ti = ti.reshape(-1)
+    length, paths = dist[ti, src], sigma[ti, src]
+    del dist, sigma
+    length = np.where(np.isfinite(length), length, -1.0)
+    _, rep, mult = np.unique(
+        np.column_stack([length, paths]), axis=0, return_index=True, return_counts=True
+    )
+    ptr = route_link_counts(fabric, np.column_stack([src[rep], dst[rep]]), kinds=kinds)[0]
+    return int(np.dot(np.diff(ptr), mult))
 
 
 def pair_uniform(src, dst, i, seed: int) -> np.ndarray:

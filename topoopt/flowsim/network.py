@@ -70,7 +70,7 @@ from topoopt.flowsim.flowset import (
     identical_classes,
 )
 from topoopt.flowsim.simulator import SimResult, expand_classes, simulate
-from topoopt.flowsim.subflow_guard import check_bundles, check_subflows
+from topoopt.flowsim.subflow_guard import check_bundles, check_route_counts, check_subflows
 from topoopt.flowsim.symmetry import reduce_flows, simulate_reduced
 from topoopt.paths import PathSet
 from traffic.errors import InputError
@@ -558,11 +558,13 @@ class Network:
 
     def _switch_routes(self, pairs: np.ndarray, counts: bool):
         """The switch pairs' routes: listed (:meth:`_route`) or, with ``counts``, as
-        :func:`~topoopt.fabrics.routing.route_link_counts` (ECMP without a path cap only; every
-        pair's counts are kept, and a later call computes only the pairs not seen)."""
+        :func:`~topoopt.fabrics.routing.route_link_counts` by hop (ECMP without a path cap only;
+        every pair's counts are kept, read-only, and a later call computes only the pairs not
+        seen; refused by :func:`~topoopt.flowsim.subflow_guard.check_route_counts` before they
+        are computed when their memory would exceed the budget)."""
         if not counts:
             return self._route(pairs)
-        from topoopt.fabrics.routing import route_link_counts
+        from topoopt.fabrics.routing import route_link_counts, route_link_entries
 
         pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
         n = self.fabric.n_nodes
@@ -576,7 +578,15 @@ class Network:
             np.zeros(0, np.int64),) * 3)  # fmt: skip
         new = np.setdiff1d(keys, known[0])
         if new.size:
-            got = route_link_counts(self.fabric, np.column_stack([new // n, new % n]))
+            new_pairs = np.column_stack([new // n, new % n])
+            # refuse before the counts' memory is spent (the cache keeps every pair's)
+            check_route_counts(new.size, route_link_entries(self.fabric, new_pairs), known[2].size)
+            got = route_link_counts(self.fabric, new_pairs, by_hop=True)
+        if new.size and not known[0].size:  # the first pairs: kept as computed (new is sorted)
+            known = (new, *got)
+            cache[ck] = known
+            del got
+        elif new.size:
             all_keys = np.r_[known[0], new]
             lens = np.r_[np.diff(known[1]), np.diff(got[0])]
             data = [np.r_[a, b] for a, b in zip(known[2:], got[1:], strict=True)]
@@ -586,6 +596,11 @@ class Network:
             known = (all_keys[o], np.r_[0, np.cumsum(lens[o])].astype(np.int64),
                      *(d[sel] for d in data))  # fmt: skip
             cache[ck] = known
+        if new.size:
+            for a in known:  # shared by every Network on the fabric and handed out uncopied
+                a.setflags(write=False)
+        if np.array_equal(keys, known[0]):  # every pair kept, in order: no copy
+            return known[1:]
         pos = np.searchsorted(known[0], keys)
         lo, hi = known[1][pos], known[1][pos + 1]
         sel = ranges(lo, hi)

@@ -21,10 +21,12 @@ __all__ = [
     "BUNDLE_BYTES",
     "BUNDLE_FLOW_BYTES",
     "BUNDLE_ROUTE_BYTES",
+    "ROUTE_COUNT_PEAK_BYTES",
     "FLOW_PEAK_BYTES",
     "SUBFLOW_BYTES",
     "SUBFLOW_BYTES_REDUCED",
     "check_bundles",
+    "check_route_counts",
     "check_subflows",
 ]
 
@@ -142,6 +144,56 @@ def check_bundles(flows: int, bundles: int, route_entries: int = 0) -> float:
             "flows",
             f"{int(bundles):,} route bundles of {int(flows):,} flows (about {est / 1e9:,.1f} GB "
             "of arrays)",
+            f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)",
+        )
+    return est
+
+
+ROUTE_COUNT_PEAK_BYTES = 80.0
+"""Peak bytes per entry of the switch pairs' route link counts, from their computation to the
+route bundles built on them (:func:`topoopt.fabrics.routing.route_link_counts`'s chunks, the
+fabric's cache of every pair, handed to the bundles uncopied, and the bundle set's arrays over
+them), :func:`check_route_counts`: measured 2026-12-06 with random GPU-to-GPU flows on the rail
+fabric of 2,048 servers x 8 GPUs through ``FlowBuilder.build_bundles``, 1.16 GB peak at 20,000
+flows (10.5 M entries) and 2.45 GB at 60,000 (29.1 M): 69 bytes an entry above 0.43 GB (141
+before the counts were sorted by chunk and kept uncopied)."""
+
+
+def check_route_counts(pairs: int, entries: int, known: int = 0) -> float:
+    """Refuse switch-pair route link counts whose memory would exceed the budget, before they
+    are computed; return the estimated bytes otherwise:
+
+    ``arrays = ROUTE_COUNT_PEAK_BYTES * (entries + known)``
+
+    ``pairs`` switch pairs not computed yet with ``entries`` entries in all
+    (:func:`topoopt.fabrics.routing.route_link_entries`), beside ``known`` entries already
+    kept for the fabric. Called by the route-bundle path
+    (:meth:`topoopt.flowsim.network.Network._switch_routes`) before
+    :func:`~topoopt.fabrics.routing.route_link_counts` runs: random flows between many rails
+    need a switch pair each, hundreds of entries a pair on a three-tier Clos.
+
+    Raises
+    ------
+    InputError
+        Field ``flows``, naming the switch pairs, their entries, the estimate, the budget and
+        the variable that raises it.
+
+    Examples
+    --------
+    >>> round(check_route_counts(19_162, 10_477_056) / 1e9, 2)  # 1.16 GB measured in all
+    0.84
+    >>> check_route_counts(140_000, 120_000_000)
+    Traceback (most recent call last):
+    ...
+    traffic.errors.InputError: flows: got '140,000 switch pairs to route (120,000,000 route link entries, about 9.6 GB of arrays)'; allowed: at most 8 GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)
+    """  # noqa: E501
+    est = ROUTE_COUNT_PEAK_BYTES * (float(entries) + float(known))
+    budget = memory_budget_bytes()
+    if est > budget:
+        raise InputError(
+            "flows",
+            f"{int(pairs):,} switch pairs to route ({int(entries) + int(known):,} route link "
+            f"entries, about {est / 1e9:,.1f} GB of arrays)",
             f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)",
         )
     return est
