@@ -24,6 +24,7 @@ __all__ = [
     "FLOW_PEAK_BYTES",
     "SUBFLOW_BYTES",
     "SUBFLOW_BYTES_REDUCED",
+    "EXPANDED_FLOW_BYTES",
     "EXPANDED_PATH_BYTES",
     "check_bundles",
     "check_expansion",
@@ -159,21 +160,26 @@ simulated sub-flows): four arrays of 168.9 MB each, the largest allocations of t
 (tracemalloc)."""
 
 
-def check_expansion(flows: int, subflows: int, expanded: int) -> float:
-    """Refuse a result per builder flow whose per-path times would exceed the memory budget;
-    return the estimated array bytes otherwise:
+EXPANDED_FLOW_BYTES = 16.0
+"""Bytes per builder flow of that result (its start and finish), :func:`check_expansion`."""
 
-    ``arrays = FLOW_PEAK_BYTES * flows + SUBFLOW_BYTES_REDUCED * subflows +
-    EXPANDED_PATH_BYTES * expanded``
+
+def check_expansion(flows: int, subflows: int, expanded: int) -> float:
+    """Refuse a result per builder flow whose per-path times alone would exceed the memory
+    budget; return their estimated bytes otherwise:
+
+    ``arrays = EXPANDED_FLOW_BYTES * flows + EXPANDED_PATH_BYTES * expanded``
 
     for ``flows`` builder flows merged into classes of ``subflows`` simulated sub-flows, whose
     expansion gives every builder flow its class's paths: ``expanded`` sub-flows in all (the
     sum over the builder flows of their class's path count). Called by
     :func:`topoopt.flowsim.iteration.simulate_iteration` before it expands the simulation
-    (:func:`topoopt.flowsim.simulator.expand_classes`). Where many flows share a pair with
-    many paths (an all-to-all on a torus, or across the OCS spine's transit pods) the
-    expansion is many times the simulated sub-flows, and the earlier checks
-    (:func:`check_subflows`, :func:`check_bundles`) count only the latter.
+    (:func:`topoopt.flowsim.simulator.expand_classes`). The earlier checks
+    (:func:`check_subflows`, :func:`check_bundles`) count the simulated sub-flows or bundles,
+    not this expansion, which is many times them where many flows share a pair of many paths
+    (an all-to-all on a torus, or across the OCS spine's transit pods); this check counts what
+    the expansion allocates (a lower bound of the process then: the flows' arrays are alive
+    beside it), so that what cannot fit is refused in one line instead of a killed process.
 
     Raises
     ------
@@ -184,18 +190,15 @@ def check_expansion(flows: int, subflows: int, expanded: int) -> float:
 
     Examples
     --------
-    >>> round(check_expansion(528_263, 338_003, 21_110_000) / 1e9, 2)  # DLRM, OCS spine, 4,096
-    1.2
+    >>> round(check_expansion(528_263, 338_003, 21_110_000) / 1e9, 3)  # DLRM, OCS spine, 4,096
+    0.684
     >>> check_expansion(548_753, 14_071_180, 700_000_000)
     Traceback (most recent call last):
     ...
-    traffic.errors.InputError: flows: got '700,000,000 sub-flows in the result of 548,753 flows (about 25.0 GB of arrays)'; allowed: at most 8 GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)
+    traffic.errors.InputError: flows: got '700,000,000 sub-flows in the result of 548,753 flows (about 22.4 GB of arrays)'; allowed: at most 8 GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)
     """  # noqa: E501
-    est = (
-        FLOW_PEAK_BYTES * float(flows)
-        + SUBFLOW_BYTES_REDUCED * float(subflows)
-        + EXPANDED_PATH_BYTES * float(expanded)
-    )
+    del subflows  # counted by the checks before the simulation
+    est = EXPANDED_FLOW_BYTES * float(flows) + EXPANDED_PATH_BYTES * float(expanded)
     budget = memory_budget_bytes()
     if est > budget:
         raise InputError(
