@@ -293,7 +293,7 @@ def test_the_per_flow_result_is_checked_before_it_is_expanded(monkeypatch):
     """The result per builder flow of a merged simulation (every builder flow gets its class's
     per-path times) is counted exactly before it is allocated and refused beyond the budget:
     DLRM's all-to-all at 4,096 GPUs on the torus (about 1,300 paths a server pair, every GPU
-    pair of two servers a builder flow) went past 12 GB there, after the sub-flow checks
+    pair of two servers a builder flow) went past 11.8 GB there, after the sub-flow checks
     passed (advise simulates through the symmetry reduction, as here)."""
     from topoopt.flowsim import iteration, subflow_guard
 
