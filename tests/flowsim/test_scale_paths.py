@@ -103,6 +103,27 @@ def test_routes_of_a_subset_come_from_the_superset_unchanged():
     assert comm.tolist() == [1, 0, 2, 1]
 
 
+def test_route_memo_lets_go_of_the_routes_with_their_fabric():
+    # advise builds one fabric after another in one process: the last fabric's routes (GBs at
+    # 16,384 GPUs) must not stay in the module-level memo once that fabric is gone
+    import gc
+    import weakref
+
+    from topoopt.flowsim import network as nw
+
+    fab = fat_tree(4)
+    net = Network(fab, gpus_per_server=1)
+    ps, _ = net.pair_routes(np.array([0, 3]), np.array([15, 8]))
+    assert nw._SHARED_ROUTES.ps is ps  # held while the fabric lives
+    gone = weakref.ref(ps)
+    del fab, net, ps
+    gc.collect()
+    assert nw._SHARED_ROUTES.ps is None and gone() is None
+    fab2 = fat_tree(4)  # a new fabric routes again and is memoised as before
+    ps2, _ = Network(fab2, gpus_per_server=1).pair_routes(np.array([1]), np.array([9]))
+    assert nw._SHARED_ROUTES.ps is ps2
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_classes_in_one_topological_order_equal_the_kernel(seed):
     fs = random_flowset(

@@ -287,3 +287,41 @@ def test_estimate_counts_the_all_to_all_matrices_the_workload_holds(monkeypatch)
     monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr(held * 0.99 / 1e9))
     with pytest.raises(InputError, match="embedding all-to-all.*TOPOOPT_MEMORY_BUDGET_GB"):
         workload_from_plan(plan)
+
+
+def test_the_per_flow_result_is_checked_before_it_is_expanded(monkeypatch):
+    """The result per builder flow of a merged simulation (every builder flow gets its class's
+    per-path times) is counted exactly before it is allocated and refused beyond the budget:
+    DLRM's all-to-all at 4,096 GPUs on the torus (about 1,300 paths a server pair, every GPU
+    pair of two servers a builder flow) went past 11.8 GB there, after the sub-flow checks
+    passed (advise simulates through the symmetry reduction, as here)."""
+    from topoopt.flowsim import iteration, subflow_guard
+
+    w = workload_from_plan(PLANS["dlrm"])
+    fab = fat_tree(4, gpus_per_server=2)
+    reduction = True
+    seen = []
+    real = iteration.check_expansion
+
+    def spy(flows, subflows, expanded):
+        seen.append((flows, subflows, expanded))
+        return real(flows, subflows, expanded)
+
+    monkeypatch.setattr(iteration, "check_expansion", spy)
+    it = simulate_iteration(w, fab, exposed_by_class=False, reduction=reduction)
+    assert len(seen) == 1
+    flows, subflows, expanded = seen[0]
+    # the counts are the expanded result's own sizes, and the merge saved sub-flows
+    assert flows == it.sim.finish.size and expanded == it.sim.path_finish.size
+    assert subflows < expanded
+    # a tiny case: make each expanded sub-flow weigh 100 kB, so that this check binds first
+    monkeypatch.setattr(subflow_guard, "EXPANDED_PATH_BYTES", 1e5)
+    need = subflow_guard.EXPANDED_FLOW_BYTES * flows + 1e5 * expanded
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr(need * 1.01 / 1e9))
+    assert (
+        simulate_iteration(w, fab, exposed_by_class=False, reduction=reduction).iteration_s
+        == it.iteration_s
+    )
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr(need * 0.99 / 1e9))
+    with pytest.raises(InputError, match=f"{expanded:,} sub-flows in the result of {flows:,}"):
+        simulate_iteration(w, fab, exposed_by_class=False, reduction=reduction)

@@ -227,6 +227,46 @@ def test_routes_are_exact_and_capped_only_when_the_subflows_do_not_fit(monkeypat
     assert AdviseResult(rows, {}, {}, []).warnings() == ["s", "p"]
 
 
+def test_a_result_too_large_to_expand_falls_back_to_capped_paths(monkeypatch):
+    """DLRM's torus row at 4,096 GPUs: the sub-flow check passed, the per-flow result of the
+    merged simulation (every builder flow with its class's per-path times) did not fit; that
+    refusal (subflow_guard.check_expansion, field flows) makes advise fall back to capped
+    ECMP paths as the sub-flow guard's does. Each row ends by releasing freed memory."""
+    from types import SimpleNamespace
+
+    import topoopt.flowsim.iteration as iteration
+    import topoopt.flowsim.network as network
+    from topoopt.app.studies.advise import _simulate, release_memory
+    from topoopt.fabrics import fat_tree
+    from traffic.build import workload_from_plan
+    from traffic.errors import InputError
+    from traffic.plan import load_plan
+
+    plan = {
+        "model": "vgg16",
+        "parallelism": {"dp": 16, "global_batch_size": 64},
+        "cluster": {"servers": 16, "gpus_per_server": 1},
+    }
+    wl = workload_from_plan(load_plan(plan))
+    run = SimpleNamespace(workload=wl, fabric=fat_tree(4), routing=None)
+    seen = []
+
+    def budget(flows, subflows, expanded):  # a budget of one path a builder flow
+        seen.append(expanded > flows)
+        if expanded > flows:
+            raise InputError("flows", f"{expanded:,} sub-flows in the result", "at most 1 a flow")
+        return 0.0
+
+    monkeypatch.setattr(iteration, "check_expansion", budget)
+    # route bundles expand to one time a bundle here: the sub-flow model's expansion instead
+    monkeypatch.setattr(network.FlowBuilder, "build_bundles", lambda self, *a, **k: None)
+    it, cap = _simulate(run, None, None, 4)  # every path (4 between pods), 4, then 1
+    capped = iteration.simulate_iteration(wl, run.fabric, exposed_by_class=False, max_paths=1)
+    assert cap == 1 and it.iteration_s == pytest.approx(capped.iteration_s, rel=1e-9)
+    assert seen[:2] == [True, True]
+    assert isinstance(release_memory(), bool)
+
+
 def test_llama3_405b_plan_is_the_papers_at_16384_gpus():
     """Llama 3 paper, Table 4 (8k context, 16,384 GPUs): TP 8, CP 1, PP 16, DP 128, 16 sequences
     per DP group, 16M tokens per batch; section 3.3.2: 126 layers, one fewer on the first and

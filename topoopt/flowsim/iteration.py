@@ -136,6 +136,7 @@ from topoopt.flowsim.roofline import (
     workload_scale_up_bandwidth,
 )
 from topoopt.flowsim.simulator import SimResult, WorkLimitExceeded, expand_classes
+from topoopt.flowsim.subflow_guard import check_expansion
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 from traffic.workload import CLASSES, Demand, Workload
@@ -1611,6 +1612,12 @@ def simulate_iteration(
         for c in classes:
             by_class[c] = iteration - float(run([c])[0].makespan)
     if isinstance(sim, _Classes):
+        # every builder flow gets its class's per-path times: refuse before allocating them
+        # when they do not fit (topoopt.flowsim.subflow_guard.check_expansion)
+        ptr = np.asarray(sim.flows.flow_ptr, np.int64)
+        check_expansion(
+            sim.class_of.size, int(ptr[-1]), int(np.diff(ptr)[sim.class_of].sum(dtype=np.int64))
+        )
         sim = expand_classes(sim.sim, sim.flows, sim.class_of)
     timeline = tasks.frame(sim)
     is_comm = ~timeline["kind"].isin(["compute", "optimizer"]).to_numpy()

@@ -109,7 +109,10 @@ class _RouteMemo:
     shortest paths without a random seed, as :meth:`Network.pair_routes` asks them), so a
     subset's are the superset's rows (:meth:`~topoopt.paths.PathSet.take`), the same arrays
     :func:`~topoopt.fabrics.routing.routes` returns for it. The fabric is held by a weak
-    reference: the memo never keeps a fabric alive, and a new fabric replaces it."""
+    reference: the memo never keeps a fabric alive, a new fabric replaces it, and the routes
+    are dropped when the fabric is collected (:meth:`release`: a process that builds one
+    fabric after another, ``advise``'s rows, does not keep the last fabric's routes, which may
+    be gigabytes, through the next one)."""
 
     def __init__(self) -> None:
         self.fabric = None  # weakref.ref to the fabric
@@ -118,7 +121,9 @@ class _RouteMemo:
         self.ps: PathSet | None = None
 
     def subset(self, fabric, method: str, uniq: np.ndarray) -> PathSet | None:
-        if self.ps is None or self.fabric() is not fabric or self.method != method:
+        if self.ps is None or self.fabric is None or self.fabric() is not fabric:
+            return None
+        if self.method != method:
             return None
         if self.uniq.size == 0 or uniq.size == 0:
             return None
@@ -129,9 +134,21 @@ class _RouteMemo:
         return self.ps.take(pos)
 
     def offer(self, fabric, method: str, uniq: np.ndarray, ps: PathSet) -> None:
-        same = self.ps is not None and self.fabric() is fabric and self.method == method
+        same = (
+            self.ps is not None and self.fabric is not None and self.fabric() is fabric
+            and self.method == method
+        )  # fmt: skip
         if not same or uniq.size > self.uniq.size:
-            self.fabric, self.method, self.uniq, self.ps = weakref.ref(fabric), method, uniq, ps
+            ref = self.fabric if same else weakref.ref(fabric, self._collected)
+            self.fabric, self.method, self.uniq, self.ps = ref, method, uniq, ps
+
+    def _collected(self, ref) -> None:
+        if ref is self.fabric:  # the fabric of the routes held: not an older one
+            self.release()
+
+    def release(self) -> None:
+        """Forget the routes held (the memo is a cache: nothing is lost but time)."""
+        self.fabric, self.method, self.uniq, self.ps = None, "", np.zeros(0, np.int64), None
 
 
 _SHARED_ROUTES = _RouteMemo()

@@ -25,8 +25,11 @@ __all__ = [
     "FLOW_PEAK_BYTES",
     "SUBFLOW_BYTES",
     "SUBFLOW_BYTES_REDUCED",
+    "EXPANDED_FLOW_BYTES",
+    "EXPANDED_PATH_BYTES",
     "check_bundles",
     "check_route_counts",
+    "check_expansion",
     "check_subflows",
 ]
 
@@ -194,6 +197,66 @@ def check_route_counts(pairs: int, entries: int, known: int = 0) -> float:
             "flows",
             f"{int(pairs):,} switch pairs to route ({int(entries) + int(known):,} route link "
             f"entries, about {est / 1e9:,.1f} GB of arrays)",
+            f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)",
+        )
+    return est
+
+
+EXPANDED_PATH_BYTES = 32.0
+"""Bytes per sub-flow of the per-flow result of a simulation of merged flows
+(:func:`topoopt.flowsim.simulator.expand_classes`: every builder flow gets its class's paths'
+start, last-byte and finish times, gathered through one index array: four 8-byte arrays of
+one entry per path of every builder flow), :func:`check_expansion`. Measured 2026-12-06: DLRM
+on the OCS spine at 4,096 GPUs, 21.1 M expanded sub-flows (528,263 builder flows on 338,003
+simulated sub-flows): four arrays of 168.9 MB each, the largest allocations of the run
+(tracemalloc)."""
+
+
+EXPANDED_FLOW_BYTES = 16.0
+"""Bytes per builder flow of that result (its start and finish), :func:`check_expansion`."""
+
+
+def check_expansion(flows: int, subflows: int, expanded: int) -> float:
+    """Refuse a result per builder flow whose per-path times alone would exceed the memory
+    budget; return their estimated bytes otherwise:
+
+    ``arrays = EXPANDED_FLOW_BYTES * flows + EXPANDED_PATH_BYTES * expanded``
+
+    for ``flows`` builder flows merged into classes of ``subflows`` simulated sub-flows, whose
+    expansion gives every builder flow its class's paths: ``expanded`` sub-flows in all (the
+    sum over the builder flows of their class's path count). Called by
+    :func:`topoopt.flowsim.iteration.simulate_iteration` before it expands the simulation
+    (:func:`topoopt.flowsim.simulator.expand_classes`). The earlier checks
+    (:func:`check_subflows`, :func:`check_bundles`) count the simulated sub-flows or bundles,
+    not this expansion, which is many times them where many flows share a pair of many paths
+    (an all-to-all on a torus, or across the OCS spine's transit pods); this check counts what
+    the expansion allocates (a lower bound of the process then: the flows' arrays are alive
+    beside it), so that what cannot fit is refused in one line instead of a killed process.
+
+    Raises
+    ------
+    InputError
+        Field ``flows`` (as :func:`check_subflows`: a caller may retry with fewer paths a
+        pair), naming the expanded sub-flows, the estimate, the budget and the variable that
+        raises it.
+
+    Examples
+    --------
+    >>> round(check_expansion(528_263, 338_003, 21_110_000) / 1e9, 3)  # DLRM, OCS spine, 4,096
+    0.684
+    >>> check_expansion(548_753, 14_071_180, 700_000_000)
+    Traceback (most recent call last):
+    ...
+    traffic.errors.InputError: flows: got '700,000,000 sub-flows in the result of 548,753 flows (about 22.4 GB of arrays)'; allowed: at most 8 GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)
+    """  # noqa: E501
+    del subflows  # counted by the checks before the simulation
+    est = EXPANDED_FLOW_BYTES * float(flows) + EXPANDED_PATH_BYTES * float(expanded)
+    budget = memory_budget_bytes()
+    if est > budget:
+        raise InputError(
+            "flows",
+            f"{int(expanded):,} sub-flows in the result of {int(flows):,} flows (about "
+            f"{est / 1e9:,.1f} GB of arrays)",
             f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)",
         )
     return est
