@@ -153,13 +153,13 @@ __all__ = [
     "HYBRID_WORK_LIMIT",
 ]
 
-ROUTE_WORK_LIMIT = 120.0
+ROUTE_WORK_LIMIT = 20.0
 """Default work limit of one :func:`route_hybrid` call, in work units (about CPU seconds of the
-reference machine, :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`). Each path LP's GLOP
-iteration limit is derived from it and the LP's nonzeros, so where it binds the routing is the
-deterministic fall-back, not the clock's."""
+reference machine, :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`; the joint search's
+default is 20 too). Each path LP's GLOP iteration limit is derived from it and the LP's
+nonzeros, so where it binds the routing is the deterministic fall-back, not the clock's."""
 
-HYBRID_WORK_LIMIT = 600.0
+HYBRID_WORK_LIMIT = 200.0
 """Default work limit of :func:`hybrid_design` (all its routings; each routing gets at most
 :data:`ROUTE_WORK_LIMIT` of what is left): the local search stops when it is used up."""
 

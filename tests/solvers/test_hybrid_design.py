@@ -226,30 +226,38 @@ def _same(a: HybridDesign, b: HybridDesign) -> bool:
     return x == y
 
 
-def test_generous_clocks_give_the_same_routing(mixed):
-    """The LPs are bounded by work, not by the clock: two generous wall-clock limits (20 s and
-    an hour) give the same circuits, rings and routing, and no limit stopped an LP."""
-    _, p, e, des = mixed
-    again = hybrid_design(p, e, 2, time_limit_s=3600.0)
-    assert _same(des, again)
-    assert np.array_equal(des.routing.weight, again.routing.weight)
-    assert again.info["lp_limits"] == [] and again.info["deterministic"]
-    assert 0 < again.info["work_used"] < again.info["work_limit"]
+def _permutation_problem(d=2):
+    return DesignProblem.from_workload(permutation_workload(), degree=d, link_bandwidth=B)
 
 
-def test_tiny_work_limit_gives_a_deterministic_fallback(mixed):
+def test_generous_clocks_give_the_same_routing():
+    """The LPs are bounded by work, not by the clock: two generous wall-clock limits (10 s and
+    an hour) give the same circuits, rings and routing, at the closed-form optimum of the
+    permutation across the 4:1 cut (4 S / (9 B) for d = 2), and no limit stopped an LP."""
+    p = _permutation_problem()
+    a = hybrid_design(p, two_leaves(), 2, time_limit_s=10.0)
+    b = hybrid_design(p, two_leaves(), 2, time_limit_s=3600.0)
+    assert _same(a, b)
+    assert np.array_equal(a.routing.weight, b.routing.weight)
+    assert a.objective_s == pytest.approx(4 * S / (9 * B), rel=1e-6)
+    assert b.info["lp_limits"] == [] and b.info["deterministic"]
+    assert 0 < b.info["work_used"] < b.info["work_limit"]
+
+
+def test_tiny_work_limit_gives_a_deterministic_fallback():
     """A work limit too small for any LP: every path LP stops at its work-derived iteration
-    limit and takes the deterministic fall-back split, the search stops on work (not the
-    clock), the design is flagged deterministic and is the same twice, under different
-    clocks; the fall-back is still a valid design (no better than the LP's)."""
-    _, p, e, des = mixed
-    a = hybrid_design(p, e, 2, time_limit_s=20.0, work_limit=1e-6)
-    b = hybrid_design(p, e, 2, time_limit_s=3600.0, work_limit=1e-6)
+    limit (one iteration) and takes the deterministic fall-back split, the search stops on work
+    (not the clock), and the design is flagged deterministic and is the same twice under
+    different clocks. The fall-back is a valid design, no better than the optimum 4 S / (9 B),
+    and its objective is recomputed exactly from its own routing."""
+    p = _permutation_problem()
+    a = hybrid_design(p, two_leaves(), 2, time_limit_s=10.0, work_limit=1e-6)
+    b = hybrid_design(p, two_leaves(), 2, time_limit_s=3600.0, work_limit=1e-6)
     assert _same(a, b)
     assert a.info["stopped_by"] == "work limit" and a.info["deterministic"]
     assert a.info["lp_limits"] == ["work"] and a.info["moves_tried"] == 0
     assert a.info["path_lp_status"].startswith("fallback (limit, work limit): ")
-    assert a.objective_s >= des.objective_s * (1 - 1e-9)
+    assert a.objective_s >= 4 * S / (9 * B) * (1 - 1e-9)
     assert a.objective_s == pytest.approx(float(a.evaluate(p).sum()), rel=1e-12)
 
 
