@@ -73,11 +73,18 @@ The circuits (constraints (1)-(2)) are searched:
    ``(b, e)`` (never taking a pre-wired pair below its count, nor a server above ``usable_u``
    or a pair above ``pair_cap``); re-routed, kept when the objective drops.
 
-The result is the best design evaluated, so it is never worse than either baseline. Every LP is
-GLOP solved to optimality and the search stops at a local optimum, so the result depends only
-on the inputs and the seed; the time limit is a cap on the wall clock, and when it stops the
-search ``info["deterministic"]`` is False (``info["stopped_by"]``: ``"time limit"`` or
-``"local optimum"``).
+The result is the best design evaluated, so it is never worse than either baseline.
+
+Determinism: the LPs are bounded by work, not by the clock. Every path LP gets a GLOP iteration
+limit from a work budget (work units, :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`: the
+LP's nonzeros times its iterations), the arc LPs (at most ``arc_lp_max_columns`` columns) are
+solved to optimality and charged their iterations, and an LP that the work limit stops leaves
+the deterministic fall-back split (:func:`_fallback_split`). The search stops at a local
+optimum or when its work limit (:data:`HYBRID_WORK_LIMIT`) is used up, so the result depends
+only on the inputs, the seed and the work limit. The time limit is a safety net on the wall
+clock: when it stops the search or cuts an LP, ``info["deterministic"]`` is False and
+``info["time_limit_cut"]`` says what it cut (``info["stopped_by"]``: ``"time limit"``,
+``"work limit"`` or ``"local optimum"``).
 
 Lower bound (valid for any circuits and routing): per phase the larger of
 
@@ -97,7 +104,7 @@ import heapq
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -116,7 +123,12 @@ from solvers.model.design import (
 )
 from solvers.model.ports import check_prewired_present
 from solvers.model.problem import DesignProblem, PhaseTraffic, check_within_ports
-from solvers.routing_lp import route_phase, solve_matrix_program
+from solvers.routing_lp import (
+    WORK_PER_NNZ,
+    WORK_PER_NNZ_ITERATION,
+    route_phase,
+    solve_matrix_program,
+)
 from topoopt.fabrics.circuits import Circuits, circuit_degrees
 from topoopt.fabrics.direct_connect import circulant_circuits, geometric_strides
 from topoopt.fabrics.fabric import Fabric
@@ -137,7 +149,19 @@ __all__ = [
     "evaluate_hybrid",
     "baseline_circuits",
     "hybrid_design",
+    "ROUTE_WORK_LIMIT",
+    "HYBRID_WORK_LIMIT",
 ]
+
+ROUTE_WORK_LIMIT = 20.0
+"""Default work limit of one :func:`route_hybrid` call, in work units (about CPU seconds of the
+reference machine, :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`; the joint search's
+default is 20 too). Each path LP's GLOP iteration limit is derived from it and the LP's
+nonzeros, so where it binds the routing is the deterministic fall-back, not the clock's."""
+
+HYBRID_WORK_LIMIT = 200.0
+"""Default work limit of :func:`hybrid_design` (all its routings; each routing gets at most
+:data:`ROUTE_WORK_LIMIT` of what is left): the local search stops when it is used up."""
 
 ELECTRICAL_FAMILIES = ("leaf-spine", "fat-tree")
 """Electrical families a :class:`HybridDesign` can rebuild."""
@@ -446,6 +470,12 @@ class HybridRouting:
     phase_times : numpy.ndarray
         Seconds per phase under ``paths`` (recomputed from the loads).
     status, solver : str
+    work : float
+        Deterministic work of the routing's LPs, in work units
+        (:data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`).
+    limit : str
+        ``""`` when every LP finished, ``"work"`` when the work limit stopped one (the result
+        is still deterministic), ``"time"`` when the wall clock did (it is then not).
     """
 
     paths: PathSet
@@ -453,6 +483,8 @@ class HybridRouting:
     phase_times: np.ndarray
     status: str
     solver: str
+    work: float = 0.0
+    limit: str = ""
 
     @property
     def time_s(self) -> float:
@@ -656,8 +688,14 @@ def _path_lp(
     k_ecmp: int,
     max_via: int,
     time_limit: float,
+    work_limit: float = math.inf,
 ) -> HybridRouting:
-    """The path LP (constraints (3)-(4)) over the candidate walks, rings fixed."""
+    """The path LP (constraints (3)-(4)) over the candidate walks, rings fixed.
+
+    GLOP's iteration limit is what ``work_limit`` (work units) buys on this LP's nonzeros
+    (at least one iteration); ``time_limit`` is a wall-clock cap only. When either stops the
+    LP without a solution the split is :func:`_fallback_split` (deterministic) and ``limit``
+    names the limit (``"work"`` or ``"time"``)."""
     nn, L = fabric.n_nodes, fabric.n_links
     n = problem.n
     dem = [phase_pairs(ph, rs, n) for ph, rs in zip(problem.phases, rings, strict=True)]
@@ -711,13 +749,16 @@ def _path_lp(
     c = np.zeros(Q + P)
     c[Q:] = 1.0
     c[:Q] = 1e-6 * qlen / qlen.max() / K  # tie-break: fewer hops among equals
+    iters = _iteration_limit(work_limit, A.nnz)
     res = solve_matrix_program(
         c, A, np.r_[np.ones(K), np.full(P * L, -np.inf)], np.r_[np.ones(K), np.zeros(P * L)],
         np.zeros(Q + P), np.full(Q + P, np.inf), solver="glop", time_limit=time_limit,
+        iteration_limit=iters,
     )  # fmt: skip
-    if res.x is None:
+    limit = {"iteration": "work", "time": "time"}.get(res.limit, res.limit)
+    if res.x is None or res.status not in ("optimal", "feasible"):  # no feasible point
         y, split = _fallback_split(fabric, Dk, qk_a, qrep, flat, K)
-        status = f"fallback ({res.status}): {split}"
+        status = f"fallback ({res.status}, {limit or 'solver'} limit): {split}"
     else:
         y = np.maximum(res.x[:Q], 0.0)
         status = res.status
@@ -733,7 +774,29 @@ def _path_lp(
     paths = PathSet(keys // nn, keys % nn, cptr, pptr,
                     np.concatenate([qlinks[q] for q in sel]), y[sel] / tot[qk_a[sel]])  # fmt: skip
     times = np.array([float((paths.link_loads(Dk[p], L) / cap).max()) for p in range(P)])
-    return HybridRouting(paths, rings, times, status, "glop")
+    return HybridRouting(paths, rings, times, status, "glop", res.work, limit)
+
+
+def _iteration_limit(work_limit: float, nnz: int) -> int | None:
+    """GLOP's iteration limit for ``work_limit`` work units on an LP of ``nnz`` nonzeros
+    (None: no limit); at least 1.
+
+    >>> _iteration_limit(1.0, 1000)   # (1 - 1e-3) / (1000 * 2e-9)
+    499500
+    >>> _iteration_limit(0.0, 1000), _iteration_limit(math.inf, 1000)
+    (1, None)
+    """
+    if not math.isfinite(work_limit):
+        return None
+    nnz = max(int(nnz), 1)
+    left = max(float(work_limit) - WORK_PER_NNZ * nnz, 0.0)
+    return max(int(left / (WORK_PER_NNZ_ITERATION["glop"] * nnz) * (1 + 1e-12)), 1)
+
+
+def _worst_limit(limits) -> str:
+    """``"time"`` if any solve was cut by the clock, else ``"work"`` if any by the work limit."""
+    limits = set(limits)
+    return "time" if "time" in limits else ("work" if "work" in limits else "")
 
 
 def route_hybrid(
@@ -743,6 +806,7 @@ def route_hybrid(
     arc_lp_max_columns: int = 30_000,
     k_ecmp: int = 8,
     max_via: int = 8,
+    work_limit: float | None = None,
 ) -> HybridRouting:
     """Route every phase of ``problem`` on ``fabric`` with one shared routing (module docstring).
 
@@ -753,16 +817,25 @@ def route_hybrid(
     fabric : Fabric
         Any fabric with servers first; circuits are its ``optical`` links.
     time_limit : float
-        Seconds for the LPs.
+        Wall-clock cap on the LPs, seconds: a safety net only (a routing it cut has
+        ``limit == "time"`` and depends on the machine's speed and load).
     arc_lp_max_columns : int
         Run the per-phase arc LP (rings chosen by the LP, optimal walks added as candidates) when
         sources x links is at most this.
     k_ecmp, max_via : int
         Electrical ECMP paths per pair; circuit neighbours tried for mixed walks.
+    work_limit : float, optional
+        Deterministic budget of the LPs, work units (default :data:`ROUTE_WORK_LIMIT`;
+        ``inf``: none). The per-phase arc LPs (GLOP on at most ``arc_lp_max_columns`` columns,
+        solved to optimality) run only while work is left; each path LP gets an iteration
+        limit from the work left (the large case's two ring options get half each). An LP the
+        limit stops leaves the deterministic fall-back split (``status`` says so, ``limit`` is
+        ``"work"``).
 
     Returns
     -------
     HybridRouting
+        ``work`` the LPs' work units, ``limit`` which limit stopped one (``""``: none).
 
     Examples
     --------
@@ -779,6 +852,9 @@ def route_hybrid(
     t0 = time.perf_counter()
     if problem.n != fabric.n_servers:
         raise InputError("problem.n", problem.n, f"the fabric's {fabric.n_servers} servers")
+    wl = ROUTE_WORK_LIMIT if work_limit is None else float(work_limit)
+    if math.isnan(wl) or wl < 0:
+        raise InputError("work_limit", work_limit, "work units >= 0 (inf: none)")
     opt = fabric.link_kind == "optical"
     circ = np.column_stack([fabric.src[opt], fabric.dst[opt], fabric.multiplicity[opt]])
     circuits = Circuits(circ[circ[:, 0] < circ[:, 1]], problem.n)
@@ -789,7 +865,7 @@ def route_hybrid(
         fwd[: fabric.n_servers] = fabric.n_switches == 0
     n_src = max([np.unique(np.r_[ph.fixed.tocoo().row, ph.group_servers]).size
                  for ph in problem.phases] + [0])  # fmt: skip
-    if n_src * fabric.n_links <= arc_lp_max_columns:
+    if n_src * fabric.n_links <= arc_lp_max_columns and wl > 0:
         results = []
         for ph, cands in zip(problem.phases, options, strict=True):
             left = max(time_limit - (time.perf_counter() - t0), 1.0) / max(problem.n_phases, 1)
@@ -805,7 +881,11 @@ def route_hybrid(
             extra.append(dict(zip((ps.src * nn + ps.dst).tolist(), _paths_of(ps), strict=True)))
         rings = tuple(r.rings for r in results)
         left = max(time_limit - (time.perf_counter() - t0), 1.0)
-        return _path_lp(fabric, problem, rings, extra, k_ecmp, max_via, left)
+        arc_work = sum(r.work for r in results)
+        arc_limit = _worst_limit("time" if r.limit == "time" else "" for r in results)
+        r = _path_lp(fabric, problem, rings, extra, k_ecmp, max_via, left,
+                     max(wl - arc_work, 0.0))  # fmt: skip
+        return replace(r, work=r.work + arc_work, limit=_worst_limit((r.limit, arc_limit)))
     # large: rings along circuits where they exist, else ascending/reverse; keep the better
     best = None
     along_first = tuple(
@@ -817,12 +897,16 @@ def route_hybrid(
         _equal_rings(ph, [cands[-2:] for cands in groups])
         for ph, groups in zip(problem.phases, options, strict=True)
     )
-    for rings in (along_first, plain) if circ.size else (plain,):
+    options_r = (along_first, plain) if circ.size else (plain,)
+    routed = []
+    for rings in options_r:
         left = max(time_limit - (time.perf_counter() - t0), 1.0)
-        r = _path_lp(fabric, problem, rings, [], k_ecmp, max_via, left)
+        r = _path_lp(fabric, problem, rings, [], k_ecmp, max_via, left, wl / len(options_r))
+        routed.append(r)
         if best is None or r.time_s < best.time_s - 1e-12 * max(best.time_s, 1e-300):
             best = r
-    return best
+    return replace(best, work=sum(r.work for r in routed),
+                   limit=_worst_limit(r.limit for r in routed))  # fmt: skip
 
 
 def _follows(order: np.ndarray, circuits: np.ndarray, n: int) -> bool:
@@ -1034,6 +1118,7 @@ def hybrid_design(
     progress: Progress | None = None,
     *,
     device: str = "ocs",
+    work_limit: float | None = None,
 ) -> HybridDesign:
     """Design the optical layer over ``electrical`` and route everything (module docstring).
 
@@ -1051,13 +1136,21 @@ def hybrid_design(
     optical_bandwidth : float, optional
         Bytes/s of one optical port (default ``problem.link_bandwidth``).
     time_limit_s : float
-        Wall-clock limit; the baselines are always evaluated, local search stops at the limit.
+        Wall-clock cap, a safety net: the baselines are always evaluated, the local search
+        stops at the limit, and a design the clock cut (the search or one of its LPs) has
+        ``info["deterministic"] = False``.
     seed : int
         Seed of the TopoOpt baseline's random path draws.
     progress : callable, optional
         ``progress(incumbent_s, bound_s)`` after each improvement.
     device : str
         Optical device of the combined fabric (``"ocs"`` or ``"patch-panel"``).
+    work_limit : float, optional
+        Deterministic budget of the whole search in work units (default
+        :data:`HYBRID_WORK_LIMIT`; ``inf``: none): every routing gets at most
+        :data:`ROUTE_WORK_LIMIT` of the work left (its LPs' iteration limits), and the local
+        search stops when it is used up (``info["stopped_by"] = "work limit"``, still
+        deterministic).
 
     Returns
     -------
@@ -1087,16 +1180,26 @@ def hybrid_design(
     spec, efab, d, b_opt, limit = _check(problem, electrical, optical_degree, optical_bandwidth,
                                          time_limit_s)  # fmt: skip
     deadline = t0 + limit
+    wl = HYBRID_WORK_LIMIT if work_limit is None else float(work_limit)
+    if math.isnan(wl) or wl < 0:
+        raise InputError("work_limit", work_limit, "work units >= 0 (inf: none)")
+    used = 0.0
+    limits: set[str] = set()
     n = problem.n
     pair_cap = d if problem.max_parallel is None else min(problem.max_parallel, d)
     usable, pre = _port_options(problem, d)
     lb = float(hybrid_lower_bound(problem, efab, d, b_opt).sum())
 
-    def left() -> float:
-        return max(deadline - time.perf_counter(), 1.0)
+    def route(fab: Fabric) -> HybridRouting:
+        nonlocal used
+        r = route_hybrid(problem, fab, max(deadline - time.perf_counter(), 1.0),
+                         work_limit=min(ROUTE_WORK_LIMIT, max(wl - used, 0.0)))  # fmt: skip
+        used += r.work
+        limits.add(r.limit)
+        return r
 
     # 1. the electrical fabric alone
-    routed_e = route_hybrid(problem, efab, left())
+    routed_e = route(efab)
     info: dict[str, Any] = {"electrical_only_s": routed_e.time_s, "baselines_s": {},
                             "candidates_s": {}, "moves_tried": 0, "moves_kept": 0}  # fmt: skip
     candidates: dict[str, np.ndarray] = {}
@@ -1112,7 +1215,7 @@ def hybrid_design(
     best_name, best_c, best = None, None, None
     for name, c in candidates.items():
         f = _combined(efab, d, c, b_opt, device) if d else efab
-        r = route_hybrid(problem, f, left()) if d else routed_e
+        r = route(f) if d else routed_e
         if name in ("circulant", "topoopt"):
             info["baselines_s"][name] = r.time_s
         info["candidates_s"][name] = r.time_s
@@ -1125,9 +1228,13 @@ def hybrid_design(
     tried: set[bytes] = {best_c.tobytes()}
     improved = d > 0
     cut = False  # the wall-clock limit stopped the search (the only non-deterministic stop)
+    spent = False  # the work limit stopped it (deterministic)
     while improved:
         if time.perf_counter() >= deadline:
             cut = True
+            break
+        if used >= wl:
+            spent = True
             break
         improved = False
         f, r = best
@@ -1142,6 +1249,9 @@ def hybrid_design(
             if time.perf_counter() >= deadline:
                 cut = True
                 break
+            if used >= wl:
+                spent = True
+                break
             a, c = divmod(flat, n)
             if W[a, c] <= 0:
                 break
@@ -1151,7 +1261,7 @@ def hybrid_design(
             tried.add(move.tobytes())
             info["moves_tried"] += 1
             f2 = _combined(efab, d, move, b_opt, device)
-            r2 = route_hybrid(problem, f2, left())
+            r2 = route(f2)
             if r2.time_s < best[1].time_s * (1 - 1e-9):
                 best_c, best = move, (f2, r2)
                 info["moves_kept"] += 1
@@ -1167,9 +1277,14 @@ def hybrid_design(
     lbv = min(lb, obj)
     gap = (obj - lbv) / obj if obj > 0 else 0.0
     info.update({"lower_bound": "server + edge-switch cut", "path_lp_status": r.status,
-                 "seed": seed, "time_limit_s": limit,
-                 "stopped_by": "time limit" if cut else "local optimum",
-                 "deterministic": not cut})  # fmt: skip
+                 "seed": seed, "time_limit_s": limit, "work_limit": wl, "work_used": used,
+                 "lp_limits": sorted(x for x in limits if x),
+                 "stopped_by": "time limit" if cut else ("work limit" if spent
+                                                         else "local optimum"),
+                 "deterministic": not cut and "time" not in limits})  # fmt: skip
+    if not info["deterministic"]:
+        info["time_limit_cut"] = (["the local search"] if cut else []) + (
+            ["a routing LP"] if "time" in limits else [])  # fmt: skip
     options: dict[str, Any] = {}
     if problem.reserved is not None or problem.prewired is not None:
         options["reserved_ports"] = d - usable

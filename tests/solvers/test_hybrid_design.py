@@ -218,6 +218,49 @@ def test_deterministic(mixed):
     assert a["info"]["deterministic"] and a["info"]["stopped_by"] == "local optimum"
 
 
+def _same(a: HybridDesign, b: HybridDesign) -> bool:
+    x, y = json.loads(a.to_json()), json.loads(b.to_json())
+    for z in (x, y):
+        z.pop("wall_s")
+        z["info"].pop("time_limit_s")
+    return x == y
+
+
+def _permutation_problem(d=2):
+    return DesignProblem.from_workload(permutation_workload(), degree=d, link_bandwidth=B)
+
+
+def test_generous_clocks_give_the_same_routing():
+    """The LPs are bounded by work, not by the clock: two generous wall-clock limits (10 s and
+    an hour) give the same circuits, rings and routing, at the closed-form optimum of the
+    permutation across the 4:1 cut (4 S / (9 B) for d = 2), and no limit stopped an LP."""
+    p = _permutation_problem()
+    a = hybrid_design(p, two_leaves(), 2, time_limit_s=10.0)
+    b = hybrid_design(p, two_leaves(), 2, time_limit_s=3600.0)
+    assert _same(a, b)
+    assert np.array_equal(a.routing.weight, b.routing.weight)
+    assert a.objective_s == pytest.approx(4 * S / (9 * B), rel=1e-6)
+    assert b.info["lp_limits"] == [] and b.info["deterministic"]
+    assert 0 < b.info["work_used"] < b.info["work_limit"]
+
+
+def test_tiny_work_limit_gives_a_deterministic_fallback():
+    """A work limit too small for any LP: every path LP stops at its work-derived iteration
+    limit (one iteration) and takes the deterministic fall-back split, the search stops on work
+    (not the clock), and the design is flagged deterministic and is the same twice under
+    different clocks. The fall-back is a valid design, no better than the optimum 4 S / (9 B),
+    and its objective is recomputed exactly from its own routing."""
+    p = _permutation_problem()
+    a = hybrid_design(p, two_leaves(), 2, time_limit_s=10.0, work_limit=1e-6)
+    b = hybrid_design(p, two_leaves(), 2, time_limit_s=3600.0, work_limit=1e-6)
+    assert _same(a, b)
+    assert a.info["stopped_by"] == "work limit" and a.info["deterministic"]
+    assert a.info["lp_limits"] == ["work"] and a.info["moves_tried"] == 0
+    assert a.info["path_lp_status"].startswith("fallback (limit, work limit): ")
+    assert a.objective_s >= 4 * S / (9 * B) * (1 - 1e-9)
+    assert a.objective_s == pytest.approx(float(a.evaluate(p).sum()), rel=1e-12)
+
+
 def test_time_limit_cut_is_reported(mixed, monkeypatch):
     """A clock that has always run out: the search stops before its first move and says so."""
     import solvers.hybrid_design as hd
@@ -249,10 +292,12 @@ def test_path_lp_without_a_solution_splits_over_every_walk(monkeypatch):
     p = DesignProblem.from_workload(w, degree=1, link_bandwidth=B)
     f = add_optical_layer(two_leaves(), 1, [[i, i + 4, 1] for i in range(4)], B)
     monkeypatch.setattr(
-        hd, "solve_matrix_program", lambda *a, **k: SimpleNamespace(x=None, status="limit")
+        hd,
+        "solve_matrix_program",
+        lambda *a, **k: SimpleNamespace(x=None, status="limit", limit="time", work=0.0),
     )
     r = route_hybrid(p, f, time_limit=1.0, arc_lp_max_columns=0)
-    assert r.status == "fallback (limit): every walk"
+    assert r.status == "fallback (limit, time limit): every walk" and r.limit == "time"
     assert r.time_s == pytest.approx(2 * S / B, rel=1e-9)
     assert communication_time(w, f, routing=r.paths).total_s == pytest.approx(2 * S / B)
 

@@ -333,10 +333,15 @@ def _evaluate_row(task: dict) -> dict:
         )  # fmt: skip
         if run.fabric.n_servers > 1:
             run.fabric.check_connected()
-        if run.design is not None:  # the search fell back or the clock cut it: say which row
+        searched = run.design
+        if searched is None and run.search_info:  # a routing without a design (hybrid)
+            from types import SimpleNamespace
+
+            searched = SimpleNamespace(info=run.search_info)
+        if searched is not None:  # the search fell back or the clock cut it: say which row
             from solvers import search_warning
 
-            row["search_warning"] = search_warning(run.design, f"{task['job']} / {nm}")
+            row["search_warning"] = search_warning(searched, f"{task['job']} / {nm}")
         own = getattr(run.design, "priority", ()) or None
         buckets = None
         if cand is not None:  # a co-searched plan: gradient buckets at most 256 a channel on

@@ -212,6 +212,10 @@ class FabricRun:
     cost_detail: dict | None = None
     """``capex_breakdown``, ``power_breakdown``, ``fabric_info`` when the fabric's capex is not
     the price of its bill of materials (the cost-equivalent fat-tree's speed mix)."""
+    search_info: dict | None = None
+    """A row without a design (``hybrid``): ``deterministic``, ``stopped_by`` and
+    ``time_limit_cut`` of its routing LPs, read as a design's ``info``
+    (:func:`solvers.search_warning`)."""
 
 
 def cost_columns(run: FabricRun, prices=None) -> dict[str, Any]:
@@ -478,10 +482,14 @@ def hybrid_run(
     time_limit_s: float = 30.0,
     prices=None,
     circuits=None,
+    work_limit: float | None = None,
 ) -> FabricRun:
     """``compare``'s ``hybrid`` row: ``degree - degree // 2`` NICs on an oversubscribed
     leaf-spine, ``degree // 2`` optical ports with ``circuits`` (default: the geometric
     circulant), one LP routing over both layers and the workload's rings on the circuits.
+    ``work_limit`` bounds the routing's LPs deterministically (None:
+    :data:`solvers.hybrid_design.ROUTE_WORK_LIMIT`); ``time_limit_s`` is a wall-clock cap only,
+    and a routing it cut has ``search_info["deterministic"] = False``.
 
     Raises
     ------
@@ -511,14 +519,19 @@ def hybrid_run(
     from solvers import DesignProblem, design_workload, ring_records, route_hybrid
 
     problem = DesignProblem.from_workload(workload, degree=d // 2, link_bandwidth=B)
-    routed = route_hybrid(problem, fab, time_limit_s)
+    routed = route_hybrid(problem, fab, time_limit_s, work_limit=work_limit)
     opt = fab.link_kind == "optical"
     have = set((fab.src[opt] * n + fab.dst[opt]).tolist())
     rings = SimpleNamespace(servers=n, rings=ring_records(problem, routed.rings, have))
     run = FabricRun(name, fab, design_workload(workload, rings, problem), routed.paths)
     run.note = "routed by solvers.hybrid_design.route_hybrid (both layers)"
-    if routed.status.startswith("fallback"):  # the path LP's clock ran out: say so
-        run.note += f"; the path LP had no solution in {time_limit_s:g} s, {routed.status}"
+    if routed.status.startswith("fallback"):  # a limit stopped the path LP: say so
+        run.note += f"; the path LP had no solution, {routed.status}"
+    run.search_info = {
+        "deterministic": routed.limit != "time",
+        "stopped_by": {"time": "time limit", "work": "work limit"}.get(routed.limit, "optimal"),
+        "time_limit_cut": ["the hybrid routing LP"],
+    }
     run.capex_usd, run.power_w = _price(fab, prices)
     return run
 
@@ -588,7 +601,7 @@ def build_fabric(
     elif name == "hybrid":
         return hybrid_run(
             name, workload, d, B, oversubscription=oversubscription, time_limit_s=time_limit_s,
-            prices=prices,
+            prices=prices, work_limit=work_limit,
         )  # fmt: skip
     elif name in ("fat-tree-ina", "hybrid-ina"):  # the same fabric, switches aggregate
         base = build_fabric(
