@@ -24,6 +24,7 @@ the same steps, held here once:
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -114,7 +115,7 @@ def union_epochs(
 
 
 @dataclass(frozen=True, eq=False)
-class RealisedUnion:
+class RealisedUnion(ABC):
     """A schedule on its union fabric: the interface of
     :class:`~solvers.reconfig.schedule.RealisedSchedule` that
     :func:`~solvers.reconfig.schedule.simulate_schedule` reads (``fabric``, ``epochs``,
@@ -139,8 +140,11 @@ class RealisedUnion:
             self._routes[key] = self._set_routes(k, pairs)
         return self._routes[key]
 
-    def _set_routes(self, k: int, pairs: np.ndarray) -> PathSet:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def _set_routes(self, k: int, pairs: np.ndarray) -> PathSet:
+        """The routes of ``pairs`` under entry ``k``'s set, on union link ids (per fabric kind:
+        :class:`~solvers.reconfig.spine.RealisedSpine`,
+        :class:`~solvers.reconfig.hybrid_phase.RealisedHybrid`)."""
 
 
 def reconfigure_union(
