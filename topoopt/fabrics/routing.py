@@ -129,6 +129,26 @@ def shortest_path_counts(
     return dist, sigma
 
 
+def _pair_distances(fabric: Fabric, src: np.ndarray, dst: np.ndarray, kinds, connected=True):
+    """The breadth-first tables of the pairs' destinations and each pair's row in them:
+    ``(ti, dist, sigma, length)`` with ``length = dist[ti, src]``; with ``connected`` a pair
+    without a path is refused in one line (field ``fabric``)."""
+    targets, ti = np.unique(dst, return_inverse=True)
+    ti = ti.reshape(-1)
+    dist, sigma = shortest_path_counts(fabric, targets, kinds)
+    length = dist[ti, src]
+    if connected:
+        bad = ~np.isfinite(length)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(
+                "fabric",
+                f"no path from node {int(src[i])} to node {int(dst[i])} ({fabric.family})",
+                "a connected fabric where routes are requested",
+            )
+    return ti, dist, sigma, length
+
+
 def _unrank(
     fabric: Fabric,
     links: np.ndarray,
@@ -249,19 +269,8 @@ def routes(
             raise InputError("method", method, "a fabric with optical circuits")
     src, dst = _pairs(fabric, pairs)
     links = _link_subset(fabric, kinds)
-    targets, ti = np.unique(dst, return_inverse=True)
-    ti = ti.reshape(-1)
-    dist, sigma = shortest_path_counts(fabric, targets, kinds)
-    length = dist[ti, src]
+    ti, dist, sigma, length = _pair_distances(fabric, src, dst, kinds)
     count = sigma[ti, src]
-    bad = ~np.isfinite(length)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(
-            "fabric",
-            f"no path from node {int(src[i])} to node {int(dst[i])} ({fabric.family})",
-            "a connected fabric where routes are requested",
-        )
     length = length.astype(np.int64)
     if method == "shortest":
         npath = np.ones(src.size, np.int64)
@@ -353,18 +362,7 @@ def route_link_counts(
     src, dst = _pairs(fabric, pairs)
     links = _link_subset(fabric, kinds)
     n = fabric.n_nodes
-    targets, ti = np.unique(dst, return_inverse=True)
-    ti = ti.reshape(-1)
-    dist, sigma = shortest_path_counts(fabric, targets, kinds)
-    length = dist[ti, src]
-    bad = ~np.isfinite(length)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(
-            "fabric",
-            f"no path from node {int(src[i])} to node {int(dst[i])} ({fabric.family})",
-            "a connected fabric where routes are requested",
-        )
+    ti, dist, sigma, length = _pair_distances(fabric, src, dst, kinds)
     if src.size and float(sigma[ti, src].max()) >= 2.0**53:
         raise InputError("pairs", None, "pairs with fewer shortest paths (over 2**53)")
     order = links[np.lexsort((links, fabric.src[links]))]
@@ -431,10 +429,8 @@ def route_link_entries(fabric: Fabric, pairs, *, kinds: Sequence[str] | None = N
     src, dst = _pairs(fabric, pairs)
     if not src.size:
         return 0
-    targets, ti = np.unique(dst, return_inverse=True)
-    dist, sigma = shortest_path_counts(fabric, targets, kinds)
-    ti = ti.reshape(-1)
-    length, paths = dist[ti, src], sigma[ti, src]
+    ti, dist, sigma, length = _pair_distances(fabric, src, dst, kinds, connected=False)
+    paths = sigma[ti, src]
     del dist, sigma
     length = np.where(np.isfinite(length), length, -1.0)
     _, rep, mult = np.unique(
