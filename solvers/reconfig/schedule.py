@@ -437,7 +437,9 @@ class _Hook:
         if self.realised is None:
             sim = simulate_builder(fb, aggregate=True, record_series=False, max_refills=limit)
         else:
-            sim = simulate_schedule(fb, self.realised, max_refills=limit, horizon=self.horizon)
+            sim = simulate_schedule(
+                fb, self.realised, max_refills=limit, horizon=self.horizon, late_cut=True
+            )
             if self.horizon is not None and not np.all(np.isfinite(sim.finish)):
                 raise _PastHorizon
         if self.flows is None:
@@ -460,6 +462,7 @@ def simulate_schedule(
     max_refills: int | None = None,
     max_path_links: int = MAX_PATH_LINKS,
     horizon: float | None = None,
+    late_cut: bool = False,
 ):
     """Simulate a :class:`~topoopt.flowsim.network.FlowBuilder`'s flows under a realised schedule.
 
@@ -468,7 +471,8 @@ def simulate_schedule(
     the classes' server pairs, and the result expanded back to every builder flow. A path table
     of more than ``max_path_links`` entries (every class's path links, summed over the path
     versions) is refused (:class:`~traffic.errors.InputError`) before it is built. No event
-    after ``horizon`` is simulated (:func:`~topoopt.flowsim.timevarying.simulate_epochs`).
+    after ``horizon`` is simulated, and with ``late_cut`` none after some flow provably ends
+    past it (:func:`~topoopt.flowsim.timevarying.simulate_epochs`).
 
     Examples
     --------
@@ -541,8 +545,9 @@ def simulate_schedule(
         for t, cap, v in r.epochs
     ]
     res = simulate_epochs(
-        flows, epochs, max_refills=max_refills, record_series=False, horizon=horizon
-    )
+        flows, epochs, max_refills=max_refills, record_series=False, horizon=horizon,
+        late_cut=late_cut,
+    )  # fmt: skip
     return expand_classes(res, flows, class_of)
 
 

@@ -71,6 +71,7 @@ __all__ = [
     "phase_candidates",
     "schedule_for",
     "search_schedules",
+    "set_cost",
     "cached_value",
     "lower_bound",
     "reconfigure",
@@ -315,6 +316,7 @@ def search_schedules(
     max_exhaustive: int,
     *,
     progress: Callable[[str], None] | None = None,
+    cost: list[list[float]] | None = None,
 ) -> tuple[dict, dict, tuple]:
     """Steps 4-5 of the module docstring, for any kind of circuit set.
 
@@ -325,6 +327,12 @@ def search_schedules(
     incumbent (all-static first). Returns ``by_hold`` (dark time -> best iteration),
     ``by_hold_schedule`` (dark time -> its schedule) and ``((iteration, schedule), dark time)``
     of the fastest (the first dark time on a tie).
+
+    With ``cost`` (``cost[p][c]``: an estimate of what candidate ``c`` of phase ``p`` costs to
+    simulate), an exhaustive search simulates the schedules cheapest first
+    (:func:`_cheapest_first`): the same choice, each schedule cut at the best found so far,
+    which the cheap ones bring down early. Only for a ``value`` without a work limit that
+    could stop the search (the limit of :func:`cached_value` would cut other schedules).
     """
     say = progress or (lambda m: None)
 
@@ -340,7 +348,9 @@ def search_schedules(
                     best = (it, sched)
 
         total = int(np.prod([len(c) for c in candidates]))
-        if total <= max_exhaustive:
+        if total <= max_exhaustive and cost is not None:
+            best = _cheapest_first(candidates, phases, h, value, best, cost)
+        elif total <= max_exhaustive:
             for choice in itertools.product(*[range(len(c)) for c in candidates]):
                 consider(choice)
         else:
@@ -369,6 +379,54 @@ def search_schedules(
         if chosen is None or b[0] < chosen[0][0]:
             chosen = (b, h)
     return by_hold, by_hold_schedule, chosen
+
+
+def _cheapest_first(
+    candidates: list[list],
+    phases: list[Phase],
+    h: float,
+    value: Callable[[Schedule, float, float], float],
+    static: tuple,
+    cost: list[list[float]],
+) -> tuple:
+    """The exhaustive search of :func:`search_schedules` at dark time ``h``, cheapest first.
+
+    The canonical search keeps the first schedule, in the order of ``itertools.product`` over
+    the choices and :data:`TIMINGS` within a choice (all-static ``static`` before all), of the
+    least iteration: an iteration ``m``. Here every schedule is simulated once, in the order of
+    its choice's summed ``cost`` (then the canonical order), each cut past the least iteration
+    found so far (``value``'s bound: exact when at most the bound, else possibly ``inf``).
+    Every bound is at least ``m``, so every schedule of iteration ``m`` is simulated exactly and
+    the first of them in the canonical order is the canonical search's choice; ``m`` equal to
+    the static iteration keeps all-static, as there.
+    """
+    runs = []
+    for choice in itertools.product(*[range(len(c)) for c in candidates]):
+        key = float(sum(cost[p][c] for p, c in enumerate(choice)))
+        for timing in TIMINGS:
+            runs.append((key, len(runs), choice, timing))
+    bound = static[0]
+    found = {}
+    for _, i, choice, timing in sorted(runs, key=lambda r: (r[0], r[1])):
+        sched = schedule_for(choice, candidates, phases, h, timing)
+        it = value(sched, h, bound)
+        found[i] = (it, sched)
+        bound = min(bound, it)
+    best = static
+    for i in range(len(runs)):  # canonical order: the first of the least iteration
+        if found[i][0] < best[0]:
+            best = found[i]
+    return best
+
+
+def set_cost(cs: CircuitSet) -> float:
+    """Paths per routed server pair of a circuit set's routing (``1`` without one): the
+    estimate of its simulation cost by which :func:`reconfigure` orders its search (the
+    sub-flows a set's flows split into drive the events and re-fills)."""
+    r = cs.routing
+    if r is None or r.src.shape[0] == 0:
+        return 1.0
+    return float(r.weight.shape[0]) / float(r.src.shape[0])
 
 
 def lower_bound(run: ScheduleRun, n: int, degree: int, link_bandwidth: float) -> float:
@@ -611,9 +669,13 @@ def reconfigure(
 
     value, spent = cached_value(ref.iteration_s, evaluate, max_evaluations)
     static_schedule = Schedule((static,), (0.0,), ("iteration",))
+    # cheapest first when the work limit cannot cut the exhaustive search (the same choice)
+    total = int(np.prod([len(c) for c in cands]))
+    order_free = total <= max_exhaustive and len(TIMINGS) * total <= max_evaluations
+    cost = [[set_cost(cs) for cs in c] for c in cands] if order_free else None
     by_hold, by_hold_schedule, chosen = search_schedules(
         cands, phases, hold_list, value, ref.iteration_s, static_schedule, max_exhaustive,
-        progress=say,
+        progress=say, cost=cost,
     )  # fmt: skip
     (it, sched), dark = chosen
     if sched.is_static():

@@ -444,3 +444,66 @@ def test_fsdp_plan_above_the_exact_flow_limit_is_searched_coarsened(monkeypatch)
     assert coarse.static_iteration_s != exact.static_iteration_s  # the coarsening acted
     rows = run_baselines(coarse, w, 2, 12.5e9)
     assert all(np.isfinite(r["iteration_s"]) for r in rows)
+
+
+# ------------------------------------------------------------------ cheapest first
+@pytest.mark.parametrize("seed", range(6))
+def test_cheapest_first_chooses_as_the_canonical_order(seed):
+    """Any cost order gives the canonical search's choice at every dark time (values drawn
+    with ties, some equal to the static iteration; a run past its bound may come back inf or
+    exact, as a simulation cut at its horizon does), with every schedule simulated once."""
+    from solvers.reconfig.search import Phase, search_schedules
+
+    rng = np.random.default_rng(seed)
+    n = 5
+    ring = [[i, (i + 1) % n, 1] for i in range(n)]
+    cands = [
+        [CircuitSet(ring, None, "static")]
+        + [CircuitSet(ring + [[0, 2 + k, 1]], None, f"c{p}{k}") for k in range(2)]
+        for p in range(3)
+    ]
+    phases = [Phase(f"p{p}", 1.0 * p, 1.0 * p + 1.0) for p in range(3)]
+    static_s = 10.0
+    truth: dict = {}
+
+    def key(sched, h):
+        return (h, tuple(s.label for s in sched.sets), sched.starts)
+
+    def value_fn(calls):
+        def value(sched, h, bound):
+            if sched.is_static():
+                return static_s
+            k = key(sched, h)
+            calls.append(k)
+            v = truth.setdefault(k, float(rng.choice([9.0, 9.5, 10.0, 10.5, 11.0])))
+            return v if v <= bound or rng.random() < 0.5 else np.inf
+
+        return value
+
+    static = Schedule((cands[0][0],), (0.0,), ("iteration",))
+    holds = [0.1, 0.2]
+    canon_calls: list = []
+    canon = search_schedules(cands, phases, holds, value_fn(canon_calls), static_s, static, 64)
+    cost = [rng.uniform(0.0, 3.0, len(c)).tolist() for c in cands]
+    calls: list = []
+    got = search_schedules(cands, phases, holds, value_fn(calls), static_s, static, 64, cost=cost)
+    assert sorted(calls) == sorted(canon_calls)
+    assert got[0] == canon[0] and got[2][0][0] == canon[2][0][0] and got[2][1] == canon[2][1]
+    for h in holds:
+        assert key(got[1][h], h) == key(canon[1][h], h)
+    assert key(got[2][0][1], got[2][1]) == key(canon[2][0][1], canon[2][1])
+
+
+def test_cheapest_first_search_equals_the_canonical_one(small):
+    """The search ordered by :func:`set_cost` (the default) against the canonical order (an
+    evaluation limit that could bind, never reached here): the same JSON but the wall time."""
+    w, _, runs = small
+    full = runs[1e-5]
+    kw = dict(static_design=full.static, solvers=("demand", "topoopt"), holds=())
+    total = int(np.prod([len(c) for c in full.candidates]))
+    a = reconfigure(w, 4, 12.5e9, 1e-5, **kw)
+    b = reconfigure(w, 4, 12.5e9, 1e-5, max_evaluations=len(TIMINGS) * total - 1, **kw)
+    assert b.info["stopped_by"] == "none"  # the limit was not reached
+    da, db = a.to_dict(), b.to_dict()
+    da.pop("wall_s"), db.pop("wall_s")
+    assert da == db
