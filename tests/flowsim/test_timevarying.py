@@ -520,3 +520,25 @@ def test_late_cut_decides_as_the_horizon_does(seed, monkeypatch):
         assert cut.n_events <= plain.n_events
         if done:
             np.testing.assert_array_equal(cut.finish, full.finish)
+
+
+def test_bytes_left_closed_form():
+    """Flow 0: 300 B from 0 s on link 0 (100 B/s), flow 1: 100 B from 5 s on paths [0] and
+    [1] split 0.25 / 0.75. At 1 s flow 0 has 200 B left and flow 1 has not started (25 and
+    75 B); at 4 s flow 0 is done; the run is unchanged by the taking."""
+    fs = FlowSet(
+        capacity=[100.0, 100.0], latency=[0.0, 0.0], size=[300.0, 100.0], start=[0.0, 5.0],
+        flow_ptr=[0, 1, 3], path_ptr=[0, 1, 2, 3], path_links=[0, 0, 1],
+        weight=[1.0, 0.25, 0.75],
+    )  # fmt: skip
+    plain = simulate_epochs(fs)
+    res, left = simulate_epochs(fs, left_at=[4.0, 1.0, 99.0])
+    np.testing.assert_array_equal(res.finish, plain.finish)
+    assert left.times.tolist() == [1.0, 4.0, 99.0] and left.ok.all()
+    assert left.version.tolist() == [0, 0, 0]
+    assert [x.tolist() for x in left.left] == [[200.0, 25.0, 75.0], [0.0, 25.0, 75.0], [0.0] * 3]
+    # the run stops before 7 s (at its horizon, 2 s: the next event is at 3 s), or at once
+    _, left = simulate_epochs(fs, horizon=2.0, left_at=[1.0, 3.0, 7.0])
+    assert left.ok.tolist() == [True, True, False] and left.left[2] is None
+    _, left = simulate_epochs(fs, horizon=2.0, late_cut=True, left_at=[1.0])
+    assert left.ok.tolist() == [False]

@@ -507,3 +507,67 @@ def test_cheapest_first_search_equals_the_canonical_one(small):
     da, db = a.to_dict(), b.to_dict()
     da.pop("wall_s"), db.pop("wall_s")
     assert da == db
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_prefix_bound_is_below_the_run(seed):
+    """The bound from the bytes left at the first reconfiguration, taken in the run of another
+    schedule of the same first set, is at most the run's last byte (random flows on 4
+    servers, a ring then a ring with a chord, dark 0.2 s)."""
+    from solvers.reconfig.schedule import prefix_bound, schedule_flowset
+    from topoopt.flowsim.timevarying import simulate_epochs
+
+    rng = np.random.default_rng(seed)
+    n = 4
+    ring = CircuitSet([[i, (i + 1) % n, 1] for i in range(n)], None, "ring")
+    chord = CircuitSet([[i, (i + 1) % n, 1] for i in range(n)] + [[0, 2, 2]], None, "chord")
+    src = rng.integers(0, n, 12)
+    dst = (src + rng.integers(1, n, 12)) % n
+    size = rng.uniform(5.0, 40.0, 12)
+    t1 = float(rng.uniform(0.5, 2.0))
+    runs = []
+    for second, t in ((ring, t1 + 0.5), (chord, t1)):  # the first takes, the second uses
+        r = realise_schedule(Schedule((ring, second), (0.0, t)), n, B, 0.2)
+        if second is ring:  # no reconfiguration: one more set for a two-epoch realisation
+            r = realise_schedule(Schedule((ring, chord), (0.0, t)), n, B, 0.2)
+        fb = FlowBuilder(Network(r.fabric, intra_bandwidth=1e9))
+        fb.add_ranks(src, dst, size)
+        runs.append(schedule_flowset(fb, r))
+    (fa, _, ea), (fb_, _, eb) = runs
+    _, left = simulate_epochs(fa, ea, left_at=[t1])
+    assert left.ok[0] and left.version[0] == 1
+    taken = (fa.size, fa.multiplicity, ea[0].paths.flow_ptr, left.left[0])
+    bound, pieces = prefix_bound(fb_, eb, taken)
+    full = simulate_epochs(fb_, eb)
+    last = float(np.nanmax(full.finish))
+    assert pieces > 0 and t1 + 0.2 <= bound <= last * (1 + 1e-12)
+    # taken before the first reconfiguration of that run: its own bytes give the same bound
+    _, own = simulate_epochs(fb_, eb, left_at=[t1])
+    assert prefix_bound(fb_, eb, (fb_.size, fb_.multiplicity, eb[0].paths.flow_ptr,
+                                  own.left[0]))[0] == bound  # fmt: skip
+
+
+def test_shared_prefix_search_equals_the_search_without(small, monkeypatch):
+    """The search with the shared prefix (the default) against the search without (no time
+    wanted, so nothing taken or pruned): the same JSON but the wall time; and the bound cuts."""
+    import solvers.reconfig.search as search
+    from solvers.reconfig.schedule import SharedPrefix
+
+    w, _, runs = small
+    full = runs[1e-5]
+    kw = dict(static_design=full.static, solvers=("demand", "topoopt"), holds=(1e-3, 1e-1))
+    made = []
+
+    class Spy(SharedPrefix):
+        def __init__(self, wanted):
+            super().__init__(wanted)
+            made.append(self)
+
+    monkeypatch.setattr(search, "SharedPrefix", Spy)
+    a = reconfigure(w, 4, 12.5e9, 1e-5, **kw)
+    monkeypatch.setattr(search, "SharedPrefix", lambda wanted: SharedPrefix({}))
+    b = reconfigure(w, 4, 12.5e9, 1e-5, **kw)
+    da, db = a.to_dict(), b.to_dict()
+    da.pop("wall_s"), db.pop("wall_s")
+    assert da == db
+    assert made[0].taken and made[0].pruned > 0

@@ -25,7 +25,7 @@ One 10 B/s link, flows of 10 and 30 bytes with weights 1 and 3 (both end at 4 s)
 ...     np.zeros(0, np.int64), np.zeros(2, np.int64), 1, np.array([1.0, 3.0]),
 ...     np.array([[0, 1, 2]]), np.array([0, 1, 2]), np.array([0, 0]), np.ones(2), np.zeros(2),
 ...     np.zeros(0), np.zeros((0, 1)), np.zeros(0, np.int64), 2, 1, 1e-12, True, -1,
-...     np.zeros(2, np.bool_), np.inf, False, 1)
+...     np.zeros(2, np.bool_), np.inf, False, 1, np.zeros(0))
 >>> out[1].tolist()
 [4.0, 4.0]
 """
@@ -332,7 +332,7 @@ def _late_bound(
 def epochs_kernel(
     cap0, size, start, mult, dep_ptr, deps, rdep_ptr, rdep, cls, n_cls, fweight, g_fptr, g_pptr,
     g_plinks, g_w, g_lat, e_start, e_cap, e_ver, n_p0, max_paths, rtol, record, limit, nonpre,
-    horizon, late_cut, late_every,
+    horizon, late_cut, late_every, snap_t,
 ):  # fmt: skip
     """The event loop (see the module docstring of :mod:`topoopt.flowsim.timevarying`).
 
@@ -343,9 +343,15 @@ def epochs_kernel(
     would then be unfinished at the horizon anyway; the flows unfinished at the stop keep
     ``finish = inf``.
 
+    ``snap_t`` (ascending seconds) asks for the bytes left at those times: ``snap[k, p]`` is
+    what global path ``p`` of the version in force at ``snap_t[k]`` (``snap_ver[k]``) has left
+    to send per member (an active piece's bytes less what its rate sends by then; a flow not
+    started: its size times the path's weight; finished: 0), taken before the events of that
+    instant; ``snap_ok[k]`` is False when the loop stopped before ``snap_t[k]``.
+
     Returns ``(release, finish, path_last, moved, link_bytes, series_time, series_link,
-    series_load, n_events, fill_rounds, refills)``; ``path_last`` is per path of version 0 and
-    ``moved[f]`` says flow ``f`` ran on epoch paths."""
+    series_load, n_events, fill_rounds, refills, snap, snap_ver, snap_ok)``; ``path_last`` is
+    per path of version 0 and ``moved[f]`` says flow ``f`` ran on epoch paths."""
     n_f = size.shape[0]
     n_l = cap0.shape[0]
     n_e = e_start.shape[0]
@@ -428,6 +434,11 @@ def epochs_kernel(
     n_events = 0
     rounds = 0
     refills = 0
+    n_sn = snap_t.shape[0]
+    snap = np.zeros((n_sn, g_w.shape[0] if n_sn else 0))
+    snap_ver = np.full(n_sn, -1, np.int64)
+    snap_ok = np.zeros(n_sn, np.bool_)
+    k_sn = 0
     late_load = np.zeros(n_l if late_cut else 0)
     late_next = 0 if n_e == 0 else -1  # event count of the next late check (-1: epochs left)
     while True:
@@ -450,6 +461,22 @@ def epochs_kernel(
         t_a = hk[0] if hsize > 0 else np.inf
         t_e = e_start[ep] if ep < n_e else np.inf
         t_next = min(t_c, min(t_a, t_e))
+        while k_sn < n_sn and snap_t[k_sn] <= t_next:
+            tau = snap_t[k_sn]
+            if tau >= t:  # the state at tau, before its events
+                for i in range(n_act):
+                    s = act[i]
+                    x = s_left[s]
+                    if s_rate[s] > 0.0:
+                        x -= s_rate[s] * (tau - t)
+                    snap[k_sn, s_gp[s]] = x if x > 0.0 else 0.0
+                for f in range(n_f):
+                    if n_left[f] == 0 and finish[f] == np.inf:
+                        for gp in range(g_fptr[ver, f], g_fptr[ver, f + 1]):
+                            snap[k_sn, gp] = size[f] * g_w[gp]
+                snap_ver[k_sn] = ver
+                snap_ok[k_sn] = True
+            k_sn += 1
         if t_next == np.inf or t_next > horizon:
             break
         if t_next > t:
@@ -722,4 +749,7 @@ def epochs_kernel(
         n_events,
         rounds,
         refills,
+        snap,
+        snap_ver,
+        snap_ok,
     )
