@@ -24,7 +24,12 @@ reconfiguration takes ``delay`` seconds:
    requested at ``b`` (each clamped to start after the previous reconfiguration ends). Every
    choice is evaluated exactly when there are at most ``max_exhaustive`` of them, else by
    coordinate descent from the static schedule (each phase in turn takes its best candidate,
-   until nothing improves). All-static is always evaluated.
+   until nothing improves). All-static is always evaluated. A simulation stops once past the
+   best iteration so far (its horizon), or once a bound proves it will be (the late cut of
+   :func:`~topoopt.flowsim.timevarying.simulate_epochs`, and the bound from a prefix shared by
+   the schedules of one first set, :class:`~solvers.reconfig.schedule.SharedPrefix`); the
+   exhaustive search simulates cheap schedules first (:func:`_cheapest_first`), with the same
+   result.
 5. **Dark times.** A reconfiguration's circuits may stay dark longer than the switch needs, so a
    switch of delay ``X`` can run every schedule with any dark time ``h >= X``. The search runs
    step 4 for every ``h`` in ``{X} + {g in HOLD_GRID_S: g > X}`` and keeps the fastest.
@@ -395,21 +400,25 @@ def _cheapest_first(
     The canonical search keeps the first schedule, in the order of ``itertools.product`` over
     the choices and :data:`TIMINGS` within a choice (all-static ``static`` before all), of the
     least iteration: an iteration ``m``. Here every schedule is simulated once, in the order of
-    its choice's summed ``cost`` (then the canonical order), each cut past the least iteration
-    found so far (``value``'s bound: exact when at most the bound, else possibly ``inf``).
-    Every bound is at least ``m``, so every schedule of iteration ``m`` is simulated exactly and
-    the first of them in the canonical order is the canonical search's choice; ``m`` equal to
-    the static iteration keeps all-static, as there.
+    its choice's summed ``cost``, then of its first reconfiguration, latest first, then the
+    canonical order, each cut past the least iteration found so far (``value``'s bound: exact
+    when at most the bound, else possibly ``inf``). Every bound is at least ``m``, so every
+    schedule of iteration ``m`` is simulated exactly and the first of them in the canonical
+    order is the canonical search's choice; ``m`` equal to the static iteration keeps
+    all-static, as there.
     """
     runs = []
     for choice in itertools.product(*[range(len(c)) for c in candidates]):
         key = float(sum(cost[p][c] for p, c in enumerate(choice)))
         for timing in TIMINGS:
-            runs.append((key, len(runs), choice, timing))
+            sched = schedule_for(choice, candidates, phases, h, timing)
+            t1 = sched.starts[1] if len(sched.starts) > 1 else np.inf
+            runs.append((key, -t1, len(runs), sched))
     bound = static[0]
     found = {}
-    for _, i, choice, timing in sorted(runs, key=lambda r: (r[0], r[1])):
-        sched = schedule_for(choice, candidates, phases, h, timing)
+    # cheapest first; on a tie the latest first reconfiguration first (its run takes the bytes
+    # left at the earlier ones of its first set: :class:`~solvers.reconfig.schedule.SharedPrefix`)
+    for _, _, i, sched in sorted(runs, key=lambda r: r[:3]):
         it = value(sched, h, bound)
         found[i] = (it, sched)
         bound = min(bound, it)
