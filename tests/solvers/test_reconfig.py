@@ -494,21 +494,6 @@ def test_cheapest_first_chooses_as_the_canonical_order(seed):
     assert key(got[2][0][1], got[2][1]) == key(canon[2][0][1], canon[2][1])
 
 
-def test_cheapest_first_search_equals_the_canonical_one(small):
-    """The search ordered by :func:`set_cost` (the default) against the canonical order (an
-    evaluation limit that could bind, never reached here): the same JSON but the wall time."""
-    w, _, runs = small
-    full = runs[1e-5]
-    kw = dict(static_design=full.static, solvers=("demand", "topoopt"), holds=())
-    total = int(np.prod([len(c) for c in full.candidates]))
-    a = reconfigure(w, 4, 12.5e9, 1e-5, **kw)
-    b = reconfigure(w, 4, 12.5e9, 1e-5, max_evaluations=len(TIMINGS) * total - 1, **kw)
-    assert b.info["stopped_by"] == "none"  # the limit was not reached
-    da, db = a.to_dict(), b.to_dict()
-    da.pop("wall_s"), db.pop("wall_s")
-    assert da == db
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_prefix_bound_is_below_the_run(seed):
     """The bound from the bytes left at the first reconfiguration, taken in the run of another
@@ -547,10 +532,13 @@ def test_prefix_bound_is_below_the_run(seed):
                                   own.left[0]))[0] == bound  # fmt: skip
 
 
-def test_shared_prefix_search_equals_the_search_without(small, monkeypatch):
-    """The search with the shared prefix (the default) against the search without (no time
-    wanted, so nothing taken or pruned): the same JSON but the wall time; and the bound cuts."""
+def test_search_equals_the_plain_search(small, monkeypatch):
+    """The search as it runs (the late cut, cheapest first, the shared prefix) against the
+    plain one (no late cut, the canonical order under an evaluation limit that could bind but
+    is not reached, no time wanted by the shared prefix): the same JSON but the wall time; and
+    the prefix bound did cut."""
     import solvers.reconfig.search as search
+    import topoopt.flowsim.timevarying as tv
     from solvers.reconfig.schedule import SharedPrefix
 
     w, _, runs = small
@@ -565,9 +553,13 @@ def test_shared_prefix_search_equals_the_search_without(small, monkeypatch):
 
     monkeypatch.setattr(search, "SharedPrefix", Spy)
     a = reconfigure(w, 4, 12.5e9, 1e-5, **kw)
+    assert made[0].taken and made[0].pruned > 0
+    real = tv.simulate_epochs
+    monkeypatch.setattr(tv, "simulate_epochs", lambda *x, **k: real(*x, **{**k, "late_cut": False}))
     monkeypatch.setattr(search, "SharedPrefix", lambda wanted: SharedPrefix({}))
-    b = reconfigure(w, 4, 12.5e9, 1e-5, **kw)
+    total = int(np.prod([len(c) for c in full.candidates]))
+    b = reconfigure(w, 4, 12.5e9, 1e-5, max_evaluations=len(TIMINGS) * total - 1, **kw)
+    assert b.info["stopped_by"] == "none"  # the limit was not reached
     da, db = a.to_dict(), b.to_dict()
     da.pop("wall_s"), db.pop("wall_s")
     assert da == db
-    assert made[0].taken and made[0].pruned > 0
