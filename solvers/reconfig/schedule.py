@@ -64,6 +64,9 @@ __all__ = [
     "iteration_under_schedule",
     "simulate_schedule",
     "schedule_epochs",
+    "schedule_flowset",
+    "SharedPrefix",
+    "prefix_bound",
     "run_iteration",
     "connected",
     "ECMP_MAX_PATHS",
@@ -423,13 +426,128 @@ class _PastHorizon(Exception):
     """A run cut at its horizon (:func:`iteration_under_schedule`)."""
 
 
+@dataclass
+class SharedPrefix:
+    """Bytes left at the first reconfiguration, shared by the schedules of one first set.
+
+    Schedules whose first set is the same run the same simulation until the first of them
+    reconfigures. A run of such a schedule takes the bytes every path has left at the first
+    reconfiguration times ``wanted[label]`` (of the schedules whose first set has that label)
+    up to its own (:func:`~topoopt.flowsim.timevarying.simulate_epochs` ``left_at``); a later
+    schedule of that set reconfiguring at one of them is then cut without simulating its prefix
+    when :func:`prefix_bound` proves it ends past its horizon (``pruned`` counts them).
+
+    Attributes
+    ----------
+    wanted : dict
+        First set's label -> first reconfiguration times (seconds) of its schedules.
+    taken : dict
+        ``(label, time)`` -> ``(sizes, multiplicity, flow_ptr, left)`` of the run that took it:
+        the flow classes' sizes and multiplicities and the first set's paths per class (a
+        later run must have the same), and the bytes left per path.
+    pruned : int
+    """
+
+    wanted: dict
+    taken: dict = field(default_factory=dict)
+    pruned: int = 0
+
+
+PREFIX_MARGIN = 1e-7
+"""Relative margin of :func:`prefix_bound`'s cut, over the rounding of the two runs whose
+states it equates (besides ``rtol`` per piece, as the late cut)."""
+
+
+def prefix_bound(flows, epochs, taken, rtol: float = 1e-12) -> tuple[float, int]:
+    """A lower bound on the last byte of a schedule's run from the bytes left at its first
+    reconfiguration, taken in another run of the same first set (:class:`SharedPrefix`).
+
+    ``epochs`` are the schedule's (:func:`schedule_flowset`): the first set's from ``0``, the
+    first reconfiguration at ``t1`` (possibly dark epochs without paths, then the last epoch,
+    with paths, at ``tx``); ``None`` for any other shape or flows that are not the ones
+    taken. A path ``p`` with ``left_p`` bytes at ``t1`` sends at most ``d * min`` capacity of
+    its links in a dark epoch of length ``d``; what its flow has left at ``tx`` is then at
+    least the sum over its paths of ``max(0, left_p - that)``, and goes over the last epoch's
+    paths by their weights, with the flows' multiplicities: ``tx + max over links of load /
+    capacity`` (``inf`` for load on a link of capacity 0). Returns ``(bound, pieces)``,
+    ``pieces`` the last epoch's paths with bytes (each may end ``rtol`` early).
+    """
+    sizes, mult, fptr, left = taken
+    if (
+        len(epochs) < 2
+        or epochs[0].start_s != 0.0
+        or epochs[0].paths is None
+        or epochs[-1].paths is None
+        or any(e.paths is not None for e in epochs[1:-1])
+        or not np.array_equal(flows.size, sizes)
+        or not np.array_equal(flows.multiplicity, mult)
+        or not np.array_equal(epochs[0].paths.flow_ptr, fptr)
+    ):
+        return None, 0
+    first = epochs[0].paths
+    rest = left.copy()
+    lens = np.diff(first.path_ptr)
+    for e, nxt in zip(epochs[1:-1], epochs[2:], strict=True):  # dark epochs
+        d = nxt.start_s - e.start_s
+        bn = np.minimum.reduceat(e.capacity[first.path_links], first.path_ptr[:-1])
+        rest -= d * np.where(lens > 0, bn, 0.0)
+    np.maximum(rest, 0.0, out=rest)
+    n_f = flows.n_flows
+    per_flow = np.add.reduceat(rest, fptr[:-1]) if rest.size else np.zeros(n_f)
+    per_flow = np.where(np.diff(fptr) > 0, per_flow, 0.0) * flows.multiplicity
+    last = epochs[-1]
+    lp = last.paths
+    on_path = np.repeat(per_flow, np.diff(lp.flow_ptr)) * lp.weight
+    load = np.bincount(
+        lp.path_links, weights=np.repeat(on_path, np.diff(lp.path_ptr)),
+        minlength=last.capacity.shape[0],
+    )  # fmt: skip
+    busy = load > 0
+    if np.any(busy & (last.capacity <= 0)):
+        return np.inf, int(np.count_nonzero(on_path > 0))
+    worst = float(np.max(load[busy] / last.capacity[busy], initial=0.0))
+    return last.start_s + worst, int(np.count_nonzero(on_path > 0))
+
+
 class _Hook:
     """The ``simulator`` of :func:`simulate_iteration`: epochs or plain, recording fabric flows."""
 
-    def __init__(self, realised: RealisedSchedule | None, horizon: float | None = None):
+    def __init__(
+        self,
+        realised: RealisedSchedule | None,
+        horizon: float | None = None,
+        prefix: SharedPrefix | None = None,
+    ):
         self.realised = realised
         self.horizon = horizon
+        self.prefix = prefix
         self.flows: dict | None = None
+
+    def _epochs_run(self, fb, limit):
+        from topoopt.flowsim.simulator import expand_classes
+        from topoopt.flowsim.timevarying import simulate_epochs
+
+        r, p, hz = self.realised, self.prefix, self.horizon
+        flows, class_of, epochs = schedule_flowset(fb, r)
+        label = r.schedule.sets[0].label
+        t1 = epochs[1].start_s if len(epochs) > 1 else np.inf
+        if p is not None and hz is not None and (label, t1) in p.taken:
+            b, pieces = prefix_bound(flows, epochs, p.taken[(label, t1)])
+            if b is not None and b > hz + hz * (pieces * 1e-12 + PREFIX_MARGIN):
+                p.pruned += 1
+                raise _PastHorizon
+        times = []
+        if p is not None and epochs[0].paths is not None:
+            times = [x for x in p.wanted.get(label, ()) if x <= t1 and (label, x) not in p.taken]
+        kw = dict(max_refills=limit, record_series=False, horizon=hz, late_cut=True)
+        if not times:
+            return expand_classes(simulate_epochs(flows, epochs, **kw), flows, class_of)
+        res, left = simulate_epochs(flows, epochs, left_at=times, **kw)
+        for x, ok, v, arr in zip(left.times, left.ok, left.version, left.left, strict=True):
+            if ok and v == 1:  # the first set's paths (version 0: the FlowSet's own)
+                fptr = epochs[0].paths.flow_ptr
+                p.taken[(label, float(x))] = (flows.size, flows.multiplicity, fptr, arr)
+        return expand_classes(res, flows, class_of)
 
     def __call__(self, fb, limit):
         from topoopt.flowsim.network import simulate_builder
@@ -437,7 +555,7 @@ class _Hook:
         if self.realised is None:
             sim = simulate_builder(fb, aggregate=True, record_series=False, max_refills=limit)
         else:
-            sim = simulate_schedule(fb, self.realised, max_refills=limit, horizon=self.horizon)
+            sim = self._epochs_run(fb, limit)
             if self.horizon is not None and not np.all(np.isfinite(sim.finish)):
                 raise _PastHorizon
         if self.flows is None:
@@ -460,6 +578,7 @@ def simulate_schedule(
     max_refills: int | None = None,
     max_path_links: int = MAX_PATH_LINKS,
     horizon: float | None = None,
+    late_cut: bool = False,
 ):
     """Simulate a :class:`~topoopt.flowsim.network.FlowBuilder`'s flows under a realised schedule.
 
@@ -468,7 +587,8 @@ def simulate_schedule(
     the classes' server pairs, and the result expanded back to every builder flow. A path table
     of more than ``max_path_links`` entries (every class's path links, summed over the path
     versions) is refused (:class:`~traffic.errors.InputError`) before it is built. No event
-    after ``horizon`` is simulated (:func:`~topoopt.flowsim.timevarying.simulate_epochs`).
+    after ``horizon`` is simulated, and with ``late_cut`` none after some flow provably ends
+    past it (:func:`~topoopt.flowsim.timevarying.simulate_epochs`).
 
     Examples
     --------
@@ -483,9 +603,22 @@ def simulate_schedule(
     >>> float(simulate_schedule(fb, r).finish[0] - r.fabric.latency.max())
     2.25
     """
-    from topoopt.flowsim.flowset import class_representatives
     from topoopt.flowsim.simulator import expand_classes
-    from topoopt.flowsim.timevarying import Epoch, EpochPaths, simulate_epochs
+    from topoopt.flowsim.timevarying import simulate_epochs
+
+    flows, class_of, epochs = schedule_flowset(builder, realised, max_path_links)
+    res = simulate_epochs(
+        flows, epochs, max_refills=max_refills, record_series=False, horizon=horizon,
+        late_cut=late_cut,
+    )  # fmt: skip
+    return expand_classes(res, flows, class_of)
+
+
+def schedule_flowset(builder, realised: RealisedSchedule, max_path_links: int = MAX_PATH_LINKS):
+    """``(flows, class_of, epochs)``: the flow classes of a builder and the epochs of a realised
+    schedule, as :func:`simulate_schedule` simulates them."""
+    from topoopt.flowsim.flowset import class_representatives
+    from topoopt.flowsim.timevarying import Epoch, EpochPaths
 
     r = realised
     fb = builder
@@ -540,10 +673,7 @@ def simulate_schedule(
         Epoch(t, np.concatenate([cap, rest]), None if v is None else paths[v])
         for t, cap, v in r.epochs
     ]
-    res = simulate_epochs(
-        flows, epochs, max_refills=max_refills, record_series=False, horizon=horizon
-    )
-    return expand_classes(res, flows, class_of)
+    return flows, class_of, epochs
 
 
 def iteration_under_schedule(
@@ -558,6 +688,7 @@ def iteration_under_schedule(
     horizon: float | None = None,
     max_buckets: int | None = None,
     max_flows: int | None = None,
+    prefix: SharedPrefix | None = None,
 ) -> ScheduleRun:
     """One training iteration of ``workload`` under ``schedule`` (module docstring).
 
@@ -584,6 +715,10 @@ def iteration_under_schedule(
     max_buckets, max_flows : int, optional
         Gradient buckets per channel (a coarsening) and the flow-count guard of
         :func:`topoopt.flowsim.iteration.simulate_iteration` (plan-derived workloads).
+    prefix : SharedPrefix, optional
+        Bytes left at first reconfigurations, taken by and shared with the runs of other
+        schedules of the same first set (with a ``horizon``: a run it proves past the horizon
+        is not simulated).
 
     Returns
     -------
@@ -620,7 +755,7 @@ def iteration_under_schedule(
             schedule, n, link_bandwidth, h,
             gpus_per_server=workload.gpus_per_server, all_dark=all_dark,
         )  # fmt: skip
-        fabric, routing, hook = realised.fabric, None, _Hook(realised, horizon)
+        fabric, routing, hook = realised.fabric, None, _Hook(realised, horizon, prefix)
     return run_iteration(
         workload, schedule, fabric, routing, hook, h, compute_s=compute_s,
         max_refills=max_refills, max_buckets=max_buckets, max_flows=max_flows,

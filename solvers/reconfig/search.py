@@ -24,7 +24,12 @@ reconfiguration takes ``delay`` seconds:
    requested at ``b`` (each clamped to start after the previous reconfiguration ends). Every
    choice is evaluated exactly when there are at most ``max_exhaustive`` of them, else by
    coordinate descent from the static schedule (each phase in turn takes its best candidate,
-   until nothing improves). All-static is always evaluated.
+   until nothing improves). All-static is always evaluated. A simulation stops once past the
+   best iteration so far (its horizon), or once a bound proves it will be (the late cut of
+   :func:`~topoopt.flowsim.timevarying.simulate_epochs`, and the bound from a prefix shared by
+   the schedules of one first set, :class:`~solvers.reconfig.schedule.SharedPrefix`); the
+   exhaustive search simulates cheap schedules first (:func:`_cheapest_first`), with the same
+   result.
 5. **Dark times.** A reconfiguration's circuits may stay dark longer than the switch needs, so a
    switch of delay ``X`` can run every schedule with any dark time ``h >= X``. The search runs
    step 4 for every ``h`` in ``{X} + {g in HOLD_GRID_S: g > X}`` and keeps the fastest.
@@ -57,6 +62,7 @@ from solvers.reconfig.schedule import (
     CircuitSet,
     Schedule,
     ScheduleRun,
+    SharedPrefix,
     connected,
     iteration_under_schedule,
 )
@@ -71,6 +77,7 @@ __all__ = [
     "phase_candidates",
     "schedule_for",
     "search_schedules",
+    "set_cost",
     "cached_value",
     "lower_bound",
     "reconfigure",
@@ -315,6 +322,7 @@ def search_schedules(
     max_exhaustive: int,
     *,
     progress: Callable[[str], None] | None = None,
+    cost: list[list[float]] | None = None,
 ) -> tuple[dict, dict, tuple]:
     """Steps 4-5 of the module docstring, for any kind of circuit set.
 
@@ -325,6 +333,12 @@ def search_schedules(
     incumbent (all-static first). Returns ``by_hold`` (dark time -> best iteration),
     ``by_hold_schedule`` (dark time -> its schedule) and ``((iteration, schedule), dark time)``
     of the fastest (the first dark time on a tie).
+
+    With ``cost`` (``cost[p][c]``: an estimate of what candidate ``c`` of phase ``p`` costs to
+    simulate), an exhaustive search simulates the schedules cheapest first
+    (:func:`_cheapest_first`): the same choice, each schedule cut at the best found so far,
+    which the cheap ones bring down early. Only for a ``value`` without a work limit that
+    could stop the search (the limit of :func:`cached_value` would cut other schedules).
     """
     say = progress or (lambda m: None)
 
@@ -340,7 +354,9 @@ def search_schedules(
                     best = (it, sched)
 
         total = int(np.prod([len(c) for c in candidates]))
-        if total <= max_exhaustive:
+        if total <= max_exhaustive and cost is not None:
+            best = _cheapest_first(candidates, phases, h, value, best, cost)
+        elif total <= max_exhaustive:
             for choice in itertools.product(*[range(len(c)) for c in candidates]):
                 consider(choice)
         else:
@@ -369,6 +385,58 @@ def search_schedules(
         if chosen is None or b[0] < chosen[0][0]:
             chosen = (b, h)
     return by_hold, by_hold_schedule, chosen
+
+
+def _cheapest_first(
+    candidates: list[list],
+    phases: list[Phase],
+    h: float,
+    value: Callable[[Schedule, float, float], float],
+    static: tuple,
+    cost: list[list[float]],
+) -> tuple:
+    """The exhaustive search of :func:`search_schedules` at dark time ``h``, cheapest first.
+
+    The canonical search keeps the first schedule, in the order of ``itertools.product`` over
+    the choices and :data:`TIMINGS` within a choice (all-static ``static`` before all), of the
+    least iteration: an iteration ``m``. Here every schedule is simulated once, in the order of
+    its choice's summed ``cost``, then of its first reconfiguration, latest first, then the
+    canonical order, each cut past the least iteration found so far (``value``'s bound: exact
+    when at most the bound, else possibly ``inf``). Every bound is at least ``m``, so every
+    schedule of iteration ``m`` is simulated exactly and the first of them in the canonical
+    order is the canonical search's choice; ``m`` equal to the static iteration keeps
+    all-static, as there.
+    """
+    runs = []
+    for choice in itertools.product(*[range(len(c)) for c in candidates]):
+        key = float(sum(cost[p][c] for p, c in enumerate(choice)))
+        for timing in TIMINGS:
+            sched = schedule_for(choice, candidates, phases, h, timing)
+            t1 = sched.starts[1] if len(sched.starts) > 1 else np.inf
+            runs.append((key, -t1, len(runs), sched))
+    bound = static[0]
+    found = {}
+    # cheapest first; on a tie the latest first reconfiguration first (its run takes the bytes
+    # left at the earlier ones of its first set: :class:`~solvers.reconfig.schedule.SharedPrefix`)
+    for _, _, i, sched in sorted(runs, key=lambda r: r[:3]):
+        it = value(sched, h, bound)
+        found[i] = (it, sched)
+        bound = min(bound, it)
+    best = static
+    for i in range(len(runs)):  # canonical order: the first of the least iteration
+        if found[i][0] < best[0]:
+            best = found[i]
+    return best
+
+
+def set_cost(cs: CircuitSet) -> float:
+    """Paths per routed server pair of a circuit set's routing (``1`` without one): the
+    estimate of its simulation cost by which :func:`reconfigure` orders its search (the
+    sub-flows a set's flows split into drive the events and re-fills)."""
+    r = cs.routing
+    if r is None or r.src.shape[0] == 0:
+        return 1.0
+    return float(r.weight.shape[0]) / float(r.src.shape[0])
 
 
 def lower_bound(run: ScheduleRun, n: int, degree: int, link_bandwidth: float) -> float:
@@ -603,17 +671,40 @@ def reconfigure(
     if isinstance(max_evaluations, bool) or int(max_evaluations) != max_evaluations:
         raise InputError("max_evaluations", max_evaluations, "an integer >= 0")
 
+    # the first reconfiguration of every schedule the search may simulate, per first set
+    wanted: dict = {}
+    for h in hold_list:
+        for choice in itertools.product(*[range(len(c)) for c in cands]):
+            for timing in TIMINGS:
+                sc = schedule_for(choice, cands, phases, h, timing)
+                if not sc.is_static():
+                    wanted.setdefault(sc.sets[0].label, set()).add(float(sc.starts[1]))
+    shared = SharedPrefix({k: tuple(sorted(v)) for k, v in wanted.items()})
+
     def evaluate(sched: Schedule, h: float, bound: float) -> float:
-        return iteration_under_schedule(
+        t = time.process_time()
+        pruned = shared.pruned
+        it = iteration_under_schedule(
             w, sched, link_bandwidth, h, compute_s=compute_s, horizon=bound,
-            max_buckets=max_buckets,
+            max_buckets=max_buckets, prefix=shared,
         ).iteration_s  # fmt: skip
+        sets = " / ".join(f"{cs.label.split(':')[0]}@{t0:.6g}" for cs, t0 in
+                          zip(sched.sets, sched.starts, strict=True))  # fmt: skip
+        got = f"{it:.9g} s" if np.isfinite(it) else f"past {bound:.9g} s"
+        if shared.pruned > pruned:
+            got += " (shared prefix bound)"
+        say(f"reconfig: dark {h * 1e6:.6g} us, {sets}: {got} ({time.process_time() - t:.3g} s CPU)")
+        return it
 
     value, spent = cached_value(ref.iteration_s, evaluate, max_evaluations)
     static_schedule = Schedule((static,), (0.0,), ("iteration",))
+    # cheapest first when the work limit cannot cut the exhaustive search (the same choice)
+    total = int(np.prod([len(c) for c in cands]))
+    order_free = total <= max_exhaustive and len(TIMINGS) * total <= max_evaluations
+    cost = [[set_cost(cs) for cs in c] for c in cands] if order_free else None
     by_hold, by_hold_schedule, chosen = search_schedules(
         cands, phases, hold_list, value, ref.iteration_s, static_schedule, max_exhaustive,
-        progress=say,
+        progress=say, cost=cost,
     )  # fmt: skip
     (it, sched), dark = chosen
     if sched.is_static():

@@ -471,3 +471,74 @@ def test_long_runs_equal_simulate(seed):
         assert b.n_events - len(epochs) == a.n_events > 400
         for name in ("start", "finish", "link_bytes"):
             np.testing.assert_allclose(getattr(b, name), getattr(a, name), rtol=1e-9, atol=0)
+
+
+# ---------------------------------------------------------------------- late cut
+def test_late_cut_closed_form():
+    """Flow 0 (300 B on link 0, 100 B/s) has 200 B left when link 0 drops to 50 B/s at 1 s: it
+    ends at 1 + 200 / 50 = 5 s. Flow 1 (400 B on link 1) ends at 4 s. With a horizon of 4.5 s
+    the plain run simulates flow 1's end; the late cut stops at the epoch (5 > 4.5)."""
+    fs = FlowSet.single_path([100.0, 100.0], [0.0, 0.0], size=[300.0, 400.0], start=[0.0, 0.0],
+                             paths=[[0], [1]])  # fmt: skip
+    ep = [Epoch(1.0, np.array([50.0, 100.0]))]
+    assert simulate_epochs(fs, ep).finish.tolist() == [5.0, 4.0]
+    plain = simulate_epochs(fs, ep, horizon=4.5)
+    cut = simulate_epochs(fs, ep, horizon=4.5, late_cut=True)
+    assert plain.finish.tolist() == [np.inf, 4.0]
+    assert cut.finish.tolist() == [np.inf, np.inf] and cut.n_events < plain.n_events
+    # at the horizon 5 s nothing is cut: the bound is the finish itself
+    assert simulate_epochs(fs, ep, horizon=5.0, late_cut=True).finish.tolist() == [5.0, 4.0]
+    # bytes on a link of capacity 0 in the last epoch never arrive: cut at once
+    dark = [Epoch(1.0, np.array([0.0, 100.0]))]
+    assert simulate_epochs(fs, dark, horizon=100.0, late_cut=True).finish.tolist() == [
+        np.inf, np.inf
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_late_cut_decides_as_the_horizon_does(seed, monkeypatch):
+    """For horizons around the finishes: every flow ends by the horizon with the late cut
+    exactly when it does without, with the same finishes; when not, the finishes the cut run
+    has are the plain run's. Checked at the last epoch only, or also every 1 or 5 events."""
+    import topoopt.flowsim.timevarying as tv
+
+    monkeypatch.setattr(tv, "LATE_EVERY", [10**9, 1, 5][seed % 3])
+    rng = np.random.default_rng(5000 + seed)
+    fs = long_run_flowset(seed, n_flows=60 + 40 * (seed % 3), n_links=4 + seed % 3)
+    t_ep = float(rng.uniform(2.0, 15.0))
+    paths = random_paths(rng, fs.n_links, fs.n_flows) if seed % 2 else None
+    epochs = [Epoch(t_ep, rng.uniform(0.5, 4.0, fs.n_links), paths)]
+    full = simulate_epochs(fs, epochs)
+    end = float(full.finish.max())
+    for hz in [0.5 * t_ep, t_ep, *np.quantile(full.finish, [0.5, 0.9, 0.99]), end, 2 * end]:
+        plain = simulate_epochs(fs, epochs, horizon=hz)
+        cut = simulate_epochs(fs, epochs, horizon=hz, late_cut=True)
+        done = np.isfinite(plain.finish).all()
+        assert np.isfinite(cut.finish).all() == done
+        seen = np.isfinite(cut.finish)
+        np.testing.assert_array_equal(cut.finish[seen], plain.finish[seen])
+        assert cut.n_events <= plain.n_events
+        if done:
+            np.testing.assert_array_equal(cut.finish, full.finish)
+
+
+def test_bytes_left_closed_form():
+    """Flow 0: 300 B from 0 s on link 0 (100 B/s), flow 1: 100 B from 5 s on paths [0] and
+    [1] split 0.25 / 0.75. At 1 s flow 0 has 200 B left and flow 1 has not started (25 and
+    75 B); at 4 s flow 0 is done; the run is unchanged by the taking."""
+    fs = FlowSet(
+        capacity=[100.0, 100.0], latency=[0.0, 0.0], size=[300.0, 100.0], start=[0.0, 5.0],
+        flow_ptr=[0, 1, 3], path_ptr=[0, 1, 2, 3], path_links=[0, 0, 1],
+        weight=[1.0, 0.25, 0.75],
+    )  # fmt: skip
+    plain = simulate_epochs(fs)
+    res, left = simulate_epochs(fs, left_at=[4.0, 1.0, 99.0])
+    np.testing.assert_array_equal(res.finish, plain.finish)
+    assert left.times.tolist() == [1.0, 4.0, 99.0] and left.ok.all()
+    assert left.version.tolist() == [0, 0, 0]
+    assert [x.tolist() for x in left.left] == [[200.0, 25.0, 75.0], [0.0, 25.0, 75.0], [0.0] * 3]
+    # the run stops before 7 s (at its horizon, 2 s: the next event is at 3 s), or at once
+    _, left = simulate_epochs(fs, horizon=2.0, left_at=[1.0, 3.0, 7.0])
+    assert left.ok.tolist() == [True, True, False] and left.left[2] is None
+    _, left = simulate_epochs(fs, horizon=2.0, late_cut=True, left_at=[1.0])
+    assert left.ok.tolist() == [False]

@@ -444,3 +444,122 @@ def test_fsdp_plan_above_the_exact_flow_limit_is_searched_coarsened(monkeypatch)
     assert coarse.static_iteration_s != exact.static_iteration_s  # the coarsening acted
     rows = run_baselines(coarse, w, 2, 12.5e9)
     assert all(np.isfinite(r["iteration_s"]) for r in rows)
+
+
+# ------------------------------------------------------------------ cheapest first
+@pytest.mark.parametrize("seed", range(6))
+def test_cheapest_first_chooses_as_the_canonical_order(seed):
+    """Any cost order gives the canonical search's choice at every dark time (values drawn
+    with ties, some equal to the static iteration; a run past its bound may come back inf or
+    exact, as a simulation cut at its horizon does), with every schedule simulated once."""
+    from solvers.reconfig.search import Phase, search_schedules
+
+    rng = np.random.default_rng(seed)
+    n = 5
+    ring = [[i, (i + 1) % n, 1] for i in range(n)]
+    cands = [
+        [CircuitSet(ring, None, "static")]
+        + [CircuitSet(ring + [[0, 2 + k, 1]], None, f"c{p}{k}") for k in range(2)]
+        for p in range(3)
+    ]
+    phases = [Phase(f"p{p}", 1.0 * p, 1.0 * p + 1.0) for p in range(3)]
+    static_s = 10.0
+    truth: dict = {}
+
+    def key(sched, h):
+        return (h, tuple(s.label for s in sched.sets), sched.starts)
+
+    def value_fn(calls):
+        def value(sched, h, bound):
+            if sched.is_static():
+                return static_s
+            k = key(sched, h)
+            calls.append(k)
+            v = truth.setdefault(k, float(rng.choice([9.0, 9.5, 10.0, 10.5, 11.0])))
+            return v if v <= bound or rng.random() < 0.5 else np.inf
+
+        return value
+
+    static = Schedule((cands[0][0],), (0.0,), ("iteration",))
+    holds = [0.1, 0.2]
+    canon_calls: list = []
+    canon = search_schedules(cands, phases, holds, value_fn(canon_calls), static_s, static, 64)
+    cost = [rng.uniform(0.0, 3.0, len(c)).tolist() for c in cands]
+    calls: list = []
+    got = search_schedules(cands, phases, holds, value_fn(calls), static_s, static, 64, cost=cost)
+    assert sorted(calls) == sorted(canon_calls)
+    assert got[0] == canon[0] and got[2][0][0] == canon[2][0][0] and got[2][1] == canon[2][1]
+    for h in holds:
+        assert key(got[1][h], h) == key(canon[1][h], h)
+    assert key(got[2][0][1], got[2][1]) == key(canon[2][0][1], canon[2][1])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_prefix_bound_is_below_the_run(seed):
+    """The bound from the bytes left at the first reconfiguration, taken in the run of another
+    schedule of the same first set, is at most the run's last byte (random flows on 4
+    servers, a ring then a ring with a chord, dark 0.2 s)."""
+    from solvers.reconfig.schedule import prefix_bound, schedule_flowset
+    from topoopt.flowsim.timevarying import simulate_epochs
+
+    rng = np.random.default_rng(seed)
+    n = 4
+    ring = CircuitSet([[i, (i + 1) % n, 1] for i in range(n)], None, "ring")
+    chord = CircuitSet([[i, (i + 1) % n, 1] for i in range(n)] + [[0, 2, 2]], None, "chord")
+    src = rng.integers(0, n, 12)
+    dst = (src + rng.integers(1, n, 12)) % n
+    size = rng.uniform(5.0, 40.0, 12)
+    t1 = float(rng.uniform(0.5, 2.0))
+    runs = []
+    for second, t in ((ring, t1 + 0.5), (chord, t1)):  # the first takes, the second uses
+        r = realise_schedule(Schedule((ring, second), (0.0, t)), n, B, 0.2)
+        if second is ring:  # no reconfiguration: one more set for a two-epoch realisation
+            r = realise_schedule(Schedule((ring, chord), (0.0, t)), n, B, 0.2)
+        fb = FlowBuilder(Network(r.fabric, intra_bandwidth=1e9))
+        fb.add_ranks(src, dst, size)
+        runs.append(schedule_flowset(fb, r))
+    (fa, _, ea), (fb_, _, eb) = runs
+    _, left = simulate_epochs(fa, ea, left_at=[t1])
+    assert left.ok[0] and left.version[0] == 1
+    taken = (fa.size, fa.multiplicity, ea[0].paths.flow_ptr, left.left[0])
+    bound, pieces = prefix_bound(fb_, eb, taken)
+    full = simulate_epochs(fb_, eb)
+    last = float(np.nanmax(full.finish))
+    assert pieces > 0 and t1 + 0.2 <= bound <= last * (1 + 1e-12)
+    # taken before the first reconfiguration of that run: its own bytes give the same bound
+    _, own = simulate_epochs(fb_, eb, left_at=[t1])
+    assert prefix_bound(fb_, eb, (fb_.size, fb_.multiplicity, eb[0].paths.flow_ptr,
+                                  own.left[0]))[0] == bound  # fmt: skip
+
+
+def test_search_equals_the_plain_search(small, monkeypatch):
+    """The search as it runs (the late cut, cheapest first, the shared prefix) against the
+    plain one (no late cut, the canonical order under an evaluation limit that could bind but
+    is not reached, no time wanted by the shared prefix): the same JSON but the wall time; and
+    the prefix bound did cut."""
+    import solvers.reconfig.search as search
+    import topoopt.flowsim.timevarying as tv
+    from solvers.reconfig.schedule import SharedPrefix
+
+    w, _, runs = small
+    full = runs[1e-5]
+    kw = dict(static_design=full.static, solvers=("demand", "topoopt"), holds=(1e-3, 1e-1))
+    made = []
+
+    class Spy(SharedPrefix):
+        def __init__(self, wanted):
+            super().__init__(wanted)
+            made.append(self)
+
+    monkeypatch.setattr(search, "SharedPrefix", Spy)
+    a = reconfigure(w, 4, 12.5e9, 1e-5, **kw)
+    assert made[0].taken and made[0].pruned > 0
+    real = tv.simulate_epochs
+    monkeypatch.setattr(tv, "simulate_epochs", lambda *x, **k: real(*x, **{**k, "late_cut": False}))
+    monkeypatch.setattr(search, "SharedPrefix", lambda wanted: SharedPrefix({}))
+    total = int(np.prod([len(c) for c in full.candidates]))
+    b = reconfigure(w, 4, 12.5e9, 1e-5, max_evaluations=len(TIMINGS) * total - 1, **kw)
+    assert b.info["stopped_by"] == "none"  # the limit was not reached
+    da, db = a.to_dict(), b.to_dict()
+    da.pop("wall_s"), db.pop("wall_s")
+    assert da == db

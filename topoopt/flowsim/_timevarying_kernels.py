@@ -25,7 +25,7 @@ One 10 B/s link, flows of 10 and 30 bytes with weights 1 and 3 (both end at 4 s)
 ...     np.zeros(0, np.int64), np.zeros(2, np.int64), 1, np.array([1.0, 3.0]),
 ...     np.array([[0, 1, 2]]), np.array([0, 1, 2]), np.array([0, 0]), np.ones(2), np.zeros(2),
 ...     np.zeros(0), np.zeros((0, 1)), np.zeros(0, np.int64), 2, 1, 1e-12, True, -1,
-...     np.zeros(2, np.bool_), np.inf)
+...     np.zeros(2, np.bool_), np.inf, False, 1, np.zeros(0))
 >>> out[1].tolist()
 [4.0, 4.0]
 """
@@ -289,19 +289,69 @@ def _count(lcc, c, gp, g_pptr, g_plinks, d):
 
 
 @njit(cache=_CACHE, error_model="numpy")
+def _late_bound(
+    t, act, n_act, s_gp, s_flow, s_left, mult, size, finish, n_left, g_fptr, ver, g_pptr,
+    g_plinks, g_w, cap, load,
+):  # fmt: skip
+    """``(t + max_l load_l / cap_l, pieces)``: every byte left (the active pieces' and the
+    unstarted flows' on the paths of version ``ver``) crosses its links after ``t``, at most at
+    their capacity, when no epoch is left (``inf`` for bytes on a link of capacity 0); and
+    the pieces those bytes make, a bound on the completions still to come."""
+    n_l = cap.shape[0]
+    for k in range(n_l):
+        load[k] = 0.0
+    pieces = n_act
+    for i in range(n_act):
+        s = act[i]
+        x = s_left[s]
+        if x > 0.0:
+            x *= mult[s_flow[s]]
+            gp = s_gp[s]
+            for j in range(g_pptr[gp], g_pptr[gp + 1]):
+                load[g_plinks[j]] += x
+    for f in range(size.shape[0]):
+        if n_left[f] != 0 or finish[f] < np.inf or size[f] <= 0.0:
+            continue  # active, finished or nothing to send
+        x = size[f] * mult[f]
+        for gp in range(g_fptr[ver, f], g_fptr[ver, f + 1]):
+            pieces += 1
+            for j in range(g_pptr[gp], g_pptr[gp + 1]):
+                load[g_plinks[j]] += x * g_w[gp]
+    worst = 0.0
+    for k in range(n_l):
+        if load[k] > 0.0:
+            if cap[k] <= 0.0:
+                return np.inf, pieces
+            d = load[k] / cap[k]
+            if d > worst:
+                worst = d
+    return t + worst, pieces
+
+
+@njit(cache=_CACHE, error_model="numpy")
 def epochs_kernel(
     cap0, size, start, mult, dep_ptr, deps, rdep_ptr, rdep, cls, n_cls, fweight, g_fptr, g_pptr,
     g_plinks, g_w, g_lat, e_start, e_cap, e_ver, n_p0, max_paths, rtol, record, limit, nonpre,
-    horizon,
+    horizon, late_cut, late_every, snap_t,
 ):  # fmt: skip
     """The event loop (see the module docstring of :mod:`topoopt.flowsim.timevarying`).
 
     No event after ``horizon`` (seconds; ``inf``: none) is simulated: flows unfinished by then
-    keep ``finish = inf``.
+    keep ``finish = inf``. With ``late_cut`` the loop also stops, once no epoch is left, as
+    soon as :func:`_late_bound` proves that some byte crosses its link after ``horizon``
+    (checked when the last epoch starts and every ``late_every`` events after): some flow
+    would then be unfinished at the horizon anyway; the flows unfinished at the stop keep
+    ``finish = inf``.
+
+    ``snap_t`` (ascending seconds) asks for the bytes left at those times: ``snap[k, p]`` is
+    what global path ``p`` of the version in force at ``snap_t[k]`` (``snap_ver[k]``) has left
+    to send per member (an active piece's bytes less what its rate sends by then; a flow not
+    started: its size times the path's weight; finished: 0), taken before the events of that
+    instant; ``snap_ok[k]`` is False when the loop stopped before ``snap_t[k]``.
 
     Returns ``(release, finish, path_last, moved, link_bytes, series_time, series_link,
-    series_load, n_events, fill_rounds, refills)``; ``path_last`` is per path of version 0 and
-    ``moved[f]`` says flow ``f`` ran on epoch paths."""
+    series_load, n_events, fill_rounds, refills, snap, snap_ver, snap_ok)``; ``path_last`` is
+    per path of version 0 and ``moved[f]`` says flow ``f`` ran on epoch paths."""
     n_f = size.shape[0]
     n_l = cap0.shape[0]
     n_e = e_start.shape[0]
@@ -384,7 +434,23 @@ def epochs_kernel(
     n_events = 0
     rounds = 0
     refills = 0
+    n_sn = snap_t.shape[0]
+    snap = np.zeros((n_sn, g_w.shape[0] if n_sn else 0))
+    snap_ver = np.full(n_sn, -1, np.int64)
+    snap_ok = np.zeros(n_sn, np.bool_)
+    k_sn = 0
+    late_load = np.zeros(n_l if late_cut else 0)
+    late_next = 0 if n_e == 0 else -1  # event count of the next late check (-1: epochs left)
     while True:
+        if late_cut and late_next >= 0 and n_events >= late_next and horizon < np.inf:
+            late_next = n_events + late_every
+            b, n_pc = _late_bound(
+                t, act, n_act, s_gp, s_flow, s_left, mult, size, finish, n_left, g_fptr, ver,
+                g_pptr, g_plinks, g_w, cap, late_load,
+            )  # fmt: skip
+            # completions within rtol of an event end early: at most rtol * t per piece
+            if b > horizon + horizon * (n_pc * rtol + 1e-9):
+                break
         t_c = np.inf
         for i in range(n_act):
             s = act[i]
@@ -395,6 +461,22 @@ def epochs_kernel(
         t_a = hk[0] if hsize > 0 else np.inf
         t_e = e_start[ep] if ep < n_e else np.inf
         t_next = min(t_c, min(t_a, t_e))
+        while k_sn < n_sn and snap_t[k_sn] <= t_next:
+            tau = snap_t[k_sn]
+            if tau >= t:  # the state at tau, before its events
+                for i in range(n_act):
+                    s = act[i]
+                    x = s_left[s]
+                    if s_rate[s] > 0.0:
+                        x -= s_rate[s] * (tau - t)
+                    snap[k_sn, s_gp[s]] = x if x > 0.0 else 0.0
+                for f in range(n_f):
+                    if n_left[f] == 0 and finish[f] == np.inf:
+                        for gp in range(g_fptr[ver, f], g_fptr[ver, f + 1]):
+                            snap[k_sn, gp] = size[f] * g_w[gp]
+                snap_ver[k_sn] = ver
+                snap_ok[k_sn] = True
+            k_sn += 1
         if t_next == np.inf or t_next > horizon:
             break
         if t_next > t:
@@ -465,6 +547,8 @@ def epochs_kernel(
                 v_new = e_ver[ep]
                 ep += 1
                 full = True
+                if ep == n_e:
+                    late_next = n_events
                 if v_new < 0:
                     continue
                 ver = v_new
@@ -665,4 +749,7 @@ def epochs_kernel(
         n_events,
         rounds,
         refills,
+        snap,
+        snap_ver,
+        snap_ok,
     )

@@ -113,7 +113,11 @@ from topoopt.flowsim.flowset import FlowSet
 from topoopt.flowsim.simulator import SimResult, WorkLimitExceeded, check_limits
 from traffic.errors import InputError
 
-__all__ = ["Epoch", "EpochPaths", "simulate_epochs"]
+__all__ = ["BytesLeft", "Epoch", "EpochPaths", "simulate_epochs", "LATE_EVERY"]
+
+LATE_EVERY = 1024
+"""Events between two checks of the late cut (``simulate_epochs(late_cut=True)``); a check is
+one pass over the active pieces and the paths of the flows not started."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -166,6 +170,32 @@ class EpochPaths:
     def of(cls, flows: FlowSet) -> EpochPaths:
         """The paths of a FlowSet."""
         return cls(flows.flow_ptr, flows.path_ptr, flows.path_links, flows.weight)
+
+
+@dataclass(frozen=True, eq=False)
+class BytesLeft:
+    """Bytes left per path at given times (``simulate_epochs(left_at=...)``).
+
+    Attributes
+    ----------
+    times : numpy.ndarray
+        The times asked, ascending (seconds).
+    ok : numpy.ndarray
+        ``bool``: the run reached that time (else it stopped before: no entry).
+    version : numpy.ndarray
+        ``int64``: the path version in force then (``0``: the FlowSet's own paths, ``i``: those
+        of the ``i``-th epoch that has paths).
+    left : tuple
+        Per time, ``float64`` per path of that version (its CSR order): the bytes left to send
+        per member, before the events of that instant (an active piece's bytes less what its
+        rate sends by then; a flow not started: its size times the path's weight; a finished
+        path: 0), or ``None``.
+    """
+
+    times: np.ndarray
+    ok: np.ndarray
+    version: np.ndarray
+    left: tuple
 
 
 @dataclass(frozen=True, eq=False)
@@ -249,7 +279,9 @@ def simulate_epochs(
     record_series: bool = True,
     nonpreemptive=None,
     horizon: float | None = None,
-) -> SimResult:
+    late_cut: bool = False,
+    left_at=None,
+):
     """Simulate a FlowSet under epochs, strict priorities and weights (see the module docstring).
 
     Parameters
@@ -274,10 +306,22 @@ def simulate_epochs(
     horizon : float, optional
         Simulate no event after this time (seconds): a flow unfinished by then gets ``finish =
         inf`` (a search that only needs to know a run ends after its incumbent).
+    late_cut : bool, optional
+        With a ``horizon``: also stop as soon as some flow provably ends after it. Once no
+        epoch is left, every byte still to send crosses its links at most at their capacity,
+        so ``t + max over links of (bytes left on the link) / capacity`` bounds the last byte
+        (``inf`` when a link of capacity 0 has bytes); past the horizon (with a margin for
+        the ``rtol`` batching), the run stops and the flows unfinished then get ``finish =
+        inf``. Whether every flow ends by the horizon is the same as without it; only the
+        finishes of a run that does not are fewer.
+    left_at : sequence of float, optional
+        Times (seconds) at which to take the bytes each path has left (:class:`BytesLeft`);
+        the result is then ``(SimResult, BytesLeft)``.
 
     Returns
     -------
     SimResult
+        And a :class:`BytesLeft` with ``left_at``.
 
     Raises
     ------
@@ -345,6 +389,9 @@ def simulate_epochs(
             versions.append(_check_paths(fs, ep.paths, f"epochs[{i}].paths"))
             e_ver[i] = len(versions) - 1
 
+    snap_t = np.sort(np.asarray([] if left_at is None else left_at, np.float64).reshape(-1))
+    if not np.all(np.isfinite(snap_t)):
+        raise InputError("left_at", left_at, "finite times in seconds")
     # all path versions in one global path table; g_fptr[v, f] = first global path of f
     n_v = len(versions)
     g_fptr = np.zeros((n_v, n_f + 1), np.int64)
@@ -391,17 +438,35 @@ def simulate_epochs(
         limit,
         nonpre,
         stop,
+        bool(late_cut),
+        LATE_EVERY,
+        snap_t,
     )
-    (release, finish, path_last, moved, link_bytes, st, sl, sv, n_events, rounds, refills) = out
+    (release, finish, path_last, moved, link_bytes, st, sl, sv, n_events, rounds, refills) = out[
+        :11
+    ]
     if 0 <= limit < refills:
         raise WorkLimitExceeded(refills, limit)
+    left = None
+    if left_at is not None:
+        snap, snap_ver, snap_ok = out[11:]
+        offs = np.concatenate([[0], np.cumsum([vs.n_paths for vs in versions])])
+        left = BytesLeft(
+            times=snap_t,
+            ok=snap_ok,
+            version=snap_ver,
+            left=tuple(
+                snap[k, offs[v] : offs[v + 1]].copy() if ok else None
+                for k, (v, ok) in enumerate(zip(snap_ver, snap_ok, strict=True))
+            ),
+        )
     pflow = fs.path_flow()
     path_start = release[pflow].copy()
     path_last = path_last.copy()
     gone = moved[pflow]
     path_last[gone] = np.nan
     path_start[gone] = np.nan
-    return SimResult(
+    res = SimResult(
         start=release,
         finish=finish,
         path_start=path_start,
@@ -418,3 +483,4 @@ def simulate_epochs(
         simulated_flows=n_f,
         refills=int(refills),
     )
+    return res if left is None else (res, left)
