@@ -452,3 +452,26 @@ def test_listed_bundles_of_a_routing_override_equal_the_sub_flow_model(regular):
     assert sim.makespan == pytest.approx(plain.makespan, rel=1e-12)
     if regular:  # the eight servers are alike: one class per flow family
         assert sim.reduction["flow_classes"] * 8 <= sim.reduction["flows"]
+
+
+def test_listed_bundles_over_the_budget_fall_back_to_the_sub_flow_model(monkeypatch):
+    """Six paths a pair (the offset-4 routes, each listed twice at half weight): route
+    bundles cost 300 + 6 x 300 bytes a flow, the sub-flow model 900 + 6 x 150
+    (subflow_guard); between the two the builder takes the sub-flow model, exactly."""
+    from topoopt.fabrics.direct_connect import direct_connect
+    from topoopt.paths import PathSet
+
+    fab = direct_connect(8, 4)
+    link = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(fab.src, fab.dst, strict=True))}
+    hops = [[0, 1, 4], [0, 3, 4], [0, 7, 4]] * 2
+    links = [link[(a, b)] for h in hops for a, b in zip(h[:-1], h[1:], strict=True)]
+    ps = PathSet([0], [4], [0, 6], np.arange(0, 13, 2), links, np.full(6, 1 / 6))
+    fb = FlowBuilder(Network(fab, gpus_per_server=1, routing=ps))
+    fb.add_ranks([0], [4], 6e6)
+    assert fb.build_bundles() is not None
+    plain = simulate_builder(fb, reduction=False)  # 900 + 6 x 300 bytes, in the default budget
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", str(1950e-9))  # 2,100 > 1,950 > 1,800 bytes
+    assert fb.build_bundles() is None
+    sim = simulate_builder(fb, reduction=True)
+    assert sim.reduction.get("method") != "route bundles"
+    assert _close(sim.finish, plain.finish) and sim.finish[0] > 0

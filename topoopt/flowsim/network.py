@@ -953,7 +953,10 @@ class FlowBuilder:
         counts (:func:`~topoopt.fabrics.routing.route_link_counts`, the bundles'
         ``route_counts``), or with ``listed`` their paths one by one. With a routing override
         (a design's routing, off rail routing) the server pairs' own listed paths are the
-        routes, one per pair and path weight (:func:`~topoopt.flowsim.bundles.listed_bundles`).
+        routes, one per path (:func:`~topoopt.flowsim.bundles.listed_bundles`), and ``None``
+        where those bundles are over the memory budget
+        (:func:`~topoopt.flowsim.subflow_guard.check_bundles`): with many paths a flow the
+        sub-flow model costs less, and its own check decides.
 
         Examples
         --------
@@ -974,7 +977,10 @@ class FlowBuilder:
             ps, comm = net.pair_routes(a["src"][pair], a["dst"][pair]) if pair.size else (
                 None, np.zeros(0, np.int64))  # fmt: skip
             n_dev = self.n_devices
-            return listed_bundles(a, ps, comm, net.capacity(n_dev), net.latency(n_dev), start)
+            try:
+                return listed_bundles(a, ps, comm, net.capacity(n_dev), net.latency(n_dev), start)
+            except InputError:  # over the bundle budget: the sub-flow model's own check decides
+                return None
         if not (net.routing is None and net.method == "ecmp" and net.max_paths is None):
             return None
         a = self.arrays()
