@@ -374,3 +374,104 @@ def test_route_counts_are_refused_before_they_are_computed(monkeypatch):
     with pytest.raises(InputError, match=r"^flows: got '\d[\d,]* switch pairs to route"):
         builder().build_bundles()
     assert calls and max(calls) <= 4 < len(bs.route_counts[0]) - 1, calls
+
+
+def _override_builder(weights):
+    """Rank flows on a circulant direct-connect fabric of 8 servers (strides 1 and 3, two GPUs
+    a server) routed by an override: offset 2 over two two-hop paths, offset 4 over three,
+    with the path weights ``weights(u, offset)`` (a design's weighted multi-path routing; pairs
+    the override lacks are routed by ECMP, equal weights)."""
+    from topoopt.fabrics.direct_connect import direct_connect
+    from topoopt.paths import PathSet
+
+    fab = direct_connect(8, 4)
+    assert fab.params["strides"] == [1, 3]
+    link = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(fab.src, fab.dst, strict=True))}
+    via = {2: [[1, 2], [3, 2]], 4: [[1, 4], [3, 4], [7, 4]]}  # hops as offsets from u
+    src, dst, cptr, pptr, links, w = [], [], [0], [0], [], []
+    for u in range(8):
+        for off, paths in via.items():
+            src.append(u)
+            dst.append((u + off) % 8)
+            for p, ws in zip(paths, weights(u, off), strict=True):
+                nodes = [u] + [(u + h) % 8 for h in p]
+                links += [link[(a, b)] for a, b in zip(nodes[:-1], nodes[1:], strict=True)]
+                pptr.append(len(links))
+                w.append(ws)
+            cptr.append(len(w))
+    net = Network(fab, gpus_per_server=2, routing=PathSet(src, dst, cptr, pptr, links, w))
+    fb = FlowBuilder(net)
+    srv = np.arange(8)
+    a = fb.add_ranks(srv * 2, ((srv + 2) % 8) * 2 + 1, 3e6)
+    b = fb.add_ranks(srv * 2 + 1, ((srv + 4) % 8) * 2, 5e6, after=[int(a[0])])
+    c = fb.add_ranks(srv * 2, ((srv + 1) % 8) * 2, 2e6, after=[int(b[-1])])  # ECMP, one hop
+    fb.add_ranks(srv * 2, srv * 2 + 1, 1e6, after=c)  # inside a server
+    dev = fb.new_devices(8)
+    fb.add_links(fb.device_link(dev), np.full(8, 1e-3), after=[int(a[1])])
+    return fb
+
+
+@pytest.mark.parametrize("regular", [True, False])
+def test_listed_bundles_of_a_routing_override_equal_the_sub_flow_model(regular):
+    """Issue 25/26 (``joint`` at 16,384 GPUs): a design's listed, weighted routes go through
+    route bundles (one route per pair and path weight) instead of a sub-flow per path; the
+    expanded bundles are the builder's flow model, and the quotient equals the unreduced
+    simulation. Regular: every server's weights alike (the quotient has few classes);
+    otherwise random weights per pair (fewer symmetries, still exact)."""
+    rng = np.random.default_rng(7)
+
+    def weights(u, off):
+        if regular:
+            return [0.7, 0.3] if off == 2 else [0.5, 0.25, 0.25]
+        w = rng.integers(1, 5, 2 if off == 2 else 3).astype(float)
+        return (w / w.sum()).tolist()
+
+    fb = _override_builder(weights)
+    bs, class_of = fb.build_bundles()
+    fs, class_ref = fb.build_classes()
+    assert np.array_equal(class_of, class_ref) and bs.route_counts is None
+    ex = bs.to_flowset()
+    assert ex.n_flows == fs.n_flows and ex.n_paths == fs.n_paths
+    # a bundle per sub-flow, each pair's paths listed once (not once per flow)
+    assert bs.n_bundles == fs.n_paths and bs.path_links.size < fs.path_links.size
+
+    def rows(s, f):
+        return sorted(
+            (tuple(s.path_links[s.path_ptr[p] : s.path_ptr[p + 1]].tolist()),
+             round(float(s.weight[p]), 15))
+            for p in range(s.flow_ptr[f], s.flow_ptr[f + 1])
+        )  # fmt: skip
+
+    assert all(rows(ex, f) == rows(fs, f) for f in range(fs.n_flows))
+    assert np.array_equal(ex.multiplicity, fs.multiplicity)
+    sim = simulate_builder(fb, reduction=True)
+    plain = simulate_builder(fb, reduction=False)
+    assert sim.reduction["status"] == "on" and sim.reduction["method"] == "route bundles"
+    assert _close(sim.finish, plain.finish) and _close(sim.start, plain.start)
+    assert _close(sim.link_bytes, plain.link_bytes)
+    assert sim.makespan == pytest.approx(plain.makespan, rel=1e-12)
+    if regular:  # the eight servers are alike: one class per flow family
+        assert sim.reduction["flow_classes"] * 8 <= sim.reduction["flows"]
+
+
+def test_listed_bundles_over_the_budget_fall_back_to_the_sub_flow_model(monkeypatch):
+    """Six paths a pair (the offset-4 routes, each listed twice at half weight): route
+    bundles cost 300 + 6 x 300 bytes a flow, the sub-flow model 900 + 6 x 150
+    (subflow_guard); between the two the builder takes the sub-flow model, exactly."""
+    from topoopt.fabrics.direct_connect import direct_connect
+    from topoopt.paths import PathSet
+
+    fab = direct_connect(8, 4)
+    link = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(fab.src, fab.dst, strict=True))}
+    hops = [[0, 1, 4], [0, 3, 4], [0, 7, 4]] * 2
+    links = [link[(a, b)] for h in hops for a, b in zip(h[:-1], h[1:], strict=True)]
+    ps = PathSet([0], [4], [0, 6], np.arange(0, 13, 2), links, np.full(6, 1 / 6))
+    fb = FlowBuilder(Network(fab, gpus_per_server=1, routing=ps))
+    fb.add_ranks([0], [4], 6e6)
+    assert fb.build_bundles() is not None
+    plain = simulate_builder(fb, reduction=False)  # 900 + 6 x 300 bytes, in the default budget
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", str(1950e-9))  # 2,100 > 1,950 > 1,800 bytes
+    assert fb.build_bundles() is None
+    sim = simulate_builder(fb, reduction=True)
+    assert sim.reduction.get("method") != "route bundles"
+    assert _close(sim.finish, plain.finish) and sim.finish[0] > 0

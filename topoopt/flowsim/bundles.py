@@ -84,8 +84,14 @@ from topoopt.flowsim._symmetry_kernels import (
     uniform_counts,
     uniform_sets,
 )
-from topoopt.flowsim.flowset import FlowSet, class_dependencies, class_representatives
+from topoopt.flowsim.flowset import (
+    FlowSet,
+    class_dependencies,
+    class_representatives,
+    identical_classes,
+)
 from topoopt.flowsim.simulator import SimResult, simulate
+from topoopt.flowsim.subflow_guard import check_bundles
 
 __all__ = [
     "BundlePartition",
@@ -94,6 +100,7 @@ __all__ = [
     "bundle_partition",
     "bundle_partition_rounds",
     "is_bundle_equitable",
+    "listed_bundles",
     "reduce_bundles",
     "simulate_bundles",
 ]
@@ -296,6 +303,134 @@ class BundleSet:
             deps=self.deps,
             multiplicity=self.multiplicity,
         )
+
+
+def listed_bundles(
+    arrays: dict,
+    routes,
+    comm: np.ndarray,
+    capacity: np.ndarray,
+    latency: np.ndarray,
+    start: float = 0.0,
+) -> tuple[BundleSet, np.ndarray] | None:
+    """The flows of a builder on listed server-pair routes (a routing override: a design's
+    weighted multi-path or single-path routing) as a :class:`BundleSet`, without a sub-flow
+    per path: ``(bundles, class_of)`` as :meth:`topoopt.flowsim.network.FlowBuilder.
+    build_bundles` returns them, or ``None`` when a flow's pair has no path.
+
+    A route here is one path of a commodity: a pair flow has one bundle per path of its pair
+    (a design's routing gives a pair one path or a few, each with its own fraction; a pair it
+    does not cover is routed with equal weights), no fixed links, its path carrying ``weight``
+    of the flow; a link flow has one bundle, its link fixed. (Equal-weight paths of a pair are
+    not one bundle: they need not cross the same link classes, and a bundle's paths must.) The
+    routes are listed once per commodity used, however many flows take them, so what is built
+    is the flows (merged as :meth:`~topoopt.flowsim.network.FlowBuilder.build_classes` merges
+    them: same pair, bytes, dependency classes), their bundles (one per flow on a single-path
+    routing) and the used commodities' paths, never the per-flow sub-flow arrays
+    (:class:`~topoopt.flowsim.FlowSet`'s ``path_ptr`` and ``path_links`` of every sub-flow);
+    :func:`~topoopt.flowsim.subflow_guard.check_bundles` counts these before they exist.
+    ``to_flowset()`` of the result is the flow model :meth:`~topoopt.flowsim.network.
+    FlowBuilder.build_classes` builds (the same sub-flows, a flow's paths in the listed order).
+
+    Parameters
+    ----------
+    arrays : dict
+        :meth:`~topoopt.flowsim.network.FlowBuilder.arrays` (``link`` ``-1`` for a pair flow).
+    routes : PathSet
+        Server-pair routes; ``comm[i]`` is the commodity of the ``i``-th pair flow (in builder
+        order); ignored when there is none.
+    capacity, latency : numpy.ndarray
+        Per link of the network (its device links included).
+    start : float
+        Earliest start of every flow, seconds.
+
+    Examples
+    --------
+    One flow on a pair with two paths of weight 0.25 and one of 0.5 (links 0-1, 2-3, 4), one
+    link flow on link 5: four bundles, three routes.
+
+    >>> from topoopt.paths import PathSet
+    >>> ps = PathSet(np.array([0]), np.array([1]), np.array([0, 3]), np.array([0, 2, 4, 5]),
+    ...              np.arange(5), np.array([0.25, 0.25, 0.5]))
+    >>> a = {"link": np.array([-1, 5]), "size": np.array([8.0, 1.0]),
+    ...      "dep_ptr": np.zeros(3, np.int64), "deps": np.zeros(0, np.int64)}
+    >>> bs, class_of = listed_bundles(a, ps, np.array([0]), np.ones(6), np.zeros(6))
+    >>> bs.flow_ptr.tolist(), bs.weight.tolist(), bs.route.tolist(), bs.fix_links.tolist()
+    ([0, 3, 4], [0.25, 0.25, 0.5, 1.0], [0, 1, 2, -1], [5])
+    >>> bs.route_ptr.tolist(), bs.path_ptr.tolist(), bs.count.tolist()
+    ([0, 1, 2, 3], [0, 2, 4, 5], [1, 1, 1, 1])
+    """
+    link = np.ascontiguousarray(arrays["link"], np.int64)
+    n_f = link.shape[0]
+    pair = np.flatnonzero(link < 0)
+    comm = np.asarray(comm, np.int64).reshape(-1)
+    if pair.size:
+        used, inv = np.unique(comm, return_inverse=True)  # the commodities the flows take
+        inv = inv.reshape(-1).astype(np.int64)
+        cp = np.asarray(routes.commodity_ptr, np.int64)
+        pp = np.asarray(routes.path_ptr, np.int64)
+        if np.any(used < 0) or np.any(cp[used + 1] == cp[used]):
+            return None  # a pair without a path: the caller's model says so
+        # the used commodities' paths, one route each, in the listed order
+        cr_ptr = np.zeros(used.size + 1, np.int64)  # routes (paths) of each used commodity
+        np.cumsum(cp[used + 1] - cp[used], out=cr_ptr[1:])
+        path = ranges(cp[used], cp[used + 1])
+        r_weight = np.asarray(routes.weight, np.float64)[path]
+        route_ptr = np.arange(path.size + 1, dtype=np.int64)
+        path_ptr = np.zeros(path.size + 1, np.int64)
+        np.cumsum(pp[path + 1] - pp[path], out=path_ptr[1:])
+        path_links = np.asarray(routes.path_links, np.int64)[ranges(pp[path], pp[path + 1])]
+    else:
+        inv = np.zeros(0, np.int64)
+        route_ptr = cr_ptr = np.zeros(1, np.int64)
+        path_ptr, path_links, r_weight = np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    # identical flows merged (keyed by the used commodity instead of a link)
+    key = link.copy()
+    key[pair] = int(capacity.shape[0]) + inv
+    class_of = identical_classes(
+        key, arrays["size"], np.full(n_f, float(start)), arrays["dep_ptr"], arrays["deps"]
+    )
+    n_c = int(class_of.max()) + 1 if n_f else 0
+    rep = class_representatives(class_of, n_c)
+    dep_ptr, deps = class_dependencies(class_of, rep, arrays["dep_ptr"], arrays["deps"])
+    req = np.full(n_f, -1, np.int64)
+    req[pair] = inv
+    req = req[rep]  # the used commodity of each merged pair flow (-1: a link flow)
+    is_pair = req >= 0
+    safe = np.maximum(req, 0)
+    nb_f = np.where(is_pair, (cr_ptr[safe + 1] - cr_ptr[safe]) if pair.size else 0, 1)
+    flow_ptr = np.zeros(n_c + 1, np.int64)
+    np.cumsum(nb_f, out=flow_ptr[1:])
+    nb = int(flow_ptr[-1])
+    check_bundles(n_f, nb, int(path_links.size))
+    b_flow = np.repeat(np.arange(n_c, dtype=np.int64), nb_f)
+    pb = is_pair[b_flow]
+    route = np.full(nb, -1, np.int64)
+    route[pb] = ranges(cr_ptr[req[is_pair]], cr_ptr[req[is_pair] + 1])
+    count = np.ones(nb, np.int64)
+    weight = np.ones(nb, np.float64)
+    weight[pb] = r_weight[route[pb]]
+    fix_ptr = np.zeros(nb + 1, np.int64)
+    np.cumsum(~pb, out=fix_ptr[1:])
+    bs = BundleSet(
+        capacity=capacity,
+        latency=latency,
+        size=np.asarray(arrays["size"], np.float64)[rep],
+        start=np.full(n_c, float(start)),
+        flow_ptr=flow_ptr,
+        fix_ptr=fix_ptr,
+        fix_links=link[rep][b_flow[~pb]],
+        route=route,
+        count=count,
+        weight=weight,
+        route_ptr=route_ptr,
+        path_ptr=path_ptr,
+        path_links=path_links,
+        dep_ptr=dep_ptr,
+        deps=deps,
+        multiplicity=np.bincount(class_of, minlength=n_c),
+    )
+    return bs, class_of
 
 
 @dataclass(frozen=True, eq=False)

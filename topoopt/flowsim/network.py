@@ -947,11 +947,16 @@ class FlowBuilder:
         (:class:`~topoopt.flowsim.bundles.BundleSet`: a segment's fixed links and its
         switch pair's route, never expanded path by path: :meth:`Network._rail_segments` on
         a rail fabric, :meth:`Network._server_segments` elsewhere), or ``None`` where the routes are
-        not such segments (an override, another method than ECMP, a path cap, a rail request
+        not such segments (another method than ECMP, a path cap, a rail request
         without a rail path, a server with several links or links to several switches off
         a rail fabric). Returns ``(bundles, class_of)``. The switch pairs' routes are link
         counts (:func:`~topoopt.fabrics.routing.route_link_counts`, the bundles'
-        ``route_counts``), or with ``listed`` their paths one by one.
+        ``route_counts``), or with ``listed`` their paths one by one. With a routing override
+        (a design's routing, off rail routing) the server pairs' own listed paths are the
+        routes, one per path (:func:`~topoopt.flowsim.bundles.listed_bundles`), and ``None``
+        where those bundles are over the memory budget
+        (:func:`~topoopt.flowsim.subflow_guard.check_bundles`): with many paths a flow the
+        sub-flow model costs less, and its own check decides.
 
         Examples
         --------
@@ -963,9 +968,19 @@ class FlowBuilder:
         >>> bs.n_flows, bs.n_bundles, bs.count.tolist(), class_of.tolist()
         (2, 2, [1, 1], [0, 1])
         """
-        from topoopt.flowsim.bundles import BundleSet
+        from topoopt.flowsim.bundles import BundleSet, listed_bundles
 
         net = self.net
+        if net.routing is not None and not net.rail_routing:  # a design's listed routes
+            a = self.arrays()
+            pair = np.flatnonzero(a["link"] < 0)
+            ps, comm = net.pair_routes(a["src"][pair], a["dst"][pair]) if pair.size else (
+                None, np.zeros(0, np.int64))  # fmt: skip
+            n_dev = self.n_devices
+            try:
+                return listed_bundles(a, ps, comm, net.capacity(n_dev), net.latency(n_dev), start)
+            except InputError:  # over the bundle budget: the sub-flow model's own check decides
+                return None
         if not (net.routing is None and net.method == "ecmp" and net.max_paths is None):
             return None
         a = self.arrays()

@@ -118,7 +118,10 @@ def check_bundles(flows: int, bundles: int, route_entries: int = 0) -> float:
     175B at 16,384 GPUs on the rail fabric (1,058,684 flows, 4,556,668 bundles) and the
     fat-tree (1,058,684 / 1,058,684), at 65,536 GPUs on the fat-tree (3,780,476 / 3,780,476)
     and ``gpt3-175b-fsdp`` at 4,096 GPUs (10,794,582 / 10,772,480): the estimate is 0.9 to 1.5
-    times the measured arrays. A reduction that turns itself off is checked again as sub-flows
+    times the measured arrays. A design's listed routes (:func:`topoopt.flowsim.bundles.
+    listed_bundles`, session 37): Llama 3 405B on its ``joint`` design at 16,384 GPUs,
+    7,596,964 flows and 7,596,804 bundles, 3.68 GB peak (4.56 GB estimated, 1.4 times the
+    arrays). A reduction that turns itself off is checked again as sub-flows
     (:func:`check_subflows`) before the plain model is built.
 
     Raises

@@ -352,7 +352,7 @@ def _evaluate_row(task: dict) -> dict:
             buckets = SCREEN_MAX_BUCKETS
         # flows first (before any route); the sub-flows are checked with their exact counts
         # once routed (topoopt.flowsim.subflow_guard), as compare does
-        check_work(run.workload, f"simulation on {nm}", max_buckets=buckets)
+        check_work(run.workload, f"simulation on {nm}", max_buckets=buckets, reduced=own is None)
         it, cap = _simulate(run, own, buckets, task.get("ecmp_paths", ECMP_PATHS))
         row["paths_exact"] = cap is None
         row["max_paths"] = cap
@@ -451,7 +451,7 @@ def _ideal_own(task: dict, run, wl, own, buckets) -> float | None:
     ideal = build_fabric("ideal", wl, task["degree"], task["link_bandwidth"], seed=task["seed"])
     it = simulate_iteration(
         run.workload, ideal.fabric, routing=ideal.routing, exposed_by_class=False, priority=own,
-        max_buckets=buckets,
+        max_buckets=buckets, reduction=True,
     )  # fmt: skip
     return float(it.iteration_s)
 
