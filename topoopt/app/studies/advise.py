@@ -582,9 +582,10 @@ def equal_iteration(rows: pd.DataFrame, target_iteration_s: float | None = None)
     out["winner"] = ok["fabric"].iloc[0] if len(ok) else None
     r = _runner_up(ok)
     out["runner_up"] = None if r is None else r["fabric"]
-    out["capex_ratio"] = (
-        None if r is None else float(r["capex_usd"]) / float(ok["capex_usd"].iloc[0])
-    )
+    # None where the winner costs nothing (one server: its GPUs talk over NVLink, no network
+    # to buy), as where no other family qualifies: no finite ratio to report
+    w_capex = float(ok["capex_usd"].iloc[0]) if len(ok) else 0.0
+    out["capex_ratio"] = None if r is None or w_capex <= 0 else float(r["capex_usd"]) / w_capex
     return out
 
 
@@ -658,7 +659,12 @@ def verdict_sentences(job: str, rows: pd.DataFrame, judged: dict, ideal_s: float
         )
         if ei["runner_up"] is not None:
             ru = by.loc[ei["runner_up"]]
-            if ei["capex_ratio"] < 1.005:  # "1.00x cheaper" says nothing: the same price
+            if ei["capex_ratio"] is None:  # the winner costs nothing: no ratio
+                s += (
+                    f": no network to buy, where {ei['runner_up']} costs "
+                    f"{float(ru['capex_usd']) / 1e6:.3f} M$"
+                )
+            elif ei["capex_ratio"] < 1.005:  # "1.00x cheaper" says nothing: the same price
                 faster = 1 - float(w["iteration_s"]) / float(ru["iteration_s"])
                 s += (
                     f", the same capex as {ei['runner_up']} "
@@ -947,6 +953,15 @@ def advise(
     table = load_prices() if prices is None else prices
     t0 = time.perf_counter()
     scaled = [Job(j.name, scale_plan(j.plan, gpus, gpu), j.weight) for j in jobs]
+    for j in scaled:  # one server: its GPUs talk over NVLink, no network to price or compare
+        c = j.plan.cluster
+        if c.servers < 2:
+            raise InputError(
+                "--gpus" if gpus is not None else f"{j.name}: cluster.servers",
+                gpus if gpus is not None else c.servers,
+                f"at least 2 servers ({2 * c.gpus_per_server} GPUs): on one server the GPUs "
+                "talk over NVLink and there is no network to choose",
+            )
     fabrics = ("ideal", *FAMILY_OF)
     for j in scaled:  # sizes first: a refusal before minutes of work
         check_work(workload_from_plan(j.plan), f"simulation (x {len(fabrics)} fabrics)")
