@@ -136,6 +136,23 @@ def _lheap_pop(hk, hl, size):
 
 
 @njit(cache=_CACHE)
+def _lheap_push(hk, hl, size, key, val):
+    """Add ``(key, val)`` to the 4-ary min-heap ``hk[:size]`` (:func:`_lheap_sift`); returns
+    the new size."""
+    i = size
+    while i > 0:
+        up = (i - 1) // 4
+        if hk[up] <= key:
+            break
+        hk[i] = hk[up]
+        hl[i] = hl[up]
+        i = up
+    hk[i] = key
+    hl[i] = val
+    return size + 1
+
+
+@njit(cache=_CACHE)
 def _lheap_sift(hk, hl, size, i, key, val):
     """Put ``(key, val)`` at slot ``i`` of the 4-ary min-heap ``hk[:size]`` (children of ``i``:
     ``4i + 1 .. 4i + 4``; half the depth of a binary heap) and sift it down."""
@@ -590,10 +607,12 @@ def simulate_kernel(
     gwork = np.empty(max(n_l, 1), np.int64)
     slinks = np.empty(n_l + 1, np.int64)
     lhk, lhl, bhead, bnext, lq, fb = _lq_arrays(n_l)
+    lhk = np.empty(4 * n_l + 16)  # room for links pushed again (extensions, heap phase)
+    lhl = np.empty(4 * n_l + 16, np.int64)
+    gdone = np.empty(max(n_l, 1), np.int64)
     done = np.empty(max(n_p, 1), np.int64)
     dstk = np.empty(max(n_p, 1), np.int64)
     mark = np.full(n_l, -1, np.int64)
-    qlinks = np.empty(n_l + 1, np.int64)
     lmark = np.zeros(n_l, np.int64)  # event at which the link was last listed in slinks
     lastv = np.zeros(n_l)  # the load last logged
     touched = np.empty(n_l, np.int64)
@@ -755,9 +774,9 @@ def simulate_kernel(
                     slinks[n_sl] = lk
                     n_sl += 1
                 fw[lk, 1] += mf
-        n_sl, n_w, left, n_rows = _reopen(
+        n_sl, n_w, left, n_rows, _ = _reopen(
             0, n_sl, n_w, left, n_rows, ev, gwork, gin, gsz, gshare, fw, slinks, lmark, rmeta,
-            r_ok, rw, r_end, r_tmp, lp_ptr, adj_s, s_links, s_nl, s_mult,
+            r_ok, rw, r_end, r_tmp, lp_ptr, adj_s, s_links, s_nl, s_mult, gdone, 0,
         )  # fmt: skip
         refilled += n_rows
         if 0 <= max_refills < refilled:
@@ -810,25 +829,46 @@ def simulate_kernel(
             if n_w > 0:
                 n_sl0 = n_sl
                 r_before = n_rows
-                n_sl, n_w, left, n_rows = _reopen(
+                n_sl, n_w, left, n_rows, n_gd = _reopen(
                     n_sl, n_sl, n_w, left, n_rows, ev, gwork, gin, gsz, gshare, fw, slinks,
                     lmark, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, adj_s, s_links, s_nl, s_mult,
+                    gdone, 0,
                 )  # fmt: skip
                 refilled += n_rows - r_before
-                n_q = 0
-                for k in range(n_sl):
+                for k in range(n_sl0, n_sl):
                     m = slinks[k]
-                    if k >= n_sl0:
-                        if not fw[m, 0] > 0.0:
-                            fw[m, 0] = 0.0
-                        if record and mark[m] != ev:
-                            mark[m] = ev
-                            touched[n_t] = m
-                            n_t += 1
-                    if fw[m, 1] > 0.0:
-                        qlinks[n_q] = m
-                        n_q += 1
-                _lq_init(qlinks, n_q, fw, lhk, lhl, bhead, bnext, lq)
+                    if not fw[m, 0] > 0.0:
+                        fw[m, 0] = 0.0
+                    if record and mark[m] != ev:
+                        mark[m] = ev
+                        touched[n_t] = m
+                        n_t += 1
+                # the shares of the re-opened groups' links may have fallen (never below x):
+                # the queue goes on as a heap, those links pushed at their shares (a stale
+                # higher key left in the heap is harmless: _lq_next takes a link at its share)
+                push = 0
+                for k in range(n_gd):
+                    push += rmeta[gdone[k], 1]
+                if lq[4] == 0 or lq[5] + push > lhk.shape[0]:
+                    hs = 0
+                    for k in range(n_sl):
+                        m = slinks[k]
+                        if fw[m, 1] > 0.0:
+                            lhk[hs] = fw[m, 0] / fw[m, 1]
+                            lhl[hs] = m
+                            hs += 1
+                    for k in range((hs - 2) // 4, -1, -1):
+                        _lheap_sift(lhk, lhl, hs, k, lhk[k], lhl[k])
+                    lq[4] = 1
+                else:
+                    hs = lq[5]
+                    for k in range(n_gd):
+                        g = gdone[k]
+                        a = rmeta[g, 0]
+                        for q in range(a, a + rmeta[g, 1]):
+                            m = rw[q, 0]
+                            hs = _lheap_push(lhk, lhl, hs, fw[m, 0] / fw[m, 1], m)
+                lq[5] = hs
                 continue
             steps += 1
             own = 0
@@ -916,12 +956,14 @@ def simulate_kernel(
 
 @njit(cache=_CACHE, inline="always")
 def _reopen(n_chk, n_sl, n_w, left, n_rows, ev, gwork, gin, gsz, gshare, fw, slinks, lmark,
-            rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, adj_s, s_links, s_nl, s_mult):  # fmt: skip
+            rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, adj_s, s_links, s_nl, s_mult, gdone,
+            n_gd):  # fmt: skip
     """Re-fill the groups ``gwork[:n_w]`` (marked ``gin = ev``) and, in turn, every group on a
     link their rows cross (the closure): each one's load comes off the links of its row, which
     count its members for the filling; links not yet listed at event ``ev`` (``lmark``) are
     listed in ``slinks`` (``slinks[:n_chk]`` have had their groups looked at). Returns
-    ``(n_sl, 0, left, n_rows)`` with ``left`` and ``n_rows`` counting the members."""
+    ``(n_sl, 0, left, n_rows, n_gd)`` with ``left`` and ``n_rows`` counting the members and
+    the groups re-opened appended to ``gdone[:n_gd]``."""
     while True:
         while n_w > 0:
             n_w -= 1
@@ -930,6 +972,8 @@ def _reopen(n_chk, n_sl, n_w, left, n_rows, ev, gwork, gin, gsz, gshare, fw, sli
                 continue  # emptied by this event's completions
             left += gsz[g]
             n_rows += gsz[g]
+            gdone[n_gd] = g
+            n_gd += 1
             rp = gshare[g]
             a = rmeta[g, 0]
             if not r_ok[g]:
@@ -953,7 +997,7 @@ def _reopen(n_chk, n_sl, n_w, left, n_rows, ev, gwork, gin, gsz, gshare, fw, sli
                 n_w += 1
         n_chk = n_sl
         if n_w == 0:
-            return n_sl, n_w, left, n_rows
+            return n_sl, n_w, left, n_rows, n_gd
 
 
 @njit(cache=_CACHE)
