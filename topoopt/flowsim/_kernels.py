@@ -816,16 +816,19 @@ def simulate_kernel(
             c = fw[lk, 1]
             x = fw[lk, 0] / c
             # a kept sub-flow on this link above its level would leave the sub-flows frozen
-            # here without a bottleneck: its group is re-filled too (with the closure), and the
-            # queue is built again from the shares so changed
-            for q in range(lp_ptr[lk] + gsz[lk], lp_ptr[lk] + alen[lk]):
-                jo = s_bj[adj_s[q]]
-                if jo >= 0:
-                    go = s_links[adj_s[q], jo]
-                    if gin[go] != ev and gin[go] != -ev and gshare[go] > x:
-                        gin[go] = ev
-                        gwork[n_w] = go
-                        n_w += 1
+            # here without a bottleneck: its group is re-filled too (with the closure). No
+            # sub-flow on a link is above the rate of the link's group (every one was frozen
+            # at or below it when the link last filled, and one re-filled since re-opens the
+            # group), so only a link without a group, or whose level fell, is looked through.
+            if gsz[lk] == 0 or x < gshare[lk]:
+                for q in range(lp_ptr[lk] + gsz[lk], lp_ptr[lk] + alen[lk]):
+                    jo = s_bj[adj_s[q]]
+                    if jo >= 0:
+                        go = s_links[adj_s[q], jo]
+                        if gin[go] != ev and gin[go] != -ev and gshare[go] > x:
+                            gin[go] = ev
+                            gwork[n_w] = go
+                            n_w += 1
             if n_w > 0:
                 n_sl0 = n_sl
                 r_before = n_rows
