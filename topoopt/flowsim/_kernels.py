@@ -20,10 +20,11 @@ modules' docstrings. Everything here works on flat ``int32`` / ``int64`` / ``flo
   (on the 100,000-flow benchmark about 10 sub-flows per event change group, out of 19,000
   re-filled on average), so a re-fill unfreezes and freezes whole groups through their rows,
   finds the next completion per group, and touches single sub-flows only when they arrive,
-  finish or change group. When the kept groups' rows are shorter than the re-filled ones', the
-  free capacity and counts to fill are built from the kept groups instead (capacity less their
-  load, active count less theirs), and a group's next completion is computed again only when
-  its rate, service or members changed.
+  finish or change group. The groups re-filled are those of the links that gain room or an
+  arrival, closed over the links their rows cross, and extended when a kept sub-flow is found
+  above a filled link's level (:mod:`topoopt.flowsim.simulator`, "Which sub-flows are
+  re-filled"); each list entry knows its sub-flow's group (``adj_g``) for that look. A group's
+  next completion is computed again only when its rate, service or members changed.
 
 Examples
 --------
@@ -56,9 +57,10 @@ __all__ = [
 ]
 
 REFILL_MARGIN = 1e-9
-"""Relative margin under the proven threshold below which sub-flows keep their rates: a sub-flow
-is kept only if its rate is below ``threshold * (1 - REFILL_MARGIN)``, so rounding in rates that
-are mathematically equal to the threshold never keeps a flow that may change."""
+"""Relative margin under a level-lemma threshold below which sub-flows keep their rates (the
+time-varying kernel, :mod:`topoopt.flowsim._timevarying_kernels`): a sub-flow is kept only if its
+rate is below ``threshold * (1 - REFILL_MARGIN)``, so rounding in rates that are mathematically
+equal to the threshold never keeps a flow that may change."""
 
 RESYNC_EVERY = 256
 """Every this many events the per-link load is recomputed from the active sub-flows' rates (the
@@ -571,6 +573,7 @@ def simulate_kernel(
     alen = np.zeros(n_l, np.int64)
     adj_s = np.empty(max(n_e, 1), np.int32)
     adj_j = np.empty(max(n_e, 1), np.int32)
+    adj_g = np.empty(max(n_e, 1), np.int32)  # the group of the sub-flow there (-1: none yet)
     gsz = np.zeros(n_l, np.int64)  # members (list entries)
     gcnt = np.zeros(n_l, np.int64)  # members with multiplicity
     gshare = np.zeros(n_l)  # the members' rate
@@ -706,6 +709,7 @@ def simulate_kernel(
                         jq = adj_j[last]
                         adj_s[s] = q
                         adj_j[s] = jq
+                        adj_g[s] = adj_g[last]
                         s_slot[q, jq] = s
                     alen[lk] -= 1
                 n_act -= 1
@@ -746,6 +750,7 @@ def simulate_kernel(
                     s = lp_ptr[lk] + alen[lk]
                     adj_s[s] = i
                     adj_j[s] = j
+                    adj_g[s] = -1
                     s_slot[i, j] = s
                     alen[lk] += 1
         if n_done + n_rel == 0:
@@ -822,9 +827,8 @@ def simulate_kernel(
             # group), so only a link without a group, or whose level fell, is looked through.
             if gsz[lk] == 0 or x < gshare[lk]:
                 for q in range(lp_ptr[lk] + gsz[lk], lp_ptr[lk] + alen[lk]):
-                    jo = s_bj[adj_s[q]]
-                    if jo >= 0:
-                        go = s_links[adj_s[q], jo]
+                    go = adj_g[q]
+                    if go >= 0:
                         if gin[go] != ev and gin[go] != -ev and gshare[go] > x:
                             gin[go] = ev
                             gwork[n_w] = go
@@ -930,7 +934,10 @@ def simulate_kernel(
                     n_g[0] += 1
                 s_tg[i] = gV[lk] + rem
                 s_bj[i] = adj_j[q]
+                adj_g[q] = adj_g[lp_ptr[lk] + gsz[lk]]
                 _swap_entries(q, lp_ptr[lk] + gsz[lk], adj_s, adj_j, s_slot)
+                for j in range(s_nl[i]):
+                    adj_g[s_slot[i, j]] = lk
                 gsz[lk] += 1
                 _gheap_up(lk, gsz[lk] - 1, lp_ptr, adj_s, adj_j, s_slot, s_tg)
                 gcnt[lk] += mf
