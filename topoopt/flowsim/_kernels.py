@@ -903,6 +903,10 @@ def simulate_kernel(
             need = c - own
             q = lp_ptr[lk] + alen[lk] - 1
             while need > 0 and q >= lp_ptr[lk] + gsz[lk]:
+                go = adj_g[q]
+                if go >= 0 and gin[go] != ev:
+                    q -= 1  # kept, or frozen at this event (read from the entry alone)
+                    continue
                 i = adj_s[q]
                 jo = s_bj[i]
                 if jo < 0:
