@@ -165,8 +165,7 @@ def test_dependents_on_a_subset_of_a_class():
 
 def test_closed_form_with_multiplicity_and_a_single_flow():
     """Class of 3 and one flow on one 40 B/s link: 10 B/s each. The class (10 B each) ends at
-    1 s; the single flow (40 B) then has 30 B left alone: 1 + 30/40 = 1.75 s. The link stays
-    at 40 B/s at 1 s, so its load record changes at 0 and 1.75 s only."""
+    1 s; the single flow (40 B) then has 30 B left alone: 1 + 30/40 = 1.75 s."""
     fs = FlowSet.single_path(
         [40.0], [0.0], size=[10.0, 40.0], start=[0.0, 0.0], paths=[[0], [0]]
     ).with_multiplicity([3, 1])
@@ -174,7 +173,7 @@ def test_closed_form_with_multiplicity_and_a_single_flow():
     assert res.finish.tolist() == [1.0, 1.75]
     assert res.link_bytes.tolist() == [70.0]
     times, loads = res.link_load(0)
-    assert times.tolist() == [0.0, 0.0, 1.75] and loads.tolist() == [0.0, 40.0, 0.0]
+    assert times.tolist() == [0.0, 0.0, 1.0, 1.75] and loads.tolist() == [0.0, 40.0, 40.0, 0.0]
 
 
 def test_arrival_threshold_with_multiplicity():

@@ -20,11 +20,10 @@ modules' docstrings. Everything here works on flat ``int32`` / ``int64`` / ``flo
   (on the 100,000-flow benchmark about 10 sub-flows per event change group, out of 19,000
   re-filled on average), so a re-fill unfreezes and freezes whole groups through their rows,
   finds the next completion per group, and touches single sub-flows only when they arrive,
-  finish or change group. The groups re-filled are those of the links that gain room or an
-  arrival, closed over the links their rows cross, and extended when a kept sub-flow is found
-  above a filled link's level (:mod:`topoopt.flowsim.simulator`, "Which sub-flows are
-  re-filled"); each list entry knows its sub-flow's group (``adj_g``) for that look. A group's
-  next completion is computed again only when its rate, service or members changed.
+  finish or change group. When the kept groups' rows are shorter than the re-filled ones', the
+  free capacity and counts to fill are built from the kept groups instead (capacity less their
+  load, active count less theirs), and a group's next completion is computed again only when
+  its rate, service or members changed.
 
 Examples
 --------
@@ -57,10 +56,9 @@ __all__ = [
 ]
 
 REFILL_MARGIN = 1e-9
-"""Relative margin under a level-lemma threshold below which sub-flows keep their rates (the
-time-varying kernel, :mod:`topoopt.flowsim._timevarying_kernels`): a sub-flow is kept only if its
-rate is below ``threshold * (1 - REFILL_MARGIN)``, so rounding in rates that are mathematically
-equal to the threshold never keeps a flow that may change."""
+"""Relative margin under the proven threshold below which sub-flows keep their rates: a sub-flow
+is kept only if its rate is below ``threshold * (1 - REFILL_MARGIN)``, so rounding in rates that
+are mathematically equal to the threshold never keeps a flow that may change."""
 
 RESYNC_EVERY = 256
 """Every this many events the per-link load is recomputed from the active sub-flows' rates (the
@@ -135,23 +133,6 @@ def _lheap_pop(hk, hl, size):
     size -= 1
     _lheap_sift(hk, hl, size, 0, hk[size], hl[size])
     return size
-
-
-@njit(cache=_CACHE)
-def _lheap_push(hk, hl, size, key, val):
-    """Add ``(key, val)`` to the 4-ary min-heap ``hk[:size]`` (:func:`_lheap_sift`); returns
-    the new size."""
-    i = size
-    while i > 0:
-        up = (i - 1) // 4
-        if hk[up] <= key:
-            break
-        hk[i] = hk[up]
-        hl[i] = hl[up]
-        i = up
-    hk[i] = key
-    hl[i] = val
-    return size + 1
 
 
 @njit(cache=_CACHE)
@@ -573,7 +554,6 @@ def simulate_kernel(
     alen = np.zeros(n_l, np.int64)
     adj_s = np.empty(max(n_e, 1), np.int32)
     adj_j = np.empty(max(n_e, 1), np.int32)
-    adj_g = np.empty(max(n_e, 1), np.int32)  # the group of the sub-flow there (-1: none yet)
     gsz = np.zeros(n_l, np.int64)  # members (list entries)
     gcnt = np.zeros(n_l, np.int64)  # members with multiplicity
     gshare = np.zeros(n_l)  # the members' rate
@@ -581,7 +561,7 @@ def simulate_kernel(
     gT = np.zeros(n_l)
     gnext = np.full(n_l, np.inf)  # next member finish
     gst = np.zeros(n_l, np.bool_)  # gnext to be computed again
-    gin = np.zeros(n_l, np.int64)  # event ev whose filling re-fills it (-ev once frozen in it)
+    gin = np.full(n_l, -1, np.int64)  # event whose filling re-fills it (-1 once frozen)
     glist = np.empty(max(n_l, 1), np.int64)  # non-empty groups
     gpos = np.full(n_l, -1, np.int64)
     n_g = np.zeros(1, np.int64)
@@ -610,14 +590,12 @@ def simulate_kernel(
     gwork = np.empty(max(n_l, 1), np.int64)
     slinks = np.empty(n_l + 1, np.int64)
     lhk, lhl, bhead, bnext, lq, fb = _lq_arrays(n_l)
-    lhk = np.empty(4 * n_l + 16)  # room for links pushed again (extensions, heap phase)
-    lhl = np.empty(4 * n_l + 16, np.int64)
-    gdone = np.empty(max(n_l, 1), np.int64)
     done = np.empty(max(n_p, 1), np.int64)
     dstk = np.empty(max(n_p, 1), np.int64)
     mark = np.full(n_l, -1, np.int64)
-    lmark = np.zeros(n_l, np.int64)  # event at which the link was last listed in slinks
-    lastv = np.zeros(n_l)  # the load last logged
+    xmark = np.full(n_l, -1, np.int64)
+    wbuf = np.empty(max(n_p, 1))
+    mbuf = np.empty(max(n_p, 1), np.int64)
     touched = np.empty(n_l, np.int64)
     st = np.empty(16)
     sl = np.empty(16, np.int64)
@@ -649,8 +627,8 @@ def simulate_kernel(
         n_events += 1
         ev = n_events
         cut = t + rtol * abs(t)
+        r0 = np.inf
         n_t = 0
-        n_w = 0  # groups to re-fill (gwork[:n_w], marked gin = ev)
         # ---- completions: every member of a group due by `cut`, retired from the highest slot
         # down (the last slot moves into the freed one), then flows finished and dependents
         # released
@@ -684,6 +662,8 @@ def simulate_kernel(
                 done[k] = p
                 g = s_links[i, s_bj[i]]
                 rp = gshare[g]
+                if rp < r0:
+                    r0 = rp
                 path_last[p] = t
                 _leave(i, g, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j, lp_ptr,
                        gsz, gcnt, rmeta, r_ok, rw, glist, gpos, n_g)  # fmt: skip
@@ -693,10 +673,6 @@ def simulate_kernel(
                     mp = s_mult[i, j]
                     fw[lk, 0] += rp * mp
                     nact[lk] -= mp
-                    if gsz[lk] > 0 and gin[lk] != ev:  # the group of a link that gains room
-                        gin[lk] = ev
-                        gwork[n_w] = lk
-                        n_w += 1
                     if record and mark[lk] != ev:
                         mark[lk] = ev
                         touched[n_t] = lk
@@ -709,7 +685,6 @@ def simulate_kernel(
                         jq = adj_j[last]
                         adj_s[s] = q
                         adj_j[s] = jq
-                        adj_g[s] = adj_g[last]
                         s_slot[q, jq] = s
                     alen[lk] -= 1
                 n_act -= 1
@@ -750,43 +725,132 @@ def simulate_kernel(
                     s = lp_ptr[lk] + alen[lk]
                     adj_s[s] = i
                     adj_j[s] = j
-                    adj_g[s] = -1
                     s_slot[i, j] = s
                     alen[lk] += 1
+        if n_act > n_old:
+            # Threshold for arrivals (simulator docstring, point 2): on each link of an arriving
+            # sub-flow, the water level x at which the sub-flows already there, capped at their
+            # old rates, plus every sub-flow with no rate yet, uncapped, fill the link.
+            for i in range(n_old, n_act):
+                for j in range(s_nl[i]):
+                    lk = s_links[i, j]
+                    if xmark[lk] == ev:
+                        continue
+                    xmark[lk] = ev
+                    v = _water_level(lk, cap[lk], nact[lk], lp_ptr, alen, adj_s, adj_j, s_links,
+                                     s_bj, gshare, s_mult, wbuf, mbuf)  # fmt: skip
+                    if v < r0:
+                        r0 = v
         if n_done + n_rel == 0:
             raise RuntimeError("flow model: an event with nothing to complete or start (a bug)")
-        if n_w == 0 and n_act == n_old:  # nobody's bottleneck changed
+        if r0 == np.inf:
             if record and n_t > 0:
-                st, sl, sv, ns = _log(st, sl, sv, ns, t, touched, n_t, cap, fw, lastv)
+                st, sl, sv, ns = _log(st, sl, sv, ns, t, touched, n_t, cap, fw)
             continue
-        # ---- re-fill the groups whose bottleneck link gained room or an arrival, the arrivals,
-        # and every group on a link a re-filled sub-flow crosses (the closure; the others keep
-        # their bottleneck link with the same sub-flows at the same rates: simulator docstring,
-        # "Which sub-flows are re-filled"); their load comes off their links, which count them
-        # for the filling
+        # ---- re-fill every group at or above the threshold and every arrival (the others
+        # provably keep their rates), and every group on a link they cross (re-filling more is
+        # exact; the level lemma leaves none there but rounding might): their load comes off
+        # their links, which count them for the filling
+        thr = r0 * (1.0 - REFILL_MARGIN)
         n_sl = 0
+        n_w = 0
         left = 0
         n_rows = 0
-        for i in range(n_old, n_act):
-            s_in[i] = True
-            left += 1
-            n_rows += 1
-            for j in range(s_nl[i]):
-                lk = s_links[i, j]
-                mf = s_mult[i, j]
-                if lmark[lk] != ev:
-                    lmark[lk] = ev
+        rr = 0  # row entries of the groups re-filled and of the kept ones (estimated if
+        kk = 0  # a row is not built)
+        for k in range(n_g[0]):
+            g = glist[k]
+            ln = rmeta[g, 1] if r_ok[g] else 4 * gsz[g]
+            if gshare[g] >= thr:
+                gin[g] = ev
+                gwork[n_w] = g
+                n_w += 1
+                rr += ln
+            else:
+                kk += ln
+        fresh = kk + n_l // 2 < rr
+        if fresh:
+            # Fewer kept than re-filled: the free capacity is the capacity less the kept
+            # groups' load (the sum the resync below makes) and the count to fill is the active
+            # count less theirs, arrivals included; the links with a count are listed in order.
+            for lk in range(n_l):
+                fw[lk, 0] = cap[lk]
+                fw[lk, 1] = nact[lk]
+            for k in range(n_g[0]):
+                g = glist[k]
+                if gin[g] != ev:
+                    rp = gshare[g]
+                    a = rmeta[g, 0]
+                    if not r_ok[g]:
+                        a = _row(
+                            g, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s,
+                            s_links, s_nl, s_mult,
+                        )  # fmt: skip
+                    for q in range(a, a + rmeta[g, 1]):
+                        m = rw[q, 0]
+                        cn = rw[q, 1]
+                        fw[m, 0] -= rp * cn
+                        fw[m, 1] -= cn
+            for k in range(n_w):
+                left += gsz[gwork[k]]
+                n_rows += gsz[gwork[k]]
+            n_w = 0
+            for i in range(n_old, n_act):
+                s_in[i] = True
+                left += 1
+                n_rows += 1
+            for lk in range(n_l):
+                slinks[n_sl] = lk
+                n_sl += np.int64(fw[lk, 1] > 0.0)
+        else:
+            for i in range(n_old, n_act):
+                s_in[i] = True
+                left += 1
+                n_rows += 1
+                for j in range(s_nl[i]):
+                    lk = s_links[i, j]
+                    mf = s_mult[i, j]
+                    c = fw[lk, 1]
+                    if c == 0.0:
+                        slinks[n_sl] = lk
+                        n_sl += 1
+                    fw[lk, 1] = c + mf
+        n_chk = 0  # slinks[:n_chk] have their groups re-filled
+        while True:
+            while n_w > 0:
+                n_w -= 1
+                g = gwork[n_w]
+                left += gsz[g]
+                n_rows += gsz[g]
+                rp = gshare[g]
+                a = rmeta[g, 0]
+                if not r_ok[g]:
+                    a = _row(
+                        g, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links,
+                        s_nl, s_mult,
+                    )  # fmt: skip
+                for k in range(a, a + rmeta[g, 1]):
+                    lk = rw[k, 0]
+                    cn = rw[k, 1]
+                    c = fw[lk, 1]
+                    # listed on its first count, without a branch (one slot of room past n_l)
                     slinks[n_sl] = lk
-                    n_sl += 1
-                fw[lk, 1] += mf
-        n_sl, n_w, left, n_rows, _ = _reopen(
-            0, n_sl, n_w, left, n_rows, ev, gwork, gin, gsz, gshare, fw, slinks, lmark, rmeta,
-            r_ok, rw, r_end, r_tmp, lp_ptr, adj_s, s_links, s_nl, s_mult, gdone, 0,
-        )  # fmt: skip
+                    n_sl += np.int64(c == 0.0)
+                    fw[lk, 0] += rp * cn
+                    fw[lk, 1] = c + cn
+            for k in range(n_chk, n_sl):
+                lk = slinks[k]
+                if gsz[lk] > 0 and gin[lk] != ev:
+                    gin[lk] = ev
+                    gwork[n_w] = lk
+                    n_w += 1
+            n_chk = n_sl
+            if n_w == 0:
+                break
         refilled += n_rows
         if 0 <= max_refills < refilled:
             break  # over the work limit: the caller reports it (nothing returned is complete)
-        if n_rows == n_act or ev % RESYNC_EVERY == 0:
+        if not fresh and (n_rows == n_act or ev % RESYNC_EVERY == 0):
             # Recompute the load of the kept groups from scratch (no accumulated rounding).
             fw[:, 0] = cap
             for k in range(n_g[0]):
@@ -820,63 +884,6 @@ def simulate_kernel(
                 break
             c = fw[lk, 1]
             x = fw[lk, 0] / c
-            # a kept sub-flow on this link above its level would leave the sub-flows frozen
-            # here without a bottleneck: its group is re-filled too (with the closure). No
-            # sub-flow on a link is above the rate of the link's group (every one was frozen
-            # at or below it when the link last filled, and one re-filled since re-opens the
-            # group), so only a link without a group, or whose level fell, is looked through.
-            if gsz[lk] == 0 or x < gshare[lk]:
-                for q in range(lp_ptr[lk] + gsz[lk], lp_ptr[lk] + alen[lk]):
-                    go = adj_g[q]
-                    if go >= 0:
-                        if gin[go] != ev and gin[go] != -ev and gshare[go] > x:
-                            gin[go] = ev
-                            gwork[n_w] = go
-                            n_w += 1
-            if n_w > 0:
-                n_sl0 = n_sl
-                r_before = n_rows
-                n_sl, n_w, left, n_rows, n_gd = _reopen(
-                    n_sl, n_sl, n_w, left, n_rows, ev, gwork, gin, gsz, gshare, fw, slinks,
-                    lmark, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, adj_s, s_links, s_nl, s_mult,
-                    gdone, 0,
-                )  # fmt: skip
-                refilled += n_rows - r_before
-                for k in range(n_sl0, n_sl):
-                    m = slinks[k]
-                    if not fw[m, 0] > 0.0:
-                        fw[m, 0] = 0.0
-                    if record and mark[m] != ev:
-                        mark[m] = ev
-                        touched[n_t] = m
-                        n_t += 1
-                # the shares of the re-opened groups' links may have fallen (never below x):
-                # the queue goes on as a heap, those links pushed at their shares (a stale
-                # higher key left in the heap is harmless: _lq_next takes a link at its share)
-                push = 0
-                for k in range(n_gd):
-                    push += rmeta[gdone[k], 1]
-                if lq[4] == 0 or lq[5] + push > lhk.shape[0]:
-                    hs = 0
-                    for k in range(n_sl):
-                        m = slinks[k]
-                        if fw[m, 1] > 0.0:
-                            lhk[hs] = fw[m, 0] / fw[m, 1]
-                            lhl[hs] = m
-                            hs += 1
-                    for k in range((hs - 2) // 4, -1, -1):
-                        _lheap_sift(lhk, lhl, hs, k, lhk[k], lhl[k])
-                    lq[4] = 1
-                else:
-                    hs = lq[5]
-                    for k in range(n_gd):
-                        g = gdone[k]
-                        a = rmeta[g, 0]
-                        for q in range(a, a + rmeta[g, 1]):
-                            m = rw[q, 0]
-                            hs = _lheap_push(lhk, lhl, hs, fw[m, 0] / fw[m, 1], m)
-                lq[5] = hs
-                continue
             steps += 1
             own = 0
             if gsz[lk] > 0:
@@ -894,7 +901,7 @@ def simulate_kernel(
                     fw[m, 1] -= cn
                 gV[lk] += gshare[lk] * (t - gT[lk])
                 gT[lk] = t
-            gin[lk] = -ev
+            gin[lk] = -1
             gshare[lk] = x
             gst[lk] = True
             left -= gsz[lk]
@@ -903,10 +910,6 @@ def simulate_kernel(
             need = c - own
             q = lp_ptr[lk] + alen[lk] - 1
             while need > 0 and q >= lp_ptr[lk] + gsz[lk]:
-                go = adj_g[q]
-                if go >= 0 and gin[go] != ev:
-                    q -= 1  # kept, or frozen at this event (read from the entry alone)
-                    continue
                 i = adj_s[q]
                 jo = s_bj[i]
                 if jo < 0:
@@ -938,10 +941,7 @@ def simulate_kernel(
                     n_g[0] += 1
                 s_tg[i] = gV[lk] + rem
                 s_bj[i] = adj_j[q]
-                adj_g[q] = adj_g[lp_ptr[lk] + gsz[lk]]
                 _swap_entries(q, lp_ptr[lk] + gsz[lk], adj_s, adj_j, s_slot)
-                for j in range(s_nl[i]):
-                    adj_g[s_slot[i, j]] = lk
                 gsz[lk] += 1
                 _gheap_up(lk, gsz[lk] - 1, lp_ptr, adj_s, adj_j, s_slot, s_tg)
                 gcnt[lk] += mf
@@ -953,7 +953,7 @@ def simulate_kernel(
         if left != 0:
             raise RuntimeError("flow model: a filling ended with sub-flows unfrozen (a bug)")
         if record and n_t > 0:
-            st, sl, sv, ns = _log(st, sl, sv, ns, t, touched, n_t, cap, fw, lastv)
+            st, sl, sv, ns = _log(st, sl, sv, ns, t, touched, n_t, cap, fw)
     return (
         release,
         finish,
@@ -966,52 +966,6 @@ def simulate_kernel(
         steps,
         refilled,
     )
-
-
-@njit(cache=_CACHE, inline="always")
-def _reopen(n_chk, n_sl, n_w, left, n_rows, ev, gwork, gin, gsz, gshare, fw, slinks, lmark,
-            rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, adj_s, s_links, s_nl, s_mult, gdone,
-            n_gd):  # fmt: skip
-    """Re-fill the groups ``gwork[:n_w]`` (marked ``gin = ev``) and, in turn, every group on a
-    link their rows cross (the closure): each one's load comes off the links of its row, which
-    count its members for the filling; links not yet listed at event ``ev`` (``lmark``) are
-    listed in ``slinks`` (``slinks[:n_chk]`` have had their groups looked at). Returns
-    ``(n_sl, 0, left, n_rows, n_gd)`` with ``left`` and ``n_rows`` counting the members and
-    the groups re-opened appended to ``gdone[:n_gd]``."""
-    while True:
-        while n_w > 0:
-            n_w -= 1
-            g = gwork[n_w]
-            if gsz[g] == 0:
-                continue  # emptied by this event's completions
-            left += gsz[g]
-            n_rows += gsz[g]
-            gdone[n_gd] = g
-            n_gd += 1
-            rp = gshare[g]
-            a = rmeta[g, 0]
-            if not r_ok[g]:
-                a = _row(
-                    g, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links, s_nl, s_mult
-                )
-            for k in range(a, a + rmeta[g, 1]):
-                lk = rw[k, 0]
-                cn = rw[k, 1]
-                # listed once an event (lmark), without a branch (one slot of room past n_l)
-                slinks[n_sl] = lk
-                n_sl += np.int64(lmark[lk] != ev)
-                lmark[lk] = ev
-                fw[lk, 0] += rp * cn
-                fw[lk, 1] += cn
-        for k in range(n_chk, n_sl):
-            lk = slinks[k]
-            if gsz[lk] > 0 and gin[lk] != ev:
-                gin[lk] = ev
-                gwork[n_w] = lk
-                n_w += 1
-        n_chk = n_sl
-        if n_w == 0:
-            return n_sl, n_w, left, n_rows, n_gd
 
 
 @njit(cache=_CACHE)
@@ -1245,22 +1199,64 @@ def _swap_entries(a, b, adj_s, adj_j, s_slot):
 
 
 @njit(cache=_CACHE)
-def _log(st, sl, sv, ns, t, touched, n_t, cap, fw, lastv):
-    """Append ``(t, link, load)`` for the touched links (sorted) whose load (the capacity less
-    the free capacity ``fw[:, 0]``) differs from the last one logged (``lastv``) by more than
-    rounding (1e-12 of the capacity: a link re-filled to the same load is not a change) to the
-    change log, growing its arrays when needed; returns ``(st, sl, sv, ns)``."""
+def _water_level(
+    lk, capacity, n_active, lp_ptr, alen, adj_s, adj_j, s_links, s_bj, gshare, s_mult, wbuf,
+    mbuf,
+):  # fmt: skip
+    """A lower bound, exact up to rounding when the iteration converges, of the level ``x``
+    solving ``sum_f m_f min(rate_f, x) + k x = capacity`` on link ``lk``: ``f`` over its active
+    sub-flows (the slots ``adj_s[lp_ptr[lk] : lp_ptr[lk] + alen[lk]]``, each at its group's rate
+    ``gshare``) with a rate (> 0), ``m_f`` their multiplicities, ``k`` the other active ones
+    (``n_active`` counted with multiplicity in all).
+
+    Fixed-point iteration from below: with ``x`` a level at most the solution, every sub-flow
+    with ``rate_f < x`` is capped at ``rate_f`` in the solution too, so ``x' = (capacity -
+    capped rates) / (uncapped count)`` is again at most the solution and at least ``x``; it
+    stops when no new sub-flow is capped (then ``x`` is the solution) or after 16 passes (then
+    ``x`` is a valid, smaller threshold: the simulator only needs a lower bound, see point 2 of
+    its docstring). Linear per pass, where sorting the rates would cost ``m log m``."""
+    m = 0
+    for q in range(lp_ptr[lk], lp_ptr[lk] + alen[lk]):
+        i = adj_s[q]
+        if s_bj[i] < 0:
+            continue
+        r = gshare[s_links[i, s_bj[i]]]
+        if r > 0.0:
+            wbuf[m] = r
+            mbuf[m] = s_mult[i, adj_j[q]]
+            m += 1
+    left = capacity
+    n = n_active
+    x = left / n
+    for _ in range(16):
+        w = 0
+        for i in range(m):
+            c = wbuf[i]
+            if c < x:
+                left -= c * mbuf[i]
+                n -= mbuf[i]
+            else:
+                wbuf[w] = c
+                mbuf[w] = mbuf[i]
+                w += 1
+        if w == m:
+            break
+        m = w
+        x = left / n
+    return x
+
+
+@njit(cache=_CACHE)
+def _log(st, sl, sv, ns, t, touched, n_t, cap, fw):
+    """Append ``(t, link, load)`` for the touched links (sorted) to the change log (the load is
+    the capacity less the free capacity ``fw[:, 0]``), growing
+    its arrays when needed; returns ``(st, sl, sv, ns)``."""
     st, sl, sv = _grow(st, ns + n_t), _grow(sl, ns + n_t), _grow(sv, ns + n_t)
     ls = np.sort(touched[:n_t])
     for k in range(n_t):
-        lk = ls[k]
-        v = cap[lk] - fw[lk, 0]
-        if abs(v - lastv[lk]) <= 1e-12 * cap[lk]:
-            continue
-        lastv[lk] = v
         st[ns] = t
-        sl[ns] = lk
-        sv[ns] = v
+        sl[ns] = ls[k]
+        sv[ns] = cap[ls[k]] - fw[ls[k], 0]
         ns += 1
     return st, sl, sv, ns
 

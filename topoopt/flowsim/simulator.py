@@ -48,30 +48,9 @@ link (arrivals, or members of groups whose link has not filled yet) are found in
 active sub-flows each link keeps, frozen one by one, and join the group. A group's members share
 one record of bytes sent, so a group whose rate changes costs its links, not its members, and
 the next completion is found per group. A group is re-filled or kept as a whole (its members
-have one rate).
-
-Which sub-flows are re-filled (since session 37; before, every group at or above the level-lemma
-threshold below):
-
-1. *Seeds.* The groups of the links a finished sub-flow crossed (they gain room) and of the
-   links an arriving sub-flow crosses, and the arrivals.
-2. *Closure.* A group on a link that a re-filled sub-flow crosses is re-filled too.
-3. *Check.* When a link fills at level ``x``, a kept sub-flow on it with a rate above ``x``
-   has its group re-filled too (with the closure of 2.), before anything freezes there. A
-   kept sub-flow's rate is never above its own group's rate, so only a link with no group,
-   or whose level fell, is looked through.
-
-Why this is the max-min allocation. A kept group's link carries no re-filled sub-flow (2.),
-no finished or arriving one (1.): the same sub-flows at the same rates on the same capacity,
-so it is still full and the group's rate is still the largest on it. A re-filled sub-flow froze
-on a link that filled, where the re-filled sub-flows froze at most at its level and, by 3.,
-the kept ones are not above it. Every link's load is within its capacity (the filling works on
-the capacity the kept sub-flows leave). So every sub-flow has a bottleneck link (full, its rate
-the largest there) and the allocation is feasible: it is the max-min fair allocation, which is
-unique. Sub-flows at the same rate up to rounding may be re-filled when they need not be
-(re-filling more is always exact).
-
-The level lemma (still true, and what the time-varying kernel uses):
+have one rate), and a group on a link that a re-filled sub-flow crosses is re-filled too
+(re-filling more than needed is exact; the level lemma below leaves none there, rounding might).
+Which sub-flows are kept:
 
 1. *Level lemma.* Remove a sub-flow ``d`` of max-min rate ``r_d`` and compare the two
    progressive fillings below level ``r_d``. None of ``d``'s links fills below ``r_d`` with ``d``
@@ -86,11 +65,19 @@ The level lemma (still true, and what the time-varying kernel uses):
    sub-flow thus has new rate ``min(old rate, r'_a)``: ``r'_a`` is the water level ``x_b``
    solving ``sum_f min(r_f, x) + x = cap_b`` over the old rates ``r_f`` on ``b``, and on every
    other link of ``a`` the same sum at ``r'_a`` is at most the capacity, so
-   ``r'_a = min over a's links of x_l``.
+   ``r'_a = min over a's links of x_l``: the threshold is known before the re-fill. Several
+   arrivals at once, or together with completions: every sub-flow without a rate yet is counted
+   uncapped (``x`` each) in every link's sum; by induction over adding them one at a time, each
+   arrival's rate is at least that smaller level, which is still a valid threshold.
+3. *Re-fill.* With ``r0`` the smallest of these thresholds, the sub-flows with ``r_f < r0`` are
+   exactly those progressive filling freezes below ``r0`` in the new allocation, at the same
+   rates. Filling the others on the capacity they leave gives the new allocation: at any level
+   ``x < r0`` each link still has room (``cap - kept >= r0 * n_unfrozen > x * n_unfrozen``),
+   so nothing freezes early, and above ``r0`` the two fillings are the same process.
 
-Per-link loads are updated incrementally and recomputed from the kept rates every 256 events
-and whenever everything is re-filled. The load record lists a link at an event only when its
-load changed by more than 1e-12 of its capacity.
+Kept means ``r_f < r0 * (1 - 1e-9)``: sub-flows whose rate equals the threshold up to rounding are
+re-filled (re-filling more than needed is always exact). Per-link loads are updated incrementally
+and recomputed from the kept rates every 256 events and whenever everything is re-filled.
 Measured in ``benchmarks/bench_flowsim.py`` against SimGrid.
 """
 
