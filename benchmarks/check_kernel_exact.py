@@ -6,8 +6,8 @@ baseline tree (each in its own process, so both ``topoopt`` packages load their 
 prints, per case, the largest relative difference of flow finish times, sub-flow last-byte times,
 link bytes and the recorded link loads (against the link's capacity; the change logs, without
 entries that do not change a link's load by more than 1e-12 of its capacity, must have the same
-entries: since session 37 the kernel logs only changes, an older one also every link it
-re-filled), then the
+entries: the kernel logs every link it re-filled, and two kernels may re-fill different sets
+of links whose loads stay the same), then the
 largest over all cases against ``--tol`` (default ``1e-12``); exit 1 if it is above.
 
 Cases (seeded, :func:`flow_sets`): random flows on k = 4 and k = 8 fat-trees (ECMP paths of
