@@ -425,3 +425,28 @@ def test_work_limit_stops_a_simulation_deterministically():
         simulate(fs, max_refills=3)  # the first event alone needs 4
     with pytest.raises(InputError, match="max_refills"):
         simulate(fs, max_refills=-1)
+
+
+def test_a_kept_flow_above_a_falling_level_is_re_filled():
+    """Links A (4 B/s): P, Z; B (10 B/s): P, C, Q; D (7 B/s): C, E.
+
+    t = 0: A fills first (P = Z = 2), then D (C = E = 3.5), then B (Q = 10 - 2 - 3.5 = 4.5).
+    Z (2 B) ends at t = 1; A's group (P) and, through P's row, B's (Q) are re-filled. On the
+    room C leaves at 3.5, B would fill at (10 - 3.5) / 2 = 3.25 < 3.5: C (D's group) has to be
+    re-filled too, and the allocation from scratch is P = C = Q = 10/3 on B, E = 7 - 10/3 = 11/3
+    on D. E (100 B, 3.5 sent) ends at 1 + 96.5 / (11/3) (with C kept at 3.5 it would end at
+    1 + 96.5 / 3.5); everything matches the from-scratch simulation."""
+    fs = FlowSet.single_path(
+        [4.0, 10.0, 7.0],
+        [0.0, 0.0, 0.0],
+        size=[100.0, 2.0, 100.0, 100.0, 100.0],
+        start=[0.0] * 5,
+        paths=[[0, 1], [0], [1, 2], [1], [2]],  # P, Z, C, Q, E
+    )
+    res = simulate(fs)
+    assert res.finish[1] == pytest.approx(1.0, rel=1e-15)
+    assert res.finish[4] == pytest.approx(1.0 + 96.5 * 3.0 / 11.0, rel=1e-12)
+    times, loads = res.link_load(0)
+    assert loads[np.searchsorted(times, 1.0, side="right") - 1] == pytest.approx(10.0 / 3.0)
+    start, finish = reference_simulation(fs)
+    np.testing.assert_allclose(res.finish, finish, rtol=1e-12)
