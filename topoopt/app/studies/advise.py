@@ -459,7 +459,7 @@ def _ideal_own(task: dict, run, wl, own, buckets) -> float | None:
     ideal = build_fabric("ideal", wl, task["degree"], task["link_bandwidth"], seed=task["seed"])
     it = simulate_iteration(
         run.workload, ideal.fabric, routing=ideal.routing, exposed_by_class=False, priority=own,
-        max_buckets=buckets,
+        max_buckets=buckets, path_times=False,
     )  # fmt: skip
     return float(it.iteration_s)
 
