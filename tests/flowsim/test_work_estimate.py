@@ -325,3 +325,90 @@ def test_the_per_flow_result_is_checked_before_it_is_expanded(monkeypatch):
     monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr(need * 0.99 / 1e9))
     with pytest.raises(InputError, match=f"{expanded:,} sub-flows in the result of {flows:,}"):
         simulate_iteration(w, fab, exposed_by_class=False, reduction=reduction)
+
+
+def test_server_pair_path_counts_are_the_routes_without_listing_them():
+    """Network.pair_path_counts against the torus's closed form: on a 5 x 5 torus (odd sides:
+    one shortest way round each ring) a pair ``dx, dy`` hops apart has ``C(dx + dy, dx)``
+    shortest paths; pair_routes lists as many, and a path cap gives ``min(count, k)``."""
+    from math import comb
+
+    import numpy as np
+
+    from topoopt.fabrics import torus
+    from topoopt.flowsim.network import Network
+
+    fab = torus((5, 5))
+    src = np.zeros(25, np.int64)
+    dst = np.arange(25)
+    dx, dy = dst % 5, dst // 5  # order "F": the first coordinate varies fastest
+    dx, dy = np.minimum(dx, 5 - dx), np.minimum(dy, 5 - dy)
+    closed = [comb(int(a + b), int(a)) for a, b in zip(dx, dy, strict=True)]
+    net = Network(fab, gpus_per_server=1)
+    assert net.pair_path_counts(src, dst).tolist() == closed
+    ps, comm = net.pair_routes(src, dst)
+    assert np.diff(ps.commodity_ptr)[comm].tolist() == closed
+    capped = Network(fab, gpus_per_server=1, max_paths=3)
+    assert capped.pair_path_counts(src, dst).tolist() == [min(c, 3) for c in closed]
+
+
+def test_the_expansion_is_refused_before_the_pairs_are_routed(monkeypatch):
+    """DLRM on a torus (servers with several links: no route bundles, every path a sub-flow):
+    the per-path result's size is checked from the pairs' path counts before any pair is
+    routed (advise's DLRM torus at 4,096 GPUs spent about 90 s of CPU routing and simulating
+    before the check after the simulation refused it); the count is the late check's."""
+    from topoopt.fabrics import torus
+    from topoopt.flowsim import network, subflow_guard
+
+    w = workload_from_plan(PLANS["dlrm"])
+    fab = torus((2, 2), gpus_per_server=2)
+    seen = []
+    real = network.check_expansion
+
+    def spy(flows, subflows, expanded):
+        seen.append((flows, expanded))
+        return real(flows, subflows, expanded)
+
+    monkeypatch.setattr(network, "check_expansion", spy)
+    it = simulate_iteration(w, fab, exposed_by_class=False, reduction=True)
+    assert len(seen) == 1  # the result's run only, not the compute-only run
+    flows, expanded = seen[0]
+    assert (flows, expanded) == (it.sim.finish.size, it.sim.path_finish.size)
+    assert expanded > flows  # the diagonal pairs have two paths
+    monkeypatch.setattr(subflow_guard, "EXPANDED_PATH_BYTES", 1e5)
+    need = subflow_guard.EXPANDED_FLOW_BYTES * flows + 1e5 * expanded
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr(need * 0.99 / 1e9))
+
+    def no_routes(*a, **k):
+        raise AssertionError("routed before the check")
+
+    monkeypatch.setattr(network.Network, "pair_routes", no_routes)
+    with pytest.raises(InputError, match=f"{expanded:,} sub-flows in the result of {flows:,}"):
+        simulate_iteration(w, fab, exposed_by_class=False, reduction=True)
+
+
+def test_per_flow_times_only_are_the_full_results_without_the_path_arrays(monkeypatch):
+    """``path_times=False`` (what advise asks): every per-flow time, link byte and figure of
+    the full result, the per-path arrays None, and the expansion check counts no paths (it
+    cannot refuse what is not built)."""
+    import numpy as np
+
+    from topoopt.fabrics import torus
+    from topoopt.flowsim import iteration
+
+    w = workload_from_plan(PLANS["dlrm"])
+    fab = torus((2, 2), gpus_per_server=2)
+    full = simulate_iteration(w, fab, exposed_by_class=False, reduction=True)
+    seen = []
+    monkeypatch.setattr(iteration, "check_expansion", lambda f, s, e: seen.append(e) or 0.0)
+    lean = simulate_iteration(w, fab, exposed_by_class=False, reduction=True, path_times=False)
+    assert seen == [0]
+    assert lean.sim.path_start is lean.sim.path_last_byte is lean.sim.path_finish is None
+    assert full.sim.path_finish.size > 0
+    assert lean.iteration_s == full.iteration_s and lean.comm_s == full.comm_s
+    assert lean.comm_by_class == full.comm_by_class
+    for k in ("start", "finish", "link_bytes"):
+        assert np.array_equal(getattr(lean.sim, k), getattr(full.sim, k))
+    assert lean.links.equals(full.links) and lean.timeline.equals(full.timeline)
+    with pytest.raises(InputError, match="path_times"):
+        simulate_iteration(w, fab, path_times=1)

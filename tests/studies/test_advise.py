@@ -197,8 +197,8 @@ def test_routes_are_exact_and_capped_only_when_the_subflows_do_not_fit(monkeypat
     wl = workload_from_plan(load_plan(plan))
     run = SimpleNamespace(workload=wl, fabric=fat_tree(4), routing=None)
     plain = simulate_iteration(wl, run.fabric, exposed_by_class=False, reduction=False)
-    it, cap = _simulate(run, None, None, 2)
-    assert cap is None and it.info["reduction"]["status"] == "on"
+    it, cap, why = _simulate(run, None, None, 2)
+    assert cap is None and why is None and it.info["reduction"]["status"] == "on"
     assert it.iteration_s == pytest.approx(plain.iteration_s, rel=1e-9)
 
     seen = []
@@ -214,9 +214,13 @@ def test_routes_are_exact_and_capped_only_when_the_subflows_do_not_fit(monkeypat
     # the route-bundle quotient asks for one bundle a flow segment here, never refused: the
     # fall-back is the sub-flow model's (fabrics whose routes are not bundles), so bundles off
     monkeypatch.setattr(network.FlowBuilder, "build_bundles", lambda self, *a, **k: None)
-    it, cap = _simulate(run, None, None, 4)  # every path, 4, then 4 // 4 = 1 path a pair
+    it, cap, why = _simulate(run, None, None, 4)  # every path, 4, then 4 // 4 = 1 path a pair
     capped = simulate_iteration(wl, run.fabric, exposed_by_class=False, max_paths=1)
-    assert cap == 1 and it.iteration_s == pytest.approx(capped.iteration_s, rel=1e-9)
+    assert (
+        why.startswith("over the memory budget (flows: got")
+        and cap == 1
+        and it.iteration_s == pytest.approx(capped.iteration_s, rel=1e-9)
+    )
     assert seen[:2] == [True, True] and not any(seen[2:])  # refused: every path, 4; 1 fits
     own = SimpleNamespace(workload=wl, fabric=run.fabric, routing=object())
     with pytest.raises(InputError):  # a fabric's own routing is never capped: the row's error
@@ -227,11 +231,12 @@ def test_routes_are_exact_and_capped_only_when_the_subflows_do_not_fit(monkeypat
     assert AdviseResult(rows, {}, {}, []).warnings() == ["s", "p"]
 
 
-def test_a_result_too_large_to_expand_falls_back_to_capped_paths(monkeypatch):
-    """DLRM's torus row at 4,096 GPUs: the sub-flow check passed, the per-flow result of the
-    merged simulation (every builder flow with its class's per-path times) did not fit; that
-    refusal (subflow_guard.check_expansion, field flows) makes advise fall back to capped
-    ECMP paths as the sub-flow guard's does. Each row ends by releasing freed memory."""
+def test_advise_reads_per_flow_times_and_falls_back_past_the_path_limit(monkeypatch):
+    """advise simulates with per-flow times only (``path_times=False``: DLRM's torus at 4,096
+    GPUs was refused for its per-path result, 900 M sub-flows, though advise never read them),
+    so the expansion check counts no paths; a routing refused by its path limit (field ``k``:
+    DLRM's torus at 16,384 GPUs, an error row) falls back to capped paths like a refusal of the
+    memory budget, and the row says which. Each row ends by releasing freed memory."""
     from types import SimpleNamespace
 
     import topoopt.flowsim.iteration as iteration
@@ -250,20 +255,30 @@ def test_a_result_too_large_to_expand_falls_back_to_capped_paths(monkeypatch):
     wl = workload_from_plan(load_plan(plan))
     run = SimpleNamespace(workload=wl, fabric=fat_tree(4), routing=None)
     seen = []
-
-    def budget(flows, subflows, expanded):  # a budget of one path a builder flow
-        seen.append(expanded > flows)
-        if expanded > flows:
-            raise InputError("flows", f"{expanded:,} sub-flows in the result", "at most 1 a flow")
-        return 0.0
-
-    monkeypatch.setattr(iteration, "check_expansion", budget)
-    # route bundles expand to one time a bundle here: the sub-flow model's expansion instead
+    real = iteration.check_expansion
+    monkeypatch.setattr(
+        iteration, "check_expansion", lambda f, s, e: seen.append(e) or real(f, s, e)
+    )
+    # no route bundles (one time a bundle here): the sub-flow model's expansion
     monkeypatch.setattr(network.FlowBuilder, "build_bundles", lambda self, *a, **k: None)
-    it, cap = _simulate(run, None, None, 4)  # every path (4 between pods), 4, then 1
-    capped = iteration.simulate_iteration(wl, run.fabric, exposed_by_class=False, max_paths=1)
-    assert cap == 1 and it.iteration_s == pytest.approx(capped.iteration_s, rel=1e-9)
-    assert seen[:2] == [True, True]
+    it, cap, why = _simulate(run, None, None, 4)
+    assert cap is None and why is None and seen == [0] and it.sim.path_finish is None
+    full = iteration.simulate_iteration(wl, run.fabric, exposed_by_class=False, reduction=True)
+    assert it.iteration_s == full.iteration_s and full.sim.path_finish.size > full.sim.finish.size
+
+    route = network.Network._route
+
+    def limited(self, pairs):  # routes()' own refusal of every path (field k), as at 16,384
+        if self.max_paths is None:
+            raise InputError("k", None, "a limit keeping the path count under 50,000,000")
+        return route(self, pairs)
+
+    monkeypatch.setattr(network.Network, "_route", limited)
+    run = SimpleNamespace(workload=wl, fabric=fat_tree(4), routing=None)  # no routes cached
+    it, cap, why = _simulate(run, None, None, 4)  # every path: refused; 4 a pair: fits
+    capped = iteration.simulate_iteration(wl, run.fabric, exposed_by_class=False, max_paths=4)
+    assert cap == 4 and it.iteration_s == pytest.approx(capped.iteration_s, rel=1e-9)
+    assert why.startswith("over the routing's path limit (k: got None")
     assert isinstance(release_memory(), bool)
 
 

@@ -211,7 +211,8 @@ class IterationResult:
     timeline : pandas.DataFrame
         One row per task, columns :data:`TIMELINE_COLUMNS` (for a Gantt chart).
     sim : SimResult
-        The full simulation (per-flow times, link bytes, load series).
+        The full simulation (per-flow times, link bytes, load series; per-sub-flow times
+        unless :func:`simulate_iteration` was asked ``path_times=False``).
     info : dict
         Sizes and modelling facts (flows, tasks, cells, merge factors, critical path, ...).
     comm_busy_s : float
@@ -1386,6 +1387,7 @@ def simulate_iteration(
     max_flows: int | None = None,
     rail_routing: bool | None = None,
     max_paths: int | None = None,
+    path_times: bool = True,
 ) -> IterationResult:
     """Simulate one training iteration of ``workload`` on ``fabric``.
 
@@ -1484,6 +1486,15 @@ def simulate_iteration(
     max_paths : int, optional
         At most this many ECMP paths per server pair (per switch pair with rail routing), an
         approximation (:class:`~topoopt.flowsim.network.Network`); default every path, exact.
+    path_times : bool
+        Keep the per-sub-flow times of the result (``sim.path_start``, ``path_last_byte``,
+        ``path_finish``). With ``aggregate`` and the default simulator the result of the merged
+        flows is expanded per builder flow, and these arrays get one entry per path of every
+        builder flow (:data:`~topoopt.flowsim.subflow_guard.EXPANDED_PATH_BYTES` each): checked
+        before the flows are routed (:func:`~topoopt.flowsim.subflow_guard.check_expansion`,
+        where the routes' path counts are known without listing them) and again before the
+        expansion. ``False``: per-flow times and link bytes only (every figure of the result
+        but those arrays, which are ``None``; what ``advise`` reads).
 
     Returns
     -------
@@ -1527,6 +1538,8 @@ def simulate_iteration(
         and split_allreduce > 0
     ):  # fmt: skip
         raise InputError("split_allreduce", split_allreduce, "a positive number of bytes")
+    if not isinstance(path_times, bool):
+        raise InputError("path_times", path_times, "True or False")
     net = Network(
         fabric, workload.gpus_per_server, intra_bandwidth, routing=routing,
         rail_routing=rail_routing, max_paths=max_paths,
@@ -1578,6 +1591,7 @@ def simulate_iteration(
                 sim = _Classes(*simulate_builder_classes(
                     fb, record_series=series, max_refills=limit, reduction=reduction,
                     class_labels=labels.setdefault(id(model), {}),
+                    expansion=path_times and not instant,  # the result's run: checked early
                 ))  # fmt: skip
             else:
                 sim = simulate_builder(
@@ -1615,10 +1629,9 @@ def simulate_iteration(
         # every builder flow gets its class's per-path times: refuse before allocating them
         # when they do not fit (topoopt.flowsim.subflow_guard.check_expansion)
         ptr = np.asarray(sim.flows.flow_ptr, np.int64)
-        check_expansion(
-            sim.class_of.size, int(ptr[-1]), int(np.diff(ptr)[sim.class_of].sum(dtype=np.int64))
-        )
-        sim = expand_classes(sim.sim, sim.flows, sim.class_of)
+        expanded = int(np.diff(ptr)[sim.class_of].sum(dtype=np.int64)) if path_times else 0
+        check_expansion(sim.class_of.size, int(ptr[-1]), expanded)
+        sim = expand_classes(sim.sim, sim.flows, sim.class_of, paths=path_times)
     timeline = tasks.frame(sim)
     is_comm = ~timeline["kind"].isin(["compute", "optimizer"]).to_numpy()
     busy = _union_length(

@@ -70,7 +70,12 @@ from topoopt.flowsim.flowset import (
     identical_classes,
 )
 from topoopt.flowsim.simulator import SimResult, expand_classes, simulate
-from topoopt.flowsim.subflow_guard import check_bundles, check_route_counts, check_subflows
+from topoopt.flowsim.subflow_guard import (
+    check_bundles,
+    check_expansion,
+    check_route_counts,
+    check_subflows,
+)
 from topoopt.flowsim.symmetry import reduce_flows, simulate_reduced
 from topoopt.paths import PathSet
 from traffic.errors import InputError
@@ -407,6 +412,36 @@ class Network:
             self._cache.clear()
             self._cache[ck] = ps
         return self._cache[ck], inv.reshape(-1).astype(np.int64)
+
+    def pair_path_counts(
+        self, src: np.ndarray, dst: np.ndarray, rails: np.ndarray | None = None
+    ) -> np.ndarray | None:
+        """How many paths :meth:`pair_routes` gives each server pair, without listing them:
+        the shortest-path counts of the breadth-first tables
+        (:func:`~topoopt.fabrics.routing.shortest_path_counts`; ``min(count, max_paths)``
+        with a path cap, one path for the single-path methods), as floats. ``None`` where
+        the routes are not counted this way (a ``routing`` override, rail routing): the
+        caller then counts the routes once listed.
+
+        >>> from topoopt.fabrics import fat_tree
+        >>> net = Network(fat_tree(4), gpus_per_server=1)
+        >>> net.pair_path_counts([0, 0, 0], [1, 2, 15]).tolist()  # same edge, pod, other pod
+        [1.0, 2.0, 4.0]
+        >>> [int(np.diff(net.pair_routes([0], [v])[0].commodity_ptr)[0]) for v in (1, 2, 15)]
+        [1, 2, 4]
+        """
+        if self.routing is not None or (rails is not None and self.rail_routing):
+            return None
+        src = np.asarray(src, np.int64).reshape(-1)
+        dst = np.asarray(dst, np.int64).reshape(-1)
+        if self.method not in ("ecmp", "host-forwarding"):
+            return np.ones(src.size)
+        from topoopt.fabrics.routing import shortest_path_counts
+
+        targets, ti = np.unique(dst, return_inverse=True)
+        kinds = ("optical",) if self.method == "host-forwarding" else None
+        count = shortest_path_counts(self.fabric, targets, kinds)[1][ti.reshape(-1), src]
+        return count if self.max_paths is None else np.minimum(count, float(self.max_paths))
 
     def _link_rails(self) -> np.ndarray:
         ck = ("link_rails",)
@@ -898,7 +933,7 @@ class FlowBuilder:
         return self._flowset(self.arrays(), start)
 
     def build_classes(
-        self, start: float = 0.0, *, reduced: bool = False
+        self, start: float = 0.0, *, reduced: bool = False, expansion: bool = False
     ) -> tuple[FlowSet, np.ndarray]:
         """Like :meth:`build`, with identical flows merged into one flow with multiplicity.
 
@@ -908,6 +943,10 @@ class FlowBuilder:
         same server pair), same bytes, same dependency classes (module docstring). ``reduced``:
         the flows will be simulated through the symmetry quotient (the sub-flow memory check,
         :func:`~topoopt.flowsim.subflow_guard.check_subflows`, counts them as such).
+        ``expansion``: the caller will expand the result per builder flow with every path's
+        times (:func:`~topoopt.flowsim.simulator.expand_classes`); that expansion is checked
+        (:func:`~topoopt.flowsim.subflow_guard.check_expansion`) before the pairs are routed,
+        from their path counts (:meth:`Network.pair_path_counts`) where they are known so.
 
         Examples
         --------
@@ -927,6 +966,12 @@ class FlowBuilder:
         route = a["link"].copy()
         pair = np.flatnonzero(route < 0)
         ps, comm = None, np.full(route.shape[0], -1, np.int64)
+        if expansion and pair.size:  # before routing: the pairs' paths may be most of the work
+            cnt = net.pair_path_counts(a["src"][pair], a["dst"][pair], a["rail"][pair])
+            if cnt is not None:
+                n_exp = route.shape[0] - pair.size + int(cnt.sum(dtype=np.float64))
+                check_expansion(route.shape[0], 0, n_exp)
+                del cnt
         if pair.size:
             ps, comm[pair] = net.pair_routes(a["src"][pair], a["dst"][pair], a["rail"][pair])
             route[pair] = net.first_device_link + self.n_devices + comm[pair]
@@ -1212,12 +1257,15 @@ def simulate_builder_classes(
     max_refills: int | None = None,
     reduction: bool = False,
     class_labels: dict | None = None,
+    expansion: bool = False,
 ) -> tuple[SimResult, FlowSet, np.ndarray]:
     """:func:`simulate_builder` with ``aggregate``, before the expansion per builder flow:
     ``(result, flows, class_of)``, the result per flow of the merged ``flows``
     (:meth:`FlowBuilder.build_classes`); ``expand_classes(result, flows, class_of)`` is
     :func:`simulate_builder`'s. A caller that needs only the makespan, or that expands later,
-    saves the per-builder-flow (and per-sub-flow) arrays.
+    saves the per-builder-flow (and per-sub-flow) arrays. ``expansion``: the caller will expand
+    with every path's times: :meth:`FlowBuilder.build_classes` checks that expansion before
+    routing (not the route bundles, whose paths are expanded per bundle).
 
     >>> from topoopt.fabrics import ideal
     >>> fb = FlowBuilder(Network(ideal(2, port_bandwidth=100.0, latency=0.0), gpus_per_server=2))
@@ -1230,7 +1278,7 @@ def simulate_builder_classes(
         got = _simulate_bundled(builder, start, record_series, max_refills, class_labels)
         if got is not None:
             return got
-    flows, class_of = builder.build_classes(start, reduced=reduction)
+    flows, class_of = builder.build_classes(start, reduced=reduction, expansion=expansion)
     if not (reduction and class_labels is not None):
         run = simulate_reduced if reduction else simulate
         return run(flows, record_series=record_series, max_refills=max_refills), flows, class_of

@@ -128,8 +128,10 @@ class SimResult:
     start, finish : numpy.ndarray
         ``(F,)`` start (after dependencies) and finish (including path latency) of each flow
         (of every member, for a flow with multiplicity).
-    path_start, path_last_byte, path_finish : numpy.ndarray
+    path_start, path_last_byte, path_finish : numpy.ndarray or None
         ``(P,)`` per sub-flow: start, time its last byte is transmitted, finish (+ latency).
+        ``None`` in a result expanded per flow without them (:func:`expand_classes` with
+        ``paths=False``).
     link_bytes : numpy.ndarray
         ``(L,)`` bytes carried by each link (every member of a flow with multiplicity).
     capacity : numpy.ndarray
@@ -158,9 +160,9 @@ class SimResult:
 
     start: np.ndarray
     finish: np.ndarray
-    path_start: np.ndarray
-    path_last_byte: np.ndarray
-    path_finish: np.ndarray
+    path_start: np.ndarray | None
+    path_last_byte: np.ndarray | None
+    path_finish: np.ndarray | None
     link_bytes: np.ndarray
     capacity: np.ndarray
     series_time: np.ndarray
@@ -321,14 +323,19 @@ def simulate(
     )
 
 
-def expand_classes(result: SimResult, flows: FlowSet, class_of: np.ndarray) -> SimResult:
+def expand_classes(
+    result: SimResult, flows: FlowSet, class_of: np.ndarray, paths: bool = True
+) -> SimResult:
     """The result of a simulation of merged flows, per original flow.
 
     ``flows`` is the simulated :class:`FlowSet` and flow ``i`` of the original set was merged into
     flow ``class_of[i]`` of it (as by :meth:`FlowSet.aggregate` or
     :meth:`topoopt.flowsim.network.FlowBuilder.build_classes`). Per-flow and per-sub-flow times
     are the class's (every member's; the paths of a member are its class's, in order); link
-    bytes and loads are already every member's.
+    bytes and loads are already every member's. ``paths=False``: the per-flow times only (the
+    ``path_*`` arrays ``None``), for a caller that reads per-flow times and link bytes: the
+    per-sub-flow arrays have one entry per path of every original flow, many times the flows
+    where many flows share a pair of many paths (``subflow_guard.EXPANDED_PATH_BYTES``).
 
     Examples
     --------
@@ -342,13 +349,22 @@ def expand_classes(result: SimResult, flows: FlowSet, class_of: np.ndarray) -> S
     class_of = np.asarray(class_of, np.int64).reshape(-1)
     if class_of.size and (class_of.min() < 0 or class_of.max() >= flows.n_flows):
         raise InputError("class_of", int(class_of.max()), f"flow ids 0..{flows.n_flows - 1}")
-    paths = gather_csr_rows(np.ascontiguousarray(flows.flow_ptr, np.int64), class_of)
+    if not isinstance(paths, bool):
+        raise InputError("paths", paths, "True or False")
+    if paths:
+        sub = gather_csr_rows(np.ascontiguousarray(flows.flow_ptr, np.int64), class_of)
+        p_start = result.path_start[sub]
+        p_last = result.path_last_byte[sub]
+        p_finish = result.path_finish[sub]
+        del sub
+    else:
+        p_start = p_last = p_finish = None
     return SimResult(
         start=result.start[class_of],
         finish=result.finish[class_of],
-        path_start=result.path_start[paths],
-        path_last_byte=result.path_last_byte[paths],
-        path_finish=result.path_finish[paths],
+        path_start=p_start,
+        path_last_byte=p_last,
+        path_finish=p_finish,
         link_bytes=result.link_bytes,
         capacity=result.capacity,
         series_time=result.series_time,

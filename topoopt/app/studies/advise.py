@@ -233,29 +233,37 @@ def _binding(fabric: str, it) -> tuple[str | None, str | None]:
 
 
 def _simulate(run, priority, max_buckets, max_paths: int):
-    """Simulate ``run``'s workload on its fabric: ``(iteration, cap)``.
+    """Simulate ``run``'s workload on its fabric: ``(iteration, cap, reason)``.
 
     The fabric's own routing when it has one (a design); otherwise every shortest path (the
-    flow model's ECMP), through the symmetry quotient. When those sub-flows exceed the memory
-    budget (:func:`topoopt.flowsim.subflow_guard.check_subflows` refuses them once routed,
-    before their arrays exist), again with at most ``max_paths`` ECMP paths a pair (per rail
-    switch pair on a rail fabric), then ``max_paths // 4`` (Llama 3 405B on the 16,384-GPU
-    rail-optimised Clos: 33.3 M sub-flows at 32, 12.1 GB): ``cap`` is the cap used, else None
-    (exact). The last refusal is raised (the row's error)."""
+    flow model's ECMP), through the symmetry quotient, per-flow times only (``path_times``
+    off: advise reads the flows' times and the links' bytes). When those sub-flows exceed the
+    memory budget (:func:`topoopt.flowsim.subflow_guard.check_subflows` refuses them once
+    routed, before their arrays exist) or the pairs' paths the routing's path limit (field
+    ``k``: DLRM's all-to-all on the 16,384-GPU torus), again with at most ``max_paths`` ECMP
+    paths a pair (per rail switch pair on a rail fabric), then ``max_paths // 4`` (Llama 3
+    405B on the 16,384-GPU rail-optimised Clos: 33.3 M sub-flows at 32, 12.1 GB): ``cap`` is
+    the cap used, else None (exact), and ``reason`` what refused every path (None when
+    exact). The last refusal is raised (the row's error)."""
     from topoopt.flowsim.iteration import simulate_iteration
 
     kw = {
         "routing": run.routing, "exposed_by_class": False, "priority": priority,
-        "max_buckets": max_buckets, "reduction": True,
+        "max_buckets": max_buckets, "reduction": True, "path_times": False,
     }  # fmt: skip
     caps = [None, int(max_paths)] + ([int(max_paths) // 4] if max_paths >= 4 else [])
+    reason = None
     for cap in caps[:-1]:
         try:
-            return simulate_iteration(run.workload, run.fabric, max_paths=cap, **kw), cap
+            it = simulate_iteration(run.workload, run.fabric, max_paths=cap, **kw)
+            return it, cap, reason
         except InputError as e:
-            if e.field != "flows" or run.routing is not None:
+            if e.field not in ("flows", "k") or run.routing is not None:
                 raise
-    return simulate_iteration(run.workload, run.fabric, max_paths=caps[-1], **kw), caps[-1]
+            what = "the routing's path limit" if e.field == "k" else "the memory budget"
+            reason = reason or f"over {what} ({e})"
+    it = simulate_iteration(run.workload, run.fabric, max_paths=caps[-1], **kw)
+    return it, caps[-1], reason
 
 
 def release_memory() -> bool:
@@ -353,15 +361,15 @@ def _evaluate_row(task: dict) -> dict:
         # flows first (before any route); the sub-flows are checked with their exact counts
         # once routed (topoopt.flowsim.subflow_guard), as compare does
         check_work(run.workload, f"simulation on {nm}", max_buckets=buckets, reduced=own is None)
-        it, cap = _simulate(run, own, buckets, task.get("ecmp_paths", ECMP_PATHS))
+        it, cap, why = _simulate(run, own, buckets, task.get("ecmp_paths", ECMP_PATHS))
         row["paths_exact"] = cap is None
         row["max_paths"] = cap
         row["paths_warning"] = (
             None
             if cap is None
-            else f"{task['job']} / {nm}: every ECMP path is over the memory budget, so the "
-            f"routes are capped at {cap} paths a pair (a hashed one per stratum): an "
-            "approximation, without the symmetry reduction (docs/performance.md gives its error)"
+            else f"{task['job']} / {nm}: every ECMP path is {why}, so the routes are capped "
+            f"at {cap} paths a pair (a hashed one per stratum): an approximation, without the "
+            "symmetry reduction (docs/performance.md gives its error)"
         )
         row["coarsened"] = bool(it.info.get("buckets_capped"))
         row["ideal_own_s"] = _ideal_own(task, run, wl, own, buckets)
@@ -451,7 +459,7 @@ def _ideal_own(task: dict, run, wl, own, buckets) -> float | None:
     ideal = build_fabric("ideal", wl, task["degree"], task["link_bandwidth"], seed=task["seed"])
     it = simulate_iteration(
         run.workload, ideal.fabric, routing=ideal.routing, exposed_by_class=False, priority=own,
-        max_buckets=buckets, reduction=True,
+        max_buckets=buckets, reduction=True, path_times=False,
     )  # fmt: skip
     return float(it.iteration_s)
 
