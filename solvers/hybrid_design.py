@@ -554,17 +554,14 @@ def _paths_of(ps: PathSet) -> list[list[np.ndarray]]:
     return out
 
 
-def _candidate_paths(
-    fabric: Fabric, pair_src: np.ndarray, pair_dst: np.ndarray, k_ecmp: int, max_via: int
-) -> list[list[np.ndarray]]:
-    """Candidate walks (link ids) per server pair (module docstring, "Method")."""
+def _via_keys(
+    fabric: Fabric, pair_src: np.ndarray, pair_dst: np.ndarray, max_via: int
+) -> tuple[list[tuple[int, str, int]], np.ndarray]:
+    """The mixed walks' vias ``(pair index, "ce" or "ec", neighbour)`` and the electrical pair
+    keys ``u * n_nodes + v`` they need (one ECMP path each), in candidate order."""
     nn = fabric.n_nodes
-    K = pair_src.size
-    cands: list[list[np.ndarray]] = [[] for _ in range(K)]
-    has_e = bool(np.any(fabric.link_kind == "electrical"))
-    el: dict[int, list[np.ndarray]] = {}
     nb = _optical_neighbours(fabric)
-    vias: list[tuple[int, str, int]] = []  # (pair index, "ce" or "ec", neighbour)
+    vias: list[tuple[int, str, int]] = []
     for i, (u, v) in enumerate(zip(pair_src.tolist(), pair_dst.tolist(), strict=True)):
         for w in nb[u][:max_via].tolist():
             if w != v:
@@ -572,38 +569,104 @@ def _candidate_paths(
         for w in nb[v][:max_via].tolist():
             if w != u:
                 vias.append((i, "ec", w))
-    if has_e:
-        need = set((pair_src * nn + pair_dst).tolist())
-        for i, kind, w in vias:
-            u, v = int(pair_src[i]), int(pair_dst[i])
-            need.add(w * nn + v if kind == "ce" else u * nn + w)
-        keys = np.array(sorted(need), np.int64)
-        k_of = np.where(np.isin(keys, pair_src * nn + pair_dst), k_ecmp, 1)
-        for kk in np.unique(k_of):
-            sel = keys[k_of == kk]
-            ps = routes(fabric, "ecmp", np.column_stack([sel // nn, sel % nn]), k=int(kk),
-                        kinds=("electrical",))  # fmt: skip
-            for key, plist in zip(sel.tolist(), _paths_of(ps), strict=True):
-                el[key] = plist
+    keys = [
+        w * nn + int(pair_dst[i]) if kind == "ce" else int(pair_src[i]) * nn + w
+        for i, kind, w in vias
+    ]
+    return vias, np.asarray(keys, np.int64)
+
+
+def _electrical_walks(
+    fabric: Fabric, keys: np.ndarray, k_of: np.ndarray, table: dict | None = None
+) -> dict[int, list[np.ndarray]]:
+    """ECMP paths on the electrical links of the pairs ``keys`` (``u * n_nodes + v``), at most
+    ``k_of`` a pair, added to ``table`` (new when None) for the keys it lacks (a key listed twice:
+    its first ``k_of``). A pair's paths do not depend on the other pairs asked
+    (:func:`topoopt.fabrics.routing.routes` without a seed) and come in rank order, so the first
+    of ``k`` paths is the one path of ``k = 1``: one table serves several candidate sets (the two
+    ring options of a large routing), a via's leg taking the first path of its key."""
+    nn = fabric.n_nodes
+    el: dict[int, list[np.ndarray]] = {} if table is None else table
+    keys, first = np.unique(np.asarray(keys, np.int64), return_index=True)
+    k_of = np.asarray(k_of, np.int64)[first]
+    miss = np.fromiter((k not in el for k in keys.tolist()), bool, keys.size)
+    keys, k_of = keys[miss], k_of[miss]
+    for kk in np.unique(k_of):
+        sel = keys[k_of == kk]
+        ps = routes(fabric, "ecmp", np.column_stack([sel // nn, sel % nn]), k=int(kk),
+                    kinds=("electrical",))  # fmt: skip
+        for key, plist in zip(sel.tolist(), _paths_of(ps), strict=True):
+            el[key] = plist
+    return el
+
+
+def _electrical_needs(
+    fabric: Fabric, pair_src: np.ndarray, pair_dst: np.ndarray, k_ecmp: int, max_via: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The electrical pair keys the candidates of these pairs need and the paths each: ``k_ecmp``
+    for a pair itself, one for a via's electrical leg (the pair's own ``k_ecmp`` when the leg is
+    also a pair)."""
+    nn = fabric.n_nodes
+    own = pair_src * nn + pair_dst
+    _, via = _via_keys(fabric, pair_src, pair_dst, max_via)
+    keys = np.unique(np.r_[own, via])
+    return keys, np.where(np.isin(keys, own), k_ecmp, 1)
+
+
+def _candidate_paths(
+    fabric: Fabric,
+    pair_src: np.ndarray,
+    pair_dst: np.ndarray,
+    k_ecmp: int,
+    max_via: int,
+    el: dict[int, list[np.ndarray]] | None = None,
+) -> list[list[np.ndarray]]:
+    """Candidate walks (link ids) per server pair (module docstring, "Method").
+
+    ``el``: a table of electrical ECMP paths (:func:`_electrical_walks`) that holds the pairs'
+    needs (:func:`_electrical_needs`); default: built here."""
+    nn = fabric.n_nodes
+    K = pair_src.size
+    cands: list[list[np.ndarray]] = [[] for _ in range(K)]
+    has_e = bool(np.any(fabric.link_kind == "electrical"))
+    nb = _optical_neighbours(fabric)
+    vias, via_keys = _via_keys(fabric, pair_src, pair_dst, max_via)
+    if not has_e:
+        el = {}
+    elif el is None:
+        el = _electrical_walks(fabric, *_electrical_needs(fabric, pair_src, pair_dst, k_ecmp,
+                                                          max_via))  # fmt: skip
     lid = fabric.link_ids
+    direct = lid(pair_src, pair_dst).astype(np.int64)
+    optical = (direct >= 0) & (fabric.link_kind[np.maximum(direct, 0)] == "optical")
+    common = [np.intersect1d(nb[u], nb[v])[:max_via]
+              for u, v in zip(pair_src.tolist(), pair_dst.tolist(), strict=True)]  # fmt: skip
+    cn = np.array([c.size for c in common], np.int64)
+    cw = np.concatenate(common + [np.zeros(0, np.int64)]).astype(np.int64)
+    ci = np.repeat(np.arange(K), cn)
+    first = lid(pair_src[ci], cw).astype(np.int64)
+    second = lid(cw, pair_dst[ci]).astype(np.int64)
+    cptr = np.r_[0, np.cumsum(cn)]
     for i, (u, v) in enumerate(zip(pair_src.tolist(), pair_dst.tolist(), strict=True)):
         cands[i] += el.get(u * nn + v, [])
-        direct = int(lid([u], [v])[0])
-        if direct >= 0 and fabric.link_kind[direct] == "optical":
-            cands[i].append(np.array([direct], np.int64))
-        common = np.intersect1d(nb[u], nb[v])[:max_via]
-        for w in common.tolist():
-            cands[i].append(lid([u, w], [w, v]).astype(np.int64))
-    for i, kind, w in vias:
-        u, v = int(pair_src[i]), int(pair_dst[i])
-        if kind == "ce":
-            head = lid([u], [w]).astype(np.int64)
-            tails = el.get(w * nn + v, [])
-            cands[i] += [np.concatenate([head, t]) for t in tails]
-        else:
-            tail = lid([w], [v]).astype(np.int64)
-            heads = el.get(u * nn + w, [])
-            cands[i] += [np.concatenate([h, tail]) for h in heads]
+        if optical[i]:
+            cands[i].append(direct[i : i + 1].copy())
+        for j in range(cptr[i], cptr[i + 1]):
+            cands[i].append(np.array([first[j], second[j]], np.int64))
+    if vias:
+        vi = np.array([i for i, _, _ in vias], np.int64)
+        vw = np.array([w for _, _, w in vias], np.int64)
+        ce = np.array([kind == "ce" for _, kind, _ in vias])
+        hop = np.where(ce, lid(pair_src[vi], vw), lid(vw, pair_dst[vi])).astype(np.int64)
+        own = set((pair_src * nn + pair_dst).tolist())
+        for j, (i, kind, _) in enumerate(vias):
+            key = int(via_keys[j])
+            legs = el.get(key, []) if key in own else el.get(key, [])[:1]
+            h = hop[j : j + 1]
+            if kind == "ce":
+                cands[i] += [np.concatenate([h, t]) for t in legs]
+            else:
+                cands[i] += [np.concatenate([t, h]) for t in legs]
     return cands
 
 
@@ -689,17 +752,17 @@ def _path_lp(
     max_via: int,
     time_limit: float,
     work_limit: float = math.inf,
+    el: dict[int, list[np.ndarray]] | None = None,
 ) -> HybridRouting:
     """The path LP (constraints (3)-(4)) over the candidate walks, rings fixed.
 
     GLOP's iteration limit is what ``work_limit`` (work units) buys on this LP's nonzeros
     (at least one iteration); ``time_limit`` is a wall-clock cap only. When either stops the
     LP without a solution the split is :func:`_fallback_split` (deterministic) and ``limit``
-    names the limit (``"work"`` or ``"time"``)."""
+    names the limit (``"work"`` or ``"time"``). ``el``: the electrical paths' table
+    (:func:`_candidate_paths`)."""
     nn, L = fabric.n_nodes, fabric.n_links
-    n = problem.n
-    dem = [phase_pairs(ph, rs, n) for ph, rs in zip(problem.phases, rings, strict=True)]
-    keys = np.unique(np.concatenate([s * nn + t for s, t, _ in dem] + [np.zeros(0, np.int64)]))
+    dem, keys = _demand_keys(problem, rings, nn)
     K, P = keys.size, problem.n_phases
     if K == 0:
         empty = PathSet(np.zeros(0), np.zeros(0), np.zeros(1), np.zeros(1), np.zeros(0),
@@ -708,7 +771,7 @@ def _path_lp(
     Dk = np.zeros((P, K))
     for p, (s, t, b) in enumerate(dem):
         Dk[p, np.searchsorted(keys, s * nn + t)] = b
-    cands = _candidate_paths(fabric, keys // nn, keys % nn, k_ecmp, max_via)
+    cands = _candidate_paths(fabric, keys // nn, keys % nn, k_ecmp, max_via, el)
     for ex in extra:
         for key, plist in ex.items():
             i = int(np.searchsorted(keys, key))
@@ -775,6 +838,14 @@ def _path_lp(
                     np.concatenate([qlinks[q] for q in sel]), y[sel] / tot[qk_a[sel]])  # fmt: skip
     times = np.array([float((paths.link_loads(Dk[p], L) / cap).max()) for p in range(P)])
     return HybridRouting(paths, rings, times, status, "glop", res.work, limit)
+
+
+def _demand_keys(problem: DesignProblem, rings: tuple[RingSet, ...], nn: int):
+    """Per phase the pairs' ``(src, dst, bytes)`` under ``rings``, and the sorted pair keys
+    ``src * nn + dst`` of every phase."""
+    dem = [phase_pairs(ph, rs, problem.n) for ph, rs in zip(problem.phases, rings, strict=True)]
+    keys = np.unique(np.concatenate([s * nn + t for s, t, _ in dem] + [np.zeros(0, np.int64)]))
+    return dem, keys
 
 
 def _iteration_limit(work_limit: float, nnz: int) -> int | None:
@@ -898,10 +969,19 @@ def route_hybrid(
         for ph, groups in zip(problem.phases, options, strict=True)
     )
     options_r = (along_first, plain) if circ.size else (plain,)
+    el = None  # the electrical paths of both options' candidates, found once
+    if bool(np.any(fabric.link_kind == "electrical")):
+        nn = fabric.n_nodes
+        needs = [_electrical_needs(fabric, k // nn, k % nn, k_ecmp, max_via)
+                 for k in (_demand_keys(problem, rs, nn)[1] for rs in options_r)]  # fmt: skip
+        keys = np.concatenate([k for k, _ in needs])
+        k_of = np.concatenate([kk for _, kk in needs])
+        order = np.argsort(-k_of, kind="stable")  # a key asked with k_ecmp and 1: k_ecmp
+        el = _electrical_walks(fabric, keys[order], k_of[order])
     routed = []
     for rings in options_r:
         left = max(time_limit - (time.perf_counter() - t0), 1.0)
-        r = _path_lp(fabric, problem, rings, [], k_ecmp, max_via, left, wl / len(options_r))
+        r = _path_lp(fabric, problem, rings, [], k_ecmp, max_via, left, wl / len(options_r), el)
         routed.append(r)
         if best is None or r.time_s < best.time_s - 1e-12 * max(best.time_s, 1e-300):
             best = r
