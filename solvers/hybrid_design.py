@@ -801,15 +801,14 @@ def _first_order_split(
     P, L, Q = Dk.shape[0], fabric.n_links, qk.size
     cap = fabric.capacity
     start = np.searchsorted(qk, np.arange(K))
-    qD = Dk[:, qk]
-    entry_D = qD[:, qrep]  # (P, walk-link entries): the pair's bytes on each entry
+    qD = Dk[:, qk]  # (P, Q): each walk's pair bytes per phase
 
     def share(y):
         tot = np.bincount(qk, y, K)
         return np.where(tot[qk] > 0, y / np.where(tot[qk] > 0, tot[qk], 1.0), 0.0)
 
     def utilisation(y):
-        return [np.bincount(flat, entry_D[p] * y[qrep], L) / cap for p in range(P)]
+        return [np.bincount(flat, (qD[p] * y)[qrep], L) / cap for p in range(P)]
 
     y = share(np.maximum(np.asarray(y0, np.float64), 0.0))
     best_y, best_f = y.copy(), sum(float(x.max(initial=0.0)) for x in utilisation(y))
