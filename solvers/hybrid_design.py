@@ -79,7 +79,12 @@ Determinism: the LPs are bounded by work, not by the clock. Every path LP gets a
 limit from a work budget (work units, :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`: the
 LP's nonzeros times its iterations), the arc LPs (at most ``arc_lp_max_columns`` columns) are
 solved to optimality and charged their iterations, and an LP that the work limit stops leaves
-the deterministic fall-back split (:func:`_fallback_split`). The search stops at a local
+the deterministic fall-back split (:func:`_fallback_split`). A path LP whose work limit buys
+fewer simplex iterations than it has rows (GPT-3 175B's at 16,384 GPUs: 41,840 rows, 658,508
+nonzeros, optimal after 14,844 iterations, 17 s of CPU) is not given to GLOP: a first-order
+method (:func:`_first_order_split`, at most :data:`FIRST_ORDER_STEPS` steps, each charged its
+walk-link entries) routes it from the best fall-back split, within about 1-2 % of the LP's
+optimum there. The search stops at a local
 optimum or when its work limit (:data:`HYBRID_WORK_LIMIT`) is used up, so the result depends
 only on the inputs, the seed and the work limit. The time limit is a safety net on the wall
 clock: when it stops the search or cuts an LP, ``info["deterministic"]`` is False and
