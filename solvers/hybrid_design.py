@@ -162,7 +162,9 @@ ROUTE_WORK_LIMIT = 20.0
 """Default work limit of one :func:`route_hybrid` call, in work units (about CPU seconds of the
 reference machine, :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`; the joint search's
 default is 20 too). Each path LP's GLOP iteration limit is derived from it and the LP's
-nonzeros, so where it binds the routing is the deterministic fall-back, not the clock's."""
+nonzeros, so where it binds the routing is the deterministic fall-back, not the clock's; a path
+LP for which it buys fewer iterations than rows takes the first-order method instead
+(:func:`_first_order_steps`)."""
 
 HYBRID_WORK_LIMIT = 200.0
 """Default work limit of :func:`hybrid_design` (all its routings; each routing gets at most
