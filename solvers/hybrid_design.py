@@ -756,10 +756,11 @@ from ``BETA0`` to ``BETA0 * BETA_GROWTH``, the step from ``ETA0`` falls to ``ETA
 
 FIRST_ORDER_STEPS = 0
 """Most steps of :func:`_first_order_split` in one path LP; 0 (the default): none, such an LP
-takes the fall-back split (:func:`_fallback_split`) without GLOP. Off because its routing is
-worse where it counts: GPT-3 175B's ``hybrid`` row at 16,384 GPUs with 200 steps simulated
-10.484 s (the fall-back 1.9032 s; 1,795 s of CPU and 7.17 GB for the row): its about 10
-unequal walks a pair share links max-min, not in the LP's proportions. On that LP
+takes the fall-back split (:func:`_fallback_split`) without GLOP. Off because its routing
+costs the simulation far more than it gains there: ``advise``'s ``hybrid`` row of the embedded
+GPT-3 175B plan at 16,384 GPUs (global batch 24,576) simulated 10.48444 s with 200 steps
+against the fall-back's 10.51557 s (0.30 % faster) for 1,795 s of CPU and 7.17 GB against
+145 s and 2.85 GB (about 10 unequal walks a pair, 80,182 paths). On that LP
 (two ring options, 107,404 and 101,766 walks; GLOP's optima 0.94241 and 0.75023 s after 14,844
 simplex iterations, 17 s of CPU, for the first) 100 steps end 1.6 and 2.0 % above the optima,
 200 steps 1.1 and 1.3 %, 400 steps 0.9 and 1.3 % (about 1 s of CPU a 100 steps)."""
