@@ -81,15 +81,14 @@ LP's nonzeros times its iterations), the arc LPs (at most ``arc_lp_max_columns``
 solved to optimality and charged their iterations, and an LP that the work limit stops leaves
 the deterministic fall-back split (:func:`_fallback_split`). A path LP whose work limit buys
 fewer simplex iterations than it has rows (GPT-3 175B's at 16,384 GPUs: 41,840 rows, 658,508
-nonzeros, optimal after 14,844 iterations, 17 s of CPU) is not given to GLOP: a first-order
-method (:func:`_first_order_split`, at most :data:`FIRST_ORDER_STEPS` steps, each charged its
-walk-link entries) routes it from the best fall-back split, within about 1-2 % of the LP's
-optimum there. The search stops at a local
-optimum or when its work limit (:data:`HYBRID_WORK_LIMIT`) is used up, so the result depends
-only on the inputs, the seed and the work limit. The time limit is a safety net on the wall
-clock: when it stops the search or cuts an LP, ``info["deterministic"]`` is False and
-``info["time_limit_cut"]`` says what it cut (``info["stopped_by"]``: ``"time limit"``,
-``"work limit"`` or ``"local optimum"``).
+nonzeros, optimal after 14,844 iterations, 17 s of CPU) is not given to GLOP: it takes the
+fall-back split at once, or, with :data:`FIRST_ORDER_STEPS` above 0, a first-order method
+(:func:`_first_order_split`, each step charged its walk-link entries) started from it.
+The search stops at a local optimum or when its work limit (:data:`HYBRID_WORK_LIMIT`) is used
+up, so the result depends only on the inputs, the seed and the work limit. The time limit is a
+safety net on the wall clock: when it stops the search or cuts an LP, ``info["deterministic"]``
+is False and ``info["time_limit_cut"]`` says what it cut (``info["stopped_by"]``: ``"time
+limit"``, ``"work limit"`` or ``"local optimum"``).
 
 Lower bound (valid for any circuits and routing): per phase the larger of
 
@@ -163,8 +162,8 @@ ROUTE_WORK_LIMIT = 20.0
 reference machine, :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`; the joint search's
 default is 20 too). Each path LP's GLOP iteration limit is derived from it and the LP's
 nonzeros, so where it binds the routing is the deterministic fall-back, not the clock's; a path
-LP for which it buys fewer iterations than rows takes the first-order method instead
-(:func:`_first_order_steps`)."""
+LP for which it buys fewer iterations than rows takes the fall-back at once (or the first-order
+method, :func:`_first_order_steps`)."""
 
 HYBRID_WORK_LIMIT = 200.0
 """Default work limit of :func:`hybrid_design` (all its routings; each routing gets at most
