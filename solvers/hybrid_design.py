@@ -79,12 +79,16 @@ Determinism: the LPs are bounded by work, not by the clock. Every path LP gets a
 limit from a work budget (work units, :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`: the
 LP's nonzeros times its iterations), the arc LPs (at most ``arc_lp_max_columns`` columns) are
 solved to optimality and charged their iterations, and an LP that the work limit stops leaves
-the deterministic fall-back split (:func:`_fallback_split`). The search stops at a local
-optimum or when its work limit (:data:`HYBRID_WORK_LIMIT`) is used up, so the result depends
-only on the inputs, the seed and the work limit. The time limit is a safety net on the wall
-clock: when it stops the search or cuts an LP, ``info["deterministic"]`` is False and
-``info["time_limit_cut"]`` says what it cut (``info["stopped_by"]``: ``"time limit"``,
-``"work limit"`` or ``"local optimum"``).
+the deterministic fall-back split (:func:`_fallback_split`). A path LP whose work limit buys
+fewer simplex iterations than it has rows (GPT-3 175B's at 16,384 GPUs: 41,840 rows, 658,508
+nonzeros, optimal after 14,844 iterations, 17 s of CPU) is not given to GLOP: it takes the
+fall-back split at once, or, with :data:`FIRST_ORDER_STEPS` above 0, a first-order method
+(:func:`_first_order_split`, each step charged its walk-link entries) started from it.
+The search stops at a local optimum or when its work limit (:data:`HYBRID_WORK_LIMIT`) is used
+up, so the result depends only on the inputs, the seed and the work limit. The time limit is a
+safety net on the wall clock: when it stops the search or cuts an LP, ``info["deterministic"]``
+is False and ``info["time_limit_cut"]`` says what it cut (``info["stopped_by"]``: ``"time
+limit"``, ``"work limit"`` or ``"local optimum"``).
 
 Lower bound (valid for any circuits and routing): per phase the larger of
 
@@ -157,7 +161,9 @@ ROUTE_WORK_LIMIT = 20.0
 """Default work limit of one :func:`route_hybrid` call, in work units (about CPU seconds of the
 reference machine, :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`; the joint search's
 default is 20 too). Each path LP's GLOP iteration limit is derived from it and the LP's
-nonzeros, so where it binds the routing is the deterministic fall-back, not the clock's."""
+nonzeros, so where it binds the routing is the deterministic fall-back, not the clock's; a path
+LP for which it buys fewer iterations than rows takes the fall-back at once (or the first-order
+method, :func:`_first_order_steps`)."""
 
 HYBRID_WORK_LIMIT = 200.0
 """Default work limit of :func:`hybrid_design` (all its routings; each routing gets at most
@@ -554,17 +560,14 @@ def _paths_of(ps: PathSet) -> list[list[np.ndarray]]:
     return out
 
 
-def _candidate_paths(
-    fabric: Fabric, pair_src: np.ndarray, pair_dst: np.ndarray, k_ecmp: int, max_via: int
-) -> list[list[np.ndarray]]:
-    """Candidate walks (link ids) per server pair (module docstring, "Method")."""
+def _via_keys(
+    fabric: Fabric, pair_src: np.ndarray, pair_dst: np.ndarray, max_via: int
+) -> tuple[list[tuple[int, str, int]], np.ndarray]:
+    """The mixed walks' vias ``(pair index, "ce" or "ec", neighbour)`` and the electrical pair
+    keys ``u * n_nodes + v`` they need (one ECMP path each), in candidate order."""
     nn = fabric.n_nodes
-    K = pair_src.size
-    cands: list[list[np.ndarray]] = [[] for _ in range(K)]
-    has_e = bool(np.any(fabric.link_kind == "electrical"))
-    el: dict[int, list[np.ndarray]] = {}
     nb = _optical_neighbours(fabric)
-    vias: list[tuple[int, str, int]] = []  # (pair index, "ce" or "ec", neighbour)
+    vias: list[tuple[int, str, int]] = []
     for i, (u, v) in enumerate(zip(pair_src.tolist(), pair_dst.tolist(), strict=True)):
         for w in nb[u][:max_via].tolist():
             if w != v:
@@ -572,38 +575,104 @@ def _candidate_paths(
         for w in nb[v][:max_via].tolist():
             if w != u:
                 vias.append((i, "ec", w))
-    if has_e:
-        need = set((pair_src * nn + pair_dst).tolist())
-        for i, kind, w in vias:
-            u, v = int(pair_src[i]), int(pair_dst[i])
-            need.add(w * nn + v if kind == "ce" else u * nn + w)
-        keys = np.array(sorted(need), np.int64)
-        k_of = np.where(np.isin(keys, pair_src * nn + pair_dst), k_ecmp, 1)
-        for kk in np.unique(k_of):
-            sel = keys[k_of == kk]
-            ps = routes(fabric, "ecmp", np.column_stack([sel // nn, sel % nn]), k=int(kk),
-                        kinds=("electrical",))  # fmt: skip
-            for key, plist in zip(sel.tolist(), _paths_of(ps), strict=True):
-                el[key] = plist
+    keys = [
+        w * nn + int(pair_dst[i]) if kind == "ce" else int(pair_src[i]) * nn + w
+        for i, kind, w in vias
+    ]
+    return vias, np.asarray(keys, np.int64)
+
+
+def _electrical_walks(
+    fabric: Fabric, keys: np.ndarray, k_of: np.ndarray, table: dict | None = None
+) -> dict[int, list[np.ndarray]]:
+    """ECMP paths on the electrical links of the pairs ``keys`` (``u * n_nodes + v``), at most
+    ``k_of`` a pair, added to ``table`` (new when None) for the keys it lacks (a key listed twice:
+    its first ``k_of``). A pair's paths do not depend on the other pairs asked
+    (:func:`topoopt.fabrics.routing.routes` without a seed) and come in rank order, so the first
+    of ``k`` paths is the one path of ``k = 1``: one table serves several candidate sets (the two
+    ring options of a large routing), a via's leg taking the first path of its key."""
+    nn = fabric.n_nodes
+    el: dict[int, list[np.ndarray]] = {} if table is None else table
+    keys, first = np.unique(np.asarray(keys, np.int64), return_index=True)
+    k_of = np.asarray(k_of, np.int64)[first]
+    miss = np.fromiter((k not in el for k in keys.tolist()), bool, keys.size)
+    keys, k_of = keys[miss], k_of[miss]
+    for kk in np.unique(k_of):
+        sel = keys[k_of == kk]
+        ps = routes(fabric, "ecmp", np.column_stack([sel // nn, sel % nn]), k=int(kk),
+                    kinds=("electrical",))  # fmt: skip
+        for key, plist in zip(sel.tolist(), _paths_of(ps), strict=True):
+            el[key] = plist
+    return el
+
+
+def _electrical_needs(
+    fabric: Fabric, pair_src: np.ndarray, pair_dst: np.ndarray, k_ecmp: int, max_via: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The electrical pair keys the candidates of these pairs need and the paths each: ``k_ecmp``
+    for a pair itself, one for a via's electrical leg (the pair's own ``k_ecmp`` when the leg is
+    also a pair)."""
+    nn = fabric.n_nodes
+    own = pair_src * nn + pair_dst
+    _, via = _via_keys(fabric, pair_src, pair_dst, max_via)
+    keys = np.unique(np.r_[own, via])
+    return keys, np.where(np.isin(keys, own), k_ecmp, 1)
+
+
+def _candidate_paths(
+    fabric: Fabric,
+    pair_src: np.ndarray,
+    pair_dst: np.ndarray,
+    k_ecmp: int,
+    max_via: int,
+    el: dict[int, list[np.ndarray]] | None = None,
+) -> list[list[np.ndarray]]:
+    """Candidate walks (link ids) per server pair (module docstring, "Method").
+
+    ``el``: a table of electrical ECMP paths (:func:`_electrical_walks`) that holds the pairs'
+    needs (:func:`_electrical_needs`); default: built here."""
+    nn = fabric.n_nodes
+    K = pair_src.size
+    cands: list[list[np.ndarray]] = [[] for _ in range(K)]
+    has_e = bool(np.any(fabric.link_kind == "electrical"))
+    nb = _optical_neighbours(fabric)
+    vias, via_keys = _via_keys(fabric, pair_src, pair_dst, max_via)
+    if not has_e:
+        el = {}
+    elif el is None:
+        el = _electrical_walks(fabric, *_electrical_needs(fabric, pair_src, pair_dst, k_ecmp,
+                                                          max_via))  # fmt: skip
     lid = fabric.link_ids
+    direct = lid(pair_src, pair_dst).astype(np.int64)
+    optical = (direct >= 0) & (fabric.link_kind[np.maximum(direct, 0)] == "optical")
+    common = [np.intersect1d(nb[u], nb[v])[:max_via]
+              for u, v in zip(pair_src.tolist(), pair_dst.tolist(), strict=True)]  # fmt: skip
+    cn = np.array([c.size for c in common], np.int64)
+    cw = np.concatenate(common + [np.zeros(0, np.int64)]).astype(np.int64)
+    ci = np.repeat(np.arange(K), cn)
+    first = lid(pair_src[ci], cw).astype(np.int64)
+    second = lid(cw, pair_dst[ci]).astype(np.int64)
+    cptr = np.r_[0, np.cumsum(cn)]
     for i, (u, v) in enumerate(zip(pair_src.tolist(), pair_dst.tolist(), strict=True)):
         cands[i] += el.get(u * nn + v, [])
-        direct = int(lid([u], [v])[0])
-        if direct >= 0 and fabric.link_kind[direct] == "optical":
-            cands[i].append(np.array([direct], np.int64))
-        common = np.intersect1d(nb[u], nb[v])[:max_via]
-        for w in common.tolist():
-            cands[i].append(lid([u, w], [w, v]).astype(np.int64))
-    for i, kind, w in vias:
-        u, v = int(pair_src[i]), int(pair_dst[i])
-        if kind == "ce":
-            head = lid([u], [w]).astype(np.int64)
-            tails = el.get(w * nn + v, [])
-            cands[i] += [np.concatenate([head, t]) for t in tails]
-        else:
-            tail = lid([w], [v]).astype(np.int64)
-            heads = el.get(u * nn + w, [])
-            cands[i] += [np.concatenate([h, tail]) for h in heads]
+        if optical[i]:
+            cands[i].append(direct[i : i + 1].copy())
+        for j in range(cptr[i], cptr[i + 1]):
+            cands[i].append(np.array([first[j], second[j]], np.int64))
+    if vias:
+        vi = np.array([i for i, _, _ in vias], np.int64)
+        vw = np.array([w for _, _, w in vias], np.int64)
+        ce = np.array([kind == "ce" for _, kind, _ in vias])
+        hop = np.where(ce, lid(pair_src[vi], vw), lid(vw, pair_dst[vi])).astype(np.int64)
+        own = set((pair_src * nn + pair_dst).tolist())
+        for j, (i, kind, _) in enumerate(vias):
+            key = int(via_keys[j])
+            legs = el.get(key, []) if key in own else el.get(key, [])[:1]
+            h = hop[j : j + 1]
+            if kind == "ce":
+                cands[i] += [np.concatenate([h, t]) for t in legs]
+            else:
+                cands[i] += [np.concatenate([t, h]) for t in legs]
     return cands
 
 
@@ -680,6 +749,108 @@ def _fallback_split(fabric: Fabric, Dk, qk, qrep, flat, K: int) -> tuple[np.ndar
     return options[name], name
 
 
+BETA0, BETA_GROWTH, ETA0, ETA_DECAY = 8.0, 16.0, 1.0, 0.02
+"""Schedule of :func:`_first_order_split`: the soft maximum's sharpness rises geometrically
+from ``BETA0`` to ``BETA0 * BETA_GROWTH``, the step from ``ETA0`` falls to ``ETA0 * ETA_DECAY``."""
+
+FIRST_ORDER_STEPS = 0
+"""Most steps of :func:`_first_order_split` in one path LP; 0 (the default): none, such an LP
+takes the fall-back split (:func:`_fallback_split`) without GLOP. Off because its routing
+costs the simulation far more than it gains there: ``advise``'s ``hybrid`` row of the embedded
+GPT-3 175B plan at 16,384 GPUs (global batch 24,576) simulated 10.48444 s with 200 steps
+against the fall-back's 10.51557 s (0.30 % faster) for 1,795 s of CPU and 7.17 GB against
+145 s and 2.85 GB (about 10 unequal walks a pair, 80,182 paths). On that LP
+(two ring options, 107,404 and 101,766 walks; GLOP's optima 0.94241 and 0.75023 s after 14,844
+simplex iterations, 17 s of CPU, for the first) 100 steps end 1.6 and 2.0 % above the optima,
+200 steps 1.1 and 1.3 %, 400 steps 0.9 and 1.3 % (about 1 s of CPU a 100 steps)."""
+
+FIRST_ORDER_MIN_STEPS = 10
+"""Fewer steps than this are not worth taking: the LP goes to GLOP (and its fall-back)."""
+
+FIRST_ORDER_WORK_PER_ENTRY = 1e-8
+"""Work units per walk-link entry per phase per step of :func:`_first_order_split` (measured
+9.7e-9 CPU seconds on GPT-3 175B's path LP at 16,384 GPUs: 200 steps over 517,456 entries and
+2 phases in 2.0 s)."""
+
+
+def _first_order_split(
+    fabric: Fabric,
+    Dk: np.ndarray,
+    qk: np.ndarray,
+    qrep: np.ndarray,
+    flat: np.ndarray,
+    K: int,
+    y0: np.ndarray,
+    iterations: int,
+) -> tuple[np.ndarray, int]:
+    """Candidate weights ``y`` minimising the path LP's objective ``sum_p max_l load_pl / cap_l``
+    by a first-order method: ``iterations`` multiplicative-weights steps from ``y0`` (weights per
+    candidate, normalised per pair), the best iterate by the objective kept (so never worse than
+    ``y0``). Returns ``(y, iterations done)``.
+
+    Each step takes the soft maximum of every phase's utilisations (weights
+    ``exp(beta (u_pl / max_l u_pl - 1))``, normalised; ``beta`` rises from 8 to 128 over the
+    steps, so the soft maximum tightens onto the maximum), prices each walk with its gradient
+    ``g_q = sum_p D_pk sum_{l in q} w_pl / cap_l``, and moves each pair's weights by
+    ``y_q <- y_q exp(-eta (g_q / min_{q' of k} g_q' - 1))`` (``eta = 1``): walks dearer than the
+    pair's cheapest lose weight geometrically. Plain numpy on the candidates' link lists, no
+    clock: the result depends only on the inputs and ``iterations``.
+
+    Examples
+    --------
+    Two servers on one leaf and one circuit (1 byte/s each way): 2 bytes from 0 to 1, first all on
+    the switch (2 s); the steps move half onto the circuit (1 s, the optimum).
+
+    >>> from topoopt.fabrics.hybrid import add_optical_layer
+    >>> f = add_optical_layer(leaf_spine(2, port_bandwidth=1.0), 1, [[0, 1, 1]], 1.0)
+    >>> flat, qrep = np.array([2, 5, 0]), np.array([0, 0, 1])  # walk 0: 2, 5; walk 1: 0
+    >>> y, done = _first_order_split(f, np.array([[2.0]]), np.array([0, 0]), qrep, flat, 1,
+    ...                              np.array([1.0, 0.0]), 50)
+    >>> done, np.round(y, 3).tolist()
+    (50, [0.5, 0.5])
+    """
+    P, L, Q = Dk.shape[0], fabric.n_links, qk.size
+    cap = fabric.capacity
+    start = np.searchsorted(qk, np.arange(K))
+    qD = Dk[:, qk]  # (P, Q): each walk's pair bytes per phase
+
+    def share(y):
+        tot = np.bincount(qk, y, K)
+        return np.where(tot[qk] > 0, y / np.where(tot[qk] > 0, tot[qk], 1.0), 0.0)
+
+    def utilisation(y):
+        return [np.bincount(flat, (qD[p] * y)[qrep], L) / cap for p in range(P)]
+
+    y = share(np.maximum(np.asarray(y0, np.float64), 0.0))
+    best_y, best_f = y.copy(), sum(float(x.max(initial=0.0)) for x in utilisation(y))
+    T = int(iterations)
+    # start inside the simplex (a walk at weight 0 could never gain): 1/10 spread evenly
+    y = share(0.9 * y + 0.1 * share(np.ones(Q)))
+    for it in range(T + 1):
+        u = utilisation(y)
+        m = [float(x.max(initial=0.0)) for x in u]
+        f = sum(m)
+        if f < best_f * (1 - 1e-12):
+            best_y, best_f = y.copy(), f
+        if it == T:
+            break
+        frac = it / max(T - 1, 1)
+        beta, eta = BETA0 * BETA_GROWTH**frac, ETA0 * ETA_DECAY**frac
+        g = np.zeros(Q)
+        for p in range(P):
+            if m[p] <= 0:
+                continue
+            w = np.exp(beta * (u[p] / m[p] - 1.0))
+            w /= w.sum()
+            g += qD[p] * np.bincount(qrep, (w / cap)[flat], Q)
+        at = np.searchsorted(start, np.arange(Q), "right") - 1
+        gmin = np.minimum.reduceat(g, start)[at]
+        gmax = np.maximum.reduceat(g, start)[at]
+        rel = np.where(gmax > 0, (g - gmin) / np.where(gmax > 0, gmax, 1.0), 0.0)
+        y = share(y * np.exp(-eta * rel))
+    return best_y, int(iterations)
+
+
 def _path_lp(
     fabric: Fabric,
     problem: DesignProblem,
@@ -689,17 +860,17 @@ def _path_lp(
     max_via: int,
     time_limit: float,
     work_limit: float = math.inf,
+    el: dict[int, list[np.ndarray]] | None = None,
 ) -> HybridRouting:
     """The path LP (constraints (3)-(4)) over the candidate walks, rings fixed.
 
     GLOP's iteration limit is what ``work_limit`` (work units) buys on this LP's nonzeros
     (at least one iteration); ``time_limit`` is a wall-clock cap only. When either stops the
     LP without a solution the split is :func:`_fallback_split` (deterministic) and ``limit``
-    names the limit (``"work"`` or ``"time"``)."""
+    names the limit (``"work"`` or ``"time"``). ``el``: the electrical paths' table
+    (:func:`_candidate_paths`)."""
     nn, L = fabric.n_nodes, fabric.n_links
-    n = problem.n
-    dem = [phase_pairs(ph, rs, n) for ph, rs in zip(problem.phases, rings, strict=True)]
-    keys = np.unique(np.concatenate([s * nn + t for s, t, _ in dem] + [np.zeros(0, np.int64)]))
+    dem, keys = _demand_keys(problem, rings, nn)
     K, P = keys.size, problem.n_phases
     if K == 0:
         empty = PathSet(np.zeros(0), np.zeros(0), np.zeros(1), np.zeros(1), np.zeros(0),
@@ -708,7 +879,7 @@ def _path_lp(
     Dk = np.zeros((P, K))
     for p, (s, t, b) in enumerate(dem):
         Dk[p, np.searchsorted(keys, s * nn + t)] = b
-    cands = _candidate_paths(fabric, keys // nn, keys % nn, k_ecmp, max_via)
+    cands = _candidate_paths(fabric, keys // nn, keys % nn, k_ecmp, max_via, el)
     for ex in extra:
         for key, plist in ex.items():
             i = int(np.searchsorted(keys, key))
@@ -750,18 +921,30 @@ def _path_lp(
     c[Q:] = 1.0
     c[:Q] = 1e-6 * qlen / qlen.max() / K  # tie-break: fewer hops among equals
     iters = _iteration_limit(work_limit, A.nnz)
-    res = solve_matrix_program(
-        c, A, np.r_[np.ones(K), np.full(P * L, -np.inf)], np.r_[np.ones(K), np.zeros(P * L)],
-        np.zeros(Q + P), np.full(Q + P, np.inf), solver="glop", time_limit=time_limit,
-        iteration_limit=iters,
-    )  # fmt: skip
-    limit = {"iteration": "work", "time": "time"}.get(res.limit, res.limit)
-    if res.x is None or res.status not in ("optimal", "feasible"):  # no feasible point
+    steps = _first_order_steps(work_limit, A.nnz, flat.size * P, iters, K + P * L)
+    if steps:  # too large for the simplex within the work limit: the first-order method
         y, split = _fallback_split(fabric, Dk, qk_a, qrep, flat, K)
-        status = f"fallback ({res.status}, {limit or 'solver'} limit): {split}"
+        y, _ = _first_order_split(fabric, Dk, qk_a, qrep, flat, K, y, steps)
+        status, solver, limit = f"first-order ({steps} steps from {split})", "first-order", ""
+        work = WORK_PER_NNZ * A.nnz + FIRST_ORDER_WORK_PER_ENTRY * flat.size * P * steps
+    elif iters is not None and iters < K + P * L:  # too large: the fall-back, without GLOP
+        y, split = _fallback_split(fabric, Dk, qk_a, qrep, flat, K)
+        status, solver, limit = f"fallback (limit, work limit): {split}", "glop", "work"
+        work = WORK_PER_NNZ * A.nnz
     else:
-        y = np.maximum(res.x[:Q], 0.0)
-        status = res.status
+        res = solve_matrix_program(
+            c, A, np.r_[np.ones(K), np.full(P * L, -np.inf)],
+            np.r_[np.ones(K), np.zeros(P * L)], np.zeros(Q + P), np.full(Q + P, np.inf),
+            solver="glop", time_limit=time_limit, iteration_limit=iters,
+        )  # fmt: skip
+        solver, work = "glop", res.work
+        limit = {"iteration": "work", "time": "time"}.get(res.limit, res.limit)
+        if res.x is None or res.status not in ("optimal", "feasible"):  # no feasible point
+            y, split = _fallback_split(fabric, Dk, qk_a, qrep, flat, K)
+            status = f"fallback ({res.status}, {limit or 'solver'} limit): {split}"
+        else:
+            y = np.maximum(res.x[:Q], 0.0)
+            status = res.status
     tot = np.bincount(qk_a, y, K)
     keep = y > 1e-7 * tot[qk_a]
     y = np.where(keep, y, 0.0)
@@ -774,7 +957,40 @@ def _path_lp(
     paths = PathSet(keys // nn, keys % nn, cptr, pptr,
                     np.concatenate([qlinks[q] for q in sel]), y[sel] / tot[qk_a[sel]])  # fmt: skip
     times = np.array([float((paths.link_loads(Dk[p], L) / cap).max()) for p in range(P)])
-    return HybridRouting(paths, rings, times, status, "glop", res.work, limit)
+    return HybridRouting(paths, rings, times, status, solver, work, limit)
+
+
+def _first_order_steps(
+    work_limit: float, nnz: int, entries: int, iteration_limit: int | None, rows: int
+) -> int:
+    """Steps of :func:`_first_order_split` for a path LP, 0 where GLOP takes it: GLOP when the
+    work limit buys at least one simplex iteration per row (``iteration_limit >= rows``; the
+    path LPs measured took 0.26-0.35 iterations a row to their optimum: Mixtral 8x7B at 1,024
+    GPUs 913 on 3,544 rows, GPT-3 175B at 16,384 GPUs 14,844 on 41,840) or is unlimited, and
+    when what is left after building the model (``WORK_PER_NNZ * nnz``) buys fewer than
+    :data:`FIRST_ORDER_MIN_STEPS` steps of ``entries`` (walk-link entries times phases) each;
+    else what the work buys, at most :data:`FIRST_ORDER_STEPS`.
+
+    >>> _first_order_steps(10.0, 658_508, 1_034_912, 7_092, 41_840)   # GPT-3 175B, 16,384 GPUs
+    0
+    >>> _first_order_steps(10.0, 42_898, 85_000, 116_055, 3_544)      # Mixtral, 1,024 GPUs
+    0
+    >>> _first_order_steps(math.inf, 658_508, 1_034_912, None, 41_840)
+    0
+    """
+    if iteration_limit is None or iteration_limit >= rows:
+        return 0
+    left = float(work_limit) - WORK_PER_NNZ * nnz
+    steps = int(left / (FIRST_ORDER_WORK_PER_ENTRY * max(int(entries), 1))) if left > 0 else 0
+    return min(steps, FIRST_ORDER_STEPS) if steps >= FIRST_ORDER_MIN_STEPS else 0
+
+
+def _demand_keys(problem: DesignProblem, rings: tuple[RingSet, ...], nn: int):
+    """Per phase the pairs' ``(src, dst, bytes)`` under ``rings``, and the sorted pair keys
+    ``src * nn + dst`` of every phase."""
+    dem = [phase_pairs(ph, rs, problem.n) for ph, rs in zip(problem.phases, rings, strict=True)]
+    keys = np.unique(np.concatenate([s * nn + t for s, t, _ in dem] + [np.zeros(0, np.int64)]))
+    return dem, keys
 
 
 def _iteration_limit(work_limit: float, nnz: int) -> int | None:
@@ -898,10 +1114,19 @@ def route_hybrid(
         for ph, groups in zip(problem.phases, options, strict=True)
     )
     options_r = (along_first, plain) if circ.size else (plain,)
+    el = None  # the electrical paths of both options' candidates, found once
+    if bool(np.any(fabric.link_kind == "electrical")):
+        nn = fabric.n_nodes
+        needs = [_electrical_needs(fabric, k // nn, k % nn, k_ecmp, max_via)
+                 for k in (_demand_keys(problem, rs, nn)[1] for rs in options_r)]  # fmt: skip
+        keys = np.concatenate([k for k, _ in needs])
+        k_of = np.concatenate([kk for _, kk in needs])
+        order = np.argsort(-k_of, kind="stable")  # a key asked with k_ecmp and 1: k_ecmp
+        el = _electrical_walks(fabric, keys[order], k_of[order])
     routed = []
     for rings in options_r:
         left = max(time_limit - (time.perf_counter() - t0), 1.0)
-        r = _path_lp(fabric, problem, rings, [], k_ecmp, max_via, left, wl / len(options_r))
+        r = _path_lp(fabric, problem, rings, [], k_ecmp, max_via, left, wl / len(options_r), el)
         routed.append(r)
         if best is None or r.time_s < best.time_s - 1e-12 * max(best.time_s, 1e-300):
             best = r

@@ -13,6 +13,7 @@ from solvers.hybrid_design import (
     HybridDesign,
     build_electrical,
     electrical_spec,
+    evaluate_hybrid,
     hybrid_design,
     hybrid_lower_bound,
     route_hybrid,
@@ -348,3 +349,57 @@ def test_bad_input():
         hybrid_design(p, {"family": "dragonfly", "servers": 8}, 1)
     with pytest.raises(InputError, match="time_limit_s"):
         hybrid_design(p, e, 1, time_limit_s=0)
+
+
+# --------------------------------------------------------------------------- large path LPs
+def _cut_with_circuits(d=1):
+    """The permutation across the 4:1 cut with the circuits (i, i + 4) x d: its optimum
+    4 S / ((4 d + 1) B) (each server sends S / (4 d + 1) over the switches, the rest direct)."""
+    p = _permutation_problem(d)
+    c = [[i, i + 4, d] for i in range(4)]
+    return p, add_optical_layer(two_leaves(), d, c, B)
+
+
+def test_first_order_path_lp_is_near_the_lp_optimum_and_deterministic(monkeypatch):
+    """A path LP too large for the simplex within its work limit goes to the first-order
+    method (forced here on a small one): within 1 % of the closed-form optimum that GLOP
+    reaches, never below it, the same weights twice, no limit flagged."""
+    import solvers.hybrid_design as hd
+
+    p, f = _cut_with_circuits()
+    want = 4 * S / (5 * B)
+    exact = route_hybrid(p, f, arc_lp_max_columns=0, work_limit=np.inf)
+    assert exact.solver == "glop" and exact.time_s == pytest.approx(want, rel=1e-6)
+    monkeypatch.setattr(hd, "_first_order_steps", lambda *a: 200)
+    a = route_hybrid(p, f, arc_lp_max_columns=0, time_limit=10.0)
+    b = route_hybrid(p, f, arc_lp_max_columns=0, time_limit=3600.0)
+    assert a.solver == "first-order" and a.status.startswith("first-order (200 steps from ")
+    assert a.limit == "" and a.work > 0
+    assert want * (1 - 1e-9) <= a.time_s <= want * 1.01
+    assert np.array_equal(a.paths.weight, b.paths.weight)
+    assert np.array_equal(a.paths.path_links, b.paths.path_links)
+    # the recomputed time of its own walks
+    assert a.time_s == pytest.approx(float(evaluate_hybrid(p, f, a.paths, a.rings).sum()))
+
+
+def test_a_shared_electrical_table_gives_the_same_candidates():
+    """The two ring options of a large routing share one table of electrical ECMP paths (a key
+    asked with k_ecmp paths serves a via's leg with its first path): the candidates equal those
+    built alone, walk for walk."""
+    import solvers.hybrid_design as hd
+
+    f = add_optical_layer(leaf_spine(8, 1.0, leaf_hosts=4, port_bandwidth=B), 2,
+                          [[0, 4, 1], [1, 5, 1], [0, 1, 1], [4, 5, 1], [2, 6, 2], [3, 7, 2]],
+                          B)  # fmt: skip
+    a_src, a_dst = np.array([0, 1, 2, 3]), np.array([4, 5, 6, 7])
+    b_src, b_dst = np.array([0, 4, 2]), np.array([5, 1, 3])
+    needs = [hd._electrical_needs(f, s, t, 8, 8) for s, t in ((a_src, a_dst), (b_src, b_dst))]
+    keys = np.concatenate([k for k, _ in needs])
+    k_of = np.concatenate([k for _, k in needs])
+    order = np.argsort(-k_of, kind="stable")
+    el = hd._electrical_walks(f, keys[order], k_of[order])
+    assert len(el) == np.unique(keys).size
+    for s, t in ((a_src, a_dst), (b_src, b_dst)):
+        alone = hd._candidate_paths(f, s, t, 8, 8)
+        shared = hd._candidate_paths(f, s, t, 8, 8, el)
+        assert [[q.tolist() for q in c] for c in alone] == [[q.tolist() for q in c] for c in shared]
