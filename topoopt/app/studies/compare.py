@@ -526,7 +526,7 @@ def hybrid_run(
     run = FabricRun(name, fab, design_workload(workload, rings, problem), routed.paths)
     run.note = "routed by solvers.hybrid_design.route_hybrid (both layers)"
     if routed.status.startswith("fallback"):  # a limit stopped the path LP: say so
-        run.note += f"; the path LP had no solution, {routed.status}"
+        run.note += f"; no path LP routing within its limits, {routed.status}"
     run.search_info = {
         "deterministic": routed.limit != "time",
         "stopped_by": {"time": "time limit", "work": "work limit"}.get(routed.limit, "optimal"),
