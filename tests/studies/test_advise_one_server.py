@@ -35,3 +35,18 @@ def test_a_winner_that_costs_nothing_has_no_capex_ratio_and_a_sentence():
         "job: at equal iteration time (at most 1 s) the cheapest is joint at 0.000 M$: no "
         "network to buy, where fat-tree costs 2.000 M$."
     )
+
+
+def test_compare_on_one_server_is_refused_in_one_line(tmp_path):
+    # was: exit 2 with "result.rows[3].iterations_per_s_per_musd = inf" after every fabric ran
+    plan = tmp_path / "one.yaml"
+    plan.write_text(
+        "model: dlrm\nparallelism: {dp: 8, micro_batch_size: 512, global_batch_size: 4096}\n"
+        "cluster: {servers: 1, gpus_per_server: 8}\n"
+    )
+    r = RUNNER.invoke(app, ["compare", str(plan), "--json", "--time-limit", "1"])
+    assert r.exit_code == 2 and r.stdout == "", r.output
+    assert r.stderr.strip().splitlines() == [
+        "error: cluster.servers: got 1; allowed: at least 2 (on one server the GPUs talk over "
+        "NVLink: no network to compare)"
+    ]

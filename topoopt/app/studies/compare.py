@@ -925,6 +925,11 @@ def compare(
                 priority if priority is not None else split_allreduce,
                 "none with per-phase circuits (the schedule search simulates without them)",
             )
+    if workload.servers < 2:  # one server's GPUs talk over NVLink: no network to compare
+        raise InputError(
+            "cluster.servers", workload.servers,
+            "at least 2 (on one server the GPUs talk over NVLink: no network to compare)",
+        )  # fmt: skip
     names = list(dict.fromkeys(fabrics))
     for nm in names:
         if nm not in FABRICS:
