@@ -61,7 +61,7 @@ def main(argv=None) -> None:
     for line in res.verdict:
         print(line)
     for line in res.warnings():
-        print("warning:", line)
+        print(line if line.startswith("warning:") else f"warning: {line}")  # as the CLI
     print(json.dumps({"equal_capex": doc["equal_capex"], "equal_iteration": doc["equal_iteration"]},
                      default=str, indent=1, allow_nan=False))  # fmt: skip
 
