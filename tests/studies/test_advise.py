@@ -172,6 +172,24 @@ def test_cli_json_keys_and_errors(tmp_path):
         assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
 
 
+def _vgg16_on_k4_fat_tree():
+    """VGG-16 data parallel on 16 one-GPU servers, and the advise run of it on the k = 4
+    fat-tree (its own ECMP routes): 4 shortest paths between pods."""
+    from types import SimpleNamespace
+
+    from topoopt.fabrics import fat_tree
+    from traffic.build import workload_from_plan
+    from traffic.plan import load_plan
+
+    plan = {
+        "model": "vgg16",
+        "parallelism": {"dp": 16, "global_batch_size": 64},
+        "cluster": {"servers": 16, "gpus_per_server": 1},
+    }
+    wl = workload_from_plan(load_plan(plan))
+    return wl, SimpleNamespace(workload=wl, fabric=fat_tree(4), routing=None)
+
+
 def test_routes_are_exact_and_capped_only_when_the_subflows_do_not_fit(monkeypatch):
     """advise simulates a switched fabric over every ECMP path through the symmetry quotient
     (equal to the plain unreduced model); when the sub-flow guard refuses that, it falls back
@@ -183,19 +201,10 @@ def test_routes_are_exact_and_capped_only_when_the_subflows_do_not_fit(monkeypat
     import topoopt.flowsim.network as network
     import topoopt.flowsim.symmetry as symmetry
     from topoopt.app.studies.advise import AdviseResult, _simulate
-    from topoopt.fabrics import fat_tree
     from topoopt.flowsim.iteration import simulate_iteration
-    from traffic.build import workload_from_plan
     from traffic.errors import InputError
-    from traffic.plan import load_plan
 
-    plan = {
-        "model": "vgg16",
-        "parallelism": {"dp": 16, "global_batch_size": 64},
-        "cluster": {"servers": 16, "gpus_per_server": 1},
-    }
-    wl = workload_from_plan(load_plan(plan))
-    run = SimpleNamespace(workload=wl, fabric=fat_tree(4), routing=None)
+    wl, run = _vgg16_on_k4_fat_tree()
     plain = simulate_iteration(wl, run.fabric, exposed_by_class=False, reduction=False)
     it, cap, why = _simulate(run, None, None, 2)
     assert cap is None and why is None and it.info["reduction"]["status"] == "on"
@@ -243,17 +252,9 @@ def test_advise_reads_per_flow_times_and_falls_back_past_the_path_limit(monkeypa
     import topoopt.flowsim.network as network
     from topoopt.app.studies.advise import _simulate, release_memory
     from topoopt.fabrics import fat_tree
-    from traffic.build import workload_from_plan
     from traffic.errors import InputError
-    from traffic.plan import load_plan
 
-    plan = {
-        "model": "vgg16",
-        "parallelism": {"dp": 16, "global_batch_size": 64},
-        "cluster": {"servers": 16, "gpus_per_server": 1},
-    }
-    wl = workload_from_plan(load_plan(plan))
-    run = SimpleNamespace(workload=wl, fabric=fat_tree(4), routing=None)
+    wl, run = _vgg16_on_k4_fat_tree()
     seen = []
     real = iteration.check_expansion
     monkeypatch.setattr(
