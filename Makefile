@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 APT    := env DEBIAN_FRONTEND=noninteractive apt-get -y -q
 
-.PHONY: setup system-deps demo test docs lint clean ns3-peer
+.PHONY: setup system-deps aot demo test docs lint clean ns3-peer
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,13 @@ system-deps:
 	  $$SUDO apt-get update -q >/dev/null && $$SUDO $(APT) install $$missing >/dev/null; \
 	fi
 
-setup: $(VENV)/.installed system-deps
+# The flow model's kernels compiled ahead of time (topoopt/flowsim/aot.py), so that a simulating
+# process starts without numba; built again when a kernel's source changed (a no-op otherwise).
+# Needs a C compiler; a failed build says so on stderr and the kernels run under numba's JIT.
+aot: $(VENV)/.installed
+	$(BIN)/python -c "from topoopt.flowsim.aot import main; raise SystemExit(main())"
+
+setup: $(VENV)/.installed system-deps aot
 
 demo: setup
 	$(BIN)/topoopt demo --force

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -159,3 +160,142 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("error: flows[0].paths[0].links[1]")
     missing = runner.invoke(app, ["netsim", str(tmp_path / "absent.json")])
     assert missing.exit_code == 2
+
+
+# ---- the fast path (columns) against the checked path (pydantic, flow by flow)
+FIELDS = ("capacity", "latency", "size", "start", "flow_ptr", "path_ptr", "path_links", "weight",
+          "dep_ptr", "deps", "multiplicity")  # fmt: skip
+
+
+def checked(doc, monkeypatch):
+    """``parse_netsim`` with the fast path off: the case, or the error's text."""
+    import topoopt.flowsim.netsim_json as nj
+
+    with monkeypatch.context() as m:
+        m.setattr(nj, "_fast_case", lambda doc: None)
+        try:
+            return nj.parse_netsim(doc)
+        except InputError as exc:
+            return str(exc)
+
+
+def same_case(a, b) -> bool:
+    return (
+        a.flow_ids == b.flow_ids
+        and a.link_ids == b.link_ids
+        and all(
+            getattr(a.flows, k).dtype == getattr(b.flows, k).dtype
+            and getattr(a.flows, k).tobytes() == getattr(b.flows, k).tobytes()  # -0.0 too
+            for k in FIELDS
+        )
+    )
+
+
+def random_doc(rng) -> dict:
+    """A valid document: ids ints or strings, optional fields given, absent or null, numbers
+    ints or floats (some -0.0), weights on every path of a flow or on none, dependencies."""
+    n_l, n_f = int(rng.integers(1, 6)), int(rng.integers(1, 8))
+    lid = [int(i) * 3 - 4 if rng.random() < 0.5 else f"l{i}" for i in range(n_l)]
+    links = []
+    for i in range(n_l):
+        link = {"id": lid[i], "capacity": [100, 2.5e9, 1e10][i % 3]}
+        pick = rng.integers(0, 4)
+        if pick:
+            link["latency"] = [None, 0, -0.0, 1e-6][pick]
+        links.append(link)
+    flows = []
+    for f in range(n_f):
+        flow = {"id": f if rng.random() < 0.5 else f"f{f}", "bytes": [0, 5, 1e6, 2.5][f % 4]}
+        if rng.random() < 0.6:
+            flow["start"] = [None, 0, -0.0, 0.25][int(rng.integers(0, 4))]
+        if f and rng.random() < 0.5:
+            flow["after"] = [flows[int(j)]["id"] for j in rng.choice(f, 1)]
+        k = int(rng.integers(1, 4))
+        weights = rng.dirichlet(np.ones(k)).tolist() if rng.random() < 0.5 else None
+        flow["paths"] = []
+        for j in range(k):
+            hops = rng.choice(n_l, int(rng.integers(1, n_l + 1)), replace=False)
+            path = {"links": [lid[h] for h in hops]}
+            if weights is not None:
+                path["weight"] = 1 if k == 1 else weights[j]
+            flow["paths"].append(path)
+        flows.append(flow)
+    return {"links": links, "flows": flows}
+
+
+def test_fast_path_equals_the_checked_path_on_valid_documents(monkeypatch):
+    from topoopt.flowsim.netsim_json import _fast_case
+
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        doc = random_doc(rng)
+        fast = _fast_case(doc)
+        slow = checked(doc, monkeypatch)
+        assert not isinstance(slow, str), slow
+        if fast is None:  # rounding: weights that do not sum to 1 within 1e-9 never occur
+            raise AssertionError(f"the fast path gave up on a valid document: {doc}")
+        assert same_case(fast, slow)
+    big = json.loads(json.dumps(random_doc(np.random.default_rng(9))))  # via JSON text
+    assert same_case(_fast_case(big), checked(big, monkeypatch))
+
+
+def mutations(doc, rng):
+    """Documents one change away from ``doc`` (most of them bad)."""
+    bad_values = [None, True, "1", -1, 0, 2, 1.5, float("nan"), float("inf"), 10**30, [], {},
+                  (1,), np.float64(1.0), "x" * 201, 2**63, -0.0]  # fmt: skip
+    flows, links = doc["flows"], doc["links"]
+    spots = [("links", i, k) for i in range(len(links)) for k in ("id", "capacity", "latency")]
+    spots += [("flows", f, k) for f in range(len(flows)) for k in ("id", "bytes", "start", "after")]
+    spots += [("flows", f, "paths", j, k) for f in range(len(flows))
+              for j in range(len(flows[f]["paths"])) for k in ("links", "weight")]  # fmt: skip
+    for _ in range(12):
+        spot = spots[int(rng.integers(len(spots)))]
+        out = copy.deepcopy(doc)
+        target = out
+        for key in spot[:-1]:
+            target = target[key]
+        how = int(rng.integers(4))
+        if how == 0:
+            target.pop(spot[-1], None)
+        elif how == 1:
+            target["extra"] = 1
+        elif how == 2 and isinstance(target.get(spot[-1]), list) and target[spot[-1]]:
+            target[spot[-1]] = target[spot[-1]] + [target[spot[-1]][0]]  # a repeated id
+        else:
+            target[spot[-1]] = bad_values[int(rng.integers(len(bad_values)))]
+        yield out
+    yield {"links": links, "flows": flows, "more": []}
+    yield {"links": tuple(links), "flows": flows}
+    yield {"links": links, "flows": flows + [flows[0]]}  # a repeated flow id
+
+
+def test_fast_path_changes_no_outcome_of_a_bad_document(monkeypatch):
+    """One change to a valid document: ``parse_netsim`` gives what the checked path gives (the
+    same case, or the same one-line error), and the fast path accepted nothing it refuses."""
+    from topoopt.flowsim.netsim_json import _fast_case
+
+    rng = np.random.default_rng(11)
+    errors = 0
+    for _ in range(25):
+        for doc in mutations(random_doc(rng), rng):
+            slow = checked(doc, monkeypatch)
+            try:
+                got = parse_netsim(doc)
+            except InputError as exc:
+                got = str(exc)
+            if isinstance(slow, str):
+                errors += 1
+                assert got == slow and _fast_case(doc) is None
+            else:
+                assert same_case(got, slow)
+    assert errors > 200  # most changes are errors
+
+
+def test_a_netsim_file_takes_the_fast_path(tmp_path, monkeypatch):
+    from topoopt.flowsim.netsim_json import _fast_case
+
+    path = tmp_path / "case.json"
+    path.write_text(json.dumps(GOOD))
+    fast = _fast_case(json.loads(path.read_text()))
+    assert fast is not None and same_case(load_netsim(path), fast)
+    assert same_case(fast, checked(GOOD, monkeypatch))

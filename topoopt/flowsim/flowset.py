@@ -23,13 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from topoopt.csr import gather_rows
-from topoopt.flowsim._kernels import blocked_kernel, classes_kernel
-from topoopt.flowsim._symmetry_kernels import (
-    class_dep_rows,
-    csr_by_key,
-    dense_ids,
-    first_repeated_link,
-)
+from topoopt.flowsim.aot import blocked_kernel, csr_by_key, first_repeated_link
 from topoopt.paths import PathSet
 from traffic.errors import InputError
 
@@ -577,6 +571,9 @@ def identical_classes(
     >>> identical_classes([0, 0, 1, 0], [5.0] * 4, [0.0] * 4, [0, 0, 0, 0, 1], [0]).tolist()
     [0, 0, 1, 2]
     """
+    from topoopt.flowsim._kernels import classes_kernel  # numba (see topoopt.flowsim.aot)
+    from topoopt.flowsim._symmetry_kernels import dense_ids
+
     route = np.asarray(route, np.int64).reshape(-1)
     n_f = route.shape[0]
     size = np.asarray(size, np.float64).reshape(-1)
@@ -611,6 +608,8 @@ def class_dependencies(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Dependency CSR between classes: class ``c`` waits for the classes of the dependencies of
     its representative ``rep[c]`` (sorted, each once)."""
+    from topoopt.flowsim._symmetry_kernels import class_dep_rows  # numba (see topoopt.flowsim.aot)
+
     return class_dep_rows(
         np.ascontiguousarray(class_of, np.int64),
         np.ascontiguousarray(rep, np.int64),

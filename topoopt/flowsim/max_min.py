@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from topoopt.flowsim._kernels import fill_kernel_mult
 from traffic.errors import InputError
 
 if TYPE_CHECKING:  # scipy.sparse is imported where a matrix is built (a light start-up)
@@ -85,6 +84,8 @@ def fill_rates(
     >>> rates.tolist(), left.tolist()
     ([5.0, 5.0, 5.0], [0.0, 0.0])
     """
+    from topoopt.flowsim._kernels import fill_kernel_mult  # numba (see topoopt.flowsim.aot)
+
     ptr = np.ascontiguousarray(ptr, np.int64)
     links = np.ascontiguousarray(links, np.int64)
     rows = np.ascontiguousarray(rows, np.int64).reshape(-1)

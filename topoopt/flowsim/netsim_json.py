@@ -19,6 +19,15 @@ where ``start`` is when the flow actually started (after its ``after`` flows fin
 ``finish`` follows the semantics of :mod:`topoopt.flowsim.simulator` (last byte + path latency).
 Any bad input raises :class:`~traffic.errors.InputError` naming the field (e.g.
 ``flows[3].paths[0].links[1]``), the value and what is allowed.
+
+Two paths lead to the same :class:`NetsimCase`. The checked one validates field by field
+(pydantic, :mod:`topoopt.flowsim.netsim_schema`), then the ids, weights and dependencies flow by
+flow, and names the first error. The fast one (:func:`_fast_case`) reads the document by
+columns (one list per field, the types checked over each list, the ranges with numpy) and
+accepts only a document that the checked path accepts, with the same values; at the first doubt
+(any bad or unusual value) it gives up and the checked path runs from the start, so every error
+is the checked path's. ``tests/flowsim/test_netsim_json.py`` checks that both give the same
+case on random documents and that the fast path refuses each kind of bad field.
 """
 
 from __future__ import annotations
@@ -30,10 +39,10 @@ from typing import Any
 import numpy as np
 
 from topoopt.flowsim.flowset import FlowSet
-from topoopt.flowsim.netsim_schema import validate_netsim
 from topoopt.flowsim.simulator import SimResult, simulate
 from traffic.decode import decode_text, parse_json, read_input
 from traffic.errors import InputError
+from traffic.limits import check_count
 
 __all__ = ["NetsimCase", "parse_netsim", "load_netsim", "result_document", "run_netsim"]
 
@@ -68,6 +77,11 @@ def parse_netsim(doc: Any) -> NetsimCase:
     ...     print(exc)
     flows[0].paths[0].links[0]: got 2; allowed: a link id from links[*].id
     """
+    case = _fast_case(doc)
+    if case is not None:
+        return case
+    from topoopt.flowsim.netsim_schema import validate_netsim  # pydantic: the checked path
+
     valid = validate_netsim(doc)  # field by field (topoopt.flowsim.netsim_schema)
     links, flows = valid.links, valid.flows
     link_index: dict[str | int, int] = {}
@@ -129,6 +143,127 @@ def parse_netsim(doc: Any) -> NetsimCase:
             raise InputError(exc.field, [ids[i] for i in exc.value], exc.allowed) from None
         raise
     return NetsimCase(flows=fs, flow_ids=ids, link_ids=tuple(link_index))
+
+
+_LINK_KEYS = frozenset(("id", "capacity", "latency"))
+_FLOW_KEYS = frozenset(("id", "bytes", "start", "after", "paths"))
+_PATH_KEYS = frozenset(("links", "weight"))
+_ID_TYPES = frozenset((int, str))
+_NUMBER_TYPES = frozenset((int, float))
+_MAX_ID_CHARS = 200  # netsim_schema.is_id
+
+
+class _NotFast(Exception):
+    """The fast path gives up (the checked path decides)."""
+
+
+def _need(ok: bool) -> None:
+    if not ok:
+        raise _NotFast
+
+
+def _check_ids(ids: list) -> None:
+    """Every entry a string of at most 200 characters or an int64 integer (not a bool)."""
+    types = set(map(type, ids))
+    _need(types <= _ID_TYPES)
+    if str in types:
+        _need(max(len(x) for x in ids if type(x) is str) <= _MAX_ID_CHARS)
+    if int in types:
+        np.array([x for x in ids if type(x) is int], np.int64)  # OverflowError past int64
+
+
+def _numbers(values: list, default: float | None = None) -> np.ndarray:
+    """``float64`` of a column of numbers (ints or floats; ``None`` -> ``default`` if given),
+    all finite."""
+    if default is not None:
+        values = [default if v is None else v for v in values]
+    _need(set(map(type, values)) <= _NUMBER_TYPES)
+    out = np.array(values, np.float64)  # an int past float64: OverflowError
+    _need(bool(np.isfinite(out).all()))
+    return out
+
+
+def _fast_case(doc: Any) -> NetsimCase | None:
+    """The case of ``doc`` by columns, or ``None`` where the checked path must decide (module
+    docstring): accepted only if every field has the type and range the schema allows, every
+    id is unique and known, weights are on every path of a flow or on none, and the
+    :class:`FlowSet` accepts the arrays."""
+    try:
+        return _fast_case_or_raise(doc)
+    except (_NotFast, KeyError, TypeError, ValueError, OverflowError):  # InputError is one
+        return None
+
+
+def _fast_case_or_raise(doc: Any) -> NetsimCase:
+    from itertools import chain
+
+    _need(type(doc) is dict and doc.keys() == {"links", "flows"})
+    links, flows = doc["links"], doc["flows"]
+    _need(type(links) is list and type(flows) is list)
+    for key in ("links", "flows"):  # as netsim_schema.validate_netsim, before anything
+        check_count(key, len(doc[key]), 512, key)
+    # links: {id, capacity, latency?}
+    _need(all(type(x) is dict for x in links))
+    _need(all(x.keys() <= _LINK_KEYS for x in links))
+    link_ids = [x["id"] for x in links]
+    _check_ids(link_ids)
+    link_index = dict(zip(link_ids, range(len(link_ids)), strict=True))
+    _need(len(link_index) == len(link_ids))
+    cap = _numbers([x["capacity"] for x in links])
+    _need(bool((cap > 0).all()))
+    lat = _numbers([x.get("latency") for x in links], 0.0) + 0.0  # -0.0 -> 0.0 (`or 0.0`)
+    _need(bool((lat >= 0).all()))
+    # flows: {id, bytes, start?, after?, paths}
+    _need(all(type(x) is dict for x in flows))
+    _need(all(x.keys() <= _FLOW_KEYS for x in flows))
+    flow_ids = [x["id"] for x in flows]
+    _check_ids(flow_ids)
+    flow_index = dict(zip(flow_ids, range(len(flow_ids)), strict=True))
+    _need(len(flow_index) == len(flow_ids))
+    size = _numbers([x["bytes"] for x in flows])
+    start = _numbers([x.get("start") for x in flows], 0.0) + 0.0  # as `flow.start or 0.0`
+    _need(bool((size >= 0).all() and (start >= 0).all()))
+    after = [x.get("after", []) for x in flows]
+    _need(all(type(a) is list for a in after))
+    flat_after = list(chain.from_iterable(after))
+    _need(set(map(type, flat_after)) <= _ID_TYPES)  # and each one a flow id:
+    deps = np.array(list(map(flow_index.__getitem__, flat_after)), np.int64)
+    dep_ptr = np.zeros(len(flows) + 1, np.int64)
+    np.cumsum(list(map(len, after)), out=dep_ptr[1:])
+    # paths: a non-empty list of {links: non-empty list of link ids, weight?} per flow
+    paths = [x["paths"] for x in flows]
+    _need(all(type(p) is list for p in paths))
+    n_paths = np.array(list(map(len, paths)), np.int64)
+    _need(bool((n_paths >= 1).all()))
+    flat_paths = list(chain.from_iterable(paths))
+    _need(all(type(p) is dict for p in flat_paths))
+    _need(all(p.keys() <= _PATH_KEYS for p in flat_paths))
+    hops = [p["links"] for p in flat_paths]
+    _need(all(type(h) is list for h in hops))
+    n_hops = np.array(list(map(len, hops)), np.int64)
+    _need(bool((n_hops >= 1).all()))
+    flat_hops = list(chain.from_iterable(hops))
+    _need(set(map(type, flat_hops)) <= _ID_TYPES)  # and each one a link id:
+    path_links = np.array(list(map(link_index.__getitem__, flat_hops)), np.int64)
+    raw_w = [p.get("weight") for p in flat_paths]
+    given = np.array([w is not None for w in raw_w], np.int64)
+    flow_ptr = np.zeros(len(flows) + 1, np.int64)
+    np.cumsum(n_paths, out=flow_ptr[1:])
+    per_flow = np.add.reduceat(given, flow_ptr[:-1]) if len(flows) else given[:0]
+    _need(bool(((per_flow == 0) | (per_flow == n_paths)).all()))  # on every path or none
+    weight = np.repeat(1.0 / n_paths, n_paths)
+    if given.any():
+        sel = np.flatnonzero(given)
+        w = _numbers([raw_w[i] for i in sel])
+        _need(bool(((w > 0) & (w <= 1)).all()))
+        weight[sel] = w
+    path_ptr = np.zeros(len(flat_paths) + 1, np.int64)
+    np.cumsum(n_hops, out=path_ptr[1:])
+    fs = FlowSet(
+        capacity=cap, latency=lat, size=size, start=start, flow_ptr=flow_ptr,
+        path_ptr=path_ptr, path_links=path_links, weight=weight, dep_ptr=dep_ptr, deps=deps,
+    )  # fmt: skip
+    return NetsimCase(flows=fs, flow_ids=tuple(flow_index), link_ids=tuple(link_index))
 
 
 def load_netsim(path: str | Path) -> NetsimCase:

@@ -87,8 +87,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topoopt.flowsim._kernels import simulate_kernel
-from topoopt.flowsim._symmetry_kernels import gather_csr_rows
+from topoopt.flowsim.aot import simulate_kernel
 from topoopt.flowsim.flowset import FlowSet
 from traffic.errors import InputError
 
@@ -346,6 +345,8 @@ def expand_classes(
     >>> res.finish.tolist(), res.link_bytes.tolist(), res.simulated_flows
     ([1.5, 1.5, 1.5], [15.0], 1)
     """
+    from topoopt.flowsim._symmetry_kernels import gather_csr_rows  # numba (flowsim.aot)
+
     class_of = np.asarray(class_of, np.int64).reshape(-1)
     if class_of.size and (class_of.min() < 0 or class_of.max() >= flows.n_flows):
         raise InputError("class_of", int(class_of.max()), f"flow ids 0..{flows.n_flows - 1}")
