@@ -162,6 +162,11 @@ def _need(ok: bool) -> None:
         raise _NotFast
 
 
+def _only(kind: type, items: list) -> bool:
+    """Every item of ``items`` exactly of type ``kind`` (no subclass)."""
+    return set(map(type, items)) <= {kind}
+
+
 def _check_ids(ids: list) -> None:
     """Every entry a string of at most 200 characters or an int64 integer (not a bool)."""
     types = set(map(type, ids))
@@ -203,8 +208,7 @@ def _fast_case_or_raise(doc: Any) -> NetsimCase:
     for key in ("links", "flows"):  # as netsim_schema.validate_netsim, before anything
         check_count(key, len(doc[key]), 512, key)
     # links: {id, capacity, latency?}
-    _need(all(type(x) is dict for x in links))
-    _need(all(x.keys() <= _LINK_KEYS for x in links))
+    _need(_only(dict, links) and set().union(*links) <= _LINK_KEYS)
     link_ids = [x["id"] for x in links]
     _check_ids(link_ids)
     link_index = dict(zip(link_ids, range(len(link_ids)), strict=True))
@@ -214,8 +218,7 @@ def _fast_case_or_raise(doc: Any) -> NetsimCase:
     lat = _numbers([x.get("latency") for x in links], 0.0) + 0.0  # -0.0 -> 0.0 (`or 0.0`)
     _need(bool((lat >= 0).all()))
     # flows: {id, bytes, start?, after?, paths}
-    _need(all(type(x) is dict for x in flows))
-    _need(all(x.keys() <= _FLOW_KEYS for x in flows))
+    _need(_only(dict, flows) and set().union(*flows) <= _FLOW_KEYS)
     flow_ids = [x["id"] for x in flows]
     _check_ids(flow_ids)
     flow_index = dict(zip(flow_ids, range(len(flow_ids)), strict=True))
@@ -224,7 +227,7 @@ def _fast_case_or_raise(doc: Any) -> NetsimCase:
     start = _numbers([x.get("start") for x in flows], 0.0) + 0.0  # as `flow.start or 0.0`
     _need(bool((size >= 0).all() and (start >= 0).all()))
     after = [x.get("after", []) for x in flows]
-    _need(all(type(a) is list for a in after))
+    _need(_only(list, after))
     flat_after = list(chain.from_iterable(after))
     _need(set(map(type, flat_after)) <= _ID_TYPES)  # and each one a flow id:
     deps = np.array(list(map(flow_index.__getitem__, flat_after)), np.int64)
@@ -232,14 +235,13 @@ def _fast_case_or_raise(doc: Any) -> NetsimCase:
     np.cumsum(list(map(len, after)), out=dep_ptr[1:])
     # paths: a non-empty list of {links: non-empty list of link ids, weight?} per flow
     paths = [x["paths"] for x in flows]
-    _need(all(type(p) is list for p in paths))
+    _need(_only(list, paths))
     n_paths = np.array(list(map(len, paths)), np.int64)
     _need(bool((n_paths >= 1).all()))
     flat_paths = list(chain.from_iterable(paths))
-    _need(all(type(p) is dict for p in flat_paths))
-    _need(all(p.keys() <= _PATH_KEYS for p in flat_paths))
+    _need(_only(dict, flat_paths) and set().union(*flat_paths) <= _PATH_KEYS)
     hops = [p["links"] for p in flat_paths]
-    _need(all(type(h) is list for h in hops))
+    _need(_only(list, hops))
     n_hops = np.array(list(map(len, hops)), np.int64)
     _need(bool((n_hops >= 1).all()))
     flat_hops = list(chain.from_iterable(hops))
