@@ -3,8 +3,8 @@
 - When the module is built (``make setup``), every kernel it holds computes what the ``@njit``
   function computes, bit for bit: whole simulations of small random flow sets (multipath,
   latency, dependencies, multiplicity, the series), and the three helpers on random arrays.
-- Arguments of other types than the compiled ones (``int32`` keys, a strided array) go to the
-  JIT, with its result.
+- Arguments of other types than the compiled ones (``int32`` keys, a strided array, a float for
+  an integer...) go to the JIT.
 - When it is not built, the kernels are the ``@njit`` functions themselves.
 - The module's name follows the kernels' sources: one changed byte, another name.
 """
@@ -96,13 +96,25 @@ def test_compiled_helpers_equal_the_jit():
             want, got = (want,), (got,)
         for a, b in zip(want, got, strict=True):
             assert np.array_equal(a, b), name
-    # a brute-force check of the counting sort, then arguments the module was not built for
+    # the counting sort against a brute force
     ptr_k, order_k = aot.csr_by_key(keys, 30)
     assert np.array_equal(order_k, np.argsort(keys, kind="stable"))
     assert np.array_equal(ptr_k, np.concatenate([[0], np.cumsum(np.bincount(keys, minlength=30))]))
-    for other in (keys.astype(np.int32), np.repeat(keys, 2)[::2]):
-        p2, o2 = aot.csr_by_key(other, 30)
-        assert np.array_equal(p2, ptr_k) and np.array_equal(o2, order_k)
+
+
+def test_other_argument_types_go_to_the_jit(monkeypatch):
+    """The compiled function only for the types it was built for (no new numba compile here:
+    the JIT is a stand-in that records its calls)."""
+    calls = []
+    monkeypatch.setattr(aot, "jit_kernel", lambda name: lambda *a: calls.append(name) or "jit")
+    kernel = aot._guarded("csr_by_key", lambda *a: "compiled")
+    keys = np.arange(6, dtype=np.int64)
+    assert kernel(keys, 6) == kernel(keys, np.int64(6)) == "compiled" and not calls
+    others = [(keys.astype(np.int32), 6), (np.repeat(keys, 2)[::2], 6), (keys, 6.0), (keys, True),
+              (keys.tolist(), 6), (keys.reshape(2, 3), 6), (keys,), (keys, 6, 0)]  # fmt: skip
+    for args in others:
+        assert kernel(*args) == "jit"
+    assert calls == ["csr_by_key"] * len(others)
 
 
 def test_module_name_follows_the_sources(tmp_path, monkeypatch):
