@@ -19,7 +19,9 @@ The kernels are imported from here (``from topoopt.flowsim.aot import simulate_k
 is the compiled function behind a check of its arguments: a call whose arguments are not of the
 types it was compiled for (:data:`AOT_KERNELS`: C-contiguous one-dimensional ``float64`` /
 ``int64`` arrays, ``float``, ``int``, ``bool``) goes to the ``@njit`` function, which compiles a
-version for them, so every call computes what the JIT path computes.
+version for them, so every call computes what the JIT path computes. Read-only arrays take the
+compiled path: these kernels never write their arguments (numba compiles each of them for
+read-only arrays of every argument).
 ``tests/flowsim/test_aot.py`` checks that the two agree bit for bit.
 """
 
