@@ -58,6 +58,12 @@ JUPITER_UPLINKS = 512
 OPTICAL_ITEMS = ("ocs_port", "transceiver", "fibre")
 
 
+def _less(new: float, old: float) -> str:
+    """``12.3 % less`` or ``4.0 % more``: ``new`` against ``old``."""
+    d = 100 * (1 - new / old)
+    return f"{d:.1f} % less" if d >= 0 else f"{-d:.1f} % more"
+
+
 def with_accelerator(table: PriceTable, capex_usd: float, power_w: float, note: str) -> PriceTable:
     """``table`` with its ``accelerator`` entry replaced (the other entries untouched)."""
     data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in table.data.items()}
@@ -218,21 +224,28 @@ def _jupiter(a) -> None:
         print(f"   OCS layer instead      {r['ocs_shape']}")
         print(
             f"   capex {c.capex_usd / 1e6:.3f} -> {o.capex_usd / 1e6:.3f} M$"
-            f" ({100 * (1 - o.capex_usd / c.capex_usd):.1f} % less); power"
-            f" {c.power_w / 1e3:.1f} -> {o.power_w / 1e3:.1f} kW"
-            f" ({100 * (1 - o.power_w / c.power_w):.1f} % less)"
+            f" ({_less(o.capex_usd, c.capex_usd)}); power"
+            f" {c.power_w / 1e3:.1f} -> {o.power_w / 1e3:.1f} kW ({_less(o.power_w, c.power_w)})"
         )
         nc, no = c.capex_by_component.get("nic", 0.0), o.capex_by_component.get("nic", 0.0)
         npc, npo = c.power_by_component.get("nic", 0.0), o.power_by_component.get("nic", 0.0)
         print(
-            f"   without the NICs: capex {100 * (1 - (o.capex_usd - no) / (c.capex_usd - nc)):.1f}"
-            f" % less, power {100 * (1 - (o.power_w - npo) / (c.power_w - npc)):.1f} % less"
+            f"   without the NICs: capex {_less(o.capex_usd - no, c.capex_usd - nc)}, power"
+            f" {_less(o.power_w - npo, c.power_w - npc)}"
         )
         (sc, sp), (lc, lp) = r["spine_layer"], r["ocs_layer"]
         print(
             f"   layer above the aggregation switches: spine {sc / 1e6:.3f} M$ / {sp / 1e3:.1f} kW"
             f" vs OCS layer {lc / 1e6:.3f} M$ / {lp / 1e3:.1f} kW"
-            f" ({100 * (1 - lc / sc):.1f} % less capex, {100 * (1 - lp / sp):.1f} % less power)"
+            f" (capex {_less(lc, sc)}, power {_less(lp, sp)})"
+        )
+        oc = o.capex_by_component.get("ocs", 0.0)
+        even = (c.capex_usd - (o.capex_usd - oc)) / o.bom["ocs_port"]
+        print(
+            f"   with free OCSes: capex {_less(o.capex_usd - oc, c.capex_usd)}; the OCS layer"
+            f" breaks even at ${even:,.0f} an OCS port;"
+            f" the spine is {100 * sc / c.capex_usd:.1f} % of the Clos's capex,"
+            f" {100 * sp / c.power_w:.1f} % of its power"
         )
         print(
             "   capex M$ Clos", {k: round(v / 1e6, 3) for k, v in c.capex_by_component.items()},
