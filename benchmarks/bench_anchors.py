@@ -1,0 +1,271 @@
+"""Anchors on their papers' own configurations (issue 26 item 5; ``docs/anchors.md``).
+
+Prices two published systems with topoopt's bill-of-materials rules and the default price table
+(``topoopt/fabrics/prices.yaml``), and prints every count, share and ratio; asserts nothing:
+
+- ``tpu-v4``: the TPU v4 supercomputer (Jouppi et al., ISCA'23): 4,096 chips, 64 cubes of
+  4x4x4 wired in copper, the faces of every cube joined through 48 Palomar OCSes of 136 ports
+  into a 16x16x16 3-D torus (:func:`topoopt.fabrics.tpu_v4_torus`). The paper's claim: the OCSes
+  and their optical components are under 5 % of system cost and under 3 % of system power.
+  Printed: the optical share under the default table's accelerator (A100/TPU-v4 class with its
+  host share, $12,000 / 450 W), under a TPU v4 chip's published maximum power (192 W, Google
+  Cloud's TPU v4 documentation; no price is published, so the default capex is kept), and the
+  break-even figures (the accelerator capex and power, or the fraction of commodity optics
+  prices and power, at which the shares fall to 5 % and 3 %).
+- ``jupiter``: a Jupiter fabric (Singh et al., SIGCOMM'15 "Jupiter Rising": 64 aggregation
+  blocks of 512 uplinks, 1.3 Pb/s at 40 G; Poutievski et al., SIGCOMM'22 "Jupiter Evolving":
+  the spine blocks replaced by an OCS layer, ~30 % capex and ~41 % power saved) built from the
+  catalogue's 64-port switches: every block a two-tier pod of 16 leaves and 16 aggregation
+  switches (512 servers of one port below, 512 uplinks above). With spine blocks: the
+  three-tier full-bisection Clos of the same switch model
+  (:func:`topoopt.fabrics.catalogue.plan_clos`); without: :func:`topoopt.fabrics.ocs_spine` with
+  64 pods on Palomar OCSes (2 ports a pod on each of 256 OCSes). Printed for 100, 200, 400 and
+  800 G (Tomahawk 2 64x100G, Tomahawk 3 64x200G, Tomahawk 4 64x400G, Tomahawk 5 64x800G; no
+  64-port 40 G switch is in the catalogue), whole network and the layer above the aggregation
+  switches alone.
+
+Usage::
+
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_anchors.py tpu-v4
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_anchors.py jupiter [--gbps 100 200 400]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from topoopt.fabrics import tpu_v4_torus
+from topoopt.fabrics.catalogue import SwitchModel, plan_bill_of_materials, plan_clos
+from topoopt.fabrics.cost import (
+    CostReport,
+    PriceTable,
+    bill_of_materials,
+    load_prices,
+    price_bill_of_materials,
+)
+from topoopt.fabrics.ocs_spine import ocs_spine
+
+TPU_V4_MAX_POWER_W = 192.0
+"""TPU v4 chip maximum power (Google Cloud TPU v4 documentation: "192 W maximum")."""
+
+JUPITER_BLOCKS = 64
+"""Aggregation blocks of a Jupiter fabric (Jupiter Rising, SIGCOMM'15: 64 blocks x 512 x 40 G)."""
+
+JUPITER_UPLINKS = 512
+"""Uplinks of one Jupiter aggregation block (Jupiter Rising, SIGCOMM'15)."""
+
+OPTICAL_ITEMS = ("ocs_port", "transceiver", "fibre")
+
+
+def _less(new: float, old: float) -> str:
+    """``12.3 % less`` or ``4.0 % more``: ``new`` against ``old``."""
+    d = 100 * (1 - new / old)
+    return f"{d:.1f} % less" if d >= 0 else f"{-d:.1f} % more"
+
+
+def with_accelerator(table: PriceTable, capex_usd: float, power_w: float, note: str) -> PriceTable:
+    """``table`` with its ``accelerator`` entry replaced (the other entries untouched)."""
+    data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in table.data.items()}
+    data["accelerator"] = {"capex_usd": capex_usd, "power_w": power_w, "source": note}
+    return PriceTable(data, f"{table.source}, accelerator {note}")
+
+
+def optical_share(r: CostReport) -> dict:
+    """OCS ports, transceivers and fibres (the optical path) against the whole system."""
+    keys = [k for k in r.capex_by_item if k.startswith(OPTICAL_ITEMS)]
+    oc = sum(r.capex_by_item[k] for k in keys)
+    op = sum(r.power_by_item[k] for k in keys)
+    ocs_c = sum(v for k, v in r.capex_by_item.items() if k.startswith("ocs_port"))
+    ocs_p = sum(v for k, v in r.power_by_item.items() if k.startswith("ocs_port"))
+    return {
+        "optics_capex_usd": oc,
+        "optics_power_w": op,
+        "capex_share": oc / r.system_capex_usd,
+        "power_share": op / r.system_power_w,
+        "ocs_capex_share": ocs_c / r.system_capex_usd,
+        "ocs_power_share": ocs_p / r.system_power_w,
+    }
+
+
+def tpu_v4(table: PriceTable | None = None, dims: str = "16x16x16") -> dict:
+    """TPU v4 pod priced: bill of materials, shares, and the break-even figures.
+
+    Break-even (``s`` the claimed share, ``O`` the optical cost, ``N`` the rest of the network,
+    ``n`` chips): accelerator capex ``a* = (O / s - O - N) / n``; optics price factor
+    ``f* = s (N + n a) / ((1 - s) O)`` (commodity optics scaled by ``f*`` give share ``s``).
+    """
+    table = load_prices() if table is None else table
+    fab = tpu_v4_torus(dims)
+    r = price_bill_of_materials(bill_of_materials(fab), table, fab.n_gpus)
+    sh = optical_share(r)
+    n = fab.n_gpus
+    oc, op = sh["optics_capex_usd"], sh["optics_power_w"]
+    rest_c, rest_p = r.capex_usd - oc, r.power_w - op
+    acc_c, acc_p = table.unit("accelerator")
+    return {
+        "chips": n,
+        "bom": r.bom,
+        "network_capex_usd": r.capex_usd,
+        "network_power_w": r.power_w,
+        "accelerator": (acc_c, acc_p),
+        **sh,
+        "break_even_accelerator_usd": (oc / 0.05 - oc - rest_c) / n,
+        "break_even_accelerator_w": (op / 0.03 - op - rest_p) / n,
+        "break_even_optics_price_factor": 0.05 * (rest_c + n * acc_c) / (0.95 * oc),
+        "break_even_optics_power_factor": 0.03 * (rest_p + n * acc_p) / (0.97 * op),
+    }
+
+
+def jupiter_pair(
+    model: SwitchModel,
+    blocks: int = JUPITER_BLOCKS,
+    uplinks: int = JUPITER_UPLINKS,
+    table: PriceTable | None = None,
+) -> dict:
+    """A Jupiter-sized fabric with spine blocks (three-tier Clos) and with an OCS layer instead.
+
+    Servers of one port: ``blocks * uplinks`` (every block non-blocking: as many servers below
+    as uplinks above). Returns both cost reports and the layer above the aggregation switches
+    of each (the spine tier: core switch ports with their cables' transceivers and fibres; the
+    OCS layer: OCS ports with the aggregation side's transceiver and fibre).
+    """
+    table = load_prices() if table is None else table
+    n = blocks * uplinks
+    g = model.gbps
+    clos = plan_clos(n, model)
+    if clos is None or clos.tiers != 3:
+        raise ValueError(f"{n} servers on {model.name}: no three-tier Clos")
+    rc = price_bill_of_materials(plan_bill_of_materials(clos, g), table)
+    fab = ocs_spine(n, model.radix, pods=blocks, port_bandwidth=g * 1e9 / 8)
+    ro = price_bill_of_materials(bill_of_materials(fab), table)
+    sw_c, sw_p = table.unit("switch_port", g)
+    tr_c, tr_p = table.unit("transceiver", g)
+    fi_c, fi_p = table.unit("fibre")
+    oc_c, oc_p = table.unit("ocs_port")
+    sh = clos.shape
+    core_ports = sh.cores * sh.spine_radix
+    core_cables = n  # full bisection: every server's bandwidth crosses the aggregation-core tier
+    spine_c = core_ports * sw_c + core_cables * (2 * tr_c + fi_c)
+    spine_p = core_ports * sw_p + core_cables * (2 * tr_p + fi_p)
+    info = fab.params
+    ocs_ports = info["ocses"] * info["ocs_radix"]
+    ends = 2 * info["circuits"]  # an aggregation port's transceiver and fibre per circuit end
+    layer_c = ocs_ports * oc_c + ends * (tr_c + fi_c)
+    layer_p = ocs_ports * oc_p + ends * (tr_p + fi_p)
+    return {
+        "servers": n,
+        "clos": rc,
+        "ocs": ro,
+        "clos_shape": {
+            "leaves": sh.leaves, "pods": sh.pods, "aggregation": sh.pods * sh.uplinks,
+            "cores": sh.cores, "core_ports": core_ports,
+        },
+        "ocs_shape": {
+            "leaves": info["leaves"], "pods": info["pods"], "aggregation": info["aggregation"],
+            "ocses": info["ocses"], "ocs_ports": ocs_ports, "circuits": info["circuits"],
+        },
+        "spine_layer": (spine_c, spine_p),
+        "ocs_layer": (layer_c, layer_p),
+    }  # fmt: skip
+
+
+def _tpu(_a) -> None:
+    base = load_prices()
+    chip = with_accelerator(
+        base, base.unit("accelerator")[0], TPU_V4_MAX_POWER_W,
+        "TPU v4 192 W maximum (Google Cloud TPU v4 documentation); capex kept at the default",
+    )  # fmt: skip
+    for name, table in (
+        ("default table (A100/TPU-v4 class, host share)", base),
+        ("TPU v4 chip", chip),
+    ):
+        t0 = time.process_time()
+        r = tpu_v4(table)
+        acc_c, acc_p = r["accelerator"]
+        print(f"== {name}: accelerator ${acc_c:,.0f} / {acc_p:g} W")
+        print(f"   {r['chips']} chips; BOM {r['bom']}")
+        print(
+            f"   network {r['network_capex_usd'] / 1e6:.3f} M$ /"
+            f" {r['network_power_w'] / 1e3:.1f} kW;"
+            f" optics (OCS ports + transceivers + fibres) {r['optics_capex_usd'] / 1e6:.3f} M$ /"
+            f" {r['optics_power_w'] / 1e3:.1f} kW"
+        )
+        print(
+            f"   optics share of system: capex {100 * r['capex_share']:.2f} %, power"
+            f" {100 * r['power_share']:.2f} % (OCSes alone {100 * r['ocs_capex_share']:.2f} %,"
+            f" {100 * r['ocs_power_share']:.2f} %)"
+        )
+        print(
+            f"   break-even: < 5 % of capex from an accelerator of"
+            f" ${r['break_even_accelerator_usd']:,.0f} (or optics at"
+            f" {r['break_even_optics_price_factor']:.3f}x commodity prices); < 3 % of power from"
+            f" {r['break_even_accelerator_w']:.0f} W a chip (or optics at"
+            f" {r['break_even_optics_power_factor']:.3f}x commodity power)"
+        )
+        print(f"   {time.process_time() - t0:.2f} s CPU")
+
+
+MODELS = {
+    100.0: SwitchModel("Tomahawk 2 64x100G", 64, 100.0),
+    200.0: SwitchModel("Tomahawk 3 64x200G", 64, 200.0),
+    400.0: SwitchModel("Tomahawk 4 64x400G", 64, 400.0),
+    800.0: SwitchModel("Tomahawk 5 64x800G", 64, 800.0),
+}
+
+
+def _jupiter(a) -> None:
+    for gbps in a.gbps:
+        t0 = time.process_time()
+        r = jupiter_pair(MODELS[gbps], a.blocks, a.uplinks)
+        c, o = r["clos"], r["ocs"]
+        print(f"== {a.blocks} blocks x {a.uplinks} uplinks at {gbps:g} G ({r['servers']} servers)")
+        print(f"   Clos with spine blocks {r['clos_shape']}")
+        print(f"   OCS layer instead      {r['ocs_shape']}")
+        print(
+            f"   capex {c.capex_usd / 1e6:.3f} -> {o.capex_usd / 1e6:.3f} M$"
+            f" ({_less(o.capex_usd, c.capex_usd)}); power"
+            f" {c.power_w / 1e3:.1f} -> {o.power_w / 1e3:.1f} kW ({_less(o.power_w, c.power_w)})"
+        )
+        nc, no = c.capex_by_component.get("nic", 0.0), o.capex_by_component.get("nic", 0.0)
+        npc, npo = c.power_by_component.get("nic", 0.0), o.power_by_component.get("nic", 0.0)
+        print(
+            f"   without the NICs: capex {_less(o.capex_usd - no, c.capex_usd - nc)}, power"
+            f" {_less(o.power_w - npo, c.power_w - npc)}"
+        )
+        (sc, sp), (lc, lp) = r["spine_layer"], r["ocs_layer"]
+        print(
+            f"   layer above the aggregation switches: spine {sc / 1e6:.3f} M$ / {sp / 1e3:.1f} kW"
+            f" vs OCS layer {lc / 1e6:.3f} M$ / {lp / 1e3:.1f} kW"
+            f" (capex {_less(lc, sc)}, power {_less(lp, sp)})"
+        )
+        oc = o.capex_by_component.get("ocs", 0.0)
+        even = (c.capex_usd - (o.capex_usd - oc)) / o.bom["ocs_port"]
+        print(
+            f"   with free OCSes: capex {_less(o.capex_usd - oc, c.capex_usd)}; the OCS layer"
+            f" breaks even at ${even:,.0f} an OCS port;"
+            f" the spine is {100 * sc / c.capex_usd:.1f} % of the Clos's capex,"
+            f" {100 * sp / c.power_w:.1f} % of its power"
+        )
+        print(
+            "   capex M$ Clos", {k: round(v / 1e6, 3) for k, v in c.capex_by_component.items()},
+            "OCS", {k: round(v / 1e6, 3) for k, v in o.capex_by_component.items()},
+        )  # fmt: skip
+        print(f"   {time.process_time() - t0:.2f} s CPU")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="anchor", required=True)
+    sub.add_parser("tpu-v4").set_defaults(run=_tpu)
+    j = sub.add_parser("jupiter")
+    j.add_argument("--gbps", type=float, nargs="+", default=[100.0, 200.0, 400.0, 800.0])
+    j.add_argument("--blocks", type=int, default=JUPITER_BLOCKS)
+    j.add_argument("--uplinks", type=int, default=JUPITER_UPLINKS)
+    j.set_defaults(run=_jupiter)
+    a = ap.parse_args()
+    a.run(a)
+
+
+if __name__ == "__main__":
+    main()
