@@ -39,7 +39,7 @@ Examples
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from topoopt.numba_cache import kernel_cache
 
@@ -480,6 +480,60 @@ def _path_done(
     return hsize
 
 
+@njit(cache=_CACHE, parallel=True, error_model="numpy")
+def _scatter_rows(gl, n, gshare, rmeta, rw, d, dl, nd):
+    """Sum the built rows of groups ``gl[:n]`` (``(link, count)`` times the group's rate
+    ``gshare``) into ``d[b, link] = (rate sum, count sum)`` on the two cores: block ``b`` takes
+    the groups ``gl[lo_b:hi_b]`` (the list cut where half the row entries are behind it), adds
+    them in list order into its own ``d[b]`` (zero on entry) and lists each link it touches
+    first in ``dl[b, :nd[b]]``. The blocks depend on the rows alone, never on the number of
+    threads, so the sums (and the caller's ``fw + d[0] + d[1]``) are the same on one core."""
+    tot = 0
+    for k in range(n):
+        tot += rmeta[gl[k], 1]
+    half = 0
+    cut = n
+    for k in range(n):
+        if 2 * half >= tot:
+            cut = k
+            break
+        half += rmeta[gl[k], 1]
+    for b in prange(2):
+        lo = 0 if b == 0 else cut
+        hi = cut if b == 0 else n
+        w = 0
+        for k in range(lo, hi):
+            g = gl[k]
+            rp = gshare[g]
+            a = rmeta[g, 0]
+            for q in range(a, a + rmeta[g, 1]):
+                lk = rw[q, 0]
+                cn = rw[q, 1]
+                c = d[b, lk, 1]
+                dl[b, w] = lk  # listed on its first count, without a branch
+                w += np.int64(c == 0.0)
+                d[b, lk, 0] += rp * cn
+                d[b, lk, 1] = c + cn
+        nd[b] = w
+
+
+@njit(cache=_CACHE)
+def _rows_built(gl, n, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links, s_nl, s_mult):
+    """Build the rows of groups ``gl[:n]`` (:func:`_row`) and count their entries; returns
+    ``-1`` if building one dropped the others (no room left), else the entries."""
+    for k in range(n):
+        g = gl[k]
+        if not r_ok[g]:
+            _row(g, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links, s_nl, s_mult)
+    tot = 0
+    for k in range(n):
+        g = gl[k]
+        if not r_ok[g]:
+            return -1
+        tot += rmeta[g, 1]
+    return tot
+
+
 @njit(cache=_CACHE)
 def _grow(a, need):
     if need <= a.shape[0]:
@@ -492,7 +546,7 @@ def _grow(a, need):
 @njit(cache=_CACHE, error_model="numpy")
 def simulate_kernel(
     cap, path_ptr, path_links, pflow, pbytes, plat, flow_ptr, start, dep_ptr, deps, rdep_ptr,
-    rdep, lp_ptr, rtol, record, emult, max_refills, row_space,
+    rdep, lp_ptr, rtol, record, emult, max_refills, row_space, par_min,
 ):  # fmt: skip
     """Run the event loop of :func:`topoopt.flowsim.simulator.simulate` on flat arrays.
 
@@ -525,7 +579,11 @@ def simulate_kernel(
     (``refilled > max_refills`` on return; the other results are then incomplete).
     ``row_space`` entries hold the groups' rows (0: four per incidence entry and sixteen per
     link; at least the two per incidence entry that the largest row may need); when they run
-    out every row is built again on its next use.
+    out every row is built again on its next use. An event whose load sums (the re-filled
+    groups' load given back, or the kept groups' load taken from the capacity) cover at least
+    ``par_min`` row entries (``par_min >= 0``) sums them on two cores (:func:`_scatter_rows`:
+    two fixed blocks of groups, whatever the number of threads; each link then gets block 0's
+    sum, then block 1's), which moves the free capacities by rounding only.
     """
     n_p = pbytes.shape[0]
     n_f = start.shape[0]
@@ -597,6 +655,10 @@ def simulate_kernel(
     wbuf = np.empty(max(n_p, 1))
     mbuf = np.empty(max(n_p, 1), np.int64)
     touched = np.empty(n_l, np.int64)
+    dsum = np.zeros((2, n_l, 2))  # the two cores' row sums (_scatter_rows), zero between uses
+    dl = np.empty((2, n_l + 1), np.int64)
+    nd = np.zeros(2, np.int64)
+    kwork = np.empty(max(n_l, 1), np.int64)
     st = np.empty(16)
     sl = np.empty(16, np.int64)
     sv = np.empty(16)
@@ -769,14 +831,34 @@ def simulate_kernel(
             else:
                 kk += ln
         fresh = kk + n_l // 2 < rr
+        par = -1  # row entries summed on the two cores (-1: none)
+        if fresh and 0 <= par_min <= kk:
+            nk = 0
+            for k in range(n_g[0]):
+                g = glist[k]
+                kwork[nk] = g
+                nk += np.int64(gin[g] != ev)
+            par = _rows_built(
+                kwork, nk, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links, s_nl,
+                s_mult,
+            )  # fmt: skip
+            if par >= 0:
+                _scatter_rows(kwork, nk, gshare, rmeta, rw, dsum, dl, nd)
+                for lk in range(n_l):
+                    fw[lk, 0] = (cap[lk] - dsum[0, lk, 0]) - dsum[1, lk, 0]
+                    fw[lk, 1] = nact[lk] - dsum[0, lk, 1] - dsum[1, lk, 1]
+                    dsum[0, lk, 0] = 0.0
+                    dsum[0, lk, 1] = 0.0
+                    dsum[1, lk, 0] = 0.0
+                    dsum[1, lk, 1] = 0.0
         if fresh:
             # Fewer kept than re-filled: the free capacity is the capacity less the kept
             # groups' load (the sum the resync below makes) and the count to fill is the active
             # count less theirs, arrivals included; the links with a count are listed in order.
-            for lk in range(n_l):
+            for lk in range(n_l if par < 0 else 0):
                 fw[lk, 0] = cap[lk]
                 fw[lk, 1] = nact[lk]
-            for k in range(n_g[0]):
+            for k in range(n_g[0] if par < 0 else 0):
                 g = glist[k]
                 if gin[g] != ev:
                     rp = gshare[g]
@@ -815,6 +897,35 @@ def simulate_kernel(
                         slinks[n_sl] = lk
                         n_sl += 1
                     fw[lk, 1] = c + mf
+        if not fresh and 0 <= par_min <= rr and n_w > 1:
+            # the re-filled groups' load given back on the two cores (_scatter_rows): each link
+            # gets its two blocks' sums in block order
+            par = _rows_built(
+                gwork, n_w, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links, s_nl,
+                s_mult,
+            )  # fmt: skip
+            if par >= 0:
+                for k in range(n_w):
+                    left += gsz[gwork[k]]
+                    n_rows += gsz[gwork[k]]
+                _scatter_rows(gwork, n_w, gshare, rmeta, rw, dsum, dl, nd)
+                n_w = 0
+                for b in range(2):
+                    for k in range(nd[b]):
+                        lk = dl[b, k]
+                        cb = dsum[b, lk, 1]
+                        if cb == 0.0:  # summed in with block 0
+                            continue
+                        c = fw[lk, 1]
+                        slinks[n_sl] = lk
+                        n_sl += np.int64(c == 0.0)
+                        o1 = 1 - b  # block 1's sum after block 0's (none after its own)
+                        fw[lk, 0] = (fw[lk, 0] + dsum[b, lk, 0]) + o1 * dsum[1, lk, 0]
+                        fw[lk, 1] = c + cb + o1 * dsum[1, lk, 1]
+                        dsum[b, lk, 0] = 0.0
+                        dsum[b, lk, 1] = 0.0
+                        dsum[1, lk, 0] = 0.0
+                        dsum[1, lk, 1] = 0.0
         n_chk = 0  # slinks[:n_chk] have their groups re-filled
         while True:
             while n_w > 0:
