@@ -481,13 +481,15 @@ def _path_done(
 
 
 @njit(cache=_CACHE, parallel=True, error_model="numpy")
-def _scatter_rows(gl, n, gshare, rmeta, rw, d, dl, nd):
-    """Sum the built rows of groups ``gl[:n]`` (``(link, count)`` times the group's rate
-    ``gshare``) into ``d[b, link] = (rate sum, count sum)`` on the two cores: block ``b`` takes
-    the groups ``gl[lo_b:hi_b]`` (the list cut where half the row entries are behind it), adds
-    them in list order into its own ``d[b]`` (zero on entry) and lists each link it touches
-    first in ``dl[b, :nd[b]]``. The blocks depend on the rows alone, never on the number of
-    threads, so the sums (and the caller's ``fw + d[0] + d[1]``) are the same on one core."""
+def _scatter_rows(gl, n, gshare, rmeta, rw, sign, fw, slinks, n_sl, d, dl, nd):
+    """Add ``sign`` times the built rows of groups ``gl[:n]`` (``(link, count)`` times the
+    group's rate ``gshare``) to ``fw[link] = (free capacity, count)`` on the two cores, in two
+    blocks of the list (cut where half the row entries are behind it). Block 0 adds its groups
+    into ``fw`` in list order, listing at ``slinks[n_sl:]`` each link whose count was 0 (its
+    number in ``nd[0]``); block 1 sums its groups into ``d`` (zero on entry), listing the links
+    it touches in ``dl[:nd[1]]``, for the caller to add after block 0's (:func:`_add_block`).
+    The blocks depend on the rows alone, never on the number of threads, so the sums are the
+    same on one core; they differ from the one-block order by rounding only."""
     tot = 0
     for k in range(n):
         tot += rmeta[gl[k], 1]
@@ -499,22 +501,51 @@ def _scatter_rows(gl, n, gshare, rmeta, rw, d, dl, nd):
             break
         half += rmeta[gl[k], 1]
     for b in prange(2):
-        lo = 0 if b == 0 else cut
-        hi = cut if b == 0 else n
         w = 0
-        for k in range(lo, hi):
-            g = gl[k]
-            rp = gshare[g]
-            a = rmeta[g, 0]
-            for q in range(a, a + rmeta[g, 1]):
-                lk = rw[q, 0]
-                cn = rw[q, 1]
-                c = d[b, lk, 1]
-                dl[b, w] = lk  # listed on its first count, without a branch
-                w += np.int64(c == 0.0)
-                d[b, lk, 0] += rp * cn
-                d[b, lk, 1] = c + cn
+        if b == 0:
+            for k in range(cut):
+                g = gl[k]
+                rp = sign * gshare[g]
+                a = rmeta[g, 0]
+                for q in range(a, a + rmeta[g, 1]):
+                    lk = rw[q, 0]
+                    cn = rw[q, 1]
+                    c = fw[lk, 1]
+                    slinks[n_sl + w] = lk  # listed on its first count, without a branch
+                    w += np.int64(c == 0.0)
+                    fw[lk, 0] += rp * cn
+                    fw[lk, 1] = c + sign * cn
+        else:
+            for k in range(cut, n):
+                g = gl[k]
+                rp = gshare[g]
+                a = rmeta[g, 0]
+                for q in range(a, a + rmeta[g, 1]):
+                    lk = rw[q, 0]
+                    cn = rw[q, 1]
+                    c = d[lk, 1]
+                    dl[w] = lk
+                    w += np.int64(c == 0.0)
+                    d[lk, 0] += rp * cn
+                    d[lk, 1] = c + cn
         nd[b] = w
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def _add_block(sign, fw, slinks, n_sl, d, dl, nd):
+    """Add ``sign`` times block 1's sums ``d`` (:func:`_scatter_rows`) to ``fw``, listing at
+    ``slinks[n_sl:]`` the links whose count was 0, and zero ``d`` again; returns the new
+    ``n_sl``."""
+    for k in range(nd[1]):
+        lk = dl[k]
+        c = fw[lk, 1]
+        slinks[n_sl] = lk
+        n_sl += np.int64(c == 0.0)
+        fw[lk, 0] += sign * d[lk, 0]
+        fw[lk, 1] = c + sign * d[lk, 1]
+        d[lk, 0] = 0.0
+        d[lk, 1] = 0.0
+    return n_sl
 
 
 @njit(cache=_CACHE)
@@ -582,8 +613,8 @@ def simulate_kernel(
     out every row is built again on its next use. An event whose load sums (the re-filled
     groups' load given back, or the kept groups' load taken from the capacity) cover at least
     ``par_min`` row entries (``par_min >= 0``) sums them on two cores (:func:`_scatter_rows`:
-    two fixed blocks of groups, whatever the number of threads; each link then gets block 0's
-    sum, then block 1's), which moves the free capacities by rounding only.
+    two fixed blocks of groups, whatever the number of threads; block 0 adds into the free
+    capacities, block 1 into sums added after it), which moves them by rounding only.
     """
     n_p = pbytes.shape[0]
     n_f = start.shape[0]
@@ -655,8 +686,8 @@ def simulate_kernel(
     wbuf = np.empty(max(n_p, 1))
     mbuf = np.empty(max(n_p, 1), np.int64)
     touched = np.empty(n_l, np.int64)
-    dsum = np.zeros((2, n_l, 2))  # the two cores' row sums (_scatter_rows), zero between uses
-    dl = np.empty((2, n_l + 1), np.int64)
+    dsum = np.zeros((n_l, 2))  # the second core's row sums (_scatter_rows), zero between uses
+    dl = np.empty(n_l + 1, np.int64)
     nd = np.zeros(2, np.int64)
     kwork = np.empty(max(n_l, 1), np.int64)
     st = np.empty(16)
@@ -843,14 +874,11 @@ def simulate_kernel(
                 s_mult,
             )  # fmt: skip
             if par >= 0:
-                _scatter_rows(kwork, nk, gshare, rmeta, rw, dsum, dl, nd)
                 for lk in range(n_l):
-                    fw[lk, 0] = (cap[lk] - dsum[0, lk, 0]) - dsum[1, lk, 0]
-                    fw[lk, 1] = nact[lk] - dsum[0, lk, 1] - dsum[1, lk, 1]
-                    dsum[0, lk, 0] = 0.0
-                    dsum[0, lk, 1] = 0.0
-                    dsum[1, lk, 0] = 0.0
-                    dsum[1, lk, 1] = 0.0
+                    fw[lk, 0] = cap[lk]
+                    fw[lk, 1] = nact[lk]
+                _scatter_rows(kwork, nk, gshare, rmeta, rw, -1.0, fw, slinks, 0, dsum, dl, nd)
+                _add_block(-1.0, fw, slinks, 0, dsum, dl, nd)
         if fresh:
             # Fewer kept than re-filled: the free capacity is the capacity less the kept
             # groups' load (the sum the resync below makes) and the count to fill is the active
@@ -898,8 +926,8 @@ def simulate_kernel(
                         n_sl += 1
                     fw[lk, 1] = c + mf
         if not fresh and 0 <= par_min <= rr and n_w > 1:
-            # the re-filled groups' load given back on the two cores (_scatter_rows): each link
-            # gets its two blocks' sums in block order
+            # the re-filled groups' load given back on the two cores (_scatter_rows): block 0
+            # into the free capacities, then block 1's sums
             par = _rows_built(
                 gwork, n_w, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links, s_nl,
                 s_mult,
@@ -908,24 +936,9 @@ def simulate_kernel(
                 for k in range(n_w):
                     left += gsz[gwork[k]]
                     n_rows += gsz[gwork[k]]
-                _scatter_rows(gwork, n_w, gshare, rmeta, rw, dsum, dl, nd)
+                _scatter_rows(gwork, n_w, gshare, rmeta, rw, 1.0, fw, slinks, n_sl, dsum, dl, nd)
+                n_sl = _add_block(1.0, fw, slinks, n_sl + nd[0], dsum, dl, nd)
                 n_w = 0
-                for b in range(2):
-                    for k in range(nd[b]):
-                        lk = dl[b, k]
-                        cb = dsum[b, lk, 1]
-                        if cb == 0.0:  # summed in with block 0
-                            continue
-                        c = fw[lk, 1]
-                        slinks[n_sl] = lk
-                        n_sl += np.int64(c == 0.0)
-                        o1 = 1 - b  # block 1's sum after block 0's (none after its own)
-                        fw[lk, 0] = (fw[lk, 0] + dsum[b, lk, 0]) + o1 * dsum[1, lk, 0]
-                        fw[lk, 1] = c + cb + o1 * dsum[1, lk, 1]
-                        dsum[b, lk, 0] = 0.0
-                        dsum[b, lk, 1] = 0.0
-                        dsum[1, lk, 0] = 0.0
-                        dsum[1, lk, 1] = 0.0
         n_chk = 0  # slinks[:n_chk] have their groups re-filled
         while True:
             while n_w > 0:
