@@ -195,16 +195,8 @@ def build_case(case: str, n: int, FlowSet, bf):
 
 def child(tree: str, case: str, n: int, out: str) -> None:
     """Run one case in this process with ``topoopt`` from ``tree``; write the figures to
-    ``out`` (JSON) and the finish times next to it (``.npy``). ``TOPOOPT_BENCH_PARALLEL_MIN``
-    (set by ``--parallel-min``) sets the simulator's ``PARALLEL_MIN`` (two-core load sums)."""
+    ``out`` (JSON) and the finish times next to it (``.npy``)."""
     FlowSet, simulate, bf = _flow_tools(tree)
-    par = os.environ.get("TOPOOPT_BENCH_PARALLEL_MIN")
-    if par is not None:
-        import topoopt.flowsim.simulator as simulator
-
-        if not hasattr(simulator, "PARALLEL_MIN"):
-            raise SystemExit(f"--parallel-min: {tree} has no two-core load sums")
-        simulator.PARALLEL_MIN = int(par)
     simulate(bf.flow_set("fat-tree k=4", 20, "random", stagger=0.1))  # load the kernels
     fs = build_case(case, n, FlowSet, bf)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -216,15 +208,10 @@ def child(tree: str, case: str, n: int, out: str) -> None:
     )
 
 
-PARALLEL: dict[str, str] = {}
-"""Extra environment of this tree's child processes (``--parallel-min``)."""
-
-
 def run_tree(tree: str, case: str, n: int, tmp: str) -> tuple[dict, np.ndarray]:
     out = str(Path(tmp) / f"{abs(hash((tree, case, n)))}.json")
     cmd = [sys.executable, __file__, "--child", tree, case, str(n), out]
-    extra = PARALLEL if tree == str(ROOT) else {}
-    subprocess.run(cmd, check=True, env={**os.environ, **extra, "PYTHONPATH": tree})
+    subprocess.run(cmd, check=True, env={**os.environ, "PYTHONPATH": tree})
     return json.loads(Path(out).read_text()), np.load(out + ".npy")
 
 
@@ -274,12 +261,6 @@ def main(argv: list[str] | None = None) -> None:
         "--gpt3-fabrics", nargs="*", default=["ideal", "fat-tree"], help="e.g. rail, joint"
     )
     ap.add_argument("--gpt3-timeout", type=float, default=900.0)
-    ap.add_argument(
-        "--parallel-min",
-        type=int,
-        help="this tree's PARALLEL_MIN (row entries at which an event's load sums run on two "
-        "cores; default: the simulator's, -1 = never); sets OMP_WAIT_POLICY=passive",
-    )
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -287,12 +268,6 @@ def main(argv: list[str] | None = None) -> None:
         child(tree, case, int(n), out)
         return
     sizes = {"one-link": args.one_link, "k16-mixed": args.k16}
-    if args.parallel_min is not None:
-        # the two-core sums fork and join at every large event: idle OpenMP threads sleep
-        # instead of spinning (on a loaded machine a spinning pool costs many times the work)
-        PARALLEL.update(
-            TOPOOPT_BENCH_PARALLEL_MIN=str(args.parallel_min), OMP_WAIT_POLICY="passive"
-        )
     load = os.getloadavg()[0]
     print(f"load average {load:.1f} on {os.cpu_count()} cores (wall times inflate under load)")
     with tempfile.TemporaryDirectory() as tmp:

@@ -450,28 +450,3 @@ def test_a_kept_flow_above_a_falling_level_is_re_filled():
     assert loads[np.searchsorted(times, 1.0, side="right") - 1] == pytest.approx(10.0 / 3.0)
     start, finish = reference_simulation(fs)
     np.testing.assert_allclose(res.finish, finish, rtol=1e-12)
-
-
-@pytest.mark.parametrize("seed", range(3))
-def test_load_sums_on_two_cores_match_one_core_and_the_reference(seed, monkeypatch):
-    """The event loop with every event's load sums split over two cores (``PARALLEL_MIN`` 0:
-    the re-filled groups' load given back, or the kept groups' load taken from the capacity,
-    in two blocks) against the one-core loop (-1), which the test above holds to the
-    from-scratch simulation on the same cases: the same events and re-fills, times equal up to
-    rounding."""
-    import topoopt.flowsim.simulator as simulator
-
-    rng = np.random.default_rng(3000 + seed)
-    fs = random_flowset(
-        rng, 24, 60, multipath=seed != 1, zero=False, deps=seed == 2, latency=True,
-        stagger=[0.0, 0.5, 0.3][seed],
-    )  # fmt: skip
-    monkeypatch.setattr(simulator, "PARALLEL_MIN", -1)
-    one = simulate(fs)
-    monkeypatch.setattr(simulator, "PARALLEL_MIN", 0)
-    two = simulate(fs)
-    assert (two.n_events, two.refills) == (one.n_events, one.refills)
-    np.testing.assert_allclose(two.finish, one.finish, rtol=1e-12)
-    np.testing.assert_allclose(two.start, one.start, rtol=1e-12)
-    small = simulate(four_flows())  # the closed form above, through the two-core sums
-    np.testing.assert_allclose(small.finish, [3.25, 50.5, 1.0, 200.0], rtol=1e-12)

@@ -39,7 +39,7 @@ Examples
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from topoopt.numba_cache import kernel_cache
 
@@ -480,91 +480,6 @@ def _path_done(
     return hsize
 
 
-@njit(cache=_CACHE, parallel=True, error_model="numpy")
-def _scatter_rows(gl, n, gshare, rmeta, rw, sign, fw, slinks, n_sl, d, dl, nd):
-    """Add ``sign`` times the built rows of groups ``gl[:n]`` (``(link, count)`` times the
-    group's rate ``gshare``) to ``fw[link] = (free capacity, count)`` on the two cores, in two
-    blocks of the list (cut where half the row entries are behind it). Block 0 adds its groups
-    into ``fw`` in list order, listing at ``slinks[n_sl:]`` each link whose count was 0 (its
-    number in ``nd[0]``); block 1 sums its groups into ``d`` (zero on entry), listing the links
-    it touches in ``dl[:nd[1]]``, for the caller to add after block 0's (:func:`_add_block`).
-    The blocks depend on the rows alone, never on the number of threads, so the sums are the
-    same on one core; they differ from the one-block order by rounding only."""
-    tot = 0
-    for k in range(n):
-        tot += rmeta[gl[k], 1]
-    half = 0
-    cut = n
-    for k in range(n):
-        if 2 * half >= tot:
-            cut = k
-            break
-        half += rmeta[gl[k], 1]
-    for b in prange(2):
-        w = 0
-        if b == 0:
-            for k in range(cut):
-                g = gl[k]
-                rp = sign * gshare[g]
-                a = rmeta[g, 0]
-                for q in range(a, a + rmeta[g, 1]):
-                    lk = rw[q, 0]
-                    cn = rw[q, 1]
-                    c = fw[lk, 1]
-                    slinks[n_sl + w] = lk  # listed on its first count, without a branch
-                    w += np.int64(c == 0.0)
-                    fw[lk, 0] += rp * cn
-                    fw[lk, 1] = c + sign * cn
-        else:
-            for k in range(cut, n):
-                g = gl[k]
-                rp = gshare[g]
-                a = rmeta[g, 0]
-                for q in range(a, a + rmeta[g, 1]):
-                    lk = rw[q, 0]
-                    cn = rw[q, 1]
-                    c = d[lk, 1]
-                    dl[w] = lk
-                    w += np.int64(c == 0.0)
-                    d[lk, 0] += rp * cn
-                    d[lk, 1] = c + cn
-        nd[b] = w
-
-
-@njit(cache=_CACHE, error_model="numpy")
-def _add_block(sign, fw, slinks, n_sl, d, dl, nd):
-    """Add ``sign`` times block 1's sums ``d`` (:func:`_scatter_rows`) to ``fw``, listing at
-    ``slinks[n_sl:]`` the links whose count was 0, and zero ``d`` again; returns the new
-    ``n_sl``."""
-    for k in range(nd[1]):
-        lk = dl[k]
-        c = fw[lk, 1]
-        slinks[n_sl] = lk
-        n_sl += np.int64(c == 0.0)
-        fw[lk, 0] += sign * d[lk, 0]
-        fw[lk, 1] = c + sign * d[lk, 1]
-        d[lk, 0] = 0.0
-        d[lk, 1] = 0.0
-    return n_sl
-
-
-@njit(cache=_CACHE)
-def _rows_built(gl, n, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links, s_nl, s_mult):
-    """Build the rows of groups ``gl[:n]`` (:func:`_row`) and count their entries; returns
-    ``-1`` if building one dropped the others (no room left), else the entries."""
-    for k in range(n):
-        g = gl[k]
-        if not r_ok[g]:
-            _row(g, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links, s_nl, s_mult)
-    tot = 0
-    for k in range(n):
-        g = gl[k]
-        if not r_ok[g]:
-            return -1
-        tot += rmeta[g, 1]
-    return tot
-
-
 @njit(cache=_CACHE)
 def _grow(a, need):
     if need <= a.shape[0]:
@@ -577,7 +492,7 @@ def _grow(a, need):
 @njit(cache=_CACHE, error_model="numpy")
 def simulate_kernel(
     cap, path_ptr, path_links, pflow, pbytes, plat, flow_ptr, start, dep_ptr, deps, rdep_ptr,
-    rdep, lp_ptr, rtol, record, emult, max_refills, row_space, par_min,
+    rdep, lp_ptr, rtol, record, emult, max_refills, row_space,
 ):  # fmt: skip
     """Run the event loop of :func:`topoopt.flowsim.simulator.simulate` on flat arrays.
 
@@ -610,11 +525,7 @@ def simulate_kernel(
     (``refilled > max_refills`` on return; the other results are then incomplete).
     ``row_space`` entries hold the groups' rows (0: four per incidence entry and sixteen per
     link; at least the two per incidence entry that the largest row may need); when they run
-    out every row is built again on its next use. An event whose load sums (the re-filled
-    groups' load given back, or the kept groups' load taken from the capacity) cover at least
-    ``par_min`` row entries (``par_min >= 0``) sums them on two cores (:func:`_scatter_rows`:
-    two fixed blocks of groups, whatever the number of threads; block 0 adds into the free
-    capacities, block 1 into sums added after it), which moves them by rounding only.
+    out every row is built again on its next use.
     """
     n_p = pbytes.shape[0]
     n_f = start.shape[0]
@@ -686,10 +597,6 @@ def simulate_kernel(
     wbuf = np.empty(max(n_p, 1))
     mbuf = np.empty(max(n_p, 1), np.int64)
     touched = np.empty(n_l, np.int64)
-    dsum = np.zeros((n_l, 2))  # the second core's row sums (_scatter_rows), zero between uses
-    dl = np.empty(n_l + 1, np.int64)
-    nd = np.zeros(2, np.int64)
-    kwork = np.empty(max(n_l, 1), np.int64)
     st = np.empty(16)
     sl = np.empty(16, np.int64)
     sv = np.empty(16)
@@ -862,31 +769,14 @@ def simulate_kernel(
             else:
                 kk += ln
         fresh = kk + n_l // 2 < rr
-        par = -1  # row entries summed on the two cores (-1: none)
-        if fresh and 0 <= par_min <= kk:
-            nk = 0
-            for k in range(n_g[0]):
-                g = glist[k]
-                kwork[nk] = g
-                nk += np.int64(gin[g] != ev)
-            par = _rows_built(
-                kwork, nk, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links, s_nl,
-                s_mult,
-            )  # fmt: skip
-            if par >= 0:
-                for lk in range(n_l):
-                    fw[lk, 0] = cap[lk]
-                    fw[lk, 1] = nact[lk]
-                _scatter_rows(kwork, nk, gshare, rmeta, rw, -1.0, fw, slinks, 0, dsum, dl, nd)
-                _add_block(-1.0, fw, slinks, 0, dsum, dl, nd)
         if fresh:
             # Fewer kept than re-filled: the free capacity is the capacity less the kept
             # groups' load (the sum the resync below makes) and the count to fill is the active
             # count less theirs, arrivals included; the links with a count are listed in order.
-            for lk in range(n_l if par < 0 else 0):
+            for lk in range(n_l):
                 fw[lk, 0] = cap[lk]
                 fw[lk, 1] = nact[lk]
-            for k in range(n_g[0] if par < 0 else 0):
+            for k in range(n_g[0]):
                 g = glist[k]
                 if gin[g] != ev:
                     rp = gshare[g]
@@ -925,20 +815,6 @@ def simulate_kernel(
                         slinks[n_sl] = lk
                         n_sl += 1
                     fw[lk, 1] = c + mf
-        if not fresh and 0 <= par_min <= rr and n_w > 1:
-            # the re-filled groups' load given back on the two cores (_scatter_rows): block 0
-            # into the free capacities, then block 1's sums
-            par = _rows_built(
-                gwork, n_w, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links, s_nl,
-                s_mult,
-            )  # fmt: skip
-            if par >= 0:
-                for k in range(n_w):
-                    left += gsz[gwork[k]]
-                    n_rows += gsz[gwork[k]]
-                _scatter_rows(gwork, n_w, gshare, rmeta, rw, 1.0, fw, slinks, n_sl, dsum, dl, nd)
-                n_sl = _add_block(1.0, fw, slinks, n_sl + nd[0], dsum, dl, nd)
-                n_w = 0
         n_chk = 0  # slinks[:n_chk] have their groups re-filled
         while True:
             while n_w > 0:

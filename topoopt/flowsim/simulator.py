@@ -99,14 +99,6 @@ ROW_SPACE = 0
 :func:`topoopt.flowsim._kernels.simulate_kernel`); the tests make it small to rebuild rows
 often."""
 
-PARALLEL_MIN = -1
-"""Row entries at which an event's load sums run on two cores
-(:func:`topoopt.flowsim._kernels._scatter_rows`; ``-1``: never, ``0``: always). The sums are
-the same whatever the number of threads and differ from the one-core order by rounding only
-(about 1e-14 in finish times). Off by default: on a loaded machine the fork and join at every
-large event cost more than the second core gives (measured in docs/performance.md, "Session
-38: the kernel"); ``benchmarks/bench_scale.py --parallel-min N`` measures it."""
-
 
 class WorkLimitExceeded(RuntimeError):
     """A simulation needed more sub-flow re-fills than its ``max_refills`` allowed.
@@ -303,7 +295,6 @@ def simulate(
         emult,
         limit,
         ROW_SPACE,
-        PARALLEL_MIN,
     )
     release, finish, path_start, path_last, st, sl, sv, n_events, rounds, refills = out
     if 0 <= limit < refills:
