@@ -64,6 +64,7 @@ __all__ = [
     "PhaseRoutingResult",
     "route_phase",
     "merge_routing",
+    "routing_schedule",
     "simulate_routing_schedule",
     "phase_routing",
     "MAX_PHASES",
@@ -73,11 +74,13 @@ MAX_PHASES = 4
 """Communication phases at most (so at most 16 routing choices are simulated)."""
 
 
-def _merge_paths(first: PathSet, second: PathSet) -> PathSet:
-    """Per commodity (both on the same ``src``/``dst`` pairs, same order) the paths of
-    ``first`` then those of ``second``; weights ``first``'s, ``0`` on ``second``'s."""
+def _merge_paths(first: PathSet, second: PathSet, second_comm=None) -> PathSet:
+    """Per commodity of ``first`` its paths, then those of ``second`` (path ``p`` of ``second``
+    belonging to commodity ``second_comm[p]`` of ``first``; default: ``second`` on the same
+    pairs in the same order); weights ``first``'s, ``0`` on ``second``'s."""
     k = first.n_commodities
-    ca, cb = first.path_commodity(), second.path_commodity()
+    ca = first.path_commodity()
+    cb = second.path_commodity() if second_comm is None else np.asarray(second_comm, np.int64)
     comm = np.concatenate([ca, cb])
     order = np.argsort(comm, kind="stable")  # a commodity's first paths, then its second
     lens = np.concatenate([first.path_lengths(), second.path_lengths()])
@@ -140,10 +143,10 @@ def route_phase(
     w, obj, _ = balance(cand, pb2, cap, rounds)
     cand = _with_weights(cand, w)
     for _ in range(COLUMN_ROUNDS):  # detours of any length over the phase's idle ports
-        cols = _cheapest_columns(cand, pb, lsrc, ldst, cap, n)
-        if cols is None:
+        got = _cheapest_columns(cand, pb, lsrc, ldst, cap, n)
+        if got is None:
             break
-        cand = _merge_paths(cand, cols)
+        cand = _merge_paths(cand, *got)
         w, obj, _ = balance(cand, pb2, cap, rounds)
         cand = _with_weights(cand, w)
     static_s = float(
@@ -174,9 +177,9 @@ def _with_weights(paths: PathSet, w: np.ndarray) -> PathSet:
 def _cheapest_columns(paths: PathSet, pb, lsrc, ldst, cap, n: int, q: float = Q_END):
     """Per commodity of ``paths`` (bytes ``pb``), its cheapest path over every link under the
     prices of the smooth congestion's gradient at the current loads (plus a small price per
-    hop, so an idle detour still costs its length), or None when no commodity has a path
-    cheaper than its cheapest present one (relative ``1e-9``). A PathSet on the same
-    commodities, one path each (their own cheapest present path where nothing is cheaper)."""
+    hop, so an idle detour still costs its length), kept where cheaper than its cheapest
+    present path (relative ``1e-9``): ``(columns, commodities)``, one path each, or None when
+    no commodity has one."""
     comm, lens = paths.path_commodity(), paths.path_lengths()
     load = np.bincount(paths.path_links, np.repeat(pb[comm] * paths.weight, lens), cap.size)
     u = load / cap
@@ -193,29 +196,26 @@ def _cheapest_columns(paths: PathSet, pb, lsrc, ldst, cap, n: int, q: float = Q_
     better = d < best_have * (1 - 1e-9)
     if not better.any():
         return None
-    # walk each commodity's predecessor chain back from its destination
-    node_lists = []
-    lid = PairIndex(lsrc, ldst, n)
-    hop_lists = []
-    for i in range(k):
-        row, v, s_ = inv[i], int(paths.dst[i]), int(paths.src[i])
-        if better[i]:
-            seq = [v]
-            while v != s_:
-                v = int(pred[row, v])
-                seq.append(v)
-            seq.reverse()
-            a = np.asarray(seq, np.int64)
-            hop_lists.append(lid(a[:-1], a[1:]))
-        else:
-            j = paths.commodity_ptr[i] + int(np.argmin(have[paths.commodity_ptr[i]:
-                                                              paths.commodity_ptr[i + 1]]))
-            hop_lists.append(paths.path_links[paths.path_ptr[j]:paths.path_ptr[j + 1]])
-        node_lists.append(None)
-    pptr = np.zeros(k + 1, np.int64)
-    np.cumsum([h.size for h in hop_lists], out=pptr[1:])
-    return PathSet(paths.src, paths.dst, np.arange(k + 1, dtype=np.int64), pptr,
-                   np.concatenate(hop_lists).astype(np.int64), np.ones(k))  # fmt: skip
+    # walk the cheaper commodities' predecessor chains back from their destinations
+    bi = np.flatnonzero(better)
+    rows, src = inv[bi], paths.src[bi]
+    cur = paths.dst[bi].copy()
+    seq = [cur.copy()]
+    while np.any(cur != src):
+        cur = np.where(cur != src, pred[rows, cur], cur)
+        seq.append(cur.copy())
+    m = np.stack(seq)  # (T, nb): m[t] = node t predecessor steps before the destination
+    hops = np.argmax(m == src[None, :], axis=0)
+    t = np.arange(1, m.shape[0])[:, None]
+    valid = (t <= hops[None, :])[::-1].T.reshape(-1)
+    u = m[1:][::-1].T.reshape(-1)[valid]
+    v = m[:-1][::-1].T.reshape(-1)[valid]
+    pptr = np.zeros(bi.size + 1, np.int64)
+    np.cumsum(hops, out=pptr[1:])
+    links = PairIndex(lsrc, ldst, n)(u, v).astype(np.int64)
+    cols = PathSet(paths.src[bi], paths.dst[bi], np.arange(bi.size + 1, dtype=np.int64), pptr,
+                   links, np.ones(bi.size))  # fmt: skip
+    return cols, bi
 
 
 HOP_PRICE = 1e-3
@@ -280,38 +280,69 @@ def merge_routing(static: NodePaths, phase: NodePaths, n: int) -> NodePaths:
     )  # fmt: skip
 
 
-def simulate_routing_schedule(
-    workload, fabric: Fabric, circuits, routings, starts, *, compute_s=None, horizon=None,
-    max_buckets=None,
-) -> ScheduleRun:  # fmt: skip
-    """One iteration of ``workload`` on ``fabric`` (a direct-connect fabric of ``circuits``)
-    with routing table ``routings[k]`` (server paths, or None: ECMP over the circuits) in force
-    from ``starts[k]`` seconds (``starts[0] == 0``, non-decreasing): the circuits never change,
-    so every link keeps its capacity; only the paths change (module docstring, step 4). A
-    single table is the flow model's plain iteration; ``horizon`` cuts a run past it
-    (``iteration_s`` then ``inf``).
+def routing_schedule(fabric: Fabric, circuits, routings, starts) -> RealisedSchedule:
+    """Routing tables in time on fixed circuits: ``routings[k]`` (server paths, or None: ECMP
+    over the circuits) in force from ``starts[k]`` seconds (``starts[0] == 0``,
+    non-decreasing) on ``fabric`` (a direct-connect fabric of ``circuits``). Every link keeps
+    its capacity in every epoch (no circuit changes, no dark time); an epoch starts where the
+    table changes (consecutive equal tables are one epoch), which
+    :func:`solvers.reconfig.schedule.simulate_schedule` simulates (module docstring, step 4).
+
+    Examples
+    --------
+    >>> from topoopt.fabrics.direct_connect import direct_connect
+    >>> c = [[0, 1, 1], [1, 2, 1], [0, 2, 1]]
+    >>> fab = direct_connect(3, 2, c, 10.0)
+    >>> a = NodePaths.from_lists([0], [1], [[([0, 1], 1.0)]])
+    >>> [(t, k) for t, _, k in routing_schedule(fab, c, (a, a, None), (0.0, 1.0, 2.0)).epochs]
+    [(0.0, 0), (2.0, 2)]
     """
     sets = tuple(CircuitSet(circuits, r, f"routing {k}") for k, r in enumerate(routings))
     sched = Schedule(sets, tuple(float(t) for t in starts))
     cap = fabric.capacity[: fabric.n_links].astype(np.float64)
     caps = np.tile(cap, (len(sets), 1))
-    if len(sets) == 1:
+    epochs, last = [], None
+    for k, t in enumerate(sched.starts):
+        if epochs and epochs[-1][0] == t:
+            epochs[-1] = (t, caps[k], k)
+        elif k == 0 or routings[k] is not routings[last]:
+            epochs.append((t, caps[k], k))
+        else:
+            continue
+        last = k
+    return RealisedSchedule(fabric, caps, tuple(epochs), sched, 0.0)
+
+
+class _RoutingHook(_Hook):
+    """The schedule hook, simulating a builder without fabric flows (the compute-only run of
+    :func:`topoopt.flowsim.iteration.simulate_iteration`) without epochs: with no flow on the
+    fabric, the routing tables change nothing."""
+
+    def __call__(self, fb, limit):
+        if self.realised is not None and not np.any(fb.arrays()["link"] < 0):
+            from topoopt.flowsim.network import simulate_builder
+
+            return simulate_builder(fb, aggregate=True, record_series=False, max_refills=limit)
+        return super().__call__(fb, limit)
+
+
+def simulate_routing_schedule(
+    workload, fabric: Fabric, circuits, routings, starts, *, compute_s=None, horizon=None,
+    max_buckets=None,
+) -> ScheduleRun:  # fmt: skip
+    """One iteration of ``workload`` under :func:`routing_schedule` ``(fabric, circuits,
+    routings, starts)``. A single table is the flow model's plain iteration (no epochs);
+    ``horizon`` cuts a run past it (``iteration_s`` then ``inf``).
+    """
+    if len(routings) == 1:
+        sched = Schedule((CircuitSet(circuits, routings[0], "routing 0"),), (0.0,))
         routing = None
         if routings[0] is not None:
             routing = routings[0].to_pathset(fabric.src, fabric.dst, fabric.n_nodes)
         hook = _Hook(None)
     else:
-        epochs, last = [], None
-        for k, t in enumerate(sched.starts):
-            if epochs and epochs[-1][0] == t:
-                epochs[-1] = (t, caps[k], k)
-            elif k == 0 or routings[k] is not routings[last]:
-                epochs.append((t, caps[k], k))
-            else:
-                continue
-            last = k
-        realised = RealisedSchedule(fabric, caps, tuple(epochs), sched, 0.0)
-        routing, hook = None, _Hook(realised, horizon)
+        realised = routing_schedule(fabric, circuits, routings, starts)
+        sched, routing, hook = realised.schedule, None, _RoutingHook(realised, horizon)
     return run_iteration(
         workload, sched, fabric, routing, hook, 0.0, compute_s=compute_s,
         max_buckets=max_buckets,
@@ -361,6 +392,7 @@ class PhaseRoutingResult:
 def phase_routing(
     workload, design: Design, fabric: Fabric, *, max_phases: int = MAX_PHASES,
     rounds: int = ROUNDS, max_buckets: int | None = None, progress=None,
+    min_fraction: float = 0.02,
 ) -> PhaseRoutingResult:  # fmt: skip
     """Per-phase routing of ``design``'s circuits for ``workload`` (module docstring).
 
@@ -379,6 +411,9 @@ def phase_routing(
         Gradient buckets per channel (a coarsening; None: exact).
     progress : callable, optional
         One-line messages.
+    min_fraction : float
+        Phases shorter than this fraction of the iteration join a neighbour
+        (:func:`solvers.reconfig.search.comm_phases`).
 
     Returns
     -------
@@ -391,8 +426,10 @@ def phase_routing(
     """
     from solvers.reconfig.search import comm_phases, phase_traffic
 
-    if isinstance(max_phases, bool) or not isinstance(max_phases, int) or not (
-        1 <= max_phases <= MAX_PHASES
+    if (
+        isinstance(max_phases, bool)
+        or not isinstance(max_phases, int)
+        or not (1 <= max_phases <= MAX_PHASES)
     ):
         raise InputError("max_phases", max_phases, f"an integer 1..{MAX_PHASES}")
     say = progress or (lambda m: None)
@@ -404,7 +441,7 @@ def phase_routing(
                                     max_buckets=max_buckets)  # fmt: skip
     compute_s = float(ref.result.compute_s)
     say(f"phase routing: static iteration {ref.iteration_s:.9g} s")
-    phases = comm_phases(ref, workload, max_phases=max_phases)
+    phases = comm_phases(ref, workload, max_phases=max_phases, min_fraction=min_fraction)
     mats = phase_traffic(ref.flows, phases, n)
     own, congestion = [], []
     for ph, m in zip(phases, mats, strict=True):
