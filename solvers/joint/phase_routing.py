@@ -331,20 +331,34 @@ def simulate_routing_schedule(
     max_buckets=None,
 ) -> ScheduleRun:  # fmt: skip
     """One iteration of ``workload`` under :func:`routing_schedule` ``(fabric, circuits,
-    routings, starts)``. A single table is the flow model's plain iteration (no epochs);
-    ``horizon`` cuts a run past it (``iteration_s`` then ``inf``).
+    routings, starts)``. A single table is the flow model's plain iteration (no epochs), or,
+    when that simulation is refused by the memory budget (its sub-flows, field ``flows``), the
+    same table as one epoch of the time-varying engine (its flow classes: the same result,
+    :mod:`topoopt.flowsim.timevarying`); ``horizon`` cuts a run past it (``iteration_s`` then
+    ``inf``).
     """
     if len(routings) == 1:
-        sched = Schedule((CircuitSet(circuits, routings[0], "routing 0"),), (0.0,))
-        routing = None
-        if routings[0] is not None:
-            routing = routings[0].to_pathset(fabric.src, fabric.dst, fabric.n_nodes)
-        hook = _Hook(None)
-    else:
-        realised = routing_schedule(fabric, circuits, routings, starts)
-        sched, routing, hook = realised.schedule, None, _RoutingHook(realised, horizon)
+        try:
+            return _plain(workload, fabric, circuits, routings[0], compute_s, max_buckets)
+        except InputError as e:
+            if e.field != "flows":
+                raise
+    realised = routing_schedule(fabric, circuits, routings, starts)
+    hook = _RoutingHook(realised, horizon if len(routings) > 1 else None)
     return run_iteration(
-        workload, sched, fabric, routing, hook, 0.0, compute_s=compute_s,
+        workload, realised.schedule, fabric, None, hook, 0.0, compute_s=compute_s,
+        max_buckets=max_buckets,
+    )  # fmt: skip
+
+
+def _plain(workload, fabric, circuits, table, compute_s, max_buckets) -> ScheduleRun:
+    """One routing table: the flow model's plain iteration (:func:`run_iteration`)."""
+    sched = Schedule((CircuitSet(circuits, table, "routing 0"),), (0.0,))
+    routing = None
+    if table is not None:
+        routing = table.to_pathset(fabric.src, fabric.dst, fabric.n_nodes)
+    return run_iteration(
+        workload, sched, fabric, routing, _Hook(None), 0.0, compute_s=compute_s,
         max_buckets=max_buckets,
     )  # fmt: skip
 

@@ -127,3 +127,26 @@ def test_phase_routing_never_slower_and_exact_on_a_tiny_pipeline():
     starts = [p.start_s for p in res.phases]
     run = simulate_routing_schedule(w, fab, design.circuits.rows, res.routings, starts)
     assert run.iteration_s == res.iteration_s
+
+
+def test_one_table_over_the_memory_budget_runs_as_one_epoch(monkeypatch):
+    """A single routing table whose plain simulation the memory budget refuses runs as one
+    epoch of the time-varying engine: the same iteration."""
+    import solvers.joint.phase_routing as pr
+    from solvers import DesignProblem, design_fabric, design_workload, solve
+    from traffic.build import workload_from_plan
+    from traffic.errors import InputError
+
+    wl = workload_from_plan("vgg16-dp")
+    problem = DesignProblem.from_workload(wl, degree=2, link_bandwidth=12.5e9)
+    design = solve(problem, "topoopt", seed=0)
+    fab = design_fabric(design, gpus_per_server=wl.gpus_per_server)
+    w = design_workload(wl, design, problem)
+    args = (w, fab, design.circuits.rows, (design.routing,), (0.0,))
+    plain = pr.simulate_routing_schedule(*args).iteration_s
+
+    def refuse(*a, **k):
+        raise InputError("flows", "many sub-flows", "fewer")
+
+    monkeypatch.setattr(pr, "_plain", refuse)
+    assert pr.simulate_routing_schedule(*args).iteration_s == pytest.approx(plain, rel=1e-9)
