@@ -14,12 +14,15 @@ iteration, each phase routed against its own traffic:
    flight during it, pro rata to time (:func:`solvers.reconfig.search.phase_traffic`).
 3. **Per-phase routes** (:func:`route_phase`): for every pair with bytes in the phase, the
    static routing's paths followed by the closed-form candidate paths over the circuits
-   (:func:`solvers.joint.fast_routing.candidate_paths`: direct, two-hop through common
-   neighbours, shortest and one-hop-longer detours, at most ``degree`` a pair), weights
-   starting at the static routing's and balanced by Frank-Wolfe on the phase's link loads
-   (:func:`solvers.joint.fast_routing.balance`, which keeps its best iterate). The phase's
-   congestion ``max_l load_l / cap_l`` is therefore never above the static routing's. Pairs
-   without bytes in the phase keep their static paths.
+   (:func:`solvers.joint.fast_routing.candidate_paths`: direct, two-hop, shortest and
+   one-hop-longer), weights starting at the static routing's and balanced by Frank-Wolfe on
+   the phase's link loads (:func:`solvers.joint.fast_routing.balance`, which keeps its best
+   iterate); then up to :data:`COLUMN_ROUNDS` rounds of column generation, each adding for
+   every pair its cheapest path over all circuits under the smoothed congestion's link prices
+   (Dijkstra: detours of any length over the ports the phase leaves idle) and balancing again.
+   The phase's congestion ``max_l load_l / cap_l`` is never above the static routing's. Pairs
+   without bytes in the phase keep their static paths. (An exact minimum-congestion path LP
+   lowered the congestion further but lengthened the iteration: ``docs/advise.md``, levers.)
 4. **Choice.** Every combination of (static or per-phase routing) per phase, at most
    ``2 ** max_phases``, is simulated exactly (:func:`simulate_routing_schedule`: the routing
    tables change at the reference's phase boundaries; a flow in flight continues with its
@@ -374,8 +377,8 @@ class PhaseRoutingResult:
     static_iteration_s : float
         The design's static routing's iteration.
     all_routed_s : float
-        Every phase on its own routing (``inf`` when not simulated to the end: it was cut past
-        the static iteration... never: it is simulated in full).
+        Every phase on its own routing (simulated in full, never cut; ``inf`` when some phase
+        has no routing of its own: its static one was not improved).
     choice : tuple of bool
         Per phase, whether it takes its own routing (all False: static).
     phases : list of solvers.reconfig.search.Phase
