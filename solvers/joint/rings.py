@@ -21,7 +21,7 @@ import numpy as np
 
 from topoopt.fabrics.circuits import Circuits
 
-__all__ = ["hamiltonian_cycles", "stride_rings", "circuit_rings", "ring_candidates"]
+__all__ = ["hamiltonian_cycles", "stride_rings", "circuit_rings", "walk_rings", "ring_candidates"]
 
 
 def hamiltonian_cycles(members) -> list[np.ndarray]:
@@ -59,14 +59,18 @@ def stride_rings(members, strides) -> list[np.ndarray]:
     return out
 
 
-def circuit_rings(members, circuits: Circuits, n: int, limit: int = 8) -> list[np.ndarray]:
+def circuit_rings(
+    members, circuits: Circuits, n: int, limit: int = 8, max_starts: int | None = None
+) -> list[np.ndarray]:
     """Up to ``limit`` directed rings through ``members`` that follow circuits.
 
     Greedy: the members' induced circuit graph is walked from each start, always to the
     lowest-numbered unvisited neighbour with the fewest unvisited neighbours (Warnsdorff's rule);
     a walk that closes into a Hamiltonian cycle of circuits is kept with its reverse. Circuits
     already used by a kept cycle are avoided while an alternative exists, so cycles tend to be
-    edge-disjoint (each carries two directed rings at full rate).
+    edge-disjoint (each carries two directed rings at full rate). ``max_starts`` (None: every
+    member) walks from at most that many starts, the members in order
+    (:func:`walk_rings`, which also counts the work).
 
     Examples
     --------
@@ -74,37 +78,69 @@ def circuit_rings(members, circuits: Circuits, n: int, limit: int = 8) -> list[n
     >>> [r.tolist() for r in circuit_rings([0, 1, 2, 3], c, 4)]
     [[0, 1, 2, 3], [0, 3, 2, 1]]
     """
+    return walk_rings(members, circuits, n, limit, max_starts)[0]
+
+
+def walk_rings(
+    members, circuits: Circuits, n: int, limit: int = 8, max_starts: int | None = None
+) -> tuple[list[np.ndarray], int]:
+    """:func:`circuit_rings` and its deterministic work: the neighbour-list entries the walks
+    read (each step reads the current member's list and, once visited, updates its neighbours'
+    counts of unvisited neighbours; linear in the walk, where re-counting them at every step
+    was quadratic in the degree). ``max_starts`` caps the walks (None: one from every member).
+
+    Examples
+    --------
+    >>> c = Circuits([[0, 1, 1], [1, 2, 1], [2, 3, 1], [0, 3, 1]], 4)
+    >>> rings, steps = walk_rings([0, 1, 2, 3], c, 4)
+    >>> len(rings), steps
+    (2, 56)
+    """
     m = np.asarray(members, np.int64)
     g = m.size
     if g < 3:
-        return [m.copy()]
-    inside = np.zeros(n, bool)
-    inside[m] = True
+        return [m.copy()], 0
+    inside = np.full(n, -1, np.int64)
+    inside[m] = np.arange(g)
     c = circuits.rows
-    keep = inside[c[:, 0]] & inside[c[:, 1]]
-    adj: dict[int, list[int]] = {int(u): [] for u in m}
-    for u, v, _ in c[keep].tolist():
-        adj[u].append(v)
-        adj[v].append(u)
-    used: set[tuple[int, int]] = set()
+    a, b = inside[c[:, 0]], inside[c[:, 1]]
+    keep = (a >= 0) & (b >= 0)
+    gid = m.tolist()
+    nb: list[list[int]] = [[] for _ in range(g)]
+    for u, v in zip(a[keep].tolist(), b[keep].tolist(), strict=True):
+        nb[u].append(v)
+        nb[v].append(u)
+    deg0 = [len(x) for x in nb]
+    used: set[int] = set()
     found: list[np.ndarray] = []
     seen: set[bytes] = set()
-    for start in m.tolist():
+    steps = 0
+    starts = g if max_starts is None else min(g, max(int(max_starts), 0))
+    for start in range(starts):
         if len(found) >= limit:
             break
+        unv = deg0.copy()  # unvisited neighbours of each member
+        vis = [False] * g
+        vis[start] = True
+        for w in nb[start]:
+            unv[w] -= 1
         order = [start]
-        visited = {start}
+        steps += deg0[start]
         while len(order) < g:
             cur = order[-1]
-            nxt = [v for v in adj[cur] if v not in visited]
+            nxt = [v for v in nb[cur] if not vis[v]]
+            steps += deg0[cur]
             if not nxt:
                 break
-            fresh = [v for v in nxt if (min(cur, v), max(cur, v)) not in used] or nxt
-            fresh.sort(key=lambda v: (sum(1 for w in adj[v] if w not in visited), v))
-            order.append(fresh[0])
-            visited.add(fresh[0])
-        if len(order) == g and start in adj[order[-1]]:
-            o = np.asarray(order, np.int64)
+            fresh = [v for v in nxt if (min(cur, v) * g + max(cur, v)) not in used] or nxt
+            pick = min(fresh, key=lambda v: (unv[v], gid[v]))
+            order.append(pick)
+            vis[pick] = True
+            for w in nb[pick]:
+                unv[w] -= 1
+            steps += deg0[pick]
+        if len(order) == g and start in nb[order[-1]]:
+            o = m[np.asarray(order, np.int64)]
             k = int(np.argmin(o))
             o = np.roll(o, -k)
             key = o.tobytes()
@@ -114,9 +150,9 @@ def circuit_rings(members, circuits: Circuits, n: int, limit: int = 8) -> list[n
             seen.add(key)
             seen.add(rev.tobytes())
             found += [o, rev]
-            for a, b in zip(order, order[1:] + order[:1], strict=True):
-                used.add((min(a, b), max(a, b)))
-    return found[:limit] if found else []
+            for x, y in zip(order, order[1:] + order[:1], strict=True):
+                used.add(min(x, y) * g + max(x, y))
+    return (found[:limit] if found else []), steps
 
 
 def ring_candidates(
