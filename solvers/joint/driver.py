@@ -54,7 +54,9 @@ limit"`` or ``"done"``.
 
 Above ``lp_max_servers`` servers (default :data:`LP_MAX_SERVERS`) the routing LP is not run:
 :func:`solvers.joint.lp_free.lp_free_search` routes the constructions in closed form
-(:mod:`solvers.joint.fast_routing`) and the same finalist judging applies.
+(:mod:`solvers.joint.fast_routing`, whose work counts its ring walks, distances and balancing)
+and the same finalist judging applies; its default work limit is :data:`LP_FREE_WORK_LIMIT`
+(the judging keeps the default re-fill budget).
 """
 
 from __future__ import annotations
