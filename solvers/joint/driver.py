@@ -54,7 +54,9 @@ limit"`` or ``"done"``.
 
 Above ``lp_max_servers`` servers (default :data:`LP_MAX_SERVERS`) the routing LP is not run:
 :func:`solvers.joint.lp_free.lp_free_search` routes the constructions in closed form
-(:mod:`solvers.joint.fast_routing`) and the same finalist judging applies.
+(:mod:`solvers.joint.fast_routing`, whose work counts its ring walks, distances and balancing)
+and the same finalist judging applies; its default work limit is :data:`LP_FREE_WORK_LIMIT`
+(the judging keeps the default re-fill budget).
 """
 
 from __future__ import annotations
@@ -98,6 +100,7 @@ __all__ = [
     "SELECT_BY",
     "WARM_START",
     "DEFAULT_WORK_LIMIT",
+    "LP_FREE_WORK_LIMIT",
     "LP_ITERATION_LIMIT",
     "ROUTING_LP_TOLERANCE",
     "EXACT_NODE_LIMIT",
@@ -124,6 +127,15 @@ degree 8 a routing costs 2-8 units (PDLP iterations x nonzeros), so about 3-8 ca
 swaps are routed, and the search with its flow-model judging fits the 60 s default time limit
 on 2 cores; small clusters route every candidate and run the swap search to its end."""
 
+LP_FREE_WORK_LIMIT = 8.0
+"""Default work limit of :func:`congestion_search` above ``lp_max_servers`` servers (the LP-free
+search, :mod:`solvers.joint.lp_free`), in the same units (about a second of one core each, the
+LP-free routing's work counted as :mod:`solvers.joint.fast_routing` says). Sized so that the
+default search, flow-model judging included, ends on its work limit well inside ``advise``'s
+30 s wall clock at 512-2,048 servers on the 2-core reference machine (docs/performance.md,
+"Session 38: joint determinism"): the wall clock is then only the safety cap it is meant to be,
+and the same problem gives the same design under any load."""
+
 WORK_PER_REFILL = 1e-7
 """Work units per sub-flow re-fill of the flow model (about 100 ns each on the reference machine;
 :attr:`topoopt.flowsim.simulator.SimResult.refills`)."""
@@ -135,7 +147,9 @@ iteration-capped accordingly; when it does not finish, the ideal-switch and hop 
 FLOW_WORK_SHARE = 0.5
 """The flow-model judging of the finalists gets ``FLOW_WORK_SHARE * work_limit`` work units on
 top of the search's ``work_limit``: ``FLOW_WORK_SHARE * work_limit / WORK_PER_REFILL`` re-fills
-shared by the ``topoopt`` baseline's simulation and then the finalists' (10^8 by default)."""
+shared by the ``topoopt`` baseline's simulation and then the finalists' (10^8 by default, at
+every size: without a ``work_limit`` the share is of :data:`DEFAULT_WORK_LIMIT`, also above
+``lp_max_servers``)."""
 
 LP_ITERATION_LIMIT = 20_000
 """Deterministic iteration limit of every PDLP solve of the search (routing and bound LPs)."""
@@ -461,11 +475,16 @@ class WorkMeter:
         return False
 
 
-def default_work_limit(problem: DesignProblem) -> float:
+def default_work_limit(problem: DesignProblem, lp_max_servers: int = LP_MAX_SERVERS) -> float:
     """The work limit of :func:`congestion_search` when none is given:
-    :data:`DEFAULT_WORK_LIMIT`."""
-    del problem  # one figure for every size: each step's work already scales with the size
-    return DEFAULT_WORK_LIMIT
+    :data:`DEFAULT_WORK_LIMIT`, or :data:`LP_FREE_WORK_LIMIT` above ``lp_max_servers`` servers
+    (the LP-free search), a rule on the size alone (never on the clock).
+
+    >>> from types import SimpleNamespace as P
+    >>> default_work_limit(P(n=128)), default_work_limit(P(n=2048))
+    (20.0, 8.0)
+    """
+    return LP_FREE_WORK_LIMIT if problem.n > lp_max_servers else DEFAULT_WORK_LIMIT
 
 
 def flow_model_pairs(problem: DesignProblem) -> int:
@@ -629,7 +648,11 @@ class CongestionSearch:
             raise InputError("select_by", self.select_by, f"one of {', '.join(SELECT_BY)}")
         if not np.isfinite(time_limit) or time_limit <= 0:
             raise InputError("time_limit_s", self.time_limit_s, "a finite number of seconds > 0")
-        wl = default_work_limit(self.problem) if self.work_limit is None else float(self.work_limit)
+        wl = (
+            default_work_limit(self.problem, self.lp_max_servers)
+            if self.work_limit is None
+            else float(self.work_limit)
+        )
         if not np.isfinite(wl) or wl < 0:
             raise InputError("work_limit", self.work_limit, "a finite number of work units >= 0")
         self.wl = wl
@@ -734,7 +757,10 @@ class CongestionSearch:
         problem, info = self.problem, self.info
         workload = problem.workload if self.select_by == "flow" else None
         reserve = 0.0
-        self.flow_budget = flow_budget = int(FLOW_WORK_SHARE * self.wl / WORK_PER_REFILL)
+        # the judging's own budget: a share of the work limit given, else of the default
+        # DEFAULT_WORK_LIMIT at every size (LP_FREE_WORK_LIMIT bounds the search, not it)
+        flow_wl = self.wl if self.work_limit is not None else DEFAULT_WORK_LIMIT
+        self.flow_budget = flow_budget = int(FLOW_WORK_SHARE * flow_wl / WORK_PER_REFILL)
         if workload is not None and problem.n_phases:
             pairs = flow_model_pairs(problem)
             if pairs > FLOW_MAX_PAIRS:

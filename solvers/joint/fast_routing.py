@@ -23,8 +23,15 @@ Above ``lp_max_servers`` the joint optimizer does not build routing LPs
    best weights kept, so the result is never worse than the start (all bytes on the shortest
    candidates, split evenly).
 
-Everything is numpy over CSR arrays; no decision depends on the clock. The work charged is
-:data:`WORK_PER_ENTRY` per path-link entry, phase and round (deterministic).
+Everything is numpy over CSR arrays; no decision depends on the clock. The work charged
+(deterministic, about one unit per second of one core on the reference machine, as the routing
+LPs' units) counts every step whose cost grows with the size: :data:`WORK_PER_WALK_STEP` per
+step of the ring walks, :data:`WORK_PER_DISTANCE` per server pair of the breadth-first
+distances, and per round of the balancing :data:`WORK_PER_ENTRY` per path-link entry and phase
+and :data:`WORK_PER_LINK_TRIAL` per link, phase and evaluation of the smooth objective. Before
+session 38 only the path-link entries were counted: at 512-2,048 servers a routing was charged
+0.0001-0.5 units for 0.7-1.4 s of CPU, the work limit never bound and the wall clock ended the
+search (a result that depended on the machine's load).
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from solvers.joint.rings import circuit_rings
+from solvers.joint.rings import walk_rings
 from solvers.model.congestion import RingSet, phase_pairs
 from solvers.model.problem import DesignProblem
 from solvers.routing_lp import SharedRouting
@@ -53,6 +60,10 @@ __all__ = [
     "Q_END",
     "RING_LIMIT",
     "WORK_PER_ENTRY",
+    "WORK_PER_LINK_TRIAL",
+    "WORK_PER_DISTANCE",
+    "WORK_PER_WALK_STEP",
+    "counted_rings",
 ]
 
 ROUNDS = 40
@@ -68,6 +79,21 @@ WORK_PER_ENTRY = 2e-9
 """Work units per path-link entry, phase and round of :func:`balance` (about 5 ns of numpy on
 the reference machine), the same unit as :data:`solvers.joint.driver.DEFAULT_WORK_LIMIT`."""
 
+WORK_PER_LINK_TRIAL = 1.5e-8
+"""Work units per link, phase and evaluation of the smooth objective in :func:`balance`
+(:data:`ROUNDS` rounds of one gradient and ``len(_STEPS)`` line-search trials; 0.15 s of CPU
+for the 2 x 16,384 links of 2,048 servers at degree 8, measured 2026-12-06)."""
+
+WORK_PER_DISTANCE = 1.5e-7
+"""Work units per server pair of the breadth-first distances and predecessors of
+:func:`candidate_paths` (``n**2`` entries: 0.25-1.4 s of CPU at 2,048 servers, 0.03-0.17 s at
+512, measured 2026-12-06 on 2 loaded cores)."""
+
+WORK_PER_WALK_STEP = 5e-9
+"""Work units per step of the ring walks (:func:`solvers.joint.rings.walk_rings`, compiled: a
+neighbour-list entry read; 2.9 M steps in 0.013 s of CPU on a 512-member group, measured
+2026-12-06; the plain-Python walks took 0.63 s, most of a routing at 512 servers)."""
+
 _STEPS = np.array([1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625])
 
 
@@ -76,7 +102,17 @@ def choose_rings(problem: DesignProblem, circuits: np.ndarray, extra=None) -> tu
 
     ``extra`` (a :class:`~solvers.model.design.Design`, optional) offers its rings first.
     """
+    return counted_rings(problem, circuits, extra)[0]
+
+
+def counted_rings(
+    problem: DesignProblem, circuits: np.ndarray, extra=None
+) -> tuple[tuple[RingSet, ...], int]:
+    """:func:`choose_rings` and the steps its walks took
+    (:func:`solvers.joint.rings.walk_rings`: neighbour-list entries read), a deterministic
+    count charged at :data:`WORK_PER_WALK_STEP`."""
     n = problem.n
+    steps = 0
     cc = Circuits(circuits, n)
     c = cc.rows
     have = set((c[:, 0] * n + c[:, 1]).tolist()) | set((c[:, 1] * n + c[:, 0]).tolist())
@@ -104,13 +140,17 @@ def choose_rings(problem: DesignProblem, circuits: np.ndarray, extra=None) -> tu
                 continue
             key = m.tobytes()
             if key not in cache:
-                cache[key] = circuit_rings(m, cc, n, limit=RING_LIMIT) if m.size > 2 else [m]
+                if m.size > 2:
+                    cache[key], k = walk_rings(m, cc, n, limit=RING_LIMIT)
+                    steps += k
+                else:
+                    cache[key] = [m]
             rings = cache[key] or [m, np.concatenate([m[:1], m[1:][::-1]])]
             if m.size <= 2:
                 rings = [m]
             triples += [(g, 1.0 / len(rings), r.tolist()) for r in rings]
         out.append(RingSet.from_lists(triples))
-    return tuple(out)
+    return tuple(out), steps
 
 
 def candidate_paths(circuits: np.ndarray, n: int, src: np.ndarray, dst: np.ndarray):
@@ -251,7 +291,8 @@ def balance(
         exact = float((load / cap).max(axis=1).sum())
         if exact < best * (1 - 1e-12):
             best, best_w = exact, w.copy()
-    work = once * (1 + len(qs) * (2 + len(_STEPS)))
+    smooth_work = WORK_PER_LINK_TRIAL * n_links * pb.shape[0] * len(qs) * (2 + len(_STEPS))
+    work = once * (1 + len(qs) * (2 + len(_STEPS))) + smooth_work
     return best_w, best, work
 
 
@@ -280,7 +321,7 @@ def fast_route(
     c = Circuits(circuits, n).rows
     _, _, cap = circuit_links(c, problem.link_bandwidth)
     none = (None, np.inf, np.zeros(cap.size))
-    rings = choose_rings(problem, c, extra)
+    rings, steps = counted_rings(problem, c, extra)
     per = [phase_pairs(ph, rs, n) for ph, rs in zip(problem.phases, rings, strict=True)]
     keys = np.unique(np.concatenate([s * n + t for s, t, _ in per])) if per else np.zeros(0)
     keys = keys.astype(np.int64)
@@ -292,6 +333,7 @@ def fast_route(
     for i, (s, t, b) in enumerate(per):
         pb[i, np.searchsorted(keys, s * n + t)] = b
     w, obj, work = balance(paths, pb, cap, rounds)
+    work += WORK_PER_WALK_STEP * steps + WORK_PER_DISTANCE * n * n
     paths = PathSet(paths.src, paths.dst, paths.commodity_ptr, paths.path_ptr, paths.path_links, w)
     keep = w > 1e-12  # drop unused paths (weights renormalised per commodity)
     if not keep.all():
