@@ -25,7 +25,7 @@ One 10 B/s link, flows of 10 and 30 bytes with weights 1 and 3 (both end at 4 s)
 ...     np.zeros(0, np.int64), np.zeros(2, np.int64), 1, np.array([1.0, 3.0]),
 ...     np.array([[0, 1, 2]]), np.array([0, 1, 2]), np.array([0, 0]), np.ones(2), np.zeros(2),
 ...     np.zeros(0), np.zeros((0, 1)), np.zeros(0, np.int64), 2, 1, 1e-12, True, -1,
-...     np.zeros(2, np.bool_), np.inf, False, 1, np.zeros(0))
+...     np.zeros(2, np.bool_), np.inf, False, 1, np.zeros(0), False)
 >>> out[1].tolist()
 [4.0, 4.0]
 """
@@ -332,7 +332,7 @@ def _late_bound(
 def epochs_kernel(
     cap0, size, start, mult, dep_ptr, deps, rdep_ptr, rdep, cls, n_cls, fweight, g_fptr, g_pptr,
     g_plinks, g_w, g_lat, e_start, e_cap, e_ver, n_p0, max_paths, rtol, record, limit, nonpre,
-    horizon, late_cut, late_every, snap_t,
+    horizon, late_cut, late_every, snap_t, handoff,
 ):  # fmt: skip
     """The event loop (see the module docstring of :mod:`topoopt.flowsim.timevarying`).
 
@@ -349,9 +349,19 @@ def epochs_kernel(
     started: its size times the path's weight; finished: 0), taken before the events of that
     instant; ``snap_ok[k]`` is False when the loop stopped before ``snap_t[k]``.
 
+    With ``handoff`` (and a finite ``horizon``) the loop also stops where the late cut is first
+    checked (once every epoch has started and the events of that instant are done), unless that
+    check cuts: the state is then handed to a caller that simulates the rest without epochs
+    (:func:`topoopt.flowsim.timevarying.remainder_flows`).
+
     Returns ``(release, finish, path_last, moved, link_bytes, series_time, series_link,
-    series_load, n_events, fill_rounds, refills, snap, snap_ver, snap_ok)``; ``path_last`` is
-    per path of version 0 and ``moved[f]`` says flow ``f`` ran on epoch paths."""
+    series_load, n_events, fill_rounds, refills, snap, snap_ver, snap_ok, handed, t, ver,
+    arrive, n_left, h_gp, h_left, h_rate)``; ``path_last`` is per path of version 0 and
+    ``moved[f]`` says flow ``f`` ran on epoch paths. ``handed`` says the loop stopped for the
+    handoff, at time ``t`` with path version ``ver`` in force; ``arrive[f]`` is the latest
+    arrival so far of flow ``f``'s pieces that ended or were cut, ``n_left[f]`` its active
+    pieces (0: not started or finished), and ``h_gp``, ``h_left``, ``h_rate`` the global path,
+    bytes left per member and rate of every active piece (empty unless ``handed``)."""
     n_f = size.shape[0]
     n_l = cap0.shape[0]
     n_e = e_start.shape[0]
@@ -441,15 +451,20 @@ def epochs_kernel(
     k_sn = 0
     late_load = np.zeros(n_l if late_cut else 0)
     late_next = 0 if n_e == 0 else -1  # event count of the next late check (-1: epochs left)
+    handed = False
     while True:
-        if late_cut and late_next >= 0 and n_events >= late_next and horizon < np.inf:
+        if (late_cut or handoff) and late_next >= 0 and n_events >= late_next and horizon < np.inf:
             late_next = n_events + late_every
-            b, n_pc = _late_bound(
-                t, act, n_act, s_gp, s_flow, s_left, mult, size, finish, n_left, g_fptr, ver,
-                g_pptr, g_plinks, g_w, cap, late_load,
-            )  # fmt: skip
-            # completions within rtol of an event end early: at most rtol * t per piece
-            if b > horizon + horizon * (n_pc * rtol + 1e-9):
+            if late_cut:
+                b, n_pc = _late_bound(
+                    t, act, n_act, s_gp, s_flow, s_left, mult, size, finish, n_left, g_fptr,
+                    ver, g_pptr, g_plinks, g_w, cap, late_load,
+                )  # fmt: skip
+                # completions within rtol of an event end early: at most rtol * t per piece
+                if b > horizon + horizon * (n_pc * rtol + 1e-9):
+                    break
+            if handoff:
+                handed = True
                 break
         t_c = np.inf
         for i in range(n_act):
@@ -737,6 +752,15 @@ def epochs_kernel(
             prev_tl = _grow(prev_tl, n_tl)
             prev_tl[:n_tl] = tl[:n_tl]
             n_prev = n_tl
+    n_h = n_act if handed else 0
+    h_gp = np.empty(n_h, np.int64)
+    h_left = np.empty(n_h)
+    h_rate = np.empty(n_h)
+    for i in range(n_h):
+        s = act[i]
+        h_gp[i] = s_gp[s]
+        h_left[i] = s_left[s]
+        h_rate[i] = s_rate[s]
     return (
         release,
         finish,
@@ -752,4 +776,12 @@ def epochs_kernel(
         snap,
         snap_ver,
         snap_ok,
+        handed,
+        t,
+        ver,
+        arrive,
+        n_left,
+        h_gp,
+        h_left,
+        h_rate,
     )
