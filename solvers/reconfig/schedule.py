@@ -558,15 +558,14 @@ class _Hook:
             and epochs[-1].paths is not None
             and epochs[-1].paths.weight.shape[0] >= REST_PATHS_PER_FLOW * flows.n_flows
         ):
-            out = past_horizon_after_epochs(
+            v = past_horizon_after_epochs(
                 flows, epochs, hz, max_refills=limit, left_at=times or None
             )
-            past, left = out if times else (out, None)
-            if left is not None:
-                self._take(left, label, flows, epochs)
+            if v.left is not None:
+                self._take(v.left, label, flows, epochs)
                 times = [x for x in times if (label, x) not in p.taken]
-            if past:
-                if p is not None:
+            if v.past:
+                if p is not None and v.by == "rest":
                     p.rest_cut += 1
                 raise _PastHorizon
         kw = dict(max_refills=limit, record_series=False, horizon=hz, late_cut=True)

@@ -544,7 +544,7 @@ def test_bytes_left_closed_form():
     assert left.ok.tolist() == [False]
 
 
-# ---------------------------------------------------------------------- the rest after the last epoch
+# ---------------------------------------------------------- the rest after the last epoch
 def _epochs_for(seed, fs, rng):
     """One epoch (capacities, with new paths for odd seeds), or for seeds divisible by 3 a
     dark one (link 0 carries nothing) then the last one."""
@@ -602,13 +602,13 @@ def test_past_horizon_after_epochs_decides_as_the_horizon_does(seed):
     t_last = epochs[-1].start_s
     for hz in [0.5 * t_last, t_last, 0.5 * (t_last + end), end * (1 - 1e-4), end * (1 + 1e-4)]:
         plain = not np.all(np.isfinite(simulate_epochs(fs, epochs, horizon=hz).finish))
-        assert past_horizon_after_epochs(fs, epochs, hz) == plain
-    assert not past_horizon_after_epochs(fs, epochs, end)
+        assert past_horizon_after_epochs(fs, epochs, hz).past == plain
+    assert not past_horizon_after_epochs(fs, epochs, end).past
     # the bytes left are taken in the first run, as simulate_epochs takes them
-    v, left = past_horizon_after_epochs(fs, epochs, end * 0.9, left_at=[0.5 * t_last])
+    v = past_horizon_after_epochs(fs, epochs, end * 0.9, left_at=[0.5 * t_last])
     _, own = simulate_epochs(fs, epochs, left_at=[0.5 * t_last])
-    assert v and left.ok[0]
-    np.testing.assert_array_equal(left.left[0], own.left[0])
+    assert v.past and v.by in ("run", "rest") and v.left.ok[0]
+    np.testing.assert_array_equal(v.left.left[0], own.left[0])
 
 
 def test_past_horizon_after_epochs_paused_forever():
@@ -618,7 +618,9 @@ def test_past_horizon_after_epochs_paused_forever():
 
     fs = FlowSet.single_path([100.0, 100.0], [0.0, 0.0], size=[300.0, 400.0], start=[0.0, 0.0],
                              paths=[[0], [1]])  # fmt: skip
-    assert past_horizon_after_epochs(fs, [Epoch(1.0, np.array([0.0, 100.0]))], 100.0)
+    v = past_horizon_after_epochs(fs, [Epoch(1.0, np.array([0.0, 100.0]))], 100.0)
+    assert (v.past, v.by) == (True, "run")
     late = [Epoch(10.0, np.array([0.0, 100.0]))]  # both done at 3 and 4 s
-    assert not past_horizon_after_epochs(fs, late, 100.0)
-    assert past_horizon_after_epochs(fs, late, 3.5)
+    assert not past_horizon_after_epochs(fs, late, 100.0).past
+    v = past_horizon_after_epochs(fs, late, 3.5)
+    assert (v.past, v.by) == (True, "run")

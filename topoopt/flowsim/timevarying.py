@@ -119,6 +119,7 @@ __all__ = [
     "Epoch",
     "EpochPaths",
     "Handoff",
+    "HorizonVerdict",
     "LATE_EVERY",
     "REMAINDER_MARGIN",
     "past_horizon_after_epochs",
@@ -553,6 +554,25 @@ def simulate_epochs(
     return (res, ho) if left is None else (res, left, ho)
 
 
+@dataclass(frozen=True, eq=False)
+class HorizonVerdict:
+    """What :func:`past_horizon_after_epochs` found.
+
+    Attributes
+    ----------
+    past : bool
+        Some flow is unfinished at the horizon (``False``: not decided, or it ends by it).
+    by : str
+        ``"run"``, ``"rest"`` or ``""`` (:func:`past_horizon_after_epochs`).
+    left : BytesLeft or None
+        The bytes left at the times asked (``left_at``).
+    """
+
+    past: bool
+    by: str
+    left: BytesLeft | None
+
+
 REMAINDER_MARGIN = 1e-7
 """Relative margin of :func:`past_horizon_after_epochs`' verdict over the rounding of the two
 engines whose runs it equates (besides ``rtol`` per path, as the late cut)."""
@@ -695,49 +715,50 @@ def past_horizon_after_epochs(
     the margin, as the shared prefix of :mod:`solvers.reconfig.schedule` does).
 
     One class, unit weights and no non-preemptive flows only (the static engine's model).
-    ``max_refills`` bounds the work of each of the two runs (over it: ``False``). With
-    ``left_at`` (times up to the last epoch's start) the bytes left are taken in the first run
-    and returned: ``(verdict, BytesLeft)``.
+    ``max_refills`` bounds the work of each of the two runs (over it: not decided). With
+    ``left_at`` (times up to the last epoch's start) the bytes left are taken in the first run.
 
     Returns
     -------
-    bool
-        (And a :class:`BytesLeft` with ``left_at``.)
+    HorizonVerdict
+        ``past``, ``by`` (``"run"``: the time-varying run ended or was cut before the handoff,
+        ``"rest"``: the static engine's rest, ``""``: not decided) and ``left`` (the
+        :class:`BytesLeft` of ``left_at``, else ``None``).
 
     Examples
     --------
-    One 1 B/s link, two flows of 1 byte, the second after the first; from 0.5 s the link
-    has 2 B/s: the first ends at 0.75 s, the second at 1.25 s.
+    Flow 0 (1 byte on link 0), then flow 1 (1 byte on link 1), both links 1 B/s; from 0.5 s
+    link 0 has 2 B/s: flow 0 ends at 0.75 s, flow 1 at 1.75 s (the late cut at 0.5 s proves
+    only 1.5 s: a byte left on link 0, one on link 1).
 
-    >>> fs = FlowSet.single_path([1.0], [0.0], size=[1.0, 1.0], start=[0.0, 0.0],
-    ...                          paths=[[0], [0]], after=[[], [0]])
-    >>> ep = [Epoch(0.5, np.array([2.0]))]
-    >>> past_horizon_after_epochs(fs, ep, 1.2), past_horizon_after_epochs(fs, ep, 1.3)
-    (True, False)
+    >>> fs = FlowSet.single_path([1.0, 1.0], [0.0, 0.0], size=[1.0, 1.0], start=[0.0, 0.0],
+    ...                          paths=[[0], [1]], after=[[], [0]])
+    >>> ep = [Epoch(0.5, np.array([2.0, 1.0]))]
+    >>> v = past_horizon_after_epochs(fs, ep, 1.6)
+    >>> v.past, v.by, past_horizon_after_epochs(fs, ep, 1.8).past
+    (True, 'rest', False)
     """
     kw = dict(rtol=rtol, max_refills=max_refills, record_series=False, horizon=horizon)
     try:
         out = simulate_epochs(flows, epochs, late_cut=True, handoff=True, left_at=left_at, **kw)
     except WorkLimitExceeded:
-        return (False, None) if left_at is not None else False
+        return HorizonVerdict(False, "", None)
     res, ho = out[0], out[-1]
     left = out[1] if left_at is not None else None
-
-    def verdict(v):
-        return (v, left) if left_at is not None else v
-
     if not ho.handed or np.all(np.isfinite(res.finish)):
         # ended, or cut, before the handoff: as the plain run says
-        return verdict(not np.all(np.isfinite(res.finish)))
+        past = not np.all(np.isfinite(res.finish))
+        return HorizonVerdict(past, "run" if past else "", left)
     rem = remainder_flows(flows, res, ho)
     if rem is None:
-        return verdict(False)
+        return HorizonVerdict(False, "", left)
     rest, _, floor = rem
     try:
         sim = simulate(rest, rtol=rtol, record_series=False, max_refills=max_refills)
     except WorkLimitExceeded:
-        return verdict(False)
+        return HorizonVerdict(False, "", left)
     if np.any(sim.finish < floor):
-        return verdict(False)
+        return HorizonVerdict(False, "", left)
     last = float(np.max(sim.path_last_byte, initial=-np.inf))
-    return verdict(last > horizon + horizon * (REMAINDER_MARGIN + rest.n_paths * rtol))
+    past = last > horizon + horizon * (REMAINDER_MARGIN + rest.n_paths * rtol)
+    return HorizonVerdict(past, "rest" if past else "", left)
