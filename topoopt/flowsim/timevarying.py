@@ -109,9 +109,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from topoopt.csr import gather_rows
-from topoopt.flowsim._timevarying_kernels import epochs_kernel
+from topoopt.flowsim._timevarying_kernels import epochs_kernel, rest_kernel
 from topoopt.flowsim.flowset import FlowSet
-from topoopt.flowsim.simulator import SimResult, WorkLimitExceeded, check_limits, simulate
+from topoopt.flowsim.simulator import ROW_SPACE, SimResult, WorkLimitExceeded, check_limits
 from traffic.errors import InputError
 
 __all__ = [
@@ -704,13 +704,15 @@ def past_horizon_after_epochs(
 
     The run is simulated by :func:`simulate_epochs` up to the start of the last epoch (with the
     late cut's check there: a cut is the verdict), then the rest (:func:`remainder_flows`) by
-    :func:`topoopt.flowsim.simulate`, whose event loop (groups re-filled through their rows)
-    costs a fraction of the time-varying one's per event. Some flow of the run is unfinished at
-    the horizon exactly when a piece sends its last byte after it; the verdict is ``True``
-    when the rest's last byte comes after ``horizon * (1 + REMAINDER_MARGIN + P * rtol)``
-    (``P`` its paths: each completion may be merged up to ``rtol`` early) and every flow of the
-    rest finishes no earlier than its ``floor`` (else its dependents could be released later
-    than the rest releases them). ``False`` means *not decided*: the caller simulates the run
+    the static engine's event loop (:func:`topoopt.flowsim.simulate`'s, groups re-filled
+    through their rows, a seventh of the time-varying one's cost per event), with a horizon
+    and the late cut at ``horizon * (1 + REMAINDER_MARGIN)``
+    (:func:`~topoopt.flowsim._timevarying_kernels.rest_kernel`). Some flow of the run is
+    unfinished at the horizon exactly when a piece sends its last byte after it; the verdict
+    is ``True`` when the rest stops so (an event past that time, or the late cut's bound past
+    it by ``rtol`` per piece with bytes), and every flow the rest finished ends no earlier
+    than its ``floor`` (else its dependents could be released later than the rest releases
+    them). ``False`` means *not decided*: the caller simulates the run
     (so a ``False`` is never wrong, and a ``True`` rests on the two engines agreeing to within
     the margin, as the shared prefix of :mod:`solvers.reconfig.schedule` does).
 
@@ -753,12 +755,36 @@ def past_horizon_after_epochs(
     if rem is None:
         return HorizonVerdict(False, "", left)
     rest, _, floor = rem
-    try:
-        sim = simulate(rest, rtol=rtol, record_series=False, max_refills=max_refills)
-    except WorkLimitExceeded:
+    cut_at = horizon + horizon * REMAINDER_MARGIN
+    finish, last_byte, stopped, refills = _rest_run(
+        rest, cut_at, rtol, check_limits(rtol, max_refills)
+    )
+    if finish is None:
         return HorizonVerdict(False, "", left)
-    if np.any(sim.finish < floor):
+    done = np.isfinite(finish)
+    if np.any(finish[done] < floor[done]):
         return HorizonVerdict(False, "", left)
-    last = float(np.max(sim.path_last_byte, initial=-np.inf))
-    past = last > horizon + horizon * (REMAINDER_MARGIN + rest.n_paths * rtol)
+    last = float(np.nanmax(last_byte, initial=-np.inf))
+    past = stopped or last > horizon + horizon * (REMAINDER_MARGIN + rest.n_paths * rtol)
     return HorizonVerdict(past, "rest" if past else "", left)
+
+
+def _rest_run(fs: FlowSet, cut_at: float, rtol: float, limit: int):
+    """The static engine's run of ``fs`` (:func:`topoopt.flowsim.simulate`, one class, unit
+    weights) with a horizon and the late cut at ``cut_at``
+    (:func:`~topoopt.flowsim._timevarying_kernels.rest_kernel`): ``(finish, path_last_byte,
+    stopped, refills)``, ``finish`` ``nan`` for the flows unfinished at a stop; ``(None, None,
+    False, refills)`` over the work limit ``limit`` (``< 0``: none)."""
+    rdep_ptr, rdep = fs.dependents()
+    emult = np.repeat(fs.path_multiplicity(), np.diff(fs.path_ptr))
+    lp_ptr = np.zeros(fs.n_links + 1, np.int64)
+    np.cumsum(np.bincount(fs.path_links, minlength=fs.n_links), out=lp_ptr[1:])
+    out = rest_kernel(
+        fs.capacity, fs.path_ptr, fs.path_links, fs.path_flow(), fs.path_bytes(),
+        fs.path_latency(), fs.flow_ptr, fs.start, fs.dep_ptr, fs.deps, rdep_ptr, rdep, lp_ptr,
+        float(rtol), False, emult, limit, ROW_SPACE, float(cut_at), LATE_EVERY,
+    )  # fmt: skip
+    refills, stopped = int(out[9]), bool(out[10])
+    if 0 <= limit < refills:
+        return None, None, False, refills
+    return out[1], out[3], stopped, refills
