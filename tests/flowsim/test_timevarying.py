@@ -624,3 +624,32 @@ def test_past_horizon_after_epochs_paused_forever():
     assert not past_horizon_after_epochs(fs, late, 100.0).past
     v = past_horizon_after_epochs(fs, late, 3.5)
     assert (v.past, v.by) == (True, "run")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rest_kernel_is_the_static_engine_with_a_horizon(seed, monkeypatch):
+    """Without a horizon the rest's event loop is :func:`simulate`'s, to the last bit (the same
+    code); with one, it stops exactly when some byte is sent after it (horizons off the last
+    byte by 1e-3 relative: the late cut's margin is far below), and the flows it finished
+    are :func:`simulate`'s. The late cut checked at the start only, or every 1 or 5 events."""
+    import topoopt.flowsim.timevarying as tv
+    from topoopt.flowsim.timevarying import _rest_run
+
+    monkeypatch.setattr(tv, "LATE_EVERY", [10**9, 1, 5, 1][seed])
+
+    rng = np.random.default_rng(9000 + seed)
+    fs = random_flowset(rng, int(rng.integers(3, 8)), int(rng.integers(30, 80)), multipath=True,
+                        zero=seed == 2, deps=True, latency=seed % 2 == 0, stagger=0.3)  # fmt: skip
+    if seed % 2:
+        fs = fs.with_multiplicity(rng.integers(1, 4, fs.n_flows))
+    a = simulate(fs, record_series=False)
+    finish, last, stopped, refills = _rest_run(fs, np.inf, 1e-12, -1)
+    assert not stopped and refills == a.refills
+    np.testing.assert_array_equal(finish, a.finish)
+    np.testing.assert_array_equal(last, a.path_last_byte)
+    end = float(np.max(a.path_last_byte))
+    for cut in [0.3 * end, 0.9 * end, end * (1 - 1e-3), end * (1 + 1e-3)]:
+        finish, _, stopped, _ = _rest_run(fs, cut, 1e-12, -1)
+        assert stopped == (end > cut)
+        seen = np.isfinite(finish)
+        np.testing.assert_array_equal(finish[seen], a.finish[seen])
