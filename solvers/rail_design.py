@@ -17,9 +17,12 @@ module docstring; ``RailDesign.rails_identical`` says whether the rails' matrice
    then chain the fragments (paths, or single servers) into one cycle, in the order of their
    smallest server. A data-parallel ring becomes a path of its heaviest edges, and the
    pipeline's sends join the rings.
-2. **Fill** (the other ``d - 2`` lanes): repeatedly take the pair with the largest
-   ``W(u, v) / (c(u, v) + 1)`` (``c``: its circuits so far) whose two servers have a free lane,
-   until no pair with traffic fits. Unused lanes stay dark (still priced).
+2. **Fill** (the other ``d - 2`` lanes): (a) one circuit to every pair with traffic and no
+   circuit, heaviest first, while both servers have a free lane (direct reach first: a
+   pipeline's sends then go direct rather than a data-parallel ring getting parallel
+   circuits); (b) then repeatedly the pair with the largest ``W(u, v) / (c(u, v) + 1)`` (``c``:
+   its circuits so far) whose two servers have a free lane, until no pair with traffic fits.
+   Unused lanes stay dark (still priced).
 """
 
 from __future__ import annotations
@@ -139,7 +142,7 @@ def backbone_cycle(weights: sp.spmatrix, n: int) -> np.ndarray:
 
 def fill_lanes(weights: sp.spmatrix, base: np.ndarray, n: int, lanes: int) -> np.ndarray:
     """Step 2 of the module docstring: ``base`` ``(u, v)`` rows plus circuits on the free lanes
-    (each server ``lanes`` in all), greedily by ``W(u, v) / (c(u, v) + 1)``.
+    (each server ``lanes`` in all): every pair with traffic once, then by ``W / (c + 1)``.
 
     >>> w = sp.csr_matrix(([5.0, 1.0], ([0, 2], [1, 3])), shape=(4, 4))
     >>> fill_lanes(w + w.T, np.array([[0, 2], [2, 1], [1, 3], [3, 0]]), 4, 3).tolist()
@@ -152,13 +155,21 @@ def fill_lanes(weights: sp.spmatrix, base: np.ndarray, n: int, lanes: int) -> np
         key = (min(u, v), max(u, v))
         count[key] = count.get(key, 0) + 1
     w = sp.triu(sp.csr_matrix(weights), k=1).tocoo()
-    heap = [
+    extra: list[tuple[int, int]] = []
+    order = np.lexsort((w.col, w.row, -w.data))
+    for e in order:  # (a) one circuit to every pair with traffic, heaviest first
+        u, v = int(w.row[e]), int(w.col[e])
+        if w.data[e] > 0 and (u, v) not in count and deg[u] < lanes and deg[v] < lanes:
+            extra.append((u, v))
+            deg[u] += 1
+            deg[v] += 1
+            count[(u, v)] = 1
+    heap = [  # (b) parallel circuits by bytes per circuit
         (-float(x) / (count.get((int(u), int(v)), 0) + 1), int(u), int(v))
         for u, v, x in zip(w.row, w.col, w.data, strict=True)
         if x > 0
     ]
     heapq.heapify(heap)
-    extra: list[tuple[int, int]] = []
     while heap:
         negw, u, v = heapq.heappop(heap)
         if deg[u] >= lanes or deg[v] >= lanes:
