@@ -8,7 +8,9 @@ GPUs on different rails crosses a server's scale-up fabric (NVLink): the flow mo
 NVLink egress (:class:`topoopt.flowsim.network.Network`, ``rail_routing``; :func:`link_rails`
 names the rail of every server link). The rail-optimised Clos,
 :func:`topoopt.fabrics.fat_tree.rail_optimized`, adds the spine that makes a rail reach every
-other.
+other; :func:`topoopt.fabrics.rail_circuits.rail_circuits` replaces each rail's switch by
+circuits between the rail's NICs (its NIC nodes stand where a rail-only fabric has its rail
+switches).
 """
 
 from __future__ import annotations
