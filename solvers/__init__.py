@@ -23,7 +23,8 @@ other directly, never through this door. No name here is also a submodule's name
   clusters); :func:`run_collective`, :data:`NVLINK2_BANDWIDTH`, :func:`dgx1` (collective
   schedules); :func:`best_strides`, :func:`circulant_stats`, :func:`geometric_strides`
   (circulant strides); :func:`evaluate_routing` (the congestion objective of a routing),
-  :func:`node_paths`, :func:`ring_records`.
+  :func:`node_paths`, :func:`ring_records`; :func:`design_rail_circuits` and
+  :func:`rail_circuits_fabric` (rail-aligned circuits, :class:`RailDesign`).
 """
 
 from solvers.baselines.strides import best_strides, circulant_stats, geometric_strides
@@ -43,6 +44,7 @@ from solvers.model.ocs_layers import check_ocs, place_circuits
 from solvers.model.ports import with_port_options
 from solvers.model.problem import DesignProblem, read_prewired_file
 from solvers.ocs_repair import respect_ocs
+from solvers.rail_design import RailDesign, design_rail_circuits, rail_circuits_fabric
 from solvers.realise import (
     design_fabric,
     design_routing,
@@ -68,6 +70,9 @@ from solvers.registry import (
 )
 
 __all__ = [
+    "RailDesign",
+    "design_rail_circuits",
+    "rail_circuits_fabric",
     "DesignProblem",
     "Design",
     "HybridDesign",
