@@ -392,6 +392,8 @@ class PhaseRoutingResult:
     reference : ScheduleRun
     info : dict
         ``wall_s``, ``cpu_s``, ``by_choice`` (choice -> iteration or ``inf`` when cut).
+    chosen : ScheduleRun
+        The chosen routing schedule's run (``reference`` when all phases stay static).
     """
 
     iteration_s: float
@@ -404,6 +406,7 @@ class PhaseRoutingResult:
     evaluations: int
     reference: ScheduleRun
     info: dict = field(default_factory=dict)
+    chosen: ScheduleRun | None = None
 
 
 def phase_routing(
@@ -472,7 +475,7 @@ def phase_routing(
         say(f"phase routing: {ph.name} [{ph.start_s:.6g}, {ph.end_s:.6g}) s: congestion "
             f"{s0:.6g} -> {s1:.6g} s")  # fmt: skip
     starts = tuple(ph.start_s for ph in phases)
-    best, best_choice = float(ref.iteration_s), (False,) * len(phases)
+    best, best_choice, best_run = float(ref.iteration_s), (False,) * len(phases), ref
     by_choice = {best_choice: best}
     choices = [c for c in itertools.product((False, True), repeat=len(phases))
                if any(c) and all(own[i] is not static for i in range(len(c)) if c[i])]  # fmt: skip
@@ -490,13 +493,13 @@ def phase_routing(
         if c == full:
             all_routed = it
         say(f"phase routing: {''.join('R' if x else 'S' for x in c)}: {it:.9g} s")
-        if it < best:
-            best, best_choice = it, c
+        if it < best:  # a run cut at the incumbent is never below it: this one ran in full
+            best, best_choice, best_run = it, c, run
     routings = tuple(own[i] if best_choice[i] else static for i in range(len(phases)))
     return PhaseRoutingResult(
         iteration_s=best, static_iteration_s=float(ref.iteration_s), all_routed_s=all_routed,
         choice=best_choice, phases=phases, congestion=congestion, routings=routings,
-        evaluations=len(by_choice), reference=ref,
+        evaluations=len(by_choice), reference=ref, chosen=best_run,
         info={"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
               "by_choice": {"".join("R" if x else "S" for x in k): v
                             for k, v in by_choice.items()}},
