@@ -21,7 +21,10 @@ iteration, each phase routed against its own traffic:
    every pair its cheapest path over all circuits under the smoothed congestion's link prices
    (Dijkstra: detours of any length over the ports the phase leaves idle) and balancing again.
    The phase's congestion ``max_l load_l / cap_l`` is never above the static routing's. Pairs
-   without bytes in the phase keep their static paths. (An exact minimum-congestion path LP
+   without bytes in the phase keep their static paths. A pair with bytes that the design's
+   routing leaves out (the flow model routes it by ECMP over the circuits' shortest paths)
+   starts on its shortest candidates, split evenly (the static congestion is then an estimate;
+   the choice of step 4 is exact either way). (An exact minimum-congestion path LP
    lowered the congestion further but lengthened the iteration: ``docs/advise.md``, levers.)
 4. **Choice.** Every combination of (static or per-phase routing) per phase, at most
    ``2 ** max_phases``, is simulated exactly (:func:`simulate_routing_schedule`: the routing
@@ -131,16 +134,18 @@ def route_phase(
     src, dst = key // n, key % n
     sps = static.to_pathset(lsrc, ldst, n)
     idx = sps.index(src, dst, n)
-    if np.any(idx < 0):
-        bad = int(np.flatnonzero(idx < 0)[0])
-        raise InputError(
-            "routing", f"no static path for servers {int(src[bad])} -> {int(dst[bad])}",
-            "a design routing every pair the phase's traffic uses",
-        )  # fmt: skip
-    base = sps.take(idx)
     got = candidate_paths(c, n, src, dst)
     if got is None:
         raise InputError("circuits", "a pair with traffic is disconnected", "connected circuits")
+    base = sps.take(np.maximum(idx, 0))
+    missing = idx < 0
+    if missing.any():
+        # pairs the design's routing leaves out: the flow model routes them by ECMP over the
+        # circuits' shortest paths; start them on their shortest candidates, split evenly
+        out = np.flatnonzero(missing)
+        short = _shortest(got[0].take(out))
+        base = _drop_zero(base, ~missing[base.path_commodity()])
+        base = _even_where(_merge_paths(base, short, out[short.path_commodity()]), missing)
     cand = _merge_paths(base, got[0])
     pb2 = pb[None, :]
     w, obj, _ = balance(cand, pb2, cap, rounds)
@@ -170,6 +175,24 @@ COLUMN_ROUNDS = 6
 """Rounds of column generation in :func:`route_phase`: each adds, for every pair, its cheapest
 path over all circuits under the link prices of the current loads (when cheaper than its
 paths), then balances again."""
+
+
+def _shortest(paths: PathSet) -> PathSet:
+    """Per commodity of ``paths``, only its paths of the fewest links."""
+    comm, lens = paths.path_commodity(), paths.path_lengths()
+    least = np.full(paths.n_commodities, np.iinfo(np.int64).max)
+    np.minimum.at(least, comm, lens)
+    return _drop_zero(paths, lens == least[comm])
+
+
+def _even_where(paths: PathSet, which: np.ndarray) -> PathSet:
+    """``paths`` with the weights of the commodities ``which`` (a mask) split evenly over their
+    paths; the others' unchanged."""
+    comm = paths.path_commodity()
+    on = which[comm]
+    w = paths.weight.copy()
+    w[on] = 1.0 / np.bincount(comm, minlength=paths.n_commodities)[comm[on]]
+    return _with_weights(paths, w)
 
 
 def _with_weights(paths: PathSet, w: np.ndarray) -> PathSet:
