@@ -433,14 +433,14 @@ def _phase_routed(row: dict, run, task: dict) -> dict | None:
     The row's ``iteration_s`` is the chosen routing schedule's when some phase takes its own
     routing, else the ``joint`` row's; ``static_iteration_s`` is the static routing's iteration
     on the same engine (the reference the choice is made against), ``phase_routes`` names each
-    phase and whether it took its own routing, ``phase_routing_cpu_s`` its CPU seconds; the
+    phase and whether it took its own routing (``wall_s``: its own wall time, a clock field); the
     binding class and link are the chosen schedule's (:func:`_binding`). When the routing cannot
     run (e.g. over the memory budget) there is no such row and ``row`` gets
     ``phase_routing_warning``."""
     from solvers import phase_routing
     from topoopt.flowsim.roofline import throughput_facts
 
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0 = time.perf_counter()
     try:
         res = phase_routing(run.workload, run.design, run.fabric)
     except InputError as e:
@@ -473,7 +473,6 @@ def _phase_routed(row: dict, run, task: dict) -> dict | None:
             f"{p.name}: {'own' if c else 'static'}"
             for p, c in zip(res.phases, res.choice, strict=True)
         ],
-        "phase_routing_cpu_s": time.process_time() - c0,
         "wall_s": time.perf_counter() - t0,
     }
     return out
