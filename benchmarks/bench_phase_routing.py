@@ -32,6 +32,11 @@ def main(argv=None) -> None:
     ap.add_argument("--clos", type=float, help="the fastest advise row's iteration, seconds")
     ap.add_argument("--min-fraction", type=float, default=0.02)
     ap.add_argument(
+        "--max-buckets",
+        type=int,
+        help="gradient buckets per channel at most (a coarsening, flagged; default: exact)",
+    )
+    ap.add_argument(
         "--time-limit",
         type=float,
         default=30.0,
@@ -50,8 +55,9 @@ def main(argv=None) -> None:
         flush=True,
     )
     c1 = time.process_time()
+    say = lambda m: print(m, flush=True)  # noqa: E731
     r = phase_routing(run.workload, run.design, run.fabric, min_fraction=a.min_fraction,
-                      progress=lambda m: print(m, flush=True))  # fmt: skip
+                      max_buckets=a.max_buckets, progress=say)  # fmt: skip
     cpu = time.process_time() - c1
     print(f"{a.job} at {a.gpus} GPUs: static {r.static_iteration_s!r} s, every phase routed "
           f"{r.all_routed_s!r} s, chosen {r.iteration_s!r} s "
