@@ -15,7 +15,8 @@ other directly, never through this door. No name here is also a submodule's name
   :func:`design_workload`, :func:`realise_design` (all three), :func:`simulate_design`.
 - Studies' entry points: :func:`reconfigure`, :func:`reconfigure_hybrid` (a hybrid's optical
   circuits), :func:`reconfigure_spine` (an OCS spine's
-  pod-to-pod circuits), :func:`iteration_under_hybrid_schedule` and
+  pod-to-pod circuits), :func:`phase_routing` (a design's routing tables changed per
+  communication phase on its fixed circuits), :func:`iteration_under_hybrid_schedule` and
   :func:`iteration_under_spine_schedule` (one iteration under their schedules),
   :func:`demand_circuits`, :func:`run_baselines` and :func:`schedule_cost` (reconfiguration over
   time); :func:`design_cluster`, :func:`cluster_totals`,
@@ -38,6 +39,7 @@ from solvers.collectives.sizes import check_collective_size
 from solvers.collectives.topologies import NVLINK2_BANDWIDTH, dgx1
 from solvers.hybrid_design import HybridDesign, route_hybrid
 from solvers.hybrid_design import hybrid_design as solve_hybrid
+from solvers.joint.phase_routing import phase_routing
 from solvers.model.congestion import evaluate_routing
 from solvers.model.design import Design, NodePaths, node_paths, ring_records
 from solvers.model.ocs_layers import check_ocs, place_circuits
@@ -100,6 +102,7 @@ __all__ = [
     "reconfigure",
     "reconfigure_hybrid",
     "reconfigure_spine",
+    "phase_routing",
     "iteration_under_hybrid_schedule",
     "iteration_under_spine_schedule",
     "demand_circuits",
