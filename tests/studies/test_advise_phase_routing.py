@@ -60,7 +60,7 @@ def test_the_row_is_bench_phase_routings_value_at_joints_capex(tiny):
     # the reference equals advise's own static row of the same design
     assert ref.static_iteration_s == pytest.approx(joint["iteration_s"], rel=1e-9)
     assert phased["phase_routes"] == [
-        f"{p.name}: {'own' if c else 'static'}" for p, c in zip(ref.phases, ref.choice)
+        f"{p.name}: {'own' if c else 'static'}" for p, c in zip(ref.phases, ref.choice, strict=True)
     ]
     assert phased["phase_routing"] is True and joint["phase_routing"] is None
     for col in ("family", "capex_usd", "power_w", "optical_ports", "server_gbps"):

@@ -42,6 +42,9 @@ FAT_TREE_8_NICS = {
 }
 
 
+RAIL_CIRCUITS = ("rail-circuits", "rail-circuits-2")
+
+
 @pytest.mark.parametrize("gbps", [400, 800])
 def test_every_fabric_at_8_nics_of_400g_and_800g(gbps):
     """``--degree 8 --link-gbps 400`` (and 800) on every fabric (it failed on fat-tree,
@@ -54,11 +57,16 @@ def test_every_fabric_at_8_nics_of_400g_and_800g(gbps):
     w = _ring_workload(n)
     res = compare(w, FABRICS, degree=d, link_bandwidth=bw, time_limit_s=5.0, work_limit=2.0)
     t = res.table.set_index("fabric")
-    assert "error" not in t or t["error"].isna().all()
     assert set(t.index) == set(FABRICS)
+    # rail-aligned circuits wire NIC i to NIC i: one NIC (rail) per GPU, so servers of one GPU
+    # with 8 NICs are refused in one line naming the degree (every other fabric runs)
+    errors = t["error"].dropna()
+    assert set(errors.index) == set(RAIL_CIRCUITS)
+    assert all(e.startswith("degree: got 8; allowed: 1: one NIC (rail) per GPU") for e in errors)
+    t = t.drop(index=list(RAIL_CIRCUITS))
     assert np.isfinite(t["iteration_s"].to_numpy(float)).all()
     runs = {r.name: r for r in res.runs}
-    for name in FABRICS:
+    for name in t.index:
         if name in ("torus", "fat-tree-cost-equivalent"):
             continue
         bom = bill_of_materials(runs[name].fabric)

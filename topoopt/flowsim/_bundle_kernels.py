@@ -12,6 +12,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from topoopt.numba_cache import kernel_cache
+
+_CACHE = kernel_cache(__file__)  # a writable cache folder, else none (topoopt.numba_cache)
+
 __all__ = [
     "bundle_link_hash",
     "fixed_and_route_sums",
@@ -20,7 +24,7 @@ __all__ = [
 ]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=_CACHE, inline="always")
 def _mix(h, v):
     x = (h ^ v) * np.uint64(0x9E3779B97F4A7C15)
     x ^= x >> np.uint64(31)
@@ -28,12 +32,12 @@ def _mix(h, v):
     return x ^ (x >> np.uint64(29))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=_CACHE, inline="always")
 def _word(seed, colour):
     return _mix(seed, np.uint64(colour)) | np.uint64(1)
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def bundle_link_hash(
     n_l, lc, bc, bmult, count, fix_ptr, fix_links, sw, n_sw, ul_ptr, ul_link, ul_cnt, s_b, s_l
 ):
@@ -60,7 +64,7 @@ def bundle_link_hash(
     return out
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def route_signatures(sw_ptr, path_ptr, path_links, lc, s_p, s_q):
     """Per switch-pair route: the hash of the multiset, over its paths, of the multiset of
     the link colours ``lc`` on each path."""
@@ -77,7 +81,7 @@ def route_signatures(sw_ptr, path_ptr, path_links, lc, s_p, s_q):
     return out
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def fixed_and_route_sums(bc, fcb, fix_ptr, fix_links, sw, lc, sig, s_x, s_b):
     """Next bundle hashes: ``mix(bc, its flow's colour fcb, multiset of its fixed links'
     colours, its route's signature)``."""
@@ -92,7 +96,7 @@ def fixed_and_route_sums(bc, fcb, fix_ptr, fix_links, sw, lc, sig, s_x, s_b):
     return out
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def flow_bundle_sums(flow_ptr, bc, s_f):
     """Per flow: the hash of the multiset of its bundles' colours."""
     n_f = flow_ptr.shape[0] - 1
@@ -118,7 +122,7 @@ _S_KEY = np.uint64(0x510E527FADE682D1)  # start of an element's key hash
 _S_DEPS = np.uint64(0x9B05688C2B3E6C1F)  # words of the classes of a flow's dependencies
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _mixn(h, v):
     """:func:`_mix`, not inlined at numba's IR level (LLVM still inlines it): a kernel with
     many call sites compiles several times faster."""
@@ -128,12 +132,12 @@ def _mixn(h, v):
     return x ^ (x >> np.uint64(29))
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _wordn(seed, colour):
     return _mixn(seed, np.uint64(colour)) | np.uint64(1)
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def split_touched(touched, key, cls, size, ckey, n_cls, scratch):
     """Split the classes of the ``touched`` elements by their new ``key`` (``key[j]`` of
     ``touched[j]``): ``(n_cls, moved, old)``, the elements that changed class and their old class.
@@ -226,7 +230,7 @@ def split_touched(touched, key, cls, size, ckey, n_cls, scratch):
     return n_cls, moved, old
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _marked(mark, lst, n):
     """The first ``n`` entries of ``lst`` (the marked elements, in the order they were
     marked), their marks cleared."""
@@ -236,7 +240,7 @@ def _marked(mark, lst, n):
     return out
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _route_sig(s, sig_ptr, sig_pp, sig_pl, lc):
     acc = np.uint64(0)
     for p in range(sig_ptr[s], sig_ptr[s + 1]):
@@ -247,7 +251,7 @@ def _route_sig(s, sig_ptr, sig_pp, sig_pl, lc):
     return acc
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _dep_set_hash(f, dep_ptr, deps, fc, stamp, token):
     """The hash of the *set* of classes ``fc`` of flow ``f``'s dependencies: a sum of one word
     per distinct class (``stamp[c] == token`` marks the classes seen; ``token`` is new at
@@ -263,7 +267,7 @@ def _dep_set_hash(f, dep_ptr, deps, fc, stamp, token):
     return _mixn(h, np.uint64(n_u))
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def refine_incremental(
     lc, bc, fc, bmult, count, bflow, fix_ptr, fix_links, route, flow_ptr, dep_ptr, deps,
     rdep_ptr, rdep, ul_ptr, ul_link, ul_cnt, sig_ptr, sig_pp, sig_pl, max_rounds,
@@ -494,7 +498,7 @@ def refine_incremental(
     return rounds
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def route_class_profiles(route, bcls, bmult, n_s, n_bc):
     """Per route, its bundle classes and their members counted with multiplicity, in class
     order: the CSR ``(ptr, cls, cnt)`` (the route profiles ``M(s, .)`` of
@@ -538,7 +542,7 @@ def route_class_profiles(route, bcls, bmult, n_s, n_bc):
     return out_ptr, out_cls[:w].copy(), out_cnt[:w].copy()
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def uniform_bundle_paths(fix_ptr, fix_links, route, rr_ptr, rr_links, bcls, lk, n_bc, n_lc):
     """Whether every bundle crosses each link class as often as the first bundle of its class
     does, one path each: its fixed links, then its route's representative path

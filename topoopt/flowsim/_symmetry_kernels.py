@@ -30,6 +30,9 @@ import numpy as np
 from numba import njit
 
 from topoopt.flowsim._kernels import class_of_flow
+from topoopt.numba_cache import kernel_cache
+
+_CACHE = kernel_cache(__file__)  # a writable cache folder, else none (topoopt.numba_cache)
 
 __all__ = [
     "class_dep_rows",
@@ -42,7 +45,7 @@ __all__ = [
 ]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=_CACHE, inline="always")
 def mix64(h, v):
     """One step of a 64-bit hash of a sequence (splitmix-style finaliser), wrapping."""
     x = (h ^ v) * np.uint64(0x9E3779B97F4A7C15)
@@ -51,13 +54,13 @@ def mix64(h, v):
     return x ^ (x >> np.uint64(29))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=_CACHE, inline="always")
 def _word(seed, colour):
     """The odd 64-bit word of ``colour`` in a round seeded ``seed``."""
     return mix64(seed, np.uint64(colour)) | np.uint64(1)
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def dense_ids(keys):
     """``int64`` ids ``0..`` of ``keys`` (``uint64``), equal keys equal ids, numbered by first
     occurrence: an open-addressing table of at least twice the size holding the position of
@@ -90,7 +93,7 @@ def dense_ids(keys):
     return out
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def refine_links_paths(
     n_l, path_ptr, path_links, flow_ptr, path_flow, lc, pc, fc, s_l, s_p, s_f,
 ):  # fmt: skip
@@ -141,7 +144,7 @@ def refine_links_paths(
     return new_l, new_p, h_fp
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def uniform_counts(u_ptr, v_items, v_weight, u_class, v_class, n_uc, n_vc):
     """Whether every ``u`` of one class ``u_class[u]`` meets each class of ``v`` as often as
     its class's first member does: ``u``'s items are ``v_items[u_ptr[u]:u_ptr[u+1]]``, each
@@ -182,7 +185,7 @@ def uniform_counts(u_ptr, v_items, v_weight, u_class, v_class, n_uc, n_vc):
     return True
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def uniform_sets(u_ptr, v_items, u_class, v_class, n_uc, n_vc):
     """Whether every ``u`` of one class has the same *set* of classes ``v_class[item]`` of its
     items ``v_items[u_ptr[u]:u_ptr[u+1]]`` as its class's first member."""
@@ -216,7 +219,7 @@ def uniform_sets(u_ptr, v_items, u_class, v_class, n_uc, n_vc):
     return True
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def csr_by_key(keys, n):
     """``(ptr, order)``: the positions of ``keys`` (values ``0..n-1``) grouped by key, each
     group in increasing position (a stable counting sort, ``O(len(keys) + n)``)."""
@@ -234,7 +237,7 @@ def csr_by_key(keys, n):
     return ptr, order
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def class_dep_rows(class_of, rep, dep_ptr, deps):
     """Dependency CSR between classes (:func:`topoopt.flowsim.flowset.class_dependencies`):
     ``(ptr, classes)`` with class ``c``'s row the classes of the dependencies of its
@@ -264,7 +267,7 @@ def class_dep_rows(class_of, rep, dep_ptr, deps):
     return ptr, out[:w].copy()
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def gather_csr_rows(ptr, rows):
     """The concatenated element indices ``ptr[r]:ptr[r+1]`` of the rows ``rows``, in order
     (:func:`topoopt.csr.gather_rows` in one pass, without its incidence-sized temporaries)."""
@@ -280,7 +283,7 @@ def gather_csr_rows(ptr, rows):
     return out
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def expand_routes(flow_link, comm, cp_ptr, r_path_ptr, r_path_links, r_weight):
     """The sub-flows of flows on single links or on routes: ``(flow_ptr, path_ptr, path_links,
     weight)`` (:meth:`topoopt.flowsim.network.FlowBuilder.build`).
@@ -324,7 +327,7 @@ def expand_routes(flow_link, comm, cp_ptr, r_path_ptr, r_path_links, r_weight):
     return flow_ptr, path_ptr, links, weight
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def first_repeated_link(path_ptr, path_links):
     """``(p, link)``: the first sub-flow ``p`` that crosses a link twice and the smallest such
     link, ``(-1, -1)`` when none does (linear in the incidences for paths of up to 32 links,
@@ -348,7 +351,7 @@ def first_repeated_link(path_ptr, path_links):
     return -1, -1
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def link_path_csr(path_ptr, path_links, n_l):
     """``(l_ptr, link_paths)``: the sub-flows crossing each link, one entry per incidence, in
     increasing sub-flow order (the transpose of the sub-flow x link incidence; ``int32``
@@ -371,7 +374,7 @@ def link_path_csr(path_ptr, path_links, n_l):
     return l_ptr, out
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def topological_order(dep_ptr, rdep_ptr, rdep):
     """``(order, n_visited)``: the flows in a topological order of their dependencies (Kahn's
     algorithm, the visit order of :func:`topoopt.flowsim._kernels.classes_kernel`);
@@ -397,7 +400,7 @@ def topological_order(dep_ptr, rdep_ptr, rdep):
     return queue[:qt], qt
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def classes_in_order(base, order, dep_ptr, deps):
     """Flow classes by ``(base row, set of dependency classes)``, visiting flows in ``order``
     (topological: a flow's dependencies come before it): the partition of

@@ -51,6 +51,9 @@ FABRIC_STYLES: dict[str, dict[str, str]] = {
     "rail": {"color": "#e377c2", "symbol": "cross", "dash": "solid"},
     "rail-only": {"color": "#f7b6d2", "symbol": "cross", "dash": "dash"},
     "ocs-spine": {"color": "#7f7f7f", "symbol": "triangle-down", "dash": "solid"},
+    "rail-circuits": {"color": "#8f3f71", "symbol": "cross-open", "dash": "dot"},
+    "rail-circuits-2": {"color": "#c49c94", "symbol": "cross-open", "dash": "dashdot"},
+    "joint-phased": {"color": "#98df8a", "symbol": "star-open", "dash": "dash"},
 }
 """The style of every fabric of :data:`topoopt.app.studies.compare.FABRICS` (a test checks
 that each has one and that no two share a colour)."""
