@@ -740,13 +740,17 @@ def template_flowset(template: FlowTemplate, realised: RealisedSchedule,
     pair = t.link < 0
     if np.any(t.link[~pair] < t.n_fabric):
         return None
-    if n_fab != t.n_fabric:  # the links past the fabric's, shifted
+    links = f.path_links
+    if n_fab != t.n_fabric:
+        # the links past the fabric's, shifted; the server-pair flows' own paths, which no
+        # epoch uses (every epoch routes them), kept on fabric links of this union (their ids
+        # modulo its link count: a smaller union may not have the template's)
         links = np.where(f.path_links >= t.n_fabric, f.path_links + (n_fab - t.n_fabric),
-                         f.path_links)  # fmt: skip
-        fab = realised.fabric
-        cap = np.concatenate([fab.capacity, f.capacity[t.n_fabric :]])
-        lat = np.concatenate([fab.latency, f.latency[t.n_fabric :]])
-        f = replace(f, path_links=links, capacity=cap, latency=lat)
+                         f.path_links % n_fab)  # fmt: skip
+    fab = realised.fabric  # this union's links, then the template's others
+    cap = np.concatenate([fab.capacity, f.capacity[t.n_fabric :]])
+    lat = np.concatenate([fab.latency, f.latency[t.n_fabric :]])
+    f = replace(f, path_links=links, capacity=cap, latency=lat)
     return f, _epochs_of(t, f, realised, max_path_links)
 
 
