@@ -66,6 +66,8 @@ __all__ = [
     "schedule_epochs",
     "schedule_flowset",
     "SharedPrefix",
+    "FlowTemplate",
+    "template_flowset",
     "prefix_bound",
     "REST_PATHS_PER_FLOW",
     "run_iteration",
@@ -450,12 +452,56 @@ class SharedPrefix:
         later run must have the same), and the bytes left per path.
     pruned : int
     rest_cut : int
+    template : FlowTemplate, optional
+        The flow classes of the first run built (:class:`FlowTemplate`): a later schedule whose
+        first reconfiguration was taken is tried against :func:`prefix_bound` with them before
+        its iteration is built (:func:`iteration_under_schedule`).
     """
 
     wanted: dict
     taken: dict = field(default_factory=dict)
     pruned: int = 0
     rest_cut: int = 0
+    template: FlowTemplate | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class FlowTemplate:
+    """The flow classes of one schedule's iteration, for the other schedules of a search.
+
+    An iteration's flows do not depend on the circuits: server-pair flows are routed per epoch
+    by :func:`schedule_flowset` (the FlowSet's own paths, on the union fabric it was built on,
+    are never used), and every other flow runs on one link past the fabric's (intra-server,
+    null and device links, numbered from the fabric's link count on, the same in every union).
+    So the flows built on one union fabric of ``n_fabric`` links are those of any other with
+    these links' ids shifted by the difference of link counts (:func:`template_flowset`), but
+    for the server-pair flows' own paths, which no epoch uses: the epochs are the same arrays,
+    and :func:`prefix_bound` gets the same figures from them without building the iteration
+    (what the shared prefix's cuts cost: building the task graph's flows and their classes).
+
+    Attributes
+    ----------
+    flows : FlowSet
+        The flow classes (:meth:`~topoopt.flowsim.network.FlowBuilder.build_classes`).
+    class_of : ndarray
+        Class of every builder flow.
+    link, src, dst : ndarray
+        Per class, its representative's link (``-1``: a server-pair flow) and servers.
+    n_fabric : int
+        Links of the fabric they were built on.
+    key : tuple
+        What else the flows depend on: the workload (its ``id``) and the gradient buckets'
+        cap of the iteration (:func:`iteration_under_schedule` uses a template of its own key
+        only).
+    """
+
+    flows: object
+    class_of: np.ndarray
+    link: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    n_fabric: int
+    key: tuple = ()
 
 
 REST_PATHS_PER_FLOW = 2.0
@@ -522,6 +568,17 @@ def prefix_bound(flows, epochs, taken, rtol: float = 1e-12) -> tuple[float, int]
     return last.start_s + worst, int(np.count_nonzero(on_path > 0))
 
 
+def _prefix_cut(p: SharedPrefix | None, hz, label, flows, epochs) -> bool:
+    """Whether :func:`prefix_bound` from the bytes ``p`` took at this run's first
+    reconfiguration proves the run past its horizon ``hz`` (the margin: ``rtol`` per piece and
+    :data:`PREFIX_MARGIN`)."""
+    t1 = epochs[1].start_s if len(epochs) > 1 else np.inf
+    if p is None or hz is None or (label, t1) not in p.taken:
+        return False
+    b, pieces = prefix_bound(flows, epochs, p.taken[(label, t1)])
+    return b is not None and b > hz + hz * (pieces * 1e-12 + PREFIX_MARGIN)
+
+
 class _Hook:
     """The ``simulator`` of :func:`simulate_iteration`: epochs or plain, recording fabric flows."""
 
@@ -530,10 +587,12 @@ class _Hook:
         realised: RealisedSchedule | None,
         horizon: float | None = None,
         prefix: SharedPrefix | None = None,
+        key: tuple = (),
     ):
         self.realised = realised
         self.horizon = horizon
         self.prefix = prefix
+        self.key = key
         self.flows: dict | None = None
 
     def _epochs_run(self, fb, limit):
@@ -541,14 +600,14 @@ class _Hook:
         from topoopt.flowsim.timevarying import past_horizon_after_epochs, simulate_epochs
 
         r, p, hz = self.realised, self.prefix, self.horizon
-        flows, class_of, epochs = schedule_flowset(fb, r)
+        flows, class_of, epochs, template = _schedule_flowset(fb, r)
+        if p is not None and p.template is None:
+            p.template = replace(template, key=self.key)
         label = r.schedule.sets[0].label
         t1 = epochs[1].start_s if len(epochs) > 1 else np.inf
-        if p is not None and hz is not None and (label, t1) in p.taken:
-            b, pieces = prefix_bound(flows, epochs, p.taken[(label, t1)])
-            if b is not None and b > hz + hz * (pieces * 1e-12 + PREFIX_MARGIN):
-                p.pruned += 1
-                raise _PastHorizon
+        if _prefix_cut(p, hz, label, flows, epochs):
+            p.pruned += 1
+            raise _PastHorizon
         times = []
         if p is not None and epochs[0].paths is not None:
             times = [x for x in p.wanted.get(label, ()) if x <= t1 and (label, x) not in p.taken]
@@ -650,8 +709,12 @@ def simulate_schedule(
 def schedule_flowset(builder, realised: RealisedSchedule, max_path_links: int = MAX_PATH_LINKS):
     """``(flows, class_of, epochs)``: the flow classes of a builder and the epochs of a realised
     schedule, as :func:`simulate_schedule` simulates them."""
+    return _schedule_flowset(builder, realised, max_path_links)[:3]
+
+
+def _schedule_flowset(builder, realised: RealisedSchedule, max_path_links: int = MAX_PATH_LINKS):
+    """:func:`schedule_flowset` and the :class:`FlowTemplate` of its classes."""
     from topoopt.flowsim.flowset import class_representatives
-    from topoopt.flowsim.timevarying import Epoch, EpochPaths
 
     r = realised
     fb = builder
@@ -659,10 +722,46 @@ def schedule_flowset(builder, realised: RealisedSchedule, max_path_links: int = 
         raise InputError("builder", "a network on another fabric", "the schedule's union fabric")
     flows, class_of = fb.build_classes()
     a = fb.arrays()
+    rep = class_representatives(class_of, flows.n_flows)
+    t = FlowTemplate(flows, class_of, a["link"][rep], a["src"][rep], a["dst"][rep],
+                     r.fabric.n_links)  # fmt: skip
+    return flows, class_of, _epochs_of(t, flows, r, max_path_links), t
+
+
+def template_flowset(template: FlowTemplate, realised: RealisedSchedule,
+                     max_path_links: int = MAX_PATH_LINKS):  # fmt: skip
+    """``(flows, epochs)`` of :func:`schedule_flowset` for the iteration whose flow classes
+    ``template`` holds, on ``realised``'s union fabric (:class:`FlowTemplate`); ``None`` when a
+    flow of the template runs on a fabric link of its own (then the flows depend on the
+    fabric)."""
+    t = template
+    f = t.flows
+    n_fab = realised.fabric.n_links
+    pair = t.link < 0
+    if np.any(t.link[~pair] < t.n_fabric):
+        return None
+    links = f.path_links
+    if n_fab != t.n_fabric:
+        # the links past the fabric's, shifted; the server-pair flows' own paths, which no
+        # epoch uses (every epoch routes them), kept on fabric links of this union (their ids
+        # modulo its link count: a smaller union may not have the template's)
+        links = np.where(f.path_links >= t.n_fabric, f.path_links + (n_fab - t.n_fabric),
+                         f.path_links % n_fab)  # fmt: skip
+    fab = realised.fabric  # this union's links, then the template's others
+    cap = np.concatenate([fab.capacity, f.capacity[t.n_fabric :]])
+    lat = np.concatenate([fab.latency, f.latency[t.n_fabric :]])
+    f = replace(f, path_links=links, capacity=cap, latency=lat)
+    return f, _epochs_of(t, f, realised, max_path_links)
+
+
+def _epochs_of(t: FlowTemplate, flows, realised: RealisedSchedule, max_path_links: int):
+    """The epochs of ``realised`` for ``flows`` (classes of ``t``; :func:`schedule_flowset`)."""
+    from topoopt.flowsim.timevarying import Epoch, EpochPaths
+
+    r = realised
     n_c = flows.n_flows
-    rep = class_representatives(class_of, n_c)
-    is_pair = a["link"][rep] < 0
-    src, dst = a["src"][rep][is_pair], a["dst"][rep][is_pair]
+    is_pair = t.link < 0
+    src, dst = t.src[is_pair], t.dst[is_pair]
     n_nodes = r.fabric.n_nodes
     keys = np.unique(src * n_nodes + dst)
     pairs = np.column_stack([keys // n_nodes, keys % n_nodes])
@@ -703,10 +802,10 @@ def schedule_flowset(builder, realised: RealisedSchedule, max_path_links: int = 
     n_fab = r.fabric.n_links
     rest = flows.capacity[n_fab:]
     epochs = [
-        Epoch(t, np.concatenate([cap, rest]), None if v is None else paths[v])
-        for t, cap, v in r.epochs
+        Epoch(t0, np.concatenate([cap, rest]), None if v is None else paths[v])
+        for t0, cap, v in r.epochs
     ]
-    return flows, class_of, epochs
+    return epochs
 
 
 def iteration_under_schedule(
@@ -788,7 +887,17 @@ def iteration_under_schedule(
             schedule, n, link_bandwidth, h,
             gpus_per_server=workload.gpus_per_server, all_dark=all_dark,
         )  # fmt: skip
-        fabric, routing, hook = realised.fabric, None, _Hook(realised, horizon, prefix)
+        key = (id(workload), max_buckets)
+        p = prefix
+        if p is not None and p.template is not None and p.template.key == key:
+            # the shared prefix's cut from the flow classes of an earlier run, before this
+            # iteration is built (FlowTemplate): the hook's own check, on the same figures
+            got = template_flowset(p.template, realised)
+            if got is not None and _prefix_cut(p, horizon, schedule.sets[0].label, *got):
+                p.pruned += 1
+                return ScheduleRun(np.inf, np.inf, np.inf, schedule.reconfigurations(), h, None, {})
+        fabric, routing = realised.fabric, None
+        hook = _Hook(realised, horizon, prefix, key)
     return run_iteration(
         workload, schedule, fabric, routing, hook, h, compute_s=compute_s,
         max_refills=max_refills, max_buckets=max_buckets, max_flows=max_flows,

@@ -555,8 +555,23 @@ def test_search_equals_the_plain_search(small, monkeypatch):
 
     monkeypatch.setattr(search, "SharedPrefix", Spy)
     monkeypatch.setattr(schedule, "REST_PATHS_PER_FLOW", 0.0)
+    from_template, cuts = [], []  # the cuts made before an iteration was built
+    tf, pc = schedule.template_flowset, schedule._prefix_cut
+
+    def template_flowset(*args):
+        from_template.append(tf(*args))
+        return from_template[-1]
+
+    def prefix_cut(p, hz, label, flows, epochs):
+        cut = pc(p, hz, label, flows, epochs)
+        cuts.append(cut and any(flows is g[0] for g in from_template if g))
+        return cut
+
+    monkeypatch.setattr(schedule, "template_flowset", template_flowset)
+    monkeypatch.setattr(schedule, "_prefix_cut", prefix_cut)
     a = reconfigure(w, 4, 12.5e9, 1e-5, **kw)
     assert made[0].taken and made[0].pruned > 0 and made[0].rest_cut > 0
+    assert any(cuts)  # some schedule was cut from the template's flows
     monkeypatch.setattr(schedule, "REST_PATHS_PER_FLOW", np.inf)
     real = tv.simulate_epochs
     monkeypatch.setattr(tv, "simulate_epochs", lambda *x, **k: real(*x, **{**k, "late_cut": False}))
@@ -567,3 +582,47 @@ def test_search_equals_the_plain_search(small, monkeypatch):
     da, db = a.to_dict(), b.to_dict()
     da.pop("wall_s"), db.pop("wall_s")
     assert da == db
+
+
+def test_template_flowset_equals_the_built_one(small):
+    """The flow classes of one schedule's iteration, with the links past the fabric's shifted
+    to another union fabric (larger or smaller), give every other schedule's epochs array for
+    array and its flows' sizes, multiplicities, starts and dependencies (the server-pair flows'
+    own paths, which no epoch uses, aside): so the shared prefix's bound is the same figure."""
+    import solvers.reconfig.schedule as schedule
+    from solvers.model.problem import DesignProblem
+    from solvers.realise import design_workload
+
+    w0, _, runs = small
+    full = runs[1e-5]
+    w = design_workload(w0, full.static, DesignProblem.from_workload(w0, 4, 12.5e9))
+    cands, phases = full.candidates, full.phases
+    got = []
+
+    class Trap(schedule._Hook):
+        def __call__(self, fb, limit):
+            got.append((self.realised, *schedule._schedule_flowset(fb, self.realised)))
+            raise schedule._PastHorizon
+
+    for choice in itertools.product(*[range(len(c)) for c in cands]):
+        for timing in TIMINGS:
+            sc = schedule_for(choice, cands, phases, 1e-3, timing)
+            if sc.is_static():
+                continue
+            r = schedule.realise_schedule(sc, w.servers, 12.5e9, 1e-3,
+                                          gpus_per_server=w.gpus_per_server)  # fmt: skip
+            schedule.run_iteration(w, sc, r.fabric, None, Trap(r), 1e-3)
+    sizes = {r.fabric.n_links for r, *_ in got}
+    assert len(sizes) > 1  # union fabrics of different sizes: the shift both ways
+    for template in {x[-1].n_fabric: x[-1] for x in got}.values():
+        for r, flows, _, epochs, _ in got:
+            ft, et = schedule.template_flowset(template, r)
+            for a in ("size", "multiplicity", "start", "dep_ptr", "deps", "capacity", "latency"):
+                assert np.array_equal(getattr(ft, a), getattr(flows, a)), a
+            assert len(et) == len(epochs)
+            for x, y in zip(et, epochs, strict=True):
+                assert x.start_s == y.start_s and np.array_equal(x.capacity, y.capacity)
+                assert (x.paths is None) == (y.paths is None)
+                if x.paths is not None:
+                    for k in ("flow_ptr", "path_ptr", "path_links", "weight"):
+                        assert np.array_equal(getattr(x.paths, k), getattr(y.paths, k)), k
