@@ -66,6 +66,23 @@ def test_walks_equal_the_plain_walks_on_random_graphs():
         assert [r.tolist() for r in got] == [r.tolist() for r in want]
 
 
+def test_segment_argmin_picks_what_a_sort_picks():
+    """The linear-time segmented argmin of the Frank-Wolfe step against a full sort (by
+    commodity, cost, then index: the cheapest path, the first on ties, NaN after every number),
+    on random segments with ties, infinities and NaN."""
+    rng = np.random.default_rng(3)
+    for t in range(400):
+        sizes = rng.integers(1, 6, int(rng.integers(1, 25)))
+        cptr = np.concatenate([[0], np.cumsum(sizes)])
+        comm = np.repeat(np.arange(sizes.size), sizes)
+        cost = rng.integers(0, 4, int(cptr[-1])).astype(float)
+        m = rng.random(cost.size)
+        cost[m < (0.6 if t % 5 == 0 else 0.1)] = np.nan
+        cost[(m > 0.6) & (m < 0.7)] = np.inf
+        want = np.lexsort((np.arange(cost.size), cost, comm))[cptr[:-1]]
+        assert fr._segment_argmin(cost, cptr, comm).tolist() == want.tolist()
+
+
 @pytest.mark.parametrize("g", [4, 7, 10])
 def test_walk_steps_on_a_cycle_count_every_neighbour_list_read(g):
     """A cycle of ``g`` circuits (degree 2): every start walks all ``g`` members and closes; a
