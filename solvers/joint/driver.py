@@ -525,11 +525,14 @@ def default_work_limit(problem: DesignProblem, lp_max_servers: int = LP_MAX_SERV
 def clock_units(time_limit_s: float) -> float:
     """The work units ``time_limit_s`` seconds of wall clock are counted as on the loaded
     reference machine (:data:`CLOCK_CORE_SHARE` of a core; one unit is about a CPU second).
+    The limit is counted in whole seconds, rounded up: a caller that passes the time left of
+    its own limit (the iteration search's fallback hands over ``30 - 1e-4`` s) gets its
+    nominal limit's units, whatever the clock read in between.
 
-    >>> clock_units(30.0), clock_units(900.0)
-    (7.5, 225.0)
+    >>> clock_units(30.0), clock_units(29.9999), clock_units(900.0)
+    (7.5, 7.5, 225.0)
     """
-    return CLOCK_CORE_SHARE * float(time_limit_s)
+    return CLOCK_CORE_SHARE * math.ceil(float(time_limit_s))
 
 
 def flow_judging_units(problem: DesignProblem) -> float:
@@ -840,7 +843,7 @@ class CongestionSearch:
         self.flow_budget = flow_budget = int(FLOW_WORK_SHARE * flow_wl / WORK_PER_REFILL)
         if workload is not None and problem.n_phases and not self.clock_judges:
             info["steps"].append(
-                f"flow model skipped (the time limit of {float(self.time_limit_s):g} s counts "
+                f"flow model skipped (the time limit of {math.ceil(self.time_limit_s)} s counts "
                 f"{clock_units(self.time_limit_s):g} work units, the judging needs about "
                 f"{flow_judging_units(problem):g}: raise --time-limit to judge by the flow model)"
             )
