@@ -46,7 +46,11 @@ strong-branching limits (:func:`solvers.joint.exact_mip.exact_limits`, at most
 as many work units, counted in the flow model's sub-flow re-fills (:data:`WORK_PER_REFILL`): a
 simulation that needs more stops there and its finalist is not chosen (if the baseline's own
 simulation does not fit, the objective decides). The same problem, seed, thread count and work
-limit therefore give the same design on any machine and under any load. ``time_limit_s`` caps
+limit therefore give the same design on any machine and under any load. Without a work limit,
+above :data:`CLOCK_SIZED_MIN_SERVERS` servers, the time limit sizes the search, never a clock
+read (:func:`clock_sizing`): its units (:func:`clock_units`, a quarter core of the time limit)
+must cover the forecast flow-model judging (:func:`flow_judging_units`), else the objective
+decides and the search gets :data:`CLOCK_SEARCH_SHARE` of them. ``time_limit_s`` caps
 the wall clock (the search keeps time for about four flow simulations after the first one): when
 it cuts a step the best design so far is returned with ``info["deterministic"] = False`` and
 ``info["stopped_by"] = "time limit"``; otherwise ``stopped_by`` is ``"optimal"``, ``"work
@@ -139,8 +143,9 @@ LP_FREE_WORK_LIMIT = 8.0
 """Default work limit of :func:`congestion_search` above ``lp_max_servers`` servers (the LP-free
 search, :mod:`solvers.joint.lp_free`), in the same units (about a second of one core each, the
 LP-free routing's work counted as :mod:`solvers.joint.fast_routing` says). Sized so that the
-default search, flow-model judging included, ends on its work limit well inside ``advise``'s
-30 s wall clock at 512-2,048 servers on the 2-core reference machine (docs/performance.md,
+default search, flow-model judging included, ends on its work limit in about 15 CPU s at
+512-2,048 servers (at ``advise``'s 30 s the time limit sizes it smaller, :func:`clock_sizing`;
+docs/performance.md,
 "Session 38: joint determinism"): the wall clock is then only the safety cap it is meant to be,
 and the same problem gives the same design under any load."""
 
@@ -624,8 +629,10 @@ def congestion_search(
     work_limit : float, optional
         Deterministic budget of the search in work units (LP work,
         :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`: about one second of one core per unit
-        on large routing LPs), default
-        :data:`DEFAULT_WORK_LIMIT`. Candidates are routed, and swaps evaluated, while the work
+        on large routing LPs), default :func:`default_work_limit` (20 up to ``lp_max_servers``
+        servers, 8 above), sized down by a short ``time_limit_s`` above
+        :data:`CLOCK_SIZED_MIN_SERVERS` servers (:func:`clock_sizing`). Candidates are
+        routed, and swaps evaluated, while the work
         spent is below the limit; the work of a step is counted from its LP sizes and
         iterations, never from the clock, so the same problem, seed, thread count and work
         limit give the same design on any machine and under any load (as long as the wall-clock
