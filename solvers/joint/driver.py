@@ -167,9 +167,11 @@ FLOW_JUDGING_BASE_UNITS = 4.0
 simulations each pay a process fork and the flow model's set-up)."""
 
 FLOW_JUDGING_UNITS_PER_SERVER = 0.04
-"""Per-server part of :func:`flow_judging_units`: the references' simulations, the finalists'
-and the Blink pass cost 4.4-6.4 CPU s at 128 servers and 4.9-15.3 at 512 in ``advise``'s
-rows (DLRM, GPT-3 175B, Mixtral; docs/performance.md, "Session 38: joint determinism")."""
+"""Per-server part of :func:`flow_judging_units`. The flow model's child processes took 4.4-6.4
+CPU s at 128 servers and 4.9-15.3 at 512 in ``advise``'s clock-cut rows (DLRM, GPT-3 175B,
+Mixtral); a whole judging costs more where the Blink pass runs (GPT-3 at 512 servers: 126 s),
+so the forecast is a floor: it tells when the judging is out of the clock's reach, not that
+it fits (docs/performance.md, "Session 38: joint determinism")."""
 
 CLOCK_SEARCH_SHARE = 0.5
 """Without the flow-model judging (skipped for the clock's units), the search's default work
