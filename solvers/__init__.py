@@ -15,7 +15,8 @@ other directly, never through this door. No name here is also a submodule's name
   :func:`design_workload`, :func:`realise_design` (all three), :func:`simulate_design`.
 - Studies' entry points: :func:`reconfigure`, :func:`reconfigure_hybrid` (a hybrid's optical
   circuits), :func:`reconfigure_spine` (an OCS spine's
-  pod-to-pod circuits), :func:`iteration_under_hybrid_schedule` and
+  pod-to-pod circuits), :func:`phase_routing` (a design's routing tables changed per
+  communication phase on its fixed circuits), :func:`iteration_under_hybrid_schedule` and
   :func:`iteration_under_spine_schedule` (one iteration under their schedules),
   :func:`demand_circuits`, :func:`run_baselines` and :func:`schedule_cost` (reconfiguration over
   time); :func:`design_cluster`, :func:`cluster_totals`,
@@ -23,7 +24,8 @@ other directly, never through this door. No name here is also a submodule's name
   clusters); :func:`run_collective`, :data:`NVLINK2_BANDWIDTH`, :func:`dgx1` (collective
   schedules); :func:`best_strides`, :func:`circulant_stats`, :func:`geometric_strides`
   (circulant strides); :func:`evaluate_routing` (the congestion objective of a routing),
-  :func:`node_paths`, :func:`ring_records`.
+  :func:`node_paths`, :func:`ring_records`; :func:`design_rail_circuits` and
+  :func:`rail_circuits_fabric` (rail-aligned circuits, :class:`RailDesign`).
 """
 
 from solvers.baselines.strides import best_strides, circulant_stats, geometric_strides
@@ -37,12 +39,14 @@ from solvers.collectives.sizes import check_collective_size
 from solvers.collectives.topologies import NVLINK2_BANDWIDTH, dgx1
 from solvers.hybrid_design import HybridDesign, route_hybrid
 from solvers.hybrid_design import hybrid_design as solve_hybrid
+from solvers.joint.phase_routing import phase_routing
 from solvers.model.congestion import evaluate_routing
 from solvers.model.design import Design, NodePaths, node_paths, ring_records
 from solvers.model.ocs_layers import check_ocs, place_circuits
 from solvers.model.ports import with_port_options
 from solvers.model.problem import DesignProblem, read_prewired_file
 from solvers.ocs_repair import respect_ocs
+from solvers.rail_design import RailDesign, design_rail_circuits, rail_circuits_fabric
 from solvers.realise import (
     design_fabric,
     design_routing,
@@ -68,6 +72,9 @@ from solvers.registry import (
 )
 
 __all__ = [
+    "RailDesign",
+    "design_rail_circuits",
+    "rail_circuits_fabric",
     "DesignProblem",
     "Design",
     "HybridDesign",
@@ -95,6 +102,7 @@ __all__ = [
     "reconfigure",
     "reconfigure_hybrid",
     "reconfigure_spine",
+    "phase_routing",
     "iteration_under_hybrid_schedule",
     "iteration_under_spine_schedule",
     "demand_circuits",

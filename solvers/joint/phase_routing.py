@@ -21,7 +21,10 @@ iteration, each phase routed against its own traffic:
    every pair its cheapest path over all circuits under the smoothed congestion's link prices
    (Dijkstra: detours of any length over the ports the phase leaves idle) and balancing again.
    The phase's congestion ``max_l load_l / cap_l`` is never above the static routing's. Pairs
-   without bytes in the phase keep their static paths. (An exact minimum-congestion path LP
+   without bytes in the phase keep their static paths. A pair with bytes that the design's
+   routing leaves out (the flow model routes it by ECMP over the circuits' shortest paths)
+   starts on its shortest candidates, split evenly (the static congestion is then an estimate;
+   the choice of step 4 is exact either way). (An exact minimum-congestion path LP
    lowered the congestion further but lengthened the iteration: ``docs/advise.md``, levers.)
 4. **Choice.** Every combination of (static or per-phase routing) per phase, at most
    ``2 ** max_phases``, is simulated exactly (:func:`simulate_routing_schedule`: the routing
@@ -131,16 +134,18 @@ def route_phase(
     src, dst = key // n, key % n
     sps = static.to_pathset(lsrc, ldst, n)
     idx = sps.index(src, dst, n)
-    if np.any(idx < 0):
-        bad = int(np.flatnonzero(idx < 0)[0])
-        raise InputError(
-            "routing", f"no static path for servers {int(src[bad])} -> {int(dst[bad])}",
-            "a design routing every pair the phase's traffic uses",
-        )  # fmt: skip
-    base = sps.take(idx)
     got = candidate_paths(c, n, src, dst)
     if got is None:
         raise InputError("circuits", "a pair with traffic is disconnected", "connected circuits")
+    base = sps.take(np.maximum(idx, 0))
+    missing = idx < 0
+    if missing.any():
+        # pairs the design's routing leaves out: the flow model routes them by ECMP over the
+        # circuits' shortest paths; start them on their shortest candidates, split evenly
+        out = np.flatnonzero(missing)
+        short = _shortest(got[0].take(out))
+        base = _drop_zero(base, ~missing[base.path_commodity()])
+        base = _even_where(_merge_paths(base, short, out[short.path_commodity()]), missing)
     cand = _merge_paths(base, got[0])
     pb2 = pb[None, :]
     w, obj, _ = balance(cand, pb2, cap, rounds)
@@ -170,6 +175,24 @@ COLUMN_ROUNDS = 6
 """Rounds of column generation in :func:`route_phase`: each adds, for every pair, its cheapest
 path over all circuits under the link prices of the current loads (when cheaper than its
 paths), then balances again."""
+
+
+def _shortest(paths: PathSet) -> PathSet:
+    """Per commodity of ``paths``, only its paths of the fewest links."""
+    comm, lens = paths.path_commodity(), paths.path_lengths()
+    least = np.full(paths.n_commodities, np.iinfo(np.int64).max)
+    np.minimum.at(least, comm, lens)
+    return _drop_zero(paths, lens == least[comm])
+
+
+def _even_where(paths: PathSet, which: np.ndarray) -> PathSet:
+    """``paths`` with the weights of the commodities ``which`` (a mask) split evenly over their
+    paths; the others' unchanged."""
+    comm = paths.path_commodity()
+    on = which[comm]
+    w = paths.weight.copy()
+    w[on] = 1.0 / np.bincount(comm, minlength=paths.n_commodities)[comm[on]]
+    return _with_weights(paths, w)
 
 
 def _with_weights(paths: PathSet, w: np.ndarray) -> PathSet:
@@ -392,6 +415,8 @@ class PhaseRoutingResult:
     reference : ScheduleRun
     info : dict
         ``wall_s``, ``cpu_s``, ``by_choice`` (choice -> iteration or ``inf`` when cut).
+    chosen : ScheduleRun
+        The chosen routing schedule's run (``reference`` when all phases stay static).
     """
 
     iteration_s: float
@@ -404,6 +429,7 @@ class PhaseRoutingResult:
     evaluations: int
     reference: ScheduleRun
     info: dict = field(default_factory=dict)
+    chosen: ScheduleRun | None = None
 
 
 def phase_routing(
@@ -472,7 +498,7 @@ def phase_routing(
         say(f"phase routing: {ph.name} [{ph.start_s:.6g}, {ph.end_s:.6g}) s: congestion "
             f"{s0:.6g} -> {s1:.6g} s")  # fmt: skip
     starts = tuple(ph.start_s for ph in phases)
-    best, best_choice = float(ref.iteration_s), (False,) * len(phases)
+    best, best_choice, best_run = float(ref.iteration_s), (False,) * len(phases), ref
     by_choice = {best_choice: best}
     choices = [c for c in itertools.product((False, True), repeat=len(phases))
                if any(c) and all(own[i] is not static for i in range(len(c)) if c[i])]  # fmt: skip
@@ -490,13 +516,13 @@ def phase_routing(
         if c == full:
             all_routed = it
         say(f"phase routing: {''.join('R' if x else 'S' for x in c)}: {it:.9g} s")
-        if it < best:
-            best, best_choice = it, c
+        if it < best:  # a run cut at the incumbent is never below it: this one ran in full
+            best, best_choice, best_run = it, c, run
     routings = tuple(own[i] if best_choice[i] else static for i in range(len(phases)))
     return PhaseRoutingResult(
         iteration_s=best, static_iteration_s=float(ref.iteration_s), all_routed_s=all_routed,
         choice=best_choice, phases=phases, congestion=congestion, routings=routings,
-        evaluations=len(by_choice), reference=ref,
+        evaluations=len(by_choice), reference=ref, chosen=best_run,
         info={"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
               "by_choice": {"".join("R" if x else "S" for x in k): v
                             for k, v in by_choice.items()}},

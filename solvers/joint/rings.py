@@ -91,7 +91,7 @@ def walk_rings(
     counts of unvisited neighbours; linear in the walk, where re-counting them at every step
     was quadratic in the degree). ``max_starts`` caps the walks (None: one from every member).
     The walks run compiled (:func:`_walk_kernel`; the plain-Python form is the oracle of
-    ``tests/solvers/test_joint_determinism.py``): 50x faster on 512 members.
+    ``tests/solvers/test_joint_search_work.py``): 50x faster on 512 members.
 
     Examples
     --------

@@ -67,6 +67,7 @@ __all__ = [
     "schedule_flowset",
     "SharedPrefix",
     "prefix_bound",
+    "REST_PATHS_PER_FLOW",
     "run_iteration",
     "connected",
     "ECMP_MAX_PATHS",
@@ -436,6 +437,8 @@ class SharedPrefix:
     up to its own (:func:`~topoopt.flowsim.timevarying.simulate_epochs` ``left_at``); a later
     schedule of that set reconfiguring at one of them is then cut without simulating its prefix
     when :func:`prefix_bound` proves it ends past its horizon (``pruned`` counts them).
+    ``rest_cut`` counts the runs found past their horizon with the rest after their last epoch
+    simulated by the static engine (:data:`REST_PATHS_PER_FLOW`).
 
     Attributes
     ----------
@@ -446,12 +449,22 @@ class SharedPrefix:
         the flow classes' sizes and multiplicities and the first set's paths per class (a
         later run must have the same), and the bytes left per path.
     pruned : int
+    rest_cut : int
     """
 
     wanted: dict
     taken: dict = field(default_factory=dict)
     pruned: int = 0
+    rest_cut: int = 0
 
+
+REST_PATHS_PER_FLOW = 2.0
+"""A run with a horizon whose last epoch has at least this many paths per flow class is first
+decided by :func:`~topoopt.flowsim.timevarying.past_horizon_after_epochs` (the rest after the
+last epoch in the static engine; a run it proves past the horizon is cut there, any other is
+then simulated as always). Sets routed over many paths per pair (``joint``'s per-phase sets:
+6.9 per flow class on GPT-3 175B) make the events and re-fills of the time-varying engine;
+single-path sets (1.0) gain nothing from the detour."""
 
 PREFIX_MARGIN = 1e-7
 """Relative margin of :func:`prefix_bound`'s cut, over the rounding of the two runs whose
@@ -525,7 +538,7 @@ class _Hook:
 
     def _epochs_run(self, fb, limit):
         from topoopt.flowsim.simulator import expand_classes
-        from topoopt.flowsim.timevarying import simulate_epochs
+        from topoopt.flowsim.timevarying import past_horizon_after_epochs, simulate_epochs
 
         r, p, hz = self.realised, self.prefix, self.horizon
         flows, class_of, epochs = schedule_flowset(fb, r)
@@ -539,15 +552,35 @@ class _Hook:
         times = []
         if p is not None and epochs[0].paths is not None:
             times = [x for x in p.wanted.get(label, ()) if x <= t1 and (label, x) not in p.taken]
+        if (
+            hz is not None
+            and len(epochs) > 1
+            and epochs[-1].paths is not None
+            and epochs[-1].paths.weight.shape[0] >= REST_PATHS_PER_FLOW * flows.n_flows
+        ):
+            v = past_horizon_after_epochs(
+                flows, epochs, hz, max_refills=limit, left_at=times or None
+            )
+            if v.left is not None:
+                self._take(v.left, label, flows, epochs)
+                times = [x for x in times if (label, x) not in p.taken]
+            if v.past:
+                if p is not None and v.by == "rest":
+                    p.rest_cut += 1
+                raise _PastHorizon
         kw = dict(max_refills=limit, record_series=False, horizon=hz, late_cut=True)
         if not times:
             return expand_classes(simulate_epochs(flows, epochs, **kw), flows, class_of)
         res, left = simulate_epochs(flows, epochs, left_at=times, **kw)
+        self._take(left, label, flows, epochs)
+        return expand_classes(res, flows, class_of)
+
+    def _take(self, left, label, flows, epochs):
+        """Share the bytes left at the times a run took (:class:`SharedPrefix`)."""
         for x, ok, v, arr in zip(left.times, left.ok, left.version, left.left, strict=True):
             if ok and v == 1:  # the first set's paths (version 0: the FlowSet's own)
                 fptr = epochs[0].paths.flow_ptr
-                p.taken[(label, float(x))] = (flows.size, flows.multiplicity, fptr, arr)
-        return expand_classes(res, flows, class_of)
+                self.prefix.taken[(label, float(x))] = (flows.size, flows.multiplicity, fptr, arr)
 
     def __call__(self, fb, limit):
         from topoopt.flowsim.network import simulate_builder

@@ -683,7 +683,7 @@ def reconfigure(
 
     def evaluate(sched: Schedule, h: float, bound: float) -> float:
         t = time.process_time()
-        pruned = shared.pruned
+        pruned, rest_cut = shared.pruned, shared.rest_cut
         it = iteration_under_schedule(
             w, sched, link_bandwidth, h, compute_s=compute_s, horizon=bound,
             max_buckets=max_buckets, prefix=shared,
@@ -693,6 +693,8 @@ def reconfigure(
         got = f"{it:.9g} s" if np.isfinite(it) else f"past {bound:.9g} s"
         if shared.pruned > pruned:
             got += " (shared prefix bound)"
+        if shared.rest_cut > rest_cut:
+            got += " (static engine after the last epoch)"
         say(f"reconfig: dark {h * 1e6:.6g} us, {sets}: {got} ({time.process_time() - t:.3g} s CPU)")
         return it
 

@@ -542,3 +542,114 @@ def test_bytes_left_closed_form():
     assert left.ok.tolist() == [True, True, False] and left.left[2] is None
     _, left = simulate_epochs(fs, horizon=2.0, late_cut=True, left_at=[1.0])
     assert left.ok.tolist() == [False]
+
+
+# ---------------------------------------------------------- the rest after the last epoch
+def _epochs_for(seed, fs, rng):
+    """One epoch (capacities, with new paths for odd seeds), or for seeds divisible by 3 a
+    dark one (link 0 carries nothing) then the last one."""
+    t_ep = float(rng.uniform(2.0, 15.0))
+    paths = random_paths(rng, fs.n_links, fs.n_flows) if seed % 2 else None
+    last = Epoch(t_ep + 0.5, rng.uniform(0.5, 4.0, fs.n_links), paths)
+    if seed % 3:
+        return [last]
+    dark = fs.capacity.copy()
+    dark[0] = 0.0
+    return [Epoch(t_ep, dark), last]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_rest_after_the_last_epoch_is_the_run(seed):
+    """The run handed over at its last epoch's start, its rest simulated by :func:`simulate`
+    (:func:`remainder_flows`), is the whole run of :func:`simulate_epochs`: the same finishes
+    (the rest's, or the arrivals so far where later); the flows finished before are the
+    run's, exactly; the handoff is at the last epoch's start."""
+    from topoopt.flowsim.timevarying import remainder_flows
+
+    rng = np.random.default_rng(7000 + seed)
+    fs = long_run_flowset(seed, n_flows=60 + 40 * (seed % 3), n_links=4 + seed % 3)
+    epochs = _epochs_for(seed, fs, rng)
+    full = simulate_epochs(fs, epochs)
+    res, ho = simulate_epochs(fs, epochs, horizon=1e9, handoff=True)
+    assert ho.handed and ho.time == epochs[-1].start_s
+    done = np.isfinite(res.finish)
+    np.testing.assert_array_equal(res.finish[done], full.finish[done])
+    rest, idx, floor = remainder_flows(fs, res, ho)
+    np.testing.assert_array_equal(idx, np.flatnonzero(~done))
+    assert rest.n_flows == idx.size > 10 and np.any(ho.n_left > 0)
+    sim = simulate(rest)
+    np.testing.assert_allclose(np.maximum(sim.finish, floor), full.finish[idx], rtol=1e-9, atol=0)
+    if epochs[-1].paths is not None:  # every piece re-split at the handoff, none has sent:
+        # the rest carries what the run carries after it
+        sent = res.link_bytes + sim.link_bytes
+        np.testing.assert_allclose(sent, full.link_bytes, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_past_horizon_after_epochs_decides_as_the_horizon_does(seed):
+    """For horizons around the last byte (no latency: the last finish), the verdict is the
+    plain run's (some flow unfinished at the horizon) whenever the horizon is off the last
+    byte by more than the margin, and never ``True`` when the plain run ends by it."""
+    from topoopt.flowsim.timevarying import past_horizon_after_epochs
+
+    rng = np.random.default_rng(8000 + seed)
+    fs = long_run_flowset(seed, n_flows=60 + 40 * (seed % 3), n_links=4 + seed % 3)
+    fs = FlowSet(**{**{k: getattr(fs, k) for k in (
+        "capacity", "size", "start", "flow_ptr", "path_ptr", "path_links", "weight", "dep_ptr",
+        "deps")}, "latency": np.zeros(fs.n_links)})  # fmt: skip
+    epochs = _epochs_for(seed, fs, rng)
+    end = float(simulate_epochs(fs, epochs).finish.max())
+    t_last = epochs[-1].start_s
+    for hz in [0.5 * t_last, t_last, 0.5 * (t_last + end), end * (1 - 1e-4), end * (1 + 1e-4)]:
+        plain = not np.all(np.isfinite(simulate_epochs(fs, epochs, horizon=hz).finish))
+        assert past_horizon_after_epochs(fs, epochs, hz).past == plain
+    assert not past_horizon_after_epochs(fs, epochs, end).past
+    # the bytes left are taken in the first run, as simulate_epochs takes them
+    v = past_horizon_after_epochs(fs, epochs, end * 0.9, left_at=[0.5 * t_last])
+    _, own = simulate_epochs(fs, epochs, left_at=[0.5 * t_last])
+    assert v.past and v.by in ("run", "rest") and v.left.ok[0]
+    np.testing.assert_array_equal(v.left.left[0], own.left[0])
+
+
+def test_past_horizon_after_epochs_paused_forever():
+    """Bytes on a link of capacity 0 in the last epoch never arrive: past any horizon (the
+    late cut at the handoff); a run that ends before the last epoch is as the plain run."""
+    from topoopt.flowsim.timevarying import past_horizon_after_epochs
+
+    fs = FlowSet.single_path([100.0, 100.0], [0.0, 0.0], size=[300.0, 400.0], start=[0.0, 0.0],
+                             paths=[[0], [1]])  # fmt: skip
+    v = past_horizon_after_epochs(fs, [Epoch(1.0, np.array([0.0, 100.0]))], 100.0)
+    assert (v.past, v.by) == (True, "run")
+    late = [Epoch(10.0, np.array([0.0, 100.0]))]  # both done at 3 and 4 s
+    assert not past_horizon_after_epochs(fs, late, 100.0).past
+    v = past_horizon_after_epochs(fs, late, 3.5)
+    assert (v.past, v.by) == (True, "run")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rest_kernel_is_the_static_engine_with_a_horizon(seed, monkeypatch):
+    """Without a horizon the rest's event loop is :func:`simulate`'s, to the last bit (the same
+    code); with one, it stops exactly when some byte is sent after it (horizons off the last
+    byte by 1e-3 relative: the late cut's margin is far below), and the flows it finished
+    are :func:`simulate`'s. The late cut checked at the start only, or every 1 or 5 events."""
+    import topoopt.flowsim.timevarying as tv
+    from topoopt.flowsim.timevarying import _rest_run
+
+    monkeypatch.setattr(tv, "LATE_EVERY", [10**9, 1, 5, 1][seed])
+
+    rng = np.random.default_rng(9000 + seed)
+    fs = random_flowset(rng, int(rng.integers(3, 8)), int(rng.integers(30, 80)), multipath=True,
+                        zero=seed == 2, deps=True, latency=seed % 2 == 0, stagger=0.3)  # fmt: skip
+    if seed % 2:
+        fs = fs.with_multiplicity(rng.integers(1, 4, fs.n_flows))
+    a = simulate(fs, record_series=False)
+    finish, last, stopped, refills = _rest_run(fs, np.inf, 1e-12, -1)
+    assert not stopped and refills == a.refills
+    np.testing.assert_array_equal(finish, a.finish)
+    np.testing.assert_array_equal(last, a.path_last_byte)
+    end = float(np.max(a.path_last_byte))
+    for cut in [0.3 * end, 0.9 * end, end * (1 - 1e-3), end * (1 + 1e-3)]:
+        finish, _, stopped, _ = _rest_run(fs, cut, 1e-12, -1)
+        assert stopped == (end > cut)
+        seen = np.isfinite(finish)
+        np.testing.assert_array_equal(finish[seen], a.finish[seen])

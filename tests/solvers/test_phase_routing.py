@@ -54,6 +54,17 @@ def test_route_phase_detours_over_the_idle_port_closed_form():
     assert merged.to_lists()[1:] == STATIC.to_lists()[1:]  # other pairs keep their paths
 
 
+def test_a_pair_the_static_routing_leaves_out_starts_on_its_shortest_path():
+    """1 GB from 0 to 2, a pair the static table does not route (the flow model gives it ECMP
+    over its shortest path, the circuit 0-2: 1 s); routed, half over the detour 0-1-2."""
+    m = sp.csr_matrix(([1e9], ([0], [2])), shape=(3, 3))
+    r, s0, s1 = route_phase(TRIANGLE, 3, 1e9, m, STATIC)
+    assert s0 == 1.0 and s1 == pytest.approx(0.5, rel=1e-6)
+    paths = dict((tuple(p), w) for p, w in r.to_lists()[0])
+    assert set(paths) == {(0, 2), (0, 1, 2)}
+    assert paths[(0, 1, 2)] == pytest.approx(0.5, rel=1e-6)
+
+
 def test_pipeline_send_then_ring_closed_form():
     """A pipeline send 0 -> 1 of 60 bytes, then a ring (0->1, 1->2, 2->0, 30 bytes each) after
     it. Static routing (every pair on its circuit): 60/10 + 30/10 = 9 s, the ports 0->2 and

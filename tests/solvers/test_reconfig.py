@@ -533,10 +533,12 @@ def test_prefix_bound_is_below_the_run(seed):
 
 
 def test_search_equals_the_plain_search(small, monkeypatch):
-    """The search as it runs (the late cut, cheapest first, the shared prefix) against the
-    plain one (no late cut, the canonical order under an evaluation limit that could bind but
-    is not reached, no time wanted by the shared prefix): the same JSON but the wall time; and
-    the prefix bound did cut."""
+    """The search as it runs (the late cut, cheapest first, the shared prefix), with every
+    schedule first decided by the static engine after its last epoch (``REST_PATHS_PER_FLOW``
+    0), against the plain one (no late cut, the canonical order under an evaluation limit that
+    could bind but is not reached, no time wanted by the shared prefix, no static engine): the
+    same JSON but the wall time; and the prefix bound and the static engine did cut."""
+    import solvers.reconfig.schedule as schedule
     import solvers.reconfig.search as search
     import topoopt.flowsim.timevarying as tv
     from solvers.reconfig.schedule import SharedPrefix
@@ -552,8 +554,10 @@ def test_search_equals_the_plain_search(small, monkeypatch):
             made.append(self)
 
     monkeypatch.setattr(search, "SharedPrefix", Spy)
+    monkeypatch.setattr(schedule, "REST_PATHS_PER_FLOW", 0.0)
     a = reconfigure(w, 4, 12.5e9, 1e-5, **kw)
-    assert made[0].taken and made[0].pruned > 0
+    assert made[0].taken and made[0].pruned > 0 and made[0].rest_cut > 0
+    monkeypatch.setattr(schedule, "REST_PATHS_PER_FLOW", np.inf)
     real = tv.simulate_epochs
     monkeypatch.setattr(tv, "simulate_epochs", lambda *x, **k: real(*x, **{**k, "late_cut": False}))
     monkeypatch.setattr(search, "SharedPrefix", lambda wanted: SharedPrefix({}))

@@ -1,8 +1,8 @@
 """Fabrics: one array-based network model, its families, routing, metrics, cost and power.
 
 Families: :func:`ideal`, :func:`fat_tree`, :func:`leaf_spine` (one to three tiers,
-:func:`clos_shape`), :func:`rail_optimized`, :func:`rail_only`, :func:`torus`,
-:func:`tpu_v4_torus`, :func:`direct_connect`, :func:`expander`, :func:`hybrid`.
+:func:`clos_shape`), :func:`rail_optimized`, :func:`rail_only`, :func:`rail_circuits`,
+:func:`torus`, :func:`tpu_v4_torus`, :func:`direct_connect`, :func:`expander`, :func:`hybrid`.
 Routing: :func:`routes` -> :class:`topoopt.paths.PathSet`. Metrics: :func:`bisection`,
 :func:`diameter`. Cost: :func:`bill_of_materials`, :func:`cost`, :func:`cost_equivalent_fat_tree`.
 """
@@ -38,6 +38,7 @@ from topoopt.fabrics.ideal import ideal
 from topoopt.fabrics.metrics import Bisection, bisection, bisection_bandwidth, diameter
 from topoopt.fabrics.ocs_layout import OcsLayout
 from topoopt.fabrics.rail import rail_only
+from topoopt.fabrics.rail_circuits import rail_circuits
 from topoopt.fabrics.routing import (
     dimension_order_routes,
     explicit_paths,
@@ -58,6 +59,7 @@ __all__ = [
     "leaf_spine",
     "rail_optimized",
     "rail_only",
+    "rail_circuits",
     "ClosShape",
     "clos_shape",
     "clos",

@@ -252,6 +252,10 @@ def bill_of_materials(fabric: Fabric) -> dict[str, int]:
     >>> bill_of_materials(fat_tree(4))["switch_port_100G"]
     80
     """
+    if fabric.family == "rail-circuits":  # its NIC nodes are no switches: its own rules
+        from topoopt.fabrics.rail_circuits import rail_circuits_bill_of_materials
+
+        return rail_circuits_bill_of_materials(fabric)
     bom: dict[str, int] = {}
 
     def add(key: str, n: float) -> None:

@@ -8,7 +8,9 @@ GPUs on different rails crosses a server's scale-up fabric (NVLink): the flow mo
 NVLink egress (:class:`topoopt.flowsim.network.Network`, ``rail_routing``; :func:`link_rails`
 names the rail of every server link). The rail-optimised Clos,
 :func:`topoopt.fabrics.fat_tree.rail_optimized`, adds the spine that makes a rail reach every
-other.
+other; :func:`topoopt.fabrics.rail_circuits.rail_circuits` replaces each rail's switch by
+circuits between the rail's NICs (its NIC nodes stand where a rail-only fabric has its rail
+switches).
 """
 
 from __future__ import annotations
@@ -28,13 +30,13 @@ from traffic.errors import InputError
 
 __all__ = ["rail_only", "RAIL_FAMILIES", "rail_count", "link_rails"]
 
-RAIL_FAMILIES = ("rail-only", "rail-optimized")
+RAIL_FAMILIES = ("rail-only", "rail-optimized", "rail-circuits")
 """Fabric families whose server port ``i`` (NIC ``i``, GPU ``i``'s) sits on rail ``i``."""
 
 
 def rail_count(fabric: Fabric) -> int:
     """Rails of a rail fabric (NICs per server); 0 for any other family."""
-    if fabric.family == "rail-only":
+    if fabric.family in ("rail-only", "rail-circuits"):
         return int(fabric.params["rails"])
     if fabric.family == "rail-optimized":  # rail_optimized() or clos(..., rails=True)
         p = fabric.params
@@ -64,7 +66,7 @@ def link_rails(fabric: Fabric) -> np.ndarray:
     n = fabric.n_servers
     node = np.full(fabric.n_nodes, -1, np.int64)
     sw = np.arange(n, fabric.n_nodes)
-    if fabric.family == "rail-only":
+    if fabric.family in ("rail-only", "rail-circuits"):  # rail-circuits: NIC k of u: n + k n + u
         node[sw] = (sw - n) // (fabric.n_switches // g)
     else:
         leaf = sw[fabric.node_layer[sw] == 1]

@@ -25,7 +25,7 @@ One 10 B/s link, flows of 10 and 30 bytes with weights 1 and 3 (both end at 4 s)
 ...     np.zeros(0, np.int64), np.zeros(2, np.int64), 1, np.array([1.0, 3.0]),
 ...     np.array([[0, 1, 2]]), np.array([0, 1, 2]), np.array([0, 0]), np.ones(2), np.zeros(2),
 ...     np.zeros(0), np.zeros((0, 1)), np.zeros(0, np.int64), 2, 1, 1e-12, True, -1,
-...     np.zeros(2, np.bool_), np.inf, False, 1, np.zeros(0))
+...     np.zeros(2, np.bool_), np.inf, False, 1, np.zeros(0), False)
 >>> out[1].tolist()
 [4.0, 4.0]
 """
@@ -35,10 +35,28 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from topoopt.flowsim._kernels import REFILL_MARGIN, _grow, _heap_pop, _heap_push
+from topoopt.flowsim._kernels import (
+    REFILL_MARGIN,
+    RESYNC_EVERY,
+    _gheap_up,
+    _grow,
+    _heap_pop,
+    _heap_push,
+    _leave,
+    _log,
+    _lq_arrays,
+    _lq_init,
+    _lq_next,
+    _move_slot,
+    _path_done,
+    _row,
+    _row_add,
+    _swap_entries,
+    _water_level,
+)
 from topoopt.numba_cache import kernel_cache
 
-__all__ = ["epochs_kernel"]
+__all__ = ["epochs_kernel", "rest_kernel"]
 
 _CACHE = kernel_cache(__file__)  # a writable cache folder, else none (topoopt.numba_cache)
 
@@ -332,7 +350,7 @@ def _late_bound(
 def epochs_kernel(
     cap0, size, start, mult, dep_ptr, deps, rdep_ptr, rdep, cls, n_cls, fweight, g_fptr, g_pptr,
     g_plinks, g_w, g_lat, e_start, e_cap, e_ver, n_p0, max_paths, rtol, record, limit, nonpre,
-    horizon, late_cut, late_every, snap_t,
+    horizon, late_cut, late_every, snap_t, handoff,
 ):  # fmt: skip
     """The event loop (see the module docstring of :mod:`topoopt.flowsim.timevarying`).
 
@@ -349,9 +367,19 @@ def epochs_kernel(
     started: its size times the path's weight; finished: 0), taken before the events of that
     instant; ``snap_ok[k]`` is False when the loop stopped before ``snap_t[k]``.
 
+    With ``handoff`` (and a finite ``horizon``) the loop also stops where the late cut is first
+    checked (once every epoch has started and the events of that instant are done), unless that
+    check cuts: the state is then handed to a caller that simulates the rest without epochs
+    (:func:`topoopt.flowsim.timevarying.remainder_flows`).
+
     Returns ``(release, finish, path_last, moved, link_bytes, series_time, series_link,
-    series_load, n_events, fill_rounds, refills, snap, snap_ver, snap_ok)``; ``path_last`` is
-    per path of version 0 and ``moved[f]`` says flow ``f`` ran on epoch paths."""
+    series_load, n_events, fill_rounds, refills, snap, snap_ver, snap_ok, handed, t, ver,
+    arrive, n_left, h_gp, h_left, h_rate)``; ``path_last`` is per path of version 0 and
+    ``moved[f]`` says flow ``f`` ran on epoch paths. ``handed`` says the loop stopped for the
+    handoff, at time ``t`` with path version ``ver`` in force; ``arrive[f]`` is the latest
+    arrival so far of flow ``f``'s pieces that ended or were cut, ``n_left[f]`` its active
+    pieces (0: not started or finished), and ``h_gp``, ``h_left``, ``h_rate`` the global path,
+    bytes left per member and rate of every active piece (empty unless ``handed``)."""
     n_f = size.shape[0]
     n_l = cap0.shape[0]
     n_e = e_start.shape[0]
@@ -441,15 +469,20 @@ def epochs_kernel(
     k_sn = 0
     late_load = np.zeros(n_l if late_cut else 0)
     late_next = 0 if n_e == 0 else -1  # event count of the next late check (-1: epochs left)
+    handed = False
     while True:
-        if late_cut and late_next >= 0 and n_events >= late_next and horizon < np.inf:
+        if (late_cut or handoff) and late_next >= 0 and n_events >= late_next and horizon < np.inf:
             late_next = n_events + late_every
-            b, n_pc = _late_bound(
-                t, act, n_act, s_gp, s_flow, s_left, mult, size, finish, n_left, g_fptr, ver,
-                g_pptr, g_plinks, g_w, cap, late_load,
-            )  # fmt: skip
-            # completions within rtol of an event end early: at most rtol * t per piece
-            if b > horizon + horizon * (n_pc * rtol + 1e-9):
+            if late_cut:
+                b, n_pc = _late_bound(
+                    t, act, n_act, s_gp, s_flow, s_left, mult, size, finish, n_left, g_fptr,
+                    ver, g_pptr, g_plinks, g_w, cap, late_load,
+                )  # fmt: skip
+                # completions within rtol of an event end early: at most rtol * t per piece
+                if b > horizon + horizon * (n_pc * rtol + 1e-9):
+                    break
+            if handoff:
+                handed = True
                 break
         t_c = np.inf
         for i in range(n_act):
@@ -737,6 +770,15 @@ def epochs_kernel(
             prev_tl = _grow(prev_tl, n_tl)
             prev_tl[:n_tl] = tl[:n_tl]
             n_prev = n_tl
+    n_h = n_act if handed else 0
+    h_gp = np.empty(n_h, np.int64)
+    h_left = np.empty(n_h)
+    h_rate = np.empty(n_h)
+    for i in range(n_h):
+        s = act[i]
+        h_gp[i] = s_gp[s]
+        h_left[i] = s_left[s]
+        h_rate[i] = s_rate[s]
     return (
         release,
         finish,
@@ -752,4 +794,510 @@ def epochs_kernel(
         snap,
         snap_ver,
         snap_ok,
+        handed,
+        t,
+        ver,
+        arrive,
+        n_left,
+        h_gp,
+        h_left,
+        h_rate,
+    )
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def rest_kernel(
+    cap, path_ptr, path_links, pflow, pbytes, plat, flow_ptr, start, dep_ptr, deps, rdep_ptr,
+    rdep, lp_ptr, rtol, record, emult, max_refills, row_space, cut_at, late_every,
+):  # fmt: skip
+    """:func:`topoopt.flowsim._kernels.simulate_kernel` (the static engine's event loop, the
+    same code) with a horizon and the late cut, for :func:`topoopt.flowsim.timevarying.
+    past_horizon_after_epochs`: no event after ``cut_at`` (seconds) is simulated, and every
+    ``late_every`` events the loop stops once ``t + max over links of (bytes left on the link)
+    / capacity`` passes ``cut_at`` (plus ``rtol`` of it per piece with bytes: completions
+    merged early), the bytes left being the active sub-flows' (a group member's: its target
+    less the group's service at ``t``) and the sub-flows not started (kept per link as they
+    start). Returns :func:`~topoopt.flowsim._kernels.simulate_kernel`'s tuple and ``stopped``
+    (the loop stopped so: some byte is sent after ``cut_at``)."""
+
+    n_p = pbytes.shape[0]
+    n_f = start.shape[0]
+    n_l = cap.shape[0]
+    n_e = path_links.shape[0]
+    width = 1
+    for p in range(n_p):
+        w = path_ptr[p + 1] - path_ptr[p]
+        if w > width:
+            width = w
+    # ---- slot arrays (slot i holds active sub-flow act[i])
+    act = np.empty(max(n_p, 1), np.int64)
+    s_links = np.empty((max(n_p, 1), width), np.int32)  # its links
+    s_slot = np.empty((max(n_p, 1), width), np.int32)  # where each sits in that link's list
+    s_nl = np.empty(max(n_p, 1), np.int64)  # how many links
+    s_mult = np.empty((max(n_p, 1), width), np.int64)  # its count on each of its links
+    s_tg = np.empty(max(n_p, 1))  # service target in its group (bytes left if ungrouped)
+    s_in = np.zeros(max(n_p, 1), np.bool_)  # an ungrouped arrival being filled
+    s_bj = np.full(max(n_p, 1), -1, np.int64)  # which of its links is its group's (-1: none)
+    n_act = 0
+    # ---- links, and the group of each link
+    # free capacity (capacity - load), and the unfrozen sub-flows during a filling (0 between)
+    fw = np.zeros((n_l, 2))
+    fw[:, 0] = cap
+    nact = np.zeros(n_l, np.int64)
+    alen = np.zeros(n_l, np.int64)
+    adj_s = np.empty(max(n_e, 1), np.int32)
+    adj_j = np.empty(max(n_e, 1), np.int32)
+    gsz = np.zeros(n_l, np.int64)  # members (list entries)
+    gcnt = np.zeros(n_l, np.int64)  # members with multiplicity
+    gshare = np.zeros(n_l)  # the members' rate
+    gV = np.zeros(n_l)  # service at time gT
+    gT = np.zeros(n_l)
+    gnext = np.full(n_l, np.inf)  # next member finish
+    gst = np.zeros(n_l, np.bool_)  # gnext to be computed again
+    gin = np.full(n_l, -1, np.int64)  # event whose filling re-fills it (-1 once frozen)
+    glist = np.empty(max(n_l, 1), np.int64)  # non-empty groups
+    gpos = np.full(n_l, -1, np.int64)
+    n_g = np.zeros(1, np.int64)
+    # rows: (link, count) in rw[a : a + n], (a, n, room) = rmeta[g] (valid if r_ok)
+    rmeta = np.zeros((n_l, 3), np.int64)
+    r_ok = np.zeros(n_l, np.bool_)
+    r_size = 4 * n_e + 16 * n_l + 16 if row_space <= 0 else max(row_space, 2 * n_e + 16)
+    rw = np.empty((r_size, 2), np.int32)
+    r_end = np.zeros(1, np.int64)
+    r_tmp = np.zeros(n_l, np.int64)
+    # ---- release heap, results
+    path_start = np.full(n_p, np.nan)
+    path_last = np.full(n_p, np.nan)
+    n_left = flow_ptr[1:] - flow_ptr[:-1]
+    dep_left = dep_ptr[1:] - dep_ptr[:-1]
+    release = np.full(n_f, np.inf)
+    finish = np.full(n_f, np.nan)
+    hk = np.empty(max(n_f, 1))
+    hv = np.empty(max(n_f, 1), np.int64)
+    hsize = 0
+    for f in range(n_f):
+        if dep_left[f] == 0:
+            release[f] = start[f]
+            hsize = _heap_push(hk, hv, hsize, start[f], f)
+    # ---- scratch
+    gwork = np.empty(max(n_l, 1), np.int64)
+    slinks = np.empty(n_l + 1, np.int64)
+    lhk, lhl, bhead, bnext, lq, fb = _lq_arrays(n_l)
+    done = np.empty(max(n_p, 1), np.int64)
+    dstk = np.empty(max(n_p, 1), np.int64)
+    mark = np.full(n_l, -1, np.int64)
+    xmark = np.full(n_l, -1, np.int64)
+    wbuf = np.empty(max(n_p, 1))
+    mbuf = np.empty(max(n_p, 1), np.int64)
+    touched = np.empty(n_l, np.int64)
+    st = np.empty(16)
+    sl = np.empty(16, np.int64)
+    sv = np.empty(16)
+    ns = 0
+    n_events = 0
+    steps = 0
+    refilled = 0
+    t_now = 0.0
+    stopped = False
+    uload = np.zeros(n_l)  # bytes of the sub-flows not started, per link (with multiplicity)
+    n_un = 0
+    for p in range(n_p):
+        if pbytes[p] > 0.0:
+            n_un += 1
+            for e in range(path_ptr[p], path_ptr[p + 1]):
+                uload[path_links[e]] += pbytes[p] * emult[e]
+    lload = np.zeros(n_l)
+    late_next = 0
+    while True:
+        if n_events >= late_next:
+            late_next = n_events + late_every
+            n_pc = n_un
+            for k in range(n_l):
+                lload[k] = uload[k]
+            for i in range(n_act):
+                if s_bj[i] >= 0:
+                    g = s_links[i, s_bj[i]]
+                    x = s_tg[i] - (gV[g] + gshare[g] * (t_now - gT[g]))
+                else:
+                    x = s_tg[i]
+                if x > 0.0:
+                    n_pc += 1
+                    for j in range(s_nl[i]):
+                        lload[s_links[i, j]] += x * s_mult[i, j]
+            worst = 0.0
+            for k in range(n_l):
+                if lload[k] > 0.0:
+                    d = lload[k] / cap[k]
+                    if d > worst:
+                        worst = d
+            if t_now + worst > cut_at + cut_at * (n_pc * rtol + 1e-9):
+                stopped = True
+                break
+        # ---- next event: the earliest member finish of any group, or the next release
+        t_c = np.inf
+        for k in range(n_g[0]):
+            g = glist[k]
+            if gst[g]:  # its share, service or heap head changed at the last event
+                gst[g] = False
+                sh = gshare[g]  # the smallest member target heads the group's heap
+                gnext[g] = gT[g] + (s_tg[adj_s[lp_ptr[g]]] - gV[g]) / sh if sh > 0.0 else np.inf
+            v = gnext[g]
+            if v < t_c:
+                t_c = v
+        t_a = hk[0] if hsize > 0 else np.inf
+        t = min(t_c, t_a)
+        if t == np.inf:
+            break
+        if t > cut_at:
+            stopped = True
+            break
+        if t < t_now:
+            t = t_now  # a finish estimate rounded just below the current time
+        t_now = t
+        n_events += 1
+        ev = n_events
+        cut = t + rtol * abs(t)
+        r0 = np.inf
+        n_t = 0
+        # ---- completions: every member of a group due by `cut`, retired from the highest slot
+        # down (the last slot moves into the freed one), then flows finished and dependents
+        # released
+        n_done = 0
+        if t_c <= cut:
+            for k in range(n_g[0]):
+                g = glist[k]
+                if gnext[g] > cut:
+                    continue
+                # the members due are a subtree at the top of the group's heap (a member's
+                # finish estimate grows with its target): walk it
+                sh = gshare[g]
+                a = lp_ptr[g]
+                n_s = 1
+                dstk[0] = 0
+                while n_s > 0:
+                    n_s -= 1
+                    h = dstk[n_s]
+                    i = adj_s[a + h]
+                    if gT[g] + (s_tg[i] - gV[g]) / sh <= cut:
+                        done[n_done] = i
+                        n_done += 1
+                        for c2 in range(2 * h + 1, min(2 * h + 3, gsz[g])):
+                            dstk[n_s] = c2
+                            n_s += 1
+            if n_done > 1:  # slots from the highest down
+                done[:n_done] = np.sort(done[:n_done])[::-1]
+            for k in range(n_done):
+                i = done[k]
+                p = act[i]
+                done[k] = p
+                g = s_links[i, s_bj[i]]
+                rp = gshare[g]
+                if rp < r0:
+                    r0 = rp
+                path_last[p] = t
+                _leave(i, g, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j, lp_ptr,
+                       gsz, gcnt, rmeta, r_ok, rw, glist, gpos, n_g)  # fmt: skip
+                gst[g] = True
+                for j in range(s_nl[i]):
+                    lk = s_links[i, j]
+                    mp = s_mult[i, j]
+                    fw[lk, 0] += rp * mp
+                    nact[lk] -= mp
+                    if record and mark[lk] != ev:
+                        mark[lk] = ev
+                        touched[n_t] = lk
+                        n_t += 1
+                    # swap-remove slot i from the link's list (it is in no group's front)
+                    s = s_slot[i, j]
+                    last = lp_ptr[lk] + alen[lk] - 1
+                    if s != last:
+                        q = adj_s[last]
+                        jq = adj_j[last]
+                        adj_s[s] = q
+                        adj_j[s] = jq
+                        s_slot[q, jq] = s
+                    alen[lk] -= 1
+                n_act -= 1
+                if i != n_act:
+                    _move_slot(n_act, i, act, s_links, s_slot, s_nl, s_mult, s_tg, s_bj, adj_s)
+            for k in range(n_done):
+                hsize = _path_done(
+                    done[k], pflow, n_left, flow_ptr, path_last, plat, finish, rdep_ptr, rdep,
+                    dep_left, dep_ptr, deps, start, release, hk, hv, hsize,
+                )  # fmt: skip
+        # ---- arrivals released by `cut` (zero-byte sub-flows finish on the spot)
+        n_old = n_act
+        n_rel = 0
+        while hsize > 0 and hk[0] <= cut:
+            f, hsize = _heap_pop(hk, hv, hsize)
+            n_rel += 1
+            for p in range(flow_ptr[f], flow_ptr[f + 1]):
+                path_start[p] = t
+                if pbytes[p] > 0.0:
+                    n_un -= 1
+                    for e in range(path_ptr[p], path_ptr[p + 1]):
+                        uload[path_links[e]] -= pbytes[p] * emult[e]
+                if pbytes[p] <= 0.0:
+                    path_last[p] = t
+                    hsize = _path_done(
+                        p, pflow, n_left, flow_ptr, path_last, plat, finish, rdep_ptr, rdep,
+                        dep_left, dep_ptr, deps, start, release, hk, hv, hsize,
+                    )  # fmt: skip
+                    continue
+                i = n_act
+                n_act += 1
+                act[i] = p
+                s_tg[i] = pbytes[p]
+                s_bj[i] = -1
+                s_nl[i] = path_ptr[p + 1] - path_ptr[p]
+                for j in range(s_nl[i]):
+                    lk = path_links[path_ptr[p] + j]
+                    mp = emult[path_ptr[p] + j]
+                    s_mult[i, j] = mp
+                    s_links[i, j] = lk
+                    nact[lk] += mp
+                    s = lp_ptr[lk] + alen[lk]
+                    adj_s[s] = i
+                    adj_j[s] = j
+                    s_slot[i, j] = s
+                    alen[lk] += 1
+        if n_act > n_old:
+            # Threshold for arrivals (simulator docstring, point 2): on each link of an arriving
+            # sub-flow, the water level x at which the sub-flows already there, capped at their
+            # old rates, plus every sub-flow with no rate yet, uncapped, fill the link.
+            for i in range(n_old, n_act):
+                for j in range(s_nl[i]):
+                    lk = s_links[i, j]
+                    if xmark[lk] == ev:
+                        continue
+                    xmark[lk] = ev
+                    v = _water_level(lk, cap[lk], nact[lk], lp_ptr, alen, adj_s, adj_j, s_links,
+                                     s_bj, gshare, s_mult, wbuf, mbuf)  # fmt: skip
+                    if v < r0:
+                        r0 = v
+        if n_done + n_rel == 0:
+            raise RuntimeError("flow model: an event with nothing to complete or start (a bug)")
+        if r0 == np.inf:
+            if record and n_t > 0:
+                st, sl, sv, ns = _log(st, sl, sv, ns, t, touched, n_t, cap, fw)
+            continue
+        # ---- re-fill every group at or above the threshold and every arrival (the others
+        # provably keep their rates), and every group on a link they cross (re-filling more is
+        # exact; the level lemma leaves none there but rounding might): their load comes off
+        # their links, which count them for the filling
+        thr = r0 * (1.0 - REFILL_MARGIN)
+        n_sl = 0
+        n_w = 0
+        left = 0
+        n_rows = 0
+        rr = 0  # row entries of the groups re-filled and of the kept ones (estimated if
+        kk = 0  # a row is not built)
+        for k in range(n_g[0]):
+            g = glist[k]
+            ln = rmeta[g, 1] if r_ok[g] else 4 * gsz[g]
+            if gshare[g] >= thr:
+                gin[g] = ev
+                gwork[n_w] = g
+                n_w += 1
+                rr += ln
+            else:
+                kk += ln
+        fresh = kk + n_l // 2 < rr
+        if fresh:
+            # Fewer kept than re-filled: the free capacity is the capacity less the kept
+            # groups' load (the sum the resync below makes) and the count to fill is the active
+            # count less theirs, arrivals included; the links with a count are listed in order.
+            for lk in range(n_l):
+                fw[lk, 0] = cap[lk]
+                fw[lk, 1] = nact[lk]
+            for k in range(n_g[0]):
+                g = glist[k]
+                if gin[g] != ev:
+                    rp = gshare[g]
+                    a = rmeta[g, 0]
+                    if not r_ok[g]:
+                        a = _row(
+                            g, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s,
+                            s_links, s_nl, s_mult,
+                        )  # fmt: skip
+                    for q in range(a, a + rmeta[g, 1]):
+                        m = rw[q, 0]
+                        cn = rw[q, 1]
+                        fw[m, 0] -= rp * cn
+                        fw[m, 1] -= cn
+            for k in range(n_w):
+                left += gsz[gwork[k]]
+                n_rows += gsz[gwork[k]]
+            n_w = 0
+            for i in range(n_old, n_act):
+                s_in[i] = True
+                left += 1
+                n_rows += 1
+            for lk in range(n_l):
+                slinks[n_sl] = lk
+                n_sl += np.int64(fw[lk, 1] > 0.0)
+        else:
+            for i in range(n_old, n_act):
+                s_in[i] = True
+                left += 1
+                n_rows += 1
+                for j in range(s_nl[i]):
+                    lk = s_links[i, j]
+                    mf = s_mult[i, j]
+                    c = fw[lk, 1]
+                    if c == 0.0:
+                        slinks[n_sl] = lk
+                        n_sl += 1
+                    fw[lk, 1] = c + mf
+        n_chk = 0  # slinks[:n_chk] have their groups re-filled
+        while True:
+            while n_w > 0:
+                n_w -= 1
+                g = gwork[n_w]
+                left += gsz[g]
+                n_rows += gsz[g]
+                rp = gshare[g]
+                a = rmeta[g, 0]
+                if not r_ok[g]:
+                    a = _row(
+                        g, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links,
+                        s_nl, s_mult,
+                    )  # fmt: skip
+                for k in range(a, a + rmeta[g, 1]):
+                    lk = rw[k, 0]
+                    cn = rw[k, 1]
+                    c = fw[lk, 1]
+                    # listed on its first count, without a branch (one slot of room past n_l)
+                    slinks[n_sl] = lk
+                    n_sl += np.int64(c == 0.0)
+                    fw[lk, 0] += rp * cn
+                    fw[lk, 1] = c + cn
+            for k in range(n_chk, n_sl):
+                lk = slinks[k]
+                if gsz[lk] > 0 and gin[lk] != ev:
+                    gin[lk] = ev
+                    gwork[n_w] = lk
+                    n_w += 1
+            n_chk = n_sl
+            if n_w == 0:
+                break
+        refilled += n_rows
+        if 0 <= max_refills < refilled:
+            break  # over the work limit: the caller reports it (nothing returned is complete)
+        if not fresh and (n_rows == n_act or ev % RESYNC_EVERY == 0):
+            # Recompute the load of the kept groups from scratch (no accumulated rounding).
+            fw[:, 0] = cap
+            for k in range(n_g[0]):
+                g = glist[k]
+                if gin[g] != ev:
+                    rp = gshare[g]
+                    a = rmeta[g, 0]
+                    if not r_ok[g]:
+                        a = _row(
+                            g, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s,
+                            s_links, s_nl, s_mult,
+                        )  # fmt: skip
+                    for q in range(a, a + rmeta[g, 1]):
+                        fw[rw[q, 0], 0] -= rp * rw[q, 1]
+        for k in range(n_sl):
+            lk = slinks[k]
+            if not fw[lk, 0] > 0.0:
+                fw[lk, 0] = 0.0
+            if record and mark[lk] != ev:
+                mark[lk] = ev
+                touched[n_t] = lk
+                n_t += 1
+        # ---- progressive filling, one bottleneck link at a time (the link queue): a group
+        # saturating on its own link freezes through its row; sub-flows of other groups (or
+        # arrivals) unfrozen on it are frozen one by one and join its group
+        fbits = fb.view(np.int64)
+        _lq_init(slinks, n_sl, fw, lhk, lhl, bhead, bnext, lq)
+        while left > 0:
+            lk = _lq_next(fw, lhk, lhl, bhead, bnext, lq, fb, fbits)
+            if lk < 0:
+                break
+            c = fw[lk, 1]
+            x = fw[lk, 0] / c
+            steps += 1
+            own = 0
+            if gsz[lk] > 0:
+                own = gcnt[lk]
+                a = rmeta[lk, 0]
+                if not r_ok[lk]:
+                    a = _row(
+                        lk, rmeta, r_ok, rw, r_end, r_tmp, lp_ptr, gsz, adj_s, s_links,
+                        s_nl, s_mult,
+                    )  # fmt: skip
+                for k in range(a, a + rmeta[lk, 1]):
+                    m = rw[k, 0]
+                    cn = rw[k, 1]
+                    fw[m, 0] = max(fw[m, 0] - x * cn, 0.0)
+                    fw[m, 1] -= cn
+                gV[lk] += gshare[lk] * (t - gT[lk])
+                gT[lk] = t
+            gin[lk] = -1
+            gshare[lk] = x
+            gst[lk] = True
+            left -= gsz[lk]
+            # the others from the back of the list, where arrivals are (one that joins swaps
+            # with the first entry behind the group, which is looked at next)
+            need = c - own
+            q = lp_ptr[lk] + alen[lk] - 1
+            while need > 0 and q >= lp_ptr[lk] + gsz[lk]:
+                i = adj_s[q]
+                jo = s_bj[i]
+                if jo < 0:
+                    if not s_in[i]:
+                        q -= 1
+                        continue
+                    s_in[i] = False
+                    rem = s_tg[i]
+                else:
+                    go = s_links[i, jo]
+                    if gin[go] != ev:
+                        q -= 1
+                        continue
+                    rem = s_tg[i] - (gV[go] + gshare[go] * (t - gT[go]))
+                    _leave(i, go, s_links, s_nl, s_bj, s_slot, s_mult, s_tg, adj_s, adj_j,
+                           lp_ptr, gsz, gcnt, rmeta, r_ok, rw, glist, gpos, n_g)  # fmt: skip
+                    gst[go] = True
+                for j in range(s_nl[i]):
+                    m = s_links[i, j]
+                    mf = s_mult[i, j]
+                    fw[m, 0] = max(fw[m, 0] - x * mf, 0.0)
+                    fw[m, 1] -= mf
+                mf = s_mult[i, adj_j[q]]  # its count on this link
+                if gsz[lk] == 0:
+                    gV[lk] = 0.0
+                    gT[lk] = t
+                    gpos[lk] = n_g[0]
+                    glist[n_g[0]] = lk
+                    n_g[0] += 1
+                s_tg[i] = gV[lk] + rem
+                s_bj[i] = adj_j[q]
+                _swap_entries(q, lp_ptr[lk] + gsz[lk], adj_s, adj_j, s_slot)
+                gsz[lk] += 1
+                _gheap_up(lk, gsz[lk] - 1, lp_ptr, adj_s, adj_j, s_slot, s_tg)
+                gcnt[lk] += mf
+                _row_add(i, lk, 1, rmeta, r_ok, rw, s_links, s_nl, s_mult)
+                need -= mf
+                left -= 1
+            if fw[lk, 1] != 0.0:
+                raise RuntimeError("flow model: a filled link kept unfrozen sub-flows (a bug)")
+        if left != 0:
+            raise RuntimeError("flow model: a filling ended with sub-flows unfrozen (a bug)")
+        if record and n_t > 0:
+            st, sl, sv, ns = _log(st, sl, sv, ns, t, touched, n_t, cap, fw)
+    return (
+        release,
+        finish,
+        path_start,
+        path_last,
+        st[:ns].copy(),
+        sl[:ns].copy(),
+        sv[:ns].copy(),
+        n_events,
+        steps,
+        refilled,
+        stopped,
     )

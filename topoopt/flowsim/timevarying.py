@@ -108,12 +108,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topoopt.flowsim._timevarying_kernels import epochs_kernel
+from topoopt.csr import gather_rows
+from topoopt.flowsim._timevarying_kernels import epochs_kernel, rest_kernel
 from topoopt.flowsim.flowset import FlowSet
-from topoopt.flowsim.simulator import SimResult, WorkLimitExceeded, check_limits
+from topoopt.flowsim.simulator import ROW_SPACE, SimResult, WorkLimitExceeded, check_limits
 from traffic.errors import InputError
 
-__all__ = ["BytesLeft", "Epoch", "EpochPaths", "simulate_epochs", "LATE_EVERY"]
+__all__ = [
+    "BytesLeft",
+    "Epoch",
+    "EpochPaths",
+    "Handoff",
+    "HorizonVerdict",
+    "LATE_EVERY",
+    "REMAINDER_MARGIN",
+    "past_horizon_after_epochs",
+    "remainder_flows",
+    "simulate_epochs",
+]
 
 LATE_EVERY = 1024
 """Events between two checks of the late cut (``simulate_epochs(late_cut=True)``); a check is
@@ -199,6 +211,40 @@ class BytesLeft:
 
 
 @dataclass(frozen=True, eq=False)
+class Handoff:
+    """The state of a run stopped once every epoch has started (``simulate_epochs(handoff=True)``).
+
+    Attributes
+    ----------
+    handed : bool
+        The run stopped there (False: it ended, or was cut, before: nothing to hand over).
+    time : float
+        When it stopped (seconds): the events of that instant are done.
+    paths : FlowSet
+        The FlowSet carrying the paths in force (the FlowSet's own, or the last epoch's).
+    capacity : numpy.ndarray
+        The capacities in force (bytes/s).
+    arrive : numpy.ndarray
+        ``float64 (F,)``: the latest arrival so far of each flow's pieces that ended or were cut
+        (``-inf``: none).
+    n_left : numpy.ndarray
+        ``int64 (F,)``: each flow's active pieces (0: not started, or finished).
+    path, left, rate : numpy.ndarray
+        Per active piece: its path (index into ``paths``), bytes left per member, rate.
+    """
+
+    handed: bool
+    time: float
+    paths: FlowSet
+    capacity: np.ndarray
+    arrive: np.ndarray
+    n_left: np.ndarray
+    path: np.ndarray
+    left: np.ndarray
+    rate: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
 class Epoch:
     """From ``start_s`` on: link capacities ``capacity`` and, if given, new paths.
 
@@ -281,6 +327,7 @@ def simulate_epochs(
     horizon: float | None = None,
     late_cut: bool = False,
     left_at=None,
+    handoff: bool = False,
 ):
     """Simulate a FlowSet under epochs, strict priorities and weights (see the module docstring).
 
@@ -317,11 +364,17 @@ def simulate_epochs(
     left_at : sequence of float, optional
         Times (seconds) at which to take the bytes each path has left (:class:`BytesLeft`);
         the result is then ``(SimResult, BytesLeft)``.
+    handoff : bool, optional
+        With a ``horizon``: stop once every epoch has started (after the events of the last
+        epoch's instant, and after the late cut's first check when ``late_cut``) and return
+        the state there (:class:`Handoff`) for :func:`remainder_flows`; the result is then
+        ``(SimResult, Handoff)`` (``(SimResult, BytesLeft, Handoff)`` with ``left_at``), the
+        flows unfinished at the stop with ``finish = inf``.
 
     Returns
     -------
     SimResult
-        And a :class:`BytesLeft` with ``left_at``.
+        And a :class:`BytesLeft` with ``left_at``, a :class:`Handoff` with ``handoff``.
 
     Raises
     ------
@@ -441,6 +494,7 @@ def simulate_epochs(
         bool(late_cut),
         LATE_EVERY,
         snap_t,
+        bool(handoff),
     )
     (release, finish, path_last, moved, link_bytes, st, sl, sv, n_events, rounds, refills) = out[
         :11
@@ -448,9 +502,9 @@ def simulate_epochs(
     if 0 <= limit < refills:
         raise WorkLimitExceeded(refills, limit)
     left = None
+    offs = np.concatenate([[0], np.cumsum([vs.n_paths for vs in versions])])
     if left_at is not None:
-        snap, snap_ver, snap_ok = out[11:]
-        offs = np.concatenate([[0], np.cumsum([vs.n_paths for vs in versions])])
+        snap, snap_ver, snap_ok = out[11:14]
         left = BytesLeft(
             times=snap_t,
             ok=snap_ok,
@@ -483,4 +537,254 @@ def simulate_epochs(
         simulated_flows=n_f,
         refills=int(refills),
     )
-    return res if left is None else (res, left)
+    if not handoff:
+        return res if left is None else (res, left)
+    handed, t_h, ver, arrive, n_left, h_gp, h_left, h_rate = out[14:]
+    ho = Handoff(
+        handed=bool(handed),
+        time=float(t_h),
+        paths=versions[int(ver)],
+        capacity=(e_cap[-1] if len(epochs) else fs.capacity).copy(),
+        arrive=arrive,
+        n_left=n_left,
+        path=h_gp - offs[int(ver)],
+        left=h_left,
+        rate=h_rate,
+    )
+    return (res, ho) if left is None else (res, left, ho)
+
+
+@dataclass(frozen=True, eq=False)
+class HorizonVerdict:
+    """What :func:`past_horizon_after_epochs` found.
+
+    Attributes
+    ----------
+    past : bool
+        Some flow is unfinished at the horizon (``False``: not decided, or it ends by it).
+    by : str
+        ``"run"``, ``"rest"`` or ``""`` (:func:`past_horizon_after_epochs`).
+    left : BytesLeft or None
+        The bytes left at the times asked (``left_at``).
+    """
+
+    past: bool
+    by: str
+    left: BytesLeft | None
+
+
+REMAINDER_MARGIN = 1e-7
+"""Relative margin of :func:`past_horizon_after_epochs`' verdict over the rounding of the two
+engines whose runs it equates (besides ``rtol`` per path, as the late cut)."""
+
+
+def remainder_flows(flows: FlowSet, result: SimResult, handoff: Handoff):
+    """The rest of a handed-over run as a FlowSet without epochs, or ``None``.
+
+    After the last epoch a run of :func:`simulate_epochs` is a run of
+    :func:`topoopt.flowsim.simulate` (one class, unit weights) from the handoff time ``t``
+    (:class:`Handoff`): the same max-min sharing of the capacities in force, the same
+    completions, releases and latencies. Its flows are those unfinished at ``t``:
+
+    - a started one (active pieces) starts at ``t`` with, on each path of an active piece with
+      bytes left, those bytes (its size is their sum, each path's weight its share);
+    - one not started whose dependencies have all finished starts at its release time;
+    - any other keeps its start, its dependencies on unfinished flows (renumbered), and waits
+      for the finished ones through its start (their finish times).
+
+    A started flow also finishes no earlier than ``floor``: the arrivals of its pieces that
+    ended or were cut before ``t``, and ``t`` plus the latency of its active pieces with no
+    bytes left. Returns ``(rest, index, floor)``: ``index[j]`` is the flow of ``flows`` that
+    flow ``j`` of ``rest`` continues. ``None`` when the rest cannot be stated so: a path in
+    force with bytes (or a piece) crosses a link of capacity 0 (it pauses forever), or the run
+    was not handed over.
+    """
+    if not handoff.handed:
+        return None
+    ps = handoff.paths
+    t = handoff.time
+    cap = handoff.capacity
+    fin = result.finish
+    idx = np.flatnonzero(~np.isfinite(fin))
+    n = idx.size
+    new = np.full(flows.n_flows, -1, np.int64)
+    new[idx] = np.arange(n)
+    lat = ps.path_latency()
+    floor = handoff.arrive[idx].copy()
+    # active pieces, grouped by flow (the pool keeps a flow's pieces in path order)
+    pf = ps.path_flow()[handoff.path]
+    order = np.argsort(pf, kind="stable")
+    a_path, a_left, a_flow = handoff.path[order], handoff.left[order], pf[order]
+    empty = a_left <= 0.0
+    np.maximum.at(floor, new[a_flow[empty]], t + lat[a_path[empty]])
+    active = handoff.n_left[idx] > 0
+    # paths of the rest: per flow, its active pieces with bytes (all of them if none has
+    # bytes: a zero-byte flow), else its paths in force
+    keep = ~empty
+    has = np.zeros(flows.n_flows, np.bool_)
+    has[a_flow[keep]] = True
+    use = keep | ~has[a_flow]
+    sizes = flows.size[idx].astype(np.float64)
+    starts = flows.start[idx].astype(np.float64)
+    pieces = np.bincount(new[a_flow[use]], minlength=n)
+    n_paths = np.where(active, pieces, np.diff(ps.flow_ptr)[idx])
+    flow_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(n_paths, out=flow_ptr[1:])
+    p_src = np.empty(flow_ptr[-1], np.int64)
+    weight = np.empty(flow_ptr[-1])
+    u_flow, u_path, u_left = new[a_flow[use]], a_path[use], np.where(keep, a_left, 0.0)[use]
+    tot = np.bincount(u_flow, weights=u_left, minlength=n)
+    cnt = np.bincount(u_flow, minlength=n)
+    pos = flow_ptr[u_flow] + (
+        np.arange(u_flow.size) - np.concatenate([[0], np.cumsum(cnt)])[u_flow]
+    )
+    p_src[pos] = u_path
+    weight[pos] = np.where(
+        tot[u_flow] > 0, u_left / np.where(tot > 0, tot, 1.0)[u_flow], 1.0 / cnt[u_flow]
+    )
+    sizes[active] = tot[active]
+    starts[active] = t
+    idle = np.flatnonzero(~active)
+    for j in idle:
+        f = idx[j]
+        a, b = ps.flow_ptr[f], ps.flow_ptr[f + 1]
+        p_src[flow_ptr[j] : flow_ptr[j + 1]] = np.arange(a, b)
+        weight[flow_ptr[j] : flow_ptr[j + 1]] = ps.weight[a:b]
+        if np.isfinite(result.start[f]):
+            starts[j] = result.start[f]  # released: every dependency has finished
+    dep_ptr = np.zeros(n + 1, np.int64)
+    deps = []
+    dp, dd = flows.dep_ptr, flows.deps
+    for j in idle:
+        f = idx[j]
+        if np.isfinite(result.start[f]):
+            dep_ptr[j + 1] = 0
+            continue
+        for g in dd[dp[f] : dp[f + 1]]:
+            if new[g] >= 0:
+                deps.append(new[g])
+                dep_ptr[j + 1] += 1
+            elif fin[g] > starts[j]:
+                starts[j] = fin[g]
+    np.cumsum(dep_ptr, out=dep_ptr)
+    lens = np.diff(ps.path_ptr)[p_src]
+    path_ptr = np.zeros(p_src.size + 1, np.int64)
+    np.cumsum(lens, out=path_ptr[1:])
+    links = ps.path_links[gather_rows(ps.path_ptr, p_src)]
+    zero = cap <= 0.0
+    if np.any(zero[links]):
+        return None
+    rest = FlowSet(
+        capacity=np.where(zero, 1.0, cap),  # links of capacity 0 carry no path of the rest
+        latency=flows.latency,
+        size=sizes,
+        start=starts,
+        flow_ptr=flow_ptr,
+        path_ptr=path_ptr,
+        path_links=links,
+        weight=weight,
+        dep_ptr=dep_ptr,
+        deps=np.asarray(deps, np.int64),
+        multiplicity=flows.multiplicity[idx],
+    )
+    return rest, idx, floor
+
+
+def past_horizon_after_epochs(
+    flows: FlowSet,
+    epochs: Sequence[Epoch],
+    horizon: float,
+    *,
+    rtol: float = 1e-12,
+    max_refills: int | None = None,
+    left_at=None,
+):
+    """Whether ``simulate_epochs(flows, epochs, horizon=horizon, late_cut=True)`` leaves some
+    flow unfinished, decided with the rest of the run simulated by the static engine.
+
+    The run is simulated by :func:`simulate_epochs` up to the start of the last epoch (with the
+    late cut's check there: a cut is the verdict), then the rest (:func:`remainder_flows`) by
+    the static engine's event loop (:func:`topoopt.flowsim.simulate`'s, groups re-filled
+    through their rows, a seventh of the time-varying one's cost per event), with a horizon
+    and the late cut at ``horizon * (1 + REMAINDER_MARGIN)``
+    (:func:`~topoopt.flowsim._timevarying_kernels.rest_kernel`). Some flow of the run is
+    unfinished at the horizon exactly when a piece sends its last byte after it; the verdict
+    is ``True`` when the rest stops so (an event past that time, or the late cut's bound past
+    it by ``rtol`` per piece with bytes), and every flow the rest finished ends no earlier
+    than its ``floor`` (else its dependents could be released later than the rest releases
+    them). ``False`` means *not decided*: the caller simulates the run
+    (so a ``False`` is never wrong, and a ``True`` rests on the two engines agreeing to within
+    the margin, as the shared prefix of :mod:`solvers.reconfig.schedule` does).
+
+    One class, unit weights and no non-preemptive flows only (the static engine's model).
+    ``max_refills`` bounds the work of each of the two runs (over it: not decided). With
+    ``left_at`` (times up to the last epoch's start) the bytes left are taken in the first run.
+
+    Returns
+    -------
+    HorizonVerdict
+        ``past``, ``by`` (``"run"``: the time-varying run ended or was cut before the handoff,
+        ``"rest"``: the static engine's rest, ``""``: not decided) and ``left`` (the
+        :class:`BytesLeft` of ``left_at``, else ``None``).
+
+    Examples
+    --------
+    Flow 0 (1 byte on link 0), then flow 1 (1 byte on link 1), both links 1 B/s; from 0.5 s
+    link 0 has 2 B/s: flow 0 ends at 0.75 s, flow 1 at 1.75 s (the late cut at 0.5 s proves
+    only 1.5 s: a byte left on link 0, one on link 1).
+
+    >>> fs = FlowSet.single_path([1.0, 1.0], [0.0, 0.0], size=[1.0, 1.0], start=[0.0, 0.0],
+    ...                          paths=[[0], [1]], after=[[], [0]])
+    >>> ep = [Epoch(0.5, np.array([2.0, 1.0]))]
+    >>> v = past_horizon_after_epochs(fs, ep, 1.6)
+    >>> v.past, v.by, past_horizon_after_epochs(fs, ep, 1.8).past
+    (True, 'rest', False)
+    """
+    kw = dict(rtol=rtol, max_refills=max_refills, record_series=False, horizon=horizon)
+    try:
+        out = simulate_epochs(flows, epochs, late_cut=True, handoff=True, left_at=left_at, **kw)
+    except WorkLimitExceeded:
+        return HorizonVerdict(False, "", None)
+    res, ho = out[0], out[-1]
+    left = out[1] if left_at is not None else None
+    if not ho.handed or np.all(np.isfinite(res.finish)):
+        # ended, or cut, before the handoff: as the plain run says
+        past = not np.all(np.isfinite(res.finish))
+        return HorizonVerdict(past, "run" if past else "", left)
+    rem = remainder_flows(flows, res, ho)
+    if rem is None:
+        return HorizonVerdict(False, "", left)
+    rest, _, floor = rem
+    cut_at = horizon + horizon * REMAINDER_MARGIN
+    finish, last_byte, stopped, refills = _rest_run(
+        rest, cut_at, rtol, check_limits(rtol, max_refills)
+    )
+    if finish is None:
+        return HorizonVerdict(False, "", left)
+    done = np.isfinite(finish)
+    if np.any(finish[done] < floor[done]):
+        return HorizonVerdict(False, "", left)
+    last = float(np.nanmax(last_byte, initial=-np.inf))
+    past = stopped or last > horizon + horizon * (REMAINDER_MARGIN + rest.n_paths * rtol)
+    return HorizonVerdict(past, "rest" if past else "", left)
+
+
+def _rest_run(fs: FlowSet, cut_at: float, rtol: float, limit: int):
+    """The static engine's run of ``fs`` (:func:`topoopt.flowsim.simulate`, one class, unit
+    weights) with a horizon and the late cut at ``cut_at``
+    (:func:`~topoopt.flowsim._timevarying_kernels.rest_kernel`): ``(finish, path_last_byte,
+    stopped, refills)``, ``finish`` ``nan`` for the flows unfinished at a stop; ``(None, None,
+    False, refills)`` over the work limit ``limit`` (``< 0``: none)."""
+    rdep_ptr, rdep = fs.dependents()
+    emult = np.repeat(fs.path_multiplicity(), np.diff(fs.path_ptr))
+    lp_ptr = np.zeros(fs.n_links + 1, np.int64)
+    np.cumsum(np.bincount(fs.path_links, minlength=fs.n_links), out=lp_ptr[1:])
+    out = rest_kernel(
+        fs.capacity, fs.path_ptr, fs.path_links, fs.path_flow(), fs.path_bytes(),
+        fs.path_latency(), fs.flow_ptr, fs.start, fs.dep_ptr, fs.deps, rdep_ptr, rdep, lp_ptr,
+        float(rtol), False, emult, limit, ROW_SPACE, float(cut_at), LATE_EVERY,
+    )  # fmt: skip
+    refills, stopped = int(out[9]), bool(out[10])
+    if 0 <= limit < refills:
+        return None, None, False, refills
+    return out[1], out[3], stopped, refills

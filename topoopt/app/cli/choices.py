@@ -60,6 +60,8 @@ class FabricName(StrEnum):
     rail = "rail"
     rail_only = "rail-only"
     ocs_spine = "ocs-spine"
+    rail_circuits = "rail-circuits"
+    rail_circuits_2 = "rail-circuits-2"
 
 
 class AstraFamily(StrEnum):

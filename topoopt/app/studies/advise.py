@@ -41,6 +41,14 @@ plan's rings. So each designed row's evaluation also simulates its own workload 
 the ideal switch (``ideal_own_s``), and the job's ideal is the fastest of those and the plan's
 own (``ideal_iteration_s``; ``ideal_collectives`` names the row whose collectives it ran, None
 for the plan's).
+
+With ``phase_routing`` (``advise --phase-routing``) the ``joint`` evaluation also routes its
+design per communication phase on the same circuits (:func:`solvers.phase_routing`: the hosts'
+routing tables change at the phase boundaries, detours over the ports a phase leaves idle; no
+reconfiguration, so the same capex and power) and adds the row :data:`PHASE_ROUTED`, family
+``direct``, judged like every other row. It is an option, not a default row, for its CPU (20-100
+s a row at 1,024-4,096 GPUs, on top of the design and its simulation); it comes from the same
+evaluation so the design is built once (:func:`_phase_routed`).
 """
 
 from __future__ import annotations
@@ -63,6 +71,7 @@ __all__ = [
     "FAMILY_OF",
     "RTOL",
     "ECMP_PATHS",
+    "PHASE_ROUTED",
     "Job",
     "AdviseResult",
     "load_jobs",
@@ -100,6 +109,9 @@ the size needs, and oversubscribed)."""
 FAMILY_OF = {fab: fam for fam, fabs in FAMILIES.items() for fab in fabs}
 OPTICAL = ("direct", "hybrid", "ocs-spine")
 """Families with optical circuit devices."""
+
+PHASE_ROUTED = "joint-phased"
+"""The row of ``joint``'s design with per-phase routing (``phase_routing``; module docstring)."""
 
 RTOL = 0.02
 """A row is within a budget (a target) when it exceeds it by at most this fraction."""
@@ -406,7 +418,76 @@ def _evaluate_row(task: dict) -> dict:
         note=run.note or None,
         wall_s=time.perf_counter() - t0,
     )
+    if task.get("phase_routing") and nm == "joint" and run.design is not None:
+        phased = _phase_routed(row, run, task)
+        if phased is not None:
+            row["phased"] = phased  # split into its own row by advise (_split_phased)
     return row
+
+
+def _phase_routed(row: dict, run, task: dict) -> dict | None:
+    """The :data:`PHASE_ROUTED` row of the ``joint`` row ``row`` (``advise``'s ``phase_routing``):
+    ``run``'s design routed per phase on its circuits (:func:`solvers.phase_routing`, never
+    slower than the static routing), the same capex, power and bill of materials.
+
+    The row's ``iteration_s`` is the chosen routing schedule's when some phase takes its own
+    routing, else the ``joint`` row's; ``static_iteration_s`` is the static routing's iteration
+    on the same engine (the reference the choice is made against), ``phase_routes`` names each
+    phase and whether it took its own routing (``wall_s``: its own wall time, a clock field); the
+    binding class and link are the chosen schedule's (:func:`_binding`). When the routing cannot
+    run (e.g. over the memory budget) there is no such row and ``row`` gets
+    ``phase_routing_warning``."""
+    from solvers import phase_routing
+    from topoopt.flowsim.roofline import throughput_facts
+
+    t0 = time.perf_counter()
+    try:
+        res = phase_routing(run.workload, run.design, run.fabric)
+    except InputError as e:
+        row["phase_routing_warning"] = (
+            f"{task['job']} / {PHASE_ROUTED}: per-phase routing not evaluated (no such row): {e}"
+        )
+        return None
+    routed = any(res.choice)
+    cls, link = _binding(PHASE_ROUTED, res.chosen.result) if routed else (None, None)
+    t = float(res.iteration_s) if routed else float(row["iteration_s"])
+    capex, power = float(row["capex_usd"]), float(row["power_w"])
+    out = {
+        **row,
+        "fabric": PHASE_ROUTED,
+        "search_warning": None,  # said once, on the joint row
+        "paths_warning": None,
+        "iteration_s": t,
+        "exposed_comm_s": (
+            t - float(res.reference.result.compute_s) if routed else row["exposed_comm_s"]
+        ),
+        "iterations_per_s_per_musd": 1e6 / (t * capex) if capex > 0 else math.inf,
+        "iterations_per_s_per_kw": 1e3 / (t * power) if power > 0 else math.inf,
+        "binding_class": cls if routed else row["binding_class"],
+        "binding_link": link if routed else row["binding_link"],
+        "mfu": throughput_facts(run.workload, t).get("mfu"),
+        "note": "joint's circuits, routing tables changed per communication phase",
+        "phase_routing": True,
+        "static_iteration_s": float(res.static_iteration_s),
+        "phase_routes": [
+            f"{p.name}: {'own' if c else 'static'}"
+            for p, c in zip(res.phases, res.choice, strict=True)
+        ],
+        "wall_s": time.perf_counter() - t0,
+    }
+    return out
+
+
+def _split_phased(rows: list[dict]) -> list[dict]:
+    """``rows`` with each ``joint`` row's :data:`PHASE_ROUTED` row (:func:`_phase_routed`,
+    carried under ``phased``) taken out and placed right after it."""
+    out = []
+    for r in rows:
+        phased = r.pop("phased", None) if isinstance(r, dict) else None
+        out.append(r)
+        if phased is not None:
+            out.append(phased)
+    return out
 
 
 def _per_phase(row: dict, run, it, task: dict, delay_s: float):
@@ -624,6 +705,8 @@ def _describe(r: pd.Series) -> str:
         on = f" with the given plan ({plan[6:]})" if given else f" with plan {plan}"
     if isinstance(r.get("per_phase"), bool | np.bool_) and r.get("per_phase"):
         on += f" with per-phase circuits ({float(r['reconfig_delay_s']) * 1e6:,.6g} us OCS delay)"
+    if isinstance(r.get("phase_routing"), bool | np.bool_) and r.get("phase_routing"):
+        on += " (joint's circuits, routing tables changed per phase)"
     return (
         f"{r['fabric']}{on} ({r['family']}, {float(r['server_gbps']):.0f} Gbps per server{tier}, "
         f"optics {100 * float(r['optics_share']):.0f} % of {float(r['capex_usd']) / 1e6:.3f} M$)"
@@ -687,9 +770,10 @@ def verdict_sentences(job: str, rows: pd.DataFrame, judged: dict, ideal_s: float
         parts = [
             p
             for p in (
-                r.get("binding_class")
+                isinstance(r.get("binding_class"), str)
                 and f"its largest critical-path class is {r['binding_class']}",
-                r.get("binding_link") and f"its busiest link is {r['binding_link']}",
+                isinstance(r.get("binding_link"), str)
+                and f"its busiest link is {r['binding_link']}",
             )
             if isinstance(p, str)
         ]
@@ -773,7 +857,12 @@ class AdviseResult:
         search warnings first (``search_warning``: a design search fell back or was cut by the
         clock), then the capped routes (``paths_warning``: :func:`_simulate`)."""
         out = []
-        for col in ("search_warning", "paths_warning", "per_phase_warning"):
+        for col in (
+            "search_warning",
+            "paths_warning",
+            "per_phase_warning",
+            "phase_routing_warning",
+        ):
             if col in self.rows:
                 out += [w for w in self.rows[col] if isinstance(w, str) and w]
         return out
@@ -931,6 +1020,7 @@ def advise(
     finalists: int = COSEARCH_FINALISTS,
     screen: int | None = None,
     per_phase_delay_s: float | None = None,
+    phase_routing: bool = False,
 ) -> AdviseResult:
     """Evaluate every family on every job and judge them (module docstring).
 
@@ -942,7 +1032,9 @@ def advise(
 
     ``per_phase_delay_s`` (seconds; None: static circuits) evaluates the ``ocs-spine`` and
     ``hybrid`` rows with per-phase circuits charged this OCS delay (:func:`_per_phase`), flagged
-    in the row (``per_phase``) and in the verdict."""
+    in the row (``per_phase``) and in the verdict. ``phase_routing`` adds the row
+    :data:`PHASE_ROUTED` (``joint``'s design routed per phase, :func:`_phase_routed`) next to
+    every ``joint`` row."""
     from topoopt.app.studies.engine import Engine
     from topoopt.fabrics.cost import load_prices
     from topoopt.flowsim.work import check_work
@@ -980,6 +1072,10 @@ def advise(
     }  # fmt: skip
     if per_phase_delay_s is not None:
         common["per_phase_delay_s"] = float(per_phase_delay_s)
+    if not isinstance(phase_routing, bool | np.bool_):
+        raise InputError("phase_routing", phase_routing, "true or false")
+    if phase_routing:
+        common["phase_routing"] = True
     if isinstance(finalists, bool) or not isinstance(finalists, int) or finalists < 1:
         raise InputError("--finalists", finalists, "an integer >= 1")
     screen = 3 * finalists if screen is None else screen
@@ -1046,6 +1142,7 @@ def advise(
             out += eng.map(
                 evaluate, finals, label="advise: finalists on every family", on_result=report
             )
+    out = _split_phased(out)
     candidates = pd.DataFrame(out) if cosearch else None
     if cosearch:
         out = fastest_per_fabric(out)
@@ -1084,6 +1181,8 @@ def advise(
     }
     if per_phase_delay_s is not None:
         params["per_phase_delay_s"] = float(per_phase_delay_s)
+    if phase_routing:
+        params["phase_routing"] = True
     res = AdviseResult(rows, ideal, judged, verdict, params, time.perf_counter() - t0)
     res.candidates = candidates
     res.ideal_collectives = ideal_who

@@ -68,6 +68,14 @@ Fabric names (:data:`FABRICS`):
     uplinks land on 136-port OCSes instead of spine switches; the pod-to-pod circuits are
     engineered from the job's pod-level traffic (ring-expanded, :func:`ocs_spine_run`), pairs
     without a circuit go through a transit pod (shortest-path ECMP).
+``rail-circuits``, ``rail-circuits-2``
+    Rail-aligned circuits (:mod:`topoopt.fabrics.rail_circuits`): NIC ``i`` of a server wired
+    only to NIC ``i`` of others, each rail through its own patch panel; each NIC of ``B`` broken
+    out into 4 (``rail-circuits``) or 2 (``rail-circuits-2``) lanes of ``B / 4`` (``B / 2``);
+    the same circuits on every rail, designed from the rails' traffic
+    (:func:`solvers.rail_design.design_rail_circuits`: a greedy Hamiltonian backbone, then the
+    heaviest pairs); rail routing as on ``rail-only`` (GPU ``i`` on NIC ``i``, hosts forward
+    within a rail, a cross-rail flow ends on the destination's NVLink).
 ``fat-tree-ina``, ``hybrid-ina``
     ``fat-tree`` and ``hybrid`` whose electrical switches are programmable and aggregate
     all-reduces in the network, ATP-style, with ATP's aggregator memory per switch
@@ -144,6 +152,8 @@ FABRICS = (
     "rail",
     "rail-only",
     "ocs-spine",
+    "rail-circuits",
+    "rail-circuits-2",
 )
 DESIGNED = ("topoopt", "topoopt-released", "joint")
 
@@ -577,6 +587,19 @@ def build_fabric(
         return ocs_spine_run(name, workload, d, B, prices)
     elif name in ("rail", "rail-only"):
         return switched_clos(name, workload, d, B, 1.0, prices, layout=name)
+    elif name in ("rail-circuits", "rail-circuits-2"):
+        from solvers import rail_circuits_fabric
+
+        if d != gps:
+            raise InputError("degree", d, f"{gps}: one NIC (rail) per GPU for {name}")
+        fab, rd = rail_circuits_fabric(workload, 4 if name == "rail-circuits" else 2, B)
+        run = FabricRun(name, fab, workload)
+        run.note = (
+            f"{rd.ports_per_nic} lanes a NIC, rails identical: {rd.rails_identical}, "
+            f"{100 * rd.gap:.1f} % of a rail's bytes forwarded (design {rd.wall_s:.2f} s)"
+        )
+        run.capex_usd, run.power_w = _price(fab, prices)
+        return run
     elif name == "fat-tree-cost-equivalent":
         ref = designs.get("topoopt") or build_fabric(
             "topoopt", workload, d, B, seed=seed, prices=prices, designs=designs, **ocs

@@ -89,6 +89,14 @@ def advise_command(
     address: Annotated[str | None, typer.Option(help="Existing Ray cluster address")] = None,
     per_phase: PerPhaseOption = False,
     delay_us: DelayUsOption = PER_PHASE_DELAY_US,
+    phase_routing: Annotated[
+        bool,
+        typer.Option(
+            "--phase-routing",
+            help="Add the row joint-phased: joint's circuits with routing tables changed per "
+            "communication phase (same capex; 20-100 s more CPU at 1,024-4,096 GPUs)",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     html: Annotated[Path | None, typer.Option(help="Write the HTML report")] = None,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
@@ -112,6 +120,7 @@ def advise_command(
         oversubscription=oversubscription, seed=seed, time_limit_s=time_limit,
         prices=price_table, workers=workers, address=address, progress=True,
         cosearch=cosearch, finalists=finalists, screen=screen, per_phase_delay_s=delay_s,
+        phase_routing=phase_routing,
     )  # fmt: skip
     for line in res.warnings():  # stderr, the JSON envelope's warnings and the HTML report
         warn_line(line)

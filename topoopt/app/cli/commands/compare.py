@@ -98,6 +98,8 @@ ALL_FABRICS = (
     "rail",
     "rail-only",
     "ocs-spine",
+    "rail-circuits",
+    "rail-circuits-2",
 )
 DEFAULT_FABRICS = "ideal,fat-tree,fat-tree-oversub,torus,expander,topoopt,topoopt-best,joint"
 
