@@ -112,8 +112,12 @@ def solve(
         Receives one-line progress messages (incumbent, bound) during long solves.
     work_limit : float, optional
         Deterministic work budget of the ``joint`` search, in work units (about a second of one
-        core each; default :data:`solvers.joint.driver.DEFAULT_WORK_LIMIT`). The same problem,
-        seed and work limit give the same design on any machine.
+        core each; default with the congestion objective
+        :func:`solvers.joint.driver.default_work_limit`:
+        :data:`~solvers.joint.driver.DEFAULT_WORK_LIMIT` (20) up to ``LP_MAX_SERVERS`` (128)
+        servers, :data:`~solvers.joint.driver.LP_FREE_WORK_LIMIT` (8) above, where the search
+        routes without an LP). The same problem, seed and work limit give the same design on
+        any machine.
     objective : {"iteration", "congestion"}
         What ``joint`` minimises (the baselines ignore it). ``iteration`` (default): the flow
         model's iteration time, steered by the critical path

@@ -103,13 +103,14 @@ def test_help_panels_and_short_help_flag():
 
 
 def test_work_limit_help_quotes_the_code():
-    from solvers.joint.driver import DEFAULT_WORK_LIMIT
+    from solvers.joint.driver import DEFAULT_WORK_LIMIT, LP_FREE_WORK_LIMIT, LP_MAX_SERVERS
     from solvers.joint.iteration_search import DEFAULT_ITERATION_WORK_LIMIT
 
     p = next(p for p in ROOT.commands["design"].params if p.name == "work_limit")
     text = fill_code_defaults(p.help)
     assert f"default {DEFAULT_ITERATION_WORK_LIMIT:g} with --objective iteration" in text
-    assert f"{DEFAULT_WORK_LIMIT:g} with congestion" in text
+    assert f"{DEFAULT_WORK_LIMIT:g} with congestion up to {LP_MAX_SERVERS} servers" in text
+    assert f"{LP_FREE_WORK_LIMIT:g} above (the LP-free search)" in text
 
 
 def test_fixed_vocabularies_are_choices():

@@ -46,7 +46,11 @@ strong-branching limits (:func:`solvers.joint.exact_mip.exact_limits`, at most
 as many work units, counted in the flow model's sub-flow re-fills (:data:`WORK_PER_REFILL`): a
 simulation that needs more stops there and its finalist is not chosen (if the baseline's own
 simulation does not fit, the objective decides). The same problem, seed, thread count and work
-limit therefore give the same design on any machine and under any load. ``time_limit_s`` caps
+limit therefore give the same design on any machine and under any load. Without a work limit,
+above :data:`CLOCK_SIZED_MIN_SERVERS` servers, the time limit sizes the search, never a clock
+read (:func:`clock_sizing`): its units (:func:`clock_units`, a quarter core of the time limit)
+must cover the forecast flow-model judging (:func:`flow_judging_units`), else the objective
+decides and the search gets :data:`CLOCK_SEARCH_SHARE` of them. ``time_limit_s`` caps
 the wall clock (the search keeps time for about four flow simulations after the first one): when
 it cuts a step the best design so far is returned with ``info["deterministic"] = False`` and
 ``info["stopped_by"] = "time limit"``; otherwise ``stopped_by`` is ``"optimal"``, ``"work
@@ -96,6 +100,9 @@ __all__ = [
     "CongestionSearch",
     "WorkMeter",
     "default_work_limit",
+    "clock_units",
+    "flow_judging_units",
+    "clock_sizing",
     "flow_model_pairs",
     "SELECT_BY",
     "WARM_START",
@@ -111,6 +118,11 @@ __all__ = [
     "WORK_PER_REFILL",
     "FLOW_WORK_SHARE",
     "BOUND_WORK_SHARE",
+    "CLOCK_CORE_SHARE",
+    "CLOCK_SIZED_MIN_SERVERS",
+    "FLOW_JUDGING_BASE_UNITS",
+    "FLOW_JUDGING_UNITS_PER_SERVER",
+    "CLOCK_SEARCH_SHARE",
 ]
 
 Progress = Callable[[float, float], None]
@@ -131,10 +143,40 @@ LP_FREE_WORK_LIMIT = 8.0
 """Default work limit of :func:`congestion_search` above ``lp_max_servers`` servers (the LP-free
 search, :mod:`solvers.joint.lp_free`), in the same units (about a second of one core each, the
 LP-free routing's work counted as :mod:`solvers.joint.fast_routing` says). Sized so that the
-default search, flow-model judging included, ends on its work limit well inside ``advise``'s
-30 s wall clock at 512-2,048 servers on the 2-core reference machine (docs/performance.md,
+default search, flow-model judging included, ends on its work limit in about 15 CPU s at
+512-2,048 servers (at ``advise``'s 30 s the time limit sizes it smaller, :func:`clock_sizing`;
+docs/performance.md,
 "Session 38: joint determinism"): the wall clock is then only the safety cap it is meant to be,
 and the same problem gives the same design under any load."""
+
+CLOCK_CORE_SHARE = 0.25
+"""Share of one core a search is counted on getting from its wall clock when no ``work_limit``
+is given (:func:`clock_units`): a nice-0 process got 0.16-0.35 of a core on the 2-core reference
+machine at load 5-9 (docs/performance.md, "Session 38: joint determinism"). One work unit is
+about a CPU second, so ``time_limit_s`` seconds are ``CLOCK_CORE_SHARE * time_limit_s`` units."""
+
+CLOCK_SIZED_MIN_SERVERS = 64
+"""Above this many servers (where one flow simulation costs seconds) and without a
+``work_limit``, the search is sized by its clock's units (:func:`clock_units`): the flow-model
+judging runs only when they cover :func:`flow_judging_units`, and without it the search's work
+limit is at most :data:`CLOCK_SEARCH_SHARE` of them. A rule on the inputs (size, time limit),
+never on a measured time: the same inputs give the same design under any load."""
+
+FLOW_JUDGING_BASE_UNITS = 4.0
+"""Fixed part of :func:`flow_judging_units` (work units: the references' and finalists'
+simulations each pay a process fork and the flow model's set-up)."""
+
+FLOW_JUDGING_UNITS_PER_SERVER = 0.04
+"""Per-server part of :func:`flow_judging_units`. The flow model's child processes took 4.4-6.4
+CPU s at 128 servers and 4.9-15.3 at 512 in ``advise``'s clock-cut rows (DLRM, GPT-3 175B,
+Mixtral); a whole judging costs more where the Blink pass runs (GPT-3 at 512 servers: 126 s),
+so the forecast is a floor: it tells when the judging is out of the clock's reach, not that
+it fits (docs/performance.md, "Session 38: joint determinism")."""
+
+CLOCK_SEARCH_SHARE = 0.5
+"""Without the flow-model judging (skipped for the clock's units), the search's default work
+limit is at most this share of :func:`clock_units` (the rest: the warm start and the
+candidates' construction, which are not metered)."""
 
 WORK_PER_REFILL = 1e-7
 """Work units per sub-flow re-fill of the flow model (about 100 ns each on the reference machine;
@@ -487,6 +529,51 @@ def default_work_limit(problem: DesignProblem, lp_max_servers: int = LP_MAX_SERV
     return LP_FREE_WORK_LIMIT if problem.n > lp_max_servers else DEFAULT_WORK_LIMIT
 
 
+def clock_units(time_limit_s: float) -> float:
+    """The work units ``time_limit_s`` seconds of wall clock are counted as on the loaded
+    reference machine (:data:`CLOCK_CORE_SHARE` of a core; one unit is about a CPU second).
+    The limit is counted in whole seconds, rounded up: a caller that passes the time left of
+    its own limit (the iteration search's fallback hands over ``30 - 1e-4`` s) gets its
+    nominal limit's units, whatever the clock read in between.
+
+    >>> clock_units(30.0), clock_units(29.9999), clock_units(900.0)
+    (7.5, 7.5, 225.0)
+    """
+    return CLOCK_CORE_SHARE * math.ceil(float(time_limit_s))
+
+
+def flow_judging_units(problem: DesignProblem) -> float:
+    """Forecast, in work units, of the flow-model judging of :func:`congestion_search` on
+    ``problem`` (the warm starts' simulations, the finalists' and the Blink pass): linear in the
+    servers (:data:`FLOW_JUDGING_BASE_UNITS`, :data:`FLOW_JUDGING_UNITS_PER_SERVER`).
+
+    >>> from types import SimpleNamespace as P
+    >>> round(flow_judging_units(P(n=128)), 6), round(flow_judging_units(P(n=512)), 6)
+    (9.12, 24.48)
+    """
+    return FLOW_JUDGING_BASE_UNITS + FLOW_JUDGING_UNITS_PER_SERVER * problem.n
+
+
+def clock_sizing(
+    problem: DesignProblem, time_limit_s: float, lp_max_servers: int = LP_MAX_SERVERS
+) -> tuple[float, bool]:
+    """``(work_limit, flow_judging)`` of :func:`congestion_search` without a ``work_limit``: up to
+    :data:`CLOCK_SIZED_MIN_SERVERS` servers, or when :func:`clock_units` of the time limit cover
+    :func:`flow_judging_units`, :func:`default_work_limit` and the judging as before; else no
+    judging (the objective decides) and at most :data:`CLOCK_SEARCH_SHARE` of the clock's units.
+    A rule on the inputs alone.
+
+    >>> from types import SimpleNamespace as P
+    >>> clock_sizing(P(n=512), 30.0), clock_sizing(P(n=512), 600.0), clock_sizing(P(n=32), 5.0)
+    ((3.75, False), (8.0, True), (20.0, True))
+    """
+    wl = default_work_limit(problem, lp_max_servers)
+    units = clock_units(time_limit_s)
+    if problem.n <= CLOCK_SIZED_MIN_SERVERS or units >= flow_judging_units(problem):
+        return wl, True
+    return min(wl, CLOCK_SEARCH_SHARE * units), False
+
+
 def flow_model_pairs(problem: DesignProblem) -> int:
     """Server pairs with traffic summed over phases (fixed pairs + ring members): the size that
     decides, deterministically, whether :func:`congestion_search` judges finalists by the flow model
@@ -544,8 +631,10 @@ def congestion_search(
     work_limit : float, optional
         Deterministic budget of the search in work units (LP work,
         :data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`: about one second of one core per unit
-        on large routing LPs), default
-        :data:`DEFAULT_WORK_LIMIT`. Candidates are routed, and swaps evaluated, while the work
+        on large routing LPs), default :func:`default_work_limit` (20 up to ``lp_max_servers``
+        servers, 8 above), sized down by a short ``time_limit_s`` above
+        :data:`CLOCK_SIZED_MIN_SERVERS` servers (:func:`clock_sizing`). Candidates are
+        routed, and swaps evaluated, while the work
         spent is below the limit; the work of a step is counted from its LP sizes and
         iterations, never from the clock, so the same problem, seed, thread count and work
         limit give the same design on any machine and under any load (as long as the wall-clock
@@ -635,6 +724,7 @@ class CongestionSearch:
     flow_budget: int = field(init=False, default=0)
     flow_used: int = field(init=False, default=0)
     reference: str = field(init=False, default="topoopt")
+    clock_judges: bool = field(init=False, default=True)
     _demand: object = field(init=False, default=None)
     _placed: object = field(init=False, default=None)
 
@@ -648,11 +738,10 @@ class CongestionSearch:
             raise InputError("select_by", self.select_by, f"one of {', '.join(SELECT_BY)}")
         if not np.isfinite(time_limit) or time_limit <= 0:
             raise InputError("time_limit_s", self.time_limit_s, "a finite number of seconds > 0")
-        wl = (
-            default_work_limit(self.problem, self.lp_max_servers)
-            if self.work_limit is None
-            else float(self.work_limit)
-        )
+        if self.work_limit is None:  # sized by the size and the time limit, not by a clock read
+            wl, self.clock_judges = clock_sizing(self.problem, time_limit, self.lp_max_servers)
+        else:
+            wl, self.clock_judges = float(self.work_limit), True
         if not np.isfinite(wl) or wl < 0:
             raise InputError("work_limit", self.work_limit, "a finite number of work units >= 0")
         self.wl = wl
@@ -761,6 +850,13 @@ class CongestionSearch:
         # DEFAULT_WORK_LIMIT at every size (LP_FREE_WORK_LIMIT bounds the search, not it)
         flow_wl = self.wl if self.work_limit is not None else DEFAULT_WORK_LIMIT
         self.flow_budget = flow_budget = int(FLOW_WORK_SHARE * flow_wl / WORK_PER_REFILL)
+        if workload is not None and problem.n_phases and not self.clock_judges:
+            info["steps"].append(
+                f"flow model skipped (the time limit of {math.ceil(self.time_limit_s)} s counts "
+                f"{clock_units(self.time_limit_s):g} work units, the judging needs about "
+                f"{flow_judging_units(problem):g}: raise --time-limit to judge by the flow model)"
+            )
+            workload = None
         if workload is not None and problem.n_phases:
             pairs = flow_model_pairs(problem)
             if pairs > FLOW_MAX_PAIRS:

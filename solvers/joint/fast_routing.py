@@ -221,9 +221,26 @@ def candidate_paths(circuits: np.ndarray, n: int, src: np.ndarray, dst: np.ndarr
 
 def _segment_argmin(cost: np.ndarray, cptr: np.ndarray, comm: np.ndarray) -> np.ndarray:
     """Index of the cheapest path of every commodity (the first on ties); every commodity has
-    at least one path and its paths are contiguous."""
-    order = np.lexsort((np.arange(cost.size), cost, comm))
-    return order[cptr[:-1]]
+    at least one path and its paths are contiguous. NaN counts as above every number (as a
+    sort puts it last): a commodity whose costs are all NaN gets its first path.
+
+    The same pick as ``np.lexsort((np.arange(cost.size), cost, comm))[cptr[:-1]]`` in linear
+    time: each segment's smallest cost (``fmin`` skips NaN), then its first path at that cost.
+
+    >>> _segment_argmin(np.array([3.0, 1.0, 1.0, np.nan, 2.0]), np.array([0, 3, 5]), None)
+    array([1, 4])
+    """
+    starts = cptr[:-1]
+    if cost.size == 0:
+        return starts.copy()
+    sizes = np.diff(cptr)
+    lo = np.fmin.reduceat(cost, starts)
+    hit = cost == np.repeat(lo, sizes)
+    pos = np.where(hit, np.arange(cost.size), cost.size)
+    first = np.minimum.reduceat(pos, starts)
+    none = first == cost.size  # every cost NaN
+    first[none] = starts[none]
+    return first
 
 
 def _loads(paths: PathSet, weight: np.ndarray, pb: np.ndarray, comm, lens, n_links) -> np.ndarray:

@@ -66,6 +66,23 @@ def test_walks_equal_the_plain_walks_on_random_graphs():
         assert [r.tolist() for r in got] == [r.tolist() for r in want]
 
 
+def test_segment_argmin_picks_what_a_sort_picks():
+    """The linear-time segmented argmin of the Frank-Wolfe step against a full sort (by
+    commodity, cost, then index: the cheapest path, the first on ties, NaN after every number),
+    on random segments with ties, infinities and NaN."""
+    rng = np.random.default_rng(3)
+    for t in range(400):
+        sizes = rng.integers(1, 6, int(rng.integers(1, 25)))
+        cptr = np.concatenate([[0], np.cumsum(sizes)])
+        comm = np.repeat(np.arange(sizes.size), sizes)
+        cost = rng.integers(0, 4, int(cptr[-1])).astype(float)
+        m = rng.random(cost.size)
+        cost[m < (0.6 if t % 5 == 0 else 0.1)] = np.nan
+        cost[(m > 0.6) & (m < 0.7)] = np.inf
+        want = np.lexsort((np.arange(cost.size), cost, comm))[cptr[:-1]]
+        assert fr._segment_argmin(cost, cptr, comm).tolist() == want.tolist()
+
+
 @pytest.mark.parametrize("g", [4, 7, 10])
 def test_walk_steps_on_a_cycle_count_every_neighbour_list_read(g):
     """A cycle of ``g`` circuits (degree 2): every start walks all ``g`` members and closes; a
@@ -162,3 +179,41 @@ def test_lp_free_search_gives_the_same_design_whatever_the_clock(monkeypatch, wo
     if work is not None:  # the tiny limit binds
         assert a.info["stopped_by"] == "work limit"
         assert len(a.info["candidates"]) == 2  # 2.2e-5, then 6.7e-4 units: over 2e-4
+
+
+class _Frozen:
+    """A ``time`` module whose clock never moves (no wall-clock cap can fire)."""
+
+    @staticmethod
+    def perf_counter() -> float:
+        return 0.0
+
+
+def test_a_short_time_limit_sizes_the_search_not_the_clock(monkeypatch):
+    """Without a ``work_limit``, above ``CLOCK_SIZED_MIN_SERVERS`` servers (here 4, on the
+    12-server pipeline problem routed without an LP) a time limit whose units
+    (``CLOCK_CORE_SHARE * time_limit_s``) do not cover the flow-model judging
+    (``4 + 0.04 n`` = 4.48 units) skips the judging and caps the search at
+    ``CLOCK_SEARCH_SHARE`` of them: 8 s give 0.5 * 0.25 * 8 = 1 unit. The design is the one an
+    explicit ``work_limit=1`` judged by the objective gives; a long limit keeps the defaults."""
+    import solvers.joint.driver as drv
+    import solvers.joint.local_search as ls
+    import solvers.joint.lp_free as lpf
+
+    for mod in (drv, ls, lpf):
+        monkeypatch.setattr(mod, "time", _Frozen)
+    monkeypatch.setattr(drv, "CLOCK_SIZED_MIN_SERVERS", 4)
+    problem = _pipeline_problem()
+    assert drv.flow_judging_units(problem) == pytest.approx(4 + 0.04 * problem.n)
+    short = congestion_search(problem, time_limit_s=8.0, lp_max_servers=4)
+    assert short.info["work_limit"] == pytest.approx(0.5 * 0.25 * 8.0)
+    assert any(s.startswith("flow model skipped (the time limit of 8 s") for s in
+               short.info["steps"])  # fmt: skip
+    assert short.info["selected_by"] == "optimizer objective"
+    assert short.info["deterministic"]
+    same = congestion_search(
+        problem, time_limit_s=8.0, lp_max_servers=4, select_by="objective", work_limit=1.0
+    )  # fmt: skip
+    assert short.circuits.tolist() == same.circuits.tolist()
+    assert short.routing.weight.tolist() == same.routing.weight.tolist()
+    assert drv.clock_sizing(problem, 1e4, 4) == (LP_FREE_WORK_LIMIT, True)

@@ -107,7 +107,11 @@ def design_command(
             + code_default("solvers.joint.iteration_search", "DEFAULT_ITERATION_WORK_LIMIT")
             + " with --objective iteration, "
             + code_default("solvers.joint.driver", "DEFAULT_WORK_LIMIT")
-            + " with congestion); "
+            + " with congestion up to "
+            + code_default("solvers.joint.driver", "LP_MAX_SERVERS")
+            + " servers, "
+            + code_default("solvers.joint.driver", "LP_FREE_WORK_LIMIT")
+            + " above (the LP-free search)); "
             "the same plan, seed and work limit give the same design on any machine"
         ),
     ] = None,
