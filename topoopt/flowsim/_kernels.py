@@ -49,6 +49,7 @@ __all__ = [
     "blocked_kernel",
     "class_of_flow",
     "classes_kernel",
+    "event_loop",
     "fill_kernel",
     "fill_kernel_mult",
     "fill_links_mult",
@@ -490,43 +491,21 @@ def _grow(a, need):
 
 
 @njit(cache=_CACHE, error_model="numpy")
-def simulate_kernel(
+def event_loop(
     cap, path_ptr, path_links, pflow, pbytes, plat, flow_ptr, start, dep_ptr, deps, rdep_ptr,
-    rdep, lp_ptr, rtol, record, emult, max_refills, row_space,
+    rdep, lp_ptr, rtol, record, emult, max_refills, row_space, cut_at, late_every,
 ):  # fmt: skip
-    """Run the event loop of :func:`topoopt.flowsim.simulator.simulate` on flat arrays.
+    """The event loop of :func:`simulate_kernel` (its arguments, its results and ``stopped``),
+    with an optional horizon and late cut, for :func:`topoopt.flowsim.timevarying.
+    past_horizon_after_epochs` (``rest_kernel``): no event after ``cut_at`` (seconds) is
+    simulated, and with ``late_every > 0``, every ``late_every`` events the loop stops once ``t +
+    max over links of (bytes left on the link) / capacity`` passes ``cut_at`` (plus ``rtol`` of it
+    per piece with bytes: completions merged early), the bytes left being the active sub-flows'
+    (a group member's: its target less the group's service at ``t``) and the sub-flows not
+    started (kept per link as they start, only when ``late_every > 0``). ``stopped``: the loop
+    stopped so (some byte is sent after ``cut_at``). ``cut_at = inf, late_every = 0`` is the
+    plain loop of :func:`simulate_kernel`."""
 
-    Sub-flow ``p`` stands for identical sub-flows counted per link: on the link of incidence
-    entry ``e`` (``path_links[e]``) it counts ``emult[e]`` times (its flow's multiplicity when
-    every member crosses every link of the path; a symmetry quotient,
-    :mod:`topoopt.flowsim.symmetry`, counts the members of a class per link of a link class).
-    ``pbytes[p]`` and its rate are a member's; link counts, loads and the filling count it
-    ``emult`` times on each link. ``lp_ptr[l]`` is where link ``l``'s slots start in the list of its
-    active sub-flows (``lp_ptr[l+1] - lp_ptr[l]`` = the number of sub-flows crossing it).
-
-    The active sub-flows live in slots ``0 .. n_act - 1`` (``act[i]`` is the sub-flow in slot
-    ``i``); a completion moves the last slot into the freed one. Slot numbers, links and list
-    positions are ``int32`` (fewer than 2**31 incidence entries). Every active sub-flow belongs
-    to the *group* of the link it last froze on (``s_bj[i]``: which of its links; -1 only for an
-    arrival before its first filling) and gets the group's rate. A group keeps its members at
-    the front of its link's list, the links its members cross with their counts (its *row*,
-    updated as members join and leave), and its *service* ``V(t)``: the bytes each member has
-    sent since a reference point, piecewise linear in ``t`` (``gV``, ``gT``, ``gshare``). A
-    member's ``s_tg[i]`` is the service at which it has sent everything, so its bytes left are
-    ``s_tg[i] - V(t)`` and nothing per member changes while its group keeps its members.
-    The members at the front of a group's list form a binary min-heap of their targets, so the
-    group's next completion is its first entry and the members due at an event are a subtree at
-    the top (a join or leave costs ``log`` of the group's size, never a scan of its members:
-    a million sub-flows sharing one link cost ``n log n``, not ``n**2``).
-
-    Returns ``(release, finish, path_start, path_last, series_time, series_link, series_load,
-    n_events, fill_steps, refilled)`` where ``refilled`` counts the sub-flow re-fills done.
-    With ``max_refills >= 0`` the loop stops as soon as more re-fills than that are needed
-    (``refilled > max_refills`` on return; the other results are then incomplete).
-    ``row_space`` entries hold the groups' rows (0: four per incidence entry and sixteen per
-    link; at least the two per incidence entry that the largest row may need); when they run
-    out every row is built again on its next use.
-    """
     n_p = pbytes.shape[0]
     n_f = start.shape[0]
     n_l = cap.shape[0]
@@ -605,7 +584,41 @@ def simulate_kernel(
     steps = 0
     refilled = 0
     t_now = 0.0
+    stopped = False
+    uload = np.zeros(n_l)  # bytes of the sub-flows not started, per link (with multiplicity)
+    n_un = 0
+    for p in range(n_p if late_every > 0 else 0):
+        if pbytes[p] > 0.0:
+            n_un += 1
+            for e in range(path_ptr[p], path_ptr[p + 1]):
+                uload[path_links[e]] += pbytes[p] * emult[e]
+    lload = np.zeros(n_l)
+    late_next = 0
     while True:
+        if late_every > 0 and n_events >= late_next:
+            late_next = n_events + late_every
+            n_pc = n_un
+            for k in range(n_l):
+                lload[k] = uload[k]
+            for i in range(n_act):
+                if s_bj[i] >= 0:
+                    g = s_links[i, s_bj[i]]
+                    x = s_tg[i] - (gV[g] + gshare[g] * (t_now - gT[g]))
+                else:
+                    x = s_tg[i]
+                if x > 0.0:
+                    n_pc += 1
+                    for j in range(s_nl[i]):
+                        lload[s_links[i, j]] += x * s_mult[i, j]
+            worst = 0.0
+            for k in range(n_l):
+                if lload[k] > 0.0:
+                    d = lload[k] / cap[k]
+                    if d > worst:
+                        worst = d
+            if t_now + worst > cut_at + cut_at * (n_pc * rtol + 1e-9):
+                stopped = True
+                break
         # ---- next event: the earliest member finish of any group, or the next release
         t_c = np.inf
         for k in range(n_g[0]):
@@ -620,6 +633,9 @@ def simulate_kernel(
         t_a = hk[0] if hsize > 0 else np.inf
         t = min(t_c, t_a)
         if t == np.inf:
+            break
+        if t > cut_at:
+            stopped = True
             break
         if t < t_now:
             t = t_now  # a finish estimate rounded just below the current time
@@ -703,6 +719,10 @@ def simulate_kernel(
             n_rel += 1
             for p in range(flow_ptr[f], flow_ptr[f + 1]):
                 path_start[p] = t
+                if late_every > 0 and pbytes[p] > 0.0:
+                    n_un -= 1
+                    for e in range(path_ptr[p], path_ptr[p + 1]):
+                        uload[path_links[e]] -= pbytes[p] * emult[e]
                 if pbytes[p] <= 0.0:
                     path_last[p] = t
                     hsize = _path_done(
@@ -965,7 +985,57 @@ def simulate_kernel(
         n_events,
         steps,
         refilled,
+        stopped,
     )
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def simulate_kernel(
+    cap, path_ptr, path_links, pflow, pbytes, plat, flow_ptr, start, dep_ptr, deps, rdep_ptr,
+    rdep, lp_ptr, rtol, record, emult, max_refills, row_space,
+):  # fmt: skip
+    """Run the event loop of :func:`topoopt.flowsim.simulator.simulate` on flat arrays.
+
+    Sub-flow ``p`` stands for identical sub-flows counted per link: on the link of incidence
+    entry ``e`` (``path_links[e]``) it counts ``emult[e]`` times (its flow's multiplicity when
+    every member crosses every link of the path; a symmetry quotient,
+    :mod:`topoopt.flowsim.symmetry`, counts the members of a class per link of a link class).
+    ``pbytes[p]`` and its rate are a member's; link counts, loads and the filling count it
+    ``emult`` times on each link. ``lp_ptr[l]`` is where link ``l``'s slots start in the list of its
+    active sub-flows (``lp_ptr[l+1] - lp_ptr[l]`` = the number of sub-flows crossing it).
+
+    The active sub-flows live in slots ``0 .. n_act - 1`` (``act[i]`` is the sub-flow in slot
+    ``i``); a completion moves the last slot into the freed one. Slot numbers, links and list
+    positions are ``int32`` (fewer than 2**31 incidence entries). Every active sub-flow belongs
+    to the *group* of the link it last froze on (``s_bj[i]``: which of its links; -1 only for an
+    arrival before its first filling) and gets the group's rate. A group keeps its members at
+    the front of its link's list, the links its members cross with their counts (its *row*,
+    updated as members join and leave), and its *service* ``V(t)``: the bytes each member has
+    sent since a reference point, piecewise linear in ``t`` (``gV``, ``gT``, ``gshare``). A
+    member's ``s_tg[i]`` is the service at which it has sent everything, so its bytes left are
+    ``s_tg[i] - V(t)`` and nothing per member changes while its group keeps its members.
+    The members at the front of a group's list form a binary min-heap of their targets, so the
+    group's next completion is its first entry and the members due at an event are a subtree at
+    the top (a join or leave costs ``log`` of the group's size, never a scan of its members:
+    a million sub-flows sharing one link cost ``n log n``, not ``n**2``).
+
+    Returns ``(release, finish, path_start, path_last, series_time, series_link, series_load,
+    n_events, fill_steps, refilled)`` where ``refilled`` counts the sub-flow re-fills done.
+    With ``max_refills >= 0`` the loop stops as soon as more re-fills than that are needed
+    (``refilled > max_refills`` on return; the other results are then incomplete).
+    ``row_space`` entries hold the groups' rows (0: four per incidence entry and sixteen per
+    link; at least the two per incidence entry that the largest row may need); when they run
+    out every row is built again on its next use.
+    """
+    (release, finish, path_start, path_last, series_time, series_link, series_load, n_events,
+     fill_steps, refilled, _) = event_loop(
+        cap, path_ptr, path_links, pflow, pbytes, plat, flow_ptr, start, dep_ptr, deps, rdep_ptr,
+        rdep, lp_ptr, rtol, record, emult, max_refills, row_space, np.inf, 0,
+    )  # fmt: skip
+    return (
+        release, finish, path_start, path_last, series_time, series_link, series_load, n_events,
+        fill_steps, refilled,
+    )  # fmt: skip
 
 
 @njit(cache=_CACHE)
