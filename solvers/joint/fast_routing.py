@@ -55,6 +55,7 @@ __all__ = [
     "candidate_paths",
     "balance",
     "fast_route",
+    "drop_paths",
     "ROUNDS",
     "Q_START",
     "Q_END",
@@ -354,7 +355,7 @@ def fast_route(
     paths = PathSet(paths.src, paths.dst, paths.commodity_ptr, paths.path_ptr, paths.path_links, w)
     keep = w > 1e-12  # drop unused paths (weights renormalised per commodity)
     if not keep.all():
-        paths = _drop(paths, keep)
+        paths = drop_paths(paths, keep)
     comm = paths.path_commodity()
     load = _loads(paths, paths.weight, pb, comm, paths.path_lengths(), cap.size)
     times = (load / cap).max(axis=1)
@@ -369,8 +370,9 @@ def fast_route(
     return routed, float(times.sum()), util
 
 
-def _drop(paths: PathSet, keep: np.ndarray) -> PathSet:
-    """``paths`` without the paths ``~keep`` (every commodity keeps at least one)."""
+def drop_paths(paths: PathSet, keep: np.ndarray) -> PathSet:
+    """``paths`` without the paths ``~keep`` (every commodity keeps at least one), each
+    commodity's weights renormalised to sum to 1."""
     comm = paths.path_commodity()
     lens = paths.path_lengths()
     w = paths.weight[keep]

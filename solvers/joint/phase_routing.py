@@ -50,7 +50,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from solvers.joint.fast_routing import Q_END, ROUNDS, balance, candidate_paths
+from solvers.joint.fast_routing import Q_END, ROUNDS, balance, candidate_paths, drop_paths
 from solvers.model.design import Design, NodePaths, node_paths
 from solvers.reconfig.schedule import (
     CircuitSet,
@@ -144,7 +144,7 @@ def route_phase(
         # circuits' shortest paths; start them on their shortest candidates, split evenly
         out = np.flatnonzero(missing)
         short = _shortest(got[0].take(out))
-        base = _drop_zero(base, ~missing[base.path_commodity()])
+        base = drop_paths(base, ~missing[base.path_commodity()])
         base = _even_where(_merge_paths(base, short, out[short.path_commodity()]), missing)
     cand = _merge_paths(base, got[0])
     pb2 = pb[None, :]
@@ -167,7 +167,7 @@ def route_phase(
     on = w > 1e-12
     w = np.where(on, w, 0.0)
     routed = PathSet(cand.src, cand.dst, cand.commodity_ptr, cand.path_ptr, cand.path_links, w)
-    routed = _drop_zero(routed, on)
+    routed = drop_paths(routed, on)
     return node_paths(routed, ldst), static_s, float(obj)
 
 
@@ -182,7 +182,7 @@ def _shortest(paths: PathSet) -> PathSet:
     comm, lens = paths.path_commodity(), paths.path_lengths()
     least = np.full(paths.n_commodities, np.iinfo(np.int64).max)
     np.minimum.at(least, comm, lens)
-    return _drop_zero(paths, lens == least[comm])
+    return drop_paths(paths, lens == least[comm])
 
 
 def _even_where(paths: PathSet, which: np.ndarray) -> PathSet:
@@ -246,21 +246,6 @@ def _cheapest_columns(paths: PathSet, pb, lsrc, ldst, cap, n: int, q: float = Q_
 
 HOP_PRICE = 1e-3
 """Price of a hop on an idle link, relative to the busiest link's (:func:`_cheapest_columns`)."""
-
-
-def _drop_zero(paths: PathSet, keep: np.ndarray) -> PathSet:
-    """``paths`` without the paths ``~keep`` (each commodity keeps one), weights renormalised."""
-    comm = paths.path_commodity()
-    lens = paths.path_lengths()
-    kc = comm[keep]
-    w = paths.weight[keep]
-    tot = np.bincount(kc, weights=w, minlength=paths.n_commodities)
-    cptr = np.zeros(paths.n_commodities + 1, np.int64)
-    np.cumsum(np.bincount(kc, minlength=paths.n_commodities), out=cptr[1:])
-    pptr = np.zeros(int(keep.sum()) + 1, np.int64)
-    np.cumsum(lens[keep], out=pptr[1:])
-    links = paths.path_links[np.repeat(keep, lens)]
-    return PathSet(paths.src, paths.dst, cptr, pptr, links, w / tot[kc])
 
 
 def merge_routing(static: NodePaths, phase: NodePaths, n: int) -> NodePaths:
