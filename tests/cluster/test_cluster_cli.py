@@ -16,6 +16,7 @@ from test_cluster_design import tiny_plan
 
 from solvers.cluster.ocs import OcsLayer, assign_ports
 from topoopt.fabrics.circuits import Circuits
+from traffic.errors import InputError
 
 SEEDS = Path(__file__).resolve().parents[1] / "fuzz" / "seeds"
 JOBS = SEEDS / "cluster-jobs.yaml"
@@ -138,7 +139,49 @@ def test_malformed_overlapping_and_bad_departure_through_the_cli(tmp_path):
     p = run(str(bad), "--servers", "16")
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
     ev = _write(tmp_path / "ev.json", {"events": [{"time_s": 1.0, "depart": "ghost"}]})
-    p = run(str(JOBS), "--servers", "8", "--degree", "2", "--arrivals", str(ev), "--json")
-    assert p.returncode == 2 and p.stdout == ""
-    lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and "events[0].depart" in lines[0] and "ghost" in lines[0]
+    html = tmp_path / "c.html"
+    p = run(
+        str(JOBS), "--servers", "8", "--degree", "2", "--arrivals", str(ev), "--json",
+        "--html", str(html),
+    )  # fmt: skip
+    assert p.returncode == 2 and p.stdout == "" and not html.exists()
+    assert p.stderr == (
+        "error: ev.json events[0].depart: got 'ghost'; allowed: a running job (vision, small)\n"
+    )
+
+
+def _arrival(name: str, n: int) -> dict:
+    return {"name": name, "plan": tiny_plan(n)}
+
+
+@pytest.mark.parametrize(
+    ("events", "line"),
+    [
+        (
+            [{"time_s": 1.0, "depart": "small"}, {"time_s": 2.0, "depart": "small"}],
+            "events[1].depart: got 'small'; allowed: a running job (vision)",
+        ),
+        (
+            [{"time_s": 1.0, "arrive": _arrival("vision", 1)}],
+            "events[0].arrive.name: got 'vision'; allowed: a name no running job has",
+        ),
+        (  # 7 of the 8 servers held: one free
+            [{"time_s": 1.5, "arrive": _arrival("late", 2)}],
+            "events[0].arrive: got 'late: 2 servers'; allowed: a job of at most the 1 servers "
+            "free at 1.5 s",
+        ),
+    ],
+)
+def test_a_bad_event_is_refused_before_any_work(tmp_path, monkeypatch, events, line):
+    """Names and sizes of the events are checked before any placement or design (a check that
+    came mid-run printed progress lines before its error on a slow machine)."""
+    import topoopt.app.studies.cluster as study
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the cluster was designed before the events were checked")
+
+    monkeypatch.setattr(study, "design_cluster", no_work)
+    ev = _write(tmp_path / "ev.json", {"events": events})
+    with pytest.raises(InputError) as info:
+        study.run_cluster(JOBS, 8, 2, 12.5e9, arrivals=ev, progress=no_work)
+    assert str(info.value) == f"ev.json {line}"

@@ -26,7 +26,55 @@ from topoopt.flowsim.work import check_work
 from topoopt.units import bytes_per_s_to_gbps
 from traffic.errors import InputError
 
-__all__ = ["layer_capex", "run_cluster"]
+__all__ = ["check_events", "layer_capex", "run_cluster"]
+
+
+def check_events(jobs: list, events: list, servers: int, name: str) -> None:
+    """Check the events against the jobs running before each one, from the names and sizes
+    alone, so that a bad event is refused before any placement, design or simulation (the
+    same lines :func:`solvers.play_arrivals` would give mid-run): a departure of a job that is
+    not running, an arrival under a running job's name, an arrival larger than the servers
+    free then (the cluster's ``servers`` minus the running jobs' sizes). Whether an arrival's
+    explicit servers are free depends on where the tool placed the others: checked in play.
+
+    Raises
+    ------
+    InputError
+        For the first bad event, naming ``{name} events[i]``'s field, its value and what is
+        allowed.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as E
+    >>> job = E(name="a", size=4)
+    >>> check_events([job], [E(depart="a", job=None, time_s=1.0)], 8, "ev.yaml")
+    >>> check_events([job], [E(depart="b", job=None, time_s=1.0)], 8, "ev.yaml")
+    Traceback (most recent call last):
+    ...
+    traffic.errors.InputError: ev.yaml events[0].depart: got 'b'; allowed: a running job (a)
+    """
+    size = {j.name: j.size for j in jobs}  # the running jobs, in order
+    for i, ev in enumerate(events):
+        where = f"{name} events[{i}]"
+        names = list(size)
+        if ev.depart is not None:
+            if ev.depart not in size:
+                raise InputError(
+                    f"{where}.depart", ev.depart, f"a running job ({', '.join(names) or 'none'})"
+                )
+            del size[ev.depart]
+            continue
+        job = ev.job
+        if job.name in size:
+            raise InputError(f"{where}.arrive.name", job.name, "a name no running job has")
+        free = servers - sum(size.values())
+        if job.size > free:
+            raise InputError(
+                f"{where}.arrive",
+                f"{job.name}: {job.size} servers",
+                f"a job of at most the {free} servers free at {ev.time_s:g} s",
+            )
+        size[job.name] = job.size
 
 
 def layer_capex(servers: int, degree: int, link_bandwidth: float, radix: int) -> dict[str, Any]:
@@ -85,6 +133,8 @@ def run_cluster(
     for j in jobs:  # before any placement, design or simulation
         check_work(j.workload, f"simulation of job {j.name!r}")
     events = load_arrivals(arrivals) if arrivals is not None else None
+    if events is not None:  # a bad event is one line before any work (not mid-run)
+        check_events(jobs, events, servers, Path(arrivals).name)
     cache: dict = {}
     cl = design_cluster(
         jobs, layer, link_bandwidth,
