@@ -47,6 +47,9 @@ __all__ = [
     "check_values",
     "validate",
     "field_path",
+    "first_error",
+    "known_fields",
+    "validation_error",
 ]
 
 if TYPE_CHECKING:  # pydantic is imported where a model is validated (a light start-up)
@@ -371,6 +374,89 @@ def field_path(loc: tuple) -> str:
     return out
 
 
+def first_error(errors: list[dict]) -> dict:
+    """The error of pydantic's list ``errors`` to report: the first one, except that an unknown
+    field wins over a missing field of the same object. A renamed or misspelled field is both
+    (``{"bytse": 1}`` lacks ``bytes``) and pydantic lists the missing one first, so the message
+    would send the user looking for a field they did write.
+
+    >>> first_error([{"type": "missing", "loc": ("flows", 0, "bytes")},
+    ...              {"type": "extra_forbidden", "loc": ("flows", 1, "x")},
+    ...              {"type": "extra_forbidden", "loc": ("flows", 0, "bytse")}])["loc"]
+    ('flows', 0, 'bytse')
+    """
+    first = errors[0]
+    if first["type"] == "missing":
+        parent = tuple(first["loc"])[:-1]
+        for err in errors:
+            if err["type"] == "extra_forbidden" and tuple(err["loc"])[:-1] == parent:
+                return err
+    return first
+
+
+def _members(ann: Any) -> list:
+    """The types an annotation may hold: ``Annotated`` unwrapped, unions flattened."""
+    from types import UnionType
+    from typing import Annotated, Union, get_args, get_origin
+
+    origin = get_origin(ann)
+    if origin is Annotated:
+        return _members(get_args(ann)[0])
+    if origin is Union or origin is UnionType:
+        return [m for a in get_args(ann) for m in _members(a)]
+    return [ann]
+
+
+def _step(ann: Any, part: Any) -> Any:
+    """The annotation one location ``part`` (a field, a list index, a mapping key or a union
+    member's tag) below ``ann``, or ``None``."""
+    from collections.abc import Mapping, Sequence
+    from typing import get_args, get_origin
+
+    from pydantic import BaseModel, RootModel
+
+    for m in _members(ann):
+        if isinstance(m, type) and issubclass(m, BaseModel):
+            fields = m.model_fields
+            if part == m.__name__:  # pydantic's tag of a union member
+                return m
+            if isinstance(part, str) and part in fields:
+                return fields[part].annotation
+            if issubclass(m, RootModel):  # its errors' locations skip "root"
+                return _step(fields["root"].annotation, part)
+            continue
+        origin, args = get_origin(m), get_args(m)
+        if origin is None or not args:
+            continue
+        if isinstance(origin, type) and issubclass(origin, Mapping) and len(args) == 2:
+            return args[1]  # any key of a mapping
+        if isinstance(part, int) and isinstance(origin, type) and issubclass(origin, Sequence):
+            return args[0]
+    return None
+
+
+def known_fields(model: Any, loc: tuple) -> str | None:
+    """The fields (by the names a file uses) of the model that holds the last part of the error
+    location ``loc`` under ``model`` (a pydantic model class), or ``None`` if not found.
+
+    >>> from traffic.plan import Plan
+    >>> known_fields(Plan, ("precision", "activation_bytse"))
+    'activation_bytes, gradient_bytes, parameter_bytes'
+    """
+    from pydantic import BaseModel
+
+    ann = model
+    for part in loc[:-1]:
+        ann = _step(ann, part)
+        if ann is None:
+            return None
+    owners = [m for m in _members(ann) if isinstance(m, type) and issubclass(m, BaseModel)]
+    if not owners:
+        return None
+    fields = owners[0].model_fields
+    return ", ".join(f.alias or name for name, f in fields.items())
+
+
 def validate(model: type[M], data: Any, name: str, context: Any = None) -> M:
     """``model.model_validate(data)``, its first error as one :class:`InputError`.
 
@@ -382,12 +468,14 @@ def validate(model: type[M], data: Any, name: str, context: Any = None) -> M:
     try:
         return model.model_validate(data, context=context)
     except ValidationError as exc:
-        raise validation_error(exc, name) from None
+        raise validation_error(exc, name, model) from None
 
 
-def validation_error(exc: ValidationError, name: str) -> InputError:
-    """The first error of a pydantic ``ValidationError`` as an :class:`InputError`."""
-    first = exc.errors(include_url=False, include_context=False)[0]
+def validation_error(exc: ValidationError, name: str, model: Any = None) -> InputError:
+    """The error of a pydantic ``ValidationError`` to report (:func:`first_error`) as an
+    :class:`InputError`; an unknown field lists the known ones of its object when ``model``
+    (the validated class) is given."""
+    first = first_error(exc.errors(include_url=False, include_context=False))
     loc = tuple(first["loc"])
     path = field_path(loc)
     field = f"{name} {path}" if path else name
@@ -398,6 +486,9 @@ def validation_error(exc: ValidationError, name: str) -> InputError:
     kind = first["type"]
     if kind == "extra_forbidden":
         msg, value = "no such field", loc[-1] if loc else value
+        known = known_fields(model, loc) if model is not None and loc else None
+        if known:
+            msg += f"; known fields: {known}"
     elif kind == "missing":
         msg, value = "a required field", None
     else:

@@ -37,7 +37,14 @@ from pydantic import (
     model_validator,
 )
 
-from traffic.decode import decode_text, parse_json, parse_yaml, read_input
+from traffic.decode import (
+    decode_text,
+    first_error,
+    known_fields,
+    parse_json,
+    parse_yaml,
+    read_input,
+)
 from traffic.errors import InputError
 from traffic.hardware import GpuSpec, gpu_names, gpu_spec, load_catalogue
 from traffic.limits import MAX_YAML_BYTES, check_plan_size, max_input_bytes
@@ -422,29 +429,8 @@ class Plan(BaseModel):
         return self._source
 
 
-def _loc_model(loc: tuple) -> type[BaseModel] | None:
-    cls: Any = Plan
-    for part in loc[:-1]:
-        if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
-            return None
-        if isinstance(part, int):
-            continue
-        f = cls.model_fields.get(part)
-        if f is None:
-            return None
-        ann = f.annotation
-        cands = [a for a in getattr(ann, "__args__", (ann,)) if isinstance(a, type)]
-        nxt = [a for a in cands if issubclass(a, BaseModel)]
-        if not nxt and hasattr(ann, "__args__"):
-            for a in ann.__args__:
-                inner = [x for x in getattr(a, "__args__", ()) if isinstance(x, type)]
-                nxt += [x for x in inner if issubclass(x, BaseModel)]
-        cls = nxt[0] if nxt else None
-    return cls if isinstance(cls, type) and issubclass(cls, BaseModel) else None
-
-
 def _from_validation_error(err: ValidationError, prefix: str = "") -> InputError:
-    first = err.errors(include_url=False)[0]
+    first = first_error(err.errors(include_url=False))  # a misspelled field, not a missing one
     loc = tuple(first["loc"])
     field = ".".join(str(p) for p in loc) or "plan"
     if prefix:
@@ -454,8 +440,7 @@ def _from_validation_error(err: ValidationError, prefix: str = "") -> InputError
         msg = msg[len("Value error, ") :]
     value = first.get("input")
     if first["type"] == "extra_forbidden":
-        owner = _loc_model(loc)
-        known = ", ".join(owner.model_fields) if owner is not None else "the documented fields"
+        known = known_fields(Plan, loc) or "the documented fields"
         msg = f"no such field; known fields: {known}"
         value = loc[-1] if loc else value
     elif first["type"] == "missing":

@@ -93,7 +93,7 @@ BAD = [
     (mutate(["links", 0, "latency"], -1), "links[0].latency", ">= 0"),
     (mutate(["flows", 0, "start"], -1.0), "flows[0].start", ">= 0"),
     (mutate(["flows", 0, "paths", 0, "links"], ["a", "a"]), "links", "at most once"),
-    (mutate(["flows", 0, "speed"], 3), "flows[0]", "only the keys"),
+    (mutate(["flows", 0, "speed"], 3), "flows[0].speed", "no such field; known fields: id,"),
     (mutate(["flows"], KeyError), "flows", "a list"),
     ([1, 2], "netsim", "an object"),
 ]
@@ -107,6 +107,65 @@ def test_bad_input_names_field_value_and_allowed(doc, field, words):
     assert field in info.value.field
     assert words in msg
     assert "\n" not in msg and "allowed:" in msg
+
+
+def renamed(path, new):
+    """``GOOD`` with the key at ``path`` renamed to ``new`` (in place: the key order kept)."""
+    doc = copy.deepcopy(GOOD)
+    target = doc
+    for key in path[:-1]:
+        target = target[key]
+    items = list(target.items())
+    target.clear()
+    target.update((new if k == path[-1] else k, v) for k, v in items)
+    return doc
+
+
+TYPOS = [
+    (["flows", 0, "bytes"], "bytse", "flows[0].bytse", "id, bytes, start, after, paths"),
+    (["links", 1, "capacity"], "capacty", "links[1].capacty", "id, capacity, latency"),
+    (["flows", 1, "paths", 0, "links"], "link", "flows[1].paths[0].link", "links, weight"),
+    (["flows", 2, "id"], "ID", "flows[2].ID", "id, bytes, start, after, paths"),
+    (["flows"], "flow", "flow", "links, flows"),
+]
+
+
+@pytest.mark.parametrize(("path", "typo", "field", "known"), TYPOS)
+def test_a_misspelled_key_is_named_not_the_key_it_misses(path, typo, field, known):
+    """The renamed key is unknown and its old name missing: the unknown one is reported (it was
+    ``flows[0].bytes: got None``), by the fast path (which gives up) and the checked one."""
+    from topoopt.flowsim.netsim_json import _fast_case
+
+    doc = renamed(path, typo)
+    assert _fast_case(doc) is None
+    with pytest.raises(InputError) as info:
+        parse_netsim(doc)
+    allowed = f"no such field; known fields: {known}"
+    assert str(info.value) == f"{field}: got {typo!r}; allowed: {allowed}"
+
+
+def test_a_misspelled_key_is_refused_before_any_kernel(tmp_path, monkeypatch):
+    """The line of ``topoopt netsim`` on a misspelled key comes before any kernel is called, so
+    it is the same with the compiled kernels and with numba's JIT ones (``TOPOOPT_AOT=0``):
+    every kernel name the flow model's modules hold raises here."""
+    import topoopt.flowsim.flowset as flowset
+    import topoopt.flowsim.simulator as simulator
+    from topoopt.flowsim import aot
+
+    def no_kernel(*args):
+        raise AssertionError("a kernel was called")
+
+    for module in (flowset, simulator, aot):
+        for name in aot.AOT_KERNELS:
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, no_kernel)
+    path = write(tmp_path, renamed(["flows", 0, "bytes"], "bytse"))
+    r = runner.invoke(app, ["netsim", str(path), "--json"])
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == (
+        "error: flows[0].bytse: got 'bytse'; allowed: no such field; known fields: id, bytes, "
+        "start, after, paths\n"
+    )
 
 
 def test_cycle_message_lists_ids():
@@ -254,9 +313,12 @@ def mutations(doc, rng):
         target = out
         for key in spot[:-1]:
             target = target[key]
-        how = int(rng.integers(4))
+        how = int(rng.integers(5))
         if how == 0:
             target.pop(spot[-1], None)
+        elif how == 4 and spot[-1] in target:  # a misspelled key: reported as unknown
+            value = target.pop(spot[-1])
+            target[spot[-1][::-1] + "_"] = value
         elif how == 1:
             target["extra"] = 1
         elif how == 2 and isinstance(target.get(spot[-1]), list) and target[spot[-1]]:

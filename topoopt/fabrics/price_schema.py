@@ -103,8 +103,8 @@ def _speed(key: Any, field: str) -> float:
     return float(key)
 
 
-def _fail(exc: ValidationError, name: str, where: str) -> InputError:
-    err = validation_error(exc, "")
+def _fail(exc: ValidationError, name: str, where: str, model: Any) -> InputError:
+    err = validation_error(exc, "", model)  # model: the type validated (for the known fields)
     sub = err.field.strip()
     sep = "" if sub.startswith("[") or not sub else "."
     return InputError(f"{name} {where}{sep}{sub}", err.value, err.allowed)
@@ -114,7 +114,7 @@ def _entry(value: Any, name: str, where: str) -> dict[str, Any]:
     try:
         e = _ENTRY.validate_python(value)
     except ValidationError as exc:
-        raise _fail(exc, name, where) from None
+        raise _fail(exc, name, where, PriceEntry) from None
     return e.model_dump(exclude_none=True)
 
 
@@ -160,7 +160,7 @@ def validate_price_table(data: Any, name: str) -> dict[str, Any]:
             try:
                 models = _CATALOGUE.validate_python(val)
             except ValidationError as exc:
-                raise _fail(exc, name, str(key)) from None
+                raise _fail(exc, name, str(key), list[SwitchModel]) from None
             out[key] = [m.model_dump(exclude_none=True) for m in models]
         else:
             raise InputError(name, key, f"entries among {', '.join(SECTIONS)}")

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from traffic.decode import field_path
+from traffic.decode import field_path, first_error, known_fields
 from traffic.errors import InputError
 from traffic.limits import INT64_MAX, check_count
 
@@ -45,13 +45,6 @@ ALLOWED = {
     "weight": "a number in (0, 1]",
 }
 """What each field allows, in words (used in every error message)."""
-
-_KEYS = {
-    "link": "only the keys id, capacity, latency",
-    "flow": "only the keys id, bytes, start, after, paths",
-    "path": "only the keys links, weight",
-    "netsim": 'only the keys "links" and "flows"',
-}
 
 
 def is_id(x: Any) -> bool:
@@ -117,10 +110,8 @@ def _allowed(loc: tuple, kind: str) -> tuple[str, str]:
     names = [p for p in loc if isinstance(p, str)]
     last = names[-1] if names else "netsim"
     owner = {"links": "link", "flows": "flow", "paths": "path"}
-    if kind == "extra_forbidden":
-        parent = [p for p in loc[:-1] if isinstance(p, str)]
-        obj = owner.get(parent[-1], "netsim") if parent else "netsim"
-        return field_path(loc[:-1]) or "netsim", _KEYS[obj]
+    if kind == "extra_forbidden":  # the words of traffic.decode.validation_error
+        return field_path(loc), f"no such field; known fields: {known_fields(NetsimDocument, loc)}"
     if kind in ("model_type", "model_attributes_type", "dict_type") and isinstance(loc[-1], int):
         return field_path(loc), ALLOWED[owner.get(last, "netsim")]
     if last == "links" and "paths" in names:
@@ -146,7 +137,8 @@ def validate_netsim(doc: Any) -> NetsimDocument:
     try:
         return NetsimDocument.model_validate(doc)
     except ValidationError as exc:
-        err = exc.errors(include_url=False, include_context=False)[0]
+        # a misspelled key is reported as unknown, not as the field it misses (first_error)
+        err = first_error(exc.errors(include_url=False, include_context=False))
         loc = tuple(err["loc"])
         field, allowed = _allowed(loc, err["type"])
         value = loc[-1] if err["type"] == "extra_forbidden" else err.get("input")

@@ -60,7 +60,7 @@ def parse_catalogue(data: Any, name: str) -> CatalogueFile:
     try:
         return CatalogueFile.model_validate(data)
     except ValidationError as e:
-        raise validation_error(e, name) from None
+        raise validation_error(e, name, CatalogueFile) from None
 
 
 @lru_cache(maxsize=1)
