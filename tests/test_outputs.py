@@ -62,15 +62,33 @@ def temporaries(folder: Path) -> list[str]:
     return sorted(n for n in os.listdir(folder) if n.endswith(".tmp") or n.endswith(".part"))
 
 
+@pytest.fixture(scope="module")
+def compiled_netsim(tmp_path_factory):
+    """One ``netsim`` run in this process before the subprocess ones: where the flow kernels
+    are not compiled ahead of time (a fresh worktree, ``TOPOOPT_AOT=0``) numba compiles them
+    here, with no deadline, and caches them, so that :class:`Paused`'s processes (this tree's
+    code too) load them (1.3 s of CPU) instead of compiling them under their hang cap (34 s of
+    CPU, 113 s wall at load 10: the cap of 120 s was hit). The cap stays: it bounds start-up and
+    a tiny run."""
+    folder = tmp_path_factory.mktemp("warm")
+    (folder / "flows.json").write_text(json.dumps(FLOWS))
+    r = cli("netsim", "flows.json", "--out", "out.json", cwd=folder)
+    assert r.exit_code == 0, r.output
+
+
 class Paused:
-    """A ``topoopt netsim --out`` run paused after writing its temporary file."""
+    """A ``topoopt netsim --out`` run paused after writing its temporary file (tests using it
+    request :func:`compiled_netsim` first)."""
 
     def __init__(self, folder: Path, *extra: str):
         (folder / "flows.json").write_text(json.dumps(FLOWS))
         self.folder = folder
         self.out = folder / "out.json"
         self.flag = folder / "paused.flag"
-        env = dict(os.environ, **{PAUSE_ENV: str(self.flag)})
+        # this tree's code, as in this process: a relative PYTHONPATH (".") would be read from
+        # `folder`, and the process would import another install (its own kernels to compile)
+        path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+        env = dict(os.environ, **{PAUSE_ENV: str(self.flag), "PYTHONPATH": path})
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "topoopt.app.cli", "netsim", "flows.json", "--out", "out.json"]
             + list(extra),
@@ -105,7 +123,7 @@ class Paused:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_signal_mid_write_removes_the_temporary_file(tmp_path, sig):
+def test_signal_mid_write_removes_the_temporary_file(compiled_netsim, tmp_path, sig):
     run = Paused(tmp_path)
     assert run.tmp.exists()
     rc, out, err = run.signal(sig)
@@ -120,7 +138,7 @@ def test_signal_mid_write_removes_the_temporary_file(tmp_path, sig):
     assert out == ""
 
 
-def test_sigkill_leaves_a_stale_file_that_the_next_run_removes(tmp_path):
+def test_sigkill_leaves_a_stale_file_that_the_next_run_removes(compiled_netsim, tmp_path):
     run = Paused(tmp_path)
     rc, _, _ = run.signal(signal.SIGKILL)
     assert rc == -signal.SIGKILL
@@ -178,7 +196,7 @@ def test_signal_handlers_are_restored_after_a_write(tmp_path):
 # ------------------------------------------------------------------------------------------
 
 
-def test_file_created_during_the_run_is_not_replaced_without_force(tmp_path):
+def test_file_created_during_the_run_is_not_replaced_without_force(compiled_netsim, tmp_path):
     run = Paused(tmp_path)
     run.out.write_text("someone else's file\n")
     rc, out, err = run.resume()
@@ -193,7 +211,7 @@ def test_file_created_during_the_run_is_not_replaced_without_force(tmp_path):
     assert temporaries(tmp_path) == []
 
 
-def test_file_created_during_the_run_is_replaced_with_force(tmp_path):
+def test_file_created_during_the_run_is_replaced_with_force(compiled_netsim, tmp_path):
     run = Paused(tmp_path, "--force")
     try:
         # the temporary file: beside the target, named after it and after the writer's pid
