@@ -99,7 +99,11 @@ def _write(path: Path, doc) -> Path:
             ["--servers", "20"],
             "at least the 32 servers",
         ),
-        ({"jobs": [{"name": "a", "plann": "dlrm"}]}, ["--servers", "20"], "jobs[0].plan"),
+        (  # a misspelled key: named as unknown (not "jobs[0].plan: got None")
+            {"jobs": [{"name": "a", "plann": "dlrm"}]},
+            ["--servers", "20"],
+            "jobs[0].plann: got 'plann'; allowed: no such field; known fields: name, plan, servers",
+        ),
         (  # duplicate names
             {"jobs": [{"name": "a", "plan": "dlrm"}, {"name": "a", "plan": "dlrm"}]},
             ["--servers", "40"],
