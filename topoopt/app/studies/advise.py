@@ -135,6 +135,58 @@ class _JobsFile(RootModel[list[_JobEntry]]):
     root: list[_JobEntry] = Field(min_length=1)
 
 
+JOB_SHAPE = "a mapping {plan: PLAN, weight: W}"
+"""One entry of a jobs file, in the user's words (the messages of :func:`_job_entries`)."""
+
+_FIELD_ALLOWED = {
+    "plan": "a plan file (relative to the jobs file) or an embedded plan name, as text",
+    "weight": "a finite number > 0 (the job's share of the mix; default 1)",
+}
+"""What each field of a jobs file's entry allows, in the user's words."""
+
+
+def _job_entries(data: list, where: str) -> list[_JobEntry]:
+    """The entries of a jobs file's list (``where``: the file), each error one
+    :class:`InputError` naming the field as the user wrote it (``FILE: jobs[1].weight``) and
+    what is allowed in the user's words, not the schema's class (``[1]`` was refused as "a
+    valid dictionary or instance of _JobEntry").
+
+    >>> _job_entries([{"plan": "dlrm", "weight": 2}], "jobs.yaml")[0].weight
+    2.0
+    >>> _job_entries([1], "jobs.yaml")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    traffic.errors.InputError: jobs.yaml: jobs[0]: got 1; allowed: a mapping {plan: PLAN, ...
+    >>> _job_entries([{"plan": "dlrm", "weight": 0}], "jobs.yaml")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    traffic.errors.InputError: jobs.yaml: jobs[0].weight: got 0; allowed: a finite number > 0 ...
+    """
+    from pydantic import ValidationError
+
+    from traffic.decode import field_path, validation_error
+
+    shape = f"{JOB_SHAPE} (PLAN {_FIELD_ALLOWED['plan']}; W {_FIELD_ALLOWED['weight']})"
+    if not data:
+        raise InputError(f"{where}: jobs", data, f"a list of at least one job, each {shape}")
+    for i, e in enumerate(data):
+        if not isinstance(e, dict):
+            raise InputError(f"{where}: jobs[{i}]", e, shape)
+    try:
+        return _JobsFile.model_validate(data).root
+    except ValidationError as exc:
+        err = validation_error(exc, where)
+        first = exc.errors(include_url=False, include_context=False)[0]
+        loc = tuple(first["loc"])
+        key = loc[-1] if loc else None
+        allowed = err.allowed
+        if first["type"] == "extra_forbidden":
+            allowed = "no such field (a job has the fields plan and weight)"
+        elif first["type"] != "missing" and key in _FIELD_ALLOWED:
+            allowed = _FIELD_ALLOWED[key]
+        elif first["type"] == "missing":
+            allowed = f"a required field: {_FIELD_ALLOWED.get(key, allowed)}"
+        raise InputError(f"{where}: jobs{field_path(loc)}", err.value, allowed) from None
+
+
 @dataclass(frozen=True)
 class Job:
     """One job of the mix: a validated plan, its name and weight."""
@@ -165,13 +217,19 @@ def load_jobs(source: str | Path) -> list[Job]:
     InputError
         One line naming the field (``jobs[i].plan``, ``jobs[i].weight``, ...).
     """
-    from traffic.decode import load_document, validate
+    from traffic.decode import load_document
 
     path = Path(source)
     if path.suffix.lower() in (".yaml", ".yml", ".json") and path.is_file():
         data = load_document(path, "jobs file")
+        if isinstance(data, dict) and "plan" in data and "model" not in data:
+            raise InputError(  # one job written as a mapping, not a list: not a plan file
+                str(path), {k: data[k] for k in list(data)[:2]},
+                f"a jobs file: a list of jobs, each {JOB_SHAPE} (YAML: one '- plan: ...' a "
+                "job); or a plan file (with model:)",
+            )  # fmt: skip
         if isinstance(data, list):
-            entries = validate(_JobsFile, data, str(path)).root
+            entries = _job_entries(data, str(path))
             seen: set[str] = set()  # each plan once, checked before any plan is read
             for e in entries:
                 name = Path(e.plan).stem
@@ -999,6 +1057,30 @@ def fastest_per_fabric(records: Sequence[dict]) -> list[dict]:
     return [r for _, r in best.values()]
 
 
+def _check_options(degree, link_bandwidth, oversubscription, time_limit_s) -> None:
+    """The options every row uses, checked before any work: a bad one was refused by each
+    row in turn (``--oversubscription 0``: the rows of fat-tree-oversub and hybrid "not built",
+    the others judged without them, exit 0), or by none (``--degree 0``: every row failed, then
+    a ``KeyError`` traceback; ``--time-limit -1``).
+
+    >>> _check_options(8, 50e9, 4.0, 30.0)
+    >>> _check_options(8, 50e9, 0.5, 30.0)
+    Traceback (most recent call last):
+    traffic.errors.InputError: --oversubscription: got 0.5; allowed: a finite number >= 1
+    """
+    if isinstance(degree, bool) or not isinstance(degree, int | np.integer) or degree < 1:
+        raise InputError("--degree", degree, "an integer >= 1 (NICs per server)")
+    real = (int, float, np.integer, np.floating)
+    for name, v, ok, what in (
+        ("--link-gbps", link_bandwidth, lambda x: x > 0, "a finite number of Gbps > 0"),
+        ("--oversubscription", oversubscription, lambda x: x >= 1, "a finite number >= 1"),
+        ("--time-limit", time_limit_s, lambda x: x > 0, "a finite number of seconds > 0"),
+    ):
+        if isinstance(v, bool) or not isinstance(v, real) or not math.isfinite(v) or not ok(v):
+            shown = v * 8 / 1e9 if name == "--link-gbps" and isinstance(v, real) else v
+            raise InputError(name, shown, what)
+
+
 def advise(
     jobs: Sequence[Job],
     *,
@@ -1050,6 +1132,7 @@ def advise(
         d = per_phase_delay_s
         if isinstance(d, bool) or not isinstance(d, int | float) or not math.isfinite(d) or d < 0:
             raise InputError("per_phase_delay_s", d, "a finite number of seconds >= 0")
+    _check_options(degree, link_bandwidth, oversubscription, time_limit_s)
     table = load_prices() if prices is None else prices
     t0 = time.perf_counter()
     scaled = [Job(j.name, scale_plan(j.plan, gpus, gpu), j.weight) for j in jobs]
@@ -1146,6 +1229,14 @@ def advise(
     candidates = pd.DataFrame(out) if cosearch else None
     if cosearch:
         out = fastest_per_fabric(out)
+    for j in scaled:  # a job no fabric carries has no table to judge: one line, not a traceback
+        mine = [r for r in out if r["job"] == j.name and r["fabric"] != "ideal"]
+        if mine and all(r.get("iteration_s") is None for r in mine):
+            first = next((r for r in mine if isinstance(r.get("error"), str)), mine[0])
+            raise InputError(
+                j.name, "no fabric built",
+                f"a job some fabric can carry ({first['fabric']}: {first.get('error')})",
+            )  # fmt: skip
     ideal, ideal_who = ideal_bounds(out)
     rows = pd.DataFrame([r for r in out if r["fabric"] != "ideal"])
     judged, verdict = {}, []

@@ -1,0 +1,99 @@
+"""advise's bad inputs, found by running it on jobs the docs and tests did not use (session 39):
+a wrong-shape jobs file names the field and what is allowed in the user's words (not the
+schema's class), and an option every row uses is refused once, before any row is built, with one
+line and exit 2 (no traceback, no output)."""
+
+import pytest
+from typer.testing import CliRunner
+
+from topoopt.app.cli.app import app
+from topoopt.app.studies.advise import advise, load_jobs
+from traffic.errors import InputError
+
+RUNNER = CliRunner()
+
+
+def _one_line(argv):
+    r = RUNNER.invoke(app, ["advise", *argv, "--json"])
+    assert r.exit_code == 2, r.output
+    assert r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expect"),
+    [
+        ("list.json", "[1]", "jobs[0]: got 1; allowed: a mapping {plan: PLAN, weight: W}"),
+        ("nested.yaml", "- [dlrm, 2]\n", "jobs[0]: got ['dlrm', 2]; allowed: a mapping"),
+        ("empty.json", "[]", "jobs: got []; allowed: a list of at least one job"),
+        ("zero.yaml", "- {plan: dlrm, weight: 0}\n", "jobs[0].weight: got 0"),
+        ("text.yaml", "- {plan: dlrm, weight: two}\n", "jobs[0].weight: got 'two'"),
+        ("number.yaml", "- {plan: 5}\n", "jobs[0].plan: got 5; allowed: a plan file"),
+        ("none.yaml", "- {weight: 2}\n", "jobs[0].plan: got None; allowed: a required field"),
+        ("typo.yaml", "- {plan: dlrm, wieght: 2}\n", "jobs[0].wieght: got 'wieght'; allowed: no "),
+        ("one.json", '{"plan": "dlrm", "weight": 2}', "allowed: a jobs file: a list of jobs"),
+    ],
+)
+def test_a_wrong_shape_jobs_file_says_what_is_allowed_in_the_users_words(
+    tmp_path, name, text, expect
+):
+    path = tmp_path / name
+    path.write_text(text)
+    line = _one_line([str(path)])
+    assert expect in line, line
+    assert line.startswith(f"error: {path}"), line
+    for schema_word in ("_JobEntry", "_JobsFile", "dictionary", "instance of", "List should"):
+        assert schema_word not in line, line
+    if ".weight" in expect:
+        assert "a finite number > 0" in line, line
+
+
+def test_a_valid_jobs_file_still_loads_with_its_weights(tmp_path):
+    path = tmp_path / "mix.yaml"
+    path.write_text("- {plan: dlrm, weight: 3}\n- {plan: vgg16-dp}\n")
+    jobs = load_jobs(path)
+    assert [(j.name, j.weight) for j in jobs] == [("dlrm", 3.0), ("vgg16-dp", 1.0)]
+
+
+@pytest.mark.parametrize(
+    ("argv", "expect"),
+    [
+        (["--degree", "0"], "--degree: got 0; allowed: an integer >= 1"),  # was a KeyError
+        (["--degree", "-2"], "--degree: got -2; allowed: an integer >= 1"),
+        (["--oversubscription", "0"], "--oversubscription: got 0.0; allowed: a finite number >= 1"),
+        (["--oversubscription", "0.5"], "--oversubscription: got 0.5"),
+        (["--time-limit", "0"], "--time-limit: got 0.0; allowed: a finite number of seconds > 0"),
+        (["--time-limit", "-1"], "--time-limit: got -1.0"),
+    ],
+)
+def test_an_option_every_row_uses_is_refused_before_any_row(argv, expect, monkeypatch):
+    """``--degree 0`` failed every row and then raised a ``KeyError`` traceback (exit 1);
+    ``--oversubscription 0`` left two rows "not built" and judged the rest (exit 0). No row may
+    be evaluated now: the refusal comes first."""
+    from topoopt.app.studies import advise as mod
+
+    def fail(task):
+        raise AssertionError(f"row {task['fabric']} evaluated before the check")
+
+    monkeypatch.setattr(mod, "evaluate", fail)
+    line = _one_line(["dlrm", "--gpus", "32", *argv])
+    assert expect in line, line
+
+
+def test_a_job_no_fabric_carries_is_one_line_not_a_traceback(monkeypatch):
+    """Every row refused (here by a stand-in evaluation): the judgement has no table; the
+    message names the job and the first row's reason."""
+    from topoopt.app.studies import advise as mod
+
+    def refuse(task):
+        fam = mod.FAMILY_OF.get(task["fabric"], "ideal")
+        return {"job": task["job"], "fabric": task["fabric"], "plan": task["job"],
+                "family": fam, "error": "too big"}  # fmt: skip
+
+    monkeypatch.setattr(mod, "evaluate", refuse)
+    with pytest.raises(InputError, match=r"^dlrm: got 'no fabric built'; allowed: .*too big"):
+        advise(load_jobs("dlrm"), degree=4, link_bandwidth=12.5e9, progress=False)
+    line = _one_line(["dlrm", "--gpus", "32"])
+    assert "dlrm: got 'no fabric built'" in line and "too big" in line, line
