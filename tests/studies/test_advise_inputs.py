@@ -3,11 +3,18 @@ a wrong-shape jobs file names the field and what is allowed in the user's words 
 schema's class), and an option every row uses is refused once, before any row is built, with one
 line and exit 2 (no traceback, no output)."""
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from topoopt.app.cli.app import app
-from topoopt.app.studies.advise import advise, load_jobs
+from topoopt.app.studies.advise import (
+    advise,
+    equal_capex,
+    equal_iteration,
+    load_jobs,
+    verdict_sentences,
+)
 from traffic.errors import InputError
 
 RUNNER = CliRunner()
@@ -97,3 +104,28 @@ def test_a_job_no_fabric_carries_is_one_line_not_a_traceback(monkeypatch):
         advise(load_jobs("dlrm"), degree=4, link_bandwidth=12.5e9, progress=False)
     line = _one_line(["dlrm", "--gpus", "32"])
     assert "dlrm: got 'no fabric built'" in line and "too big" in line, line
+
+
+def test_equal_capex_sentence_says_same_time_instead_of_zero_percent_less():
+    """Llama 3 70B (tp8 cp2 pp4) on 512 H200s, 8 x 400 G: rail and fat-tree both ran at the
+    ideal switch's 11.69 s and the sentence read "0.0 % less than fat-tree". A tie of time is
+    decided by the capex, and the sentence says so."""
+    t = pd.DataFrame({"fabric": ["fat-tree", "rail", "joint"], "family": ["clos", "rail", "direct"],
+                      "capex_usd": [2.770e6, 1.539e6, 3.0e6], "power_w": [5e4, 3e4, 2e4],
+                      "iteration_s": [11.68646, 11.68646 * (1 + 1e-6), 11.5],
+                      "server_gbps": [3200, 3200, 3200], "tiers": [2, 1, None],
+                      "optics_share": [0.4, 0.4, 0.3],
+                      "binding_class": [None] * 3, "binding_link": [None] * 3})  # fmt: skip
+    j = {"equal_capex": equal_capex(t), "equal_iteration": equal_iteration(t)}
+    assert (j["equal_capex"]["winner"], j["equal_capex"]["runner_up"]) == ("fat-tree", "rail")
+    first = verdict_sentences("llama", t, j, 11.5)[0]
+    # fat-tree is faster by 1e-6 of the time and costs 2.770 / 1.539 = 1.80x rail's
+    assert first.endswith(
+        "11.69 s per iteration, the same time as rail (11.69 s), which costs 1.80x less."
+    ), first
+    t.loc[1, "iteration_s"] = 11.68646  # an exact tie: the cheaper (rail) wins
+    j = {"equal_capex": equal_capex(t), "equal_iteration": equal_iteration(t)}
+    first = verdict_sentences("llama", t, j, 11.5)[0]
+    assert first.endswith(
+        "11.69 s per iteration, the same time as fat-tree (11.69 s) for 1.80x less capex."
+    ), first

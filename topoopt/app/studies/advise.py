@@ -795,10 +795,21 @@ def verdict_sentences(job: str, rows: pd.DataFrame, judged: dict, ideal_s: float
         )
         if ec["runner_up"] is not None:
             r = by.loc[ec["runner_up"]]
-            s += (
-                f", {100 * ec['margin']:.1f} % less than {ec['runner_up']} "
-                f"({float(r['iteration_s']):.4g} s)"
-            )
+            cheaper = float(r["capex_usd"]) / float(w["capex_usd"]) if w["capex_usd"] > 0 else 0
+            if ec["margin"] < 0.0005:  # "0.0 % less" says nothing: a tie of time (e.g. rail
+                # and fat-tree both at the ideal switch's), decided by the capex
+                s += f", the same time as {ec['runner_up']} ({float(r['iteration_s']):.4g} s)"
+                if cheaper >= 1.005:
+                    s += f" for {cheaper:.2f}x less capex"
+                elif cheaper * 1.005 <= 1:
+                    s += f", which costs {1 / cheaper:.2f}x less"
+                else:
+                    s += " and capex"
+            else:
+                s += (
+                    f", {100 * ec['margin']:.1f} % less than {ec['runner_up']} "
+                    f"({float(r['iteration_s']):.4g} s)"
+                )
         out.append(s + ".")
     if ei["winner"] is not None:
         w = by.loc[ei["winner"]]
