@@ -129,3 +129,24 @@ def test_equal_capex_sentence_says_same_time_instead_of_zero_percent_less():
     assert first.endswith(
         "11.69 s per iteration, the same time as fat-tree (11.69 s) for 1.80x less capex."
     ), first
+
+
+def test_the_cheapest_network_wins_only_when_it_does():
+    """The ideal-switch sentence said "so the cheapest network wins" whenever the cheapest row
+    was within 5 % of the bound, even when it missed the equal-iteration target (+ 2 %) and
+    another row won there: now it names the winner and the cheapest's excess."""
+    t = pd.DataFrame({"fabric": ["fat-tree", "torus"], "family": ["clos", "torus"],
+                      "capex_usd": [10e6, 4e6], "power_w": [2e5, 1e5],
+                      "iteration_s": [1.00, 1.04], "server_gbps": [800, 800],
+                      "tiers": [2, None], "optics_share": [0.4, 0.4],
+                      "binding_class": [None] * 2, "binding_link": [None] * 2})  # fmt: skip
+    j = {"equal_capex": equal_capex(t), "equal_iteration": equal_iteration(t)}
+    assert j["equal_iteration"]["winner"] == "fat-tree"  # 1.04 > 1.00 x 1.02
+    last = verdict_sentences("j", t, j, 1.0)[-1]
+    assert "so the cheapest network wins" not in last, last
+    assert last.endswith("the cheapest is 4.0 % over the equal-iteration target, so fat-tree "
+                         "wins there."), last  # fmt: skip
+    t.loc[1, "iteration_s"] = 1.01  # within the target: the cheapest wins, and is said to
+    j = {"equal_capex": equal_capex(t), "equal_iteration": equal_iteration(t)}
+    assert j["equal_iteration"]["winner"] == "torus"
+    assert verdict_sentences("j", t, j, 1.0)[-1].endswith("so the cheapest network wins.")

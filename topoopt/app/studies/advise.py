@@ -856,8 +856,14 @@ def verdict_sentences(job: str, rows: pd.DataFrame, judged: dict, ideal_s: float
             f"{job}: the ideal switch (a bound) takes {ideal_s:.4g} s; the fastest product "
             f"{best / ideal_s:.3f}x that, the cheapest ({cheap['fabric']}) {1 + gap:.3f}x"
         )
-        if gap < 0.05:
+        if gap < 0.05 and cheap["fabric"] == ei["winner"]:
             s += ": the network is not what limits this job, so the cheapest network wins"
+        elif gap < 0.05 and ei["winner"] is not None:  # the cheapest misses the target
+            over = float(cheap["iteration_s"]) / ei["target_iteration_s"] - 1
+            s += (
+                ": the network costs this job little, yet the cheapest is "
+                f"{100 * over:.1f} % over the equal-iteration target, so {ei['winner']} wins there"
+            )
         out.append(s + ".")
     from topoopt.app.studies.compare import per_phase_sentence
 
