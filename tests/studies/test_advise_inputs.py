@@ -3,6 +3,9 @@ a wrong-shape jobs file names the field and what is allowed in the user's words 
 schema's class), and an option every row uses is refused once, before any row is built, with one
 line and exit 2 (no traceback, no output)."""
 
+import json
+import re
+
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -150,3 +153,46 @@ def test_the_cheapest_network_wins_only_when_it_does():
     j = {"equal_capex": equal_capex(t), "equal_iteration": equal_iteration(t)}
     assert j["equal_iteration"]["winner"] == "torus"
     assert verdict_sentences("j", t, j, 1.0)[-1].endswith("so the cheapest network wins.")
+
+
+def _stand_in_rows(table):
+    """An ``evaluate`` returning hand-made rows (fabric -> (capex $, power W, iteration s), or
+    an error string), so the judgement and the report run in a second."""
+    from topoopt.app.studies import advise as mod
+
+    def evaluate(task):
+        nm = task["fabric"]
+        row = {"job": task["job"], "fabric": nm, "plan": task["job"], "weight": task["weight"],
+               "family": mod.FAMILY_OF.get(nm, "ideal"), "gpus": 32, "servers": 4}  # fmt: skip
+        got = table.get(nm, (20e6, 2e5, 2.0))
+        if isinstance(got, str):
+            return {**row, "error": got}
+        capex, power, t = got
+        if nm == "ideal":
+            return {**row, "iteration_s": t}
+        return {**row, "capex_usd": capex, "power_w": power, "iteration_s": t,
+                "iterations_per_s_per_musd": 1e6 / (t * capex),
+                "iterations_per_s_per_kw": 1e3 / (t * power), "server_gbps": 400.0,
+                "tiers": 1, "optics_share": 0.3, "optical_ports": 0, "optical_item": "ocs_port",
+                "binding_class": None, "binding_link": None}  # fmt: skip
+
+    return evaluate
+
+
+def test_html_marks_the_pareto_rows_and_says_why_a_row_was_not_built(tmp_path, monkeypatch):
+    """The HTML table marked no row (the CLI's marks the Pareto front) and showed a row that was
+    not built as dashes without its reason (the CLI says it on stderr)."""
+    from topoopt.app.studies import advise as mod
+
+    table = {"ideal": (0.0, 0.0, 1.0), "fat-tree": (10e6, 1e5, 1.0),
+             "rail-only": (5e6, 5e4, 1.0), "torus": "too many rings"}  # fmt: skip
+    monkeypatch.setattr(mod, "evaluate", _stand_in_rows(table))
+    out = tmp_path / "a.html"
+    r = RUNNER.invoke(app, ["advise", "dlrm", "--gpus", "32", "--json", "--html", str(out)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    page = out.read_text()
+    assert page.count('<div id="verdict">') == 1
+    marked = re.findall(r'<tr class="best"><td>dlrm</td><td>[^<]*</td><td>([^<]*)</td>', page)
+    assert marked == doc["pareto"]["dlrm"] == ["rail-only"]  # the others cost 20 M$ and take 2 s
+    assert "<th>error</th>" in page and "too many rings" in page

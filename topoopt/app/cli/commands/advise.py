@@ -128,16 +128,25 @@ def advise_command(
     if html is not None:
         from topoopt.app.report.html import page_html
 
+        # the CLI table's columns (the plan with --cosearch, the Pareto rows marked), and why
+        # a row was not built (the CLI says it on stderr)
         cols = [
-            "job", "family", "fabric", "capex_usd", "power_w", "iteration_s",
-            "iterations_per_s_per_musd", "iterations_per_s_per_kw", "server_gbps", "tiers",
-            "optics_share",
+            "job", "family", "fabric", *(("plan",) if cosearch else ()), "capex_usd", "power_w",
+            "iteration_s", "iterations_per_s_per_musd", "iterations_per_s_per_kw", "server_gbps",
+            "tiers", "optics_share", "error",
         ]  # fmt: skip
-        frame = res.rows[[c for c in cols if c in res.rows]]
+        frame = res.rows[[c for c in cols if c in res.rows]].reset_index(drop=True)
+        pareto = [
+            k
+            for k, (job, fab) in enumerate(zip(frame["job"], frame["fabric"], strict=True))
+            if fab in res.judged[job]["pareto"]
+        ]
         title = f"advise: {', '.join(j['name'] for j in res.params['jobs'])}"
+        caption = "marked: on the Pareto front (capex, power, iteration)"
         page = page_html(
-            [], title, verdict=res.verdict, summary=[("", frame)], warnings=warnings_said()
-        )
+            [], title, verdict=res.verdict, summary=[(caption, frame)], warnings=warnings_said(),
+            highlight=pareto,
+        )  # fmt: skip
         write_output_text(html, page)
     if as_json:
         emit_json(doc)
