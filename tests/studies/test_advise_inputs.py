@@ -164,7 +164,7 @@ def _stand_in_rows(table):
         nm = task["fabric"]
         row = {"job": task["job"], "fabric": nm, "plan": task["job"], "weight": task["weight"],
                "family": mod.FAMILY_OF.get(nm, "ideal"), "gpus": 32, "servers": 4}  # fmt: skip
-        got = table.get(nm, (20e6, 2e5, 2.0))
+        got = table.get((task["job"], nm), table.get(nm, (20e6, 2e5, 2.0)))
         if isinstance(got, str):
             return {**row, "error": got}
         capex, power, t = got
@@ -196,3 +196,43 @@ def test_html_marks_the_pareto_rows_and_says_why_a_row_was_not_built(tmp_path, m
     marked = re.findall(r'<tr class="best"><td>dlrm</td><td>[^<]*</td><td>([^<]*)</td>', page)
     assert marked == doc["pareto"]["dlrm"] == ["rail-only"]  # the others cost 20 M$ and take 2 s
     assert "<th>error</th>" in page and "too many rings" in page
+
+
+def test_a_mix_of_jobs_is_judged_as_one_purchase_by_its_weights(tmp_path, monkeypatch):
+    """The weights of a jobs file reached the rows and nothing else: each job had its own
+    verdict, and no sentence answered "which network for this mix". The mix is now judged as
+    one purchase: a fabric's figure is the weights' mean of the jobs' slowdowns over the ideal
+    switch, its capex the largest of its rows."""
+    from topoopt.app.studies import advise as mod
+
+    table = {("dlrm", "ideal"): (0, 0, 1.0), ("vgg16-dp", "ideal"): (0, 0, 2.0),
+             "fat-tree": (10e6, 1e5, 2.0), ("dlrm", "fat-tree"): (10e6, 1e5, 1.0),
+             ("dlrm", "torus"): (4e6, 4e4, 1.0), ("vgg16-dp", "torus"): (4e6, 4e4, 3.0),
+             ("dlrm", "rail-only"): (5e6, 5e4, 1.0), ("vgg16-dp", "rail-only"): (5.1e6, 5e4, 2.02),
+             ("vgg16-dp", "hybrid"): "not built"}  # fmt: skip
+    monkeypatch.setattr(mod, "evaluate", _stand_in_rows(table))
+    jobs = tmp_path / "mix.yaml"
+    jobs.write_text("- {plan: dlrm, weight: 3}\n- {plan: vgg16-dp}\n")
+    r = RUNNER.invoke(app, ["advise", str(jobs), "--json"])
+    assert r.exit_code == 0, r.output
+    mix = json.loads(r.stdout)["mix"]
+    slow = {row["fabric"]: row["slowdown"] for row in mix["rows"]}
+    assert "hybrid" not in slow  # not built for every job: no purchase for the mix
+    assert slow["fat-tree"] == pytest.approx(1.0)  # both jobs at their ideal
+    assert slow["torus"] == pytest.approx((3 * 1.0 + 1 * 1.5) / 4)
+    assert slow["rail-only"] == pytest.approx((3 * 1.0 + 1 * 1.01) / 4)
+    assert slow["joint"] == pytest.approx((3 * 2.0 + 1 * 1.0) / 4)  # 20 M$, 2 s each
+    caps = {row["fabric"]: row["capex_usd"] for row in mix["rows"]}
+    assert caps["rail-only"] == 5.1e6  # the larger of its two rows
+    assert mix["equal_capex"]["winner"] == "fat-tree"
+    # at the Clos's slowdown (1.0, + 2 %): rail-only (1.0025) is the cheapest, 10 / 5.1 cheaper
+    assert mix["equal_slowdown"]["winner"] == "rail-only"
+    assert mix["equal_slowdown"]["capex_ratio"] == pytest.approx(10 / 5.1)
+    said = [s for s in json.loads(r.stdout)["verdict"] if s.startswith("mix")]
+    assert said[0].startswith("mix (dlrm 3, vgg16-dp 1; each weight the job's share")
+    assert said[1] == (
+        "mix: at equal slowdown (at most 1.000x, + 2 %) the cheapest is rail-only at 5.100 M$, "
+        "1.96x cheaper than fat-tree."
+    )
+    r = RUNNER.invoke(app, ["advise", "dlrm", "--gpus", "32", "--json"])  # one job: no mix
+    assert r.exit_code == 0 and "mix" not in json.loads(r.stdout)

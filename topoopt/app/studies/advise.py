@@ -92,6 +92,8 @@ __all__ = [
     "fastest_per_fabric",
     "COSEARCH_FINALISTS",
     "json_document",
+    "judge_mix",
+    "mix_sentences",
 ]
 
 FAMILIES: dict[str, tuple[str, ...]] = {
@@ -912,6 +914,108 @@ def judge(rows: pd.DataFrame, budget_usd=None, target_iteration_s=None, prices=N
     return out
 
 
+def judge_mix(rows: pd.DataFrame, weights: dict[str, float], ideal: dict, budget_usd=None):
+    """The mix of a jobs file of several jobs, as one purchase: each job's ``weight`` is its
+    share of the cluster's time, so a fabric's figure is the weighted mean of the jobs'
+    slowdowns over their ideal switch, ``sum_i w_i t_i / ideal_i / sum_i w_i`` (1: as fast as
+    the ideal switch on every job), and its capex and power the largest of its rows (one
+    network must carry every job). Fabrics not built for every job are left out.
+
+    Returns None for one job; else ``weights``, ``rows`` (``fabric``, ``family``,
+    ``capex_usd``, ``power_w``, ``slowdown``), ``pareto`` and the equal-capex and
+    equal-slowdown judgements (:func:`equal_capex`, :func:`equal_iteration` on the slowdown:
+    the budget is ``budget_usd`` or the full-bisection Clos's capex, the target the Clos's
+    slowdown; a target in seconds does not apply to a mix).
+
+    >>> t = pd.DataFrame({"job": ["a", "a", "b", "b"], "fabric": ["fat-tree", "torus"] * 2,
+    ...     "family": ["clos", "torus"] * 2, "capex_usd": [10.0, 4.0, 10.0, 4.0],
+    ...     "power_w": [2.0, 1.0, 2.0, 1.0], "iteration_s": [1.0, 1.0, 2.0, 3.0]})
+    >>> m = judge_mix(t, {"a": 3.0, "b": 1.0}, {"a": 1.0, "b": 2.0})
+    >>> [(r["fabric"], r["slowdown"]) for r in m["rows"]]  # torus: (3 x 1 + 1 x 1.5) / 4
+    [('fat-tree', 1.0), ('torus', 1.125)]
+    >>> m["equal_capex"]["winner"], m["equal_slowdown"]["winner"]
+    ('fat-tree', 'fat-tree')
+    """
+    if len(weights) < 2 or "iteration_s" not in rows:
+        return None
+    ok = rows[rows["iteration_s"].notna() & rows["job"].isin(list(weights))]
+    total = float(sum(weights.values()))
+    out = []
+    for fab, g in ok.groupby("fabric", sort=False):
+        if set(g["job"]) != set(weights) or any(not ideal.get(j) for j in weights):
+            continue
+        slow = sum(
+            weights[j] * float(t) / float(ideal[j])
+            for j, t in zip(g["job"], g["iteration_s"], strict=True)
+        )
+        out.append({
+            "fabric": fab, "family": g["family"].iloc[0], "capex_usd": float(g["capex_usd"].max()),
+            "power_w": float(g["power_w"].max()), "iteration_s": slow / total,
+        })  # fmt: skip
+    if not out:
+        return None
+    frame = pd.DataFrame(out)
+    ec = equal_capex(frame, budget_usd)
+    ei = equal_iteration(frame)
+    ei["target_slowdown"] = ei.pop("target_iteration_s")
+    return {
+        "weights": dict(weights),
+        "rows": [
+            {
+                **{k: r[k] for k in ("fabric", "family", "capex_usd", "power_w")},
+                "slowdown": r["iteration_s"],
+            }
+            for r in out
+        ],  # fmt: skip
+        "pareto": pareto_rows(frame)["fabric"].tolist(),
+        "equal_capex": ec,
+        "equal_slowdown": ei,
+    }
+
+
+def mix_sentences(mix: dict | None) -> list[str]:
+    """The verdict of the mix (:func:`judge_mix`): what to buy at equal capex and the cheapest
+    at equal slowdown, in one sentence each.
+
+    >>> m = {"weights": {"a": 3.0, "b": 1.0}, "rows": [
+    ...     {"fabric": "fat-tree", "capex_usd": 10e6, "slowdown": 1.0},
+    ...     {"fabric": "torus", "capex_usd": 4e6, "slowdown": 1.01}],
+    ...     "equal_capex": {"winner": "fat-tree", "budget_usd": 10e6, "runner_up": "torus"},
+    ...     "equal_slowdown": {"winner": "torus", "target_slowdown": 1.0, "runner_up": "fat-tree",
+    ...                        "capex_ratio": 2.5}}
+    >>> for line in mix_sentences(m):  # doctest: +NORMALIZE_WHITESPACE
+    ...     print(line)
+    mix (a 3, b 1; each weight the job's share of the cluster's time): at equal capex (at most
+    10.000 M$) buy fat-tree: 1.000x the ideal switch's time, weighted (torus 1.010x).
+    mix: at equal slowdown (at most 1.000x, + 2 %) the cheapest is torus at 4.000 M$, 2.50x
+    cheaper than fat-tree.
+    """
+    if mix is None:
+        return []
+    by = {r["fabric"]: r for r in mix["rows"]}
+    ws = ", ".join(f"{j} {w:g}" for j, w in mix["weights"].items())
+    out = []
+    ec, ei = mix["equal_capex"], mix["equal_slowdown"]
+    if ec["winner"] is not None:
+        s = (
+            f"mix ({ws}; each weight the job's share of the cluster's time): at equal capex (at "
+            f"most {ec['budget_usd'] / 1e6:.3f} M$) buy {ec['winner']}: "
+            f"{by[ec['winner']]['slowdown']:.3f}x the ideal switch's time, weighted"
+        )
+        if ec["runner_up"] is not None:
+            s += f" ({ec['runner_up']} {by[ec['runner_up']]['slowdown']:.3f}x)"
+        out.append(s + ".")
+    if ei["winner"] is not None:
+        s = (
+            f"mix: at equal slowdown (at most {ei['target_slowdown']:.3f}x, + {100 * RTOL:.0f} %)"
+            f" the cheapest is {ei['winner']} at {by[ei['winner']]['capex_usd'] / 1e6:.3f} M$"
+        )
+        if ei["runner_up"] is not None and ei["capex_ratio"] is not None:
+            s += f", {ei['capex_ratio']:.2f}x cheaper than {ei['runner_up']}"
+        out.append(s + ".")
+    return out
+
+
 @dataclass
 class AdviseResult:
     """Rows, the judgement per job, the verdict sentences and the parameters."""
@@ -926,6 +1030,8 @@ class AdviseResult:
     """With ``cosearch``: every (job, plan, fabric) evaluation, the ideal switch included."""
     ideal_collectives: dict[str, str | None] = field(default_factory=dict)
     """Per job, the row whose collectives the ideal bound ran (None: the plan's own)."""
+    mix: dict | None = None
+    """With several jobs, the mix judged as one purchase (:func:`judge_mix`)."""
 
     def warnings(self) -> list[str]:
         """The rows' warnings, in row order: one line per affected (job, fabric) and kind, the
@@ -1262,6 +1368,8 @@ def advise(
         judged[j.name] = judge(jr, budget_usd, target_iteration_s, table)
         ok = jr[jr["iteration_s"].notna()] if "iteration_s" in jr else jr.iloc[0:0]
         verdict += verdict_sentences(j.name, ok, judged[j.name], ideal.get(j.name))
+    mix = judge_mix(rows, {j.name: j.weight for j in scaled}, ideal, budget_usd)
+    verdict += mix_sentences(mix)
     gpu_name = None
     if len(rows):
         from topoopt.flowsim.roofline import throughput_facts
@@ -1292,6 +1400,7 @@ def advise(
     if phase_routing:
         params["phase_routing"] = True
     res = AdviseResult(rows, ideal, judged, verdict, params, time.perf_counter() - t0)
+    res.mix = mix
     res.candidates = candidates
     res.ideal_collectives = ideal_who
     return res
@@ -1305,6 +1414,8 @@ def json_document(res: AdviseResult) -> dict:
         if isinstance(row.get("reconfigurations"), float):
             row["reconfigurations"] = int(row["reconfigurations"])
     extra = {}
+    if res.mix is not None:  # several jobs: the mix as one purchase
+        extra["mix"] = res.mix
     if res.candidates is not None:  # --cosearch: every plan on every fabric
         extra["candidates"] = res.candidates.replace({np.nan: None}).to_dict(orient="records")
     return {
