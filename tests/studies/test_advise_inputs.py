@@ -236,3 +236,22 @@ def test_a_mix_of_jobs_is_judged_as_one_purchase_by_its_weights(tmp_path, monkey
     )
     r = RUNNER.invoke(app, ["advise", "dlrm", "--gpus", "32", "--json"])  # one job: no mix
     assert r.exit_code == 0 and "mix" not in json.loads(r.stdout)
+
+
+def test_a_budget_or_target_nothing_meets_is_said_not_left_out(monkeypatch):
+    """``--budget`` below every row's capex (or ``--target-iteration-s`` below every row's
+    time) left the equal-capex (equal-iteration) sentence out without a word."""
+    from topoopt.app.studies import advise as mod
+
+    table = {"ideal": (0, 0, 1.0), "fat-tree": (10e6, 1e5, 1.0), "torus": (4e6, 4e4, 1.5)}
+    monkeypatch.setattr(mod, "evaluate", _stand_in_rows(table))
+    res = advise(load_jobs("dlrm"), budget_usd=1e6, target_iteration_s=0.5, progress=False)
+    assert res.judged["dlrm"]["equal_capex"]["winner"] is None
+    assert res.judged["dlrm"]["equal_iteration"]["winner"] is None
+    assert res.verdict[0] == (
+        "dlrm: no fabric fits the budget of 1.000 M$ (+ 2 %): the cheapest is torus at 4.000 M$."
+    )
+    assert res.verdict[1] == (
+        "dlrm: no fabric reaches 0.5 s per iteration (+ 2 %): the fastest is fat-tree at 1 s, "
+        "and even the ideal switch takes 1 s."
+    )

@@ -813,6 +813,13 @@ def verdict_sentences(job: str, rows: pd.DataFrame, judged: dict, ideal_s: float
                     f"({float(r['iteration_s']):.4g} s)"
                 )
         out.append(s + ".")
+    elif len(rows):  # a budget below every row: say so, not nothing
+        c = rows.loc[rows["capex_usd"].idxmin()]
+        out.append(
+            f"{job}: no fabric fits the budget of {ec['budget_usd'] / 1e6:.3f} M$ "
+            f"(+ {100 * RTOL:.0f} %): the cheapest is {c['fabric']} at "
+            f"{float(c['capex_usd']) / 1e6:.3f} M$."
+        )
     if ei["winner"] is not None:
         w = by.loc[ei["winner"]]
         s = (
@@ -834,6 +841,16 @@ def verdict_sentences(job: str, rows: pd.DataFrame, judged: dict, ideal_s: float
                 )
             else:
                 s += f", {ei['capex_ratio']:.2f}x cheaper than {ei['runner_up']}"
+        out.append(s + ".")
+    elif len(rows):  # a target below every row (maybe below the ideal switch): say so
+        f = rows.loc[rows["iteration_s"].idxmin()]
+        s = (
+            f"{job}: no fabric reaches {ei['target_iteration_s']:.4g} s per iteration "
+            f"(+ {100 * RTOL:.0f} %): the fastest is {f['fabric']} at "
+            f"{float(f['iteration_s']):.4g} s"
+        )
+        if ideal_s and ideal_s > ei["target_iteration_s"] * (1 + RTOL):
+            s += f", and even the ideal switch takes {ideal_s:.4g} s"
         out.append(s + ".")
     ref = ec["runner_up"] or ec["winner"]
     if ref is not None:
@@ -1005,6 +1022,12 @@ def mix_sentences(mix: dict | None) -> list[str]:
         if ec["runner_up"] is not None:
             s += f" ({ec['runner_up']} {by[ec['runner_up']]['slowdown']:.3f}x)"
         out.append(s + ".")
+    else:
+        c = min(mix["rows"], key=lambda r: r["capex_usd"])
+        out.append(
+            f"mix ({ws}): no fabric fits the budget of {ec['budget_usd'] / 1e6:.3f} M$ (+ "
+            f"{100 * RTOL:.0f} %): the cheapest is {c['fabric']} at {c['capex_usd'] / 1e6:.3f} M$."
+        )
     if ei["winner"] is not None:
         s = (
             f"mix: at equal slowdown (at most {ei['target_slowdown']:.3f}x, + {100 * RTOL:.0f} %)"
