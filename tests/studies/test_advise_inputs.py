@@ -255,3 +255,31 @@ def test_a_budget_or_target_nothing_meets_is_said_not_left_out(monkeypatch):
         "dlrm: no fabric reaches 0.5 s per iteration (+ 2 %): the fastest is fat-tree at 1 s, "
         "and even the ideal switch takes 1 s."
     )
+
+
+def test_gpus_a_moe_plan_cannot_scale_to_names_gpus_and_the_step():
+    """``advise mixtral-8x7b --gpus 1000`` (a multiple of the model-parallel size 8) answered
+    "parallelism.ep: got 8; allowed: etp*ep dividing tp*cp*dp = 250", a field the user did not
+    write. Brute force over 16-512 GPUs: the plan scales exactly to the multiples of 32 (the
+    8 experts' groups tile tp*dp = 2 dp when dp is a multiple of 4), and the refusal names
+    --gpus and that step."""
+    from topoopt.app.studies.advise import scale_plan
+    from traffic.plan import load_plan
+
+    base = load_jobs("mixtral-8x7b")[0].plan
+    for gpus in range(16, 513, 8):
+        d = base.model_dump(exclude_unset=True)
+        d["cluster"] = {**d["cluster"], "servers": gpus // 8}
+        dp = gpus // 8
+        d["parallelism"] = {**d["parallelism"], "dp": dp, "global_batch_size": 32 * dp}
+        try:  # the plan checker's own verdict on the scaled plan, the independent oracle
+            load_plan(d)
+            valid = True
+        except InputError:
+            valid = False
+        assert valid == (gpus % 32 == 0), gpus
+        if valid:
+            assert scale_plan(base, gpus).dp == dp
+        else:
+            with pytest.raises(InputError, match=r"^--gpus: got \d+; allowed: a multiple of 32 "):
+                scale_plan(base, gpus)

@@ -272,6 +272,14 @@ def scale_plan(plan, gpus: int | None = None, gpu: str | None = None):
     mp = (sum(par.stage_tp) if par.stage_tp else par.tp * par.pp) * par.cp
     if gpus % mp:
         raise InputError("--gpus", gpus, f"a multiple of the model-parallel size {mp}")
+    if plan.model.is_moe:  # the experts' groups (etp * ep ranks) must tile a stage's ranks
+        e = plan.etp * par.ep  # (tp * cp * dp, traffic.plan.check_plan): dp a multiple of step
+        step = e // math.gcd(e, par.tp * par.cp)
+        if (gpus // mp) % step:
+            raise InputError(
+                "--gpus", gpus, f"a multiple of {mp * step} (model-parallel size {mp} x {step}: "
+                f"the expert groups, etp*ep = {e}, must tile tp*cp*dp)",
+            )  # fmt: skip
     d = plan.model_dump(exclude_unset=True)
     old_dp, new_dp = plan.dp, gpus // mp
     per_replica = plan.global_batch // old_dp
@@ -281,7 +289,12 @@ def scale_plan(plan, gpus: int | None = None, gpu: str | None = None):
         "dp": new_dp,
         "global_batch_size": per_replica * new_dp,
     }
-    return load_plan(d)
+    try:
+        return load_plan(d)
+    except InputError as e:  # a relation the scaled plan breaks: the user asked --gpus
+        raise InputError(
+            "--gpus", gpus, f"a GPU count this plan scales to (the scaled plan's {e})"
+        ) from None
 
 
 def _binding(fabric: str, it) -> tuple[str | None, str | None]:
