@@ -283,3 +283,17 @@ def test_gpus_a_moe_plan_cannot_scale_to_names_gpus_and_the_step():
         else:
             with pytest.raises(InputError, match=r"^--gpus: got \d+; allowed: a multiple of 32 "):
                 scale_plan(base, gpus)
+
+
+def test_jobs_on_different_clusters_are_not_judged_as_one_purchase(tmp_path, monkeypatch):
+    from topoopt.app.studies import advise as mod
+
+    monkeypatch.setattr(mod, "evaluate", _stand_in_rows({"ideal": (0, 0, 1.0)}))
+    jobs = tmp_path / "two.yaml"
+    jobs.write_text("- {plan: dlrm}\n- {plan: dlrm-128, weight: 2}\n")
+    res = advise(load_jobs(jobs), progress=False)
+    assert res.mix is None
+    assert res.verdict[-1] == (
+        "mix: not judged as one purchase: the jobs run on different clusters (dlrm 16 servers x "
+        "8 GPUs, dlrm-128 128 servers x 4 GPUs); give --gpus and plans of one server size."
+    )

@@ -1404,8 +1404,17 @@ def advise(
         judged[j.name] = judge(jr, budget_usd, target_iteration_s, table)
         ok = jr[jr["iteration_s"].notna()] if "iteration_s" in jr else jr.iloc[0:0]
         verdict += verdict_sentences(j.name, ok, judged[j.name], ideal.get(j.name))
-    mix = judge_mix(rows, {j.name: j.weight for j in scaled}, ideal, budget_usd)
-    verdict += mix_sentences(mix)
+    shapes = {j.name: (j.plan.cluster.servers, j.plan.cluster.gpus_per_server) for j in scaled}
+    mix = None
+    if len(set(shapes.values())) == 1:  # one cluster: the mix is one purchase
+        mix = judge_mix(rows, {j.name: j.weight for j in scaled}, ideal, budget_usd)
+        verdict += mix_sentences(mix)
+    else:  # jobs on clusters of other sizes are not one network to buy
+        verdict.append(
+            "mix: not judged as one purchase: the jobs run on different clusters ("
+            + ", ".join(f"{k} {n} servers x {g} GPUs" for k, (n, g) in shapes.items())
+            + "); give --gpus and plans of one server size."
+        )
     gpu_name = None
     if len(rows):
         from topoopt.flowsim.roofline import throughput_facts
