@@ -826,7 +826,7 @@ def verdict_sentences(job: str, rows: pd.DataFrame, judged: dict, ideal_s: float
                     f"({float(r['iteration_s']):.4g} s)"
                 )
         out.append(s + ".")
-    elif len(rows):  # a budget below every row: say so, not nothing
+    elif len(rows) and ec.get("budget_usd") is not None:  # a budget below every row: say so
         c = rows.loc[rows["capex_usd"].idxmin()]
         out.append(
             f"{job}: no fabric fits the budget of {ec['budget_usd'] / 1e6:.3f} M$ "
@@ -855,7 +855,7 @@ def verdict_sentences(job: str, rows: pd.DataFrame, judged: dict, ideal_s: float
             else:
                 s += f", {ei['capex_ratio']:.2f}x cheaper than {ei['runner_up']}"
         out.append(s + ".")
-    elif len(rows):  # a target below every row (maybe below the ideal switch): say so
+    elif len(rows) and ei.get("target_iteration_s") is not None:  # a target below every row
         f = rows.loc[rows["iteration_s"].idxmin()]
         s = (
             f"{job}: no fabric reaches {ei['target_iteration_s']:.4g} s per iteration "
