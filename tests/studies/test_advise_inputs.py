@@ -51,7 +51,11 @@ def test_a_wrong_shape_jobs_file_says_what_is_allowed_in_the_users_words(
 ):
     path = tmp_path / name
     path.write_text(text)
-    line = _one_line([str(path)])
+    with pytest.raises(InputError) as err:  # the library's message; the CLI's once below
+        load_jobs(path)
+    line = f"error: {err.value}"
+    if name == "list.json":
+        assert _one_line([str(path)]) == line
     assert expect in line, line
     assert line.startswith(f"error: {path}"), line
     for schema_word in ("_JobEntry", "_JobsFile", "dictionary", "instance of", "List should"):
@@ -71,11 +75,11 @@ def test_a_valid_jobs_file_still_loads_with_its_weights(tmp_path):
     ("argv", "expect"),
     [
         (["--degree", "0"], "--degree: got 0; allowed: an integer >= 1"),  # was a KeyError
-        (["--degree", "-2"], "--degree: got -2; allowed: an integer >= 1"),
-        (["--oversubscription", "0"], "--oversubscription: got 0.0; allowed: a finite number >= 1"),
-        (["--oversubscription", "0.5"], "--oversubscription: got 0.5"),
+        (
+            ["--oversubscription", "0.5"],
+            "--oversubscription: got 0.5; allowed: a finite number >= 1",
+        ),
         (["--time-limit", "0"], "--time-limit: got 0.0; allowed: a finite number of seconds > 0"),
-        (["--time-limit", "-1"], "--time-limit: got -1.0"),
     ],
 )
 def test_an_option_every_row_uses_is_refused_before_any_row(argv, expect, monkeypatch):
