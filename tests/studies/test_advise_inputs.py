@@ -301,3 +301,26 @@ def test_jobs_on_different_clusters_are_not_judged_as_one_purchase(tmp_path, mon
         "mix: not judged as one purchase: the jobs run on different clusters (dlrm 16 servers x "
         "8 GPUs, dlrm-128 128 servers x 4 GPUs); give --gpus and plans of one server size."
     )
+
+
+def test_two_plans_of_one_file_name_are_two_jobs_and_one_plan_twice_is_refused(tmp_path):
+    """``a/job.yaml`` and ``b/job.yaml`` (two plans) were refused as "each plan once": the
+    duplicate check compared file names. It now compares what the entries name (the file,
+    its path normalised), and jobs of one file name are named as written."""
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+    (tmp_path / "a" / "job.yaml").write_text(
+        "model: vgg16\nparallelism: {dp: 16, micro_batch_size: 16, global_batch_size: 256}\n"
+        "cluster: {servers: 2, gpus_per_server: 8}\n"
+    )
+    (tmp_path / "b" / "job.yaml").write_text(
+        "model: resnet50\nparallelism: {dp: 16, micro_batch_size: 16, global_batch_size: 256}\n"
+        "cluster: {servers: 2, gpus_per_server: 8}\n"
+    )
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text("- {plan: a/job.yaml}\n- {plan: b/job.yaml, weight: 2}\n")
+    got = [(j.name, j.weight, j.plan.model.name) for j in load_jobs(jobs)]
+    assert got == [("a/job.yaml", 1.0, "vgg16"), ("b/job.yaml", 2.0, "resnet50")]
+    jobs.write_text("- {plan: a/job.yaml}\n- {plan: b/../a/job.yaml, weight: 2}\n")
+    with pytest.raises(InputError, match="each plan once"):
+        load_jobs(jobs)

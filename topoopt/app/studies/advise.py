@@ -209,6 +209,17 @@ def _plan(source: str, field_name: str):
         raise InputError(field_name, source, f"a plan file or embedded plan name ({e})") from None
 
 
+def _job_source(jobs_file: Path, plan: str) -> str:
+    """What a jobs file's ``plan`` names: a plan file (a ``.yaml``, ``.yml`` or ``.json`` path,
+    relative to the jobs file, normalised so that ``a/../job.yaml`` and ``job.yaml`` are one
+    plan), else an embedded plan name as written."""
+    import os
+
+    if Path(plan).suffix.lower() in (".yaml", ".yml", ".json"):
+        return os.path.normpath(jobs_file.parent / plan)
+    return plan
+
+
 def load_jobs(source: str | Path) -> list[Job]:
     """The jobs of ``source``: a plan (file or embedded name), or a jobs file (YAML: a list of
     ``{plan, weight}``; ``plan`` a plan file, relative to the jobs file, or an embedded name;
@@ -232,19 +243,20 @@ def load_jobs(source: str | Path) -> list[Job]:
             )  # fmt: skip
         if isinstance(data, list):
             entries = _job_entries(data, str(path))
+            srcs = [_job_source(path, e.plan) for e in entries]
             seen: set[str] = set()  # each plan once, checked before any plan is read
-            for e in entries:
-                name = Path(e.plan).stem
-                if name in seen:
+            for e, src in zip(entries, srcs, strict=True):
+                if src in seen:
+                    name = Path(e.plan).stem
                     raise InputError("jobs.plan", name, "each plan once (give it a weight instead)")
-                seen.add(name)
-            jobs = []
-            for i, e in enumerate(entries):
-                local = path.parent / e.plan
-                suffix = local.suffix.lower() in (".yaml", ".yml", ".json")
-                src = str(local) if suffix else e.plan
-                jobs.append(Job(Path(e.plan).stem, _plan(src, f"jobs[{i}].plan"), e.weight))
-            return jobs
+                seen.add(src)
+            names = [Path(e.plan).stem for e in entries]
+            if len(set(names)) < len(names):  # two plans, one file name (a/job.yaml, b/job.yaml,
+                names = [e.plan for e in entries]  # or dlrm and dlrm.yaml): named as written
+            return [
+                Job(nm, _plan(src, f"jobs[{i}].plan"), e.weight)
+                for i, (nm, src, e) in enumerate(zip(names, srcs, entries, strict=True))
+            ]
     plan = _plan(str(source), "JOBS")
     return [Job(Path(str(source)).stem, plan, 1.0)]
 
