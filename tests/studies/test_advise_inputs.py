@@ -324,3 +324,26 @@ def test_two_plans_of_one_file_name_are_two_jobs_and_one_plan_twice_is_refused(t
     jobs.write_text("- {plan: a/job.yaml}\n- {plan: b/../a/job.yaml, weight: 2}\n")
     with pytest.raises(InputError, match="each plan once"):
         load_jobs(jobs)
+
+
+def test_the_cli_table_shows_no_nan_and_tiers_as_counts(monkeypatch):
+    """The table printed ``nan`` in the tiers column of the torus, hybrid and joint rows (no
+    switch tiers) and ``1.0`` for a count."""
+    from topoopt.app.studies import advise as mod
+
+    base = _stand_in_rows({"ideal": (0, 0, 1.0), "fat-tree": (10e6, 1e5, 1.0)})
+
+    def evaluate(task):
+        row = base(task)
+        if task["fabric"] == "torus":
+            row["tiers"] = float("nan")
+        return row
+
+    monkeypatch.setattr(mod, "evaluate", evaluate)
+    r = RUNNER.invoke(app, ["advise", "dlrm", "--gpus", "32"])
+    assert r.exit_code == 0, r.output
+    torus = next(line for line in r.stdout.splitlines() if "│ torus " in line)
+    cells = [c.strip() for c in torus.split("│")[1:-1]]
+    assert cells[9] == "-" and "nan" not in r.stdout, torus  # the tiers column
+    fat = next(line for line in r.stdout.splitlines() if "│ fat-tree " in line)
+    assert [c.strip() for c in fat.split("│")[1:-1]][9] == "1", fat

@@ -170,10 +170,7 @@ def advise_command(
             print(f"{r['job']} / {r['fabric']}: not built: {r['error']}", file=sys.stderr)
             continue
         pareto = r["fabric"] in res.judged[r["job"]]["pareto"]
-        cells = [
-            (str(r[c]) if s is None else f"{float(r[c]) * s:.4g}") if c in r else ""
-            for _, c, s in heads
-        ]
+        cells = [_cell(r.get(c), c, s) for _, c, s in heads]
         t.add_row(*cells, style="bold green" if pareto else None)
     for s in res.verdict:  # the verdict first, as the HTML report opens with it
         stdout.print(s, markup=False, highlight=False)
@@ -181,6 +178,23 @@ def advise_command(
     stdout.print("bold green: on the Pareto front (capex, power, iteration)", highlight=False)
     stdout.print(f"{len(res.rows)} evaluations", highlight=False)
     print(f"{len(res.rows)} evaluations in {res.wall_s:.1f} s", file=sys.stderr)  # the clock
+
+
+def _cell(value, column: str, scale: float | None) -> str:
+    """One cell of the table: ``-`` where the row has no value (a torus has no switch tiers:
+    the table printed ``nan``), tiers as a count (it printed ``1.0``), numbers scaled to the
+    column's unit at 4 significant digits.
+
+    >>> _cell(float("nan"), "tiers", None), _cell(2.0, "tiers", None), _cell(0.5, "x", 100.0)
+    ('-', '2', '50')
+    """
+    import math
+
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if column == "tiers":
+        return str(int(value))
+    return str(value) if scale is None else f"{float(value) * scale:.4g}"
 
 
 def register(app: typer.Typer) -> None:
