@@ -284,8 +284,9 @@ def scale_plan(plan, gpus: int | None = None, gpu: str | None = None):
     mp = (sum(par.stage_tp) if par.stage_tp else par.tp * par.pp) * par.cp
     if gpus % mp:
         raise InputError("--gpus", gpus, f"a multiple of the model-parallel size {mp}")
-    if plan.model.is_moe:  # the experts' groups (etp * ep ranks) must tile a stage's ranks
-        e = plan.etp * par.ep  # (tp * cp * dp, traffic.plan.check_plan): dp a multiple of step
+    if plan.model.is_moe and not par.stage_tp:  # the experts' groups (etp * ep ranks) tile
+        e = plan.etp * par.ep  # a stage's tp * cp * dp ranks (traffic.plan.check_plan; per-stage
+        # tp sizes: the scaled plan's check below): dp a multiple of step
         step = e // math.gcd(e, par.tp * par.cp)
         if (gpus // mp) % step:
             raise InputError(
