@@ -92,6 +92,8 @@ __all__ = [
     "fastest_per_fabric",
     "COSEARCH_FINALISTS",
     "json_document",
+    "judge_mix",
+    "mix_sentences",
 ]
 
 FAMILIES: dict[str, tuple[str, ...]] = {
@@ -135,6 +137,58 @@ class _JobsFile(RootModel[list[_JobEntry]]):
     root: list[_JobEntry] = Field(min_length=1)
 
 
+JOB_SHAPE = "a mapping {plan: PLAN, weight: W}"
+"""One entry of a jobs file, in the user's words (the messages of :func:`_job_entries`)."""
+
+_FIELD_ALLOWED = {
+    "plan": "a plan file (relative to the jobs file) or an embedded plan name, as text",
+    "weight": "a finite number > 0 (the job's share of the mix; default 1)",
+}
+"""What each field of a jobs file's entry allows, in the user's words."""
+
+
+def _job_entries(data: list, where: str) -> list[_JobEntry]:
+    """The entries of a jobs file's list (``where``: the file), each error one
+    :class:`InputError` naming the field as the user wrote it (``FILE: jobs[1].weight``) and
+    what is allowed in the user's words, not the schema's class (``[1]`` was refused as "a
+    valid dictionary or instance of _JobEntry").
+
+    >>> _job_entries([{"plan": "dlrm", "weight": 2}], "jobs.yaml")[0].weight
+    2.0
+    >>> _job_entries([1], "jobs.yaml")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    traffic.errors.InputError: jobs.yaml: jobs[0]: got 1; allowed: a mapping {plan: PLAN, ...
+    >>> _job_entries([{"plan": "dlrm", "weight": 0}], "jobs.yaml")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    traffic.errors.InputError: jobs.yaml: jobs[0].weight: got 0; allowed: a finite number > 0 ...
+    """
+    from pydantic import ValidationError
+
+    from traffic.decode import field_path, validation_error
+
+    shape = f"{JOB_SHAPE} (PLAN {_FIELD_ALLOWED['plan']}; W {_FIELD_ALLOWED['weight']})"
+    if not data:
+        raise InputError(f"{where}: jobs", data, f"a list of at least one job, each {shape}")
+    for i, e in enumerate(data):
+        if not isinstance(e, dict):
+            raise InputError(f"{where}: jobs[{i}]", e, shape)
+    try:
+        return _JobsFile.model_validate(data).root
+    except ValidationError as exc:
+        err = validation_error(exc, where)
+        first = exc.errors(include_url=False, include_context=False)[0]
+        loc = tuple(first["loc"])
+        key = loc[-1] if loc else None
+        allowed = err.allowed
+        if first["type"] == "extra_forbidden":
+            allowed = "no such field (a job has the fields plan and weight)"
+        elif first["type"] != "missing" and key in _FIELD_ALLOWED:
+            allowed = _FIELD_ALLOWED[key]
+        elif first["type"] == "missing":
+            allowed = f"a required field: {_FIELD_ALLOWED.get(key, allowed)}"
+        raise InputError(f"{where}: jobs{field_path(loc)}", err.value, allowed) from None
+
+
 @dataclass(frozen=True)
 class Job:
     """One job of the mix: a validated plan, its name and weight."""
@@ -155,6 +209,17 @@ def _plan(source: str, field_name: str):
         raise InputError(field_name, source, f"a plan file or embedded plan name ({e})") from None
 
 
+def _job_source(jobs_file: Path, plan: str) -> str:
+    """What a jobs file's ``plan`` names: a plan file (a ``.yaml``, ``.yml`` or ``.json`` path,
+    relative to the jobs file, normalised so that ``a/../job.yaml`` and ``job.yaml`` are one
+    plan), else an embedded plan name as written."""
+    import os
+
+    if Path(plan).suffix.lower() in (".yaml", ".yml", ".json"):
+        return os.path.normpath(jobs_file.parent / plan)
+    return plan
+
+
 def load_jobs(source: str | Path) -> list[Job]:
     """The jobs of ``source``: a plan (file or embedded name), or a jobs file (YAML: a list of
     ``{plan, weight}``; ``plan`` a plan file, relative to the jobs file, or an embedded name;
@@ -165,26 +230,33 @@ def load_jobs(source: str | Path) -> list[Job]:
     InputError
         One line naming the field (``jobs[i].plan``, ``jobs[i].weight``, ...).
     """
-    from traffic.decode import load_document, validate
+    from traffic.decode import load_document
 
     path = Path(source)
     if path.suffix.lower() in (".yaml", ".yml", ".json") and path.is_file():
         data = load_document(path, "jobs file")
+        if isinstance(data, dict) and "plan" in data and "model" not in data:
+            raise InputError(  # one job written as a mapping, not a list: not a plan file
+                str(path), {k: data[k] for k in list(data)[:2]},
+                f"a jobs file: a list of jobs, each {JOB_SHAPE} (YAML: one '- plan: ...' a "
+                "job); or a plan file (with model:)",
+            )  # fmt: skip
         if isinstance(data, list):
-            entries = validate(_JobsFile, data, str(path)).root
+            entries = _job_entries(data, str(path))
+            srcs = [_job_source(path, e.plan) for e in entries]
             seen: set[str] = set()  # each plan once, checked before any plan is read
-            for e in entries:
-                name = Path(e.plan).stem
-                if name in seen:
+            for e, src in zip(entries, srcs, strict=True):
+                if src in seen:
+                    name = Path(e.plan).stem
                     raise InputError("jobs.plan", name, "each plan once (give it a weight instead)")
-                seen.add(name)
-            jobs = []
-            for i, e in enumerate(entries):
-                local = path.parent / e.plan
-                suffix = local.suffix.lower() in (".yaml", ".yml", ".json")
-                src = str(local) if suffix else e.plan
-                jobs.append(Job(Path(e.plan).stem, _plan(src, f"jobs[{i}].plan"), e.weight))
-            return jobs
+                seen.add(src)
+            names = [Path(e.plan).stem for e in entries]
+            if len(set(names)) < len(names):  # two plans, one file name (a/job.yaml, b/job.yaml,
+                names = [e.plan for e in entries]  # or dlrm and dlrm.yaml): named as written
+            return [
+                Job(nm, _plan(src, f"jobs[{i}].plan"), e.weight)
+                for i, (nm, src, e) in enumerate(zip(names, srcs, entries, strict=True))
+            ]
     plan = _plan(str(source), "JOBS")
     return [Job(Path(str(source)).stem, plan, 1.0)]
 
@@ -212,6 +284,15 @@ def scale_plan(plan, gpus: int | None = None, gpu: str | None = None):
     mp = (sum(par.stage_tp) if par.stage_tp else par.tp * par.pp) * par.cp
     if gpus % mp:
         raise InputError("--gpus", gpus, f"a multiple of the model-parallel size {mp}")
+    if plan.model.is_moe and not par.stage_tp:  # the experts' groups (etp * ep ranks) tile
+        e = plan.etp * par.ep  # a stage's tp * cp * dp ranks (traffic.plan.check_plan; per-stage
+        # tp sizes: the scaled plan's check below): dp a multiple of step
+        step = e // math.gcd(e, par.tp * par.cp)
+        if (gpus // mp) % step:
+            raise InputError(
+                "--gpus", gpus, f"a multiple of {mp * step} (model-parallel size {mp} x {step}: "
+                f"the expert groups, etp*ep = {e}, must tile tp*cp*dp)",
+            )  # fmt: skip
     d = plan.model_dump(exclude_unset=True)
     old_dp, new_dp = plan.dp, gpus // mp
     per_replica = plan.global_batch // old_dp
@@ -221,7 +302,12 @@ def scale_plan(plan, gpus: int | None = None, gpu: str | None = None):
         "dp": new_dp,
         "global_batch_size": per_replica * new_dp,
     }
-    return load_plan(d)
+    try:
+        return load_plan(d)
+    except InputError as e:  # a relation the scaled plan breaks: the user asked --gpus
+        raise InputError(
+            "--gpus", gpus, f"a GPU count this plan scales to (the scaled plan's {e})"
+        ) from None
 
 
 def _binding(fabric: str, it) -> tuple[str | None, str | None]:
@@ -737,11 +823,29 @@ def verdict_sentences(job: str, rows: pd.DataFrame, judged: dict, ideal_s: float
         )
         if ec["runner_up"] is not None:
             r = by.loc[ec["runner_up"]]
-            s += (
-                f", {100 * ec['margin']:.1f} % less than {ec['runner_up']} "
-                f"({float(r['iteration_s']):.4g} s)"
-            )
+            cheaper = float(r["capex_usd"]) / float(w["capex_usd"]) if w["capex_usd"] > 0 else 0
+            if ec["margin"] < 0.0005:  # "0.0 % less" says nothing: a tie of time (e.g. rail
+                # and fat-tree both at the ideal switch's), decided by the capex
+                s += f", the same time as {ec['runner_up']} ({float(r['iteration_s']):.4g} s)"
+                if cheaper >= 1.005:
+                    s += f" for {cheaper:.2f}x less capex"
+                elif cheaper * 1.005 <= 1:
+                    s += f", which costs {1 / cheaper:.2f}x less"
+                else:
+                    s += " and capex"
+            else:
+                s += (
+                    f", {100 * ec['margin']:.1f} % less than {ec['runner_up']} "
+                    f"({float(r['iteration_s']):.4g} s)"
+                )
         out.append(s + ".")
+    elif len(rows) and ec.get("budget_usd") is not None:  # a budget below every row: say so
+        c = rows.loc[rows["capex_usd"].idxmin()]
+        out.append(
+            f"{job}: no fabric fits the budget of {ec['budget_usd'] / 1e6:.3f} M$ "
+            f"(+ {100 * RTOL:.0f} %): the cheapest is {c['fabric']} at "
+            f"{float(c['capex_usd']) / 1e6:.3f} M$."
+        )
     if ei["winner"] is not None:
         w = by.loc[ei["winner"]]
         s = (
@@ -763,6 +867,16 @@ def verdict_sentences(job: str, rows: pd.DataFrame, judged: dict, ideal_s: float
                 )
             else:
                 s += f", {ei['capex_ratio']:.2f}x cheaper than {ei['runner_up']}"
+        out.append(s + ".")
+    elif len(rows) and ei.get("target_iteration_s") is not None:  # a target below every row
+        f = rows.loc[rows["iteration_s"].idxmin()]
+        s = (
+            f"{job}: no fabric reaches {ei['target_iteration_s']:.4g} s per iteration "
+            f"(+ {100 * RTOL:.0f} %): the fastest is {f['fabric']} at "
+            f"{float(f['iteration_s']):.4g} s"
+        )
+        if ideal_s and ideal_s > ei["target_iteration_s"] * (1 + RTOL):
+            s += f", and even the ideal switch takes {ideal_s:.4g} s"
         out.append(s + ".")
     ref = ec["runner_up"] or ec["winner"]
     if ref is not None:
@@ -787,8 +901,14 @@ def verdict_sentences(job: str, rows: pd.DataFrame, judged: dict, ideal_s: float
             f"{job}: the ideal switch (a bound) takes {ideal_s:.4g} s; the fastest product "
             f"{best / ideal_s:.3f}x that, the cheapest ({cheap['fabric']}) {1 + gap:.3f}x"
         )
-        if gap < 0.05:
+        if gap < 0.05 and cheap["fabric"] == ei["winner"]:
             s += ": the network is not what limits this job, so the cheapest network wins"
+        elif gap < 0.05 and ei["winner"] is not None:  # the cheapest misses the target
+            over = float(cheap["iteration_s"]) / ei["target_iteration_s"] - 1
+            s += (
+                ": the network costs this job little, yet the cheapest is "
+                f"{100 * over:.1f} % over the equal-iteration target, so {ei['winner']} wins there"
+            )
         out.append(s + ".")
     from topoopt.app.studies.compare import per_phase_sentence
 
@@ -837,6 +957,114 @@ def judge(rows: pd.DataFrame, budget_usd=None, target_iteration_s=None, prices=N
     return out
 
 
+def judge_mix(rows: pd.DataFrame, weights: dict[str, float], ideal: dict, budget_usd=None):
+    """The mix of a jobs file of several jobs, as one purchase: each job's ``weight`` is its
+    share of the cluster's time, so a fabric's figure is the weighted mean of the jobs'
+    slowdowns over their ideal switch, ``sum_i w_i t_i / ideal_i / sum_i w_i`` (1: as fast as
+    the ideal switch on every job), and its capex and power the largest of its rows (one
+    network must carry every job). Fabrics not built for every job are left out.
+
+    Returns None for one job; else ``weights``, ``rows`` (``fabric``, ``family``,
+    ``capex_usd``, ``power_w``, ``slowdown``), ``pareto`` and the equal-capex and
+    equal-slowdown judgements (:func:`equal_capex`, :func:`equal_iteration` on the slowdown:
+    the budget is ``budget_usd`` or the full-bisection Clos's capex, the target the Clos's
+    slowdown; a target in seconds does not apply to a mix).
+
+    >>> t = pd.DataFrame({"job": ["a", "a", "b", "b"], "fabric": ["fat-tree", "torus"] * 2,
+    ...     "family": ["clos", "torus"] * 2, "capex_usd": [10.0, 4.0, 10.0, 4.0],
+    ...     "power_w": [2.0, 1.0, 2.0, 1.0], "iteration_s": [1.0, 1.0, 2.0, 3.0]})
+    >>> m = judge_mix(t, {"a": 3.0, "b": 1.0}, {"a": 1.0, "b": 2.0})
+    >>> [(r["fabric"], r["slowdown"]) for r in m["rows"]]  # torus: (3 x 1 + 1 x 1.5) / 4
+    [('fat-tree', 1.0), ('torus', 1.125)]
+    >>> m["equal_capex"]["winner"], m["equal_slowdown"]["winner"]
+    ('fat-tree', 'fat-tree')
+    """
+    if len(weights) < 2 or "iteration_s" not in rows:
+        return None
+    ok = rows[rows["iteration_s"].notna() & rows["job"].isin(list(weights))]
+    total = float(sum(weights.values()))
+    out = []
+    for fab, g in ok.groupby("fabric", sort=False):
+        if set(g["job"]) != set(weights) or any(not ideal.get(j) for j in weights):
+            continue
+        slow = sum(
+            weights[j] * float(t) / float(ideal[j])
+            for j, t in zip(g["job"], g["iteration_s"], strict=True)
+        )
+        out.append({
+            "fabric": fab, "family": g["family"].iloc[0], "capex_usd": float(g["capex_usd"].max()),
+            "power_w": float(g["power_w"].max()), "iteration_s": slow / total,
+        })  # fmt: skip
+    if not out:
+        return None
+    frame = pd.DataFrame(out)
+    ec = equal_capex(frame, budget_usd)
+    ei = equal_iteration(frame)
+    ei["target_slowdown"] = ei.pop("target_iteration_s")
+    return {
+        "weights": dict(weights),
+        "rows": [
+            {
+                **{k: r[k] for k in ("fabric", "family", "capex_usd", "power_w")},
+                "slowdown": r["iteration_s"],
+            }
+            for r in out
+        ],  # fmt: skip
+        "pareto": pareto_rows(frame)["fabric"].tolist(),
+        "equal_capex": ec,
+        "equal_slowdown": ei,
+    }
+
+
+def mix_sentences(mix: dict | None) -> list[str]:
+    """The verdict of the mix (:func:`judge_mix`): what to buy at equal capex and the cheapest
+    at equal slowdown, in one sentence each.
+
+    >>> m = {"weights": {"a": 3.0, "b": 1.0}, "rows": [
+    ...     {"fabric": "fat-tree", "capex_usd": 10e6, "slowdown": 1.0},
+    ...     {"fabric": "torus", "capex_usd": 4e6, "slowdown": 1.01}],
+    ...     "equal_capex": {"winner": "fat-tree", "budget_usd": 10e6, "runner_up": "torus"},
+    ...     "equal_slowdown": {"winner": "torus", "target_slowdown": 1.0, "runner_up": "fat-tree",
+    ...                        "capex_ratio": 2.5}}
+    >>> for line in mix_sentences(m):  # doctest: +NORMALIZE_WHITESPACE
+    ...     print(line)
+    mix (a 3, b 1; each weight the job's share of the cluster's time): at equal capex (at most
+    10.000 M$) buy fat-tree: 1.000x the ideal switch's time, weighted (torus 1.010x).
+    mix: at equal slowdown (at most 1.000x, + 2 %) the cheapest is torus at 4.000 M$, 2.50x
+    cheaper than fat-tree.
+    """
+    if mix is None:
+        return []
+    by = {r["fabric"]: r for r in mix["rows"]}
+    ws = ", ".join(f"{j} {w:g}" for j, w in mix["weights"].items())
+    out = []
+    ec, ei = mix["equal_capex"], mix["equal_slowdown"]
+    if ec["winner"] is not None:
+        s = (
+            f"mix ({ws}; each weight the job's share of the cluster's time): at equal capex (at "
+            f"most {ec['budget_usd'] / 1e6:.3f} M$) buy {ec['winner']}: "
+            f"{by[ec['winner']]['slowdown']:.3f}x the ideal switch's time, weighted"
+        )
+        if ec["runner_up"] is not None:
+            s += f" ({ec['runner_up']} {by[ec['runner_up']]['slowdown']:.3f}x)"
+        out.append(s + ".")
+    else:
+        c = min(mix["rows"], key=lambda r: r["capex_usd"])
+        out.append(
+            f"mix ({ws}): no fabric fits the budget of {ec['budget_usd'] / 1e6:.3f} M$ (+ "
+            f"{100 * RTOL:.0f} %): the cheapest is {c['fabric']} at {c['capex_usd'] / 1e6:.3f} M$."
+        )
+    if ei["winner"] is not None:
+        s = (
+            f"mix: at equal slowdown (at most {ei['target_slowdown']:.3f}x, + {100 * RTOL:.0f} %)"
+            f" the cheapest is {ei['winner']} at {by[ei['winner']]['capex_usd'] / 1e6:.3f} M$"
+        )
+        if ei["runner_up"] is not None and ei["capex_ratio"] is not None:
+            s += f", {ei['capex_ratio']:.2f}x cheaper than {ei['runner_up']}"
+        out.append(s + ".")
+    return out
+
+
 @dataclass
 class AdviseResult:
     """Rows, the judgement per job, the verdict sentences and the parameters."""
@@ -851,6 +1079,8 @@ class AdviseResult:
     """With ``cosearch``: every (job, plan, fabric) evaluation, the ideal switch included."""
     ideal_collectives: dict[str, str | None] = field(default_factory=dict)
     """Per job, the row whose collectives the ideal bound ran (None: the plan's own)."""
+    mix: dict | None = None
+    """With several jobs, the mix judged as one purchase (:func:`judge_mix`)."""
 
     def warnings(self) -> list[str]:
         """The rows' warnings, in row order: one line per affected (job, fabric) and kind, the
@@ -999,6 +1229,30 @@ def fastest_per_fabric(records: Sequence[dict]) -> list[dict]:
     return [r for _, r in best.values()]
 
 
+def _check_options(degree, link_bandwidth, oversubscription, time_limit_s) -> None:
+    """The options every row uses, checked before any work: a bad one was refused by each
+    row in turn (``--oversubscription 0``: the rows of fat-tree-oversub and hybrid "not built",
+    the others judged without them, exit 0), or by none (``--degree 0``: every row failed, then
+    a ``KeyError`` traceback; ``--time-limit -1``).
+
+    >>> _check_options(8, 50e9, 4.0, 30.0)
+    >>> _check_options(8, 50e9, 0.5, 30.0)
+    Traceback (most recent call last):
+    traffic.errors.InputError: --oversubscription: got 0.5; allowed: a finite number >= 1
+    """
+    if isinstance(degree, bool) or not isinstance(degree, int | np.integer) or degree < 1:
+        raise InputError("--degree", degree, "an integer >= 1 (NICs per server)")
+    real = (int, float, np.integer, np.floating)
+    for name, v, ok, what in (
+        ("--link-gbps", link_bandwidth, lambda x: x > 0, "a finite number of Gbps > 0"),
+        ("--oversubscription", oversubscription, lambda x: x >= 1, "a finite number >= 1"),
+        ("--time-limit", time_limit_s, lambda x: x > 0, "a finite number of seconds > 0"),
+    ):
+        if isinstance(v, bool) or not isinstance(v, real) or not math.isfinite(v) or not ok(v):
+            shown = v * 8 / 1e9 if name == "--link-gbps" and isinstance(v, real) else v
+            raise InputError(name, shown, what)
+
+
 def advise(
     jobs: Sequence[Job],
     *,
@@ -1050,6 +1304,7 @@ def advise(
         d = per_phase_delay_s
         if isinstance(d, bool) or not isinstance(d, int | float) or not math.isfinite(d) or d < 0:
             raise InputError("per_phase_delay_s", d, "a finite number of seconds >= 0")
+    _check_options(degree, link_bandwidth, oversubscription, time_limit_s)
     table = load_prices() if prices is None else prices
     t0 = time.perf_counter()
     scaled = [Job(j.name, scale_plan(j.plan, gpus, gpu), j.weight) for j in jobs]
@@ -1146,6 +1401,14 @@ def advise(
     candidates = pd.DataFrame(out) if cosearch else None
     if cosearch:
         out = fastest_per_fabric(out)
+    for j in scaled:  # a job no fabric carries has no table to judge: one line, not a traceback
+        mine = [r for r in out if r["job"] == j.name and r["fabric"] != "ideal"]
+        if mine and all(r.get("iteration_s") is None for r in mine):
+            first = next((r for r in mine if isinstance(r.get("error"), str)), mine[0])
+            raise InputError(
+                j.name, "no fabric built",
+                f"a job some fabric can carry ({first['fabric']}: {first.get('error')})",
+            )  # fmt: skip
     ideal, ideal_who = ideal_bounds(out)
     rows = pd.DataFrame([r for r in out if r["fabric"] != "ideal"])
     judged, verdict = {}, []
@@ -1154,6 +1417,17 @@ def advise(
         judged[j.name] = judge(jr, budget_usd, target_iteration_s, table)
         ok = jr[jr["iteration_s"].notna()] if "iteration_s" in jr else jr.iloc[0:0]
         verdict += verdict_sentences(j.name, ok, judged[j.name], ideal.get(j.name))
+    shapes = {j.name: (j.plan.cluster.servers, j.plan.cluster.gpus_per_server) for j in scaled}
+    mix = None
+    if len(set(shapes.values())) == 1:  # one cluster: the mix is one purchase
+        mix = judge_mix(rows, {j.name: j.weight for j in scaled}, ideal, budget_usd)
+        verdict += mix_sentences(mix)
+    else:  # jobs on clusters of other sizes are not one network to buy
+        verdict.append(
+            "mix: not judged as one purchase: the jobs run on different clusters ("
+            + ", ".join(f"{k} {n} servers x {g} GPUs" for k, (n, g) in shapes.items())
+            + "); give --gpus and plans of one server size."
+        )
     gpu_name = None
     if len(rows):
         from topoopt.flowsim.roofline import throughput_facts
@@ -1184,6 +1458,7 @@ def advise(
     if phase_routing:
         params["phase_routing"] = True
     res = AdviseResult(rows, ideal, judged, verdict, params, time.perf_counter() - t0)
+    res.mix = mix
     res.candidates = candidates
     res.ideal_collectives = ideal_who
     return res
@@ -1197,6 +1472,8 @@ def json_document(res: AdviseResult) -> dict:
         if isinstance(row.get("reconfigurations"), float):
             row["reconfigurations"] = int(row["reconfigurations"])
     extra = {}
+    if res.mix is not None:  # several jobs: the mix as one purchase
+        extra["mix"] = res.mix
     if res.candidates is not None:  # --cosearch: every plan on every fabric
         extra["candidates"] = res.candidates.replace({np.nan: None}).to_dict(orient="records")
     return {

@@ -128,16 +128,25 @@ def advise_command(
     if html is not None:
         from topoopt.app.report.html import page_html
 
+        # the CLI table's columns (the plan with --cosearch, the Pareto rows marked), and why
+        # a row was not built (the CLI says it on stderr)
         cols = [
-            "job", "family", "fabric", "capex_usd", "power_w", "iteration_s",
-            "iterations_per_s_per_musd", "iterations_per_s_per_kw", "server_gbps", "tiers",
-            "optics_share",
+            "job", "family", "fabric", *(("plan",) if cosearch else ()), "capex_usd", "power_w",
+            "iteration_s", "iterations_per_s_per_musd", "iterations_per_s_per_kw", "server_gbps",
+            "tiers", "optics_share", "error",
         ]  # fmt: skip
-        frame = res.rows[[c for c in cols if c in res.rows]]
+        frame = res.rows[[c for c in cols if c in res.rows]].reset_index(drop=True)
+        pareto = [
+            k
+            for k, (job, fab) in enumerate(zip(frame["job"], frame["fabric"], strict=True))
+            if fab in res.judged[job]["pareto"]
+        ]
         title = f"advise: {', '.join(j['name'] for j in res.params['jobs'])}"
+        caption = "marked: on the Pareto front (capex, power, iteration)"
         page = page_html(
-            [], title, verdict=res.verdict, summary=[("", frame)], warnings=warnings_said()
-        )
+            [], title, verdict=res.verdict, summary=[(caption, frame)], warnings=warnings_said(),
+            highlight=pareto,
+        )  # fmt: skip
         write_output_text(html, page)
     if as_json:
         emit_json(doc)
@@ -161,10 +170,7 @@ def advise_command(
             print(f"{r['job']} / {r['fabric']}: not built: {r['error']}", file=sys.stderr)
             continue
         pareto = r["fabric"] in res.judged[r["job"]]["pareto"]
-        cells = [
-            (str(r[c]) if s is None else f"{float(r[c]) * s:.4g}") if c in r else ""
-            for _, c, s in heads
-        ]
+        cells = [_cell(r.get(c), c, s) for _, c, s in heads]
         t.add_row(*cells, style="bold green" if pareto else None)
     for s in res.verdict:  # the verdict first, as the HTML report opens with it
         stdout.print(s, markup=False, highlight=False)
@@ -172,6 +178,23 @@ def advise_command(
     stdout.print("bold green: on the Pareto front (capex, power, iteration)", highlight=False)
     stdout.print(f"{len(res.rows)} evaluations", highlight=False)
     print(f"{len(res.rows)} evaluations in {res.wall_s:.1f} s", file=sys.stderr)  # the clock
+
+
+def _cell(value, column: str, scale: float | None) -> str:
+    """One cell of the table: ``-`` where the row has no value (a torus has no switch tiers:
+    the table printed ``nan``), tiers as a count (it printed ``1.0``), numbers scaled to the
+    column's unit at 4 significant digits.
+
+    >>> _cell(float("nan"), "tiers", None), _cell(2.0, "tiers", None), _cell(0.5, "x", 100.0)
+    ('-', '2', '50')
+    """
+    import math
+
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if column == "tiers":
+        return str(int(value))
+    return str(value) if scale is None else f"{float(value) * scale:.4g}"
 
 
 def register(app: typer.Typer) -> None:
