@@ -86,8 +86,11 @@ def test_delta_circuit_use_by_hand(bench):
 
 
 def test_delta_summary_by_hand(bench):
-    def row(f, d, it, comm):
-        return {"fabric": f, "degree": d, "iteration_s": it, "comm_s": comm}
+    def row(f, d, it, comm):  # 0.5 s of tensor parallelism on NVLink in every row
+        return {
+            "fabric": f, "degree": d, "iteration_s": it, "comm_s": comm,
+            "comm_by_class": {"tp": 0.5, "dp": comm - 0.5},
+        }  # fmt: skip
 
     rows = [
         row("ideal", 8, 9.0, 1.0), row("topoopt", 8, 10.0, 2.0), row("joint", 8, 9.8, 1.8),
@@ -98,6 +101,8 @@ def test_delta_summary_by_hand(bench):
     assert s["comm_saved"] == pytest.approx(1 - 1.8 / 2.0)
     assert s["iteration_saved"] == pytest.approx(1 - 9.8 / 10.0)
     assert s["ideal_comm_saved"] == pytest.approx(0.5)
+    assert s["network_comm_saved"] == pytest.approx(1 - 1.3 / 1.5)
+    assert s["ideal_network_comm_saved"] == pytest.approx(1 - 0.5 / 1.5)
     assert s["fewest_ports"] == 6  # 9.95 <= 10.0; 10.2 > 10.0
     assert s["ports_saved"] == pytest.approx(0.25)
 
