@@ -1,7 +1,8 @@
 """Anchors on their papers' own configurations (issue 26 item 5; ``docs/anchors.md``).
 
 Prices two published systems with topoopt's bill-of-materials rules and the default price table
-(``topoopt/fabrics/prices.yaml``), and prints every count, share and ratio; asserts nothing:
+(``topoopt/fabrics/prices.yaml``), simulates a third claim's designs, and prints every count,
+share and ratio; asserts nothing:
 
 - ``tpu-v4``: the TPU v4 supercomputer (Jouppi et al., ISCA'23): 4,096 chips, 64 cubes of
   4x4x4 wired in copper, the faces of every cube joined through 48 Palomar OCSes of 136 ports
@@ -20,9 +21,19 @@ Prices two published systems with topoopt's bill-of-materials rules and the defa
   three-tier full-bisection Clos of the same switch model
   (:func:`topoopt.fabrics.catalogue.plan_clos`); without: :func:`topoopt.fabrics.ocs_spine` with
   64 pods on Palomar OCSes (2 ports a pod on each of 256 OCSes). Printed for 100, 200, 400 and
-  800 G (Tomahawk 2 64x100G, Tomahawk 3 64x200G, Tomahawk 4 64x400G, Tomahawk 5 64x800G; no
-  64-port 40 G switch is in the catalogue), whole network and the layer above the aggregation
-  switches alone.
+  800 G (Tomahawk 2 64x100G, Tomahawk 3 64x200G, Tomahawk 4 64x400G, Tomahawk 5 64x800G),
+  whole network and the layer above the aggregation switches alone. At 40 G (Jupiter Rising's
+  generation) the catalogue's switch is the Trident 2 32x40G, whose three-tier Clos holds at
+  most 8,192 servers: ``--gbps 40 --blocks 32 --uplinks 256`` prices that fabric (32 blocks of
+  16 leaves and 16 aggregation switches), a quarter of Jupiter's 64 x 512.
+- ``delta``: DELTA (Ye et al., arXiv 2603.28096: a static OCS topology from the job's DAG, up to
+  17.5 % less communication than traffic-matrix designs and at least 20 % fewer optical ports
+  at the same iteration). Only its abstract is reachable, so the configuration is ours: a plan
+  (default GPT-3 175B on 1,024 H100 GPUs, ``advise``'s scaling) on ``d`` optical ports a server
+  for each ``--degrees``, the traffic-matrix design ``topoopt`` against ``joint``; printed per
+  design the iteration, the critical-path communication (all of it and the network's share),
+  the circuits carrying no byte, and the fewest ports at which ``joint`` keeps ``topoopt``'s
+  iteration at the largest degree. Minutes of CPU a degree at 1,024 GPUs (under 3 GB).
 
 Usage::
 
