@@ -1,7 +1,8 @@
 """Anchors on their papers' own configurations (issue 26 item 5; ``docs/anchors.md``).
 
 Prices two published systems with topoopt's bill-of-materials rules and the default price table
-(``topoopt/fabrics/prices.yaml``), and prints every count, share and ratio; asserts nothing:
+(``topoopt/fabrics/prices.yaml``), simulates a third claim's designs, and prints every count,
+share and ratio; asserts nothing:
 
 - ``tpu-v4``: the TPU v4 supercomputer (Jouppi et al., ISCA'23): 4,096 chips, 64 cubes of
   4x4x4 wired in copper, the faces of every cube joined through 48 Palomar OCSes of 136 ports
@@ -20,14 +21,27 @@ Prices two published systems with topoopt's bill-of-materials rules and the defa
   three-tier full-bisection Clos of the same switch model
   (:func:`topoopt.fabrics.catalogue.plan_clos`); without: :func:`topoopt.fabrics.ocs_spine` with
   64 pods on Palomar OCSes (2 ports a pod on each of 256 OCSes). Printed for 100, 200, 400 and
-  800 G (Tomahawk 2 64x100G, Tomahawk 3 64x200G, Tomahawk 4 64x400G, Tomahawk 5 64x800G; no
-  64-port 40 G switch is in the catalogue), whole network and the layer above the aggregation
-  switches alone.
+  800 G (Tomahawk 2 64x100G, Tomahawk 3 64x200G, Tomahawk 4 64x400G, Tomahawk 5 64x800G),
+  whole network and the layer above the aggregation switches alone. At 40 G (Jupiter Rising's
+  generation) the catalogue's switch is the Trident 2 32x40G, whose three-tier Clos holds at
+  most 8,192 servers: ``--gbps 40 --blocks 32 --uplinks 256`` prices that fabric (32 blocks of
+  16 leaves and 16 aggregation switches), a quarter of Jupiter's 64 x 512.
+- ``delta``: DELTA (Ye et al., arXiv 2603.28096: a static OCS topology from the job's DAG, up to
+  17.5 % less communication than traffic-matrix designs and at least 20 % fewer optical ports
+  at the same iteration). Only its abstract is reachable, so the configuration is ours: a plan
+  (default GPT-3 175B on 1,024 H100 GPUs, ``advise``'s scaling) on ``d`` optical ports a server
+  for each ``--degrees``, the traffic-matrix design ``topoopt`` against ``joint``; printed per
+  design the iteration, the critical-path communication (all of it and the network's share),
+  the circuits carrying no byte, and the fewest ports at which ``joint`` keeps ``topoopt``'s
+  iteration at the largest degree. Minutes of CPU a degree at 1,024 GPUs (under 3 GB).
 
 Usage::
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_anchors.py tpu-v4
     PYTHONPATH=. .venv/bin/python benchmarks/bench_anchors.py jupiter [--gbps 100 200 400]
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_anchors.py jupiter --gbps 40 \
+        --blocks 32 --uplinks 256
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_anchors.py delta [--gbps 400] [--degrees 8 7 6]
 """
 
 from __future__ import annotations
@@ -45,6 +59,7 @@ from topoopt.fabrics.cost import (
     price_bill_of_materials,
 )
 from topoopt.fabrics.ocs_spine import ocs_spine
+from topoopt.units import gbps_to_bytes_per_s
 
 TPU_V4_MAX_POWER_W = 192.0
 """TPU v4 chip maximum power (Google Cloud TPU v4 documentation: "192 W maximum")."""
@@ -207,6 +222,7 @@ def _tpu(_a) -> None:
 
 
 MODELS = {
+    40.0: SwitchModel("Trident 2 32x40G", 32, 40.0),
     100.0: SwitchModel("Tomahawk 2 64x100G", 64, 100.0),
     200.0: SwitchModel("Tomahawk 3 64x200G", 64, 200.0),
     400.0: SwitchModel("Tomahawk 4 64x400G", 64, 400.0),
@@ -217,7 +233,17 @@ MODELS = {
 def _jupiter(a) -> None:
     for gbps in a.gbps:
         t0 = time.process_time()
-        r = jupiter_pair(MODELS[gbps], a.blocks, a.uplinks)
+        model = MODELS[gbps]
+        try:
+            r = jupiter_pair(model, a.blocks, a.uplinks)
+        except ValueError as e:
+            k = model.radix
+            print(
+                f"== {a.blocks} blocks x {a.uplinks} uplinks at {gbps:g} G: not buildable ({e});"
+                f" the largest three-tier Clos of this switch has {k} pods of {k * k // 4}"
+                f" servers: run --gbps {gbps:g} --blocks {k} --uplinks {k * k // 4}"
+            )
+            continue
         c, o = r["clos"], r["ocs"]
         print(f"== {a.blocks} blocks x {a.uplinks} uplinks at {gbps:g} G ({r['servers']} servers)")
         print(f"   Clos with spine blocks {r['clos_shape']}")
@@ -254,6 +280,154 @@ def _jupiter(a) -> None:
         print(f"   {time.process_time() - t0:.2f} s CPU")
 
 
+DELTA_CLAIM_COMM = 0.175
+"""DELTA (arXiv 2603.28096): "reduces communication time by up to 17.5 %" against
+traffic-matrix-based designs."""
+
+DELTA_CLAIM_PORTS = 0.20
+"""DELTA: "reduces optical port consumption by at least 20 %" without a longer iteration."""
+
+
+def circuit_use(fabric, links) -> dict:
+    """Circuits of a direct-connect ``fabric`` and how many carry no byte in an iteration.
+
+    ``links`` is the iteration's link table (:attr:`IterationResult.links`: one row per
+    directed link, its ``capacity`` the sum of its parallel circuits). A server pair joined by
+    ``m`` circuits of ``B`` bytes/s has ``capacity = m B`` each way; the pair's circuits are idle
+    when neither direction carries a byte. Returns the circuits, the idle ones and the optical
+    ports (two per circuit) in use.
+    """
+    opt = links[links["kind"] == "optical"]
+    b = float(fabric.optical_port_bandwidth)
+    pairs: dict[tuple[int, int], list[float]] = {}
+    for s, d, cap, by in zip(opt["src"], opt["dst"], opt["capacity"], opt["bytes"], strict=True):
+        key = (min(int(s), int(d)), max(int(s), int(d)))
+        m = round(float(cap) / b)
+        e = pairs.setdefault(key, [m, 0.0])
+        e[1] += float(by)
+    circuits = sum(m for m, _ in pairs.values())
+    idle = sum(m for m, by in pairs.values() if by <= 0.0)
+    return {"circuits": circuits, "idle_circuits": idle, "ports_in_use": 2 * (circuits - idle)}
+
+
+def delta_rows(plan, degrees, gbps: float, time_limit_s: float = 600.0) -> list[dict]:
+    """``plan`` on the traffic-matrix design (``topoopt``: TopoOpt's TotientPerms rings and its
+    traffic-matrix circuits) and on ``joint`` (circuits and routes against each phase's traffic),
+    ``d`` optical ports a server for each ``d`` of ``degrees``, ``gbps`` a port. One row a
+    (fabric, degree): iteration, communication on the critical path (``comm_s``), exposed
+    communication, capex and the circuits' use (:func:`circuit_use`)."""
+    from topoopt.app.studies.compare import compare
+    from traffic.build import workload_from_plan
+
+    w = workload_from_plan(plan)
+    out = []
+    for d in degrees:
+        t0 = time.process_time()
+        res = compare(
+            w, ("ideal", "topoopt", "joint"), d, gbps_to_bytes_per_s(gbps),
+            time_limit_s=time_limit_s,
+        )  # fmt: skip
+        cpu = time.process_time() - t0
+        tab = res.table.set_index("fabric")
+        runs = {r.name: r for r in res.runs}
+        for name in ("ideal", "topoopt", "joint"):
+            r = tab.loc[name]
+            row = {
+                "fabric": name, "degree": d, "gbps": gbps,
+                "iteration_s": float(r["iteration_s"]), "comm_s": float(r["comm_s"]),
+                "exposed_comm_s": float(r["exposed_comm_s"]),
+                "capex_usd": float(r["capex_usd"]), "cpu_s": cpu,
+                "deterministic": r.get("deterministic"), "stopped_by": r.get("stopped_by"),
+                "comm_by_class": dict(res.iterations[name].comm_by_class),
+            }  # fmt: skip
+            if name != "ideal":
+                row.update(circuit_use(runs[name].fabric, res.iterations[name].links))
+            out.append(row)
+    return out
+
+
+def network_comm_s(row: dict, intra: tuple[str, ...] = ("tp",)) -> float:
+    """Communication on the critical path less its ``intra`` classes (tensor parallelism inside
+    a server, on NVLink whatever the network): the seconds an optical design can change."""
+    by_class = row.get("comm_by_class") or {}
+    return row["comm_s"] - sum(by_class.get(c, 0.0) for c in intra)
+
+
+def delta_summary(rows: list[dict], full: int) -> dict:
+    """DELTA's two figures from :func:`delta_rows`: the communication saved by ``joint`` against
+    the traffic-matrix design at ``full`` ports a server (all of it, and the network's share,
+    :func:`network_comm_s`), and the fewest ports a server at which ``joint`` is no slower than
+    the traffic-matrix design at ``full`` (``None``: none measured).
+    """
+    by = {(r["fabric"], r["degree"]): r for r in rows}
+    base, j = by[("topoopt", full)], by[("joint", full)]
+    ideal = by[("ideal", full)]
+    net = network_comm_s
+    fewest = None
+    for (f, d), r in sorted(by.items(), key=lambda kv: kv[0][1]):
+        if f == "joint" and r["iteration_s"] <= base["iteration_s"] * (1 + 1e-9):
+            fewest = d if fewest is None else min(fewest, d)
+    return {
+        "comm_saved": 1 - j["comm_s"] / base["comm_s"],
+        "iteration_saved": 1 - j["iteration_s"] / base["iteration_s"],
+        "ideal_comm_saved": 1 - ideal["comm_s"] / base["comm_s"],
+        "network_comm_saved": 1 - net(j) / net(base),
+        "ideal_network_comm_saved": 1 - net(ideal) / net(base),
+        "fewest_ports": fewest,
+        "ports_saved": None if fewest is None else 1 - fewest / full,
+    }
+
+
+def _delta(a) -> None:
+    from topoopt.app.studies.advise import scale_plan
+    from traffic.plan import load_plan
+
+    plan = scale_plan(load_plan(a.plan), a.gpus, a.gpu)
+    print(
+        f"== DELTA: {a.plan} on {a.gpus} GPUs ({plan.cluster.servers} servers, {a.gpu}),"
+        f" {a.gbps:g} G ports, degrees {a.degrees}"
+    )
+    rows = delta_rows(plan, a.degrees, a.gbps, a.time_limit)
+    for r in rows:
+        use = (
+            f" circuits {r['circuits']}, idle {r['idle_circuits']},"
+            f" ports in use {r['ports_in_use']}"
+            if "circuits" in r
+            else ""
+        )
+        print(
+            f"   {r['fabric']:8s} d={r['degree']}: iteration {r['iteration_s']!r} s, comm"
+            f" {r['comm_s']!r} s, exposed {r['exposed_comm_s']!r} s, capex"
+            f" {r['capex_usd'] / 1e6:.3f} M$;{use} (deterministic {r['deterministic']},"
+            f" stopped by {r['stopped_by']}; {r['cpu_s']:.1f} s CPU for the degree)"
+        )
+        print(
+            "      critical path by class (s):",
+            {k: round(v, 6) for k, v in r["comm_by_class"].items()},
+        )
+    full = max(a.degrees)
+    s = delta_summary(rows, full)
+    fp = s["fewest_ports"]
+    print(
+        f"   joint against the traffic-matrix design at {full} ports:"
+        f" {100 * s['comm_saved']:.2f} % less communication on the critical path"
+        f" ({100 * s['iteration_saved']:.3f} % shorter iteration; the ideal switch"
+        f" {100 * s['ideal_comm_saved']:.2f} % less; DELTA claims up to"
+        f" {100 * DELTA_CLAIM_COMM:.1f} %)"
+    )
+    print(
+        f"   network communication on the critical path (less tensor parallelism on NVLink):"
+        f" {100 * s['network_comm_saved']:.2f} % less with joint (the ideal switch"
+        f" {100 * s['ideal_network_comm_saved']:.2f} % less)"
+    )
+    print(
+        "   fewest ports a server with joint no slower than the traffic-matrix design at"
+        f" {full}: " + ("none measured" if fp is None else
+                        f"{fp} ({100 * s['ports_saved']:.1f} % fewer; DELTA claims at least"
+                        f" {100 * DELTA_CLAIM_PORTS:.0f} %)")
+    )  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="anchor", required=True)
@@ -263,6 +437,14 @@ def main() -> None:
     j.add_argument("--blocks", type=int, default=JUPITER_BLOCKS)
     j.add_argument("--uplinks", type=int, default=JUPITER_UPLINKS)
     j.set_defaults(run=_jupiter)
+    d = sub.add_parser("delta")
+    d.add_argument("--plan", default="gpt3-175b")
+    d.add_argument("--gpus", type=int, default=1024)
+    d.add_argument("--gpu", default="h100-sxm")
+    d.add_argument("--gbps", type=float, default=400.0)
+    d.add_argument("--degrees", type=int, nargs="+", default=[8, 7, 6])
+    d.add_argument("--time-limit", type=float, default=600.0)
+    d.set_defaults(run=_delta)
     a = ap.parse_args()
     a.run(a)
 
