@@ -9,8 +9,11 @@ Cases (every one run in a fresh process, so two trees can be compared side by si
   ``bench_flowsim.py``) on a k=16 fat-tree whose links have mixed capacities (12.5, 25 or
   50 GB/s, seeded). Target: under 20 s.
 - ``simgrid``: 10,000 random flows on a k=8 fat-tree against SimGrid (``tests/peers/
-  simgrid_peer.py`` under ``/usr/bin/python3``): the simulation alone (ours: kernel already
-  loaded; SimGrid: platform build + run, timed inside the peer) and whole processes (ours:
+  simgrid_peer.py`` under ``/usr/bin/python3``): the simulation alone (ours: one ``simulate``
+  call, kernels already loaded, on the flow set built in the process with its paths given, so
+  neither the routing nor the decoding of the netsim JSON is in it (the decoding is in the
+  whole-process figure); ``simulate``'s own array preparation and the result are; SimGrid:
+  platform build + run, timed inside the peer) and whole processes (ours:
   interpreter start, import, kernel load from numba's cache, read the netsim JSON, simulate;
   SimGrid: its peer process), and the largest relative difference of finish times.
 - ``llama405``: ``topoopt simulate`` of Llama 3 405B on 16,384 H100 (tp 8, cp 16, pp 16, dp 8,
