@@ -164,7 +164,7 @@ def _job_entries(data: list, where: str) -> list[_JobEntry]:
     """
     from pydantic import ValidationError
 
-    from traffic.decode import field_path, validation_error
+    from traffic.decode import field_path, first_error, validation_error
 
     shape = f"{JOB_SHAPE} (PLAN {_FIELD_ALLOWED['plan']}; W {_FIELD_ALLOWED['weight']})"
     if not data:
@@ -176,12 +176,12 @@ def _job_entries(data: list, where: str) -> list[_JobEntry]:
         return _JobsFile.model_validate(data).root
     except ValidationError as exc:
         err = validation_error(exc, where)
-        first = exc.errors(include_url=False, include_context=False)[0]
+        first = first_error(exc.errors(include_url=False, include_context=False))
         loc = tuple(first["loc"])
         key = loc[-1] if loc else None
         allowed = err.allowed
-        if first["type"] == "extra_forbidden":
-            allowed = "no such field (a job has the fields plan and weight)"
+        if first["type"] == "extra_forbidden":  # a misspelled field: named, not the missing one
+            allowed = "no such field; known fields: plan, weight"
         elif first["type"] != "missing" and key in _FIELD_ALLOWED:
             allowed = _FIELD_ALLOWED[key]
         elif first["type"] == "missing":
