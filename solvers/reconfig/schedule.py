@@ -871,6 +871,7 @@ def iteration_under_schedule(
     max_buckets: int | None = None,
     max_flows: int | None = None,
     prefix: SharedPrefix | None = None,
+    isolated: dict | None = None,
 ) -> ScheduleRun:
     """One training iteration of ``workload`` under ``schedule`` (module docstring).
 
@@ -901,6 +902,10 @@ def iteration_under_schedule(
         Bytes left at first reconfigurations, taken by and shared with the runs of other
         schedules of the same first set (with a ``horizon``: a run it proves past the horizon
         is not simulated).
+    isolated : dict, optional
+        The intra-server collectives' isolated durations, shared by the runs of one workload
+        (:func:`~topoopt.flowsim.iteration.simulate_iteration`'s ``isolated_cache``: they
+        depend on the intra-server links only, not on the circuits; the same results).
 
     Returns
     -------
@@ -951,12 +956,13 @@ def iteration_under_schedule(
     return run_iteration(
         workload, schedule, fabric, routing, hook, h, compute_s=compute_s,
         max_refills=max_refills, max_buckets=max_buckets, max_flows=max_flows,
+        isolated=isolated,
     )  # fmt: skip
 
 
 def run_iteration(
     workload, schedule: Schedule, fabric: Fabric, routing, hook: _Hook, hold_s: float, *,
-    compute_s=None, max_refills=None, max_buckets=None, max_flows=None,
+    compute_s=None, max_refills=None, max_buckets=None, max_flows=None, isolated=None,
 ) -> ScheduleRun:  # fmt: skip
     """The iteration of ``workload`` on ``fabric`` (a static set's, or a schedule's union with
     the ``hook`` of its realisation) and the wrap rule (module docstring)."""
@@ -974,6 +980,7 @@ def run_iteration(
             max_refills=max_refills,
             max_buckets=max_buckets,
             max_flows=max_flows,
+            isolated_cache=isolated,
         )
     except _PastHorizon:
         return ScheduleRun(np.inf, np.inf, np.inf, schedule.reconfigurations(), h, None, {})

@@ -640,3 +640,44 @@ def test_template_flowset_equals_the_built_one(small):
                 if x.paths is not None:
                     for k in ("flow_ptr", "path_ptr", "path_links", "weight"):
                         assert np.array_equal(getattr(x.paths, k), getattr(y.paths, k)), k
+
+
+TP_PLAN = """model: {base: gpt3-175b, layers: 8, hidden: 1024, heads: 16, seq_len: 512,
+        vocab: 32000}
+parallelism: {tp: 2, pp: 2, dp: 4, micro_batch_size: 2, global_batch_size: 32, sp: true}
+precision: {activation_bytes: 2, gradient_bytes: 2, parameter_bytes: 2}
+cluster: {servers: 8, gpus_per_server: 2}
+"""
+
+
+def test_isolated_durations_shared_across_fabrics(tmp_path):
+    """The intra-server collectives' isolated durations (TP 2 inside a server) shared by the
+    runs of one search (``isolated``): computed once, then every run on another fabric (a
+    ring, a ring with chords, their union under a schedule) gives the run without the shared
+    cache to the last bit (iteration, makespan, every task's start and finish)."""
+    from traffic.load import load_workload
+
+    path = tmp_path / "tp.yaml"
+    path.write_text(TP_PLAN)
+    w = load_workload(str(path))
+    n = w.servers
+    ring = CircuitSet([[i, (i + 1) % n, 1] for i in range(n)], None, "ring")
+    chords = CircuitSet([[i, (i + 1) % n, 1] for i in range(n)]
+                        + [[i, i + n // 2, 1] for i in range(n // 2)], None, "chords")  # fmt: skip
+    shared: dict = {}
+    sizes = []
+    compute = None  # as the search runs schedules: with the static run's compute-only time
+    for sched, h in (
+        (Schedule((ring,), (0.0,)), 0.0),
+        (Schedule((chords,), (0.0,)), 0.0),
+        (Schedule((ring, chords), (0.0, 0.01)), 1e-3),
+    ):
+        got = iteration_under_schedule(w, sched, 12.5e9, h, compute_s=compute, isolated=shared)
+        sizes.append(len(shared))
+        plain = iteration_under_schedule(w, sched, 12.5e9, h, compute_s=compute)
+        compute = plain.result.compute_s
+        assert got.iteration_s == plain.iteration_s and got.makespan_s == plain.makespan_s
+        for col in ("start_s", "finish_s"):
+            a = got.result.timeline[col].to_numpy()
+            assert np.array_equal(a, plain.result.timeline[col].to_numpy())
+    assert sizes[0] > 0 and sizes == [sizes[0]] * 3  # filled once, then only read
