@@ -643,10 +643,11 @@ def reconfigure(
     from topoopt.flowsim.iteration import TooManyFlows
 
     max_buckets = None
+    isolated: dict = {}  # the intra-server collectives' durations, shared by every run of w
     try:  # exact up to EXACT_FLOWS flows (counted before any is built), else coarsened
         ref = iteration_under_schedule(
             w, Schedule((static,), (0.0,), ("iteration",)), link_bandwidth, 0.0,
-            max_flows=EXACT_FLOWS,
+            max_flows=EXACT_FLOWS, isolated=isolated,
         )  # fmt: skip
     except TooManyFlows as e:
         max_buckets = COARSE_BUCKETS
@@ -654,7 +655,7 @@ def reconfigure(
             f"{COARSE_BUCKETS} per channel")  # fmt: skip
         ref = iteration_under_schedule(
             w, Schedule((static,), (0.0,), ("iteration",)), link_bandwidth, 0.0,
-            max_buckets=max_buckets,
+            max_buckets=max_buckets, isolated=isolated,
         )  # fmt: skip
     compute_s = float(ref.result.compute_s)
     say(f"reconfig: static iteration {ref.iteration_s * 1e3:.4g} ms")
@@ -686,7 +687,7 @@ def reconfigure(
         pruned, rest_cut = shared.pruned, shared.rest_cut
         it = iteration_under_schedule(
             w, sched, link_bandwidth, h, compute_s=compute_s, horizon=bound,
-            max_buckets=max_buckets, prefix=shared,
+            max_buckets=max_buckets, prefix=shared, isolated=isolated,
         ).iteration_s  # fmt: skip
         sets = " / ".join(f"{cs.label.split(':')[0]}@{t0:.6g}" for cs, t0 in
                           zip(sched.sets, sched.starts, strict=True))  # fmt: skip

@@ -653,3 +653,53 @@ def test_rest_kernel_is_the_static_engine_with_a_horizon(seed, monkeypatch):
         assert stopped == (end > cut)
         seen = np.isfinite(finish)
         np.testing.assert_array_equal(finish[seen], a.finish[seen])
+
+
+# ------------------------------------------------- the first epoch's bytes left, bounded below
+@pytest.mark.parametrize("seed", range(4))
+def test_unreleased_left_is_below_the_bytes_left(seed):
+    """The static engine's lower bounds of the bytes left at times inside the first epoch
+    (:func:`unreleased_left`): never above what :func:`simulate_epochs` takes there, equal to
+    it (the whole size by the weights) on every flow the run has not released by then, and
+    0 elsewhere; with multiplicities, dependencies, latencies and a later epoch of new paths."""
+    from topoopt.flowsim.timevarying import unreleased_left
+
+    rng = np.random.default_rng(9500 + seed)
+    fs = long_run_flowset(seed, n_flows=60 + 40 * (seed % 3), n_links=4 + seed % 3)
+    if seed % 2:
+        fs = fs.with_multiplicity(rng.integers(1, 4, fs.n_flows))
+    first = random_paths(rng, fs.n_links, fs.n_flows)
+    cap0 = rng.uniform(0.5, 4.0, fs.n_links)
+    t_ep = float(rng.uniform(8.0, 15.0))
+    epochs = [Epoch(0.0, cap0, first), Epoch(t_ep, rng.uniform(0.5, 4.0, fs.n_links),
+                                             EpochPaths.of(fs))]  # fmt: skip
+    times = sorted(rng.uniform(0.5, t_ep, 4).tolist()) + [t_ep]
+    res, own = simulate_epochs(fs, epochs, left_at=times)
+    got = unreleased_left(fs, epochs, times)
+    assert got.ok.all() and got.version.tolist() == [1] * len(times)
+    pflow = np.repeat(np.arange(fs.n_flows), np.diff(first.flow_ptr))
+    full = fs.size[pflow] * first.weight
+    n_waiting = 0
+    for x, lo, exact in zip(times, got.left, own.left, strict=True):
+        assert np.all(lo <= exact + 1e-9 * full)
+        waiting = res.start[pflow] > x * (1 + 1e-6)  # released after x in the run itself
+        np.testing.assert_allclose(lo[waiting], exact[waiting], rtol=1e-12, atol=0)
+        np.testing.assert_array_equal(lo[waiting], full[waiting])
+        assert np.all((lo == 0.0) | (lo == full))
+        n_waiting += int(waiting.sum())
+    assert n_waiting > 20
+
+
+def test_unreleased_left_refuses_what_it_cannot_state():
+    """No epoch at 0 with paths, a time past the second epoch, a path of the first epoch on a
+    link of capacity 0: ``None``."""
+    from topoopt.flowsim.timevarying import unreleased_left
+
+    fs = FlowSet.single_path([1.0, 1.0], [0.0, 0.0], size=[1.0, 2.0], start=[0.0, 0.0],
+                             paths=[[0], [1]], after=[[], [0]])  # fmt: skip
+    p = EpochPaths.of(fs)
+    assert unreleased_left(fs, [Epoch(0.0, np.ones(2))], [0.5]) is None
+    assert unreleased_left(fs, [Epoch(0.0, np.ones(2), p), Epoch(1.0, np.ones(2))], [1.5]) is None
+    assert unreleased_left(fs, [Epoch(0.0, np.array([1.0, 0.0]), p)], [0.5]) is None
+    got = unreleased_left(fs, [Epoch(0.0, np.array([1.0, 1.0]), p)], [0.5, 0.999, 1.5])
+    assert [x.tolist() for x in got.left] == [[0.0, 2.0], [0.0, 2.0], [0.0, 0.0]]

@@ -530,14 +530,25 @@ def test_prefix_bound_is_below_the_run(seed):
     _, own = simulate_epochs(fb_, eb, left_at=[t1])
     assert prefix_bound(fb_, eb, (fb_.size, fb_.multiplicity, eb[0].paths.flow_ptr,
                                   own.left[0]))[0] == bound  # fmt: skip
+    # the static engine's lower bounds of the bytes left (unreleased flows whole, others 0)
+    # give a bound at most that one, and at least the last epoch's start
+    from topoopt.flowsim.timevarying import unreleased_left
+
+    lo = unreleased_left(fa, ea, [t1])
+    assert np.all(lo.left[0] <= left.left[0] * (1 + 1e-12))
+    loose, _ = prefix_bound(fb_, eb, (fa.size, fa.multiplicity, ea[0].paths.flow_ptr,
+                                      lo.left[0]))  # fmt: skip
+    assert t1 + 0.2 <= loose <= bound
 
 
 def test_search_equals_the_plain_search(small, monkeypatch):
     """The search as it runs (the late cut, cheapest first, the shared prefix), with every
     schedule first decided by the static engine after its last epoch (``REST_PATHS_PER_FLOW``
-    0), against the plain one (no late cut, the canonical order under an evaluation limit that
-    could bind but is not reached, no time wanted by the shared prefix, no static engine): the
-    same JSON but the wall time; and the prefix bound and the static engine did cut."""
+    0) and every first set's bytes left bounded first by the static engine's run of it
+    (``LOOSE_PATHS_PER_FLOW`` 0), against the plain one (no late cut, the canonical order
+    under an evaluation limit that could bind but is not reached, no time wanted by the shared
+    prefix, no static engine): the same JSON but the wall time; and the prefix bound and the
+    static engine did cut."""
     import solvers.reconfig.schedule as schedule
     import solvers.reconfig.search as search
     import topoopt.flowsim.timevarying as tv
@@ -555,6 +566,7 @@ def test_search_equals_the_plain_search(small, monkeypatch):
 
     monkeypatch.setattr(search, "SharedPrefix", Spy)
     monkeypatch.setattr(schedule, "REST_PATHS_PER_FLOW", 0.0)
+    monkeypatch.setattr(schedule, "LOOSE_PATHS_PER_FLOW", 0.0)
     from_template, cuts = [], []  # the cuts made before an iteration was built
     tf, pc = schedule.template_flowset, schedule._prefix_cut
 
@@ -571,8 +583,10 @@ def test_search_equals_the_plain_search(small, monkeypatch):
     monkeypatch.setattr(schedule, "_prefix_cut", prefix_cut)
     a = reconfigure(w, 4, 12.5e9, 1e-5, **kw)
     assert made[0].taken and made[0].pruned > 0 and made[0].rest_cut > 0
+    assert made[0].loose  # lower bounds taken from the static engine's runs of first sets
     assert any(cuts)  # some schedule was cut from the template's flows
     monkeypatch.setattr(schedule, "REST_PATHS_PER_FLOW", np.inf)
+    monkeypatch.setattr(schedule, "LOOSE_PATHS_PER_FLOW", np.inf)
     real = tv.simulate_epochs
     monkeypatch.setattr(tv, "simulate_epochs", lambda *x, **k: real(*x, **{**k, "late_cut": False}))
     monkeypatch.setattr(search, "SharedPrefix", lambda wanted: SharedPrefix({}))
@@ -626,3 +640,44 @@ def test_template_flowset_equals_the_built_one(small):
                 if x.paths is not None:
                     for k in ("flow_ptr", "path_ptr", "path_links", "weight"):
                         assert np.array_equal(getattr(x.paths, k), getattr(y.paths, k)), k
+
+
+TP_PLAN = """model: {base: gpt3-175b, layers: 8, hidden: 1024, heads: 16, seq_len: 512,
+        vocab: 32000}
+parallelism: {tp: 2, pp: 2, dp: 4, micro_batch_size: 2, global_batch_size: 32, sp: true}
+precision: {activation_bytes: 2, gradient_bytes: 2, parameter_bytes: 2}
+cluster: {servers: 8, gpus_per_server: 2}
+"""
+
+
+def test_isolated_durations_shared_across_fabrics(tmp_path):
+    """The intra-server collectives' isolated durations (TP 2 inside a server) shared by the
+    runs of one search (``isolated``): computed once, then every run on another fabric (a
+    ring, a ring with chords, their union under a schedule) gives the run without the shared
+    cache to the last bit (iteration, makespan, every task's start and finish)."""
+    from traffic.load import load_workload
+
+    path = tmp_path / "tp.yaml"
+    path.write_text(TP_PLAN)
+    w = load_workload(str(path))
+    n = w.servers
+    ring = CircuitSet([[i, (i + 1) % n, 1] for i in range(n)], None, "ring")
+    chords = CircuitSet([[i, (i + 1) % n, 1] for i in range(n)]
+                        + [[i, i + n // 2, 1] for i in range(n // 2)], None, "chords")  # fmt: skip
+    shared: dict = {}
+    sizes = []
+    compute = None  # as the search runs schedules: with the static run's compute-only time
+    for sched, h in (
+        (Schedule((ring,), (0.0,)), 0.0),
+        (Schedule((chords,), (0.0,)), 0.0),
+        (Schedule((ring, chords), (0.0, 0.01)), 1e-3),
+    ):
+        got = iteration_under_schedule(w, sched, 12.5e9, h, compute_s=compute, isolated=shared)
+        sizes.append(len(shared))
+        plain = iteration_under_schedule(w, sched, 12.5e9, h, compute_s=compute)
+        compute = plain.result.compute_s
+        assert got.iteration_s == plain.iteration_s and got.makespan_s == plain.makespan_s
+        for col in ("start_s", "finish_s"):
+            a = got.result.timeline[col].to_numpy()
+            assert np.array_equal(a, plain.result.timeline[col].to_numpy())
+    assert sizes[0] > 0 and sizes == [sizes[0]] * 3  # filled once, then only read

@@ -565,6 +565,7 @@ class _PipelineModel:
         self.n_slots = 2 * m * v
         self._classify()
         self._iso_cache: dict = {}
+        self.isolated: dict | None = None  # a cache shared across models (simulate_iteration)
         self._same_rail: dict = {}  # family -> merged rows that are one flow per rail i -> i
 
     # -------------------------------------------------------------- structure
@@ -664,12 +665,18 @@ class _PipelineModel:
         gps = self.w.gpus_per_server
         local = demand_rows(self.w, idx)[r] % gps
         key = (idx, reps, tuple(local.tolist()))
-        if key not in self._iso_cache:
+        cache = self._iso_cache
+        if self.isolated is not None:  # shared by the models of one workload (simulate_iteration)
+            net, cache = self.net, self.isolated
+            key = (id(self.w), self.algorithm, self.mode, self.aggregate, self.reduction,
+                   net.gpus_per_server, net.intra_bandwidth, net.intra_latency, net.rail_routing,
+                   *key)  # fmt: skip
+        if key not in cache:
             cf = expand_demand(
                 self.w, idx, algorithm=self.algorithm, mode=self.mode, rows=[r], repeats=reps
             )
             if cf.n_flows == 0:
-                self._iso_cache[key] = 0.0
+                cache[key] = 0.0
             else:
                 # the same group on server 0: only the local indices matter inside a server
                 cf = replace(cf, src=cf.src % gps, dst=cf.dst % gps)
@@ -678,8 +685,8 @@ class _PipelineModel:
                 sim = simulate_builder(
                     fb, aggregate=self.aggregate, record_series=False, reduction=self.reduction
                 )
-                self._iso_cache[key] = sim.makespan
-        return self._iso_cache[key]
+                cache[key] = sim.makespan
+        return cache[key]
 
     # -------------------------------------------------------------- build
     def build(self, instant: frozenset):
@@ -1388,6 +1395,7 @@ def simulate_iteration(
     rail_routing: bool | None = None,
     max_paths: int | None = None,
     path_times: bool = True,
+    isolated_cache: dict | None = None,
 ) -> IterationResult:
     """Simulate one training iteration of ``workload`` on ``fabric``.
 
@@ -1495,6 +1503,14 @@ def simulate_iteration(
         where the routes' path counts are known without listing them) and again before the
         expansion. ``False``: per-flow times and link bytes only (every figure of the result
         but those arrays, which are ``None``; what ``advise`` reads).
+    isolated_cache : dict, optional
+        The isolated durations of intra-server collectives (the blocking ones' times alone on
+        server 0's NVLink links), shared by the calls that pass the same dict: keyed by the
+        workload (its ``id``: the dict must not outlive it), algorithm, mode, aggregation and
+        the intra-server links (GPUs per server, bandwidth, latency), which is all they depend
+        on (the fabric's links carry none of their flows). ``None`` (default): each call
+        computes its own. The results are the same (the reconfiguration search passes one per
+        search).
 
     Returns
     -------
@@ -1557,6 +1573,7 @@ def simulate_iteration(
         )
         model.aggregate = aggregate
         model.reduction = reduction
+        model.isolated = isolated_cache
         if max_flows is not None:
             n_built = model.n_flows()
             if n_built > max_flows:
@@ -1612,6 +1629,7 @@ def simulate_iteration(
         )
         model.aggregate = aggregate
         model.reduction = reduction
+        model.isolated = isolated_cache
         plain = run((), record_series)
         eager_facts = {"eager_1f1b_s": float(sim.makespan), "1f1b_s": float(plain[0].makespan)}
         if plain[0].makespan < sim.makespan:

@@ -122,8 +122,10 @@ __all__ = [
     "HorizonVerdict",
     "LATE_EVERY",
     "REMAINDER_MARGIN",
+    "RELEASE_MARGIN",
     "past_horizon_after_epochs",
     "remainder_flows",
+    "unreleased_left",
     "simulate_epochs",
 ]
 
@@ -788,3 +790,94 @@ def _rest_run(fs: FlowSet, cut_at: float, rtol: float, limit: int):
     if 0 <= limit < refills:
         return None, None, False, refills
     return out[1], out[3], stopped, refills
+
+
+RELEASE_MARGIN = 1e-7
+"""Relative margin of :func:`unreleased_left`: a flow counts as not released at ``x`` when the
+static engine releases it after ``x + x * RELEASE_MARGIN`` (the two engines' rounding)."""
+
+
+def unreleased_left(
+    flows: FlowSet,
+    epochs: Sequence[Epoch],
+    times,
+    *,
+    rtol: float = 1e-12,
+    max_refills: int | None = None,
+):
+    """Lower bounds of the bytes each path has left at ``times``, from a static run of the
+    first epoch (a :class:`BytesLeft` of its paths, or ``None``).
+
+    Up to the second epoch's start a run of :func:`simulate_epochs` whose first epoch starts at
+    0 with paths is a run of :func:`topoopt.flowsim.simulate` (one class, unit weights) on the
+    first epoch's capacities and paths: the same max-min sharing, releases and latencies. That
+    run is simulated by the static engine's event loop (a fraction of the time-varying one's
+    cost per event) up to just past the last of ``times``; at a time ``x`` a flow it has not
+    released by ``x + x * RELEASE_MARGIN`` has its whole size left, on each of its paths by its
+    weight; every other flow is given 0 (released: it may have sent anything). Each figure is
+    at most what ``simulate_epochs(left_at=times)`` takes, so a bound that only grows with the
+    bytes left (:func:`solvers.reconfig.schedule.prefix_bound`) stays a bound with them, for
+    the run that takes them and for any other run sharing its first epoch up to ``x``.
+
+    ``None`` when it cannot be stated so: no epoch at 0 with paths, a time past the second
+    epoch's start (or negative), a path of the first epoch crossing a link of capacity 0 (it
+    pauses there; the static engine has no such link), or over ``max_refills``.
+
+    Examples
+    --------
+    Flow 1 waits for flow 0 (1 byte on a 1 B/s link, ends at 1 s): at 0.5 s it has its 2 bytes
+    left (flow 0, released, is given 0); at 1.5 s both are released.
+
+    >>> fs = FlowSet.single_path([1.0, 1.0], [0.0, 0.0], size=[1.0, 2.0], start=[0.0, 0.0],
+    ...                          paths=[[0], [1]], after=[[], [0]])
+    >>> ep = [Epoch(0.0, np.array([1.0, 1.0]), EpochPaths.of(fs)), Epoch(2.0, np.ones(2))]
+    >>> [x.tolist() for x in unreleased_left(fs, ep, [0.5, 1.5]).left]
+    [[0.0, 2.0], [0.0, 0.0]]
+    """
+    t = np.sort(np.asarray(times, np.float64).reshape(-1))
+    epochs = list(epochs)
+    if not epochs or epochs[0].start_s != 0.0 or epochs[0].paths is None or t.size == 0:
+        return None
+    end = epochs[1].start_s if len(epochs) > 1 else np.inf
+    if not (np.all(np.isfinite(t)) and t[0] >= 0.0 and t[-1] <= end):
+        return None
+    first = epochs[0]
+    ps = first.paths
+    cap = first.capacity
+    if cap.shape != (flows.n_links,):
+        return None
+    zero = cap <= 0.0
+    if np.any(zero[ps.path_links]):
+        return None
+    fs = FlowSet(
+        capacity=np.where(zero, 1.0, cap),  # links of capacity 0 carry no path here
+        latency=flows.latency,
+        size=flows.size,
+        start=flows.start,
+        flow_ptr=ps.flow_ptr,
+        path_ptr=ps.path_ptr,
+        path_links=ps.path_links,
+        weight=ps.weight,
+        dep_ptr=flows.dep_ptr,
+        deps=flows.deps,
+        multiplicity=flows.multiplicity,
+    )
+    limit = check_limits(rtol, max_refills)
+    rdep_ptr, rdep = fs.dependents()
+    emult = np.repeat(fs.path_multiplicity(), np.diff(fs.path_ptr))
+    lp_ptr = np.zeros(fs.n_links + 1, np.int64)
+    np.cumsum(np.bincount(fs.path_links, minlength=fs.n_links), out=lp_ptr[1:])
+    cut_at = float(t[-1]) + float(t[-1]) * 2 * RELEASE_MARGIN
+    out = rest_kernel(
+        fs.capacity, fs.path_ptr, fs.path_links, fs.path_flow(), fs.path_bytes(),
+        fs.path_latency(), fs.flow_ptr, fs.start, fs.dep_ptr, fs.deps, rdep_ptr, rdep, lp_ptr,
+        float(rtol), False, emult, limit, ROW_SPACE, cut_at, 0,
+    )  # fmt: skip
+    if 0 <= limit < int(out[9]):
+        return None
+    release = out[0]  # inf: not released when the loop stopped (at its first event past cut_at)
+    pflow = fs.path_flow()
+    full = fs.size[pflow] * fs.weight
+    left = tuple(np.where(release[pflow] > x + x * RELEASE_MARGIN, full, 0.0) for x in t.tolist())
+    n = t.size
+    return BytesLeft(times=t, ok=np.ones(n, np.bool_), version=np.ones(n, np.int64), left=left)
