@@ -29,10 +29,11 @@ B = 12.5e9  # bytes/s: 100 Gbps
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    """The plan's path and ``advise PLAN --degree 2 --link-gbps 100 --phase-routing --json``."""
+    """The plan's path and ``advise PLAN --degree 2 --link-gbps 100 --json`` (per-phase routing
+    is the CLI's default)."""
     path = tmp_path_factory.mktemp("phase_routing") / "tiny.yaml"
     path.write_text(TINY)
-    args = ["advise", str(path), "--degree", "2", "--link-gbps", "100", "--phase-routing"]
+    args = ["advise", str(path), "--degree", "2", "--link-gbps", "100"]
     with pytest.MonkeyPatch.context() as mp:  # the ideal switch and joint only: cheap
         mp.setattr("topoopt.app.studies.advise.FAMILY_OF", {"joint": "direct"})
         r = CliRunner().invoke(app, [*args, "--json"])
@@ -102,3 +103,15 @@ def test_the_verdict_names_it_when_it_is_the_one_inside_the_target(tiny):
     ), text
     with pytest.raises(InputError, match="phase_routing"):
         advise([], phase_routing="yes")
+
+
+def test_no_phase_routing_leaves_the_row_out(tiny):
+    path, _ = tiny
+    args = ["advise", str(path), "--degree", "2", "--link-gbps", "100", "--no-phase-routing"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("topoopt.app.studies.advise.FAMILY_OF", {"joint": "direct"})
+        r = CliRunner().invoke(app, [*args, "--json"])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [r["fabric"] for r in doc["rows"]] == ["joint"]
+    assert not doc["params"].get("phase_routing")

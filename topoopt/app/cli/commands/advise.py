@@ -92,11 +92,13 @@ def advise_command(
     phase_routing: Annotated[
         bool,
         typer.Option(
-            "--phase-routing",
+            "--phase-routing/--no-phase-routing",
             help="Add the row joint-phased: joint's circuits with routing tables changed per "
-            "communication phase (same capex; 20-100 s more CPU at 1,024-4,096 GPUs)",
+            "communication phase (same capex; never slower than joint; 20-100 s more CPU at "
+            "1,024-4,096 GPUs, about 4 min at 16,384; refused in a warning where its sub-flows "
+            "exceed the memory budget)",
         ),
-    ] = False,
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     html: Annotated[Path | None, typer.Option(help="Write the HTML report")] = None,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
