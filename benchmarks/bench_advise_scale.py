@@ -34,7 +34,12 @@ def main(argv=None) -> None:
     ap.add_argument("--link-gbps", type=float, default=400.0)
     ap.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S)
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    ap.add_argument("--phase-routing", action="store_true", help="as advise --phase-routing")
+    ap.add_argument(
+        "--phase-routing",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="as advise --phase-routing/--no-phase-routing (the CLI's default: on)",
+    )
     ap.add_argument("--rows", required=True, help="JSON-lines file, one row per evaluation")
     ap.add_argument("--json", help="the advise JSON document at the end")
     a = ap.parse_args(argv)
