@@ -32,7 +32,7 @@ def test_a_winner_that_costs_nothing_has_no_capex_ratio_and_a_sentence():
     assert (ei["winner"], ei["runner_up"], ei["capex_ratio"]) == ("joint", "fat-tree", None)
     j = {"equal_capex": {"winner": None, "runner_up": None}, "equal_iteration": ei}
     assert verdict_sentences("job", t, j, 1.0)[0] == (
-        "job: at equal iteration time (at most 1 s) the cheapest is joint at 0.000 M$: no "
+        "job: at equal iteration time (at most 1 s + 2 %) the cheapest is joint at 0.000 M$: no "
         "network to buy, where fat-tree costs 2.000 M$."
     )
 

@@ -808,7 +808,7 @@ def verdict_sentences(job: str, rows: pd.DataFrame, judged: dict, ideal_s: float
     ...     "binding_link": [None, None]})
     >>> j = {"equal_capex": equal_capex(t), "equal_iteration": equal_iteration(t)}
     >>> print(verdict_sentences("gpt", t, j, 1.9)[0])  # doctest: +NORMALIZE_WHITESPACE
-    gpt: at equal capex (at most 10.000 M$) buy fat-tree (clos, 800 Gbps per server, 2 switch
+    gpt: at equal capex (at most 10.000 M$ + 2 %) buy fat-tree (clos, 800 Gbps per server, 2 switch
     tier(s), optics 50 % of 10.000 M$): 2 s per iteration, 20.0 % less than rail-only (2.5 s).
     """
     out = []
@@ -817,7 +817,8 @@ def verdict_sentences(job: str, rows: pd.DataFrame, judged: dict, ideal_s: float
     if ec["winner"] is not None:
         w = by.loc[ec["winner"]]
         s = (
-            f"{job}: at equal capex (at most {ec['budget_usd'] / 1e6:.3f} M$) buy "
+            f"{job}: at equal capex (at most {ec['budget_usd'] / 1e6:.3f} M$ "
+            f"+ {100 * RTOL:.0f} %) buy "
             f"{_describe(w)}: "
             f"{float(w['iteration_s']):.4g} s per iteration"
         )
@@ -849,7 +850,8 @@ def verdict_sentences(job: str, rows: pd.DataFrame, judged: dict, ideal_s: float
     if ei["winner"] is not None:
         w = by.loc[ei["winner"]]
         s = (
-            f"{job}: at equal iteration time (at most {ei['target_iteration_s']:.4g} s) the "
+            f"{job}: at equal iteration time (at most {ei['target_iteration_s']:.4g} s "
+            f"+ {100 * RTOL:.0f} %) the "
             f"cheapest is {ei['winner']} at {float(w['capex_usd']) / 1e6:.3f} M$"
         )
         if ei["runner_up"] is not None:
@@ -1029,7 +1031,7 @@ def mix_sentences(mix: dict | None) -> list[str]:
     >>> for line in mix_sentences(m):  # doctest: +NORMALIZE_WHITESPACE
     ...     print(line)
     mix (a 3, b 1; each weight the job's share of the cluster's time): at equal capex (at most
-    10.000 M$) buy fat-tree: 1.000x the ideal switch's time, weighted (torus 1.010x).
+    10.000 M$, + 2 %) buy fat-tree: 1.000x the ideal switch's time, weighted (torus 1.010x).
     mix: at equal slowdown (at most 1.000x, + 2 %) the cheapest is torus at 4.000 M$, 2.50x
     cheaper than fat-tree.
     """
@@ -1042,7 +1044,7 @@ def mix_sentences(mix: dict | None) -> list[str]:
     if ec["winner"] is not None:
         s = (
             f"mix ({ws}; each weight the job's share of the cluster's time): at equal capex (at "
-            f"most {ec['budget_usd'] / 1e6:.3f} M$) buy {ec['winner']}: "
+            f"most {ec['budget_usd'] / 1e6:.3f} M$, + {100 * RTOL:.0f} %) buy {ec['winner']}: "
             f"{by[ec['winner']]['slowdown']:.3f}x the ideal switch's time, weighted"
         )
         if ec["runner_up"] is not None:
