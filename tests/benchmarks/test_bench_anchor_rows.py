@@ -5,8 +5,6 @@ of MixNet's other models (parameter counts layer by layer)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,18 +16,13 @@ from traffic.models.megatron import model_parameters
 from traffic.plan import load_plan
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "bench_anchors.py"
 ANCHORS = ROOT / "tests" / "data" / "anchors"
 P = load_prices()
 
 
 @pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("bench_anchors_rows", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+def bench(bench_script):
+    return bench_script("bench_anchors")
 
 
 def test_jupiter_40g_by_hand(bench):

@@ -4,8 +4,6 @@ counts: the TPU v4 pod's optical share and its break-even figures, a small Jupit
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,17 +13,12 @@ from topoopt.fabrics.cost import load_prices
 from traffic.plan import load_plan
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "bench_anchors.py"
 P = load_prices()
 
 
 @pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("bench_anchors", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+def bench(bench_script):
+    return bench_script("bench_anchors")
 
 
 def test_tpu_v4_share_and_break_even_by_hand(bench):

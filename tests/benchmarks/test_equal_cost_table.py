@@ -5,24 +5,15 @@ row while the others are kept, in the JSON lines and in the table rebuilt from t
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "equal_cost_table.py"
-
 
 @pytest.fixture(scope="module")
-def table():
-    spec = importlib.util.spec_from_file_location("equal_cost_table", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+def table(bench_script):
+    return bench_script("equal_cost_table")
 
 
 def _case(fam, s, p, ideal, ft, tb, j, ft_usd, j_usd, objective="iteration"):
