@@ -160,3 +160,23 @@ def pytest_unconfigure(config):
 def demo_repeats() -> DemoRepeats:
     assert _repeats, "the demo_repeats marker starts the runs at collection"
     return _repeats[0]
+
+
+@pytest.fixture(scope="session")
+def bench_script():
+    """``bench_script("bench_anchors")``: the module of ``benchmarks/bench_anchors.py`` (the
+    folder is not a package), registered under its stem (dataclasses look their module up in
+    ``sys.modules``) and loaded once."""
+    import importlib.util
+
+    folder = Path(__file__).resolve().parent.parent / "benchmarks"
+
+    def load(stem: str):
+        if stem not in sys.modules:
+            spec = importlib.util.spec_from_file_location(stem, folder / f"{stem}.py")
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[stem] = mod
+            spec.loader.exec_module(mod)
+        return sys.modules[stem]
+
+    return load
