@@ -164,7 +164,7 @@ def _job_entries(data: list, where: str) -> list[_JobEntry]:
     """
     from pydantic import ValidationError
 
-    from traffic.decode import field_path, first_error, validation_error
+    from traffic.decode import field_path, first_error, known_fields, validation_error
 
     shape = f"{JOB_SHAPE} (PLAN {_FIELD_ALLOWED['plan']}; W {_FIELD_ALLOWED['weight']})"
     if not data:
@@ -181,7 +181,7 @@ def _job_entries(data: list, where: str) -> list[_JobEntry]:
         key = loc[-1] if loc else None
         allowed = err.allowed
         if first["type"] == "extra_forbidden":  # a misspelled field: named, not the missing one
-            allowed = "no such field; known fields: plan, weight"
+            allowed = f"no such field; known fields: {known_fields(_JobsFile, loc)}"
         elif first["type"] != "missing" and key in _FIELD_ALLOWED:
             allowed = _FIELD_ALLOWED[key]
         elif first["type"] == "missing":
