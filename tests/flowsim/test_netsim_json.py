@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from tests.fuzz.test_typo_fields import rename_key
 from topoopt.app.cli.app import app
 from topoopt.flowsim.netsim_json import load_netsim, parse_netsim, run_netsim
 from traffic.errors import InputError
@@ -111,14 +112,7 @@ def test_bad_input_names_field_value_and_allowed(doc, field, words):
 
 def renamed(path, new):
     """``GOOD`` with the key at ``path`` renamed to ``new`` (in place: the key order kept)."""
-    doc = copy.deepcopy(GOOD)
-    target = doc
-    for key in path[:-1]:
-        target = target[key]
-    items = list(target.items())
-    target.clear()
-    target.update((new if k == path[-1] else k, v) for k, v in items)
-    return doc
+    return rename_key(copy.deepcopy(GOOD), path, new)
 
 
 TYPOS = [

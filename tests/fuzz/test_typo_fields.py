@@ -29,7 +29,8 @@ RENAMES = {
 }
 
 
-def _renamed(doc, path, new):
+def rename_key(doc, path, new):
+    """``doc`` with the key at ``path`` renamed to ``new``, in place (the key order kept)."""
     target = doc
     for part in path[:-1]:
         target = target[part]
@@ -49,7 +50,7 @@ def test_a_misspelled_field_is_named_with_the_known_ones(tmp_path, kind):
     k = KINDS[kind]
     path, typo, known = RENAMES[kind]
     text = k.seed_bytes().decode()
-    doc = _renamed(json.loads(text) if k.fmt == "json" else yaml.safe_load(text), path, typo)
+    doc = rename_key(json.loads(text) if k.fmt == "json" else yaml.safe_load(text), path, typo)
     case = tmp_path / f"case{k.suffix}"
     case.write_text(json.dumps(doc) if k.fmt == "json" else yaml.safe_dump(doc))
     out = run_case(k, case)
