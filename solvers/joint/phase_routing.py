@@ -58,6 +58,8 @@ from solvers.reconfig.schedule import (
     Schedule,
     ScheduleRun,
     _Hook,
+    _PastHorizon,
+    class_epochs,
     run_iteration,
 )
 from topoopt.csr import PairIndex, ranges
@@ -327,26 +329,76 @@ def routing_schedule(fabric: Fabric, circuits, routings, starts) -> RealisedSche
 class _RoutingHook(_Hook):
     """The schedule hook, simulating a builder without fabric flows (the compute-only run of
     :func:`topoopt.flowsim.iteration.simulate_iteration`) without epochs: with no flow on the
-    fabric, the routing tables change nothing."""
+    fabric, the routing tables change nothing. With ``reduction`` the routing schedule's
+    flows are simulated through their symmetry quotient
+    (:func:`topoopt.flowsim.epochs_reduction.simulate_epochs_reduced`: exact, one partition
+    for every routing table; the classes' paths listed per table only,
+    :func:`solvers.reconfig.schedule.class_epochs`); ``reductions`` records what each run
+    found."""
+
+    def __init__(self, realised, horizon=None, reduction: bool = True):
+        super().__init__(realised, horizon)
+        self.reduction = reduction
+        self.reductions: list = []
 
     def __call__(self, fb, limit):
         if self.realised is not None and not np.any(fb.arrays()["link"] < 0):
             from topoopt.flowsim.network import simulate_builder
 
             return simulate_builder(fb, aggregate=True, record_series=False, max_refills=limit)
+        if self.realised is not None and self.reduction:
+            sim = self._reduced_run(fb, limit)
+            if sim is not None:
+                if self.horizon is not None and not np.all(np.isfinite(sim.finish)):
+                    raise _PastHorizon
+                self._record(fb, sim)
+                return sim
         return super().__call__(fb, limit)
+
+    def _reduced_run(self, fb, limit):
+        from topoopt.flowsim.epochs_reduction import reduce_epochs, simulate_epochs_reduced
+        from topoopt.flowsim.simulator import expand_classes
+        from topoopt.flowsim.subflow_guard import check_subflows
+
+        got = class_epochs(fb, self.realised)
+        if got is None:
+            return None
+        flows, class_of, epochs = got
+        red = reduce_epochs(flows, epochs)
+        self.reductions.append(dict(red.info))
+        if red.flows is not None:  # the quotient's own sub-flows, checked as reduced
+            check_subflows(class_of.size, int(red.info["quotient_paths"]), reduced=True)
+        else:  # the plain run holds every sub-flow of every table
+            check_subflows(class_of.size, int(red.info.get("paths", flows.n_paths)))
+        hz = self.horizon
+        res = simulate_epochs_reduced(
+            flows, epochs, reduction=red, max_refills=limit, record_series=False, horizon=hz,
+            late_cut=hz is not None,
+        )  # fmt: skip
+        return expand_classes(res, flows, class_of, paths=False)
+
+    def _record(self, fb, sim):
+        if self.flows is None:
+            a = fb.arrays()
+            pair = a["link"] < 0
+            self.flows = {
+                "src": a["src"][pair], "dst": a["dst"][pair], "bytes": a["size"][pair],
+                "start": np.asarray(sim.start)[pair], "finish": np.asarray(sim.finish)[pair],
+            }  # fmt: skip
 
 
 def simulate_routing_schedule(
     workload, fabric: Fabric, circuits, routings, starts, *, compute_s=None, horizon=None,
-    max_buckets=None,
+    max_buckets=None, reduction: bool = True,
 ) -> ScheduleRun:  # fmt: skip
     """One iteration of ``workload`` under :func:`routing_schedule` ``(fabric, circuits,
     routings, starts)``. A single table is the flow model's plain iteration (no epochs), or,
     when that simulation is refused by the memory budget (its sub-flows, field ``flows``), the
     same table as one epoch of the time-varying engine (its flow classes: the same result,
     :mod:`topoopt.flowsim.timevarying`); ``horizon`` cuts a run past it (``iteration_s`` then
-    ``inf``).
+    ``inf``). With ``reduction`` (default) the time-varying runs go through their symmetry
+    quotient (:class:`_RoutingHook`; exact), and the result's ``info["reduction"]`` says what
+    it found.
     """
     if len(routings) == 1:
         try:
@@ -355,11 +407,14 @@ def simulate_routing_schedule(
             if e.field != "flows":
                 raise
     realised = routing_schedule(fabric, circuits, routings, starts)
-    hook = _RoutingHook(realised, horizon if len(routings) > 1 else None)
-    return run_iteration(
+    hook = _RoutingHook(realised, horizon if len(routings) > 1 else None, reduction)
+    run = run_iteration(
         workload, realised.schedule, fabric, None, hook, 0.0, compute_s=compute_s,
         max_buckets=max_buckets,
     )  # fmt: skip
+    if run.result is not None and hook.reductions:  # the iteration's run (the first)
+        run.result.info["reduction"] = hook.reductions[0]
+    return run
 
 
 def _plain(workload, fabric, circuits, table, compute_s, max_buckets) -> ScheduleRun:

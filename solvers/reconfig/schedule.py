@@ -858,6 +858,102 @@ def _epochs_of(t: FlowTemplate, flows, realised: RealisedSchedule, max_path_link
     return epochs
 
 
+def class_epochs(builder, realised: RealisedSchedule, max_path_links: int = MAX_PATH_LINKS):
+    """``(flows, class_of, epochs)`` as :func:`schedule_flowset`, without routing the server
+    pairs over the union fabric: every class's own paths are the first epoch's (which starts
+    at 0 with paths, before any flow starts: the own paths are never used), so only each path
+    version's routes are listed, once per server pair. ``None`` when the schedule's first
+    epoch has no paths. A table of more than ``max_path_links`` entries (every class's path
+    links, summed over the path versions) is refused before it is built, as by
+    :func:`schedule_flowset`; the sub-flows it lists are checked against the memory budget
+    (:func:`topoopt.flowsim.subflow_guard.check_subflows`, as the symmetry quotient's: they
+    are the colour refinement's input, :func:`topoopt.flowsim.epochs_reduction.reduce_epochs`).
+    """
+    from topoopt.flowsim.flowset import (
+        class_dependencies,
+        class_representatives,
+        identical_classes,
+    )
+    from topoopt.flowsim.subflow_guard import check_subflows
+    from topoopt.flowsim.timevarying import Epoch, EpochPaths
+
+    r = realised
+    fb = builder
+    if fb.net.fabric is not r.fabric:
+        raise InputError("builder", "a network on another fabric", "the schedule's union fabric")
+    if not r.epochs or r.epochs[0][0] != 0.0 or r.epochs[0][2] is None:
+        return None
+    a = fb.arrays()
+    net = fb.net
+    cap = net.capacity(fb.n_devices)
+    lat = net.latency(fb.n_devices)
+    n_cap = cap.shape[0]
+    n_nodes = r.fabric.n_nodes
+    pair = a["link"] < 0
+    keys, inv = np.unique(a["src"][pair] * n_nodes + a["dst"][pair], return_inverse=True)
+    route = a["link"].copy()
+    route[pair] = n_cap + inv.reshape(-1)
+    n_f = route.shape[0]
+    class_of = identical_classes(route, a["size"], np.zeros(n_f), a["dep_ptr"], a["deps"])
+    n_c = int(class_of.max()) + 1 if n_f else 0
+    rep = class_representatives(class_of, n_c)
+    dep_ptr, deps = class_dependencies(class_of, rep, a["dep_ptr"], a["deps"])
+    c_route = route[rep]
+    is_pair = c_route >= n_cap
+    c_pair = np.where(is_pair, c_route - n_cap, 0)
+    pairs = np.column_stack([keys // n_nodes, keys % n_nodes])
+    versions = sorted({v for _, _, v in r.epochs if v is not None})
+    tables, size, subflows = [], 0, 0
+    for v in versions:
+        ps = r.routes(v, pairs)
+        comm = ps.index(pairs[:, 0], pairs[:, 1], n_nodes)[c_pair]
+        lo = np.where(is_pair, ps.commodity_ptr[comm], 0)
+        hi = np.where(is_pair, ps.commodity_ptr[comm + 1], 1)
+        cum = np.concatenate([[0], np.cumsum(np.diff(ps.path_ptr))])
+        size += int(np.where(is_pair, cum[hi] - cum[lo], 1).sum())
+        subflows += int((hi - lo).sum())
+        tables.append((v, ps, lo, hi))
+    if size > max_path_links:
+        raise InputError(
+            "schedule",
+            f"{size:,} path-link entries ({n_c:,} flow classes x {len(versions)} path versions)",
+            f"at most {max_path_links:,} (the memory of one flow simulation)",
+        )
+    check_subflows(n_f, subflows, reduced=True)
+    paths = {}
+    for v, ps, lo, hi in tables:
+        fptr = np.zeros(n_c + 1, np.int64)
+        np.cumsum(hi - lo, out=fptr[1:])
+        ids = _ranges(lo, hi)
+        owner = np.repeat(np.arange(n_c), hi - lo)
+        on_pair = is_pair[owner]
+        lens = np.where(on_pair, np.diff(ps.path_ptr)[np.where(on_pair, ids, 0)], 1)
+        pptr = np.zeros(ids.shape[0] + 1, np.int64)
+        np.cumsum(lens, out=pptr[1:])
+        links = np.empty(int(pptr[-1]), np.int64)
+        pos = _ranges(pptr[:-1][on_pair], pptr[1:][on_pair])
+        links[pos] = ps.path_links[_ranges(ps.path_ptr[ids[on_pair]], ps.path_ptr[ids[on_pair] + 1])]
+        links[pptr[:-1][~on_pair]] = c_route[owner[~on_pair]]
+        w = np.where(on_pair, ps.weight[np.where(on_pair, ids, 0)], 1.0)
+        paths[v] = EpochPaths(fptr, pptr, links, w)
+    from topoopt.flowsim.flowset import FlowSet
+
+    own = paths[r.epochs[0][2]]
+    flows = FlowSet(
+        capacity=cap, latency=lat, size=a["size"][rep], start=np.zeros(n_c),
+        flow_ptr=own.flow_ptr, path_ptr=own.path_ptr, path_links=own.path_links,
+        weight=own.weight, dep_ptr=dep_ptr, deps=deps,
+        multiplicity=np.bincount(class_of, minlength=n_c),
+    )  # fmt: skip
+    n_fab = r.fabric.n_links
+    rest = cap[n_fab:]
+    epochs = [
+        Epoch(t0, np.concatenate([c, rest]), None if v is None else paths[v])
+        for t0, c, v in r.epochs
+    ]
+    return flows, class_of, epochs
+
+
 def iteration_under_schedule(
     workload,
     schedule: Schedule,
