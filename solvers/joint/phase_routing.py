@@ -45,6 +45,7 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
@@ -60,6 +61,7 @@ from solvers.reconfig.schedule import (
     _Hook,
     _PastHorizon,
     class_epochs,
+    class_groups,
     run_iteration,
 )
 from topoopt.csr import PairIndex, ranges
@@ -356,25 +358,36 @@ class _RoutingHook(_Hook):
         return super().__call__(fb, limit)
 
     def _reduced_run(self, fb, limit):
-        from topoopt.flowsim.epochs_reduction import reduce_epochs, simulate_epochs_reduced
+        """The run through the grouped quotient (:func:`~topoopt.flowsim.epochs_reduction.
+        reduce_grouped`), or when it is off the plain run of every class; ``None`` when the
+        schedule does not start with paths. The memory guard counts what each holds: the
+        groups' routes as reduced sub-flows before the refinement, then the quotient's
+        sub-flows (the plain run: every class's sub-flows of every table)."""
+        from topoopt.flowsim.epochs_reduction import reduce_grouped, simulate_grouped_reduced
         from topoopt.flowsim.simulator import expand_classes
         from topoopt.flowsim.subflow_guard import check_subflows
+        from topoopt.flowsim.timevarying import simulate_epochs
 
-        got = class_epochs(fb, self.realised)
+        got = class_groups(fb, self.realised)
         if got is None:
             return None
-        flows, class_of, epochs = got
-        red = reduce_epochs(flows, epochs)
+        gf, class_of, epochs = got
+        n_b = class_of.size
+        n_group_paths = sum(int(v.weight.shape[0]) for v in gf.versions)
+        check_subflows(n_b, n_group_paths, reduced=True)
+        red = reduce_grouped(gf, epochs)
         self.reductions.append(dict(red.info))
-        if red.flows is not None:  # the quotient's own sub-flows, checked as reduced
-            check_subflows(class_of.size, int(red.info["quotient_paths"]), reduced=True)
-        else:  # the plain run holds every sub-flow of every table
-            check_subflows(class_of.size, int(red.info.get("paths", flows.n_paths)))
         hz = self.horizon
-        res = simulate_epochs_reduced(
-            flows, epochs, reduction=red, max_refills=limit, record_series=False, horizon=hz,
-            late_cut=hz is not None,
-        )  # fmt: skip
+        kw = dict(max_refills=limit, record_series=False, horizon=hz, late_cut=hz is not None)
+        if red.flows is not None:
+            check_subflows(n_b, int(red.info["quotient_paths"]), reduced=True)
+            res = simulate_grouped_reduced(gf, red, **kw)
+            return expand_classes(res, SimpleNamespace(n_flows=gf.n_flows), class_of,
+                                  paths=False)  # fmt: skip
+        check_subflows(n_b, gf.n_subflows())  # the plain run: every class's sub-flows
+        del gf
+        flows, class_of, ep = class_epochs(fb, self.realised)
+        res = simulate_epochs(flows, ep, **kw)
         return expand_classes(res, flows, class_of, paths=False)
 
     def _record(self, fb, sim):

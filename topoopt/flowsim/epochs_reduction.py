@@ -77,8 +77,11 @@ from traffic.errors import InputError
 
 __all__ = [
     "EpochReduction",
+    "GroupedFlows",
     "reduce_epochs",
+    "reduce_grouped",
     "simulate_epochs_reduced",
+    "simulate_grouped_reduced",
     "union_flowset",
 ]
 
@@ -360,3 +363,246 @@ def _nan_paths(res: SimResult) -> SimResult:
 
     nan = np.full(res.path_start.shape[0], np.nan)
     return replace(res, path_start=nan, path_last_byte=nan.copy(), path_finish=nan.copy())
+
+
+@dataclass(frozen=True, eq=False)
+class GroupedFlows:
+    """Flows whose paths are their group's, per path version (the server pair's routes of a
+    routing table: many flows share one pair), for :func:`reduce_grouped`.
+
+    Attributes
+    ----------
+    capacity, latency : numpy.ndarray
+        Per link (the capacities until the first epoch).
+    size, start, multiplicity : numpy.ndarray
+        Per flow.
+    dep_ptr, deps : numpy.ndarray
+        Dependency CSR between flows.
+    group : numpy.ndarray
+        ``int64`` per flow: its group (``0 .. G-1``).
+    versions : list of EpochPaths
+        Per path version, the weighted paths of every group (an
+        :class:`~topoopt.flowsim.timevarying.EpochPaths` over ``G`` "flows").
+    """
+
+    capacity: np.ndarray
+    latency: np.ndarray
+    size: np.ndarray
+    start: np.ndarray
+    multiplicity: np.ndarray
+    dep_ptr: np.ndarray
+    deps: np.ndarray
+    group: np.ndarray
+    versions: list
+
+    @property
+    def n_flows(self) -> int:
+        return int(self.size.shape[0])
+
+    def n_subflows(self) -> int:
+        """Sub-flows of the flows (each flow takes its group's paths), summed over versions."""
+        per = sum(np.diff(v.flow_ptr).astype(np.int64) for v in self.versions)
+        return int(per[self.group].sum())
+
+
+MAX_GROUP_ROUNDS = 50
+"""Rounds of :func:`reduce_grouped` (each refines the groups' and the flows' classes)."""
+
+
+def _multiset_hash(owner: np.ndarray, colour: np.ndarray, n_owner: int, seed: int) -> np.ndarray:
+    """Per owner, a 64-bit hash of the multiset of ``colour`` of its items (a wrapping sum of one
+    pseudo-random word per colour; a collision can only merge, which the checks then reject)."""
+    rng = np.random.default_rng(seed)
+    words = rng.integers(0, 2**63, size=int(colour.max(initial=-1)) + 1, dtype=np.uint64) | 1
+    order = np.argsort(owner, kind="stable")
+    w = words[colour[order]]
+    out = np.zeros(n_owner, np.uint64)
+    if w.size:
+        cnt = np.bincount(owner, minlength=n_owner)
+        ptr = np.concatenate([[0], np.cumsum(cnt)[:-1]])
+        has = cnt > 0
+        with np.errstate(over="ignore"):
+            out[has] = np.add.reduceat(w, ptr[has])
+    return out
+
+
+def reduce_grouped(gf: GroupedFlows, epochs, *, seed: int = 0) -> EpochReduction:
+    """The quotient of the run of ``gf`` under ``epochs`` (their ``paths`` are version indices
+    into ``gf.versions``, or None; the first epoch starts at 0 with paths), found without
+    listing every flow's paths: the coarsest equitable partition of the *groups'* union
+    FlowSet (:func:`union_flowset` of the groups' versions), each group started from the
+    multiset of its flows' classes, and the flows' classes (their data, their group's class,
+    their dependencies' classes), refined in turn until neither splits. Then checked exactly:
+    the groups' partition is equitable (:func:`~topoopt.flowsim.symmetry.is_equitable`), the
+    flows of a class have the same data, group class and dependency classes, and every group
+    of a class holds as many flows of each class. Then the flows' sub-flows ``(flow, group
+    path)`` classed by ``(flow class, group path class)`` are an equitable partition of the
+    flows' union (a link of class ``L`` carries ``n(G, F) d(L, P)`` sub-flows of class ``(F,
+    P)``, ``n(G, F)`` the flows of class ``F`` in each group of class ``G``), so the quotient is
+    exact (module docstring). One priority class, unit weights (what the routing schedules
+    use)."""
+    from topoopt.flowsim._symmetry_kernels import uniform_counts, uniform_sets
+    from topoopt.flowsim.flowset import identical_classes
+
+    n_f = gf.n_flows
+    n_g = int(gf.versions[0].flow_ptr.shape[0] - 1)
+    nv = len(gf.versions)
+    base = {"flows": n_f, "groups": n_g, "links": int(gf.capacity.shape[0]), "versions": nv,
+            "paths": gf.n_subflows()}  # fmt: skip
+    if not epochs or epochs[0].start_s != 0.0 or epochs[0].paths is None:
+        return _off("the first epoch does not start at 0 with paths", base)
+    if n_f == 0:
+        return _off("no flows", base)
+    groups = FlowSet(
+        capacity=gf.capacity, latency=gf.latency, size=np.ones(n_g), start=np.zeros(n_g),
+        flow_ptr=gf.versions[0].flow_ptr, path_ptr=gf.versions[0].path_ptr,
+        path_links=gf.versions[0].path_links, weight=gf.versions[0].weight,
+    )  # fmt: skip
+    union, ver, local = union_flowset(groups, gf.versions)
+    base["group_paths"] = union.n_paths
+    l_lab = _dense(*(e.capacity for e in epochs))
+    fcol = _dense(gf.size, gf.start, gf.multiplicity)
+    zeros = np.zeros(n_f)
+    counts = None
+    part = None
+    for rounds in range(1, MAX_GROUP_ROUNDS + 1):
+        gcol = _dense(_multiset_hash(gf.group, fcol, n_g, seed + rounds).view(np.int64))
+        part = equitable_partition(union, seed=seed, start_flow=gcol, start_link=l_lab,
+                                   start_path=ver)  # fmt: skip
+        if part is None:
+            return _off("refinement did not settle", base)
+        key = _dense(fcol, part.flow[gf.group])
+        new = identical_classes(key, zeros, zeros, gf.dep_ptr, gf.deps)
+        now = (int(new.max()) + 1, part.n_flow_classes, part.n_path_classes, part.n_link_classes)
+        fcol = new
+        if now == counts:
+            break
+        counts = now
+    else:
+        return _off("refinement did not settle", base)
+    n_fc = int(fcol.max()) + 1
+    info_c = {"flow_classes": n_fc, "group_classes": part.n_flow_classes,
+              "path_classes": part.n_path_classes, "link_classes": part.n_link_classes,
+              "rounds": rounds}  # fmt: skip
+
+    def constant(cls, n_c, *vals) -> bool:
+        rep = class_representatives(cls, n_c)
+        return all(np.array_equal(v, v[rep][cls]) for v in vals)
+
+    gptr = np.zeros(n_g + 1, np.int64)
+    np.cumsum(np.bincount(gf.group, minlength=n_g), out=gptr[1:])
+    g_items = np.argsort(gf.group, kind="stable").astype(np.int64)
+    ok = (
+        is_equitable(union, part)
+        and constant(part.path, part.n_path_classes, ver)
+        and constant(part.link, part.n_link_classes, *(e.capacity for e in epochs))
+        and constant(fcol, n_fc, gf.size, gf.start, gf.multiplicity, part.flow[gf.group])
+        and constant(fcol, n_fc, np.diff(gf.dep_ptr) > 0)
+        and uniform_sets(np.ascontiguousarray(gf.dep_ptr, np.int64),
+                         np.ascontiguousarray(gf.deps, np.int64), fcol, fcol, n_fc, n_fc)
+        and uniform_counts(gptr, g_items, np.ones(n_f, np.int64), part.flow, fcol,
+                           part.n_flow_classes, n_fc)
+    )  # fmt: skip
+    if not ok:
+        return _off("classes failed the exact equitability check", {**base, **info_c})
+    if n_fc == n_f and part.n_path_classes == union.n_paths:
+        return _off("no symmetry: every flow is its own class", {**base, **info_c})
+    return _grouped_quotient(gf, union, ver, local, part, fcol, n_fc, epochs, {**base, **info_c})
+
+
+def _grouped_quotient(gf, union, ver, local, part, fcol, n_fc, epochs, info) -> EpochReduction:
+    """The quotient of :func:`reduce_grouped`'s classes (module docstring)."""
+    n_lc = part.n_link_classes
+    rep_f = class_representatives(fcol, n_fc)
+    rep_l = class_representatives(part.link, n_lc)
+    rep_p = class_representatives(part.path, part.n_path_classes)
+    fsize = np.bincount(fcol, minlength=n_fc)
+    lsize = np.bincount(part.link, minlength=n_lc)
+    m_f = gf.multiplicity[rep_f]
+    g_rep = gf.group[rep_f]  # each flow class's representative group
+    tables = []
+    n_q = 0
+    for v in range(len(gf.versions)):
+        # the version-v paths of each flow class's group (union: a group's paths by version)
+        upf = union.path_flow()
+        sel = np.flatnonzero(ver == v)
+        by_g = np.zeros(union.n_flows + 1, np.int64)
+        np.cumsum(np.bincount(upf[sel], minlength=union.n_flows), out=by_g[1:])
+        lo, hi = by_g[g_rep], by_g[g_rep + 1]
+        pos = sel[_ranges_np(lo, hi)]
+        qf = np.repeat(np.arange(n_fc, dtype=np.int64), hi - lo)
+        pc = part.path[pos]
+        key, k = np.unique(qf * part.n_path_classes + pc, return_counts=True)
+        q_f, q_p = key // part.n_path_classes, key % part.n_path_classes
+        fptr = np.zeros(n_fc + 1, np.int64)
+        np.cumsum(np.bincount(q_f, minlength=n_fc), out=fptr[1:])
+        rp = rep_p[q_p]
+        rptr = np.zeros(rp.shape[0] + 1, np.int64)
+        np.cumsum(np.diff(union.path_ptr)[rp], out=rptr[1:])
+        r_links = union.path_links[gather_rows(union.path_ptr, rp)]
+        r_q = np.repeat(np.arange(rp.shape[0], dtype=np.int64), np.diff(rptr))
+        lk, c = np.unique(r_q * n_lc + part.link[r_links], return_counts=True)
+        qp, ql = lk // n_lc, lk % n_lc
+        total = fsize[q_f][qp] * k[qp] * c * m_f[q_f][qp]
+        em = total // lsize[ql]
+        if np.any(em * lsize[ql] != total):  # cannot happen for an equitable partition
+            raise RuntimeError("grouped quotient: a link class count is not whole (a bug)")
+        pptr = np.zeros(rp.shape[0] + 1, np.int64)
+        np.cumsum(np.bincount(qp, minlength=rp.shape[0]), out=pptr[1:])
+        w = gf.versions[v].weight[local[rp]] * k
+        lat = np.add.reduceat(gf.latency[r_links], rptr[:-1]) if rp.size else np.zeros(0)
+        tables.append((EpochPaths(fptr, pptr, ql, w), em.astype(np.float64), k.astype(np.float64),
+                       lat))  # fmt: skip
+        n_q += rp.shape[0]
+    dep_ptr, deps = class_dependencies(fcol, rep_f, gf.dep_ptr, gf.deps)
+    own = tables[epochs[0].paths]
+    q = FlowSet(
+        capacity=gf.capacity[rep_l], latency=gf.latency[rep_l], size=gf.size[rep_f],
+        start=gf.start[rep_f], flow_ptr=own[0].flow_ptr, path_ptr=own[0].path_ptr,
+        path_links=own[0].path_links, weight=own[0].weight, dep_ptr=dep_ptr, deps=deps,
+    )  # fmt: skip
+    arrs = [own]
+    q_epochs = []
+    for e in epochs:
+        paths = None
+        if e.paths is not None:
+            paths = tables[e.paths][0]
+            arrs.append(tables[e.paths])
+        q_epochs.append(Epoch(e.start_s, e.capacity[rep_l], paths))
+    flow_part = Partition(fcol, np.zeros(0, np.int64), part.link, part.rounds)
+    return EpochReduction(
+        flow_part, q, q_epochs, [a[1] for a in arrs], [a[2] for a in arrs],
+        [a[3] for a in arrs], info={"status": "on", **info, "quotient_paths": int(n_q)},
+    )  # fmt: skip
+
+
+def _ranges_np(lo, hi):
+    from topoopt.csr import ranges
+
+    return ranges(np.asarray(lo, np.int64), np.asarray(hi, np.int64))
+
+
+def simulate_grouped_reduced(gf: GroupedFlows, reduction: EpochReduction, **kwargs) -> SimResult:
+    """The run of :func:`reduce_grouped`'s quotient, per flow of ``gf`` (start, finish) and per
+    link (bytes); no per-path times (``path_*`` ``None``). ``kwargs``: :func:`simulate_epochs`'
+    others (not ``left_at`` or ``handoff``)."""
+    red = reduction
+    res = simulate_epochs(
+        red.flows, red.epochs, incidence_multiplicity=red.emult, path_members=red.members,
+        path_latency=red.latency, **kwargs,
+    )  # fmt: skip
+    part = red.partition
+    from dataclasses import replace
+
+    res = replace(res, path_start=None, path_last_byte=None, path_finish=None)
+    view = SimpleNamespace(partition=part, info=red.info)
+    lptr_res = expand_by_partition(_with_empty_paths(res), view, np.zeros(0, np.int64),
+                                   gf.capacity)  # fmt: skip
+    return replace(lptr_res, path_start=None, path_last_byte=None, path_finish=None)
+
+
+def _with_empty_paths(res: SimResult) -> SimResult:
+    from dataclasses import replace
+
+    e = np.zeros(0)
+    return replace(res, path_start=e, path_last_byte=e, path_finish=e)
