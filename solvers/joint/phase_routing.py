@@ -467,7 +467,9 @@ class PhaseRoutingResult:
         Routing schedules simulated (the reference included).
     reference : ScheduleRun
     info : dict
-        ``wall_s``, ``cpu_s``, ``by_choice`` (choice -> iteration or ``inf`` when cut).
+        ``wall_s``, ``cpu_s``, ``by_choice`` (choice -> iteration or ``inf`` when cut),
+        ``reduction`` (choice -> what the symmetry reduction of its run found, or ``None``
+        for a run cut at the incumbent: :func:`simulate_routing_schedule`).
     chosen : ScheduleRun
         The chosen routing schedule's run (``reference`` when all phases stay static).
     """
@@ -553,6 +555,8 @@ def phase_routing(
     starts = tuple(ph.start_s for ph in phases)
     best, best_choice, best_run = float(ref.iteration_s), (False,) * len(phases), ref
     by_choice = {best_choice: best}
+    label = lambda c: "".join("R" if x else "S" for x in c)  # noqa: E731
+    reductions = {label(best_choice): _reduction_of(ref)}
     choices = [c for c in itertools.product((False, True), repeat=len(phases))
                if any(c) and all(own[i] is not static for i in range(len(c)) if c[i])]  # fmt: skip
     full = (True,) * len(phases)
@@ -566,6 +570,7 @@ def phase_routing(
         )  # fmt: skip
         it = float(run.iteration_s)
         by_choice[c] = it
+        reductions[label(c)] = _reduction_of(run)
         if c == full:
             all_routed = it
         say(f"phase routing: {''.join('R' if x else 'S' for x in c)}: {it:.9g} s")
@@ -578,5 +583,19 @@ def phase_routing(
         evaluations=len(by_choice), reference=ref, chosen=best_run,
         info={"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
               "by_choice": {"".join("R" if x else "S" for x in k): v
-                            for k, v in by_choice.items()}},
+                            for k, v in by_choice.items()},
+              "reduction": reductions},
     )  # fmt: skip
+
+
+def _reduction_of(run: ScheduleRun) -> dict | None:
+    """What the symmetry reduction of a routing schedule's run found (``status``, ``reason``
+    when off, flows and flow classes; the static engine's plain run: ``off``, not asked), or
+    ``None`` for a run cut at its horizon (no result)."""
+    if run.result is None:
+        return None
+    red = run.result.info.get("reduction") or {}
+    if "flow_classes" not in red and red.get("reason", "").startswith("a custom simulator"):
+        return {"status": "off", "reason": "the static engine's plain run (not asked)"}
+    return {k: red[k] for k in ("status", "reason", "flows", "flow_classes", "quotient_paths")
+            if k in red}  # fmt: skip
