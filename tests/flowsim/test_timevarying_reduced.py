@@ -151,7 +151,8 @@ def test_two_paths_of_one_class_per_flow_closed_form():
     later = np.array([[L * i + 2, L * ((i + 1) % n) + 2] for i in range(n)]).ravel()
     ep = [
         Epoch(0.3, np.ones(L * n), EpochPaths.single_path([[L * i + 1] for i in range(n)])),
-        Epoch(0.6, np.ones(L * n), EpochPaths(two, np.arange(2 * n + 1), later, np.full(2 * n, 0.5))),
+        Epoch(0.6, np.ones(L * n),
+              EpochPaths(two, np.arange(2 * n + 1), later, np.full(2 * n, 0.5))),
     ]  # fmt: skip
     red = reduce_epochs(fs, ep)
     assert (red.info["flow_classes"], red.flows.n_flows) == (1, 1)
