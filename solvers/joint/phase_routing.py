@@ -32,7 +32,12 @@ iteration, each phase routed against its own traffic:
    remaining bytes on the new phase's paths, a flow that starts later starts on the paths in
    force; :func:`topoopt.flowsim.timevarying.simulate_epochs`), each cut at the incumbent
    (a choice slower than it is never chosen). The all-static choice is the reference and
-   wins ties, so the result is never slower than the static routing.
+   wins ties, so the result is never slower than the static routing. The time-varying runs
+   go through their symmetry quotient (:func:`topoopt.flowsim.epochs_reduction.
+   reduce_grouped`: one equitable partition for every table in force, found on the server
+   pairs' routes, checked exactly, off where no symmetry is left), so the memory guard counts
+   the quotient, not every flow's paths (Mixtral 8x7B at 16,384 GPUs: 6.8 M flow classes on
+   31.7 M sub-flows over four tables, 9,126 classes on 39,206 quotient sub-flows).
 
 Guarantees: exact (the iteration of the chosen routing schedule is the flow model's, not an
 estimate); deterministic (no clock, no random choice); never slower than the design's static

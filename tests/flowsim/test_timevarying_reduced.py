@@ -258,3 +258,75 @@ def test_guard_counts_the_quotient(monkeypatch):
     with pytest.raises(InputError) as e:
         simulate_routing_schedule(w, fab, c, (st, st), (0.0, 1e-4))
     assert e.value.field == "flows" and f"{red['group_paths']:,} sub-flows" in str(e.value)
+
+
+def grouped_case(n: int, seed: int, perturb: bool = False):
+    """The cyclic case's path versions as the routes of ``4 n`` groups, each carrying one or
+    two flows (rotated copies), the first epoch at 0 with version 0: ``(grouped, epochs with
+    version indices, flows, epochs with paths)``, the last two the same run listed per flow.
+    ``perturb``: one flow of copy 0 is larger (its rotation symmetry broken)."""
+    from topoopt.flowsim.epochs_reduction import GroupedFlows
+
+    fs, ep = cyclic_case(n, seed, start0=True)
+    rng = np.random.default_rng(seed + 100)
+    per = rng.integers(1, 3, 4)  # flows per group of each base group
+    group = np.concatenate([np.repeat(np.arange(4 * i, 4 * i + 4), per) for i in range(n)])
+    f_size = np.tile(np.concatenate([rng.choice([1.0, 3.0], k) for k in per]), n)
+    if perturb:
+        f_size[0] *= 1.5
+    nf = group.shape[0]
+    per_copy = int(per.sum())
+    deps = [[] if j == 0 else [i * per_copy + j - 1] for i in range(n) for j in range(per_copy)]
+    dep_ptr = np.concatenate([[0], np.cumsum([len(d) for d in deps])])
+    dep = np.array([x for d in deps for x in d], np.int64)
+    mult = np.tile(rng.integers(1, 3, per_copy), n)
+    versions = [EpochPaths.of(fs)] + [e.paths for e in ep]
+    gf = GroupedFlows(
+        capacity=fs.capacity, latency=fs.latency, size=f_size, start=np.zeros(nf),
+        multiplicity=mult, dep_ptr=dep_ptr, deps=dep, group=group, versions=versions,
+    )  # fmt: skip
+
+    def expand(v):
+        t = versions[v]
+        cnt = np.diff(t.flow_ptr)[group]
+        fptr = np.concatenate([[0], np.cumsum(cnt)])
+        ids = np.concatenate([np.arange(t.flow_ptr[g], t.flow_ptr[g + 1]) for g in group])
+        lens = np.diff(t.path_ptr)[ids]
+        pptr = np.concatenate([[0], np.cumsum(lens)])
+        links = np.concatenate([t.path_links[t.path_ptr[p] : t.path_ptr[p + 1]] for p in ids])
+        return EpochPaths(fptr, pptr, links, t.weight[ids])
+
+    tabs = [expand(v) for v in range(len(versions))]
+    plain = FlowSet(
+        capacity=fs.capacity, latency=fs.latency, size=f_size, start=np.zeros(nf),
+        flow_ptr=tabs[0].flow_ptr, path_ptr=tabs[0].path_ptr, path_links=tabs[0].path_links,
+        weight=tabs[0].weight, dep_ptr=dep_ptr, deps=dep, multiplicity=mult,
+    )  # fmt: skip
+    starts = [0.0] + [e.start_s for e in ep[1:]]
+    cap = ep[0].capacity
+    g_ep = [Epoch(t, cap, v) for v, t in enumerate(starts)]
+    p_ep = [Epoch(t, cap, tabs[v]) for v, t in enumerate(starts)]
+    return gf, g_ep, plain, p_ep
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("perturb", [False, True])
+def test_grouped_quotient_matches_the_flows_listed_one_by_one(seed, perturb):
+    """The grouped reduction (the groups' routes refined, not every flow's paths) against the
+    plain run of every flow on its group's paths: the same starts, finishes and link bytes;
+    symmetric, one class per rotated flow; one flow perturbed, more classes (or off)."""
+    from topoopt.flowsim.epochs_reduction import reduce_grouped, simulate_grouped_reduced
+
+    gf, g_ep, plain, p_ep = grouped_case(5, seed, perturb)
+    red = reduce_grouped(gf, g_ep)
+    a = simulate_epochs(plain, p_ep)
+    per_copy = gf.n_flows // 5
+    if not perturb:
+        assert red.info["status"] == "on" and red.info["flow_classes"] <= per_copy
+    else:
+        assert red.info["status"] == "off" or red.info["flow_classes"] > per_copy
+    if red.flows is None:
+        return
+    b = simulate_grouped_reduced(gf, red)
+    for x, y in ((a.start, b.start), (a.finish, b.finish), (a.link_bytes, b.link_bytes)):
+        np.testing.assert_allclose(y, x, rtol=1e-9, atol=1e-12)
