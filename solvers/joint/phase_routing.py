@@ -389,8 +389,7 @@ class _RoutingHook(_Hook):
             res = simulate_grouped_reduced(gf, red, **kw)
             return expand_classes(res, SimpleNamespace(n_flows=gf.n_flows), class_of,
                                   paths=False)  # fmt: skip
-        check_subflows(n_b, gf.n_subflows())  # the plain run: every class's sub-flows
-        del gf
+        del gf  # the plain run: class_epochs checks every class's sub-flows of every table
         flows, class_of, ep = class_epochs(fb, self.realised)
         res = simulate_epochs(flows, ep, **kw)
         return expand_classes(res, flows, class_of, paths=False)
@@ -600,7 +599,9 @@ def _reduction_of(run: ScheduleRun) -> dict | None:
     if run.result is None:
         return None
     red = run.result.info.get("reduction") or {}
-    if "flow_classes" not in red and red.get("reason", "").startswith("a custom simulator"):
-        return {"status": "off", "reason": "the static engine's plain run (not asked)"}
+    if "flow_classes" not in red and red.get("reason", "").startswith(
+        ("not asked", "a custom simulator")
+    ):  # one table on the static engine (_plain)
+        return {"status": "off", "reason": "one table: the static engine's plain run"}
     return {k: red[k] for k in ("status", "reason", "flows", "flow_classes", "quotient_paths")
             if k in red}  # fmt: skip

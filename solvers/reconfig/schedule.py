@@ -865,9 +865,9 @@ def class_epochs(builder, realised: RealisedSchedule, max_path_links: int = MAX_
     version's routes are listed, once per server pair. ``None`` when the schedule's first
     epoch has no paths. A table of more than ``max_path_links`` entries (every class's path
     links, summed over the path versions) is refused before it is built, as by
-    :func:`schedule_flowset`; the sub-flows it lists are checked against the memory budget
-    (:func:`topoopt.flowsim.subflow_guard.check_subflows`, as the symmetry quotient's: they
-    are the colour refinement's input, :func:`topoopt.flowsim.epochs_reduction.reduce_epochs`).
+    :func:`schedule_flowset`, and so are sub-flows over the memory budget
+    (:func:`topoopt.flowsim.subflow_guard.check_subflows`: the plain run holds every one). The
+    symmetry quotient does not list them (:func:`class_groups`).
     """
     from topoopt.flowsim.flowset import (
         class_dependencies,
@@ -919,7 +919,7 @@ def class_epochs(builder, realised: RealisedSchedule, max_path_links: int = MAX_
             f"{size:,} path-link entries ({n_c:,} flow classes x {len(versions)} path versions)",
             f"at most {max_path_links:,} (the memory of one flow simulation)",
         )
-    check_subflows(n_f, subflows, reduced=True)
+    check_subflows(n_f, subflows)
     paths = {}
     for v, ps, lo, hi in tables:
         fptr = np.zeros(n_c + 1, np.int64)
