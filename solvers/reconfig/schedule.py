@@ -858,6 +858,182 @@ def _epochs_of(t: FlowTemplate, flows, realised: RealisedSchedule, max_path_link
     return epochs
 
 
+def class_epochs(builder, realised: RealisedSchedule, max_path_links: int = MAX_PATH_LINKS):
+    """``(flows, class_of, epochs)`` as :func:`schedule_flowset`, without routing the server
+    pairs over the union fabric: every class's own paths are the first epoch's (which starts
+    at 0 with paths, before any flow starts: the own paths are never used), so only each path
+    version's routes are listed, once per server pair. ``None`` when the schedule's first
+    epoch has no paths. A table of more than ``max_path_links`` entries (every class's path
+    links, summed over the path versions) is refused before it is built, as by
+    :func:`schedule_flowset`, and so are sub-flows over the memory budget
+    (:func:`topoopt.flowsim.subflow_guard.check_subflows`: the plain run holds every one). The
+    symmetry quotient does not list them (:func:`class_groups`).
+    """
+    from topoopt.flowsim.flowset import (
+        class_dependencies,
+        class_representatives,
+        identical_classes,
+    )
+    from topoopt.flowsim.subflow_guard import check_subflows
+    from topoopt.flowsim.timevarying import Epoch, EpochPaths
+
+    r = realised
+    fb = builder
+    if fb.net.fabric is not r.fabric:
+        raise InputError("builder", "a network on another fabric", "the schedule's union fabric")
+    if not r.epochs or r.epochs[0][0] != 0.0 or r.epochs[0][2] is None:
+        return None
+    a = fb.arrays()
+    net = fb.net
+    cap = net.capacity(fb.n_devices)
+    lat = net.latency(fb.n_devices)
+    n_cap = cap.shape[0]
+    n_nodes = r.fabric.n_nodes
+    pair = a["link"] < 0
+    keys, inv = np.unique(a["src"][pair] * n_nodes + a["dst"][pair], return_inverse=True)
+    route = a["link"].copy()
+    route[pair] = n_cap + inv.reshape(-1)
+    n_f = route.shape[0]
+    class_of = identical_classes(route, a["size"], np.zeros(n_f), a["dep_ptr"], a["deps"])
+    n_c = int(class_of.max()) + 1 if n_f else 0
+    rep = class_representatives(class_of, n_c)
+    dep_ptr, deps = class_dependencies(class_of, rep, a["dep_ptr"], a["deps"])
+    c_route = route[rep]
+    is_pair = c_route >= n_cap
+    c_pair = np.where(is_pair, c_route - n_cap, 0)
+    pairs = np.column_stack([keys // n_nodes, keys % n_nodes])
+    versions = sorted({v for _, _, v in r.epochs if v is not None})
+    tables, size, subflows = [], 0, 0
+    for v in versions:
+        ps = r.routes(v, pairs)
+        comm = ps.index(pairs[:, 0], pairs[:, 1], n_nodes)[c_pair]
+        lo = np.where(is_pair, ps.commodity_ptr[comm], 0)
+        hi = np.where(is_pair, ps.commodity_ptr[comm + 1], 1)
+        cum = np.concatenate([[0], np.cumsum(np.diff(ps.path_ptr))])
+        size += int(np.where(is_pair, cum[hi] - cum[lo], 1).sum())
+        subflows += int((hi - lo).sum())
+        tables.append((v, ps, lo, hi))
+    if size > max_path_links:
+        raise InputError(
+            "schedule",
+            f"{size:,} path-link entries ({n_c:,} flow classes x {len(versions)} path versions)",
+            f"at most {max_path_links:,} (the memory of one flow simulation)",
+        )
+    check_subflows(n_f, subflows)
+    paths = {}
+    for v, ps, lo, hi in tables:
+        fptr = np.zeros(n_c + 1, np.int64)
+        np.cumsum(hi - lo, out=fptr[1:])
+        ids = _ranges(lo, hi)
+        owner = np.repeat(np.arange(n_c), hi - lo)
+        on_pair = is_pair[owner]
+        lens = np.where(on_pair, np.diff(ps.path_ptr)[np.where(on_pair, ids, 0)], 1)
+        pptr = np.zeros(ids.shape[0] + 1, np.int64)
+        np.cumsum(lens, out=pptr[1:])
+        links = np.empty(int(pptr[-1]), np.int64)
+        pos = _ranges(pptr[:-1][on_pair], pptr[1:][on_pair])
+        src_ids = ids[on_pair]
+        links[pos] = ps.path_links[_ranges(ps.path_ptr[src_ids], ps.path_ptr[src_ids + 1])]
+        links[pptr[:-1][~on_pair]] = c_route[owner[~on_pair]]
+        w = np.where(on_pair, ps.weight[np.where(on_pair, ids, 0)], 1.0)
+        paths[v] = EpochPaths(fptr, pptr, links, w)
+    from topoopt.flowsim.flowset import FlowSet
+
+    own = paths[r.epochs[0][2]]
+    flows = FlowSet(
+        capacity=cap, latency=lat, size=a["size"][rep], start=np.zeros(n_c),
+        flow_ptr=own.flow_ptr, path_ptr=own.path_ptr, path_links=own.path_links,
+        weight=own.weight, dep_ptr=dep_ptr, deps=deps,
+        multiplicity=np.bincount(class_of, minlength=n_c),
+    )  # fmt: skip
+    n_fab = r.fabric.n_links
+    rest = cap[n_fab:]
+    epochs = [
+        Epoch(t0, np.concatenate([c, rest]), None if v is None else paths[v])
+        for t0, c, v in r.epochs
+    ]
+    return flows, class_of, epochs
+
+
+def class_groups(builder, realised: RealisedSchedule):
+    """The flow classes of a builder grouped by route for :func:`topoopt.flowsim.
+    epochs_reduction.reduce_grouped`: ``(grouped, class_of, epochs)``, the classes' groups
+    (each server pair, each link of a link flow), every path version's routes once per group,
+    and the epochs with their path version's index (``None``: no paths). ``None`` when the
+    schedule's first epoch has no paths. The routes are those :func:`class_epochs` lists per
+    class."""
+    from topoopt.flowsim.epochs_reduction import GroupedFlows
+    from topoopt.flowsim.flowset import (
+        class_dependencies,
+        class_representatives,
+        identical_classes,
+    )
+    from topoopt.flowsim.timevarying import Epoch, EpochPaths
+
+    r = realised
+    fb = builder
+    if fb.net.fabric is not r.fabric:
+        raise InputError("builder", "a network on another fabric", "the schedule's union fabric")
+    if not r.epochs or r.epochs[0][0] != 0.0 or r.epochs[0][2] is None:
+        return None
+    a = fb.arrays()
+    net = fb.net
+    cap = net.capacity(fb.n_devices)
+    lat = net.latency(fb.n_devices)
+    n_cap = cap.shape[0]
+    n_nodes = r.fabric.n_nodes
+    pair = a["link"] < 0
+    keys, inv = np.unique(a["src"][pair] * n_nodes + a["dst"][pair], return_inverse=True)
+    route = a["link"].copy()
+    route[pair] = n_cap + inv.reshape(-1)
+    n_f = route.shape[0]
+    class_of = identical_classes(route, a["size"], np.zeros(n_f), a["dep_ptr"], a["deps"])
+    n_c = int(class_of.max()) + 1 if n_f else 0
+    rep = class_representatives(class_of, n_c)
+    dep_ptr, deps = class_dependencies(class_of, rep, a["dep_ptr"], a["deps"])
+    g_key, group = np.unique(route[rep], return_inverse=True)  # links first, then pairs
+    group = group.reshape(-1).astype(np.int64)
+    n_g = g_key.shape[0]
+    is_pair = g_key >= n_cap
+    pairs = np.column_stack([keys // n_nodes, keys % n_nodes])
+    g_pair = g_key[is_pair] - n_cap
+    versions = sorted({v for _, _, v in r.epochs if v is not None})
+    tables = []
+    for v in versions:
+        ps = r.routes(v, pairs)
+        comm = ps.index(pairs[:, 0], pairs[:, 1], n_nodes)[g_pair]
+        lo = np.zeros(n_g, np.int64)
+        hi = np.ones(n_g, np.int64)
+        lo[is_pair], hi[is_pair] = ps.commodity_ptr[comm], ps.commodity_ptr[comm + 1]
+        fptr = np.zeros(n_g + 1, np.int64)
+        np.cumsum(hi - lo, out=fptr[1:])
+        owner = np.repeat(np.arange(n_g), hi - lo)
+        ids = _ranges(lo, hi)
+        on = is_pair[owner]
+        lens = np.where(on, np.diff(ps.path_ptr)[np.where(on, ids, 0)], 1)
+        pptr = np.zeros(ids.shape[0] + 1, np.int64)
+        np.cumsum(lens, out=pptr[1:])
+        links = np.empty(int(pptr[-1]), np.int64)
+        links[_ranges(pptr[:-1][on], pptr[1:][on])] = ps.path_links[
+            _ranges(ps.path_ptr[ids[on]], ps.path_ptr[ids[on] + 1])
+        ]
+        links[pptr[:-1][~on]] = g_key[owner[~on]]
+        w = np.where(on, ps.weight[np.where(on, ids, 0)], 1.0)
+        tables.append(EpochPaths(fptr, pptr, links, w))
+    index = {v: i for i, v in enumerate(versions)}
+    gf = GroupedFlows(
+        capacity=cap, latency=lat, size=a["size"][rep], start=np.zeros(n_c),
+        multiplicity=np.bincount(class_of, minlength=n_c), dep_ptr=dep_ptr, deps=deps,
+        group=group, versions=tables,
+    )  # fmt: skip
+    rest = cap[r.fabric.n_links :]
+    epochs = [
+        Epoch(t0, np.concatenate([c, rest]), None if v is None else index[v])
+        for t0, c, v in r.epochs
+    ]
+    return gf, class_of, epochs
+
+
 def iteration_under_schedule(
     workload,
     schedule: Schedule,

@@ -25,7 +25,7 @@ One 10 B/s link, flows of 10 and 30 bytes with weights 1 and 3 (both end at 4 s)
 ...     np.zeros(0, np.int64), np.zeros(2, np.int64), 1, np.array([1.0, 3.0]),
 ...     np.array([[0, 1, 2]]), np.array([0, 1, 2]), np.array([0, 0]), np.ones(2), np.zeros(2),
 ...     np.zeros(0), np.zeros((0, 1)), np.zeros(0, np.int64), 2, 1, 1e-12, True, -1,
-...     np.zeros(2, np.bool_), np.inf, False, 1, np.zeros(0), False)
+...     np.zeros(2, np.bool_), np.inf, False, 1, np.zeros(0), False, np.ones(2), np.ones(2))
 >>> out[1].tolist()
 [4.0, 4.0]
 """
@@ -51,7 +51,7 @@ _CACHE = kernel_cache(__file__)  # a writable cache folder, else none (topoopt.n
 
 @njit(cache=_CACHE, error_model="numpy")
 def _fill(
-    act, n_act, s_gp, s_flow, s_rate, cls, n_cls, fweight, mult, g_pptr, g_plinks, cap, ev,
+    act, n_act, s_gp, s_flow, s_rate, cls, n_cls, fweight, mult, g_pptr, g_plinks, g_em, cap, ev,
     stamp, cstamp, rem, wsum, cnt, lofs, lcnt, lsub, byc, cc, hk, hv, tl, ref, cmin, theta,
 ):  # fmt: skip
     # ``cls`` is the class of every piece (not flow) here
@@ -85,7 +85,7 @@ def _fill(
                     tl = _grow(tl, n_tl + 1)
                     tl[n_tl] = k
                     n_tl += 1
-                rem[k] -= x
+                rem[k] -= x * g_em[j]
         else:
             ref[n_ref] = s
             n_ref += 1
@@ -128,7 +128,7 @@ def _fill(
                     cnt[k] = 0
                     lcnt[k] = 0
                     n_tc += 1
-                wsum[k] += mw
+                wsum[k] += mw * g_em[j]
                 cnt[k] += 1
                 lcnt[k] += 1
                 nnz += 1
@@ -178,8 +178,8 @@ def _fill(
                 gp = s_gp[s]
                 for j in range(g_pptr[gp], g_pptr[gp + 1]):
                     k = g_plinks[j]
-                    rem[k] -= mw * x
-                    wsum[k] -= mw
+                    rem[k] -= mw * x * g_em[j]
+                    wsum[k] -= mw * g_em[j]
                     cnt[k] -= 1
             rem[lk] = 0.0
     return rounds, n_tl, n_ref, lsub, hk, hv, tl
@@ -187,7 +187,7 @@ def _fill(
 
 @njit(cache=_CACHE, error_model="numpy")
 def _arrival_level(
-    act, n_act, s_gp, s_flow, s_rate, cls, cmin, fweight, mult, g_pptr, g_plinks, cap, ev,
+    act, n_act, s_gp, s_flow, s_rate, cls, cmin, fweight, mult, g_pptr, g_plinks, g_em, cap, ev,
     astamp, aload, awnew, aofs, acnt, alinks, alam, arm, awm,
 ):  # fmt: skip
     """A level below which no old piece of class ``cmin`` changes rate when its new pieces
@@ -213,7 +213,7 @@ def _arrival_level(
                 alinks = _grow(alinks, n_al + 1)
                 alinks[n_al] = k
                 n_al += 1
-            awnew[k] += fweight[f] * mult[f]
+            awnew[k] += fweight[f] * mult[f] * g_em[j]
     for i in range(n_act):
         s = act[i]
         f = s_flow[s]
@@ -225,7 +225,7 @@ def _arrival_level(
             k = g_plinks[j]
             if astamp[k] == ev:
                 if c < cmin:
-                    aload[k] += s_rate[s] * mult[f]
+                    aload[k] += s_rate[s] * mult[f] * g_em[j]
                 else:
                     acnt[k] += 1
     off = 0
@@ -248,8 +248,8 @@ def _arrival_level(
             if astamp[k] == ev:
                 e = aofs[k] + acnt[k]
                 alam[e] = s_rate[s] / fweight[f]
-                arm[e] = s_rate[s] * mult[f]
-                awm[e] = fweight[f] * mult[f]
+                arm[e] = s_rate[s] * mult[f] * g_em[j]
+                awm[e] = fweight[f] * mult[f] * g_em[j]
                 acnt[k] += 1
     level = np.inf
     for q in range(n_al):
@@ -297,7 +297,7 @@ def _count(lcc, c, gp, g_pptr, g_plinks, d):
 @njit(cache=_CACHE, error_model="numpy")
 def _late_bound(
     t, act, n_act, s_gp, s_flow, s_left, mult, size, finish, n_left, g_fptr, ver, g_pptr,
-    g_plinks, g_w, cap, load,
+    g_plinks, g_w, g_em, g_k, cap, load,
 ):  # fmt: skip
     """``(t + max_l load_l / cap_l, pieces)``: every byte left (the active pieces' and the
     unstarted flows' on the paths of version ``ver``) crosses its links after ``t``, at most at
@@ -314,7 +314,7 @@ def _late_bound(
             x *= mult[s_flow[s]]
             gp = s_gp[s]
             for j in range(g_pptr[gp], g_pptr[gp + 1]):
-                load[g_plinks[j]] += x
+                load[g_plinks[j]] += x * g_em[j]
     for f in range(size.shape[0]):
         if n_left[f] != 0 or finish[f] < np.inf or size[f] <= 0.0:
             continue  # active, finished or nothing to send
@@ -322,7 +322,7 @@ def _late_bound(
         for gp in range(g_fptr[ver, f], g_fptr[ver, f + 1]):
             pieces += 1
             for j in range(g_pptr[gp], g_pptr[gp + 1]):
-                load[g_plinks[j]] += x * g_w[gp]
+                load[g_plinks[j]] += x * g_w[gp] / g_k[gp] * g_em[j]
     worst = 0.0
     for k in range(n_l):
         if load[k] > 0.0:
@@ -338,7 +338,7 @@ def _late_bound(
 def epochs_kernel(
     cap0, size, start, mult, dep_ptr, deps, rdep_ptr, rdep, cls, n_cls, fweight, g_fptr, g_pptr,
     g_plinks, g_w, g_lat, e_start, e_cap, e_ver, n_p0, max_paths, rtol, record, limit, nonpre,
-    horizon, late_cut, late_every, snap_t, handoff,
+    horizon, late_cut, late_every, snap_t, handoff, g_em, g_k,
 ):  # fmt: skip
     """The event loop (see the module docstring of :mod:`topoopt.flowsim.timevarying`).
 
@@ -348,6 +348,13 @@ def epochs_kernel(
     (checked when the last epoch starts and every ``late_every`` events after): some flow
     would then be unfinished at the horizon anyway; the flows unfinished at the stop keep
     ``finish = inf``.
+
+    ``g_em`` (one per entry of ``g_plinks``) multiplies what a piece puts on that link (its
+    rate, weight and bytes times its flow's multiplicity); ``g_k`` (one per global path) is how
+    many pieces of its flow a path stands for: a piece of path ``gp`` starts with ``g_w[gp] /
+    g_k[gp]`` of its flow's bytes, and counts ``g_k[gp]`` times in the bytes its flow takes to
+    new paths. Both are 1 for a plain FlowSet; the symmetry quotient
+    (:mod:`topoopt.flowsim.epochs_reduction`) sets them.
 
     ``snap_t`` (ascending seconds) asks for the bytes left at those times: ``snap[k, p]`` is
     what global path ``p`` of the version in force at ``snap_t[k]`` (``snap_ver[k]``) has left
@@ -464,7 +471,7 @@ def epochs_kernel(
             if late_cut:
                 b, n_pc = _late_bound(
                     t, act, n_act, s_gp, s_flow, s_left, mult, size, finish, n_left, g_fptr,
-                    ver, g_pptr, g_plinks, g_w, cap, late_load,
+                    ver, g_pptr, g_plinks, g_w, g_em, g_k, cap, late_load,
                 )  # fmt: skip
                 # completions within rtol of an event end early: at most rtol * t per piece
                 if b > horizon + horizon * (n_pc * rtol + 1e-9):
@@ -494,7 +501,7 @@ def epochs_kernel(
                 for f in range(n_f):
                     if n_left[f] == 0 and finish[f] == np.inf:
                         for gp in range(g_fptr[ver, f], g_fptr[ver, f + 1]):
-                            snap[k_sn, gp] = size[f] * g_w[gp]
+                            snap[k_sn, gp] = size[f] * g_w[gp] / g_k[gp]
                 snap_ver[k_sn] = ver
                 snap_ok[k_sn] = True
             k_sn += 1
@@ -530,7 +537,7 @@ def epochs_kernel(
                     _count(lcc, cls[f], gp, g_pptr, g_plinks, -1)
                 sent = s_init[s] * mult[f]
                 for j in range(g_pptr[gp], g_pptr[gp + 1]):
-                    link_bytes[g_plinks[j]] += sent
+                    link_bytes[g_plinks[j]] += sent * g_em[j]
                 v = t + g_lat[gp]
                 if v > arrive[f]:
                     arrive[f] = v
@@ -583,14 +590,14 @@ def epochs_kernel(
                         n_rf += 1
                         resid[f] = 0.0
                         n_left[f] = -1  # collected once
-                    resid[f] += left
+                    resid[f] += left * g_k[s_gp[s]]
                     # the piece is cut: its bytes sent so far count, it arrives after its last
                     sent = (s_init[s] - left) * mult[f]
                     gp = s_gp[s]
                     _count(lcc, cls[f], gp, g_pptr, g_plinks, -1)
                     if sent > 0.0:
                         for j in range(g_pptr[gp], g_pptr[gp + 1]):
-                            link_bytes[g_plinks[j]] += sent
+                            link_bytes[g_plinks[j]] += sent * g_em[j]
                         v = s_last[s] + g_lat[gp]
                         if v > arrive[f]:
                             arrive[f] = v
@@ -619,7 +626,7 @@ def epochs_kernel(
                     for gp in range(a, b):
                         s_gp[n_s] = gp
                         s_flow[n_s] = f
-                        s_init[n_s] = resid[f] * g_w[gp]
+                        s_init[n_s] = resid[f] * g_w[gp] / g_k[gp]
                         s_left[n_s] = s_init[n_s]
                         s_rate[n_s] = -1.0
                         s_cls[n_s] = 0 if nonpre[f] else cls[f]
@@ -674,7 +681,7 @@ def epochs_kernel(
                 for gp in range(a, b):
                     s_gp[n_s] = gp
                     s_flow[n_s] = f
-                    s_init[n_s] = size[f] * g_w[gp]
+                    s_init[n_s] = size[f] * g_w[gp] / g_k[gp]
                     s_left[n_s] = s_init[n_s]
                     s_rate[n_s] = -1.0
                     s_cls[n_s] = 0 if nonpre[f] else cls[f]
@@ -705,7 +712,7 @@ def epochs_kernel(
             if has_arr[cmin]:
                 lv, alinks, alam, arm, awm = _arrival_level(
                     act, n_act, s_gp, s_flow, s_rate, s_cls, cmin, fweight, mult, g_pptr,
-                    g_plinks, cap, n_events, astamp, aload, awnew, aofs, acnt, alinks, alam,
+                    g_plinks, g_em, cap, n_events, astamp, aload, awnew, aofs, acnt, alinks, alam,
                     arm, awm,
                 )  # fmt: skip
                 theta = min(theta, lv)
@@ -716,8 +723,8 @@ def epochs_kernel(
             continue  # nothing arrived, left or changed: every rate stays
         full = False
         r, n_tl, n_ref, lsub, fk, fv, tl = _fill(
-            act, n_act, s_gp, s_flow, s_rate, s_cls, n_cls, fweight, mult, g_pptr, g_plinks, cap,
-            n_events, stamp, cstamp, rem, wsum, cnt, lofs, lcnt, lsub, byc, cc, fk, fv, tl,
+            act, n_act, s_gp, s_flow, s_rate, s_cls, n_cls, fweight, mult, g_pptr, g_plinks, g_em,
+            cap, n_events, stamp, cstamp, rem, wsum, cnt, lofs, lcnt, lsub, byc, cc, fk, fv, tl,
             ref, cmin, theta,
         )  # fmt: skip
         refills += n_ref
@@ -731,7 +738,7 @@ def epochs_kernel(
                 x = s_rate[s] * mult[f]
                 gp = s_gp[s]
                 for j in range(g_pptr[gp], g_pptr[gp + 1]):
-                    new_load[g_plinks[j]] += x
+                    new_load[g_plinks[j]] += x * g_em[j]
             for q in range(n_prev):
                 k = prev_tl[q]
                 if stamp[k] != n_events and cur_load[k] != 0.0:

@@ -161,6 +161,7 @@ def equitable_partition(
     max_rounds: int = MAX_ROUNDS,
     start_flow: np.ndarray | None = None,
     start_link: np.ndarray | None = None,
+    start_path: np.ndarray | None = None,
 ):
     """The coarsest equitable partition of ``fs``'s flows, sub-flows and links (module
     docstring), by colour refinement; ``None`` if it did not settle in ``max_rounds`` rounds.
@@ -170,6 +171,8 @@ def equitable_partition(
     separates flows (links) of different labels. Labels from the classes of a similar flow set
     (another phase of the same iteration) leave little to refine, so it settles in fewer
     rounds; any labels give an equitable partition that keeps the data, hence an exact quotient.
+    ``start_path`` (a label per sub-flow) splits the sub-flows' starting colours the same way
+    (the path version of each sub-flow, :mod:`topoopt.flowsim.epochs_reduction`).
 
     Examples
     --------
@@ -195,7 +198,7 @@ def equitable_partition(
     flow_ptr = np.ascontiguousarray(fs.flow_ptr, np.int64)
 
     lc = _dense(fs.capacity, fs.latency, *_labels(start_link, n_l, "start_link"))
-    pc = _dense(fs.weight)
+    pc = _dense(fs.weight, *_labels(start_path, fs.n_paths, "start_path"))
     fc = _dense(fs.size, fs.start, fs.multiplicity, *_labels(start_flow, n_f, "start_flow"))
     counts = (-1, -1, -1)
     for rounds in range(1, max_rounds + 1):

@@ -316,6 +316,30 @@ def _per_flow(values, n: int, field: str, default: float, kind: str) -> np.ndarr
     return np.ascontiguousarray(a)
 
 
+def _quotient_arrays(versions, incidence_multiplicity, path_members):
+    """``(g_em, g_k)`` of :func:`simulate_epochs`' global path table: the per-version arrays
+    given (checked: one per version, of its path-link entries and paths, finite, > 0), or 1."""
+    parts = []
+    for given, size, field in (
+        (incidence_multiplicity, lambda vs: vs.path_links.shape[0], "incidence_multiplicity"),
+        (path_members, lambda vs: vs.n_paths, "path_members"),
+    ):
+        if given is None:
+            parts.append(np.ones(sum(size(vs) for vs in versions)))
+            continue
+        given = list(given)
+        if len(given) != len(versions):
+            raise InputError(field, len(given), f"one array per path version ({len(versions)})")
+        arrs = []
+        for v, (a, vs) in enumerate(zip(given, versions, strict=True)):
+            a = np.ascontiguousarray(a, np.float64).reshape(-1)
+            if a.shape[0] != size(vs) or not np.all(np.isfinite(a) & (a > 0)):
+                raise InputError(f"{field}[{v}]", a.shape, f"{size(vs)} finite values > 0")
+            arrs.append(a)
+        parts.append(np.ascontiguousarray(np.concatenate(arrs)) if arrs else np.ones(0))
+    return parts[0], parts[1]
+
+
 def simulate_epochs(
     flows: FlowSet,
     epochs: Sequence[Epoch] = (),
@@ -330,6 +354,9 @@ def simulate_epochs(
     late_cut: bool = False,
     left_at=None,
     handoff: bool = False,
+    incidence_multiplicity=None,
+    path_members=None,
+    path_latency=None,
 ):
     """Simulate a FlowSet under epochs, strict priorities and weights (see the module docstring).
 
@@ -372,6 +399,16 @@ def simulate_epochs(
         the state there (:class:`Handoff`) for :func:`remainder_flows`; the result is then
         ``(SimResult, Handoff)`` (``(SimResult, BytesLeft, Handoff)`` with ``left_at``), the
         flows unfinished at the stop with ``finish = inf``.
+    incidence_multiplicity, path_members : sequence of numpy.ndarray, optional
+        For a symmetry quotient (:mod:`topoopt.flowsim.epochs_reduction`), one array per path
+        version (the FlowSet's own paths, then each epoch's with paths): ``float64`` per
+        path-link entry, the members a piece puts on that link (its rate times this, instead
+        of times its flow's multiplicity alone), and ``float64`` per path, how many pieces of
+        its flow the path stands for (a piece of it starts with its weight over this of the
+        flow's bytes). Default 1 (a plain FlowSet). Not with ``left_at`` or ``handoff``.
+    path_latency : sequence of numpy.ndarray, optional
+        For a quotient too: per path version, ``float64`` per path, its latency (default: the
+        sum of its links' latencies).
 
     Returns
     -------
@@ -457,13 +494,18 @@ def simulate_epochs(
         pp_parts.append(vs.path_ptr[:-1] + nnz_off)
         pl_parts.append(vs.path_links)
         w_parts.append(vs.weight)
-        lat_parts.append(vs.path_latency())
+        lat_parts.append(vs.path_latency() if path_latency is None else path_latency[v])
         p_off += vs.n_paths
         nnz_off += vs.path_links.shape[0]
     g_pptr = np.concatenate(pp_parts + [np.array([nnz_off], np.int64)])
     g_plinks = np.ascontiguousarray(np.concatenate(pl_parts), np.int64)
     g_w = np.ascontiguousarray(np.concatenate(w_parts))
     g_lat = np.ascontiguousarray(np.concatenate(lat_parts))
+    g_em, g_k = _quotient_arrays(versions, incidence_multiplicity, path_members)
+    if (incidence_multiplicity is not None or path_members is not None) and (
+        left_at is not None or handoff
+    ):
+        raise InputError("left_at", "a quotient's run", "no left_at or handoff with a quotient")
     rdep_ptr, rdep = fs.dependents()
     max_paths = int(max(np.diff(vs.flow_ptr).max() if n_f else 1 for vs in versions))
     out = epochs_kernel(
@@ -497,6 +539,8 @@ def simulate_epochs(
         LATE_EVERY,
         snap_t,
         bool(handoff),
+        g_em,
+        g_k,
     )
     (release, finish, path_last, moved, link_bytes, st, sl, sv, n_events, rounds, refills) = out[
         :11
@@ -527,7 +571,7 @@ def simulate_epochs(
         finish=finish,
         path_start=path_start,
         path_last_byte=path_last,
-        path_finish=path_last + fs.path_latency(),
+        path_finish=path_last + (fs.path_latency() if path_latency is None else path_latency[0]),
         link_bytes=link_bytes,
         capacity=fs.capacity,
         series_time=st,

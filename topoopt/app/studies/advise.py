@@ -520,7 +520,9 @@ def _phase_routed(row: dict, run, task: dict) -> dict | None:
     routing, else the ``joint`` row's; ``static_iteration_s`` is the static routing's iteration
     on the same engine (the reference the choice is made against), ``phase_routes`` names each
     phase and whether it took its own routing (``wall_s``: its own wall time, a clock field); the
-    binding class and link are the chosen schedule's (:func:`_binding`). When the routing cannot
+    binding class and link are the chosen schedule's (:func:`_binding`); ``phase_routing_reduction``
+    what the symmetry reduction of the chosen schedule's run found (``status`` on / off,
+    ``reason``, flows and flow classes). When the routing cannot
     run (e.g. over the memory budget) there is no such row and ``row`` gets
     ``phase_routing_warning``."""
     from solvers import phase_routing
@@ -559,6 +561,10 @@ def _phase_routed(row: dict, run, task: dict) -> dict | None:
             f"{p.name}: {'own' if c else 'static'}"
             for p, c in zip(res.phases, res.choice, strict=True)
         ],
+        # the chosen schedule's symmetry reduction (on: its quotient's classes; off: why)
+        "phase_routing_reduction": res.info["reduction"].get(
+            "".join("R" if c else "S" for c in res.choice)
+        ),
         "wall_s": time.perf_counter() - t0,
     }
     return out
