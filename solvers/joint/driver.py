@@ -1174,18 +1174,33 @@ class CongestionSearch:
         if workload is None or not problem.n_phases:
             info["selected_by"] = "optimizer objective"
             return 0
-        # simulate the cheapest first (fewest routing paths, then smallest objective): if
-        # the wall-clock cap stops a long simulation, the quick ones have been judged
+        # the objective's pick (built is sorted by objective) is simulated first and kept when
+        # it cannot be judged; then the cheapest first (fewest routing paths, then smallest
+        # objective): if the wall-clock cap stops a long simulation, the quick ones are judged
+        objective_pick = built[0][0]
         built.sort(key=lambda x: (x[1].routing.weight.size, x[1].objective_s))
         pick, scores = select_by_flow(
             built, problem, workload, self.end, self.known, reference=self.reference,
-            max_refills=self.flow_budget - self.flow_used,
+            max_refills=self.flow_budget - self.flow_used, pick=objective_pick,
         )  # fmt: skip
         if any(sc.timed_out for sc in scores):
             self.capped.append("flow model of the finalists")
         over = [sc.name for sc in scores if sc.over_budget]
         if over:
             info["flow_over_budget"] = over
+        skipped = [sc.name for sc in scores if sc.skipped]
+        if skipped:
+            info["flow_skipped"] = skipped
+        picked = next(sc for sc in scores if sc.name == built[pick][0])
+        if not picked.judged:  # the objective's pick, which the flow model could not judge
+            info["flow_reference"] = self.reference
+            info["flow_refills"] = {sc.name: sc.refills for sc in scores}
+            info["selected_by"] = (
+                f"optimizer objective (its pick {objective_pick!r} could not be simulated "
+                "within the flow work limit, and no judged finalist beat "
+                f"{self.reference})"
+            )
+            return pick
         info["flow_refills"] = {sc.name: sc.refills for sc in scores}
         info["flow_comm_s"] = {sc.name: sc.comm_s for sc in scores}
         info["flow_iteration_s"] = {sc.name: sc.iteration_s for sc in scores}
@@ -1227,9 +1242,16 @@ class CongestionSearch:
         if name in info.get("flow_comm_s", {}):
             keys = ("flow_comm_s", "flow_iteration_s", "flow_refills")
             ring_times = tuple(info[k][name] for k in keys)
-        picked, cinfo = choose_collectives(
-            out, problem, self.workload, ring_times, deadline=self.end
-        )
+        if self.workload is not None and ring_times is None:
+            # the objective's pick, which the flow model could not simulate within its work
+            # limit: the Blink pass (its simulation, then a trial per family) is not run either
+            picked = out
+            cinfo = {"skipped": ["the design's simulation needs more than the flow work limit"],
+                     "tried": []}  # fmt: skip
+        else:
+            picked, cinfo = choose_collectives(
+                out, problem, self.workload, ring_times, deadline=self.end
+            )
         extra = {"collective_choice": cinfo}
         if cinfo.get("time_limit"):  # the clock cut the Blink pass: say so
             extra.update(
