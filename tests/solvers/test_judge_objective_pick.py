@@ -1,12 +1,11 @@
-"""The flow-model judge of the congestion search keeps the objective's pick when it cannot
-simulate it, and does not simulate a finalist it could never choose (session 40).
+"""The flow-model judge of the congestion search simulates the objective's pick first, and does
+not simulate a finalist it could never choose (session 40).
 
 At 1,024 GPUs ``advise dlrm`` shipped TopoOpt's design (17.57 ms) over the objective's pick
-(13.22 ms) because the pick needed more re-fills than the judge's budget, and ``advise
-llama3-405b`` peaked at 7.49 GB simulating a finalist worse than the reference in the objective
-(which the choice rule can never take). Here on an 8-server problem: a finalist with a smaller
-objective than both baselines and a budget that admits no further simulation; and a finalist
-worse in the objective than the reference.
+(13.22 ms): the judge's re-fill budget went to cheaper finalists first and did not reach the
+pick; and ``advise llama3-405b`` peaked at 7.49 GB simulating a finalist worse than the reference
+in the objective (which the choice rule can never take). Here on an 8-server problem: a budget
+that fits one simulation, and a finalist worse in the objective than the reference.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import yaml
 
 from solvers.baselines.topoopt_method import topoopt_design
 from solvers.joint.driver import CongestionSearch
-from solvers.joint.flow_select import FlowScore, select_by_flow
+from solvers.joint.flow_select import FlowScore, flow_times, select_by_flow
 from solvers.model.problem import DesignProblem
 from traffic.build import workload_from_plan
 from traffic.plan import embedded_plan_path
@@ -50,20 +49,46 @@ def _fresh(s: CongestionSearch) -> CongestionSearch:
     return t
 
 
-def test_objective_pick_is_kept_when_the_judge_cannot_simulate_it(judged):
+def test_objective_pick_gets_the_budget_first(judged):
+    """Two finalists with the reference's circuits and times, one routed on fewer paths (first
+    in the cheapest-first order, so main simulated it first), the other the objective's pick;
+    the budget fits the pick's simulation. The pick is judged (and ties the reference, which
+    stays: the earlier finalist); main spent the budget on the other and could not judge the
+    pick (DLRM at 1,024 GPUs: 17.57 ms shipped over the pick's 13.22 ms)."""
     s = _fresh(judged)
     ref = next(b for b in s.bases if b.solver == s.reference)
-    other = next(b for b in s.bases if b.solver != s.reference)
-    # a design of smaller objective than every baseline (the released baseline's circuits,
-    # given a lower objective: the judge only reads its objective and simulates it)
-    pick = replace(other, solver="joint", objective_s=0.5 * ref.objective_s)
-    s.flow_budget = s.flow_used + 1  # one re-fill left: the pick cannot be simulated
+    r = s.known[s.reference]
+    few = replace(ref, solver="joint", objective_s=0.9 * ref.objective_s)
+    # the pick: the reference's design with each path listed twice at half its weight (the same
+    # bytes on the same links; more paths, so later in the cheapest-first order)
+    rt = ref.routing
+    twice = [[(n, w / 2) for n, w in pl for _ in range(2)] for pl in rt.to_lists()]
+    routing = type(rt).from_lists(rt.src, rt.dst, twice)
+    pick = replace(ref, solver="joint", objective_s=0.5 * ref.objective_s, routing=routing)
+    comm, it, need = flow_times(pick, s.problem, s.workload)
+    assert routing.weight.size > rt.weight.size and need > r.refills
+    s.flow_budget = s.flow_used + need  # the pick's simulation exactly
+    built = sorted([("few", few), ("pick", pick), *[(b.solver, b) for b in s.bases]],
+                   key=lambda x: x[1].objective_s)  # fmt: skip
+    k = s.judge(built)
+    assert s.info["flow_over_budget"] == ["few"]  # main: ["pick"]
+    assert built[k][0] == s.reference
+    assert s.info["flow_comm_s"]["pick"] == comm
+    assert comm == pytest.approx(r.comm_s, rel=1e-9)
+
+
+def test_unjudged_pick_is_not_chosen(judged):
+    """A pick the budget cannot simulate is not chosen (its simulation could cost minutes:
+    Mixtral 8x7B's at 1,024 GPUs needs 3.8e9 re-fills): the reference stays."""
+    s = _fresh(judged)
+    ref = next(b for b in s.bases if b.solver == s.reference)
+    pick = replace(ref, solver="joint", objective_s=0.5 * ref.objective_s)
+    s.flow_budget = s.flow_used + 1  # one re-fill left
     built = sorted([("pick", pick), *[(b.solver, b) for b in s.bases]],
                    key=lambda x: x[1].objective_s)  # fmt: skip
     k = s.judge(built)
-    assert built[k][0] == "pick"  # main shipped the reference here
+    assert built[k][0] == s.reference
     assert s.info["flow_over_budget"] == ["pick"]
-    assert s.info["selected_by"].startswith("optimizer objective")
 
 
 def test_objective_pick_judged_and_slower_loses_to_the_reference(judged):
@@ -96,26 +121,20 @@ def test_finalist_worse_than_the_reference_in_the_objective_is_not_simulated(jud
     assert s.flow_used == used
 
 
-def _direct(scores, objectives, ref, pick):
-    """The choice rule written out: admissible = judged and no worse than ``ref`` in either
-    time or the objective; the fastest (comm, iteration, index) wins; an unjudged ``pick``
-    replaces ``ref`` as the default and only a strictly faster finalist displaces it."""
+def _direct(scores, objectives, ref):
+    """The choice rule written out: admissible = no worse than ``ref`` in either time or the
+    objective (a finalist not judged scores ``inf``); the fastest (comm, iteration, index)."""
     r = scores[ref]
     ok = [i for i, s in enumerate(scores)
           if s.comm_s <= r.comm_s and s.iteration_s <= r.iteration_s
           and objectives[i] <= objectives[ref]]  # fmt: skip
-    best = min(ok, key=lambda i: (scores[i].comm_s, scores[i].iteration_s, i))
-    if pick is not None and math.isinf(scores[pick].comm_s):
-        faster = [i for i in ok if (scores[i].comm_s, scores[i].iteration_s)
-                  < (r.comm_s, r.iteration_s)]  # fmt: skip
-        return best if faster else pick
-    return best
+    return min(ok, key=lambda i: (scores[i].comm_s, scores[i].iteration_s, i))
 
 
 @pytest.mark.parametrize("seed", range(12))
 def test_choice_with_a_pick_matches_a_direct_implementation(judged, seed):
-    """Random known scores (some over budget, never simulated) and objectives; the pick is the
-    finalist of smallest objective."""
+    """Random known scores (some over budget) and objectives; the pick (the finalist of smallest
+    objective) does not change the rule, only the order of the simulations."""
     s = judged
     rng = np.random.default_rng(seed)
     names = ["a", "topoopt", "b", "c"]
@@ -134,4 +153,4 @@ def test_choice_with_a_pick_matches_a_direct_implementation(judged, seed):
         finalists, s.problem, s.workload, time.perf_counter(), known, pick=names[pick]
     )
     assert [sc.name for sc in scores] == names
-    assert best == _direct(scores, objectives, names.index("topoopt"), pick)
+    assert best == _direct(scores, objectives, names.index("topoopt"))
