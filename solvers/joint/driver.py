@@ -185,14 +185,18 @@ WORK_PER_REFILL = 1e-7
 (:mod:`solvers.joint.iteration_search`) charges its simulations. The congestion search's
 flow-model judging counts :data:`FLOW_WORK_PER_REFILL` instead."""
 
-FLOW_WORK_PER_REFILL = 2e-8
+FLOW_WORK_PER_REFILL = 4e-8
 """Work units per sub-flow re-fill in the congestion search's flow-model judging (one unit is
-about a CPU second): the judging's simulations at 128 servers (``advise --gpus 1024``, session
-40) took 6.3-7.4 ns a re-fill (DLRM's finalists: 2.2e8 and 2.9e8 re-fills in 1.6 and 1.8 CPU s)
-and 22.7 ns (Mixtral 8x7B's ``topoopt circuits``: 3.8e9 re-fills, 85.5 CPU s), not the 100 ns
-of :data:`WORK_PER_REFILL`; at 100 ns the budget (1e8 re-fills) could not simulate DLRM's
-objective pick, 13.22 ms against the 17.57 ms TopoOpt design shipped instead. At 20 ns the
-default judging gets 5e8 re-fills, at most about 10 CPU s on either rate."""
+about a CPU second). Measured on the judging's simulations at 128 servers (``advise --gpus
+1024``, session 40): 6.3-7.4 ns a re-fill on DLRM's finalists (2.2e8 and 2.9e8 re-fills in 1.6
+and 1.8 CPU s), 22.7 ns on Mixtral 8x7B's ``topoopt circuits`` (3.8e9 re-fills, 85.5 CPU s),
+about 73 ns on GPT-3 175B's ``split d_ar=6`` (4e8 re-fills, 29 CPU s); not the 100 ns of
+:data:`WORK_PER_REFILL`, at which the budget (1e8 re-fills) could not simulate DLRM's objective
+pick (13.22 ms against the 17.57 ms TopoOpt design shipped instead). At 40 ns the default
+judging gets 2.5e8 re-fills: DLRM's pick fits, and a finalist that does not fit costs GPT-3
+about 11 CPU s more than at 1e8 (at 20 ns, 5e8 re-fills: 29 s more, 1.38x its advise run).
+The cost of a re-fill varies tenfold between plans, so the budget is a deterministic cap,
+not a time."""
 
 BOUND_WORK_SHARE = 0.1
 """At most this share of ``work_limit`` goes to the LP-relaxation bound (its solves are
@@ -201,8 +205,8 @@ iteration-capped accordingly; when it does not finish, the ideal-switch and hop 
 FLOW_WORK_SHARE = 0.5
 """The flow-model judging of the finalists gets ``FLOW_WORK_SHARE * work_limit`` work units on
 top of the search's ``work_limit``: ``FLOW_WORK_SHARE * work_limit / FLOW_WORK_PER_REFILL``
-re-fills shared by the ``topoopt`` baseline's simulation and then the finalists' (5 x 10^8 by
-default, at every size: without a ``work_limit`` the share is of :data:`DEFAULT_WORK_LIMIT`,
+re-fills shared by the ``topoopt`` baseline's simulation and then the finalists' (2.5 x 10^8
+by default, at every size: without a ``work_limit`` the share is of :data:`DEFAULT_WORK_LIMIT`,
 also above ``lp_max_servers``)."""
 
 LP_ITERATION_LIMIT = 20_000
