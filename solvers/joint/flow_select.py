@@ -62,11 +62,6 @@ class FlowScore:
     too_large: bool = False
     skipped: bool = False
 
-    @property
-    def judged(self) -> bool:
-        """True when the flow model gave the finalist its times."""
-        return not (self.timed_out or self.over_budget or self.skipped)
-
 
 def flow_times(
     design: Design,
@@ -274,7 +269,7 @@ def select_by_flow(
     tol = 1 + 1e-9
     budget = max_refills
 
-    def judged(i: int) -> FlowScore:
+    def judge_one(i: int) -> FlowScore:
         nonlocal budget
         name, design = finalists[i]
         if name in known:
@@ -295,7 +290,7 @@ def select_by_flow(
     if pick is not None:  # the objective's pick first
         k = names.index(pick)
         order = [k] + [i for i in order if i != k]
-    got = {i: judged(i) for i in order}
+    got = {i: judge_one(i) for i in order}
     scores = [got[i] for i in range(len(finalists))]
     best = names.index(reference)
     best_key = (ref.comm_s, 0.0 if math.isnan(ref.iteration_s) else ref.iteration_s, best)
