@@ -35,26 +35,26 @@ Determinism
 -----------
 No decision depends on the clock. Steps 3-5 run while the work spent (:class:`WorkMeter`:
 deterministic work units from LP nonzeros x iterations and model sizes,
-:data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`) plus the forecast of the next routing (the
-last one's work) is within ``work_limit`` (:data:`DEFAULT_WORK_LIMIT`); the routing LPs are GLOP
-solved to optimality or PDLP to :data:`ROUTING_LP_TOLERANCE` within :data:`LP_ITERATION_LIMIT`
-iterations; the bound's PDLP is iteration-limited too; the exact MIP gets
-:data:`EXACT_WORK_SHARE` of the work left, turned into SCIP's node, LP-iteration, cut-round and
-strong-branching limits (:func:`solvers.joint.exact_mip.exact_limits`, at most
-:data:`EXACT_NODE_LIMIT` nodes), and its LP iterations are charged; the flow-model judging
-(the ``topoopt`` baseline, then the finalists in order) shares :data:`FLOW_WORK_SHARE` times
-as many work units, counted in the flow model's sub-flow re-fills (:data:`WORK_PER_REFILL`): a
-simulation that needs more stops there and its finalist is not chosen (if the baseline's own
-simulation does not fit, the objective decides). The same problem, seed, thread count and work
-limit therefore give the same design on any machine and under any load. Without a work limit,
-above :data:`CLOCK_SIZED_MIN_SERVERS` servers, the time limit sizes the search, never a clock
-read (:func:`clock_sizing`): its units (:func:`clock_units`, a quarter core of the time limit)
-must cover the forecast flow-model judging (:func:`flow_judging_units`), else the objective
-decides and the search gets :data:`CLOCK_SEARCH_SHARE` of them. ``time_limit_s`` caps
-the wall clock (the search keeps time for about four flow simulations after the first one): when
-it cuts a step the best design so far is returned with ``info["deterministic"] = False`` and
-``info["stopped_by"] = "time limit"``; otherwise ``stopped_by`` is ``"optimal"``, ``"work
-limit"`` or ``"done"``.
+:data:`solvers.routing_lp.WORK_PER_NNZ_ITERATION`) plus the forecast of the next routing (the last
+one's work) is within ``work_limit`` (:data:`DEFAULT_WORK_LIMIT`); the routing LPs are GLOP solved
+to optimality or PDLP to :data:`ROUTING_LP_TOLERANCE` within :data:`LP_ITERATION_LIMIT` iterations;
+the bound's PDLP is iteration-limited too; the exact MIP gets :data:`EXACT_WORK_SHARE` of the work
+left, turned into SCIP's node, LP-iteration, cut-round and strong-branching limits
+(:func:`solvers.joint.exact_mip.exact_limits`, at most :data:`EXACT_NODE_LIMIT` nodes), and its LP
+iterations are charged; the flow-model judging (the ``topoopt`` baseline, then the objective's pick,
+then the other finalists in order; finalists worse than the reference in the objective are not
+simulated) shares :data:`FLOW_WORK_SHARE` times as many work units, counted in the flow model's
+sub-flow re-fills (:data:`FLOW_WORK_PER_REFILL`): a simulation that needs more stops there and its
+finalist is not chosen (if the baseline's own simulation does not fit, the objective decides). The
+same problem, seed, thread count and work limit therefore give the same design on any machine and
+under any load. Without a work limit, above :data:`CLOCK_SIZED_MIN_SERVERS` servers, the time limit
+sizes the search, never a clock read (:func:`clock_sizing`): its units (:func:`clock_units`, a
+quarter core of the time limit) must cover the forecast flow-model judging
+(:func:`flow_judging_units`), else the objective decides and the search gets
+:data:`CLOCK_SEARCH_SHARE` of them. ``time_limit_s`` caps the wall clock (the search keeps time for
+about four flow simulations after the first one): when it cuts a step the best design so far is
+returned with ``info["deterministic"] = False`` and ``info["stopped_by"] = "time limit"``; otherwise
+``stopped_by`` is ``"optimal"``, ``"work limit"`` or ``"done"``.
 
 Above ``lp_max_servers`` servers (default :data:`LP_MAX_SERVERS`) the routing LP is not run:
 :func:`solvers.joint.lp_free.lp_free_search` routes the constructions in closed form
@@ -116,6 +116,7 @@ __all__ = [
     "FLOW_MAX_PAIRS",
     "LP_MAX_SERVERS",
     "WORK_PER_REFILL",
+    "FLOW_WORK_PER_REFILL",
     "FLOW_WORK_SHARE",
     "BOUND_WORK_SHARE",
     "CLOCK_CORE_SHARE",
@@ -180,7 +181,22 @@ candidates' construction, which are not metered)."""
 
 WORK_PER_REFILL = 1e-7
 """Work units per sub-flow re-fill of the flow model (about 100 ns each on the reference machine;
-:attr:`topoopt.flowsim.simulator.SimResult.refills`)."""
+:attr:`topoopt.flowsim.simulator.SimResult.refills`), as the iteration search
+(:mod:`solvers.joint.iteration_search`) charges its simulations. The congestion search's
+flow-model judging counts :data:`FLOW_WORK_PER_REFILL` instead."""
+
+FLOW_WORK_PER_REFILL = 4e-8
+"""Work units per sub-flow re-fill in the congestion search's flow-model judging (one unit is
+about a CPU second). Measured on the judging's simulations at 128 servers (``advise --gpus
+1024``, session 40): 6.3-7.4 ns a re-fill on DLRM's finalists (2.2e8 and 2.9e8 re-fills in 1.6
+and 1.8 CPU s), 22.7 ns on Mixtral 8x7B's ``topoopt circuits`` (3.8e9 re-fills, 85.5 CPU s),
+about 73 ns on GPT-3 175B's ``split d_ar=6`` (4e8 re-fills, 29 CPU s); not the 100 ns of
+:data:`WORK_PER_REFILL`, at which the budget (1e8 re-fills) could not simulate DLRM's objective
+pick (13.22 ms against the 17.57 ms TopoOpt design shipped instead). At 40 ns the default
+judging gets 2.5e8 re-fills: DLRM's pick fits, and a finalist that does not fit costs GPT-3
+about 11 CPU s more than at 1e8 (at 20 ns, 5e8 re-fills: 29 s more, 1.38x its advise run).
+The cost of a re-fill varies tenfold between plans, so the budget is a deterministic cap,
+not a time."""
 
 BOUND_WORK_SHARE = 0.1
 """At most this share of ``work_limit`` goes to the LP-relaxation bound (its solves are
@@ -188,10 +204,10 @@ iteration-capped accordingly; when it does not finish, the ideal-switch and hop 
 
 FLOW_WORK_SHARE = 0.5
 """The flow-model judging of the finalists gets ``FLOW_WORK_SHARE * work_limit`` work units on
-top of the search's ``work_limit``: ``FLOW_WORK_SHARE * work_limit / WORK_PER_REFILL`` re-fills
-shared by the ``topoopt`` baseline's simulation and then the finalists' (10^8 by default, at
-every size: without a ``work_limit`` the share is of :data:`DEFAULT_WORK_LIMIT`, also above
-``lp_max_servers``)."""
+top of the search's ``work_limit``: ``FLOW_WORK_SHARE * work_limit / FLOW_WORK_PER_REFILL``
+re-fills shared by the ``topoopt`` baseline's simulation and then the finalists' (2.5 x 10^8
+by default, at every size: without a ``work_limit`` the share is of :data:`DEFAULT_WORK_LIMIT`,
+also above ``lp_max_servers``)."""
 
 LP_ITERATION_LIMIT = 20_000
 """Deterministic iteration limit of every PDLP solve of the search (routing and bound LPs)."""
@@ -849,7 +865,7 @@ class CongestionSearch:
         # the judging's own budget: a share of the work limit given, else of the default
         # DEFAULT_WORK_LIMIT at every size (LP_FREE_WORK_LIMIT bounds the search, not it)
         flow_wl = self.wl if self.work_limit is not None else DEFAULT_WORK_LIMIT
-        self.flow_budget = flow_budget = int(FLOW_WORK_SHARE * flow_wl / WORK_PER_REFILL)
+        self.flow_budget = flow_budget = int(FLOW_WORK_SHARE * flow_wl / FLOW_WORK_PER_REFILL)
         if workload is not None and problem.n_phases and not self.clock_judges:
             info["steps"].append(
                 f"flow model skipped (the time limit of {math.ceil(self.time_limit_s)} s counts "
@@ -1174,18 +1190,23 @@ class CongestionSearch:
         if workload is None or not problem.n_phases:
             info["selected_by"] = "optimizer objective"
             return 0
-        # simulate the cheapest first (fewest routing paths, then smallest objective): if
-        # the wall-clock cap stops a long simulation, the quick ones have been judged
+        # the objective's pick (built is sorted by objective) is simulated first, so the work
+        # limit goes to it; then the cheapest first (fewest routing paths, then smallest
+        # objective): if the wall-clock cap stops a long simulation, the quick ones are judged
+        objective_pick = built[0][0]
         built.sort(key=lambda x: (x[1].routing.weight.size, x[1].objective_s))
         pick, scores = select_by_flow(
             built, problem, workload, self.end, self.known, reference=self.reference,
-            max_refills=self.flow_budget - self.flow_used,
+            max_refills=self.flow_budget - self.flow_used, pick=objective_pick,
         )  # fmt: skip
         if any(sc.timed_out for sc in scores):
             self.capped.append("flow model of the finalists")
         over = [sc.name for sc in scores if sc.over_budget]
         if over:
             info["flow_over_budget"] = over
+        skipped = [sc.name for sc in scores if sc.skipped]
+        if skipped:
+            info["flow_skipped"] = skipped
         info["flow_refills"] = {sc.name: sc.refills for sc in scores}
         info["flow_comm_s"] = {sc.name: sc.comm_s for sc in scores}
         info["flow_iteration_s"] = {sc.name: sc.iteration_s for sc in scores}
