@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from tests.fuzz.test_typo_fields import rename_key
 from topoopt.app.cli.app import app
 from topoopt.flowsim.netsim_json import load_netsim, parse_netsim, run_netsim
 from traffic.errors import InputError
@@ -108,6 +107,17 @@ def test_bad_input_names_field_value_and_allowed(doc, field, words):
     assert field in info.value.field
     assert words in msg
     assert "\n" not in msg and "allowed:" in msg
+
+
+def rename_key(doc, path, new):
+    """``doc`` with the key at ``path`` renamed to ``new``, in place (the key order kept)."""
+    target = doc
+    for part in path[:-1]:
+        target = target[part]
+    items = list(target.items())
+    target.clear()
+    target.update((new if k == path[-1] else k, v) for k, v in items)
+    return doc
 
 
 def renamed(path, new):

@@ -12,6 +12,8 @@ import pytest
 import yaml
 from fuzz_kinds import KINDS, run_case
 
+from tests.flowsim.test_netsim_json import rename_key
+
 # kind -> (path of the key to rename, the typo, the known fields the line lists)
 RENAMES = {
     "plan-yaml": (("cluster", "servers"), "servesr", "known fields: servers, gpus_per_server, "),
@@ -27,17 +29,6 @@ RENAMES = {
     "hardware": (("gpus", "fuzz-gpu", "label"), "lable", "known fields: label, bf16_tflops, "),
     "prices": (("fibre", "capex_usd"), "capex_uds", "known fields: capex_usd, power_w, source"),
 }
-
-
-def rename_key(doc, path, new):
-    """``doc`` with the key at ``path`` renamed to ``new``, in place (the key order kept)."""
-    target = doc
-    for part in path[:-1]:
-        target = target[part]
-    items = list(target.items())
-    target.clear()
-    target.update((new if k == path[-1] else k, v) for k, v in items)
-    return doc
 
 
 def test_every_kind_with_fields_has_a_rename():
