@@ -392,6 +392,9 @@ class Engine:
                     try:
                         results[k] = ray.get(ref)
                     except Exception as exc:
+                        # a task lost with its raylet: say so, and do not send cancels to a
+                        # dead instance (they can block until Ray ends the process, exit 1)
+                        self._check_alive(len(results), len(items))
                         for r in pending:
                             ray.cancel(r)
                         cause = getattr(exc, "cause", None) or exc
