@@ -858,24 +858,18 @@ def _epochs_of(t: FlowTemplate, flows, realised: RealisedSchedule, max_path_link
     return epochs
 
 
-def class_epochs(builder, realised: RealisedSchedule, max_path_links: int = MAX_PATH_LINKS):
-    """``(flows, class_of, epochs)`` as :func:`schedule_flowset`, without routing the server
-    pairs over the union fabric: every class's own paths are the first epoch's (which starts
-    at 0 with paths, before any flow starts: the own paths are never used), so only each path
-    version's routes are listed, once per server pair. ``None`` when the schedule's first
-    epoch has no paths. A table of more than ``max_path_links`` entries (every class's path
-    links, summed over the path versions) is refused before it is built, as by
-    :func:`schedule_flowset`, and so are sub-flows over the memory budget
-    (:func:`topoopt.flowsim.subflow_guard.check_subflows`: the plain run holds every one). The
-    symmetry quotient does not list them (:func:`class_groups`).
-    """
+def _flow_classes(builder, realised: RealisedSchedule):
+    """What :func:`class_epochs` and :func:`class_groups` share: the builder's flows in classes
+    of identical flows (same route key, size and dependency classes), or ``None`` when the
+    schedule's first epoch has no paths. Returns ``(realised, arrays, capacity, latency, n_cap,
+    n_nodes, pair_keys, route, n_flows, class_of, n_classes, representatives, dep_ptr, deps)``;
+    a route is a link (``< n_cap``) or ``n_cap +`` the index of its server pair in ``pair_keys``
+    (``src * n_nodes + dst``)."""
     from topoopt.flowsim.flowset import (
         class_dependencies,
         class_representatives,
         identical_classes,
     )
-    from topoopt.flowsim.subflow_guard import check_subflows
-    from topoopt.flowsim.timevarying import Epoch, EpochPaths
 
     r = realised
     fb = builder
@@ -898,6 +892,27 @@ def class_epochs(builder, realised: RealisedSchedule, max_path_links: int = MAX_
     n_c = int(class_of.max()) + 1 if n_f else 0
     rep = class_representatives(class_of, n_c)
     dep_ptr, deps = class_dependencies(class_of, rep, a["dep_ptr"], a["deps"])
+    return r, a, cap, lat, n_cap, n_nodes, keys, route, n_f, class_of, n_c, rep, dep_ptr, deps
+
+
+def class_epochs(builder, realised: RealisedSchedule, max_path_links: int = MAX_PATH_LINKS):
+    """``(flows, class_of, epochs)`` as :func:`schedule_flowset`, without routing the server
+    pairs over the union fabric: every class's own paths are the first epoch's (which starts
+    at 0 with paths, before any flow starts: the own paths are never used), so only each path
+    version's routes are listed, once per server pair. ``None`` when the schedule's first
+    epoch has no paths. A table of more than ``max_path_links`` entries (every class's path
+    links, summed over the path versions) is refused before it is built, as by
+    :func:`schedule_flowset`, and so are sub-flows over the memory budget
+    (:func:`topoopt.flowsim.subflow_guard.check_subflows`: the plain run holds every one). The
+    symmetry quotient does not list them (:func:`class_groups`).
+    """
+    from topoopt.flowsim.subflow_guard import check_subflows
+    from topoopt.flowsim.timevarying import Epoch, EpochPaths
+
+    c = _flow_classes(builder, realised)
+    if c is None:
+        return None
+    r, a, cap, lat, n_cap, n_nodes, keys, route, n_f, class_of, n_c, rep, dep_ptr, deps = c
     c_route = route[rep]
     is_pair = c_route >= n_cap
     c_pair = np.where(is_pair, c_route - n_cap, 0)
@@ -963,34 +978,12 @@ def class_groups(builder, realised: RealisedSchedule):
     schedule's first epoch has no paths. The routes are those :func:`class_epochs` lists per
     class."""
     from topoopt.flowsim.epochs_reduction import GroupedFlows
-    from topoopt.flowsim.flowset import (
-        class_dependencies,
-        class_representatives,
-        identical_classes,
-    )
     from topoopt.flowsim.timevarying import Epoch, EpochPaths
 
-    r = realised
-    fb = builder
-    if fb.net.fabric is not r.fabric:
-        raise InputError("builder", "a network on another fabric", "the schedule's union fabric")
-    if not r.epochs or r.epochs[0][0] != 0.0 or r.epochs[0][2] is None:
+    c = _flow_classes(builder, realised)
+    if c is None:
         return None
-    a = fb.arrays()
-    net = fb.net
-    cap = net.capacity(fb.n_devices)
-    lat = net.latency(fb.n_devices)
-    n_cap = cap.shape[0]
-    n_nodes = r.fabric.n_nodes
-    pair = a["link"] < 0
-    keys, inv = np.unique(a["src"][pair] * n_nodes + a["dst"][pair], return_inverse=True)
-    route = a["link"].copy()
-    route[pair] = n_cap + inv.reshape(-1)
-    n_f = route.shape[0]
-    class_of = identical_classes(route, a["size"], np.zeros(n_f), a["dep_ptr"], a["deps"])
-    n_c = int(class_of.max()) + 1 if n_f else 0
-    rep = class_representatives(class_of, n_c)
-    dep_ptr, deps = class_dependencies(class_of, rep, a["dep_ptr"], a["deps"])
+    r, a, cap, lat, n_cap, n_nodes, keys, route, n_f, class_of, n_c, rep, dep_ptr, deps = c
     g_key, group = np.unique(route[rep], return_inverse=True)  # links first, then pairs
     group = group.reshape(-1).astype(np.int64)
     n_g = g_key.shape[0]
