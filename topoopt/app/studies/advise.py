@@ -1326,8 +1326,12 @@ def advise(
                 "talk over NVLink and there is no network to choose",
             )
     fabrics = ("ideal", *FAMILY_OF)
-    for j in scaled:  # sizes first: a refusal before minutes of work
-        check_work(workload_from_plan(j.plan), f"simulation (x {len(fabrics)} fabrics)")
+    for j in scaled:  # sizes first: a refusal before minutes of work (the rows simulate
+        # through the symmetry reduction, so its cap; a row with priorities of its own is
+        # checked again with the plain one, _row)
+        check_work(
+            workload_from_plan(j.plan), f"simulation (x {len(fabrics)} fabrics)", reduced=True
+        )
     common = {
         "degree": int(degree), "link_bandwidth": float(link_bandwidth),
         "oversubscription": float(oversubscription), "seed": int(seed),

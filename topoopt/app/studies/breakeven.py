@@ -18,8 +18,9 @@ Either way ``g(f) = T_ft(f) - T_opt`` is monotone, and the breakeven factor is f
 on ``log f``: first a fixed grid of factors (:data:`GRID`, also the plotted curve), then halving
 the bracket where ``g`` changes sign until ``f_hi / f_lo <= 1 + rel_tol``. Every step rebuilds the
 cost-equivalent fat-tree and simulates its iteration
-(:func:`topoopt.flowsim.iteration.simulate_iteration`); fat-trees already simulated (same link
-rate and shape) are reused. The work is a fixed number of steps (deterministic, no wall clock).
+(:func:`topoopt.flowsim.iteration.simulate_iteration`, through the exact symmetry reduction);
+fat-trees already simulated (same link rate and shape) are reused. The work is a fixed number
+of steps (deterministic, no wall clock).
 
 The reported price is the varied item's unit price at the tie: the switch-port price at the
 design's link rate ``B`` (electrical), or the patch-panel / OCS port price of the device the design
@@ -156,7 +157,9 @@ class PriceProbe:
         key = (round(eq.port_bandwidth, 3), info["switch"], info["leaves"], info["spines"])
         if key not in self._sims:
             self.calls += 1
-            it = simulate_iteration(self.workload, eq.fabric, exposed_by_class=False)
+            it = simulate_iteration(
+                self.workload, eq.fabric, exposed_by_class=False, reduction=True
+            )
             self._sims[key] = float(it.iteration_s)
         row.update(
             iteration_s=self._sims[key],
@@ -234,7 +237,7 @@ def breakeven(
         raise InputError("rel_tol", rel_tol, "a number in (0, 1)")
     prices = load_prices() if prices is None else prices
     d, B = int(degree), float(link_bandwidth)
-    check_work(workload, "breakeven simulation")  # before any fabric or design
+    check_work(workload, "breakeven simulation", reduced=True)  # before any fabric or design
     if optical is None:
         say(f"breakeven: building the {design_fabric} design")
         run = build_fabric(
@@ -249,7 +252,9 @@ def breakeven(
         )
     else:
         run, design_fabric = optical, str(optical.name)
-    opt = simulate_iteration(run.workload, run.fabric, routing=run.routing, exposed_by_class=False)
+    opt = simulate_iteration(
+        run.workload, run.fabric, routing=run.routing, exposed_by_class=False, reduction=True
+    )
     t_opt = float(opt.iteration_s)
     probe = PriceProbe(workload, run.fabric, prices, mode, max_bandwidth=d * B)
     sign = 1.0 if mode == "electrical" else -1.0  # g(f) * sign is non-decreasing

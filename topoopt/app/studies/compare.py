@@ -640,7 +640,7 @@ def build_fabric(
                 designs=designs, progress=progress, **ocs,
             )  # fmt: skip
             it = designs.get(f"{variant} iteration") or simulate_iteration(
-                r.workload, r.fabric, routing=r.routing, exposed_by_class=False
+                r.workload, r.fabric, routing=r.routing, exposed_by_class=False, reduction=True
             )
             designs[f"{variant} iteration"] = it
             if best is None or it.iteration_s < best[0]:
@@ -821,9 +821,10 @@ def per_phase_sentence(table: pd.DataFrame) -> str | None:
 
 def _build_and_simulate(
     nm, workload, degree, link_bandwidth, designs, say, tag, *, oversubscription, seed,
-    time_limit_s, prices, progress, work_limit, priority, split_allreduce, ocs,
+    time_limit_s, prices, progress, work_limit, priority, split_allreduce, ocs, reduction=True,
 ):  # fmt: skip
-    """Build fabric ``nm`` and simulate the workload on it: ``(run, iteration, comm, t_built)``.
+    """Build fabric ``nm`` and simulate the workload on it: ``(run, iteration, comm, t_built)``,
+    through the symmetry quotient with ``reduction`` (exact; off where it does not apply).
     An :class:`InputError` here means the fabric cannot be built or routed (e.g. a random
     expander that is not connected); :func:`compare` turns it into a row that says why."""
     run = designs.get(nm) or build_fabric(
@@ -843,12 +844,24 @@ def _build_and_simulate(
     it = simulate_iteration(
         run.workload, run.fabric, routing=run.routing, exposed_by_class=False,
         priority=priority if priority is not None else own, split_allreduce=split_allreduce,
+        reduction=reduction,
     )  # fmt: skip
-    cm = communication_time(run.workload, run.fabric, routing=run.routing)
+    cm = communication_time(run.workload, run.fabric, routing=run.routing, reduction=reduction)
     return run, it, cm, t1
 
 
-def _ideal_with_designed_collectives(rows, runs, its, priority, split_allreduce, say) -> None:
+def _reduction_status(it: IterationResult) -> str:
+    """A row's ``reduction``: ``on`` (the iteration's simulation went through the symmetry
+    quotient) or ``off: why`` (``simulate_iteration``'s ``info["reduction"]``)."""
+    info = it.info.get("reduction") or {"status": "off"}
+    if info.get("status") == "on":
+        return "on"
+    return f"off: {info['reason']}" if info.get("reason") else "off"
+
+
+def _ideal_with_designed_collectives(
+    rows, runs, its, priority, split_allreduce, say, reduction: bool = True
+) -> None:
     """Keep the ideal row a bound on every row: a design may rewrite the workload's collectives
     (``joint`` chooses each collective's algorithm and routing, e.g. a Blink tree packing for an
     all-gather) or give its classes a priority, and on an ideal switch that rewritten workload can
@@ -869,6 +882,7 @@ def _ideal_with_designed_collectives(rows, runs, its, priority, split_allreduce,
         it = simulate_iteration(
             run.workload, ideal.fabric, routing=ideal.routing, exposed_by_class=False,
             priority=priority if priority is not None else own, split_allreduce=split_allreduce,
+            reduction=reduction,
         )  # fmt: skip
         if it.iteration_s < best.iteration_s:
             best, who = it, run.name
@@ -901,6 +915,7 @@ def compare(
     ocs_radix: int | None = None,
     ocs_layout: str = "per-rail",
     per_phase_delay_s: float | None = None,
+    reduction: bool = True,
 ) -> CompareResult:
     """Simulate ``workload`` on each fabric; one row per fabric (module docstring).
 
@@ -936,6 +951,11 @@ def compare(
     :data:`PER_PHASE_COLUMNS` (``per_phase`` True, ``reconfig_delay_s``, ``static_iteration_s``,
     ``reconfigurations`` an iteration, ``dark_s``, ``schedule``: the sets' labels in order).
     Not with ``priority`` or ``split_allreduce`` (the schedule search simulates without them).
+
+    ``reduction`` (default on) simulates every row through the symmetry quotient
+    (:mod:`topoopt.flowsim.symmetry`: exact, the classes checked; off by itself where symmetry
+    breaks, and with ``priority`` or ``split_allreduce``); the row's ``reduction`` says whether
+    it was used (``on``) or why not. Off, every flow is simulated (for checking).
     """
     say = progress or (lambda _m: None)
     if per_phase_delay_s is not None:
@@ -967,7 +987,10 @@ def compare(
     # sizes first, before any fabric is built (a refusal after minutes of work helps nobody)
     from topoopt.flowsim.work import check_work
 
-    check_work(workload, f"simulation (x {len(names)} fabrics)")
+    check_work(
+        workload, f"simulation (x {len(names)} fabrics)",
+        reduced=reduction and priority is None and split_allreduce is None,
+    )  # fmt: skip
     if "fat-tree-cost-equivalent" in names:
         from topoopt.fabrics.cost import catalogue_steps
 
@@ -991,7 +1014,7 @@ def compare(
                 nm, workload, degree, link_bandwidth, designs, say, f"[{k + 1}/{len(names)}]",
                 oversubscription=oversubscription, seed=seed, time_limit_s=time_limit_s,
                 prices=prices, progress=progress, work_limit=work_limit, priority=priority,
-                split_allreduce=split_allreduce, ocs=ocs,
+                split_allreduce=split_allreduce, ocs=ocs, reduction=reduction,
             )  # fmt: skip
         except InputError as e:
             if nm == "ideal":
@@ -1018,6 +1041,7 @@ def compare(
             **throughput_facts(run.workload, it.iteration_s),
             "build_s": t1 - t0,
             "simulate_s": t2 - t1,
+            "reduction": _reduction_status(it),
         }
         if run.note:
             row["note"] = run.note
@@ -1045,7 +1069,7 @@ def compare(
         )
         if on_fabric_done is not None:
             on_fabric_done(nm)
-    _ideal_with_designed_collectives(rows, runs, its, priority, split_allreduce, say)
+    _ideal_with_designed_collectives(rows, runs, its, priority, split_allreduce, say, reduction)
     table = pd.DataFrame(rows)
     ideal_t = float(table.loc[table["fabric"] == "ideal", "iteration_s"].iloc[0])
     table["ratio_to_ideal"] = table["iteration_s"] / ideal_t
@@ -1066,6 +1090,7 @@ def compare(
         "workload": workload.name,
         "gpu": throughput_facts(workload, 0.0)["gpu"],
         "efficiency": throughput_facts(workload, 0.0)["efficiency"],
+        "reduction": bool(reduction),
     }
     if ocs_radix is not None:
         params.update(ocs_radix=int(ocs_radix), ocs_layout=ocs_layout)

@@ -151,6 +151,13 @@ def compare_command(
     ] = OcsLayoutKind.per_rail,
     per_phase: PerPhaseOption = False,
     delay_us: DelayUsOption = PER_PHASE_DELAY_US,
+    reduction: Annotated[
+        bool,
+        typer.Option(
+            help="Simulate through the symmetry quotient (exact: the classes are checked; "
+            "each row's `reduction` says whether it was used and why not)"
+        ),
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     csv: Annotated[Path | None, typer.Option(help="Write the table as CSV")] = None,
     html: Annotated[Path | None, typer.Option(help="Write the interactive report")] = None,
@@ -185,6 +192,7 @@ def compare_command(
             ocs_radix=ocs_radix,
             ocs_layout=ocs_layout.value,
             per_phase_delay_s=delay_s,
+            reduction=reduction,
         )
     table = res.table
     res.params["prices"] = price_table.source
