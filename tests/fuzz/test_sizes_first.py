@@ -61,7 +61,7 @@ def test_every_simulating_command_checks_the_size_first(tmp_path, monkeypatch):
         (["design", PLAN, "--degree", "4"], 10),
         (["reconfig", PLAN, "--degree", "4"], 10),
         (["breakeven", PLAN, "--degree", "4"], 30),  # through the symmetry reduction: 3 x
-        (["whatif", PLAN, "--design", design, "--fail-links", "1"], 10),
+        (["whatif", PLAN, "--design", design, "--fail-links", "1"], 30),
         (["cluster", str(jobs), "--servers", "8", "--degree", "2"], 10),
         (["compare", PLAN, "--degree", "4"], 30),
         (["compare", PLAN, "--degree", "4", "--no-reduction"], 10),

@@ -2,7 +2,8 @@
 
 A failure removes circuits of a direct-connect design (:class:`~solvers.model.design.Design`). Three
 iteration times are measured by the flow model
-(:func:`topoopt.flowsim.iteration.simulate_iteration`), each on the ring-ordered workload of
+(:func:`topoopt.flowsim.iteration.simulate_iteration`, through the exact symmetry reduction,
+which a failure coarsens or turns off by itself), each on the ring-ordered workload of
 :func:`solvers.realise.design_workload`, exactly as ``topoopt simulate --design`` does:
 
 - ``before_s``: the design as it is;
@@ -401,7 +402,7 @@ def load_case(design_path: str | Path, plan: str) -> Case:
     from topoopt.flowsim.work import check_work
 
     w = load_workload(plan)
-    check_work(w, "what-if simulation")  # before any fabric or simulation
+    check_work(w, "what-if simulation", reduced=True)  # before any fabric or simulation
     return make_case(d, w, str(path))
 
 
@@ -446,7 +447,7 @@ def _iteration_s(case: Case, design, routing_paths=None, problem=None) -> float:
     paths = design.routing if routing_paths is None else routing_paths
     routing = paths.to_pathset(fab.src, fab.dst, fab.n_nodes)
     w = design_workload(case.workload, design, problem or case.problem)
-    return float(simulate_iteration(w, fab, routing=routing).iteration_s)
+    return float(simulate_iteration(w, fab, routing=routing, reduction=True).iteration_s)
 
 
 def _surviving_paths(paths, alive_keys: np.ndarray, n: int):
@@ -651,7 +652,7 @@ def _fat_tree_sweep(case: Case, samples: int, seed: int, progress) -> dict[str, 
     w = case.workload
     fab = fat_tree(k, n, port_bandwidth=d.degree * d.link_bandwidth,
                    gpus_per_server=w.gpus_per_server)  # fmt: skip
-    before = float(simulate_iteration(w, fab).iteration_s)
+    before = float(simulate_iteration(w, fab, reduction=True).iteration_s)
 
     def without(s: int):
         keep = (fab.src != s) & (fab.dst != s)
@@ -681,7 +682,8 @@ def _fat_tree_sweep(case: Case, samples: int, seed: int, progress) -> dict[str, 
     for s in pick.tolist():
         if progress:
             progress(f"fat-tree: switch {s} ({fab.node_kind[s]}) fails")
-        slow.append(float(simulate_iteration(w, without(s)).iteration_s) / before)
+        it = simulate_iteration(w, without(s), reduction=True)  # a failure: fewer classes
+        slow.append(float(it.iteration_s) / before)
     return {
         "k": k,
         "before_s": before,
