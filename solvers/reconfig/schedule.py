@@ -77,6 +77,7 @@ __all__ = [
     "schedule_epochs",
     "schedule_flowset",
     "grouped_epochs",
+    "route_profiles",
     "SharedPrefix",
     "ScheduleReductions",
     "FlowTemplate",
@@ -550,7 +551,9 @@ class ScheduleReductions:
         off, or on with more than :data:`REDUCE_WORTH` of the sub-flows (a quotient worth it
         is built for each run).
     runs : list of dict
-        Per run that reached its last simulation: ``status`` (``on``, ``off`` or ``skipped``),
+        Per run that reached its last simulation: ``status`` (``on``, ``off``, ``screened``:
+        more route profiles than :data:`REDUCE_WORTH` of the groups, :func:`route_profiles`;
+        ``skipped``: a verdict for the same epochs reused),
         the flow classes and their sub-flows (summed over the schedule's routing tables), and
         for ``on`` the quotient's flow classes and sub-flows (the same way).
     """
@@ -559,13 +562,14 @@ class ScheduleReductions:
     runs: list = field(default_factory=list)
 
     def summary(self) -> dict:
-        """Counts of :attr:`runs`: ``runs``, ``reduced``, ``off``, ``skipped`` (a verdict
-        reused) and, over the reduced runs, the flow classes and sub-flows before and after."""
+        """Counts of :attr:`runs`: ``runs``, ``reduced``, ``off``, ``screened``, ``skipped``
+        and, over the reduced runs, the flow classes and sub-flows before and after."""
         on = [r for r in self.runs if r["status"] == "on"]
         return {
             "runs": len(self.runs),
             "reduced": len(on),
             "off": sum(r["status"] == "off" for r in self.runs),
+            "screened": sum(r["status"] == "screened" for r in self.runs),
             "skipped": sum(r["status"] == "skipped" for r in self.runs),
             "flow_classes": sum(r["flow_classes"] for r in on),
             "quotient_flow_classes": sum(r["quotient_flow_classes"] for r in on),
@@ -775,6 +779,11 @@ class _Hook:
             rec.runs.append({"status": "skipped", **row})
             return None
         got = grouped_epochs(template, flows, epochs, self.realised.fabric.n_nodes)
+        n_g = 0 if got is None else got[0].versions[0].flow_ptr.shape[0] - 1
+        if got is not None and route_profiles(got[0]) > REDUCE_WORTH * n_g:
+            rec.verdicts[sig] = False
+            rec.runs.append({"status": "screened", **row})
+            return None
         red = None if got is None else reduce_grouped(*got)
         if red is None or red.flows is None:
             rec.verdicts[sig] = False
@@ -920,6 +929,28 @@ def template_flowset(template: FlowTemplate, realised: RealisedSchedule,
     lat = np.concatenate([fab.latency, f.latency[t.n_fabric :]])
     f = replace(f, capacity=cap, latency=lat, **own)
     return f, _epochs_of(t, f, realised, max_path_links)
+
+
+def route_profiles(gf) -> int:
+    """How many route profiles the groups of ``gf`` (a :class:`~topoopt.flowsim.
+    epochs_reduction.GroupedFlows`) have: per routing table, the paths of a group and their
+    links in all. Groups of one class of an equitable partition have the same profile (as many
+    paths of each path class, whose members have the same length), so the quotient has at
+    least this many group classes (:class:`ScheduleReductions` skips the refinement when they
+    are more than :data:`REDUCE_WORTH` of the groups).
+
+    >>> from topoopt.flowsim.timevarying import EpochPaths
+    >>> from types import SimpleNamespace
+    >>> t = EpochPaths([0, 1, 2, 4], [0, 1, 2, 4, 6], [0, 1, 2, 3, 4, 5], np.ones(4))
+    >>> route_profiles(SimpleNamespace(versions=[t]))  # 1 path of 1 link twice, 2 of 2 once
+    2
+    """
+    cols = []
+    for v in gf.versions:
+        per_path = np.diff(v.path_ptr)
+        n_p = np.diff(v.flow_ptr)
+        cols += [n_p, np.add.reduceat(per_path, v.flow_ptr[:-1]) if n_p.size else n_p]
+    return int(np.unique(np.stack(cols, axis=1), axis=0).shape[0])
 
 
 def grouped_epochs(template: FlowTemplate, flows, epochs, n_nodes: int):
