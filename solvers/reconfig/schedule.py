@@ -552,8 +552,7 @@ class ScheduleReductions:
         is built for each run).
     runs : list of dict
         Per run that reached its last simulation: ``status`` (``on``, ``off``, ``screened``:
-        more route profiles than :data:`REDUCE_WORTH` of the groups, :func:`route_profiles`;
-        ``skipped``: a verdict for the same epochs reused),
+        not refined, :func:`_not_worth`; ``skipped``: a verdict for the same epochs reused),
         the flow classes and their sub-flows (summed over the schedule's routing tables), and
         for ``on`` the quotient's flow classes and sub-flows (the same way).
     """
@@ -583,7 +582,10 @@ REDUCE_WORTH = 0.5
 routing tables) is used for the run that found it (it is exact) but not refined again for the
 same epochs (:class:`ScheduleReductions`): its run costs about the plain one's, and the
 refinement (0.3-0.5 s of CPU on GPT-3 175B's 317,214 flow classes at 128 servers) comes on
-top. GPT-3 175B's per-phase sets give 0.85 (1.07 M of 1.27 M sub-flows over four runs)."""
+top. GPT-3 175B's per-phase sets give 0.85 (1.07 M of 1.27 M sub-flows over four runs). The
+same fraction screens runs before any refinement (:func:`_not_worth`): DLRM on 256 servers x
+8 ports, a class per server pair or so, refined its 2.2 M group paths for a quotient of 0.99
+(+0.5 GB peak, +15 % CPU)."""
 
 REST_PATHS_PER_FLOW = 2.0
 """A run with a horizon whose last epoch has at least this many paths per flow class is first
@@ -779,8 +781,7 @@ class _Hook:
             rec.runs.append({"status": "skipped", **row})
             return None
         got = grouped_epochs(template, flows, epochs, self.realised.fabric.n_nodes)
-        n_g = 0 if got is None else got[0].versions[0].flow_ptr.shape[0] - 1
-        if got is not None and route_profiles(got[0]) > REDUCE_WORTH * n_g:
+        if got is not None and _not_worth(got[0], row["subflows"]):
             rec.verdicts[sig] = False
             rec.runs.append({"status": "screened", **row})
             return None
@@ -929,6 +930,17 @@ def template_flowset(template: FlowTemplate, realised: RealisedSchedule,
     lat = np.concatenate([fab.latency, f.latency[t.n_fabric :]])
     f = replace(f, capacity=cap, latency=lat, **own)
     return f, _epochs_of(t, f, realised, max_path_links)
+
+
+def _not_worth(gf, subflows: int) -> bool:
+    """Whether a run's refinement is skipped (:class:`ScheduleReductions`): the groups' paths
+    (what the refinement works on) are more than :data:`REDUCE_WORTH` of the classes'
+    ``subflows`` (a class per server pair or so: the refinement would cost about the run, and
+    hold a second copy of its tables), or their route profiles (:func:`route_profiles`) more
+    than :data:`REDUCE_WORTH` of the groups."""
+    n_g = gf.versions[0].flow_ptr.shape[0] - 1
+    g_paths = sum(int(v.weight.shape[0]) for v in gf.versions)
+    return g_paths > REDUCE_WORTH * subflows or route_profiles(gf) > REDUCE_WORTH * n_g
 
 
 def route_profiles(gf) -> int:

@@ -29,7 +29,10 @@ reconfiguration takes ``delay`` seconds:
    :func:`~topoopt.flowsim.timevarying.simulate_epochs`, and the bound from a prefix shared by
    the schedules of one first set, :class:`~solvers.reconfig.schedule.SharedPrefix`); the
    exhaustive search simulates cheap schedules first (:func:`_cheapest_first`), with the same
-   result.
+   result. A schedule's last simulation goes through the exact symmetry quotient of its flows
+   where there is one worth it (:class:`~solvers.reconfig.schedule.ScheduleReductions`, shared
+   by the search's runs; ``info["reduction"]`` counts them): the same iteration, up to
+   rounding, so every guarantee below holds as it is.
 5. **Dark times.** A reconfiguration's circuits may stay dark longer than the switch needs, so a
    switch of delay ``X`` can run every schedule with any dark time ``h >= X``. The search runs
    step 4 for every ``h`` in ``{X} + {g in HOLD_GRID_S: g > X}`` and keeps the fastest.
