@@ -46,8 +46,11 @@ classes grouped by route, :func:`grouped_epochs`; the bytes left taken for
 checks before it (the shared prefix's bound, the lower bounds of the bytes left, the static
 engine after the last epoch) stay plain. Exact: the same iteration and flow times up to
 rounding. Per-phase circuit sets designed for the phases' traffic break most symmetry: on
-GPT-3 175B (128 servers, degree 8) the quotient is off in 15 of 25 runs and halves the flow
-classes at best (317,214 to 159,024).
+GPT-3 175B (128 servers, degree 8, one static design of the time-limited ``joint``) the
+quotient of 317,214 flow classes (897 server pairs and links) is off in 17 of 25 runs (every
+run whose first set is the static or the ``joint`` one), and at best halves them (159,024
+classes, 318,048 of 634,428 sub-flows); runs not worth refining are screened
+(:data:`REDUCE_WORTH`).
 """
 
 from __future__ import annotations
