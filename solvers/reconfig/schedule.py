@@ -768,8 +768,9 @@ class _Hook:
 
     def _reduced(self, fb, flows, class_of, epochs, template):
         """``(grouped flows, their epochs, quotient)`` of this run's flow classes
-        (:class:`ScheduleReductions`), or ``None`` for the plain run: no record, a partition
-        off (now or for the same signature before), or classes that are not their groups'."""
+        (:class:`ScheduleReductions`), or ``None`` for the plain run: no record, classes that
+        are not their groups', a run not worth refining (:func:`_not_worth`), a partition off
+        (or not worth it before for the same signature)."""
         from topoopt.flowsim.epochs_reduction import reduce_grouped
         from topoopt.flowsim.subflow_guard import check_subflows
 
