@@ -81,7 +81,6 @@ __all__ = [
     "schedule_flowset",
     "grouped_epochs",
     "route_profiles",
-    "route_free_classes",
     "SharedPrefix",
     "ScheduleReductions",
     "FlowTemplate",
@@ -554,21 +553,15 @@ class ScheduleReductions:
         The epochs' signature (:meth:`_Hook._signature`) -> ``False`` for a partition found
         off, or on with more than :data:`REDUCE_WORTH` of the sub-flows (a quotient worth it
         is built for each run).
-    route_free : dict
-        The flows' key -> their classes without routes (:func:`route_free_classes`): when
-        they are more than :data:`REDUCE_WORTH` of the flow classes no run of those flows is
-        refined (``screened``).
     runs : list of dict
         Per run that reached its last simulation: ``status`` (``on``, ``off``, ``screened``:
-        not refined, ``route_free`` or :func:`_not_worth`; ``skipped``: a verdict for the same
-        epochs reused),
+        not refined, :func:`_not_worth`; ``skipped``: a verdict for the same epochs reused),
         the flow classes and their sub-flows (summed over the schedule's routing tables), and
         for ``on`` the quotient's flow classes and sub-flows (the same way).
     """
 
     verdicts: dict = field(default_factory=dict)
     runs: list = field(default_factory=list)
-    route_free: dict = field(default_factory=dict)
 
     def summary(self) -> dict:
         """Counts of :attr:`runs`: ``runs``, ``reduced``, ``off``, ``screened``, ``skipped``
@@ -791,17 +784,13 @@ class _Hook:
         if sig in rec.verdicts:  # off, or not worth it, for these epochs before
             rec.runs.append({"status": "skipped", **row})
             return None
-        if self.key not in rec.route_free:
-            rec.route_free[self.key] = route_free_classes(flows)
-        got = None
-        if rec.route_free[self.key] <= REDUCE_WORTH * flows.n_flows:
-            got = grouped_epochs(template, flows, epochs, self.realised.fabric.n_nodes)
-        if got is None or _not_worth(got[0], row["subflows"]):
+        got = grouped_epochs(template, flows, epochs, self.realised.fabric.n_nodes)
+        if got is not None and _not_worth(got[0], row["subflows"]):
             rec.verdicts[sig] = False
             rec.runs.append({"status": "screened", **row})
             return None
-        red = reduce_grouped(*got)
-        if red.flows is None:
+        red = None if got is None else reduce_grouped(*got)
+        if red is None or red.flows is None:
             rec.verdicts[sig] = False
             rec.runs.append({"status": "off", **row})
             return None
@@ -945,31 +934,6 @@ def template_flowset(template: FlowTemplate, realised: RealisedSchedule,
     lat = np.concatenate([fab.latency, f.latency[t.n_fabric :]])
     f = replace(f, capacity=cap, latency=lat, **own)
     return f, _epochs_of(t, f, realised, max_path_links)
-
-
-def route_free_classes(flows) -> int:
-    """Classes of the flow classes of ``flows`` (a FlowSet) merged regardless of their routes:
-    same size, start and multiplicity, same classes of dependencies
-    (:func:`~topoopt.flowsim.flowset.identical_classes`). Every quotient of their run under
-    any routes (:func:`topoopt.flowsim.epochs_reduction.reduce_grouped`, whose flow classes
-    also agree on their groups' classes) has at least this many flow classes. Mixtral 8x7B on
-    32 servers x 4: 50,624 flow classes, and 38,698 in the quotient of every schedule.
-
-    >>> from topoopt.flowsim.flowset import FlowSet
-    >>> fs = FlowSet.single_path([1.0, 1.0], [0.0] * 2, size=[1.0, 1.0, 2.0],
-    ...                          start=[0.0] * 3, paths=[[0], [1], [1]])
-    >>> route_free_classes(fs)  # the two flows of 1 byte on different links merge
-    2
-    """
-    from topoopt.flowsim.flowset import identical_classes
-    from topoopt.flowsim.symmetry import _dense
-
-    if not flows.n_flows:
-        return 0
-    key = _dense(flows.size, flows.start, flows.multiplicity.astype(np.float64))
-    zeros = np.zeros(flows.n_flows)
-    cls = identical_classes(key, zeros, zeros, flows.dep_ptr, flows.deps)
-    return int(cls.max()) + 1
 
 
 def _not_worth(gf, subflows: int) -> bool:
