@@ -37,6 +37,20 @@ flows aggregated into classes (exact: a class's members share their server pair,
 paths, in every epoch). A schedule without reconfiguration is simulated by
 :func:`~topoopt.flowsim.network.simulate_builder` on its own fabric, exactly as ``topoopt simulate
 --design`` does.
+
+Symmetry. The last simulation of a schedule's iteration goes through the exact symmetry
+quotient of its flow classes under every epoch where there is one
+(:class:`ScheduleReductions`: :func:`topoopt.flowsim.epochs_reduction.reduce_grouped` on the
+classes grouped by route, :func:`grouped_epochs`; the bytes left taken for
+:class:`SharedPrefix` expanded from the quotient's paths), else it is the plain run; the
+checks before it (the shared prefix's bound, the lower bounds of the bytes left, the static
+engine after the last epoch) stay plain. Exact: the same iteration and flow times up to
+rounding. Per-phase circuit sets designed for the phases' traffic break most symmetry: on
+GPT-3 175B (128 servers, degree 8, one static design of the time-limited ``joint``) the
+quotient of 317,214 flow classes (897 server pairs and links) is off in 17 of 25 runs (every
+run whose first set is the static or the ``joint`` one), and at best halves them (159,024
+classes, 318,048 of 634,428 sub-flows); runs not worth refining are screened
+(:data:`REDUCE_WORTH`).
 """
 
 from __future__ import annotations
@@ -65,11 +79,15 @@ __all__ = [
     "simulate_schedule",
     "schedule_epochs",
     "schedule_flowset",
+    "grouped_epochs",
+    "route_profiles",
     "SharedPrefix",
+    "ScheduleReductions",
     "FlowTemplate",
     "template_flowset",
     "prefix_bound",
     "REST_PATHS_PER_FLOW",
+    "REDUCE_WORTH",
     "LOOSE_PATHS_PER_FLOW",
     "run_iteration",
     "connected",
@@ -514,6 +532,64 @@ class FlowTemplate:
     key: tuple = ()
 
 
+@dataclass
+class ScheduleReductions:
+    """The symmetry quotients of a search's time-varying runs (:class:`_Hook`), shared by them.
+
+    The last run of a schedule's iteration (after the shared prefix's and the late cut's
+    checks, which stay plain) goes through the exact symmetry quotient of its flow classes
+    under every epoch (:func:`topoopt.flowsim.epochs_reduction.reduce_grouped`: one partition
+    for every circuit set's routes, found on the server pairs' routes, checked exactly), the
+    bytes left it takes for :class:`SharedPrefix` expanded from the quotient's paths
+    (:func:`~topoopt.flowsim.epochs_reduction.expand_left`); where the partition is off the
+    run is the plain one. The partition depends only on the flows (the workload and its
+    bucket cap) and each epoch's capacities and routes, not on the times, so a run whose
+    epochs gave a partition off (or hardly smaller, :data:`REDUCE_WORTH`) before skips the
+    refinement (``verdicts``) and is simulated plain.
+
+    Attributes
+    ----------
+    verdicts : dict
+        The epochs' signature (:meth:`_Hook._signature`) -> ``False`` for a partition found
+        off, or on with more than :data:`REDUCE_WORTH` of the sub-flows (a quotient worth it
+        is built for each run).
+    runs : list of dict
+        Per run that reached its last simulation: ``status`` (``on``, ``off``, ``screened``:
+        not refined, :func:`_not_worth`; ``skipped``: a verdict for the same epochs reused),
+        the flow classes and their sub-flows (summed over the schedule's routing tables), and
+        for ``on`` the quotient's flow classes and sub-flows (the same way).
+    """
+
+    verdicts: dict = field(default_factory=dict)
+    runs: list = field(default_factory=list)
+
+    def summary(self) -> dict:
+        """Counts of :attr:`runs`: ``runs``, ``reduced``, ``off``, ``screened``, ``skipped``
+        and, over the reduced runs, the flow classes and sub-flows before and after."""
+        on = [r for r in self.runs if r["status"] == "on"]
+        return {
+            "runs": len(self.runs),
+            "reduced": len(on),
+            "off": sum(r["status"] == "off" for r in self.runs),
+            "screened": sum(r["status"] == "screened" for r in self.runs),
+            "skipped": sum(r["status"] == "skipped" for r in self.runs),
+            "flow_classes": sum(r["flow_classes"] for r in on),
+            "quotient_flow_classes": sum(r["quotient_flow_classes"] for r in on),
+            "subflows": sum(r["subflows"] for r in on),
+            "quotient_subflows": sum(r["quotient_subflows"] for r in on),
+        }
+
+
+REDUCE_WORTH = 0.5
+"""A quotient with more than this fraction of the flow classes' sub-flows (summed over the
+routing tables) is used for the run that found it (it is exact) but not refined again for the
+same epochs (:class:`ScheduleReductions`): its run costs about the plain one's, and the
+refinement (0.3-0.5 s of CPU on GPT-3 175B's 317,214 flow classes at 128 servers) comes on
+top. GPT-3 175B's per-phase sets give 0.85 (1.07 M of 1.27 M sub-flows over four runs). The
+same fraction screens runs before any refinement (:func:`_not_worth`): DLRM on 256 servers x
+8 ports, a class per server pair or so, refined its 2.2 M group paths for a quotient of 0.99
+(+0.5 GB peak, +15 % CPU)."""
+
 REST_PATHS_PER_FLOW = 2.0
 """A run with a horizon whose last epoch has at least this many paths per flow class is first
 decided by :func:`~topoopt.flowsim.timevarying.past_horizon_after_epochs` (the rest after the
@@ -608,11 +684,13 @@ class _Hook:
         horizon: float | None = None,
         prefix: SharedPrefix | None = None,
         key: tuple = (),
+        reductions: ScheduleReductions | None = None,
     ):
         self.realised = realised
         self.horizon = horizon
         self.prefix = prefix
         self.key = key
+        self.quotients = reductions
         self.flows: dict | None = None
 
     def _epochs_run(self, fb, limit):
@@ -662,11 +740,67 @@ class _Hook:
                     p.rest_cut += 1
                 raise _PastHorizon
         kw = dict(max_refills=limit, record_series=False, horizon=hz, late_cut=True)
+        reduced = self._reduced(fb, flows, class_of, epochs, template)
+        if reduced is not None:
+            from topoopt.flowsim.epochs_reduction import simulate_grouped_reduced
+
+            gf, g_epochs, red = reduced
+            out = simulate_grouped_reduced(gf, red, g_epochs, left_at=times or None, **kw)
+            res, left = out if times else (out, None)
+            if left is not None:
+                self._take(left, label, flows, epochs)
+            return expand_classes(res, flows, class_of, paths=False)
         if not times:
             return expand_classes(simulate_epochs(flows, epochs, **kw), flows, class_of)
         res, left = simulate_epochs(flows, epochs, left_at=times, **kw)
         self._take(left, label, flows, epochs)
         return expand_classes(res, flows, class_of)
+
+    def _signature(self, epochs) -> tuple:
+        """What the quotient of this run depends on besides the builder's flows: the flows'
+        key, the schedule's circuit sets (its union's links) and every epoch's capacities and
+        routes (:class:`ScheduleReductions`)."""
+        sets = self.realised.schedule.sets
+        routes = tuple((cs.circuits.key, id(cs.routing)) for cs in sets)
+        return (self.key, routes,
+                tuple((e.capacity.tobytes(), v) for e, (_, _, v) in
+                      zip(epochs, self.realised.epochs, strict=True)))  # fmt: skip
+
+    def _reduced(self, fb, flows, class_of, epochs, template):
+        """``(grouped flows, their epochs, quotient)`` of this run's flow classes
+        (:class:`ScheduleReductions`), or ``None`` for the plain run: no record, classes that
+        are not their groups', a run not worth refining (:func:`_not_worth`), a partition off
+        (or not worth it before for the same signature)."""
+        from topoopt.flowsim.epochs_reduction import reduce_grouped
+        from topoopt.flowsim.subflow_guard import check_subflows
+
+        rec = self.quotients
+        if rec is None:
+            return None
+        tables = {id(e.paths): e.paths for e in epochs if e.paths is not None}.values()
+        row = {"flow_classes": flows.n_flows,
+               "subflows": sum(int(p.weight.shape[0]) for p in tables)}  # fmt: skip
+        sig = self._signature(epochs)
+        if sig in rec.verdicts:  # off, or not worth it, for these epochs before
+            rec.runs.append({"status": "skipped", **row})
+            return None
+        got = grouped_epochs(template, flows, epochs, self.realised.fabric.n_nodes)
+        if got is not None and _not_worth(got[0], row["subflows"]):
+            rec.verdicts[sig] = False
+            rec.runs.append({"status": "screened", **row})
+            return None
+        red = None if got is None else reduce_grouped(*got)
+        if red is None or red.flows is None:
+            rec.verdicts[sig] = False
+            rec.runs.append({"status": "off", **row})
+            return None
+        q_sub = int(red.info["quotient_paths"])
+        if q_sub > REDUCE_WORTH * row["subflows"]:
+            rec.verdicts[sig] = False  # exact, used now; not refined again for this signature
+        rec.runs.append({"status": "on", **row, "quotient_flow_classes": red.flows.n_flows,
+                         "quotient_subflows": q_sub})  # fmt: skip
+        check_subflows(class_of.size, int(red.info["quotient_paths"]), reduced=True)
+        return (*got, red)
 
     def _take(self, left, label, flows, epochs, loose: bool = False):
         """Share the bytes left at the times a run took (:class:`SharedPrefix`); ``loose``:
@@ -790,18 +924,139 @@ def template_flowset(template: FlowTemplate, realised: RealisedSchedule,
     pair = t.link < 0
     if np.any(t.link[~pair] < t.n_fabric):
         return None
-    links = f.path_links
+    own = {}
     if n_fab != t.n_fabric:
-        # the links past the fabric's, shifted; the server-pair flows' own paths, which no
-        # epoch uses (every epoch routes them), kept on fabric links of this union (their ids
-        # modulo its link count: a smaller union may not have the template's)
-        links = np.where(f.path_links >= t.n_fabric, f.path_links + (n_fab - t.n_fabric),
-                         f.path_links % n_fab)  # fmt: skip
+        own = _own_paths_moved(f, pair, t.n_fabric, n_fab)
+        if own is None:
+            return None
     fab = realised.fabric  # this union's links, then the template's others
     cap = np.concatenate([fab.capacity, f.capacity[t.n_fabric :]])
     lat = np.concatenate([fab.latency, f.latency[t.n_fabric :]])
-    f = replace(f, path_links=links, capacity=cap, latency=lat)
+    f = replace(f, capacity=cap, latency=lat, **own)
     return f, _epochs_of(t, f, realised, max_path_links)
+
+
+def _not_worth(gf, subflows: int) -> bool:
+    """Whether a run's refinement is skipped (:class:`ScheduleReductions`): the groups' paths
+    (what the refinement works on) are more than :data:`REDUCE_WORTH` of the classes'
+    ``subflows`` (a class per server pair or so: the refinement would cost about the run, and
+    hold a second copy of its tables), or their route profiles (:func:`route_profiles`) more
+    than :data:`REDUCE_WORTH` of the groups."""
+    n_g = gf.versions[0].flow_ptr.shape[0] - 1
+    g_paths = sum(int(v.weight.shape[0]) for v in gf.versions)
+    return g_paths > REDUCE_WORTH * subflows or route_profiles(gf) > REDUCE_WORTH * n_g
+
+
+def route_profiles(gf) -> int:
+    """How many route profiles the groups of ``gf`` (a :class:`~topoopt.flowsim.
+    epochs_reduction.GroupedFlows`) have: per routing table, the paths of a group and their
+    links in all. Groups of one class of an equitable partition have the same profile (as many
+    paths of each path class, whose members have the same length), so the quotient has at
+    least this many group classes (:class:`ScheduleReductions` skips the refinement when they
+    are more than :data:`REDUCE_WORTH` of the groups).
+
+    >>> from topoopt.flowsim.timevarying import EpochPaths
+    >>> from types import SimpleNamespace
+    >>> t = EpochPaths([0, 1, 2, 4], [0, 1, 2, 4, 6], [0, 1, 2, 3, 4, 5], np.ones(4))
+    >>> route_profiles(SimpleNamespace(versions=[t]))  # 1 path of 1 link twice, 2 of 2 once
+    2
+    """
+    cols = []
+    for v in gf.versions:
+        per_path = np.diff(v.path_ptr)
+        n_p = np.diff(v.flow_ptr)
+        cols += [n_p, np.add.reduceat(per_path, v.flow_ptr[:-1]) if n_p.size else n_p]
+    return int(np.unique(np.stack(cols, axis=1), axis=0).shape[0])
+
+
+def grouped_epochs(template: FlowTemplate, flows, epochs, n_nodes: int):
+    """The flow classes of :func:`schedule_flowset` grouped by route for
+    :func:`topoopt.flowsim.epochs_reduction.reduce_grouped`: ``(grouped, epochs)``, every
+    class in the group of its server pair (or of its link), every distinct epoch table's rows
+    once per group (its representative class's), the epochs with their table's index. The
+    classes' paths in every table are then their group's, in order (:func:`_epochs_of` routes
+    a class by its server pair; a link class has the one path of its link), so a run of the
+    groups keeps the classes' path layout (the bytes left of
+    :func:`~topoopt.flowsim.epochs_reduction.expand_left`). ``None`` when the first epoch
+    does not start at 0 with paths or a class's paths are not its group's (checked: the
+    number of paths of every class, the one link of every link class).
+    """
+    from topoopt.flowsim.epochs_reduction import GroupedFlows
+    from topoopt.flowsim.flowset import class_representatives
+    from topoopt.flowsim.timevarying import Epoch, EpochPaths
+
+    t = template
+    if not epochs or epochs[0].start_s != 0.0 or epochs[0].paths is None or not flows.n_flows:
+        return None
+    is_link = t.link >= 0
+    key = np.where(is_link, t.link, flows.n_links + t.src * n_nodes + t.dst)
+    _, group = np.unique(key, return_inverse=True)
+    group = group.reshape(-1).astype(np.int64)
+    n_g = int(group.max()) + 1
+    rep = class_representatives(group, n_g)
+    tables, index, out = [], {}, []
+    for e in epochs:
+        v = None
+        if e.paths is not None:
+            v = index.get(id(e.paths))
+        if e.paths is not None and v is None:
+            ps = e.paths
+            cnt = np.diff(ps.flow_ptr)
+            if not np.array_equal(cnt, cnt[rep][group]):
+                return None
+            first = ps.flow_ptr[:-1][is_link]
+            lens = np.diff(ps.path_ptr)
+            if (
+                np.any(cnt[is_link] != 1)
+                or np.any(lens[first] != 1)
+                or not np.array_equal(ps.path_links[ps.path_ptr[first]], t.link[is_link])
+            ):
+                return None
+            ids = _ranges(ps.flow_ptr[rep], ps.flow_ptr[rep + 1])
+            fptr = np.zeros(n_g + 1, np.int64)
+            np.cumsum(cnt[rep], out=fptr[1:])
+            pptr = np.zeros(ids.shape[0] + 1, np.int64)
+            np.cumsum(lens[ids], out=pptr[1:])
+            links = ps.path_links[_ranges(ps.path_ptr[ids], ps.path_ptr[ids + 1])]
+            tables.append(EpochPaths(fptr, pptr, links, ps.weight[ids]))
+            v = index[id(e.paths)] = len(tables) - 1
+        out.append(Epoch(e.start_s, e.capacity, v))
+    gf = GroupedFlows(
+        capacity=flows.capacity, latency=flows.latency, size=flows.size, start=flows.start,
+        multiplicity=flows.multiplicity, dep_ptr=flows.dep_ptr, deps=flows.deps, group=group,
+        versions=tables,
+    )  # fmt: skip
+    return gf, out
+
+
+def _own_paths_moved(f, pair: np.ndarray, n_from: int, n_to: int) -> dict | None:
+    """The own paths of ``f`` (``flow_ptr``, ``path_ptr``, ``path_links``, ``weight``) moved
+    from a union fabric of ``n_from`` links to one of ``n_to`` (:func:`template_flowset`): the
+    links past the fabric's shifted, and every server-pair flow's own paths, which no epoch
+    uses (every epoch routes them), replaced by one path over link 0 (a smaller union may not
+    have the template's links, and their ids taken modulo its link count can repeat a link in
+    a path: GPT-3 175B on 128 servers, degree 8). ``None`` without a fabric link."""
+    if n_to == 0 and pair.any():
+        return None
+    fp, pp = f.flow_ptr, f.path_ptr
+    n_p = np.where(pair, 1, np.diff(fp))
+    fptr = np.zeros(pair.shape[0] + 1, np.int64)
+    np.cumsum(n_p, out=fptr[1:])
+    keep = ~pair
+    old = _ranges(fp[:-1][keep], fp[1:][keep])  # the link flows' paths, kept in order
+    pos = _ranges(fptr[:-1][keep], fptr[1:][keep])
+    lens = np.ones(int(fptr[-1]), np.int64)
+    lens[pos] = np.diff(pp)[old]
+    pptr = np.zeros(lens.shape[0] + 1, np.int64)
+    np.cumsum(lens, out=pptr[1:])
+    links = np.zeros(int(pptr[-1]), np.int64)  # the pair flows' one path: link 0
+    moved = f.path_links[_ranges(pp[old], pp[old + 1])]
+    links[_ranges(pptr[pos], pptr[pos + 1])] = np.where(
+        moved >= n_from, moved + (n_to - n_from), moved
+    )
+    w = np.ones(lens.shape[0])
+    w[pos] = f.weight[old]
+    return {"flow_ptr": fptr, "path_ptr": pptr, "path_links": links, "weight": w}
 
 
 def _epochs_of(t: FlowTemplate, flows, realised: RealisedSchedule, max_path_links: int):
@@ -1041,6 +1296,7 @@ def iteration_under_schedule(
     max_flows: int | None = None,
     prefix: SharedPrefix | None = None,
     isolated: dict | None = None,
+    reduction: bool | ScheduleReductions = True,
 ) -> ScheduleRun:
     """One training iteration of ``workload`` under ``schedule`` (module docstring).
 
@@ -1075,6 +1331,11 @@ def iteration_under_schedule(
         The intra-server collectives' isolated durations, shared by the runs of one workload
         (:func:`~topoopt.flowsim.iteration.simulate_iteration`'s ``isolated_cache``: they
         depend on the intra-server links only, not on the circuits; the same results).
+    reduction : bool or ScheduleReductions
+        Simulate a schedule that reconfigures through the exact symmetry quotient of its
+        flows where there is one (:class:`ScheduleReductions`; the same results): ``True`` (a
+        record of this run only), ``False`` (the plain run), or the record shared by the runs
+        of a search (an off partition found once is not searched again).
 
     Returns
     -------
@@ -1121,7 +1382,10 @@ def iteration_under_schedule(
                 p.pruned += 1
                 return ScheduleRun(np.inf, np.inf, np.inf, schedule.reconfigurations(), h, None, {})
         fabric, routing = realised.fabric, None
-        hook = _Hook(realised, horizon, prefix, key)
+        rec = reduction if isinstance(reduction, ScheduleReductions) else None
+        if reduction is True:
+            rec = ScheduleReductions()
+        hook = _Hook(realised, horizon, prefix, key, rec)
     return run_iteration(
         workload, schedule, fabric, routing, hook, h, compute_s=compute_s,
         max_refills=max_refills, max_buckets=max_buckets, max_flows=max_flows,

@@ -82,6 +82,7 @@ __all__ = [
     "reduce_grouped",
     "simulate_epochs_reduced",
     "simulate_grouped_reduced",
+    "expand_left",
     "union_flowset",
 ]
 
@@ -109,6 +110,12 @@ class EpochReduction:
         on them).
     info : dict
         ``status`` (``on`` / ``off``), ``reason`` when off, counts before and after.
+    group_paths : list or None
+        :func:`reduce_grouped`'s only, for :func:`expand_left`: per path version of the
+        :class:`GroupedFlows`, ``(path_class, keys)``: the class of every path of its table
+        (the groups' paths, in order) and the sorted keys ``flow class * n_path_classes + path
+        class`` of the version's quotient paths (the quotient path of flow ``f``'s copy of its
+        group's path ``j`` is the index of its key).
     """
 
     partition: Partition | None
@@ -122,6 +129,7 @@ class EpochReduction:
     nonpreemptive: np.ndarray | None = None
     own_qpath: np.ndarray | None = None
     info: dict = field(default_factory=dict)
+    group_paths: list | None = None
 
 
 def _versions(flows: FlowSet, epochs) -> tuple[list, bool]:
@@ -333,6 +341,9 @@ def simulate_epochs_reduced(
     of the flows' own paths (``nan`` where a flow never ran on them, as the plain run's).
     ``kwargs``: :func:`simulate_epochs`' others (not ``left_at`` or ``handoff``).
     """
+    for name in ("left_at", "handoff"):
+        if kwargs.get(name):
+            raise InputError(name, kwargs[name], "not with simulate_epochs_reduced")
     red = reduction
     if red is None:
         red = reduce_epochs(flows, epochs, priority=priority, weight=weight,
@@ -521,6 +532,7 @@ def _grouped_quotient(gf, union, ver, local, part, fcol, n_fc, epochs, info) -> 
     m_f = gf.multiplicity[rep_f]
     g_rep = gf.group[rep_f]  # each flow class's representative group
     tables = []
+    group_paths = []
     n_q = 0
     for v in range(len(gf.versions)):
         # the version-v paths of each flow class's group (union: a group's paths by version)
@@ -553,6 +565,9 @@ def _grouped_quotient(gf, union, ver, local, part, fcol, n_fc, epochs, info) -> 
         lat = np.add.reduceat(gf.latency[r_links], rptr[:-1]) if rp.size else np.zeros(0)
         tables.append((EpochPaths(fptr, pptr, ql, w), em.astype(np.float64), k.astype(np.float64),
                        lat))  # fmt: skip
+        pc_v = np.empty(sel.shape[0], np.int64)
+        pc_v[local[sel]] = part.path[sel]
+        group_paths.append((pc_v, key))
         n_q += rp.shape[0]
     dep_ptr, deps = class_dependencies(fcol, rep_f, gf.dep_ptr, gf.deps)
     own = tables[epochs[0].paths]
@@ -572,7 +587,9 @@ def _grouped_quotient(gf, union, ver, local, part, fcol, n_fc, epochs, info) -> 
     flow_part = Partition(fcol, np.zeros(0, np.int64), part.link, part.rounds)
     return EpochReduction(
         flow_part, q, q_epochs, [a[1] for a in arrs], [a[2] for a in arrs],
-        [a[3] for a in arrs], info={"status": "on", **info, "quotient_paths": int(n_q)},
+        [a[3] for a in arrs], group_paths=group_paths,
+        info={"status": "on", **info, "quotient_paths": int(n_q),
+              "path_classes": int(part.n_path_classes)},
     )  # fmt: skip
 
 
@@ -582,15 +599,20 @@ def _ranges_np(lo, hi):
     return ranges(np.asarray(lo, np.int64), np.asarray(hi, np.int64))
 
 
-def simulate_grouped_reduced(gf: GroupedFlows, reduction: EpochReduction, **kwargs) -> SimResult:
+def simulate_grouped_reduced(
+    gf: GroupedFlows, reduction: EpochReduction, epochs=None, *, left_at=None, **kwargs
+):
     """The run of :func:`reduce_grouped`'s quotient, per flow of ``gf`` (start, finish) and per
     link (bytes); no per-path times (``path_*`` ``None``). ``kwargs``: :func:`simulate_epochs`'
-    others (not ``left_at`` or ``handoff``)."""
+    others (not ``handoff``). With ``left_at`` (and the ``epochs`` the quotient was reduced
+    from) the result is ``(SimResult, BytesLeft)``, the bytes left per path of every flow of
+    ``gf`` (its group's paths of the version in force, in order; :func:`expand_left`)."""
     red = reduction
-    res = simulate_epochs(
+    out = simulate_epochs(
         red.flows, red.epochs, incidence_multiplicity=red.emult, path_members=red.members,
-        path_latency=red.latency, **kwargs,
+        path_latency=red.latency, left_at=left_at, **kwargs,
     )  # fmt: skip
+    res, left = (out, None) if left_at is None else out
     part = red.partition
     from dataclasses import replace
 
@@ -598,7 +620,58 @@ def simulate_grouped_reduced(gf: GroupedFlows, reduction: EpochReduction, **kwar
     view = SimpleNamespace(partition=part, info=red.info)
     lptr_res = expand_by_partition(_with_empty_paths(res), view, np.zeros(0, np.int64),
                                    gf.capacity)  # fmt: skip
-    return replace(lptr_res, path_start=None, path_last_byte=None, path_finish=None)
+    res = replace(lptr_res, path_start=None, path_last_byte=None, path_finish=None)
+    if left is None:
+        return res
+    if epochs is None:
+        raise InputError("epochs", None, "the epochs the quotient was reduced from (left_at)")
+    return res, expand_left(gf, red, epochs, left)
+
+
+def expand_left(gf: GroupedFlows, reduction: EpochReduction, epochs, left):
+    """The quotient run's bytes left (:class:`~topoopt.flowsim.timevarying.BytesLeft`, per
+    quotient path and member) per path of every flow of ``gf``: flow ``f`` has its group's
+    paths of the version in force, in order (the layout of a plain run of the flows with those
+    paths), each with the bytes left of its quotient path (every member of a class of pieces
+    has the same; module docstring). Versions: ``0`` the quotient's own paths (the first
+    epoch's), ``i`` the ``i``-th epoch with paths, as in the plain run whose own paths are
+    never used.
+
+    Examples
+    --------
+    Two equal flows on two links, one group each: one class; each has 3 bytes of 5 left.
+
+    >>> from topoopt.flowsim.timevarying import BytesLeft
+    >>> one = EpochPaths(np.array([0, 1, 2]), np.array([0, 1, 2]), np.array([0, 1]), np.ones(2))
+    >>> gf = GroupedFlows(np.full(2, 1.0), np.zeros(2), np.full(2, 5.0), np.zeros(2),
+    ...                   np.ones(2, np.int64), np.zeros(3, np.int64), np.zeros(0, np.int64),
+    ...                   np.array([0, 1]), [one])
+    >>> ep = [Epoch(0.0, np.full(2, 1.0), 0)]
+    >>> red = reduce_grouped(gf, ep)
+    >>> res, left = simulate_grouped_reduced(gf, red, ep, left_at=[2.0])
+    >>> res.finish.tolist(), left.left[0].tolist()
+    ([5.0, 5.0], [3.0, 3.0])
+    """
+    from topoopt.csr import ranges
+    from topoopt.flowsim.timevarying import BytesLeft
+
+    red = reduction
+    by_ver = [epochs[0].paths] + [e.paths for e in epochs if e.paths is not None]
+    fcls = red.partition.flow
+    out = []
+    for arr, ok, v in zip(left.left, left.ok, left.version, strict=True):
+        if not ok or arr is None:
+            out.append(None)
+            continue
+        gv = by_ver[int(v)]
+        table = gf.versions[gv]
+        pc, keys = red.group_paths[gv]
+        lo, hi = table.flow_ptr[gf.group], table.flow_ptr[gf.group + 1]
+        ids = ranges(lo, hi)
+        owner = np.repeat(fcls, hi - lo)
+        q = np.searchsorted(keys, owner * red.info["path_classes"] + pc[ids])
+        out.append(arr[q])
+    return BytesLeft(times=left.times, ok=left.ok, version=left.version, left=tuple(out))
 
 
 def _with_empty_paths(res: SimResult) -> SimResult:

@@ -405,7 +405,9 @@ def simulate_epochs(
         path-link entry, the members a piece puts on that link (its rate times this, instead
         of times its flow's multiplicity alone), and ``float64`` per path, how many pieces of
         its flow the path stands for (a piece of it starts with its weight over this of the
-        flow's bytes). Default 1 (a plain FlowSet). Not with ``left_at`` or ``handoff``.
+        flow's bytes). Default 1 (a plain FlowSet). Not with ``handoff``; with ``left_at``
+        the bytes left are per path of the quotient, per member piece (each piece it stands
+        for has them: :func:`topoopt.flowsim.epochs_reduction.expand_left`).
     path_latency : sequence of numpy.ndarray, optional
         For a quotient too: per path version, ``float64`` per path, its latency (default: the
         sum of its links' latencies).
@@ -502,10 +504,8 @@ def simulate_epochs(
     g_w = np.ascontiguousarray(np.concatenate(w_parts))
     g_lat = np.ascontiguousarray(np.concatenate(lat_parts))
     g_em, g_k = _quotient_arrays(versions, incidence_multiplicity, path_members)
-    if (incidence_multiplicity is not None or path_members is not None) and (
-        left_at is not None or handoff
-    ):
-        raise InputError("left_at", "a quotient's run", "no left_at or handoff with a quotient")
+    if (incidence_multiplicity is not None or path_members is not None) and handoff:
+        raise InputError("handoff", "a quotient's run", "no handoff with a quotient")
     rdep_ptr, rdep = fs.dependents()
     max_paths = int(max(np.diff(vs.flow_ptr).max() if n_f else 1 for vs in versions))
     out = epochs_kernel(
