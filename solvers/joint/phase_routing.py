@@ -37,7 +37,11 @@ iteration, each phase routed against its own traffic:
    reduce_grouped`: one equitable partition for every table in force, found on the server
    pairs' routes, checked exactly, off where no symmetry is left), so the memory guard counts
    the quotient, not every flow's paths (Mixtral 8x7B at 16,384 GPUs: 6.8 M flow classes on
-   31.7 M sub-flows over four tables, 9,126 classes on 39,206 quotient sub-flows).
+   31.7 M sub-flows over four tables, 9,126 classes on 39,206 quotient sub-flows). The
+   choices share what does not depend on them (:class:`_ChoiceCache`: the iteration's flow
+   builder, its flow classes and groups, each table's routes, the isolated collectives), and
+   a run's refinement starts from the flow classes of the runs on a subset of its tables
+   (the same classes in fewer rounds); the results are those of separate runs.
 
 Guarantees: exact (the iteration of the chosen routing schedule is the flow model's, not an
 estimate); deterministic (no clock, no random choice); never slower than the design's static
@@ -362,10 +366,10 @@ class _RoutingHook(_Hook):
         self.cache = cache
 
     def __call__(self, fb, limit):
-        a = None
+        a = None  # the builder's fabric flows (GroupCache.fabric_flows)
         if self.realised is not None:
-            a = fb.arrays() if self.cache is None else self.cache.groups.arrays(fb)
-        if a is not None and not np.any(a["link"] < 0):
+            a = _fabric_flows(fb) if self.cache is None else self.cache.groups.fabric_flows(fb)
+        if a is not None and not a["src"].size:
             from topoopt.flowsim.network import simulate_builder
 
             return simulate_builder(fb, aggregate=True, record_series=False, max_refills=limit)
@@ -425,12 +429,17 @@ class _RoutingHook(_Hook):
 
     def _record(self, fb, sim, a=None):
         if self.flows is None:
-            a = fb.arrays() if a is None else a
-            pair = a["link"] < 0
+            a = _fabric_flows(fb) if a is None else a
+            pair = a["pair"]
             self.flows = {
-                "src": a["src"][pair], "dst": a["dst"][pair], "bytes": a["size"][pair],
+                "src": a["src"].copy(), "dst": a["dst"].copy(), "bytes": a["bytes"].copy(),
                 "start": np.asarray(sim.start)[pair], "finish": np.asarray(sim.finish)[pair],
             }  # fmt: skip
+
+
+def _fabric_flows(fb) -> dict:
+    """:meth:`solvers.reconfig.schedule.GroupCache.fabric_flows` without the cache."""
+    return GroupCache().fabric_flows(fb)
 
 
 class _ChoiceCache:
@@ -446,9 +455,10 @@ class _ChoiceCache:
 
     def __init__(self):
         self.groups = GroupCache()
-        self.routes: dict = {}
+        self.routes: dict = {}  # keyed by the routing objects' ids: they are held in ``keep``
         self.isolated: dict = {}
         self.builds: dict = {}
+        self.keep: list = []
 
 
 def simulate_routing_schedule(
@@ -472,7 +482,10 @@ def simulate_routing_schedule(
         except InputError as e:
             if e.field != "flows":
                 raise
-    routes = None if cache is None else cache.routes
+    routes = None
+    if cache is not None:
+        cache.keep.extend(r for r in routings if not any(r is k for k in cache.keep))
+        routes = cache.routes
     realised = routing_schedule(fabric, circuits, routings, starts, routes=routes)
     hook = _RoutingHook(realised, horizon if len(routings) > 1 else None, reduction, cache)
     run = run_iteration(

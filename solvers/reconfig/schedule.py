@@ -988,19 +988,25 @@ def class_groups(builder, realised: RealisedSchedule):
     if c is None:
         return None
     base = _group_base(c[1:])
+    del c
     versions = sorted({v for _, _, v in realised.epochs if v is not None})
     tables = [_group_table(realised.routes(v, base.pairs), base) for v in versions]
-    return _grouped(realised, c[1:], base, versions, tables)
+    return _grouped(realised, base, versions, tables)
 
 
 def _group_base(c: tuple) -> SimpleNamespace:
-    """The groups of :func:`_builder_classes`' classes ``c`` (:func:`class_groups`): ``g_key``
-    (a link, or ``n_cap +`` a pair index; links first), ``group`` (per class), ``is_pair``,
-    ``pairs`` (``(K, 2)`` server pairs) and ``g_pair`` (the pair of each pair group)."""
+    """What :func:`class_groups` takes from :func:`_builder_classes`' classes ``c``: the
+    network's ``capacity`` and ``latency``, per class its ``size``, ``multiplicity`` and
+    dependencies (``dep_ptr``, ``deps``), per builder flow its class (``class_of``); the
+    groups: ``g_key`` (a link, or ``n_cap +`` a pair index; links first), ``group`` (per
+    class), ``is_pair``, ``pairs`` (``(K, 2)`` server pairs) and ``g_pair`` (the pair of each
+    pair group)."""
     a, cap, lat, n_cap, n_nodes, keys, route, n_f, class_of, n_c, rep, dep_ptr, deps = c
     g_key, group = np.unique(route[rep], return_inverse=True)  # links first, then pairs
     is_pair = g_key >= n_cap
     return SimpleNamespace(
+        capacity=cap, latency=lat, size=a["size"][rep], class_of=class_of,
+        multiplicity=np.bincount(class_of, minlength=n_c), dep_ptr=dep_ptr, deps=deps,
         g_key=g_key, group=group.reshape(-1).astype(np.int64), is_pair=is_pair,
         pairs=np.column_stack([keys // n_nodes, keys % n_nodes]), g_pair=g_key[is_pair] - n_cap,
         n_nodes=n_nodes,
@@ -1036,46 +1042,45 @@ def _group_table(ps: PathSet, base: SimpleNamespace):
     return EpochPaths(fptr, pptr, links, w)
 
 
-def _grouped(r: RealisedSchedule, c: tuple, base: SimpleNamespace, versions, tables):
-    """:func:`class_groups`' result from the builder's classes ``c`` (:func:`_builder_classes`),
-    their groups ``base`` and the group ``tables`` of the path ``versions`` (entry indices)."""
+def _grouped(r: RealisedSchedule, base: SimpleNamespace, versions, tables):
+    """:func:`class_groups`' result from the builder's classes and groups ``base``
+    (:func:`_group_base`) and the group ``tables`` of the path ``versions`` (entry indices)."""
     from topoopt.flowsim.epochs_reduction import GroupedFlows
     from topoopt.flowsim.timevarying import Epoch
 
-    a, cap, lat, n_cap, n_nodes, keys, route, n_f, class_of, n_c, rep, dep_ptr, deps = c
     index = {v: i for i, v in enumerate(versions)}
     gf = GroupedFlows(
-        capacity=cap, latency=lat, size=a["size"][rep], start=np.zeros(n_c),
-        multiplicity=np.bincount(class_of, minlength=n_c), dep_ptr=dep_ptr, deps=deps,
-        group=base.group, versions=list(tables),
+        capacity=base.capacity, latency=base.latency, size=base.size,
+        start=np.zeros(base.size.shape[0]), multiplicity=base.multiplicity,
+        dep_ptr=base.dep_ptr, deps=base.deps, group=base.group, versions=list(tables),
     )  # fmt: skip
-    rest = cap[r.fabric.n_links :]
+    rest = base.capacity[r.fabric.n_links :]
     epochs = [
         Epoch(t0, np.concatenate([cc, rest]), None if v is None else index[v])
         for t0, cc, v in r.epochs
     ]
-    return gf, class_of, epochs
+    return gf, base.class_of, epochs
 
 
 class GroupCache:
     """:func:`class_groups` for the runs of several schedules that differ only in their
     routing tables, on one fabric, of one builder's flows (the routing choices of
-    :func:`solvers.joint.phase_routing.phase_routing`): the builder's arrays, classes and
-    groups are found once and each routing table's group routes once (keyed by its circuits
-    and its routing object, held here so the key stays valid). The same builder object,
-    unchanged since (as many flows, devices and dependencies), is reused as is; another
-    builder is checked equal to the first, array by array, before its classes are reused, and
-    classed afresh when it differs. The same results as :func:`class_groups`, exactly.
-    ``seeds`` is free for the caller: labels of the builder's flow classes, emptied with them.
+    :func:`solvers.joint.phase_routing.phase_routing`, whose runs share one builder): the
+    builder's classes and groups are found once, and each routing table's group routes once
+    (keyed by its circuits and its routing object, held here so the key stays valid). They are
+    reused for the same builder object, unchanged since (as many flows, devices and
+    dependencies); another builder is classed afresh. The same results as
+    :func:`class_groups`, exactly. :meth:`fabric_flows` keeps, for the last two builders, what
+    a run records of its fabric flows. ``seeds`` is free for the caller: labels of the
+    builder's flow classes, emptied with them.
     """
 
     def __init__(self):
         self._builder = None
         self._state: tuple = ()
-        self._arrays: dict | None = None
-        self._c: tuple | None = None
         self._base: SimpleNamespace | None = None
         self._tables: dict = {}
+        self._flows: list = []
         self.seeds: dict = {}
         self.hits = 0  # runs that reused the builder's classes
 
@@ -1083,24 +1088,19 @@ class GroupCache:
     def _state_of(builder) -> tuple:
         return (builder.net.fabric, builder.n, builder.n_devices, builder.n_deps)
 
-    def arrays(self, builder) -> dict:
-        """``builder.arrays()``: the held ones when ``builder`` is the held builder, unchanged,
-        or equal to it (then the held ones, the new copies dropped; ``builder`` held since)."""
-        if builder is self._builder and self._state_of(builder) == self._state:
-            return self._arrays
+    def fabric_flows(self, builder) -> dict:
+        """The builder's server-pair flows: ``pair`` (a mask over its flows), their ``src``,
+        ``dst`` and ``bytes``; the same dict for the same builder, unchanged."""
+        state = self._state_of(builder)
+        for b, st, got in self._flows:
+            if b is builder and st == state:
+                return got
         a = builder.arrays()
-        old = self._arrays
-        if (
-            old is not None
-            and builder.net.fabric is self._state[0]
-            and a.keys() == old.keys()
-            and all(np.array_equal(a[k], old[k]) for k in a)
-            and np.array_equal(builder.net.capacity(builder.n_devices), self._c[1])
-            and np.array_equal(builder.net.latency(builder.n_devices), self._c[2])
-        ):
-            self._builder, self._state = builder, self._state_of(builder)
-            return old
-        return a
+        pair = a["link"] < 0
+        got = {"pair": pair, "src": a["src"][pair], "dst": a["dst"][pair],
+               "bytes": a["size"][pair]}  # fmt: skip
+        self._flows = [*self._flows[-1:], (builder, state, got)]
+        return got
 
     def __call__(self, builder, realised: RealisedSchedule):
         r = realised
@@ -1110,14 +1110,15 @@ class GroupCache:
             )
         if not r.epochs or r.epochs[0][0] != 0.0 or r.epochs[0][2] is None:
             return None
-        a = self.arrays(builder)
-        if a is self._arrays:
+        if builder is self._builder and self._state_of(builder) == self._state:
             self.hits += 1
         else:  # another builder: classed afresh
-            self._builder, self._state, self._arrays = builder, self._state_of(builder), a
-            self._c = _builder_classes(builder, a, r.fabric.n_nodes)
-            self._base = _group_base(self._c)
+            self._builder, self._state = builder, self._state_of(builder)
+            self._base = None
             self._tables, self.seeds = {}, {}
+            c = _builder_classes(builder, builder.arrays(), r.fabric.n_nodes)
+            self._base = _group_base(c)
+            del c
         versions = sorted({v for _, _, v in r.epochs if v is not None})
         tables = []
         for v in versions:
@@ -1128,7 +1129,7 @@ class GroupCache:
                 got = (cs.routing, _group_table(r.routes(v, self._base.pairs), self._base))
                 self._tables[key] = got
             tables.append(got[1])
-        return _grouped(r, self._c, self._base, versions, tables)
+        return _grouped(r, self._base, versions, tables)
 
 
 def iteration_under_schedule(

@@ -144,8 +144,9 @@ def test_shared_runs_with_the_reduction_off(tiny, monkeypatch):
 
 
 def test_group_cache_equals_class_groups(tiny):
-    """The group cache against :func:`class_groups` on schedules of different tables, with a
-    builder rebuilt equal (reused) and one of another workload (classed afresh)."""
+    """The group cache against :func:`class_groups` on schedules of different tables: one
+    builder (classed once), the same builder with a flow added, then another builder (each
+    classed afresh)."""
     from solvers.model.design import NodePaths
     from topoopt.flowsim.network import FlowBuilder, Network
 
@@ -160,17 +161,19 @@ def test_group_cache_equals_class_groups(tiny):
             fb.add_ranks([s], [d], [b])
         return fb
 
-    a = [(0, 1, 5e6), (1, 0, 5e6), (2, 3, 5e6), (3, 2, 5e6), (0, 2, 1e6)]
-    b = [(0, 1, 5e6), (1, 2, 2e6)]
+    a = builder([(0, 1, 5e6), (1, 0, 5e6), (2, 3, 5e6), (3, 2, 5e6), (0, 2, 1e6)])
     cache = GroupCache()
-    for flows, tables, starts in [
+    cases = [
         (a, (static,), (0.0,)),
         (a, (static, copy), (0.0, 1e-4)),
         (a, (copy, static, None), (0.0, 1e-4, 2e-4)),
-        (b, (static, None), (0.0, 1e-4)),
-    ]:
+        (a, (static, copy), (0.0, 1e-4)),  # a with one more flow (added below)
+        (builder([(0, 1, 5e6), (1, 2, 2e6)]), (static, None), (0.0, 1e-4)),
+    ]
+    for k, (fb, tables, starts) in enumerate(cases):
+        if k == 3:
+            fb.add_ranks([1], [3], [7e6], after=[0])
         r = routing_schedule(fab, c, tables, starts)
-        fb = builder(flows)
         want = class_groups(fb, r)
         got = cache(fb, r)
         gw, gg = want[0], got[0]
@@ -183,7 +186,12 @@ def test_group_cache_equals_class_groups(tiny):
             for f in ("flow_ptr", "path_ptr", "path_links", "weight"):
                 np.testing.assert_array_equal(getattr(x, f), getattr(y, f))
         assert [(e.start_s, e.paths) for e in want[2]] == [(e.start_s, e.paths) for e in got[2]]
-    assert cache.hits == 2  # the second and third builders equal the first; the fourth is new
+        flows = cache.fabric_flows(fb)
+        arr = fb.arrays()
+        pair = arr["link"] < 0
+        np.testing.assert_array_equal(flows["pair"], pair)
+        np.testing.assert_array_equal(flows["bytes"], arr["size"][pair])
+    assert cache.hits == 2  # the second and third runs; a changed, then another builder
 
 
 def test_seeded_refinement_gives_the_same_classes():
