@@ -405,13 +405,13 @@ class _RoutingHook(_Hook):
             red = reduce_grouped(gf, epochs)
         else:
             # seeded with the classes of the earlier runs on a subset of these tables (the
-            # group cache's, held by it); kept from the runs without a seed only (the others'
-            # tables are unions of theirs), in the fewest bytes
+            # group cache's, held by it); kept, in the fewest bytes, unless the seeds held
+            # gave them already (the run settled in its first round)
             key = frozenset(id(v) for v in gf.versions)
             seeds = c.groups.seeds
             start = [f for k, f in seeds.items() if k <= key]
             red = reduce_grouped(gf, epochs, start_flow=start or None)
-            if red.partition is not None and not start:
+            if red.partition is not None and (not start or red.info["rounds"] > 1):
                 f = red.partition.flow
                 seeds[key] = f.astype(np.min_scalar_type(int(f.max(initial=0))))
         self.reductions.append(dict(red.info))
