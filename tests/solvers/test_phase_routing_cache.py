@@ -255,3 +255,25 @@ def test_seeded_refinement_gives_the_same_classes():
         got = simulate_grouped_reduced(gf, red)
         np.testing.assert_allclose(got.finish, want.finish, rtol=1e-12)
         np.testing.assert_allclose(got.link_bytes, want.link_bytes, rtol=1e-12)
+
+
+def test_simulate_iteration_shares_its_builders(tiny):
+    """``simulate_iteration(builds=...)``: the second call reuses the first's builder (the
+    same object) and gives the same iteration as a call without it; a call on another
+    workload empties the dict first."""
+    from topoopt.flowsim.iteration import simulate_iteration
+
+    w, design, fab = tiny["pp4"]
+    builds: dict = {}
+    alone = simulate_iteration(w, fab)
+    first = simulate_iteration(w, fab, builds=builds)
+    held = builds[frozenset()]
+    again = simulate_iteration(w, fab, builds=builds)
+    assert builds[frozenset()] is held and builds["for"][0] is w
+    assert alone.iteration_s == first.iteration_s == again.iteration_s
+    assert alone.compute_s == first.compute_s == again.compute_s
+    assert alone.exposed_by_class == again.exposed_by_class
+    w2, _, fab2 = tiny["pp2"]
+    other = simulate_iteration(w2, fab2, builds=builds)
+    assert builds["for"][0] is w2 and builds[frozenset()] is not held
+    assert other.iteration_s == simulate_iteration(w2, fab2).iteration_s
