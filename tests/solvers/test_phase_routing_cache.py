@@ -80,14 +80,14 @@ def test_shared_runs_equal_runs_from_scratch(tiny, name, monkeypatch):
 
 
 def test_every_choice_in_full_shared_or_not(tiny):
-    """Every routing choice of the 4-stage pipeline simulated in full (no incumbent cut), in
+    """Every routing choice of the 2-stage pipeline simulated in full (no incumbent cut), in
     the order phase routing takes them, through one shared cache and each alone: the same
     iteration, fabric flows' finishes and reduction (classes, quotient sub-flows)."""
     import itertools
 
     from solvers.joint.phase_routing import _ChoiceCache, simulate_routing_schedule
 
-    w, design, fab = tiny["pp4"]
+    w, design, fab = tiny["pp2"]
     res = phase_routing(w, design, fab, share=False)
     own = [phase_routing_table(res, design, w, fab, i) for i in range(len(res.phases))]
     starts = [p.start_s for p in res.phases]
