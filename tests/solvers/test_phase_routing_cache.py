@@ -258,9 +258,9 @@ def test_seeded_refinement_gives_the_same_classes():
 
 
 def test_simulate_iteration_shares_its_builders(tiny):
-    """``simulate_iteration(builds=...)``: the second call reuses the first's builder (the
-    same object) and gives the same iteration as a call without it; a call on another
-    workload empties the dict first."""
+    """``simulate_iteration(builds=...)``: the second call reuses the first's iteration
+    builder (the same object; not the compute-only run's) and gives the same iteration as a
+    call without it; a call on another workload empties the dict first."""
     from topoopt.flowsim.iteration import simulate_iteration
 
     w, design, fab = tiny["pp4"]
@@ -270,6 +270,7 @@ def test_simulate_iteration_shares_its_builders(tiny):
     held = builds[frozenset()]
     again = simulate_iteration(w, fab, builds=builds)
     assert builds[frozenset()] is held and builds["for"][0] is w
+    assert set(builds) == {"for", frozenset()}  # not the compute-only run's builder
     assert alone.iteration_s == first.iteration_s == again.iteration_s
     assert alone.compute_s == first.compute_s == again.compute_s
     assert alone.exposed_by_class == again.exposed_by_class

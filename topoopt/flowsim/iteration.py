@@ -1513,11 +1513,12 @@ def simulate_iteration(
         computes its own. The results are the same (the reconfiguration search passes one per
         search).
     builds : dict, optional
-        The iteration's flow builders (with their tasks), shared by the calls that pass the
-        same dict and differ only in ``simulator``, ``compute_s``, ``max_refills``,
-        ``exposed_by_class``, ``record_series``, ``path_times`` or ``max_flows`` (none of which
-        shapes a builder): per-phase routing simulates one iteration under several routing
-        schedules on one fabric (:func:`solvers.joint.phase_routing.phase_routing`). The dict
+        The iteration's flow builder (with its tasks; not the compute-only or per-class runs'),
+        shared by the calls that pass the same dict and differ only in ``simulator``,
+        ``compute_s``, ``max_refills``, ``exposed_by_class``, ``record_series``, ``path_times``
+        or ``max_flows`` (none of which shapes it): per-phase routing simulates one iteration
+        under several routing schedules on one fabric
+        (:func:`solvers.joint.phase_routing.phase_routing`, which passes ``compute_s``). The dict
         holds the workload, fabric and routing it was filled for and the other arguments; a
         call with another of them (compared by identity for the objects, by value for the
         rest) empties it first. Plan-derived workloads only, not ``eager-1f1b`` (a task graph
@@ -1611,9 +1612,9 @@ def simulate_iteration(
             builds["for"] = (workload, fabric, routing, build_key)
 
     def build(instant):
-        """``model.build(instant)``, or the builder ``builds`` holds for it."""
+        """``model.build(instant)``, or the iteration's builder ``builds`` holds."""
         key = frozenset(instant)
-        if build_key is None:
+        if build_key is None or key:
             return model.build(key)
         if key not in builds:
             builds[key] = model.build(key)
