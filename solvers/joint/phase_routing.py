@@ -39,9 +39,9 @@ iteration, each phase routed against its own traffic:
    the quotient, not every flow's paths (Mixtral 8x7B at 16,384 GPUs: 6.8 M flow classes on
    31.7 M sub-flows over four tables, 9,126 classes on 39,206 quotient sub-flows). The
    choices share what does not depend on them (:class:`_ChoiceCache`: the iteration's flow
-   builder, its flow classes and groups, each table's routes, the isolated collectives), and
-   a run's refinement starts from the flow classes of the runs on a subset of its tables
-   (the same classes in fewer rounds); the results are those of separate runs.
+   builder, its flow classes and groups, each table's group routes, the isolated
+   collectives), and a run's refinement starts from the flow classes of the runs on a subset
+   of its tables (the same classes in fewer rounds); the results are those of separate runs.
 
 Guarantees: exact (the iteration of the chosen routing schedule is the flow model's, not an
 estimate); deterministic (no clock, no random choice); never slower than the design's static
@@ -305,18 +305,13 @@ def merge_routing(static: NodePaths, phase: NodePaths, n: int) -> NodePaths:
     )  # fmt: skip
 
 
-def routing_schedule(
-    fabric: Fabric, circuits, routings, starts, *, routes: dict | None = None
-) -> RealisedSchedule:
+def routing_schedule(fabric: Fabric, circuits, routings, starts) -> RealisedSchedule:
     """Routing tables in time on fixed circuits: ``routings[k]`` (server paths, or None: ECMP
     over the circuits) in force from ``starts[k]`` seconds (``starts[0] == 0``,
     non-decreasing) on ``fabric`` (a direct-connect fabric of ``circuits``). Every link keeps
     its capacity in every epoch (no circuit changes, no dark time); an epoch starts where the
     table changes (consecutive equal tables are one epoch), which
     :func:`solvers.reconfig.schedule.simulate_schedule` simulates (module docstring, step 4).
-    ``routes`` (optional): the realisation's route cache
-    (:meth:`~solvers.reconfig.schedule.RealisedSchedule.routes`, keyed by circuits and routing
-    object), shared by the schedules of one set of routing objects.
 
     Examples
     --------
@@ -340,9 +335,7 @@ def routing_schedule(
         else:
             continue
         last = k
-    if routes is None:
-        return RealisedSchedule(fabric, caps, tuple(epochs), sched, 0.0)
-    return RealisedSchedule(fabric, caps, tuple(epochs), sched, 0.0, routes)
+    return RealisedSchedule(fabric, caps, tuple(epochs), sched, 0.0)
 
 
 class _RoutingHook(_Hook):
@@ -445,20 +438,16 @@ def _fabric_flows(fb) -> dict:
 class _ChoiceCache:
     """What the routing choices of one :func:`phase_routing` share, none of it depending on
     the choice (the same workload, fabric, circuits and compute time; only the routing tables
-    differ): the flow classes and the tables' group routes
-    (:class:`~solvers.reconfig.schedule.GroupCache`, with the flow classes each run found),
-    the route tables per routing object (:meth:`~solvers.reconfig.schedule.RealisedSchedule.
-    routes`) and the intra-server collectives' isolated durations
-    (:func:`~topoopt.flowsim.iteration.simulate_iteration`'s ``isolated_cache``) and the
-    iteration's flow builder (its ``builds``: built once, not per choice). Every run gives the
-    same results as without it."""
+    differ): the iteration's flow builder (:func:`~topoopt.flowsim.iteration.
+    simulate_iteration`'s ``builds``: built once, not per choice), its flow classes and each
+    routing table's group routes (:class:`~solvers.reconfig.schedule.GroupCache`, with the
+    flow classes the runs found) and the intra-server collectives' isolated durations
+    (``isolated_cache``). Every run gives the same results as without it."""
 
     def __init__(self):
         self.groups = GroupCache()
-        self.routes: dict = {}  # keyed by the routing objects' ids: they are held in ``keep``
         self.isolated: dict = {}
         self.builds: dict = {}
-        self.keep: list = []
 
 
 def simulate_routing_schedule(
@@ -482,11 +471,7 @@ def simulate_routing_schedule(
         except InputError as e:
             if e.field != "flows":
                 raise
-    routes = None
-    if cache is not None:
-        cache.keep.extend(r for r in routings if not any(r is k for k in cache.keep))
-        routes = cache.routes
-    realised = routing_schedule(fabric, circuits, routings, starts, routes=routes)
+    realised = routing_schedule(fabric, circuits, routings, starts)
     hook = _RoutingHook(realised, horizon if len(routings) > 1 else None, reduction, cache)
     run = run_iteration(
         workload, realised.schedule, fabric, None, hook, 0.0, compute_s=compute_s,
@@ -581,8 +566,9 @@ def phase_routing(
         (:func:`solvers.reconfig.search.comm_phases`).
     share : bool
         The runs share what does not depend on the routing choice (:class:`_ChoiceCache`:
-        the flow classes, the tables' routes, the isolated collectives; each run seeded with
-        the flow classes of the runs on a subset of its tables). The same results; False
+        the iteration's builder, its flow classes, the tables' group routes, the isolated
+        collectives; each run seeded with the flow classes of the runs on a subset of its
+        tables). The same results; False
         simulates every choice from scratch (the reference of the tests).
 
     Returns
