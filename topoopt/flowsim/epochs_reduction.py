@@ -471,11 +471,16 @@ def reduce_grouped(
     union, ver, local = union_flowset(groups, gf.versions)
     base["group_paths"] = union.n_paths
     l_lab = _dense(*(e.capacity for e in epochs))
-    start = () if start_flow is None else tuple(np.atleast_2d(np.asarray(start_flow, np.int64)))
-    if any(lab.shape != (n_f,) for lab in start):
-        raise InputError("start_flow", f"shape {np.shape(start_flow)}",
+    rows = []
+    if start_flow is not None:
+        two = isinstance(start_flow, list | tuple) or np.ndim(start_flow) == 2
+        rows = list(start_flow) if two else [start_flow]
+    if any(np.shape(lab) != (n_f,) for lab in rows):
+        raise InputError("start_flow", f"shapes {[np.shape(lab) for lab in rows]}",
                          f"one label per flow ({n_f}), or rows of them")  # fmt: skip
-    fcol = _dense(gf.size, gf.start, gf.multiplicity, *start)
+    fcol = _dense(gf.size, gf.start, gf.multiplicity)
+    for lab in rows:  # one row at a time (its int64 copy only)
+        fcol = _dense(fcol, np.asarray(lab).astype(np.int64))
     zeros = np.zeros(n_f)
     part = None
     for rounds in range(1, MAX_GROUP_ROUNDS + 1):
