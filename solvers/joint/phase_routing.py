@@ -37,7 +37,11 @@ iteration, each phase routed against its own traffic:
    reduce_grouped`: one equitable partition for every table in force, found on the server
    pairs' routes, checked exactly, off where no symmetry is left), so the memory guard counts
    the quotient, not every flow's paths (Mixtral 8x7B at 16,384 GPUs: 6.8 M flow classes on
-   31.7 M sub-flows over four tables, 9,126 classes on 39,206 quotient sub-flows).
+   31.7 M sub-flows over four tables, 9,126 classes on 39,206 quotient sub-flows). The
+   choices share what does not depend on them (:class:`_ChoiceCache`: the iteration's flow
+   builder, its flow classes and groups, each table's group routes, the isolated
+   collectives), and a run's refinement starts from the flow classes of the runs on a subset
+   of its tables (the same classes in fewer rounds); the results are those of separate runs.
 
 Guarantees: exact (the iteration of the chosen routing schedule is the flow model's, not an
 estimate); deterministic (no clock, no random choice); never slower than the design's static
@@ -60,6 +64,7 @@ from solvers.joint.fast_routing import Q_END, ROUNDS, balance, candidate_paths, 
 from solvers.model.design import Design, NodePaths, node_paths
 from solvers.reconfig.schedule import (
     CircuitSet,
+    GroupCache,
     RealisedSchedule,
     Schedule,
     ScheduleRun,
@@ -341,15 +346,23 @@ class _RoutingHook(_Hook):
     (:func:`topoopt.flowsim.epochs_reduction.simulate_epochs_reduced`: exact, one partition
     for every routing table; the classes' paths listed per table only,
     :func:`solvers.reconfig.schedule.class_epochs`); ``reductions`` records what each run
-    found."""
+    found. ``cache`` (a :class:`_ChoiceCache`, optional) holds what the runs of one
+    :func:`phase_routing` share: the builder's classes and the tables' group routes
+    (:class:`~solvers.reconfig.schedule.GroupCache`), and the flow classes found by earlier
+    runs, which seed a run whose routing tables include theirs (the same classes, in fewer
+    rounds: :func:`~topoopt.flowsim.epochs_reduction.reduce_grouped`)."""
 
-    def __init__(self, realised, horizon=None, reduction: bool = True):
+    def __init__(self, realised, horizon=None, reduction: bool = True, cache=None):
         super().__init__(realised, horizon)
         self.reduction = reduction
         self.reductions: list = []
+        self.cache = cache
 
     def __call__(self, fb, limit):
-        if self.realised is not None and not np.any(fb.arrays()["link"] < 0):
+        a = None  # the builder's fabric flows (GroupCache.fabric_flows)
+        if self.realised is not None:
+            a = _fabric_flows(fb) if self.cache is None else self.cache.groups.fabric_flows(fb)
+        if a is not None and not a["src"].size:
             from topoopt.flowsim.network import simulate_builder
 
             return simulate_builder(fb, aggregate=True, record_series=False, max_refills=limit)
@@ -358,7 +371,7 @@ class _RoutingHook(_Hook):
             if sim is not None:
                 if self.horizon is not None and not np.all(np.isfinite(sim.finish)):
                     raise _PastHorizon
-                self._record(fb, sim)
+                self._record(fb, sim, a)
                 return sim
         return super().__call__(fb, limit)
 
@@ -373,14 +386,27 @@ class _RoutingHook(_Hook):
         from topoopt.flowsim.subflow_guard import check_subflows
         from topoopt.flowsim.timevarying import simulate_epochs
 
-        got = class_groups(fb, self.realised)
+        c = self.cache
+        got = class_groups(fb, self.realised) if c is None else c.groups(fb, self.realised)
         if got is None:
             return None
         gf, class_of, epochs = got
         n_b = class_of.size
         n_group_paths = sum(int(v.weight.shape[0]) for v in gf.versions)
         check_subflows(n_b, n_group_paths, reduced=True)
-        red = reduce_grouped(gf, epochs)
+        if c is None:
+            red = reduce_grouped(gf, epochs)
+        else:
+            # seeded with the classes of the earlier runs on a subset of these tables (the
+            # group cache's, held by it); kept, in the fewest bytes, unless the seeds held
+            # gave them already (the run settled in its first round)
+            key = frozenset(id(v) for v in gf.versions)
+            seeds = c.groups.seeds
+            start = [f for k, f in seeds.items() if k <= key]
+            red = reduce_grouped(gf, epochs, start_flow=start or None)
+            if red.partition is not None and (not start or red.info["rounds"] > 1):
+                f = red.partition.flow
+                seeds[key] = f.astype(np.min_scalar_type(int(f.max(initial=0))))
         self.reductions.append(dict(red.info))
         hz = self.horizon
         kw = dict(max_refills=limit, record_series=False, horizon=hz, late_cut=hz is not None)
@@ -394,19 +420,39 @@ class _RoutingHook(_Hook):
         res = simulate_epochs(flows, ep, **kw)
         return expand_classes(res, flows, class_of, paths=False)
 
-    def _record(self, fb, sim):
+    def _record(self, fb, sim, a=None):
         if self.flows is None:
-            a = fb.arrays()
-            pair = a["link"] < 0
+            a = _fabric_flows(fb) if a is None else a
+            pair = a["pair"]
             self.flows = {
-                "src": a["src"][pair], "dst": a["dst"][pair], "bytes": a["size"][pair],
+                "src": a["src"].copy(), "dst": a["dst"].copy(), "bytes": a["bytes"].copy(),
                 "start": np.asarray(sim.start)[pair], "finish": np.asarray(sim.finish)[pair],
             }  # fmt: skip
 
 
+def _fabric_flows(fb) -> dict:
+    """:meth:`solvers.reconfig.schedule.GroupCache.fabric_flows` without the cache."""
+    return GroupCache().fabric_flows(fb)
+
+
+class _ChoiceCache:
+    """What the routing choices of one :func:`phase_routing` share, none of it depending on
+    the choice (the same workload, fabric, circuits and compute time; only the routing tables
+    differ): the iteration's flow builder (:func:`~topoopt.flowsim.iteration.
+    simulate_iteration`'s ``builds``: built once, not per choice), its flow classes and each
+    routing table's group routes (:class:`~solvers.reconfig.schedule.GroupCache`, with the
+    flow classes the runs found) and the intra-server collectives' isolated durations
+    (``isolated_cache``). Every run gives the same results as without it."""
+
+    def __init__(self):
+        self.groups = GroupCache()
+        self.isolated: dict = {}
+        self.builds: dict = {}
+
+
 def simulate_routing_schedule(
     workload, fabric: Fabric, circuits, routings, starts, *, compute_s=None, horizon=None,
-    max_buckets=None, reduction: bool = True,
+    max_buckets=None, reduction: bool = True, cache: _ChoiceCache | None = None,
 ) -> ScheduleRun:  # fmt: skip
     """One iteration of ``workload`` under :func:`routing_schedule` ``(fabric, circuits,
     routings, starts)``. A single table is the flow model's plain iteration (no epochs), or,
@@ -415,26 +461,28 @@ def simulate_routing_schedule(
     :mod:`topoopt.flowsim.timevarying`); ``horizon`` cuts a run past it (``iteration_s`` then
     ``inf``). With ``reduction`` (default) the time-varying runs go through their symmetry
     quotient (:class:`_RoutingHook`; exact), and the result's ``info["reduction"]`` says what
-    it found.
+    it found. ``cache`` (:class:`_ChoiceCache`, optional): what the runs of one
+    :func:`phase_routing` share (the same results).
     """
+    iso = None if cache is None else cache.isolated
     if len(routings) == 1:
         try:
-            return _plain(workload, fabric, circuits, routings[0], compute_s, max_buckets)
+            return _plain(workload, fabric, circuits, routings[0], compute_s, max_buckets, iso)
         except InputError as e:
             if e.field != "flows":
                 raise
     realised = routing_schedule(fabric, circuits, routings, starts)
-    hook = _RoutingHook(realised, horizon if len(routings) > 1 else None, reduction)
+    hook = _RoutingHook(realised, horizon if len(routings) > 1 else None, reduction, cache)
     run = run_iteration(
         workload, realised.schedule, fabric, None, hook, 0.0, compute_s=compute_s,
-        max_buckets=max_buckets,
+        max_buckets=max_buckets, isolated=iso, builds=None if cache is None else cache.builds,
     )  # fmt: skip
     if run.result is not None and hook.reductions:  # the iteration's run (the first)
         run.result.info["reduction"] = hook.reductions[0]
     return run
 
 
-def _plain(workload, fabric, circuits, table, compute_s, max_buckets) -> ScheduleRun:
+def _plain(workload, fabric, circuits, table, compute_s, max_buckets, isolated=None):
     """One routing table: the flow model's plain iteration (:func:`run_iteration`)."""
     sched = Schedule((CircuitSet(circuits, table, "routing 0"),), (0.0,))
     routing = None
@@ -442,7 +490,7 @@ def _plain(workload, fabric, circuits, table, compute_s, max_buckets) -> Schedul
         routing = table.to_pathset(fabric.src, fabric.dst, fabric.n_nodes)
     return run_iteration(
         workload, sched, fabric, routing, _Hook(None), 0.0, compute_s=compute_s,
-        max_buckets=max_buckets,
+        max_buckets=max_buckets, isolated=isolated,
     )  # fmt: skip
 
 
@@ -494,7 +542,7 @@ class PhaseRoutingResult:
 def phase_routing(
     workload, design: Design, fabric: Fabric, *, max_phases: int = MAX_PHASES,
     rounds: int = ROUNDS, max_buckets: int | None = None, progress=None,
-    min_fraction: float = 0.02,
+    min_fraction: float = 0.02, share: bool = True,
 ) -> PhaseRoutingResult:  # fmt: skip
     """Per-phase routing of ``design``'s circuits for ``workload`` (module docstring).
 
@@ -516,6 +564,12 @@ def phase_routing(
     min_fraction : float
         Phases shorter than this fraction of the iteration join a neighbour
         (:func:`solvers.reconfig.search.comm_phases`).
+    share : bool
+        The runs share what does not depend on the routing choice (:class:`_ChoiceCache`:
+        the iteration's builder, its flow classes, the tables' group routes, the isolated
+        collectives; each run seeded with the flow classes of the runs on a subset of its
+        tables). The same results; False
+        simulates every choice from scratch (the reference of the tests).
 
     Returns
     -------
@@ -539,8 +593,11 @@ def phase_routing(
     n = design.servers
     static = design.routing
     circuits = design.circuits.rows
+    if not isinstance(share, bool):
+        raise InputError("share", share, "True or False")
+    cache = _ChoiceCache() if share else None
     ref = simulate_routing_schedule(workload, fabric, circuits, (static,), (0.0,),
-                                    max_buckets=max_buckets)  # fmt: skip
+                                    max_buckets=max_buckets, cache=cache)  # fmt: skip
     compute_s = float(ref.result.compute_s)
     say(f"phase routing: static iteration {ref.iteration_s:.9g} s")
     phases = comm_phases(ref, workload, max_phases=max_phases, min_fraction=min_fraction)
@@ -570,7 +627,7 @@ def phase_routing(
         rts = tuple(own[i] if c[i] else static for i in range(len(c)))
         run = simulate_routing_schedule(
             workload, fabric, circuits, rts, starts, compute_s=compute_s,
-            horizon=None if c == full else best, max_buckets=max_buckets,
+            horizon=None if c == full else best, max_buckets=max_buckets, cache=cache,
         )  # fmt: skip
         it = float(run.iteration_s)
         by_choice[c] = it

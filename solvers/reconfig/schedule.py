@@ -56,6 +56,7 @@ classes, 318,048 of 634,428 sub-flows); runs not worth refining are screened
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 
 import numpy as np
 from scipy.sparse import csgraph, csr_matrix
@@ -93,6 +94,7 @@ __all__ = [
     "connected",
     "ECMP_MAX_PATHS",
     "MAX_PATH_LINKS",
+    "GroupCache",
 ]
 
 MAX_PATH_LINKS = 200_000_000
@@ -1120,24 +1122,29 @@ def _flow_classes(builder, realised: RealisedSchedule):
     n_nodes, pair_keys, route, n_flows, class_of, n_classes, representatives, dep_ptr, deps)``;
     a route is a link (``< n_cap``) or ``n_cap +`` the index of its server pair in ``pair_keys``
     (``src * n_nodes + dst``)."""
+    r = realised
+    if builder.net.fabric is not r.fabric:
+        raise InputError("builder", "a network on another fabric", "the schedule's union fabric")
+    if not r.epochs or r.epochs[0][0] != 0.0 or r.epochs[0][2] is None:
+        return None
+    return (r, *_builder_classes(builder, builder.arrays(), r.fabric.n_nodes))
+
+
+def _builder_classes(builder, a: dict, n_nodes: int) -> tuple:
+    """The part of :func:`_flow_classes` that depends on the builder only (its ``arrays`` ``a``
+    and network), not on the schedule's tables: ``(arrays, capacity, latency, n_cap, n_nodes,
+    pair_keys, route, n_flows, class_of, n_classes, representatives, dep_ptr, deps)``."""
     from topoopt.flowsim.flowset import (
         class_dependencies,
         class_representatives,
         identical_classes,
     )
 
-    r = realised
     fb = builder
-    if fb.net.fabric is not r.fabric:
-        raise InputError("builder", "a network on another fabric", "the schedule's union fabric")
-    if not r.epochs or r.epochs[0][0] != 0.0 or r.epochs[0][2] is None:
-        return None
-    a = fb.arrays()
     net = fb.net
     cap = net.capacity(fb.n_devices)
     lat = net.latency(fb.n_devices)
     n_cap = cap.shape[0]
-    n_nodes = r.fabric.n_nodes
     pair = a["link"] < 0
     keys, inv = np.unique(a["src"][pair] * n_nodes + a["dst"][pair], return_inverse=True)
     route = a["link"].copy()
@@ -1147,7 +1154,7 @@ def _flow_classes(builder, realised: RealisedSchedule):
     n_c = int(class_of.max()) + 1 if n_f else 0
     rep = class_representatives(class_of, n_c)
     dep_ptr, deps = class_dependencies(class_of, rep, a["dep_ptr"], a["deps"])
-    return r, a, cap, lat, n_cap, n_nodes, keys, route, n_f, class_of, n_c, rep, dep_ptr, deps
+    return a, cap, lat, n_cap, n_nodes, keys, route, n_f, class_of, n_c, rep, dep_ptr, deps
 
 
 def class_epochs(builder, realised: RealisedSchedule, max_path_links: int = MAX_PATH_LINKS):
@@ -1231,55 +1238,153 @@ def class_groups(builder, realised: RealisedSchedule):
     (each server pair, each link of a link flow), every path version's routes once per group,
     and the epochs with their path version's index (``None``: no paths). ``None`` when the
     schedule's first epoch has no paths. The routes are those :func:`class_epochs` lists per
-    class."""
-    from topoopt.flowsim.epochs_reduction import GroupedFlows
-    from topoopt.flowsim.timevarying import Epoch, EpochPaths
-
+    class. (:class:`GroupCache` gives the same for several schedules of one builder.)"""
     c = _flow_classes(builder, realised)
     if c is None:
         return None
-    r, a, cap, lat, n_cap, n_nodes, keys, route, n_f, class_of, n_c, rep, dep_ptr, deps = c
+    base = _group_base(c[1:])
+    del c
+    versions = sorted({v for _, _, v in realised.epochs if v is not None})
+    tables = [_group_table(realised.routes(v, base.pairs), base) for v in versions]
+    return _grouped(realised, base, versions, tables)
+
+
+def _group_base(c: tuple) -> SimpleNamespace:
+    """What :func:`class_groups` takes from :func:`_builder_classes`' classes ``c``: the
+    network's ``capacity`` and ``latency``, per class its ``size``, ``multiplicity`` and
+    dependencies (``dep_ptr``, ``deps``), per builder flow its class (``class_of``); the
+    groups: ``g_key`` (a link, or ``n_cap +`` a pair index; links first), ``group`` (per
+    class), ``is_pair``, ``pairs`` (``(K, 2)`` server pairs) and ``g_pair`` (the pair of each
+    pair group)."""
+    a, cap, lat, n_cap, n_nodes, keys, route, n_f, class_of, n_c, rep, dep_ptr, deps = c
     g_key, group = np.unique(route[rep], return_inverse=True)  # links first, then pairs
-    group = group.reshape(-1).astype(np.int64)
-    n_g = g_key.shape[0]
     is_pair = g_key >= n_cap
-    pairs = np.column_stack([keys // n_nodes, keys % n_nodes])
-    g_pair = g_key[is_pair] - n_cap
-    versions = sorted({v for _, _, v in r.epochs if v is not None})
-    tables = []
-    for v in versions:
-        ps = r.routes(v, pairs)
-        comm = ps.index(pairs[:, 0], pairs[:, 1], n_nodes)[g_pair]
-        lo = np.zeros(n_g, np.int64)
-        hi = np.ones(n_g, np.int64)
-        lo[is_pair], hi[is_pair] = ps.commodity_ptr[comm], ps.commodity_ptr[comm + 1]
-        fptr = np.zeros(n_g + 1, np.int64)
-        np.cumsum(hi - lo, out=fptr[1:])
-        owner = np.repeat(np.arange(n_g), hi - lo)
-        ids = _ranges(lo, hi)
-        on = is_pair[owner]
-        lens = np.where(on, np.diff(ps.path_ptr)[np.where(on, ids, 0)], 1)
-        pptr = np.zeros(ids.shape[0] + 1, np.int64)
-        np.cumsum(lens, out=pptr[1:])
-        links = np.empty(int(pptr[-1]), np.int64)
-        links[_ranges(pptr[:-1][on], pptr[1:][on])] = ps.path_links[
-            _ranges(ps.path_ptr[ids[on]], ps.path_ptr[ids[on] + 1])
-        ]
-        links[pptr[:-1][~on]] = g_key[owner[~on]]
-        w = np.where(on, ps.weight[np.where(on, ids, 0)], 1.0)
-        tables.append(EpochPaths(fptr, pptr, links, w))
+    return SimpleNamespace(
+        capacity=cap, latency=lat, size=a["size"][rep], class_of=class_of,
+        multiplicity=np.bincount(class_of, minlength=n_c), dep_ptr=dep_ptr, deps=deps,
+        g_key=g_key, group=group.reshape(-1).astype(np.int64), is_pair=is_pair,
+        pairs=np.column_stack([keys // n_nodes, keys % n_nodes]), g_pair=g_key[is_pair] - n_cap,
+        n_nodes=n_nodes,
+    )  # fmt: skip
+
+
+def _group_table(ps: PathSet, base: SimpleNamespace):
+    """One path version's routes ``ps`` (of ``base.pairs``) per group of ``base``
+    (:func:`_group_base`): an :class:`~topoopt.flowsim.timevarying.EpochPaths` over the groups
+    (a link group: its one link)."""
+    from topoopt.flowsim.timevarying import EpochPaths
+
+    g_key, is_pair, pairs, n_nodes = base.g_key, base.is_pair, base.pairs, base.n_nodes
+    n_g = g_key.shape[0]
+    comm = ps.index(pairs[:, 0], pairs[:, 1], n_nodes)[base.g_pair]
+    lo = np.zeros(n_g, np.int64)
+    hi = np.ones(n_g, np.int64)
+    lo[is_pair], hi[is_pair] = ps.commodity_ptr[comm], ps.commodity_ptr[comm + 1]
+    fptr = np.zeros(n_g + 1, np.int64)
+    np.cumsum(hi - lo, out=fptr[1:])
+    owner = np.repeat(np.arange(n_g), hi - lo)
+    ids = _ranges(lo, hi)
+    on = is_pair[owner]
+    lens = np.where(on, np.diff(ps.path_ptr)[np.where(on, ids, 0)], 1)
+    pptr = np.zeros(ids.shape[0] + 1, np.int64)
+    np.cumsum(lens, out=pptr[1:])
+    links = np.empty(int(pptr[-1]), np.int64)
+    links[_ranges(pptr[:-1][on], pptr[1:][on])] = ps.path_links[
+        _ranges(ps.path_ptr[ids[on]], ps.path_ptr[ids[on] + 1])
+    ]
+    links[pptr[:-1][~on]] = g_key[owner[~on]]
+    w = np.where(on, ps.weight[np.where(on, ids, 0)], 1.0)
+    return EpochPaths(fptr, pptr, links, w)
+
+
+def _grouped(r: RealisedSchedule, base: SimpleNamespace, versions, tables):
+    """:func:`class_groups`' result from the builder's classes and groups ``base``
+    (:func:`_group_base`) and the group ``tables`` of the path ``versions`` (entry indices)."""
+    from topoopt.flowsim.epochs_reduction import GroupedFlows
+    from topoopt.flowsim.timevarying import Epoch
+
     index = {v: i for i, v in enumerate(versions)}
     gf = GroupedFlows(
-        capacity=cap, latency=lat, size=a["size"][rep], start=np.zeros(n_c),
-        multiplicity=np.bincount(class_of, minlength=n_c), dep_ptr=dep_ptr, deps=deps,
-        group=group, versions=tables,
+        capacity=base.capacity, latency=base.latency, size=base.size,
+        start=np.zeros(base.size.shape[0]), multiplicity=base.multiplicity,
+        dep_ptr=base.dep_ptr, deps=base.deps, group=base.group, versions=list(tables),
     )  # fmt: skip
-    rest = cap[r.fabric.n_links :]
+    rest = base.capacity[r.fabric.n_links :]
     epochs = [
-        Epoch(t0, np.concatenate([c, rest]), None if v is None else index[v])
-        for t0, c, v in r.epochs
+        Epoch(t0, np.concatenate([cc, rest]), None if v is None else index[v])
+        for t0, cc, v in r.epochs
     ]
-    return gf, class_of, epochs
+    return gf, base.class_of, epochs
+
+
+class GroupCache:
+    """:func:`class_groups` for the runs of several schedules that differ only in their
+    routing tables, on one fabric, of one builder's flows (the routing choices of
+    :func:`solvers.joint.phase_routing.phase_routing`, whose runs share one builder): the
+    builder's classes and groups are found once, and each routing table's group routes once
+    (keyed by its circuits and its routing object, held here so the key stays valid). They are
+    reused for the same builder object, unchanged since (as many flows, devices and
+    dependencies); another builder is classed afresh. The same results as
+    :func:`class_groups`, exactly. :meth:`fabric_flows` keeps, for the last two builders, what
+    a run records of its fabric flows. ``seeds`` is free for the caller: labels of the
+    builder's flow classes, emptied with them.
+    """
+
+    def __init__(self):
+        self._builder = None
+        self._state: tuple = ()
+        self._base: SimpleNamespace | None = None
+        self._tables: dict = {}
+        self._flows: list = []
+        self.seeds: dict = {}
+        self.hits = 0  # runs that reused the builder's classes
+
+    @staticmethod
+    def _state_of(builder) -> tuple:
+        return (builder.net.fabric, builder.n, builder.n_devices, builder.n_deps)
+
+    def fabric_flows(self, builder) -> dict:
+        """The builder's server-pair flows: ``pair`` (a mask over its flows), their ``src``,
+        ``dst`` and ``bytes``; the same dict for the same builder, unchanged."""
+        state = self._state_of(builder)
+        for b, st, got in self._flows:
+            if b is builder and st == state:
+                return got
+        a = builder.arrays()
+        pair = a["link"] < 0
+        got = {"pair": pair, "src": a["src"][pair], "dst": a["dst"][pair],
+               "bytes": a["size"][pair]}  # fmt: skip
+        self._flows = [*self._flows[-1:], (builder, state, got)]
+        return got
+
+    def __call__(self, builder, realised: RealisedSchedule):
+        r = realised
+        if builder.net.fabric is not r.fabric:
+            raise InputError(
+                "builder", "a network on another fabric", "the schedule's union fabric"
+            )
+        if not r.epochs or r.epochs[0][0] != 0.0 or r.epochs[0][2] is None:
+            return None
+        if builder is self._builder and self._state_of(builder) == self._state:
+            self.hits += 1
+        else:  # another builder: classed afresh
+            self._builder, self._state = builder, self._state_of(builder)
+            self._base = None
+            self._tables, self.seeds = {}, {}
+            c = _builder_classes(builder, builder.arrays(), r.fabric.n_nodes)
+            self._base = _group_base(c)
+            del c
+        versions = sorted({v for _, _, v in r.epochs if v is not None})
+        tables = []
+        for v in versions:
+            cs = r.schedule.sets[v]
+            key = (cs.circuits.key, id(cs.routing))
+            got = self._tables.get(key)
+            if got is None or got[0] is not cs.routing:
+                got = (cs.routing, _group_table(r.routes(v, self._base.pairs), self._base))
+                self._tables[key] = got
+            tables.append(got[1])
+        return _grouped(r, self._base, versions, tables)
 
 
 def iteration_under_schedule(
@@ -1396,9 +1501,12 @@ def iteration_under_schedule(
 def run_iteration(
     workload, schedule: Schedule, fabric: Fabric, routing, hook: _Hook, hold_s: float, *,
     compute_s=None, max_refills=None, max_buckets=None, max_flows=None, isolated=None,
+    builds=None,
 ) -> ScheduleRun:  # fmt: skip
     """The iteration of ``workload`` on ``fabric`` (a static set's, or a schedule's union with
-    the ``hook`` of its realisation) and the wrap rule (module docstring)."""
+    the ``hook`` of its realisation) and the wrap rule (module docstring). ``isolated`` and
+    ``builds``: :func:`~topoopt.flowsim.iteration.simulate_iteration`'s ``isolated_cache`` and
+    ``builds``."""
     from topoopt.flowsim.iteration import simulate_iteration
 
     h = float(hold_s)
@@ -1414,6 +1522,7 @@ def run_iteration(
             max_buckets=max_buckets,
             max_flows=max_flows,
             isolated_cache=isolated,
+            builds=builds,
         )
     except _PastHorizon:
         return ScheduleRun(np.inf, np.inf, np.inf, schedule.reconfigurations(), h, None, {})

@@ -437,7 +437,9 @@ def _multiset_hash(owner: np.ndarray, colour: np.ndarray, n_owner: int, seed: in
     return out
 
 
-def reduce_grouped(gf: GroupedFlows, epochs, *, seed: int = 0) -> EpochReduction:
+def reduce_grouped(
+    gf: GroupedFlows, epochs, *, seed: int = 0, start_flow: np.ndarray | None = None
+) -> EpochReduction:
     """The quotient of the run of ``gf`` under ``epochs`` (their ``paths`` are version indices
     into ``gf.versions``, or None; the first epoch starts at 0 with paths), found without
     listing every flow's paths: the coarsest equitable partition of the *groups'* union
@@ -451,7 +453,15 @@ def reduce_grouped(gf: GroupedFlows, epochs, *, seed: int = 0) -> EpochReduction
     flows' union (a link of class ``L`` carries ``n(G, F) d(L, P)`` sub-flows of class ``(F,
     P)``, ``n(G, F)`` the flows of class ``F`` in each group of class ``G``), so the quotient is
     exact (module docstring). One priority class, unit weights (what the routing schedules
-    use)."""
+    use).
+
+    ``start_flow`` (an integer label per flow, or rows of them; optional) splits the flows'
+    starting colours further, as :func:`~topoopt.flowsim.symmetry.equitable_partition`'s: any
+    labels give an equitable partition, checked, hence an exact quotient; labels that only
+    separate flows the result separates anyway (the flows' classes of a run on a subset of
+    these path versions: the classes of a run are equitable for each of its versions alone)
+    give the same classes in fewer rounds. The refinement stops once a round splits no flow
+    class (the next would repeat it)."""
     from topoopt.flowsim._symmetry_kernels import uniform_counts, uniform_sets
     from topoopt.flowsim.flowset import identical_classes
 
@@ -472,9 +482,17 @@ def reduce_grouped(gf: GroupedFlows, epochs, *, seed: int = 0) -> EpochReduction
     union, ver, local = union_flowset(groups, gf.versions)
     base["group_paths"] = union.n_paths
     l_lab = _dense(*(e.capacity for e in epochs))
+    rows = []
+    if start_flow is not None:
+        two = isinstance(start_flow, list | tuple) or np.ndim(start_flow) == 2
+        rows = list(start_flow) if two else [start_flow]
+    if any(np.shape(lab) != (n_f,) for lab in rows):
+        raise InputError("start_flow", f"shapes {[np.shape(lab) for lab in rows]}",
+                         f"one label per flow ({n_f}), or rows of them")  # fmt: skip
     fcol = _dense(gf.size, gf.start, gf.multiplicity)
+    for lab in rows:  # one row at a time (its int64 copy only)
+        fcol = _dense(fcol, np.asarray(lab).astype(np.int64))
     zeros = np.zeros(n_f)
-    counts = None
     part = None
     for rounds in range(1, MAX_GROUP_ROUNDS + 1):
         gcol = _dense(_multiset_hash(gf.group, fcol, n_g, seed + rounds).view(np.int64))
@@ -484,11 +502,12 @@ def reduce_grouped(gf: GroupedFlows, epochs, *, seed: int = 0) -> EpochReduction
             return _off("refinement did not settle", base)
         key = _dense(fcol, part.flow[gf.group])
         new = identical_classes(key, zeros, zeros, gf.dep_ptr, gf.deps)
-        now = (int(new.max()) + 1, part.n_flow_classes, part.n_path_classes, part.n_link_classes)
+        # ``new`` refines ``fcol``: as many classes is the same partition, so the next round's
+        # group colours, groups' partition and flow classes would be these again
+        settled = new.max(initial=-1) == fcol.max(initial=-1)
         fcol = new
-        if now == counts:
+        if settled:
             break
-        counts = now
     else:
         return _off("refinement did not settle", base)
     n_fc = int(fcol.max()) + 1

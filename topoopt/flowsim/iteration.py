@@ -1396,6 +1396,7 @@ def simulate_iteration(
     max_paths: int | None = None,
     path_times: bool = True,
     isolated_cache: dict | None = None,
+    builds: dict | None = None,
 ) -> IterationResult:
     """Simulate one training iteration of ``workload`` on ``fabric``.
 
@@ -1511,6 +1512,18 @@ def simulate_iteration(
         on (the fabric's links carry none of their flows). ``None`` (default): each call
         computes its own. The results are the same (the reconfiguration search passes one per
         search).
+    builds : dict, optional
+        The iteration's flow builder (with its tasks; not the compute-only or per-class runs'),
+        shared by the calls that pass the same dict and differ only in ``simulator``,
+        ``compute_s``, ``max_refills``, ``exposed_by_class``, ``record_series``, ``path_times``
+        or ``max_flows`` (none of which shapes it): per-phase routing simulates one iteration
+        under several routing schedules on one fabric
+        (:func:`solvers.joint.phase_routing.phase_routing`, which passes ``compute_s``). The dict
+        holds the workload, fabric and routing it was filled for and the other arguments; a
+        call with another of them (compared by identity for the objects, by value for the
+        rest) empties it first. Plan-derived workloads only, not ``eager-1f1b`` (a task graph
+        or that schedule builds as without it). A simulator must not change a builder. The
+        results are the same.
 
     Returns
     -------
@@ -1586,6 +1599,27 @@ def simulate_iteration(
     if not isinstance(reduction, bool):
         raise InputError("reduction", reduction, "True or False")
 
+    build_key = None
+    if builds is not None and isinstance(model, _PipelineModel) and schedule != "eager-1f1b":
+        build_key = (algorithm, mode, gpu, float(bucket_bytes), schedule, max_buckets,
+                     intra_bandwidth, rail_routing, max_paths, aggregate, reduction)  # fmt: skip
+        held = builds.get("for")
+        if held is None or not (
+            held[0] is workload and held[1] is fabric and held[2] is routing
+            and held[3] == build_key
+        ):  # fmt: skip
+            builds.clear()
+            builds["for"] = (workload, fabric, routing, build_key)
+
+    def build(instant):
+        """``model.build(instant)``, or the iteration's builder ``builds`` holds."""
+        key = frozenset(instant)
+        if build_key is None or key:
+            return model.build(key)
+        if key not in builds:
+            builds[key] = model.build(key)
+        return builds[key]
+
     used = [0]  # sub-flow re-fills of the simulations so far (their work)
     labels: dict = {}  # classes of the first reduced phase, seeding the later phases' refinement
 
@@ -1594,7 +1628,7 @@ def simulate_iteration(
         default simulator, then ``expand(sim)`` turns it per builder flow (kept for the result
         only: the other phases need the makespan, and expanding every sub-flow of every
         builder flow is most of the peak memory at 16,384 GPUs)."""
-        fb, tasks, merge = model.build(frozenset(instant))
+        fb, tasks, merge = build(instant)
         limit = None if max_refills is None else max_refills - used[0]
         try:
             if simulator is not None:

@@ -792,6 +792,11 @@ class FlowBuilder:
         self._deps: list[np.ndarray] = []
         self._n_deps = 0
 
+    @property
+    def n_deps(self) -> int:
+        """Dependency edges added so far."""
+        return self._n_deps
+
     def _check_size(self, flows: int, deps: int) -> None:
         # the memory budget (traffic.limits), checked before the arrays of the new flows exist
         n, d = self.n + flows, self._n_deps + deps
