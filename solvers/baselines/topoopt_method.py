@@ -44,6 +44,7 @@ is refused (:func:`require_connected`).
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 
@@ -641,7 +642,10 @@ def _merge_draws(stack: np.ndarray, src: np.ndarray, dst: np.ndarray, hops: np.n
     flat = stack.reshape(K * k, H)
     comm = np.repeat(np.arange(K, dtype=np.int64), k)
     base = int(flat.max(initial=0)) + 2
-    if (K + 1) * float(base) ** H < 2.0**62:  # one integer key per row, same order
+    # one integer key per row (same order) when it fits 62 bits; compared in logs, since a
+    # long path (H hops) makes base ** H overflow a float (DLRM, 256 servers, 4 ports: over
+    # 128 hops on demand circuits)
+    if math.log2(K + 1) + H * math.log2(base) < 62.0:
         key = comm.copy()
         for c in range(H):
             key = key * base + (flat[:, c] + 1)

@@ -356,6 +356,25 @@ def test_path_draws_merge_duplicates_like_a_per_pair_unique():
         assert sum(wt for _, wt in lists[i]) == pytest.approx(1.0)
 
 
+def test_path_draws_of_over_a_hundred_hops_merge():
+    """A ring of 301 servers: a pair 150 hops apart has one shortest path each way round
+    only when the hops are fewer than half the ring (both ways otherwise). The merge's
+    integer key would need ``302 ** 151`` (a float overflow: ``reconfig`` on DLRM's 256
+    servers with 4 ports raised OverflowError); the row sort gives the same paths."""
+    n = 301
+    c = np.array([[i, (i + 1) % n, 1] for i in range(n)], np.int64)
+    src = np.array([0, 0, 7, 150])
+    dst = np.array([150, 151, 157, 0])
+    got = sample_shortest_paths(Circuits(c, n), src, dst, k=8, seed=1)
+    lists = got.to_lists()
+    for i in range(src.size):
+        paths = [tuple(p) for p, _ in lists[i]]
+        assert len(paths) == 1 and len(paths[0]) == 151  # 150 hops, the short way round
+        step = 1 if (dst[i] - src[i]) % n == 150 else -1
+        assert paths[0] == tuple((src[i] + step * np.arange(151)) % n)
+        assert lists[i][0][1] == 1.0
+
+
 def two_tier_demand(n: int = 16) -> np.ndarray:
     """DLRM's embedding all-to-all on 16 servers: the first half holds the tables (2 units between
     each pair of them), every table server sends 1 unit to every other server."""
