@@ -830,7 +830,12 @@ class _Hook:
     def __call__(self, fb, limit):
         from topoopt.flowsim.network import simulate_builder
 
-        if self.realised is None:
+        # no flow on the fabric (the compute-only run): the circuits, their dark times and
+        # routes change nothing, so the plain run (the epochs engine had no pair to route)
+        off_fabric = self.realised is not None and not np.any(
+            fb.arrays()["link"] < self.realised.fabric.n_links
+        )
+        if self.realised is None or off_fabric:
             sim = simulate_builder(fb, aggregate=True, record_series=False, max_refills=limit)
         else:
             sim = self._epochs_run(fb, limit)

@@ -682,3 +682,23 @@ def test_isolated_durations_shared_across_fabrics(tmp_path):
             a = got.result.timeline[col].to_numpy()
             assert np.array_equal(a, plain.result.timeline[col].to_numpy())
     assert sizes[0] > 0 and sizes == [sizes[0]] * 3  # filled once, then only read
+
+
+def test_a_reconfiguring_schedule_without_compute_s_runs_its_compute_only_plainly():
+    """``iteration_under_schedule`` without ``compute_s`` simulates the compute-only iteration
+    itself; under a schedule that reconfigures, that run has no flow on the fabric (it raised
+    "need at least one array to concatenate": no server pair to route). It now runs plainly:
+    its compute time is the static schedule's, and the iteration is the one given that time."""
+    from traffic.build import workload_from_plan
+
+    w = workload_from_plan("vgg16-dp")
+    n = w.servers
+    one = CircuitSet([[i, (i + 1) % n, 1] for i in range(n)])
+    two = CircuitSet([[i, (i + 1) % n, 2] for i in range(n)])
+    sched = Schedule((one, two), (0.0, 0.05))
+    alone = iteration_under_schedule(w, sched, 12.5e9, 0.001)
+    static = iteration_under_schedule(w, Schedule((one,), (0.0,)), 12.5e9, 0.0)
+    given = iteration_under_schedule(w, sched, 12.5e9, 0.001, compute_s=static.result.compute_s)
+    assert alone.reconfigurations == 2
+    assert alone.result.compute_s == static.result.compute_s
+    assert alone.iteration_s == given.iteration_s
