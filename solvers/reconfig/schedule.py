@@ -280,11 +280,12 @@ class RealisedSchedule:
             n = fab.n_servers
             c = cs.circuits.rows
             own = direct_connect(n, max(1, int(cs.ports(n).max())), c, 1.0)
+            refused = None
             try:
                 ps = routes(own, "ecmp", pairs=missing, k=ECMP_MAX_PATHS, seed=0)
                 bad = np.diff(ps.commodity_ptr) == 0
-            except InputError:  # no path at all for some pair
-                ps, bad = None, np.ones(missing.shape[0], bool)
+            except InputError as e:  # no path at all for some pair, or a routing limit
+                ps, bad, refused = None, np.ones(missing.shape[0], bool), e
             if bad.any():
                 reach = csgraph.connected_components(
                     csr_matrix(
@@ -294,6 +295,8 @@ class RealisedSchedule:
                     directed=False,
                 )[1]
                 far = np.flatnonzero(reach[missing[:, 0]] != reach[missing[:, 1]])
+                if refused is not None and not far.size:  # connected: the routing's own limit
+                    raise refused
                 u, v = missing[int(far[0]) if far.size else int(np.flatnonzero(bad)[0])]
                 raise InputError(
                     f"schedule entry {k} ({self.schedule.phases[k]})",

@@ -702,3 +702,31 @@ def test_a_reconfiguring_schedule_without_compute_s_runs_its_compute_only_plainl
     assert alone.reconfigurations == 2
     assert alone.result.compute_s == static.result.compute_s
     assert alone.iteration_s == given.iteration_s
+
+
+def test_a_routing_limit_is_not_reported_as_unconnected_servers(monkeypatch):
+    """A set's ECMP routes refused by the router's own limit (on DLRM's 256 servers at 4 ports
+    the paths of long demand-circuit routes) were reported as 'servers 0 and 1 unconnected'
+    though every server was connected; now the router's line is the error. A set that really
+    leaves a communicating pair apart still says which."""
+    import topoopt.fabrics.routing as routing_mod
+
+    n = 6
+    ring = CircuitSet([[i, (i + 1) % n, 1] for i in range(n)])
+    two = CircuitSet([[0, 1, 1], [1, 2, 1], [2, 0, 1], [3, 4, 1], [4, 5, 1], [5, 3, 1]])
+    r = realise_schedule(Schedule((ring, two), (0.0, 1.0)), n, 10.0, 0.1)
+    pairs = np.array([[0, 3], [1, 2]])
+
+    def limit(*a, **k):
+        raise InputError("k", None, "a path count under 50,000,000")
+
+    with monkeypatch.context() as m:
+        m.setattr(routing_mod, "routes", limit)
+        with pytest.raises(InputError) as e:
+            r.routes(0, pairs)
+        assert e.value.field == "k"
+        with pytest.raises(InputError) as e:  # two triangles: 0 and 3 are apart
+            r.routes(1, pairs)
+        assert "servers 0 and 3 unconnected" in str(e.value)
+    with pytest.raises(InputError, match="servers 0 and 3 unconnected"):
+        r.routes(1, pairs)  # the router itself finds no path

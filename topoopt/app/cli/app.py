@@ -126,6 +126,8 @@ apply_help_style(app)  # PLAN not {plan}, no <bool>, brackets in help texts kept
 def main() -> None:
     """Console-script entry point."""
     from topoopt.app.cli.common import mark_process_start
+    from topoopt.app.studies import engine
 
     mark_process_start()  # a --time-limit covers the start-up too
+    engine.EXIT_ON_DEATH = True  # this process is the command: a dead Ray instance ends it
     app()

@@ -100,6 +100,20 @@ WAIT_S = 0.25
 """Seconds between two checks that the local Ray instance is alive while results are awaited."""
 
 
+EXIT_ON_DEATH = False
+"""Set by the command line's entry point (:func:`topoopt.app.cli.app.main`): a local instance this
+engine started that dies is then also watched from a thread (:meth:`Engine._watch`), which ends
+the process with the one line and exit 2 when the main thread has not done so within
+:data:`GRACE_S` (it can be blocked in a Ray call, which Ray's driver ends after its 60 s GCS
+timeout with exit 1). Off for library use: there the exception is the caller's."""
+
+GRACE_S = 20.0
+"""Seconds the main thread has, after the watcher sees the local instance die, to report it."""
+
+WATCH_S = 0.5
+"""Seconds between two checks of the watcher (:data:`EXIT_ON_DEATH`)."""
+
+
 _START_HINT = (
     "a Ray instance that starts (run the command again on a less busy machine, or --workers 1 "
     "to evaluate in-process without Ray)"
@@ -167,6 +181,8 @@ class Engine:
         self._started = False
         self._died = False
         self._stdout = None
+        self._counts = (0, 0)  # evaluations finished and asked, for the watcher's line
+        self._watch_stop = None
 
     @property
     def backend(self) -> str:
@@ -239,6 +255,35 @@ class Engine:
                 _START_HINT,
             ) from None
         self._started = True
+        if EXIT_ON_DEATH and self.address is None:
+            self._arm_watch()
+
+    def _arm_watch(self) -> None:
+        """Start the watcher thread of :data:`EXIT_ON_DEATH`."""
+        import threading
+
+        self._watch_stop = threading.Event()
+        err = os.dup(2)  # fd 2 itself may be quieted (_quiet_fd2) when the line is due
+        threading.Thread(target=self._watch, args=(self._watch_stop, err), daemon=True).start()
+
+    def _watch(self, stop, err: int) -> None:
+        """Poll the local instance; once a process of it has exited, give the main thread
+        :data:`GRACE_S` to report it and end, then end the process: the one line (when the
+        main thread is still running: otherwise it has reported and is stuck exiting) and
+        exit 2. ``stop`` set (the engine closed normally) ends the watch."""
+        import threading
+        import time
+
+        dead = None
+        while dead is None:
+            if stop.wait(WATCH_S):
+                return
+            dead = self._dead_process()
+        time.sleep(GRACE_S)
+        if threading.main_thread().is_alive():
+            line = f"error: {RayInstanceDied(dead, *self._counts)}\n"
+            os.write(err, line.encode())
+        os._exit(2)
 
     def _abandon_start(self) -> None:
         """Stop whatever a failed ``ray.init`` left running (quietly)."""
@@ -251,6 +296,8 @@ class Engine:
     def close(self) -> None:
         """Stop the local Ray instance (or disconnect from the cluster) if this engine began it."""
         if self._started and self._ray is not None:
+            if self._watch_stop is not None and not self._died:
+                self._watch_stop.set()  # a normal close: its shutdown is no death
             if self._died:  # the rest of the instance goes too; Ray's complaints are not ours
                 self._stop_dead_instance()
             else:
@@ -374,6 +421,7 @@ class Engine:
 
     def _map_ray(self, fn, items, label, on_result=None):
         ray = self._ray
+        self._counts = (0, len(items))
         self._check_alive(0, len(items))
         remote = ray.remote(num_cpus=1, max_retries=self.max_retries, retry_exceptions=True)(fn)
         refs = [remote.remote(x) for x in items]
@@ -385,6 +433,7 @@ class Engine:
             while pending:
                 # a short wait, so that a dead local instance is seen before Ray's driver gives
                 # up on it (it ends the process after RAY_gcs_rpc_server_reconnect_timeout_s)
+                self._counts = (len(results), len(items))
                 done, pending = ray.wait(pending, num_returns=1, timeout=WAIT_S)
                 self._check_alive(len(results), len(items))
                 for ref in done:
