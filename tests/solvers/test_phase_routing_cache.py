@@ -10,6 +10,7 @@ import pytest
 
 from solvers.joint.phase_routing import phase_routing, routing_schedule
 from solvers.reconfig.schedule import GroupCache, class_groups
+from tests.flowsim.test_timevarying_reduced import _tiny_design  # a topoopt design, 4 x 2
 
 
 def _plan(pp: int, dp: int) -> dict:
@@ -22,17 +23,6 @@ def _plan(pp: int, dp: int) -> dict:
                         "global_batch_size": 16},
         "cluster": {"servers": 4, "gpus_per_server": 2},
     }  # fmt: skip
-
-
-def _design(plan):
-    from solvers import DesignProblem, design_fabric, design_workload, solve
-    from traffic.build import workload_from_plan
-
-    wl = workload_from_plan(plan)
-    problem = DesignProblem.from_workload(wl, degree=2, link_bandwidth=12.5e9)
-    design = solve(problem, "topoopt", seed=0)
-    fab = design_fabric(design, gpus_per_server=wl.gpus_per_server)
-    return design_workload(wl, design, problem), design, fab
 
 
 def _same_result(a, b):
@@ -50,7 +40,7 @@ def _same_result(a, b):
 
 @pytest.fixture(scope="module")
 def tiny():
-    return {"pp4": _design(_plan(4, 2)), "pp2": _design(_plan(2, 4))}
+    return {"pp4": _tiny_design(_plan(4, 2)), "pp2": _tiny_design(_plan(2, 4))}
 
 
 @pytest.mark.parametrize("name", ["pp4", "pp2"])
