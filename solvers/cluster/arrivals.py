@@ -53,7 +53,7 @@ def changed_circuits(before: Sequence[JobDesign], after: Sequence[JobDesign], la
     return {"removed": removed, "added": added, "moved_jobs": sorted(moved)}
 
 
-def _move_one(running, job, used, layer, bw, solver, seed, work_limit, cache):
+def _move_one(running, job, used, layer, bw, solver, seed, work_limit, cache, reduction=True):
     """Place ``job`` by moving one running job: the move that tears down the fewest circuits.
 
     Returns ``(jobs after, the new job's design)`` or ``None`` when no single move works.
@@ -61,7 +61,10 @@ def _move_one(running, job, used, layer, bw, solver, seed, work_limit, cache):
     best = None
     for k, old in enumerate(running):
         free = np.flatnonzero(~used | np.isin(np.arange(layer.servers), old.servers))
-        kw = {"solver": solver, "seed": seed, "work_limit": work_limit, "cache": cache}
+        kw = {
+            "solver": solver, "seed": seed, "work_limit": work_limit, "cache": cache,
+            "reduction": reduction,
+        }  # fmt: skip
         got = place_job(job, free, layer, bw, **kw)
         if got is None:
             continue
@@ -102,7 +105,7 @@ def play(
         A departure of a job that is not running, an arrival under a running job's name, or an
         arrival that does not fit on the cluster.
     """
-    layer, bw, solver = start.layer, start.link_bandwidth, start.solver
+    layer, bw, solver, reduction = start.layer, start.link_bandwidth, start.solver, start.reduction
     cache = {} if cache is None else cache
     running: list[JobDesign] = list(start.jobs)
     records: list[dict] = []
@@ -143,13 +146,14 @@ def play(
                     f"{where}.arrive.servers", job.servers.tolist(), "servers no running job holds"
                 )
             got = place_job(
-                job, free, layer, bw, solver=solver, seed=seed, work_limit=work_limit, cache=cache
-            )
+                job, free, layer, bw,
+                solver=solver, seed=seed, work_limit=work_limit, cache=cache, reduction=reduction,
+            )  # fmt: skip
             replanned = got is None
             moved_one = None
             if got is None:
                 moved_one = _move_one(
-                    running, job, used, layer, bw, solver, seed, work_limit, cache
+                    running, job, used, layer, bw, solver, seed, work_limit, cache, reduction
                 )
             if got is not None:
                 after = [*running, got]
@@ -160,6 +164,7 @@ def play(
                 again = design_cluster(
                     [*keep, job], layer, bw,
                     solver=solver, seed=seed, work_limit=work_limit, cache=cache,
+                    reduction=reduction,
                 )  # fmt: skip
                 after = list(again.jobs)
                 got = after[-1]

@@ -24,12 +24,14 @@ __all__ = ["ClusterDesign", "design_cluster", "place_job", "totals"]
 
 @dataclass(frozen=True, eq=False)
 class ClusterDesign:
-    """The jobs of a cluster, designed; ``jobs`` in file order."""
+    """The jobs of a cluster, designed; ``jobs`` in file order. ``reduction``: the jobs were
+    simulated through the symmetry reduction (and jobs designed later will be)."""
 
     layer: OcsLayer
     link_bandwidth: float
     solver: str
     jobs: tuple[JobDesign, ...]
+    reduction: bool = True
 
     def used(self) -> np.ndarray:
         """Servers held by a job (boolean ``(N,)``)."""
@@ -50,8 +52,11 @@ def place_job(
     work_limit: float | None = None,
     cache: dict | None = None,
     tries: int = 32,
+    reduction: bool = True,
 ) -> JobDesign | None:
-    """``job`` designed on the best of its candidate windows among ``free`` servers.
+    """``job`` designed on the best of its candidate windows among ``free`` servers
+    (:func:`~solvers.cluster.job_design.design_job`, simulated through the symmetry reduction
+    with ``reduction``).
 
     Returns ``None`` when none of the first ``tries`` windows connects it (or too few servers
     are free).
@@ -65,6 +70,7 @@ def place_job(
             return design_job(
                 job.name, job.workload, servers, layer, link_bandwidth,
                 solver=solver, seed=seed, work_limit=work_limit, cache=cache,
+                reduction=reduction,
             )  # fmt: skip
         except NotConnected:
             continue
@@ -81,8 +87,10 @@ def design_cluster(
     work_limit: float | None = None,
     cache: dict | None = None,
     progress: Callable[[str], None] | None = None,
+    reduction: bool = True,
 ) -> ClusterDesign:
-    """Place and design ``jobs`` on ``layer`` (module docstring).
+    """Place and design ``jobs`` on ``layer`` (module docstring); ``reduction``: simulate each
+    job through the exact symmetry reduction (:func:`~solvers.cluster.job_design.design_job`).
 
     Raises
     ------
@@ -120,7 +128,7 @@ def design_cluster(
         free = np.flatnonzero(owner < 0) if j.servers is None else j.servers
         got = place_job(
             j, free, layer, link_bandwidth,
-            solver=solver, seed=seed, work_limit=work_limit, cache=cache,
+            solver=solver, seed=seed, work_limit=work_limit, cache=cache, reduction=reduction,
         )  # fmt: skip
         if got is None:
             raise InputError(
@@ -136,7 +144,8 @@ def design_cluster(
                 f"job {j.name}: servers {got.servers[0]}..{got.servers[-1]}, "
                 f"{got.iteration_s * 1e3:.4g} ms (ideal {got.alone_ideal_s * 1e3:.4g} ms)"
             )
-    return ClusterDesign(layer, link_bandwidth, solver, tuple(x for x in out if x is not None))
+    jobs_out = tuple(x for x in out if x is not None)
+    return ClusterDesign(layer, link_bandwidth, solver, jobs_out, reduction=reduction)
 
 
 def totals(jobs: Sequence[JobDesign], servers: int) -> dict:

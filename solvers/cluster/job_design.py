@@ -16,7 +16,10 @@ not realisable on the units the job's ports land on, the design is *repaired*:
 The job then runs on its own sub-fabric: circuits never leave a job, so jobs do not share links
 and its iteration time is that of the job alone on these circuits
 (:func:`solvers.realise.simulate_design`). ``alone_ideal_s`` is the job alone on an ideal switch
-of the same per-server bandwidth (``degree * link_bandwidth``).
+of the same per-server bandwidth (``degree * link_bandwidth``). Both simulations go through the
+exact symmetry reduction (``reduction``, default on; :func:`~topoopt.flowsim.iteration.
+simulate_iteration` coarsens it or turns it off where a repaired design breaks the symmetry, and
+``JobDesign.reduction`` says which and why).
 """
 
 from __future__ import annotations
@@ -33,7 +36,15 @@ from topoopt.fabrics.circuits import Circuits
 from traffic.errors import InputError
 from traffic.workload import Workload
 
-__all__ = ["JobDesign", "NotConnected", "design_job", "alone_ideal_s", "fill_ports", "unit_key"]
+__all__ = [
+    "JobDesign",
+    "NotConnected",
+    "design_job",
+    "alone_ideal",
+    "alone_ideal_s",
+    "fill_ports",
+    "unit_key",
+]
 
 
 class NotConnected(Exception):
@@ -59,6 +70,10 @@ class JobDesign:
         Unit circuits of the solver's first design that were not realisable and were re-wired.
     iteration_s, alone_ideal_s : float
         Flow-model iteration time on these circuits, and alone on an ideal switch.
+    reduction : str
+        ``on`` when both simulations went through the symmetry reduction, else ``off: why`` for
+        the first that did not (``alone_ideal: `` before the ideal switch's reason;
+        :func:`topoopt.flowsim.iteration.reduction_status`).
     """
 
     name: str
@@ -70,6 +85,7 @@ class JobDesign:
     repaired: int
     iteration_s: float
     alone_ideal_s: float
+    reduction: str = "off"
 
     def global_circuits(self, layer: OcsLayer) -> np.ndarray:
         """``(E, 4)`` rows ``[u, v, plane, unit]`` in global server ids (``u < v``)."""
@@ -93,6 +109,7 @@ class JobDesign:
             "slowdown": self.iteration_s / self.alone_ideal_s,
             "n_circuits": int(self.ports.shape[0]),
             "repaired_circuits": self.repaired,
+            "reduction": self.reduction,
         }
         if circuits:
             out["circuits"] = self.global_circuits(layer).tolist()
@@ -189,17 +206,36 @@ def fill_ports(
     return np.asarray(rows, np.int64).reshape(-1, 3)
 
 
-def alone_ideal_s(workload: Workload, degree: int, link_bandwidth: float) -> float:
-    """Iteration time of ``workload`` alone on an ideal switch of ``degree * link_bandwidth``
-    (:func:`topoopt.fabrics.ideal.ideal_bound`, the ideal row of ``compare``: one link's latency
-    server to server, so no circuit design beats it for want of latency)."""
+def alone_ideal(workload: Workload, degree: int, link_bandwidth: float, reduction: bool = True):
+    """The iteration (:class:`~topoopt.flowsim.iteration.IterationResult`) of ``workload``
+    alone on an ideal switch of ``degree * link_bandwidth`` (:func:`topoopt.fabrics.ideal.
+    ideal_bound`, the ideal row of ``compare``: one link's latency server to server, so no
+    circuit design beats it for want of latency), through the symmetry reduction with
+    ``reduction`` (exact)."""
     from topoopt.fabrics.ideal import ideal_bound
     from topoopt.flowsim.iteration import simulate_iteration
 
     fab = ideal_bound(
         workload.servers, degree, link_bandwidth, gpus_per_server=workload.gpus_per_server
     )
-    return float(simulate_iteration(workload, fab, exposed_by_class=False).iteration_s)
+    return simulate_iteration(workload, fab, exposed_by_class=False, reduction=reduction)
+
+
+def alone_ideal_s(
+    workload: Workload, degree: int, link_bandwidth: float, reduction: bool = True
+) -> float:
+    """:func:`alone_ideal`'s iteration time, seconds."""
+    return float(alone_ideal(workload, degree, link_bandwidth, reduction).iteration_s)
+
+
+def _job_reduction(on_circuits, ideal) -> str:
+    """``JobDesign.reduction`` of the job's two simulations (its docstring)."""
+    from topoopt.flowsim.iteration import reduction_status
+
+    mine, theirs = reduction_status(on_circuits), reduction_status(ideal)
+    if mine != "on":
+        return mine
+    return theirs if theirs == "on" else f"off: alone_ideal: {theirs.removeprefix('off: ')}"
 
 
 def _solve(problem, solver: str, seed: int, work_limit: float | None) -> Design:
@@ -219,11 +255,13 @@ def design_job(
     seed: int = 0,
     work_limit: float | None = None,
     cache: dict | None = None,
+    reduction: bool = True,
 ) -> JobDesign:
     """Design ``workload`` on ``servers`` of ``layer`` (module docstring).
 
     ``cache`` (a dict) keeps designs by (workload, unit pattern): jobs of one plan on servers
-    with the same unit pattern get the same circuits, and are simulated once.
+    with the same unit pattern get the same circuits, and are simulated once. ``reduction``:
+    simulate through the exact symmetry reduction (module docstring).
 
     Raises
     ------
@@ -242,7 +280,7 @@ def design_job(
     """
     servers = np.asarray(servers, np.int64)
     units = layer.restrict(servers)
-    key = (id(workload), unit_key(units), solver, seed, work_limit, link_bandwidth)
+    key = (id(workload), unit_key(units), solver, seed, work_limit, link_bandwidth, reduction)
     if cache is not None and key in cache:
         hit = cache[key]
         if isinstance(hit, NotConnected):
@@ -285,9 +323,14 @@ def design_job(
         repaired = sum((before - after).values())
     from solvers.realise import simulate_design
 
-    it = float(simulate_design(workload, design, problem, exposed_by_class=False).iteration_s)
-    ideal_s = alone_ideal_s(workload, d, link_bandwidth)
-    value = (workload, problem, design, ports, repaired, it, ideal_s)
+    on_circuits = simulate_design(
+        workload, design, problem, exposed_by_class=False, reduction=reduction
+    )
+    ideal = alone_ideal(workload, d, link_bandwidth, reduction)
+    value = (
+        workload, problem, design, ports, repaired, float(on_circuits.iteration_s),
+        float(ideal.iteration_s), _job_reduction(on_circuits, ideal),
+    )  # fmt: skip
     if cache is not None:
         cache[key] = value
     return JobDesign(name, servers, *value)

@@ -146,6 +146,7 @@ __all__ = [
     "TooManyFlows",
     "SCHEDULES",
     "pipeline_order",
+    "reduction_status",
     "simulate_iteration",
     "TIMELINE_COLUMNS",
 ]
@@ -1368,6 +1369,27 @@ def _reduction_info(sim, asked, simulator, priority, split_allreduce) -> dict:
     if priority is not None or split_allreduce is not None:
         return {"status": "off", "reason": "priorities / split all-reduce (epoch engine)"}
     return dict(sim.reduction) if sim.reduction is not None else {"status": "off"}
+
+
+def reduction_status(it: IterationResult) -> str:
+    """What a result document reports as ``reduction``: ``on`` (the iteration's simulation went
+    through the symmetry quotient) or ``off: why`` (from ``info["reduction"]``, which
+    :func:`simulate_iteration` fills).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as R
+    >>> reduction_status(R(info={"reduction": {"status": "on", "flow_classes": 3}}))
+    'on'
+    >>> reduction_status(R(info={"reduction": {"status": "off", "reason": "no flows"}}))
+    'off: no flows'
+    >>> reduction_status(R(info={}))
+    'off'
+    """
+    info = it.info.get("reduction") or {"status": "off"}
+    if info.get("status") == "on":
+        return "on"
+    return f"off: {info['reason']}" if info.get("reason") else "off"
 
 
 def simulate_iteration(

@@ -39,6 +39,7 @@ __all__ = [
     "GpuOption",
     "OcsLayoutKind",
     "PriorityOption",
+    "ReductionOption",
     "SplitAllreduceOption",
     "handle_errors",
     "check_edge_units",
@@ -99,6 +100,17 @@ SplitAllreduceOption = Annotated[
 ]
 """``--split-allreduce`` of ``simulate`` and ``compare``: a size for
 :func:`topoopt.app.cli.byte_sizes.parse_bytes`."""
+
+ReductionOption = Annotated[
+    bool,
+    typer.Option(
+        help="Simulate through the symmetry quotient (exact: the classes are checked; "
+        "the JSON's `reduction` says whether it was used and why not)"
+    ),
+]
+"""``--reduction/--no-reduction`` of every command that simulates through
+:func:`topoopt.flowsim.iteration.simulate_iteration`'s symmetry reduction (default on; the
+JSON's ``reduction`` is :func:`topoopt.flowsim.iteration.reduction_status`)."""
 
 GpuOption = Annotated[
     str | None,

@@ -3,11 +3,14 @@
 The result document (``--json``) is built here (``docs/clusters.md`` describes every field):
 
 - ``jobs``: per job ``name``, ``servers`` (global ids), ``n_servers``, ``iteration_s``,
-  ``alone_ideal_s``, ``slowdown``, ``n_circuits``, ``repaired_circuits`` and ``circuits``
-  (rows ``[u, v, plane, unit]``);
+  ``alone_ideal_s``, ``slowdown``, ``n_circuits``, ``repaired_circuits``, ``reduction``
+  (``on``, or ``off: why``: :attr:`solvers.cluster.job_design.JobDesign.reduction`) and
+  ``circuits`` (rows ``[u, v, plane, unit]``);
 - ``totals``: cluster-wide figures (:func:`solvers.cluster.cluster_design.totals`);
 - ``capex_usd``, ``power_w``: the cluster's optical layer as built (:func:`layer_capex`);
-- with arrivals, ``events``: per event the changed circuits and the running jobs after it.
+- with arrivals, ``events``: per event the changed circuits and the running jobs after it;
+- ``params``: ``reduction`` (the jobs were simulated through the exact symmetry reduction,
+  the default; ``--no-reduction`` simulates every flow).
 """
 
 from __future__ import annotations
@@ -115,8 +118,11 @@ def run_cluster(
     seed: int = 0,
     work_limit: float | None = None,
     progress: Callable[[str], None] | None = None,
+    reduction: bool = True,
 ) -> dict[str, Any]:
-    """The ``topoopt cluster`` result document (module docstring).
+    """The ``topoopt cluster`` result document (module docstring). ``reduction``: simulate every
+    job through the exact symmetry reduction (sizes are then checked against its flow cap,
+    :func:`topoopt.flowsim.work.check_work` with ``reduced``).
 
     Examples
     --------
@@ -131,7 +137,7 @@ def run_cluster(
     layer = OcsLayer.build(servers, degree, ocs_radix)
     jobs = load_jobs(jobs_path, servers)
     for j in jobs:  # before any placement, design or simulation
-        check_work(j.workload, f"simulation of job {j.name!r}")
+        check_work(j.workload, f"simulation of job {j.name!r}", reduced=reduction)
     events = load_arrivals(arrivals) if arrivals is not None else None
     if events is not None:  # a bad event is one line before any work (not mid-run)
         check_events(jobs, events, servers, Path(arrivals).name)
@@ -139,6 +145,7 @@ def run_cluster(
     cl = design_cluster(
         jobs, layer, link_bandwidth,
         solver=solver, seed=seed, work_limit=work_limit, cache=cache, progress=progress,
+        reduction=reduction,
     )  # fmt: skip
     out: dict[str, Any] = {
         "servers": servers,
@@ -161,4 +168,5 @@ def run_cluster(
             rec["totals"] = totals(state, servers)
         out["events"] = records
         out["final_jobs"] = [j.record(layer) for j in states[-1]]
+    out["params"] = {"reduction": bool(reduction)}
     return out

@@ -106,7 +106,7 @@ from topoopt.fabrics.ideal import ideal_bound
 from topoopt.fabrics.torus import torus
 from topoopt.flowsim.collectives import communication_time
 from topoopt.flowsim.fabric_rings import ring_workload
-from topoopt.flowsim.iteration import IterationResult, simulate_iteration
+from topoopt.flowsim.iteration import IterationResult, reduction_status, simulate_iteration
 from topoopt.flowsim.priorities import check_priority
 from topoopt.flowsim.roofline import throughput_facts
 from topoopt.paths import PathSet
@@ -850,15 +850,6 @@ def _build_and_simulate(
     return run, it, cm, t1
 
 
-def _reduction_status(it: IterationResult) -> str:
-    """A row's ``reduction``: ``on`` (the iteration's simulation went through the symmetry
-    quotient) or ``off: why`` (``simulate_iteration``'s ``info["reduction"]``)."""
-    info = it.info.get("reduction") or {"status": "off"}
-    if info.get("status") == "on":
-        return "on"
-    return f"off: {info['reason']}" if info.get("reason") else "off"
-
-
 def _ideal_with_designed_collectives(
     rows, runs, its, priority, split_allreduce, say, reduction: bool = True
 ) -> None:
@@ -1041,7 +1032,7 @@ def compare(
             **throughput_facts(run.workload, it.iteration_s),
             "build_s": t1 - t0,
             "simulate_s": t2 - t1,
-            "reduction": _reduction_status(it),
+            "reduction": reduction_status(it),
         }
         if run.note:
             row["note"] = run.note

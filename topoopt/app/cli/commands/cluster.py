@@ -15,6 +15,7 @@ from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
+    ReductionOption,
     command_progress,
     emit_json,
     handle_errors,
@@ -46,6 +47,7 @@ def cluster_command(
         float, typer.Option(help="Deterministic work budget of each joint solve")
     ] = 1.0,
     seed: Annotated[int, typer.Option(help="Seed of every random choice")] = DEFAULT_SEED,
+    reduction: ReductionOption = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     html: Annotated[Path | None, typer.Option(help="Write an HTML report")] = None,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
@@ -72,7 +74,7 @@ def cluster_command(
             jobs, servers, degree, gbps_to_bytes_per_s(link_gbps),
             ocs_radix=ocs_radix, arrivals=arrivals, solver=solver, seed=seed,
             work_limit=work_limit if solver == "joint" else None,
-            progress=bar,
+            progress=bar, reduction=reduction,
         )  # fmt: skip
     from topoopt.app.report.study_verdicts import cluster_verdict
 

@@ -20,6 +20,7 @@ from topoopt.app.cli.common import (
     GpuOption,
     OcsLayoutKind,
     PriorityOption,
+    ReductionOption,
     SplitAllreduceOption,
     command_progress,
     emit_json,
@@ -151,13 +152,7 @@ def compare_command(
     ] = OcsLayoutKind.per_rail,
     per_phase: PerPhaseOption = False,
     delay_us: DelayUsOption = PER_PHASE_DELAY_US,
-    reduction: Annotated[
-        bool,
-        typer.Option(
-            help="Simulate through the symmetry quotient (exact: the classes are checked; "
-            "each row's `reduction` says whether it was used and why not)"
-        ),
-    ] = True,
+    reduction: ReductionOption = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     csv: Annotated[Path | None, typer.Option(help="Write the table as CSV")] = None,
     html: Annotated[Path | None, typer.Option(help="Write the interactive report")] = None,

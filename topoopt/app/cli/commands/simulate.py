@@ -17,6 +17,7 @@ from topoopt.app.cli.common import (
     DEFAULT_TIME_LIMIT_S,
     GpuOption,
     PriorityOption,
+    ReductionOption,
     SplitAllreduceOption,
     command_progress,
     emit_json,
@@ -59,13 +60,7 @@ def simulate_command(
     priority: PriorityOption = None,
     split_allreduce: SplitAllreduceOption = None,
     gpu: GpuOption = None,
-    reduction: Annotated[
-        bool,
-        typer.Option(
-            help="Simulate through the symmetry quotient (exact: the classes are checked; "
-            "the JSON's `reduction` says whether it was used and why not)"
-        ),
-    ] = True,
+    reduction: ReductionOption = True,
     time_limit: Annotated[
         float, typer.Option(help="Seconds for a designed fabric's search (joint, topoopt-best)")
     ] = DEFAULT_TIME_LIMIT_S,
