@@ -235,7 +235,10 @@ def _job_reduction(on_circuits, ideal) -> str:
     mine, theirs = reduction_status(on_circuits), reduction_status(ideal)
     if mine != "on":
         return mine
-    return theirs if theirs == "on" else f"off: alone_ideal: {theirs.removeprefix('off: ')}"
+    if theirs == "on":
+        return "on"
+    why = theirs.removeprefix("off").removeprefix(": ")
+    return f"off: alone_ideal: {why}" if why else "off: alone_ideal"
 
 
 def _solve(problem, solver: str, seed: int, work_limit: float | None) -> Design:

@@ -58,11 +58,14 @@ def test_every_simulating_command_checks_the_size_first(tmp_path, monkeypatch):
     monkeypatch.setattr(compare_mod, "build_fabric", fail)
     monkeypatch.setenv("TOPOOPT_MAX_FLOWS", "10")
     for args, cap in (
-        (["design", PLAN, "--degree", "4"], 10),
+        (["design", PLAN, "--degree", "4"], 30),  # the design's simulation: reduced
+        (["design", PLAN, "--degree", "4", "--no-reduction"], 10),
+        (["design", PLAN, "--degree", "4", "--priorities"], 10),  # priorities: no quotient
         (["reconfig", PLAN, "--degree", "4"], 10),
         (["breakeven", PLAN, "--degree", "4"], 30),  # through the symmetry reduction: 3 x
         (["whatif", PLAN, "--design", design, "--fail-links", "1"], 30),
-        (["cluster", str(jobs), "--servers", "8", "--degree", "2"], 10),
+        (["cluster", str(jobs), "--servers", "8", "--degree", "2"], 30),
+        (["cluster", str(jobs), "--servers", "8", "--degree", "2", "--no-reduction"], 10),
         (["compare", PLAN, "--degree", "4"], 30),
         (["compare", PLAN, "--degree", "4", "--no-reduction"], 10),
     ):

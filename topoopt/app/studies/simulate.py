@@ -8,7 +8,7 @@ from typing import Any
 
 from topoopt.app.studies.compare import build_fabric
 from topoopt.flowsim.collectives import communication_time
-from topoopt.flowsim.iteration import SCHEDULES, simulate_iteration
+from topoopt.flowsim.iteration import SCHEDULES, reduction_status, simulate_iteration
 from topoopt.flowsim.priorities import check_priority
 from topoopt.flowsim.roofline import throughput_facts
 from traffic.errors import InputError
@@ -220,31 +220,37 @@ def design_case(workload: Workload, d: Any, where: str = "design"):
     return fab, w, routing, d.solver, tuple(getattr(d, "priority", ()) or ())
 
 
-def design_iteration(workload: Workload, d: Any):
+def design_iteration(workload: Workload, d: Any, reduction: bool = True):
     """The simulated iteration (:class:`~topoopt.flowsim.iteration.IterationResult`) of
     ``workload`` on design ``d``, exactly as ``topoopt simulate PLAN --design FILE`` runs it
-    (the design's own class priorities; symmetry reduction on, which is exact). ``design``
-    prints it beside the search's objective, which may be another objective (congestion)."""
+    (the design's own class priorities; through the symmetry reduction with ``reduction``, which
+    is exact, and off by itself under priorities). ``design`` prints it beside the search's
+    objective, which may be another objective (congestion)."""
     from topoopt.flowsim.work import check_work, fabric_paths
 
     fab, w, routing, _, own = design_case(workload, d)
-    check_work(w, paths=fabric_paths(fab, routing))
-    return simulate_iteration(w, fab, routing=routing, priority=own or None)
+    check_work(w, paths=fabric_paths(fab, routing), reduced=reduction and not own)
+    return simulate_iteration(w, fab, routing=routing, priority=own or None, reduction=reduction)
 
 
-def _iteration_child(conn, workload, d) -> None:
+def _iteration_child(conn, workload, d, reduction) -> None:
     try:
-        conn.send(float(design_iteration(workload, d).iteration_s))
+        it = design_iteration(workload, d, reduction)
+        conn.send((float(it.iteration_s), reduction_status(it)))
     except Exception as e:  # noqa: BLE001 - reported to the parent, which re-raises it
         conn.send(e)
     finally:
         conn.close()
 
 
-def design_iteration_within(workload: Workload, d: Any, timeout_s: float) -> float | None:
-    """:func:`design_iteration`'s iteration time (seconds) under a wall-clock cap: None when
-    ``timeout_s`` seconds pass first (``design --time-limit`` covers the design's simulation
-    too, issue 30: at 256-512 servers it took longer than the search the limit capped).
+def design_iteration_within(
+    workload: Workload, d: Any, timeout_s: float, reduction: bool = True
+) -> tuple[float, str] | None:
+    """:func:`design_iteration`'s iteration time (seconds) and its ``reduction``
+    (:func:`~topoopt.flowsim.iteration.reduction_status`: ``on`` or ``off: why``) under a
+    wall-clock cap: None when ``timeout_s`` seconds pass first (``design --time-limit`` covers
+    the design's simulation too, issue 30: at 256-512 servers it took longer than the search the
+    limit capped).
 
     A flow simulation cannot be interrupted, so with a finite ``timeout_s`` it runs in a forked
     child process that is killed when the time is up (as the joint search's flow judging does,
@@ -254,12 +260,13 @@ def design_iteration_within(workload: Workload, d: Any, timeout_s: float) -> flo
     import multiprocessing
 
     if not math.isfinite(timeout_s):
-        return float(design_iteration(workload, d).iteration_s)
+        it = design_iteration(workload, d, reduction)
+        return float(it.iteration_s), reduction_status(it)
     if timeout_s <= 0:
         return None
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_iteration_child, args=(child, workload, d), daemon=True)
+    proc = ctx.Process(target=_iteration_child, args=(child, workload, d, reduction), daemon=True)
     proc.start()
     child.close()
     got = None

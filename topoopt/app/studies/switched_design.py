@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topoopt.app.studies.compare import FabricRun, clos_candidates, cost_columns, switched_clos
-from topoopt.flowsim.iteration import IterationResult, simulate_iteration
+from topoopt.flowsim.iteration import IterationResult, reduction_status, simulate_iteration
 from topoopt.flowsim.roofline import throughput_facts
 from traffic.errors import InputError
 from traffic.workload import Workload
@@ -70,6 +70,7 @@ class SwitchedDesign:
             "iteration_s": float(it.iteration_s),
             "comm_s": float(it.comm_s),
             "exposed_comm_s": float(it.exposed_comm_s),
+            "reduction": reduction_status(it),
             "capex_usd": float(self.run.capex_usd),
             "power_w": float(self.run.power_w),
             **cost_columns(self.run),
@@ -87,9 +88,11 @@ def design_switched(
     *,
     oversubscription: float = 1.0,
     prices=None,
+    reduction: bool = True,
 ) -> SwitchedDesign:
     """Size the cheapest ``layout`` fabric (module docstring) of ``degree`` NICs of
-    ``link_bandwidth`` (bytes/s) per server for ``workload`` and simulate its iteration.
+    ``link_bandwidth`` (bytes/s) per server for ``workload`` and simulate its iteration
+    (through the exact symmetry reduction with ``reduction``, as ``compare``'s row).
 
     Raises
     ------
@@ -136,7 +139,7 @@ def design_switched(
         rows.append(row)
     if run.fabric.n_servers > 1:
         run.fabric.check_connected()
-    it = simulate_iteration(run.workload, run.fabric, exposed_by_class=False)
+    it = simulate_iteration(run.workload, run.fabric, exposed_by_class=False, reduction=reduction)
     return SwitchedDesign(
         layout,
         run,

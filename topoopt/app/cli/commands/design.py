@@ -17,6 +17,7 @@ from topoopt.app.cli.common import (
     DEFAULT_TIME_LIMIT_S,
     GpuOption,
     OcsLayoutKind,
+    ReductionOption,
     command_progress,
     command_started,
     emit_json,
@@ -171,6 +172,7 @@ def design_command(
         typer.Option(help="Write the designed fabric as GraphML (node types, capacity, count)"),
     ] = None,
     gpu: GpuOption = None,
+    reduction: ReductionOption = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the design as JSON")] = False,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
 ) -> None:
@@ -221,14 +223,16 @@ def design_command(
     if fabric in SWITCHED:
         _switched(
             workload, fabric.value, degree, link_gbps,
-            1.0 if oversubscription is None else oversubscription, graphml, as_json,
+            1.0 if oversubscription is None else oversubscription, graphml, as_json, reduction,
         )  # fmt: skip
         return
     if oversubscription is None:
         oversubscription = 4.0
     from topoopt.flowsim.work import check_work
 
-    check_work(workload, "design's simulations")  # before the design problem is lifted
+    # before the design problem is lifted; the design's simulation goes through the symmetry
+    # reduction (its cap, as compare's) unless asked not to or the design may carry priorities
+    check_work(workload, "design's simulations", reduced=reduction and not priorities)
     problem = DesignProblem.from_workload(
         workload,
         degree=degree,
@@ -280,7 +284,8 @@ def design_command(
     # the objective may be another one (congestion): the design's simulated iteration beside it,
     # within what the search left of --time-limit less OUTPUT_RESERVE of it for writing the
     # results (None when the clock cut it: a warning)
-    simulated_s = design_iteration_within(workload, design, time_left() - 1e-3)
+    simulated = design_iteration_within(workload, design, time_left() - 1e-3, reduction)
+    simulated_s, reduced = (None, "off: cut by the time limit") if simulated is None else simulated
     if simulated_s is None:
         from dataclasses import replace
 
@@ -327,7 +332,15 @@ def design_command(
             built = design_fabric(design, gpus_per_server=workload.gpus_per_server, device="ocs")
         write_output_with(graphml, lambda tmp: write_graphml(built, tmp))
     if as_json:
-        emit_json({**design.to_dict(), "simulated_iteration_s": simulated_s, "verdict": verdict})
+        emit_json(
+            {
+                **design.to_dict(),
+                "simulated_iteration_s": simulated_s,
+                "reduction": reduced,
+                "params": {"reduction": bool(reduction)},
+                "verdict": verdict,
+            }
+        )
         return
     for sentence in verdict:  # the verdict first, as the HTML report opens with it
         stdout.print(sentence, markup=False, highlight=False)
@@ -358,13 +371,15 @@ def design_command(
     print(f"designed in {design.wall_s:.2f} s", file=sys.stderr)
 
 
-def _switched(workload, layout, degree, link_gbps, oversubscription, graphml, as_json) -> None:
+def _switched(
+    workload, layout, degree, link_gbps, oversubscription, graphml, as_json, reduction=True
+) -> None:
     """``design --fabric rail|rail-only``: the cheapest catalogue Clos, its candidates, its
     simulated iteration (:func:`topoopt.app.studies.switched_design.design_switched`)."""
     from topoopt.app.studies.switched_design import design_switched
     from topoopt.flowsim.work import check_work
 
-    check_work(workload, "design's simulation")
+    check_work(workload, "design's simulation", reduced=reduction)
     with command_progress("design"):
         d = design_switched(
             workload,
@@ -372,8 +387,9 @@ def _switched(workload, layout, degree, link_gbps, oversubscription, graphml, as
             degree,
             gbps_to_bytes_per_s(link_gbps),
             oversubscription=oversubscription,
+            reduction=reduction,
         )
-    doc = d.to_dict()
+    doc = {**d.to_dict(), "params": {"reduction": bool(reduction)}}
     info = doc["fabric_info"]
     tiers = info["tiers"]
     per_tier = ", ".join(
