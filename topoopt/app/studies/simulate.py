@@ -220,22 +220,32 @@ def design_case(workload: Workload, d: Any, where: str = "design"):
     return fab, w, routing, d.solver, tuple(getattr(d, "priority", ()) or ())
 
 
-def design_iteration(workload: Workload, d: Any, reduction: bool = True):
+ITERATION_ONLY = {"exposed_by_class": False, "record_series": False, "path_times": False}
+"""What :func:`design_iteration_within` gives :func:`~topoopt.flowsim.iteration.
+simulate_iteration`: no run per class made instantaneous, no link-load series, no per-sub-flow
+times (the iteration time is the same; ``design`` reports it alone)."""
+
+
+def design_iteration(workload: Workload, d: Any, reduction: bool = True, **kwargs):
     """The simulated iteration (:class:`~topoopt.flowsim.iteration.IterationResult`) of
     ``workload`` on design ``d``, exactly as ``topoopt simulate PLAN --design FILE`` runs it
     (the design's own class priorities; through the symmetry reduction with ``reduction``, which
     is exact, and off by itself under priorities). ``design`` prints it beside the search's
-    objective, which may be another objective (congestion)."""
+    objective, which may be another objective (congestion). ``kwargs`` go to
+    :func:`~topoopt.flowsim.iteration.simulate_iteration`: :data:`ITERATION_ONLY` skips what
+    the iteration time does not need."""
     from topoopt.flowsim.work import check_work, fabric_paths
 
     fab, w, routing, _, own = design_case(workload, d)
     check_work(w, paths=fabric_paths(fab, routing), reduced=reduction and not own)
-    return simulate_iteration(w, fab, routing=routing, priority=own or None, reduction=reduction)
+    return simulate_iteration(
+        w, fab, routing=routing, priority=own or None, reduction=reduction, **kwargs
+    )
 
 
 def _iteration_child(conn, workload, d, reduction) -> None:
     try:
-        it = design_iteration(workload, d, reduction)
+        it = design_iteration(workload, d, reduction, **ITERATION_ONLY)
         conn.send((float(it.iteration_s), reduction_status(it)))
     except Exception as e:  # noqa: BLE001 - reported to the parent, which re-raises it
         conn.send(e)
@@ -250,7 +260,7 @@ def design_iteration_within(
     (:func:`~topoopt.flowsim.iteration.reduction_status`: ``on`` or ``off: why``) under a
     wall-clock cap: None when ``timeout_s`` seconds pass first (``design --time-limit`` covers
     the design's simulation too, issue 30: at 256-512 servers it took longer than the search the
-    limit capped).
+    limit capped). Only the iteration is simulated (:data:`ITERATION_ONLY`).
 
     A flow simulation cannot be interrupted, so with a finite ``timeout_s`` it runs in a forked
     child process that is killed when the time is up (as the joint search's flow judging does,
@@ -260,7 +270,7 @@ def design_iteration_within(
     import multiprocessing
 
     if not math.isfinite(timeout_s):
-        it = design_iteration(workload, d, reduction)
+        it = design_iteration(workload, d, reduction, **ITERATION_ONLY)
         return float(it.iteration_s), reduction_status(it)
     if timeout_s <= 0:
         return None
