@@ -47,6 +47,12 @@ __all__ = [
 ]
 
 
+ITERATION_ONLY = {"exposed_by_class": False, "record_series": False, "path_times": False}
+"""What a job's simulations ask of :func:`~topoopt.flowsim.iteration.simulate_iteration`: the
+iteration alone (no run per class made instantaneous, no link-load series, no per-sub-flow
+times; the iteration time is the same)."""
+
+
 class NotConnected(Exception):
     """The servers offered cannot connect the job on the OCS layer (try another placement)."""
 
@@ -218,7 +224,7 @@ def alone_ideal(workload: Workload, degree: int, link_bandwidth: float, reductio
     fab = ideal_bound(
         workload.servers, degree, link_bandwidth, gpus_per_server=workload.gpus_per_server
     )
-    return simulate_iteration(workload, fab, exposed_by_class=False, reduction=reduction)
+    return simulate_iteration(workload, fab, reduction=reduction, **ITERATION_ONLY)
 
 
 def alone_ideal_s(
@@ -326,9 +332,7 @@ def design_job(
         repaired = sum((before - after).values())
     from solvers.realise import simulate_design
 
-    on_circuits = simulate_design(
-        workload, design, problem, exposed_by_class=False, reduction=reduction
-    )
+    on_circuits = simulate_design(workload, design, problem, reduction=reduction, **ITERATION_ONLY)
     ideal = alone_ideal(workload, d, link_bandwidth, reduction)
     value = (
         workload, problem, design, ports, repaired, float(on_circuits.iteration_s),
