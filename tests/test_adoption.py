@@ -130,7 +130,7 @@ def test_warning_line_on_stderr_in_json_and_html(cut_design):
     assert "time limit cut" in said[0] and "not deterministic" in said[0]
     assert doc["info"]["deterministic"] is False  # what the line reports
     # the cap covers the design's simulation too (issue 30): cut, said, not made up
-    assert doc["simulated_iteration_s"] is None
+    assert doc["simulated_iteration_s"] is None and doc["reduction"] == "off: cut by the time limit"
     assert any("cut the design's simulation" in line for line in said)
     assert "the design's simulation" in doc["info"]["time_limit_cut"]
     assert doc["verdict"][0].startswith("The joint design was not simulated: the time limit")
