@@ -44,6 +44,19 @@ def test_sentences_state_the_table():
     assert best_rows(TABLE) == {1, 2}  # the rows printed in bold
 
 
+def test_a_row_below_the_ideal_switch_is_not_called_above_a_bound():
+    # Llama 3 405B at 16,384 H100 (vpp 8): the fat-tree 7.475840 s, the ideal switch 7.483991 s
+    # (max-min sharing per NIC and per path, docs/model.md): the sentence says why
+    t = TABLE[TABLE["fabric"].isin(["ideal", "fat-tree"])].copy()
+    t["iteration_s"] = [7.483991, 7.475840]
+    t["ratio_to_ideal"] = [1.0, 7.475840 / 7.483991]
+    assert verdict_sentences(t) == [
+        "Fastest overall: fat-tree, 0.999x the ideal switch (a fluid bound, not a product: "
+        "max-min sharing on this fabric's links finished 0.109 % sooner, docs/model.md), for "
+        "9.000 M$."
+    ]
+
+
 def test_no_optical_design_no_equal_capex_sentence():
     t = TABLE[TABLE["fabric"].isin(["ideal", "fat-tree"])]
     said = verdict_sentences(t)

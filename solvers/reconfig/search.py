@@ -88,10 +88,17 @@ __all__ = [
     "delay_sweep",
     "EXACT_FLOWS",
     "COARSE_BUCKETS",
+    "TIME_LIMIT_S",
 ]
 
 HOLD_GRID_S = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
 """Dark times (seconds) every search also tries above its delay (10 us to 100 ms)."""
+
+TIME_LIMIT_S = 900.0
+"""Wall-clock cap (seconds) of the static and per-phase design solves of :func:`reconfigure`
+(the command line's ``--time-limit``, the other commands' default). Their work limit decides;
+the 60 s of a bare solve cut `reconfig gpt3-175b`'s static ``joint`` design (about 27 s of CPU
+idle) on a loaded machine, whose schedule then differed from the idle machine's."""
 
 TIMINGS = ("ready", "request")
 """When a phase's circuits change: ``ready`` at its boundary ``b`` (requested ``b - h``), or
@@ -221,6 +228,7 @@ def phase_candidates(
     seed: int = 0,
     work_limit: float | None = None,
     max_parallel: int | None = None,
+    time_limit_s: float = 60.0,
 ) -> list[CircuitSet]:
     """The static set, then one set per solver for ``phase``'s traffic (connected, distinct)."""
     from solvers.model.problem import DesignProblem, PhaseTraffic
@@ -241,7 +249,10 @@ def phase_candidates(
             cs = CircuitSet(demand_circuits(matrix, degree, max_parallel), None, "demand")
         else:
             try:
-                d = solve(prob, name, seed=seed, work_limit=work_limit, objective="congestion")
+                d = solve(
+                    prob, name, seed=seed, work_limit=work_limit, objective="congestion",
+                    time_limit_s=time_limit_s,
+                )  # fmt: skip
             except InputError:  # a solver refusing the problem (e.g. too few servers)
                 continue
             cs = CircuitSet(d.circuits, d.routing, name)
@@ -561,6 +572,7 @@ def reconfigure(
     solvers: tuple[str, ...] = ("joint", "topoopt", "demand"),
     seed: int = 0,
     work_limit: float | None = None,
+    time_limit_s: float = TIME_LIMIT_S,
     max_phases: int = 4,
     max_exhaustive: int = 64,
     max_evaluations: int = 128,
@@ -589,6 +601,10 @@ def reconfigure(
     seed : int
     work_limit : float, optional
         Work limit of every ``joint`` solve.
+    time_limit_s : float
+        Wall-clock cap of every design solve (default :data:`TIME_LIMIT_S`): with a work limit
+        the work decides and the clock only guards a stuck search, so a loaded machine gives
+        the same schedule as an idle one.
     max_phases : int
         At most this many communication phases.
     max_exhaustive : int
@@ -646,7 +662,9 @@ def reconfigure(
     problem = DesignProblem.from_workload(workload, int(degree), link_bandwidth)
     if static_design is None:
         say(f"reconfig: static design ({static_solver})")
-        static_design = solve(problem, static_solver, seed=seed, work_limit=work_limit)
+        static_design = solve(
+            problem, static_solver, seed=seed, work_limit=work_limit, time_limit_s=time_limit_s
+        )
     w = design_workload(workload, static_design, problem)
     static = CircuitSet(static_design.circuits, static_design.routing, "static")
     from topoopt.flowsim.iteration import TooManyFlows
@@ -672,7 +690,7 @@ def reconfigure(
     mats = phase_traffic(ref.flows, phases, n)
     cands = [
         phase_candidates(m, ph, int(degree), link_bandwidth, static, tuple(solvers), seed=seed,
-                         work_limit=work_limit)
+                         work_limit=work_limit, time_limit_s=time_limit_s)
         for m, ph in zip(mats, phases, strict=True)
     ]  # fmt: skip
     say(f"reconfig: {len(phases)} phases, candidates {[len(c) for c in cands]}")

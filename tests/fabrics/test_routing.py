@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -218,3 +220,62 @@ def test_route_link_counts_equal_the_listed_paths(make, monkeypatch):
     # the entries' estimate: exact on the Clos fabrics, near on the expander (123 of 124)
     est = routing.route_link_entries(f, pairs)
     assert est == ptr[-1] if f.family != "expander" else abs(est / ptr[-1] - 1) < 0.05
+
+
+def _diamond_chain(layers: int):
+    """Server 0, ``layers`` layers of two servers each joined to both of the next layer, then a
+    sink: ``2**layers`` shortest paths from 0 to the sink, ``layers + 1`` hops each."""
+    from topoopt.fabrics import direct_connect
+
+    n = 2 * layers + 2
+    sink = n - 1
+    rows = [[0, 1, 1], [0, 2, 1]]
+    for i in range(layers - 1):
+        a, b = 1 + 2 * i, 2 + 2 * i
+        rows += [[a, a + 2, 1], [a, b + 2, 1], [b, a + 2, 1], [b, b + 2, 1]]
+    rows += [[2 * layers - 1, sink, 1], [2 * layers, sink, 1]]
+    return direct_connect(n, 4, np.array(rows), 1.0), sink
+
+
+def _path_of_rank(fab, src: int, dst: int, rank: int, hops: int) -> list[int]:
+    """Brute force with Python integers: the path of the given rank among the shortest ones,
+    successors in link-id order at every node (the ranking ``routes`` documents)."""
+    g = nx.DiGraph()
+    for e, (u, v) in enumerate(zip(fab.src.tolist(), fab.dst.tolist(), strict=True)):
+        g.add_edge(u, v, link=e)
+    dist = nx.single_source_shortest_path_length(g.reverse(), dst)
+
+    @functools.lru_cache(None)
+    def count(u):  # exact shortest-path counts to dst
+        if u == dst:
+            return 1
+        return sum(count(v) for v in g.successors(u) if dist.get(v) == dist[u] - 1)
+
+    out, u = [], src
+    for _ in range(hops):
+        succ = sorted((g[u][v]["link"], v) for v in g.successors(u) if dist.get(v) == dist[u] - 1)
+        for link, v in succ:
+            c = count(v)
+            if rank < c:
+                out.append(link)
+                u = v
+                break
+            rank -= c
+    assert u == dst
+    return out
+
+
+@pytest.mark.parametrize("layers", [20, 60, 80])
+def test_ecmp_sample_past_float_precision(layers):
+    """A pair with 2^60 or 2^80 shortest paths (past the 2^52 of a float's exact integers: a
+    sparse circuit set's pairs tens of hops apart, `reconfig` on DLRM 256 x 4) keeps k of
+    them, one per stratum, the same as exact integer ranking; 2^20 checks the exact path."""
+    from topoopt.fabrics.routing import routes
+
+    fab, sink = _diamond_chain(layers)
+    ps = routes(fab, "ecmp", pairs=np.array([[0, sink]]), k=64)
+    assert ps.commodity_ptr.tolist() == [0, 64]
+    total = 2**layers
+    for i in range(64):
+        got = ps.path_links[ps.path_ptr[i] : ps.path_ptr[i + 1]].tolist()
+        assert got == _path_of_rank(fab, 0, sink, i * total // 64, layers + 1)

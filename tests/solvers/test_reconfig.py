@@ -282,6 +282,8 @@ def _cli(*args):
         (["--delay-us", "-5"], "--delay-us"),
         (["--degree", "0"], "--degree"),
         (["--degree", "1"], "degree"),
+        (["--time-limit", "0"], "--time-limit"),
+        (["--fabric", "ocs-spine", "--time-limit", "30"], "--time-limit"),
     ],
 )
 def test_cli_bad_input_one_line_exit_2(args, needle):
@@ -730,3 +732,29 @@ def test_a_routing_limit_is_not_reported_as_unconnected_servers(monkeypatch):
         assert "servers 0 and 3 unconnected" in str(e.value)
     with pytest.raises(InputError, match="servers 0 and 3 unconnected"):
         r.routes(1, pairs)  # the router itself finds no path
+
+
+@pytest.mark.parametrize("given", [None, 123.0])
+def test_every_design_solve_gets_the_time_cap(small, monkeypatch, given):
+    """The static and per-phase solves run under ``reconfigure``'s wall-clock cap (default
+    TIME_LIMIT_S, the CLI's 900 s), not a bare solve's 60 s, which cut the static `joint`
+    design of gpt3-175b on a loaded machine: the work limit decides the design."""
+    import solvers.registry as registry
+    from solvers.reconfig.search import TIME_LIMIT_S
+
+    w, _, _ = small
+    seen = []
+    real = registry.solve
+
+    def spy(problem, name, **kw):
+        seen.append((name, kw.get("time_limit_s")))
+        return real(problem, name, **kw)
+
+    monkeypatch.setattr(registry, "solve", spy)
+    kw = {} if given is None else {"time_limit_s": given}
+    reconfigure(w, 4, 12.5e9, 1e-5, static_solver="topoopt", solvers=("topoopt",),
+                max_evaluations=0, holds=(), **kw)  # fmt: skip
+    want = TIME_LIMIT_S if given is None else given
+    assert TIME_LIMIT_S == 900.0
+    assert [n for n, _ in seen] == ["topoopt"] * len(seen) and len(seen) >= 2  # static + phases
+    assert all(t == want for _, t in seen)

@@ -152,3 +152,55 @@ def test_tables_name_the_gpu_nics_and_efficiency(tmp_path, gpu, eff):
     r = CliRunner().invoke(app, ["simulate", str(plan), "--fabric", "ideal", *args])
     assert r.exit_code == 0, r.output
     assert f"{gpu} at efficiency {eff:g}" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("command", "gpu", "link", "said"),
+    [
+        ("simulate", "b200", None, "400"),  # DGX B200: 8 x ConnectX-7 400 G
+        ("simulate", "a100-80gb", None, "200"),  # DGX A100: 8 x ConnectX-6 200 G
+        ("simulate", "h100-sxm", "100", None),  # given (even the default): the user's choice
+        ("compare", "h100-sxm", None, "400"),
+        ("compare", "mi300x", "400", None),
+        ("compare", None, None, None),  # no --gpu: the plan's default A100 model, no line
+    ],
+)
+def test_the_reference_servers_nics_are_named_when_link_gbps_is_left(
+    tmp_path, command, gpu, link, said
+):
+    """`--gpu` alone keeps the 100 G ports of `--link-gbps`'s default: one warning line names
+    the reference server's NIC speed per GPU (the catalogue's nic_gbps, from the DGX / ND
+    datasheets) and the option that models it; none once --link-gbps is given."""
+    from typer.testing import CliRunner
+
+    from topoopt.app.cli.app import app
+    from traffic.hardware import load_catalogue
+
+    plan = tmp_path / "p.json"
+    plan.write_text(json.dumps(SMALL))
+    args = [command, str(plan), "--fabric" if command == "simulate" else "--fabrics", "ideal"]
+    args += ["--degree", "4", "--json"]
+    args += [] if gpu is None else ["--gpu", gpu]
+    args += [] if link is None else ["--link-gbps", link]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    lines = [w for w in json.loads(r.stdout)["warnings"] if "--link-gbps" in w]
+    if said is None:
+        assert lines == []
+    else:
+        label = load_catalogue().gpus[gpu].label
+        assert lines == [
+            f"warning: --link-gbps: 100 Gbps a port (the default) is slower than the reference "
+            f"{label} server's NICs, {said} Gbps a GPU (docs/validation.md): give --link-gbps "
+            f"{said} to model that server, or --link-gbps 100 to keep this"
+        ]
+
+
+def test_every_catalogue_gpu_names_its_reference_nic():
+    from traffic.hardware import load_catalogue
+
+    cat = load_catalogue()
+    want = {"a100-40gb": 200, "a100-80gb": 200, "h100-sxm": 400, "h200": 400, "b200": 400,
+            "gb200": 400, "mi300x": 400}  # fmt: skip
+    assert {n: g.nic_gbps for n, g in cat.gpus.items()} == want
+    assert all(f"{g.nic_gbps:g} Gb/s" in g.nic_source for g in cat.gpus.values())

@@ -149,6 +149,27 @@ def _pair_distances(fabric: Fabric, src: np.ndarray, dst: np.ndarray, kinds, con
     return ti, dist, sigma, length
 
 
+def _pick_by_fraction(within, cnt, rows, seg, inv, rank):
+    """The successor of each path (:func:`_unrank`) when its group's path counts exceed float
+    precision (over 2^52 paths between a pair, e.g. a sparse circuit set with pairs tens of
+    hops apart): the search runs on each group's cumulative fractions of its count, so the
+    group index and the fraction share one float key without the counts. A path then follows
+    the successor whose share holds its fractional rank (to about ``groups x 2^-52``), always
+    one of the group's successors on a shortest path."""
+    if not np.isfinite(within).all():
+        raise InputError("k", "every path", "a fabric with at most 1e308 equal-cost paths a pair")
+    n_g = seg.size - 1
+    total = within[seg[1:] - 1]
+    frac = within / total[rows]
+    q = np.minimum(rank / total[inv], 1.0)
+    pick = np.searchsorted(rows + frac, inv + q, side="right")
+    # a rank at its group's very end (or rounded past it) takes the group's last successor on
+    # a shortest path
+    pos = np.where(cnt > 0, np.arange(cnt.size), -1)
+    last = np.maximum.reduceat(pos, seg[:-1]) if n_g else pos[:0]
+    return np.minimum(pick, last[inv])
+
+
 def _unrank(
     fabric: Fabric,
     links: np.ndarray,
@@ -191,10 +212,14 @@ def _unrank(
         # first successor of the path's group whose cumulative count exceeds the path's rank:
         # one global search with the group index as the high-order part of the key
         big = float(within.max()) + 1.0 if within.size else 1.0
-        if big * gkey.size >= 2.0**52:
-            raise InputError("k", None, "fewer equal-cost paths (counts exceed float precision)")
-        pick = np.searchsorted(rows * big + within, inv * big + r[active], side="right")
+        if big * gkey.size < 2.0**52:  # exact: integer counts and ranks in one float key
+            pick = np.searchsorted(rows * big + within, inv * big + r[active], side="right")
+        else:
+            pick = _pick_by_fraction(within, cnt, rows, seg, inv, r[active])
         r[active] -= within[pick] - cnt[pick]
+        # ranks past float precision (a sample of the paths anyway) stay in the successor's
+        # own range, so the next steps choose among its shortest paths
+        r[active] = np.clip(r[active], 0.0, np.maximum(cnt[pick] - 1.0, 0.0))
         flat[ptr[active] + step] = order[cand[pick]]
         cur[active] = v[pick]
     return flat

@@ -67,6 +67,10 @@ class GpuSpec(BaseModel):
         Default fraction of the BF16 peak the kernels reach, in (0, 1].
     source, efficiency_source : str
         Where the figures and the efficiency come from.
+    nic_gbps : float, optional
+        Scale-out NIC bandwidth per GPU of the vendor's reference server (DGX H100: one 400 G
+        ConnectX-7 per GPU), Gbps: what ``--link-gbps`` should be to model that server (the
+        commands say so when it is left at its default); ``nic_source`` is where it comes from.
     """
 
     model_config = _STRICT
@@ -81,6 +85,8 @@ class GpuSpec(BaseModel):
     efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
     source: _Source
     efficiency_source: _Source
+    nic_gbps: Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)] | None = None
+    nic_source: _Source | None = None
 
     @property
     def peak_flops(self) -> float:

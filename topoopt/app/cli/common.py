@@ -37,6 +37,7 @@ __all__ = [
     "command_progress",
     "given_options",
     "GpuOption",
+    "nic_hint",
     "OcsLayoutKind",
     "PriorityOption",
     "ReductionOption",
@@ -572,6 +573,33 @@ def warn_line(text: str | None) -> None:
     if line not in _WARNINGS:
         _WARNINGS.append(line)
         print(line, file=sys.stderr)
+
+
+def nic_hint(gpu: str | None, link_gbps: float) -> None:
+    """One :func:`warn_line` when ``--gpu`` names a GPU whose reference server has faster NICs
+    (the catalogue's ``nic_gbps``, one NIC per GPU) than the ``--link-gbps`` the command was left
+    at by default: ``--gpu h100-sxm`` alone models H100s behind 100 G ports, not a DGX H100's
+    400 G. Nothing when ``--link-gbps`` was given (any value is then the user's choice), for an
+    unknown GPU (the command reports it) or outside a command.
+
+    Examples
+    --------
+    >>> _WARNINGS.clear(); nic_hint("h100-sxm", 100.0); warnings_said()  # no command running
+    []
+    """
+    if gpu is None or _click_context() is None or given_options("link_gbps"):
+        return
+    from traffic.hardware import load_catalogue
+
+    spec = load_catalogue().gpus.get(gpu)
+    if spec is None or spec.nic_gbps is None or not spec.nic_gbps > link_gbps:
+        return
+    warn_line(
+        f"--link-gbps: {link_gbps:g} Gbps a port (the default) is slower than the reference "
+        f"{spec.label} server's NICs, {spec.nic_gbps:g} Gbps a GPU (docs/validation.md): give "
+        f"--link-gbps {spec.nic_gbps:g} to model that server, or --link-gbps {link_gbps:g} "
+        "to keep this"
+    )
 
 
 def warnings_said() -> list[str]:

@@ -79,7 +79,10 @@ def design_verdict(
         return out
     first = f"The {solver} design runs one iteration in {_t(iteration_s)} (simulated)"
     if ideal_s is not None and ideal_s > 0 and math.isfinite(ideal_s):
-        first += f", {iteration_s / ideal_s:.3f}x the ideal switch (a bound, not a product)"
+        from topoopt.app.report.verdict import ideal_note
+
+        ratio = iteration_s / ideal_s
+        first += f", {ratio:.3f}x the ideal switch {ideal_note(ratio)}"
     out = [first + "."]
     bound = _t(lower_bound_s) if math.isfinite(lower_bound_s) else "none"
     if objective in ("iteration", None):

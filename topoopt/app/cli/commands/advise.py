@@ -24,6 +24,7 @@ from topoopt.app.cli.common import (
     GpuOption,
     emit_json,
     handle_errors,
+    nic_hint,
     prepare_output,
     stdout,
     warn_line,
@@ -116,6 +117,7 @@ def advise_command(
         raise InputError("--workers", workers, "a positive integer")
     price_table = resolve_prices(prices, preset)
     job_list = load_jobs(jobs)
+    nic_hint(gpu, link_gbps)
     res = advise(
         job_list, gpus=gpus, gpu=gpu, degree=degree, link_bandwidth=gbps_to_bytes_per_s(link_gbps),
         budget_usd=budget, target_iteration_s=target_iteration_s,

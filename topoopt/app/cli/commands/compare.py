@@ -26,6 +26,7 @@ from topoopt.app.cli.common import (
     emit_json,
     given_options,
     handle_errors,
+    nic_hint,
     parse_name_list,
     prepare_output,
     stdout,
@@ -170,6 +171,7 @@ def compare_command(
 
     price_table = resolve_prices(prices, preset)
     workload = load_workload(plan, gpu=gpu)
+    nic_hint(gpu, link_gbps)
     with command_progress("compare") as bar:
         res = compare(
             workload,

@@ -19,6 +19,7 @@ from topoopt.app.cli.common import (
     GpuOption,
     emit_json,
     handle_errors,
+    nic_hint,
     parse_name_list,
     prepare_output,
     stdout,
@@ -285,6 +286,7 @@ def cosearch_command(
         from traffic.hardware import gpu_spec
 
         gpu_spec(gpu, "--gpu")
+        nic_hint(gpu, link_gbps)
         cl = {k: v for k, v in base["cluster"].items() if k != "efficiency"}
         base = {**base, "cluster": {**cl, "gpu": gpu}}
     ck = None

@@ -22,6 +22,7 @@ from topoopt.app.cli.common import (
     command_started,
     emit_json,
     handle_errors,
+    nic_hint,
     prepare_output,
     stdout,
     warn_line,
@@ -220,6 +221,7 @@ def design_command(
     if prewired is not None:
         wired = read_prewired_file(prewired)
     workload = load_workload(plan, gpu=gpu)
+    nic_hint(gpu, link_gbps)
     if fabric in SWITCHED:
         _switched(
             workload, fabric.value, degree, link_gbps,

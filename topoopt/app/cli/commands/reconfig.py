@@ -14,6 +14,7 @@ from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
+    DEFAULT_TIME_LIMIT_S,
     command_progress,
     emit_json,
     given_options,
@@ -56,6 +57,13 @@ def reconfig_command(
     max_evaluations: Annotated[
         int, typer.Option(help="Schedules simulated at most per dark time (work limit)")
     ] = 128,
+    time_limit: Annotated[
+        float,
+        typer.Option(
+            help="Wall-clock cap of every design solve, seconds (the work limit decides; "
+            "the cap only guards a stuck search)"
+        ),
+    ] = DEFAULT_TIME_LIMIT_S,
     seed: Annotated[int, typer.Option(help="Seed of every random choice")] = DEFAULT_SEED,
     baselines: Annotated[
         bool, typer.Option("--baselines", help="Also run OCS-reconfig and SiP-ML-like")
@@ -94,6 +102,8 @@ def reconfig_command(
         raise InputError("--max-evaluations", max_evaluations, "an integer >= 0")
     if not (math.isfinite(work_limit) and work_limit > 0):
         raise InputError("--work-limit", work_limit, "a finite number > 0")
+    if not (math.isfinite(time_limit) and time_limit > 0):
+        raise InputError("--time-limit", time_limit, "a finite number of seconds > 0")
     if fabric not in ("direct", "ocs-spine", "hybrid"):
         raise InputError("--fabric", fabric, "direct, ocs-spine or hybrid")
     if fabric == "hybrid" and degree < 4:
@@ -107,7 +117,7 @@ def reconfig_command(
         )  # fmt: skip
     if fabric != "direct":  # engineered or demand circuits: no solver, seed or budget
         given = {"solver": solver, "phase_solvers": phase_solvers, "work_limit": work_limit,
-                 "seed": seed}  # fmt: skip
+                 "seed": seed, "time_limit": time_limit}  # fmt: skip
         for name in given_options(*given):
             value = getattr(given[name], "value", given[name])
             raise InputError(
@@ -157,7 +167,7 @@ def reconfig_command(
     else:
         res, capex = _direct(
             workload, degree, bw, delay_us, static, solver, names, seed, work_limit,
-            max_evaluations, baselines, price_table,
+            max_evaluations, baselines, price_table, time_limit,
         )  # fmt: skip
     from topoopt.app.report.study_verdicts import reconfig_verdict
 
@@ -221,7 +231,7 @@ def reconfig_command(
 
 def _direct(
     workload, degree, bw, delay_us, static, solver, names, seed, work_limit, max_evaluations,
-    baselines, price_table,
+    baselines, price_table, time_limit,
 ):  # fmt: skip
     """The direct-connect search and its priced schedules."""
     from solvers import reconfigure, run_baselines, schedule_cost
@@ -237,6 +247,7 @@ def _direct(
             solvers=names,
             seed=seed,
             work_limit=work_limit,
+            time_limit_s=time_limit,
             max_evaluations=max_evaluations,
             progress=bar,
         )

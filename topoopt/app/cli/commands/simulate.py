@@ -22,6 +22,7 @@ from topoopt.app.cli.common import (
     command_progress,
     emit_json,
     handle_errors,
+    nic_hint,
     stdout,
     warn_line,
 )
@@ -80,6 +81,7 @@ def simulate_command(
 
     if (design is None) == (fabric is None):
         raise InputError("--design/--fabric", "both" if design else "neither", "exactly one")
+    nic_hint(gpu, link_gbps)
     with command_progress("simulate") as bar:
         res = simulate_plan(
             plan,
