@@ -128,12 +128,14 @@ def main(argv=None) -> None:
         for r, b, f in zip(rows, base, final, strict=True):
             gpus, _, cp, _, dp, seq, _, pub = r
             pb, pf = b["paper_tflops_per_gpu"], f["paper_tflops_per_gpu"]
-            print(
-                f"| {what} | {gpus:,} | {cp} | {dp} | {seq:,} | {pub} ({pub / 989:.1%}) "
-                f"| {pb:.1f} | {pb / pub - 1:+.1%} | {eff} | {pf:.1f} | {pf / pub - 1:+.1%} "
-                f"| {f['iteration_s']:.2f} | {f['exposed_comm_s'] / f['iteration_s']:.1%} |"
-            )
-    print(f"\n{len(rows)} rows in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+            share = f["exposed_comm_s"] / f["iteration_s"]
+            cells = [what, f"{gpus:,}", cp, dp, f"{seq:,}", f"{pub} ({pub / 989:.1%})",
+                     f"{pb:.1f}", f"{pb / pub - 1:+.1%}", eff, f"{pf:.1f}",
+                     f"{pf / pub - 1:+.1%}", f"{f['iteration_s']:.2f}", f"{share:.1%}"]  # fmt: skip
+            print("| " + " | ".join(str(c) for c in cells) + " |")
+    took = time.perf_counter() - t0
+    n_s = len(args.vpp.split(","))
+    print(f"\n{len(rows)} rows x {n_s} schedules in {took:.0f} s", file=sys.stderr)
 
 
 if __name__ == "__main__":
