@@ -1,0 +1,97 @@
+"""Some rows of ``advise`` alone, as the CLI evaluates them, with the peak memory of each stage.
+
+``topoopt advise`` has no option to run only some fabrics; this runs the evaluation of the given
+fabrics (:func:`topoopt.app.studies.advise.evaluate`, the task ``advise`` builds with the CLI's
+defaults: ``--time-limit`` 900 s, seed 0, a 4:1 oversubscribed Clos, the default price table,
+per-phase routing on), so that a ``joint`` row and its ``joint-phased`` row can be measured
+without the seven other rows. Each row is appended to ``--rows`` (JSON lines, ``joint-phased``
+split out as ``advise`` does); on stderr, for each row: the memory estimate ``advise`` checks
+before the row's simulations (:func:`topoopt.flowsim.work.check_work`: flows, arrays) and the
+process's peak resident memory when the row's own simulations are done (before the per-phase
+routing) and at the end. Run it under ``/usr/bin/time -v`` for CPU seconds::
+
+    nice -n 10 /usr/bin/time -v python benchmarks/bench_advise_row.py llama3-405b \\
+        --gpus 32768 --fabric joint --rows rows.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import sys
+
+
+def _peak_gb() -> float:
+    """The process's peak resident memory so far, GB (Linux: ``ru_maxrss`` in kB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+
+
+def main(argv=None) -> None:
+    import solvers
+    from topoopt.app.cli.common import DEFAULT_SEED, DEFAULT_TIME_LIMIT_S
+    from topoopt.app.studies import advise as adv
+    from topoopt.fabrics.cost import load_prices
+    from topoopt.flowsim import work
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("jobs", help="a plan name or file (its first job)")
+    ap.add_argument("--gpus", type=int, required=True)
+    ap.add_argument("--gpu", default="h100-sxm")
+    ap.add_argument("--degree", type=int, default=8)
+    ap.add_argument("--link-gbps", type=float, default=400.0)
+    ap.add_argument("--fabric", action="append", required=True, help="a row of advise; repeat")
+    ap.add_argument(
+        "--phase-routing", action=argparse.BooleanOptionalAction, default=True,
+        help="as advise --phase-routing/--no-phase-routing (the CLI's default: on)",
+    )  # fmt: skip
+    ap.add_argument("--rows", required=True, help="JSON-lines file, one row per evaluation")
+    a = ap.parse_args(argv)
+
+    def say(**kw) -> None:
+        print(json.dumps({**kw, "peak_gb": round(_peak_gb(), 3)}), file=sys.stderr, flush=True)
+
+    real_check, real_phase = work.check_work, solvers.phase_routing
+
+    def check(w, what="simulation", **kw):  # advise imports it at the call: patched here
+        est = real_check(w, what, **kw)
+        say(stage="check_work", flows=est.flows, arrays_gb=round(est.array_bytes / 1e9, 3))
+        return est
+
+    def phase(*args, **kw):
+        say(stage="own simulations done, per-phase routing starts")
+        return real_phase(*args, **kw)
+
+    work.check_work, solvers.phase_routing = check, phase
+    job = adv.load_jobs(a.jobs)[0]
+    plan = adv.scale_plan(job.plan, a.gpus, a.gpu)
+    common = {
+        "degree": a.degree, "link_bandwidth": a.link_gbps * 1e9 / 8, "oversubscription": 4.0,
+        "seed": DEFAULT_SEED, "time_limit_s": float(DEFAULT_TIME_LIMIT_S), "prices": load_prices(),
+    }  # fmt: skip
+    if a.phase_routing:
+        common["phase_routing"] = True
+    for fabric in a.fabric:
+        task = {"job": job.name, "plan": plan, "weight": job.weight, "fabric": fabric, **common}
+        row = adv.evaluate(task)
+        rows = adv._split_phased([row])
+        say(stage="row done", fabric=fabric)
+        with open(a.rows, "a") as f:
+            for r in rows:
+                clean = {
+                    k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                    for k, v in r.items()
+                }
+                f.write(json.dumps(clean, default=str, allow_nan=False) + "\n")
+        for r in rows:
+            t, err = r.get("iteration_s"), r.get("error")
+            got = f"{t!r} s" if t is not None else f"error {err}"
+            print(f"{r['job']} / {r['fabric']}: {got}")
+            for k in ("search_warning", "paths_warning", "phase_routing_warning"):
+                if r.get(k):
+                    print(f"  {k}: {r[k]}")
+
+
+if __name__ == "__main__":
+    main()
