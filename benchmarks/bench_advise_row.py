@@ -50,7 +50,8 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
 
     def say(**kw) -> None:
-        print(json.dumps({**kw, "peak_gb": round(_peak_gb(), 3)}), file=sys.stderr, flush=True)
+        line = json.dumps({**kw, "peak_gb": round(_peak_gb(), 3)}, allow_nan=False)
+        print(line, file=sys.stderr, flush=True)
 
     real_check, real_phase = work.check_work, solvers.phase_routing
 
