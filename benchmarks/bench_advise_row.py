@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import resource
 import sys
+
+from bench_advise_scale import append_row, cluster_options
 
 
 def _peak_gb() -> float:
@@ -37,10 +38,7 @@ def main(argv=None) -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("jobs", help="a plan name or file (its first job)")
-    ap.add_argument("--gpus", type=int, required=True)
-    ap.add_argument("--gpu", default="h100-sxm")
-    ap.add_argument("--degree", type=int, default=8)
-    ap.add_argument("--link-gbps", type=float, default=400.0)
+    cluster_options(ap)
     ap.add_argument("--fabric", action="append", required=True, help="a row of advise; repeat")
     ap.add_argument(
         "--phase-routing", action=argparse.BooleanOptionalAction, default=True,
@@ -78,13 +76,8 @@ def main(argv=None) -> None:
         row = adv.evaluate(task)
         rows = adv._split_phased([row])
         say(stage="row done", fabric=fabric)
-        with open(a.rows, "a") as f:
-            for r in rows:
-                clean = {
-                    k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                    for k, v in r.items()
-                }
-                f.write(json.dumps(clean, default=str, allow_nan=False) + "\n")
+        for r in rows:
+            append_row(a.rows, r)
         for r in rows:
             t, err = r.get("iteration_s"), r.get("error")
             got = f"{t!r} s" if t is not None else f"error {err}"

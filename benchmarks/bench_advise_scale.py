@@ -22,16 +22,31 @@ import math
 import sys
 
 
+def cluster_options(ap: argparse.ArgumentParser) -> None:
+    """``--gpus`` (required), ``--gpu``, ``--degree`` and ``--link-gbps`` with this benchmark's
+    defaults (H100 SXM, 8 x 400 G; also :mod:`bench_advise_row`'s)."""
+    ap.add_argument("--gpus", type=int, required=True)
+    ap.add_argument("--gpu", default="h100-sxm")
+    ap.add_argument("--degree", type=int, default=8)
+    ap.add_argument("--link-gbps", type=float, default=400.0)
+
+
+def append_row(path: str, row: dict) -> None:
+    """One row as a strict JSON line (non-finite floats as null) at the end of ``path``."""
+    clean = {
+        k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()
+    }
+    with open(path, "a") as f:
+        f.write(json.dumps(clean, default=str, allow_nan=False) + "\n")
+
+
 def main(argv=None) -> None:
     from topoopt.app.cli.common import DEFAULT_SEED, DEFAULT_TIME_LIMIT_S
     from topoopt.app.studies.advise import advise, json_document, load_jobs
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("jobs", help="a plan name or file, or a jobs file")
-    ap.add_argument("--gpus", type=int, required=True)
-    ap.add_argument("--gpu", default="h100-sxm")
-    ap.add_argument("--degree", type=int, default=8)
-    ap.add_argument("--link-gbps", type=float, default=400.0)
+    cluster_options(ap)
     ap.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S)
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
     ap.add_argument(
@@ -45,12 +60,7 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
 
     def save(row: dict) -> None:
-        clean = {
-            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-            for k, v in row.items()
-        }
-        with open(a.rows, "a") as f:
-            f.write(json.dumps(clean, default=str, allow_nan=False) + "\n")
+        append_row(a.rows, row)
         t = row.get("iteration_s")
         print(
             f"{row['job']} / {row['fabric']}: "
