@@ -33,6 +33,7 @@ from solvers.cluster.ocs import OcsLayer, assign_ports
 from solvers.model.design import Design
 from solvers.model.problem import DesignProblem
 from topoopt.fabrics.circuits import Circuits
+from topoopt.flowsim.iteration import ITERATION_ONLY
 from traffic.errors import InputError
 from traffic.workload import Workload
 
@@ -45,12 +46,6 @@ __all__ = [
     "fill_ports",
     "unit_key",
 ]
-
-
-ITERATION_ONLY = {"exposed_by_class": False, "record_series": False, "path_times": False}
-"""What a job's simulations ask of :func:`~topoopt.flowsim.iteration.simulate_iteration`: the
-iteration alone (no run per class made instantaneous, no link-load series, no per-sub-flow
-times; the iteration time is the same)."""
 
 
 class NotConnected(Exception):

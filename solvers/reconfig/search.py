@@ -228,9 +228,10 @@ def phase_candidates(
     seed: int = 0,
     work_limit: float | None = None,
     max_parallel: int | None = None,
-    time_limit_s: float = 60.0,
+    time_limit_s: float = TIME_LIMIT_S,
 ) -> list[CircuitSet]:
-    """The static set, then one set per solver for ``phase``'s traffic (connected, distinct)."""
+    """The static set, then one set per solver for ``phase``'s traffic (connected, distinct);
+    each solve under the wall-clock cap ``time_limit_s`` (:data:`TIME_LIMIT_S`)."""
     from solvers.model.problem import DesignProblem, PhaseTraffic
     from solvers.reconfig.demand import demand_circuits
     from solvers.registry import solve

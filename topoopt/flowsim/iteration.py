@@ -148,6 +148,7 @@ __all__ = [
     "pipeline_order",
     "reduction_status",
     "simulate_iteration",
+    "ITERATION_ONLY",
     "TIMELINE_COLUMNS",
 ]
 
@@ -1369,6 +1370,12 @@ def _reduction_info(sim, asked, simulator, priority, split_allreduce) -> dict:
     if priority is not None or split_allreduce is not None:
         return {"status": "off", "reason": "priorities / split all-reduce (epoch engine)"}
     return dict(sim.reduction) if sim.reduction is not None else {"status": "off"}
+
+
+ITERATION_ONLY = {"exposed_by_class": False, "record_series": False, "path_times": False}
+"""Keyword arguments of :func:`simulate_iteration` for a caller that needs the iteration time
+alone (``design``'s and ``cluster``'s simulations): no run per class made instantaneous, no
+link-load series, no per-sub-flow times; the iteration time is the same."""
 
 
 def reduction_status(it: IterationResult) -> str:

@@ -8,7 +8,12 @@ from typing import Any
 
 from topoopt.app.studies.compare import build_fabric
 from topoopt.flowsim.collectives import communication_time
-from topoopt.flowsim.iteration import SCHEDULES, reduction_status, simulate_iteration
+from topoopt.flowsim.iteration import (
+    ITERATION_ONLY,
+    SCHEDULES,
+    reduction_status,
+    simulate_iteration,
+)
 from topoopt.flowsim.priorities import check_priority
 from topoopt.flowsim.roofline import throughput_facts
 from traffic.errors import InputError
@@ -218,12 +223,6 @@ def design_case(workload: Workload, d: Any, where: str = "design"):
         routing = design_routing(d, fab)
     w = design_workload(workload, d, problem)
     return fab, w, routing, d.solver, tuple(getattr(d, "priority", ()) or ())
-
-
-ITERATION_ONLY = {"exposed_by_class": False, "record_series": False, "path_times": False}
-"""What :func:`design_iteration_within` gives :func:`~topoopt.flowsim.iteration.
-simulate_iteration`: no run per class made instantaneous, no link-load series, no per-sub-flow
-times (the iteration time is the same; ``design`` reports it alone)."""
 
 
 def design_iteration(workload: Workload, d: Any, reduction: bool = True, **kwargs):
