@@ -194,60 +194,130 @@ def _search(u, v, allowed, m: int, d: int, steps: int) -> tuple[np.ndarray, bool
 
     Returns the best (most circuits) colouring seen, whether the search was exhaustive, and
     the steps taken.
+
+    Each step takes the uncoloured circuit with the fewest planes still open to it (free at both
+    ends and allowed; ties: the lowest index) and gives it the lowest such plane; a circuit with
+    none, or the end of the budget, ends the descent and the search backtracks to the last
+    circuit with another plane. The counts are kept up to date as planes are taken and given
+    back (only the circuits at the two servers change), in buckets by count, so a step costs
+    the circuits at two servers, not a pass over every circuit. Planes are bits of an integer:
+    ``free[s]`` those open at server ``s``, ``ok[k]`` those allowed for circuit ``k``.
     """
+    import heapq
+
     e = u.size
-    free = np.ones((m, d), bool)
-    port = np.full(e, -1, np.int64)
-    best = port.copy()
-    best_n = 0
+    us, vs = u.tolist(), v.tolist()
+    ok = [0] * e
+    for c in range(d):
+        for k in np.flatnonzero(allowed[c]).tolist():
+            ok[k] |= 1 << c
+    full = (1 << d) - 1
+    free = [full] * m
+    at: list[list[int]] = [[] for _ in range(m)]  # the circuits at each server, once each
+    for k in range(e):
+        at[us[k]].append(k)
+        if vs[k] != us[k]:
+            at[vs[k]].append(k)
+    port = [-1] * e
+    cnt = [(ok[k] & full).bit_count() for k in range(e)]
+    buckets: list[list[int]] = [[] for _ in range(d + 1)]  # min-heaps of circuit indices
+    for k in range(e):
+        buckets[cnt[k]].append(k)  # ascending: already heaps
+    best, best_n = list(port), 0
     n_col = 0
-    # explicit stack of (edge, remaining candidate planes)
-    stack: list[tuple[int, list[int]]] = []
+    n_open = e
+    stack: list[tuple[int, list[int]]] = []  # (circuit, its remaining candidate planes)
     taken = 0
     proven = False
+
+    def take(k: int, c: int) -> None:
+        a, b, bit = us[k], vs[k], 1 << c
+        m0 = mark[0]
+        mark[0] += 1
+        for s in (a, b) if a != b else (a,):
+            for q in at[s]:
+                # plane c was open to q (q between a and b is met twice: counted once)
+                if (
+                    port[q] < 0
+                    and q != k
+                    and seen[q] != m0
+                    and ok[q] & free[us[q]] & free[vs[q]] & bit
+                ):
+                    seen[q] = m0
+                    cnt[q] -= 1
+                    heapq.heappush(buckets[cnt[q]], q)
+        free[a] &= ~bit
+        free[b] &= ~bit
+        port[k] = c
+
+    def give_back(k: int) -> None:
+        c = port[k]
+        a, b, bit = us[k], vs[k], 1 << c
+        m0 = mark[0]
+        mark[0] += 1
+        port[k] = -1
+        free[a] |= bit
+        free[b] |= bit
+        for s in (a, b) if a != b else (a,):
+            for q in at[s]:
+                if (
+                    port[q] < 0
+                    and q != k
+                    and seen[q] != m0
+                    and ok[q] & free[us[q]] & free[vs[q]] & bit
+                ):
+                    seen[q] = m0
+                    cnt[q] += 1
+                    heapq.heappush(buckets[cnt[q]], q)
+        cnt[k] = (ok[k] & free[a] & free[b]).bit_count()
+        heapq.heappush(buckets[cnt[k]], k)
+
+    seen = [-1] * e  # the step that last counted a circuit
+    mark = [0]
     while True:
-        # pick the uncoloured edge with the fewest available planes (ties: lowest index)
-        open_ = np.flatnonzero(port < 0)
-        if open_.size == 0:
-            best, best_n = port.copy(), e
+        if n_open == 0:
+            best, best_n = list(port), e
             break
-        avail = allowed[:, open_] & free[u[open_]].T & free[v[open_]].T
-        counts = avail.sum(axis=0)
-        j = int(np.argmin(counts))
-        if counts[j] > 0 and taken < steps:
-            edge = int(open_[j])
-            cands = np.flatnonzero(avail[:, j]).tolist()
-            stack.append((edge, cands[1:]))
-            c = cands[0]
-            port[edge] = c
-            free[u[edge], c] = free[v[edge], c] = False
+        j, jc = -1, 0
+        for b in range(d + 1):
+            h = buckets[b]
+            while h and (port[h[0]] >= 0 or cnt[h[0]] != b):
+                heapq.heappop(h)
+            if h:
+                j, jc = h[0], b
+                break
+        if jc > 0 and taken < steps:
+            avail = ok[j] & free[us[j]] & free[vs[j]]
+            cands = [c for c in range(d) if avail >> c & 1]
+            stack.append((j, cands[1:]))
+            take(j, cands[0])
+            n_open -= 1
             n_col += 1
             taken += 1
             continue
         if n_col > best_n:
-            best, best_n = port.copy(), n_col
+            best, best_n = list(port), n_col
         if taken >= steps:
             break
-        # backtrack to the last edge with another candidate
+        # backtrack to the last circuit with another candidate
         while stack:
             edge, rest = stack.pop()
-            c = int(port[edge])
-            port[edge] = -1
-            free[u[edge], c] = free[v[edge], c] = True
+            give_back(edge)
+            n_open += 1
             n_col -= 1
-            rest = [x for x in rest if free[u[edge], x] and free[v[edge], x]]
+            fe = free[us[edge]] & free[vs[edge]]
+            rest = [x for x in rest if fe >> x & 1]
             if rest:
-                c = rest[0]
                 stack.append((edge, rest[1:]))
-                port[edge] = c
-                free[u[edge], c] = free[v[edge], c] = False
+                take(edge, rest[0])
+                n_open -= 1
                 n_col += 1
                 taken += 1
                 break
         else:
             proven = True
             break
-    return best, proven, taken
+    return np.array(best, np.int64), proven, taken
 
 
 def kempe_repair(port, u, v, allowed, m: int, d: int) -> np.ndarray:

@@ -115,3 +115,62 @@ def test_a_256_server_job_on_136_port_units_is_coloured_without_a_repair():
     a = assign_ports(c, layer.units, steps=2_000)
     assert a.complete and a.port.size == 1024 and a.steps == 2_000
     assert valid(list(zip(a.u.tolist(), a.v.tolist(), strict=True)), a.port.tolist(), layer.units)
+
+
+def _search_from_scratch(u, v, allowed, m, d, steps):
+    """The search's definition, every count recomputed at every step (the module's keeps them
+    up to date incrementally): the open circuit with fewest planes (lowest index on ties) takes
+    its lowest plane; a circuit with none or the budget's end backtracks."""
+    free = np.ones((m, d), bool)
+    port = np.full(u.size, -1)
+    best, best_n, n_col, taken, stack = port.copy(), 0, 0, 0, []
+    while True:
+        open_ = np.flatnonzero(port < 0)
+        if open_.size == 0:
+            return port.copy(), False, taken
+        avail = allowed[:, open_] & free[u[open_]].T & free[v[open_]].T
+        j = int(np.argmin(avail.sum(axis=0)))
+        if avail[:, j].any() and taken < steps:
+            k, cands = int(open_[j]), np.flatnonzero(avail[:, j]).tolist()
+            stack.append((k, cands[1:]))
+            port[k] = cands[0]
+            free[u[k], cands[0]] = free[v[k], cands[0]] = False
+            n_col, taken = n_col + 1, taken + 1
+            continue
+        if n_col > best_n:
+            best, best_n = port.copy(), n_col
+        if taken >= steps:
+            return best, False, taken
+        while stack:
+            k, rest = stack.pop()
+            free[u[k], port[k]] = free[v[k], port[k]] = True
+            port[k], n_col = -1, n_col - 1
+            rest = [x for x in rest if free[u[k], x] and free[v[k], x]]
+            if rest:
+                stack.append((k, rest[1:]))
+                port[k] = rest[0]
+                free[u[k], rest[0]] = free[v[k], rest[0]] = False
+                n_col, taken = n_col + 1, taken + 1
+                break
+        else:
+            return best, True, taken
+
+
+def test_search_keeps_its_counts_as_a_from_scratch_search():
+    from solvers.model.list_colouring import _search
+
+    rng = np.random.default_rng(3)
+    for _ in range(120):
+        m, d = int(rng.integers(3, 16)), int(rng.integers(2, 5))
+        e = int(rng.integers(1, m * d // 2 + 2))
+        u, v = rng.integers(0, m, e), rng.integers(0, m, e)
+        keep = u != v
+        u, v = np.minimum(u, v)[keep], np.maximum(u, v)[keep]
+        units = rng.integers(0, int(rng.integers(1, 3)), size=(d, m))
+        allowed = units[:, u] == units[:, v]
+        steps = int(rng.choice([3, 30, 3000]))
+        got, want = (
+            _search(u, v, allowed, m, d, steps),
+            _search_from_scratch(u, v, allowed, m, d, steps),
+        )
+        assert got[0].tolist() == want[0].tolist() and got[1:] == want[1:]
