@@ -898,8 +898,109 @@ def event_loop(
         # arrivals) unfrozen on it are frozen one by one and join its group
         fbits = fb.view(np.int64)
         _lq_init(slinks, n_sl, fw, lhk, lhl, bhead, bnext, lq)
+        qb = lq[0]
+        qshift = lq[1]
+        qlo = lq[2]
+        qnb = lq[3]
+        qheap = False
+        qhs = 0
+        qnt = 0
         while left > 0:
-            lk = _lq_next(fw, lhk, lhl, bhead, bnext, lq, fb, fbits)
+            # ---- the next link: :func:`_lq_next` written out here, its state in locals (an
+            # inlined call passes its eight arrays with reference counting, per link filled)
+            lk = -1
+            if not qheap:
+                while qnt > 0:
+                    qnt -= 1
+                    ql = lhl[qnt]
+                    qc = fw[ql, 1]
+                    if qc == 0:
+                        continue
+                    qv = fw[ql, 0] / qc
+                    if qv == lhk[0]:
+                        lk = ql
+                        break
+                    fb[0] = qv
+                    qq = min((fbits[0] >> qshift) - qlo, qnb - 1)
+                    bnext[ql] = bhead[qq]
+                    bhead[qq] = ql
+                if lk < 0:
+                    while qb < qnb - 1:
+                        if bhead[qb] < 0:
+                            qb += 1
+                            continue
+                        nt = 0
+                        bestv = np.inf
+                        ql = bhead[qb]
+                        bhead[qb] = -1
+                        seen = 0
+                        while ql >= 0:
+                            seen += 1
+                            qn = bnext[ql]
+                            qc = fw[ql, 1]
+                            if qc > 0:
+                                qv = fw[ql, 0] / qc
+                                fb[0] = qv
+                                qq = min((fbits[0] >> qshift) - qlo, qnb - 1)
+                                if qq > qb:
+                                    bnext[ql] = bhead[qq]
+                                    bhead[qq] = ql
+                                elif nt == 0 or qv < bestv:
+                                    for k in range(nt):
+                                        bnext[lhl[k]] = bhead[qb]
+                                        bhead[qb] = lhl[k]
+                                    lhl[0] = ql
+                                    nt = 1
+                                    bestv = qv
+                                elif qv == bestv:
+                                    lhl[nt] = ql
+                                    nt += 1
+                                else:
+                                    bnext[ql] = bhead[qb]
+                                    bhead[qb] = ql
+                            ql = qn
+                        if seen > LQ_CROWD:
+                            for k in range(nt):
+                                bnext[lhl[k]] = bhead[qb]
+                                bhead[qb] = lhl[k]
+                            break
+                        if nt > 0:
+                            lhk[0] = bestv
+                            qnt = nt - 1
+                            lk = lhl[nt - 1]
+                            break
+                    if lk < 0:
+                        qhs = 0
+                        for bb in range(qb, qnb):
+                            ql = bhead[bb]
+                            while ql >= 0:
+                                if fw[ql, 1] > 0:
+                                    lhk[qhs] = fw[ql, 0] / fw[ql, 1]
+                                    lhl[qhs] = ql
+                                    qhs += 1
+                                ql = bnext[ql]
+                        for k in range((qhs - 2) // 4, -1, -1):
+                            _lheap_sift(lhk, lhl, qhs, k, lhk[k], lhl[k])
+                        qheap = True
+            if lk < 0 and qheap:
+                while qhs > 0:
+                    ql = lhl[0]
+                    qc = fw[ql, 1]
+                    if qc == 0:
+                        qhs = _lheap_pop(lhk, lhl, qhs)
+                        continue
+                    qv = fw[ql, 0] / qc
+                    if lhk[0] < qv:
+                        qn2 = np.inf
+                        for bb in range(1, min(5, qhs)):
+                            if lhk[bb] < qn2:
+                                qn2 = lhk[bb]
+                        if qn2 < qv:
+                            _lheap_sift(lhk, lhl, qhs, 0, qv, ql)
+                            continue
+                    qhs = _lheap_pop(lhk, lhl, qhs)
+                    lk = ql
+                    break
             if lk < 0:
                 break
             c = fw[lk, 1]
