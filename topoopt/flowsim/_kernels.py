@@ -198,8 +198,9 @@ def _lq_init(slinks, n_sl, fw, hk, hl, bhead, bnext, lq):
     hi = np.int64(0)
     for k in range(n_sl):
         lk = slinks[k]
-        hk[k] = fw[lk, 0] / fw[lk, 1]
-        b = bits[k]
+        v = fw[lk, 0] / fw[lk, 1]
+        hk[k] = v
+        b = np.float64(v).view(np.int64)
         if b < lo:
             lo = b
         if b > hi and b < np.int64(0x7FF0000000000000):
@@ -568,7 +569,7 @@ def event_loop(
     # ---- scratch
     gwork = np.empty(max(n_l, 1), np.int64)
     slinks = np.empty(n_l + 1, np.int64)
-    lhk, lhl, bhead, bnext, lq, fb = _lq_arrays(n_l)
+    lhk, lhl, bhead, bnext, lq, _ = _lq_arrays(n_l)
     done = np.empty(max(n_p, 1), np.int64)
     dstk = np.empty(max(n_p, 1), np.int64)
     mark = np.full(n_l, -1, np.int64)
@@ -896,7 +897,6 @@ def event_loop(
         # ---- progressive filling, one bottleneck link at a time (the link queue): a group
         # saturating on its own link freezes through its row; sub-flows of other groups (or
         # arrivals) unfrozen on it are frozen one by one and join its group
-        fbits = fb.view(np.int64)
         _lq_init(slinks, n_sl, fw, lhk, lhl, bhead, bnext, lq)
         qb = lq[0]
         qshift = lq[1]
@@ -920,8 +920,7 @@ def event_loop(
                     if qv == lhk[0]:
                         lk = ql
                         break
-                    fb[0] = qv
-                    qq = min((fbits[0] >> qshift) - qlo, qnb - 1)
+                    qq = min((np.float64(qv).view(np.int64) >> qshift) - qlo, qnb - 1)
                     bnext[ql] = bhead[qq]
                     bhead[qq] = ql
                 if lk < 0:
@@ -940,8 +939,7 @@ def event_loop(
                             qc = fw[ql, 1]
                             if qc > 0:
                                 qv = fw[ql, 0] / qc
-                                fb[0] = qv
-                                qq = min((fbits[0] >> qshift) - qlo, qnb - 1)
+                                qq = min((np.float64(qv).view(np.int64) >> qshift) - qlo, qnb - 1)
                                 if qq > qb:
                                     bnext[ql] = bhead[qq]
                                     bhead[qq] = ql
@@ -1020,11 +1018,16 @@ def event_loop(
                     cn = rw[k, 1]
                     fw[m, 0] = max(fw[m, 0] - x * cn, 0.0)
                     fw[m, 1] -= cn
-                gV[lk] += gshare[lk] * (t - gT[lk])
-                gT[lk] = t
+                if x != gshare[lk]:
+                    # a new rate: the service restarts at t (a group back at its old rate
+                    # keeps its service and its next completion, unless a sub-flow joins)
+                    gV[lk] += gshare[lk] * (t - gT[lk])
+                    gT[lk] = t
+                    gst[lk] = True
+            else:
+                gst[lk] = True
             gin[lk] = -1
             gshare[lk] = x
-            gst[lk] = True
             left -= gsz[lk]
             # the others from the back of the list, where arrivals are (one that joins swaps
             # with the first entry behind the group, which is looked at next)
@@ -1060,6 +1063,10 @@ def event_loop(
                     gpos[lk] = n_g[0]
                     glist[n_g[0]] = lk
                     n_g[0] += 1
+                elif gT[lk] != t:
+                    gV[lk] += gshare[lk] * (t - gT[lk])
+                    gT[lk] = t
+                gst[lk] = True
                 s_tg[i] = gV[lk] + rem
                 s_bj[i] = adj_j[q]
                 _swap_entries(q, lp_ptr[lk] + gsz[lk], adj_s, adj_j, s_slot)
