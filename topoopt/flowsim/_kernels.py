@@ -198,8 +198,9 @@ def _lq_init(slinks, n_sl, fw, hk, hl, bhead, bnext, lq):
     hi = np.int64(0)
     for k in range(n_sl):
         lk = slinks[k]
-        hk[k] = fw[lk, 0] / fw[lk, 1]
-        b = bits[k]
+        v = fw[lk, 0] / fw[lk, 1]
+        hk[k] = v
+        b = np.float64(v).view(np.int64)
         if b < lo:
             lo = b
         if b > hi and b < np.int64(0x7FF0000000000000):
@@ -568,7 +569,7 @@ def event_loop(
     # ---- scratch
     gwork = np.empty(max(n_l, 1), np.int64)
     slinks = np.empty(n_l + 1, np.int64)
-    lhk, lhl, bhead, bnext, lq, fb = _lq_arrays(n_l)
+    lhk, lhl, bhead, bnext, lq, _ = _lq_arrays(n_l)
     done = np.empty(max(n_p, 1), np.int64)
     dstk = np.empty(max(n_p, 1), np.int64)
     mark = np.full(n_l, -1, np.int64)
@@ -896,10 +897,108 @@ def event_loop(
         # ---- progressive filling, one bottleneck link at a time (the link queue): a group
         # saturating on its own link freezes through its row; sub-flows of other groups (or
         # arrivals) unfrozen on it are frozen one by one and join its group
-        fbits = fb.view(np.int64)
         _lq_init(slinks, n_sl, fw, lhk, lhl, bhead, bnext, lq)
+        qb = lq[0]
+        qshift = lq[1]
+        qlo = lq[2]
+        qnb = lq[3]
+        qheap = False
+        qhs = 0
+        qnt = 0
         while left > 0:
-            lk = _lq_next(fw, lhk, lhl, bhead, bnext, lq, fb, fbits)
+            # ---- the next link: :func:`_lq_next` written out here, its state in locals (an
+            # inlined call passes its eight arrays with reference counting, per link filled)
+            lk = -1
+            if not qheap:
+                while qnt > 0:
+                    qnt -= 1
+                    ql = lhl[qnt]
+                    qc = fw[ql, 1]
+                    if qc == 0:
+                        continue
+                    qv = fw[ql, 0] / qc
+                    if qv == lhk[0]:
+                        lk = ql
+                        break
+                    qq = min((np.float64(qv).view(np.int64) >> qshift) - qlo, qnb - 1)
+                    bnext[ql] = bhead[qq]
+                    bhead[qq] = ql
+                if lk < 0:
+                    while qb < qnb - 1:
+                        if bhead[qb] < 0:
+                            qb += 1
+                            continue
+                        nt = 0
+                        bestv = np.inf
+                        ql = bhead[qb]
+                        bhead[qb] = -1
+                        seen = 0
+                        while ql >= 0:
+                            seen += 1
+                            qn = bnext[ql]
+                            qc = fw[ql, 1]
+                            if qc > 0:
+                                qv = fw[ql, 0] / qc
+                                qq = min((np.float64(qv).view(np.int64) >> qshift) - qlo, qnb - 1)
+                                if qq > qb:
+                                    bnext[ql] = bhead[qq]
+                                    bhead[qq] = ql
+                                elif nt == 0 or qv < bestv:
+                                    for k in range(nt):
+                                        bnext[lhl[k]] = bhead[qb]
+                                        bhead[qb] = lhl[k]
+                                    lhl[0] = ql
+                                    nt = 1
+                                    bestv = qv
+                                elif qv == bestv:
+                                    lhl[nt] = ql
+                                    nt += 1
+                                else:
+                                    bnext[ql] = bhead[qb]
+                                    bhead[qb] = ql
+                            ql = qn
+                        if seen > LQ_CROWD:
+                            for k in range(nt):
+                                bnext[lhl[k]] = bhead[qb]
+                                bhead[qb] = lhl[k]
+                            break
+                        if nt > 0:
+                            lhk[0] = bestv
+                            qnt = nt - 1
+                            lk = lhl[nt - 1]
+                            break
+                    if lk < 0:
+                        qhs = 0
+                        for bb in range(qb, qnb):
+                            ql = bhead[bb]
+                            while ql >= 0:
+                                if fw[ql, 1] > 0:
+                                    lhk[qhs] = fw[ql, 0] / fw[ql, 1]
+                                    lhl[qhs] = ql
+                                    qhs += 1
+                                ql = bnext[ql]
+                        for k in range((qhs - 2) // 4, -1, -1):
+                            _lheap_sift(lhk, lhl, qhs, k, lhk[k], lhl[k])
+                        qheap = True
+            if lk < 0 and qheap:
+                while qhs > 0:
+                    ql = lhl[0]
+                    qc = fw[ql, 1]
+                    if qc == 0:
+                        qhs = _lheap_pop(lhk, lhl, qhs)
+                        continue
+                    qv = fw[ql, 0] / qc
+                    if lhk[0] < qv:
+                        qn2 = np.inf
+                        for bb in range(1, min(5, qhs)):
+                            if lhk[bb] < qn2:
+                                qn2 = lhk[bb]
+                        if qn2 < qv:
+                            _lheap_sift(lhk, lhl, qhs, 0, qv, ql)
+                            continue
+                    qhs = _lheap_pop(lhk, lhl, qhs)
+                    lk = ql
+                    break
             if lk < 0:
                 break
             c = fw[lk, 1]
@@ -919,11 +1018,16 @@ def event_loop(
                     cn = rw[k, 1]
                     fw[m, 0] = max(fw[m, 0] - x * cn, 0.0)
                     fw[m, 1] -= cn
-                gV[lk] += gshare[lk] * (t - gT[lk])
-                gT[lk] = t
+                if x != gshare[lk]:
+                    # a new rate: the service restarts at t (a group back at its old rate
+                    # keeps its service and its next completion, unless a sub-flow joins)
+                    gV[lk] += gshare[lk] * (t - gT[lk])
+                    gT[lk] = t
+                    gst[lk] = True
+            else:
+                gst[lk] = True
             gin[lk] = -1
             gshare[lk] = x
-            gst[lk] = True
             left -= gsz[lk]
             # the others from the back of the list, where arrivals are (one that joins swaps
             # with the first entry behind the group, which is looked at next)
@@ -959,6 +1063,10 @@ def event_loop(
                     gpos[lk] = n_g[0]
                     glist[n_g[0]] = lk
                     n_g[0] += 1
+                elif gT[lk] != t:
+                    gV[lk] += gshare[lk] * (t - gT[lk])
+                    gT[lk] = t
+                gst[lk] = True
                 s_tg[i] = gV[lk] + rem
                 s_bj[i] = adj_j[q]
                 _swap_entries(q, lp_ptr[lk] + gsz[lk], adj_s, adj_j, s_slot)
