@@ -529,6 +529,7 @@ def _phase_routed(row: dict, run, task: dict) -> dict | None:
     from topoopt.flowsim.roofline import throughput_facts
 
     t0 = time.perf_counter()
+    release_memory()  # the row's freed heap back before the routing's runs (below)
     try:
         res = phase_routing(run.workload, run.design, run.fabric)
     except InputError as e:
