@@ -160,17 +160,22 @@ def check_bundles(flows: int, bundles: int, route_entries: int = 0) -> float:
 
 QUOTIENT_CLASS_BYTES = 100.0
 """Peak bytes per flow class of the symmetry quotient, beside :data:`BUNDLE_FLOW_BYTES` a flow
-and :data:`BUNDLE_BYTES` a bundle: the quotient FlowSet (size, start, flow and path pointers,
-path links, their multiplicity and latencies, weights, the class dependencies) and the event
-loop's state of each class. A check made before the classes are known charges one a flow
-(:func:`topoopt.flowsim.work.estimate_work` with ``reduced``, :func:`check_grouped`): the
-quotient is no smaller than the flows where the run finds no symmetry, as Llama 3 405B's
-``joint`` row at 2,048 GPUs (``advise``), whose rewritten collectives on the ideal switch give
-459,998 flows in 459,998 classes. Measured 2026-12-07 there (``tracemalloc``, the same 459,998
-flows and bundles): 0.2452 GB traced in 459,998 classes against 0.2126 GB in the fabric's
-62,774 (82 bytes a further class); resident, 650 against 470 bytes a flow. Without this term
-(600 bytes a flow) the estimate was 0.87x the measured arrays of that row (session 42); with
-it, 700 bytes a flow, above the 650."""
+and :data:`BUNDLE_BYTES` a bundle: the partition's labels, the quotient FlowSet (size, start,
+flow and path pointers, path links, weights, the class dependencies), its multiplicities, path
+latencies and sub-flow map, and the event loop's state of each class. A check made before the
+classes are known charges one a flow (:func:`topoopt.flowsim.work.estimate_work` with
+``reduced``, :func:`check_grouped`): the quotient is no smaller than the flows where the run
+finds no symmetry, as in Llama 3 405B's ``joint`` row at 2,048 GPUs (``advise``), whose
+rewritten collectives on the ideal switch give 459,998 flows in 459,998 classes.
+
+The three terms then charge 700 bytes a flow. Measured 2026-12-07 on runs without symmetry:
+that row's ideal-switch run, 650 bytes a flow resident (0.30 GB for 459,998 flows; 470 bytes
+a flow for the same flows and bundles in the fabric's 62,774 classes; ``tracemalloc``, 0.2452
+against 0.2126 GB), and a small plan (``tests/flowsim/test_estimate_terms.py``: 1,072 flows
+in 880 classes) whose kept arrays are 258 bytes a flow by their nbytes (builder 66, class map
+8, bundles 81, partition and quotient 104) and whose traced peak is 543 bytes a flow. Without
+this term (600 bytes a flow) the estimate was 0.87x the measured arrays of that row (session
+42)."""
 
 GROUPED_FLOW_BYTES = BUNDLE_FLOW_BYTES + BUNDLE_BYTES + QUOTIENT_CLASS_BYTES
 """Peak bytes per builder flow of a reduced run whose routes and classes are not counted yet
