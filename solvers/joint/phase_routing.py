@@ -383,7 +383,7 @@ class _RoutingHook(_Hook):
         sub-flows (the plain run: every class's sub-flows of every table)."""
         from topoopt.flowsim.epochs_reduction import reduce_grouped, simulate_grouped_reduced
         from topoopt.flowsim.simulator import expand_classes
-        from topoopt.flowsim.subflow_guard import check_subflows
+        from topoopt.flowsim.subflow_guard import check_grouped
         from topoopt.flowsim.timevarying import simulate_epochs
 
         c = self.cache
@@ -393,7 +393,7 @@ class _RoutingHook(_Hook):
         gf, class_of, epochs = got
         n_b = class_of.size
         n_group_paths = sum(int(v.weight.shape[0]) for v in gf.versions)
-        check_subflows(n_b, n_group_paths, reduced=True)
+        check_grouped(n_b, n_group_paths)
         if c is None:
             red = reduce_grouped(gf, epochs)
         else:
@@ -411,7 +411,7 @@ class _RoutingHook(_Hook):
         hz = self.horizon
         kw = dict(max_refills=limit, record_series=False, horizon=hz, late_cut=hz is not None)
         if red.flows is not None:
-            check_subflows(n_b, int(red.info["quotient_paths"]), reduced=True)
+            check_grouped(n_b, int(red.info["quotient_paths"]))
             res = simulate_grouped_reduced(gf, red, **kw)
             return expand_classes(res, SimpleNamespace(n_flows=gf.n_flows), class_of,
                                   paths=False)  # fmt: skip

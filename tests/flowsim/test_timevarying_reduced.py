@@ -227,33 +227,38 @@ def phase_routing_table(res, i):
 
 
 def test_guard_counts_the_quotient(monkeypatch):
-    """The memory guard of a reduced run: the classes' listed paths (the refinement's input)
-    as reduced sub-flows, then the quotient's sub-flows, not every sub-flow of every table; a
-    budget below the listed paths' refuses in one line (field ``flows``) before the run."""
+    """The memory guard of a reduced run (``check_grouped``: the route-bundle path's bytes a
+    builder flow, one quotient class a flow at most, and reduced sub-flows): the classes' listed
+    paths (the refinement's input), then the quotient's sub-flows, not every sub-flow of every
+    table; a budget below the listed paths' refuses in one line (field ``flows``) before the
+    run."""
     import topoopt.flowsim.subflow_guard as guard
     from solvers.joint.phase_routing import simulate_routing_schedule
     from traffic.errors import InputError
 
     w, design, fab = _tiny_design("vgg16-dp")
     calls = []
-    real = guard.check_subflows
+    real = guard.check_grouped
 
-    def spy(flows, subflows, reduced=False):
-        calls.append((int(flows), int(subflows), bool(reduced)))
-        return real(flows, subflows, reduced)
+    def spy(flows, subflows):
+        calls.append((int(flows), int(subflows)))
+        return real(flows, subflows)
 
-    monkeypatch.setattr(guard, "check_subflows", spy)
+    monkeypatch.setattr(guard, "check_grouped", spy)
     c, st = design.circuits.rows, design.routing
     run = simulate_routing_schedule(w, fab, c, (st, st), (0.0, 1e-4))
     red = run.result.info["reduction"]
     assert red["status"] == "on" and red["quotient_paths"] < red["paths"]
     listed, quotient = calls[0], calls[1]
     n_b = listed[0]  # the builder's flows
-    assert listed == (n_b, red["group_paths"], True)  # the groups' routes, before refining
-    assert quotient == (n_b, red["quotient_paths"], True)  # then the quotient's sub-flows
+    assert listed == (n_b, red["group_paths"])  # the groups' routes, before refining
+    assert quotient == (n_b, red["quotient_paths"])  # then the quotient's sub-flows
+    est = real(n_b, red["group_paths"])
+    assert est == pytest.approx(
+        guard.GROUPED_FLOW_BYTES * n_b + guard.SUBFLOW_BYTES_REDUCED * red["group_paths"]
+    )
     # a budget below the groups' routes: refused in one line before the refinement
-    est = real(n_b, red["group_paths"], True)
-    monkeypatch.setattr(guard, "check_subflows", real)
+    monkeypatch.setattr(guard, "check_grouped", real)
     monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr((est - 1.0) / 1e9))
     with pytest.raises(InputError) as e:
         simulate_routing_schedule(w, fab, c, (st, st), (0.0, 1e-4))

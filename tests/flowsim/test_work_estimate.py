@@ -162,13 +162,13 @@ def test_check_work_counts_the_reduced_path(monkeypatch):
     at 4,096 GPUs (10.8 M flows) runs in the default limits, and the guard still refuses
     beyond them."""
     from topoopt.flowsim.subflow_guard import BUNDLE_BYTES, BUNDLE_FLOW_BYTES
-    from topoopt.flowsim.work import FLOW_PEAK_BYTES, REDUCED_FLOW_FACTOR
+    from topoopt.flowsim.work import FLOW_PEAK_BYTES, QUOTIENT_CLASS_BYTES, REDUCED_FLOW_FACTOR
 
     w = workload_from_plan(PLANS["llama-fsdp"])
     plain, red = estimate_work(w), estimate_work(w, reduced=True)
     assert red.flows == plain.flows
     assert plain.peak_bytes - red.peak_bytes == pytest.approx(
-        (FLOW_PEAK_BYTES - BUNDLE_FLOW_BYTES - BUNDLE_BYTES) * plain.flows
+        (FLOW_PEAK_BYTES - BUNDLE_FLOW_BYTES - BUNDLE_BYTES - QUOTIENT_CLASS_BYTES) * plain.flows
     )
     n = plain.flows
     monkeypatch.setenv("TOPOOPT_MAX_FLOWS", str(n - 1))

@@ -21,13 +21,16 @@ __all__ = [
     "BUNDLE_BYTES",
     "BUNDLE_FLOW_BYTES",
     "BUNDLE_ROUTE_BYTES",
+    "QUOTIENT_CLASS_BYTES",
     "ROUTE_COUNT_PEAK_BYTES",
     "FLOW_PEAK_BYTES",
     "SUBFLOW_BYTES",
     "SUBFLOW_BYTES_REDUCED",
     "EXPANDED_FLOW_BYTES",
     "EXPANDED_PATH_BYTES",
+    "GROUPED_FLOW_BYTES",
     "check_bundles",
+    "check_grouped",
     "check_route_counts",
     "check_expansion",
     "check_subflows",
@@ -150,6 +153,76 @@ def check_bundles(flows: int, bundles: int, route_entries: int = 0) -> float:
             "flows",
             f"{int(bundles):,} route bundles of {int(flows):,} flows (about {est / 1e9:,.1f} GB "
             "of arrays)",
+            f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)",
+        )
+    return est
+
+
+QUOTIENT_CLASS_BYTES = 100.0
+"""Peak bytes per flow class of the symmetry quotient, beside :data:`BUNDLE_FLOW_BYTES` a flow
+and :data:`BUNDLE_BYTES` a bundle: the partition's labels, the quotient FlowSet (size, start,
+flow and path pointers, path links, weights, the class dependencies), its multiplicities, path
+latencies and sub-flow map, and the event loop's state of each class. A check made before the
+classes are known charges one a flow (:func:`topoopt.flowsim.work.estimate_work` with
+``reduced``, :func:`check_grouped`): the quotient is no smaller than the flows where the run
+finds no symmetry, as in Llama 3 405B's ``joint`` row at 2,048 GPUs (``advise``), whose
+rewritten collectives on the ideal switch give 459,998 flows in 459,998 classes.
+
+The three terms then charge 700 bytes a flow. Measured 2026-12-07 on runs without symmetry:
+that row's ideal-switch run, 650 bytes a flow resident (0.30 GB for 459,998 flows; 470 bytes
+a flow for the same flows and bundles in the fabric's 62,774 classes; ``tracemalloc``, 0.2452
+against 0.2126 GB), and a small plan (``tests/flowsim/test_estimate_terms.py``: 1,072 flows
+in 880 classes) whose kept arrays are 258 bytes a flow by their nbytes (builder 66, class map
+8, bundles 81, partition and quotient 104) and whose traced peak is 543 bytes a flow. Without
+this term (600 bytes a flow) the estimate was 0.87x the measured arrays of that row (session
+42)."""
+
+GROUPED_FLOW_BYTES = BUNDLE_FLOW_BYTES + BUNDLE_BYTES + QUOTIENT_CLASS_BYTES
+"""Peak bytes per builder flow of a reduced run whose routes and classes are not counted yet
+(:func:`check_grouped`): one bundle (or group route) and one quotient class a flow at most."""
+
+
+def check_grouped(flows: int, subflows: int) -> float:
+    """Refuse a run through the grouped symmetry quotient (the per-phase routing's runs,
+    :func:`solvers.phase_routing`) whose arrays would exceed the memory budget; return the
+    estimated array bytes otherwise:
+
+    ``arrays = GROUPED_FLOW_BYTES * flows + SUBFLOW_BYTES_REDUCED * sub-flows``
+
+    for ``flows`` builder flows (before identical flows merge) and ``subflows`` routed
+    sub-flows of their groups or quotient. The per-flow term is the route-bundle path's
+    (:func:`check_bundles`, one bundle a flow) with one quotient class a flow
+    (:data:`QUOTIENT_CLASS_BYTES`), not the plain model's :data:`FLOW_PEAK_BYTES`: these runs
+    hold the builder, its classes and the quotient, never the plain event loop of every flow
+    (a run that falls back to it is checked by :func:`check_subflows` first). Measured
+    (``advise``'s ``joint-phased`` row, session 42): Mixtral 8x7B at 32,768 GPUs, 13,826,976
+    flows, 59,393 sub-flows, 7.94 GB peak (7.58 GB above
+    :data:`topoopt.flowsim.work.PROCESS_BYTES`): estimated 9.69 GB (1.28x; 12.5 GB, 1.65x,
+    with :data:`FLOW_PEAK_BYTES`); Llama 3 405B there, 15,088,036 flows, held 8.91 GB when its
+    fallback to the plain engine was refused: 10.57 GB.
+
+    Raises
+    ------
+    InputError
+        Field ``flows`` (as :func:`check_subflows`), naming the sub-flows, the estimate, the
+        budget and the variable that raises it.
+
+    Examples
+    --------
+    >>> round(check_grouped(878_496, 5_890) / 1e9, 3)  # Mixtral 8x7B, 2,048 GPUs: 0.46 measured
+    0.616
+    >>> check_grouped(13_826_976, 59_393)  # Mixtral 8x7B, 32,768 GPUs: 7.94 GB measured
+    Traceback (most recent call last):
+    ...
+    traffic.errors.InputError: flows: got '59,393 sub-flows of 13,826,976 flows through the grouped quotient (about 9.7 GB of arrays)'; allowed: at most 8 GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)
+    """  # noqa: E501
+    est = GROUPED_FLOW_BYTES * float(flows) + SUBFLOW_BYTES_REDUCED * float(subflows)
+    budget = memory_budget_bytes()
+    if est > budget:
+        raise InputError(
+            "flows",
+            f"{int(subflows):,} sub-flows of {int(flows):,} flows through the grouped quotient "
+            f"(about {est / 1e9:,.1f} GB of arrays)",
             f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)",
         )
     return est

@@ -55,6 +55,7 @@ from topoopt.flowsim.subflow_guard import (
     BUNDLE_BYTES,
     BUNDLE_FLOW_BYTES,
     FLOW_PEAK_BYTES,
+    QUOTIENT_CLASS_BYTES,
     SUBFLOW_BYTES,
     check_subflows,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "GPU_PEAK_BYTES",
     "GPU_PAIR_BYTES",
     "PATH_BYTES",
+    "QUOTIENT_CLASS_BYTES",
     "REDUCED_FLOW_FACTOR",
     "SUBFLOW_BYTES",
     "WorkEstimate",
@@ -179,9 +181,10 @@ def estimate_work(
     the flows, and ``paths``, the most paths a flow is split over on the fabric
     (:func:`fabric_paths`). Nothing is expanded: the count walks the plan's families.
     ``reduced``: the simulation goes through the symmetry reduction, whose route-bundle path
-    holds :data:`~topoopt.flowsim.subflow_guard.BUNDLE_FLOW_BYTES` a flow and
+    holds :data:`~topoopt.flowsim.subflow_guard.BUNDLE_FLOW_BYTES` a flow,
     :data:`~topoopt.flowsim.subflow_guard.BUNDLE_BYTES` a bundle (one a flow before the routes
-    are known) instead of :data:`FLOW_PEAK_BYTES` a flow; the bundles and sub-flows are
+    are known) and :data:`QUOTIENT_CLASS_BYTES` a quotient class (one a flow: no symmetry
+    found) instead of :data:`FLOW_PEAK_BYTES` a flow; the bundles and sub-flows are
     checked exactly once routed (:func:`~topoopt.flowsim.subflow_guard.check_bundles`,
     :func:`check_subflows`).
 
@@ -208,7 +211,8 @@ def estimate_work(
             workload, None, workload_gpu(workload), bucket_bytes, algorithm, mode, None, max_buckets
         )
         flows = model.n_flows()
-    base = BUNDLE_FLOW_BYTES + BUNDLE_BYTES if reduced else FLOW_PEAK_BYTES
+    # reduced: a bundle and a quotient class a flow at most (QUOTIENT_CLASS_BYTES)
+    base = BUNDLE_FLOW_BYTES + BUNDLE_BYTES + QUOTIENT_CLASS_BYTES if reduced else FLOW_PEAK_BYTES
     per_flow = base + PATH_BYTES * float(max(int(paths), 1) - 1)
     peak = (
         PROCESS_BYTES
