@@ -72,11 +72,15 @@ def _no_gpu(gpu: str | None, what: str) -> None:
 def with_gpu(plan, gpu: str | None, field: str = "--gpu"):
     """``plan`` with ``cluster.gpu`` replaced by the catalogue GPU ``gpu`` (None: unchanged).
 
+    A ``gpu`` naming the plan's own GPU leaves the plan unchanged, its ``cluster.efficiency``
+    (a calibration of that GPU) included; another GPU drops it (the catalogue's default
+    efficiency of the new GPU applies).
+
     >>> from traffic.plan import load_plan
     >>> with_gpu(load_plan("gpt3-175b"), "h200").cluster.gpu
     'h200'
     """
-    if gpu is None:
+    if gpu is None or (isinstance(plan.cluster.gpu, str) and gpu == plan.cluster.gpu):
         return plan
     from traffic.hardware import gpu_spec
     from traffic.plan import Cluster

@@ -118,7 +118,8 @@ GpuOption = Annotated[
     typer.Option(
         "--gpu",
         help="GPU of the hardware catalogue replacing the plan's cluster.gpu (a100-80gb, "
-        "h100-sxm, h200, b200, gb200, mi300x, ...; docs/validation.md)",
+        "h100-sxm, h200, b200, gb200, mi300x, ...; docs/validation.md); the plan's "
+        "cluster.efficiency is kept when this names the plan's own GPU",
     ),
 ]
 """``--gpu`` of ``simulate``, ``compare`` and ``cosearch`` (:mod:`traffic.hardware`)."""
