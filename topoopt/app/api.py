@@ -60,9 +60,10 @@ def load_workload(plan, gpu: str | None = None, efficiency: float | None = None)
     ``cluster.efficiency``, the kernel efficiency of the compute model.
 
     >>> import topoopt
-    >>> topoopt.load_workload("gpt3-175b", gpu="h100-sxm", efficiency=0.523).info["gpu"]["efficiency"]
-    0.523
-    """  # noqa: E501
+    >>> g = topoopt.load_workload("gpt3-175b", gpu="h100-sxm", efficiency=0.523).info["gpu"]
+    >>> g["name"], g["efficiency"]
+    ('h100-sxm', 0.523)
+    """
     if isinstance(plan, Workload):
         from traffic.errors import InputError
 
