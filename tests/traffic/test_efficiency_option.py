@@ -140,3 +140,15 @@ def test_advise_applies_it_to_every_job(tmp_path):
         scaled = [scale_plan(j.plan, 16, gpu, 0.523) for j in load_jobs(str(jobs))]
         assert [p.cluster.gpu for p in scaled] == want
         assert [workload_gpu(workload_from_plan(p)).efficiency for p in scaled] == [0.523] * 2
+
+
+def test_cosearch_runs_every_plan_at_it():
+    """``compute_s = c / E + optimizer``: the best plan's compute at 0.25 and 0.5 lies 3 c and c
+    above the one at 1 (vgg16 on 2 x 4 GPUs, two evaluations, the ideal switch)."""
+    args = ["cosearch", "vgg16", "--servers", "2", "--gpus-per-server", "4", "--degree", "4"]
+    args += ["--max-evaluations", "2", "--fabric", "ideal", "--pareto-fabrics", "ideal"]
+    runs = {e: _json([*args, "--efficiency", str(e)]) for e in (0.25, 0.5, 1.0)}
+    assert len({json.dumps(d["best"]["plan"]) for d in runs.values()}) == 1
+    t = {e: d["best"]["compute_s"] for e, d in runs.items()}
+    assert t[0.25] - t[1.0] == pytest.approx(3 * (t[0.5] - t[1.0]), rel=1e-9)
+    assert t[0.5] > t[1.0] and runs[0.5]["inputs"]["options"]["--efficiency"] == 0.5
