@@ -140,12 +140,15 @@ def _compute_facts(plan: Plan, info: dict[str, Any]) -> dict[str, Any]:
             "scale_up_domain": int(spec.scale_up_domain),
         }
     model, hardware = model_flops(plan, info["forward_flops_per_microbatch_per_gpu"])
-    return {
+    facts = {
         "gpu": gpu,
         "gpu_name": plan.cluster.gpu_name,
         "model_flops_per_iteration": model,
         "hardware_flops_per_iteration": hardware,
     }
+    if spec is None and plan.cluster.efficiency is not None:  # the default A100's efficiency
+        facts["default_gpu_efficiency"] = float(plan.cluster.efficiency)
+    return facts
 
 
 def model_flops(plan: Plan, forward_per_gpu: list[float]) -> tuple[float, float]:

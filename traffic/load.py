@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
 from traffic.errors import InputError
 from traffic.workload import Workload
 
-__all__ = ["load_workload", "with_gpu", "TRACE_SUFFIXES", "PLAN_SUFFIXES"]
+__all__ = [
+    "load_workload",
+    "with_gpu",
+    "with_efficiency",
+    "check_efficiency",
+    "TRACE_SUFFIXES",
+    "PLAN_SUFFIXES",
+]
 
 TRACE_SUFFIXES = (".fbuf",)
 PLAN_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-def load_workload(source: str | os.PathLike, gpu: str | None = None) -> Workload:
+def load_workload(
+    source: str | os.PathLike, gpu: str | None = None, efficiency: float | None = None
+) -> Workload:
     """Read a Workload from a plan file (YAML/JSON), an embedded plan name, a TopoOpt task graph
     or a folder of Chakra execution traces.
 
@@ -27,6 +37,9 @@ def load_workload(source: str | os.PathLike, gpu: str | None = None) -> Workload
     gpu : str, optional
         A GPU of the hardware catalogue replacing the plan's ``cluster.gpu`` (the GPU's default
         efficiency then applies, the plan's ``cluster.efficiency`` is dropped); a plan only.
+    efficiency : float, optional
+        The kernel efficiency in (0, 1] (a fraction of the GPU's peak FLOP/s), set as the plan's
+        ``cluster.efficiency`` after ``gpu`` is applied (:func:`with_efficiency`); a plan only.
 
     Raises
     ------
@@ -40,18 +53,18 @@ def load_workload(source: str | os.PathLike, gpu: str | None = None) -> Workload
     if path.is_dir():
         from traffic.chakra import read_chakra
 
-        _no_gpu(gpu, "a Chakra trace folder")
+        _no_gpu(gpu, efficiency, "a Chakra trace folder")
         return read_chakra(path)
     suffix = path.suffix.lower()
     if suffix in TRACE_SUFFIXES:
         from traffic.taskgraph import read_taskgraph
 
-        _no_gpu(gpu, "a task graph")
+        _no_gpu(gpu, efficiency, "a task graph")
         return read_taskgraph(path)
     if suffix in PLAN_SUFFIXES:
         if not path.is_file():
             raise InputError("PLAN", str(source), "an existing plan file")
-        return workload_from_plan(with_gpu(load_plan(path), gpu))
+        return workload_from_plan(with_efficiency(with_gpu(load_plan(path), gpu), efficiency))
     if path.exists():
         raise InputError(
             "PLAN", str(source), f"a file ending in {', '.join(PLAN_SUFFIXES + TRACE_SUFFIXES)}"
@@ -61,22 +74,28 @@ def load_workload(source: str | os.PathLike, gpu: str | None = None) -> Workload
         raise InputError(
             "PLAN", str(source), f"a plan or .fbuf file, or an embedded plan: {', '.join(names)}"
         )
-    return workload_from_plan(with_gpu(load_plan(embedded_plan_path(str(source))), gpu))
+    plan = with_gpu(load_plan(embedded_plan_path(str(source))), gpu)
+    return workload_from_plan(with_efficiency(plan, efficiency))
 
 
-def _no_gpu(gpu: str | None, what: str) -> None:
-    if gpu is not None:
-        raise InputError("--gpu", gpu, f"a plan (not {what}: its compute times are its own)")
+def _no_gpu(gpu: str | None, efficiency: float | None, what: str) -> None:
+    for name, value in (("--gpu", gpu), ("--efficiency", efficiency)):
+        if value is not None:
+            raise InputError(name, value, f"a plan (not {what}: its compute times are its own)")
 
 
 def with_gpu(plan, gpu: str | None, field: str = "--gpu"):
     """``plan`` with ``cluster.gpu`` replaced by the catalogue GPU ``gpu`` (None: unchanged).
 
+    A ``gpu`` naming the plan's own GPU leaves the plan unchanged, its ``cluster.efficiency``
+    (a calibration of that GPU) included; another GPU drops it (the catalogue's default
+    efficiency of the new GPU applies).
+
     >>> from traffic.plan import load_plan
     >>> with_gpu(load_plan("gpt3-175b"), "h200").cluster.gpu
     'h200'
     """
-    if gpu is None:
+    if gpu is None or (isinstance(plan.cluster.gpu, str) and gpu == plan.cluster.gpu):
         return plan
     from traffic.hardware import gpu_spec
     from traffic.plan import Cluster
@@ -84,4 +103,40 @@ def with_gpu(plan, gpu: str | None, field: str = "--gpu"):
     gpu_spec(gpu, field)
     c = plan.cluster
     cluster = Cluster(servers=c.servers, gpus_per_server=c.gpus_per_server, gpu=gpu)
+    return plan.model_copy(update={"cluster": cluster})
+
+
+def check_efficiency(efficiency, field: str = "--efficiency") -> float | None:
+    """``efficiency`` as a float if it is a fraction in (0, 1] (None: unchanged), else
+    :class:`InputError` naming ``field``.
+
+    >>> check_efficiency(0.523)
+    0.523
+    >>> check_efficiency(1.5)
+    Traceback (most recent call last):
+    traffic.errors.InputError: --efficiency: got 1.5; allowed: a fraction of the GPU's peak FLOP/s in (0, 1]
+    """  # noqa: E501
+    if efficiency is None:
+        return None
+    e = efficiency
+    real = isinstance(e, int | float) and not isinstance(e, bool)
+    if not (real and math.isfinite(e) and 0 < e <= 1):
+        raise InputError(field, e, "a fraction of the GPU's peak FLOP/s in (0, 1]")
+    return float(e)
+
+
+def with_efficiency(plan, efficiency: float | None, field: str = "--efficiency"):
+    """``plan`` with ``cluster.efficiency`` set to ``efficiency`` (None: unchanged): the kernel
+    efficiency of the roofline (:mod:`topoopt.flowsim.roofline`), of the plan's GPU or, without
+    ``cluster.gpu``, of the default A100. Apply it after :func:`with_gpu`, which drops the
+    efficiency of a plan whose GPU it replaces.
+
+    >>> from traffic.plan import load_plan
+    >>> with_efficiency(with_gpu(load_plan("gpt3-175b"), "h100-sxm"), 0.523).cluster.gpu_spec.efficiency
+    0.523
+    """  # noqa: E501
+    e = check_efficiency(efficiency, field)
+    if e is None:
+        return plan
+    cluster = plan.cluster.model_copy(update={"efficiency": e})
     return plan.model_copy(update={"cluster": cluster})

@@ -175,8 +175,9 @@ class Cluster(BaseModel):
     ``h100-sxm``, ``h200``, ``b200``, ``gb200``, ``mi300x``, ...) or an inline spec with the
     catalogue's fields; ``efficiency`` (in (0, 1]) overrides its default compute efficiency.
     Without ``gpu`` the compute model is the long-standing default, an A100-SXM4-80GB at
-    efficiency 0.5 (the catalogue's ``a100-80gb``), and intra-server links keep the fabric's
-    bandwidth; with ``gpu`` they run at the GPU's scale-up (NVLink) bandwidth.
+    efficiency 0.5 (the catalogue's ``a100-80gb``; ``efficiency`` overrides the 0.5 there too),
+    and intra-server links keep the fabric's bandwidth; with ``gpu`` they run at the GPU's
+    scale-up (NVLink) bandwidth.
     """
 
     model_config = _STRICT

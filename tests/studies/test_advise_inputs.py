@@ -347,3 +347,23 @@ def test_the_cli_table_shows_no_nan_and_tiers_as_counts(monkeypatch):
     assert cells[9] == "-" and "nan" not in r.stdout, torus  # the tiers column
     fat = next(line for line in r.stdout.splitlines() if "│ fat-tree " in line)
     assert [c.strip() for c in fat.split("│")[1:-1]][9] == "1", fat
+
+
+def test_a_product_below_the_ideal_switch_is_explained():
+    """Session 43, Llama 3 405B at 16,384 GPUs at the calibrated compute: the full Clos took
+    7.475840 s against the ideal switch's 7.483991 s, and the sentence read "the fastest product
+    0.999x that" after calling the ideal switch a bound; it now says by how much and why."""
+    t = pd.DataFrame({"fabric": ["fat-tree", "torus"], "family": ["clos", "torus"],
+                      "capex_usd": [128.04e6, 22.15e6], "power_w": [2e6, 3e5],
+                      "iteration_s": [7.475840, 12.902626], "server_gbps": [3200, 3200],
+                      "tiers": [3, None], "optics_share": [0.46, 0.4],
+                      "binding_class": [None] * 2, "binding_link": [None] * 2})  # fmt: skip
+    j = {"equal_capex": equal_capex(t), "equal_iteration": equal_iteration(t)}
+    line = verdict_sentences("llama", t, j, 7.483991)[-1]
+    # 1 - 7.475840 / 7.483991 = 0.001089...: 0.109 %
+    assert line == (
+        "llama: the ideal switch (a bound) takes 7.484 s; the fastest product 0.999x that "
+        "(0.109 % sooner: max-min sharing on its links, not a better network, docs/model.md), "
+        "the cheapest (torus) 1.724x."
+    ), line
+    assert "sooner" not in verdict_sentences("llama", t, j, 7.47)[-1]  # at or above the bound

@@ -96,6 +96,25 @@ def test_a_named_gpu_sets_compute_and_scale_up():
     assert workload_gpu(wi).peak_flops == 100e12 and workload_scale_up_bandwidth(wi) == 50e9
 
 
+def test_gpu_flag_keeps_the_efficiency_of_the_plans_own_gpu():
+    """``--gpu h100-sxm`` on a plan calibrated at ``gpu: h100-sxm, efficiency: 0.523`` (session
+    43's calibrated 16,384-GPU verdicts) used to rebuild the cluster without the efficiency, so the
+    run was at the catalogue's 0.43; the same GPU now leaves the plan as it is, another GPU
+    drops the efficiency (the new GPU's catalogue default applies)."""
+    from topoopt.app.studies.advise import scale_plan
+    from traffic.load import with_gpu
+
+    plan = load_plan(_plan(gpu="h100-sxm", efficiency=0.523))
+    assert with_gpu(plan, "h100-sxm") is plan
+    scaled = scale_plan(plan, 16, "h100-sxm")
+    assert (scaled.cluster.gpu, scaled.cluster.efficiency, scaled.cluster.servers) == (
+        "h100-sxm", 0.523, 4)  # fmt: skip
+    assert workload_gpu(workload_from_plan(scaled)).achieved_flops == pytest.approx(989e12 * 0.523)
+    other = with_gpu(plan, "h200")
+    assert (other.cluster.gpu, other.cluster.efficiency) == ("h200", None)
+    assert workload_gpu(workload_from_plan(other)).efficiency == 0.43  # the catalogue's h200
+
+
 def test_throughput_facts_follow_the_definition():
     w = workload_from_plan(_plan(gpu="b200"))
     f = throughput_facts(w, 2.0)

@@ -52,27 +52,35 @@ def load_plan(plan: str | os.PathLike | Mapping[str, Any]):
     return _load(plan)
 
 
-def load_workload(plan, gpu: str | None = None) -> Workload:
+def load_workload(plan, gpu: str | None = None, efficiency: float | None = None) -> Workload:
     """The :class:`~traffic.workload.Workload` (symbolic collectives, transfers, compute) of
     ``plan`` (module docstring); ``gpu`` (a hardware-catalogue name such as ``"h100-sxm"``)
-    replaces the plan's ``cluster.gpu``."""
-    if isinstance(plan, Workload):
-        if gpu is not None:
-            from traffic.errors import InputError
+    replaces the plan's ``cluster.gpu`` (and drops its ``cluster.efficiency`` unless it names
+    the same GPU); ``efficiency`` (in (0, 1], a fraction of the GPU's peak FLOP/s) then sets
+    ``cluster.efficiency``, the kernel efficiency of the compute model.
 
-            raise InputError("gpu", gpu, "a plan name, file or dict (a Workload has its GPU)")
+    >>> import topoopt
+    >>> g = topoopt.load_workload("gpt3-175b", gpu="h100-sxm", efficiency=0.523).info["gpu"]
+    >>> g["name"], g["efficiency"]
+    ('h100-sxm', 0.523)
+    """
+    if isinstance(plan, Workload):
+        from traffic.errors import InputError
+
+        for name, value in (("gpu", gpu), ("efficiency", efficiency)):
+            if value is not None:
+                raise InputError(name, value, "a plan name, file or dict (a Workload has its GPU)")
         return plan
     if isinstance(plan, Mapping):
         from traffic.build import workload_from_plan
+        from traffic.load import with_efficiency, with_gpu
         from traffic.plan import load_plan as _load
 
-        if gpu is not None:
-            cluster = {k: v for k, v in dict(plan.get("cluster", {})).items() if k != "efficiency"}
-            plan = {**plan, "cluster": {**cluster, "gpu": gpu}}
-        return workload_from_plan(_load(plan))
+        plan = with_efficiency(with_gpu(_load(plan), gpu, "gpu"), efficiency, "efficiency")
+        return workload_from_plan(plan)
     from traffic.load import load_workload as _load_workload
 
-    return _load_workload(plan, gpu=gpu)
+    return _load_workload(plan, gpu=gpu, efficiency=efficiency)
 
 
 @dataclass(frozen=True)
@@ -125,15 +133,17 @@ def simulate(
     schedule: str | None = None,
     priority: str | None = None,
     gpu: str | None = None,
+    efficiency: float | None = None,
 ) -> Simulation:
     """Simulate one iteration of ``plan`` on a fabric kind (``ideal``, ``fat-tree``, ``torus``,
     ``joint``, ... as ``topoopt simulate --fabric``) or on a ``design.json``, with ``degree``
-    ports of ``link_gbps`` per server; ``gpu`` names the accelerator (``h100-sxm``, ...)."""
+    ports of ``link_gbps`` per server; ``gpu`` names the accelerator (``h100-sxm``, ...) and
+    ``efficiency`` its kernel efficiency (:func:`load_workload`)."""
     from topoopt.app.studies.simulate import simulate_plan
 
     return Simulation(
         simulate_plan(
-            load_workload(plan, gpu),
+            load_workload(plan, gpu, efficiency),
             design=design,
             fabric=None if design is not None else fabric,
             degree=degree,
@@ -158,17 +168,19 @@ def compare(
     work_limit: float | None = None,
     prices=None,
     gpu: str | None = None,
+    efficiency: float | None = None,
 ) -> pd.DataFrame:
     """``plan`` on each of ``fabrics`` (default: every fabric of ``topoopt compare``): a
     DataFrame with one row per fabric and the columns of
     :func:`topoopt.app.studies.compare.compare` (``fabric``, ``iteration_s``, ``comm_s``,
     ``exposed_comm_s``, ``capex_usd``, ``power_w``, ``ratio_to_ideal``, ``tflops_per_gpu``,
-    ``mfu``, ...); ``gpu`` names the accelerator (``h100-sxm``, ...)."""
+    ``mfu``, ...); ``gpu`` names the accelerator (``h100-sxm``, ...) and ``efficiency`` its
+    kernel efficiency (:func:`load_workload`)."""
     from topoopt.app.studies.compare import FABRICS
     from topoopt.app.studies.compare import compare as _compare
 
     res = _compare(
-        load_workload(plan, gpu),
+        load_workload(plan, gpu, efficiency),
         FABRICS if fabrics is None else tuple(fabrics),
         degree,
         gbps_to_bytes_per_s(link_gbps),
@@ -193,13 +205,14 @@ def design(
     objective: str = "iteration",
     priorities: bool = False,
     gpu: str | None = None,
+    efficiency: float | None = None,
 ):
     """The optical circuits and routing of ``plan`` by ``solver`` (``joint``, ``topoopt``,
     ``topoopt-released``, ``expander``): a :class:`solvers.Design` (``to_json()`` writes
-    ``design.json``)."""
+    ``design.json``); ``gpu`` and ``efficiency`` as in :func:`load_workload`."""
     from solvers import DesignProblem, solve
 
-    w = load_workload(plan, gpu)
+    w = load_workload(plan, gpu, efficiency)
     problem = DesignProblem.from_workload(
         w, degree=degree, link_bandwidth=gbps_to_bytes_per_s(link_gbps)
     )

@@ -1444,7 +1444,7 @@ def simulate_iteration(
     gpu : RooflineParams, optional
         Compute throughput (default: the plan's ``cluster.gpu``,
         :func:`~topoopt.flowsim.roofline.workload_gpu`; without one an A100 bf16 at 50 % of
-        peak).
+        peak, or at the plan's ``cluster.efficiency``).
     bucket_bytes : float
         Gradient bucket size (default 25 MB as PyTorch DDP / Megatron).
     intra_bandwidth : float, optional

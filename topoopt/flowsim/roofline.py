@@ -20,7 +20,7 @@ intra-server transfers. ``gpu: a100-80gb`` reproduces the default exactly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -140,7 +140,8 @@ def optimizer_time(parameters, gpu: RooflineParams = A100):
 
 
 def workload_gpu(workload) -> RooflineParams:
-    """The roofline of the GPU a plan-derived workload names (:data:`A100` when none).
+    """The roofline of the GPU a plan-derived workload names (:data:`A100` when none, at the
+    plan's ``cluster.efficiency`` if it sets one).
 
     >>> from traffic.build import workload_from_plan
     >>> plan = {"model": "gpt3-175b", "parallelism": {"tp": 8, "pp": 16, "dp": 1},
@@ -149,17 +150,19 @@ def workload_gpu(workload) -> RooflineParams:
     >>> g.name, g.peak_flops, g.efficiency
     ('h100-sxm', 989000000000000.0, 0.43)
     """
-    g = (getattr(workload, "info", None) or {}).get("gpu")
+    info = getattr(workload, "info", None) or {}
+    g = info.get("gpu")
     if not g:
-        return A100
+        return _default(info.get("default_gpu_efficiency"))
     return _params(g)
 
 
 def plan_gpu(plan) -> RooflineParams:
-    """The roofline of a plan's ``cluster.gpu`` (:data:`A100` when it names none)."""
+    """The roofline of a plan's ``cluster.gpu`` (:data:`A100` when it names none, at the plan's
+    ``cluster.efficiency`` if it sets one)."""
     spec = plan.cluster.gpu_spec
     if spec is None:
-        return A100
+        return _default(plan.cluster.efficiency)
     return _params(
         {
             "peak_flops": spec.peak_flops,
@@ -168,6 +171,11 @@ def plan_gpu(plan) -> RooflineParams:
             "name": plan.cluster.gpu_name,
         }
     )
+
+
+def _default(efficiency: float | None) -> RooflineParams:
+    """:data:`A100`, at ``efficiency`` when a plan without ``cluster.gpu`` sets one."""
+    return A100 if efficiency is None else replace(A100, efficiency=float(efficiency))
 
 
 def _params(g) -> RooflineParams:

@@ -37,6 +37,7 @@ __all__ = [
     "command_progress",
     "given_options",
     "GpuOption",
+    "EfficiencyOption",
     "nic_hint",
     "OcsLayoutKind",
     "PriorityOption",
@@ -118,10 +119,25 @@ GpuOption = Annotated[
     typer.Option(
         "--gpu",
         help="GPU of the hardware catalogue replacing the plan's cluster.gpu (a100-80gb, "
-        "h100-sxm, h200, b200, gb200, mi300x, ...; docs/validation.md)",
+        "h100-sxm, h200, b200, gb200, mi300x, ...; docs/validation.md); the plan's "
+        "cluster.efficiency is kept when this names the plan's own GPU",
     ),
 ]
-"""``--gpu`` of ``simulate``, ``compare`` and ``cosearch`` (:mod:`traffic.hardware`)."""
+"""``--gpu`` of ``simulate``, ``compare``, ``design``, ``advise`` and ``cosearch``
+(:mod:`traffic.hardware`)."""
+
+EfficiencyOption = Annotated[
+    float | None,
+    typer.Option(
+        "--efficiency",
+        help="Kernel efficiency, a fraction of the GPU's peak FLOP/s in (0, 1], applied after "
+        "--gpu (default: the plan's cluster.efficiency, else the GPU's in "
+        "traffic/hardware/catalogue.yaml: h100-sxm 0.43, the default A100 0.5); 0.523 with "
+        "interleaving fits Meta's Llama 3 405B runs (docs/validation.md)",
+    ),
+]
+"""``--efficiency`` of every command with ``--gpu``: the plan's ``cluster.efficiency``
+(:func:`traffic.load.with_efficiency`); checked by :func:`check_edge_units`."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -144,7 +160,7 @@ def check_edge_units(options: dict[str, Any]) -> None:
 
     By name: ``*_gbps`` options are rates in Gbps (finite, > 0), ``*_ms`` and ``*_us`` options
     delays in ms or microseconds (finite, >= 0; a reconfiguration delay is ``--delay-us`` in
-    every command). The message names the option and the value as the user typed them, not the
+    every command), ``--efficiency`` a fraction in (0, 1]. The message names the option and the value as the user typed them, not the
     bytes/s or seconds the library sees.
 
     Examples
@@ -156,6 +172,9 @@ def check_edge_units(options: dict[str, Any]) -> None:
     >>> check_edge_units({"time_limit": float("nan")})
     Traceback (most recent call last):
     traffic.errors.InputError: --time-limit: got nan; allowed: a finite number
+    >>> check_edge_units({"efficiency": 1.5})
+    Traceback (most recent call last):
+    traffic.errors.InputError: --efficiency: got 1.5; allowed: a fraction of the GPU's peak FLOP/s in (0, 1]
     >>> check_edge_units({"degree": 10**12})
     Traceback (most recent call last):
     traffic.errors.InputError: --degree: got 1000000000000; allowed: an integer of magnitude at most 65,536
@@ -167,6 +186,8 @@ def check_edge_units(options: dict[str, Any]) -> None:
         if value is None or isinstance(value, bool) or not isinstance(value, int | float):
             continue
         option = "--" + name.replace("_", "-")
+        if name == "efficiency" and not (math.isfinite(value) and 0 < value <= 1):
+            raise InputError(option, value, "a fraction of the GPU's peak FLOP/s in (0, 1]")
         if isinstance(value, float) and not math.isfinite(value):
             raise InputError(option, value, "a finite number")
         if name == "seed" and isinstance(value, int) and not 0 <= value < 2**63:

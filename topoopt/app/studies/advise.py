@@ -261,20 +261,24 @@ def load_jobs(source: str | Path) -> list[Job]:
     return [Job(Path(str(source)).stem, plan, 1.0)]
 
 
-def scale_plan(plan, gpus: int | None = None, gpu: str | None = None):
+def scale_plan(
+    plan, gpus: int | None = None, gpu: str | None = None, efficiency: float | None = None
+):
     """``plan`` on ``gpus`` GPUs: ``servers = gpus / gpus_per_server``, ``dp`` re-derived from
     the model-parallel degrees, and the global batch scaled with ``dp`` (weak scaling: every
-    replica keeps its micro-batches), on the catalogue GPU ``gpu`` (None: the plan's).
+    replica keeps its micro-batches), on the catalogue GPU ``gpu`` (None: the plan's) at the
+    kernel efficiency ``efficiency`` (None: the plan's ``cluster.efficiency``, else the GPU's;
+    :func:`traffic.load.with_efficiency`).
 
     >>> from traffic.plan import load_plan
     >>> p = scale_plan(load_plan("gpt3-175b"), 4096)
     >>> p.cluster.servers, p.dp, p.global_batch
     (512, 32, 6144)
     """
-    from traffic.load import with_gpu
+    from traffic.load import with_efficiency, with_gpu
     from traffic.plan import load_plan
 
-    plan = with_gpu(plan, gpu)
+    plan = with_efficiency(with_gpu(plan, gpu), efficiency)
     if gpus is None:
         return plan
     g = plan.cluster.gpus_per_server
@@ -911,8 +915,14 @@ def verdict_sentences(job: str, rows: pd.DataFrame, judged: dict, ideal_s: float
         gap = float(cheap["iteration_s"]) / ideal_s - 1
         s = (
             f"{job}: the ideal switch (a bound) takes {ideal_s:.4g} s; the fastest product "
-            f"{best / ideal_s:.3f}x that, the cheapest ({cheap['fabric']}) {1 + gap:.3f}x"
+            f"{best / ideal_s:.3f}x that"
         )
+        if best < ideal_s:  # a fluid bound, not a makespan bound: say why a product beats it
+            s += (
+                f" ({100 * (1 - best / ideal_s):.3g} % sooner: max-min sharing on its links, "
+                "not a better network, docs/model.md)"
+            )
+        s += f", the cheapest ({cheap['fabric']}) {1 + gap:.3f}x"
         if gap < 0.05 and cheap["fabric"] == ei["winner"]:
             s += ": the network is not what limits this job, so the cheapest network wins"
         elif gap < 0.05 and ei["winner"] is not None:  # the cheapest misses the target
@@ -1270,6 +1280,7 @@ def advise(
     *,
     gpus: int | None = None,
     gpu: str | None = None,
+    efficiency: float | None = None,
     degree: int = 8,
     link_bandwidth: float = 50e9,
     budget_usd: float | None = None,
@@ -1319,7 +1330,7 @@ def advise(
     _check_options(degree, link_bandwidth, oversubscription, time_limit_s)
     table = load_prices() if prices is None else prices
     t0 = time.perf_counter()
-    scaled = [Job(j.name, scale_plan(j.plan, gpus, gpu), j.weight) for j in jobs]
+    scaled = [Job(j.name, scale_plan(j.plan, gpus, gpu, efficiency), j.weight) for j in jobs]
     for j in scaled:  # one server: its GPUs talk over NVLink, no network to price or compare
         c = j.plan.cluster
         if c.servers < 2:
@@ -1444,14 +1455,16 @@ def advise(
             + ", ".join(f"{k} {n} servers x {g} GPUs" for k, (n, g) in shapes.items())
             + "); give --gpus and plans of one server size."
         )
-    gpu_name = None
+    gpu_name = gpu_efficiency = None
     if len(rows):
         from topoopt.flowsim.roofline import throughput_facts
 
-        gpu_name = throughput_facts(workload_from_plan(scaled[0].plan), 0.0)["gpu"]
+        facts = throughput_facts(workload_from_plan(scaled[0].plan), 0.0)
+        gpu_name, gpu_efficiency = facts["gpu"], facts["efficiency"]
     params = {
         "gpus": gpus,
         "gpu": gpu_name,
+        "efficiency": gpu_efficiency,
         "degree": int(degree),
         "link_gbps": float(link_bandwidth) * 8 / 1e9,
         "budget_usd": budget_usd,

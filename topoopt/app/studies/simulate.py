@@ -37,6 +37,7 @@ def simulate_plan(
     priority: str | None = None,
     split_allreduce: float | None = None,
     gpu: str | None = None,
+    efficiency: float | None = None,
     reduction: bool = True,
     time_limit_s: float = 900.0,
     max_paths: int | None = None,
@@ -66,7 +67,9 @@ def simulate_plan(
         ``gpu`` (a catalogue name) replaces the plan's ``cluster.gpu``; the result says which
         GPU it modelled and what it predicts (``gpu``, ``gpu_peak_tflops``, ``efficiency``,
         ``model_flops_per_iteration``, ``tflops_per_gpu``, ``mfu``:
-        :func:`~topoopt.flowsim.roofline.throughput_facts`).
+        :func:`~topoopt.flowsim.roofline.throughput_facts`). ``efficiency`` (in (0, 1]) is
+        the kernel efficiency, set as the plan's ``cluster.efficiency`` after ``gpu``
+        (:func:`traffic.load.with_efficiency`).
         ``reduction``: what the symmetry reduction found (``status`` ``on``/``off``, classes,
         flows before and after, ``reason`` when off: no symmetry, the check failed, priorities or
         split all-reduce); on by default (exact), ``reduction=False`` runs without it. It
@@ -83,11 +86,14 @@ def simulate_plan(
     if schedule is not None and schedule not in SCHEDULES:
         raise InputError("--schedule", schedule, f"one of {', '.join(SCHEDULES)}")
     if isinstance(plan, Workload):
-        if gpu is not None:
-            raise InputError("gpu", gpu, "a plan name or file (a Workload carries its own GPU)")
+        for name, value in (("gpu", gpu), ("efficiency", efficiency)):
+            if value is not None:
+                raise InputError(
+                    name, value, "a plan name or file (a Workload carries its own GPU)"
+                )
         workload = plan
     else:
-        workload = load_workload(plan, gpu=gpu)
+        workload = load_workload(plan, gpu=gpu, efficiency=efficiency)
     from topoopt.flowsim.work import check_work
 
     # before any fabric, route or flow; the reduction is not used with priorities or a

@@ -21,6 +21,7 @@ from topoopt.app.cli.common import (
     DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
     DEFAULT_TIME_LIMIT_S,
+    EfficiencyOption,
     GpuOption,
     emit_json,
     handle_errors,
@@ -45,6 +46,7 @@ def advise_command(
         int | None, typer.Option(help="GPUs of the cluster (servers and dp re-derived)")
     ] = None,
     gpu: GpuOption = None,
+    efficiency: EfficiencyOption = None,
     degree: Annotated[int, typer.Option(help="NICs (ports) per server")] = DEFAULT_DEGREE,
     link_gbps: Annotated[
         float, typer.Option(help="NIC / port bandwidth, Gbps")
@@ -119,8 +121,9 @@ def advise_command(
     job_list = load_jobs(jobs)
     nic_hint(gpu, link_gbps)
     res = advise(
-        job_list, gpus=gpus, gpu=gpu, degree=degree, link_bandwidth=gbps_to_bytes_per_s(link_gbps),
-        budget_usd=budget, target_iteration_s=target_iteration_s,
+        job_list, gpus=gpus, gpu=gpu, efficiency=efficiency, degree=degree,
+        link_bandwidth=gbps_to_bytes_per_s(link_gbps), budget_usd=budget,
+        target_iteration_s=target_iteration_s,
         oversubscription=oversubscription, seed=seed, time_limit_s=time_limit,
         prices=price_table, workers=workers, address=address, progress=True,
         cosearch=cosearch, finalists=finalists, screen=screen, per_phase_delay_s=delay_s,
@@ -158,6 +161,7 @@ def advise_command(
     t = Table(
         title=f"advise: {degree} x {link_gbps:g} Gbps per server"
         + ("" if res.params["gpu"] is None else f", {res.params['gpu']}")
+        + ("" if efficiency is None else f" at efficiency {efficiency:g}")
     )
     heads = (
         ("job", "job", None), ("family", "family", None), ("fabric", "fabric", None),

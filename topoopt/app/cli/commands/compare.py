@@ -17,6 +17,7 @@ from topoopt.app.cli.common import (
     DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
     DEFAULT_TIME_LIMIT_S,
+    EfficiencyOption,
     GpuOption,
     OcsLayoutKind,
     PriorityOption,
@@ -136,6 +137,7 @@ def compare_command(
     priority: PriorityOption = None,
     split_allreduce: SplitAllreduceOption = None,
     gpu: GpuOption = None,
+    efficiency: EfficiencyOption = None,
     ocs_radix: Annotated[
         int | None,
         typer.Option(
@@ -170,7 +172,7 @@ def compare_command(
     from topoopt.fabrics.cost import resolve_prices
 
     price_table = resolve_prices(prices, preset)
-    workload = load_workload(plan, gpu=gpu)
+    workload = load_workload(plan, gpu=gpu, efficiency=efficiency)
     nic_hint(gpu, link_gbps)
     with command_progress("compare") as bar:
         res = compare(

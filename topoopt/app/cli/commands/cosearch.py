@@ -16,6 +16,7 @@ from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
+    EfficiencyOption,
     GpuOption,
     emit_json,
     handle_errors,
@@ -242,6 +243,7 @@ def cosearch_command(
     seed: Annotated[int, typer.Option(help="Seed of every random choice")] = DEFAULT_SEED,
     address: Annotated[str | None, typer.Option(help="Existing Ray cluster address")] = None,
     gpu: GpuOption = None,
+    efficiency: EfficiencyOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     html: Annotated[Path | None, typer.Option(help="Write the report (HTML)")] = None,
     out: Annotated[
@@ -282,13 +284,15 @@ def cosearch_command(
         pareto_fabrics=tuple(parse_name_list(pareto_fabrics, "--pareto-fabrics")),
     )
     base, ref = setup(model, servers, gpus_per_server)
-    if gpu is not None:  # replaces the plan's GPU (and its efficiency override)
-        from traffic.hardware import gpu_spec
+    if gpu is not None and gpu != base["cluster"].get("gpu"):
+        from traffic.hardware import gpu_spec  # replaces the plan's GPU and its efficiency
 
         gpu_spec(gpu, "--gpu")
-        nic_hint(gpu, link_gbps)
         cl = {k: v for k, v in base["cluster"].items() if k != "efficiency"}
         base = {**base, "cluster": {**cl, "gpu": gpu}}
+    nic_hint(gpu, link_gbps)
+    if efficiency is not None:  # after --gpu, as the plan's cluster.efficiency
+        base = {**base, "cluster": {**base["cluster"], "efficiency": float(efficiency)}}
     ck = None
     if out is not None:  # before any work: a checkpoint of another search is one line at once
         from topoopt.app.studies.cosearch.checkpoint import Checkpoint, search_digest

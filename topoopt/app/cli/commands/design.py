@@ -15,6 +15,7 @@ from topoopt.app.cli.common import (
     DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
     DEFAULT_TIME_LIMIT_S,
+    EfficiencyOption,
     GpuOption,
     OcsLayoutKind,
     ReductionOption,
@@ -173,6 +174,7 @@ def design_command(
         typer.Option(help="Write the designed fabric as GraphML (node types, capacity, count)"),
     ] = None,
     gpu: GpuOption = None,
+    efficiency: EfficiencyOption = None,
     reduction: ReductionOption = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the design as JSON")] = False,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
@@ -220,12 +222,13 @@ def design_command(
     wired = None
     if prewired is not None:
         wired = read_prewired_file(prewired)
-    workload = load_workload(plan, gpu=gpu)
+    workload = load_workload(plan, gpu=gpu, efficiency=efficiency)
     nic_hint(gpu, link_gbps)
     if fabric in SWITCHED:
         _switched(
             workload, fabric.value, degree, link_gbps,
             1.0 if oversubscription is None else oversubscription, graphml, as_json, reduction,
+            efficiency,
         )  # fmt: skip
         return
     if oversubscription is None:
@@ -339,7 +342,7 @@ def design_command(
                 **design.to_dict(),
                 "simulated_iteration_s": simulated_s,
                 "reduction": reduced,
-                "params": {"reduction": bool(reduction)},
+                "params": {"reduction": bool(reduction), "efficiency": efficiency},
                 "verdict": verdict,
             }
         )
@@ -374,8 +377,9 @@ def design_command(
 
 
 def _switched(
-    workload, layout, degree, link_gbps, oversubscription, graphml, as_json, reduction=True
-) -> None:
+    workload, layout, degree, link_gbps, oversubscription, graphml, as_json, reduction=True,
+    efficiency=None,
+) -> None:  # fmt: skip
     """``design --fabric rail|rail-only``: the cheapest catalogue Clos, its candidates, its
     simulated iteration (:func:`topoopt.app.studies.switched_design.design_switched`)."""
     from topoopt.app.studies.switched_design import design_switched
@@ -391,7 +395,7 @@ def _switched(
             oversubscription=oversubscription,
             reduction=reduction,
         )
-    doc = {**d.to_dict(), "params": {"reduction": bool(reduction)}}
+    doc = {**d.to_dict(), "params": {"reduction": bool(reduction), "efficiency": efficiency}}
     info = doc["fabric_info"]
     tiers = info["tiers"]
     per_tier = ", ".join(

@@ -15,6 +15,7 @@ from topoopt.app.cli.common import (
     DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
     DEFAULT_TIME_LIMIT_S,
+    EfficiencyOption,
     GpuOption,
     PriorityOption,
     ReductionOption,
@@ -61,6 +62,7 @@ def simulate_command(
     priority: PriorityOption = None,
     split_allreduce: SplitAllreduceOption = None,
     gpu: GpuOption = None,
+    efficiency: EfficiencyOption = None,
     reduction: ReductionOption = True,
     time_limit: Annotated[
         float, typer.Option(help="Seconds for a designed fabric's search (joint, topoopt-best)")
@@ -96,6 +98,7 @@ def simulate_command(
             priority=priority,
             split_allreduce=parse_bytes(split_allreduce, "--split-allreduce"),
             gpu=gpu,
+            efficiency=efficiency,
             reduction=reduction,
             time_limit_s=time_limit,
             max_paths=max_paths,
