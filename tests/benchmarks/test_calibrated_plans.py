@@ -60,7 +60,9 @@ def test_mixtral_is_the_default_verdicts_plan_with_only_the_efficiency_changed(s
 
     default = scale_plan(load_plan("mixtral-8x7b"), 16384, "h100-sxm")  # the verdict's plan
     assert gpu_spec("h100-sxm").efficiency == 0.43  # the default run's efficiency
-    for e, name in ((0.523, "mixtral-8x7b-eff0523.yaml"), (0.48, "mixtral-8x7b-eff048.yaml")):
+    assert script.MIXTRAL_EFFICIENCIES == (0.523, 0.48, 0.47)
+    for e, name in ((0.523, "mixtral-8x7b-eff0523.yaml"), (0.48, "mixtral-8x7b-eff048.yaml"),
+                    (0.47, "mixtral-8x7b-eff047.yaml")):  # fmt: skip
         d = _read(name)
         assert d == script.mixtral_plan(e) and script.mixtral_name(e) == name
         p = load_plan(d)
