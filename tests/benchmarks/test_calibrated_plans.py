@@ -52,3 +52,27 @@ def test_gpt3_takes_the_largest_vpp_dividing_its_layers_and_a_batch_that_interle
     assert (cal.cluster.gpu, cal.cluster.efficiency) == ("h100-sxm", 0.523)
     assert (base.parallelism.vpp, base.cluster.efficiency, base.global_batch) == (1, None, 2048)
     assert (base.cluster.servers, base.dp, base.parallelism.tp) == (2048, 128, 8)
+
+
+def test_mixtral_is_the_default_verdicts_plan_with_only_the_efficiency_changed(script):
+    from topoopt.app.studies.advise import scale_plan
+    from traffic.hardware import gpu_spec
+
+    default = scale_plan(load_plan("mixtral-8x7b"), 16384, "h100-sxm")  # the verdict's plan
+    assert gpu_spec("h100-sxm").efficiency == 0.43  # the default run's efficiency
+    assert script.MIXTRAL_EFFICIENCIES == (0.523, 0.48, 0.47)
+    for e, name in ((0.523, "mixtral-8x7b-eff0523.yaml"), (0.48, "mixtral-8x7b-eff048.yaml"),
+                    (0.47, "mixtral-8x7b-eff047.yaml")):  # fmt: skip
+        d = _read(name)
+        assert d == script.mixtral_plan(e) and script.mixtral_name(e) == name
+        p = load_plan(d)
+        assert (p.cluster.gpu, p.cluster.efficiency, p.parallelism.vpp) == ("h100-sxm", e, 1)
+        # 16,384 GPUs = 2,048 servers x 8 = tp 2 x pp 4 x dp 2,048; 32 sequences a replica, as
+        # the embedded plan's 512 on dp 16
+        assert p.cluster.servers * p.cluster.gpus_per_server == 16384 == 2 * 4 * p.dp
+        assert (p.dp, p.global_batch) == (2048, 512 // 16 * 2048)
+        # advise --gpus 16384 --gpu h100-sxm leaves it as written (the plan's own GPU and size)
+        assert scale_plan(p, 16384, "h100-sxm") == p
+        # only the efficiency differs from the plan the default verdict ran
+        assert p.cluster.model_copy(update={"efficiency": None}) == default.cluster
+        assert p.model_copy(update={"cluster": default.cluster}) == default
