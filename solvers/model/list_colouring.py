@@ -230,13 +230,13 @@ def _search(u, v, allowed, m: int, d: int, steps: int) -> tuple[np.ndarray, bool
     taken = 0
     proven = False
 
-    def take(k: int, c: int) -> None:
-        a, b, bit = us[k], vs[k], 1 << c
+    def recount(k: int, bit: int, step: int) -> None:
+        # the open circuits at k's two servers to which plane `bit` is open now (met twice if
+        # between them: counted once) gain `step` planes
         m0 = mark[0]
         mark[0] += 1
-        for s in (a, b) if a != b else (a,):
+        for s in (us[k], vs[k]) if us[k] != vs[k] else (us[k],):
             for q in at[s]:
-                # plane c was open to q (q between a and b is met twice: counted once)
                 if (
                     port[q] < 0
                     and q != k
@@ -244,32 +244,23 @@ def _search(u, v, allowed, m: int, d: int, steps: int) -> tuple[np.ndarray, bool
                     and ok[q] & free[us[q]] & free[vs[q]] & bit
                 ):
                     seen[q] = m0
-                    cnt[q] -= 1
+                    cnt[q] += step
                     heapq.heappush(buckets[cnt[q]], q)
-        free[a] &= ~bit
-        free[b] &= ~bit
+
+    def take(k: int, c: int) -> None:
+        bit = 1 << c
+        recount(k, bit, -1)  # before: the plane is open to them until k takes it
+        free[us[k]] &= ~bit
+        free[vs[k]] &= ~bit
         port[k] = c
 
     def give_back(k: int) -> None:
-        c = port[k]
-        a, b, bit = us[k], vs[k], 1 << c
-        m0 = mark[0]
-        mark[0] += 1
+        bit = 1 << port[k]
         port[k] = -1
-        free[a] |= bit
-        free[b] |= bit
-        for s in (a, b) if a != b else (a,):
-            for q in at[s]:
-                if (
-                    port[q] < 0
-                    and q != k
-                    and seen[q] != m0
-                    and ok[q] & free[us[q]] & free[vs[q]] & bit
-                ):
-                    seen[q] = m0
-                    cnt[q] += 1
-                    heapq.heappush(buckets[cnt[q]], q)
-        cnt[k] = (ok[k] & free[a] & free[b]).bit_count()
+        free[us[k]] |= bit
+        free[vs[k]] |= bit
+        recount(k, bit, 1)  # after: the plane is open to them again
+        cnt[k] = (ok[k] & free[us[k]] & free[vs[k]]).bit_count()
         heapq.heappush(buckets[cnt[k]], k)
 
     seen = [-1] * e  # the step that last counted a circuit

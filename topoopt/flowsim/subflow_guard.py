@@ -54,6 +54,17 @@ dp 8, 26.0 M sub-flows of 2.29 M flows, 4.79 GB peak (91 bytes a sub-flow). A re
 turns itself off is checked again with :data:`SUBFLOW_BYTES` before the plain simulation."""
 
 
+def _within_budget(est: float, what: str) -> float:
+    """``est`` (bytes of arrays) if within :func:`memory_budget_bytes`; else the one-line refusal
+    of every check here: field ``flows``, ``what`` the request with ``est`` in it."""
+    budget = memory_budget_bytes()
+    if est > budget:
+        raise InputError(
+            "flows", what, f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)"
+        )
+    return est
+
+
 def check_subflows(flows: int, subflows: int, reduced: bool = False) -> float:
     """Refuse routed flows whose sub-flows would exceed the memory budget; return the estimated
     array bytes (module docstring) otherwise.
@@ -82,15 +93,11 @@ def check_subflows(flows: int, subflows: int, reduced: bool = False) -> float:
     """  # noqa: E501
     per = SUBFLOW_BYTES_REDUCED if reduced else SUBFLOW_BYTES
     est = FLOW_PEAK_BYTES * float(flows) + per * float(subflows)
-    budget = memory_budget_bytes()
-    if est > budget:
-        raise InputError(
-            "flows",
-            f"{int(subflows):,} sub-flows of {int(flows):,} flows (about {est / 1e9:,.1f} GB "
-            "of arrays)",
-            f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)",
-        )
-    return est
+    return _within_budget(
+        est,
+        f"{int(subflows):,} sub-flows of {int(flows):,} flows (about {est / 1e9:,.1f} GB "
+        "of arrays)",
+    )
 
 
 BUNDLE_FLOW_BYTES = 300.0
@@ -147,15 +154,11 @@ def check_bundles(flows: int, bundles: int, route_entries: int = 0) -> float:
         + BUNDLE_BYTES * float(bundles)
         + BUNDLE_ROUTE_BYTES * float(route_entries)
     )
-    budget = memory_budget_bytes()
-    if est > budget:
-        raise InputError(
-            "flows",
-            f"{int(bundles):,} route bundles of {int(flows):,} flows (about {est / 1e9:,.1f} GB "
-            "of arrays)",
-            f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)",
-        )
-    return est
+    return _within_budget(
+        est,
+        f"{int(bundles):,} route bundles of {int(flows):,} flows (about {est / 1e9:,.1f} GB "
+        "of arrays)",
+    )
 
 
 QUOTIENT_CLASS_BYTES = 100.0
@@ -217,15 +220,11 @@ def check_grouped(flows: int, subflows: int) -> float:
     traffic.errors.InputError: flows: got '59,393 sub-flows of 13,826,976 flows through the grouped quotient (about 9.7 GB of arrays)'; allowed: at most 8 GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)
     """  # noqa: E501
     est = GROUPED_FLOW_BYTES * float(flows) + SUBFLOW_BYTES_REDUCED * float(subflows)
-    budget = memory_budget_bytes()
-    if est > budget:
-        raise InputError(
-            "flows",
-            f"{int(subflows):,} sub-flows of {int(flows):,} flows through the grouped quotient "
-            f"(about {est / 1e9:,.1f} GB of arrays)",
-            f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)",
-        )
-    return est
+    return _within_budget(
+        est,
+        f"{int(subflows):,} sub-flows of {int(flows):,} flows through the grouped quotient "
+        f"(about {est / 1e9:,.1f} GB of arrays)",
+    )
 
 
 ROUTE_COUNT_PEAK_BYTES = 80.0
@@ -267,15 +266,11 @@ def check_route_counts(pairs: int, entries: int, known: int = 0) -> float:
     traffic.errors.InputError: flows: got '140,000 switch pairs to route (120,000,000 route link entries, about 9.6 GB of arrays)'; allowed: at most 8 GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)
     """  # noqa: E501
     est = ROUTE_COUNT_PEAK_BYTES * (float(entries) + float(known))
-    budget = memory_budget_bytes()
-    if est > budget:
-        raise InputError(
-            "flows",
-            f"{int(pairs):,} switch pairs to route ({int(entries) + int(known):,} route link "
-            f"entries, about {est / 1e9:,.1f} GB of arrays)",
-            f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)",
-        )
-    return est
+    return _within_budget(
+        est,
+        f"{int(pairs):,} switch pairs to route ({int(entries) + int(known):,} route link "
+        f"entries, about {est / 1e9:,.1f} GB of arrays)",
+    )
 
 
 EXPANDED_PATH_BYTES = 32.0
@@ -333,12 +328,8 @@ def check_expansion(flows: int, subflows: int, expanded: int) -> float:
     """  # noqa: E501
     del subflows  # counted by the checks before the simulation
     est = EXPANDED_FLOW_BYTES * float(flows) + EXPANDED_PATH_BYTES * float(expanded)
-    budget = memory_budget_bytes()
-    if est > budget:
-        raise InputError(
-            "flows",
-            f"{int(expanded):,} sub-flows in the result of {int(flows):,} flows (about "
-            f"{est / 1e9:,.1f} GB of arrays)",
-            f"at most {budget / 1e9:g} GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)",
-        )
-    return est
+    return _within_budget(
+        est,
+        f"{int(expanded):,} sub-flows in the result of {int(flows):,} flows (about "
+        f"{est / 1e9:,.1f} GB of arrays)",
+    )
