@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import os
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from traffic.errors import InputError
@@ -14,6 +16,7 @@ __all__ = [
     "with_gpu",
     "with_efficiency",
     "check_efficiency",
+    "with_settings",
     "TRACE_SUFFIXES",
     "PLAN_SUFFIXES",
 ]
@@ -23,7 +26,10 @@ PLAN_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def load_workload(
-    source: str | os.PathLike, gpu: str | None = None, efficiency: float | None = None
+    source: str | os.PathLike,
+    gpu: str | None = None,
+    efficiency: float | None = None,
+    settings: Sequence[str] = (),
 ) -> Workload:
     """Read a Workload from a plan file (YAML/JSON), an embedded plan name, a TopoOpt task graph
     or a folder of Chakra execution traces.
@@ -40,6 +46,9 @@ def load_workload(
     efficiency : float, optional
         The kernel efficiency in (0, 1] (a fraction of the GPU's peak FLOP/s), set as the plan's
         ``cluster.efficiency`` after ``gpu`` is applied (:func:`with_efficiency`); a plan only.
+    settings : sequence of str
+        ``KEY=VALUE`` plan fields set after ``gpu`` and ``efficiency``, as if the file said so
+        (:func:`with_settings`, the CLI's ``--set``); a plan only.
 
     Raises
     ------
@@ -53,18 +62,19 @@ def load_workload(
     if path.is_dir():
         from traffic.chakra import read_chakra
 
-        _no_gpu(gpu, efficiency, "a Chakra trace folder")
+        _no_gpu(gpu, efficiency, "a Chakra trace folder", settings)
         return read_chakra(path)
     suffix = path.suffix.lower()
     if suffix in TRACE_SUFFIXES:
         from traffic.taskgraph import read_taskgraph
 
-        _no_gpu(gpu, efficiency, "a task graph")
+        _no_gpu(gpu, efficiency, "a task graph", settings)
         return read_taskgraph(path)
     if suffix in PLAN_SUFFIXES:
         if not path.is_file():
             raise InputError("PLAN", str(source), "an existing plan file")
-        return workload_from_plan(with_efficiency(with_gpu(load_plan(path), gpu), efficiency))
+        plan = with_efficiency(with_gpu(load_plan(path), gpu), efficiency)
+        return workload_from_plan(with_settings(plan, settings))
     if path.exists():
         raise InputError(
             "PLAN", str(source), f"a file ending in {', '.join(PLAN_SUFFIXES + TRACE_SUFFIXES)}"
@@ -75,13 +85,75 @@ def load_workload(
             "PLAN", str(source), f"a plan or .fbuf file, or an embedded plan: {', '.join(names)}"
         )
     plan = with_gpu(load_plan(embedded_plan_path(str(source))), gpu)
-    return workload_from_plan(with_efficiency(plan, efficiency))
+    return workload_from_plan(with_settings(with_efficiency(plan, efficiency), settings))
 
 
-def _no_gpu(gpu: str | None, efficiency: float | None, what: str) -> None:
+def _no_gpu(gpu: str | None, efficiency: float | None, what: str, settings=()) -> None:
     for name, value in (("--gpu", gpu), ("--efficiency", efficiency)):
         if value is not None:
             raise InputError(name, value, f"a plan (not {what}: its compute times are its own)")
+    if settings:
+        raise InputError("--set", list(settings)[0], f"a plan (not {what}: it has no plan fields)")
+
+
+_SECTIONS = ("model", "parallelism", "precision", "cluster", "options")
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}(\.[A-Za-z_][A-Za-z0-9_]{0,63}){1,3}")
+
+
+def with_settings(plan, settings: Sequence[str] = (), field: str = "--set"):
+    """``plan`` with fields set from ``KEY=VALUE`` strings (``parallelism.vpp=8``,
+    ``parallelism.global_batch_size=2048``, ``model.seq_len=131072``), then validated again as a
+    whole, as if the file had said so (a setting that breaks the plan is one line naming the
+    field). ``KEY`` is a dotted path below one of the plan's sections (model, parallelism,
+    precision, cluster, options); ``VALUE`` is read as a YAML scalar or flow list (``8``,
+    ``true``, ``null``, ``[7, 8]``, ``h100-sxm``). The settings apply in order, to the fields
+    the plan sets (its defaults still follow from them: ``dp`` from the cluster when the plan
+    leaves it out). The plan's name gains the settings (results say what ran).
+
+    >>> from traffic.plan import load_plan
+    >>> p = with_settings(load_plan("gpt3-175b"), ["parallelism.vpp=6", "cluster.gpu=h100-sxm"])
+    >>> p.parallelism.vpp, p.cluster.gpu, p.source
+    (6, 'h100-sxm', 'gpt3-175b.yaml with parallelism.vpp=6 cluster.gpu=h100-sxm')
+    >>> with_settings(load_plan("gpt3-175b"), ["parallelism.vp=6"])
+    Traceback (most recent call last):
+    traffic.errors.InputError: parallelism.vp: got 'vp'; allowed: no such field; known fields: tp, stage_tp, stage_layers, pp, dp, ep, etp, cp, sp, vpp, micro_batch_size, global_batch_size, recompute, zero, fsdp, distributed_optimizer, order
+    """  # noqa: E501
+    if isinstance(settings, str):
+        settings = [settings]
+    settings = list(settings or ())
+    if not settings:
+        return plan
+    from traffic.decode import parse_yaml
+    from traffic.plan import load_plan
+
+    data = plan.model_dump(exclude_unset=True)
+    said = []
+    for text in settings:
+        if not isinstance(text, str) or "=" not in text:
+            raise InputError(field, text, "KEY=VALUE, e.g. parallelism.vpp=8")
+        key, raw = (x.strip() for x in text.split("=", 1))
+        if not _KEY.fullmatch(key) or key.split(".")[0] not in _SECTIONS:
+            raise InputError(
+                field, text, f"KEY=VALUE with KEY a dotted field of {', '.join(_SECTIONS)}"
+            )
+        if len(raw) > 4096 or not raw:
+            raise InputError(field, text, "a VALUE of 1 to 4,096 characters")
+        value = parse_yaml(raw, f"{field} {key}")
+        if isinstance(value, dict):
+            raise InputError(field, text, "a scalar or a list VALUE (set nested fields one by one)")
+        node = data
+        parts = key.split(".")
+        for i, part in enumerate(parts[:-1]):
+            nxt = node.get(part, {}) if isinstance(node, dict) else None
+            if not isinstance(nxt, dict):
+                raise InputError(field, text, f"{'.'.join(parts[: i + 1])} to be a mapping")
+            node[part] = nxt = dict(nxt)
+            node = nxt
+        node[parts[-1]] = value
+        said.append(f"{key}={raw}")
+    out = load_plan(data)
+    out._source = f"{plan.source or plan.model.name} with {' '.join(said)}"
+    return out
 
 
 def with_gpu(plan, gpu: str | None, field: str = "--gpu"):

@@ -460,3 +460,51 @@ def test_the_default_node_cap_is_the_writers():
     default = inspect.signature(export_command).parameters["max_nodes"].default
     assert default == MAX_NODES == 20_000_000
     assert chakra_node_count(load_workload("gpt3-175b-fsdp"), None) <= MAX_NODES  # the largest
+
+
+def test_export_compute_durations_are_the_plans_gpu_at_its_efficiency(tmp_path):
+    """The trace's compute nodes price the plan's own GPU, as the iteration model does: the same
+    pipeline plan on an H100 at efficiency 0.5 gives forward F_s / (989e12 x 0.5) plus the
+    activation bytes over 3.35 TB/s; --gpu and --efficiency on export say the same."""
+    from topoopt.exports.astra_sim import compute_durations
+
+    (tmp_path / "p.yaml").write_text(
+        PIPE.replace("gpus_per_server: 4}", "gpus_per_server: 4, gpu: h100-sxm, efficiency: 0.5}")
+    )
+    w = load_workload(str(tmp_path / "p.yaml"))
+    comp = compute_durations(w)
+    flops = np.asarray(w.info["forward_flops_per_microbatch_per_gpu"])
+    mem = np.asarray(w.info.get("forward_memory_bytes_per_microbatch_per_gpu") or [0.0, 0.0])
+    want = flops / (989e12 * 0.5) + mem / 3.35e12
+    assert comp["forward"].tolist() == pytest.approx(want[comp["stage"]].tolist(), rel=1e-12)
+    a100 = compute_durations(load_workload(str(tmp_path / "p.yaml"), gpu="a100-80gb"))
+    assert a100["forward"][0] > comp["forward"][0]  # the A100 is slower
+    # the CLI: the plan's GPU, and --gpu / --efficiency / --set on export
+    for extra, eff in (([], 0.5), (["--efficiency", "0.25"], 0.25)):
+        out = f"c{eff}"
+        r = run(tmp_path, "export", "p.yaml", "--format", "chakra", "--out", out, "--json", *extra)
+        assert r.returncode == 0, r.stderr
+        from traffic.chakra.framing import unframe
+
+        _, nodes = unframe((tmp_path / out / "trace.0.et").read_bytes(), "t")
+        comps = [n for n in nodes if n.type == 4]
+        s = int(comp["stage"][0])
+        assert comps[0].duration_micros == round(
+            (flops[s] / (989e12 * eff) + mem[s] / 3.35e12) * 1e6
+        )
+    r = run(
+        tmp_path,
+        "export",
+        "p.yaml",
+        "--format",
+        "chakra",
+        "--out",
+        "bad",
+        "--set",
+        "parallelism.pp=3",
+    )
+    assert (
+        r.returncode == 2
+        and len(r.stderr.strip().splitlines()) == 1
+        and not (tmp_path / "bad").exists()
+    )

@@ -52,12 +52,16 @@ def load_plan(plan: str | os.PathLike | Mapping[str, Any]):
     return _load(plan)
 
 
-def load_workload(plan, gpu: str | None = None, efficiency: float | None = None) -> Workload:
+def load_workload(
+    plan, gpu: str | None = None, efficiency: float | None = None, settings: Sequence[str] = ()
+) -> Workload:
     """The :class:`~traffic.workload.Workload` (symbolic collectives, transfers, compute) of
     ``plan`` (module docstring); ``gpu`` (a hardware-catalogue name such as ``"h100-sxm"``)
     replaces the plan's ``cluster.gpu`` (and drops its ``cluster.efficiency`` unless it names
     the same GPU); ``efficiency`` (in (0, 1], a fraction of the GPU's peak FLOP/s) then sets
-    ``cluster.efficiency``, the kernel efficiency of the compute model.
+    ``cluster.efficiency``, the kernel efficiency of the compute model; ``settings``
+    (``["parallelism.vpp=8", ...]``, the CLI's ``--set``) then set plan fields as if the file
+    said so (:func:`traffic.load.with_settings`).
 
     >>> import topoopt
     >>> g = topoopt.load_workload("gpt3-175b", gpu="h100-sxm", efficiency=0.523).info["gpu"]
@@ -67,20 +71,20 @@ def load_workload(plan, gpu: str | None = None, efficiency: float | None = None)
     if isinstance(plan, Workload):
         from traffic.errors import InputError
 
-        for name, value in (("gpu", gpu), ("efficiency", efficiency)):
-            if value is not None:
+        for name, value in (("gpu", gpu), ("efficiency", efficiency), ("settings", settings)):
+            if value not in (None, (), []):
                 raise InputError(name, value, "a plan name, file or dict (a Workload has its GPU)")
         return plan
     if isinstance(plan, Mapping):
         from traffic.build import workload_from_plan
-        from traffic.load import with_efficiency, with_gpu
+        from traffic.load import with_efficiency, with_gpu, with_settings
         from traffic.plan import load_plan as _load
 
         plan = with_efficiency(with_gpu(_load(plan), gpu, "gpu"), efficiency, "efficiency")
-        return workload_from_plan(plan)
+        return workload_from_plan(with_settings(plan, settings, "settings"))
     from traffic.load import load_workload as _load_workload
 
-    return _load_workload(plan, gpu=gpu, efficiency=efficiency)
+    return _load_workload(plan, gpu=gpu, efficiency=efficiency, settings=settings)
 
 
 @dataclass(frozen=True)
@@ -134,16 +138,17 @@ def simulate(
     priority: str | None = None,
     gpu: str | None = None,
     efficiency: float | None = None,
+    settings: Sequence[str] = (),
 ) -> Simulation:
     """Simulate one iteration of ``plan`` on a fabric kind (``ideal``, ``fat-tree``, ``torus``,
     ``joint``, ... as ``topoopt simulate --fabric``) or on a ``design.json``, with ``degree``
     ports of ``link_gbps`` per server; ``gpu`` names the accelerator (``h100-sxm``, ...) and
-    ``efficiency`` its kernel efficiency (:func:`load_workload`)."""
+    ``efficiency`` its kernel efficiency, ``settings`` plan fields (:func:`load_workload`)."""
     from topoopt.app.studies.simulate import simulate_plan
 
     return Simulation(
         simulate_plan(
-            load_workload(plan, gpu, efficiency),
+            load_workload(plan, gpu, efficiency, settings),
             design=design,
             fabric=None if design is not None else fabric,
             degree=degree,
@@ -169,18 +174,19 @@ def compare(
     prices=None,
     gpu: str | None = None,
     efficiency: float | None = None,
+    settings: Sequence[str] = (),
 ) -> pd.DataFrame:
     """``plan`` on each of ``fabrics`` (default: every fabric of ``topoopt compare``): a
     DataFrame with one row per fabric and the columns of
     :func:`topoopt.app.studies.compare.compare` (``fabric``, ``iteration_s``, ``comm_s``,
     ``exposed_comm_s``, ``capex_usd``, ``power_w``, ``ratio_to_ideal``, ``tflops_per_gpu``,
-    ``mfu``, ...); ``gpu`` names the accelerator (``h100-sxm``, ...) and ``efficiency`` its
-    kernel efficiency (:func:`load_workload`)."""
+    ``mfu``, ...); ``gpu`` names the accelerator (``h100-sxm``, ...), ``efficiency`` its
+    kernel efficiency and ``settings`` plan fields (:func:`load_workload`)."""
     from topoopt.app.studies.compare import FABRICS
     from topoopt.app.studies.compare import compare as _compare
 
     res = _compare(
-        load_workload(plan, gpu, efficiency),
+        load_workload(plan, gpu, efficiency, settings),
         FABRICS if fabrics is None else tuple(fabrics),
         degree,
         gbps_to_bytes_per_s(link_gbps),
@@ -206,13 +212,14 @@ def design(
     priorities: bool = False,
     gpu: str | None = None,
     efficiency: float | None = None,
+    settings: Sequence[str] = (),
 ):
     """The optical circuits and routing of ``plan`` by ``solver`` (``joint``, ``topoopt``,
     ``topoopt-released``, ``expander``): a :class:`solvers.Design` (``to_json()`` writes
-    ``design.json``); ``gpu`` and ``efficiency`` as in :func:`load_workload`."""
+    ``design.json``); ``gpu``, ``efficiency`` and ``settings`` as in :func:`load_workload`."""
     from solvers import DesignProblem, solve
 
-    w = load_workload(plan, gpu, efficiency)
+    w = load_workload(plan, gpu, efficiency, settings)
     problem = DesignProblem.from_workload(
         w, degree=degree, link_bandwidth=gbps_to_bytes_per_s(link_gbps)
     )

@@ -113,7 +113,9 @@ def compute_durations(w, gpu=None) -> dict | None:
     recomputation); ``optimizer``: :func:`topoopt.flowsim.roofline.optimizer_time` of the stage's
     parameters per GPU. A rank's stage is that of the sends it sources and the collectives it
     joins (as in :mod:`topoopt.flowsim.iteration`). ``None`` for a workload that is not built
-    from a plan (a task graph or a trace: their compute is not priced by a roofline).
+    from a plan (a task graph or a trace: their compute is not priced by a roofline). ``gpu``
+    (a :class:`~topoopt.flowsim.roofline.RooflineParams`; default: the plan's GPU at its
+    efficiency, :func:`~topoopt.flowsim.roofline.workload_gpu`, as the iteration model).
 
     >>> from traffic import load_workload
     >>> c = compute_durations(load_workload("vgg16-dp"))
@@ -122,9 +124,9 @@ def compute_durations(w, gpu=None) -> dict | None:
     """
     import numpy as np
 
-    from topoopt.flowsim.roofline import A100, forward_time, optimizer_time
+    from topoopt.flowsim.roofline import forward_time, optimizer_time, workload_gpu
 
-    gpu = gpu or A100
+    gpu = gpu or workload_gpu(w)
     info, conv = dict(w.info), dict(w.conventions)
     flops = info.get("forward_flops_per_microbatch_per_gpu")
     if not flops or w.taskgraph is not None:

@@ -139,6 +139,18 @@ EfficiencyOption = Annotated[
 """``--efficiency`` of every command with ``--gpu``: the plan's ``cluster.efficiency``
 (:func:`traffic.load.with_efficiency`); checked by :func:`check_edge_units`."""
 
+SettingsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="KEY=VALUE",
+        help="Set a plan field, as if the plan file said so (repeatable; after --gpu and "
+        "--efficiency): parallelism.vpp=8, parallelism.global_batch_size=2048, "
+        "model.seq_len=131072; the plan is validated again and its name says what was set",
+    ),
+]
+"""``--set`` of every command that reads one plan (:func:`traffic.load.with_settings`)."""
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 # Tables keep their columns when stdout is a pipe or a file (rich would assume 80 columns).

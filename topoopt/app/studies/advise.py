@@ -262,19 +262,35 @@ def load_jobs(source: str | Path) -> list[Job]:
 
 
 def scale_plan(
-    plan, gpus: int | None = None, gpu: str | None = None, efficiency: float | None = None
+    plan,
+    gpus: int | None = None,
+    gpu: str | None = None,
+    efficiency: float | None = None,
+    settings: Sequence[str] = (),
 ):
     """``plan`` on ``gpus`` GPUs: ``servers = gpus / gpus_per_server``, ``dp`` re-derived from
     the model-parallel degrees, and the global batch scaled with ``dp`` (weak scaling: every
     replica keeps its micro-batches), on the catalogue GPU ``gpu`` (None: the plan's) at the
     kernel efficiency ``efficiency`` (None: the plan's ``cluster.efficiency``, else the GPU's;
-    :func:`traffic.load.with_efficiency`).
+    :func:`traffic.load.with_efficiency`); then the ``KEY=VALUE`` ``settings`` (``--set``,
+    :func:`traffic.load.with_settings`) on the plan as it runs (a global batch set so is the
+    scaled plan's).
 
     >>> from traffic.plan import load_plan
     >>> p = scale_plan(load_plan("gpt3-175b"), 4096)
     >>> p.cluster.servers, p.dp, p.global_batch
     (512, 32, 6144)
+    >>> s = ["parallelism.global_batch_size=2048"]
+    >>> p = scale_plan(load_plan("gpt3-175b"), 4096, settings=s)
+    >>> p.dp, p.global_batch, p.micro_batches
+    (32, 2048, 64)
     """
+    from traffic.load import with_settings
+
+    return with_settings(_scaled(plan, gpus, gpu, efficiency), settings)
+
+
+def _scaled(plan, gpus: int | None, gpu: str | None, efficiency: float | None):
     from traffic.load import with_efficiency, with_gpu
     from traffic.plan import load_plan
 
@@ -1281,6 +1297,7 @@ def advise(
     gpus: int | None = None,
     gpu: str | None = None,
     efficiency: float | None = None,
+    settings: Sequence[str] = (),
     degree: int = 8,
     link_bandwidth: float = 50e9,
     budget_usd: float | None = None,
@@ -1330,7 +1347,9 @@ def advise(
     _check_options(degree, link_bandwidth, oversubscription, time_limit_s)
     table = load_prices() if prices is None else prices
     t0 = time.perf_counter()
-    scaled = [Job(j.name, scale_plan(j.plan, gpus, gpu, efficiency), j.weight) for j in jobs]
+    scaled = [
+        Job(j.name, scale_plan(j.plan, gpus, gpu, efficiency, settings), j.weight) for j in jobs
+    ]
     for j in scaled:  # one server: its GPUs talk over NVLink, no network to price or compare
         c = j.plan.cluster
         if c.servers < 2:
@@ -1465,6 +1484,7 @@ def advise(
         "gpus": gpus,
         "gpu": gpu_name,
         "efficiency": gpu_efficiency,
+        "settings": [str(x) for x in settings or ()],
         "degree": int(degree),
         "link_gbps": float(link_bandwidth) * 8 / 1e9,
         "budget_usd": budget_usd,

@@ -38,6 +38,7 @@ def simulate_plan(
     split_allreduce: float | None = None,
     gpu: str | None = None,
     efficiency: float | None = None,
+    settings=(),
     reduction: bool = True,
     time_limit_s: float = 900.0,
     max_paths: int | None = None,
@@ -69,7 +70,8 @@ def simulate_plan(
         ``model_flops_per_iteration``, ``tflops_per_gpu``, ``mfu``:
         :func:`~topoopt.flowsim.roofline.throughput_facts`). ``efficiency`` (in (0, 1]) is
         the kernel efficiency, set as the plan's ``cluster.efficiency`` after ``gpu``
-        (:func:`traffic.load.with_efficiency`).
+        (:func:`traffic.load.with_efficiency`). ``settings``: ``KEY=VALUE`` plan fields set
+        after them (``--set``, :func:`traffic.load.with_settings`).
         ``reduction``: what the symmetry reduction found (``status`` ``on``/``off``, classes,
         flows before and after, ``reason`` when off: no symmetry, the check failed, priorities or
         split all-reduce); on by default (exact), ``reduction=False`` runs without it. It
@@ -86,14 +88,14 @@ def simulate_plan(
     if schedule is not None and schedule not in SCHEDULES:
         raise InputError("--schedule", schedule, f"one of {', '.join(SCHEDULES)}")
     if isinstance(plan, Workload):
-        for name, value in (("gpu", gpu), ("efficiency", efficiency)):
-            if value is not None:
+        for name, value in (("gpu", gpu), ("efficiency", efficiency), ("settings", settings)):
+            if value not in (None, (), []):
                 raise InputError(
                     name, value, "a plan name or file (a Workload carries its own GPU)"
                 )
         workload = plan
     else:
-        workload = load_workload(plan, gpu=gpu, efficiency=efficiency)
+        workload = load_workload(plan, gpu=gpu, efficiency=efficiency, settings=settings)
     from topoopt.flowsim.work import check_work
 
     # before any fabric, route or flow; the reduction is not used with priorities or a

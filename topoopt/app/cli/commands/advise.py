@@ -23,6 +23,7 @@ from topoopt.app.cli.common import (
     DEFAULT_TIME_LIMIT_S,
     EfficiencyOption,
     GpuOption,
+    SettingsOption,
     emit_json,
     handle_errors,
     nic_hint,
@@ -47,6 +48,7 @@ def advise_command(
     ] = None,
     gpu: GpuOption = None,
     efficiency: EfficiencyOption = None,
+    settings: SettingsOption = None,
     degree: Annotated[int, typer.Option(help="NICs (ports) per server")] = DEFAULT_DEGREE,
     link_gbps: Annotated[
         float, typer.Option(help="NIC / port bandwidth, Gbps")
@@ -121,7 +123,8 @@ def advise_command(
     job_list = load_jobs(jobs)
     nic_hint(gpu, link_gbps)
     res = advise(
-        job_list, gpus=gpus, gpu=gpu, efficiency=efficiency, degree=degree,
+        job_list, gpus=gpus, gpu=gpu, efficiency=efficiency, settings=settings or (),
+        degree=degree,
         link_bandwidth=gbps_to_bytes_per_s(link_gbps), budget_usd=budget,
         target_iteration_s=target_iteration_s,
         oversubscription=oversubscription, seed=seed, time_limit_s=time_limit,

@@ -22,6 +22,7 @@ from topoopt.app.cli.common import (
     OcsLayoutKind,
     PriorityOption,
     ReductionOption,
+    SettingsOption,
     SplitAllreduceOption,
     command_progress,
     emit_json,
@@ -138,6 +139,7 @@ def compare_command(
     split_allreduce: SplitAllreduceOption = None,
     gpu: GpuOption = None,
     efficiency: EfficiencyOption = None,
+    settings: SettingsOption = None,
     ocs_radix: Annotated[
         int | None,
         typer.Option(
@@ -172,7 +174,7 @@ def compare_command(
     from topoopt.fabrics.cost import resolve_prices
 
     price_table = resolve_prices(prices, preset)
-    workload = load_workload(plan, gpu=gpu, efficiency=efficiency)
+    workload = load_workload(plan, gpu=gpu, efficiency=efficiency, settings=settings or ())
     nic_hint(gpu, link_gbps)
     with command_progress("compare") as bar:
         res = compare(

@@ -19,6 +19,7 @@ from topoopt.app.cli.common import (
     GpuOption,
     OcsLayoutKind,
     ReductionOption,
+    SettingsOption,
     command_progress,
     command_started,
     emit_json,
@@ -175,6 +176,7 @@ def design_command(
     ] = None,
     gpu: GpuOption = None,
     efficiency: EfficiencyOption = None,
+    settings: SettingsOption = None,
     reduction: ReductionOption = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the design as JSON")] = False,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
@@ -222,7 +224,7 @@ def design_command(
     wired = None
     if prewired is not None:
         wired = read_prewired_file(prewired)
-    workload = load_workload(plan, gpu=gpu, efficiency=efficiency)
+    workload = load_workload(plan, gpu=gpu, efficiency=efficiency, settings=settings or ())
     nic_hint(gpu, link_gbps)
     if fabric in SWITCHED:
         _switched(

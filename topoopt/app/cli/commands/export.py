@@ -27,6 +27,9 @@ from topoopt.app.cli.choices import AstraFamily
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
+    EfficiencyOption,
+    GpuOption,
+    SettingsOption,
     check_not_an_input,
     emit_json,
     handle_errors,
@@ -112,6 +115,9 @@ def export_command(
     fabric: Annotated[
         AstraFamily, typer.Option("--fabric", help="astra-sim: fabric family to describe")
     ] = AstraFamily.ideal,
+    gpu: GpuOption = None,
+    efficiency: EfficiencyOption = None,
+    settings: SettingsOption = None,
     design: Annotated[
         Path | None,
         typer.Option(
@@ -194,7 +200,7 @@ def export_command(
         if not torus or min(torus) < 2:
             raise InputError("--dims", dims, "sides >= 2, e.g. 4x4")
 
-    w = load_workload(plan)
+    w = load_workload(plan, gpu=gpu, efficiency=efficiency, settings=settings or ())
     fabric = AstraFamily(fabric).value  # a plain name in the notes and the config
     design_notes: list[str] = []
     if design is not None:

@@ -15,6 +15,7 @@ from topoopt.app.cli.common import (
     DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
     DEFAULT_TIME_LIMIT_S,
+    SettingsOption,
     command_progress,
     emit_json,
     given_options,
@@ -87,6 +88,7 @@ def reconfig_command(
         int | None, typer.Option(help="Pods of the OCS spine (default: compare's)")
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Write the schedule (JSON) here")] = None,
+    settings: SettingsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     force: Annotated[bool, typer.Option(help="Overwrite an existing --out")] = False,
 ) -> None:
@@ -130,7 +132,7 @@ def reconfig_command(
         raise InputError("--phase-solvers", phase_solvers, "one or more solver names or demand")
     prepare_output(out, force, "--out")
     price_table = resolve_prices(prices, preset)
-    workload = load_workload(plan)
+    workload = load_workload(plan, settings=settings or ())
     from topoopt.flowsim.work import check_work
 
     check_work(workload, "reconfig simulation")  # before any design or schedule

@@ -19,6 +19,7 @@ from topoopt.app.cli.common import (
     GpuOption,
     PriorityOption,
     ReductionOption,
+    SettingsOption,
     SplitAllreduceOption,
     command_progress,
     emit_json,
@@ -63,6 +64,7 @@ def simulate_command(
     split_allreduce: SplitAllreduceOption = None,
     gpu: GpuOption = None,
     efficiency: EfficiencyOption = None,
+    settings: SettingsOption = None,
     reduction: ReductionOption = True,
     time_limit: Annotated[
         float, typer.Option(help="Seconds for a designed fabric's search (joint, topoopt-best)")
@@ -99,6 +101,7 @@ def simulate_command(
             split_allreduce=parse_bytes(split_allreduce, "--split-allreduce"),
             gpu=gpu,
             efficiency=efficiency,
+            settings=settings or (),
             reduction=reduction,
             time_limit_s=time_limit,
             max_paths=max_paths,
