@@ -508,3 +508,16 @@ def test_export_compute_durations_are_the_plans_gpu_at_its_efficiency(tmp_path):
         and len(r.stderr.strip().splitlines()) == 1
         and not (tmp_path / "bad").exists()
     )
+
+
+def test_astra_sim_note_names_the_gpu_of_the_compute_nodes(tmp_path):
+    """NOTE.md says which GPU and efficiency priced the compute nodes (the plan's H100 at 0.5)."""
+    (tmp_path / "p.yaml").write_text(
+        PIPE.replace("gpus_per_server: 4}", "gpus_per_server: 4, gpu: h100-sxm, efficiency: 0.5}")
+    )
+    r = run(tmp_path, "export", "p.yaml", "--format", "astra-sim", "--out", "a")
+    assert r.returncode == 0, r.stderr
+    assert (
+        "roofline time on h100-sxm at efficiency 0.5 per micro-batch"
+        in (tmp_path / "a" / "NOTE.md").read_text()
+    )

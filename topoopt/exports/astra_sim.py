@@ -158,6 +158,8 @@ def compute_durations(w, gpu=None) -> dict | None:
         "backward": mult * t_f[stage],
         "optimizer": t_opt[np.minimum(stage, t_opt.shape[0] - 1)],
         "stage": stage,
+        "gpu": gpu.name,
+        "efficiency": float(gpu.efficiency),
     }
 
 

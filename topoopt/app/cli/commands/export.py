@@ -439,6 +439,7 @@ def _note(w, fabric: str, cfg, name: str, comp=None, design_notes=()) -> str:
     if comp is not None:
         lines.append(
             "- compute is written as COMP_NODEs with `duration_micros` (topoopt's roofline time "
+            f"on {comp['gpu']} at efficiency {comp['efficiency']:g} "
             f"per micro-batch, {comp['micro_batches']} micro-batch(es), rounded to whole "
             "microseconds): one chain per rank, forward then backward micro-batch by "
             "micro-batch, each followed by its collectives; no 1F1B order and no overlap of "
