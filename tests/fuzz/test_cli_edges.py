@@ -62,6 +62,14 @@ def _one_error_line(args: list[str]) -> str:
             ["simulate", PLAN, "--fabric", "ideal", "--gpu", "h100-sxm", "--efficiency", "inf"],
             "--efficiency: got inf",
         ),
+        # --set KEY=VALUE: the plan validated again; on every command that reads one plan
+        (["simulate", PLAN, "--fabric", "ideal", "--set", "parallelism.pp=3"], "parallelism"),
+        (["compare", PLAN, "--fabrics", "ideal", "--set", "x" * 5000], "--set: got 'xxx"),
+        (["advise", PLAN, "--set", "cluster.servers=10**20"], "cluster.servers"),
+        (["traffic", PLAN, "--set", "parallelism.tp=.nan"], "parallelism.tp"),
+        (["export", PLAN, "--format", "simai", "--out", "o.txt", "--set", "a.b=1"], "--set"),
+        (["design", PLAN, "--degree", "2", "--set", "model.layers=-4"], "model.layers"),
+        (["reconfig", PLAN, "--set", "parallelism.vpp=\x00"], "--set"),
     ],
 )
 def test_bad_command_line_is_one_error_line(args, names):
