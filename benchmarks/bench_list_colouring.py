@@ -9,7 +9,8 @@ one OCS of ``radix`` ports or one unit per plane), the construction in both colo
 flips and shifts, up to ``MATCHING_TRIES`` tie orders), then ``assign_ports`` end to end (its
 search, then the construction unless :func:`matching_bound` excludes a colouring). ``--old``
 runs ``assign_ports`` with session 43's construction and no bound. Prints CPU seconds,
-circuits coloured of all, and the ratio old / new.
+circuits coloured of all, and the ratio old / new. ``--compare N --seed S`` instead compares
+the two constructions on ``N`` random cases of the test (how often each colours all).
 """
 
 from __future__ import annotations
@@ -30,12 +31,38 @@ from topoopt.fabrics.circuits import Circuits
 HERE = Path(__file__).resolve().parent
 
 
-def _old():
+def _test_module():
     path = HERE.parent / "tests" / "solvers" / "test_list_colouring.py"
     spec = importlib.util.spec_from_file_location("old_list_colouring", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.old_colour_by_matchings
+    return mod
+
+
+def compare(cases: int, seed: int) -> None:
+    """Random cases of the test (``random_case``, up to 40 servers), both colour orders: how
+    often each construction colours every circuit, alone (per order) and in ``assign_ports``'
+    pair of orders, and how often one colours more circuits than the other."""
+    t = _test_module()
+    rng = np.random.default_rng(seed)
+    n = dict.fromkeys(("old", "new", "old only", "new only", "old only, an order"), 0)
+    fewer = more = 0
+    for _ in range(cases):
+        u, v, allowed, m = t.random_case(rng)
+        orders = (None, range(allowed.shape[0] - 1, -1, -1))
+        old = [int((t.old_colour_by_matchings(u, v, allowed, m, o) >= 0).sum()) for o in orders]
+        new = [int((colour_by_matchings(u, v, allowed, m, o) >= 0).sum()) for o in orders]
+        e = u.size
+        n["old only, an order"] += sum(a == e > b for a, b in zip(old, new, strict=True))
+        fewer += sum(b < a for a, b in zip(old, new, strict=True))
+        more += sum(b > a for a, b in zip(old, new, strict=True))
+        oc, nc = max(old) == e, max(new) == e
+        n["old"] += oc
+        n["new"] += nc
+        n["old only"] += oc and not nc
+        n["new only"] += nc and not oc
+    print(f"seed {seed}, {cases} cases, complete in the pair of orders: {n}")
+    print(f"per order: new colours fewer circuits {fewer} times, more {more} times")
 
 
 def _regular(n: int, d: int, seed: int) -> np.ndarray:
@@ -74,8 +101,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--old", action="store_true", help="assign_ports with session 43's code")
+    ap.add_argument("--compare", type=int, default=0, help="random cases against the old code")
+    ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    old = _old()
+    if args.compare:
+        compare(args.compare, args.seed)
+        return
+    old = _test_module().old_colour_by_matchings
     if args.old:
         list_colouring.colour_by_matchings = old
         list_colouring.matching_bound = lambda *a: np.iinfo(np.int64).max

@@ -59,8 +59,9 @@ class PortAssignment:
     complete : bool
         Every circuit has a plane (the multigraph is realisable).
     proven : bool
-        ``complete``, or the search finished without a colouring (the multigraph is proven not
-        realisable); ``False`` when the step budget ran out first.
+        ``complete``, or the multigraph is proven not realisable: the search finished without
+        a colouring, or more circuits than :func:`matching_bound` allows; ``False`` when the
+        step budget ran out first without either.
     steps : int
         Search steps taken.
     """
@@ -151,8 +152,9 @@ def assign_ports(
             proven = True  # the search was exhaustive: no colouring exists
         if proven or np.all(best >= 0):
             break
-    if not proven and not np.all(best >= 0) and e <= matching_bound(u, v, allowed, m):
-        # the step budget ran out and the count does not exclude a colouring: the construction
+    if not proven and not np.all(best >= 0) and e > matching_bound(u, v, allowed, m):
+        proven = True  # the step budget ran out, but the count excludes a colouring
+    if not proven and not np.all(best >= 0):  # the step budget ran out: the construction
         for order in (range(d), range(d - 1, -1, -1)):
             port = colour_by_matchings(u, v, allowed, m, order)
             if (port >= 0).sum() > (best >= 0).sum():
