@@ -8,7 +8,14 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from solvers.model.list_colouring import colour_by_matchings, expand_circuits, kempe_repair
+from solvers.model.list_colouring import (
+    ball_repair,
+    colour_by_matchings,
+    expand_circuits,
+    kempe_repair,
+    matching_bound,
+    shift_repair,
+)
 from solvers.model.matching import priority_matching
 from topoopt.fabrics import circulant_circuits
 from topoopt.fabrics.circuits import Circuits
@@ -37,9 +44,9 @@ def old_colour_by_matchings(u, v, allowed, m: int, order=None) -> np.ndarray:
 
 
 def random_case(rng, most: int = 40):
-    """Unit circuits ``(u, v)``, ``allowed`` ``(d, e)`` and ``m``: ports of ``m`` servers (``d``
-    each, a random share of them used, ``m <= most``) paired at random, on one to three units per plane (cut
-    at random, or the cluster's shifted blocks), or a circulant."""
+    """Unit circuits ``(u, v)``, ``allowed`` ``(d, e)`` and ``m <= most``: ports of ``m``
+    servers (``d`` each, a random share of them used) paired at random, on one to three units
+    per plane (cut at random, or the cluster's shifted blocks), or a circulant."""
     m = int(rng.integers(3, most + 1))
     d = int(rng.integers(2, 7))
     kind = rng.integers(0, 3)
@@ -118,3 +125,39 @@ def test_the_2048_server_circulant_of_offsets_1_to_4_is_coloured_whole():
     allowed = np.ones((8, u.size), bool)
     port = colour_by_matchings(u, v, allowed, n)
     assert np.all(port >= 0) and valid_partial(port, u, v, allowed, n)
+
+
+def test_the_repairs_keep_what_is_coloured_valid_and_never_colour_less():
+    """Random partial colourings (a greedy one with a third of it dropped): each repair returns
+    a valid partial colouring with at least as many circuits."""
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        u, v, allowed, m = random_case(rng, 24)
+        d = allowed.shape[0]
+        port = np.full(u.size, -1, np.int64)
+        for k in rng.permutation(u.size).tolist():
+            used = np.concatenate(
+                [port[(u == u[k]) | (v == u[k])], port[(u == v[k]) | (v == v[k])]]
+            )
+            ok = [c for c in range(d) if allowed[c, k] and c not in used]
+            if ok:
+                port[k] = ok[0]
+        port[rng.random(u.size) < 0.3] = -1
+        for repair in (kempe_repair, shift_repair, ball_repair):
+            got = repair(port, u, v, allowed, m, d)
+            assert valid_partial(got, u, v, allowed, m)
+            assert (got >= 0).sum() >= (port >= 0).sum()
+
+
+def test_matching_bound_is_a_bound_and_proves_odd_regular_graphs():
+    """At least the circuits of any colouring found (on the random cases), and below the
+    circuits of a regular multigraph with an odd number of servers on one unit a colour."""
+    rng = np.random.default_rng(8)
+    for _ in range(40):
+        u, v, allowed, m = random_case(rng, 24)
+        port = colour_by_matchings(u, v, allowed, m)
+        assert matching_bound(u, v, allowed, m) >= (port >= 0).sum()
+    for n, strides in ((7, [1, 2]), (9, [1, 3]), (2047, [1, 2, 3, 4])):
+        u, v = expand_circuits(Circuits(circulant_circuits(n, strides), n))
+        d = 2 * len(strides)
+        assert matching_bound(u, v, np.ones((d, u.size), bool), n) == d * (n // 2) < u.size
