@@ -42,8 +42,10 @@ def priority_matching(n: int, a, b) -> np.ndarray:
     an augmenting path (Edmonds 1965): a breadth-first alternating tree, an edge between two
     even vertices of the tree closes an odd cycle (a blossom) whose vertices take the base of
     the cycle and become even. A vertex from which no augmenting path starts never gets one
-    later, so one search per free vertex suffices. A search touches only its tree: ``O(E)`` at
-    worst, about the length of the path found when the greedy start is near perfect.
+    later, so one search per free vertex suffices. A search touches only its tree (the
+    blossoms keep lists of their vertices, so a shrink costs the blossoms it joins, and the
+    vertices made even enter the queue in the tree's order): about the length of the path
+    found when the greedy start is near perfect, the whole component when none is found.
 
     References
     ----------
@@ -71,12 +73,15 @@ def priority_matching(n: int, a, b) -> np.ndarray:
     parent = [-1] * n  # odd vertex -> the even vertex it was reached from
     base = list(range(n))  # the base of a vertex's blossom
     even = [False] * n  # in the tree at even depth (or shrunk into a blossom)
-    stamp = [0] * n  # blossom / ancestor marks of the current step
+    members = [[z] for z in range(n)]  # the vertices whose base is z
+    place = [0] * n  # a vertex's position in the tree's list
+    stamp = [0] * n  # ancestor marks of the current step
     tick = 0
     for root in range(n):
         if mate[root] >= 0 or not adj[root]:
             continue
         tree = [root]
+        place[root] = 0
         even[root] = True
         queue = [root]
         head = 0
@@ -91,23 +96,31 @@ def priority_matching(n: int, a, b) -> np.ndarray:
                     # x and y both even: an odd cycle, shrunk onto the base it shares
                     tick += 1
                     top = _common_base(x, y, mate, parent, base, stamp, tick)
-                    tick += 1
-                    _mark_path(x, top, y, mate, parent, base, stamp, tick)
-                    _mark_path(y, top, x, mate, parent, base, stamp, tick)
-                    for z in tree:
-                        if stamp[base[z]] == tick:
+                    shrunk: list[int] = []
+                    _mark_path(x, top, y, mate, parent, base, shrunk)
+                    _mark_path(y, top, x, mate, parent, base, shrunk)
+                    new = []  # odd vertices of the cycle's blossoms, now even
+                    for w in shrunk:  # the blossoms on the cycle join top's
+                        if w == top or not members[w]:
+                            continue
+                        for z in members[w]:
                             base[z] = top
                             if not even[z]:
                                 even[z] = True
-                                queue.append(z)
+                                new.append(z)
+                        members[top].extend(members[w])
+                        members[w] = []
+                    queue.extend(sorted(new, key=place.__getitem__))  # in the tree's order
                 elif parent[y] < 0:
                     parent[y] = x
+                    place[y] = len(tree)
                     tree.append(y)
                     if mate[y] < 0:
                         end = y
                         break
                     z = mate[y]
                     even[z] = True
+                    place[z] = len(tree)
                     tree.append(z)
                     queue.append(z)
         if end >= 0:  # flip the path root ... x y
@@ -121,8 +134,13 @@ def priority_matching(n: int, a, b) -> np.ndarray:
             parent[z] = -1
             base[z] = z
             even[z] = False
-    index = {(min(x, y), max(x, y)): j for j, (x, y) in enumerate(zip(a, b, strict=True))}
-    return np.array(sorted(index[x, y] for x, y in enumerate(mate) if y > x), np.int64)
+            members[z] = [z]
+    mate_ = np.array(mate, np.int64)
+    x = np.flatnonzero(mate_ > np.arange(n))
+    a_, b_ = np.array(a, np.int64), np.array(b, np.int64)
+    key = np.minimum(a_, b_) * n + np.maximum(a_, b_)
+    order = np.argsort(key, kind="stable")
+    return np.sort(order[np.searchsorted(key[order], x * n + mate_[x])])
 
 
 def _common_base(x, y, mate, parent, base, stamp, tick) -> int:
@@ -141,11 +159,12 @@ def _common_base(x, y, mate, parent, base, stamp, tick) -> int:
         y = parent[mate[y]]
 
 
-def _mark_path(x, top, child, mate, parent, base, stamp, tick) -> None:
-    """Mark the bases from ``x`` up to the blossom's base ``top`` and point their odd vertices
-    back across the closing edge (through ``child``)."""
+def _mark_path(x, top, child, mate, parent, base, shrunk) -> None:
+    """Collect the bases from ``x`` up to the blossom's base ``top`` (in ``shrunk``) and point
+    their odd vertices back across the closing edge (through ``child``)."""
     while base[x] != top:
-        stamp[base[x]] = stamp[base[mate[x]]] = tick
+        shrunk.append(base[x])
+        shrunk.append(base[mate[x]])
         parent[x] = child
         child = mate[x]
         x = parent[mate[x]]
