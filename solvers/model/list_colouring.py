@@ -206,7 +206,8 @@ def colour_by_matchings(
     """A constructive list edge colouring: colour by colour (``order``, default ``0..d-1``), a
     maximum matching of the uncoloured circuits that may take it, the circuits with fewer
     colours left preferred (so they are not left without one), then Kempe-chain flips
-    (:func:`kempe_repair`) and shifts (:func:`shift_repair`) for the circuits left over.
+    (:func:`kempe_repair`), shifts (:func:`shift_repair`) and a re-search of their
+    neighbourhood (:func:`ball_repair`, ``steps`` in all the tries) for the circuits left over.
     Returns the colour of every unit circuit, ``-1`` where none. Deterministic.
 
     The matching (:func:`solvers.model.matching.priority_matching`) is of maximum cardinality;
