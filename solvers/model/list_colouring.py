@@ -15,8 +15,9 @@ within a deterministic step budget shared by a few restarts (seeded circuit orde
 colouring is completed greedily and by Kempe-chain flips (two colours swapped along an
 alternating path, as in Vizing's proof); when that finds no complete colouring and has not
 proved that none exists, a construction is tried (:func:`colour_by_matchings`: one maximum
-matching per colour, the circuits with fewest colours left preferred, then Kempe flips), and
-otherwise the best partial colouring is returned.
+matching per colour, the circuits with fewest colours left preferred, then Kempe flips and
+shifts) unless a count excludes any colouring (:func:`matching_bound`), and the colouring with
+most circuits of the two is returned.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ __all__ = [
     "assign_ports",
     "expand_circuits",
     "kempe_repair",
+    "shift_repair",
+    "ball_repair",
+    "MATCHING_TRIES",
+    "matching_bound",
     "colour_by_matchings",
     "DEFAULT_STEPS",
 ]
@@ -54,8 +59,9 @@ class PortAssignment:
     complete : bool
         Every circuit has a plane (the multigraph is realisable).
     proven : bool
-        ``complete``, or the search finished without a colouring (the multigraph is proven not
-        realisable); ``False`` when the step budget ran out first.
+        ``complete``, or the multigraph is proven not realisable: the search finished without
+        a colouring, or more circuits than :func:`matching_bound` allows; ``False`` when the
+        step budget ran out first without either.
     steps : int
         Search steps taken.
     """
@@ -146,47 +152,118 @@ def assign_ports(
             proven = True  # the search was exhaustive: no colouring exists
         if proven or np.all(best >= 0):
             break
+    if not proven and not np.all(best >= 0) and e > matching_bound(u, v, allowed, m):
+        proven = True  # the step budget ran out, but the count excludes a colouring
     if not proven and not np.all(best >= 0):  # the step budget ran out: the construction
         for order in (range(d), range(d - 1, -1, -1)):
             port = colour_by_matchings(u, v, allowed, m, order)
-            if np.all(port >= 0):
-                best = port
+            if (port >= 0).sum() > (best >= 0).sum():
+                best = port  # complete, or more circuits than the search's best
+            if np.all(best >= 0):
                 break
     complete = bool(np.all(best >= 0))
     return PortAssignment(u, v, best, complete, complete or proven, taken)
 
 
-def colour_by_matchings(u, v, allowed, m: int, order=None) -> np.ndarray:
+def matching_bound(u, v, allowed, m: int) -> int:
+    """An upper bound on the circuits any list edge colouring holds: on each colour, a matching
+    of the circuits allowed it, at most half the servers (rounded down) of each connected
+    component of those circuits. Below the number of circuits, no colouring exists (an odd
+    component of a regular multigraph with one unit per colour, for instance).
+
+    >>> u, v = np.array([0, 1, 0]), np.array([1, 2, 2])  # a triangle: 3 colours, or 2
+    >>> [matching_bound(u, v, np.ones((d, 3), bool), 3) for d in (3, 2)]
+    [3, 2]
+    """
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    total = 0
+    for row in np.asarray(allowed, bool):
+        k = np.flatnonzero(row)
+        if not k.size:
+            continue
+        g = sp.coo_matrix((np.ones(k.size), (u[k], v[k])), shape=(m, m))
+        _, label = connected_components(g, directed=False)
+        ends = np.unique(np.concatenate([u[k], v[k]]))
+        total += int((np.bincount(label[ends]) // 2).sum())
+    return total
+
+
+MATCHING_TRIES = 4
+"""Tie orders :func:`colour_by_matchings` tries (circuit index, then seeded permutations)."""
+
+BALL_STEPS = 10_000
+"""Search steps of :func:`ball_repair` in one call of :func:`colour_by_matchings` (all tries)."""
+
+BALL_SEARCH_STEPS = 2_000
+"""Search steps of :func:`ball_repair` for one left-out circuit's neighbourhood."""
+
+
+def colour_by_matchings(
+    u, v, allowed, m: int, order=None, tries: int = MATCHING_TRIES, steps: int = BALL_STEPS
+) -> np.ndarray:
     """A constructive list edge colouring: colour by colour (``order``, default ``0..d-1``), a
-    maximum matching of the uncoloured circuits that may take it, heavier for the circuits with
-    fewer colours left (so they are not left without one), then Kempe-chain flips
-    (:func:`kempe_repair`) for the circuits left over. Returns the colour of every unit circuit,
-    ``-1`` where none. Deterministic (networkx's blossom on integer weights, nodes and edges
-    added in index order).
+    maximum matching of the uncoloured circuits that may take it, the circuits with fewer
+    colours left preferred (so they are not left without one), then Kempe-chain flips
+    (:func:`kempe_repair`), shifts (:func:`shift_repair`) and a re-search of their
+    neighbourhood (:func:`ball_repair`, ``steps`` in all the tries) for the circuits left over.
+    Returns the colour of every unit circuit, ``-1`` where none. Deterministic.
+
+    The matching (:func:`solvers.model.matching.priority_matching`) is of maximum cardinality;
+    the preference orders its greedy start (fewest colours left first, ties by circuit index)
+    and is not a weight that it maximises. Between two servers only one circuit is a
+    candidate: the first in that order. When circuits are left over, up to ``tries`` tie
+    orders are tried (the circuit index, then permutations seeded ``1, 2, ...``: among equally
+    constrained circuits which matchings are found decides whether the last colours close odd
+    cycles) and the first complete colouring, else the one with most circuits, is returned.
 
     >>> u, v = np.array([0, 1, 2, 0]), np.array([1, 2, 3, 3])  # a square
     >>> colour_by_matchings(u, v, np.ones((2, 4), bool), 4).tolist()
     [0, 1, 0, 1]
     """
-    import networkx as nx
+    u = np.asarray(u, np.int64)
+    v = np.asarray(v, np.int64)
+    allowed = np.asarray(allowed, bool)
+    d = allowed.shape[0]
+    best = None
+    budget = int(steps)
+    for t in range(max(1, tries)):
+        port = _colour_by_matchings_once(u, v, allowed, m, order, None if t == 0 else t)
+        if not np.all(port >= 0) and budget > 0:
+            port, taken = _ball_repair(port, u, v, allowed, m, d, 2, budget)
+            budget -= taken
+        if best is None or (port >= 0).sum() > (best >= 0).sum():
+            best = port
+        if np.all(best >= 0):
+            break
+    return best
+
+
+def _colour_by_matchings_once(u, v, allowed, m: int, order, seed) -> np.ndarray:
+    """:func:`colour_by_matchings` with one tie order: circuit index (``seed`` None) or a
+    permutation seeded ``seed``."""
+    from solvers.model.matching import priority_matching
 
     d = allowed.shape[0]
+    u = np.asarray(u, np.int64)
+    v = np.asarray(v, np.int64)
     port = np.full(u.size, -1, np.int64)
-    left = allowed.copy()
+    left = np.array(allowed, bool)
+    lo, hi = np.minimum(u, v), np.maximum(u, v)
+    tie = np.arange(u.size) if seed is None else np.random.default_rng(seed).permutation(u.size)
     for i in range(d) if order is None else order:
-        open_ = np.flatnonzero((port < 0) & left[i])
+        open_ = np.flatnonzero((port < 0) & left[i] & (lo != hi))
         if open_.size:
             options = left[:, open_].sum(axis=0)  # colours still open to it, this one too
-            g = nx.Graph()
-            g.add_nodes_from(range(m))
-            for k, o in zip(open_.tolist(), options.tolist(), strict=True):  # most constrained
-                a, b, wgt = int(u[k]), int(v[k]), 1 + int(d - o)
-                if not g.has_edge(a, b) or g[a][b]["weight"] < wgt:
-                    g.add_edge(a, b, weight=wgt, k=k)
-            for a, b in sorted(tuple(sorted(e)) for e in nx.max_weight_matching(g, True)):
-                port[g[a][b]["k"]] = i
+            # most constrained first, then the tie order; one circuit per server pair
+            by = open_[np.lexsort((tie[open_], options))]
+            _, first = np.unique(lo[by] * m + hi[by], return_index=True)
+            cand = by[np.sort(first)]
+            port[cand[priority_matching(m, lo[cand], hi[cand])]] = i
         left[i] = False
-    return kempe_repair(port, u, v, allowed, m, d)
+    port = kempe_repair(port, u, v, allowed, m, d)
+    return port if np.all(port >= 0) else shift_repair(port, u, v, allowed, m, d)
 
 
 def _search(u, v, allowed, m: int, d: int, steps: int) -> tuple[np.ndarray, bool, int]:
@@ -320,51 +397,151 @@ def kempe_repair(port, u, v, allowed, m: int, d: int) -> np.ndarray:
     ends. Deterministic: circuits, then plane pairs, in index order.
     """
     port = port.copy()
-    inc = np.full((m, d), -1, np.int64)  # the circuit on plane c at server s
-    for k in np.flatnonzero(port >= 0).tolist():
-        inc[u[k], port[k]] = inc[v[k], port[k]] = k
+    inc = _incidence(port, u, v, m, d)
     todo = [(e, int(u[e]), int(v[e])) for e in np.flatnonzero(port < 0).tolist()]
     todo += [(e, y, x) for e, x, y in todo]  # each circuit from both ends
     for edge, x, y in todo:
+        if port[edge] < 0:
+            _kempe_one(edge, x, y, port, inc, u, v, allowed, m, d)
+    return port
+
+
+def shift_repair(port, u, v, allowed, m: int, d: int) -> np.ndarray:
+    """Colour left-out circuits one shift deeper than :func:`kempe_repair`.
+
+    For a left-out circuit ``e = x-y`` and a plane ``c`` allowed for it and free at ``y`` but
+    taken at ``x`` by circuit ``f``: ``e`` takes ``c`` from ``f``, and ``f`` is coloured again
+    directly or by one Kempe flip (from either end); otherwise the move is undone. This is the
+    first step of a Vizing fan, for the case of no spare plane (``d`` planes on servers of
+    degree ``d``), where one Kempe chain alone joins the two ends. Deterministic: circuits,
+    ends, then planes in index order.
+    """
+    port = port.copy()
+    inc = _incidence(port, u, v, m, d)
+    for edge in np.flatnonzero(port < 0).tolist():
+        x0, y0 = int(u[edge]), int(v[edge])
+        for x, y in ((x0, y0), (y0, x0)):
+            if port[edge] >= 0:
+                break
+            for c in range(d):
+                f = int(inc[x, c])
+                if f < 0 or inc[y, c] >= 0 or not allowed[c, edge]:
+                    continue
+                inc[u[f], c] = inc[v[f], c] = -1  # f gives c to edge
+                port[f] = -1
+                port[edge] = c
+                inc[x, c] = inc[y, c] = edge
+                fu, fv = int(u[f]), int(v[f])
+                if _kempe_one(f, fu, fv, port, inc, u, v, allowed, m, d) or _kempe_one(
+                    f, fv, fu, port, inc, u, v, allowed, m, d
+                ):
+                    break
+                inc[x, c] = inc[y, c] = -1  # undo
+                port[edge] = -1
+                port[f] = c
+                inc[fu, c] = inc[fv, c] = f
+    return port
+
+
+def ball_repair(
+    port, u, v, allowed, m: int, d: int, radius: int = 2, steps: int = BALL_STEPS
+) -> np.ndarray:
+    """Colour left-out circuits by recolouring their neighbourhood exactly (a large
+    neighbourhood search).
+
+    For a left-out circuit, the servers within ``radius`` circuits of its ends are the ball;
+    the circuits with both ends in it are uncoloured and searched again (:func:`_search`, at
+    most :data:`BALL_SEARCH_STEPS` steps a ball and ``steps`` in all), each allowed only the
+    colours that the circuits outside the ball leave free at both its ends. The ball's new
+    colouring is kept when it holds more circuits. Deterministic: left-out circuits in index
+    order, the ball's circuits in index order.
+    """
+    return _ball_repair(port, u, v, allowed, m, d, radius, steps)[0]
+
+
+def _ball_repair(port, u, v, allowed, m: int, d: int, radius: int, steps: int):
+    """:func:`ball_repair`, and the search steps it took."""
+    port = port.copy()
+    taken = 0
+    inc = _incidence(port, u, v, m, d)
+    at: list[list[int]] = [[] for _ in range(m)]
+    for k, (a, b) in enumerate(zip(u.tolist(), v.tolist(), strict=True)):
+        at[a].append(k)
+        at[b].append(k)
+    for edge in np.flatnonzero(port < 0).tolist():
         if port[edge] >= 0:
             continue
-        done = False
-        for a in range(d):
-            if done or inc[x, a] >= 0 or not allowed[a, edge]:
+        if taken >= steps:
+            break
+        ball = {int(u[edge]), int(v[edge])}
+        rim = list(ball)
+        for _ in range(radius):
+            rim = [w for s in rim for k in at[s] for w in (int(u[k] + v[k] - s),) if w not in ball]
+            ball.update(rim)
+        inside = sorted({k for s in ball for k in at[s] if u[k] in ball and v[k] in ball})
+        sub = np.array(inside, np.int64)
+        before = int((port[sub] >= 0).sum())
+        for k in sub[port[sub] >= 0].tolist():
+            inc[u[k], port[k]] = inc[v[k], port[k]] = -1
+        free = inc < 0  # (m, d): the colours the circuits outside leave free
+        servers = np.array(sorted(ball), np.int64)
+        local = np.searchsorted(servers, np.stack([u[sub], v[sub]]))
+        ok = allowed[:, sub] & free[u[sub]].T & free[v[sub]].T
+        budget = min(BALL_SEARCH_STEPS, steps - taken)
+        got, _, t = _search(local[0], local[1], ok, servers.size, d, budget)
+        taken += t
+        if int((got >= 0).sum()) > before:
+            port[sub] = got
+        for k in sub[port[sub] >= 0].tolist():
+            inc[u[k], port[k]] = inc[v[k], port[k]] = k
+    return port, taken
+
+
+def _incidence(port, u, v, m: int, d: int) -> np.ndarray:
+    """``(m, d)``: the circuit on plane ``c`` at server ``s``, ``-1`` if none."""
+    inc = np.full((m, d), -1, np.int64)
+    for k in np.flatnonzero(port >= 0).tolist():
+        inc[u[k], port[k]] = inc[v[k], port[k]] = k
+    return inc
+
+
+def _kempe_one(edge: int, x: int, y: int, port, inc, u, v, allowed, m: int, d: int) -> bool:
+    """Colour the left-out ``edge = x-y`` directly or by one Kempe flip from ``y``
+    (:func:`kempe_repair`), updating ``port`` and ``inc`` in place; whether it was coloured."""
+    for a in range(d):
+        if inc[x, a] >= 0 or not allowed[a, edge]:
+            continue
+        if inc[y, a] < 0:
+            port[edge] = a
+            inc[x, a] = inc[y, a] = edge
+            return True
+        for b in range(d):
+            if b == a or inc[y, b] >= 0:
                 continue
-            if inc[y, a] < 0:
-                port[edge] = a
-                inc[x, a] = inc[y, a] = edge
-                done = True
-                break
-            for b in range(d):
-                if b == a or inc[y, b] >= 0:
-                    continue
-                # the a/b chain from y: y -a- ... alternating
-                chain, node, col, ok = [], y, a, True
-                while True:
-                    k = int(inc[node, col])
-                    if k < 0:
-                        break
-                    other = int(u[k] + v[k] - node)
-                    if other == x or not allowed[a + b - col, k] or len(chain) > 2 * m:
-                        ok = False
-                        break
-                    chain.append(k)
-                    node, col = other, a + b - col
-                if not ok:
-                    continue
-                for k in chain:
-                    inc[u[k], port[k]] = inc[v[k], port[k]] = -1
-                for k in chain:
-                    port[k] = a + b - port[k]
-                for k in chain:
-                    inc[u[k], port[k]] = inc[v[k], port[k]] = k
-                port[edge] = a
-                inc[x, a] = inc[y, a] = edge
-                done = True
-                break
-    return port
+            # the a/b chain from y: y -a- ... alternating
+            chain, node, col, ok = [], y, a, True
+            while True:
+                k = int(inc[node, col])
+                if k < 0:
+                    break
+                other = int(u[k] + v[k] - node)
+                if other == x or not allowed[a + b - col, k] or len(chain) > 2 * m:
+                    ok = False
+                    break
+                chain.append(k)
+                node, col = other, a + b - col
+            if not ok:
+                continue
+            for k in chain:
+                inc[u[k], port[k]] = inc[v[k], port[k]] = -1
+            for k in chain:
+                port[k] = a + b - port[k]
+            for k in chain:
+                inc[u[k], port[k]] = inc[v[k], port[k]] = k
+            port[edge] = a
+            inc[x, a] = inc[y, a] = edge
+            return True
+    return False
 
 
 def _greedy_extend(port, u, v, allowed, m: int, d: int) -> np.ndarray:

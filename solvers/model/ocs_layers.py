@@ -244,7 +244,7 @@ def place_by_planes(circuits, layer: OcsLayout) -> PlanePlacement:
 
     >>> pl = place_by_planes([[0, 1, 1], [1, 2, 1], [2, 3, 1], [0, 3, 1]], OcsLayout(4, 2, 8))
     >>> pl.complete, pl.rows.tolist()
-    (True, [[0, 1, 1, 1], [0, 3, 0, 1], [1, 2, 0, 1], [2, 3, 1, 1]])
+    (True, [[0, 1, 0, 1], [0, 3, 1, 1], [1, 2, 1, 1], [2, 3, 0, 1]])
     """
     from solvers.model.list_colouring import colour_by_matchings, expand_circuits
 

@@ -70,12 +70,23 @@ def test_odd_ring_needs_three_planes():
 
 
 def test_budget_exhausted_is_not_a_proof():
-    # K_{5} on 4 planes: class 2 (needs 5 colours); with 2 steps the search cannot finish
+    # the Petersen graph on 3 planes: class 2 (needs 4 colours), and no count excludes 3 (15
+    # circuits, 3 matchings of 5); with 2 steps the search cannot finish
+    import networkx as nx
+
+    pet = [[min(a, b), max(a, b), 1] for a, b in nx.petersen_graph().edges()]
+    a = assign_ports(Circuits(pet, 10), np.zeros((3, 10), int), steps=2)
+    assert not a.complete and not a.proven
+    full = assign_ports(Circuits(pet, 10), np.zeros((3, 10), int))
+    assert not full.complete and full.proven
+
+
+def test_a_count_proves_what_the_budget_did_not():
+    # K_{5} on 4 planes: 10 circuits, but a plane holds at most 2 on 5 servers (8 in all); the
+    # count proves it when 2 steps of search do not
     k5 = [[u, v, 1] for u in range(5) for v in range(u + 1, 5)]
     a = assign_ports(Circuits(k5, 5), np.zeros((4, 5), int), steps=2)
-    assert not a.complete and not a.proven
-    full = assign_ports(Circuits(k5, 5), np.zeros((4, 5), int))
-    assert not full.complete and full.proven
+    assert not a.complete and a.proven and a.steps == 0
 
 
 def test_a_128_server_topoopt_design_is_coloured_with_8_planes():
