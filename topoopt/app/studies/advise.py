@@ -539,8 +539,9 @@ def _phase_routed(row: dict, run, task: dict) -> dict | None:
     ``run``'s design routed per phase on its circuits (:func:`solvers.phase_routing`, never
     slower than the static routing), the same capex, power and bill of materials.
 
-    The row's ``iteration_s`` is the chosen routing schedule's when some phase takes its own
-    routing, else the ``joint`` row's; ``static_iteration_s`` is the static routing's iteration
+    The row's ``iteration_s`` and ``comm_s`` (communication on the critical path) are the
+    chosen routing schedule's when some phase takes its own routing, else the ``joint`` row's;
+    ``static_iteration_s`` is the static routing's iteration
     on the same engine (the reference the choice is made against), ``phase_routes`` names each
     phase and whether it took its own routing (``wall_s``: its own wall time, a clock field); the
     binding class and link are the chosen schedule's (:func:`_binding`); ``phase_routing_reduction``
@@ -570,6 +571,7 @@ def _phase_routed(row: dict, run, task: dict) -> dict | None:
         "search_warning": None,  # said once, on the joint row
         "paths_warning": None,
         "iteration_s": t,
+        "comm_s": float(res.chosen.result.comm_s) if routed else row["comm_s"],
         "exposed_comm_s": (
             t - float(res.reference.result.compute_s) if routed else row["exposed_comm_s"]
         ),
