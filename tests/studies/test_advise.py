@@ -192,9 +192,10 @@ def _vgg16_on_k4_fat_tree():
 
 def test_routes_are_exact_and_capped_only_when_the_subflows_do_not_fit(monkeypatch):
     """advise simulates a switched fabric over every ECMP path through the symmetry quotient
-    (equal to the plain unreduced model); when the sub-flow guard refuses that, it falls back
-    to at most ``max_paths`` paths a pair, then a quarter of that (each equal to the flow
-    model's own cap), and flags the row.
+    (equal to the plain unreduced model); when the sub-flow guard refuses that, through the
+    grouped quotient (each server pair's routes once: still every path, equal to the plain
+    model); when that is refused too, it falls back to at most ``max_paths`` paths a pair, then
+    a quarter of that (each equal to the flow model's own cap), and flags the row.
     The k = 4 fat-tree: 16 servers, 4 shortest paths between pods."""
     from types import SimpleNamespace
 
@@ -223,6 +224,16 @@ def test_routes_are_exact_and_capped_only_when_the_subflows_do_not_fit(monkeypat
     # the route-bundle quotient asks for one bundle a flow segment here, never refused: the
     # fall-back is the sub-flow model's (fabrics whose routes are not bundles), so bundles off
     monkeypatch.setattr(network.FlowBuilder, "build_bundles", lambda self, *a, **k: None)
+    it, cap, why = _simulate(run, None, None, 4)  # every path, through the grouped quotient
+    assert cap is None and why is None and it.info["reduction"]["method"] == "grouped routes"
+    assert it.iteration_s == pytest.approx(plain.iteration_s, rel=1e-9)
+    import topoopt.flowsim.grouped_routes as grouped
+
+    def no_groups(flows, subflows):
+        raise InputError("flows", f"{subflows:,} grouped sub-flows", "none (test)")
+
+    monkeypatch.setattr(grouped, "check_grouped", no_groups)  # the grouped quotient refused too
+    seen.clear()
     it, cap, why = _simulate(run, None, None, 4)  # every path, 4, then 4 // 4 = 1 path a pair
     capped = simulate_iteration(wl, run.fabric, exposed_by_class=False, max_paths=1)
     assert (

@@ -1672,6 +1672,7 @@ def simulate_iteration(
                     fb, record_series=series, max_refills=limit, reduction=reduction,
                     class_labels=labels.setdefault(id(model), {}),
                     expansion=path_times and not instant,  # the result's run: checked early
+                    per_path=path_times and not instant,
                 ))  # fmt: skip
             else:
                 sim = simulate_builder(

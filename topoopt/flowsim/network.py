@@ -1263,6 +1263,7 @@ def simulate_builder_classes(
     reduction: bool = False,
     class_labels: dict | None = None,
     expansion: bool = False,
+    per_path: bool = True,
 ) -> tuple[SimResult, FlowSet, np.ndarray]:
     """:func:`simulate_builder` with ``aggregate``, before the expansion per builder flow:
     ``(result, flows, class_of)``, the result per flow of the merged ``flows``
@@ -1270,7 +1271,13 @@ def simulate_builder_classes(
     :func:`simulate_builder`'s. A caller that needs only the makespan, or that expands later,
     saves the per-builder-flow (and per-sub-flow) arrays. ``expansion``: the caller will expand
     with every path's times: :meth:`FlowBuilder.build_classes` checks that expansion before
-    routing (not the route bundles, whose paths are expanded per bundle).
+    routing (not the route bundles, whose paths are expanded per bundle). ``per_path=False``
+    (with ``reduction``, without ``expansion``): the caller reads no per-path times, so where
+    every sub-flow is over the memory budget (:meth:`FlowBuilder.build_classes` refuses them)
+    the flows go through the grouped quotient, each server pair's routes listed once
+    (:func:`topoopt.flowsim.grouped_routes.simulate_grouped_classes`: exact, no per-path
+    times; the refusal stands where it finds no symmetry). Where every sub-flow fits the
+    result is the one without it.
 
     >>> from topoopt.fabrics import ideal
     >>> fb = FlowBuilder(Network(ideal(2, port_bandwidth=100.0, latency=0.0), gpus_per_server=2))
@@ -1283,7 +1290,19 @@ def simulate_builder_classes(
         got = _simulate_bundled(builder, start, record_series, max_refills, class_labels)
         if got is not None:
             return got
-    flows, class_of = builder.build_classes(start, reduced=reduction, expansion=expansion)
+    try:
+        flows, class_of = builder.build_classes(start, reduced=reduction, expansion=expansion)
+    except InputError as e:
+        if not (e.field == "flows" and reduction and not expansion and not per_path):
+            raise
+        from topoopt.flowsim.grouped_routes import simulate_grouped_classes
+
+        got = simulate_grouped_classes(
+            builder, start, record_series=record_series, max_refills=max_refills
+        )
+        if got is None:  # no symmetry: the sub-flows' refusal stands
+            raise
+        return got
     if not (reduction and class_labels is not None):
         run = simulate_reduced if reduction else simulate
         return run(flows, record_series=record_series, max_refills=max_refills), flows, class_of

@@ -187,8 +187,9 @@ GROUPED_FLOW_BYTES = BUNDLE_FLOW_BYTES + BUNDLE_BYTES + QUOTIENT_CLASS_BYTES
 
 def check_grouped(flows: int, subflows: int) -> float:
     """Refuse a run through the grouped symmetry quotient (the per-phase routing's runs,
-    :func:`solvers.phase_routing`) whose arrays would exceed the memory budget; return the
-    estimated array bytes otherwise:
+    :func:`solvers.phase_routing`; a static run whose every sub-flow is over the budget,
+    :func:`topoopt.flowsim.grouped_routes.simulate_grouped_classes`) whose arrays would exceed
+    the memory budget; return the estimated array bytes otherwise:
 
     ``arrays = GROUPED_FLOW_BYTES * flows + SUBFLOW_BYTES_REDUCED * sub-flows``
 
@@ -202,7 +203,9 @@ def check_grouped(flows: int, subflows: int) -> float:
     flows, 59,393 sub-flows, 7.94 GB peak (7.58 GB above
     :data:`topoopt.flowsim.work.PROCESS_BYTES`): estimated 9.69 GB (1.28x; 12.5 GB, 1.65x,
     with :data:`FLOW_PEAK_BYTES`); Llama 3 405B there, 15,088,036 flows, held 8.91 GB when its
-    fallback to the plain engine was refused: 10.57 GB.
+    fallback to the plain engine was refused: 10.57 GB. A static run (session 44): Llama 3
+    405B calibrated on the OCS spine at 16,384 GPUs, 3,701,928 flows, 2,292,096 quotient
+    sub-flows, 2.58 GB peak for the whole ``advise`` row: estimated 2.94 GB.
 
     Raises
     ------
