@@ -70,6 +70,7 @@ def main(argv=None) -> None:
     )  # fmt: skip
     out["cpu_s"] = time.process_time() - c0
     rows = []
+
     def label(s) -> str:
         return " | ".join(f"{cs.label}@{t:.6g}" for cs, t in zip(s.sets, s.starts, strict=True))
 
