@@ -130,3 +130,25 @@ def test_unknown_merge_is_an_input_error():
     run, wl = _run(PIPELINE, 16.0)
     with pytest.raises(InputError, match="merge"):
         comm_phases(run, wl, merge="longest")
+
+
+def test_reconfigure_cuts_its_phases_by_the_rule_asked():
+    # a small pipeline (pp 2, dp 2 on 4 servers of 1 GPU: test_phase_routing's): reconfigure's
+    # phases are comm_phases' of its own reference run under the rule asked, which it records
+    from solvers.reconfig import reconfigure
+    from traffic.build import workload_from_plan
+
+    model = {"layers": 4, "hidden": 256, "heads": 4, "vocab": 512, "seq_len": 128,
+             "global_batch": 16}  # fmt: skip
+    w = workload_from_plan({
+        "model": model,
+        "parallelism": {"tp": 1, "pp": 2, "dp": 2, "micro_batch_size": 1,
+                        "global_batch_size": 16},
+        "cluster": {"servers": 4, "gpus_per_server": 1},
+    })  # fmt: skip
+    for merge in PHASE_MERGES:
+        r = reconfigure(w, 2, 12.5e9, 1e-3, static_solver="topoopt", solvers=("demand",),
+                        phase_merge=merge, holds=(1e-3,))  # fmt: skip
+        assert r.info["phase_merge"] == merge
+        assert r.phases == comm_phases(r.reference, w, merge=merge)
+        assert r.iteration_s <= r.static_iteration_s

@@ -54,6 +54,15 @@ def reconfig_command(
     work_limit: Annotated[
         float, typer.Option(help="Deterministic work budget of every joint solve")
     ] = 5.0,
+    phase_merge: Annotated[
+        str,
+        typer.Option(
+            help="How the static iteration's timeline joins into phases: shortest (a short "
+            "stretch joins the one before, then the shortest the shorter neighbour) or labels "
+            "(the neighbour of the most similar traffic; keeps a pipeline's 1F1B apart from "
+            "its gradient sync)"
+        ),
+    ] = "shortest",
     max_evaluations: Annotated[
         int, typer.Option(help="Schedules simulated at most per dark time (work limit)")
     ] = 128,
@@ -104,6 +113,10 @@ def reconfig_command(
         raise InputError("--work-limit", work_limit, "a finite number > 0")
     if not (math.isfinite(time_limit) and time_limit > 0):
         raise InputError("--time-limit", time_limit, "a finite number of seconds > 0")
+    from solvers.reconfig.search import PHASE_MERGES
+
+    if phase_merge not in PHASE_MERGES:
+        raise InputError("--phase-merge", phase_merge, " or ".join(PHASE_MERGES))
     if fabric not in ("direct", "ocs-spine", "hybrid"):
         raise InputError("--fabric", fabric, "direct, ocs-spine or hybrid")
     if fabric == "hybrid" and degree < 4:
@@ -117,7 +130,7 @@ def reconfig_command(
         )  # fmt: skip
     if fabric != "direct":  # engineered or demand circuits: no solver, seed or budget
         given = {"solver": solver, "phase_solvers": phase_solvers, "work_limit": work_limit,
-                 "seed": seed, "time_limit": time_limit}  # fmt: skip
+                 "seed": seed, "time_limit": time_limit, "phase_merge": phase_merge}  # fmt: skip
         for name in given_options(*given):
             value = getattr(given[name], "value", given[name])
             raise InputError(
@@ -167,7 +180,7 @@ def reconfig_command(
     else:
         res, capex = _direct(
             workload, degree, bw, delay_us, static, solver, names, seed, work_limit,
-            max_evaluations, baselines, price_table, time_limit,
+            max_evaluations, baselines, price_table, time_limit, phase_merge,
         )  # fmt: skip
     from topoopt.app.report.study_verdicts import reconfig_verdict
 
@@ -231,7 +244,7 @@ def reconfig_command(
 
 def _direct(
     workload, degree, bw, delay_us, static, solver, names, seed, work_limit, max_evaluations,
-    baselines, price_table, time_limit,
+    baselines, price_table, time_limit, phase_merge="shortest",
 ):  # fmt: skip
     """The direct-connect search and its priced schedules."""
     from solvers import reconfigure, run_baselines, schedule_cost
@@ -249,6 +262,7 @@ def _direct(
             work_limit=work_limit,
             time_limit_s=time_limit,
             max_evaluations=max_evaluations,
+            phase_merge=phase_merge,
             progress=bar,
         )
     if baselines:
