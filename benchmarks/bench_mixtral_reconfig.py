@@ -37,6 +37,9 @@ def main(argv=None) -> None:
     ap.add_argument("--phase-solvers", default="joint,topoopt,demand")
     ap.add_argument("--max-phases", type=int, default=4)
     ap.add_argument("--phase-merge", default="labels", help="shortest or labels (comm_phases)")
+    ap.add_argument(
+        "--wrap-overlap", action="store_true", help="the wrap may overlap the next iteration"
+    )
     ap.add_argument("--max-evaluations", type=int, default=128)
     ap.add_argument(
         "--holds-us", default=None, help="dark-time grid, microseconds (default: HOLD_GRID_S)"
@@ -67,6 +70,7 @@ def main(argv=None) -> None:
         wl, DEGREE, LINK, delays[0], holds=grid, progress=say, static_design=run.design,
         solvers=tuple(a.phase_solvers.split(",")), seed=0, max_phases=a.max_phases,
         phase_merge=a.phase_merge, max_evaluations=a.max_evaluations,
+        wrap_overlap=a.wrap_overlap,
     )  # fmt: skip
     out["cpu_s"] = time.process_time() - c0
     rows = []

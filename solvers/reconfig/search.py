@@ -615,6 +615,7 @@ def reconfigure(
     time_limit_s: float = TIME_LIMIT_S,
     max_phases: int = 4,
     phase_merge: str = "shortest",
+    wrap_overlap: bool = False,
     max_exhaustive: int = 64,
     max_evaluations: int = 128,
     holds: tuple[float, ...] | None = None,
@@ -651,6 +652,9 @@ def reconfigure(
     phase_merge : str
         How the reference timeline's segments join into phases (``merge`` of
         :func:`comm_phases`: ``"shortest"`` or ``"labels"``).
+    wrap_overlap : bool
+        The wrap back to the first set may overlap the next iteration until its first fabric
+        flow (:func:`~solvers.reconfig.schedule.iteration_under_schedule`).
     max_exhaustive : int
         Evaluate every per-phase choice up to this many, else coordinate descent.
     max_evaluations : int
@@ -760,7 +764,7 @@ def reconfigure(
         it = iteration_under_schedule(
             w, sched, link_bandwidth, h, compute_s=compute_s, horizon=bound,
             max_buckets=max_buckets, prefix=shared, isolated=isolated,
-            reduction=reductions if reduction else False,
+            reduction=reductions if reduction else False, wrap_overlap=wrap_overlap,
         ).iteration_s  # fmt: skip
         sets = " / ".join(f"{cs.label.split(':')[0]}@{t0:.6g}" for cs, t0 in
                           zip(sched.sets, sched.starts, strict=True))  # fmt: skip
@@ -805,6 +809,7 @@ def reconfigure(
             "static_solver": static_design.solver,
             "phase_solvers": list(solvers),
             "phase_merge": phase_merge,
+            "wrap_overlap": wrap_overlap,
             "compute_s": compute_s,
             "stopped_by": "max_evaluations" if spent["stopped"] else "none",
             "wall_s": time.perf_counter() - t0,

@@ -1,4 +1,5 @@
-"""``comm_phases``' merge rules on hand-made timelines, the phases derived by hand.
+"""``comm_phases``' merge rules on hand-made timelines, the phases derived by hand; the wrap back
+to the first circuit set overlapping the next iteration (``wrap_overlap``).
 
 The timelines are pipelines' shapes: a warm-up of forward sends, the 1F1B stretch of forward and
 backward sends, then the gradient sync starting stage by stage while the last backward sends
@@ -152,3 +153,32 @@ def test_reconfigure_cuts_its_phases_by_the_rule_asked():
         assert r.info["phase_merge"] == merge
         assert r.phases == comm_phases(r.reference, w, merge=merge)
         assert r.iteration_s <= r.static_iteration_s
+
+
+@pytest.mark.parametrize("hold", [1e-3, 1e-2, 1e-1])
+def test_wrap_overlap_starts_the_next_iteration_before_the_wrap_ends(hold):
+    # VGG16 data-parallel on 16 servers: a ring, then a stride-3 ring from mid-iteration, so
+    # the circuits wrap back after the last fabric flow (t_net). Plainly the next iteration
+    # waits for the wrap: max(makespan, t_net + h). With wrap_overlap it needs the ring only
+    # from its first fabric flow f_0 on, the start of its first gradient all-reduce in the
+    # timeline: max(makespan, t_net + h - f_0), and never later than plainly
+    from solvers.reconfig import CircuitSet, Schedule, iteration_under_schedule
+    from traffic.build import workload_from_plan
+
+    w = workload_from_plan("vgg16-dp")
+    n = w.servers
+    ring = CircuitSet([[i, (i + 1) % n, 1] for i in range(n)], None, "ring")
+    stride = CircuitSet([[i, (i + 3) % n, 1] for i in range(n)], None, "stride")
+    static = iteration_under_schedule(w, Schedule((ring,), (0.0,)), 12.5e9, 0.0)
+    tl = static.result.timeline
+    dp = tl[(tl["class"] == "dp") & (tl["finish_s"] > tl["start_s"])]
+    f0 = float(dp["start_s"].min())
+    sched = Schedule((ring, stride), (0.0, static.iteration_s / 2))
+    plain = iteration_under_schedule(w, sched, 12.5e9, hold)
+    over = iteration_under_schedule(w, sched, 12.5e9, hold, wrap_overlap=True)
+    assert plain.iteration_s == max(plain.makespan_s, plain.net_finish_s + hold)
+    assert over.makespan_s == plain.makespan_s and over.net_finish_s == plain.net_finish_s
+    assert over.iteration_s == pytest.approx(
+        max(plain.makespan_s, plain.net_finish_s + hold - f0), abs=1e-12
+    )
+    assert over.iteration_s <= plain.iteration_s
