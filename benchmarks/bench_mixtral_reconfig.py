@@ -2,13 +2,16 @@
 
 Builds the ``fat-tree`` and ``joint`` rows as ``topoopt advise JOB --gpus N --gpu h100-sxm
 --degree 8 --link-gbps 400`` does (:func:`topoopt.app.studies.compare.build_fabric`, the search's
-900 s default, no work limit), then runs :func:`solvers.delay_sweep` (one
-:func:`solvers.reconfigure` over the dark-time grid) with ``joint``'s design as the static
-design, and prints per delay the iteration, the reconfigurations and the schedule chosen
-(``docs/verdicts.md``, "Reconfigurable circuits for Mixtral")::
+900 s default, no work limit), then runs one :func:`solvers.reconfigure` over the dark-time grid
+(``--holds-us`` plus the delays) with ``joint``'s design as the static design, and prints per
+delay the best iteration over dark times at least the delay (as :func:`solvers.delay_sweep`),
+the reconfigurations and the schedule chosen (``docs/verdicts.md``, "Reconfigurable circuits
+for Mixtral"; Mixtral 8x7B at 1,024 GPUs, ``--phase-solvers demand``: 344 s CPU, 4.1 GB, under
+the memory lock)::
 
-    nice -n 5 /usr/bin/time -v python benchmarks/bench_mixtral_reconfig.py mixtral-8x7b \\
-        --gpus 1024 --delays-us 10000,1000,10
+    flock /tmp/s44-mem.lock nice -n 5 /usr/bin/time -v python \\
+        benchmarks/bench_mixtral_reconfig.py mixtral-8x7b --gpus 1024 --phase-solvers demand \\
+        --holds-us 10,1000,10000 [--wrap-overlap]
 """
 
 from __future__ import annotations

@@ -63,6 +63,14 @@ def reconfig_command(
             "its gradient sync)"
         ),
     ] = "shortest",
+    wrap_overlap: Annotated[
+        bool,
+        typer.Option(
+            "--wrap-overlap",
+            help="The wrap back to the first set may run into the next iteration until its "
+            "first fabric flow (otherwise the next iteration waits for it)",
+        ),
+    ] = False,
     max_evaluations: Annotated[
         int, typer.Option(help="Schedules simulated at most per dark time (work limit)")
     ] = 128,
@@ -130,7 +138,8 @@ def reconfig_command(
         )  # fmt: skip
     if fabric != "direct":  # engineered or demand circuits: no solver, seed or budget
         given = {"solver": solver, "phase_solvers": phase_solvers, "work_limit": work_limit,
-                 "seed": seed, "time_limit": time_limit, "phase_merge": phase_merge}  # fmt: skip
+                 "seed": seed, "time_limit": time_limit, "phase_merge": phase_merge,
+                 "wrap_overlap": wrap_overlap}  # fmt: skip
         for name in given_options(*given):
             value = getattr(given[name], "value", given[name])
             raise InputError(
@@ -180,7 +189,7 @@ def reconfig_command(
     else:
         res, capex = _direct(
             workload, degree, bw, delay_us, static, solver, names, seed, work_limit,
-            max_evaluations, baselines, price_table, time_limit, phase_merge,
+            max_evaluations, baselines, price_table, time_limit, phase_merge, wrap_overlap,
         )  # fmt: skip
     from topoopt.app.report.study_verdicts import reconfig_verdict
 
@@ -244,7 +253,7 @@ def reconfig_command(
 
 def _direct(
     workload, degree, bw, delay_us, static, solver, names, seed, work_limit, max_evaluations,
-    baselines, price_table, time_limit, phase_merge="shortest",
+    baselines, price_table, time_limit, phase_merge="shortest", wrap_overlap=False,
 ):  # fmt: skip
     """The direct-connect search and its priced schedules."""
     from solvers import reconfigure, run_baselines, schedule_cost
@@ -263,6 +272,7 @@ def _direct(
             time_limit_s=time_limit,
             max_evaluations=max_evaluations,
             phase_merge=phase_merge,
+            wrap_overlap=wrap_overlap,
             progress=bar,
         )
     if baselines:
