@@ -121,7 +121,7 @@ def reconfig_command(
         raise InputError("--work-limit", work_limit, "a finite number > 0")
     if not (math.isfinite(time_limit) and time_limit > 0):
         raise InputError("--time-limit", time_limit, "a finite number of seconds > 0")
-    from solvers.reconfig.search import PHASE_MERGES
+    from solvers import PHASE_MERGES
 
     if phase_merge not in PHASE_MERGES:
         raise InputError("--phase-merge", phase_merge, " or ".join(PHASE_MERGES))
