@@ -58,7 +58,7 @@ from solvers.reconfig.baselines import run_baselines
 from solvers.reconfig.capex import schedule_cost
 from solvers.reconfig.demand import demand_circuits
 from solvers.reconfig.hybrid_phase import iteration_under_hybrid_schedule, reconfigure_hybrid
-from solvers.reconfig.search import reconfigure
+from solvers.reconfig.search import PHASE_MERGES, reconfigure
 from solvers.reconfig.spine import iteration_under_spine_schedule, reconfigure_spine
 from solvers.registry import (
     OBJECTIVES,
@@ -100,6 +100,7 @@ __all__ = [
     "realise_design",
     "simulate_design",
     "reconfigure",
+    "PHASE_MERGES",
     "reconfigure_hybrid",
     "reconfigure_spine",
     "phase_routing",

@@ -25,6 +25,7 @@ from solvers.reconfig.schedule import (
 )
 from solvers.reconfig.search import (
     HOLD_GRID_S,
+    PHASE_MERGES,
     ReconfigResult,
     comm_phases,
     delay_sweep,
@@ -34,6 +35,7 @@ from solvers.reconfig.search import (
 __all__ = [
     "BASELINES",
     "HOLD_GRID_S",
+    "PHASE_MERGES",
     "CircuitSet",
     "ReconfigResult",
     "Schedule",

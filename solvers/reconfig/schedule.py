@@ -28,7 +28,12 @@ Realisation (:func:`realise_schedule`)
 - **Periodic.** The schedule repeats every iteration. When the last set differs from set ``0``
   the circuits go back to set ``0`` after the iteration's last fabric flow ends, at ``t_net``;
   the next iteration can start at ``max(makespan, t_net + h)``, which is the iteration time
-  reported (:attr:`ScheduleRun.iteration_s`; the makespan alone is ``makespan_s``).
+  reported (:attr:`ScheduleRun.iteration_s`; the makespan alone is ``makespan_s``). With
+  ``wrap_overlap`` the wrap may also run into the next iteration's start, which needs set ``0``
+  only from its first fabric flow ``f_0`` on (before it the iteration computes or uses the
+  servers' own links) and its next reconfiguration only from its request ``starts[1]``: the
+  next iteration starts at ``max(makespan, t_net + h - min(f_0, starts[1]))``, and runs as
+  this one did (none of its flows meets a dark circuit; exact for the periodic iteration).
 
 The iteration (:func:`iteration_under_schedule`) is the flow model's iteration
 (:func:`topoopt.flowsim.iteration.simulate_iteration`): its FlowSet is built as always and run
@@ -1410,6 +1415,7 @@ def iteration_under_schedule(
     prefix: SharedPrefix | None = None,
     isolated: dict | None = None,
     reduction: bool | ScheduleReductions = True,
+    wrap_overlap: bool = False,
 ) -> ScheduleRun:
     """One training iteration of ``workload`` under ``schedule`` (module docstring).
 
@@ -1449,6 +1455,10 @@ def iteration_under_schedule(
         flows where there is one (:class:`ScheduleReductions`; the same results): ``True`` (a
         record of this run only), ``False`` (the plain run), or the record shared by the runs
         of a search (an off partition found once is not searched again).
+    wrap_overlap : bool
+        The wrap back to set 0 may overlap the next iteration up to its first fabric flow and
+        its first reconfiguration (module docstring); False: the next iteration starts once
+        the wrap has ended.
 
     Returns
     -------
@@ -1502,14 +1512,14 @@ def iteration_under_schedule(
     return run_iteration(
         workload, schedule, fabric, routing, hook, h, compute_s=compute_s,
         max_refills=max_refills, max_buckets=max_buckets, max_flows=max_flows,
-        isolated=isolated,
+        isolated=isolated, wrap_overlap=wrap_overlap,
     )  # fmt: skip
 
 
 def run_iteration(
     workload, schedule: Schedule, fabric: Fabric, routing, hook: _Hook, hold_s: float, *,
     compute_s=None, max_refills=None, max_buckets=None, max_flows=None, isolated=None,
-    builds=None,
+    builds=None, wrap_overlap: bool = False,
 ) -> ScheduleRun:  # fmt: skip
     """The iteration of ``workload`` on ``fabric`` (a static set's, or a schedule's union with
     the ``hook`` of its realisation) and the wrap rule (module docstring). ``isolated`` and
@@ -1537,5 +1547,11 @@ def run_iteration(
     fl = hook.flows
     net = float(fl["finish"].max()) if fl["finish"].size else 0.0
     makespan = float(res.iteration_s)
-    it = max(makespan, net + h) if schedule.wraps() else makespan
+    it = makespan
+    if schedule.wraps():
+        ready = net + h  # set 0 lit again
+        if wrap_overlap:  # needed from the next iteration's first fabric flow / request on
+            lead = float(fl["start"].min()) if fl["start"].size else makespan
+            ready -= min(lead, float(schedule.starts[1]) if len(schedule.starts) > 1 else lead)
+        it = max(makespan, ready)
     return ScheduleRun(it, makespan, net, schedule.reconfigurations(), h, res, fl)

@@ -74,6 +74,7 @@ from traffic.errors import InputError
 
 __all__ = [
     "HOLD_GRID_S",
+    "PHASE_MERGES",
     "Phase",
     "ReconfigResult",
     "comm_phases",
@@ -99,6 +100,9 @@ TIME_LIMIT_S = 900.0
 (the command line's ``--time-limit``, the other commands' default). Their work limit decides;
 the 60 s of a bare solve cut `reconfig gpt3-175b`'s static ``joint`` design (about 27 s of CPU
 idle) on a loaded machine, whose schedule then differed from the idle machine's."""
+
+PHASE_MERGES = ("shortest", "labels")
+"""Rules by which :func:`comm_phases` joins the timeline's segments into phases."""
 
 TIMINGS = ("ready", "request")
 """When a phase's circuits change: ``ready`` at its boundary ``b`` (requested ``b - h``), or
@@ -126,9 +130,24 @@ def _net_classes(workload) -> set:
 
 
 def comm_phases(
-    run: ScheduleRun, workload, *, max_phases: int = 4, min_fraction: float = 0.02
+    run: ScheduleRun,
+    workload,
+    *,
+    max_phases: int = 4,
+    min_fraction: float = 0.02,
+    merge: str = "shortest",
 ) -> list[Phase]:
     """The communication phases of a reference run (module docstring, step 2).
+
+    ``merge`` is the rule that joins segments (:data:`PHASE_MERGES`): ``"shortest"`` (the
+    default) joins a segment shorter than ``min_fraction`` of the iteration to the one before
+    it, then the shortest segment to its shorter neighbour until at most ``max_phases`` are
+    left. ``"labels"`` first joins any two neighbours of one label set (nothing is lost), and
+    joins a segment that must go (too short, or the shortest) to the neighbour of the most
+    similar label set (fewest labels in one and not the other; a tie to the shorter, then to
+    the one before): a pipeline's 1F1B stretch (forward and backward sends only) stays apart
+    from the gradient sync that starts stage by stage at its end, which ``"shortest"`` may
+    join to it (Mixtral 8x7B on 128 servers: its 1F1B phase carried the first stages' sync).
 
     Examples
     --------
@@ -139,6 +158,8 @@ def comm_phases(
     >>> [p.name for p in comm_phases(run, w)]
     ['backward:dp']
     """
+    if merge not in PHASE_MERGES:
+        raise InputError("merge", merge, " or ".join(PHASE_MERGES))
     tl = run.result.timeline
     total = float(run.iteration_s)
     net = _net_classes(workload)
@@ -173,27 +194,45 @@ def comm_phases(
         else:
             segs.append([pts[j], pts[j + 1], labs])
 
-    def merge(i: int, j: int) -> None:  # segs[i] and segs[j] = segs[i + 1]
+    def join(i: int, j: int) -> None:  # segs[i] and segs[j] = segs[i + 1]
         segs[i] = [segs[i][0], segs[j][1], segs[i][2] | segs[j][2]]
         del segs[j]
 
+    def equal_neighbours() -> bool:  # "labels": join two neighbours of one label set
+        for i in range(len(segs) - 1):
+            if segs[i][2] == segs[i + 1][2]:
+                join(i, i + 1)
+                return True
+        return False
+
+    def join_away(i: int, short_first: bool) -> None:  # segs[i] into a neighbour
+        if i == 0:
+            return join(0, 1)
+        if i == len(segs) - 1:
+            return join(i - 1, i)
+        if merge == "labels":
+            before = len(segs[i][2] ^ segs[i - 1][2])
+            after = len(segs[i][2] ^ segs[i + 1][2])
+            if before != after:
+                return join(i - 1, i) if before < after else join(i, i + 1)
+        if not short_first:
+            return join(i - 1, i)
+        lb, la = segs[i - 1][1] - segs[i - 1][0], segs[i + 1][1] - segs[i + 1][0]
+        return join(i - 1, i) if lb <= la else join(i, i + 1)
+
     changed = True
     while changed and len(segs) > 1:
-        changed = False
+        changed = merge == "labels" and equal_neighbours()
         for i, (a, b, _) in enumerate(segs):
-            if b - a < min_fraction * total:
-                merge(i - 1, i) if i > 0 else merge(0, 1)
+            if not changed and b - a < min_fraction * total:
+                join_away(i, short_first=merge == "labels")
                 changed = True
                 break
     while len(segs) > max_phases:
+        if merge == "labels" and equal_neighbours():
+            continue
         lens = [b - a for a, b, _ in segs]
-        i = int(np.argmin(lens))
-        if i == 0:
-            merge(0, 1)
-        elif i == len(segs) - 1 or lens[i - 1] <= lens[i + 1]:
-            merge(i - 1, i)
-        else:
-            merge(i, i + 1)
+        join_away(int(np.argmin(lens)), short_first=True)
     segs[0][0] = 0.0
     segs[-1][1] = total
     return [Phase("+".join(sorted(lab)) or "idle", float(a), float(b)) for a, b, lab in segs]
@@ -575,6 +614,8 @@ def reconfigure(
     work_limit: float | None = None,
     time_limit_s: float = TIME_LIMIT_S,
     max_phases: int = 4,
+    phase_merge: str = "shortest",
+    wrap_overlap: bool = False,
     max_exhaustive: int = 64,
     max_evaluations: int = 128,
     holds: tuple[float, ...] | None = None,
@@ -608,6 +649,12 @@ def reconfigure(
         the same schedule as an idle one.
     max_phases : int
         At most this many communication phases.
+    phase_merge : str
+        How the reference timeline's segments join into phases (``merge`` of
+        :func:`comm_phases`: ``"shortest"`` or ``"labels"``).
+    wrap_overlap : bool
+        The wrap back to the first set may overlap the next iteration until its first fabric
+        flow (:func:`~solvers.reconfig.schedule.iteration_under_schedule`).
     max_exhaustive : int
         Evaluate every per-phase choice up to this many, else coordinate descent.
     max_evaluations : int
@@ -687,7 +734,7 @@ def reconfigure(
         )  # fmt: skip
     compute_s = float(ref.result.compute_s)
     say(f"reconfig: static iteration {ref.iteration_s * 1e3:.4g} ms")
-    phases = comm_phases(ref, workload, max_phases=max_phases)
+    phases = comm_phases(ref, workload, max_phases=max_phases, merge=phase_merge)
     mats = phase_traffic(ref.flows, phases, n)
     cands = [
         phase_candidates(m, ph, int(degree), link_bandwidth, static, tuple(solvers), seed=seed,
@@ -717,7 +764,7 @@ def reconfigure(
         it = iteration_under_schedule(
             w, sched, link_bandwidth, h, compute_s=compute_s, horizon=bound,
             max_buckets=max_buckets, prefix=shared, isolated=isolated,
-            reduction=reductions if reduction else False,
+            reduction=reductions if reduction else False, wrap_overlap=wrap_overlap,
         ).iteration_s  # fmt: skip
         sets = " / ".join(f"{cs.label.split(':')[0]}@{t0:.6g}" for cs, t0 in
                           zip(sched.sets, sched.starts, strict=True))  # fmt: skip
@@ -761,6 +808,8 @@ def reconfigure(
         info={
             "static_solver": static_design.solver,
             "phase_solvers": list(solvers),
+            "phase_merge": phase_merge,
+            "wrap_overlap": wrap_overlap,
             "compute_s": compute_s,
             "stopped_by": "max_evaluations" if spent["stopped"] else "none",
             "wall_s": time.perf_counter() - t0,

@@ -284,6 +284,9 @@ def _cli(*args):
         (["--degree", "1"], "degree"),
         (["--time-limit", "0"], "--time-limit"),
         (["--fabric", "ocs-spine", "--time-limit", "30"], "--time-limit"),
+        (["--phase-merge", "longest"], "--phase-merge"),
+        (["--fabric", "hybrid", "--phase-merge", "labels"], "--phase-merge"),
+        (["--fabric", "ocs-spine", "--wrap-overlap"], "--wrap-overlap"),
     ],
 )
 def test_cli_bad_input_one_line_exit_2(args, needle):

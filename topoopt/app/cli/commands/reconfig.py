@@ -55,6 +55,23 @@ def reconfig_command(
     work_limit: Annotated[
         float, typer.Option(help="Deterministic work budget of every joint solve")
     ] = 5.0,
+    phase_merge: Annotated[
+        str,
+        typer.Option(
+            help="How the static iteration's timeline joins into phases: shortest (a short "
+            "stretch joins the one before, then the shortest the shorter neighbour) or labels "
+            "(the neighbour of the most similar traffic; keeps a pipeline's 1F1B apart from "
+            "its gradient sync)"
+        ),
+    ] = "shortest",
+    wrap_overlap: Annotated[
+        bool,
+        typer.Option(
+            "--wrap-overlap",
+            help="The wrap back to the first set may run into the next iteration until its "
+            "first fabric flow (otherwise the next iteration waits for it)",
+        ),
+    ] = False,
     max_evaluations: Annotated[
         int, typer.Option(help="Schedules simulated at most per dark time (work limit)")
     ] = 128,
@@ -106,6 +123,10 @@ def reconfig_command(
         raise InputError("--work-limit", work_limit, "a finite number > 0")
     if not (math.isfinite(time_limit) and time_limit > 0):
         raise InputError("--time-limit", time_limit, "a finite number of seconds > 0")
+    from solvers import PHASE_MERGES
+
+    if phase_merge not in PHASE_MERGES:
+        raise InputError("--phase-merge", phase_merge, " or ".join(PHASE_MERGES))
     if fabric not in ("direct", "ocs-spine", "hybrid"):
         raise InputError("--fabric", fabric, "direct, ocs-spine or hybrid")
     if fabric == "hybrid" and degree < 4:
@@ -119,7 +140,8 @@ def reconfig_command(
         )  # fmt: skip
     if fabric != "direct":  # engineered or demand circuits: no solver, seed or budget
         given = {"solver": solver, "phase_solvers": phase_solvers, "work_limit": work_limit,
-                 "seed": seed, "time_limit": time_limit}  # fmt: skip
+                 "seed": seed, "time_limit": time_limit, "phase_merge": phase_merge,
+                 "wrap_overlap": wrap_overlap}  # fmt: skip
         for name in given_options(*given):
             value = getattr(given[name], "value", given[name])
             raise InputError(
@@ -169,7 +191,7 @@ def reconfig_command(
     else:
         res, capex = _direct(
             workload, degree, bw, delay_us, static, solver, names, seed, work_limit,
-            max_evaluations, baselines, price_table, time_limit,
+            max_evaluations, baselines, price_table, time_limit, phase_merge, wrap_overlap,
         )  # fmt: skip
     from topoopt.app.report.study_verdicts import reconfig_verdict
 
@@ -233,7 +255,7 @@ def reconfig_command(
 
 def _direct(
     workload, degree, bw, delay_us, static, solver, names, seed, work_limit, max_evaluations,
-    baselines, price_table, time_limit,
+    baselines, price_table, time_limit, phase_merge="shortest", wrap_overlap=False,
 ):  # fmt: skip
     """The direct-connect search and its priced schedules."""
     from solvers import reconfigure, run_baselines, schedule_cost
@@ -251,6 +273,8 @@ def _direct(
             work_limit=work_limit,
             time_limit_s=time_limit,
             max_evaluations=max_evaluations,
+            phase_merge=phase_merge,
+            wrap_overlap=wrap_overlap,
             progress=bar,
         )
     if baselines:
