@@ -107,7 +107,7 @@ def main(argv=None) -> None:
     out["info"] = {k: v for k, v in r.info.items() if k != "wall_s"}
     for row in rows:
         print(row)
-    print(json.dumps(out, indent=1, default=str))
+    print(json.dumps(out, indent=1, allow_nan=False, default=str))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1, allow_nan=False, default=str)
