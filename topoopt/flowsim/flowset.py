@@ -36,6 +36,7 @@ __all__ = [
     "class_dependencies",
     "class_representatives",
     "identical_classes",
+    "merged_classes",
 ]
 
 WEIGHT_TOLERANCE = 1e-9
@@ -616,6 +617,24 @@ def class_dependencies(
         np.ascontiguousarray(dep_ptr, np.int64),
         np.ascontiguousarray(deps, np.int64),
     )
+
+
+def merged_classes(route, size, start: float, dep_ptr, deps):
+    """The classes of identical flows (:func:`identical_classes`, every flow starting at
+    ``start``) with what a merged flow set needs: ``(class_of, n_classes, rep, class_dep_ptr,
+    class_deps)``, ``rep`` the first flow of each class and the dependencies between classes
+    (:func:`class_representatives`, :func:`class_dependencies`).
+
+    >>> c, n, rep, dp, d = merged_classes([0, 0, 1], [5.0] * 3, 0.0, [0, 0, 0, 1], [0])
+    >>> c.tolist(), n, rep.tolist(), dp.tolist(), d.tolist()
+    ([0, 0, 1], 2, [0, 2], [0, 0, 1], [0])
+    """
+    n_f = np.asarray(route).reshape(-1).shape[0]
+    class_of = identical_classes(route, size, np.full(n_f, float(start)), dep_ptr, deps)
+    n_c = int(class_of.max()) + 1 if n_f else 0
+    rep = class_representatives(class_of, n_c)
+    dep_ptr_c, deps_c = class_dependencies(class_of, rep, dep_ptr, deps)
+    return class_of, n_c, rep, dep_ptr_c, deps_c
 
 
 _gather_rows = gather_rows

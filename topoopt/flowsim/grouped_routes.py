@@ -44,7 +44,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from topoopt.csr import ranges
-from topoopt.flowsim.flowset import class_dependencies, class_representatives, identical_classes
+from topoopt.flowsim.flowset import merged_classes
 from topoopt.flowsim.subflow_guard import check_grouped
 
 __all__ = ["builder_groups", "simulate_grouped_classes"]
@@ -77,13 +77,9 @@ def builder_groups(builder, start: float = 0.0):
         route[pair] = n_cap + np.asarray(comm, np.int64)
     else:
         ps = None
-    n_f = route.shape[0]
-    class_of = identical_classes(
-        route, a["size"], np.full(n_f, float(start)), a["dep_ptr"], a["deps"]
+    class_of, n_c, rep, dep_ptr, deps = merged_classes(
+        route, a["size"], start, a["dep_ptr"], a["deps"]
     )
-    n_c = int(class_of.max()) + 1 if n_f else 0
-    rep = class_representatives(class_of, n_c)
-    dep_ptr, deps = class_dependencies(class_of, rep, a["dep_ptr"], a["deps"])
     g_key, group = np.unique(route[rep], return_inverse=True)  # links first, then pairs
     group = group.reshape(-1).astype(np.int64)
     n_g = g_key.shape[0]

@@ -68,6 +68,7 @@ from topoopt.flowsim.flowset import (
     class_dependencies,
     class_representatives,
     identical_classes,
+    merged_classes,
 )
 from topoopt.flowsim.simulator import SimResult, expand_classes, simulate
 from topoopt.flowsim.subflow_guard import (
@@ -980,13 +981,9 @@ class FlowBuilder:
         if pair.size:
             ps, comm[pair] = net.pair_routes(a["src"][pair], a["dst"][pair], a["rail"][pair])
             route[pair] = net.first_device_link + self.n_devices + comm[pair]
-        n_f = route.shape[0]
-        class_of = identical_classes(
-            route, a["size"], np.full(n_f, float(start)), a["dep_ptr"], a["deps"]
+        class_of, n_c, rep, dep_ptr, deps = merged_classes(
+            route, a["size"], start, a["dep_ptr"], a["deps"]
         )
-        n_c = int(class_of.max()) + 1 if n_f else 0
-        rep = class_representatives(class_of, n_c)
-        dep_ptr, deps = class_dependencies(class_of, rep, a["dep_ptr"], a["deps"])
         merged = {k: a[k][rep] for k in ("link", "src", "dst", "rail", "size")}
         merged.update(dep_ptr=dep_ptr, deps=deps)
         mult = np.bincount(class_of, minlength=n_c)
