@@ -5,14 +5,14 @@ scaling); anything else is one line naming the field, the value and what is allo
 
 from __future__ import annotations
 
-import json
 import string
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from tests.traffic.test_efficiency_option import _file, _json  # a plan file; a command's JSON
 from topoopt.app.cli.app import app
 from topoopt.app.studies.advise import scale_plan
 from traffic.errors import InputError
@@ -24,18 +24,6 @@ SMALL = {
     "parallelism": {"tp": 2, "pp": 2, "dp": 2, "micro_batch_size": 2},
     "cluster": {"servers": 2, "gpus_per_server": 4},
 }
-
-
-def _file(tmp_path, name, plan):
-    f = tmp_path / name
-    f.write_text(json.dumps(plan))
-    return str(f)
-
-
-def _json(args):
-    r = CliRunner().invoke(app, [*args, "--json"])
-    assert r.exit_code == 0, r.output
-    return json.loads(r.stdout)
 
 
 def test_set_is_the_plan_file_that_says_so(tmp_path):
@@ -120,16 +108,31 @@ def test_a_bad_setting_is_one_line(tmp_path, setting, message):
     key=st.text(string.ascii_letters + "._", min_size=0, max_size=30),
     value=st.text(min_size=0, max_size=40),
 )
+@example(key="parallelism.vpp", value="2")
+@example(key="parallelism.sp", value=" true")
+@example(key="model.seq_len", value="2048")
+@example(key="parallelism.stage_layers", value="[3, 5]")
+@example(key="cluster.servers", value="abc")
 def test_any_setting_is_a_plan_or_one_line(key, value):
-    """Random KEY=VALUE text: a valid plan or an InputError naming something, never another
-    exception (the value goes through the strict YAML reader, the plan through its schema)."""
+    """Random KEY=VALUE text: a plan whose field at KEY is VALUE as YAML reads it, named after the
+    setting; or one line starting with the field (or ``--set``); never another exception (the
+    value goes through the strict YAML reader, the plan through its schema)."""
+    import yaml
+
     plan = load_plan(SMALL)
     try:
         out = with_settings(plan, [f"{key}={value}"])
     except InputError as e:
-        assert "\n" not in str(e).strip() or "line" in str(e)
+        msg = str(e)
+        assert "\n" not in msg
+        assert msg.startswith(("--set", "model", "parallelism", "precision", "cluster", "options"))
     else:
-        assert out.model_dump()["cluster"]["servers"] >= 1
+        node = out.model_dump()
+        for part in key.strip().split("."):
+            node = node[part]
+        want = yaml.safe_load(value.strip())
+        assert (list(node) if isinstance(node, tuple) else node) == want
+        assert out.source == f"{plan.model.name} with {key.strip()}={value.strip()}"
 
 
 def test_the_api_takes_the_same_settings(tmp_path):
