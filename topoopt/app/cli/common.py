@@ -42,6 +42,7 @@ __all__ = [
     "OcsLayoutKind",
     "PriorityOption",
     "ReductionOption",
+    "RoundingCheckOption",
     "SplitAllreduceOption",
     "handle_errors",
     "check_edge_units",
@@ -113,6 +114,17 @@ ReductionOption = Annotated[
 """``--reduction/--no-reduction`` of every command that simulates through
 :func:`topoopt.flowsim.iteration.simulate_iteration`'s symmetry reduction (default on; the
 JSON's ``reduction`` is :func:`topoopt.flowsim.iteration.reduction_status`)."""
+
+RoundingCheckOption = Annotated[
+    int,
+    typer.Option(
+        metavar="N",
+        help="Simulate each iteration N more times with every fabric link's bandwidth scaled "
+        "by 1 + e (|e| 1e-15..1e-13, seeded): how far rounding alone moves it (0: no check)",
+    ),
+]
+"""``--rounding-check`` of ``simulate`` and ``compare``
+(:mod:`topoopt.flowsim.conditioning`; checked there: 0..64)."""
 
 GpuOption = Annotated[
     str | None,

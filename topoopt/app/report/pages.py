@@ -17,7 +17,12 @@ from topoopt.app.report.cost_figures import cost_breakdown_bars
 from topoopt.app.report.design_figures import circuit_graph, optimizer_traces
 from topoopt.app.report.html import page_html
 from topoopt.app.report.time_units import time_unit
-from topoopt.app.report.verdict import best_rows, shown_name, verdict_sentences
+from topoopt.app.report.verdict import (
+    best_rows,
+    rounding_sentence,
+    shown_name,
+    verdict_sentences,
+)
 from topoopt.fabrics.circuits import Circuits
 
 __all__ = [
@@ -162,7 +167,10 @@ def compare_page(res, title: str, warnings: Sequence[str] = ()) -> str:
         title,
         intro=intro,
         summary=[("Summary (best rows in bold; ideal is a bound)", compare_summary(res.table))],
-        verdict=verdict_sentences(res.table, res.iterations),
+        verdict=[
+            *verdict_sentences(res.table, res.iterations),
+            *filter(None, [rounding_sentence(res.table, p.get("rounding_check", 0))]),
+        ],
         highlight=best_rows(res.table),
         warnings=warnings,
     )

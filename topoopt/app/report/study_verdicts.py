@@ -130,6 +130,9 @@ def simulate_verdict(res: Mapping[str, Any]) -> list[str]:
                 f"The class that costs the most is {cls}: the iteration is {_t(float(v))} shorter "
                 "with its communication instantaneous."
             )
+    rounding = res.get("rounding")
+    if rounding:
+        out.append(rounding["sentence"])
     return out
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "TIE_RTOL",
     "best_rows",
     "equal_capex_rows",
+    "rounding_sentence",
     "verdict_sentences",
 ]
 
@@ -184,3 +185,35 @@ def verdict_sentences(table: pd.DataFrame, iterations: Mapping[str, Any] | None 
         if why:
             out.append(why)
     return out
+
+
+def rounding_sentence(table: pd.DataFrame, runs: int) -> str | None:
+    """What ``rounding_check`` found, in one sentence: the rows whose iteration rounding alone
+    moves by more than :data:`~topoopt.flowsim.conditioning.WELL_CONDITIONED` (with their
+    spread), or that every row is well conditioned; None without the check.
+
+    >>> t = pd.DataFrame({"fabric": ["ideal", "torus", "rail"], "iteration_s": [1.0, 1.7, 1.1],
+    ...                   "rounding_spread": [1e-15, 0.0125, 2e-14],
+    ...                   "rounding_conditioned": ["well", "ill", "well"]})
+    >>> print(rounding_sentence(t, 4))
+    Rounding check (4 runs a row, every fabric link's bandwidth scaled by 1 + e, |e| <= 1e-13): rounding alone moves torus by up to 1.25 % (its digits past that are noise); the other rows agree to 2.0e-14.
+    """  # noqa: E501
+    if "rounding_conditioned" not in table or not runs:
+        return None
+    head = (
+        f"Rounding check ({runs} run{'s' if runs > 1 else ''} a row, every fabric link's "
+        "bandwidth scaled by 1 + e, |e| <= 1e-13)"
+    )
+    checked = table[table["rounding_conditioned"].isin(["well", "ill"])]
+    ill = checked[checked["rounding_conditioned"] == "ill"]
+    well = checked[checked["rounding_conditioned"] == "well"]
+    if ill.empty:
+        return f"{head}: every row agrees to {float(well['rounding_spread'].max()):.1e}."
+    parts = ", ".join(
+        f"{r['fabric']} by up to {100 * float(r['rounding_spread']):.3g} %"
+        for _, r in ill.iterrows()
+    )
+    whose = "its" if len(ill) == 1 else "their"
+    rest = float(well["rounding_spread"].max()) if len(well) else None
+    tail = "." if rest is None else f"; the other rows agree to {rest:.1e}."
+    return f"{head}: rounding alone moves {parts} ({whose} digits past that are noise){tail}"

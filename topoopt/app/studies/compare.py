@@ -172,6 +172,10 @@ PER_PHASE_COLUMNS = (
 IDEAL_COLUMNS = ("ideal_ring_s", "ideal_collectives")
 """Columns only the ideal row has (:func:`_ideal_with_designed_collectives`)."""
 
+ROUNDING_COLUMNS = ("rounding_spread", "rounding_std_s", "rounding_conditioned")
+"""Columns of ``rounding_check`` (:func:`rounding_row`; None on a per-phase row, whose
+schedule search is not repeated)."""
+
 
 def json_rows(table: pd.DataFrame) -> list[dict]:
     """The rows of a comparison table for JSON: on a row without a design (no ``solver``), the
@@ -193,7 +197,8 @@ def json_rows(table: pd.DataFrame) -> list[dict]:
         failed = isinstance(row.get("error"), str)  # a fabric that could not be built
         for k, v in row.items():
             bad = failed or k in (
-                "note", "error", *SEARCH_COLUMNS, *IDEAL_COLUMNS, *PER_PHASE_COLUMNS
+                "note", "error", *SEARCH_COLUMNS, *IDEAL_COLUMNS, *PER_PHASE_COLUMNS,
+                *ROUNDING_COLUMNS,
             )  # fmt: skip
             if isinstance(v, float) and math.isnan(v) and bad:
                 row[k] = None
@@ -850,6 +855,39 @@ def _build_and_simulate(
     return run, it, cm, t1
 
 
+def rounding_row(
+    run: FabricRun,
+    nominal_s: float,
+    runs: int,
+    seed: int,
+    *,
+    priority,
+    split_allreduce,
+    reduction: bool = True,
+) -> dict[str, Any]:
+    """The :data:`ROUNDING_COLUMNS` of one row: its iteration simulated ``runs`` more times with
+    every fabric link's bandwidth scaled by ``1 + e`` (:mod:`topoopt.flowsim.conditioning`),
+    the same simulation as the row's otherwise (:func:`_build_and_simulate`)."""
+    from topoopt.flowsim.conditioning import nudged_fabric, nudges, summary
+
+    e = nudges(runs, seed)
+    own = getattr(run.design, "priority", ()) or None
+    times = [
+        simulate_iteration(
+            run.workload, nudged_fabric(run.fabric, ek), routing=run.routing,
+            exposed_by_class=False, priority=priority if priority is not None else own,
+            split_allreduce=split_allreduce, reduction=reduction,
+        ).iteration_s
+        for ek in e
+    ]  # fmt: skip
+    got = summary(nominal_s, times, e)
+    return {
+        "rounding_spread": got["spread"],
+        "rounding_std_s": got["std_s"],
+        "rounding_conditioned": got["conditioned"],
+    }
+
+
 def _ideal_with_designed_collectives(
     rows, runs, its, priority, split_allreduce, say, reduction: bool = True
 ) -> None:
@@ -880,6 +918,9 @@ def _ideal_with_designed_collectives(
     row["ideal_ring_s"] = its["ideal"].iteration_s
     row["ideal_collectives"] = who
     if who is not None:
+        for col in ROUNDING_COLUMNS:  # the check ran the plan's collectives, not these
+            if col in row:
+                row[col] = math.nan
         row.update(
             iteration_s=best.iteration_s, comm_s=best.comm_s,
             exposed_comm_s=best.exposed_comm_s, comm_busy_s=best.comm_busy_s,
@@ -907,6 +948,7 @@ def compare(
     ocs_layout: str = "per-rail",
     per_phase_delay_s: float | None = None,
     reduction: bool = True,
+    rounding_check: int = 0,
 ) -> CompareResult:
     """Simulate ``workload`` on each fabric; one row per fabric (module docstring).
 
@@ -947,7 +989,15 @@ def compare(
     (:mod:`topoopt.flowsim.symmetry`: exact, the classes checked; off by itself where symmetry
     breaks, and with ``priority`` or ``split_allreduce``); the row's ``reduction`` says whether
     it was used (``on``) or why not. Off, every flow is simulated (for checking).
+
+    ``rounding_check`` (default 0: none) simulates every row's iteration this many more times
+    with its fabric's link bandwidths scaled by ``1 + e`` (:func:`rounding_row`): the rows
+    add :data:`ROUNDING_COLUMNS`, how far rounding alone moves them (a per-phase row is not
+    repeated: None), and ``params`` records ``rounding_check``.
     """
+    from topoopt.flowsim.conditioning import check_runs
+
+    rounding_check = check_runs(rounding_check)
     say = progress or (lambda _m: None)
     if per_phase_delay_s is not None:
         d = per_phase_delay_s
@@ -1036,6 +1086,16 @@ def compare(
         }
         if run.note:
             row["note"] = run.note
+        if rounding_check and not (per_phase_delay_s is not None and nm in PER_PHASE_FABRICS):
+            say(f"[{k + 1}/{len(names)}] {nm}: rounding check, {rounding_check} runs")
+            row.update(
+                rounding_row(
+                    run, it.iteration_s, rounding_check, seed, priority=priority,
+                    split_allreduce=split_allreduce, reduction=reduction,
+                )
+            )  # fmt: skip
+            row["simulate_s"] = time.perf_counter() - t1
+            t2 = time.perf_counter()
         if per_phase_delay_s is not None and nm in PER_PHASE_FABRICS:
             say(f"[{k + 1}/{len(names)}] {nm}: per-phase circuits")
             its[nm] = _per_phase_row(
@@ -1091,4 +1151,6 @@ def compare(
         params["split_allreduce_bytes"] = float(split_allreduce)
     if per_phase_delay_s is not None:
         params["per_phase_delay_s"] = float(per_phase_delay_s)
+    if rounding_check:
+        params["rounding_check"] = rounding_check
     return CompareResult(table, runs, its, comms, params)

@@ -42,6 +42,7 @@ def simulate_plan(
     reduction: bool = True,
     time_limit_s: float = 900.0,
     max_paths: int | None = None,
+    rounding_check: int = 0,
 ) -> dict[str, Any]:
     """Simulate ``plan`` on a design file or a fabric kind.
 
@@ -84,7 +85,15 @@ def simulate_plan(
         rail fabric; :class:`~topoopt.flowsim.network.Network`), an approximation that bounds
         the sub-flows; ``paths`` in the result says whether every path was used (``exact``)
         and, when not, the cap and a ``note``.
+        ``rounding_check``: simulate the iteration again this many times with every fabric
+        link's bandwidth scaled by ``1 + e`` (``|e|`` in 1e-15..1e-13, seeded by ``seed``;
+        :mod:`topoopt.flowsim.conditioning`); ``rounding`` in the result says how far rounding
+        alone moves the iteration (``conditioned``: ``well`` or ``ill``, ``spread``,
+        ``std_s``, ``sentence``); None without the check.
     """
+    from topoopt.flowsim.conditioning import check_runs
+
+    rounding_check = check_runs(rounding_check)
     if schedule is not None and schedule not in SCHEDULES:
         raise InputError("--schedule", schedule, f"one of {', '.join(SCHEDULES)}")
     if isinstance(plan, Workload):
@@ -145,6 +154,23 @@ def simulate_plan(
         w, fab, routing=routing, exposed_by_class=True, schedule=schedule, priority=priority,
         split_allreduce=split_allreduce, reduction=reduction, max_paths=max_paths,
     )  # fmt: skip
+    rounding = None
+    if rounding_check:
+        from topoopt.flowsim.conditioning import nudged_fabric, nudges, summary
+
+        e = nudges(rounding_check, seed)
+        times = []
+        for k, ek in enumerate(e):
+            if progress:
+                progress(f"rounding check {k + 1}/{rounding_check}: bandwidths x (1 {ek:+.1e})")
+            times.append(
+                simulate_iteration(
+                    w, nudged_fabric(fab, ek), routing=routing, exposed_by_class=False,
+                    schedule=schedule, priority=priority, split_allreduce=split_allreduce,
+                    reduction=reduction, max_paths=max_paths,
+                ).iteration_s
+            )  # fmt: skip
+        rounding = summary(it.iteration_s, times, e)
     comm = communication_time(w, fab, routing=routing, reduction=reduction, max_paths=max_paths)
     alone_by_class = {}
     for cls in sorted({x.cls for x in w.demands}):
@@ -178,6 +204,7 @@ def simulate_plan(
         **throughput_facts(w, it.iteration_s),
         "reduction": it.info["reduction"],
         "paths": path_facts(max_paths),
+        "rounding": rounding,
         **extra,
     }
 

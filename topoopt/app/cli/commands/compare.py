@@ -22,6 +22,7 @@ from topoopt.app.cli.common import (
     OcsLayoutKind,
     PriorityOption,
     ReductionOption,
+    RoundingCheckOption,
     SettingsOption,
     SplitAllreduceOption,
     command_progress,
@@ -158,6 +159,7 @@ def compare_command(
     per_phase: PerPhaseOption = False,
     delay_us: DelayUsOption = PER_PHASE_DELAY_US,
     reduction: ReductionOption = True,
+    rounding_check: RoundingCheckOption = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     csv: Annotated[Path | None, typer.Option(help="Write the table as CSV")] = None,
     html: Annotated[Path | None, typer.Option(help="Write the interactive report")] = None,
@@ -194,6 +196,7 @@ def compare_command(
             ocs_layout=ocs_layout.value,
             per_phase_delay_s=delay_s,
             reduction=reduction,
+            rounding_check=rounding_check,
         )
     table = res.table
     res.params["prices"] = price_table.source
@@ -202,12 +205,19 @@ def compare_command(
     for run in res.runs:  # one line per search that fell back or was cut by the clock
         if run.design is not None:  # on stderr, and in the JSON document and the HTML report
             warn_line(search_warning(run.design, run.name))
-    from topoopt.app.report.verdict import best_rows, shown_name, verdict_sentences
+    from topoopt.app.report.verdict import (
+        best_rows,
+        rounding_sentence,
+        shown_name,
+        verdict_sentences,
+    )
     from topoopt.app.studies.compare import per_phase_sentence
 
     verdict = verdict_sentences(table, res.iterations)
     if (pp := per_phase_sentence(table)) is not None:
         verdict.append(pp)
+    if (rs := rounding_sentence(table, rounding_check)) is not None:
+        verdict.append(rs)
     if csv is not None:
         flat = table.copy()
         for col in ("capex_breakdown", "power_breakdown", "fabric_info", "schedule"):

@@ -19,6 +19,7 @@ from topoopt.app.cli.common import (
     GpuOption,
     PriorityOption,
     ReductionOption,
+    RoundingCheckOption,
     SettingsOption,
     SplitAllreduceOption,
     command_progress,
@@ -78,6 +79,7 @@ def simulate_command(
             "sub-flows (default: every path, exact; the JSON's `paths` says which)",
         ),
     ] = None,
+    rounding_check: RoundingCheckOption = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
     """Iteration time, communication time and exposed communication, per class."""
@@ -105,6 +107,7 @@ def simulate_command(
             reduction=reduction,
             time_limit_s=time_limit,
             max_paths=max_paths,
+            rounding_check=rounding_check,
         )
     warn_line(res.pop("search_warning", None))
     if max_paths is not None:
