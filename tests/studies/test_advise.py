@@ -27,7 +27,9 @@ RUNNER = CliRunner()
 @pytest.fixture(scope="module")
 def small():
     jobs = load_jobs("dlrm")
-    return advise(jobs, degree=4, link_bandwidth=12.5e9, time_limit_s=2.0, progress=False)
+    return advise(
+        jobs, degree=4, link_bandwidth=12.5e9, time_limit_s=2.0, progress=False, rounding_check=1
+    )
 
 
 def _hand_capex(p, nics, transceivers, fibres, switch_ports, gbps=100):
@@ -134,6 +136,34 @@ def test_verdict_matches_the_table(small):
     second = small.verdict[1]
     assert f"the cheapest is {j['equal_iteration']['winner']}" in second
     assert any("ideal switch (a bound)" in s for s in small.verdict)
+
+
+def test_the_rounding_check_is_the_rows_own_simulation_nudged(small):
+    """``rounding_check=1``: each static row's spread is that of its iteration and one run with
+    every fabric link scaled by ``1 + e`` (the seed's first nudge), re-derived here for the full
+    Clos; a routed ``joint-phased`` row does not carry ``joint``'s check; one sentence a job."""
+    from topoopt.app.studies.compare import build_fabric
+    from topoopt.flowsim.conditioning import nudged_fabric, nudges
+    from topoopt.flowsim.iteration import simulate_iteration
+    from traffic.build import workload_from_plan
+
+    rows = small.rows.set_index("fabric")
+    assert small.params["rounding_check"] == 1
+    run = build_fabric("fat-tree", workload_from_plan(load_jobs("dlrm")[0].plan), 4, 12.5e9)
+    t0 = simulate_iteration(run.workload, run.fabric, reduction=True).iteration_s
+    t1 = simulate_iteration(
+        run.workload, nudged_fabric(run.fabric, nudges(1, 0)[0]), reduction=True
+    ).iteration_s
+    assert rows.loc["fat-tree", "iteration_s"] == t0
+    assert rows.loc["fat-tree", "rounding_spread"] == abs(t1 - t0) / t0
+    for nm, r in rows.iterrows():
+        if nm == "joint-phased" and any("own" in p for p in r["phase_routes"]):
+            assert r["rounding_conditioned"] is None or pd.isna(r["rounding_conditioned"])
+        elif isinstance(r.get("iteration_s"), float) and not pd.isna(r["iteration_s"]):
+            assert r["rounding_conditioned"] in ("well", "ill"), nm
+            assert 0 <= r["rounding_spread"] and r["rounding_std_s"] >= 0
+    said = [s for s in small.verdict if "rounding" in s]
+    assert len(said) >= 1 and said[0].startswith("dlrm: rounding")
 
 
 def test_scale_plan_rederives_dp():

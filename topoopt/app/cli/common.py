@@ -123,7 +123,7 @@ RoundingCheckOption = Annotated[
         "by 1 + e (|e| 1e-15..1e-13, seeded): how far rounding alone moves it (0: no check)",
     ),
 ]
-"""``--rounding-check`` of ``simulate`` and ``compare``
+"""``--rounding-check`` of ``simulate``, ``compare`` and ``advise``
 (:mod:`topoopt.flowsim.conditioning`; checked there: 0..64)."""
 
 GpuOption = Annotated[

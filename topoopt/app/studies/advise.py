@@ -384,6 +384,99 @@ def _simulate(run, priority, max_buckets, max_paths: int):
     return it, caps[-1], reason
 
 
+ROUNDING_COLUMNS = ("rounding_spread", "rounding_std_s", "rounding_conditioned")
+"""A row's ``rounding_check`` columns (:func:`_rounding`; None where the check did not run)."""
+
+
+def _rounding(run, it, cap, priority, max_buckets, runs: int, seed: int) -> dict:
+    """The row's iteration simulated ``runs`` more times with every fabric link's bandwidth
+    scaled by ``1 + e`` (:mod:`topoopt.flowsim.conditioning`), as :func:`_simulate` ran it (the
+    same routes, path cap, buckets and priorities): :data:`ROUNDING_COLUMNS`."""
+    from topoopt.flowsim.conditioning import nudged_fabric, nudges, summary
+    from topoopt.flowsim.iteration import simulate_iteration
+
+    e = nudges(runs, seed)
+    times = [
+        simulate_iteration(
+            run.workload, nudged_fabric(run.fabric, ek), routing=run.routing,
+            exposed_by_class=False, priority=priority, max_buckets=max_buckets, reduction=True,
+            path_times=False, max_paths=cap,
+        ).iteration_s
+        for ek in e
+    ]  # fmt: skip
+    got = summary(it.iteration_s, times, e)
+    return {
+        "rounding_spread": got["spread"],
+        "rounding_std_s": got["std_s"],
+        "rounding_conditioned": got["conditioned"],
+    }
+
+
+def rounding_sentences(job: str, rows: pd.DataFrame, judged: dict) -> list[str]:
+    """What ``rounding_check`` says about one job's judgements: the rows rounding alone moves by
+    more than :data:`~topoopt.flowsim.conditioning.WELL_CONDITIONED`, and whether the
+    equal-capex margin or a row's place against the equal-iteration limit is within that noise
+    (the winner's and the runner-up's spreads added; a row's spread plus the target row's).
+    Empty without the check.
+
+    >>> t = pd.DataFrame({"fabric": ["fat-tree", "torus", "joint"],
+    ...     "iteration_s": [1.0, 1.015, 1.2], "capex_usd": [10.0, 4.0, 3.0],
+    ...     "rounding_spread": [1e-14, 0.012, 3e-14],
+    ...     "rounding_conditioned": ["well", "ill", "well"]})
+    >>> j = {"equal_capex": equal_capex(t), "equal_iteration": equal_iteration(t)}
+    >>> for s in rounding_sentences("llama", t, j):
+    ...     print(s)
+    llama: rounding alone moves torus by up to 1.2 % (its digits past that are noise); the other rows agree to 3.0e-14.
+    llama: torus is within its rounding noise of the equal-iteration limit (1.5 % over the target, allowed 2 %): it may fall on either side.
+    """  # noqa: E501
+    if "rounding_conditioned" not in rows:
+        return []
+    done = rows[rows["rounding_conditioned"].isin(["well", "ill"])]
+    if done.empty:
+        return []
+    spread = dict(zip(done["fabric"], done["rounding_spread"].astype(float), strict=True))
+    ill = done[done["rounding_conditioned"] == "ill"]
+    well = done[done["rounding_conditioned"] == "well"]
+    out = []
+    if ill.empty:
+        out.append(
+            f"{job}: rounding moves no row by more than {float(well['rounding_spread'].max()):.1e}"
+            " (the rounding check): no judgement turns on it."
+        )
+        return out
+    parts = ", ".join(
+        f"{r['fabric']} by up to {100 * float(r['rounding_spread']):.3g} %"
+        for _, r in ill.iterrows()
+    )
+    whose = "its" if len(ill) == 1 else "their"
+    rest = "" if well.empty else f"; the other rows agree to {well['rounding_spread'].max():.1e}"
+    out.append(f"{job}: rounding alone moves {parts} ({whose} digits past that are noise){rest}.")
+    ec = judged.get("equal_capex") or {}
+    if ec.get("runner_up") is not None and ec.get("margin") is not None:
+        noise = spread.get(ec["winner"], 0.0) + spread.get(ec["runner_up"], 0.0)
+        if abs(float(ec["margin"])) <= noise:
+            out.append(
+                f"{job}: at equal capex {ec['winner']} leads {ec['runner_up']} by "
+                f"{100 * float(ec['margin']):.2g} %, within their rounding noise "
+                f"({100 * noise:.2g} %): a tie."
+            )
+    ei = judged.get("equal_iteration") or {}
+    target = ei.get("target_iteration_s")
+    if target:
+        ref = _default_ref(rows)
+        base = spread.get(ref["fabric"], 0.0) if ref is not None else 0.0
+        limit = float(target) * (1 + RTOL)
+        for _, r in done.iterrows():
+            over = float(r["iteration_s"]) / float(target) - 1
+            if abs(float(r["iteration_s"]) / limit - 1) <= float(r["rounding_spread"]) + base:
+                out.append(
+                    f"{job}: {r['fabric']} is within its rounding noise of the equal-iteration "
+                    f"limit ({100 * over:.2g} % over the target, allowed {100 * RTOL:g} %): it "
+                    "may fall on either side."
+                )
+    return out
+
+
 def release_memory() -> bool:
     """Collect the garbage and give the C heap's free pages back to the system (glibc's
     ``malloc_trim``), after each of :func:`evaluate`'s rows: True where it could trim.
@@ -494,6 +587,10 @@ def _evaluate_row(task: dict) -> dict:
         )
         row["coarsened"] = bool(it.info.get("buckets_capped"))
         row["ideal_own_s"] = _ideal_own(task, run, wl, own, buckets)
+        runs = int(task.get("rounding_check", 0))
+        pp = task.get("per_phase_delay_s") is not None and nm in PER_PHASE_FABRICS
+        if runs and not pp:  # a per-phase row's schedule search is not repeated
+            row.update(_rounding(run, it, cap, own, buckets, runs, int(task["seed"])))
     except InputError as e:
         row.update(error=str(e), wall_s=time.perf_counter() - t0)
         return row
@@ -593,6 +690,8 @@ def _phase_routed(row: dict, run, task: dict) -> dict | None:
         ),
         "wall_s": time.perf_counter() - t0,
     }
+    if routed:  # the rounding check ran the static routing, not this schedule
+        out.update(dict.fromkeys(k for k in ROUNDING_COLUMNS if k in row))
     return out
 
 
@@ -1317,6 +1416,7 @@ def advise(
     screen: int | None = None,
     per_phase_delay_s: float | None = None,
     phase_routing: bool = False,
+    rounding_check: int = 0,
 ) -> AdviseResult:
     """Evaluate every family on every job and judge them (module docstring).
 
@@ -1330,9 +1430,12 @@ def advise(
     ``hybrid`` rows with per-phase circuits charged this OCS delay (:func:`_per_phase`), flagged
     in the row (``per_phase``) and in the verdict. ``phase_routing`` adds the row
     :data:`PHASE_ROUTED` (``joint``'s design routed per phase, :func:`_phase_routed`) next to
-    every ``joint`` row."""
+    every ``joint`` row. ``rounding_check`` simulates every static row this many more times with
+    its fabric's link bandwidths scaled by ``1 + e`` (:func:`_rounding`): the rows add
+    :data:`ROUNDING_COLUMNS` and the verdict :func:`rounding_sentences`."""
     from topoopt.app.studies.engine import Engine
     from topoopt.fabrics.cost import load_prices
+    from topoopt.flowsim.conditioning import check_runs
     from topoopt.flowsim.work import check_work
     from traffic.build import workload_from_plan
 
@@ -1347,6 +1450,7 @@ def advise(
         if isinstance(d, bool) or not isinstance(d, int | float) or not math.isfinite(d) or d < 0:
             raise InputError("per_phase_delay_s", d, "a finite number of seconds >= 0")
     _check_options(degree, link_bandwidth, oversubscription, time_limit_s)
+    rounding_check = check_runs(rounding_check)
     table = load_prices() if prices is None else prices
     t0 = time.perf_counter()
     scaled = [
@@ -1379,6 +1483,8 @@ def advise(
         raise InputError("phase_routing", phase_routing, "true or false")
     if phase_routing:
         common["phase_routing"] = True
+    if rounding_check:
+        common["rounding_check"] = rounding_check
     if isinstance(finalists, bool) or not isinstance(finalists, int) or finalists < 1:
         raise InputError("--finalists", finalists, "an integer >= 1")
     screen = 3 * finalists if screen is None else screen
@@ -1465,6 +1571,7 @@ def advise(
         judged[j.name] = judge(jr, budget_usd, target_iteration_s, table)
         ok = jr[jr["iteration_s"].notna()] if "iteration_s" in jr else jr.iloc[0:0]
         verdict += verdict_sentences(j.name, ok, judged[j.name], ideal.get(j.name))
+        verdict += rounding_sentences(j.name, ok, judged[j.name])
     shapes = {j.name: (j.plan.cluster.servers, j.plan.cluster.gpus_per_server) for j in scaled}
     mix = None
     if len(set(shapes.values())) == 1:  # one cluster: the mix is one purchase
@@ -1508,6 +1615,8 @@ def advise(
         params["per_phase_delay_s"] = float(per_phase_delay_s)
     if phase_routing:
         params["phase_routing"] = True
+    if rounding_check:
+        params["rounding_check"] = rounding_check
     res = AdviseResult(rows, ideal, judged, verdict, params, time.perf_counter() - t0)
     res.mix = mix
     res.candidates = candidates

@@ -23,6 +23,7 @@ from topoopt.app.cli.common import (
     DEFAULT_TIME_LIMIT_S,
     EfficiencyOption,
     GpuOption,
+    RoundingCheckOption,
     SettingsOption,
     emit_json,
     handle_errors,
@@ -104,6 +105,7 @@ def advise_command(
             "exceed the memory budget)",
         ),
     ] = True,
+    rounding_check: RoundingCheckOption = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     html: Annotated[Path | None, typer.Option(help="Write the HTML report")] = None,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
@@ -130,7 +132,7 @@ def advise_command(
         oversubscription=oversubscription, seed=seed, time_limit_s=time_limit,
         prices=price_table, workers=workers, address=address, progress=True,
         cosearch=cosearch, finalists=finalists, screen=screen, per_phase_delay_s=delay_s,
-        phase_routing=phase_routing,
+        phase_routing=phase_routing, rounding_check=rounding_check,
     )  # fmt: skip
     for line in res.warnings():  # stderr, the JSON envelope's warnings and the HTML report
         warn_line(line)
