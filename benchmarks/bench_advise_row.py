@@ -44,6 +44,11 @@ def main(argv=None) -> None:
         "--phase-routing", action=argparse.BooleanOptionalAction, default=True,
         help="as advise --phase-routing/--no-phase-routing (the CLI's default: on)",
     )  # fmt: skip
+    ap.add_argument(
+        "--rounding-check", type=int, default=0, metavar="N",
+        help="as advise --rounding-check: each row's iteration N more times, link bandwidths "
+        "scaled by 1 + e (default 0: none)",
+    )  # fmt: skip
     ap.add_argument("--rows", required=True, help="JSON-lines file, one row per evaluation")
     a = ap.parse_args(argv)
 
@@ -71,6 +76,8 @@ def main(argv=None) -> None:
     }  # fmt: skip
     if a.phase_routing:
         common["phase_routing"] = True
+    if a.rounding_check:
+        common["rounding_check"] = a.rounding_check
     for fabric in a.fabric:
         task = {"job": job.name, "plan": plan, "weight": job.weight, "fabric": fabric, **common}
         row = adv.evaluate(task)
@@ -82,6 +89,8 @@ def main(argv=None) -> None:
             t, err = r.get("iteration_s"), r.get("error")
             got = f"{t!r} s" if t is not None else f"error {err}"
             print(f"{r['job']} / {r['fabric']}: {got}")
+            if r.get("rounding_conditioned") is not None:
+                print(f"  rounding: {r['rounding_conditioned']}, spread {r['rounding_spread']:.3g}")
             for k in ("search_warning", "paths_warning", "phase_routing_warning"):
                 if r.get(k):
                     print(f"  {k}: {r[k]}")
