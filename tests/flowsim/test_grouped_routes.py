@@ -147,3 +147,32 @@ def test_memory_check_covers_the_traced_arrays(monkeypatch):
         tracemalloc.stop()
     assert sim.reduction["status"] == "on" and len(est) == 2
     assert max(est) >= peak
+
+
+def test_simulate_and_compare_read_no_per_path_times(monkeypatch):
+    """``simulate`` and ``compare`` read per-flow times and link bytes only, so where every
+    reduced sub-flow model is refused their iteration and communication alone go through the
+    grouped quotient (what lets ``simulate`` run Llama 3 405B's OCS spine at 16,384 GPUs):
+    the same figures as the plain run of every flow; the communication alone with per-path
+    times asked still refuses."""
+    from topoopt.app.studies.simulate import simulate_plan
+    from topoopt.flowsim.collectives import communication_time
+
+    w = _interleaved()
+    kw = {"fabric": "ocs-spine", "degree": 8, "link_bandwidth": 12.5e9}
+    plain = simulate_plan(w, reduction=False, **kw)
+    _refuse_large(monkeypatch, above=50)  # the communication alone's models too
+    got = simulate_plan(w, **kw)
+    assert got["reduction"]["method"] == "grouped routes"
+    for key in ("iteration_s", "comm_s", "exposed_comm_s", "comm_alone_s"):
+        assert got[key] == pytest.approx(plain[key], rel=1e-9), key
+    for cls, v in plain["exposed_comm_s_by_class"].items():
+        assert got["exposed_comm_s_by_class"][cls] == pytest.approx(v, rel=1e-9, abs=1e-12)
+    for cls, v in plain["comm_alone_s_by_class"].items():
+        assert got["comm_alone_s_by_class"][cls] == pytest.approx(v, rel=1e-9), cls
+    from topoopt.app.studies.compare import build_fabric
+
+    fab = build_fabric("ocs-spine", w, 8, 12.5e9).fabric
+    with pytest.raises(InputError) as e:
+        communication_time(w, fab, reduction=True)
+    assert e.value.field == "flows"

@@ -614,6 +614,7 @@ def communication_time(
     max_refills: int | None = None,
     reduction: bool = False,
     max_paths: int | None = None,
+    path_times: bool = True,
 ) -> CommunicationTime:
     """Simulate the communication of one iteration alone: all demands of each phase released
     together as flows, phases (forward, backward, optimizer) one after the other.
@@ -648,6 +649,10 @@ def communication_time(
     max_paths : int, optional
         At most this many ECMP paths per server pair, an approximation
         (:class:`~topoopt.flowsim.network.Network`); default every path, exact.
+    path_times : bool
+        Keep ``sim``'s per-sub-flow times (False: per-flow times and link bytes only; where
+        every sub-flow is over the memory budget the reduced run then takes the grouped
+        quotient: :func:`~topoopt.flowsim.network.simulate_builder`).
 
     Returns
     -------
@@ -686,7 +691,7 @@ def communication_time(
         t_bar.append(prev)
     sim = simulate_builder(
         fb, aggregate=aggregate, record_series=record_series, max_refills=max_refills,
-        reduction=reduction,
+        reduction=reduction, path_times=path_times,
     )  # fmt: skip
     out_rows, t0 = [], 0.0
     for (ph, _ids, b), bar in zip(rows, t_bar, strict=True):

@@ -1199,6 +1199,7 @@ def simulate_builder(
     max_refills: int | None = None,
     reduction: bool = False,
     class_labels: dict | None = None,
+    path_times: bool = True,
 ) -> SimResult:
     """Simulate every flow of a :class:`FlowBuilder`, per builder flow id.
 
@@ -1223,6 +1224,10 @@ def simulate_builder(
     and links, which saves most refinement rounds. Exact whatever the labels: they only split
     the starting colours, and the partition found is checked equitable.
 
+    ``path_times=False`` (with ``aggregate``): per-flow times and link bytes only, the
+    ``path_*`` arrays None; where every sub-flow is over the memory budget the reduced run
+    goes through the grouped quotient (:func:`simulate_builder_classes`, ``per_path``).
+
     Examples
     --------
     >>> from topoopt.fabrics import ideal
@@ -1236,6 +1241,8 @@ def simulate_builder(
         raise InputError("aggregate", aggregate, "True or False")
     if not isinstance(reduction, bool):
         raise InputError("reduction", reduction, "True or False")
+    if not isinstance(path_times, bool):
+        raise InputError("path_times", path_times, "True or False")
     if not aggregate:
         run = simulate_reduced if reduction else simulate
         return run(builder.build(start), record_series=record_series, max_refills=max_refills)
@@ -1247,7 +1254,9 @@ def simulate_builder(
             max_refills=max_refills,
             reduction=reduction,
             class_labels=class_labels,
-        )
+            per_path=path_times,
+        ),
+        paths=path_times,
     )
 
 

@@ -849,9 +849,11 @@ def _build_and_simulate(
     it = simulate_iteration(
         run.workload, run.fabric, routing=run.routing, exposed_by_class=False,
         priority=priority if priority is not None else own, split_allreduce=split_allreduce,
-        reduction=reduction,
+        reduction=reduction, path_times=False,
     )  # fmt: skip
-    cm = communication_time(run.workload, run.fabric, routing=run.routing, reduction=reduction)
+    cm = communication_time(
+        run.workload, run.fabric, routing=run.routing, reduction=reduction, path_times=False
+    )
     return run, it, cm, t1
 
 
@@ -876,7 +878,7 @@ def rounding_row(
         simulate_iteration(
             run.workload, nudged_fabric(run.fabric, ek), routing=run.routing,
             exposed_by_class=False, priority=priority if priority is not None else own,
-            split_allreduce=split_allreduce, reduction=reduction,
+            split_allreduce=split_allreduce, reduction=reduction, path_times=False,
         ).iteration_s
         for ek in e
     ]  # fmt: skip
@@ -911,7 +913,7 @@ def _ideal_with_designed_collectives(
         it = simulate_iteration(
             run.workload, ideal.fabric, routing=ideal.routing, exposed_by_class=False,
             priority=priority if priority is not None else own, split_allreduce=split_allreduce,
-            reduction=reduction,
+            reduction=reduction, path_times=False,
         )  # fmt: skip
         if it.iteration_s < best.iteration_s:
             best, who = it, run.name

@@ -153,6 +153,7 @@ def simulate_plan(
     it = simulate_iteration(
         w, fab, routing=routing, exposed_by_class=True, schedule=schedule, priority=priority,
         split_allreduce=split_allreduce, reduction=reduction, max_paths=max_paths,
+        path_times=False,
     )  # fmt: skip
     rounding = None
     if rounding_check:
@@ -167,16 +168,18 @@ def simulate_plan(
                 simulate_iteration(
                     w, nudged_fabric(fab, ek), routing=routing, exposed_by_class=False,
                     schedule=schedule, priority=priority, split_allreduce=split_allreduce,
-                    reduction=reduction, max_paths=max_paths,
+                    reduction=reduction, max_paths=max_paths, path_times=False,
                 ).iteration_s
             )  # fmt: skip
         rounding = summary(it.iteration_s, times, e)
-    comm = communication_time(w, fab, routing=routing, reduction=reduction, max_paths=max_paths)
+    comm = communication_time(
+        w, fab, routing=routing, reduction=reduction, max_paths=max_paths, path_times=False
+    )
     alone_by_class = {}
     for cls in sorted({x.cls for x in w.demands}):
         alone = communication_time(
             w.select(classes=[cls]), fab, routing=routing, reduction=reduction,
-            max_paths=max_paths,
+            max_paths=max_paths, path_times=False,
         )  # fmt: skip
         alone_by_class[cls] = alone.total_s
     keys = ("schedule", "schedule_used", "eager_1f1b_s", "1f1b_s")
