@@ -135,17 +135,26 @@ def test_compare_checks_each_fabric_on_its_paths(monkeypatch):
     sub-flows (a flow's share on each of its paths), before their arrays exist: a fabric beyond
     the budget is a row naming the estimate and the variable, and the ideal switch is simulated.
     Here the sub-flow check alone sees a 1 MB budget: the ideal switch's 446 flows (at most
-    900 + 300 B each, 0.54 MB) fit, the torus's 1,158 flows on 1,147 sub-flows (1.39 MB) do not."""
+    900 + 300 B each, 0.54 MB) fit, the torus's 1,158 flows on 1,147 sub-flows (1.39 MB) do not
+    (without the reduction). With it (the default) the torus's refused sub-flows go through
+    the grouped quotient (``compare`` reads no per-path times): the row runs, and equals the
+    row at the default budget."""
     import topoopt.flowsim.subflow_guard as guard
-    from topoopt.app import api
+    from topoopt.app.studies.compare import compare
+    from traffic.load import load_workload
 
+    w = load_workload(PLAN)
+    full = compare(w, ["ideal", "torus"], 4, 12.5e9).table.set_index("fabric")
     monkeypatch.setattr(guard, "memory_budget_bytes", lambda: 1e6)
-    rows = api.compare(json.loads(Path(PLAN).read_text()), ["ideal", "torus"], degree=4)
-    rows = rows.set_index("fabric")
+    rows = compare(w, ["ideal", "torus"], 4, 12.5e9, reduction=False).table.set_index("fabric")
     assert math.isfinite(rows.loc["ideal", "iteration_s"])
     err = rows.loc["torus", "error"]
     assert "1,147 sub-flows of 1,158 flows" in err and "GB of arrays" in err, err
     assert "TOPOOPT_MEMORY_BUDGET_GB" in err
+    grouped = compare(w, ["ideal", "torus"], 4, 12.5e9).table.set_index("fabric")
+    assert "error" not in grouped or not isinstance(grouped.loc["torus", "error"], str)
+    got, want = grouped.loc["torus", "iteration_s"], full.loc["torus", "iteration_s"]
+    assert got == pytest.approx(want, rel=1e-9)
 
 
 def test_a_split_into_billions_of_micro_ops_is_one_line():
