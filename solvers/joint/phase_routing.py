@@ -159,6 +159,8 @@ def route_phase(
     if got is None:
         raise InputError("circuits", "a pair with traffic is disconnected", "connected circuits")
     base = sps.take(np.maximum(idx, 0))
+    # the pairs' own labels (a pair the static routing leaves out took commodity 0's above)
+    base = PathSet(src, dst, base.commodity_ptr, base.path_ptr, base.path_links, base.weight)
     missing = idx < 0
     if missing.any():
         # pairs the design's routing leaves out: the flow model routes them by ECMP over the
