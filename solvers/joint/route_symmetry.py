@@ -11,12 +11,15 @@ to split every class of a cyclic symmetry. This module makes a table invariant:
    the circuits onto themselves (with their multiplicities), the static routing onto itself
    (pairs, node sequences, weights: exactly) and every phase's traffic onto itself (bytes
    within a relative :data:`TRAFFIC_RTOL`). Candidates come from colour refinement
-   (1-dimensional Weisfeiler-Leman) of the two copies of the structure with server ``v0``
-   individualised in the first and ``j`` in the second, further individualised greedily
-   until every colour is one server per copy; each candidate is checked exactly, and the
-   group is the closure of the checked ones under composition (at most :data:`MAX_GROUP`
-   elements; beyond it, no symmetry is claimed). Missing an automorphism only loses
-   symmetry, never correctness.
+   (1-dimensional Weisfeiler-Leman), level by level as in a base of the group: at each level
+   the points of the levels before are fixed, ``p`` is the first server of the first cell
+   left with several servers, and for every ``j`` of that cell that no element found yet
+   maps ``p`` to (fixing the points before), the two copies of the structure are refined
+   with ``p`` individualised in the first and ``j`` in the second, then individualised
+   greedily until every colour is one server per copy; each candidate is checked exactly,
+   and the group is the closure of the checked ones under composition (at most
+   :data:`MAX_GROUP` elements; beyond it, the group found so far). A greedy completion that
+   fails only loses symmetry, never correctness.
 2. **Averaging** (:func:`symmetrize`): the Reynolds average ``w'(p, P) = 1/|G| sum_g w(g p,
    g P)`` of a routing's weights over the group, computed once per orbit of pairs at its
    representative and mapped to every member (the image of the representative's routes).
@@ -106,13 +109,15 @@ def _refine(colour: np.ndarray, u: np.ndarray, v: np.ndarray, ecol: np.ndarray) 
         k = k2
 
 
-def _candidate(n, u, v, ecol, base, v0: int, j: int) -> np.ndarray | None:
-    """A permutation ``g`` with ``g[v0] == j`` suggested by refinement of two copies of the
-    structure (module docstring, step 1), or None when the greedy individualisation fails."""
+def _candidate(n, u, v, ecol, base, pairs) -> np.ndarray | None:
+    """A permutation ``g`` with ``g[x] == y`` for every ``(x, y)`` of ``pairs``, suggested by
+    refinement of two copies of the structure (module docstring, step 1), or None when the
+    greedy individualisation fails."""
     uu, vv, ee = np.concatenate([u, u + n]), np.concatenate([v, v + n]), np.concatenate([ecol] * 2)
     col = np.concatenate([base, base]).astype(np.int64)
     top = int(col.max()) + 1
-    col[v0], col[n + j] = top, top
+    for i, (x, y) in enumerate(pairs):
+        col[x], col[n + y] = top + i, top + i
     while True:
         col = _refine(col, uu, vv, ee)
         a, b = col[:n], col[n:]
@@ -209,7 +214,7 @@ def _closure(gens: list[np.ndarray], n: int) -> np.ndarray | None:
 def automorphisms(n: int, circuits, static: NodePaths | None = None, traffics=()) -> np.ndarray:
     """The automorphism group found of the structure (module docstring, step 1): an ``int64
     (|G|, n)`` array, row ``k`` the permutation ``server -> g_k(server)``, the identity first;
-    just the identity when none is found (or the group is above :data:`MAX_GROUP`).
+    just the identity when none is found.
 
     Examples
     --------
@@ -232,23 +237,34 @@ def automorphisms(n: int, circuits, static: NodePaths | None = None, traffics=()
     static_key = _routing_key(static) if static is not None else None
     gens: list[np.ndarray] = []
     group = np.arange(n, dtype=np.int64)[None, :]
-    for cell in np.unique(base):
-        members = np.flatnonzero(base == cell)
-        if members.size < 2:
-            continue
-        v0 = int(members[0])
+    points: list[int] = []  # the base: level by level, the points fixed so far
+    col = base
+    while True:
+        # the first cell of more than one server once the points so far are individualised
+        if points:
+            col = base.copy()
+            col[points] = int(base.max()) + 1 + np.arange(len(points))
+            col = _refine(col, u, v, ecol)
+        cnt = np.bincount(col)
+        big = np.flatnonzero(cnt > 1)
+        if not big.size:
+            return group
+        members = np.flatnonzero(col == big[0])
+        p = int(members[0])
+        fix = np.all(group[:, points] == np.asarray(points, np.int64), axis=1)
         for j in members[1:]:
-            if np.any(group[:, v0] == j):  # an element found already maps v0 to j
+            if np.any(group[fix, p] == j):  # an element found fixes the points, maps p to j
                 continue
-            g = _candidate(n, u, v, ecol, base, v0, int(j))
+            g = _candidate(n, u, v, ecol, base, [(x, x) for x in points] + [(p, int(j))])
             if g is None or not _is_automorphism(g, n, circuits, static_key, static, traffics):
                 continue
             got = _closure(gens + [g], n)
-            if got is None:
+            if got is None:  # above MAX_GROUP: the group found so far (closed)
                 return group
             gens.append(g)
             group = got
-    return group
+            fix = np.all(group[:, points] == np.asarray(points, np.int64), axis=1)
+        points.append(p)
 
 
 def symmetrize(routing: NodePaths, group: np.ndarray) -> NodePaths | None:
