@@ -18,7 +18,8 @@ to split every class of a cyclic symmetry. This module makes a table invariant:
    with ``p`` individualised in the first and ``j`` in the second, then individualised
    greedily until every colour is one server per copy; each candidate is checked exactly,
    and the group is the closure of the checked ones under composition (at most
-   :data:`MAX_GROUP` elements; beyond it, the group found so far). A greedy completion that
+   :data:`MAX_GROUP` elements; beyond it, the group found so far; at most
+   :data:`MAX_FAILED` failed candidates a level). A greedy completion that
    fails only loses symmetry, never correctness.
 2. **Averaging** (:func:`symmetrize`): the Reynolds average ``w'(p, P) = 1/|G| sum_g w(g p,
    g P)`` of a routing's weights over the group, computed once per orbit of pairs at its
@@ -29,7 +30,7 @@ to split every class of a cyclic symmetry. This module makes a table invariant:
    link is an average of its images' loads; the maximum is convex); the caller recomputes
    the congestion anyway.
 
-Guarantees: deterministic (no clock; the colour hashes are seeded); the group returned is a
+Guarantees: deterministic (no clock, no random choice: the colour hashes are fixed); the group is a
 group (identity first, closed under composition), every element checked exactly.
 """
 
@@ -41,10 +42,15 @@ import scipy.sparse as sp
 from solvers.model.design import NodePaths
 from topoopt.csr import ranges
 
-__all__ = ["automorphisms", "symmetrize", "MAX_GROUP", "TRAFFIC_RTOL"]
+__all__ = ["automorphisms", "symmetrize", "MAX_GROUP", "MAX_FAILED", "TRAFFIC_RTOL"]
 
 MAX_GROUP = 4096
 """Elements of the automorphism group at most (:func:`automorphisms`)."""
+
+MAX_FAILED = 64
+"""Candidates that fail (no permutation, or not an automorphism) at one level of
+:func:`automorphisms` before it gives up the rest of that level's cell (a bound on the work
+where colour refinement cannot tell the servers apart; it only loses symmetry)."""
 
 TRAFFIC_RTOL = 1e-9
 """Relative tolerance (of the largest pair's bytes) when checking that a permutation maps a
@@ -252,11 +258,15 @@ def automorphisms(n: int, circuits, static: NodePaths | None = None, traffics=()
         members = np.flatnonzero(col == big[0])
         p = int(members[0])
         fix = np.all(group[:, points] == np.asarray(points, np.int64), axis=1)
+        failed = 0
         for j in members[1:]:
             if np.any(group[fix, p] == j):  # an element found fixes the points, maps p to j
                 continue
+            if failed >= MAX_FAILED:
+                break
             g = _candidate(n, u, v, ecol, base, [(x, x) for x in points] + [(p, int(j))])
             if g is None or not _is_automorphism(g, n, circuits, static_key, static, traffics):
+                failed += 1
                 continue
             got = _closure(gens + [g], n)
             if got is None:  # above MAX_GROUP: the group found so far (closed)
