@@ -41,6 +41,7 @@ import scipy.sparse as sp
 
 from solvers.model.design import NodePaths
 from topoopt.csr import ranges
+from topoopt.fabrics.circuits import Circuits
 
 __all__ = ["automorphisms", "symmetrize", "MAX_GROUP", "MAX_FAILED", "TRAFFIC_RTOL"]
 
@@ -72,8 +73,8 @@ def _mix(x: np.ndarray) -> np.ndarray:
 def _edges(n: int, circuits: np.ndarray, traffics) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Directed coloured edges ``(u, v, colour)`` of the structure: each circuit both ways
     (colour: its multiplicity), each phase's pair with bytes (colour: phase and bytes to six
-    significant digits of its phase's largest)."""
-    c = np.asarray(circuits, np.int64).reshape(-1, 3)
+    significant digits of its phase's largest). ``circuits``: canonical rows."""
+    c = circuits
     us = [c[:, 0], c[:, 1]]
     vs = [c[:, 1], c[:, 0]]
     cols = [c[:, 2], c[:, 2]]
@@ -182,9 +183,11 @@ def _traffic_ok(g: np.ndarray, traffics) -> bool:
 
 
 def _is_automorphism(g, n, circuits, static_key, static, traffics) -> bool:
+    """``g`` maps the circuits (canonical rows), the static routing and the traffic onto
+    themselves (module docstring, step 1)."""
     if not np.array_equal(np.sort(g), np.arange(n)):
         return False
-    c = np.asarray(circuits, np.int64).reshape(-1, 3)
+    c = circuits
     img = np.column_stack([np.minimum(g[c[:, 0]], g[c[:, 1]]),
                            np.maximum(g[c[:, 0]], g[c[:, 1]]), c[:, 2]])  # fmt: skip
     own = np.column_stack([np.minimum(c[:, 0], c[:, 1]), np.maximum(c[:, 0], c[:, 1]), c[:, 2]])
@@ -236,7 +239,7 @@ def automorphisms(n: int, circuits, static: NodePaths | None = None, traffics=()
     >>> automorphisms(4, c, traffics=[t]).tolist()
     [[0, 1, 2, 3], [2, 3, 0, 1]]
     """
-    circuits = np.asarray(circuits, np.int64).reshape(-1, 3)
+    circuits = Circuits(circuits, n).rows
     traffics = list(traffics)
     u, v, ecol = _edges(n, circuits, traffics)
     base = _refine(np.zeros(n, np.int64), u, v, ecol)
