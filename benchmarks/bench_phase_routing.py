@@ -42,6 +42,10 @@ def main(argv=None) -> None:
         default=30.0,
         help="the design search's wall-clock cap, seconds (advise's default: 30)",
     )
+    ap.add_argument(
+        "--symmetric", action=argparse.BooleanOptionalAction, default=True,
+        help="average the per-phase routes over the design's automorphisms (the default)",
+    )  # fmt: skip
     a = ap.parse_args(argv)
     plan = scale_plan(load_jobs(a.job)[0].plan, a.gpus, "h100-sxm")
     wl = workload_from_plan(plan)
@@ -57,7 +61,7 @@ def main(argv=None) -> None:
     c1 = time.process_time()
     say = lambda m: print(m, flush=True)  # noqa: E731
     r = phase_routing(run.workload, run.design, run.fabric, min_fraction=a.min_fraction,
-                      max_buckets=a.max_buckets, progress=say)  # fmt: skip
+                      max_buckets=a.max_buckets, progress=say, symmetric=a.symmetric)  # fmt: skip
     cpu = time.process_time() - c1
     print(f"{a.job} at {a.gpus} GPUs: static {r.static_iteration_s!r} s, every phase routed "
           f"{r.all_routed_s!r} s, chosen {r.iteration_s!r} s "
