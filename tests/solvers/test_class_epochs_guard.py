@@ -1,7 +1,7 @@
 """The memory guard of the plain run of flow classes under a routing schedule
 (:func:`solvers.reconfig.schedule.class_epochs`, the per-phase routing's run when the grouped
-quotient turns itself off): it charges each builder flow what a grouped run of the per-phase
-routing holds of it, the plain model per class and per sub-flow
+quotient turns itself off): it charges the builder's flows what a run of merged flows holds of
+each, the plain model per class and per sub-flow
 (:func:`topoopt.flowsim.subflow_guard.check_class_subflows`), counted here independently of
 the guard, at least what the run allocates (traced), and refuses over the budget in one line."""
 
@@ -74,7 +74,7 @@ def test_the_guard_counts_builder_flows_classes_and_every_tables_subflows(tiny, 
         tables = {id(e.paths): e.paths for e in epochs if e.paths is not None}.values()
         assert subflows == sum(int(np.diff(t.flow_ptr).sum()) for t in tables)
         assert real_guard(flows, classes, subflows) == pytest.approx(
-            guard.GROUPED_FLOW_BYTES * flows
+            guard.BUNDLE_FLOW_BYTES * flows
             + guard.FLOW_PEAK_BYTES * classes
             + guard.SUBFLOW_BYTES * subflows
         )

@@ -232,24 +232,22 @@ def check_grouped(flows: int, subflows: int) -> float:
 
 
 def check_class_subflows(flows: int, classes: int, subflows: int) -> float:
-    """Refuse a plain run of flow classes (not of every flow) under a routing schedule whose
-    arrays would exceed the memory budget; return the estimated array bytes otherwise:
+    """Refuse a plain run of flow classes (not of every flow) whose arrays would exceed the
+    memory budget; return the estimated array bytes otherwise:
 
-    ``arrays = GROUPED_FLOW_BYTES * flows + FLOW_PEAK_BYTES * classes + SUBFLOW_BYTES *
+    ``arrays = BUNDLE_FLOW_BYTES * flows + FLOW_PEAK_BYTES * classes + SUBFLOW_BYTES *
     sub-flows``
 
-    for ``flows`` builder flows merged into ``classes`` classes of identical flows whose paths
-    are ``subflows`` sub-flows in all (every routing table's). The plain flow model
+    for ``flows`` builder flows merged into ``classes`` classes of identical flows whose
+    paths are ``subflows`` sub-flows in all (every routing table's): the plain flow model
     (:func:`check_subflows`: :data:`FLOW_PEAK_BYTES` a flow, :data:`SUBFLOW_BYTES` a sub-flow)
-    runs the classes; each builder flow is charged what a grouped run of the per-phase routing
-    holds of it (:data:`GROUPED_FLOW_BYTES`, :func:`check_grouped`: the builder, its classes,
-    the shared group routes and results of the earlier runs, which stay alive beside this one),
-    not the plain event loop's :data:`FLOW_PEAK_BYTES`. Called by
-    :func:`solvers.reconfig.schedule.class_epochs` (the per-phase routing's run when the grouped
-    quotient turns itself off), which charged :data:`FLOW_PEAK_BYTES` a builder flow before
-    session 45. Measured (session 45, ``benchmarks/bench_advise_row.py --guards``): Mixtral
-    8x7B's ``joint-phased`` row at 32,768 GPUs held 3.4-6.1 GB resident between its runs
-    (13,826,976 builder flows: 220-420 bytes a flow) and peaked at 8.14 GB in all.
+    runs the classes, and each builder flow holds what a simulation of merged flows holds of it
+    (:data:`BUNDLE_FLOW_BYTES`: the builder's arrays, its class and its result expanded per
+    flow), never the plain event loop. Called by :func:`solvers.reconfig.schedule.class_epochs`
+    (the per-phase routing's fallback when the grouped quotient turns itself off), which
+    charged :data:`FLOW_PEAK_BYTES` a builder flow before session 45: 12.9 GB for Mixtral 8x7B's
+    ``joint-phased`` row at 32,768 GPUs (13,826,976 flows, 1,650,732 sub-flows), whose whole row
+    peaked at 7.94 GB.
 
     Raises
     ------
@@ -260,14 +258,14 @@ def check_class_subflows(flows: int, classes: int, subflows: int) -> float:
     Examples
     --------
     >>> round(check_class_subflows(1_000_000, 10_000, 100_000) / 1e9, 3)
-    0.739
-    >>> check_class_subflows(10**7, 10**6, 10**7)
+    0.339
+    >>> check_class_subflows(10**7, 5 * 10**6, 10**7)
     Traceback (most recent call last):
     ...
-    traffic.errors.InputError: flows: got '10,000,000 sub-flows of 1,000,000 flow classes of 10,000,000 flows (about 10.9 GB of arrays)'; allowed: at most 8 GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)
+    traffic.errors.InputError: flows: got '10,000,000 sub-flows of 5,000,000 flow classes of 10,000,000 flows (about 10.5 GB of arrays)'; allowed: at most 8 GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)
     """  # noqa: E501
     est = (
-        GROUPED_FLOW_BYTES * float(flows)
+        BUNDLE_FLOW_BYTES * float(flows)
         + FLOW_PEAK_BYTES * float(classes)
         + SUBFLOW_BYTES * float(subflows)
     )
