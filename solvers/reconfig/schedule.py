@@ -1178,11 +1178,10 @@ def class_epochs(builder, realised: RealisedSchedule, max_path_links: int = MAX_
     epoch has no paths. A table of more than ``max_path_links`` entries (every class's path
     links, summed over the path versions) is refused before it is built, as by
     :func:`schedule_flowset`, and so are sub-flows over the memory budget
-    (:func:`topoopt.flowsim.subflow_guard.check_class_subflows`: the plain run holds every
-    class and sub-flow, and each builder flow's class and result). The symmetry quotient does
-    not list them (:func:`class_groups`).
+    (:func:`topoopt.flowsim.subflow_guard.check_subflows`: the plain run holds every one). The
+    symmetry quotient does not list them (:func:`class_groups`).
     """
-    from topoopt.flowsim.subflow_guard import check_class_subflows
+    from topoopt.flowsim.subflow_guard import check_subflows
     from topoopt.flowsim.timevarying import Epoch, EpochPaths
 
     c = _flow_classes(builder, realised)
@@ -1210,7 +1209,7 @@ def class_epochs(builder, realised: RealisedSchedule, max_path_links: int = MAX_
             f"{size:,} path-link entries ({n_c:,} flow classes x {len(versions)} path versions)",
             f"at most {max_path_links:,} (the memory of one flow simulation)",
         )
-    check_class_subflows(n_f, n_c, subflows)
+    check_subflows(n_f, subflows)
     paths = {}
     for v, ps, lo, hi in tables:
         fptr = np.zeros(n_c + 1, np.int64)

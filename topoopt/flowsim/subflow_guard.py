@@ -30,7 +30,6 @@ __all__ = [
     "EXPANDED_PATH_BYTES",
     "GROUPED_FLOW_BYTES",
     "check_bundles",
-    "check_class_subflows",
     "check_grouped",
     "check_route_counts",
     "check_expansion",
@@ -228,51 +227,6 @@ def check_grouped(flows: int, subflows: int) -> float:
         est,
         f"{int(subflows):,} sub-flows of {int(flows):,} flows through the grouped quotient "
         f"(about {est / 1e9:,.1f} GB of arrays)",
-    )
-
-
-def check_class_subflows(flows: int, classes: int, subflows: int) -> float:
-    """Refuse a plain run of flow classes (not of every flow) whose arrays would exceed the
-    memory budget; return the estimated array bytes otherwise:
-
-    ``arrays = BUNDLE_FLOW_BYTES * flows + FLOW_PEAK_BYTES * classes + SUBFLOW_BYTES *
-    sub-flows``
-
-    for ``flows`` builder flows merged into ``classes`` classes of identical flows whose
-    paths are ``subflows`` sub-flows in all (every routing table's): the plain flow model
-    (:func:`check_subflows`: :data:`FLOW_PEAK_BYTES` a flow, :data:`SUBFLOW_BYTES` a sub-flow)
-    runs the classes, and each builder flow holds what a simulation of merged flows holds of it
-    (:data:`BUNDLE_FLOW_BYTES`: the builder's arrays, its class and its result expanded per
-    flow), never the plain event loop. Called by :func:`solvers.reconfig.schedule.class_epochs`
-    (the per-phase routing's fallback when the grouped quotient turns itself off), which
-    charged :data:`FLOW_PEAK_BYTES` a builder flow before session 45: 12.9 GB for Mixtral 8x7B's
-    ``joint-phased`` row at 32,768 GPUs (13,826,976 flows, 1,650,732 sub-flows), whose whole row
-    peaked at 7.94 GB.
-
-    Raises
-    ------
-    InputError
-        Field ``flows`` (as :func:`check_subflows`), naming the sub-flows, classes, flows, the
-        estimate, the budget and the variable that raises it.
-
-    Examples
-    --------
-    >>> round(check_class_subflows(1_000_000, 10_000, 100_000) / 1e9, 3)
-    0.339
-    >>> check_class_subflows(10**7, 5 * 10**6, 10**7)
-    Traceback (most recent call last):
-    ...
-    traffic.errors.InputError: flows: got '10,000,000 sub-flows of 5,000,000 flow classes of 10,000,000 flows (about 10.5 GB of arrays)'; allowed: at most 8 GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)
-    """  # noqa: E501
-    est = (
-        BUNDLE_FLOW_BYTES * float(flows)
-        + FLOW_PEAK_BYTES * float(classes)
-        + SUBFLOW_BYTES * float(subflows)
-    )
-    return _within_budget(
-        est,
-        f"{int(subflows):,} sub-flows of {int(classes):,} flow classes of {int(flows):,} "
-        f"flows (about {est / 1e9:,.1f} GB of arrays)",
     )
 
 
