@@ -98,8 +98,7 @@ def main(argv=None) -> None:
 
 
 GUARDS = (
-    "check_subflows", "check_bundles", "check_grouped", "check_class_subflows",
-    "check_expansion", "check_route_counts",
+    "check_subflows", "check_bundles", "check_grouped", "check_expansion", "check_route_counts",
 )  # fmt: skip
 """The memory guards of :mod:`topoopt.flowsim.subflow_guard` logged by ``--guards``."""
 
