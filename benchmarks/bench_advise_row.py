@@ -8,7 +8,11 @@ without the seven other rows. Each row is appended to ``--rows`` (JSON lines, ``
 split out as ``advise`` does); on stderr, for each row: the memory estimate ``advise`` checks
 before the row's simulations (:func:`topoopt.flowsim.work.check_work`: flows, arrays) and the
 process's peak resident memory when the row's own simulations are done (before the per-phase
-routing) and at the end. Run it under ``/usr/bin/time -v`` for CPU seconds::
+routing) and at the end. ``--guards`` also logs every memory guard of
+:mod:`topoopt.flowsim.subflow_guard` a run calls (over 50,000 flows): its counts, its estimate
+and, at the next line, the peak resident memory the run reached after it (what the estimate is
+compared against; ``TOPOOPT_MEMORY_BUDGET_GB`` raised, it shows which guards would refuse at the
+default). Run it under ``/usr/bin/time -v`` for CPU seconds::
 
     nice -n 10 /usr/bin/time -v python benchmarks/bench_advise_row.py llama3-405b \\
         --gpus 32768 --fabric joint --rows rows.jsonl
@@ -50,6 +54,10 @@ def main(argv=None) -> None:
         "scaled by 1 + e (default 0: none)",
     )  # fmt: skip
     ap.add_argument("--rows", required=True, help="JSON-lines file, one row per evaluation")
+    ap.add_argument(
+        "--guards", action="store_true",
+        help="log every memory guard's counts and estimate (module docstring)",
+    )  # fmt: skip
     a = ap.parse_args(argv)
 
     def say(**kw) -> None:
@@ -68,6 +76,8 @@ def main(argv=None) -> None:
         return real_phase(*args, **kw)
 
     work.check_work, solvers.phase_routing = check, phase
+    if a.guards:
+        _log_guards(say)
     job = adv.load_jobs(a.jobs)[0]
     plan = adv.scale_plan(job.plan, a.gpus, a.gpu)
     common = {
@@ -94,6 +104,45 @@ def main(argv=None) -> None:
             for k in ("search_warning", "paths_warning", "phase_routing_warning"):
                 if r.get(k):
                     print(f"  {k}: {r[k]}")
+
+
+GUARDS = (
+    "check_subflows", "check_bundles", "check_grouped", "check_expansion", "check_route_counts",
+)  # fmt: skip
+"""The memory guards of :mod:`topoopt.flowsim.subflow_guard` logged by ``--guards``."""
+
+
+def _log_guards(say) -> None:
+    """Wrap every guard of :data:`GUARDS` where the flow model looks it up (its module, and the
+    modules that import it by name) to log its arguments and estimate, or its refusal."""
+    import importlib
+
+    from topoopt.flowsim import subflow_guard as guard
+
+    users = [
+        importlib.import_module(f"topoopt.flowsim.{m}")
+        for m in ("network", "symmetry", "grouped_routes", "bundles", "iteration", "work")
+    ]
+
+    def wrapped(name, real):
+        def check(*args, **kw):
+            counts = [int(x) if not isinstance(x, bool) else x for x in args]
+            try:
+                est = real(*args, **kw)
+            except Exception as e:
+                say(stage=name, counts=counts, refused=str(e))
+                raise
+            if counts and counts[0] > 50_000:
+                say(stage=name, counts=counts, **kw, arrays_gb=round(est / 1e9, 3))
+            return est
+
+        return check
+
+    for name in GUARDS:
+        f = wrapped(name, getattr(guard, name))
+        for m in (guard, *users):
+            if hasattr(m, name):
+                setattr(m, name, f)
 
 
 if __name__ == "__main__":

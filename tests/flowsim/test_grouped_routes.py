@@ -127,7 +127,8 @@ def test_interleaved_iteration_through_the_groups_equals_plain(monkeypatch):
 
 def test_memory_check_covers_the_traced_arrays(monkeypatch):
     """The grouped run's memory check (check_grouped: the builder's flows, the groups' paths,
-    then the quotient's sub-flows) is at least the peak of the arrays it allocates (numpy's
+    the classes' group paths before the quotient lists them, then the quotient's sub-flows)
+    is at least the peak of the arrays it allocates (numpy's
     allocations as tracemalloc sees them) on a 128-server OCS spine, 256 flows (1.5x measured;
     at 16,384 GPUs 2.94 GB estimated for a 2.58 GB peak of the whole process)."""
     import tracemalloc
@@ -145,7 +146,7 @@ def test_memory_check_covers_the_traced_arrays(monkeypatch):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert sim.reduction["status"] == "on" and len(est) == 2
+    assert sim.reduction["status"] == "on" and len(est) == 3  # groups, listing, quotient
     assert max(est) >= peak
 
 
@@ -176,3 +177,37 @@ def test_simulate_and_compare_read_no_per_path_times(monkeypatch):
     with pytest.raises(InputError) as e:
         communication_time(w, fab, reduction=True)
     assert e.value.field == "flows"
+
+
+def test_the_quotient_listing_is_checked_before_it_is_built(monkeypatch):
+    """``reduce_grouped``'s ``check`` gets the flow classes' group paths (counted here from
+    the classes it returns: a flow of each class, its group's paths), at least the quotient's
+    sub-flows, before the quotient lists them; with ``check_grouped`` over the budget it
+    refuses in one line (field ``flows``) and builds no quotient."""
+    from topoopt.flowsim.epochs_reduction import reduce_grouped
+    from topoopt.flowsim.subflow_guard import GROUPED_FLOW_BYTES, GROUPED_SUBFLOW_BYTES
+    from topoopt.flowsim.subflow_guard import check_grouped as real
+
+    fb = _shift_builder(_spine(), shift=9)
+    gf, _, epochs = builder_groups(fb)
+    seen = []
+    red = red0 = reduce_grouped(gf, epochs, check=seen.append)
+    assert red.flows is not None
+    first = np.unique(red.partition.flow, return_index=True)[1]  # a flow of each class
+    paths_of_group = np.diff(gf.versions[0].flow_ptr)
+    assert seen == [int(paths_of_group[gf.group[first]].sum())]
+    assert seen[0] >= red.info["quotient_paths"]
+    n_b = fb.n
+    est = real(n_b, seen[0])
+    assert est == pytest.approx(GROUPED_FLOW_BYTES * n_b + GROUPED_SUBFLOW_BYTES * seen[0])
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr((est - 1.0) / 1e9))
+    built = []
+    monkeypatch.setattr(
+        "topoopt.flowsim.epochs_reduction._grouped_quotient", lambda *a: built.append(a)
+    )
+    with pytest.raises(InputError) as e:
+        reduce_grouped(gf, epochs, check=lambda n: real(n_b, n))
+    msg = str(e.value)
+    assert e.value.field == "flows" and "\n" not in msg and not built
+    assert f"{seen[0]:,} sub-flows of {n_b:,} flows through the grouped quotient" in msg
+    assert "at most" in msg and red0.info["quotient_paths"] <= seen[0]

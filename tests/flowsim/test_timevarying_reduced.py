@@ -255,7 +255,7 @@ def test_guard_counts_the_quotient(monkeypatch):
     assert quotient == (n_b, red["quotient_paths"])  # then the quotient's sub-flows
     est = real(n_b, red["group_paths"])
     assert est == pytest.approx(
-        guard.GROUPED_FLOW_BYTES * n_b + guard.SUBFLOW_BYTES_REDUCED * red["group_paths"]
+        guard.GROUPED_FLOW_BYTES * n_b + guard.GROUPED_SUBFLOW_BYTES * red["group_paths"]
     )
     # a budget below the groups' routes: refused in one line before the refinement
     monkeypatch.setattr(guard, "check_grouped", real)

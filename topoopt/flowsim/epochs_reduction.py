@@ -438,8 +438,9 @@ def _multiset_hash(owner: np.ndarray, colour: np.ndarray, n_owner: int, seed: in
 
 
 def reduce_grouped(
-    gf: GroupedFlows, epochs, *, seed: int = 0, start_flow: np.ndarray | None = None
-) -> EpochReduction:
+    gf: GroupedFlows, epochs, *, seed: int = 0, start_flow: np.ndarray | None = None,
+    check=None,
+) -> EpochReduction:  # fmt: skip
     """The quotient of the run of ``gf`` under ``epochs`` (their ``paths`` are version indices
     into ``gf.versions``, or None; the first epoch starts at 0 with paths), found without
     listing every flow's paths: the coarsest equitable partition of the *groups'* union
@@ -461,7 +462,11 @@ def reduce_grouped(
     separate flows the result separates anyway (the flows' classes of a run on a subset of
     these path versions: the classes of a run are equitable for each of its versions alone)
     give the same classes in fewer rounds. The refinement stops once a round splits no flow
-    class (the next would repeat it)."""
+    class (the next would repeat it).
+
+    ``check`` (optional, a memory guard) is called with the count of the flow classes' group
+    paths, summed over the versions, before the quotient lists them (at least the quotient's
+    sub-flows, which are these merged by path class), and may raise."""
     from topoopt.flowsim._symmetry_kernels import uniform_counts, uniform_sets
     from topoopt.flowsim.flowset import identical_classes
 
@@ -537,6 +542,14 @@ def reduce_grouped(
         return _off("classes failed the exact equitability check", {**base, **info_c})
     if n_fc == n_f and part.n_path_classes == union.n_paths:
         return _off("no symmetry: every flow is its own class", {**base, **info_c})
+    if check is not None:  # the flow classes' group paths, before the quotient lists them
+        g_rep = gf.group[class_representatives(fcol, n_fc)]
+        upf = union.path_flow()
+        listed = 0
+        for v in range(nv):
+            per_group = np.bincount(upf[ver == v], minlength=union.n_flows)
+            listed += int(per_group[g_rep].sum())
+        check(listed)
     return _grouped_quotient(gf, union, ver, local, part, fcol, n_fc, epochs, {**base, **info_c})
 
 

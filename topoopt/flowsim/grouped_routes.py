@@ -142,7 +142,8 @@ def simulate_grouped_classes(
     gf, class_of, epochs = builder_groups(builder, start)
     table = gf.versions[0]
     check_grouped(n_b, int(table.weight.shape[0]))
-    red = reduce_grouped(gf, epochs)
+    # the classes' group paths before the quotient lists them (at least its sub-flows)
+    red = reduce_grouped(gf, epochs, check=lambda listed: check_grouped(n_b, listed))
     if red.flows is None:
         return None
     check_grouped(n_b, int(red.info["quotient_paths"]))

@@ -29,6 +29,7 @@ __all__ = [
     "EXPANDED_FLOW_BYTES",
     "EXPANDED_PATH_BYTES",
     "GROUPED_FLOW_BYTES",
+    "GROUPED_SUBFLOW_BYTES",
     "check_bundles",
     "check_grouped",
     "check_route_counts",
@@ -185,27 +186,43 @@ GROUPED_FLOW_BYTES = BUNDLE_FLOW_BYTES + BUNDLE_BYTES + QUOTIENT_CLASS_BYTES
 (:func:`check_grouped`): one bundle (or group route) and one quotient class a flow at most."""
 
 
+GROUPED_SUBFLOW_BYTES = 480.0
+"""Peak bytes per sub-flow of a run through the grouped quotient (:func:`check_grouped`): the
+quotient's listing of its flow classes' group paths (merged by path class), its tables and the
+time-varying engine's state of each. Measured (session 45, ``benchmarks/bench_advise_row.py
+--guards`` and a 20 ms resident-memory sampler): Mixtral 8x7B's ``ocs-spine`` row at 32,768
+GPUs, 3,676,464 builder flows whose quotient has 17,649,200 sub-flows (21x the groups' 826,861
+paths), peaked at 9.79 GB while listing the quotient (9.43 GB above
+:data:`topoopt.flowsim.work.PROCESS_BYTES`): 388 bytes a quotient sub-flow beside
+:data:`GROUPED_FLOW_BYTES` a flow; the run of the quotient alone 8.73 GB (329). With
+:data:`SUBFLOW_BYTES_REDUCED` (150) that row was estimated at 2.70 GB before the listing and
+5.22 GB after it. 480 is 1.24x the listing's."""
+
+
 def check_grouped(flows: int, subflows: int) -> float:
     """Refuse a run through the grouped symmetry quotient (the per-phase routing's runs,
     :func:`solvers.phase_routing`; a static run whose every sub-flow is over the budget,
     :func:`topoopt.flowsim.grouped_routes.simulate_grouped_classes`) whose arrays would exceed
     the memory budget; return the estimated array bytes otherwise:
 
-    ``arrays = GROUPED_FLOW_BYTES * flows + SUBFLOW_BYTES_REDUCED * sub-flows``
+    ``arrays = GROUPED_FLOW_BYTES * flows + GROUPED_SUBFLOW_BYTES * sub-flows``
 
     for ``flows`` builder flows (before identical flows merge) and ``subflows`` routed
-    sub-flows of their groups or quotient. The per-flow term is the route-bundle path's
+    sub-flows of their groups or quotient (or, for the static run, of the flow classes' group
+    paths before the quotient lists them: :func:`topoopt.flowsim.epochs_reduction.
+    reduce_grouped`'s ``check``). The per-flow term is the route-bundle path's
     (:func:`check_bundles`, one bundle a flow) with one quotient class a flow
     (:data:`QUOTIENT_CLASS_BYTES`), not the plain model's :data:`FLOW_PEAK_BYTES`: these runs
     hold the builder, its classes and the quotient, never the plain event loop of every flow
     (a run that falls back to it is checked by :func:`check_subflows` first). Measured
     (``advise``'s ``joint-phased`` row, session 42): Mixtral 8x7B at 32,768 GPUs, 13,826,976
     flows, 59,393 sub-flows, 7.94 GB peak (7.58 GB above
-    :data:`topoopt.flowsim.work.PROCESS_BYTES`): estimated 9.69 GB (1.28x; 12.5 GB, 1.65x,
+    :data:`topoopt.flowsim.work.PROCESS_BYTES`): estimated 9.71 GB (1.28x; 12.5 GB, 1.65x,
     with :data:`FLOW_PEAK_BYTES`); Llama 3 405B there, 15,088,036 flows, held 8.91 GB when its
     fallback to the plain engine was refused: 10.57 GB. A static run (session 44): Llama 3
     405B calibrated on the OCS spine at 16,384 GPUs, 3,701,928 flows, 2,292,096 quotient
-    sub-flows, 2.58 GB peak for the whole ``advise`` row: estimated 2.94 GB.
+    sub-flows, 2.58 GB peak for the whole ``advise`` row: estimated 2.94 GB (3.69 GB with
+    :data:`GROUPED_SUBFLOW_BYTES`, session 45, which the OCS spine at 32,768 GPUs needed).
 
     Raises
     ------
@@ -216,13 +233,13 @@ def check_grouped(flows: int, subflows: int) -> float:
     Examples
     --------
     >>> round(check_grouped(878_496, 5_890) / 1e9, 3)  # Mixtral 8x7B, 2,048 GPUs: 0.46 measured
-    0.616
+    0.618
     >>> check_grouped(13_826_976, 59_393)  # Mixtral 8x7B, 32,768 GPUs: 7.94 GB measured
     Traceback (most recent call last):
     ...
     traffic.errors.InputError: flows: got '59,393 sub-flows of 13,826,976 flows through the grouped quotient (about 9.7 GB of arrays)'; allowed: at most 8 GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)
     """  # noqa: E501
-    est = GROUPED_FLOW_BYTES * float(flows) + SUBFLOW_BYTES_REDUCED * float(subflows)
+    est = GROUPED_FLOW_BYTES * float(flows) + GROUPED_SUBFLOW_BYTES * float(subflows)
     return _within_budget(
         est,
         f"{int(subflows):,} sub-flows of {int(flows):,} flows through the grouped quotient "
