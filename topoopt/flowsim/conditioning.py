@@ -20,6 +20,7 @@ every symmetry of the fabric survives it and the runs cost what the nominal run 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -28,11 +29,14 @@ import numpy as np
 from traffic.errors import InputError
 
 __all__ = [
+    "COLUMNS",
     "LARGEST",
     "MAX_RUNS",
     "SMALLEST",
     "WELL_CONDITIONED",
+    "check",
     "check_runs",
+    "columns",
     "nudged_fabric",
     "nudges",
     "summary",
@@ -50,6 +54,9 @@ tolerance at which the symmetry quotient must equal the unreduced run (issue 25)
 
 MAX_RUNS = 64
 """At most this many nudged runs (each costs one iteration's simulation)."""
+
+COLUMNS = ("rounding_spread", "rounding_std_s", "rounding_conditioned")
+"""A table row's figures of the check (:func:`columns`), in ``compare`` and ``advise``."""
 
 
 def check_runs(runs: int, field: str = "--rounding-check") -> int:
@@ -172,3 +179,45 @@ def _sig(mean: float, std: float) -> str:
     nd = max(0, -place)
     sd = f"{std:.2g}" if std < 1e-4 else f"{round(std, nd):.{nd}f}"
     return f"{round(mean, nd):.{nd}f} s +- {sd}"
+
+
+def check(
+    fabric,
+    nominal_s: float,
+    runs: int,
+    seed: int,
+    iteration_s: Callable[[Any], float],
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The rounding check of one simulation: ``iteration_s(nudged_fabric(fabric, e_k))`` for
+    each of :func:`nudges` ``(runs, seed)``, summarised against ``nominal_s``
+    (:func:`summary`). ``iteration_s`` is the caller's simulation with its own routes and
+    options, the fabric its only argument.
+
+    >>> from topoopt.fabrics import leaf_spine
+    >>> f = leaf_spine(4, radix=4, leaf_hosts=2)
+    >>> t = lambda fab: 1e9 / fab.capacity[0]  # a transfer alone: bytes over bandwidth
+    >>> got = check(f, t(f), 2, 0, t)
+    >>> got["runs"], got["conditioned"], got["spread"] <= 2 * LARGEST
+    (2, 'well', True)
+    """
+    e = nudges(runs, seed)
+    times = []
+    for k, ek in enumerate(e):
+        if progress:
+            progress(f"rounding check {k + 1}/{runs}: bandwidths x (1 {ek:+.1e})")
+        times.append(float(iteration_s(nudged_fabric(fabric, ek))))
+    return summary(nominal_s, times, e)
+
+
+def columns(got: dict[str, Any]) -> dict[str, Any]:
+    """A table row's :data:`COLUMNS` from a :func:`summary`.
+
+    >>> columns(summary(1.0, [1.0], [1e-15]))
+    {'rounding_spread': 0.0, 'rounding_std_s': 0.0, 'rounding_conditioned': 'well'}
+    """
+    return {
+        "rounding_spread": got["spread"],
+        "rounding_std_s": got["std_s"],
+        "rounding_conditioned": got["conditioned"],
+    }

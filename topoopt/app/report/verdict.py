@@ -18,6 +18,7 @@ __all__ = [
     "TIE_RTOL",
     "best_rows",
     "equal_capex_rows",
+    "noisy_rows",
     "rounding_sentence",
     "verdict_sentences",
 ]
@@ -187,10 +188,35 @@ def verdict_sentences(table: pd.DataFrame, iterations: Mapping[str, Any] | None 
     return out
 
 
+def noisy_rows(table: pd.DataFrame) -> str | None:
+    """The rows a rounding check moves by more than
+    :data:`~topoopt.flowsim.conditioning.WELL_CONDITIONED`, as a phrase ("rounding alone moves
+    X by up to p % ... ; the other rows agree to s"); None where none is (or none was checked).
+
+    >>> t = pd.DataFrame({"fabric": ["torus", "rail"], "rounding_spread": [0.0125, 2e-14],
+    ...                   "rounding_conditioned": ["ill", "well"]})
+    >>> noisy_rows(t)
+    'rounding alone moves torus by up to 1.25 % (its digits past that are noise); the other rows agree to 2.0e-14'
+    """  # noqa: E501
+    if "rounding_conditioned" not in table:
+        return None
+    ill = table[table["rounding_conditioned"] == "ill"]
+    well = table[table["rounding_conditioned"] == "well"]
+    if ill.empty:
+        return None
+    parts = ", ".join(
+        f"{r['fabric']} by up to {100 * float(r['rounding_spread']):.3g} %"
+        for _, r in ill.iterrows()
+    )
+    whose = "its" if len(ill) == 1 else "their"
+    rest = "" if well.empty else f"; the other rows agree to {well['rounding_spread'].max():.1e}"
+    return f"rounding alone moves {parts} ({whose} digits past that are noise){rest}"
+
+
 def rounding_sentence(table: pd.DataFrame, runs: int) -> str | None:
     """What ``rounding_check`` found, in one sentence: the rows whose iteration rounding alone
     moves by more than :data:`~topoopt.flowsim.conditioning.WELL_CONDITIONED` (with their
-    spread), or that every row is well conditioned; None without the check.
+    spread, :func:`noisy_rows`), or that every row is well conditioned; None without the check.
 
     >>> t = pd.DataFrame({"fabric": ["ideal", "torus", "rail"], "iteration_s": [1.0, 1.7, 1.1],
     ...                   "rounding_spread": [1e-15, 0.0125, 2e-14],
@@ -204,16 +230,8 @@ def rounding_sentence(table: pd.DataFrame, runs: int) -> str | None:
         f"Rounding check ({runs} run{'s' if runs > 1 else ''} a row, every fabric link's "
         "bandwidth scaled by 1 + e, |e| <= 1e-13)"
     )
-    checked = table[table["rounding_conditioned"].isin(["well", "ill"])]
-    ill = checked[checked["rounding_conditioned"] == "ill"]
-    well = checked[checked["rounding_conditioned"] == "well"]
-    if ill.empty:
+    noisy = noisy_rows(table)
+    if noisy is None:
+        well = table[table["rounding_conditioned"] == "well"]
         return f"{head}: every row agrees to {float(well['rounding_spread'].max()):.1e}."
-    parts = ", ".join(
-        f"{r['fabric']} by up to {100 * float(r['rounding_spread']):.3g} %"
-        for _, r in ill.iterrows()
-    )
-    whose = "its" if len(ill) == 1 else "their"
-    rest = float(well["rounding_spread"].max()) if len(well) else None
-    tail = "." if rest is None else f"; the other rows agree to {rest:.1e}."
-    return f"{head}: rounding alone moves {parts} ({whose} digits past that are noise){tail}"
+    return f"{head}: {noisy}."

@@ -385,32 +385,23 @@ def _simulate(run, priority, max_buckets, max_paths: int):
     return it, caps[-1], reason
 
 
-ROUNDING_COLUMNS = ("rounding_spread", "rounding_std_s", "rounding_conditioned")
-"""A row's ``rounding_check`` columns (:func:`_rounding`; None where the check did not run)."""
-
-
 def _rounding(run, it, cap, priority, max_buckets, runs: int, seed: int) -> dict:
     """The row's iteration simulated ``runs`` more times with every fabric link's bandwidth
-    scaled by ``1 + e`` (:mod:`topoopt.flowsim.conditioning`), as :func:`_simulate` ran it (the
-    same routes, path cap, buckets and priorities): :data:`ROUNDING_COLUMNS`."""
-    from topoopt.flowsim.conditioning import nudged_fabric, nudges, summary
+    scaled by ``1 + e`` (:func:`topoopt.flowsim.conditioning.check`), as :func:`_simulate` ran
+    it (the same routes, path cap, buckets and priorities): the check's ``COLUMNS``."""
+    from topoopt.flowsim.conditioning import check, columns
     from topoopt.flowsim.iteration import simulate_iteration
 
-    e = nudges(runs, seed)
-    times = [
-        simulate_iteration(
-            run.workload, nudged_fabric(run.fabric, ek), routing=run.routing,
-            exposed_by_class=False, priority=priority, max_buckets=max_buckets, reduction=True,
-            path_times=False, max_paths=cap,
-        ).iteration_s
-        for ek in e
-    ]  # fmt: skip
-    got = summary(it.iteration_s, times, e)
-    return {
-        "rounding_spread": got["spread"],
-        "rounding_std_s": got["std_s"],
-        "rounding_conditioned": got["conditioned"],
-    }
+    return columns(
+        check(
+            run.fabric, it.iteration_s, runs, seed,
+            lambda f: simulate_iteration(
+                run.workload, f, routing=run.routing, exposed_by_class=False,
+                priority=priority, max_buckets=max_buckets, reduction=True, path_times=False,
+                max_paths=cap,
+            ).iteration_s,
+        )
+    )  # fmt: skip
 
 
 def rounding_sentences(job: str, rows: pd.DataFrame, judged: dict) -> list[str]:
@@ -435,23 +426,16 @@ def rounding_sentences(job: str, rows: pd.DataFrame, judged: dict) -> list[str]:
     done = rows[rows["rounding_conditioned"].isin(["well", "ill"])]
     if done.empty:
         return []
+    from topoopt.app.report.verdict import noisy_rows
+
     spread = dict(zip(done["fabric"], done["rounding_spread"].astype(float), strict=True))
-    ill = done[done["rounding_conditioned"] == "ill"]
-    well = done[done["rounding_conditioned"] == "well"]
-    out = []
-    if ill.empty:
-        out.append(
-            f"{job}: rounding moves no row by more than {float(well['rounding_spread'].max()):.1e}"
+    noisy = noisy_rows(done)
+    if noisy is None:
+        return [
+            f"{job}: rounding moves no row by more than {max(spread.values()):.1e}"
             " (the rounding check): no judgement turns on it."
-        )
-        return out
-    parts = ", ".join(
-        f"{r['fabric']} by up to {100 * float(r['rounding_spread']):.3g} %"
-        for _, r in ill.iterrows()
-    )
-    whose = "its" if len(ill) == 1 else "their"
-    rest = "" if well.empty else f"; the other rows agree to {well['rounding_spread'].max():.1e}"
-    out.append(f"{job}: rounding alone moves {parts} ({whose} digits past that are noise){rest}.")
+        ]
+    out = [f"{job}: {noisy}."]
     ec = judged.get("equal_capex") or {}
     if ec.get("runner_up") is not None and ec.get("margin") is not None:
         noise = spread.get(ec["winner"], 0.0) + spread.get(ec["runner_up"], 0.0)
@@ -692,7 +676,9 @@ def _phase_routed(row: dict, run, task: dict) -> dict | None:
         "wall_s": time.perf_counter() - t0,
     }
     if routed:  # the rounding check ran the static routing, not this schedule
-        out.update(dict.fromkeys(k for k in ROUNDING_COLUMNS if k in row))
+        from topoopt.flowsim.conditioning import COLUMNS
+
+        out.update(dict.fromkeys(k for k in COLUMNS if k in row))
     return out
 
 
@@ -1433,7 +1419,7 @@ def advise(
     :data:`PHASE_ROUTED` (``joint``'s design routed per phase, :func:`_phase_routed`) next to
     every ``joint`` row. ``rounding_check`` simulates every static row this many more times with
     its fabric's link bandwidths scaled by ``1 + e`` (:func:`_rounding`): the rows add
-    :data:`ROUNDING_COLUMNS` and the verdict :func:`rounding_sentences`."""
+    :data:`topoopt.flowsim.conditioning.COLUMNS` and the verdict :func:`rounding_sentences`."""
     from topoopt.app.studies.engine import Engine
     from topoopt.fabrics.cost import load_prices
     from topoopt.flowsim.conditioning import check_runs

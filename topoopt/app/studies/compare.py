@@ -105,6 +105,7 @@ from topoopt.fabrics.hybrid import hybrid
 from topoopt.fabrics.ideal import ideal_bound
 from topoopt.fabrics.torus import torus
 from topoopt.flowsim.collectives import communication_time
+from topoopt.flowsim.conditioning import COLUMNS
 from topoopt.flowsim.fabric_rings import ring_workload
 from topoopt.flowsim.iteration import IterationResult, reduction_status, simulate_iteration
 from topoopt.flowsim.priorities import check_priority
@@ -172,7 +173,7 @@ PER_PHASE_COLUMNS = (
 IDEAL_COLUMNS = ("ideal_ring_s", "ideal_collectives")
 """Columns only the ideal row has (:func:`_ideal_with_designed_collectives`)."""
 
-ROUNDING_COLUMNS = ("rounding_spread", "rounding_std_s", "rounding_conditioned")
+ROUNDING_COLUMNS = COLUMNS
 """Columns of ``rounding_check`` (:func:`rounding_row`; None on a per-phase row, whose
 schedule search is not repeated)."""
 
@@ -870,24 +871,19 @@ def rounding_row(
     """The :data:`ROUNDING_COLUMNS` of one row: its iteration simulated ``runs`` more times with
     every fabric link's bandwidth scaled by ``1 + e`` (:mod:`topoopt.flowsim.conditioning`),
     the same simulation as the row's otherwise (:func:`_build_and_simulate`)."""
-    from topoopt.flowsim.conditioning import nudged_fabric, nudges, summary
+    from topoopt.flowsim.conditioning import check, columns
 
-    e = nudges(runs, seed)
     own = getattr(run.design, "priority", ()) or None
-    times = [
-        simulate_iteration(
-            run.workload, nudged_fabric(run.fabric, ek), routing=run.routing,
-            exposed_by_class=False, priority=priority if priority is not None else own,
-            split_allreduce=split_allreduce, reduction=reduction, path_times=False,
-        ).iteration_s
-        for ek in e
-    ]  # fmt: skip
-    got = summary(nominal_s, times, e)
-    return {
-        "rounding_spread": got["spread"],
-        "rounding_std_s": got["std_s"],
-        "rounding_conditioned": got["conditioned"],
-    }
+    return columns(
+        check(
+            run.fabric, nominal_s, runs, seed,
+            lambda f: simulate_iteration(
+                run.workload, f, routing=run.routing, exposed_by_class=False,
+                priority=priority if priority is not None else own,
+                split_allreduce=split_allreduce, reduction=reduction, path_times=False,
+            ).iteration_s,
+        )
+    )  # fmt: skip
 
 
 def _ideal_with_designed_collectives(

@@ -157,21 +157,17 @@ def simulate_plan(
     )  # fmt: skip
     rounding = None
     if rounding_check:
-        from topoopt.flowsim.conditioning import nudged_fabric, nudges, summary
+        from topoopt.flowsim.conditioning import check
 
-        e = nudges(rounding_check, seed)
-        times = []
-        for k, ek in enumerate(e):
-            if progress:
-                progress(f"rounding check {k + 1}/{rounding_check}: bandwidths x (1 {ek:+.1e})")
-            times.append(
-                simulate_iteration(
-                    w, nudged_fabric(fab, ek), routing=routing, exposed_by_class=False,
-                    schedule=schedule, priority=priority, split_allreduce=split_allreduce,
-                    reduction=reduction, max_paths=max_paths, path_times=False,
-                ).iteration_s
-            )  # fmt: skip
-        rounding = summary(it.iteration_s, times, e)
+        rounding = check(
+            fab, it.iteration_s, rounding_check, seed,
+            lambda f: simulate_iteration(
+                w, f, routing=routing, exposed_by_class=False, schedule=schedule,
+                priority=priority, split_allreduce=split_allreduce, reduction=reduction,
+                max_paths=max_paths, path_times=False,
+            ).iteration_s,
+            progress,
+        )  # fmt: skip
     comm = communication_time(
         w, fab, routing=routing, reduction=reduction, max_paths=max_paths, path_times=False
     )
