@@ -434,3 +434,74 @@ def test_equal_iteration_sentence_says_same_capex_instead_of_one_times_cheaper()
         "dlrm: at equal iteration time (at most 0.043 s + 2 %) the cheapest is fat-tree at "
         "22.000 M$, the same capex as rail-only (22.000 M$) and 1.4 % faster."
     )
+
+
+def test_capped_sentences_name_the_winners_a_capped_row_could_turn():
+    """Brute force on small tables: a capped row's sentence names a winner exactly when some
+    iteration within CAP_ERROR of the row's (a grid of 2,001 factors, the ends included) makes
+    another equal-capex or equal-iteration winner; a capped reference row (the Clos) moves
+    the default target with it; no capped row, no sentence."""
+    from topoopt.app.studies.advise import CAP_ERROR, capped_sentences
+
+    def table(times, exact):
+        return pd.DataFrame({
+            "fabric": ["fat-tree", "rail-only", "ocs-spine", "torus"],
+            "family": ["clos", "rail-only", "ocs-spine", "torus"],
+            "capex_usd": [10.0, 7.0, 8.0, 3.0], "iteration_s": times,
+            "paths_exact": exact, "max_paths": [None if e else 32 for e in exact],
+        })  # fmt: skip
+
+    def judged(t):
+        return {"equal_capex": equal_capex(t), "equal_iteration": equal_iteration(t)}
+
+    names, capex = list(table([0] * 4, [True] * 4)["fabric"]), [10.0, 7.0, 8.0, 3.0]
+
+    def by_hand(times):  # the winners, the Clos (row 0) the default budget and target
+        rows = list(zip(times, capex, names, strict=True))
+        fast = min((x, c, n) for x, c, n in rows if c <= capex[0] * 1.02)
+        cheap = min((c, x, n) for x, c, n in rows if x <= times[0] * 1.02)
+        return fast[2], cheap[2]
+
+    cases = [
+        ([1.0, 1.01, 1.3, 2.0], [True, True, False, True]),  # 13 % slower: no change
+        ([1.0, 1.01, 1.08, 2.0], [True, True, False, True]),  # within: could lead
+        ([1.0, 1.05, 1.3, 1.5], [False, True, True, True]),  # the reference itself capped
+        ([1.0, 1.05, 1.09, 1.11], [False, True, True, True]),  # rail-only, then the torus
+        ([1.0, 1.01, 1.3, 2.0], [True] * 4),
+    ]
+    for times, exact in cases:
+        t = table(times, exact)
+        said = capped_sentences("job", t, judged(t))
+        assert len(said) == exact.count(False)
+        for line, i in zip(said, [k for k, e in enumerate(exact) if not e], strict=True):
+            now = by_hand(times)
+            turned = set()
+            for f in np_linspace(1 - CAP_ERROR, 1 + CAP_ERROR, 2001):
+                moved = [x * f if k == i else x for k, x in enumerate(times)]
+                for k, w in zip(("equal-capex", "equal-iteration"), by_hand(moved), strict=True):
+                    if w != now[k == "equal-iteration"]:
+                        turned.add((k, w))
+            assert line.startswith(f"job: {t['fabric'][i]}'s routes are capped at 32 ECMP")
+            for k, w in turned:
+                assert f"the {k} winner could be" in line and w in line, (line, turned)
+            assert ("no winner changes" in line) == (not turned)
+    # the three capped cases: no change, a change, and a moved reference
+    t = table([1.0, 1.01, 1.08, 2.0], [True, True, False, True])
+    assert (
+        "equal-capex winner could be ocs-spine instead of fat-tree"
+        in (capped_sentences("job", t, judged(t))[0])
+    )
+    t = table([1.0, 1.05, 1.3, 1.5], [False, True, True, True])
+    assert (
+        "equal-iteration winner could be rail-only instead of fat-tree"
+        in (capped_sentences("job", t, judged(t))[0])
+    )  # the Clos 10.5 % slower: rail-only (1.05) is within 2 % of the moved target
+    t = table([1.0, 1.05, 1.09, 1.11], [False, True, True, True])
+    assert (
+        "equal-iteration winner could be rail-only or torus instead of fat-tree"
+        in (capped_sentences("job", t, judged(t))[0])
+    )  # rail-only only between the ends (the Clos 3-7 % slower), the torus past 8.8 %
+
+
+def np_linspace(a, b, n):
+    return [a + (b - a) * k / (n - 1) for k in range(n)]

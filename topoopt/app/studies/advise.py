@@ -71,6 +71,7 @@ __all__ = [
     "FAMILY_OF",
     "RTOL",
     "ECMP_PATHS",
+    "CAP_ERROR",
     "PHASE_ROUTED",
     "Job",
     "AdviseResult",
@@ -85,6 +86,7 @@ __all__ = [
     "equal_iteration",
     "breakeven_port_price",
     "verdict_sentences",
+    "capped_sentences",
     "advise",
     "cosearch_screen",
     "lowest_bounds",
@@ -125,7 +127,15 @@ in the memory budget (:func:`_simulate`): a hashed one per stratum of the equal-
 row's ``paths_exact`` is False and ``paths_warning`` says so. 32 is the usual ECMP group width
 of a switch; at 2,048 GPUs on the rail-optimised Clos it errs by 5e-6 at 16 paths and 3e-4 at 8
 (docs/performance.md), but on Mixtral 8x7B's 8-pod OCS spine at 32,768 GPUs the 32 paths give
-3.86668 s against 4.32229 s over every path (-10.5 %, docs/verdicts.md): no bound either way."""
+3.86668 s against 4.32229 s over every path (-10.5 %, docs/verdicts.md): no bound either way.
+On the same plan at 4,096 GPUs (4 pods, where every path fits) 32 paths give 3.849791 s against
+3.904427 s (-1.4 %), 8 paths -1.4 %, 2 paths +13.1 %. :func:`capped_sentences` says which
+judgements a capped row could turn within :data:`CAP_ERROR`."""
+
+CAP_ERROR = 0.105
+"""The largest error of an :data:`ECMP_PATHS` cap measured (docs/verdicts.md: Mixtral 8x7B's
+32,768-GPU OCS spine, -10.5 % against every path): not a bound, the scale of the doubt
+:func:`capped_sentences` puts on a capped row in words."""
 
 
 class _JobEntry(BaseModel):
@@ -460,6 +470,84 @@ def rounding_sentences(job: str, rows: pd.DataFrame, judged: dict) -> list[str]:
                     "may fall on either side."
                 )
     return out
+
+
+def capped_sentences(
+    job: str, rows: pd.DataFrame, judged: dict, budget_usd=None, target_iteration_s=None
+) -> list[str]:
+    """What the rows with capped routes (``paths_exact`` False: :func:`_simulate`) do to one
+    job's judgements: for each, its iteration moved anywhere within :data:`CAP_ERROR` either
+    way (:func:`_cap_factors`) and the equal-capex and equal-iteration winners judged again (the
+    default budget and target move with it when it is their reference row); one sentence a
+    capped row, naming the winners it could make, or saying that none changes. Empty without a
+    capped row.
+
+    >>> t = pd.DataFrame({"fabric": ["fat-tree", "ocs-spine", "joint"],
+    ...     "family": ["clos", "ocs-spine", "direct"], "iteration_s": [1.0, 1.05, 1.5],
+    ...     "capex_usd": [10.0, 8.0, 3.0], "paths_exact": [True, False, True],
+    ...     "max_paths": [None, 32, None]})
+    >>> j = {"equal_capex": equal_capex(t), "equal_iteration": equal_iteration(t)}
+    >>> for s in capped_sentences("mixtral", t, j):
+    ...     print(s)
+    mixtral: ocs-spine's routes are capped at 32 ECMP paths a pair, an approximation (the cap's largest measured error is 10.5 %, not a bound); within that error the equal-capex winner could be ocs-spine instead of fat-tree and the equal-iteration winner could be ocs-spine instead of fat-tree.
+    """  # noqa: E501
+    if "paths_exact" not in rows or rows.empty:
+        return []
+    capped = rows[rows["paths_exact"].eq(False) & rows["iteration_s"].notna()]
+    out = []
+    for idx, r in capped.iterrows():
+        now = {
+            "equal-capex": (judged.get("equal_capex") or {}).get("winner"),
+            "equal-iteration": (judged.get("equal_iteration") or {}).get("winner"),
+        }
+        could: dict[str, set] = {k: set() for k in now}
+        for f in _cap_factors(rows, float(r["iteration_s"]), judged):
+            moved = rows.copy()
+            moved.loc[idx, "iteration_s"] = float(r["iteration_s"]) * f
+            alt = {
+                "equal-capex": equal_capex(moved, budget_usd)["winner"],
+                "equal-iteration": equal_iteration(moved, target_iteration_s)["winner"],
+            }
+            for k, w in alt.items():
+                if w != now[k]:
+                    could[k].add(str(w))
+        cap = r.get("max_paths")
+        head = (
+            f"{job}: {r['fabric']}'s routes are capped at "
+            f"{int(cap) if pd.notna(cap) else 'a few'} ECMP paths a pair, an approximation (the "
+            f"cap's largest measured error is {100 * CAP_ERROR:g} %, not a bound); "
+        )
+        turns = [
+            f"the {k} winner could be {' or '.join(sorted(v))} instead of {now[k]}"
+            for k, v in could.items()
+            if v
+        ]
+        out.append(
+            head
+            + (
+                "within that error " + " and ".join(turns)
+                if turns
+                else "no winner changes within that error"
+            )
+            + "."
+        )
+    return out
+
+
+def _cap_factors(rows: pd.DataFrame, t: float, judged: dict) -> list[float]:
+    """Factors of a row's iteration ``t`` within :data:`CAP_ERROR` at which to judge again so
+    that every winner it can make is seen: the two ends and a point inside each piece between
+    the factors where ``t`` crosses another row's time, that time over ``1 + RTOL`` or times
+    ``1 + RTOL``, or the equal-iteration limit (the winners are constant on each piece)."""
+    lo, hi = 1 - CAP_ERROR, 1 + CAP_ERROR
+    others = rows["iteration_s"].to_numpy(float)
+    target = (judged.get("equal_iteration") or {}).get("target_iteration_s")
+    marks = np.concatenate(
+        [others, others / (1 + RTOL), others * (1 + RTOL)]
+        + ([np.array([float(target) * (1 + RTOL)])] if target else [])
+    )
+    cuts = np.unique(np.concatenate([[lo, hi], marks[(marks > lo * t) & (marks < hi * t)] / t]))
+    return [lo, hi, *((cuts[:-1] + cuts[1:]) / 2).tolist()]
 
 
 def release_memory() -> bool:
@@ -1559,6 +1647,7 @@ def advise(
         ok = jr[jr["iteration_s"].notna()] if "iteration_s" in jr else jr.iloc[0:0]
         verdict += verdict_sentences(j.name, ok, judged[j.name], ideal.get(j.name))
         verdict += rounding_sentences(j.name, ok, judged[j.name])
+        verdict += capped_sentences(j.name, ok, judged[j.name], budget_usd, target_iteration_s)
     shapes = {j.name: (j.plan.cluster.servers, j.plan.cluster.gpus_per_server) for j in scaled}
     mix = None
     if len(set(shapes.values())) == 1:  # one cluster: the mix is one purchase
