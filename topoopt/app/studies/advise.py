@@ -129,8 +129,10 @@ of a switch; at 2,048 GPUs on the rail-optimised Clos it errs by 5e-6 at 16 path
 (docs/performance.md), but on Mixtral 8x7B's 8-pod OCS spine at 32,768 GPUs the 32 paths give
 3.86668 s against 4.32229 s over every path (-10.5 %, docs/verdicts.md): no bound either way.
 On the same plan at 4,096 GPUs (4 pods, where every path fits) 32 paths give 3.849791 s against
-3.904427 s (-1.4 %), 8 paths -1.4 %, 2 paths +13.1 %. :func:`capped_sentences` says which
-judgements a capped row could turn within :data:`CAP_ERROR`."""
+3.904427 s (-1.4 %), 8 paths -1.4 %, 2 paths +13.1 %, with the same bytes on every link: the
+pipeline sends on the critical path, split over every path, end with their slowest sub-flow
+(docs/verdicts.md, "Why the cap is faster"). :func:`capped_sentences` says which judgements a
+capped row could turn within :data:`CAP_ERROR`."""
 
 CAP_ERROR = 0.105
 """The largest error of an :data:`ECMP_PATHS` cap measured (docs/verdicts.md: Mixtral 8x7B's
