@@ -374,3 +374,45 @@ def test_class_dependency_rows_are_sorted_unique_classes_of_the_representative(s
     for c in range(n_c):
         want = sorted({int(class_of[d]) for d in rows[rep[c]]})
         assert cls[ptr[c] : ptr[c + 1]].tolist() == want
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 5])
+def test_quotient_in_chunks_is_the_quotient_in_one_pass(monkeypatch, chunk):
+    """_quotient_incidence counts the quotient's link classes QUOTIENT_CHUNK sub-flows at a
+    time: the same quotient, bit for bit, as in one pass (a ring, and three copies of random
+    flow sets with multipath, zero-byte flows, latencies and dependencies: quotients of about 40
+    sub-flows), and the same simulation."""
+    import topoopt.flowsim.symmetry as symmetry
+
+    def copies(fs, n):  # n disjoint copies of fs: its quotient is fs's own (or smaller)
+        nl, nf, ne = fs.n_links, fs.n_flows, fs.path_links.size
+        cat = np.concatenate
+        return FlowSet(
+            capacity=np.tile(fs.capacity, n), latency=np.tile(fs.latency, n),
+            size=np.tile(fs.size, n), start=np.tile(fs.start, n),
+            flow_ptr=cat([[0]] + [fs.flow_ptr[1:] + i * fs.n_paths for i in range(n)]),
+            path_ptr=cat([[0]] + [fs.path_ptr[1:] + i * ne for i in range(n)]),
+            path_links=cat([fs.path_links + i * nl for i in range(n)]),
+            weight=np.tile(fs.weight, n),
+            dep_ptr=cat([[0]] + [fs.dep_ptr[1:] + i * fs.deps.size for i in range(n)]),
+            deps=cat([fs.deps + i * nf for i in range(n)]),
+        )  # fmt: skip
+
+    rng = np.random.default_rng(7)
+    cases = [ring(12, multipath=True)] + [
+        copies(random_flowset(rng, 8, 30, multipath=True, zero=True, deps=True, latency=True,
+                              stagger=0.3), 3)
+        for _ in range(3)
+    ]  # fmt: skip
+    for fs in cases:
+        one = reduce_flows(fs)
+        monkeypatch.setattr(symmetry, "QUOTIENT_CHUNK", chunk)
+        many = reduce_flows(fs)
+        monkeypatch.undo()
+        assert one.info["status"] == "on"
+        for name in ("flow_ptr", "path_ptr", "path_links", "weight", "size", "dep_ptr", "deps"):
+            np.testing.assert_array_equal(getattr(one.flows, name), getattr(many.flows, name))
+        np.testing.assert_array_equal(one.emult, many.emult)
+        np.testing.assert_array_equal(one.plat, many.plat)
+        np.testing.assert_array_equal(one.qpath, many.qpath)
+        assert_same(simulate_reduced(fs, reduction=one), simulate_reduced(fs, reduction=many))
