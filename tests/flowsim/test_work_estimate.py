@@ -412,3 +412,45 @@ def test_per_flow_times_only_are_the_full_results_without_the_path_arrays(monkey
     assert lean.links.equals(full.links) and lean.timeline.equals(full.timeline)
     with pytest.raises(InputError, match="path_times"):
         simulate_iteration(w, fab, path_times=1)
+
+
+def test_the_quotient_is_checked_when_its_size_is_known_before_it_is_built(monkeypatch):
+    """Where the routed sub-flows fit as reduced, the symmetry quotient is checked once the
+    classes are known (check_quotient: QUOTIENT_SUBFLOW_BYTES a quotient sub-flow on top) and
+    refused, in one line, before it is built when that is over the budget; the count checked
+    is the quotient's own sub-flows."""
+    from topoopt.flowsim import network as network_module
+    from topoopt.flowsim import symmetry as symmetry_module
+    from topoopt.flowsim.subflow_guard import QUOTIENT_SUBFLOW_BYTES, SUBFLOW_BYTES_REDUCED
+    from topoopt.flowsim.work import FLOW_PEAK_BYTES
+
+    w = workload_from_plan(PLANS["vgg16-dp"])
+    fab = fat_tree(4, gpus_per_server=2)
+    monkeypatch.setattr(network_module.FlowBuilder, "build_bundles", lambda self, *a, **k: None)
+    seen, built = [], []
+    real_q, real_quotient = network_module.check_quotient, symmetry_module._quotient
+
+    def spy(flows, subflows, quotient):
+        seen.append((flows, subflows, quotient))
+        return real_q(flows, subflows, quotient)
+
+    def quotient(fs, part):
+        built.append(part.n_path_classes)
+        return real_quotient(fs, part)
+
+    monkeypatch.setattr(network_module, "check_quotient", spy)
+    monkeypatch.setattr(symmetry_module, "_quotient", quotient)
+    base = simulate_iteration(w, fab, exposed_by_class=False, reduction=True).iteration_s
+    assert seen and [q for _, _, q in seen] == built  # checked, then built, each quotient
+    f, s, q = max(seen, key=lambda x: x[2])
+    assert 0 < q < s
+    lo = FLOW_PEAK_BYTES * f + SUBFLOW_BYTES_REDUCED * s
+    hi = lo + QUOTIENT_SUBFLOW_BYTES * q
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr((lo + hi) / 2 / 1e9))
+    seen.clear()
+    built.clear()
+    with pytest.raises(InputError, match=f"a symmetry quotient of {q:,} sub-flows"):
+        simulate_iteration(w, fab, exposed_by_class=False, reduction=True)
+    assert len(seen) == len(built) + 1  # the refused one was never built
+    monkeypatch.setenv("TOPOOPT_MEMORY_BUDGET_GB", repr(hi * 1.01 / 1e9))
+    assert simulate_iteration(w, fab, exposed_by_class=False, reduction=True).iteration_s == base

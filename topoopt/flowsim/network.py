@@ -74,6 +74,7 @@ from topoopt.flowsim.simulator import SimResult, expand_classes, simulate
 from topoopt.flowsim.subflow_guard import (
     check_bundles,
     check_expansion,
+    check_quotient,
     check_route_counts,
     check_subflows,
 )
@@ -1309,17 +1310,24 @@ def simulate_builder_classes(
         if got is None:  # no symmetry: the sub-flows' refusal stands
             raise
         return got
-    if not (reduction and class_labels is not None):
-        run = simulate_reduced if reduction else simulate
-        return run(flows, record_series=record_series, max_refills=max_refills), flows, class_of
+    if not reduction:
+        sim = simulate(flows, record_series=record_series, max_refills=max_refills)
+        return sim, flows, class_of
     start_flow = start_link = None
-    lab_f, lab_l = class_labels.get("flow"), class_labels.get("link")
+    lab_f = lab_l = None
+    if class_labels is not None:
+        lab_f, lab_l = class_labels.get("flow"), class_labels.get("link")
     if lab_f is not None and lab_f.shape[0] == class_of.shape[0]:
         start_flow = lab_f[class_representatives(class_of, flows.n_flows)]
     if lab_l is not None and lab_l.shape[0] == flows.n_links:
         start_link = lab_l
-    red = reduce_flows(flows, start_flow=start_flow, start_link=start_link)
-    if lab_f is None and red.partition is not None:
+    # the routed sub-flows were checked as reduced (build_classes); the quotient is checked
+    # once its size is known (where the symmetry is weak it is about as large as they are)
+    red = reduce_flows(
+        flows, start_flow=start_flow, start_link=start_link,
+        check=lambda q: check_quotient(class_of.shape[0], flows.n_paths, q),
+    )  # fmt: skip
+    if class_labels is not None and lab_f is None and red.partition is not None:
         class_labels["flow"] = red.partition.flow[class_of].astype(np.int32)
         class_labels["link"] = red.partition.link
     sim = simulate_reduced(

@@ -26,6 +26,7 @@ __all__ = [
     "FLOW_PEAK_BYTES",
     "SUBFLOW_BYTES",
     "SUBFLOW_BYTES_REDUCED",
+    "QUOTIENT_SUBFLOW_BYTES",
     "EXPANDED_FLOW_BYTES",
     "EXPANDED_PATH_BYTES",
     "GROUPED_FLOW_BYTES",
@@ -34,6 +35,7 @@ __all__ = [
     "check_grouped",
     "check_route_counts",
     "check_expansion",
+    "check_quotient",
     "check_subflows",
 ]
 
@@ -53,6 +55,59 @@ measured 2026-12-06 on the three-tier Clos of 2,048 servers x 8 NICs beside
 sub-flows of 1.06 M flows, 3.20 GB peak (110 bytes a sub-flow); Llama 3 405B at tp 8 cp 16 pp 16
 dp 8, 26.0 M sub-flows of 2.29 M flows, 4.79 GB peak (91 bytes a sub-flow). A reduction that
 turns itself off is checked again with :data:`SUBFLOW_BYTES` before the plain simulation."""
+
+
+QUOTIENT_SUBFLOW_BYTES = 100.0
+"""Peak bytes per sub-flow of the symmetry quotient (a sub-flow class: its row in the quotient
+FlowSet, its incidences and the event loop's state of it), beside what :func:`check_subflows`
+charges the routed sub-flows with ``reduced``: :func:`check_quotient`, once the classes are
+known and before the quotient is built. Negligible where the symmetry is strong (GPT-3 175B on
+the 16,384-GPU Clos: 39,900 classes of 1,058,684 flows); where it is weak (a capped ECMP
+routing breaks it) the quotient is almost as large as the sub-flows and the routed sub-flows'
+estimate alone can fall short. Measured 2026-12-07 (session 46, the quotient's incidences
+counted in chunks, :data:`topoopt.flowsim.symmetry.QUOTIENT_CHUNK`), Mixtral 8x7B on the OCS
+spine capped at 32 ECMP paths a pair: at 8,192 GPUs 920,880 flows, 4,759,844 sub-flows,
+4,271,654 quotient sub-flows, 2.15 GB peak (1.79 GB above
+:data:`topoopt.flowsim.work.PROCESS_BYTES`; :func:`check_subflows` alone 1.54 GB: 59 bytes a
+quotient sub-flow short), estimated 1.97 GB (1.10x); at 32,768 GPUs 3,676,464 flows,
+14,397,732 sub-flows, 12,945,318 quotient sub-flows, 5.46 GB peak (5.10 GB of arrays),
+estimated 6.76 GB (1.33x). Before the chunks the same runs peaked at 2.70 and 7.78 GB."""
+
+
+def check_quotient(flows: int, subflows: int, quotient_subflows: int) -> float:
+    """Refuse a symmetry quotient of ``quotient_subflows`` sub-flows for ``flows`` flows routed
+    into ``subflows`` sub-flows (:func:`check_subflows` with ``reduced`` checked those before
+    their arrays existed) when the arrays would exceed the memory budget; return the estimate:
+
+    ``arrays = FLOW_PEAK_BYTES * flows + SUBFLOW_BYTES_REDUCED * subflows
+    + QUOTIENT_SUBFLOW_BYTES * quotient_subflows``
+
+    Called by :func:`topoopt.flowsim.symmetry.reduce_flows` (its ``check``) when the classes
+    are known, before the quotient is built.
+
+    Raises
+    ------
+    InputError
+        Field ``flows`` (as :func:`check_subflows`), naming the quotient, the estimate, the
+        budget and the variable that raises it.
+
+    Examples
+    --------
+    >>> round(check_quotient(920_880, 4_759_844, 4_271_654) / 1e9, 2)  # 1.79 GB measured
+    1.97
+    >>> round(check_quotient(3_676_464, 14_397_732, 12_945_318) / 1e9, 2)  # 5.10 GB measured
+    6.76
+    """
+    est = (
+        FLOW_PEAK_BYTES * float(flows)
+        + SUBFLOW_BYTES_REDUCED * float(subflows)
+        + QUOTIENT_SUBFLOW_BYTES * float(quotient_subflows)
+    )
+    return _within_budget(
+        est,
+        f"a symmetry quotient of {int(quotient_subflows):,} sub-flows for {int(subflows):,} "
+        f"sub-flows of {int(flows):,} flows (about {est / 1e9:,.1f} GB of arrays)",
+    )
 
 
 def _within_budget(est: float, what: str) -> float:

@@ -301,10 +301,14 @@ def reduce_flows(
     seed: int = 0,
     start_flow: np.ndarray | None = None,
     start_link: np.ndarray | None = None,
+    check=None,
 ) -> Reduction:
     """The symmetry quotient of ``fs`` (module docstring), or an ``off`` :class:`Reduction`
     saying why (no symmetry, the refinement did not settle, the check failed).
-    ``start_flow``, ``start_link``: starting labels (:func:`equitable_partition`).
+    ``start_flow``, ``start_link``: starting labels (:func:`equitable_partition`). ``check``:
+    called with the quotient's sub-flow count once the classes are known, before the quotient
+    is built (a memory guard, :func:`~topoopt.flowsim.subflow_guard.check_quotient`: its
+    refusal propagates).
 
     Examples
     --------
@@ -332,6 +336,8 @@ def reduce_flows(
     if not is_equitable(fs, part):
         info = {"status": "off", "reason": "classes failed the exact equitability check"}
         return Reduction(part, None, None, None, None, {**info, **base, **counts})
+    if check is not None:
+        check(part.n_path_classes)
     q, emult, plat, qpath = _quotient(fs, part)
     info = {"status": "on", **base, **counts}
     return Reduction(part, q, emult, plat, qpath, info)
