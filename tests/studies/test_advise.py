@@ -136,6 +136,13 @@ def test_verdict_matches_the_table(small):
     second = small.verdict[1]
     assert f"the cheapest is {j['equal_iteration']['winner']}" in second
     assert any("ideal switch (a bound)" in s for s in small.verdict)
+    assert not any("routes are capped" in s for s in small.verdict)  # no capped row here
+    # advise's sentences on capped routes are capped_sentences' on its own rows and judgement
+    from topoopt.app.studies.advise import capped_sentences
+
+    capped = small.rows.assign(paths_exact=small.rows["fabric"].ne("torus"), max_paths=32)
+    said = capped_sentences("dlrm", capped, j)
+    assert len(said) == 1 and said[0].startswith("dlrm: torus's routes are capped at 32 ECMP")
 
 
 def test_the_rounding_check_is_the_rows_own_simulation_nudged(small):
