@@ -98,16 +98,20 @@ def check_quotient(flows: int, subflows: int, quotient_subflows: int) -> float:
     >>> round(check_quotient(3_676_464, 14_397_732, 12_945_318) / 1e9, 2)  # 5.10 GB measured
     6.76
     """
-    est = (
-        FLOW_PEAK_BYTES * float(flows)
-        + SUBFLOW_BYTES_REDUCED * float(subflows)
-        + QUOTIENT_SUBFLOW_BYTES * float(quotient_subflows)
-    )
+    est = _bytes(
+        (FLOW_PEAK_BYTES, flows), (SUBFLOW_BYTES_REDUCED, subflows),
+        (QUOTIENT_SUBFLOW_BYTES, quotient_subflows),
+    )  # fmt: skip
     return _within_budget(
         est,
         f"a symmetry quotient of {int(quotient_subflows):,} sub-flows for {int(subflows):,} "
         f"sub-flows of {int(flows):,} flows (about {est / 1e9:,.1f} GB of arrays)",
     )
+
+
+def _bytes(*terms: tuple[float, int]) -> float:
+    """The estimate of a check: the sum of bytes-per-item times items over ``terms``."""
+    return sum(per * float(n) for per, n in terms)
 
 
 def _within_budget(est: float, what: str) -> float:
@@ -205,10 +209,8 @@ def check_bundles(flows: int, bundles: int, route_entries: int = 0) -> float:
     ...
     traffic.errors.InputError: flows: got '100,000,000 route bundles of 10,000,000 flows (about 33.0 GB of arrays)'; allowed: at most 8 GB (set TOPOOPT_MEMORY_BUDGET_GB to raise it)
     """  # noqa: E501
-    est = (
-        BUNDLE_FLOW_BYTES * float(flows)
-        + BUNDLE_BYTES * float(bundles)
-        + BUNDLE_ROUTE_BYTES * float(route_entries)
+    est = _bytes(
+        (BUNDLE_FLOW_BYTES, flows), (BUNDLE_BYTES, bundles), (BUNDLE_ROUTE_BYTES, route_entries)
     )
     return _within_budget(
         est,
