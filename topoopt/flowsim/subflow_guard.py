@@ -67,11 +67,12 @@ routing breaks it) the quotient is almost as large as the sub-flows and the rout
 estimate alone can fall short. Measured 2026-12-07 (session 46, the quotient's incidences
 counted in chunks, :data:`topoopt.flowsim.symmetry.QUOTIENT_CHUNK`), Mixtral 8x7B on the OCS
 spine capped at 32 ECMP paths a pair: at 8,192 GPUs 920,880 flows, 4,759,844 sub-flows,
-4,271,654 quotient sub-flows, 2.15 GB peak (1.79 GB above
+4,271,654 quotient sub-flows, 2.15 GB peak with the chunks' pieces concatenated (1.79 GB above
 :data:`topoopt.flowsim.work.PROCESS_BYTES`; :func:`check_subflows` alone 1.54 GB: 59 bytes a
-quotient sub-flow short), estimated 1.97 GB (1.10x); at 32,768 GPUs 3,676,464 flows,
-14,397,732 sub-flows, 12,945,318 quotient sub-flows, 5.46 GB peak (5.10 GB of arrays),
-estimated 6.76 GB (1.33x). Before the chunks the same runs peaked at 2.70 and 7.78 GB."""
+quotient sub-flow short), 1.93 GB written in place (1.57 GB), estimated 1.97 GB (1.10x, 1.25x);
+at 32,768 GPUs 3,676,464 flows, 14,397,732 sub-flows, 12,945,318 quotient sub-flows, 5.46 GB
+peak (5.10 GB of arrays), estimated 6.76 GB (1.33x). Before the chunks the same runs peaked at
+2.70 and 7.78 GB."""
 
 
 def check_quotient(flows: int, subflows: int, quotient_subflows: int) -> float:
