@@ -394,9 +394,10 @@ def _quotient(fs: FlowSet, part: Partition):
 QUOTIENT_CHUNK = 1 << 20
 """Quotient sub-flows whose incidences :func:`_quotient_incidence` counts at a time: its
 per-entry temporaries (the links, their keys and the sort of :func:`numpy.unique`, about 50
-bytes an entry) stay those of a chunk, and its counts go into arrays of the incidences' number. Where the symmetry is weak (a capped ECMP routing: 4.27 M
-quotient sub-flows of 4.76 M at 8,192 GPUs on the OCS spine, 12.9 M of 14.4 M at 32,768) they
-were the largest transient of the run."""
+bytes an entry) stay those of a chunk, and its counts go into arrays of the incidences'
+number. Where the symmetry is weak (a capped ECMP routing: 4.27 M quotient sub-flows of 4.76 M
+at 8,192 GPUs on the OCS spine, 12.9 M of 14.4 M at 32,768) they were the largest transient of
+the run."""
 
 
 def _quotient_incidence(fs: FlowSet, link_class: np.ndarray, n_lc: int, rp: np.ndarray):
