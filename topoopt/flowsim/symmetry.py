@@ -407,9 +407,6 @@ def _quotient_incidence(fs: FlowSet, link_class: np.ndarray, n_lc: int, rp: np.n
     :data:`QUOTIENT_CHUNK` sub-flows at a time (every row whole in one chunk, so the same
     arrays as in one pass)."""
     n_pc = rp.shape[0]
-    if n_pc == 0:
-        z = np.zeros(0, np.int64)
-        return z, z.copy(), z.copy(), np.zeros(0)
     lens = np.diff(fs.path_ptr)[rp]
     # the counts go straight into arrays of the incidences' number (at least the pairs'), cut
     # to length at the end: no list of pieces beside their concatenation

@@ -496,12 +496,12 @@ def capped_sentences(
     if "paths_exact" not in rows or rows.empty:
         return []
     capped = rows[rows["paths_exact"].eq(False) & rows["iteration_s"].notna()]
+    now = {
+        "equal-capex": (judged.get("equal_capex") or {}).get("winner"),
+        "equal-iteration": (judged.get("equal_iteration") or {}).get("winner"),
+    }
     out = []
     for idx, r in capped.iterrows():
-        now = {
-            "equal-capex": (judged.get("equal_capex") or {}).get("winner"),
-            "equal-iteration": (judged.get("equal_iteration") or {}).get("winner"),
-        }
         could: dict[str, set] = {k: set() for k in now}
         for f in _cap_factors(rows, float(r["iteration_s"]), judged):
             moved = rows.copy()
