@@ -20,6 +20,7 @@ Environment variables (read at each check, so a test or a user can change them):
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from typing import Any
 
@@ -29,6 +30,9 @@ __all__ = [
     "DEFAULT_BUDGET_GB",
     "DEFAULT_MAX_INPUT_MB",
     "MAX_DEPTH",
+    "MAX_SERVER_PORTS",
+    "SERVER_PORTS_ALLOWED",
+    "check_server_ports",
     "MAX_YAML_NODES",
     "MAX_YAML_BYTES",
     "INT64_MAX",
@@ -59,6 +63,36 @@ MAX_YAML_BYTES = 16_000_000
 """Largest YAML file read (YAML is parsed in pure Python, about 1 MB/s)."""
 
 INT64_MAX = 2**63 - 1
+
+
+MAX_SERVER_PORTS = 256
+"""Network ports one server can have (``--degree``, a design's ``degree``): the largest switch
+radix of the price table's catalogue (Tomahawk 4/5 at 256 ports), so one server's ports still fit
+one switch. Real servers have 8 (a DGX H100: one 400 G NIC per GPU) to 72 (a GB200 NVL72 rack as
+one server), twice that with breakout cables."""
+
+SERVER_PORTS_ALLOWED = (
+    f"an integer from 1 to {MAX_SERVER_PORTS} (network ports per server: 8 on a DGX H100, 72 on "
+    "a GB200 NVL72 rack)"
+)
+"""What a server's port count allows, in words (:data:`MAX_SERVER_PORTS`)."""
+
+
+def check_server_ports(field: str, value: Any) -> int:
+    """``value`` as a server's network port count: an integer 1 to :data:`MAX_SERVER_PORTS`,
+    refused before any work (3,000 ports on 128 servers ran for minutes before an error or a
+    result).
+
+    >>> check_server_ports("--degree", 8)
+    8
+    >>> check_server_ports("--degree", 3000)
+    Traceback (most recent call last):
+    traffic.errors.InputError: --degree: got 3000; allowed: an integer from 1 to 256 (network ports per server: 8 on a DGX H100, 72 on a GB200 NVL72 rack)
+    """  # noqa: E501
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if not ok or not 1 <= int(value) <= MAX_SERVER_PORTS:
+        raise InputError(field, value, SERVER_PORTS_ALLOWED)
+    return int(value)
 
 
 def _env_float(name: str, default: float) -> float:

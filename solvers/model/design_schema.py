@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from traffic.decode import validate
 from traffic.errors import InputError
-from traffic.limits import check_count
+from traffic.limits import MAX_SERVER_PORTS, check_count
 from traffic.workload import CLASSES
 
 __all__ = [
@@ -132,7 +132,7 @@ class DesignDocument(BaseModel):
     model_config = _STRICT
 
     servers: Annotated[int, Field(ge=1, le=MAX_SERVERS)]
-    degree: Annotated[int, Field(ge=0, le=65536)]
+    degree: Annotated[int, Field(ge=0, le=MAX_SERVER_PORTS)]
     link_bandwidth: _Bandwidth
     circuits: list[_Row]
     rings: list[RingDocument]

@@ -65,6 +65,7 @@ from topoopt.fabrics.circuits import Circuits
 from topoopt.fabrics.ocs_layout import OcsLayout
 from traffic.errors import InputError
 from traffic.expand import expand
+from traffic.limits import SERVER_PORTS_ALLOWED, check_server_ports
 from traffic.workload import PHASES, Workload
 
 __all__ = [
@@ -266,8 +267,9 @@ class DesignProblem:
     def __post_init__(self) -> None:
         if isinstance(self.n, bool) or int(self.n) != self.n or self.n < 2:
             raise InputError("servers", self.n, "an integer >= 2")
-        if isinstance(self.degree, bool) or int(self.degree) != self.degree or self.degree < 1:
-            raise InputError("degree", self.degree, "an integer >= 1")
+        if isinstance(self.degree, bool) or int(self.degree) != self.degree:
+            raise InputError("degree", self.degree, SERVER_PORTS_ALLOWED)
+        check_server_ports("degree", int(self.degree))
         b = float(self.link_bandwidth)
         if not np.isfinite(b) or b <= 0:
             raise InputError(

@@ -133,3 +133,23 @@ def test_fabric_validation_degree_over_ports():
             server_ports=1,
             port_bandwidth=1.0,
         )
+
+
+def test_dense_expander_is_the_complement_of_a_sparse_draw():
+    """Above 3/4 of the servers (from 32 servers), the expander is the complement of networkx's
+    (n - 1 - d)-regular draw of the same seed (networkx's own dense draw: 25 s at 112 of 128);
+    up to 3/4 it is networkx's draw, as before."""
+    from topoopt.fabrics.expander import expander_edges
+
+    def pairs(e):
+        return sorted(map(tuple, np.sort(np.asarray(e), axis=1).tolist()))
+
+    for n, d, seed in ((64, 56, 0), (128, 120, 5), (32, 30, 1)):
+        e = expander_edges(n, d, seed)
+        g = nx.complement(nx.random_regular_graph(n - 1 - d, n, seed=seed))
+        assert pairs(e) == pairs(g.edges())
+        assert np.bincount(e.ravel(), minlength=n).tolist() == [d] * n
+    for n, d, seed in ((64, 48, 3), (16, 14, 0)):  # at most 3/4, or under 32 servers
+        assert pairs(expander_edges(n, d, seed)) == pairs(
+            nx.random_regular_graph(d, n, seed).edges()
+        )

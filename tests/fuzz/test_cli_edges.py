@@ -38,6 +38,15 @@ def _one_error_line(args: list[str]) -> str:
         (["fabric", "direct", "--servers", "8"], "--degree"),
         (["fabric", "ideal", "--servers", "8", "--degree", "9223372036854775808"], "--degree"),
         (["simulate", PLAN, "--fabric", "topoopt", "--degree", "1000000000000"], "--degree"),
+        # more ports per server than any server has: ran for minutes (advise: its expander's
+        # ring search) before a result or an unrelated error
+        (["advise", PLAN, "--degree", "3000"], "--degree: got 3000; allowed: an integer from 1"),
+        (["design", PLAN, "--degree", "257"], "--degree: got 257"),
+        (["fabric", "hybrid", "--servers", "8", "--optical-degree", "300"], "--optical-degree"),
+        (
+            ["cluster", str(SEEDS / "cluster-jobs.yaml"), "--servers", "8", "--degree", "1024"],
+            "--degree: got 1024",
+        ),
         (["compare", PLAN, "--fabrics", "ideal", "--oversubscription", "nan"], "nan"),
         (["simulate", PLAN, "--fabric", "ideal", "--link-gbps", "inf"], "--link-gbps"),
         # the error comes after the first fabric's progress line: only the error is printed

@@ -74,7 +74,7 @@ def test_a_valid_jobs_file_still_loads_with_its_weights(tmp_path):
 @pytest.mark.parametrize(
     ("argv", "expect"),
     [
-        (["--degree", "0"], "--degree: got 0; allowed: an integer >= 1"),  # was a KeyError
+        (["--degree", "0"], "--degree: got 0; allowed: an integer from 1 to 256"),  # was a KeyError
         (
             ["--oversubscription", "0.5"],
             "--oversubscription: got 0.5; allowed: a finite number >= 1",

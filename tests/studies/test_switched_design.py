@@ -100,3 +100,22 @@ def test_design_cli_names_gpu_nics_efficiency(tmp_path):
     assert doc["tflops_per_gpu"] > 0 and doc["verdict"]
     r = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "d.json")])
     assert r.exit_code == 2 and "--out" in r.output and "optical or hybrid" in r.output
+
+
+def test_too_many_nics_for_any_clos_names_the_degree_and_the_most_that_fit():
+    """256 NICs on 128 servers at 100 G: no Clos of the catalogue cables them; the error names
+    the degree and the most NICs per server that do fit, found by bisection, here against a scan
+    of every degree."""
+    from topoopt.app.studies.compare import clos_candidates, switched_clos
+    from traffic.errors import InputError
+    from traffic.load import load_workload
+
+    wl = load_workload("gpt3-175b")
+    fit = [
+        d for d in range(1, 257)
+        if any(p is not None for _, p, _ in clos_candidates(wl.servers, d, 100.0, 1.0))
+    ]  # fmt: skip
+    assert fit == list(range(1, fit[-1] + 1)) and fit[-1] < 256
+    with pytest.raises(InputError, match=rf"^degree: got 256; allowed: at most {fit[-1]} NICs"):
+        switched_clos("fat-tree", wl, 256, 12.5e9, 1.0)
+    assert switched_clos("fat-tree", wl, fit[-1], 12.5e9, 1.0).fabric.server_ports[0] == fit[-1]

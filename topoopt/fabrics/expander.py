@@ -10,13 +10,24 @@ from topoopt.fabrics.ideal import DEFAULT_PORT_BANDWIDTH
 from topoopt.fabrics.random_regular import is_connected, random_regular_edges
 from traffic.errors import InputError
 
-__all__ = ["expander", "expander_edges", "NETWORKX_MAX_PORTS", "NETWORKX_REDRAWS"]
+__all__ = [
+    "expander",
+    "expander_edges",
+    "DENSE_MIN_SERVERS",
+    "NETWORKX_MAX_PORTS",
+    "NETWORKX_REDRAWS",
+]
 
 NETWORKX_MAX_PORTS = 2**17
 """Up to this many ports (``servers * degree`` = 131,072), the graph is networkx's draw (the
 expanders of every result published before 2026-12-06 stay the same); above it, the vectorised
 pairing of :mod:`topoopt.fabrics.random_regular` (networkx's pure-Python draw was most of the
 112 s CPU of ``fabric expander --servers 1000000 --degree 8``)."""
+
+DENSE_MIN_SERVERS = 32
+"""From this many servers, a degree above three quarters of the servers is drawn as the
+complement of networkx's ``(servers - 1 - degree)``-regular draw: networkx's own draw of a dense
+graph slows sharply (128 servers: 0.23 s at 96 ports, 5.6 s at 104, 25 s at 112)."""
 
 NETWORKX_REDRAWS = 100
 """networkx draws, with seeds ``seed, seed + 1, ...``, before a degree >= 3 request without a
@@ -30,8 +41,12 @@ def expander_edges(servers: int, degree: int, seed: int = 0) -> np.ndarray:
     n, d, s = servers, degree, seed
     if n * d > NETWORKX_MAX_PORTS:
         return random_regular_edges(n, d, s)
+    dense = n >= DENSE_MIN_SERVERS and 4 * d > 3 * n
     for k in range(NETWORKX_REDRAWS):
-        g = nx.random_regular_graph(d, n, seed=s + k)
+        if dense:  # the complement of a uniform (n - 1 - d)-regular draw is a uniform d-regular one
+            g = nx.complement(nx.random_regular_graph(n - 1 - d, n, seed=s + k))
+        else:
+            g = nx.random_regular_graph(d, n, seed=s + k)
         e = np.asarray(list(g.edges()), dtype=np.int64).reshape(-1, 2)
         if d < 3 or is_connected(n, e[:, 0], e[:, 1]):
             return e
@@ -62,8 +77,10 @@ def expander(
 
     - up to :data:`NETWORKX_MAX_PORTS` ports (``servers * degree <= 131,072``):
       :func:`networkx.random_regular_graph` with ``seed`` (the expanders of earlier results stay
-      as they were). At degree >= 3 a disconnected draw (rare) is replaced by the draw of
-      ``seed + 1``, ``seed + 2``, ...; degrees 1 and 2 keep networkx's draw, which may be
+      as they were); from :data:`DENSE_MIN_SERVERS` servers, a degree above ``3/4`` of them is
+      the complement of networkx's draw of degree ``servers - 1 - degree``. At degree >= 3 a
+      disconnected draw (rare) is replaced by the draw of ``seed + 1``, ``seed + 2``, ...;
+      degrees 1 and 2 keep networkx's draw, which may be
       disjoint cycles (its flows are then unreachable and ``compare`` says so in the row);
     - above: the vectorised pairing model with repair of
       :func:`topoopt.fabrics.random_regular.random_regular_edges` (a few seconds at 1,000,000

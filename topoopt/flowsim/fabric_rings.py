@@ -44,6 +44,15 @@ _ORDERED = ("all-reduce", "reduce-scatter", "all-gather")
 _MAX_SERVERS = 4096
 _MAX_SWEEPS = 60
 _PLATEAU_SWEEPS = 20
+_MAX_SQUARES = 2**20
+"""4-cycles above which the search is not tried (the rotation-extension alone finds the rings):
+a random graph's 4-cycles grow as the fourth power of its degree, about 0.6 M at 48 ports per
+server, 2 M at 64."""
+_MAX_TURNS = 2**25
+"""Orientations of 4-cycles the search visits at most (``_MAX_SWEEPS`` sweeps, fewer when the
+fabric has more than ``2**25 / 60`` orientations: about 24 ports per server on a random graph,
+whose 4-cycles grow as the fourth power of the degree). A deterministic work limit: 64 ports per
+server on 128 servers would otherwise sweep 60 times over 3.6 M orientations."""
 _POSA_TRIES = 8
 _POSA_STEPS = 40
 
@@ -135,14 +144,18 @@ def _cycles(n: int, u: np.ndarray, v: np.ndarray) -> int:
 
 
 def _four_cycles(n: int, u: np.ndarray, v: np.ndarray) -> list[tuple[int, int, int, int]]:
+    """Every 4-cycle ``(a, b, c, d)`` of the simple graph under the cables (``a < c``,
+    ``b < d``), or none when there are more than ``_MAX_SQUARES`` (counted first)."""
     adj = sp.coo_matrix((np.ones(u.size), (u, v)), shape=(n, n)).tocsr()
     adj = ((adj + adj.T) > 0).astype(np.int64).tocsr()
     nbrs = [adj.indices[adj.indptr[i] : adj.indptr[i + 1]] for i in range(n)]
     common = (adj @ adj).tocoo()
+    keep = (common.row < common.col) & (common.data >= 2)
+    k = common.data[keep]
+    if int((k * (k - 1) // 2).sum()) > _MAX_SQUARES:
+        return []
     out = []
-    for a, c in zip(common.row.tolist(), common.col.tolist(), strict=True):
-        if a >= c:
-            continue
+    for a, c in zip(common.row[keep].tolist(), common.col[keep].tolist(), strict=True):
         mid = np.intersect1d(nbrs[a], nbrs[c])
         for i in range(mid.size):
             for j in range(i + 1, mid.size):
@@ -185,10 +198,31 @@ def hamiltonian_factors(fabric: Fabric, seed: int = 0) -> list[np.ndarray]:
     return out
 
 
+def _orientations(n: int, u: np.ndarray, v: np.ndarray, squares) -> tuple[np.ndarray, list]:
+    """The two orientations ``(w, x, y, z)`` of every 4-cycle (``(a, b, c, d)``, then
+    ``(b, c, d, a)``) and, per orientation, its cables ``(wx, yz, xy, zw)`` when each of those
+    pairs has exactly one cable (``None`` when one has a bundle)."""
+    sq = np.asarray(squares, np.int64).reshape(-1, 4)
+    turns = np.stack([sq, np.roll(sq, -1, axis=1)], axis=1).reshape(-1, 4)
+    key = np.minimum(u, v) * n + np.maximum(u, v)
+    order = np.argsort(key, kind="stable")
+    keys, first, many = np.unique(key[order], return_index=True, return_counts=True)
+    w, x, y, z = turns.T
+    cab = []
+    for a, b in ((w, x), (y, z), (x, y), (z, w)):
+        j = np.searchsorted(keys, np.minimum(a, b) * n + np.maximum(a, b))
+        cab.append((order[first[j]], many[j] == 1))
+    ids = np.stack([c[0] for c in cab], axis=1)
+    one = np.logical_and.reduce([c[1] for c in cab])
+    simple = [tuple(r) if ok else None for r, ok in zip(ids.tolist(), one.tolist(), strict=True)]
+    return turns, simple
+
+
 def _search(n, u, v, factors, seed) -> list[np.ndarray]:
     owner = np.full(u.size, -1, np.int64)
     for p, f in enumerate(factors):
         owner[f] = p
+    own = owner.tolist()  # the same owners, for the scalar lookups of the sweep
     pair: dict[tuple[int, int], list[int]] = {}
     for e, (a, b) in enumerate(zip(u.tolist(), v.tolist(), strict=True)):
         pair.setdefault((min(a, b), max(a, b)), []).append(e)
@@ -201,43 +235,89 @@ def _search(n, u, v, factors, seed) -> list[np.ndarray]:
     squares = _four_cycles(n, u, v)
     rng = np.random.default_rng(seed)
 
-    def edge(a, b, p):
-        for e in pair.get((min(a, b), max(a, b)), ()):
-            if owner[e] == p:
+    def cables(a, b):
+        return pair.get((min(a, b), max(a, b)), ())
+
+    def edge(cab, p):
+        for e in cab:
+            if own[e] == p:
                 return e
         return None
 
+    def both(c1, c2, above=-1) -> list[int]:
+        """Factors above ``above`` owning a cable of both pairs, ascending: the factors a scan
+        of every factor in order would find (a pair has one cable, or its bundle's few)."""
+        return sorted({own[e] for e in c1 if own[e] > above} & {own[e] for e in c2})
+
+    def move(es, p):
+        for e in es:
+            own[e] = p
+        owner[es] = p
+
+    def evaluate(p, q, one, two) -> bool:
+        """Exchange ``one`` (p's) and ``two`` (q's); keep it when it helps (or, stuck, by a
+        coin when neutral), else put them back."""
+        nonlocal better
+        move(one, q)
+        move(two, p)
+        cp, cq = count(p), count(q)
+        total, old = cp + cq, counts[p] + counts[q]
+        if (cp <= counts[p] and cq <= counts[q] and total < old) or (
+            stuck and total == old and rng.random() < 0.5
+        ):
+            better = better or total < old
+            counts[p], counts[q] = cp, cq
+            return True
+        move(one, p)
+        move(two, q)
+        return False
+
     # sweeps over the 4-cycles in a seeded order: keep an exchange that lowers the cycle count
     # of one factor without raising the other's; when a sweep finds none, neutral exchanges
-    # (same total) are kept with probability 1/2 to leave the plateau
-    stuck = 0
-    for _sweep in range(_MAX_SWEEPS):
+    # (same total) are kept with probability 1/2 to leave the plateau. For each orientation the
+    # factors p (owning ``wx`` and ``yz``) and q (owning ``xy`` and ``zw``) are visited in
+    # ascending order, p's read again after a kept exchange. An orientation of single cables
+    # (every pair of a simple graph) has at most one p and one q: read directly.
+    turns, simple = _orientations(n, u, v, squares)
+    stuck, better = 0, False
+    for _sweep in range(min(_MAX_SWEEPS, max(1, _MAX_TURNS // max(1, len(turns))))):
         if all(c == 1 for c in counts) or not squares or stuck > _PLATEAU_SWEEPS:
             break
         better = False
         for i in rng.permutation(len(squares)).tolist():
-            a, b, c, d = squares[i]
-            for w, x, y, z in ((a, b, c, d), (b, c, d, a)):
-                for p in range(len(factors)):
-                    one = [edge(w, x, p), edge(y, z, p)]
-                    if None in one or one[0] == one[1]:
+            for k in (2 * i, 2 * i + 1):
+                s4 = simple[k]
+                if s4 is not None:
+                    ea, eb, ec, ed = s4
+                    last = -1
+                    while True:
+                        p, q = own[ea], own[ec]
+                        if (
+                            own[eb] != p or p <= last or own[ed] != q or q == p
+                            or counts[p] == counts[q] == 1
+                        ):  # fmt: skip
+                            break
+                        if not evaluate(p, q, [ea, eb], [ec, ed]):
+                            break
+                        last = p
+                    continue
+                w, x, y, z = turns[k].tolist()
+                wx, yz, xy, zw = cables(w, x), cables(y, z), cables(x, y), cables(z, w)
+                p = -1
+                while True:
+                    ps = both(wx, yz, p)
+                    if not ps:
+                        break
+                    p = ps[0]
+                    one = [edge(wx, p), edge(yz, p)]
+                    if one[0] == one[1]:
                         continue
-                    for q in range(len(factors)):
+                    for q in both(xy, zw):
                         if q == p or counts[p] == counts[q] == 1:
                             continue
-                        two = [edge(x, y, q), edge(z, w, q)]
-                        if None in two or two[0] == two[1]:
-                            continue
-                        owner[one], owner[two] = q, p
-                        cp, cq = count(p), count(q)
-                        total, old = cp + cq, counts[p] + counts[q]
-                        if (cp <= counts[p] and cq <= counts[q] and total < old) or (
-                            stuck and total == old and rng.random() < 0.5
-                        ):
-                            better = better or total < old
-                            counts[p], counts[q] = cp, cq
+                        two = [edge(xy, q), edge(zw, q)]
+                        if two[0] != two[1] and evaluate(p, q, one, two):
                             break
-                        owner[one], owner[two] = p, q
         stuck = 0 if better else stuck + 1
     return [_walk(n, u[owner == p], v[owner == p]) for p in range(len(factors)) if counts[p] == 1]
 

@@ -23,6 +23,7 @@ from rich.console import Console
 from topoopt.app.cli.option_text import OUTPUT_PARAMETERS, OUTPUT_TEXT
 from topoopt.atomic import atomic_write_text, atomic_write_with, check_writable
 from traffic.errors import InputError, check_finite
+from traffic.limits import check_server_ports
 
 __all__ = [
     "command_started",
@@ -170,9 +171,9 @@ stdout = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 stderr = Console(stderr=True, soft_wrap=True)
 
 
-_INT_LIMIT = {"seed": 2**63 - 1, "degree": 65536, "optical_degree": 65536}
+_INT_LIMIT = {"seed": 2**63 - 1}
 """Largest magnitude of an integer option (default 2**31 - 1: counts, ids and sizes; ports per
-server as in ``design.json``)."""
+server: :func:`traffic.limits.check_server_ports`)."""
 
 
 def check_edge_units(options: dict[str, Any]) -> None:
@@ -199,9 +200,9 @@ def check_edge_units(options: dict[str, Any]) -> None:
     >>> check_edge_units({"efficiency": 1.5})
     Traceback (most recent call last):
     traffic.errors.InputError: --efficiency: got 1.5; allowed: a fraction of the GPU's peak FLOP/s in (0, 1]
-    >>> check_edge_units({"degree": 10**12})
+    >>> check_edge_units({"degree": 3000})
     Traceback (most recent call last):
-    traffic.errors.InputError: --degree: got 1000000000000; allowed: an integer of magnitude at most 65,536
+    traffic.errors.InputError: --degree: got 3000; allowed: an integer from 1 to 256 (network ports per server: 8 on a DGX H100, 72 on a GB200 NVL72 rack)
     >>> check_edge_units({"servers": 10**12})
     Traceback (most recent call last):
     traffic.errors.InputError: --servers: got 1000000000000; allowed: an integer of magnitude at most 2,147,483,647
@@ -216,6 +217,8 @@ def check_edge_units(options: dict[str, Any]) -> None:
             raise InputError(option, value, "a finite number")
         if name == "seed" and isinstance(value, int) and not 0 <= value < 2**63:
             raise InputError(option, value, "an integer 0..2**63 - 1 (numpy seeds are >= 0)")
+        if name in ("degree", "optical_degree") and isinstance(value, int):
+            check_server_ports(option, value)
         if isinstance(value, int) and abs(value) > _INT_LIMIT.get(name, 2**31 - 1):
             bound = _INT_LIMIT.get(name, 2**31 - 1)
             raise InputError(option, value, f"an integer of magnitude at most {bound:,}")

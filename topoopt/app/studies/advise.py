@@ -1456,8 +1456,9 @@ def _check_options(degree, link_bandwidth, oversubscription, time_limit_s) -> No
     Traceback (most recent call last):
     traffic.errors.InputError: --oversubscription: got 0.5; allowed: a finite number >= 1
     """
-    if isinstance(degree, bool) or not isinstance(degree, int | np.integer) or degree < 1:
-        raise InputError("--degree", degree, "an integer >= 1 (NICs per server)")
+    from traffic.limits import check_server_ports
+
+    check_server_ports("--degree", degree)
     real = (int, float, np.integer, np.floating)
     for name, v, ok, what in (
         ("--link-gbps", link_bandwidth, lambda x: x > 0, "a finite number of Gbps > 0"),

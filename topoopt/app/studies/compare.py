@@ -384,6 +384,27 @@ def clos_candidates(
     return out
 
 
+def _no_clos(n: int, degree: int, gbps: float, oversubscription: float, prices, layout: str):
+    """Why no Clos of the catalogue at ``gbps`` serves ``n`` servers of ``degree`` NICs, as an
+    :class:`InputError`: the NICs per server when fewer would fit (the most that do, by
+    bisection: a Clos that serves ``d`` ports per server serves fewer), else the servers."""
+
+    def fits(d: int) -> bool:
+        return any(p is not None for _, p, _ in clos_candidates(
+            n, d, gbps, oversubscription, prices, layout))  # fmt: skip
+
+    if degree > 1 and fits(1):
+        lo, hi = 1, degree  # fits(lo), not fits(hi)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        raise InputError(
+            "degree", degree,
+            f"at most {lo} NICs per server for {n:,} servers on a Clos of {gbps:g}G switches",
+        )  # fmt: skip
+    raise InputError("servers", n, f"a cluster a three-tier Clos of {gbps:g}G switches serves")
+
+
 def switched_clos(
     name: str, workload: Workload, degree: int, link_bandwidth: float, oversubscription: float,
     prices=None, layout: str = "bundled",
@@ -416,7 +437,7 @@ def switched_clos(
         ):
             best = (plan, rep)
     if best is None:
-        raise InputError("servers", n, f"a cluster a three-tier Clos of {gbps:g}G switches serves")
+        _no_clos(n, degree, gbps, oversubscription, prices, layout)
     plan, rep = best
     gps = workload.gpus_per_server
     if layout == "rail-only":

@@ -26,6 +26,7 @@ from topoopt.app.cli.common import (
 from topoopt.app.report.time_units import time_unit
 from topoopt.units import gbps_to_bytes_per_s
 from traffic.errors import InputError
+from traffic.limits import check_server_ports
 
 __all__ = ["register", "cluster_command"]
 
@@ -60,8 +61,7 @@ def cluster_command(
         raise InputError("--work-limit", work_limit, "a finite number > 0")
     if servers < 1 or servers > 1_000_000:
         raise InputError("--servers", servers, "an integer from 1 to 1,000,000")
-    if degree < 1 or degree > 1024:
-        raise InputError("--degree", degree, "an integer from 1 to 1024")
+    check_server_ports("--degree", degree)
     if servers * degree > 2**24:
         raise InputError("--servers x --degree", servers * degree, "at most 2^24 ports")
     if ocs_radix is not None and ocs_radix < 2:
