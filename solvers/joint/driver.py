@@ -282,6 +282,24 @@ STRIDE_MAX_SETS = 400_000
 loaded machine (at load 15, after 273,708 sets), so the circulant tried depended on the load."""
 
 
+STRIDE_MAX_POINTS = STRIDE_MAX_SETS * 2625
+"""Deterministic limit of each optimal-stride search in lattice points: a search of ``k =
+d / 2`` strides gets at most ``STRIDE_MAX_POINTS // _ball(k, 3)`` stride sets (a set's bounds
+cost about its ``L1`` ball of radius 3 in ``Z^k``: 33 us a set at 24 ports on 128 servers, 71 us
+at 32, over 150 us at 40). Up to 24 ports (``_ball(12, 3) = 2,625``) this is
+:data:`STRIDE_MAX_SETS`; above, fewer sets (32 ports: 174,552). Before it, 40 ports and more
+ran each search to the 60 s wall-clock cap (64 ports: 12 such searches, 12 minutes)."""
+
+STRIDE_LOOP_POINTS = 4 * STRIDE_MAX_POINTS
+"""Deterministic limit of all the stride searches of one :func:`candidate_circuits`, in lattice
+points (each search charged its set limit times ``_ball(k, 3)``, before it runs): the searches
+from the most ring ports down stop once the next would pass it (deterministic: not a clock cut,
+so not in ``capped``). Up to 24
+ports every search runs (at most 3.64 times :data:`STRIDE_MAX_POINTS` in all at 24 ports, 0.82
+at 16, on 128 to 2,048 servers); at 64 ports on 128 servers, the eight searches of 64 down to 50
+ring ports."""
+
+
 def candidate_circuits(
     problem: DesignProblem,
     deadline: float,
@@ -328,14 +346,21 @@ def candidate_circuits(
     whole = any(g.size == n for g in traffic.groups) or not traffic.groups
     left = deadline - time.perf_counter()
     if strides and whole and left > 1.0 and top >= 4:
-        from solvers.baselines.strides import best_strides
+        from solvers.baselines.strides import _ball, _classes, best_strides
         from topoopt.fabrics import circulant_circuits
 
+        spent, m = 0, int(_classes(n).size)
         for d_ar in range(top, 3, -2):
+            k = d_ar // 2
+            sets = max(1, min(STRIDE_MAX_SETS, STRIDE_MAX_POINTS // _ball(k, 3)))
+            charge = min(sets, math.comb(max(m - 1, 0), k - 1)) * _ball(k, 3)
+            if spent + charge > STRIDE_LOOP_POINTS:  # a work limit, not a clock cut
+                break
+            spent += charge
             try:
                 res = best_strides(
                     n, d_ar, "mean-hops", time_limit_s=min(stride_time, left / 2),
-                    max_sets=STRIDE_MAX_SETS,
+                    max_sets=sets,
                 )  # fmt: skip
             except InputError:
                 continue
