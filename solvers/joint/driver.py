@@ -300,6 +300,32 @@ at 16, on 128 to 2,048 servers); at 64 ports on 128 servers, the eight searches 
 ring ports."""
 
 
+def stride_searches(n: int, top: int) -> list[tuple[int, int]]:
+    """``(ring ports, stride-set limit)`` of the optimal-stride searches of
+    :func:`candidate_circuits` on ``n`` servers with ``top`` ring ports at most: from ``top``
+    down by 2 to 4, each limited to :data:`STRIDE_MAX_POINTS` lattice points, while all of them
+    stay within :data:`STRIDE_LOOP_POINTS` (each charged its limit, or its number of canonical
+    stride sets when fewer, times ``_ball(k, 3)``). A rule on ``n`` and ``top`` alone.
+
+    >>> stride_searches(128, 8)
+    [(8, 400000), (6, 400000), (4, 400000)]
+    >>> stride_searches(128, 64)[:2], len(stride_searches(128, 64))
+    ([(64, 22913), (62, 25163)], 7)
+    """
+    from solvers.baselines.strides import _ball, _classes
+
+    out, spent, m = [], 0, int(_classes(n).size)
+    for d_ar in range(top, 3, -2):
+        k = d_ar // 2
+        sets = max(1, min(STRIDE_MAX_SETS, STRIDE_MAX_POINTS // _ball(k, 3)))
+        charge = min(sets, math.comb(max(m - 1, 0), k - 1)) * _ball(k, 3)
+        if spent + charge > STRIDE_LOOP_POINTS:  # a work limit, not a clock cut
+            break
+        spent += charge
+        out.append((d_ar, sets))
+    return out
+
+
 def candidate_circuits(
     problem: DesignProblem,
     deadline: float,
@@ -346,17 +372,10 @@ def candidate_circuits(
     whole = any(g.size == n for g in traffic.groups) or not traffic.groups
     left = deadline - time.perf_counter()
     if strides and whole and left > 1.0 and top >= 4:
-        from solvers.baselines.strides import _ball, _classes, best_strides
+        from solvers.baselines.strides import best_strides
         from topoopt.fabrics import circulant_circuits
 
-        spent, m = 0, int(_classes(n).size)
-        for d_ar in range(top, 3, -2):
-            k = d_ar // 2
-            sets = max(1, min(STRIDE_MAX_SETS, STRIDE_MAX_POINTS // _ball(k, 3)))
-            charge = min(sets, math.comb(max(m - 1, 0), k - 1)) * _ball(k, 3)
-            if spent + charge > STRIDE_LOOP_POINTS:  # a work limit, not a clock cut
-                break
-            spent += charge
+        for d_ar, sets in stride_searches(n, top):
             try:
                 res = best_strides(
                     n, d_ar, "mean-hops", time_limit_s=min(stride_time, left / 2),

@@ -217,3 +217,50 @@ def test_a_short_time_limit_sizes_the_search_not_the_clock(monkeypatch):
     assert short.circuits.tolist() == same.circuits.tolist()
     assert short.routing.weight.tolist() == same.routing.weight.tolist()
     assert drv.clock_sizing(problem, 1e4, 4) == (LP_FREE_WORK_LIMIT, True)
+
+
+def test_stride_searches_are_limited_by_lattice_points_not_the_clock(monkeypatch):
+    """The optimal-stride candidates of ``joint``: up to 24 ring ports every search runs with
+    STRIDE_MAX_SETS sets (as before); at 64 ports on 128 servers the searches (each was cut by
+    the 60 s clock) get fewer sets, in proportion to a set's lattice ball, and stop once the
+    loop's budget would pass. ``_ball`` against counting the points of Z^k."""
+    import itertools
+    import math
+
+    from solvers.baselines.strides import _ball
+    from solvers.joint import driver
+    from traffic.load import load_workload
+
+    for k in range(1, 5):
+        pts = itertools.product(range(-3, 4), repeat=k)
+        assert _ball(k, 3) == sum(1 for x in pts if sum(map(abs, x)) <= 3)
+    for n in (128, 2048):
+        assert driver.stride_searches(n, 24) == [
+            (d, driver.STRIDE_MAX_SETS) for d in range(24, 3, -2)
+        ]
+    plan = driver.stride_searches(128, 64)
+    assert [d for d, _ in plan] == list(range(64, 64 - 2 * len(plan), -2))
+    assert all(s * _ball(d // 2, 3) <= driver.STRIDE_MAX_POINTS for d, s in plan)
+    # charged at most the canonical sets there are: 31 classes besides stride 1 at 128 servers
+    charge = [min(s, math.comb(31, d // 2 - 1)) * _ball(d // 2, 3) for d, s in plan]
+    assert min(s for _, s in plan) < driver.STRIDE_MAX_SETS
+    nxt = 64 - 2 * len(plan)
+    more = min(driver.STRIDE_MAX_POINTS // _ball(nxt // 2, 3), math.comb(31, nxt // 2 - 1))
+    more *= _ball(nxt // 2, 3)
+    assert sum(charge) <= driver.STRIDE_LOOP_POINTS < sum(charge) + more
+
+    # candidate_circuits runs exactly these searches
+    from solvers.baselines import strides as st
+
+    calls = []
+    orig = st.best_strides
+
+    def spy(n, d, objective, time_limit_s=None, max_sets=None):
+        calls.append((d, max_sets))
+        return orig(n, d, objective, time_limit_s=time_limit_s, max_sets=max_sets)
+
+    monkeypatch.setattr(st, "best_strides", spy)
+    wl = load_workload("dlrm")
+    problem = driver.DesignProblem.from_workload(wl, degree=8, link_bandwidth=12.5e9)
+    driver.candidate_circuits(problem, deadline=math.inf)
+    assert calls == driver.stride_searches(wl.servers, 8)

@@ -48,6 +48,9 @@ _MAX_SQUARES = 2**20
 """4-cycles above which the search is not tried (the rotation-extension alone finds the rings):
 a random graph's 4-cycles grow as the fourth power of its degree, about 0.6 M at 48 ports per
 server, 2 M at 64."""
+_MAX_TRIES = 2**17
+"""Exchanges the search tries at most (each two cycle counts): a torus with bundles of parallel
+cables has many factors per cable pair (128 ports on 128 servers: 535,626 exchanges, 86 s)."""
 _MAX_TURNS = 2**25
 """Orientations of 4-cycles the search visits at most (``_MAX_SWEEPS`` sweeps, fewer when the
 fabric has more than ``2**25 / 60`` orientations: about 24 ports per server on a random graph,
@@ -139,6 +142,33 @@ def _petersen_factors(n: int, u: np.ndarray, v: np.ndarray) -> list[np.ndarray] 
 
 
 def _cycles(n: int, u: np.ndarray, v: np.ndarray) -> int:
+    """Connected components of the graph of edges ``u - v`` on ``n`` nodes: for a 2-factor
+    (every node of degree 2, the search's case) its cycles, walked in Python (a fifth of
+    scipy's cost at 128 nodes, where the search calls it 10^5 times); otherwise scipy's."""
+    first, second = [-1] * n, [-1] * n
+    for x, y in zip(u.tolist(), v.tolist(), strict=True):
+        for p, q in ((x, y), (y, x)):
+            if first[p] < 0:
+                first[p] = q
+            elif second[p] < 0:
+                second[p] = q
+            else:
+                return _components(n, u, v)
+    if min(second, default=0) < 0:
+        return _components(n, u, v)
+    seen, count = bytearray(n), 0
+    for start in range(n):
+        if seen[start]:
+            continue
+        count += 1
+        prev, cur = -1, start
+        while not seen[cur]:
+            seen[cur] = 1
+            prev, cur = cur, (first[cur] if first[cur] != prev else second[cur])
+    return count
+
+
+def _components(n: int, u: np.ndarray, v: np.ndarray) -> int:
     a = sp.coo_matrix((np.ones(u.size), (u, v)), shape=(n, n))
     return int(connected_components(a, directed=False)[0])
 
@@ -218,6 +248,10 @@ def _orientations(n: int, u: np.ndarray, v: np.ndarray, squares) -> tuple[np.nda
     return turns, simple
 
 
+class _Enough(Exception):
+    """The search's work limit (:data:`_MAX_TRIES`) is reached."""
+
+
 def _search(n, u, v, factors, seed) -> list[np.ndarray]:
     owner = np.full(u.size, -1, np.int64)
     for p, f in enumerate(factors):
@@ -257,7 +291,10 @@ def _search(n, u, v, factors, seed) -> list[np.ndarray]:
     def evaluate(p, q, one, two) -> bool:
         """Exchange ``one`` (p's) and ``two`` (q's); keep it when it helps (or, stuck, by a
         coin when neutral), else put them back."""
-        nonlocal better
+        nonlocal better, tries
+        if tries >= _MAX_TRIES:
+            raise _Enough
+        tries += 1
         move(one, q)
         move(two, p)
         cp, cq = count(p), count(q)
@@ -279,46 +316,49 @@ def _search(n, u, v, factors, seed) -> list[np.ndarray]:
     # ascending order, p's read again after a kept exchange. An orientation of single cables
     # (every pair of a simple graph) has at most one p and one q: read directly.
     turns, simple = _orientations(n, u, v, squares)
-    stuck, better = 0, False
-    for _sweep in range(min(_MAX_SWEEPS, max(1, _MAX_TURNS // max(1, len(turns))))):
-        if all(c == 1 for c in counts) or not squares or stuck > _PLATEAU_SWEEPS:
-            break
-        better = False
-        for i in rng.permutation(len(squares)).tolist():
-            for k in (2 * i, 2 * i + 1):
-                s4 = simple[k]
-                if s4 is not None:
-                    ea, eb, ec, ed = s4
-                    last = -1
-                    while True:
-                        p, q = own[ea], own[ec]
-                        if (
-                            own[eb] != p or p <= last or own[ed] != q or q == p
-                            or counts[p] == counts[q] == 1
-                        ):  # fmt: skip
-                            break
-                        if not evaluate(p, q, [ea, eb], [ec, ed]):
-                            break
-                        last = p
-                    continue
-                w, x, y, z = turns[k].tolist()
-                wx, yz, xy, zw = cables(w, x), cables(y, z), cables(x, y), cables(z, w)
-                p = -1
-                while True:
-                    ps = both(wx, yz, p)
-                    if not ps:
-                        break
-                    p = ps[0]
-                    one = [edge(wx, p), edge(yz, p)]
-                    if one[0] == one[1]:
+    stuck, better, tries = 0, False, 0
+    try:
+        for _sweep in range(min(_MAX_SWEEPS, max(1, _MAX_TURNS // max(1, len(turns))))):
+            if all(c == 1 for c in counts) or not squares or stuck > _PLATEAU_SWEEPS:
+                break
+            better = False
+            for i in rng.permutation(len(squares)).tolist():
+                for k in (2 * i, 2 * i + 1):
+                    s4 = simple[k]
+                    if s4 is not None:
+                        ea, eb, ec, ed = s4
+                        last = -1
+                        while True:
+                            p, q = own[ea], own[ec]
+                            if (
+                                own[eb] != p or p <= last or own[ed] != q or q == p
+                                or counts[p] == counts[q] == 1
+                            ):  # fmt: skip
+                                break
+                            if not evaluate(p, q, [ea, eb], [ec, ed]):
+                                break
+                            last = p
                         continue
-                    for q in both(xy, zw):
-                        if q == p or counts[p] == counts[q] == 1:
-                            continue
-                        two = [edge(xy, q), edge(zw, q)]
-                        if two[0] != two[1] and evaluate(p, q, one, two):
+                    w, x, y, z = turns[k].tolist()
+                    wx, yz, xy, zw = cables(w, x), cables(y, z), cables(x, y), cables(z, w)
+                    p = -1
+                    while True:
+                        ps = both(wx, yz, p)
+                        if not ps:
                             break
-        stuck = 0 if better else stuck + 1
+                        p = ps[0]
+                        one = [edge(wx, p), edge(yz, p)]
+                        if one[0] == one[1]:
+                            continue
+                        for q in both(xy, zw):
+                            if q == p or counts[p] == counts[q] == 1:
+                                continue
+                            two = [edge(xy, q), edge(zw, q)]
+                            if two[0] != two[1] and evaluate(p, q, one, two):
+                                break
+            stuck = 0 if better else stuck + 1
+    except _Enough:  # the exchanges tried reached _MAX_TRIES: the factors as they are
+        pass
     return [_walk(n, u[owner == p], v[owner == p]) for p in range(len(factors)) if counts[p] == 1]
 
 
