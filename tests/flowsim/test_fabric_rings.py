@@ -146,8 +146,12 @@ def test_dense_expander_decomposes_fully_and_without_the_search(monkeypatch):
     monkeypatch.setattr(fr, "_MAX_SQUARES", 0)
     fab = expander(64, 8, seed=0, port_bandwidth=B)
     cyc = hamiltonian_factors(fab)
-    assert 1 <= len(cyc) <= 4
     _check_cycles(fab, cyc)
+    # no 4-cycle listed, so no exchange: the rings are the rotation-extension's own
+    u, v = fr._server_edges(fab)
+    alone = fr._sequential(fab.n_servers, u, v, 0)
+    assert len(cyc) == len(alone) == 3
+    assert all(np.array_equal(a, b) for a, b in zip(cyc, alone, strict=True))
 
 
 def test_cycle_count_walk_against_scipy_components():
@@ -171,9 +175,20 @@ def test_search_stops_at_its_exchange_limit(monkeypatch):
     535,626 exchanges, 86 s; 10 s with the limit)."""
     from topoopt.flowsim import fabric_rings as fr
 
+    counted = []
+    real = fr._cycles
+
+    def spy(n, u, v):
+        counted.append(n)
+        return real(n, u, v)
+
+    monkeypatch.setattr(fr, "_cycles", spy)
     fab = torus("8x4", B)
     full = hamiltonian_factors(fab)
+    _check_cycles(fab, full)
+    assert len(full) == 2 and len(counted) > 2  # Kotzig: two rings, found by exchanges
+    counted.clear()
     monkeypatch.setattr(fr, "_MAX_TRIES", 0)
     cut = hamiltonian_factors(torus("8x4", B))
     _check_cycles(fab, cut)
-    assert len(cut) <= len(full) == 2
+    assert len(counted) == 2  # the two factors' first counts, then no exchange tried

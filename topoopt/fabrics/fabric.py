@@ -29,14 +29,13 @@ from scipy.sparse import csgraph
 
 from topoopt.csr import PairIndex
 from traffic.errors import InputError
-from traffic.limits import MAX_SERVER_PORTS, check_count
+from traffic.limits import check_count
 
 __all__ = [
     "NODE_KINDS",
     "LINK_KINDS",
     "MEDIA",
     "DEFAULT_LINK_LATENCY",
-    "MAX_SERVER_PORTS",
     "Fabric",
     "build_fabric",
     "check_int",
