@@ -50,6 +50,7 @@ import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import lru_cache
 
 import numpy as np
@@ -392,6 +393,11 @@ def canonical_strides(n: int, strides: Sequence[int]) -> list[int]:
 
 
 # --------------------------------------------------------------------------- enumeration
+def _approx(count: int) -> str:
+    """``count`` to three significant digits (``1.33e+12``), also past the float range."""
+    return format(Decimal(count), ".3g")
+
+
 def _combinations(m: int, r: int) -> np.ndarray:
     """All ``r``-subsets of ``range(m)`` as an ascending ``(C(m, r), r)`` array, lexicographic."""
     count = math.comb(m, r)
@@ -690,7 +696,7 @@ def best_strides(
     if time_limit_s is None and n_sets > MAX_SETS_TO_PROOF:
         raise InputError(
             "time_limit_s",
-            f"none: about {float(n_sets):.3g} stride sets to search to proof (n={n:,}, d={d})",
+            f"none: about {_approx(n_sets)} stride sets to search to proof (n={n:,}, d={d})",
             f"a proof of at most {MAX_SETS_TO_PROOF:,} sets, else a time limit (--time-limit "
             "SECONDS: the best set found in that time and its gap)",
         )

@@ -155,18 +155,31 @@ def test_dense_expander_decomposes_fully_and_without_the_search(monkeypatch):
 
 
 def test_cycle_count_walk_against_scipy_components():
-    """The search's cycle count (a walk when every node has degree 2) against scipy's connected
-    components, on random 2-factors with double cables and on random edge sets (scipy's)."""
+    """The search's compiled cycle count (a walk when every node has degree 2, else union-find)
+    of the edges one factor owns, against scipy's connected components of those edges alone,
+    on random 2-factors with double cables, on random edge sets, on edge sets leaving nodes
+    isolated, and on the union of two random factors (degree 4: union-find)."""
     from topoopt.flowsim import fabric_rings as fr
+    from topoopt.flowsim._ring_kernels import factor_cycles
 
     rng = np.random.default_rng(7)
     for _ in range(300):
         n = int(rng.integers(3, 30))
-        perm = rng.permutation(n)
+        perm, perm2 = rng.permutation(n), rng.permutation(n)
         a = np.concatenate([np.arange(n), rng.integers(0, n, 3)])
         b = np.concatenate([perm, rng.integers(0, n, 3)])
-        for u, v in ((np.arange(n), perm), (a, b)):  # perm: 2-cycles are double cables
-            assert fr._cycles(n, u, v) == fr._components(n, u, v)
+        for u, v in (  # perm: 2-cycles are double cables
+            (np.arange(n), perm),
+            (a, b),
+            (np.arange(n - 2), perm[: n - 2]),
+            (np.tile(np.arange(n), 2), np.concatenate([perm, perm2])),
+        ):
+            owner = rng.integers(0, 3, u.size)  # other factors' edges are ignored
+            for p in range(3):
+                f = owner == p
+                want = fr._components(n, u[f], v[f])
+                assert factor_cycles(n, u, v, owner, p) == want
+            assert factor_cycles(n, u, v, np.zeros(u.size, np.int64), 0) == fr._components(n, u, v)
 
 
 def test_search_stops_at_its_exchange_limit(monkeypatch):
@@ -176,13 +189,13 @@ def test_search_stops_at_its_exchange_limit(monkeypatch):
     from topoopt.flowsim import fabric_rings as fr
 
     counted = []
-    real = fr._cycles
+    real = fr.factor_cycles
 
-    def spy(n, u, v):
+    def spy(n, u, v, owner, p):
         counted.append(n)
-        return real(n, u, v)
+        return real(n, u, v, owner, p)
 
-    monkeypatch.setattr(fr, "_cycles", spy)
+    monkeypatch.setattr(fr, "factor_cycles", spy)
     fab = torus("8x4", B)
     full = hamiltonian_factors(fab)
     _check_cycles(fab, full)

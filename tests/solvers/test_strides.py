@@ -228,3 +228,15 @@ def test_max_sets_is_a_deterministic_limit(monkeypatch):
     assert st.best_strides(64, 8, "mean-hops", max_sets=10**6).evaluated == full.evaluated
     with pytest.raises(InputError, match="max_sets"):
         st.best_strides(64, 8, max_sets=0)
+
+
+def test_a_set_count_past_the_float_range_is_named_in_the_error():
+    """n = 65,536 with 256 ports has C(16383, 127) = 3.44e+321 canonical sets: more than a float
+    holds (it overflowed to a traceback); the count is printed from the exact integer."""
+    import math
+    from decimal import Decimal
+
+    count = math.comb(65536 // 4 - 1, 127)
+    assert count > 10**308 and f"{Decimal(count):.2e}" == "3.44e+321"
+    with pytest.raises(InputError, match=r"^time_limit_s: got 'none: about 3\.44e\+321 stride"):
+        best_strides(65536, 256)

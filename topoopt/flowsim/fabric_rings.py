@@ -36,6 +36,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from topoopt.fabrics.fabric import Fabric
+from topoopt.flowsim._ring_kernels import factor_cycles, reverse_tail
 from traffic.workload import Workload
 
 __all__ = ["fabric_rings", "hamiltonian_factors", "ring_workload", "is_direct"]
@@ -141,34 +142,9 @@ def _petersen_factors(n: int, u: np.ndarray, v: np.ndarray) -> list[np.ndarray] 
     return factors
 
 
-def _cycles(n: int, u: np.ndarray, v: np.ndarray) -> int:
-    """Connected components of the graph of edges ``u - v`` on ``n`` nodes: for a 2-factor
-    (every node of degree 2, the search's case) its cycles, walked in Python (a fifth of
-    scipy's cost at 128 nodes, where the search calls it 10^5 times); otherwise scipy's."""
-    first, second = [-1] * n, [-1] * n
-    for x, y in zip(u.tolist(), v.tolist(), strict=True):
-        for p, q in ((x, y), (y, x)):
-            if first[p] < 0:
-                first[p] = q
-            elif second[p] < 0:
-                second[p] = q
-            else:
-                return _components(n, u, v)
-    if min(second, default=0) < 0:
-        return _components(n, u, v)
-    seen, count = bytearray(n), 0
-    for start in range(n):
-        if seen[start]:
-            continue
-        count += 1
-        prev, cur = -1, start
-        while not seen[cur]:
-            seen[cur] = 1
-            prev, cur = cur, (first[cur] if first[cur] != prev else second[cur])
-    return count
-
-
 def _components(n: int, u: np.ndarray, v: np.ndarray) -> int:
+    """Connected components of the edges ``u - v`` on ``n`` nodes (scipy): what
+    :func:`topoopt.flowsim._ring_kernels.factor_cycles` counts, for its tests."""
     a = sp.coo_matrix((np.ones(u.size), (u, v)), shape=(n, n))
     return int(connected_components(a, directed=False)[0])
 
@@ -262,8 +238,7 @@ def _search(n, u, v, factors, seed) -> list[np.ndarray]:
         pair.setdefault((min(a, b), max(a, b)), []).append(e)
 
     def count(p):
-        f = owner == p
-        return _cycles(n, u[f], v[f])
+        return int(factor_cycles(n, u, v, owner, p))
 
     counts = [count(p) for p in range(len(factors))]
     squares = _four_cycles(n, u, v)
@@ -395,26 +370,30 @@ def _sequential(n: int, u: np.ndarray, v: np.ndarray, seed: int) -> list[np.ndar
 
 
 def _posa(n: int, nbrs: list[list[int]], rng) -> list[int] | None:
+    """One seeded attempt: a path grown at its end, rotated (its tail reversed, compiled) when
+    the end has no free neighbour; the Hamiltonian cycle when it closes, else None."""
     sets = [set(x) for x in nbrs]
-    path = [int(rng.integers(n))]
+    path = np.empty(n, np.int64)
+    path[0] = int(rng.integers(n))
+    size = 1
     pos = np.full(n, -1, np.int64)
     pos[path[0]] = 0
     for _ in range(_POSA_STEPS * n):
-        end = path[-1]
+        end = int(path[size - 1])
         free = [w for w in nbrs[end] if pos[w] < 0]
         if free:
             w = free[int(rng.integers(len(free)))]
-            pos[w] = len(path)
-            path.append(w)
+            pos[w] = size
+            path[size] = w
+            size += 1
             continue
-        if len(path) == n and path[0] in sets[end]:
-            return path
-        inner = [w for w in nbrs[end] if pos[w] < len(path) - 2]
+        if size == n and int(path[0]) in sets[end]:
+            return path.tolist()
+        inner = [w for w in nbrs[end] if pos[w] < size - 2]
         if not inner:
             return None
         i = int(pos[inner[int(rng.integers(len(inner)))]])
-        path[i + 1 :] = path[i + 1 :][::-1]
-        pos[path[i + 1 :]] = np.arange(i + 1, len(path))
+        reverse_tail(path, pos, i + 1, size)
     return None
 
 
