@@ -95,6 +95,53 @@ def check_server_ports(field: str, value: Any) -> int:
     return int(value)
 
 
+MAX_TIME_LIMIT_S = 1e6
+"""Longest time limit a search takes, seconds (11.6 days): a waiting process's poll takes its
+timeout in milliseconds as a C ``int`` (24.8 days), so ``--time-limit 1e300`` ended in an
+``OverflowError``."""
+
+MAX_WORK_LIMIT = 1e9
+"""Largest deterministic work limit, units (one unit took 0.06 s on the reference machine: about
+two years of work)."""
+
+
+def check_time_limit(field: str, value: Any) -> float:
+    """``value`` as a search's time limit: a number of seconds in ``(0, MAX_TIME_LIMIT_S]``.
+
+    >>> check_time_limit("--time-limit", 900)
+    900.0
+    >>> check_time_limit("--time-limit", 1e300)
+    Traceback (most recent call last):
+    traffic.errors.InputError: --time-limit: got 1e+300; allowed: a number of seconds > 0 and at most 1,000,000 (11.6 days)
+    """  # noqa: E501
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not ok or not 0 < float(value) <= MAX_TIME_LIMIT_S:
+        raise InputError(
+            field, value, f"a number of seconds > 0 and at most {MAX_TIME_LIMIT_S:,.0f} (11.6 days)"
+        )
+    return float(value)
+
+
+def check_work_limit(field: str, value: Any) -> float:
+    """``value`` as a deterministic work limit: a number of units in ``[0, MAX_WORK_LIMIT]``.
+
+    >>> check_work_limit("--work-limit", 5)
+    5.0
+    >>> check_work_limit("--work-limit", 1e300)
+    Traceback (most recent call last):
+    traffic.errors.InputError: --work-limit: got 1e+300; allowed: a number of work units >= 0 and at most 1,000,000,000 (one unit: about 0.06 s)
+    """  # noqa: E501
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not ok or not 0 <= float(value) <= MAX_WORK_LIMIT:
+        raise InputError(
+            field,
+            value,
+            f"a number of work units >= 0 and at most {MAX_WORK_LIMIT:,.0f} (one unit: about "
+            "0.06 s)",
+        )
+    return float(value)
+
+
 def _env_float(name: str, default: float) -> float:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":

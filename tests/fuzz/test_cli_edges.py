@@ -42,6 +42,12 @@ def _one_error_line(args: list[str]) -> str:
         # ring search) before a result or an unrelated error
         (["advise", PLAN, "--degree", "3000"], "--degree: got 3000; allowed: an integer from 1"),
         (["design", PLAN, "--degree", "257"], "--degree: got 257"),
+        # limits past the machine's integers and timers: OverflowError tracebacks (exit 1) from
+        # the kernel's work limit and from a pipe's poll
+        (["design", PLAN, "--degree", "2", "--work-limit", "1e300"], "--work-limit: got 1e+300"),
+        (["design", PLAN, "--degree", "2", "--time-limit", "1e300"], "--time-limit: got 1e+300"),
+        (["compare", PLAN, "--fabrics", "ideal", "--time-limit", "2e6"], "at most 1,000,000"),
+        (["cosearch", "vgg16", "--servers", "8", "--work-limit", "1e10"], "--work-limit"),
         (["fabric", "hybrid", "--servers", "8", "--optical-degree", "300"], "--optical-degree"),
         (
             ["cluster", str(SEEDS / "cluster-jobs.yaml"), "--servers", "8", "--degree", "1024"],

@@ -291,3 +291,13 @@ def test_hand_made_workload_is_judged_by_communication_alone():
     bc, _, _ = flow_times(base, problem, problem.workload)
     assert np.isnan(ji) and jc <= bc * (1 + 1e-9)
     assert set(d.info["flow_comm_s"]) >= {"topoopt", d.info["winner"]}
+
+
+def test_limits_past_the_machine_timers_are_refused():
+    """A time limit past 11.6 days (a pipe's poll takes milliseconds as a C int) and a work limit
+    past 1e9 units ended in OverflowError tracebacks deep in a search; now one InputError."""
+    _, problem = next(iter(workload_problems()))
+    with pytest.raises(InputError, match=r"^time_limit_s: got 1e\+300; allowed: .* at most"):
+        congestion_search(problem, time_limit_s=1e300)
+    with pytest.raises(InputError, match=r"^work_limit: got 1e\+300; allowed: .* at most"):
+        congestion_search(problem, time_limit_s=5, work_limit=1e300)

@@ -79,7 +79,7 @@ def test_a_valid_jobs_file_still_loads_with_its_weights(tmp_path):
             ["--oversubscription", "0.5"],
             "--oversubscription: got 0.5; allowed: a finite number >= 1",
         ),
-        (["--time-limit", "0"], "--time-limit: got 0.0; allowed: a finite number of seconds > 0"),
+        (["--time-limit", "0"], "--time-limit: got 0.0; allowed: a number of seconds > 0 and at"),
     ],
 )
 def test_an_option_every_row_uses_is_refused_before_any_row(argv, expect, monkeypatch):

@@ -203,7 +203,7 @@ def check_limits(rtol: float, max_refills: int | None) -> int:
         return -1
     if isinstance(max_refills, bool) or int(max_refills) != max_refills or max_refills < 0:
         raise InputError("max_refills", max_refills, "an integer >= 0 (or None)")
-    return int(max_refills)
+    return min(int(max_refills), 2**62)  # a limit past 2**62 re-fills is never reached
 
 
 def simulate(

@@ -23,7 +23,7 @@ from rich.console import Console
 from topoopt.app.cli.option_text import OUTPUT_PARAMETERS, OUTPUT_TEXT
 from topoopt.atomic import atomic_write_text, atomic_write_with, check_writable
 from traffic.errors import InputError, check_finite
-from traffic.limits import check_server_ports
+from traffic.limits import check_server_ports, check_time_limit, check_work_limit
 
 __all__ = [
     "command_started",
@@ -222,6 +222,10 @@ def check_edge_units(options: dict[str, Any]) -> None:
         if isinstance(value, int) and abs(value) > _INT_LIMIT.get(name, 2**31 - 1):
             bound = _INT_LIMIT.get(name, 2**31 - 1)
             raise InputError(option, value, f"an integer of magnitude at most {bound:,}")
+        if name == "time_limit":
+            check_time_limit(option, value)
+        if name == "work_limit":
+            check_work_limit(option, value)
         if name.endswith("_gbps") and not (math.isfinite(value) and value > 0):
             raise InputError(option, value, "a finite number of Gbps > 0")
         if name.endswith("_ms") and not (math.isfinite(value) and value >= 0):
