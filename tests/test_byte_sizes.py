@@ -69,6 +69,16 @@ def test_bad_inputs_are_one_line(text):
     assert "GiB" in msg and "> 0" in msg
 
 
+@pytest.mark.parametrize("text", ["1e-300", "0.5", "0.0001KB", "1e-10 GiB"])
+def test_less_than_one_byte_is_refused(text):
+    """A positive size under one byte was taken: ``collective --size 1e-300`` printed a bound of
+    1.4e-310 s and a ratio of 1.4e+304 to it."""
+    with pytest.raises(InputError, match=rf"^--size: got {text!r}; allowed: at least 1 byte"):
+        parse_bytes(text, "--size")
+    assert parse_bytes("1", "--size") == 1.0 and parse_bytes("0.001kB", "--size") == 1.0
+    assert parse_bytes("1e-9", "--gpu-memory-gb", plain_unit=1e9, plain_name="GB") == 1.0
+
+
 def test_above_the_largest():
     assert parse_bytes(f"{MAX_BYTES}", "--size") == MAX_BYTES
     with pytest.raises(InputError, match="at most 4,611,686,018,427,387,904 bytes"):

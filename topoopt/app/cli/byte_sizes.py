@@ -80,8 +80,8 @@ def parse_bytes(
     Raises
     ------
     InputError
-        Not a number with an optional known suffix, negative, zero (unless allowed), not finite,
-        or above :data:`MAX_BYTES`; one line naming the option, the value and what is allowed.
+        Not a number with an optional known suffix, negative, zero (unless allowed), between 0
+        and 1 byte, not finite, or above :data:`MAX_BYTES`; one line naming the option, the value and what is allowed.
 
     Examples
     --------
@@ -89,6 +89,9 @@ def parse_bytes(
     (1073741824.0, 10000000000.0, 1000000.0)
     >>> parse_bytes("80", "--gpu-memory-gb", plain_unit=1e9, plain_name="GB")
     80000000000.0
+    >>> parse_bytes("1e-300", "--size")
+    Traceback (most recent call last):
+    traffic.errors.InputError: --size: got '1e-300'; allowed: at least 1 byte (messages and memories are whole bytes)
     >>> parse_bytes("10Gb", "--size")
     Traceback (most recent call last):
     traffic.errors.InputError: --size: got '10Gb'; allowed: a number of bytes > 0, or a number with a suffix (B, kB, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB), e.g. 512MiB
@@ -108,6 +111,8 @@ def parse_bytes(
     size = number * scale
     if not math.isfinite(size) or size < 0 or (size == 0 and not allow_zero):
         raise InputError(option, text, allowed)
+    if 0 < size < 1:
+        raise InputError(option, text, "at least 1 byte (messages and memories are whole bytes)")
     if size > MAX_BYTES:
         raise InputError(option, text, f"at most {MAX_BYTES:,} bytes (4 EiB)")
     return size
