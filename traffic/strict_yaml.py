@@ -1,11 +1,13 @@
 """Strict YAML for :mod:`traffic.decode` (its module docstring has the rules): PyYAML's safe
 loader that bounds depth and expanded size while composing (alias bombs), refuses duplicate keys
-and YAML 1.1 base-60 numbers. Imported by :func:`traffic.decode.parse_yaml` when a YAML input is
-read, so a process that reads only JSON never loads PyYAML.
+and YAML 1.1 base-60 numbers, and reads exponent numbers without a dot or an exponent sign
+(``1e-3``, ``2.5e9``) as numbers, as YAML 1.2 does. Imported by :func:`traffic.decode.parse_yaml`
+when a YAML input is read, so a process that reads only JSON never loads PyYAML.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -103,6 +105,13 @@ def _construct_float(loader: _StrictLoader, node: yaml.ScalarNode) -> float:
 
 _StrictLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 _StrictLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+# YAML 1.1 reads ``1e-3`` and ``1.5e3`` as text (its floats need a dot and a signed exponent):
+# a time of 1e-3 s was refused as "not a valid number". Read them as YAML 1.2 does (numbers).
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
 
 
 def compose_yaml(text: str, name: str) -> Any:

@@ -17,6 +17,7 @@ are errors.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
@@ -34,8 +35,14 @@ _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 def _si(x: float, exponent: int) -> float:
-    """``x * 10**exponent`` rounded once (``2.039 TB/s`` is exactly ``2.039e12`` bytes/s)."""
-    return float(f"{float(x)!r}e{exponent}")
+    """``x * 10**exponent`` rounded once (``2.039 TB/s`` is exactly ``2.039e12`` bytes/s), also
+    when ``x`` prints with an exponent of its own (``1e-05``: it was ``'1e-05e12'``, a
+    ``ValueError``).
+
+    >>> _si(2.039, 12) == 2.039e12, _si(1e-05, 12) == 1e7, _si(0.1, 9) == 1e8
+    (True, True, True)
+    """
+    return float(Decimal(repr(float(x))).scaleb(exponent))
 
 
 ENTRY_NAME = r"^[a-z0-9][a-z0-9._-]{0,63}$"
@@ -43,7 +50,9 @@ ENTRY_NAME = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 
 _Source = Annotated[str, StringConstraints(min_length=3, max_length=2000)]
 _Label = Annotated[str, StringConstraints(min_length=1, max_length=200)]
-_Pos = Annotated[float, Field(gt=0, le=1e9, allow_inf_nan=False)]
+_Pos = Annotated[float, Field(ge=1e-3, le=1e9, allow_inf_nan=False)]
+"""A device quantity in its unit (TFLOP/s, GB, TB/s, GB/s, Gbps, Tbps): 1e-3 to 1e9 (1e-300 TFLOP/s
+overflowed the iteration time to 1e+298 s)."""
 _Money = Annotated[float, Field(ge=0, le=1e12, allow_inf_nan=False)]
 _Name = Annotated[str, StringConstraints(pattern=ENTRY_NAME)]
 
