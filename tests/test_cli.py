@@ -367,3 +367,23 @@ def test_html_pages_start_with_a_summary_table(tmp_path, args, caption, cell):
     top = page.index(f'<table class="summary"><caption>{caption}</caption>')
     assert top < page.index('<section class="figure">')
     assert cell in page[top : page.index("</table>", top)]
+
+
+def test_simulate_prices_a_nic_faster_than_the_table_with_prices(tmp_path):
+    """1.6 Tbps NICs (past the default table's 800 G) were refused by every `simulate`, which had
+    no --prices: now the error says what lifts it, and a table listing 1,600 G prices the
+    fabric with it (16 servers x 8 ports: the NICs and transceivers at the YAML's prices)."""
+    base = ["simulate", "dlrm", "--fabric", "torus", "--link-gbps", "1600", "--json"]
+    r = runner.invoke(app, base)
+    assert r.exit_code == 2 and r.stdout == ""
+    assert "prices.nic_port: got 1600.0" in r.stderr and "--prices YAML" in r.stderr
+    table = tmp_path / "fast.yaml"
+    table.write_text(
+        "nic_port:\n  1600: {capex_usd: 2400, power_w: 30, source: test}\n"
+        "transceiver:\n  1600: {capex_usd: 1600, power_w: 25, source: test}\n"
+    )
+    r = runner.invoke(app, [*base, "--prices", str(table)])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["capex_breakdown"]["nic"] == 16 * 8 * 2400.0
+    assert doc["capex_breakdown"]["transceiver"] == 16 * 8 * 1600.0

@@ -122,7 +122,11 @@ class PriceTable:
         speeds = np.array(sorted(float(s) for s in table))
         if gbps is None or not speeds[0] - 1e-9 <= gbps <= speeds[-1] + 1e-9:
             raise InputError(
-                f"prices.{item}", gbps, f"a speed in {speeds[0]:g}..{speeds[-1]:g} Gbps"
+                f"prices.{item}",
+                gbps,
+                f"a speed in {speeds[0]:g}..{speeds[-1]:g} Gbps (the speeds the price table "
+                "lists: every fabric is priced, so a faster --link-gbps needs a --prices YAML "
+                f"that lists {item} at that speed)",
             )
         by = {float(s): v for s, v in table.items()}
         capex = np.interp(gbps, speeds, [float(by[s]["capex_usd"]) for s in speeds])

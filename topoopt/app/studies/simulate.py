@@ -43,8 +43,10 @@ def simulate_plan(
     time_limit_s: float = 900.0,
     max_paths: int | None = None,
     rounding_check: int = 0,
+    prices=None,
 ) -> dict[str, Any]:
-    """Simulate ``plan`` on a design file or a fabric kind.
+    """Simulate ``plan`` on a design file or a fabric kind (priced with ``prices``, a
+    :class:`~topoopt.fabrics.cost.PriceTable`; None: the defaults).
 
     Returns
     -------
@@ -131,6 +133,7 @@ def simulate_plan(
             seed=seed,
             progress=progress,
             time_limit_s=time_limit_s,
+            prices=prices,
         )
         fab, w, routing, label = run.fabric, run.workload, run.routing, fabric
         if run.design is not None:
@@ -139,7 +142,7 @@ def simulate_plan(
             priced["search_warning"] = search_warning(run.design, str(fabric))
         from topoopt.app.studies.compare import cost_columns
 
-        priced = {"capex_usd": run.capex_usd, "power_w": run.power_w, **cost_columns(run)}
+        priced = {"capex_usd": run.capex_usd, "power_w": run.power_w, **cost_columns(run, prices)}
     # the flows of the workload the fabric runs (a design's rings change them); their sub-flows
     # are checked exactly once routed (topoopt.flowsim.work.check_subflows)
     check_work(w, reduced=reduction and priority is None and split_allreduce is None)

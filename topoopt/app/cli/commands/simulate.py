@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from topoopt.app.cli.byte_sizes import parse_bytes
-from topoopt.app.cli.choices import FabricName, Schedule
+from topoopt.app.cli.choices import FabricName, Preset, Schedule
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
@@ -80,10 +80,21 @@ def simulate_command(
         ),
     ] = None,
     rounding_check: RoundingCheckOption = 0,
+    prices: Annotated[
+        str | None,
+        typer.Option(
+            help="Price table of the fabric's capex (with --fabric): a YAML file merged over the "
+            "defaults, or a preset name"
+        ),
+    ] = None,
+    preset: Annotated[
+        Preset | None, typer.Option(help="Named price table, see docs/costs.md")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
     """Iteration time, communication time and exposed communication, per class."""
     from topoopt.app.studies.simulate import simulate_plan
+    from topoopt.fabrics.cost import resolve_prices
 
     if (design is None) == (fabric is None):
         raise InputError("--design/--fabric", "both" if design else "neither", "exactly one")
@@ -108,6 +119,7 @@ def simulate_command(
             time_limit_s=time_limit,
             max_paths=max_paths,
             rounding_check=rounding_check,
+            prices=None if prices is None and preset is None else resolve_prices(prices, preset),
         )
     warn_line(res.pop("search_warning", None))
     if max_paths is not None:
