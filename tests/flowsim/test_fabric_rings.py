@@ -147,11 +147,43 @@ def test_dense_expander_decomposes_fully_and_without_the_search(monkeypatch):
     fab = expander(64, 8, seed=0, port_bandwidth=B)
     cyc = hamiltonian_factors(fab)
     _check_cycles(fab, cyc)
-    # no 4-cycle listed, so no exchange: the rings are the rotation-extension's own
+    # no 4-cycle listed, so no exchange: the rings are the rotation-extension's own, its last
+    # and the cables it left made Hamiltonian by the alternating walks
     u, v = fr._server_edges(fab)
     alone = fr._sequential(fab.n_servers, u, v, 0)
-    assert len(cyc) == len(alone) == 3
-    assert all(np.array_equal(a, b) for a, b in zip(cyc, alone, strict=True))
+    assert len(alone) == 3 and len(cyc) == 4
+    assert all(np.array_equal(a, b) for a, b in zip(cyc[:2], alone[:2], strict=True))
+
+
+@pytest.mark.parametrize(("n", "d", "seed"), [(64, 4, 0), (256, 4, 1), (128, 8, 0)])
+def test_the_last_ring_by_alternating_walks(n, d, seed, monkeypatch):
+    """Random regular fabrics ended one Hamiltonian cycle short (few 4-cycles to exchange on):
+    4 ports on 64 servers had one ring of two. The alternating walks between the last cycle and
+    the cables left complete the decomposition, the most rings there can be; without walks
+    (a zero budget) the decomposition is the one before, one short; the same rings twice."""
+    from topoopt.flowsim import fabric_rings as fr
+
+    fab = expander(n, d, seed=seed, port_bandwidth=B)
+    cyc = hamiltonian_factors(fab)
+    assert len(cyc) == d // 2
+    _check_cycles(fab, cyc)
+    again = hamiltonian_factors(expander(n, d, seed=seed, port_bandwidth=B))
+    assert all(np.array_equal(a, b) for a, b in zip(cyc, again, strict=True))
+    monkeypatch.setattr(fr, "_PAIR_WALKS", 0)
+    short = hamiltonian_factors(expander(n, d, seed=seed, port_bandwidth=B))
+    assert len(short) == d // 2 - 1
+    _check_cycles(fab, short)
+    assert all(np.array_equal(a, b) for a, b in zip(cyc[:-2], short[:-1], strict=True))
+
+
+def test_the_walks_leave_an_irregular_rest_alone():
+    """Cables left that are not a 2-factor (one server with four, one with none): unchanged."""
+    from topoopt.flowsim import fabric_rings as fr
+
+    ring = np.arange(6)
+    u = np.array([0, 1, 2, 3, 4, 5, 0, 0, 2, 3, 4, 5])
+    v = np.array([1, 2, 3, 4, 5, 0, 2, 3, 4, 5, 2, 3])
+    assert fr._complete(6, u, v, [ring], 0) == [ring]
 
 
 def test_cycle_count_walk_against_scipy_components():
@@ -202,6 +234,7 @@ def test_search_stops_at_its_exchange_limit(monkeypatch):
     assert len(full) == 2 and len(counted) > 2  # Kotzig: two rings, found by exchanges
     counted.clear()
     monkeypatch.setattr(fr, "_MAX_TRIES", 0)
+    monkeypatch.setattr(fr, "_PAIR_WALKS", 0)  # nor the last pair's walks
     cut = hamiltonian_factors(torus("8x4", B))
     _check_cycles(fab, cut)
     assert len(counted) == 2  # the two factors' first counts, then no exchange tried
