@@ -268,8 +268,7 @@ def _complete(n: int, u: np.ndarray, v: np.ndarray, out: list, seed: int) -> lis
     c0, c1 = 1, int(factor_cycles(n, pu, pv, po, 1))
     for _ in range(walks):
         if c0 == c1 == 1:
-            walk = _walk(n, pu[po == 0], pv[po == 0]), _walk(n, pu[po == 1], pv[po == 1])
-            return [*out[:-1], *walk]
+            break
         start = int(rng.integers(n))
         cur, want, walk, seen, closed = start, 0, [], set(), False
         for _step in range(_PAIR_WALK):
@@ -296,6 +295,9 @@ def _complete(n: int, u: np.ndarray, v: np.ndarray, out: list, seed: int) -> lis
         for e in walk:
             own[e] ^= 1
         po[walk] ^= 1
+    if c0 == c1 == 1:
+        pair = _walk(n, pu[po == 0], pv[po == 0]), _walk(n, pu[po == 1], pv[po == 1])
+        return [*out[:-1], *pair]
     return out
 
 
