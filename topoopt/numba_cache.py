@@ -36,6 +36,7 @@ KERNEL_SOURCES = (
     "solvers/routing_lp.py",
     "topoopt/flowsim/_bundle_kernels.py",
     "topoopt/flowsim/_kernels.py",
+    "topoopt/flowsim/_ring_kernels.py",
     "topoopt/flowsim/_symmetry_kernels.py",
     "topoopt/flowsim/_timevarying_kernels.py",
 )

@@ -96,9 +96,9 @@ def check_server_ports(field: str, value: Any) -> int:
 
 
 MAX_TIME_LIMIT_S = 1e6
-"""Longest time limit a search takes, seconds (11.6 days): a waiting process's poll takes its
-timeout in milliseconds as a C ``int`` (24.8 days), so ``--time-limit 1e300`` ended in an
-``OverflowError``."""
+"""Longest time limit a search takes, seconds (11.6 days): a waiting pipe's poll takes its
+timeout in milliseconds as a C ``int`` (24.8 days), so ``--time-limit 1e9`` ended in
+``OverflowError: timeout is too large`` (and ``1e300`` in one from the int64 nanoseconds)."""
 
 MAX_WORK_LIMIT = 1e9
 """Largest deterministic work limit, units (one unit took 0.06 s on the reference machine: about
