@@ -20,6 +20,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
+from topoopt.app.cli.choices import Preset
 from topoopt.app.cli.option_text import OUTPUT_PARAMETERS, OUTPUT_TEXT
 from topoopt.atomic import atomic_write_text, atomic_write_with, check_writable
 from traffic.errors import InputError, check_finite
@@ -126,6 +127,16 @@ RoundingCheckOption = Annotated[
 ]
 """``--rounding-check`` of ``simulate``, ``compare`` and ``advise``
 (:mod:`topoopt.flowsim.conditioning`; checked there: 0..64)."""
+
+PricesOption = Annotated[
+    str | None,
+    typer.Option(help="Price table: a YAML file merged over the defaults, or a preset name"),
+]
+"""``--prices`` of every command that prices a fabric
+(:func:`topoopt.fabrics.cost.resolve_prices`)."""
+
+PresetOption = Annotated[Preset | None, typer.Option(help="Named price table, see docs/costs.md")]
+"""``--preset``: a named price table (``--prices NAME`` names it too)."""
 
 GpuOption = Annotated[
     str | None,

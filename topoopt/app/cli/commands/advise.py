@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from topoopt.app.cli.choices import Preset
 from topoopt.app.cli.commands.compare import (
     PER_PHASE_DELAY_US,
     DelayUsOption,
@@ -23,6 +22,8 @@ from topoopt.app.cli.common import (
     DEFAULT_TIME_LIMIT_S,
     EfficiencyOption,
     GpuOption,
+    PresetOption,
+    PricesOption,
     RoundingCheckOption,
     SettingsOption,
     emit_json,
@@ -66,13 +67,8 @@ def advise_command(
         float, typer.Option(help="Wall-clock cap of the joint optimizer, seconds")
     ] = DEFAULT_TIME_LIMIT_S,
     seed: Annotated[int, typer.Option(help="Seed of every random choice")] = DEFAULT_SEED,
-    prices: Annotated[
-        str | None,
-        typer.Option(help="Price table: a YAML file merged over the defaults, or a preset name"),
-    ] = None,
-    preset: Annotated[Preset | None, typer.Option(help="Named price table, see docs/costs.md")] = (
-        None
-    ),
+    prices: PricesOption = None,
+    preset: PresetOption = None,
     cosearch: Annotated[
         bool,
         typer.Option(

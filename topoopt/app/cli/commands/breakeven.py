@@ -11,12 +11,13 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from topoopt.app.cli.choices import Preset
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
     DEFAULT_TIME_LIMIT_S,
+    PresetOption,
+    PricesOption,
     command_progress,
     emit_json,
     handle_errors,
@@ -69,13 +70,8 @@ def breakeven_command(
             help="electrical: vary the switch-port price; optical: the patch-panel/OCS port price"
         ),
     ] = Mode.electrical,
-    prices: Annotated[
-        str | None,
-        typer.Option(help="Price table: a YAML file merged over the defaults, or a preset name"),
-    ] = None,
-    preset: Annotated[
-        Preset | None, typer.Option(help="Named price table, see docs/costs.md")
-    ] = None,
+    prices: PricesOption = None,
+    preset: PresetOption = None,
     rel_tol: Annotated[float, typer.Option(help="Bisection stops at this price ratio - 1")] = 1e-3,
     time_limit: Annotated[
         float, typer.Option(help="Seconds for the joint optimizer")

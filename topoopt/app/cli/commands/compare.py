@@ -11,7 +11,6 @@ import typer
 from rich.table import Table
 
 from topoopt.app.cli.byte_sizes import parse_bytes
-from topoopt.app.cli.choices import Preset
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
@@ -20,6 +19,8 @@ from topoopt.app.cli.common import (
     EfficiencyOption,
     GpuOption,
     OcsLayoutKind,
+    PresetOption,
+    PricesOption,
     PriorityOption,
     ReductionOption,
     RoundingCheckOption,
@@ -129,13 +130,8 @@ def compare_command(
         float, typer.Option(help="Seconds for the joint optimizer")
     ] = DEFAULT_TIME_LIMIT_S,
     seed: Annotated[int, typer.Option(help="Seed of every random choice")] = DEFAULT_SEED,
-    prices: Annotated[
-        str | None,
-        typer.Option(help="Price table: a YAML file merged over the defaults, or a preset name"),
-    ] = None,
-    preset: Annotated[
-        Preset | None, typer.Option(help="Named price table, see docs/costs.md")
-    ] = None,
+    prices: PricesOption = None,
+    preset: PresetOption = None,
     priority: PriorityOption = None,
     split_allreduce: SplitAllreduceOption = None,
     gpu: GpuOption = None,

@@ -13,8 +13,10 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from topoopt.app.cli.choices import Device, ElectricalKind, Preset
+from topoopt.app.cli.choices import Device, ElectricalKind
 from topoopt.app.cli.common import (
+    PresetOption,
+    PricesOption,
     emit_json,
     handle_errors,
     prepare_output,
@@ -40,15 +42,6 @@ GraphmlOpt = Annotated[
     typer.Option("--graphml", help="Write the fabric as GraphML (node types, capacity, count)"),
 ]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite the --html file")]
-PricesOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--prices", help="Price table: a YAML file merged over the defaults, or a preset name"
-    ),
-]
-PresetOpt = Annotated[
-    Preset | None, typer.Option("--preset", help="Named price table, see docs/costs.md")
-]
 GbpsOpt = Annotated[float, typer.Option("--link-gbps", help="Port / link bandwidth, Gbps")]
 GpusOpt = Annotated[int, typer.Option("--gpus-per-server", help="Accelerators per server")]
 
@@ -182,8 +175,8 @@ def ideal_cmd(
     as_json: JsonOpt = False,
     html: HtmlOpt = None,
     force: ForceOpt = False,
-    prices: PricesOpt = None,
-    preset: PresetOpt = None,
+    prices: PricesOption = None,
+    preset: PresetOption = None,
     graphml: GraphmlOpt = None,
 ) -> None:
     """One non-blocking switch (the bound)."""
@@ -207,8 +200,8 @@ def fat_tree_cmd(
     as_json: JsonOpt = False,
     html: HtmlOpt = None,
     force: ForceOpt = False,
-    prices: PricesOpt = None,
-    preset: PresetOpt = None,
+    prices: PricesOption = None,
+    preset: PresetOption = None,
     graphml: GraphmlOpt = None,
 ) -> None:
     """k-ary three-tier fat-tree."""
@@ -237,8 +230,8 @@ def leaf_spine_cmd(
     as_json: JsonOpt = False,
     html: HtmlOpt = None,
     force: ForceOpt = False,
-    prices: PricesOpt = None,
-    preset: PresetOpt = None,
+    prices: PricesOption = None,
+    preset: PresetOption = None,
     graphml: GraphmlOpt = None,
 ) -> None:
     """Leaf-spine Clos: one, two or three tiers as the server count and radix require."""
@@ -268,8 +261,8 @@ def rail_cmd(
     as_json: JsonOpt = False,
     html: HtmlOpt = None,
     force: ForceOpt = False,
-    prices: PricesOpt = None,
-    preset: PresetOpt = None,
+    prices: PricesOption = None,
+    preset: PresetOption = None,
     graphml: GraphmlOpt = None,
 ) -> None:
     """Rail-optimised two-tier fabric (GPU i of every server on rail i)."""
@@ -296,8 +289,8 @@ def torus_cmd(
     as_json: JsonOpt = False,
     html: HtmlOpt = None,
     force: ForceOpt = False,
-    prices: PricesOpt = None,
-    preset: PresetOpt = None,
+    prices: PricesOption = None,
+    preset: PresetOption = None,
     graphml: GraphmlOpt = None,
 ) -> None:
     """1-, 2- or 3-D wrap-around torus, one server per node."""
@@ -327,8 +320,8 @@ def tpu_cmd(
     as_json: JsonOpt = False,
     html: HtmlOpt = None,
     force: ForceOpt = False,
-    prices: PricesOpt = None,
-    preset: PresetOpt = None,
+    prices: PricesOption = None,
+    preset: PresetOption = None,
     graphml: GraphmlOpt = None,
 ) -> None:
     """TPU-v4-style torus: 4x4x4 copper cubes joined by OCS circuits."""
@@ -362,8 +355,8 @@ def direct_cmd(
     as_json: JsonOpt = False,
     html: HtmlOpt = None,
     force: ForceOpt = False,
-    prices: PricesOpt = None,
-    preset: PresetOpt = None,
+    prices: PricesOption = None,
+    preset: PresetOption = None,
     graphml: GraphmlOpt = None,
 ) -> None:
     """Optical direct-connect (default circuits: TopoOpt geometric circulant)."""
@@ -393,8 +386,8 @@ def expander_cmd(
     as_json: JsonOpt = False,
     html: HtmlOpt = None,
     force: ForceOpt = False,
-    prices: PricesOpt = None,
-    preset: PresetOpt = None,
+    prices: PricesOption = None,
+    preset: PresetOption = None,
     graphml: GraphmlOpt = None,
 ) -> None:
     """Random d-regular direct-connect (seeded)."""
@@ -432,8 +425,8 @@ def hybrid_cmd(
     as_json: JsonOpt = False,
     html: HtmlOpt = None,
     force: ForceOpt = False,
-    prices: PricesOpt = None,
-    preset: PresetOpt = None,
+    prices: PricesOption = None,
+    preset: PresetOption = None,
     graphml: GraphmlOpt = None,
 ) -> None:
     """Electrical leaf-spine / fat-tree plus an optical circuit layer."""

@@ -9,12 +9,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from topoopt.app.cli.choices import Preset, SolverName
+from topoopt.app.cli.choices import SolverName
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
     DEFAULT_TIME_LIMIT_S,
+    PresetOption,
+    PricesOption,
     SettingsOption,
     command_progress,
     emit_json,
@@ -86,13 +88,8 @@ def reconfig_command(
     baselines: Annotated[
         bool, typer.Option("--baselines", help="Also run OCS-reconfig and SiP-ML-like")
     ] = False,
-    prices: Annotated[
-        str | None,
-        typer.Option(help="Price table: a YAML file merged over the defaults, or a preset name"),
-    ] = None,
-    preset: Annotated[
-        Preset | None, typer.Option(help="Named price table, see docs/costs.md")
-    ] = None,
+    prices: PricesOption = None,
+    preset: PresetOption = None,
     fabric: Annotated[
         str,
         typer.Option(

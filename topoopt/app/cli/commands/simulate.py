@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from topoopt.app.cli.byte_sizes import parse_bytes
-from topoopt.app.cli.choices import FabricName, Preset, Schedule
+from topoopt.app.cli.choices import FabricName, Schedule
 from topoopt.app.cli.common import (
     DEFAULT_DEGREE,
     DEFAULT_LINK_GBPS,
@@ -17,6 +17,8 @@ from topoopt.app.cli.common import (
     DEFAULT_TIME_LIMIT_S,
     EfficiencyOption,
     GpuOption,
+    PresetOption,
+    PricesOption,
     PriorityOption,
     ReductionOption,
     RoundingCheckOption,
@@ -80,16 +82,8 @@ def simulate_command(
         ),
     ] = None,
     rounding_check: RoundingCheckOption = 0,
-    prices: Annotated[
-        str | None,
-        typer.Option(
-            help="Price table of the fabric's capex (with --fabric): a YAML file merged over the "
-            "defaults, or a preset name"
-        ),
-    ] = None,
-    preset: Annotated[
-        Preset | None, typer.Option(help="Named price table, see docs/costs.md")
-    ] = None,
+    prices: PricesOption = None,
+    preset: PresetOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
     """Iteration time, communication time and exposed communication, per class."""
