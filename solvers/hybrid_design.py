@@ -141,7 +141,7 @@ from topoopt.fabrics.hybrid import add_optical_layer
 from topoopt.fabrics.routing import routes
 from topoopt.paths import PathSet
 from traffic.errors import InputError
-from traffic.limits import MAX_TIME_LIMIT_S, check_time_limit
+from traffic.limits import check_time_limit
 
 __all__ = [
     "ELECTRICAL_FAMILIES",
@@ -1329,8 +1329,7 @@ def _check(problem, electrical, optical_degree, optical_bandwidth, time_limit_s)
         tl = float(time_limit_s)
     except (TypeError, ValueError):
         raise InputError("time_limit_s", time_limit_s, "seconds > 0") from None
-    if not math.isfinite(tl) or tl <= 0 or tl > MAX_TIME_LIMIT_S:
-        check_time_limit("time_limit_s", time_limit_s)
+    check_time_limit("time_limit_s", tl)
     return spec, efab, int(optical_degree), b, tl
 
 

@@ -87,7 +87,7 @@ from solvers.model.problem import DesignProblem
 from solvers.routing_lp import SharedRouting, min_hop_paths, route_circuits
 from topoopt.fabrics.circuits import Circuits
 from traffic.errors import InputError
-from traffic.limits import MAX_TIME_LIMIT_S, MAX_WORK_LIMIT, check_time_limit, check_work_limit
+from traffic.limits import check_time_limit, check_work_limit
 
 __all__ = [
     "check_problem",
@@ -797,14 +797,12 @@ class CongestionSearch:
         check_problem(self.problem)
         if self.select_by not in SELECT_BY:
             raise InputError("select_by", self.select_by, f"one of {', '.join(SELECT_BY)}")
-        if not np.isfinite(time_limit) or time_limit <= 0 or time_limit > MAX_TIME_LIMIT_S:
-            check_time_limit("time_limit_s", self.time_limit_s)
+        check_time_limit("time_limit_s", self.time_limit_s)
         if self.work_limit is None:  # sized by the size and the time limit, not by a clock read
             wl, self.clock_judges = clock_sizing(self.problem, time_limit, self.lp_max_servers)
         else:
             wl, self.clock_judges = float(self.work_limit), True
-        if not np.isfinite(wl) or wl < 0 or wl > MAX_WORK_LIMIT:
-            check_work_limit("work_limit", self.work_limit)
+        check_work_limit("work_limit", wl)
         self.wl = wl
         self.meter = WorkMeter(wl)
         self.info = {"seed": int(self.seed), "threads": int(self.threads), "work_limit": wl,

@@ -142,7 +142,7 @@ from solvers.model.ocs_layers import PlacementWork
 from solvers.model.ports import with_port_options
 from solvers.model.problem import DesignProblem
 from topoopt.fabrics.circuits import Circuits
-from traffic.limits import MAX_TIME_LIMIT_S, MAX_WORK_LIMIT, check_time_limit, check_work_limit
+from traffic.limits import check_time_limit, check_work_limit
 
 __all__ = [
     "iteration_design",
@@ -473,11 +473,9 @@ class IterationSearch:
 
         self.t0 = time.perf_counter()
         time_limit = float(self.time_limit_s)
-        if not np.isfinite(time_limit) or time_limit <= 0 or time_limit > MAX_TIME_LIMIT_S:
-            check_time_limit("time_limit_s", self.time_limit_s)
+        check_time_limit("time_limit_s", self.time_limit_s)
         wl = DEFAULT_ITERATION_WORK_LIMIT if self.work_limit is None else float(self.work_limit)
-        if not np.isfinite(wl) or wl < 0 or wl > MAX_WORK_LIMIT:
-            check_work_limit("work_limit", self.work_limit)
+        check_work_limit("work_limit", wl)
         check_problem(self.problem)
         self.wl = wl
         self.end = self.t0 + time_limit
