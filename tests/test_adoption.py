@@ -139,6 +139,18 @@ def test_warning_line_on_stderr_in_json_and_html(cut_design):
     assert block and said[0].replace("'", "&#x27;") in block.group(1)
 
 
+def test_simulate_on_a_designed_fabric_says_its_search_warning():
+    """``simulate --fabric joint`` cut by the clock says so as ``design`` does (the line was
+    built and then dropped with the cost columns until 2026-12-08: no warning at all)."""
+    argv = ["simulate", "vgg16-dp", "--fabric", "joint", "--degree", "4", "--time-limit", "0.001"]
+    r = runner.invoke(app, [*argv, "--json"])
+    assert r.exit_code == 0, r.stderr[-2000:]
+    doc = json.loads(r.stdout)
+    said = [line for line in r.stderr.splitlines() if line.startswith("warning: joint: ")]
+    assert len(said) == 1 and doc["warnings"] == said
+    assert "time limit cut" in said[0] and "search_warning" not in doc
+
+
 def test_design_prints_the_simulated_iteration(tmp_path):
     """The simulated iteration beside the objective is what ``simulate --design`` measures, and
     the verdict and the table say it (the congestion objective's sentence: design_verdict's

@@ -28,6 +28,8 @@ from traffic.errors import InputError
 
 __all__ = [
     "DEFAULT_BUDGET_GB",
+    "EFFICIENCY_ALLOWED",
+    "MIN_EFFICIENCY",
     "DEFAULT_MAX_INPUT_MB",
     "MAX_DEPTH",
     "MAX_SERVER_PORTS",
@@ -99,6 +101,14 @@ MAX_TIME_LIMIT_S = 1e6
 """Longest time limit a search takes, seconds (11.6 days): a waiting pipe's poll takes its
 timeout in milliseconds as a C ``int`` (24.8 days), so ``--time-limit 1e9`` ended in
 ``OverflowError: timeout is too large`` (and ``1e300`` in one from the int64 nanoseconds)."""
+
+MIN_EFFICIENCY = 1e-3
+"""Smallest kernel efficiency (fraction of a GPU's peak FLOP/s) a plan, a GPU or ``--efficiency``
+may give: 0.1 % of peak. Below it the compute times are physically meaningless (``1e-300`` gave
+a 4.76e+297 s iteration, a float overflow in the link utilisation and 300-digit table rows)."""
+
+EFFICIENCY_ALLOWED = "a fraction of the GPU's peak FLOP/s in [0.001, 1]"
+"""What an efficiency out of range is told (:data:`MIN_EFFICIENCY` to 1)."""
 
 MAX_WORK_LIMIT = 1e9
 """Largest deterministic work limit, units (one unit took 0.06 s on the reference machine: about

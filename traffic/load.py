@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from traffic.errors import InputError
+from traffic.limits import EFFICIENCY_ALLOWED, MIN_EFFICIENCY
 from traffic.workload import Workload
 
 __all__ = [
@@ -44,7 +45,7 @@ def load_workload(
         A GPU of the hardware catalogue replacing the plan's ``cluster.gpu`` (the GPU's default
         efficiency then applies, the plan's ``cluster.efficiency`` is dropped); a plan only.
     efficiency : float, optional
-        The kernel efficiency in (0, 1] (a fraction of the GPU's peak FLOP/s), set as the plan's
+        The kernel efficiency in [0.001, 1] (a fraction of the GPU's peak FLOP/s), set as the plan's
         ``cluster.efficiency`` after ``gpu`` is applied (:func:`with_efficiency`); a plan only.
     settings : sequence of str
         ``KEY=VALUE`` plan fields set after ``gpu`` and ``efficiency``, as if the file said so
@@ -179,21 +180,24 @@ def with_gpu(plan, gpu: str | None, field: str = "--gpu"):
 
 
 def check_efficiency(efficiency, field: str = "--efficiency") -> float | None:
-    """``efficiency`` as a float if it is a fraction in (0, 1] (None: unchanged), else
-    :class:`InputError` naming ``field``.
+    """``efficiency`` as a float if it is a fraction in [:data:`~traffic.limits.MIN_EFFICIENCY`,
+    1] (None: unchanged), else :class:`InputError` naming ``field``.
 
     >>> check_efficiency(0.523)
     0.523
     >>> check_efficiency(1.5)
     Traceback (most recent call last):
-    traffic.errors.InputError: --efficiency: got 1.5; allowed: a fraction of the GPU's peak FLOP/s in (0, 1]
+    traffic.errors.InputError: --efficiency: got 1.5; allowed: a fraction of the GPU's peak FLOP/s in [0.001, 1]
+    >>> check_efficiency(1e-300)
+    Traceback (most recent call last):
+    traffic.errors.InputError: --efficiency: got 1e-300; allowed: a fraction of the GPU's peak FLOP/s in [0.001, 1]
     """  # noqa: E501
     if efficiency is None:
         return None
     e = efficiency
     real = isinstance(e, int | float) and not isinstance(e, bool)
-    if not (real and math.isfinite(e) and 0 < e <= 1):
-        raise InputError(field, e, "a fraction of the GPU's peak FLOP/s in (0, 1]")
+    if not (real and math.isfinite(e) and MIN_EFFICIENCY <= e <= 1):
+        raise InputError(field, e, EFFICIENCY_ALLOWED)
     return float(e)
 
 

@@ -47,7 +47,7 @@ from traffic.decode import (
 )
 from traffic.errors import InputError
 from traffic.hardware import GpuSpec, gpu_names, gpu_spec, load_catalogue
-from traffic.limits import MAX_YAML_BYTES, check_plan_size, max_input_bytes
+from traffic.limits import MAX_YAML_BYTES, MIN_EFFICIENCY, check_plan_size, max_input_bytes
 from traffic.placement import DIMENSIONS, parse_order
 from traffic.zoo import ZOO, ModelSpec, zoo_names
 
@@ -173,7 +173,7 @@ class Cluster(BaseModel):
 
     ``gpu`` is a name of the hardware catalogue (:mod:`traffic.hardware`: ``a100-80gb``,
     ``h100-sxm``, ``h200``, ``b200``, ``gb200``, ``mi300x``, ...) or an inline spec with the
-    catalogue's fields; ``efficiency`` (in (0, 1]) overrides its default compute efficiency.
+    catalogue's fields; ``efficiency`` (in [0.001, 1]) overrides its default compute efficiency.
     Without ``gpu`` the compute model is the long-standing default, an A100-SXM4-80GB at
     efficiency 0.5 (the catalogue's ``a100-80gb``; ``efficiency`` overrides the 0.5 there too),
     and intra-server links keep the fabric's bandwidth; with ``gpu`` they run at the GPU's
@@ -185,7 +185,7 @@ class Cluster(BaseModel):
     servers: PositiveInt
     gpus_per_server: PositiveInt
     gpu: str | InlineGpu | None = None
-    efficiency: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
+    efficiency: float | None = Field(default=None, ge=MIN_EFFICIENCY, le=1, allow_inf_nan=False)
 
     @field_validator("gpu", mode="before")
     @classmethod

@@ -238,3 +238,29 @@ def test_search_stops_at_its_exchange_limit(monkeypatch):
     cut = hamiltonian_factors(torus("8x4", B))
     _check_cycles(fab, cut)
     assert len(counted) == 2  # the two factors' first counts, then no exchange tried
+
+
+def test_ring_facts_say_when_the_rings_miss_cables(monkeypatch):
+    """A torus whose rings use every cable says so; one above the search's server limit runs
+    rank order and its reverse, and every edge says that handicap: the row's note, a warning
+    line of ``simulate``, and a slower iteration than with its rings (the same plan and
+    fabric)."""
+    import topoopt.flowsim.fabric_rings as fr
+    from topoopt.app.studies.simulate import simulate_plan
+    from topoopt.flowsim.fabric_rings import ring_facts
+
+    full = ring_facts(torus("4x4", B))
+    assert (full["rings"], full["possible"], full["full"]) == (2, 2, True)
+    assert "every server-to-server cable" in full["note"]
+    odd = ring_facts(expander(8, 3, 0, B))  # three cables a server: one ring on two of them
+    assert (odd["rings"], odd["possible"], odd["full"]) == (1, 1, True)
+    assert "on 2 of a server's 3 cables" in odd["note"]
+    with_rings = simulate_plan("vgg16-dp", fabric="torus", degree=4)
+    assert "rings_warning" not in with_rings
+    monkeypatch.setattr(fr, "_MAX_SERVERS", 8)  # vgg16-dp's 16 servers: past the limit
+    none = ring_facts(torus("4x4", B))
+    assert (none["rings"], none["full"]) == (0, False)
+    assert "above 8 servers the search is not run" in none["note"]
+    without = simulate_plan("vgg16-dp", fabric="torus", degree=4)
+    assert without["rings_warning"].startswith("torus: rings: no Hamiltonian cycle (above 8")
+    assert without["iteration_s"] > with_rings["iteration_s"]

@@ -90,12 +90,24 @@ def test_a_cap_above_every_count_is_exact_and_a_small_one_is_flagged():
 
 
 def test_simulate_max_paths_option_says_it_is_an_approximation():
+    # dlrm's 16 servers x 8 NICs at 800G: a two-tier leaf-spine with two spines, so a pair has
+    # one path (same leaf) or two (across): a cap of 1 binds on the pairs across, 2 binds on none
     runner = CliRunner()
-    args = ["simulate", "dlrm", "--fabric", "fat-tree", "--json", "--max-paths", "2"]
-    r = runner.invoke(app, args)
+    args = ["simulate", "dlrm", "--fabric", "fat-tree", "--link-gbps", "800", "--json"]
+    r = runner.invoke(app, [*args, "--max-paths", "1"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
-    assert doc["paths"]["exact"] is False and doc["paths"]["max_paths"] == 2
+    assert doc["fabric_info"]["tiers"] == 2
+    assert doc["paths"]["exact"] is False and doc["paths"]["max_paths"] == 1
+    assert doc["paths"]["capped_pairs"] > 0
     assert any("approximation" in x for x in doc["warnings"])
+    # a cap at the largest path count does not bind: the result of every path, said exact
+    r = runner.invoke(app, [*args, "--max-paths", "2"])
+    assert r.exit_code == 0, r.output
+    capped = json.loads(r.stdout)
+    assert capped["paths"] == {"exact": True, "max_paths": 2, "capped_pairs": 0, "note": None}
+    assert not any("approximation" in x for x in capped["warnings"])
+    every = json.loads(runner.invoke(app, args).stdout)
+    assert capped["iteration_s"] == every["iteration_s"]
     r = runner.invoke(app, ["simulate", "dlrm", "--fabric", "fat-tree", "--max-paths", "0"])
     assert r.exit_code == 2

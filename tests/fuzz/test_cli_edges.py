@@ -67,10 +67,11 @@ def _one_error_line(args: list[str]) -> str:
         (["cosearch", "vgg16", "--servers", "8", "--address", "1x1"], "address"),
         (["simulate", PLAN, "--fabric", "topoopt", "--degree", "2", "--seed", "-1"], "--seed"),
         (["fabric", "torus", "--dims", "3000x3000"], "9,000,000 servers"),  # ran for minutes
-        # --efficiency: a fraction of the GPU's peak in (0, 1], on every command with --gpu
+        # --efficiency: a fraction of the GPU's peak in [0.001, 1], on every command with --gpu
         (["simulate", PLAN, "--fabric", "ideal", "--efficiency", "0"], "--efficiency: got 0.0;"),
         (["compare", PLAN, "--fabrics", "ideal", "--efficiency", "-1"], "--efficiency: got -1"),
-        (["design", PLAN, "--degree", "2", "--efficiency", "1.5"], "(0, 1]"),
+        (["design", PLAN, "--degree", "2", "--efficiency", "1.5"], "[0.001, 1]"),
+        (["simulate", PLAN, "--fabric", "ideal", "--efficiency", "1e-300"], "got 1e-300;"),
         (["advise", PLAN, "--efficiency", "nan"], "--efficiency: got nan; allowed: a fraction"),
         (["cosearch", "vgg16", "--servers", "8", "--efficiency", "abc"], "--efficiency"),
         (

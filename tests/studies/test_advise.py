@@ -317,10 +317,10 @@ def test_advise_reads_per_flow_times_and_falls_back_past_the_path_limit(monkeypa
 
     route = network.Network._route
 
-    def limited(self, pairs):  # routes()' own refusal of every path (field k), as at 16,384
-        if self.max_paths is None:
+    def limited(self, pairs, capped=None):  # routes()' own refusal of every path (field k)
+        if self.max_paths is None:  # as at 16,384 GPUs
             raise InputError("k", None, "a limit keeping the path count under 50,000,000")
-        return route(self, pairs)
+        return route(self, pairs, capped)
 
     monkeypatch.setattr(network.Network, "_route", limited)
     run = SimpleNamespace(workload=wl, fabric=fat_tree(4), routing=None)  # no routes cached

@@ -121,11 +121,35 @@ def test_after_gpu_and_in_the_api():
         topoopt.load_workload(SMALL, efficiency=0)
 
 
-@pytest.mark.parametrize("value", [0, -0.5, 1.0001, float("nan"), float("inf"), True, "0.5"])
+@pytest.mark.parametrize(
+    "value", [0, -0.5, 1.0001, float("nan"), float("inf"), True, "0.5", 1e-300, 0.000999]
+)
 def test_a_bad_efficiency_is_refused(value):
     with pytest.raises(InputError) as e:
         with_efficiency(load_plan(SMALL), value)
-    assert str(e.value).startswith("--efficiency: got ") and "(0, 1]" in str(e.value)
+    assert str(e.value).startswith("--efficiency: got ") and "[0.001, 1]" in str(e.value)
+
+
+def test_the_smallest_efficiency_is_a_tenth_of_a_percent():
+    """1e-300 once ran: a 4.76e+297 s iteration, an overflow in the links' utilisation, 300-digit
+    table rows. The floor holds in the plan, an inline GPU and the roofline's parameters alike."""
+    low = with_efficiency(load_plan(SMALL), 0.001)
+    assert low.cluster.efficiency == 0.001
+    for cluster in ({"efficiency": 1e-9}, {"gpu": {**_inline_gpu(), "efficiency": 1e-9}}):
+        with pytest.raises(InputError, match="efficiency: got 1e-09"):
+            load_plan({**SMALL, "cluster": {**SMALL["cluster"], **cluster}})
+    from topoopt.flowsim.roofline import RooflineParams
+
+    with pytest.raises(InputError, match=r"gpu.efficiency: got 0.0005; allowed: a fraction in"):
+        RooflineParams(efficiency=0.0005)
+
+
+def _inline_gpu() -> dict:
+    """An inline GPU of the catalogue's fields (h100-sxm's figures)."""
+    from traffic.hardware import load_catalogue
+
+    spec = load_catalogue().gpus["h100-sxm"].model_dump(exclude_none=True)
+    return {k: v for k, v in spec.items() if k not in ("source", "efficiency_source", "nic_source")}
 
 
 def test_advise_applies_it_to_every_job(tmp_path):

@@ -58,7 +58,7 @@ def load_workload(
     """The :class:`~traffic.workload.Workload` (symbolic collectives, transfers, compute) of
     ``plan`` (module docstring); ``gpu`` (a hardware-catalogue name such as ``"h100-sxm"``)
     replaces the plan's ``cluster.gpu`` (and drops its ``cluster.efficiency`` unless it names
-    the same GPU); ``efficiency`` (in (0, 1], a fraction of the GPU's peak FLOP/s) then sets
+    the same GPU); ``efficiency`` (in [0.001, 1], a fraction of the GPU's peak FLOP/s) then sets
     ``cluster.efficiency``, the kernel efficiency of the compute model; ``settings``
     (``["parallelism.vpp=8", ...]``, the CLI's ``--set``) then set plan fields as if the file
     said so (:func:`traffic.load.with_settings`).

@@ -235,6 +235,7 @@ def routes(
     seed: int | None = None,
     max_paths: int = 50_000_000,
     per_pair: bool = False,
+    stats: dict | None = None,
 ) -> PathSet:
     """Routes between node pairs (default: all ordered server pairs) as a :class:`PathSet`.
 
@@ -265,6 +266,10 @@ def routes(
         destination, stratum)`` (:func:`pair_uniform`) instead of one generator over all the
         pairs asked, so a pair's routes do not depend on the other pairs (a subset's routes are
         the superset's rows).
+    stats : dict, optional
+        With ``k`` (``ecmp``/``host-forwarding``): ``stats["capped"]`` is set to a boolean
+        array, per pair, true where the pair has more than ``k`` shortest paths (its routes
+        are a sample), so a caller can tell a cap that bound from one that did not.
 
     Returns
     -------
@@ -306,6 +311,8 @@ def routes(
             rank = np.floor(rng.random(src.size) * count)
     else:
         npath = count if k is None else np.minimum(count, k)
+        if stats is not None and k is not None:
+            stats["capped"] = count > k
         if float(npath.sum()) > max_paths:
             raise InputError("k", k, f"a limit keeping the path count under {max_paths:,}")
         npath = npath.astype(np.int64)

@@ -42,10 +42,15 @@ from topoopt.fabrics.fabric import Fabric
 from topoopt.flowsim._ring_kernels import factor_cycles, reverse_tail
 from traffic.workload import Workload
 
-__all__ = ["fabric_rings", "hamiltonian_factors", "ring_workload", "is_direct"]
+__all__ = ["fabric_rings", "hamiltonian_factors", "ring_facts", "ring_workload", "is_direct"]
 
 _ORDERED = ("all-reduce", "reduce-scatter", "all-gather")
-_MAX_SERVERS = 4096
+_MAX_SERVERS = 8192
+"""Servers above which no ring is searched (rank order and its reverse instead, multi-hop, said
+by :func:`ring_facts`): 65,536 GPUs of 8 a server. The search's own work limits bound it; on
+8,192 servers it took 47 s CPU for the 32x16x16 torus of 6 ports (its 3 rings), 38 s for an
+expander of 8 ports (its 4), against 1.6 s and 10 s at 4,096 (the limit was 4,096 until
+2026-12-08: a 65,536-GPU torus ran its all-reduce on one ring of 2 of its 6 ports)."""
 _MAX_SWEEPS = 60
 _PLATEAU_SWEEPS = 20
 _MAX_SQUARES = 2**20
@@ -506,6 +511,53 @@ def _walk(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
         order.append(nxt)
         prev, cur = cur, nxt
     return np.asarray(order, np.int64)
+
+
+def ring_facts(fabric: Fabric, seed: int = 0) -> dict:
+    """What the rings of a direct fabric use: ``rings`` (edge-disjoint Hamiltonian cycles found,
+    each run both ways), ``possible`` (``cables // 2`` of the server with the fewest
+    server-to-server cables: at most that many disjoint Hamiltonian cycles), ``full`` (all of
+    them found), and ``note``, the sentence a comparison row carries (what the rings are and,
+    when some are missing, that a collective over every server then runs slower than the
+    fabric allows). Switched fabrics: ``None``.
+
+    >>> from topoopt.fabrics import torus, ideal
+    >>> f = ring_facts(torus("4x4", 1e9))
+    >>> f["rings"], f["possible"], f["full"]
+    (2, 2, True)
+    >>> ring_facts(ideal(4)) is None
+    True
+    """
+    n = fabric.n_servers
+    if not is_direct(fabric) or n < 3:
+        return None
+    u, v = _server_edges(fabric)
+    deg = np.bincount(np.concatenate([u, v]), minlength=n)
+    possible = int(deg.min()) // 2
+    k = len(hamiltonian_factors(fabric, seed))
+    ports = f"{2 * possible} of a server's {int(deg.min())} cables" if deg.min() % 2 else ""
+    cycles = "1 Hamiltonian cycle" if k == 1 else f"{k} edge-disjoint Hamiltonian cycles"
+    if k == possible:
+        note = f"rings: {cycles}, both directions (fabric_rings), on " + (
+            ports or "every server-to-server cable"
+        )
+    elif k:
+        note = (
+            f"rings: {cycles} of the {possible} the cables allow, "
+            "both directions (fabric_rings: the search found no more); collectives over every "
+            "server use those rings' cables only"
+        )
+    else:
+        why = (
+            f"above {_MAX_SERVERS:,} servers the search is not run"
+            if n > _MAX_SERVERS
+            else "the search found none"
+        )
+        note = (
+            f"rings: no Hamiltonian cycle ({why}): collectives over every server run one ring "
+            "in rank order and its reverse, on multi-hop routes, slower than the fabric allows"
+        )
+    return {"rings": k, "possible": possible, "full": k == possible, "note": note}
 
 
 def fabric_rings(fabric: Fabric, seed: int = 0) -> np.ndarray:

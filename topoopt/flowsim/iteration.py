@@ -1524,6 +1524,8 @@ def simulate_iteration(
     max_paths : int, optional
         At most this many ECMP paths per server pair (per switch pair with rail routing), an
         approximation (:class:`~topoopt.flowsim.network.Network`); default every path, exact.
+        ``info["capped_pairs"]``: the routed pairs with more paths than that (0: the cap did
+        not bind, the result is exact).
     path_times : bool
         Keep the per-sub-flow times of the result (``sim.path_start``, ``path_last_byte``,
         ``path_finish``). With ``aggregate`` and the default simulator the result of the merged
@@ -1752,6 +1754,7 @@ def simulate_iteration(
         "mode": mode,
         "gpu": gpu.name,
         "bucket_bytes": float(bucket_bytes),
+        "capped_pairs": net.capped_pairs,
         **cp_facts,
     }
     if isinstance(model, _PipelineModel):

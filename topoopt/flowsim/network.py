@@ -126,6 +126,7 @@ class _RouteMemo:
         self.method = ""
         self.uniq = np.zeros(0, np.int64)  # sorted pair keys src * n_nodes + dst
         self.ps: PathSet | None = None
+        self.capped: np.ndarray | None = None  # per pair: more paths than the cap (or None)
 
     def subset(self, fabric, method: str, uniq: np.ndarray) -> PathSet | None:
         if self.ps is None or self.fabric is None or self.fabric() is not fabric:
@@ -140,7 +141,9 @@ class _RouteMemo:
             return None
         return self.ps.take(pos)
 
-    def offer(self, fabric, method: str, uniq: np.ndarray, ps: PathSet) -> None:
+    def offer(
+        self, fabric, method: str, uniq: np.ndarray, ps: PathSet, capped: np.ndarray | None
+    ) -> None:
         same = (
             self.ps is not None and self.fabric is not None and self.fabric() is fabric
             and self.method == method
@@ -148,6 +151,7 @@ class _RouteMemo:
         if not same or uniq.size > self.uniq.size:
             ref = self.fabric if same else weakref.ref(fabric, self._collected)
             self.fabric, self.method, self.uniq, self.ps = ref, method, uniq, ps
+            self.capped = capped
 
     def _collected(self, ref) -> None:
         if ref is self.fabric:  # the fabric of the routes held: not an older one
@@ -156,6 +160,7 @@ class _RouteMemo:
     def release(self) -> None:
         """Forget the routes held (the memo is a cache: nothing is lost but time)."""
         self.fabric, self.method, self.uniq, self.ps = None, "", np.zeros(0, np.int64), None
+        self.capped = None
 
 
 _SHARED_ROUTES = _RouteMemo()
@@ -227,6 +232,7 @@ class Network:
     rail_routing: bool | None = None
     max_paths: int | None = None
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    _capped: list = field(default_factory=list, repr=False, compare=False)  # capped pair keys
 
     def __post_init__(self) -> None:
         gps = self.fabric.gpus_per_server if self.gpus_per_server is None else self.gpus_per_server
@@ -263,16 +269,44 @@ class Network:
         if k is not None:
             object.__setattr__(self, "max_paths", int(k))
 
-    def _route(self, pairs: np.ndarray) -> PathSet:
+    def _route(self, pairs: np.ndarray, capped: dict | None = None) -> PathSet:
         """:func:`~topoopt.fabrics.routing.routes` of ``pairs`` with this network's method and
-        path cap."""
+        path cap; the pairs the cap bound on are recorded (:attr:`capped_pairs`), and their
+        mask, per pair, left in ``capped["capped"]`` when given."""
         from topoopt.fabrics.routing import routes
 
         if self.max_paths is None or self.method not in ("ecmp", "host-forwarding"):
             return routes(self.fabric, self.method, pairs=pairs)
-        return routes(
-            self.fabric, self.method, pairs=pairs, k=self.max_paths, seed=0, per_pair=True
-        )
+        stats = {} if capped is None else capped
+        ps = routes(
+            self.fabric, self.method, pairs=pairs, k=self.max_paths, seed=0, per_pair=True,
+            stats=stats,
+        )  # fmt: skip
+        self._note_capped(pairs, stats["capped"])
+        return ps
+
+    def _note_capped(self, pairs: np.ndarray, mask: np.ndarray) -> None:
+        """Record the routed pairs (``(K, 2)`` node ids) whose routes the cap sampled."""
+        pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
+        keys = (pairs[:, 0] * self.fabric.n_nodes + pairs[:, 1])[np.asarray(mask, bool)]
+        if keys.size:
+            self._capped[:] = [np.unique(np.concatenate([*self._capped, keys]))]
+
+    @property
+    def capped_pairs(self) -> int:
+        """Pairs routed so far whose shortest paths outnumber ``max_paths`` (their routes are a
+        sample, an approximation); 0 without a cap, or when the cap has not bound yet.
+
+        >>> from topoopt.fabrics import fat_tree
+        >>> net = Network(fat_tree(4), gpus_per_server=1, max_paths=2)
+        >>> _ = net.pair_routes([0, 0], [1, 2])  # one and two paths: the cap does not bind
+        >>> net.capped_pairs
+        0
+        >>> _ = net.pair_routes([0], [15])  # four paths, two kept
+        >>> net.capped_pairs
+        1
+        """
+        return int(self._capped[0].size) if self._capped else 0
 
     @property
     def _route_key(self) -> str:
@@ -409,8 +443,15 @@ class Network:
         if ck not in self._cache:
             ps = _SHARED_ROUTES.subset(self.fabric, self._route_key, uniq)
             if ps is None:
-                ps = self._route(np.column_stack([uniq // n, uniq % n]))
-                _SHARED_ROUTES.offer(self.fabric, self._route_key, uniq, ps)
+                got: dict = {}
+                ps = self._route(np.column_stack([uniq // n, uniq % n]), got)
+                _SHARED_ROUTES.offer(self.fabric, self._route_key, uniq, ps, got.get("capped"))
+            elif self.max_paths is not None and _SHARED_ROUTES.capped is not None:
+                pos = np.minimum(
+                    np.searchsorted(_SHARED_ROUTES.uniq, uniq), _SHARED_ROUTES.uniq.size - 1
+                )
+                mask = _SHARED_ROUTES.capped[pos]
+                self._note_capped(np.column_stack([uniq // n, uniq % n]), mask)
             self._cache.clear()
             self._cache[ck] = ps
         return self._cache[ck], inv.reshape(-1).astype(np.int64)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from traffic.errors import InputError
+from traffic.limits import MIN_EFFICIENCY
 
 __all__ = [
     "RooflineParams",
@@ -49,7 +50,7 @@ class RooflineParams:
     peak_flops : float
         Peak dense FLOP/s at the training precision.
     efficiency : float
-        Fraction of the peak the kernels achieve (MFU-like), in (0, 1].
+        Fraction of the peak the kernels achieve (MFU-like), in [0.001, 1].
     memory_bandwidth : float
         HBM bytes/s.
     optimizer_bytes_per_parameter : float
@@ -75,8 +76,8 @@ class RooflineParams:
             if not (isinstance(v, int | float) and np.isfinite(v) and v > 0):
                 raise InputError(f"gpu.{f}", v, "a positive finite number")
         e = self.efficiency
-        if not (isinstance(e, int | float) and 0 < e <= 1):
-            raise InputError("gpu.efficiency", e, "a fraction in (0, 1]")
+        if not (isinstance(e, int | float) and MIN_EFFICIENCY <= e <= 1):
+            raise InputError("gpu.efficiency", e, "a fraction in [0.001, 1]")
 
     @property
     def achieved_flops(self) -> float:

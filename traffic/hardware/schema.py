@@ -22,6 +22,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from traffic.limits import MIN_EFFICIENCY
+
 __all__ = [
     "GpuSpec",
     "NicSpec",
@@ -91,7 +93,7 @@ class GpuSpec(BaseModel):
     hbm_tb_per_s: _Pos
     scale_up_gb_per_s: _Pos
     scale_up_domain: Annotated[int, Field(ge=1, le=1_000_000)]
-    efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+    efficiency: Annotated[float, Field(ge=MIN_EFFICIENCY, le=1, allow_inf_nan=False)]
     source: _Source
     efficiency_source: _Source
     nic_gbps: Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)] | None = None

@@ -24,7 +24,13 @@ from topoopt.app.cli.choices import Preset
 from topoopt.app.cli.option_text import OUTPUT_PARAMETERS, OUTPUT_TEXT
 from topoopt.atomic import atomic_write_text, atomic_write_with, check_writable
 from traffic.errors import InputError, check_finite
-from traffic.limits import check_server_ports, check_time_limit, check_work_limit
+from traffic.limits import (
+    EFFICIENCY_ALLOWED,
+    MIN_EFFICIENCY,
+    check_server_ports,
+    check_time_limit,
+    check_work_limit,
+)
 
 __all__ = [
     "command_started",
@@ -154,7 +160,7 @@ EfficiencyOption = Annotated[
     float | None,
     typer.Option(
         "--efficiency",
-        help="Kernel efficiency, a fraction of the GPU's peak FLOP/s in (0, 1], applied after "
+        help="Kernel efficiency, a fraction of the GPU's peak FLOP/s in [0.001, 1], applied after "
         "--gpu (default: the plan's cluster.efficiency, else the GPU's in "
         "traffic/hardware/catalogue.yaml: h100-sxm 0.43, the default A100 0.5); 0.523 with "
         "interleaving fits Meta's Llama 3 405B runs (docs/validation.md)",
@@ -196,7 +202,7 @@ def check_edge_units(options: dict[str, Any]) -> None:
 
     By name: ``*_gbps`` options are rates in Gbps (finite, > 0), ``*_ms`` and ``*_us`` options
     delays in ms or microseconds (finite, >= 0; a reconfiguration delay is ``--delay-us`` in
-    every command), ``--efficiency`` a fraction in (0, 1]. The message names the option and the value as the user typed them, not the
+    every command), ``--efficiency`` a fraction in [0.001, 1]. The message names the option and the value as the user typed them, not the
     bytes/s or seconds the library sees.
 
     Examples
@@ -210,7 +216,7 @@ def check_edge_units(options: dict[str, Any]) -> None:
     traffic.errors.InputError: --time-limit: got nan; allowed: a finite number
     >>> check_edge_units({"efficiency": 1.5})
     Traceback (most recent call last):
-    traffic.errors.InputError: --efficiency: got 1.5; allowed: a fraction of the GPU's peak FLOP/s in (0, 1]
+    traffic.errors.InputError: --efficiency: got 1.5; allowed: a fraction of the GPU's peak FLOP/s in [0.001, 1]
     >>> check_edge_units({"degree": 3000})
     Traceback (most recent call last):
     traffic.errors.InputError: --degree: got 3000; allowed: an integer from 1 to 256 (network ports per server: 8 on a DGX H100, 72 on a GB200 NVL72 rack)
@@ -222,8 +228,8 @@ def check_edge_units(options: dict[str, Any]) -> None:
         if value is None or isinstance(value, bool) or not isinstance(value, int | float):
             continue
         option = "--" + name.replace("_", "-")
-        if name == "efficiency" and not (math.isfinite(value) and 0 < value <= 1):
-            raise InputError(option, value, "a fraction of the GPU's peak FLOP/s in (0, 1]")
+        if name == "efficiency" and not (math.isfinite(value) and MIN_EFFICIENCY <= value <= 1):
+            raise InputError(option, value, EFFICIENCY_ALLOWED)
         if isinstance(value, float) and not math.isfinite(value):
             raise InputError(option, value, "a finite number")
         if name == "seed" and isinstance(value, int) and not 0 <= value < 2**63:

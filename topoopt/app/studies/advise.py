@@ -597,7 +597,12 @@ def _evaluate_row(task: dict) -> dict:
     another objective or was cut by the wall clock (None otherwise): the row carries it, so it
     reaches the command from any worker (Ray) as from the local engine.
     """
-    from topoopt.app.studies.compare import PER_PHASE_FABRICS, build_fabric, cost_columns
+    from topoopt.app.studies.compare import (
+        PER_PHASE_FABRICS,
+        build_fabric,
+        cost_columns,
+        rings_warning,
+    )
     from topoopt.fabrics.cost import bill_of_materials
     from topoopt.flowsim.roofline import throughput_facts
     from topoopt.flowsim.work import check_work
@@ -697,6 +702,7 @@ def _evaluate_row(task: dict) -> dict:
         binding_link=link,
         mfu=throughput_facts(run.workload, t).get("mfu"),
         note=run.note or None,
+        rings_warning=rings_warning(run, f"{task['job']} / {nm}"),
         wall_s=time.perf_counter() - t0,
     )
     if task.get("phase_routing") and nm == "joint" and run.design is not None:
@@ -742,6 +748,7 @@ def _phase_routed(row: dict, run, task: dict) -> dict | None:
         "fabric": PHASE_ROUTED,
         "search_warning": None,  # said once, on the joint row
         "paths_warning": None,
+        "rings_warning": None,
         "iteration_s": t,
         "comm_s": float(res.chosen.result.comm_s) if routed else row["comm_s"],
         "exposed_comm_s": (
@@ -1301,11 +1308,13 @@ class AdviseResult:
     def warnings(self) -> list[str]:
         """The rows' warnings, in row order: one line per affected (job, fabric) and kind, the
         search warnings first (``search_warning``: a design search fell back or was cut by the
-        clock), then the capped routes (``paths_warning``: :func:`_simulate`)."""
+        clock), then the capped routes (``paths_warning``: :func:`_simulate`), then the rings
+        that miss cables (``rings_warning``: :func:`~topoopt.app.studies.compare.rings_warning`)."""
         out = []
         for col in (
             "search_warning",
             "paths_warning",
+            "rings_warning",
             "per_phase_warning",
             "phase_routing_warning",
         ):

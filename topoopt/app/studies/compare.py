@@ -106,7 +106,7 @@ from topoopt.fabrics.ideal import ideal_bound
 from topoopt.fabrics.torus import torus
 from topoopt.flowsim.collectives import communication_time
 from topoopt.flowsim.conditioning import COLUMNS
-from topoopt.flowsim.fabric_rings import ring_workload
+from topoopt.flowsim.fabric_rings import ring_facts, ring_workload
 from topoopt.flowsim.iteration import IterationResult, reduction_status, simulate_iteration
 from topoopt.flowsim.priorities import check_priority
 from topoopt.flowsim.roofline import throughput_facts
@@ -232,6 +232,25 @@ class FabricRun:
     """A row without a design (``hybrid``): ``deterministic``, ``stopped_by`` and
     ``time_limit_cut`` of its routing LPs, read as a design's ``info``
     (:func:`solvers.search_warning`)."""
+    rings: dict | None = None
+    """A torus or expander row: its NCCL-like rings
+    (:func:`topoopt.flowsim.fabric_rings.ring_facts`; :func:`rings_warning`)."""
+
+
+def rings_warning(run: FabricRun, label: str | None = None) -> str | None:
+    """The warning line of a torus or expander row whose rings do not use every cable pair
+    (:func:`~topoopt.flowsim.fabric_rings.ring_facts`: fewer Hamiltonian cycles found than its
+    cables allow, or none above its server limit): its collectives over every server run slower
+    than the fabric allows, a handicap the row's time carries. None otherwise.
+
+    >>> rings_warning(FabricRun("torus", None, None, rings={"full": False, "note": "rings: x"}))
+    'torus: rings: x'
+    >>> rings_warning(FabricRun("torus", None, None, rings={"full": True, "note": "rings: y"}))
+    """
+    r = run.rings
+    if r is None or r["full"]:
+        return None
+    return f"{label or run.name}: {r['note']}"
 
 
 def cost_columns(run: FabricRun, prices=None) -> dict[str, Any]:
@@ -702,7 +721,8 @@ def build_fabric(
         raise InputError("fabric", name, f"one of {', '.join(FABRICS)}")
     if name in ("torus", "expander"):  # NCCL-like rings: Hamiltonian cycles, both directions
         run = FabricRun(name, fab, ring_workload(workload, fab, seed))
-        run.note = "rings: edge-disjoint Hamiltonian cycles, both directions (fabric_rings)"
+        run.rings = ring_facts(fab, seed)  # None below 3 servers (rank order is every ring)
+        run.note = run.rings["note"] if run.rings else ""
         run.capex_usd, run.power_w = _price(fab, prices)
         return run
     run = FabricRun(name, fab, workload)

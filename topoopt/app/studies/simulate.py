@@ -71,7 +71,7 @@ def simulate_plan(
         ``gpu`` (a catalogue name) replaces the plan's ``cluster.gpu``; the result says which
         GPU it modelled and what it predicts (``gpu``, ``gpu_peak_tflops``, ``efficiency``,
         ``model_flops_per_iteration``, ``tflops_per_gpu``, ``mfu``:
-        :func:`~topoopt.flowsim.roofline.throughput_facts`). ``efficiency`` (in (0, 1]) is
+        :func:`~topoopt.flowsim.roofline.throughput_facts`). ``efficiency`` (in [0.001, 1]) is
         the kernel efficiency, set as the plan's ``cluster.efficiency`` after ``gpu``
         (:func:`traffic.load.with_efficiency`). ``settings``: ``KEY=VALUE`` plan fields set
         after them (``--set``, :func:`traffic.load.with_settings`).
@@ -136,13 +136,15 @@ def simulate_plan(
             prices=prices,
         )
         fab, w, routing, label = run.fabric, run.workload, run.routing, fabric
-        if run.design is not None:
+        from topoopt.app.studies.compare import cost_columns, rings_warning
+
+        priced = {"capex_usd": run.capex_usd, "power_w": run.power_w, **cost_columns(run, prices)}
+        if run.design is not None:  # said on stderr and in the JSON (the CLI pops it)
             from solvers import search_warning
 
             priced["search_warning"] = search_warning(run.design, str(fabric))
-        from topoopt.app.studies.compare import cost_columns
-
-        priced = {"capex_usd": run.capex_usd, "power_w": run.power_w, **cost_columns(run, prices)}
+        if rings_warning(run) is not None:
+            priced["rings_warning"] = rings_warning(run)
     # the flows of the workload the fabric runs (a design's rings change them); their sub-flows
     # are checked exactly once routed (topoopt.flowsim.work.check_subflows)
     check_work(w, reduced=reduction and priority is None and split_allreduce is None)
@@ -205,29 +207,41 @@ def simulate_plan(
         "comm_alone_s_by_class": alone_by_class,
         **throughput_facts(w, it.iteration_s),
         "reduction": it.info["reduction"],
-        "paths": path_facts(max_paths),
+        "paths": path_facts(max_paths, it.info["capped_pairs"]),
         "rounding": rounding,
         **extra,
     }
 
 
-def path_facts(max_paths: int | None) -> dict[str, Any]:
-    """What the routes of a simulation kept: every ECMP path (exact) or at most ``max_paths``
-    per pair (an approximation, with the sentence that says so).
+def path_facts(max_paths: int | None, capped_pairs: int = 0) -> dict[str, Any]:
+    """What the routes of a simulation kept: every ECMP path (exact), or at most ``max_paths``
+    per pair, which is an approximation only where a pair has more (``capped_pairs`` of them:
+    then the sentence that says so).
 
     >>> path_facts(None)
-    {'exact': True, 'max_paths': None, 'note': None}
-    >>> path_facts(32)["exact"]
-    False
+    {'exact': True, 'max_paths': None, 'capped_pairs': 0, 'note': None}
+    >>> path_facts(32)["exact"], path_facts(32, 5)["exact"]
+    (True, False)
     """
-    if max_paths is None:
-        return {"exact": True, "max_paths": None, "note": None}
+    if max_paths is None or capped_pairs == 0:
+        return {
+            "exact": True,
+            "max_paths": None if max_paths is None else int(max_paths),
+            "capped_pairs": 0,
+            "note": None,
+        }
     note = (
         f"routes capped at {max_paths} ECMP paths per pair (a hashed one per stratum of "
-        "equal-cost paths): an approximation of the equal split over every path; "
-        "docs/performance.md gives its measured error"
+        f"equal-cost paths) on {capped_pairs:,} server or switch pairs with more: an "
+        "approximation of the equal split over every path; docs/performance.md gives its "
+        "measured error"
     )
-    return {"exact": False, "max_paths": int(max_paths), "note": note}
+    return {
+        "exact": False,
+        "max_paths": int(max_paths),
+        "capped_pairs": int(capped_pairs),
+        "note": note,
+    }
 
 
 def design_case(workload: Workload, d: Any, where: str = "design"):
