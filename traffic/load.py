@@ -15,6 +15,7 @@ from traffic.workload import Workload
 __all__ = [
     "load_workload",
     "with_gpu",
+    "with_gpus",
     "with_efficiency",
     "check_efficiency",
     "with_settings",
@@ -31,6 +32,7 @@ def load_workload(
     gpu: str | None = None,
     efficiency: float | None = None,
     settings: Sequence[str] = (),
+    gpus: int | None = None,
 ) -> Workload:
     """Read a Workload from a plan file (YAML/JSON), an embedded plan name, a TopoOpt task graph
     or a folder of Chakra execution traces.
@@ -50,6 +52,10 @@ def load_workload(
     settings : sequence of str
         ``KEY=VALUE`` plan fields set after ``gpu`` and ``efficiency``, as if the file said so
         (:func:`with_settings`, the CLI's ``--set``); a plan only.
+    gpus : int, optional
+        The plan on this many GPUs (:func:`with_gpus`: servers and ``dp`` re-derived, the
+        global batch scaled with ``dp``), after ``gpu`` and ``efficiency`` and before
+        ``settings`` (the CLI's ``--gpus``); a plan only.
 
     Raises
     ------
@@ -63,18 +69,18 @@ def load_workload(
     if path.is_dir():
         from traffic.chakra import read_chakra
 
-        _no_gpu(gpu, efficiency, "a Chakra trace folder", settings)
+        _no_gpu(gpu, efficiency, "a Chakra trace folder", settings, gpus)
         return read_chakra(path)
     suffix = path.suffix.lower()
     if suffix in TRACE_SUFFIXES:
         from traffic.taskgraph import read_taskgraph
 
-        _no_gpu(gpu, efficiency, "a task graph", settings)
+        _no_gpu(gpu, efficiency, "a task graph", settings, gpus)
         return read_taskgraph(path)
     if suffix in PLAN_SUFFIXES:
         if not path.is_file():
             raise InputError("PLAN", str(source), "an existing plan file")
-        plan = with_efficiency(with_gpu(load_plan(path), gpu), efficiency)
+        plan = with_gpus(with_efficiency(with_gpu(load_plan(path), gpu), efficiency), gpus)
         return workload_from_plan(with_settings(plan, settings))
     if path.exists():
         raise InputError(
@@ -86,13 +92,18 @@ def load_workload(
             "PLAN", str(source), f"a plan or .fbuf file, or an embedded plan: {', '.join(names)}"
         )
     plan = with_gpu(load_plan(embedded_plan_path(str(source))), gpu)
-    return workload_from_plan(with_settings(with_efficiency(plan, efficiency), settings))
+    plan = with_gpus(with_efficiency(plan, efficiency), gpus)
+    return workload_from_plan(with_settings(plan, settings))
 
 
-def _no_gpu(gpu: str | None, efficiency: float | None, what: str, settings=()) -> None:
+def _no_gpu(
+    gpu: str | None, efficiency: float | None, what: str, settings=(), gpus: int | None = None
+) -> None:
     for name, value in (("--gpu", gpu), ("--efficiency", efficiency)):
         if value is not None:
             raise InputError(name, value, f"a plan (not {what}: its compute times are its own)")
+    if gpus is not None:
+        raise InputError("--gpus", gpus, f"a plan (not {what}: its ranks are its own)")
     if settings:
         raise InputError("--set", list(settings)[0], f"a plan (not {what}: it has no plan fields)")
 
@@ -154,6 +165,61 @@ def with_settings(plan, settings: Sequence[str] = (), field: str = "--set"):
         said.append(f"{key}={raw}")
     out = load_plan(data)
     out._source = f"{plan.source or plan.model.name} with {' '.join(said)}"
+    return out
+
+
+def with_gpus(plan, gpus: int | None, field: str = "--gpus"):
+    """``plan`` on ``gpus`` GPUs (None: unchanged): ``servers = gpus / gpus_per_server``, ``dp``
+    re-derived from the model-parallel size (``tp * pp * cp``, per-stage ``tp`` summed), and the
+    global batch scaled with ``dp`` (weak scaling: every replica keeps its micro-batches). A
+    count the plan cannot take (not a multiple of the server or the model-parallel size, expert
+    groups that would not tile, a relation the scaled plan breaks) is one line naming ``field``.
+    The plan's name says the count.
+
+    >>> from traffic.plan import load_plan
+    >>> p = with_gpus(load_plan("gpt3-175b"), 4096)
+    >>> p.cluster.servers, p.dp, p.global_batch, p.source
+    (512, 32, 6144, 'gpt3-175b.yaml on 4,096 GPUs')
+    >>> with_gpus(load_plan("gpt3-175b"), 1000)
+    Traceback (most recent call last):
+    traffic.errors.InputError: --gpus: got 1000; allowed: a multiple of the model-parallel size 128
+    """
+    if gpus is None:
+        return plan
+    from traffic.plan import load_plan
+
+    g = plan.cluster.gpus_per_server
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < g or gpus % g:
+        raise InputError(field, gpus, f"a positive multiple of gpus_per_server = {g}")
+    par = plan.parallelism
+    mp = (sum(par.stage_tp) if par.stage_tp else par.tp * par.pp) * par.cp
+    if gpus % mp:
+        raise InputError(field, gpus, f"a multiple of the model-parallel size {mp}")
+    if plan.model.is_moe and not par.stage_tp:  # the experts' groups (etp * ep ranks) tile
+        e = plan.etp * par.ep  # a stage's tp * cp * dp ranks (traffic.plan.check_plan; per-stage
+        # tp sizes: the scaled plan's check below): dp a multiple of step
+        step = e // math.gcd(e, par.tp * par.cp)
+        if (gpus // mp) % step:
+            raise InputError(
+                field, gpus, f"a multiple of {mp * step} (model-parallel size {mp} x {step}: "
+                f"the expert groups, etp*ep = {e}, must tile tp*cp*dp)",
+            )  # fmt: skip
+    d = plan.model_dump(exclude_unset=True)
+    old_dp, new_dp = plan.dp, gpus // mp
+    per_replica = plan.global_batch // old_dp
+    d["cluster"] = {**d["cluster"], "servers": gpus // g}
+    d["parallelism"] = {
+        **d.get("parallelism", {}),
+        "dp": new_dp,
+        "global_batch_size": per_replica * new_dp,
+    }
+    try:
+        out = load_plan(d)
+    except InputError as e:  # a relation the scaled plan breaks: the user asked --gpus
+        raise InputError(
+            field, gpus, f"a GPU count this plan scales to (the scaled plan's {e})"
+        ) from None
+    out._source = f"{plan.source or plan.model.name} on {gpus:,} GPUs"
     return out
 
 

@@ -53,13 +53,19 @@ def load_plan(plan: str | os.PathLike | Mapping[str, Any]):
 
 
 def load_workload(
-    plan, gpu: str | None = None, efficiency: float | None = None, settings: Sequence[str] = ()
+    plan,
+    gpu: str | None = None,
+    efficiency: float | None = None,
+    settings: Sequence[str] = (),
+    gpus: int | None = None,
 ) -> Workload:
     """The :class:`~traffic.workload.Workload` (symbolic collectives, transfers, compute) of
     ``plan`` (module docstring); ``gpu`` (a hardware-catalogue name such as ``"h100-sxm"``)
     replaces the plan's ``cluster.gpu`` (and drops its ``cluster.efficiency`` unless it names
     the same GPU); ``efficiency`` (in [0.001, 1], a fraction of the GPU's peak FLOP/s) then sets
-    ``cluster.efficiency``, the kernel efficiency of the compute model; ``settings``
+    ``cluster.efficiency``, the kernel efficiency of the compute model; ``gpus`` then scales
+    the plan to that many GPUs (servers and ``dp`` re-derived, the global batch with ``dp``:
+    :func:`traffic.load.with_gpus`, the CLI's ``--gpus``); ``settings``
     (``["parallelism.vpp=8", ...]``, the CLI's ``--set``) then set plan fields as if the file
     said so (:func:`traffic.load.with_settings`).
 
@@ -71,20 +77,22 @@ def load_workload(
     if isinstance(plan, Workload):
         from traffic.errors import InputError
 
-        for name, value in (("gpu", gpu), ("efficiency", efficiency), ("settings", settings)):
+        given = (("gpu", gpu), ("efficiency", efficiency), ("settings", settings), ("gpus", gpus))
+        for name, value in given:
             if value not in (None, (), []):
                 raise InputError(name, value, "a plan name, file or dict (a Workload has its GPU)")
         return plan
     if isinstance(plan, Mapping):
         from traffic.build import workload_from_plan
-        from traffic.load import with_efficiency, with_gpu, with_settings
+        from traffic.load import with_efficiency, with_gpu, with_gpus, with_settings
         from traffic.plan import load_plan as _load
 
         plan = with_efficiency(with_gpu(_load(plan), gpu, "gpu"), efficiency, "efficiency")
+        plan = with_gpus(plan, gpus, "gpus")
         return workload_from_plan(with_settings(plan, settings, "settings"))
     from traffic.load import load_workload as _load_workload
 
-    return _load_workload(plan, gpu=gpu, efficiency=efficiency, settings=settings)
+    return _load_workload(plan, gpu=gpu, efficiency=efficiency, settings=settings, gpus=gpus)
 
 
 @dataclass(frozen=True)
@@ -139,6 +147,7 @@ def simulate(
     gpu: str | None = None,
     efficiency: float | None = None,
     settings: Sequence[str] = (),
+    gpus: int | None = None,
 ) -> Simulation:
     """Simulate one iteration of ``plan`` on a fabric kind (``ideal``, ``fat-tree``, ``torus``,
     ``joint``, ... as ``topoopt simulate --fabric``) or on a ``design.json``, with ``degree``
@@ -148,7 +157,7 @@ def simulate(
 
     return Simulation(
         simulate_plan(
-            load_workload(plan, gpu, efficiency, settings),
+            load_workload(plan, gpu, efficiency, settings, gpus),
             design=design,
             fabric=None if design is not None else fabric,
             degree=degree,
@@ -175,6 +184,7 @@ def compare(
     gpu: str | None = None,
     efficiency: float | None = None,
     settings: Sequence[str] = (),
+    gpus: int | None = None,
 ) -> pd.DataFrame:
     """``plan`` on each of ``fabrics`` (default: every fabric of ``topoopt compare``): a
     DataFrame with one row per fabric and the columns of
@@ -186,7 +196,7 @@ def compare(
     from topoopt.app.studies.compare import compare as _compare
 
     res = _compare(
-        load_workload(plan, gpu, efficiency, settings),
+        load_workload(plan, gpu, efficiency, settings, gpus),
         FABRICS if fabrics is None else tuple(fabrics),
         degree,
         gbps_to_bytes_per_s(link_gbps),
@@ -213,13 +223,14 @@ def design(
     gpu: str | None = None,
     efficiency: float | None = None,
     settings: Sequence[str] = (),
+    gpus: int | None = None,
 ):
     """The optical circuits and routing of ``plan`` by ``solver`` (``joint``, ``topoopt``,
     ``topoopt-released``, ``expander``): a :class:`solvers.Design` (``to_json()`` writes
     ``design.json``); ``gpu``, ``efficiency`` and ``settings`` as in :func:`load_workload`."""
     from solvers import DesignProblem, solve
 
-    w = load_workload(plan, gpu, efficiency, settings)
+    w = load_workload(plan, gpu, efficiency, settings, gpus)
     problem = DesignProblem.from_workload(
         w, degree=degree, link_bandwidth=gbps_to_bytes_per_s(link_gbps)
     )

@@ -45,6 +45,7 @@ __all__ = [
     "command_progress",
     "given_options",
     "GpuOption",
+    "GpusOption",
     "EfficiencyOption",
     "nic_hint",
     "OcsLayoutKind",
@@ -168,6 +169,17 @@ EfficiencyOption = Annotated[
 ]
 """``--efficiency`` of every command with ``--gpu``: the plan's ``cluster.efficiency``
 (:func:`traffic.load.with_efficiency`); checked by :func:`check_edge_units`."""
+
+GpusOption = Annotated[
+    int | None,
+    typer.Option(
+        "--gpus",
+        help="GPUs of the cluster: the plan scaled to them (servers and dp re-derived, the "
+        "global batch with dp; after --gpu and --efficiency, before --set)",
+    ),
+]
+"""``--gpus`` of every command that reads one plan, and ``advise``'s jobs
+(:func:`traffic.load.with_gpus`)."""
 
 SettingsOption = Annotated[
     list[str] | None,

@@ -304,43 +304,9 @@ def scale_plan(
 
 
 def _scaled(plan, gpus: int | None, gpu: str | None, efficiency: float | None):
-    from traffic.load import with_efficiency, with_gpu
-    from traffic.plan import load_plan
+    from traffic.load import with_efficiency, with_gpu, with_gpus
 
-    plan = with_efficiency(with_gpu(plan, gpu), efficiency)
-    if gpus is None:
-        return plan
-    g = plan.cluster.gpus_per_server
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < g or gpus % g:
-        raise InputError("--gpus", gpus, f"a positive multiple of gpus_per_server = {g}")
-    par = plan.parallelism
-    mp = (sum(par.stage_tp) if par.stage_tp else par.tp * par.pp) * par.cp
-    if gpus % mp:
-        raise InputError("--gpus", gpus, f"a multiple of the model-parallel size {mp}")
-    if plan.model.is_moe and not par.stage_tp:  # the experts' groups (etp * ep ranks) tile
-        e = plan.etp * par.ep  # a stage's tp * cp * dp ranks (traffic.plan.check_plan; per-stage
-        # tp sizes: the scaled plan's check below): dp a multiple of step
-        step = e // math.gcd(e, par.tp * par.cp)
-        if (gpus // mp) % step:
-            raise InputError(
-                "--gpus", gpus, f"a multiple of {mp * step} (model-parallel size {mp} x {step}: "
-                f"the expert groups, etp*ep = {e}, must tile tp*cp*dp)",
-            )  # fmt: skip
-    d = plan.model_dump(exclude_unset=True)
-    old_dp, new_dp = plan.dp, gpus // mp
-    per_replica = plan.global_batch // old_dp
-    d["cluster"] = {**d["cluster"], "servers": gpus // g}
-    d["parallelism"] = {
-        **d.get("parallelism", {}),
-        "dp": new_dp,
-        "global_batch_size": per_replica * new_dp,
-    }
-    try:
-        return load_plan(d)
-    except InputError as e:  # a relation the scaled plan breaks: the user asked --gpus
-        raise InputError(
-            "--gpus", gpus, f"a GPU count this plan scales to (the scaled plan's {e})"
-        ) from None
+    return with_gpus(with_efficiency(with_gpu(plan, gpu), efficiency), gpus)
 
 
 def _binding(fabric: str, it) -> tuple[str | None, str | None]:

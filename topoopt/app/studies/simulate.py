@@ -39,6 +39,7 @@ def simulate_plan(
     gpu: str | None = None,
     efficiency: float | None = None,
     settings=(),
+    gpus: int | None = None,
     reduction: bool = True,
     time_limit_s: float = 900.0,
     max_paths: int | None = None,
@@ -99,14 +100,15 @@ def simulate_plan(
     if schedule is not None and schedule not in SCHEDULES:
         raise InputError("--schedule", schedule, f"one of {', '.join(SCHEDULES)}")
     if isinstance(plan, Workload):
-        for name, value in (("gpu", gpu), ("efficiency", efficiency), ("settings", settings)):
+        given = (("gpu", gpu), ("efficiency", efficiency), ("settings", settings), ("gpus", gpus))
+        for name, value in given:
             if value not in (None, (), []):
                 raise InputError(
                     name, value, "a plan name or file (a Workload carries its own GPU)"
                 )
         workload = plan
     else:
-        workload = load_workload(plan, gpu=gpu, efficiency=efficiency, settings=settings)
+        workload = load_workload(plan, gpu=gpu, efficiency=efficiency, settings=settings, gpus=gpus)
     from topoopt.flowsim.work import check_work
 
     # before any fabric, route or flow; the reduction is not used with priorities or a

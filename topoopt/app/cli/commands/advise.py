@@ -22,6 +22,7 @@ from topoopt.app.cli.common import (
     DEFAULT_TIME_LIMIT_S,
     EfficiencyOption,
     GpuOption,
+    GpusOption,
     PresetOption,
     PricesOption,
     RoundingCheckOption,
@@ -45,9 +46,7 @@ def advise_command(
     jobs: Annotated[
         str, typer.Argument(help="A plan (file or embedded name) or a jobs file: [{plan, weight}]")
     ],
-    gpus: Annotated[
-        int | None, typer.Option(help="GPUs of the cluster (servers and dp re-derived)")
-    ] = None,
+    gpus: GpusOption = None,
     gpu: GpuOption = None,
     efficiency: EfficiencyOption = None,
     settings: SettingsOption = None,

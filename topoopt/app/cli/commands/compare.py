@@ -18,6 +18,7 @@ from topoopt.app.cli.common import (
     DEFAULT_TIME_LIMIT_S,
     EfficiencyOption,
     GpuOption,
+    GpusOption,
     OcsLayoutKind,
     PresetOption,
     PricesOption,
@@ -137,6 +138,7 @@ def compare_command(
     gpu: GpuOption = None,
     efficiency: EfficiencyOption = None,
     settings: SettingsOption = None,
+    gpus: GpusOption = None,
     ocs_radix: Annotated[
         int | None,
         typer.Option(
@@ -172,7 +174,9 @@ def compare_command(
     from topoopt.fabrics.cost import resolve_prices
 
     price_table = resolve_prices(prices, preset)
-    workload = load_workload(plan, gpu=gpu, efficiency=efficiency, settings=settings or ())
+    workload = load_workload(
+        plan, gpu=gpu, efficiency=efficiency, settings=settings or (), gpus=gpus
+    )
     nic_hint(gpu, link_gbps)
     with command_progress("compare") as bar:
         res = compare(

@@ -17,6 +17,7 @@ from topoopt.app.cli.common import (
     DEFAULT_TIME_LIMIT_S,
     EfficiencyOption,
     GpuOption,
+    GpusOption,
     OcsLayoutKind,
     ReductionOption,
     SettingsOption,
@@ -177,6 +178,7 @@ def design_command(
     gpu: GpuOption = None,
     efficiency: EfficiencyOption = None,
     settings: SettingsOption = None,
+    gpus: GpusOption = None,
     reduction: ReductionOption = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the design as JSON")] = False,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
@@ -224,7 +226,9 @@ def design_command(
     wired = None
     if prewired is not None:
         wired = read_prewired_file(prewired)
-    workload = load_workload(plan, gpu=gpu, efficiency=efficiency, settings=settings or ())
+    workload = load_workload(
+        plan, gpu=gpu, efficiency=efficiency, settings=settings or (), gpus=gpus
+    )
     nic_hint(gpu, link_gbps)
     if fabric in SWITCHED:
         _switched(

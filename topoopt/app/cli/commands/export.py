@@ -29,6 +29,7 @@ from topoopt.app.cli.common import (
     DEFAULT_LINK_GBPS,
     EfficiencyOption,
     GpuOption,
+    GpusOption,
     SettingsOption,
     check_not_an_input,
     emit_json,
@@ -118,6 +119,7 @@ def export_command(
     gpu: GpuOption = None,
     efficiency: EfficiencyOption = None,
     settings: SettingsOption = None,
+    gpus: GpusOption = None,
     design: Annotated[
         Path | None,
         typer.Option(
@@ -200,7 +202,7 @@ def export_command(
         if not torus or min(torus) < 2:
             raise InputError("--dims", dims, "sides >= 2, e.g. 4x4")
 
-    w = load_workload(plan, gpu=gpu, efficiency=efficiency, settings=settings or ())
+    w = load_workload(plan, gpu=gpu, efficiency=efficiency, settings=settings or (), gpus=gpus)
     fabric = AstraFamily(fabric).value  # a plain name in the notes and the config
     design_notes: list[str] = []
     if design is not None:

@@ -15,6 +15,7 @@ from topoopt.app.cli.common import (
     DEFAULT_LINK_GBPS,
     DEFAULT_SEED,
     DEFAULT_TIME_LIMIT_S,
+    GpusOption,
     PresetOption,
     PricesOption,
     SettingsOption,
@@ -103,6 +104,7 @@ def reconfig_command(
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Write the schedule (JSON) here")] = None,
     settings: SettingsOption = None,
+    gpus: GpusOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     force: Annotated[bool, typer.Option(help="Overwrite an existing --out")] = False,
 ) -> None:
@@ -151,7 +153,7 @@ def reconfig_command(
         raise InputError("--phase-solvers", phase_solvers, "one or more solver names or demand")
     prepare_output(out, force, "--out")
     price_table = resolve_prices(prices, preset)
-    workload = load_workload(plan, settings=settings or ())
+    workload = load_workload(plan, settings=settings or (), gpus=gpus)
     from topoopt.flowsim.work import check_work
 
     check_work(workload, "reconfig simulation")  # before any design or schedule

@@ -17,6 +17,7 @@ from topoopt.app.cli.common import (
     DEFAULT_TIME_LIMIT_S,
     EfficiencyOption,
     GpuOption,
+    GpusOption,
     PresetOption,
     PricesOption,
     PriorityOption,
@@ -68,6 +69,7 @@ def simulate_command(
     gpu: GpuOption = None,
     efficiency: EfficiencyOption = None,
     settings: SettingsOption = None,
+    gpus: GpusOption = None,
     reduction: ReductionOption = True,
     time_limit: Annotated[
         float, typer.Option(help="Seconds for a designed fabric's search (joint, topoopt-best)")
@@ -109,6 +111,7 @@ def simulate_command(
             gpu=gpu,
             efficiency=efficiency,
             settings=settings or (),
+            gpus=gpus,
             reduction=reduction,
             time_limit_s=time_limit,
             max_paths=max_paths,

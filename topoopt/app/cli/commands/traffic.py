@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from topoopt.app.cli.common import (
+    GpusOption,
     SettingsOption,
     emit_json,
     handle_errors,
@@ -67,6 +68,7 @@ def traffic_command(
     ] = None,
     html: Annotated[Path | None, typer.Option(help="Write an interactive server heatmap")] = None,
     settings: SettingsOption = None,
+    gpus: GpusOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
 ) -> None:
@@ -82,7 +84,7 @@ def traffic_command(
     prepare_output(out, force, "--out")
     prepare_output(html, force, "--html")
 
-    workload = load_workload(plan, settings=settings or ())
+    workload = load_workload(plan, settings=settings or (), gpus=gpus)
     summary = traffic_summary(workload, algorithm.value)
     check_finite(summary, plan)  # a non-finite byte count is an error naming the plan
     if out is not None:
