@@ -387,3 +387,33 @@ def test_simulate_prices_a_nic_faster_than_the_table_with_prices(tmp_path):
     doc = json.loads(r.stdout)
     assert doc["capex_breakdown"]["nic"] == 16 * 8 * 2400.0
     assert doc["capex_breakdown"]["transceiver"] == 16 * 8 * 1600.0
+
+
+def test_brackets_in_the_users_text_print_as_written(tmp_path):
+    """Names, ids and paths are the user's text: "[/bold]" in a job name, a netsim link id or a
+    ``--set`` value was read by rich as a closing tag (MarkupError, a traceback after the HTML
+    report was written) and "[red]" in a path vanished from the title."""
+    r = runner.invoke(app, ["traffic", "vgg16-dp", "--set", "model.name=x[/bold]"])
+    assert r.exit_code == 0, r.output[-2000:]
+    assert "vgg16-dp.yaml with model.name=x[/bold]: traffic per iteration" in r.stdout
+    sim = tmp_path / "net.json"
+    sim.write_text(json.dumps({
+        "links": [{"id": "[/bold]", "capacity": 1e10}],
+        "flows": [{"id": "[red]f", "bytes": 1e6, "paths": [{"links": ["[/bold]"]}]}],
+    }))  # fmt: skip
+    r = runner.invoke(app, ["netsim", str(sim)])
+    assert r.exit_code == 0, r.output[-2000:]
+    assert "[red]f" in r.stdout and "makespan: 0.1 ms" in r.stdout
+    plan = tmp_path / "[red]"
+    plan.mkdir()
+    (plan / "p.yaml").write_text(
+        "model: vgg16\nparallelism: {dp: 8, micro_batch_size: 16, global_batch_size: 128}\n"
+        "cluster: {servers: 4, gpus_per_server: 2}\n"
+    )
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text('jobs:\n  - {name: "[/bold]x[red]", plan: "[red]/p.yaml"}\n')
+    html = tmp_path / "r.html"
+    argv = ["cluster", str(jobs), "--servers", "4", "--degree", "2", "--html", str(html)]
+    r = runner.invoke(app, argv)
+    assert r.exit_code == 0, r.output[-2000:]
+    assert "the slowest job is [/bold]x[red]: " in r.stdout and html.exists()

@@ -259,8 +259,12 @@ def check_plan_size(plan: Any) -> None:
     opt = plan.options
     if opt.capacity_factor is not None and not opt.capacity_factor <= 1e6:
         raise InputError("options.capacity_factor", opt.capacity_factor, "a number in (0, 1e6]")
-    if opt.expert_load is not None and not math.fsum(opt.expert_load) < 1e300:
-        raise InputError("options.expert_load", opt.expert_load, "loads summing to less than 1e300")
+    if opt.expert_load is not None and not max(opt.expert_load) < 1e300 / len(opt.expert_load):
+        # each below 1e300 / experts, so their sum is finite (math.fsum raised OverflowError on
+        # [1e308, 1e308]: a traceback)
+        raise InputError(
+            "options.expert_load", list(opt.expert_load), "loads summing to less than 1e300"
+        )
     gpus_f = float(gpus)
     total = iteration_bytes_estimate(plan)
     if not total < MAX_ITERATION_BYTES:

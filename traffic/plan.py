@@ -514,6 +514,12 @@ def check_plan(plan: Plan) -> Plan:
             gb,
             f"a multiple of micro_batch_size*dp = {b}*{d} = {b * d}",
         )
+    if not (m.kind == "transformer" and m.is_moe):  # the experts' routing options: ignored
+        for name in ("expert_load", "capacity_factor"):  # on a model without experts
+            value = getattr(opt, name)
+            if value is not None:
+                shown = list(value) if isinstance(value, tuple) else value
+                raise InputError(f"options.{name}", shown, "none for a model without experts")
     if m.kind != "transformer":
         for name in ("tp", "pp", "cp", "ep", "etp", "vpp"):
             if (getattr(par, name) or 1) != 1:
@@ -593,6 +599,7 @@ def check_plan(plan: Plan) -> Plan:
     if not m.is_moe and (par.ep > 1 or (par.etp or 1) > 1):
         name = "ep" if par.ep > 1 else "etp"
         raise InputError(f"parallelism.{name}", getattr(par, name), "1 for a dense model")
+
     if m.experts % par.ep:
         raise InputError(
             "parallelism.ep", par.ep, f"a divisor of the model's experts = {m.experts}"

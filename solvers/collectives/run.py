@@ -11,8 +11,9 @@
   ring: the ring's schedule is timed too, and when it is faster the result is the ring's
   schedule, with ``schedule["selected"] == "ring"`` and the reason (a packing starts from the
   ring's own trees, so in the fluid limit this only happens through the flow model's sharing);
-  an all-to-all, which has no tree form, runs the faster of the ring and direct schedules
-  (``selected`` says which);
+  an all-to-all, which has no tree form, runs the direct schedule (``selected == "direct"``;
+  its one template, one flow per pair, which ``ring``, ``tree`` and ``halving-doubling`` are
+  refused for rather than run under their names);
 - ``synthesize``: SCCL-style exact synthesis when the fabric is switchless and has at most
   :data:`EXACT_MAX_MEMBERS` servers (the Pareto point with the lowest alpha-beta time for this
   size, within the work limits), TACCL-style synthesis with integral chunks, and the relaxation
@@ -186,6 +187,10 @@ def run_collective(
         raise InputError("root", root, f"a server 0..{n - 1}")
     check_collective_size(collective, algorithm, n, fabric.n_nodes, routed=routing is None)
     bound = cut_bound(fabric, collective, size, n, root)
+    if collective == "all-to-all" and algorithm in ALGORITHMS[:3]:
+        # its template is one flow per pair whatever the name: the ring, tree or
+        # halving-doubling label was put on the direct schedule
+        raise InputError("algorithm", algorithm, "direct, blink or synthesize for an all-to-all")
     if algorithm in ALGORITHMS[:4]:
         if collective == "broadcast" and algorithm == "halving-doubling":
             raise InputError("algorithm", algorithm, "ring, tree or direct for a broadcast")
@@ -193,14 +198,11 @@ def run_collective(
         t, _ = time_schedule(sched, fabric, routing)
         return CollectiveResult(t, bound.seconds, algorithm, sched, bound.formula)
     if collective == "all-to-all" and algorithm == "blink":
-        # no tree form: the better of the ring and direct schedules, saying so
-        runs = []
-        for alg in ("ring", "direct"):
-            sc = template_schedule(collective, n, size, alg, fabric_rings(fabric))
-            runs.append((time_schedule(sc, fabric, routing)[0], alg, sc))
-        runs.sort(key=lambda r: r[0])
-        t, alg, sc = runs[0]
-        why = "an all-to-all has no tree packing; the faster of ring and direct"
+        # no tree form: the direct schedule (one flow per pair: the only template an all-to-all
+        # has; it was "the faster of ring and direct", the same schedule twice), saying so
+        sc = template_schedule(collective, n, size, "direct")
+        t, alg = time_schedule(sc, fabric, routing)[0], "direct"
+        why = "an all-to-all has no tree packing: the direct schedule, one flow per pair"
         sched = Schedule(
             collective, "blink", n, size, sc.flows, False, {"selected": alg, "reason": why}
         )

@@ -1090,11 +1090,11 @@ class IterationSearch:
             info["baseline_info"] = dict(chosen.info)
         bound = self.bound_s
         if chosen.priority:  # the ideal switch under the same priorities too (the lesser counts)
-            from topoopt.fabrics import ideal
+            from topoopt.fabrics.ideal import ideal_bound
             from topoopt.flowsim.iteration import simulate_iteration
 
             workload = self.workload
-            fab = ideal(
+            fab = ideal_bound(
                 problem.n, problem.degree, problem.link_bandwidth,
                 gpus_per_server=workload.gpus_per_server,
             )  # fmt: skip

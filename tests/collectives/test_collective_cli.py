@@ -104,3 +104,11 @@ def test_design_file(tmp_path):
     doc = json.loads(r.stdout)
     assert doc["schedule"]["members"] == d.servers
     assert doc["time_s"] >= doc["lower_bound_s"] > 0
+    # the design sets its fabric: a fabric option beside it was ignored in silence
+    for extra in (["--link-gbps", "1"], ["--degree", "2"], ["--oversubscription", "2"]):
+        r = invoke("collective", "--design", path, "--collective", "all-reduce", "--size", "1e8",
+                   *extra)  # fmt: skip
+        assert r.exit_code == 2 and r.stderr.strip() == (
+            f"error: {extra[0]}: got {float(extra[1]) if extra[0] != '--degree' else 2}; "
+            "allowed: none with --design (the design sets its fabric)"
+        )

@@ -304,9 +304,11 @@ def test_all_to_all_synthesis_closed_form_and_never_slower_than_direct():
     syn = run_collective(g, "all-to-all", S, "synthesize")
     direct = run_collective(g, "all-to-all", S, "direct")
     assert syn.time_s < direct.time_s and syn.time_s >= syn.lower_bound_s
-    b = run_collective(g, "all-to-all", S, "blink")  # no tree form: the faster template
-    ring = run_collective(g, "all-to-all", S, "ring")
-    assert b.time_s == min(ring.time_s, direct.time_s) and b.schedule.info["selected"]
+    b = run_collective(g, "all-to-all", S, "blink")  # no tree form: the direct schedule
+    assert b.time_s == direct.time_s and b.schedule.info["selected"] == "direct"
+    for name in ("ring", "tree", "halving-doubling"):  # one flow per pair under any name
+        with pytest.raises(InputError, match="direct, blink or synthesize for an all-to-all"):
+            run_collective(g, "all-to-all", S, name)
 
 
 def test_edmonds_matches_networkx_on_random_digraphs():

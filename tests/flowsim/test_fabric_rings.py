@@ -256,11 +256,11 @@ def test_ring_facts_say_when_the_rings_miss_cables(monkeypatch):
     assert (odd["rings"], odd["possible"], odd["full"]) == (1, 1, True)
     assert "on 2 of a server's 3 cables" in odd["note"]
     with_rings = simulate_plan("vgg16-dp", fabric="torus", degree=4)
-    assert "rings_warning" not in with_rings
+    assert "fabric_warning" not in with_rings
     monkeypatch.setattr(fr, "_MAX_SERVERS", 8)  # vgg16-dp's 16 servers: past the limit
     none = ring_facts(torus("4x4", B))
     assert (none["rings"], none["full"]) == (0, False)
     assert "above 8 servers the search is not run" in none["note"]
     without = simulate_plan("vgg16-dp", fabric="torus", degree=4)
-    assert without["rings_warning"].startswith("torus: rings: no Hamiltonian cycle (above 8")
+    assert without["fabric_warning"].startswith("torus: rings: no Hamiltonian cycle (above 8")
     assert without["iteration_s"] > with_rings["iteration_s"]

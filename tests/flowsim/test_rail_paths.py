@@ -111,3 +111,20 @@ def test_simulate_max_paths_option_says_it_is_an_approximation():
     assert capped["iteration_s"] == every["iteration_s"]
     r = runner.invoke(app, ["simulate", "dlrm", "--fabric", "fat-tree", "--max-paths", "0"])
     assert r.exit_code == 2
+
+
+def test_an_oversubscription_not_built_is_a_warning():
+    """dlrm's 16 servers x 8 NICs at 800G: a two-tier leaf-spine whose leaves keep at least one
+    uplink each, so 1000:1 asked builds 48:1 (the ratio of the leaves' ports); said on stderr
+    and in the JSON, beside ``fabric_info``'s realised ratio. 2:1 is built as asked: silent."""
+    runner = CliRunner()
+    args = ["simulate", "dlrm", "--fabric", "fat-tree-oversub", "--link-gbps", "800", "--json"]
+    doc = json.loads(runner.invoke(app, [*args, "--oversubscription", "1000"]).stdout)
+    assert doc["fabric_info"]["tiers"] == 2
+    built = doc["fabric_info"]["oversubscription_realised"]
+    assert 1 < built < 1000
+    assert doc["warnings"] == [
+        f"warning: fat-tree-oversub: oversubscription 1000:1 asked, {built:g}:1 built (2 tiers)"
+    ]
+    doc = json.loads(runner.invoke(app, [*args, "--oversubscription", "2"]).stdout)
+    assert doc["fabric_info"]["oversubscription_realised"] == 2 and doc["warnings"] == []

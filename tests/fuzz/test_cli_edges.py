@@ -72,6 +72,49 @@ def _one_error_line(args: list[str]) -> str:
         (["compare", PLAN, "--fabrics", "ideal", "--efficiency", "-1"], "--efficiency: got -1"),
         (["design", PLAN, "--degree", "2", "--efficiency", "1.5"], "[0.001, 1]"),
         (["simulate", PLAN, "--fabric", "ideal", "--efficiency", "1e-300"], "got 1e-300;"),
+        # rates and ratios past any hardware: one line naming the option (1e-300 Gbps ended as
+        # "prices.nic_port: got 0.0", 1e300 as "port_bandwidth: got inf", a 1e300:1 ratio
+        # built a 1:1 Clos)
+        (["simulate", PLAN, "--fabric", "ideal", "--link-gbps", "1e-300"], "--link-gbps: got"),
+        (["compare", PLAN, "--fabrics", "ideal", "--link-gbps", "1e300"], "0.001 to 1,000,000"),
+        (
+            [
+                "collective",
+                "--collective",
+                "all-reduce",
+                "--size",
+                "1GB",
+                "--fabric",
+                "ideal",
+                "--servers",
+                "8",
+                "--link-gbps",
+                "1e-300",
+            ],
+            "--link-gbps: got 1e-300",
+        ),
+        (
+            ["simulate", PLAN, "--fabric", "fat-tree-oversub", "--oversubscription", "1e300"],
+            "--oversubscription: got 1e+300; allowed: a ratio from 1 to 1,024",
+        ),
+        # the experts' options on a model without experts were accepted and ignored; a load of
+        # 1e308 overflowed math.fsum (a traceback)
+        (["traffic", "vgg16-dp", "--set", "options.expert_load=[1,1]"], "without experts"),
+        (
+            [
+                "simulate",
+                "gpt3-175b-32",
+                "--fabric",
+                "ideal",
+                "--set",
+                "options.capacity_factor=1.25",
+            ],
+            "options.capacity_factor: got 1.25",
+        ),
+        (
+            ["traffic", "mixtral-8x7b", "--set", "options.expert_load=[1e308,1e308,1,1,1,1,1,1]"],
+            "options.expert_load: got [1e+308, 1e+308",
+        ),
         (["advise", PLAN, "--efficiency", "nan"], "--efficiency: got nan; allowed: a fraction"),
         (["cosearch", "vgg16", "--servers", "8", "--efficiency", "abc"], "--efficiency"),
         (
@@ -140,3 +183,24 @@ def test_prewired_error_names_the_real_line_after_blank_lines(tmp_path):
     f.write_text("\n" * 1000 + "u,v,count\n0,1,1\n0,1,x\n")
     args = ["design", PLAN, "--degree", "2", "--solver", "topoopt", "--prewired", str(f)]
     assert f"{f} line 1003 count" in _one_error_line(args)
+
+
+@pytest.mark.parametrize(
+    "table, said",
+    [
+        ("switch_port: {100: {capex_usd: 0, power_w: 0}}\n", "a positive switch_port price"),
+        (
+            "nic_port: {100: {capex_usd: 0, power_w: 0}}\n"
+            "transceiver: {100: {capex_usd: 0, power_w: 0}}\n"
+            "patch_panel_port: {capex_usd: 0, power_w: 0}\nfibre: {capex_usd: 0, power_w: 0}\n",
+            "in which the topoopt design costs more than 0 USD",
+        ),
+    ],
+)
+def test_breakeven_on_a_free_price_table_is_one_line(table, said, tmp_path):
+    """A price the breakeven scales at 0 (every factor: 0, "0 to 0 USD"), or a design that costs
+    nothing (no fat-tree of equal capex: "against inf ms") is one line, exit 2."""
+    prices = tmp_path / "p.yaml"
+    prices.write_text(table)
+    line = _one_error_line(["breakeven", PLAN, "--solver", "topoopt", "--prices", str(prices)])
+    assert line.startswith("error: --prices: got ") and said in line

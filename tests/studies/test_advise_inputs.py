@@ -77,7 +77,7 @@ def test_a_valid_jobs_file_still_loads_with_its_weights(tmp_path):
         (["--degree", "0"], "--degree: got 0; allowed: an integer from 1 to 256"),  # was a KeyError
         (
             ["--oversubscription", "0.5"],
-            "--oversubscription: got 0.5; allowed: a finite number >= 1",
+            "--oversubscription: got 0.5; allowed: a ratio from 1 to 1,024 (leaf down:up ports)",
         ),
         (["--time-limit", "0"], "--time-limit: got 0.0; allowed: a number of seconds > 0 and at"),
     ],

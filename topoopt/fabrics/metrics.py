@@ -183,11 +183,22 @@ def _upper_bound(fabric: Fabric, seed: int = 0, tries: int = 4) -> float:
     # spectral split: Fiedler vector of the server-to-server hop-1 Laplacian (switches included)
     a = fabric.adjacency()
     a = sp.csr_matrix((np.ones(a.nnz), a.indices, a.indptr), shape=a.shape)
-    lap = csgraph.laplacian(((a + a.T) > 0).astype(np.float64))
-    if 3 < lap.shape[0] and lap.nnz <= SPECTRAL_NONZEROS:  # shift-invert: a sparse LU
+    a = ((a + a.T) > 0).astype(np.float64)
+    # the servers' connected component only: a node without a cable (a direct fabric's patch
+    # panels) adds a zero eigenvalue, and the "Fiedler" vector of a multiple zero was a random
+    # mix of component indicators (expander 64 x 4: 5 zeros, splits of 250 to 725 Gbps)
+    _, comp = csgraph.connected_components(a, directed=False)
+    keep = np.flatnonzero(comp == comp[0]) if s else np.zeros(0, np.int64)
+    lap = csgraph.laplacian(a[keep][:, keep].tocsr())
+    if 3 < lap.shape[0] and lap.nnz <= SPECTRAL_NONZEROS and keep.size >= s:
+        # shift-invert (a sparse LU) from a seeded start vector: ARPACK's own is random, so
+        # the split moved between runs of the same fabric
+        v0 = np.random.default_rng([seed, 1]).random(lap.shape[0])
         try:
-            _, vec = eigsh(lap.tocsc(), k=2, sigma=-1e-3, which="LM")
-            cands.append(np.argsort(vec[:s, -1], kind="stable")[:half])
+            _, vec = eigsh(lap.tocsc(), k=2, sigma=-1e-3, which="LM", v0=v0)
+            fiedler = np.zeros(a.shape[0])
+            fiedler[keep] = vec[:, -1]
+            cands.append(np.argsort(fiedler[:s], kind="stable")[:half])
         except (ArpackNoConvergence, RuntimeError, ValueError):
             pass  # the spectral candidate is optional; the others remain
     rng = np.random.default_rng(seed)

@@ -90,7 +90,9 @@ def unframe(data: bytes, source: str):
     ------
     InputError
         Empty file, truncated length or message, a message that is not valid protobuf of the
-        expected type, a file or message over the size limits.
+        expected type, an empty node message, a node id seen before, a file or message over the
+        size limits (each at the first offending message: ten million zero bytes, each an empty
+        message, were all parsed, 6 GB, before the duplicate id was found).
     """
     if len(data) > MAX_TRACE_BYTES:
         raise InputError(source, f"{len(data)} bytes", f"at most {MAX_TRACE_BYTES} bytes")
@@ -103,6 +105,7 @@ def unframe(data: bytes, source: str):
     pos = 0
     meta = None
     nodes = []
+    seen: set[int] = set()
     index = 0
     while pos < n:
         # varint length
@@ -129,6 +132,8 @@ def unframe(data: bytes, source: str):
             raise InputError(
                 source, f"message {index} truncated ({n - pos} of {length} bytes)", ALLOWED
             )
+        if length == 0 and index > 0:  # a node without a field: not a node of any trace
+            raise InputError(source, f"message {index} is an empty Node", ALLOWED)
         cls = m.GlobalMetadata if index == 0 else m.Node
         try:
             msg = cls.FromString(view[pos : pos + length].tobytes())
@@ -141,6 +146,9 @@ def unframe(data: bytes, source: str):
         if index == 0:
             meta = msg
         else:
+            if msg.id in seen:
+                raise InputError(source, f"node id {msg.id} twice", "unique node ids")
+            seen.add(msg.id)
             nodes.append(msg)
         index += 1
     return meta, nodes

@@ -196,9 +196,19 @@ SettingsOption = Annotated[
 F = TypeVar("F", bound=Callable[..., Any])
 
 # Tables keep their columns when stdout is a pipe or a file (rich would assume 80 columns).
-stdout = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
-stderr = Console(stderr=True, soft_wrap=True)
+# markup off: names, paths and ids are the user's text, and "[/bold]" in a job name or a link id
+# was read as a closing tag (rich.errors.MarkupError, a traceback after the HTML was written)
+stdout = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160, markup=False)
+stderr = Console(stderr=True, soft_wrap=True, markup=False)
 
+
+GBPS_RANGE = (1e-3, 1e6)
+"""Rates a ``*_gbps`` option may take: 1 Mbps to 1 Pbps a port (the hardware catalogue's NICs
+stop at 1e6 Gbps too)."""
+
+MAX_OVERSUBSCRIPTION = 1024
+"""Largest ``--oversubscription``: a leaf of 1,024 server ports on one uplink (a 1e300:1 ask
+built a 1:1 Clos, said nowhere but a row's note)."""
 
 _INT_LIMIT = {"seed": 2**63 - 1}
 """Largest magnitude of an integer option (default 2**31 - 1: counts, ids and sizes; ports per
@@ -212,7 +222,8 @@ def check_edge_units(options: dict[str, Any]) -> None:
     magnitude (``--seed``: int64), so an absurd value is one line before any work, not an
     ``OverflowError`` or ``MemoryError`` deep inside.
 
-    By name: ``*_gbps`` options are rates in Gbps (finite, > 0), ``*_ms`` and ``*_us`` options
+    By name: ``*_gbps`` options are rates in Gbps (:data:`GBPS_RANGE`), ``--oversubscription`` a
+    ratio in 1..:data:`MAX_OVERSUBSCRIPTION`, ``*_ms`` and ``*_us`` options
     delays in ms or microseconds (finite, >= 0; a reconfiguration delay is ``--delay-us`` in
     every command), ``--efficiency`` a fraction in [0.001, 1]. The message names the option and the value as the user typed them, not the
     bytes/s or seconds the library sees.
@@ -223,6 +234,9 @@ def check_edge_units(options: dict[str, Any]) -> None:
     >>> check_edge_units({"link_gbps": -100.0})
     Traceback (most recent call last):
     traffic.errors.InputError: --link-gbps: got -100.0; allowed: a finite number of Gbps > 0
+    >>> check_edge_units({"link_gbps": 1e-300})
+    Traceback (most recent call last):
+    traffic.errors.InputError: --link-gbps: got 1e-300; allowed: a rate from 0.001 to 1,000,000 Gbps
     >>> check_edge_units({"time_limit": float("nan")})
     Traceback (most recent call last):
     traffic.errors.InputError: --time-limit: got nan; allowed: a finite number
@@ -257,6 +271,13 @@ def check_edge_units(options: dict[str, Any]) -> None:
             check_work_limit(option, value)
         if name.endswith("_gbps") and not (math.isfinite(value) and value > 0):
             raise InputError(option, value, "a finite number of Gbps > 0")
+        if name.endswith("_gbps") and not GBPS_RANGE[0] <= value <= GBPS_RANGE[1]:
+            # 1e-300 ended as "prices.nic_port: got 0.0", 1e300 as "port_bandwidth: got inf"
+            raise InputError(option, value, "a rate from 0.001 to 1,000,000 Gbps")
+        if name == "oversubscription" and not 1 <= value <= MAX_OVERSUBSCRIPTION:
+            raise InputError(
+                option, value, f"a ratio from 1 to {MAX_OVERSUBSCRIPTION:,} (leaf down:up ports)"
+            )
         if name.endswith("_ms") and not (math.isfinite(value) and value >= 0):
             raise InputError(option, value, "a finite number of ms >= 0")
         if name.endswith("_us") and not (math.isfinite(value) and value >= 0):
@@ -369,7 +390,7 @@ class CommandProgress:
                 TimeRemainingColumn,
             )
 
-            console = self._console or Console(file=sys.stderr, force_terminal=True)
+            console = self._console or Console(file=sys.stderr, force_terminal=True, markup=False)
             self._bar = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(bar_width=20),

@@ -567,7 +567,7 @@ def _evaluate_row(task: dict) -> dict:
         PER_PHASE_FABRICS,
         build_fabric,
         cost_columns,
-        rings_warning,
+        fabric_warning,
     )
     from topoopt.fabrics.cost import bill_of_materials
     from topoopt.flowsim.roofline import throughput_facts
@@ -668,7 +668,7 @@ def _evaluate_row(task: dict) -> dict:
         binding_link=link,
         mfu=throughput_facts(run.workload, t).get("mfu"),
         note=run.note or None,
-        rings_warning=rings_warning(run, f"{task['job']} / {nm}"),
+        fabric_warning=fabric_warning(run, f"{task['job']} / {nm}"),
         wall_s=time.perf_counter() - t0,
     )
     if task.get("phase_routing") and nm == "joint" and run.design is not None:
@@ -714,7 +714,7 @@ def _phase_routed(row: dict, run, task: dict) -> dict | None:
         "fabric": PHASE_ROUTED,
         "search_warning": None,  # said once, on the joint row
         "paths_warning": None,
-        "rings_warning": None,
+        "fabric_warning": None,
         "iteration_s": t,
         "comm_s": float(res.chosen.result.comm_s) if routed else row["comm_s"],
         "exposed_comm_s": (
@@ -1275,12 +1275,13 @@ class AdviseResult:
         """The rows' warnings, in row order: one line per affected (job, fabric) and kind, the
         search warnings first (``search_warning``: a design search fell back or was cut by the
         clock), then the capped routes (``paths_warning``: :func:`_simulate`), then the rings
-        that miss cables (``rings_warning``: :func:`~topoopt.app.studies.compare.rings_warning`)."""
+        that miss cables or a Clos not at the oversubscription asked (``fabric_warning``:
+        :func:`~topoopt.app.studies.compare.fabric_warning`)."""
         out = []
         for col in (
             "search_warning",
             "paths_warning",
-            "rings_warning",
+            "fabric_warning",
             "per_phase_warning",
             "phase_routing_warning",
         ):

@@ -252,6 +252,20 @@ def breakeven(
         )
     else:
         run, design_fabric = optical, str(optical.name)
+    gbps = B * 8 / 1e9
+    base = [prices.unit(item, gbps)[0] for item in MODES[mode]]
+    if not max(base) > 0:  # the factors scale it: every price tried would be 0
+        raise InputError(
+            "--prices", prices.source,
+            f"a positive {' or '.join(MODES[mode])} price (the breakeven scales it; "
+            f"the table's is {max(base):g} USD)",
+        )  # fmt: skip
+    if not run.capex_usd > 0:  # equal capex of nothing: no fat-tree, "inf ms", a range 0 to 0
+        raise InputError(
+            "--prices", prices.source,
+            f"a price table in which the {design_fabric} design costs more than 0 USD "
+            "(the breakeven prices a fat-tree at its capex)",
+        )  # fmt: skip
     opt = simulate_iteration(
         run.workload, run.fabric, routing=run.routing, exposed_by_class=False, reduction=True
     )

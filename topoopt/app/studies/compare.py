@@ -234,23 +234,27 @@ class FabricRun:
     (:func:`solvers.search_warning`)."""
     rings: dict | None = None
     """A torus or expander row: its NCCL-like rings
-    (:func:`topoopt.flowsim.fabric_rings.ring_facts`; :func:`rings_warning`)."""
+    (:func:`topoopt.flowsim.fabric_rings.ring_facts`)."""
+    warning: str = ""
+    """What the built fabric is not, of what was asked (:func:`fabric_warning`): a torus or
+    expander whose rings miss cables, a Clos of two or more tiers whose oversubscription differs
+    from the one asked (the leaves' ports round it)."""
 
 
-def rings_warning(run: FabricRun, label: str | None = None) -> str | None:
-    """The warning line of a torus or expander row whose rings do not use every cable pair
+def fabric_warning(run: FabricRun, label: str | None = None) -> str | None:
+    """The warning line of a row whose fabric is not what was asked, in a way its time carries:
+    a torus or expander whose rings do not use every cable pair
     (:func:`~topoopt.flowsim.fabric_rings.ring_facts`: fewer Hamiltonian cycles found than its
-    cables allow, or none above its server limit): its collectives over every server run slower
-    than the fabric allows, a handicap the row's time carries. None otherwise.
+    cables allow, or none above its server limit, so its collectives over every server run
+    slower than the fabric allows), or a Clos of two or more tiers built at another
+    oversubscription than the one asked (the leaves' ports round it; one switch serving every
+    server has none, which the row's note says). None otherwise.
 
-    >>> rings_warning(FabricRun("torus", None, None, rings={"full": False, "note": "rings: x"}))
+    >>> fabric_warning(FabricRun("torus", None, None, warning="rings: x"))
     'torus: rings: x'
-    >>> rings_warning(FabricRun("torus", None, None, rings={"full": True, "note": "rings: y"}))
+    >>> fabric_warning(FabricRun("torus", None, None))
     """
-    r = run.rings
-    if r is None or r["full"]:
-        return None
-    return f"{label or run.name}: {r['note']}"
+    return f"{label or run.name}: {run.warning}" if run.warning else None
 
 
 def cost_columns(run: FabricRun, prices=None) -> dict[str, Any]:
@@ -483,6 +487,8 @@ def switched_clos(
             f"oversubscription {oversubscription:g}:1 asked, {realised:g}:1 built "
             f"({plan.tiers} tier{'s' if plan.tiers > 1 else ''})"
         )
+        if plan.tiers > 1:  # one switch has no uplinks: the note says so, nothing to warn
+            run.warning = run.note
     return run
 
 
@@ -723,6 +729,8 @@ def build_fabric(
         run = FabricRun(name, fab, ring_workload(workload, fab, seed))
         run.rings = ring_facts(fab, seed)  # None below 3 servers (rank order is every ring)
         run.note = run.rings["note"] if run.rings else ""
+        if run.rings and not run.rings["full"]:
+            run.warning = run.note
         run.capex_usd, run.power_w = _price(fab, prices)
         return run
     run = FabricRun(name, fab, workload)

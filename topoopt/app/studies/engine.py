@@ -393,7 +393,7 @@ class Engine:
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
-            console=Console(file=sys.stderr),
+            console=Console(file=sys.stderr, markup=False),
             disable=not self.progress,
             transient=False,
         )

@@ -138,15 +138,15 @@ def simulate_plan(
             prices=prices,
         )
         fab, w, routing, label = run.fabric, run.workload, run.routing, fabric
-        from topoopt.app.studies.compare import cost_columns, rings_warning
+        from topoopt.app.studies.compare import cost_columns, fabric_warning
 
         priced = {"capex_usd": run.capex_usd, "power_w": run.power_w, **cost_columns(run, prices)}
         if run.design is not None:  # said on stderr and in the JSON (the CLI pops it)
             from solvers import search_warning
 
             priced["search_warning"] = search_warning(run.design, str(fabric))
-        if rings_warning(run) is not None:
-            priced["rings_warning"] = rings_warning(run)
+        if fabric_warning(run) is not None:
+            priced["fabric_warning"] = fabric_warning(run)
     # the flows of the workload the fabric runs (a design's rings change them); their sub-flows
     # are checked exactly once routed (topoopt.flowsim.work.check_subflows)
     check_work(w, reduced=reduction and priority is None and split_allreduce is None)

@@ -158,6 +158,16 @@ def collective_command(
         # sizes first: the servers bound the nodes, before the fabric is built
         check_collective_size(collective, algorithm, servers, servers)
     if design is not None:
+        # the design fixes its fabric: a fabric option beside it would be ignored in silence
+        # (--link-gbps 1 --degree 2 gave the design's own time)
+        given = {
+            "--degree": degree, "--link-gbps": link_gbps, "--dims": dims, "--k": k,
+            "--circuits": circuits, "--gpus": gpus,
+            "--oversubscription": None if oversubscription == 1.0 else oversubscription,
+        }  # fmt: skip
+        for name, value in given.items():
+            if value is not None:
+                raise InputError(name, value, "none with --design (the design sets its fabric)")
         fab, routing = _design_fabric(design)
     else:
         fab = build_collective_fabric(

@@ -201,12 +201,12 @@ def compare_command(
     table = res.table
     res.params["prices"] = price_table.source
     from solvers import search_warning
-    from topoopt.app.studies.compare import rings_warning
+    from topoopt.app.studies.compare import fabric_warning
 
     for run in res.runs:  # one line per search that fell back or was cut by the clock
         if run.design is not None:  # on stderr, and in the JSON document and the HTML report
             warn_line(search_warning(run.design, run.name))
-        warn_line(rings_warning(run))  # a torus / expander whose rings miss some cables
+        warn_line(fabric_warning(run))  # rings that miss cables, an oversubscription not built
     from topoopt.app.report.verdict import (
         best_rows,
         rounding_sentence,

@@ -119,7 +119,7 @@ def simulate_command(
             prices=None if prices is None and preset is None else resolve_prices(prices, preset),
         )
     warn_line(res.pop("search_warning", None))
-    warn_line(res.pop("rings_warning", None))  # a torus / expander whose rings miss cables
+    warn_line(res.pop("fabric_warning", None))  # rings missing cables, oversubscription not built
     warn_line(res["paths"]["note"])  # a cap that bound: stderr and JSON (None: nothing)
     check_finite(res, str(design) if design is not None else plan)  # never a null time
     from topoopt.app.report.study_verdicts import simulate_verdict
