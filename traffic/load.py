@@ -184,8 +184,8 @@ def with_gpus(plan, gpus: int | None, field: str = "--gpus"):
     Traceback (most recent call last):
     traffic.errors.InputError: --gpus: got 1000; allowed: a multiple of the model-parallel size 128
     """
-    if gpus is None:
-        return plan
+    if gpus is None or (isinstance(gpus, int) and not isinstance(gpus, bool) and gpus == plan.gpus):
+        return plan  # its own size: the plan as written (its name unchanged)
     from traffic.plan import load_plan
 
     g = plan.cluster.gpus_per_server

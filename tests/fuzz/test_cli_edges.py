@@ -100,6 +100,8 @@ def _one_error_line(args: list[str]) -> str:
         # the experts' options on a model without experts were accepted and ignored; a load of
         # 1e308 overflowed math.fsum (a traceback)
         (["traffic", "vgg16-dp", "--set", "options.expert_load=[1,1]"], "without experts"),
+        # design prices the switched fabrics it sizes only: on an optical design it was ignored
+        (["design", PLAN, "--degree", "2", "--preset", "topoopt-paper"], "--preset: got"),
         (
             [
                 "simulate",
@@ -194,6 +196,10 @@ def test_prewired_error_names_the_real_line_after_blank_lines(tmp_path):
             "transceiver: {100: {capex_usd: 0, power_w: 0}}\n"
             "patch_panel_port: {capex_usd: 0, power_w: 0}\nfibre: {capex_usd: 0, power_w: 0}\n",
             "in which the topoopt design costs more than 0 USD",
+        ),
+        (  # no model of the catalogue builds a Clos: "optical-faster ... against inf ms"
+            'switch_catalogue: [{name: "tiny", radix: 3, gbps: 100}]\n',
+            "a switch catalogue with a model that builds a Clos of",
         ),
     ],
 )

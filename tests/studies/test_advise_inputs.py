@@ -124,12 +124,18 @@ def test_equal_capex_sentence_says_same_time_instead_of_zero_percent_less():
                       "optics_share": [0.4, 0.4, 0.3],
                       "binding_class": [None] * 3, "binding_link": [None] * 3})  # fmt: skip
     j = {"equal_capex": equal_capex(t), "equal_iteration": equal_iteration(t)}
-    assert (j["equal_capex"]["winner"], j["equal_capex"]["runner_up"]) == ("fat-tree", "rail")
+    # fat-tree is faster by 1e-6 of the time and costs 2.770 / 1.539 = 1.80x rail's: the same
+    # time (advise.SAME_TIME), so the cheaper is the one to buy (it said "buy fat-tree ..., the
+    # same time as rail, which costs 1.80x less" until 2026-12-08)
+    assert (j["equal_capex"]["winner"], j["equal_capex"]["runner_up"]) == ("rail", "fat-tree")
     first = verdict_sentences("llama", t, j, 11.5)[0]
-    # fat-tree is faster by 1e-6 of the time and costs 2.770 / 1.539 = 1.80x rail's
     assert first.endswith(
-        "11.69 s per iteration, the same time as rail (11.69 s), which costs 1.80x less."
+        "11.69 s per iteration, the same time as fat-tree (11.69 s) for 1.80x less capex."
     ), first
+    t.loc[1, "iteration_s"] = 11.68646 * (1 + 0.001)  # 0.1 % slower: not the same time
+    j = {"equal_capex": equal_capex(t), "equal_iteration": equal_iteration(t)}
+    first = verdict_sentences("llama", t, j, 11.5)[0]
+    assert j["equal_capex"]["winner"] == "fat-tree" and "0.1 % less than rail" in first, first
     t.loc[1, "iteration_s"] = 11.68646  # an exact tie: the cheaper (rail) wins
     j = {"equal_capex": equal_capex(t), "equal_iteration": equal_iteration(t)}
     first = verdict_sentences("llama", t, j, 11.5)[0]

@@ -143,3 +143,19 @@ def test_a_fabric_that_cannot_be_built_gets_a_row():
     assert rows["expander"]["iteration_s"] is None and rows["expander"]["capex_usd"] is None
     for name in ("ideal", "fat-tree"):
         assert math.isfinite(rows[name]["iteration_s"]) and rows[name].get("error") is None
+
+
+def test_a_table_with_no_product_built_still_prints(tmp_path):
+    """Only the ideal switch built (a torus of one port): the table and its CSV, the row's
+    reason, exit 0 (the highlight looked for the fastest product among none: a ValueError
+    traceback after the CSV was written)."""
+    from typer.testing import CliRunner
+
+    from topoopt.app.cli.app import app
+
+    csv = tmp_path / "c.csv"
+    argv = ["compare", "dlrm", "--fabrics", "ideal,torus", "--degree", "1", "--csv", str(csv)]
+    r = CliRunner().invoke(app, argv)
+    assert r.exit_code == 0, r.output[-2000:]
+    assert "torus: not built: degree: got 1" in r.stderr and "ideal" in r.stdout
+    assert csv.read_text().count("\n") == 3  # the header and the two rows

@@ -100,6 +100,23 @@ def test_design_cli_names_gpu_nics_efficiency(tmp_path):
     assert doc["tflops_per_gpu"] > 0 and doc["verdict"]
     r = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "d.json")])
     assert r.exit_code == 2 and "--out" in r.output and "optical or hybrid" in r.output
+    # --prices sizes and prices it as compare's row does (design had no such option): every
+    # switch port at 10x the default price, the same catalogue switch, a dearer fabric
+    from topoopt.fabrics.cost import load_prices
+
+    p = load_prices()
+    dear = {"switch_port": {s: {**e, "capex_usd": 10 * e["capex_usd"]}
+                            for s, e in p.data["switch_port"].items()}}  # fmt: skip
+    table = tmp_path / "dear.yaml"
+    table.write_text(json.dumps(dear))
+    doc2 = json.loads(CliRunner().invoke(app, [*args, "--prices", str(table), "--json"]).stdout)
+    assert doc2["prices"] == str(table) and doc["prices"] == "default"
+    assert doc2["capex_usd"] > doc["capex_usd"]
+    want = design_switched(
+        workload_from_plan(json.loads(plan.read_text())), "rail-only", 2, 12.5e9,
+        prices=load_prices(str(table)),
+    )  # fmt: skip
+    assert doc2["capex_usd"] == want.to_dict()["capex_usd"]
 
 
 def test_too_many_nics_for_any_clos_names_the_degree_and_the_most_that_fit():

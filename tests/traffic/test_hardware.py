@@ -116,3 +116,30 @@ def test_an_unknown_gpu_lists_the_catalogue():
     with pytest.raises(InputError) as e:
         gpu_spec("h100")
     assert "cluster.gpu" in str(e.value) and "h100-sxm" in str(e.value)
+
+
+def test_the_default_gpu_is_the_catalogues_a100(tmp_path, monkeypatch):
+    """A plan without ``cluster.gpu`` computes on the catalogue's ``a100-80gb``: a user file that
+    overrides it applies there as it does to ``--gpu a100-80gb`` (it was read only for plans
+    naming a GPU: 312 and 3,120 TFLOP/s for one name in one environment), and a broken file is
+    refused there too."""
+    from topoopt.flowsim.roofline import A100, workload_gpu
+    from traffic.build import workload_from_plan
+
+    plan = {"model": "vgg16", "parallelism": {"dp": 2, "micro_batch_size": 4,
+            "global_batch_size": 8}, "cluster": {"servers": 1, "gpus_per_server": 2}}  # fmt: skip
+    assert workload_gpu(workload_from_plan(plan)) == A100  # the packaged figures: unchanged
+    p = tmp_path / "hw.yaml"
+    p.write_text(
+        "gpus:\n  a100-80gb: {label: A100 x10, bf16_tflops: 3120, hbm_gb: 80,"
+        " hbm_tb_per_s: 2.039, scale_up_gb_per_s: 300, scale_up_domain: 8, efficiency: 0.5,"
+        " source: test, efficiency_source: test}\n"
+    )
+    monkeypatch.setenv("TOPOOPT_HARDWARE", str(p))
+    g = workload_gpu(workload_from_plan(plan))
+    named = workload_gpu(workload_from_plan({**plan, "cluster": {**plan["cluster"],
+                                                                "gpu": "a100-80gb"}}))  # fmt: skip
+    assert g.peak_flops == named.peak_flops == 3120e12 and g.efficiency == 0.5
+    monkeypatch.setenv("TOPOOPT_HARDWARE", str(tmp_path / "missing.yaml"))
+    with pytest.raises(InputError, match="TOPOOPT_HARDWARE"):
+        workload_gpu(workload_from_plan(plan))

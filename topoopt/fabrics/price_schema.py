@@ -136,6 +136,8 @@ def validate_price_table(data: Any, name: str) -> dict[str, Any]:
     ...
     traffic.errors.InputError: p.yaml fibre.capex_usd: got '5'; allowed: a valid number
     """
+    if data is None:  # an empty file (or one of comments): "got 'NoneType'" said nothing
+        raise InputError(name, "an empty file", "a YAML mapping of price entries")
     if not isinstance(data, dict):
         raise InputError(name, type(data).__name__, "a YAML mapping of price entries")
     out: dict[str, Any] = {}

@@ -175,8 +175,22 @@ def plan_gpu(plan) -> RooflineParams:
 
 
 def _default(efficiency: float | None) -> RooflineParams:
-    """:data:`A100`, at ``efficiency`` when a plan without ``cluster.gpu`` sets one."""
-    return A100 if efficiency is None else replace(A100, efficiency=float(efficiency))
+    """:data:`A100`, at ``efficiency`` when a plan without ``cluster.gpu`` sets one, with the
+    figures of the hardware catalogue's ``a100-80gb`` (a ``TOPOOPT_HARDWARE`` file that
+    overrides that entry applies here too, and a broken one is refused here too: it was read
+    only for plans naming a GPU, so one name meant two GPUs in one environment)."""
+    from traffic.hardware import load_catalogue
+
+    spec = load_catalogue().gpus["a100-80gb"]
+    base = A100
+    if (spec.peak_flops, spec.memory_bandwidth, spec.efficiency) != (
+        A100.peak_flops, A100.memory_bandwidth, A100.efficiency
+    ):  # fmt: skip
+        base = replace(
+            A100, peak_flops=float(spec.peak_flops), efficiency=float(spec.efficiency),
+            memory_bandwidth=float(spec.memory_bandwidth),
+        )  # fmt: skip
+    return base if efficiency is None else replace(base, efficiency=float(efficiency))
 
 
 def _params(g) -> RooflineParams:

@@ -50,16 +50,24 @@ def shown_name(fabric: str) -> str:
     return f"{fabric} (bound)" if fabric in BOUNDS else fabric
 
 
-def ideal_note(ratio: float) -> str:
+def ideal_note(ratio: float, fabric: str = "") -> str:
     """The parenthesis after a ratio to the ideal switch: a bound, or, for a row that finished
-    sooner, why it can (max-min sharing is not the schedule that finishes soonest).
+    sooner, why it can: its switches aggregate gradients (a ``*-ina`` fabric: the ideal switch
+    carries every worker's copy), or max-min sharing is not the schedule that finishes soonest.
 
     >>> print(ideal_note(1.2)); print(ideal_note(0.99891))
     (a bound, not a product)
     (a fluid bound, not a product: max-min sharing on this fabric's links finished 0.109 % sooner, docs/model.md)
+    >>> print(ideal_note(0.601, "fat-tree-ina"))
+    (a bound for networks that only forward, not a product: this fabric's switches add the gradients in the network, 39.9 % sooner, docs/ina.md)
     """  # noqa: E501
     if not ratio < 1.0:
         return "(a bound, not a product)"
+    if str(fabric).endswith("-ina"):
+        return (
+            "(a bound for networks that only forward, not a product: this fabric's switches "
+            f"add the gradients in the network, {100 * (1 - ratio):.3g} % sooner, docs/ina.md)"
+        )
     return (
         f"(a fluid bound, not a product: max-min sharing on this fabric's links finished "
         f"{100 * (1 - ratio):.3g} % sooner, docs/model.md)"
@@ -100,16 +108,40 @@ def equal_capex_rows(table: pd.DataFrame) -> pd.DataFrame:
     return products[ok & (products["capex_usd"] <= c0 + EQUAL_CAPEX_RTOL * abs(c0))]
 
 
+def fastest_product(table: pd.DataFrame):
+    """The label of the fastest product row (not a bound, built), of rows within
+    :data:`TIE_RTOL` of the fastest the cheapest (a fat-tree of a 65,536-port switch was named
+    "fastest overall" at 12.5 M$ beside a hybrid of the same time at 0.064 M$), and the labels
+    of the others within it; ``(None, [])`` without one.
+
+    >>> t = pd.DataFrame({"fabric": ["ideal", "fat-tree", "hybrid"],
+    ...                   "iteration_s": [1.0, 1.2, 1.2 * (1 + 1e-15)],
+    ...                   "capex_usd": [0.0, 12.5e6, 6.4e4]})
+    >>> fastest_product(t)
+    (2, [1])
+    """
+    t = pd.to_numeric(table["iteration_s"], errors="coerce")
+    products = table[~table["fabric"].isin(BOUNDS) & t.notna()]
+    if not len(products):
+        return None, []
+    tp = t[products.index].astype(float)
+    tied = products[tp <= float(tp.min()) * (1 + TIE_RTOL)]
+    cost = pd.to_numeric(tied["capex_usd"], errors="coerce").fillna(float("inf"))
+    order = sorted(tied.index, key=lambda i: (float(cost[i]), float(tp[i])))
+    return order[0], order[1:]
+
+
 def best_rows(table: pd.DataFrame) -> set[int]:
     """Positions of the rows to highlight: the fastest product overall and the fastest at equal
     capex."""
-    products = table[~table["fabric"].isin(BOUNDS)]
     out = set()
-    if len(products):
-        out.add(table.index.get_loc(products["iteration_s"].idxmin()))
+    best, _ = fastest_product(table)  # rows not built have no time
+    if best is not None:
+        out.add(table.index.get_loc(best))
     same = equal_capex_rows(table)
+    same = same[pd.to_numeric(same["iteration_s"], errors="coerce").notna()]
     if len(same) >= 2:
-        out.add(table.index.get_loc(same["iteration_s"].idxmin()))
+        out.add(table.index.get_loc(same["iteration_s"].astype(float).idxmin()))
     return out
 
 
@@ -154,7 +186,6 @@ def verdict_sentences(table: pd.DataFrame, iterations: Mapping[str, Any] | None 
     At equal capex (at most 0.077 M$, joint's capex), fat-tree-cost-equivalent is the fastest: 1200 ms per iteration for 0.077 M$, 20.0 % less than joint (1500 ms, 0.077 M$).
     Fastest overall: fat-tree-cost-equivalent, 1.200x the ideal switch (a bound, not a product), for 0.077 M$.
     """  # noqa: E501
-    products = table[~table["fabric"].isin(BOUNDS) & table["iteration_s"].notna()]
     out = []
     same = equal_capex_rows(table).sort_values("iteration_s", kind="stable")
     runner = None
@@ -174,12 +205,18 @@ def verdict_sentences(table: pd.DataFrame, iterations: Mapping[str, Any] | None 
                 f"{head}, {win['fabric']} is the fastest: {tw} per iteration for {cw}, "
                 f"{100 * gain:.1f} % less than {runner['fabric']} ({tr}, {cr})."
             )
-    if len(products):
-        best = products.loc[products["iteration_s"].idxmin()]
+    at, also = fastest_product(table)
+    if at is not None:
+        best = table.loc[at]
+        tie = "".join(
+            f"; {table.loc[i, 'fabric']} is as fast (within {100 * TIE_RTOL:.1f} %) for "
+            f"{float(table.loc[i, 'capex_usd']) / 1e6:.3f} M$"
+            for i in also
+        )
         out.append(
             f"Fastest overall: {best['fabric']}, {float(best['ratio_to_ideal']):.3f}x the ideal "
-            f"switch {ideal_note(float(best['ratio_to_ideal']))}, for "
-            f"{float(best['capex_usd']) / 1e6:.3f} M$."
+            f"switch {ideal_note(float(best['ratio_to_ideal']), str(best['fabric']))}, for "
+            f"{float(best['capex_usd']) / 1e6:.3f} M${tie}."
         )
     if iterations and runner is not None and runner["fabric"] in iterations:
         why = _binding(str(runner["fabric"]), iterations[runner["fabric"]])

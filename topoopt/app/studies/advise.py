@@ -17,7 +17,8 @@ Then, per job (:func:`judge`):
 - **Pareto**: the rows no other row beats on capex, power and iteration time at once.
 - **Equal capex**: the budget is ``budget_usd``, else the capex of the full-bisection Clos
   (``fat-tree``, what a buyer gets by default). Among the rows within the budget (plus
-  :data:`RTOL`), the fastest wins; its margin is over the runner-up.
+  :data:`RTOL`), the fastest wins, and of rows at the same time (within :data:`SAME_TIME`) the
+  cheapest; its margin is over the runner-up.
 - **Equal iteration**: the target is ``target_iteration_s``, else the full-bisection Clos's
   iteration time. Among the rows at most the target (plus :data:`RTOL`), the cheapest wins;
   ``capex_ratio`` is the runner-up's capex over the winner's.
@@ -119,6 +120,10 @@ PHASE_ROUTED = "joint-phased"
 
 RTOL = 0.02
 """A row is within a budget (a target) when it exceeds it by at most this fraction."""
+
+SAME_TIME = 0.0005
+"""Two iteration times within this fraction are the same time (the verdict prints "the same time
+as"): at equal capex such a tie goes to the cheaper row (:func:`equal_capex`)."""
 
 ECMP_PATHS = 32
 """ECMP paths a server pair (a rail switch pair on a rail fabric) when every path does not fit
@@ -895,6 +900,10 @@ def equal_capex(rows: pd.DataFrame, budget_usd: float | None = None) -> dict:
     >>> r = equal_capex(t)
     >>> r["winner"], r["runner_up"], round(r["margin"], 3), r["within"]
     ('fat-tree', 'rail-only', 0.2, ['fat-tree', 'rail-only'])
+    >>> t.loc[1, "iteration_s"] = 2.0 * (1 + 1e-15)  # the same time: the cheaper row
+    >>> r = equal_capex(t)
+    >>> r["winner"], r["runner_up"], r["margin"] < 0
+    ('rail-only', 'fat-tree', True)
     """
     if budget_usd is None:
         ref = _default_ref(rows)
@@ -902,6 +911,12 @@ def equal_capex(rows: pd.DataFrame, budget_usd: float | None = None) -> dict:
     ok = rows[rows["capex_usd"] <= budget_usd * (1 + RTOL)].sort_values(
         ["iteration_s", "capex_usd"], kind="stable"
     )
+    if len(ok):  # the same time (:data:`SAME_TIME`) goes to the cheaper row: a design 2e-15 s
+        # faster than the torus was "bought" at 1.2x its capex
+        t = ok["iteration_s"].astype(float)
+        tied = ok[t * (1 - SAME_TIME) < float(t.iloc[0])]
+        first = tied.sort_values(["capex_usd", "iteration_s"], kind="stable").index[0]
+        ok = pd.concat([ok.loc[[first]], ok.drop(index=first)])
     out: dict[str, Any] = {"budget_usd": float(budget_usd), "within": ok["fabric"].tolist()}
     out["winner"] = ok["fabric"].iloc[0] if len(ok) else None
     r = _runner_up(ok)
@@ -1006,8 +1021,8 @@ def verdict_sentences(job: str, rows: pd.DataFrame, judged: dict, ideal_s: float
         if ec["runner_up"] is not None:
             r = by.loc[ec["runner_up"]]
             cheaper = float(r["capex_usd"]) / float(w["capex_usd"]) if w["capex_usd"] > 0 else 0
-            if ec["margin"] < 0.0005:  # "0.0 % less" says nothing: a tie of time (e.g. rail
-                # and fat-tree both at the ideal switch's), decided by the capex
+            if ec["margin"] < SAME_TIME:  # "0.0 % less" says nothing: a tie of time (e.g.
+                # rail and fat-tree both at the ideal switch's), decided by the capex
                 s += f", the same time as {ec['runner_up']} ({float(r['iteration_s']):.4g} s)"
                 if cheaper >= 1.005:
                     s += f" for {cheaper:.2f}x less capex"

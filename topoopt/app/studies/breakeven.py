@@ -260,7 +260,8 @@ def breakeven(
             f"a positive {' or '.join(MODES[mode])} price (the breakeven scales it; "
             f"the table's is {max(base):g} USD)",
         )  # fmt: skip
-    if not run.capex_usd > 0:  # equal capex of nothing: no fat-tree, "inf ms", a range 0 to 0
+    # equal capex of nothing: no fat-tree, "against inf ms", a price range "0 to 0 USD"
+    if not cost(run.fabric, prices).capex_usd > 0:
         raise InputError(
             "--prices", prices.source,
             f"a price table in which the {design_fabric} design costs more than 0 USD "
@@ -280,6 +281,15 @@ def breakeven(
     for f in GRID:
         say(f"breakeven: factor {f:g}")
         rows.append(probe.point(f))
+    built = [
+        r for r in rows if r.get("iteration_s") is not None and math.isfinite(r["iteration_s"])
+    ]
+    if not built:  # no catalogue switch builds a Clos at any price: not a win of the design
+        raise InputError(
+            "--prices", prices.source,
+            f"a switch catalogue with a model that builds a Clos of {workload.servers:,} servers "
+            f"x {d} NICs at {gbps:g} Gbps (none of the table's does, at any price tried)",
+        )  # fmt: skip
     vals = [g(r) for r in rows]
     bracket = None
     for a, b in zip(range(len(GRID)), range(1, len(GRID)), strict=False):

@@ -423,9 +423,24 @@ def _no_clos(n: int, degree: int, gbps: float, oversubscription: float, prices, 
             lo, hi = (mid, hi) if fits(mid) else (lo, mid)
         raise InputError(
             "degree", degree,
-            f"at most {lo} NICs per server for {n:,} servers on a Clos of {gbps:g}G switches",
+            f"at most {lo} NICs per server for {n:,} servers on a Clos of {gbps:g}G switches "
+            f"of {_catalogue_of(prices)}",
         )  # fmt: skip
-    raise InputError("servers", n, f"a cluster a three-tier Clos of {gbps:g}G switches serves")
+    raise InputError(
+        "servers", n,
+        f"a cluster a three-tier Clos of {gbps:g}G switches of {_catalogue_of(prices)} serves",
+    )  # fmt: skip
+
+
+def _catalogue_of(prices) -> str:
+    """Whose switch catalogue a Clos was sized from, for a refusal: the default table's, or the
+    ``switch_catalogue`` of the ``--prices`` file (a radix-3 catalogue was told as a server
+    count the fabric cannot serve, naming neither)."""
+    from topoopt.fabrics.cost import load_prices
+
+    table = load_prices() if prices is None else prices
+    src = getattr(table, "source", "default")
+    return "the default price table" if src == "default" else f"the switch_catalogue of {src}"
 
 
 def switched_clos(

@@ -19,6 +19,8 @@ from topoopt.app.cli.common import (
     GpuOption,
     GpusOption,
     OcsLayoutKind,
+    PresetOption,
+    PricesOption,
     ReductionOption,
     SettingsOption,
     command_progress,
@@ -180,6 +182,8 @@ def design_command(
     settings: SettingsOption = None,
     gpus: GpusOption = None,
     reduction: ReductionOption = True,
+    prices: PricesOption = None,
+    preset: PresetOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the design as JSON")] = False,
     force: Annotated[bool, typer.Option(help="Overwrite existing output files")] = False,
 ) -> None:
@@ -231,12 +235,21 @@ def design_command(
     )
     nic_hint(gpu, link_gbps)
     if fabric in SWITCHED:
+        from topoopt.fabrics.cost import resolve_prices
+
+        table = None if prices is None and preset is None else resolve_prices(prices, preset)
         _switched(
             workload, fabric.value, degree, link_gbps,
             1.0 if oversubscription is None else oversubscription, graphml, as_json, reduction,
-            efficiency,
+            efficiency, table,
         )  # fmt: skip
         return
+    if prices is not None or preset is not None:  # an optical design is not priced here
+        raise InputError(
+            "--prices" if prices is not None else "--preset", prices or preset,
+            "none without --fabric rail or rail-only (the switched fabrics design sizes and "
+            "prices; compare and advise price an optical design)",
+        )  # fmt: skip
     if oversubscription is None:
         oversubscription = 4.0
     from topoopt.flowsim.work import check_work
@@ -384,7 +397,7 @@ def design_command(
 
 def _switched(
     workload, layout, degree, link_gbps, oversubscription, graphml, as_json, reduction=True,
-    efficiency=None,
+    efficiency=None, prices=None,
 ) -> None:  # fmt: skip
     """``design --fabric rail|rail-only``: the cheapest catalogue Clos, its candidates, its
     simulated iteration (:func:`topoopt.app.studies.switched_design.design_switched`)."""
@@ -399,9 +412,11 @@ def _switched(
             degree,
             gbps_to_bytes_per_s(link_gbps),
             oversubscription=oversubscription,
+            prices=prices,
             reduction=reduction,
         )
     doc = {**d.to_dict(), "params": {"reduction": bool(reduction), "efficiency": efficiency}}
+    doc["prices"] = "default" if prices is None else prices.source
     info = doc["fabric_info"]
     tiers = info["tiers"]
     per_tier = ", ".join(
