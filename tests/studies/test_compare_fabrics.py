@@ -159,3 +159,20 @@ def test_a_table_with_no_product_built_still_prints(tmp_path):
     assert r.exit_code == 0, r.output[-2000:]
     assert "torus: not built: degree: got 1" in r.stderr and "ideal" in r.stdout
     assert csv.read_text().count("\n") == 3  # the header and the two rows
+
+
+def test_a_catalogue_without_the_link_speed_is_said(tmp_path):
+    """A price table whose switch catalogue has no model at the NICs' speed: the Clos rows are
+    priced as a 64-port switch at that speed, per port (documented), and now the row's note and
+    a warning line say so (it was silent); the default table, which has 100G switches, says
+    nothing."""
+    from topoopt.app.studies.compare import fabric_warning
+
+    w = _ring_workload(16)
+    table = tmp_path / "p.yaml"
+    table.write_text('switch_catalogue: [{name: "slow", radix: 64, gbps: 10}]\n')
+    run = build_fabric("fat-tree", w, 4, 12.5e9, prices=load_prices(str(table)))
+    said = "no switch of the price table's catalogue runs at 100 Gbps: priced as 64x100G"
+    assert run.note.startswith(said) and fabric_warning(run).startswith(f"fat-tree: {said}")
+    assert run.cost_detail["fabric_info"]["switch"] == "64x100G (priced per port)"
+    assert fabric_warning(build_fabric("fat-tree", w, 4, 12.5e9)) is None

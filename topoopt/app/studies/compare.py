@@ -496,14 +496,24 @@ def switched_clos(
         "power_breakdown": rep.power_by_component,
         "fabric_info": info,
     }
+    notes, warns = [], []
+    if plan.model.name.endswith("(priced per port)"):  # no catalogue switch at this speed
+        said = (
+            f"no switch of the price table's catalogue runs at {plan.model.gbps:g} Gbps: "
+            f"priced as {plan.model.name}"
+        )
+        notes.append(said)
+        warns.append(said)
     realised = plan.shape.oversubscription
     if abs(realised - oversubscription) > 1e-9:
-        run.note = (
+        said = (
             f"oversubscription {oversubscription:g}:1 asked, {realised:g}:1 built "
             f"({plan.tiers} tier{'s' if plan.tiers > 1 else ''})"
         )
+        notes.append(said)
         if plan.tiers > 1:  # one switch has no uplinks: the note says so, nothing to warn
-            run.warning = run.note
+            warns.append(said)
+    run.note, run.warning = "; ".join(notes), "; ".join(warns)
     return run
 
 
