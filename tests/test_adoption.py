@@ -261,3 +261,26 @@ def test_the_time_limit_clock_starts_with_the_process(monkeypatch):
     ps = subprocess.run(["ps", "-o", "etimes=", "-p", str(os.getpid())], capture_output=True,
                         text=True, check=True)  # fmt: skip
     assert 0 <= age and abs(age - min(float(ps.stdout), 600.0)) <= 2.0
+
+
+def test_work_limit_reaches_the_designed_rows_of_simulate_compare_and_advise():
+    """``--work-limit`` (as ``design``'s) on the commands whose rows run a design search: the
+    warning that says a simulation did not fit the work limit now names a limit the user can
+    raise there (it named the default 40 units, which only ``design`` could change)."""
+    from topoopt.app.studies.advise import _evaluate_row
+    from topoopt.fabrics.cost import load_prices
+    from traffic.plan import load_plan
+
+    base = ["vgg16-dp", "--degree", "4", "--work-limit", "0.001", "--json"]
+    for argv in (["simulate", "--fabric", "joint"], ["compare", "--fabrics", "ideal,joint"]):
+        r = runner.invoke(app, [argv[0], base[0], *argv[1:], *base[1:]])
+        assert r.exit_code == 0, r.stderr[-2000:]
+        said = json.loads(r.stdout)["warnings"]
+        assert len(said) == 1 and "does not fit the work limit (0.001 units)" in said[0], said
+    task = {
+        "job": "vgg", "plan": load_plan("vgg16-dp"), "weight": 1.0, "fabric": "joint",
+        "degree": 4, "link_bandwidth": 12.5e9, "oversubscription": 4.0, "seed": 0,
+        "time_limit_s": 900.0, "prices": load_prices(), "work_limit": 0.001,
+    }  # fmt: skip
+    row = _evaluate_row(task)
+    assert "does not fit the work limit (0.001 units)" in row["search_warning"]

@@ -46,6 +46,7 @@ __all__ = [
     "given_options",
     "GpuOption",
     "GpusOption",
+    "WorkLimitOption",
     "EfficiencyOption",
     "nic_hint",
     "OcsLayoutKind",
@@ -180,6 +181,18 @@ GpusOption = Annotated[
 ]
 """``--gpus`` of every command that reads one plan, and ``advise``'s jobs
 (:func:`traffic.load.with_gpus`)."""
+
+WorkLimitOption = Annotated[
+    float | None,
+    typer.Option(
+        "--work-limit",
+        help="Deterministic work budget of each designed fabric's search (joint, hybrid's "
+        "routing), as design --work-limit (default: the solver's); raise it when a warning says "
+        "a simulation did not fit it",
+    ),
+]
+"""``--work-limit`` of ``simulate``, ``compare`` and ``advise``: the designed rows' searches
+(:func:`topoopt.app.studies.compare.build_fabric`'s ``work_limit``)."""
 
 SettingsOption = Annotated[
     list[str] | None,

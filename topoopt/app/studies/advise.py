@@ -603,6 +603,7 @@ def _evaluate_row(task: dict) -> dict:
             nm, wl, task["degree"], task["link_bandwidth"],
             oversubscription=task["oversubscription"], seed=task["seed"],
             time_limit_s=task["time_limit_s"], prices=task["prices"],
+            work_limit=task.get("work_limit"),
         )  # fmt: skip
         if run.fabric.n_servers > 1:
             run.fabric.check_connected()
@@ -1476,6 +1477,7 @@ def advise(
     seed: int = 0,
     time_limit_s: float = 30.0,
     prices=None,
+    work_limit: float | None = None,
     workers: int = 1,
     address: str | None = None,
     progress: bool = True,
@@ -1545,6 +1547,7 @@ def advise(
         "degree": int(degree), "link_bandwidth": float(link_bandwidth),
         "oversubscription": float(oversubscription), "seed": int(seed),
         "time_limit_s": float(time_limit_s), "prices": table,
+        "work_limit": None if work_limit is None else float(work_limit),
     }  # fmt: skip
     if per_phase_delay_s is not None:
         common["per_phase_delay_s"] = float(per_phase_delay_s)
@@ -1671,6 +1674,7 @@ def advise(
         "oversubscription": float(oversubscription),
         "seed": int(seed),
         "time_limit_s": float(time_limit_s),
+        "work_limit": None if work_limit is None else float(work_limit),
         "prices": table.source,
         "jobs": [{"name": j.name, "weight": j.weight, "gpus": j.plan.gpus} for j in scaled],
         "families": {k: list(v) for k, v in FAMILIES.items()},

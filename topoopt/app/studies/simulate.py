@@ -45,6 +45,7 @@ def simulate_plan(
     max_paths: int | None = None,
     rounding_check: int = 0,
     prices=None,
+    work_limit: float | None = None,
 ) -> dict[str, Any]:
     """Simulate ``plan`` on a design file or a fabric kind (priced with ``prices``, a
     :class:`~topoopt.fabrics.cost.PriceTable`; None: the defaults).
@@ -136,6 +137,7 @@ def simulate_plan(
             progress=progress,
             time_limit_s=time_limit_s,
             prices=prices,
+            work_limit=work_limit,
         )
         fab, w, routing, label = run.fabric, run.workload, run.routing, fabric
         from topoopt.app.studies.compare import cost_columns, fabric_warning

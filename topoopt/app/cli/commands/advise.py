@@ -27,6 +27,7 @@ from topoopt.app.cli.common import (
     PricesOption,
     RoundingCheckOption,
     SettingsOption,
+    WorkLimitOption,
     emit_json,
     handle_errors,
     nic_hint,
@@ -65,6 +66,7 @@ def advise_command(
     time_limit: Annotated[
         float, typer.Option(help="Wall-clock cap of the joint optimizer, seconds")
     ] = DEFAULT_TIME_LIMIT_S,
+    work_limit: WorkLimitOption = None,
     seed: Annotated[int, typer.Option(help="Seed of every random choice")] = DEFAULT_SEED,
     prices: PricesOption = None,
     preset: PresetOption = None,
@@ -125,7 +127,7 @@ def advise_command(
         link_bandwidth=gbps_to_bytes_per_s(link_gbps), budget_usd=budget,
         target_iteration_s=target_iteration_s,
         oversubscription=oversubscription, seed=seed, time_limit_s=time_limit,
-        prices=price_table, workers=workers, address=address, progress=True,
+        work_limit=work_limit, prices=price_table, workers=workers, address=address, progress=True,
         cosearch=cosearch, finalists=finalists, screen=screen, per_phase_delay_s=delay_s,
         phase_routing=phase_routing, rounding_check=rounding_check,
     )  # fmt: skip

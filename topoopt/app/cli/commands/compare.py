@@ -27,6 +27,7 @@ from topoopt.app.cli.common import (
     RoundingCheckOption,
     SettingsOption,
     SplitAllreduceOption,
+    WorkLimitOption,
     command_progress,
     emit_json,
     given_options,
@@ -130,6 +131,7 @@ def compare_command(
     time_limit: Annotated[
         float, typer.Option(help="Seconds for the joint optimizer")
     ] = DEFAULT_TIME_LIMIT_S,
+    work_limit: WorkLimitOption = None,
     seed: Annotated[int, typer.Option(help="Seed of every random choice")] = DEFAULT_SEED,
     prices: PricesOption = None,
     preset: PresetOption = None,
@@ -187,6 +189,7 @@ def compare_command(
             oversubscription=oversubscription,
             seed=seed,
             time_limit_s=time_limit,
+            work_limit=work_limit,
             prices=price_table,
             progress=bar,
             priority=priority,

@@ -25,6 +25,7 @@ from topoopt.app.cli.common import (
     RoundingCheckOption,
     SettingsOption,
     SplitAllreduceOption,
+    WorkLimitOption,
     command_progress,
     emit_json,
     handle_errors,
@@ -74,6 +75,7 @@ def simulate_command(
     time_limit: Annotated[
         float, typer.Option(help="Seconds for a designed fabric's search (joint, topoopt-best)")
     ] = DEFAULT_TIME_LIMIT_S,
+    work_limit: WorkLimitOption = None,
     max_paths: Annotated[
         int | None,
         typer.Option(
@@ -114,6 +116,7 @@ def simulate_command(
             gpus=gpus,
             reduction=reduction,
             time_limit_s=time_limit,
+            work_limit=work_limit,
             max_paths=max_paths,
             rounding_check=rounding_check,
             prices=None if prices is None and preset is None else resolve_prices(prices, preset),
