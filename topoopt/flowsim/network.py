@@ -128,7 +128,9 @@ class _RouteMemo:
         self.ps: PathSet | None = None
         self.capped: np.ndarray | None = None  # per pair: more paths than the cap (or None)
 
-    def subset(self, fabric, method: str, uniq: np.ndarray) -> PathSet | None:
+    def subset(
+        self, fabric, method: str, uniq: np.ndarray
+    ) -> tuple[PathSet, np.ndarray | None] | None:
         if self.ps is None or self.fabric is None or self.fabric() is not fabric:
             return None
         if self.method != method:
@@ -139,7 +141,8 @@ class _RouteMemo:
         pos = np.minimum(pos, self.uniq.size - 1)
         if not np.array_equal(self.uniq[pos], uniq):
             return None
-        return self.ps.take(pos)
+        capped = None if self.capped is None else self.capped[pos]
+        return self.ps.take(pos), capped
 
     def offer(
         self, fabric, method: str, uniq: np.ndarray, ps: PathSet, capped: np.ndarray | None
@@ -441,17 +444,15 @@ class Network:
         uniq, inv = _unique_inverse(src * n + dst)
         ck = ("routes", self._route_key, uniq.tobytes())
         if ck not in self._cache:
-            ps = _SHARED_ROUTES.subset(self.fabric, self._route_key, uniq)
-            if ps is None:
+            held = _SHARED_ROUTES.subset(self.fabric, self._route_key, uniq)
+            if held is None:
                 got: dict = {}
                 ps = self._route(np.column_stack([uniq // n, uniq % n]), got)
                 _SHARED_ROUTES.offer(self.fabric, self._route_key, uniq, ps, got.get("capped"))
-            elif self.max_paths is not None and _SHARED_ROUTES.capped is not None:
-                pos = np.minimum(
-                    np.searchsorted(_SHARED_ROUTES.uniq, uniq), _SHARED_ROUTES.uniq.size - 1
-                )
-                mask = _SHARED_ROUTES.capped[pos]
-                self._note_capped(np.column_stack([uniq // n, uniq % n]), mask)
+            else:
+                ps, capped = held
+                if capped is not None:  # the memo's routes were capped: which of these were
+                    self._note_capped(np.column_stack([uniq // n, uniq % n]), capped)
             self._cache.clear()
             self._cache[ck] = ps
         return self._cache[ck], inv.reshape(-1).astype(np.int64)

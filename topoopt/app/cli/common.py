@@ -286,7 +286,8 @@ def check_edge_units(options: dict[str, Any]) -> None:
             raise InputError(option, value, "a finite number of Gbps > 0")
         if name.endswith("_gbps") and not GBPS_RANGE[0] <= value <= GBPS_RANGE[1]:
             # 1e-300 ended as "prices.nic_port: got 0.0", 1e300 as "port_bandwidth: got inf"
-            raise InputError(option, value, "a rate from 0.001 to 1,000,000 Gbps")
+            lo, hi = GBPS_RANGE
+            raise InputError(option, value, f"a rate from {lo:g} to {hi:,.0f} Gbps")
         if name == "oversubscription" and not 1 <= value <= MAX_OVERSUBSCRIPTION:
             raise InputError(
                 option, value, f"a ratio from 1 to {MAX_OVERSUBSCRIPTION:,} (leaf down:up ports)"

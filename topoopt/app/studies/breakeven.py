@@ -40,6 +40,7 @@ import pandas as pd
 from topoopt.fabrics.cost import PriceTable, cost, cost_equivalent_fat_tree, load_prices
 from topoopt.flowsim.iteration import simulate_iteration
 from topoopt.flowsim.work import check_work
+from topoopt.units import bytes_per_s_to_gbps
 from traffic.errors import InputError
 from traffic.workload import Workload
 
@@ -252,7 +253,7 @@ def breakeven(
         )
     else:
         run, design_fabric = optical, str(optical.name)
-    gbps = B * 8 / 1e9
+    gbps = bytes_per_s_to_gbps(B)
     base = [prices.unit(item, gbps)[0] for item in MODES[mode]]
     if not max(base) > 0:  # the factors scale it: every price tried would be 0
         raise InputError(

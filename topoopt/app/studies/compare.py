@@ -436,10 +436,7 @@ def _catalogue_of(prices) -> str:
     """Whose switch catalogue a Clos was sized from, for a refusal: the default table's, or the
     ``switch_catalogue`` of the ``--prices`` file (a radix-3 catalogue was told as a server
     count the fabric cannot serve, naming neither)."""
-    from topoopt.fabrics.cost import load_prices
-
-    table = load_prices() if prices is None else prices
-    src = getattr(table, "source", "default")
+    src = "default" if prices is None else prices.source
     return "the default price table" if src == "default" else f"the switch_catalogue of {src}"
 
 
